@@ -1,0 +1,347 @@
+"""Reader for XProf XSpace files (``*.xplane.pb``, optionally gzipped) written by jax.profiler.
+
+Facts used (shared/reference/xprof.md §1-2): GPU planes are ``/device:GPU:<k>`` and their
+stream lines ``Stream #N`` or the legacy ``Stream #N(Kernel...)``; an event starts at
+``line.timestamp_ns * 1000 + offset_ps`` picoseconds; string stats are usually interned
+(``ref_value`` names an XStatMetadata whose ``name`` is the value); event-metadata stats are
+defaults for every event of that metadata. XLA:CPU traces have no device plane: their ops run on
+host threads and carry ``device_ordinal``, which we treat as the device.
+
+One file becomes one single-host :class:`~tracelens.model.Trace` with rank 0; joining hosts is
+the core's job (``tracelens.combine``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from pathlib import Path
+from typing import Any, Iterable
+
+import polars as pl
+from google.protobuf.message import DecodeError
+
+from parsers.xplane_schema import xspace_class
+from tracelens import hardware
+from tracelens.errors import TraceInputError
+from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
+                             Trace, TraceMeta, conform)
+
+FORMAT = "xspace"
+MAX_PROTO_BYTES = 2 * 1024**3 - 1  # protobuf refuses messages of 2 GiB and more
+
+_GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
+_STREAM_LINE = re.compile(r"^Stream #(\d+)(?:\((.*)\))?$")
+_MEMCPY_SUB = {"htod": "h2d", "h2d": "h2d", "dtoh": "d2h", "d2h": "d2h", "dtod": "d2d",
+               "d2d": "d2d", "ptop": "p2p", "p2p": "p2p"}
+
+# Stats we read from events; everything else is left alone.
+_EVENT_STATS = ("correlation_id", "hlo_op", "hlo_module", "program_id", "memcpy_details",
+                "device_ordinal", "step_num")
+
+
+def load_xspace(path: Path) -> Any:
+    """Read, un-gzip and decode one XSpace file, with one clear error for each way it fails."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            raise TraceInputError(path, "empty file")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise TraceInputError(path, f"corrupt or truncated gzip data ({exc})") from None
+        if not raw:
+            raise TraceInputError(path, "empty file (after gunzip)")
+    if len(raw) > MAX_PROTO_BYTES:
+        raise TraceInputError(path, f"{len(raw) / 1024**3:.1f} GiB: XSpace files of 2 GiB "
+                              "and more cannot be decoded by protobuf")
+    head = raw[:64].lstrip()
+    if head[:1] in (b"{", b"["):
+        raise TraceInputError(path, "this is JSON, not an XSpace protobuf")
+    if raw[:1] != b"\x0a":  # XSpace field 1 (planes), length-delimited
+        raise TraceInputError(path, "not an XSpace protobuf (unexpected first byte "
+                              f"0x{raw[0]:02x})")
+    space = xspace_class()()
+    try:
+        space.ParseFromString(raw)
+    except DecodeError as exc:
+        raise TraceInputError(path, f"corrupt or truncated XSpace protobuf ({exc})") from None
+    if not space.planes or not any(p.name for p in space.planes):
+        raise TraceInputError(path, "decodes as protobuf but holds no XSpace planes")
+    return space
+
+
+def _stat_value(stat: Any, ref_names: dict[int, str]) -> Any:
+    kind = stat.WhichOneof("value")
+    if kind == "ref_value":
+        return ref_names.get(stat.ref_value)
+    if kind is None:
+        return None
+    return getattr(stat, kind)
+
+
+class _PlaneReader:
+    """Resolves one plane's metadata once, then turns its events into column lists."""
+
+    def __init__(self, plane: Any) -> None:
+        self.plane = plane
+        self.ref_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        wanted = {name: i for i, name in enumerate(_EVENT_STATS)}
+        self.stat_code = {k: wanted[n] for k, n in self.ref_names.items() if n in wanted}
+        self.event_names = {k: v.name for k, v in plane.event_metadata.items()}
+        self.defaults: dict[int, list[Any]] = {}
+        for k, md in plane.event_metadata.items():
+            vals = self._read_stats(md.stats, None)
+            if any(v is not None for v in vals):
+                self.defaults[k] = vals
+
+    def _read_stats(self, stats: Iterable[Any], base: list[Any] | None) -> list[Any]:
+        vals = list(base) if base is not None else [None] * len(_EVENT_STATS)
+        code_of = self.stat_code
+        for st in stats:
+            code = code_of.get(st.metadata_id)
+            if code is not None:
+                vals[code] = _stat_value(st, self.ref_names)
+        return vals
+
+    def plane_stats(self) -> dict[str, Any]:
+        return {self.ref_names.get(st.metadata_id, ""): _stat_value(st, self.ref_names)
+                for st in self.plane.stats}
+
+    def line_columns(self, line: Any) -> dict[str, list[Any]]:
+        """Event columns of one line: name, start/end ns, and the wanted stats."""
+        base_ps = line.timestamp_ns * 1000
+        names, starts, ends, negative = [], [], [], 0
+        stat_cols: list[list[Any]] = [[] for _ in _EVENT_STATS]
+        defaults, event_names = self.defaults, self.event_names
+        for ev in line.events:
+            start_ps = base_ps + ev.offset_ps
+            dur = ev.duration_ps
+            if dur < 0:
+                negative += 1
+                continue
+            names.append(event_names.get(ev.metadata_id))
+            starts.append(start_ps // 1000)
+            ends.append((start_ps + dur) // 1000)
+            if ev.stats:
+                vals = self._read_stats(ev.stats, defaults.get(ev.metadata_id))
+            else:
+                vals = defaults.get(ev.metadata_id) or [None] * len(_EVENT_STATS)
+            for col, v in zip(stat_cols, vals):
+                col.append(v)
+        cols: dict[str, list[Any]] = {"name": names, "start_ns": starts, "end_ns": ends}
+        cols.update(zip(_EVENT_STATS, stat_cols))
+        cols["_negative"] = [negative]
+        return cols
+
+
+def _as_int(values: list[Any]) -> list[int | None]:
+    out: list[int | None] = []
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(int(v))
+        elif isinstance(v, str) and v.strip().lstrip("-").isdigit():
+            out.append(int(v))
+        else:
+            out.append(None)
+    return out
+
+
+def _as_str(values: list[Any]) -> list[str | None]:
+    return [v if isinstance(v, str) else (None if v is None else str(v)) for v in values]
+
+
+def _line_frame(cols: dict[str, list[Any]], **consts: Any) -> pl.DataFrame:
+    df = pl.DataFrame({
+        "name": pl.Series(cols["name"], dtype=pl.String),
+        "start_ns": pl.Series(cols["start_ns"], dtype=pl.Int64),
+        "end_ns": pl.Series(cols["end_ns"], dtype=pl.Int64),
+        "op": pl.Series(_as_str(cols["hlo_op"]), dtype=pl.String),
+        "module": pl.Series(_as_str(cols["hlo_module"]), dtype=pl.String),
+        "program_id": pl.Series(_as_int(cols["program_id"]), dtype=pl.Int64),
+        "correlation_id": pl.Series(_as_int(cols["correlation_id"]), dtype=pl.Int64),
+        "memcpy_details": pl.Series(_as_str(cols["memcpy_details"]), dtype=pl.String),
+        "device_ordinal": pl.Series(_as_int(cols["device_ordinal"]), dtype=pl.Int64),
+        "step_num": pl.Series(_as_int(cols["step_num"]), dtype=pl.Int64),
+    })
+    return df.with_columns(**{k: pl.lit(v) for k, v in consts.items()})
+
+
+def _device_kind(df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
+    """kind and memcpy subcategory, from the event name, the line's types, or memcpy_details."""
+    types = (line_types or "").lower()
+    copy_only_line = bool(types) and "kernel" not in types and "memcpy" in types
+    set_only_line = bool(types) and "kernel" not in types and "memset" in types \
+        and "memcpy" not in types
+    name = pl.col("name")
+    sub = name.str.extract(r"(?i)^Memcpy(HtoD|DtoH|DtoD|PtoP|H2D|D2H|D2D|P2P)", 1) \
+        .str.to_lowercase().replace_strict(_MEMCPY_SUB, default=None)
+    kind = (pl.when(name.str.contains(r"(?i)^Memset")).then(pl.lit("memset"))
+            .when(name.str.contains(r"(?i)^Memcpy") | pl.col("memcpy_details").is_not_null())
+            .then(pl.lit("memcpy"))
+            .when(pl.lit(set_only_line)).then(pl.lit("memset"))
+            .when(pl.lit(copy_only_line)).then(pl.lit("memcpy"))
+            .otherwise(pl.lit("kernel")))
+    line_sub = None
+    if copy_only_line:
+        m = re.search(r"memcpy(htod|dtoh|dtod|ptop|h2d|d2h|d2d|p2p)", types)
+        line_sub = _MEMCPY_SUB.get(m.group(1)) if m else None
+    return df.with_columns(
+        kind=kind,
+        subcategory=pl.when(kind == "memcpy").then(sub.fill_null(pl.lit(line_sub)))
+        .otherwise(None),
+        bytes=pl.when(kind != "kernel").then(
+            pl.col("memcpy_details").str.extract(r"(?:^|\s)size:(\d+)", 1)
+            .cast(pl.Float64, strict=False)).otherwise(None),
+    )
+
+
+def _device_row(ordinal: int, stats: dict[str, Any]) -> dict[str, Any]:
+    vendor_raw = str(stats.get("device_vendor") or "").lower()
+    vendor = {"amd": "amd", "nvidia": "nvidia"}.get(vendor_raw)
+    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    arch = None
+    dev_name = stats.get("gpu_device_name")
+    if isinstance(dev_name, str) and re.match(r"^gfx[0-9a-f]+", dev_name):
+        arch = re.match(r"^gfx[0-9a-f]+", dev_name).group(0)
+    elif vendor == "amd" and isinstance(major, int) and isinstance(minor, int):
+        arch = hardware.AMD_ARCH_BY_CAP.get((major, minor))
+    elif vendor == "nvidia" and isinstance(major, int) and isinstance(minor, int):
+        arch = f"sm_{major}{minor}"
+    clock_khz = stats.get("clock_rate")
+    clock_mhz = float(clock_khz) / 1000.0 if isinstance(clock_khz, (int, float)) else None
+    cus = stats.get("core_count") if isinstance(stats.get("core_count"), int) else None
+    mem = stats.get("memory_size") if isinstance(stats.get("memory_size"), int) else None
+    product = hardware.identify(vendor, arch, cus, clock_mhz, mem)
+    return {"device": ordinal, "vendor": vendor or (vendor_raw or None), "arch": arch,
+            "product": product.name if product else (
+                dev_name if isinstance(dev_name, str) and not dev_name.startswith("gfx")
+                else None),
+            "compute_units": cus, "clock_mhz": clock_mhz, "memory_bytes": mem,
+            "spec_id": product.spec_id if product else None}
+
+
+def read(path: Path) -> Trace:
+    """One XSpace file as a single-host Trace (rank 0, times relative to the profile start)."""
+    space = load_xspace(path)
+    meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
+    for msg in list(space.errors) + list(space.warnings):
+        meta.warn(f"{path.name}: profiler reported: {msg}")
+    host = space.hostnames[0] if space.hostnames else path.name.split(".")[0]
+    device_frames: list[pl.DataFrame] = []
+    device_rows: list[dict[str, Any]] = []
+    host_frames: list[pl.DataFrame] = []
+    negative = 0
+    ignored: dict[str, int] = {}
+    profile_start = None
+    cpu_plane = None
+    for plane in space.planes:
+        m = _GPU_PLANE.match(plane.name)
+        if plane.name == "Task Environment":
+            stats = _PlaneReader(plane).plane_stats()
+            if isinstance(stats.get("profile_start_time"), int):
+                profile_start = stats["profile_start_time"]
+            continue
+        if plane.name == "/host:CPU":
+            cpu_plane = plane
+            continue
+        if not m:
+            n = sum(len(line.events) for line in plane.lines)
+            if n and plane.name.startswith("/device:"):
+                ignored[plane.name] = n
+            continue
+        reader = _PlaneReader(plane)
+        ordinal = int(m.group(1))
+        device_rows.append(_device_row(ordinal, reader.plane_stats()))
+        for line in plane.lines:
+            lm = _STREAM_LINE.match(line.name)
+            if not lm:
+                if line.events:
+                    ignored[f"{plane.name} line '{line.name}'"] = len(line.events)
+                continue
+            cols = reader.line_columns(line)
+            negative += cols["_negative"][0]
+            if not cols["name"]:
+                continue
+            df = _line_frame(cols, device=ordinal, stream=line.id)
+            device_frames.append(_device_kind(df, lm.group(2)))
+    steps = pl.DataFrame(schema=STEP_SCHEMA)
+    if cpu_plane is not None:
+        cpu_frames, host_frames, steps, n_neg = _read_host_plane(cpu_plane)
+        negative += n_neg
+        if not any(f.height for f in device_frames) and cpu_frames:
+            device_frames = cpu_frames
+            ordinals = sorted(set(pl.concat(cpu_frames)["device"].to_list()))
+            device_rows = [{"device": o, "vendor": "cpu", "arch": None, "product": "CPU",
+                            "compute_units": None, "clock_mhz": None, "memory_bytes": None,
+                            "spec_id": None} for o in ordinals]
+            meta.warn(f"{path.name}: no GPU activity; XLA:CPU ops on host threads are "
+                      f"analyzed as {len(ordinals)} CPU device(s) by their device_ordinal")
+    if negative:
+        meta.warn(f"{path.name}: dropped {negative} events with negative duration")
+    for what, n in ignored.items():
+        meta.warn(f"{path.name}: ignored {n} events on {what} (not a device stream)")
+    events = _assemble_events(device_frames, host)
+    devices = conform(pl.DataFrame(device_rows, schema_overrides={
+        k: v for k, v in DEVICE_SCHEMA.items() if k != "host" and k != "rank"},
+        infer_schema_length=None).with_columns(host=pl.lit(host), rank=pl.lit(0))
+        if device_rows else pl.DataFrame(), DEVICE_SCHEMA)
+    host_events = conform(pl.concat(host_frames, how="diagonal_relaxed"), HOST_EVENT_SCHEMA) \
+        .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
+        if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
+    meta.extra = {"hosts": {host: {"profile_start_ns": profile_start, "path": str(path)}}}
+    return Trace(events=events, host_events=host_events,
+                 steps=steps.with_columns(rank=pl.lit(0, dtype=pl.Int32)),
+                 devices=devices, meta=meta)
+
+
+def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return pl.DataFrame(schema=EVENT_SCHEMA)
+    df = pl.concat(frames, how="diagonal_relaxed").with_columns(
+        host=pl.lit(host), rank=pl.lit(0))
+    return conform(df, EVENT_SCHEMA)
+
+
+def _read_host_plane(plane: Any) -> tuple[list[pl.DataFrame], list[pl.DataFrame],
+                                          pl.DataFrame, int]:
+    """XLA:CPU op events (as device frames), API/annotation host events, and steps."""
+    reader = _PlaneReader(plane)
+    cpu_frames: list[pl.DataFrame] = []
+    host_frames: list[pl.DataFrame] = []
+    step_frames: list[pl.DataFrame] = []
+    negative = 0
+    for line in plane.lines:
+        cols = reader.line_columns(line)
+        negative += cols["_negative"][0]
+        if not cols["name"]:
+            continue
+        df = _line_frame(cols, tid=line.id)
+        ops = df.filter(pl.col("op").is_not_null() & pl.col("device_ordinal").is_not_null())
+        if ops.height:
+            cpu_frames.append(ops.with_columns(
+                device=pl.col("device_ordinal"), stream=pl.lit(line.id), kind=pl.lit("kernel")))
+        steps = df.filter(pl.col("step_num").is_not_null())
+        if steps.height:
+            step_frames.append(steps)
+        api = df.filter(pl.col("correlation_id").is_not_null())
+        if line.name.startswith("Host Threads") or api.height:
+            host_frames.append(api.with_columns(kind=pl.lit("api"), pid=pl.lit(None)))
+        if steps.height:
+            host_frames.append(steps.with_columns(kind=pl.lit("step"), pid=pl.lit(None)))
+    if step_frames:
+        steps_df = (pl.concat(step_frames).group_by("step_num")
+                    .agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+                    .sort("start_ns")
+                    .select(step=pl.col("step_num"), start_ns="start_ns", end_ns="end_ns",
+                            source=pl.lit("step_num")))
+        steps_df = conform(steps_df.with_columns(rank=pl.lit(0)), STEP_SCHEMA)
+    else:
+        steps_df = pl.DataFrame(schema=STEP_SCHEMA)
+    return cpu_frames, host_frames, steps_df, negative

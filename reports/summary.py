@@ -1,0 +1,170 @@
+"""Render the ``summarize`` dict as a terminal table, JSON, CSV or Markdown.
+
+Only formatting happens here; every number comes from ``tracelens.analyze.summary``.
+Kernel names are untrusted text: rich cells are plain ``Text`` (no markup), Markdown cells
+escape the characters that would break a table.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tracelens.analyze.timeline import TIMELINE_COLUMNS
+from tracelens.model import CATEGORIES
+
+
+def ms(ns: int | float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e6:,.3f}"
+
+
+def pct(part: int | float, whole: int | float) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def short_name(name: str, width: int = 80) -> str:
+    """Keep the start and the end of a long kernel name (Tensile names run to 640 chars)."""
+    if len(name) <= width:
+        return name
+    tail = width // 4
+    return name[: width - tail - 1] + "…" + name[-tail:]
+
+
+def _device_label(d: dict[str, Any], many_hosts: bool) -> str:
+    return f"{d['host']}/{d['device']}" if many_hosts else str(d["device"])
+
+
+def category_totals(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Categories summed over the reported devices, in exclusive-time order."""
+    acc: dict[str, dict[str, int]] = {}
+    for d in summary["devices"]:
+        for c in d["categories"]:
+            a = acc.setdefault(c["category"], {"count": 0, "sum_ns": 0, "exclusive_ns": 0})
+            for k in a:
+                a[k] += c[k]
+    rows = [{"category": k, **v} for k, v in acc.items()]
+    return sorted(rows, key=lambda r: (-r["exclusive_ns"], CATEGORIES.index(r["category"])))
+
+
+def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) for every table, shared by the terminal and Markdown output."""
+    h = summary["headline"]
+    many_hosts = h["hosts"] > 1
+    tables = []
+    hw = ", ".join(f"{x['count']}× {x['product'] or x['arch'] or 'unknown device'}"
+                   for x in h["hardware"]) or "unknown"
+    head = [
+        ["hardware", hw],
+        ["devices", f"{h['active_devices']} active of {h['devices']}"
+                    + (f" on {h['hosts']} hosts" if many_hosts else "")],
+        ["steps", f"{h['steps']}" + (f" (median {ms(h['median_step_ns'])} ms)"
+                                     if h["median_step_ns"] is not None else "")],
+        ["longest device span", f"{ms(h['max_span_ns'])} ms"],
+        ["busy", f"{h['busy_pct']:.1f}%" if h["busy_pct"] is not None else "-"],
+        ["exposed communication",
+         f"{h['exposed_comm_pct']:.1f}%" if h["exposed_comm_pct"] is not None else "-"],
+        ["exposed memory",
+         f"{h['exposed_memory_pct']:.1f}%" if h["exposed_memory_pct"] is not None else "-"],
+    ]
+    filt = summary.get("filters", {})
+    if filt.get("device") is not None or filt.get("step") is not None:
+        head.append(["filters", ", ".join(f"{k} {v}" for k, v in filt.items() if v is not None)])
+    tables.append(("Summary", ["", ""], head))
+    rows = []
+    for d in summary["devices"]:
+        t = d["timeline"]
+        rows.append([_device_label(d, many_hosts), d["product"] or d["arch"] or "-",
+                     ms(t["span_ns"]), ms(t["busy_ns"]), pct(t["compute_ns"], t["span_ns"]),
+                     pct(t["exposed_comm_ns"], t["span_ns"]),
+                     pct(t["exposed_memory_ns"], t["span_ns"]), pct(t["idle_ns"], t["span_ns"]),
+                     ms(t["comm_ns"]), ms(t["memory_ns"])])
+    tables.append(("Per-device timeline (ms; shares of span)",
+                   ["device", "product", "span", "busy", "compute", "exposed comm",
+                    "exposed mem", "idle", "comm total", "memory total"], rows))
+    busy = sum(d["timeline"]["busy_ns"] for d in summary["devices"])
+    tables.append(("Categories (all reported devices; ms)",
+                   ["category", "count", "sum", "exclusive", "share of busy"],
+                   [[c["category"], f"{c['count']:,}", ms(c["sum_ns"]), ms(c["exclusive_ns"]),
+                     pct(c["exclusive_ns"], busy)] for c in category_totals(summary)]))
+    step_rows = []
+    for d in summary["devices"]:
+        for s in d["steps"]:
+            t = s["timeline"]
+            step_rows.append([_device_label(d, many_hosts), str(s["step"]), ms(t["span_ns"]),
+                              pct(t["busy_ns"], t["span_ns"]),
+                              pct(t["exposed_comm_ns"], t["span_ns"]),
+                              pct(t["idle_ns"], t["span_ns"])])
+    if step_rows:
+        tables.append(("Per-step timeline", ["device", "step", "span ms", "busy",
+                                             "exposed comm", "idle"], step_rows))
+    tables.append(("Top kernels", ["kernel", "category", "rule", "count", "sum ms", "share"],
+                   [[short_name(k["name"]), k["category"] + (f"/{k['subcategory']}"
+                                                             if k["subcategory"] else ""),
+                     k["rule"], f"{k['count']:,}", ms(k["sum_ns"]),
+                     f"{k['share_pct']:.1f}%" if k["share_pct"] is not None else "-"]
+                    for k in summary["top_kernels"]]))
+    return tables
+
+
+def render_table(summary: dict[str, Any], console: Console) -> None:
+    for title, header, rows in _tables(summary):
+        table = Table(title=title, title_justify="left", show_header=title != "Summary")
+        for i, col in enumerate(header):
+            table.add_column(col, justify="left" if i == 0 or col in (
+                "category", "rule", "product", "kernel") else "right",
+                overflow="fold")
+        for row in rows:
+            table.add_row(*[Text(str(c)) for c in row])
+        console.print(table)
+    if not summary["devices"]:
+        console.print(Text("No device activity in this trace."))
+    for w in summary["warnings"]:
+        console.print(Text(f"warning: {w}"), style="yellow")
+
+
+def _md_cell(value: str) -> str:
+    return (value.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+            .replace(">", "&gt;").replace("\n", " "))
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    out = [f"# tracelens summary ({', '.join(i['path'] for i in summary['inputs'])})", ""]
+    for title, header, rows in _tables(summary):
+        out += [f"## {title}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
+                "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(_md_cell(str(c)) for c in row) + " |" for row in rows]
+        out.append("")
+    if not summary["devices"]:
+        out += ["No device activity in this trace.", ""]
+    if summary["warnings"]:
+        out += ["## Warnings", ""] + [f"- {_md_cell(w)}" for w in summary["warnings"]] + [""]
+    return "\n".join(out)
+
+
+def render_json(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, indent=2)
+
+
+def render_csv(summary: dict[str, Any]) -> str:
+    """One row per device (``step`` empty) and per device × step: timeline columns, then the
+    exclusive ns of every category (``excl_<category>``, whole-trace rows only)."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["host", "rank", "device", "product", "step", "start_ns", "end_ns",
+                *TIMELINE_COLUMNS, *[f"excl_{c}" for c in CATEGORIES]])
+    for d in summary["devices"]:
+        excl = {c["category"]: c["exclusive_ns"] for c in d["categories"]}
+        w.writerow([d["host"], d["rank"], d["device"], d["product"] or "", "", "", "",
+                    *[d["timeline"][k] for k in TIMELINE_COLUMNS],
+                    *[excl.get(c, 0) for c in CATEGORIES]])
+        for s in d["steps"]:
+            w.writerow([d["host"], d["rank"], d["device"], d["product"] or "", s["step"],
+                        s["start_ns"], s["end_ns"], *[s["timeline"][k] for k in TIMELINE_COLUMNS],
+                        *[""] * len(CATEGORIES)])
+    return buf.getvalue()

@@ -1,0 +1,139 @@
+"""Bad input: exit code 2 and one line ``error: <path>: <problem>`` on stderr, no traceback."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tracelens
+from parsers.xprof_write import Activity, build_xspace
+from tracelens.errors import TraceInputError
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tracelens.cli", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def _small_trace() -> bytes:
+    acts = [Activity(0, 1, f"loop_add_fusion_{i}.kd", i * 100, 50, {"hlo_op": f"f.{i}"})
+            for i in range(40)]
+    return build_xspace(acts, steps=[(0, 0, 4000)])
+
+
+def _assert_one_line_error(res: subprocess.CompletedProcess, path: Path, words: str) -> None:
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith(f"error: {path}: "), lines[0]
+    assert words in lines[0], lines[0]
+    assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+def _cases(tmp: Path) -> list[tuple[Path, str]]:
+    good = _small_trace()
+    cases = []
+    p = tmp / "empty.xplane.pb"
+    p.write_bytes(b"")
+    cases.append((p, "empty file"))
+    p = tmp / "truncated.xplane.pb"
+    p.write_bytes(good[: len(good) // 2])
+    cases.append((p, "truncated"))
+    p = tmp / "json.xplane.pb"
+    p.write_text(json.dumps({"traceEvents": []}))
+    cases.append((p, "JSON"))
+    p = tmp / "text.xplane.pb"
+    p.write_text("hello, this is not a trace\n")
+    cases.append((p, "not an XSpace"))
+    p = tmp / "bad.xplane.pb.gz"
+    p.write_bytes(gzip.compress(good)[:-30])
+    cases.append((p, "gzip"))
+    p = tmp / "missing.xplane.pb"
+    cases.append((p, "no such file"))
+    d = tmp / "emptydir"
+    d.mkdir()
+    (d / "notes.txt").write_text("x")
+    cases.append((d, "no trace files"))
+    return cases
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
+    for path, words in _cases(tmp_path):
+        _assert_one_line_error(run_cli("summarize", str(path)), path, words)
+
+
+def test_bad_input_among_good_fails_whole(tmp_path: Path) -> None:
+    good = tmp_path / "good.xplane.pb"
+    good.write_bytes(_small_trace())
+    bad = tmp_path / "bad.xplane.pb"
+    bad.write_bytes(b"\x0a\xff\xff")
+    res = run_cli("summarize", str(good), str(bad))
+    _assert_one_line_error(res, bad, "corrupt or truncated")
+
+
+def test_debug_shows_traceback(tmp_path: Path) -> None:
+    p = tmp_path / "empty.xplane.pb"
+    p.write_bytes(b"")
+    res = run_cli("summarize", "--debug", str(p))
+    assert res.returncode == 2 and "error: " in res.stderr
+
+
+def test_two_profile_runs_in_one_logdir(tmp_path: Path) -> None:
+    for run in ("2026_01_01_00_00_00", "2026_01_02_00_00_00"):
+        d = tmp_path / "plugins" / "profile" / run
+        d.mkdir(parents=True)
+        (d / "h.xplane.pb").write_bytes(_small_trace())
+    _assert_one_line_error(run_cli("summarize", str(tmp_path)), tmp_path, "2 profile runs")
+
+
+def test_no_device_activity_is_not_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "idle.xplane.pb"
+    p.write_bytes(build_xspace([], device_stats={0: {"device_vendor": "AMD"}}))
+    res = run_cli("summarize", str(p))
+    assert res.returncode == 0, res.stderr
+    assert "No device activity" in res.stdout
+    res = run_cli("summarize", "--format", "json", str(p))
+    out = json.loads(res.stdout)
+    assert out["devices"] == [] and out["idle_devices"] == [{"host": "host0", "rank": 0,
+                                                             "device": 0}]
+
+
+def test_inputs_are_never_written_next_to(tmp_path: Path) -> None:
+    p = tmp_path / "t.xplane.pb"
+    p.write_bytes(_small_trace())
+    before = sorted(tmp_path.iterdir())
+    assert run_cli("summarize", "--format", "json", str(p)).returncode == 0
+    assert sorted(tmp_path.iterdir()) == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_bytes_load_or_fail_cleanly(tmp_path: Path, data: st.DataObject) -> None:
+    """Random truncations and byte flips: either a valid trace or TraceInputError, nothing else."""
+    good = bytearray(_small_trace())
+    cut = data.draw(st.integers(1, len(good)))
+    blob = good[:cut]
+    for _ in range(data.draw(st.integers(0, 4))):
+        i = data.draw(st.integers(0, len(blob) - 1))
+        blob[i] = data.draw(st.integers(0, 255))
+    p = tmp_path / "fuzz.xplane.pb"
+    p.write_bytes(bytes(blob))
+    try:
+        trace = tracelens.load(p)
+    except TraceInputError as exc:
+        assert exc.path == str(p) and exc.problem
+        return
+    tracelens.summarize(trace)  # whatever decoded must also analyze
+
+
+@pytest.mark.parametrize("args", [["summarize"], ["summarize", "--format", "xml", "x"]])
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    assert run_cli(*args).returncode == 2

@@ -1,0 +1,123 @@
+"""Property tests: the timeline arithmetic against a per-nanosecond brute force (DESIGN §6.1)."""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracelens.analyze.intervals import union_lengths
+from tracelens.analyze.timeline import clip_to_windows, device_breakdown, step_breakdown
+from tracelens.model import CATEGORIES, CategoryDtype
+
+interval = st.tuples(st.integers(0, 80), st.integers(0, 30), st.sampled_from(CATEGORIES),
+                     st.integers(0, 1))
+intervals = st.lists(interval, min_size=1, max_size=25)
+
+
+def _frame(rows: list[tuple[int, int, str, int]]) -> pl.DataFrame:
+    return pl.DataFrame({
+        "host": ["h"] * len(rows), "rank": [0] * len(rows),
+        "device": [r[3] for r in rows],
+        "start_ns": [r[0] for r in rows], "end_ns": [r[0] + r[1] for r in rows],
+        "category": [r[2] for r in rows],
+    }, schema_overrides={"rank": pl.Int32, "device": pl.Int32, "category": CategoryDtype,
+                         "start_ns": pl.Int64, "end_ns": pl.Int64})
+
+
+def _brute(rows: list[tuple[int, int, str, int]], device: int, lo: int | None = None,
+           hi: int | None = None) -> dict[str, int]:
+    """Walk every nanosecond and apply the definitions literally."""
+    mine = [(s, s + d, c) for s, d, c, dev in rows if dev == device]
+    if lo is None:
+        lo, hi = min(s for s, _, _ in mine), max(e for _, e, _ in mine)
+    out = dict.fromkeys(["busy", "compute", "comm", "exposed_comm", "memory",
+                         "exposed_memory"], 0)
+    excl = dict.fromkeys(CATEGORIES, 0)
+    for t in range(lo, hi):
+        active = {c for s, e, c in mine if s <= t < e}
+        comp = bool(active - {"collective", "memory"})
+        comm, mem = "collective" in active, "memory" in active
+        out["busy"] += bool(active)
+        out["compute"] += comp
+        out["comm"] += comm
+        out["memory"] += mem
+        out["exposed_comm"] += comm and not comp
+        out["exposed_memory"] += mem and not comp and not comm
+        if active:
+            excl[min(active, key=CATEGORIES.index)] += 1
+    out["span"] = hi - lo
+    out["idle"] = out["span"] - out["busy"]
+    out["excl"] = excl
+    return out
+
+
+def _check(row: dict, cats: pl.DataFrame, want: dict) -> None:
+    assert row["span_ns"] == want["span"]
+    assert row["busy_ns"] == want["busy"]
+    assert row["compute_ns"] == want["compute"]
+    assert row["comm_ns"] == want["comm"]
+    assert row["exposed_comm_ns"] == want["exposed_comm"]
+    assert row["memory_ns"] == want["memory"]
+    assert row["exposed_memory_ns"] == want["exposed_memory"]
+    assert row["idle_ns"] == want["idle"]
+    # The identity, exposed <= total, and exclusive times that add up to busy.
+    assert (row["compute_ns"] + row["exposed_comm_ns"] + row["exposed_memory_ns"]
+            + row["idle_ns"]) == row["span_ns"]
+    assert 0 <= row["exposed_comm_ns"] <= row["comm_ns"]
+    assert 0 <= row["exposed_memory_ns"] <= row["memory_ns"]
+    assert row["overlapped_comm_ns"] == row["comm_ns"] - row["exposed_comm_ns"]
+    got_excl = dict(zip(cats["category"], cats["exclusive_ns"]))
+    assert got_excl == want["excl"]
+    assert sum(got_excl.values()) == row["busy_ns"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(intervals)
+def test_device_breakdown_matches_brute_force(rows: list) -> None:
+    bd = device_breakdown(_frame(rows))
+    for row in bd.timeline.iter_rows(named=True):
+        cats = bd.categories.filter(pl.col("device") == row["device"])
+        _check(row, cats, _brute(rows, row["device"]))
+        mine = [r for r in rows if r[3] == row["device"]]
+        sums = dict(zip(cats["category"], cats["sum_ns"]))
+        assert sums == {c: sum(r[1] for r in mine if r[2] == c) for c in CATEGORIES}
+
+
+@settings(max_examples=100, deadline=None)
+@given(intervals, st.lists(st.integers(1, 40), min_size=1, max_size=4), st.integers(0, 30))
+def test_step_breakdown_matches_brute_force(rows: list, lengths: list, first: int) -> None:
+    bounds, t = [], first
+    for i, n in enumerate(lengths):
+        bounds.append((i, t, t + n))
+        t += n + (i % 2) * 3  # some steps abut, others leave a gap
+    steps = pl.DataFrame({"rank": [0] * len(bounds), "step": [b[0] for b in bounds],
+                          "start_ns": [b[1] for b in bounds], "end_ns": [b[2] for b in bounds]},
+                         schema_overrides={"rank": pl.Int32, "step": pl.Int32})
+    ev = _frame(rows)
+    devices = ev.select("host", "rank", "device").unique()
+    bd = step_breakdown(ev, steps, devices)
+    assert bd.timeline.height == devices.height * len(bounds)
+    for row in bd.timeline.iter_rows(named=True):
+        cats = bd.categories.filter((pl.col("device") == row["device"])
+                                    & (pl.col("step") == row["step"]))
+        _, lo, hi = bounds[row["step"]]
+        _check(row, cats, _brute(rows, row["device"], lo, hi))
+
+
+@settings(max_examples=100, deadline=None)
+@given(intervals)
+def test_clip_to_windows_conserves_time_inside_windows(rows: list) -> None:
+    ev = _frame(rows)
+    steps = pl.DataFrame({"rank": [0, 0, 0], "step": [5, 6, 7], "start_ns": [0, 20, 60],
+                          "end_ns": [20, 50, 200]},
+                         schema_overrides={"rank": pl.Int32, "step": pl.Int32})
+    clipped = clip_to_windows(ev, steps)
+    inside = sum(max(0, min(e, b) - max(s, a)) for s, d, _, _ in rows
+                 for a, b in ((0, 20), (20, 50), (60, 200)) for e in [s + d])
+    assert int(clipped.select((pl.col("end_ns") - pl.col("start_ns")).sum()).item()) == inside
+
+
+def test_union_lengths_nested_and_disjoint() -> None:
+    df = pl.DataFrame({"g": [1, 1, 1, 1], "start_ns": [0, 2, 3, 20], "end_ns": [10, 4, 12, 21]})
+    assert union_lengths(df, ["g"])["union_ns"].to_list() == [13]

@@ -1,0 +1,26 @@
+"""tracelens: where each training step's GPU time goes, from XProf and rocprofv3 traces.
+
+``tracelens.load(path)`` returns a :class:`~tracelens.model.Trace` of polars DataFrames;
+``tracelens.summarize(trace)`` the documented summary dict.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from tracelens.model import Trace  # noqa: E402
+
+
+def load(*args, **kwargs) -> Trace:  # thin wrapper: keeps `import tracelens` cheap
+    """Read traces into one classified Trace; see :func:`tracelens.loader.load`."""
+    from tracelens.loader import load as _load
+    return _load(*args, **kwargs)
+
+
+def summarize(trace: Trace, **kwargs) -> dict:
+    """The summary dict of ``tracelens summarize --format json``."""
+    from tracelens.analyze.summary import summarize as _summarize
+    return _summarize(trace, **kwargs)
+
+
+__all__ = ["Trace", "load", "summarize", "__version__"]

@@ -1,0 +1,131 @@
+"""The ``summarize`` result: a plain, JSON-ready dict whose shape is a documented contract.
+
+Renderers (terminal, JSON, CSV, Markdown) in ``reports/`` only format what this returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracelens import __version__
+from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown,
+                                        clip_to_windows, device_breakdown, step_breakdown)
+from tracelens.model import Trace
+
+
+def _timeline_dict(row: dict[str, Any]) -> dict[str, int]:
+    return {k: int(row[k]) for k in TIMELINE_COLUMNS}
+
+
+def _select(trace: Trace, device: int | None, step: int | None) -> tuple[pl.DataFrame,
+                                                                          pl.DataFrame]:
+    events, steps = trace.events, trace.steps
+    if device is not None:
+        events = events.filter(pl.col("device") == device)
+    if step is not None:
+        steps = steps.filter(pl.col("step") == step)
+        events = clip_to_windows(events, steps) if steps.height else events.head(0)
+    return events, steps
+
+
+def summarize(trace: Trace, device: int | None = None, step: int | None = None,
+              top: int = 10) -> dict[str, Any]:
+    """Headline, per-device timeline and categories, per-step timelines, top kernels.
+
+    ``device`` keeps one GPU ordinal (on every host); ``step`` restricts every number to that
+    step's window (its span is the step's bounds).
+    """
+    events, steps = _select(trace, device, step)
+    devices = trace.devices
+    if device is not None:
+        devices = devices.filter(pl.col("device") == device)
+    active = events.select(DEVICE_KEYS).unique()
+    per_step = step_breakdown(events, steps, active)
+    if step is not None:
+        whole = Breakdown(per_step.timeline.drop("step", "start_ns", "end_ns"),
+                          per_step.categories.drop("step"))
+    else:
+        whole = device_breakdown(events)
+    dev_info = {(r["host"], r["rank"], r["device"]): r for r in devices.iter_rows(named=True)}
+    cats_by_dev: dict[tuple, list[dict[str, Any]]] = {}
+    for r in whole.categories.filter(pl.col("count") > 0).sort(
+            "exclusive_ns", descending=True).iter_rows(named=True):
+        cats_by_dev.setdefault((r["host"], r["rank"], r["device"]), []).append(
+            {"category": r["category"], "count": r["count"], "sum_ns": r["sum_ns"],
+             "exclusive_ns": r["exclusive_ns"]})
+    steps_by_dev: dict[tuple, list[dict[str, Any]]] = {}
+    for r in per_step.timeline.sort("rank", "device", "start_ns").iter_rows(named=True):
+        steps_by_dev.setdefault((r["host"], r["rank"], r["device"]), []).append(
+            {"step": r["step"], "start_ns": r["start_ns"], "end_ns": r["end_ns"],
+             "timeline": _timeline_dict(r)})
+    out_devices = []
+    for r in whole.timeline.sort("rank", "device").iter_rows(named=True):
+        key = (r["host"], r["rank"], r["device"])
+        info = dev_info.get(key, {})
+        out_devices.append({
+            "host": r["host"], "rank": r["rank"], "device": r["device"],
+            "vendor": info.get("vendor"), "arch": info.get("arch"),
+            "product": info.get("product"),
+            "timeline": _timeline_dict(r),
+            "categories": cats_by_dev.get(key, []),
+            "steps": steps_by_dev.get(key, []),
+        })
+    active_keys = {(d["host"], d["rank"], d["device"]) for d in out_devices}
+    idle = [{"host": h, "rank": rk, "device": d} for (h, rk, d) in sorted(dev_info)
+            if (h, rk, d) not in active_keys]
+    return {
+        "tracelens_version": __version__,
+        "inputs": trace.meta.sources,
+        "alignment": trace.meta.alignment,
+        "warnings": list(trace.meta.warnings),
+        "filters": {"device": device, "step": step},
+        "headline": _headline(out_devices, idle, devices, steps, per_step),
+        "devices": out_devices,
+        "idle_devices": idle,
+        "top_kernels": _top_kernels(events, top),
+    }
+
+
+def _headline(devs: list[dict[str, Any]], idle: list[dict[str, Any]], devices: pl.DataFrame,
+              steps: pl.DataFrame, per_step: Breakdown) -> dict[str, Any]:
+    tot = {k: sum(d["timeline"][k] for d in devs) for k in TIMELINE_COLUMNS}
+    span = tot["span_ns"]
+
+    def pct(x: int) -> float | None:
+        return round(100.0 * x / span, 3) if span else None
+
+    products = devices.group_by("product", "arch", "vendor").len().sort("len", descending=True)
+    step_ns = (steps["end_ns"] - steps["start_ns"]) if steps.height else None
+    return {
+        "hosts": len({d["host"] for d in devs} | {d["host"] for d in idle}),
+        "devices": len(devs) + len(idle),
+        "active_devices": len(devs),
+        "hardware": [{"product": r["product"], "arch": r["arch"], "vendor": r["vendor"],
+                      "count": r["len"]} for r in products.iter_rows(named=True)],
+        "steps": steps.select("rank", "step").unique().height if steps.height else 0,
+        "median_step_ns": int(step_ns.median()) if step_ns is not None else None,
+        "max_span_ns": max((d["timeline"]["span_ns"] for d in devs), default=0),
+        "busy_pct": pct(tot["busy_ns"]),
+        "compute_pct": pct(tot["compute_ns"]),
+        "exposed_comm_pct": pct(tot["exposed_comm_ns"]),
+        "exposed_memory_pct": pct(tot["exposed_memory_ns"]),
+        "idle_pct": pct(tot["idle_ns"]),
+        "totals": tot,
+    }
+
+
+def _top_kernels(events: pl.DataFrame, top: int) -> list[dict[str, Any]]:
+    if events.is_empty():
+        return []
+    dur = pl.col("end_ns") - pl.col("start_ns")
+    total = int(events.select(dur.sum()).item())
+    agg = (events.group_by("name", "category", "subcategory", "rule")
+           .agg(count=pl.len(), sum_ns=dur.sum(), devices=pl.struct(DEVICE_KEYS).n_unique())
+           .sort(["sum_ns", "name"], descending=[True, False]).head(top))
+    return [{"name": r["name"], "category": r["category"], "subcategory": r["subcategory"],
+             "rule": r["rule"], "count": int(r["count"]), "sum_ns": int(r["sum_ns"]),
+             "mean_ns": round(r["sum_ns"] / r["count"], 1),
+             "share_pct": round(100.0 * r["sum_ns"] / total, 3) if total else None,
+             "devices": int(r["devices"])} for r in agg.iter_rows(named=True)]

@@ -1,0 +1,144 @@
+"""The ``tracelens`` command. The only module that knows parsers, core and renderers.
+
+Exit codes: 0 success; 1 a requested check failed; 2 bad usage or unreadable input, with one
+line ``error: <path>: <what is wrong>`` on stderr and no traceback unless ``--debug``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import click
+
+from tracelens import __version__
+from tracelens.errors import TraceInputError
+
+FORMATS = ["table", "json", "csv", "markdown"]
+PROGRESS_MIN_BYTES = 20 * 1024 * 1024
+
+
+def _fail(message: str, debug: bool) -> None:
+    if debug:
+        traceback.print_exc()
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn input errors into one line on stderr and exit code 2."""
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = bool(kwargs.get("debug"))
+        try:
+            return func(*args, **kwargs)
+        except TraceInputError as exc:
+            _fail(f"{exc.path}: {exc.problem}", debug)
+        except BrokenPipeError:
+            sys.exit(0)
+    return wrapper
+
+
+def _progress(paths: list[Path], quiet: bool) -> Callable[[Iterable[Path]], Iterable[Path]] | None:
+    """A transient progress bar on stderr, only for a terminal and inputs that take a moment."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    try:
+        size = sum(p.stat().st_size for p in paths if p.is_file())
+    except OSError:
+        return None
+    if size < PROGRESS_MIN_BYTES and not any(p.is_dir() for p in paths):
+        return None
+    from rich.console import Console
+    from rich.progress import track
+
+    console = Console(stderr=True)
+    return lambda files: track(list(files), description="reading traces", console=console,
+                               transient=True)
+
+
+def _rules(rules_files: tuple[str, ...]) -> Any:
+    from tracelens.classify import load_rules
+    return load_rules(list(rules_files)) if rules_files else None
+
+
+def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--rules", "rules_files", multiple=True, type=click.Path(),
+                        help="Extra classifier rules (TOML); they take precedence.")(func)
+    func = click.option("--quiet", is_flag=True, help="No progress bar or warnings on stderr.")(
+        func)
+    func = click.option("--debug", is_flag=True, help="Show tracebacks.")(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tracelens")
+def main() -> None:
+    """Where each training step's GPU time goes, from XProf and rocprofv3 traces."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--device", type=int, default=None, help="Only this device ordinal (every host).")
+@click.option("--step", type=int, default=None, help="Only this step's window.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many top kernels to list.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True)
+@common_options
+@guarded
+def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top: int,
+              fmt: str, rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+    """Headline, per-device timeline, categories, steps and top kernels of a trace."""
+    from tracelens.analyze.summary import summarize as build
+    from tracelens.loader import load
+    from reports import summary as render
+
+    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
+    if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
+        known = sorted(set(trace.steps["step"].to_list()))
+        raise click.UsageError(f"step {step} is not in the trace (steps: "
+                               f"{known[:20] if known else 'none marked'})")
+    if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
+        raise click.UsageError(f"device {device} is not in the trace (devices: "
+                               f"{sorted(set(trace.devices['device'].to_list()))})")
+    result = build(trace, device=device, step=step, top=top)
+    if fmt == "json":
+        click.echo(render.render_json(result))
+    elif fmt == "csv":
+        click.echo(render.render_csv(result), nl=False)
+    elif fmt == "markdown":
+        click.echo(render.render_markdown(result))
+    else:
+        from rich.console import Console
+        if quiet:
+            result = {**result, "warnings": []}
+        render.render_table(result, Console(soft_wrap=False))
+
+
+@main.command()
+@click.argument("name")
+@click.option("--op", default=None, help="The HLO op of the kernel (e.g. all-gather-start.3).")
+@click.option("--kind", type=click.Choice(["kernel", "memcpy", "memset"]), default="kernel",
+              show_default=True)
+@common_options
+@guarded
+def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], quiet: bool,
+            debug: bool) -> None:
+    """Which category NAME gets, and the rule that decided it."""
+    from tracelens.classify import explain as explain_name
+
+    m = explain_name(name, op=op, kind=kind, rules=_rules(rules_files))
+    click.echo(f"category:    {m.category}")
+    click.echo(f"subcategory: {m.subcategory or '-'}")
+    click.echo(f"rule:        {m.rule_id}")
+    click.echo(f"why:         {m.description}")
+    conds = ", ".join(f"{k} = {v!r}" for k, v in m.conditions.items()) or "(catch-all)"
+    click.echo(f"matches:     {conds}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,167 @@
+"""The data model every parser fills and every analysis reads (DESIGN §3).
+
+A :class:`Trace` holds polars DataFrames with fixed schemas. A column a format cannot supply
+is null, never guessed. Times are integer nanoseconds in the trace's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+CATEGORIES: tuple[str, ...] = (
+    "gemm", "attention", "convolution", "elementwise", "reduction", "other",
+    "collective", "memory",
+)
+"""Categories in exclusive-time priority order (highest first), DESIGN §5 and §6.1."""
+
+COMPUTE_CATEGORIES: tuple[str, ...] = CATEGORIES[:6]
+KINDS: tuple[str, ...] = ("kernel", "memcpy", "memset")
+
+CategoryDtype = pl.Enum(list(CATEGORIES))
+KindDtype = pl.Enum(list(KINDS))
+
+EVENT_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String,
+    "rank": pl.Int32,
+    "device": pl.Int32,
+    "stream": pl.Int64,
+    "kind": KindDtype,
+    "name": pl.String,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "category": CategoryDtype,
+    "subcategory": pl.String,
+    "rule": pl.String,
+    "op": pl.String,
+    "module": pl.String,
+    "program_id": pl.Int64,
+    "correlation_id": pl.Int64,
+    "step": pl.Int32,
+    "flops": pl.Float64,
+    "bytes": pl.Float64,
+    "dtype": pl.String,
+    "cost_source": pl.String,
+    "msg_bytes": pl.Int64,
+    "group_size": pl.Int32,
+}
+"""``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
+HLO module names repeat within one trace, so (program_id, op) is the key to the HLO."""
+
+HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String,
+    "rank": pl.Int32,
+    "pid": pl.Int64,
+    "tid": pl.Int64,
+    "name": pl.String,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "correlation_id": pl.Int64,
+    "kind": pl.String,
+}
+"""``trace.host_events``: API calls and annotations (launches, step markers, ...)."""
+
+STEP_SCHEMA: dict[str, pl.DataType] = {
+    "rank": pl.Int32,
+    "step": pl.Int32,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "source": pl.String,
+}
+
+DEVICE_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String,
+    "rank": pl.Int32,
+    "device": pl.Int32,
+    "vendor": pl.String,
+    "arch": pl.String,
+    "product": pl.String,
+    "compute_units": pl.Int32,
+    "clock_mhz": pl.Float64,
+    "memory_bytes": pl.Int64,
+    "spec_id": pl.String,
+}
+
+SCHEMAS: dict[str, dict[str, pl.DataType]] = {
+    "events": EVENT_SCHEMA,
+    "host_events": HOST_EVENT_SCHEMA,
+    "steps": STEP_SCHEMA,
+    "devices": DEVICE_SCHEMA,
+}
+
+
+@dataclass
+class TraceMeta:
+    """Where a trace came from and every approximation or repair made while reading it."""
+
+    sources: list[dict[str, str]] = field(default_factory=list)  # [{"path", "format"}]
+    warnings: list[str] = field(default_factory=list)
+    alignment: str = "none"  # how hosts were put on one clock
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+
+@dataclass
+class Trace:
+    """All activity of one job, as frames with the schemas above."""
+
+    events: pl.DataFrame
+    host_events: pl.DataFrame
+    steps: pl.DataFrame
+    devices: pl.DataFrame
+    meta: TraceMeta = field(default_factory=TraceMeta)
+
+
+def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)
+
+
+def conform(df: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Add missing columns as typed nulls, cast, and order columns as the schema says."""
+    exprs = []
+    for name, dtype in schema.items():
+        if name in df.columns:
+            exprs.append(pl.col(name).cast(dtype))
+        else:
+            exprs.append(pl.lit(None, dtype=dtype).alias(name))
+    return df.select(exprs)
+
+
+def validate(trace: Trace, classified: bool = True) -> list[str]:
+    """Return every way ``trace`` breaks the model's contract (empty list when it holds).
+
+    Checked: exact schemas, non-null identity columns, ``end_ns >= start_ns``, and (when
+    ``classified``) a category and rule on every event.
+    """
+    problems: list[str] = []
+    for name, schema in SCHEMAS.items():
+        df: pl.DataFrame = getattr(trace, name)
+        if dict(df.schema) != schema:
+            problems.append(f"{name}: schema {dict(df.schema)} != {schema}")
+    if problems:
+        return problems
+    ev = trace.events
+    required = ["host", "rank", "device", "stream", "kind", "name", "start_ns", "end_ns"]
+    if classified:
+        required += ["category", "rule"]
+    for col in required:
+        n = ev[col].null_count()
+        if n:
+            problems.append(f"events.{col}: {n} nulls")
+    bad = ev.filter(pl.col("end_ns") < pl.col("start_ns")).height
+    if bad:
+        problems.append(f"events: {bad} rows with end_ns < start_ns")
+    st = trace.steps
+    if st.filter(pl.col("end_ns") < pl.col("start_ns")).height:
+        problems.append("steps: rows with end_ns < start_ns")
+    dev_keys = trace.devices.select("host", "rank", "device").unique()
+    missing = ev.select("host", "rank", "device").unique().join(
+        dev_keys, on=["host", "rank", "device"], how="anti")
+    if missing.height:
+        problems.append(f"events: {missing.height} (host, rank, device) not in devices")
+    return problems
