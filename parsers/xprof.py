@@ -140,16 +140,9 @@ class _PlaneReader:
         return cols
 
 
-def _as_int(values: list[Any]) -> list[int | None]:
-    out: list[int | None] = []
-    for v in values:
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            out.append(int(v))
-        elif isinstance(v, str) and v.strip().lstrip("-").isdigit():
-            out.append(int(v))
-        else:
-            out.append(None)
-    return out
+def _as_int(values: list[Any]) -> pl.Series:
+    """Integer stats as Int64; anything else (a string, a uint64 above 2**63) becomes null."""
+    return pl.Series(values, dtype=pl.Int64, strict=False)
 
 
 def _as_str(values: list[Any]) -> list[str | None]:
@@ -163,11 +156,11 @@ def _line_frame(cols: dict[str, list[Any]], **consts: Any) -> pl.DataFrame:
         "end_ns": pl.Series(cols["end_ns"], dtype=pl.Int64),
         "op": pl.Series(_as_str(cols["hlo_op"]), dtype=pl.String),
         "module": pl.Series(_as_str(cols["hlo_module"]), dtype=pl.String),
-        "program_id": pl.Series(_as_int(cols["program_id"]), dtype=pl.Int64),
-        "correlation_id": pl.Series(_as_int(cols["correlation_id"]), dtype=pl.Int64),
+        "program_id": _as_int(cols["program_id"]),
+        "correlation_id": _as_int(cols["correlation_id"]),
         "memcpy_details": pl.Series(_as_str(cols["memcpy_details"]), dtype=pl.String),
-        "device_ordinal": pl.Series(_as_int(cols["device_ordinal"]), dtype=pl.Int64),
-        "step_num": pl.Series(_as_int(cols["step_num"]), dtype=pl.Int64),
+        "device_ordinal": _as_int(cols["device_ordinal"]),
+        "step_num": _as_int(cols["step_num"]),
     })
     return df.with_columns(**{k: pl.lit(v) for k, v in consts.items()})
 
