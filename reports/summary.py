@@ -76,20 +76,24 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
     if filt.get("device") is not None or filt.get("step") is not None:
         head.append(["filters", ", ".join(f"{k} {v}" for k, v in filt.items() if v is not None)])
     tables.append(("Summary", ["", ""], head))
+    products = {d["product"] or d["arch"] or "-" for d in summary["devices"]}
+    show_product = len(products) > 1
     rows = []
     for d in summary["devices"]:
         t = d["timeline"]
-        rows.append([_device_label(d, many_hosts), d["product"] or d["arch"] or "-",
-                     ms(t["span_ns"]), ms(t["busy_ns"]), pct(t["compute_ns"], t["span_ns"]),
-                     pct(t["exposed_comm_ns"], t["span_ns"]),
-                     pct(t["exposed_memory_ns"], t["span_ns"]), pct(t["idle_ns"], t["span_ns"]),
-                     ms(t["comm_ns"]), ms(t["memory_ns"])])
-    tables.append(("Per-device timeline (ms; shares of span)",
-                   ["device", "product", "span", "busy", "compute", "exposed comm",
-                    "exposed mem", "idle", "comm total", "memory total"], rows))
+        rows.append([_device_label(d, many_hosts)]
+                    + ([d["product"] or d["arch"] or "-"] if show_product else [])
+                    + [ms(t["span_ns"]), ms(t["busy_ns"]), pct(t["compute_ns"], t["span_ns"]),
+                       pct(t["exposed_comm_ns"], t["span_ns"]),
+                       pct(t["exposed_memory_ns"], t["span_ns"]),
+                       pct(t["idle_ns"], t["span_ns"]), ms(t["comm_ns"]), ms(t["memory_ns"])])
+    tables.append(("Per-device timeline (shares of span)",
+                   ["device"] + (["product"] if show_product else [])
+                   + ["span ms", "busy ms", "compute", "exp. comm", "exp. mem", "idle",
+                      "comm ms", "mem ms"], rows))
     busy = sum(d["timeline"]["busy_ns"] for d in summary["devices"])
-    tables.append(("Categories (all reported devices; ms)",
-                   ["category", "count", "sum", "exclusive", "share of busy"],
+    tables.append(("Categories (all reported devices)",
+                   ["category", "count", "sum ms", "exclusive ms", "of busy"],
                    [[c["category"], f"{c['count']:,}", ms(c["sum_ns"]), ms(c["exclusive_ns"]),
                      pct(c["exclusive_ns"], busy)] for c in category_totals(summary)]))
     step_rows = []
@@ -101,12 +105,13 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                               pct(t["exposed_comm_ns"], t["span_ns"]),
                               pct(t["idle_ns"], t["span_ns"])])
     if step_rows:
-        tables.append(("Per-step timeline", ["device", "step", "span ms", "busy",
-                                             "exposed comm", "idle"], step_rows))
-    tables.append(("Top kernels", ["kernel", "category", "rule", "count", "sum ms", "share"],
-                   [[short_name(k["name"]), k["category"] + (f"/{k['subcategory']}"
+        tables.append(("Per-step timeline (shares of the step)",
+                       ["device", "step", "span ms", "busy", "exp. comm", "idle"], step_rows))
+    tables.append(("Top kernels (why a category: tracelens explain NAME)",
+                   ["kernel", "category", "count", "sum ms", "share"],
+                   [[short_name(k["name"], 160), k["category"] + (f"/{k['subcategory']}"
                                                              if k["subcategory"] else ""),
-                     k["rule"], f"{k['count']:,}", ms(k["sum_ns"]),
+                     f"{k['count']:,}", ms(k["sum_ns"]),
                      f"{k['share_pct']:.1f}%" if k["share_pct"] is not None else "-"]
                     for k in summary["top_kernels"]]))
     return tables
@@ -115,10 +120,17 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
 def render_table(summary: dict[str, Any], console: Console) -> None:
     for title, header, rows in _tables(summary):
         table = Table(title=title, title_justify="left", show_header=title != "Summary")
-        for i, col in enumerate(header):
-            table.add_column(col, justify="left" if i == 0 or col in (
-                "category", "rule", "product", "kernel") else "right",
-                overflow="fold")
+        widths = [max([len(col)] + [len(str(r[i])) for r in rows]) for i, col in enumerate(header)]
+        if "kernel" in header:  # the one column that gives way on a narrow terminal
+            k = header.index("kernel")
+            room = console.width - sum(w for i, w in enumerate(widths) if i != k) \
+                - 3 * len(header) - 1
+            widths[k] = max(24, min(widths[k], room))
+            rows = [[short_name(c, widths[k]) if i == k else c for i, c in enumerate(r)]
+                    for r in rows]
+        for col, width in zip(header, widths):
+            table.add_column(col, no_wrap=True, width=width, justify="left" if col in (
+                "", "device", "kernel", "category", "product") else "right")
         for row in rows:
             table.add_row(*[Text(str(c)) for c in row])
         console.print(table)

@@ -137,3 +137,20 @@ def test_fuzzed_bytes_load_or_fail_cleanly(tmp_path: Path, data: st.DataObject) 
 @pytest.mark.parametrize("args", [["summarize"], ["summarize", "--format", "xml", "x"]])
 def test_usage_errors_exit_2(args: list[str]) -> None:
     assert run_cli(*args).returncode == 2
+
+
+def test_oversized_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """protobuf cannot decode 2 GiB; the limit is lowered here instead of writing 2 GiB."""
+    from parsers import xprof
+
+    p = tmp_path / "big.xplane.pb"
+    p.write_bytes(_small_trace())
+    monkeypatch.setattr(xprof, "MAX_PROTO_BYTES", 100)
+    with pytest.raises(TraceInputError, match="cannot be decoded by protobuf"):
+        tracelens.load(p)
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    from tracelens.cli import _progress
+
+    assert _progress([tmp_path], quiet=False) is None  # pytest captures stderr

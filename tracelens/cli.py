@@ -116,7 +116,10 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
         from rich.console import Console
         if quiet:
             result = {**result, "warnings": []}
-        render.render_table(result, Console(soft_wrap=False))
+        console = Console(soft_wrap=False)
+        if not console.is_terminal:
+            console.width = max(console.width, 120)
+        render.render_table(result, console)
 
 
 @main.command()

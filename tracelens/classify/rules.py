@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 try:
     import tomllib
@@ -43,7 +43,7 @@ class Match:
     conditions: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity equality/hash: usable as a cache key
 class Rule:
     """One compiled rule. ``conditions`` keeps the match conditions exactly as written."""
 
@@ -82,7 +82,7 @@ class Rule:
         return self.subcategory
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RuleSet:
     """An ordered list of rules; the first rule that matches decides."""
 
@@ -103,7 +103,7 @@ class RuleSet:
                 return rule
         return self._fallback
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
 
     def __len__(self) -> int:
@@ -149,8 +149,9 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
         raise TraceInputError(path, f"{where}: unknown key(s) {', '.join(unknown)}")
     category = raw.get("category")
     if category not in CATEGORIES:
+        expected = ", ".join(CATEGORIES)
         raise TraceInputError(
-            path, f"{where}: unknown category {category!r} (expected one of {', '.join(CATEGORIES)})")
+            path, f"{where}: unknown category {category!r} (expected one of {expected})")
     conditions = {k: raw[k] for k in CONDITION_KEYS if k in raw}
     if not conditions:
         raise TraceInputError(path, f"{where}: no condition (give kind, name or op)")
@@ -159,7 +160,7 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
         kind_list = raw["kind"]
         if isinstance(kind_list, str):
             kind_list = [kind_list]
-        if not isinstance(kind_list, list) or not kind_list or any(k not in KINDS for k in kind_list):
+        if not (isinstance(kind_list, list) and kind_list and all(k in KINDS for k in kind_list)):
             raise TraceInputError(
                 path, f"{where}: kind must list some of {', '.join(KINDS)}, got {raw['kind']!r}")
         kinds = frozenset(kind_list)
@@ -195,8 +196,8 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
         subcategory_from=tuple(sources), subcategory_map=sub_map, source=path)
 
 
-def parse_rules(data: Mapping[str, Any], path: str,
-                shared_maps: Mapping[str, SubMap] | None = None) -> tuple[list[Rule], dict[str, SubMap]]:
+def parse_rules(data: Mapping[str, Any], path: str, shared_maps: Mapping[str, SubMap] | None = None
+                ) -> tuple[list[Rule], dict[str, SubMap]]:
     """Validate one parsed TOML document; returns its rules and its named maps."""
     unknown = sorted(set(data) - {"rule", "maps"})
     if unknown:
@@ -204,7 +205,8 @@ def parse_rules(data: Mapping[str, Any], path: str,
     raw_maps = data.get("maps", {})
     if not isinstance(raw_maps, Mapping):
         raise TraceInputError(path, "[maps] must be a table of tables")
-    own_maps = {name: _compile_map(path, f"map {name!r}", table) for name, table in raw_maps.items()}
+    own_maps = {name: _compile_map(path, f"map {name!r}", table)
+                for name, table in raw_maps.items()}
     maps = {**(shared_maps or {}), **own_maps}  # a file's own maps shadow the built-in ones
     raw_rules = data.get("rule")
     if not isinstance(raw_rules, list) or not raw_rules:

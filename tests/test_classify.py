@@ -1,0 +1,493 @@
+"""Tests for the kernel classifier (tracelens.classify, DESIGN §5)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracelens.classify as classify_mod
+from tracelens.classify import Match, RuleSet, classify, explain, load_rules
+from tracelens.errors import TraceInputError
+from tracelens.model import CATEGORIES, CategoryDtype, KindDtype
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+ORACLES = SHARED / "oracles"
+ROCPROF_908 = SHARED / "traces" / "rocprof" / "mi350x_908_results.json.gz"
+
+# A real 635-character hipBLASLt name from the MI300X conv trace (conv08), shortened in the middle.
+CIJK = ("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1"
+        "_AMAS3_ASE_ASGT_ASLT_ASM_ASAE01_ASCE01_ASEM1_AAC0_BL1_BS1_CLR1_WG32_8_1_WGM1.kd")
+RCCL_GENERIC = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
+
+# (kernel name, HLO op, category, subcategory, rule id)
+CASES = [
+    # hipBLASLt / Tensile
+    ("Cijk_Ailk_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT64x32x256_MI16x16x1_SN_LDSB1_AFC0_ISA950_"
+     "IU1_K1_WG32_8_1.kd", None, "gemm", None, "gemm.tensile"),
+    ("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64_MI16x16x1_SN_LDSB1_ISA942",
+     None, "gemm", None, "gemm.tensile"),
+    ("Custom_Cijk_Alik_Bljk_F8BS_BH_shortname0", None, "gemm", None, "gemm.tensile"),
+    ("Cijk_SB_BiasB_HAS_ScaleAlphaVec_PostGSU16_VW4", None, "gemm", None, "gemm.tensile"),
+    ("Dijk_BS_MT32x32_VW4_Reduction", None, "gemm", None, "gemm.tensile"),
+    (CIJK, "custom-call.1", "gemm", None, "gemm.tensile"),
+    # the conv's Tensile GEMM counts as convolution (op beats name for convolutions)
+    (CIJK, "cudnn-conv.1", "convolution", "fwd", "convolution.hlo_conv_kernel"),
+    ("Im3d2Col.kd", "cudnn-conv.1", "convolution", "fwd", "convolution.hlo_conv_kernel"),
+    ("Im3d2Col.kd", None, "convolution", None, "convolution.miopen"),
+    # CK / aiter
+    ("void ck_tile::kentry<ck_tile::gfx950_t, 2, ck_tile::FmhaFwdKernel<ck_tile::"
+     "BlockFmhaPipelineQRKSVSAsync<ck_tile::BlockFmhaPipelineProblem<std::bfloat16_t, float>>>>()",
+     None, "attention", "fwd", "attention.ck_fmha"),
+    ("void ck_tile::kentry<256, 1, ck_tile::FmhaBwdDQDKDVKernel<ck_tile::BlockFmhaBwdPipeline>>()",
+     None, "attention", "bwd", "attention.ck_fmha"),
+    ("void ck_tile::kentry<ck_tile::gfx950_t, 1, ck_tile::FmhaBwdOGradDotOKernel<float>>()",
+     None, "attention", "bwd", "attention.ck_fmha"),
+    ("_ZN7ck_tile6kentryILi1ENS_13FmhaFwdKernelEEEvv", None, "attention", "fwd",
+     "attention.ck_fmha"),
+    ("void ck_tile::kentry<1, ck_tile::Rmsnorm2dFwd<ck_tile::Rmsnorm2dFwdPipelineOnePass<float>>>"
+     "()", None, "reduction", "norm", "reduction.norm"),
+    ("void ck_tile::kentry<1, ck_tile::GroupedGemmKernel<ck_tile::GemmSpatiallyLocalTilePartitioner"
+     "<ck_tile::GemmShape>>>()", None, "gemm", None, "gemm.ck"),
+    ("void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemmMultiD_ABScale_xdl_cshuffle_v3<ck::"
+     "tensor_layout::gemm::RowMajor>>()", None, "gemm", None, "gemm.ck"),
+    ("_ZN5aiter19fmha_fwd_hd128_bf16E", None, "attention", "fwd", "attention.aiter"),
+    ("aiter::fmha_bwd_hd128_bf16_causal_a16_psskddv", None, "attention", "bwd", "attention.aiter"),
+    ("_ZN5aiter42pa_bf16_pertokenFp8_gqa10_1tg_4w_mtp3_msk1E", None, "attention", "fwd",
+     "attention.aiter"),
+    ("_ZN5aiter59fmoe_stage1_bf16_pertokenFp8_blockscale_g1u1_32x128_3tg_pf3E", None, "gemm",
+     None, "gemm.aiter"),
+    ("_ZN5aiter42fp8gemm_bf16_blockscale_BpreShuffle_32x128E", None, "gemm", None, "gemm.aiter"),
+    ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_", None,
+     "reduction", "norm", "reduction.norm"),
+    ("bf16gemm_fp32bf16_tn_32x64_splitk_clean", None, "gemm", None, "gemm.name"),
+    # other attention
+    ("attn_fwd", None, "attention", "fwd", "attention.aotriton"),
+    ("bwd_kernel_fuse.kd", None, "attention", "bwd", "attention.aotriton"),
+    ("_bwd_kernel_dk_dv", None, "attention", "bwd", "attention.aotriton"),
+    ("flash_fwd_kernel", None, "attention", "fwd", "attention.flash"),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma", None, "attention", "bwd",
+     "attention.flash"),
+    ("paged_attention_ll4mi_QKV_mfma16_kernel", None, "attention", "fwd", "attention.flash"),
+    ("some_te_kernel", "te_fused_attn_forward_ffi.3", "attention", "fwd", "attention.hlo"),
+    ("some_te_kernel", "te_fused_attn_backward_ffi", "attention", "bwd", "attention.hlo"),
+    # collectives
+    (RCCL_GENERIC, None, "collective", None, "collective.rccl_generic"),
+    ("_Z23ncclDevKernel_Generic_424ncclDevKernelArgsStorageILm4096EE", None, "collective", None,
+     "collective.rccl_generic"),
+    (RCCL_GENERIC, "all-gather-start.2", "collective", "all-gather", "collective.rccl_generic"),
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", None, "collective", "all-reduce",
+     "collective.nccl"),
+    ("ncclKernel_AllGather_RING_LL_Sum_float", None, "collective", "all-gather", "collective.nccl"),
+    ("ncclSymkDevKernel_ReduceScatter_RailA2A_LsaLD_sum_bf16", None, "collective",
+     "reduce-scatter", "collective.nccl"),
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", None,
+     "collective", "send-recv", "collective.nccl"),
+    ("mscclKernel_Sum_half_Simple_false(ncclDevComm*, mscclAlgo*, mscclWork*)", None,
+     "collective", None, "collective.nccl"),
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "reduce-scatter.1", "collective",
+     "reduce-scatter", "collective.nccl"),
+    ("void vllm::cross_device_reduce_1stage<__half, 2>(vllm::RankData*, int)", None, "collective",
+     "all-reduce", "collective.custom_allreduce"),
+    ("void primus_turbo::deep_ep::intranode::cached_notify_combine<8>(void**, int*)", None,
+     "collective", "all-to-all", "collective.deep_ep"),
+    ("some_kernel", "collective-permute-done.1", "collective", "collective-permute",
+     "collective.hlo"),
+    # memory (runtime blits)
+    ("__amd_rocclr_copyBuffer.kd", None, "memory", "copy", "memory.rocclr_copy"),
+    ("__amd_rocclr_copyBuffer.kd", "copy.1", "memory", "copy", "memory.rocclr_copy"),
+    ("__amd_rocclr_fillBufferAligned.kd", None, "memory", "fill", "memory.rocclr_fill"),
+    ("__amd_rocclr_initHeap", None, "memory", "init-heap", "memory.rocclr_misc"),
+    ("__amd_rocclr_streamOpsWait", None, "memory", "stream-wait", "memory.rocclr_misc"),
+    ("__amd_rocclr_batchMemOp", None, "memory", "batch-mem-op", "memory.rocclr_misc"),
+    ("MEMORY_COPY_DEVICE_TO_DEVICE", None, "memory", "d2d", "memory.kineto_copy"),
+    # PyTorch
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array"
+     "<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)", None,
+     "elementwise", None, "elementwise.torch"),
+    ("void at::native::elementwise_kernel_manual_unroll<128, 8, at::native::gpu_kernel_impl_nocast<"
+     "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)>>(int)", None, "elementwise",
+     None, "elementwise.torch"),
+    ("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<c10::BFloat16, at::native::"
+     "func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float>>>>()", None,
+     "reduction", None, "reduction.torch"),
+    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float, false>"
+     "(int, float, float const*)", None, "reduction", "norm", "reduction.norm"),
+    ("layer_norm_grad_input_kernel", None, "reduction", "norm", "reduction.norm"),
+    ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+     "namespace)::TensorListMetadata<1>, at::native::LpNormFunctor<float>, float*, int>()", None,
+     "reduction", None, "reduction.torch"),
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_contig<at::native::(anonymous "
+     "namespace)::OpaqueType<4u>, unsigned int, 1, 128, 1>()", None, "elementwise", None,
+     "elementwise.torch"),
+    ("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 10>()",
+     None, "reduction", "softmax", "reduction.softmax"),
+    ("void rocprim::ROCPRIM_400001_NS::detail::radix_sort_block_sort_kernel<rocprim::"
+     "ROCPRIM_400001_NS::detail::lookback_scan_state<long>>()", None, "other", None, "other.sort"),
+    # Triton / Inductor
+    ("triton_poi_fused_add_mul_silu_0", None, "elementwise", None, "elementwise.triton_inductor"),
+    ("triton_poi_fused_convolution_relu_1", None, "elementwise", None,
+     "elementwise.triton_inductor"),
+    ("triton_red_fused__to_copy_add_mul_native_dropout_backward_0", None, "reduction", None,
+     "reduction.triton_inductor"),
+    ("triton_per_fused_native_layer_norm_0", None, "reduction", None, "reduction.triton_inductor"),
+    ("matmul_kernel", None, "gemm", None, "gemm.triton"),
+    ("_gemm_a8w8_blockscale_kernel_GROUP_K_128_GROUP_N_128", None, "gemm", None, "gemm.triton"),
+    ("wvSplitK_hf_sml_", None, "gemm", None, "gemm.vllm"),
+    # NVIDIA
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", None, "gemm", None,
+     "gemm.nvidia"),
+    ("nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT", None, "gemm", None, "gemm.nvidia"),
+    ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_nn", None, "gemm", None,
+     "gemm.nvidia"),
+    ("implicit_convolve_sgemm", None, "convolution", None, "convolution.name"),
+    ("sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc", None, "convolution",
+     "fwd", "convolution.name"),
+    # MIOpen
+    ("igemm_fwd_gtcx3_nhwc_fp16_bx0_ex0_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x2x1_1x4x1x64",
+     None, "convolution", "fwd", "convolution.miopen"),
+    ("igemm_wrw_gtcx3_nhwc_fp16_bx0_ex0_bt128x128x32", None, "convolution", "bwd-filter",
+     "convolution.miopen"),
+    ("miopenSp3AsmConv_v30_3_1_gfx9_fp32_f2x3_stride1", None, "convolution", None,
+     "convolution.miopen"),
+    ("naive_conv_fwd_nchw_half_double_half", None, "convolution", "fwd", "convolution.miopen"),
+    ("MIOpenBatchNormFwdTrainSpatial", None, "reduction", "norm", "reduction.norm"),
+    # XLA on ROCm (kernel symbols)
+    ("loop_add_fusion.kd", "loop_add_fusion", "elementwise", None, "elementwise.xla_fusion"),
+    ("loop_convert_fusion_2.kd", None, "elementwise", None, "elementwise.xla_fusion"),
+    ("wrapped_convert.kd", "wrapped_convert", "elementwise", None, "elementwise.xla_fusion"),
+    ("input_reduce_fusion_1.kd", None, "reduction", None, "reduction.xla"),
+    ("loop_reduce_fusion.kd", "loop_reduce_fusion", "reduction", None, "reduction.xla"),
+    ("gemm_fusion_dot.kd", "gemm_fusion_dot", "gemm", None, "gemm.xla"),
+    ("gemm_fusion_dot_general_1.kd", "gemm_fusion_dot_general.1", "gemm", None, "gemm.xla"),
+    ("input_transpose_fusion.kd", "input_transpose_fusion", "elementwise", "data-movement",
+     "elementwise.xla_data_movement"),
+    ("input_transpose_fusion_1.kd", None, "elementwise", "data-movement",
+     "elementwise.xla_data_movement"),
+    ("loop_transpose_fusion.kd", None, "elementwise", "data-movement",
+     "elementwise.xla_data_movement"),
+    ("wrapped_transpose.kd", None, "elementwise", "data-movement", "elementwise.xla_data_movement"),
+    ("input_concatenate_fusion.kd", None, "elementwise", "data-movement",
+     "elementwise.xla_data_movement"),
+    # XLA:CPU (name == op)
+    ("dot.3", "dot.3", "gemm", None, "gemm.xla"),
+    ("all-reduce.3", "all-reduce.3", "collective", "all-reduce", "collective.hlo"),
+    ("all-gather-start.1", "all-gather-start.1", "collective", "all-gather", "collective.hlo"),
+    ("wrapped_tanh", "wrapped_tanh", "elementwise", None, "elementwise.xla_fusion"),
+    ("broadcast_multiply_fusion", "broadcast_multiply_fusion", "elementwise", None,
+     "elementwise.xla_fusion"),
+    ("copy_subtract_fusion.1", "copy_subtract_fusion.1", "elementwise", None,
+     "elementwise.xla_fusion"),
+    ("multiply_add_fusion", "multiply_add_fusion", "elementwise", None, "elementwise.xla_fusion"),
+    ("tanh.2", "tanh.2", "elementwise", None, "elementwise.xla_op"),
+    ("reduce.4", "reduce.4", "reduction", None, "reduction.xla"),
+    ("add_reduce_fusion.1", "add_reduce_fusion.1", "reduction", None, "reduction.xla"),
+    ("convolution.2", "convolution.2", "convolution", None, "convolution.hlo_conv_kernel"),
+    ("ynn_fusion.1", "ynn_fusion.1", "other", None, "other.opaque_xla"),
+    ("fusion.12", "fusion.12", "other", None, "other.opaque_xla"),
+    ("totally_unknown_kernel", None, "other", None, "other.fallback"),
+]
+
+
+@pytest.mark.parametrize(("name", "op", "category", "subcategory", "rule_id"), CASES,
+                         ids=[f"{c[0][:40]}|{c[1]}" for c in CASES])
+def test_reference_names(name: str, op: str | None, category: str, subcategory: str | None,
+                         rule_id: str) -> None:
+    m = explain(name, op)
+    assert (m.category, m.subcategory, m.rule_id) == (category, subcategory, rule_id)
+
+
+def test_builtin_rules_are_well_formed() -> None:
+    rules = load_rules()
+    ids = [r.id for r in rules]
+    assert len(ids) == len(set(ids))
+    assert ids[0] == "memory.kind" and ids[-1] == "other.fallback"
+    for rule in rules:
+        assert rule.category in CATEGORIES
+        assert rule.description and rule.description.endswith(".")
+        assert rule.id.split(".")[0] == rule.category
+    assert load_rules() is rules  # parsed once, cached
+    assert load_rules([]) is rules
+
+
+# ---- the shared real traces -------------------------------------------------------------------
+
+def _gviz_rows(path: Path) -> list[dict]:
+    table = json.loads(path.read_text())
+    if isinstance(table, list):
+        table = table[0]
+    cols = [c["id"] for c in table["cols"]]
+    return [dict(zip(cols, [cell["v"] if cell else None for cell in row["c"]]))
+            for row in table["rows"]]
+
+
+def _oracle_files(name: str) -> list[Path]:
+    files = sorted(ORACLES.glob(f"*/{name}"))
+    if not files:
+        pytest.skip(f"no {name} under {ORACLES} (shared oracles absent)")
+    return files
+
+
+def test_xprof_oracle_kernel_names_are_not_other() -> None:
+    seen = {}
+    for path in _oracle_files("xprof_kernel_stats.json"):
+        for row in _gviz_rows(path):
+            seen[row["kernel_name"]] = explain(row["kernel_name"])  # op_name is a JAX op, not HLO
+    assert len(seen) >= 15
+    others = {n: m.rule_id for n, m in seen.items() if m.category == "other"}
+    assert others == {}
+    expected = {"loop_convert_fusion.kd": "elementwise", "wrapped_broadcast.kd": "elementwise",
+                "__amd_rocclr_copyBuffer.kd": "memory", "gemm_fusion_dot_general_1.kd": "gemm",
+                "Im3d2Col.kd": "convolution", "input_reduce_fusion.kd": "reduction",
+                "input_transpose_fusion.kd": "elementwise"}
+    for name, category in expected.items():
+        assert seen[name].category == category, name
+    assert all(m.category == "gemm" for n, m in seen.items() if n.startswith("Cijk_"))
+
+
+def test_xprof_oracle_hlo_ops_alone() -> None:
+    """With an uninformative kernel name, the HLO op of every GPU op in the oracles decides."""
+    expected = {"copy.1": "elementwise", "custom-call.1": "other",
+                "wrapped_broadcast": "elementwise",
+                "gemm_fusion_dot_general.1": "gemm", "input_reduce_fusion": "reduction",
+                "loop_convert_fusion": "elementwise", "loop_reduce_fusion": "reduction",
+                "loop_sqrt_fusion": "elementwise", "wrapped_convert": "elementwise",
+                "wrapped_transpose": "elementwise", "cudnn-conv.1": "convolution",
+                "input_transpose_fusion": "elementwise", "input_transpose_fusion.1": "elementwise",
+                "loop_transpose_fusion": "elementwise"}
+    ops = {row["hlo_op_name"] for path in _oracle_files("xprof_hlo_stats.json")
+           for row in _gviz_rows(path)}
+    assert ops == set(expected)
+    for op in ops:
+        assert explain("anonymous_kernel", op).category == expected[op], op
+
+
+def test_rocprof_908_dispatched_kernels() -> None:
+    if not ROCPROF_908.exists():
+        pytest.skip(f"{ROCPROF_908} absent")
+    tool = json.load(gzip.open(ROCPROF_908))["rocprofiler-sdk-tool"][0]
+    symbols = {k["kernel_id"]: k["formatted_kernel_name"] for k in tool["kernel_symbols"]}
+    names = {symbols[d["dispatch_info"]["kernel_id"]]
+             for d in tool["buffer_records"]["kernel_dispatch"]}
+    assert len(names) == 80
+    events = pl.DataFrame({"kind": pl.Series(["kernel"] * len(names), dtype=KindDtype),
+                           "name": sorted(names),
+                           "op": pl.Series([None] * len(names), dtype=pl.String),
+                           "subcategory": pl.Series([None] * len(names), dtype=pl.String)})
+    out = classify(events)
+    # the only deliberate `other`: rocPRIM sort/merge/partition (documented in other.sort)
+    assert set(out.filter(pl.col("category") == "other")["rule"]) == {"other.sort"}
+    by_rule = dict(out.group_by("rule").len().iter_rows())
+    assert by_rule["gemm.tensile"] == 14
+    assert by_rule["collective.rccl_generic"] == 1
+    assert {"attention.aotriton", "reduction.norm", "memory.rocclr_fill"} <= set(by_rule)
+
+
+# ---- precedence -------------------------------------------------------------------------------
+
+def _events(rows: list[tuple]) -> pl.DataFrame:
+    kinds, names, ops, subs = zip(*rows)
+    return pl.DataFrame({
+        "kind": pl.Series(kinds, dtype=KindDtype), "name": pl.Series(names, dtype=pl.String),
+        "op": pl.Series(ops, dtype=pl.String), "subcategory": pl.Series(subs, dtype=pl.String)})
+
+
+def test_kind_beats_name_and_keeps_subcategory() -> None:
+    out = classify(_events([
+        ("memcpy", "Cijk_Ailk_Bljk_BBS_BH_MT64x64", None, "h2d"),
+        ("memset", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "all-reduce.1", None),
+        ("memcpy", "MemcpyD2D", None, "d2d"),
+    ]))
+    assert out["category"].to_list() == ["memory"] * 3
+    assert out["rule"].to_list() == ["memory.kind"] * 3
+    assert out["subcategory"].to_list() == ["h2d", None, "d2d"]
+
+
+def test_collective_type_op_beats_name_and_generic_is_never_guessed() -> None:
+    out = classify(_events([
+        ("kernel", RCCL_GENERIC, "all-gather-start.2", None),
+        ("kernel", RCCL_GENERIC, None, None),
+        ("kernel", RCCL_GENERIC, None, "reduce-scatter"),  # from the parser's --rccl-trace rows
+        ("kernel", RCCL_GENERIC, "fusion.3", None),
+        ("kernel", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "all-to-all.4", None),
+    ]))
+    assert out["category"].to_list() == ["collective"] * 5
+    assert out["subcategory"].to_list() == [
+        "all-gather", None, "reduce-scatter", None, "all-to-all"]
+
+
+def test_rule_subcategory_overrides_existing() -> None:
+    out = classify(_events([("kernel", "__amd_rocclr_copyBuffer.kd", None, "stale")]))
+    assert out["subcategory"].to_list() == ["copy"]
+
+
+# ---- user rule files and validation -----------------------------------------------------------
+
+def test_user_rules_take_precedence(tmp_path: Path) -> None:
+    first = tmp_path / "first.toml"
+    first.write_text(
+        '[[rule]]\nid = "site.tensile_is_other"\ncategory = "other"\nname = \'^Cijk_\'\n'
+        'description = "Pretend we do not trust Tensile."\n')
+    second = tmp_path / "second.toml"
+    second.write_text(
+        '[maps.dir]\n\'fwd\' = "fwd"\n\n'
+        '[[rule]]\nid = "site.my_attn"\ncategory = "attention"\nname = \'^my_attn\'\n'
+        'subcategory_from = "name"\nsubcategory_map = "dir"\n\n'
+        '[[rule]]\nid = "site.my_coll"\ncategory = "collective"\nname = \'^my_coll\'\n'
+        'subcategory_from = ["op"]\nsubcategory_map = "collective_type"\n')
+    rules = load_rules([first, str(second)])
+    assert isinstance(rules, RuleSet)
+    assert rules.rules[0].id == "site.tensile_is_other"
+    assert explain(CIJK, rules=rules).rule_id == "site.tensile_is_other"
+    m = explain("my_attn_fwd", rules=rules)
+    assert (m.category, m.subcategory) == ("attention", "fwd")
+    assert m.description == "user rule from second.toml"
+    assert explain("my_coll", "all-gather.1", rules=rules).subcategory == "all-gather"
+    assert explain(CIJK).rule_id == "gemm.tensile"  # the cached built-in set is untouched
+    assert explain("loop_add_fusion.kd", rules=rules).rule_id == "elementwise.xla_fusion"
+
+
+BAD_FILES = {
+    "invalid_toml": ("[[rule]\nid = 'x'\n", "invalid TOML"),
+    "unknown_category": ('[[rule]]\nid = "a.b"\ncategory = "matmul"\nname = "x"\n',
+                         "unknown category"),
+    "missing_id": ('[[rule]]\ncategory = "gemm"\nname = "x"\n', "missing id"),
+    "duplicate_id": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nname = "x"\n'
+                     '[[rule]]\nid = "a.b"\ncategory = "gemm"\nname = "y"\n', "duplicate rule id"),
+    "duplicate_builtin_id": ('[[rule]]\nid = "gemm.tensile"\ncategory = "gemm"\nname = "x"\n',
+                             "duplicate rule id"),
+    "bad_regex": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nname = "(unclosed"\n', "bad regex"),
+    "bad_op_regex": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nop = "x)"\n', "bad regex"),
+    "no_condition": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\n', "no condition"),
+    "bad_kind": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nkind = ["dma"]\n', "kind"),
+    "unknown_key": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nnmae = "x"\n', "unknown key"),
+    "unknown_map": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nname = "x"\n'
+                    'subcategory_from = "op"\nsubcategory_map = "nope"\n',
+                    "unknown subcategory_map"),
+    "bad_map_regex": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nname = "x"\n'
+                      'subcategory_from = "op"\nsubcategory_map = { \'[\' = "y" }\n', "bad regex"),
+    "no_rules": ('title = "x"\n', "unknown top-level key"),
+    "empty": ("", "no [[rule]] entries"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_validation_errors_name_the_file(tmp_path: Path, case: str) -> None:
+    text, problem = BAD_FILES[case]
+    path = tmp_path / f"{case}.toml"
+    path.write_text(text)
+    with pytest.raises(TraceInputError) as info:
+        load_rules([path])
+    assert info.value.path == str(path)
+    assert problem in info.value.problem
+    assert "\n" not in str(info.value)
+
+
+def test_unreadable_rules_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.toml"
+    with pytest.raises(TraceInputError) as info:
+        load_rules([missing])
+    assert info.value.path == str(missing)
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(TraceInputError, match="binary.toml"):
+        load_rules([binary])
+
+
+# ---- the frame API ----------------------------------------------------------------------------
+
+def test_classify_preserves_rows_and_columns() -> None:
+    base = _events([
+        ("kernel", "loop_add_fusion.kd", "loop_add_fusion", None),
+        ("memcpy", "MemcpyH2D", None, "h2d"),
+        ("kernel", CIJK, "cudnn-conv.1", None),
+        ("kernel", "loop_add_fusion.kd", "loop_add_fusion", None),
+        ("kernel", RCCL_GENERIC, None, None),
+    ])
+    events = base.with_columns(
+        pl.Series("start_ns", [50, 10, 40, 20, 30]),
+        pl.lit(None, dtype=CategoryDtype).alias("category"),
+        pl.lit("stale", dtype=pl.String).alias("rule"),
+        pl.Series("device", [3, 1, 4, 1, 5], dtype=pl.Int32))
+    out = classify(events)
+    assert out.columns == events.columns
+    assert out.schema["category"] == CategoryDtype
+    assert out.schema["rule"] == pl.String and out.schema["subcategory"] == pl.String
+    assert out.drop("category", "rule", "subcategory").equals(
+        events.drop("category", "rule", "subcategory"))
+    assert out["category"].to_list() == [
+        "elementwise", "memory", "convolution", "elementwise", "collective"]
+    assert out["rule"].null_count() == 0 and out["category"].null_count() == 0
+
+
+def test_classify_without_op_or_subcategory_columns_and_empty() -> None:
+    events = pl.DataFrame({"kind": pl.Series(["kernel"], dtype=KindDtype), "name": ["attn_fwd"]})
+    out = classify(events)
+    assert out.row(0, named=True) == {
+        "kind": "kernel", "name": "attn_fwd", "category": "attention", "subcategory": "fwd",
+        "rule": "attention.aotriton"}
+    empty = classify(_events([("kernel", "x", None, None)]).clear())
+    assert empty.height == 0 and empty.schema["category"] == CategoryDtype
+
+
+def test_classify_matches_once_per_distinct_combination(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple] = []
+    original = RuleSet.match
+
+    def counting(self: RuleSet, kind, name, op):  # type: ignore[no-untyped-def]
+        calls.append((kind, name, op))
+        return original(self, kind, name, op)
+
+    monkeypatch.setattr(RuleSet, "match", counting)
+    names = [f"loop_add_fusion_{i}.kd" for i in range(25)] + [f"Cijk_Ailk_{i}" for i in range(25)]
+    n = 200_000
+    events = pl.DataFrame({
+        "kind": pl.Series(["kernel"] * n, dtype=KindDtype),
+        "name": [names[i % 50] for i in range(n)],
+        "op": pl.Series([None if i % 3 else "cudnn-conv.1" for i in range(n)], dtype=pl.String),
+        "subcategory": pl.Series([None] * n, dtype=pl.String),
+    })
+    distinct = events.select("kind", "name", "op").unique().height
+    out = classify(events)
+    assert len(calls) == distinct == len(set(calls)) == 100
+    assert out.height == n
+    assert out["name"].equals(events["name"])
+    expected = events.with_columns(
+        pl.when(pl.col("op").is_not_null()).then(pl.lit("convolution"))
+        .when(pl.col("name").str.starts_with("Cijk")).then(pl.lit("gemm"))
+        .otherwise(pl.lit("elementwise")).alias("category"))["category"]
+    assert out["category"].cast(pl.String).equals(expected)
+
+
+def test_hash_collision_falls_back_to_exact_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = _events([("kernel", n, o, None) for n, o in
+                      [("attn_fwd", None), ("reduce.1", "reduce.1"), ("attn_fwd", None),
+                       (RCCL_GENERIC, "all-reduce-start"), ("dot.2", "dot.2")]])
+    expected = classify(events)
+    real_hash = classify_mod._combo_hash
+
+    def colliding(keys: pl.DataFrame, seed: int) -> pl.Series:
+        if seed == 0:
+            return pl.Series("h", [7] * keys.height, dtype=pl.UInt64)
+        return real_hash(keys, seed)
+
+    monkeypatch.setattr(classify_mod, "_combo_hash", colliding)
+    assert classify(events).equals(expected)
+    assert expected["rule"].to_list() == [
+        "attention.aotriton", "reduction.xla", "attention.aotriton", "collective.rccl_generic",
+        "gemm.xla"]
+
+
+def test_explain_returns_rule_and_reason() -> None:
+    m = explain(CIJK, "cudnn-conv.1")
+    assert isinstance(m, Match)
+    assert m.rule_id == "convolution.hlo_conv_kernel"
+    assert "Tensile" in m.description
+    assert m.conditions == {"kind": ["kernel"], "op": "^(?:cudnn-conv|convolution)"}
+    mem = explain("whatever", kind="memcpy")
+    assert (mem.category, mem.rule_id, mem.subcategory) == ("memory", "memory.kind", None)
+    with pytest.raises(AttributeError):
+        m.category = "gemm"  # type: ignore[misc]
