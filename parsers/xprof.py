@@ -116,7 +116,7 @@ class _PlaneReader:
     def line_columns(self, line: Any) -> dict[str, list[Any]]:
         """Event columns of one line: name, start/end ns, and the wanted stats."""
         base_ps = line.timestamp_ns * 1000
-        names, starts, ends, negative = [], [], [], 0
+        names, starts, ends, negative, unknown = [], [], [], 0, 0
         stat_cols: list[list[Any]] = [[] for _ in _EVENT_STATS]
         defaults, event_names = self.defaults, self.event_names
         for ev in line.events:
@@ -125,7 +125,11 @@ class _PlaneReader:
             if dur < 0:
                 negative += 1
                 continue
-            names.append(event_names.get(ev.metadata_id))
+            name = event_names.get(ev.metadata_id)
+            if name is None:  # dangling reference: keep the time, say the name is unknown
+                unknown += 1
+                name = f"<unknown event metadata {ev.metadata_id}>"
+            names.append(name)
             starts.append(start_ps // 1000)
             ends.append((start_ps + dur) // 1000)
             if ev.stats:
@@ -137,6 +141,7 @@ class _PlaneReader:
         cols: dict[str, list[Any]] = {"name": names, "start_ns": starts, "end_ns": ends}
         cols.update(zip(_EVENT_STATS, stat_cols))
         cols["_negative"] = [negative]
+        cols["_unknown"] = [unknown]
         return cols
 
 
@@ -162,7 +167,7 @@ def _line_frame(cols: dict[str, list[Any]], **consts: Any) -> pl.DataFrame:
         "device_ordinal": _as_int(cols["device_ordinal"]),
         "step_num": _as_int(cols["step_num"]),
     })
-    return df.with_columns(**{k: pl.lit(v) for k, v in consts.items()})
+    return df.with_columns(**{k: pl.lit(v, dtype=pl.Int64) for k, v in consts.items()})
 
 
 def _device_kind(df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
@@ -229,7 +234,7 @@ def read(path: Path) -> Trace:
     device_frames: list[pl.DataFrame] = []
     device_rows: list[dict[str, Any]] = []
     host_frames: list[pl.DataFrame] = []
-    negative = 0
+    negative = unknown = 0
     ignored: dict[str, int] = {}
     profile_start = None
     cpu_plane = None
@@ -259,17 +264,19 @@ def read(path: Path) -> Trace:
                 continue
             cols = reader.line_columns(line)
             negative += cols["_negative"][0]
+            unknown += cols["_unknown"][0]
             if not cols["name"]:
                 continue
             df = _line_frame(cols, device=ordinal, stream=line.id)
             device_frames.append(_device_kind(df, lm.group(2)))
     steps = pl.DataFrame(schema=STEP_SCHEMA)
     if cpu_plane is not None:
-        cpu_frames, host_frames, steps, n_neg = _read_host_plane(cpu_plane)
+        cpu_frames, host_frames, steps, n_neg, n_unknown = _read_host_plane(cpu_plane)
         negative += n_neg
+        unknown += n_unknown
         if not any(f.height for f in device_frames) and cpu_frames:
             device_frames = cpu_frames
-            ordinals = sorted(set(pl.concat(cpu_frames)["device"].to_list()))
+            ordinals = sorted(set(pl.concat(cpu_frames, how="diagonal_relaxed")["device"].to_list()))
             device_rows = [{"device": o, "vendor": "cpu", "arch": None, "product": "CPU",
                             "compute_units": None, "clock_mhz": None, "memory_bytes": None,
                             "spec_id": None} for o in ordinals]
@@ -277,6 +284,9 @@ def read(path: Path) -> Trace:
                       f"analyzed as {len(ordinals)} CPU device(s) by their device_ordinal")
     if negative:
         meta.warn(f"{path.name}: dropped {negative} events with negative duration")
+    if unknown:
+        meta.warn(f"{path.name}: {unknown} events name an event metadata id the plane does not "
+                  "define; kept as '<unknown event metadata N>'")
     for what, n in ignored.items():
         meta.warn(f"{path.name}: ignored {n} events on {what} (not a device stream)")
     events = _assemble_events(device_frames, host)
@@ -303,23 +313,25 @@ def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
 
 
 def _read_host_plane(plane: Any) -> tuple[list[pl.DataFrame], list[pl.DataFrame],
-                                          pl.DataFrame, int]:
+                                          pl.DataFrame, int, int]:
     """XLA:CPU op events (as device frames), API/annotation host events, and steps."""
     reader = _PlaneReader(plane)
     cpu_frames: list[pl.DataFrame] = []
     host_frames: list[pl.DataFrame] = []
     step_frames: list[pl.DataFrame] = []
-    negative = 0
+    negative = unknown = 0
     for line in plane.lines:
         cols = reader.line_columns(line)
         negative += cols["_negative"][0]
+        unknown += cols["_unknown"][0]
         if not cols["name"]:
             continue
         df = _line_frame(cols, tid=line.id)
         ops = df.filter(pl.col("op").is_not_null() & pl.col("device_ordinal").is_not_null())
         if ops.height:
             cpu_frames.append(ops.with_columns(
-                device=pl.col("device_ordinal"), stream=pl.lit(line.id), kind=pl.lit("kernel")))
+                device=pl.col("device_ordinal"), stream=pl.lit(line.id, dtype=pl.Int64),
+                kind=pl.lit("kernel")))
         steps = df.filter(pl.col("step_num").is_not_null())
         if steps.height:
             step_frames.append(steps)
@@ -337,4 +349,4 @@ def _read_host_plane(plane: Any) -> tuple[list[pl.DataFrame], list[pl.DataFrame]
         steps_df = conform(steps_df.with_columns(rank=pl.lit(0)), STEP_SCHEMA)
     else:
         steps_df = pl.DataFrame(schema=STEP_SCHEMA)
-    return cpu_frames, host_frames, steps_df, negative
+    return cpu_frames, host_frames, steps_df, negative, unknown

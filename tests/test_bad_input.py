@@ -154,3 +154,30 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     from tracelens.cli import _progress
 
     assert _progress([tmp_path], quiet=False) is None  # pytest captures stderr
+
+
+def test_mutated_real_traces_load_or_fail_cleanly(tmp_path: Path) -> None:
+    """Deterministic byte flips and cuts of the real traces (found a dangling-metadata bug and
+    a mixed-width thread-id bug): a valid Trace or TraceInputError, never anything else."""
+    import random
+
+    from tests.conftest import CPU_TRACE, GPU_TRACES, real_trace
+
+    bases = [real_trace(GPU_TRACES["gemm08"]).read_bytes(), real_trace(CPU_TRACE).read_bytes()]
+    rng = random.Random(7)
+    p = tmp_path / "mutant.xplane.pb"
+    outcomes = {"ok": 0, "error": 0}
+    for _ in range(200):
+        blob = bytearray(rng.choice(bases))
+        if rng.random() < 0.3:
+            blob = blob[: rng.randint(1, len(blob))]
+        for _ in range(rng.randint(1, 8)):
+            blob[rng.randrange(len(blob))] = rng.randrange(256)
+        p.write_bytes(bytes(blob))
+        try:
+            tracelens.summarize(tracelens.load(p))
+            outcomes["ok"] += 1
+        except TraceInputError as exc:
+            assert not exc.problem.startswith("unreadable"), exc.problem  # no reader crash
+            outcomes["error"] += 1
+    assert outcomes["ok"] and outcomes["error"]

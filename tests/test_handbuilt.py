@@ -127,3 +127,22 @@ def test_device_filter(handbuilt: Path) -> None:
     s = tracelens.summarize(tracelens.load(handbuilt), device=1)
     assert [d["device"] for d in s["devices"]] == [1]
     assert {k["name"] for k in s["top_kernels"]} == {GEMM, "loop_add_fusion.kd"}
+
+
+def test_xla_cpu_ops_become_cpu_devices(tmp_path: Path) -> None:
+    """XLA:CPU: ops on host threads with device_ordinal; thread ids small and huge alike."""
+    big = 2**62 + 3
+    ops = [(7, 0, "dot.3", 100, 50), (7, 0, "all-reduce.3", 150, 100),
+           (big, 1, "dot.3", 100, 80), (big, 1, "all-reduce.3", 180, 70),
+           (big, 0, "wrapped_tanh", 160, 20)]
+    p = tmp_path / "cpu.xplane.pb"
+    p.write_bytes(build_xspace([], device_stats={}, cpu_ops=ops, steps=[(0, 0, 300)]))
+    trace = tracelens.load(p)
+    assert validate(trace) == []
+    assert trace.devices["vendor"].to_list() == ["cpu", "cpu"]
+    assert sorted(trace.events["stream"].unique().to_list()) == [7, big]
+    s = tracelens.summarize(trace)
+    t0 = _timeline(s, 0)
+    # device 0: dot [100,150) + tanh [160,180) on another thread; all-reduce [150,250)
+    assert (t0["compute_ns"], t0["exposed_comm_ns"], t0["span_ns"]) == (70, 80, 150)
+    assert any("XLA:CPU ops" in w for w in trace.meta.warnings)
