@@ -316,6 +316,8 @@ def _read_host_plane(plane: Any) -> tuple[list[pl.DataFrame], list[pl.DataFrame]
                                           pl.DataFrame, int, int]:
     """XLA:CPU op events (as device frames), API/annotation host events, and steps."""
     reader = _PlaneReader(plane)
+    pid = reader.plane_stats().get("process_id")
+    pid = pid if isinstance(pid, int) else None
     cpu_frames: list[pl.DataFrame] = []
     host_frames: list[pl.DataFrame] = []
     step_frames: list[pl.DataFrame] = []
@@ -337,9 +339,9 @@ def _read_host_plane(plane: Any) -> tuple[list[pl.DataFrame], list[pl.DataFrame]
             step_frames.append(steps)
         api = df.filter(pl.col("correlation_id").is_not_null())
         if line.name.startswith("Host Threads") or api.height:
-            host_frames.append(api.with_columns(kind=pl.lit("api"), pid=pl.lit(None)))
+            host_frames.append(api.with_columns(kind=pl.lit("api"), pid=pl.lit(pid, pl.Int64)))
         if steps.height:
-            host_frames.append(steps.with_columns(kind=pl.lit("step"), pid=pl.lit(None)))
+            host_frames.append(steps.with_columns(kind=pl.lit("step"), pid=pl.lit(pid, pl.Int64)))
     if step_frames:
         steps_df = (pl.concat(step_frames).group_by("step_num")
                     .agg(pl.col("start_ns").min(), pl.col("end_ns").max())
