@@ -25,8 +25,8 @@ from google.protobuf.message import DecodeError
 from parsers.xplane_schema import xspace_class
 from tracelens import hardware
 from tracelens.errors import TraceInputError
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
-                             Trace, TraceMeta, conform)
+from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+                             STEP_SCHEMA, Trace, TraceMeta, conform)
 
 FORMAT = "xspace"
 MAX_PROTO_BYTES = 2 * 1024**3 - 1  # protobuf refuses messages of 2 GiB and more
@@ -238,6 +238,7 @@ def read(path: Path) -> Trace:
     ignored: dict[str, int] = {}
     profile_start = None
     cpu_plane = None
+    modules: list[dict[str, Any]] = []
     for plane in space.planes:
         m = _GPU_PLANE.match(plane.name)
         if plane.name == "Task Environment":
@@ -247,6 +248,9 @@ def read(path: Path) -> Trace:
             continue
         if plane.name == "/host:CPU":
             cpu_plane = plane
+            continue
+        if plane.name == "/host:metadata":
+            modules = _read_modules(plane)
             continue
         if not m:
             n = sum(len(line.events) for line in plane.lines)
@@ -298,9 +302,35 @@ def read(path: Path) -> Trace:
         .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
     meta.extra = {"hosts": {host: {"profile_start_ns": profile_start, "path": str(path)}}}
+    module_frame = pl.DataFrame(modules, schema={k: v for k, v in MODULE_SCHEMA.items()
+                                                 if k not in ("host", "rank")})
     return Trace(events=events, host_events=host_events,
                  steps=steps.with_columns(rank=pl.lit(0, dtype=pl.Int32)),
-                 devices=devices, meta=meta)
+                 devices=devices, meta=meta,
+                 modules=conform(module_frame.with_columns(host=pl.lit(host), rank=pl.lit(0)),
+                                 MODULE_SCHEMA))
+
+
+_MODULE_NAME = re.compile(r"^(.*)\((-?\d+)\)$")
+
+
+def _read_modules(plane: Any) -> list[dict[str, Any]]:
+    """``/host:metadata``: one event metadata per compiled module, named ``<module>(<id>)``,
+    with the serialized HloProto in stat ``Hlo Proto``."""
+    ref_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    out = []
+    for md in plane.event_metadata.values():
+        stats = {ref_names.get(st.metadata_id): st for st in md.stats}
+        proto = stats.get("Hlo Proto")
+        if proto is None or proto.WhichOneof("value") != "bytes_value":
+            continue
+        m = _MODULE_NAME.match(md.name)
+        pid_stat = stats.get("program_id")
+        program_id = int(m.group(2)) if m else (
+            _stat_value(pid_stat, ref_names) if pid_stat is not None else None)
+        out.append({"program_id": program_id, "module": m.group(1) if m else md.name,
+                    "hlo_proto": proto.bytes_value})
+    return sorted(out, key=lambda r: (r["program_id"] is None, r["program_id"] or 0))
 
 
 def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:

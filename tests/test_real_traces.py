@@ -129,3 +129,15 @@ def test_cpu_trace_devices_steps_and_ops() -> None:
     assert ar.height == 12 and set(ar["category"]) == {"collective"}
     assert set(ar["subcategory"]) == {"all-reduce"}
     assert ev.filter(pl.col("step").is_null()).height == 0
+
+
+def test_hlo_modules_are_kept_by_program_id() -> None:
+    """Module names repeat (jit_dot five times in gemm08): program_id is the key."""
+    trace = tracelens.load(real_trace(GPU_TRACES["gemm08"]))
+    mods = trace.modules
+    assert mods.height == 16
+    assert mods.filter(pl.col("module") == "jit_dot")["program_id"].to_list() == [5, 21, 34,
+                                                                                 49, 64, 79]
+    assert mods["hlo_proto"].bin.size().min() > 0
+    used = set(trace.events["program_id"].drop_nulls())
+    assert used <= set(mods["program_id"])

@@ -155,7 +155,7 @@ def combine(parts: list[Trace]) -> Trace:
         meta.warn("hosts could not be aligned on wall-clock (a file lacks profile_start_time); "
                   "cross-host timing is not comparable")
     out: dict[str, list[pl.DataFrame]] = {k: [] for k in ("events", "host_events", "steps",
-                                                          "devices")}
+                                                          "devices", "modules")}
     host_info = {}
     for i, part in enumerate(parts):
         host = names[i] if names[i] not in dup else f"{names[i]}#{i}"
@@ -174,4 +174,5 @@ def combine(parts: list[Trace]) -> Trace:
     return Trace(events=pl.concat(out["events"]), host_events=pl.concat(out["host_events"]),
                  steps=pl.concat(out["steps"]) if out["steps"] else pl.DataFrame(
                      schema=STEP_SCHEMA),
-                 devices=pl.concat(out["devices"]), meta=meta)
+                 devices=pl.concat(out["devices"]), meta=meta,
+                 modules=pl.concat(out["modules"]))

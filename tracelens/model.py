@@ -84,11 +84,22 @@ DEVICE_SCHEMA: dict[str, pl.DataType] = {
     "spec_id": pl.String,
 }
 
+MODULE_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String,
+    "rank": pl.Int32,
+    "program_id": pl.Int64,
+    "module": pl.String,
+    "hlo_proto": pl.Binary,
+}
+"""``trace.modules``: compiled programs the trace carries (XSpace ``/host:metadata``): the
+serialized ``xla.HloProto`` of each (host, program_id), for the cost model."""
+
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "events": EVENT_SCHEMA,
     "host_events": HOST_EVENT_SCHEMA,
     "steps": STEP_SCHEMA,
     "devices": DEVICE_SCHEMA,
+    "modules": MODULE_SCHEMA,
 }
 
 
@@ -115,6 +126,7 @@ class Trace:
     steps: pl.DataFrame
     devices: pl.DataFrame
     meta: TraceMeta = field(default_factory=TraceMeta)
+    modules: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MODULE_SCHEMA))
 
 
 def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
