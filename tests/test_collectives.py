@@ -1,0 +1,96 @@
+"""Collectives: exposure per activity, matching across devices, skew, wait and stragglers."""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracelens.analyze.collectives import analyze_collectives, collective_activities, type_summary
+from tracelens.model import CATEGORIES, CategoryDtype
+
+
+def _events(rows: list[dict]) -> pl.DataFrame:
+    base = {"host": "h0", "rank": 0, "device": 0, "op": None, "module": None,
+            "subcategory": None, "msg_bytes": None, "group_size": None}
+    return pl.DataFrame([{**base, **r} for r in rows], schema_overrides={
+        "rank": pl.Int32, "device": pl.Int32, "category": CategoryDtype, "start_ns": pl.Int64,
+        "end_ns": pl.Int64, "op": pl.String, "module": pl.String, "subcategory": pl.String,
+        "msg_bytes": pl.Int64, "group_size": pl.Int32})
+
+
+def _job(delay: int = 300) -> pl.DataFrame:
+    """2 hosts × 2 GPUs, two steps. Each step: GEMM [t, t+1000) then all-reduce of 1 MB over 4
+    ranks starting at t+800; host1/GPU1 computes `delay` ns longer, so it arrives `delay` late
+    and the other three wait `delay` inside the all-reduce, which ends together at t+1800."""
+    rows = []
+    for step, t in enumerate((0, 10_000)):
+        for host in range(2):
+            for dev in range(2):
+                slow = delay if (host, dev) == (1, 1) else 0
+                arrive = t + 800 + slow
+                rows.append(dict(host=f"h{host}", rank=host, device=dev, category="gemm",
+                                 start_ns=t, end_ns=t + 1000 + slow))
+                rows.append(dict(host=f"h{host}", rank=host, device=dev,
+                                 category="collective", subcategory="all-reduce",
+                                 op="all-reduce-start.1", module="jit_step", msg_bytes=1 << 20,
+                                 group_size=4, start_ns=arrive, end_ns=t + 1800 + delay))
+    return _events(rows)
+
+
+def test_planted_straggler_is_named_first_with_its_wait() -> None:
+    res = analyze_collectives(_job(delay=300))
+    top = res.stragglers.row(0, named=True)
+    assert (top["host"], top["rank"], top["device"]) == ("h1", 1, 1)
+    assert top["times_last"] == 2 and top["caused_wait_ns"] == 2 * 300
+    assert res.stragglers["times_last"].to_list()[1:] == [0, 0, 0]
+    inst = res.instances
+    assert inst.height == 2 and inst["participants"].to_list() == [4, 4]
+    assert inst["arrival_skew_ns"].to_list() == [300, 300]
+    assert inst["last_device"].to_list() == [1, 1] and inst["last_host"].to_list() == ["h1"] * 2
+    # transfer = shortest participant duration = the straggler's 1000 ns (no waiting inside)
+    assert inst["transfer_ns"].to_list() == [1000, 1000]
+    # busbw = 2(n-1)/n * bytes / transfer = 1.5 * 1048576 B / 1000 ns
+    assert inst["busbw_gb_per_s"].to_list() == [1.5 * (1 << 20) / 1000] * 2
+    waits = res.activities.filter(pl.col("host") == "h0")["wait_ns"].to_list()
+    assert waits == [300] * 4
+
+
+def test_exposure_per_activity() -> None:
+    acts = collective_activities(_job(delay=300))
+    # others: collective [800, 2100) minus GEMM [0, 1000) -> exposed 1100 of 1300
+    # straggler: collective [1100, 2100), GEMM ends 1300 -> exposed 800 of 1000
+    got = acts.filter(pl.col("start_ns") < 5000).sort("rank", "device").select(
+        "dur_ns", "exposed_ns").rows()
+    assert got == [(1300, 1100), (1300, 1100), (1300, 1100), (1000, 800)]
+    summary = type_summary(acts).row(0, named=True)
+    assert (summary["type"], summary["count"], summary["exposed_ns"]) == (
+        "all-reduce", 8, 2 * (3 * 1100 + 800))
+
+
+def test_no_straggler_when_everyone_arrives_together() -> None:
+    res = analyze_collectives(_job(delay=0))
+    assert res.stragglers["times_last"].sum() == 0
+
+
+def test_rccl_without_op_matches_by_position_and_type_stays_unknown() -> None:
+    rows = [dict(device=d, category="collective", start_ns=100 * k + d, end_ns=100 * k + 50)
+            for d in range(2) for k in range(3)]
+    res = analyze_collectives(_events(rows))
+    assert set(res.activities["type"]) == {"unknown"}
+    assert res.instances.height == 3 and set(res.instances["participants"]) == {2}
+    assert res.instances["busbw_gb_per_s"].null_count() == 3  # no message size: no bandwidth
+    assert res.stragglers.row(0, named=True)["device"] == 1
+
+
+iv = st.tuples(st.integers(0, 60), st.integers(1, 25), st.sampled_from(CATEGORIES))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(iv, min_size=1, max_size=20))
+def test_exposed_equals_brute_force(rows: list) -> None:
+    ev = _events([dict(start_ns=s, end_ns=s + d, category=c) for s, d, c in rows])
+    comp = {t for s, d, c in rows if c not in ("collective", "memory") for t in range(s, s + d)}
+    want = sorted(sum(1 for t in range(s, s + d) if t not in comp)
+                  for s, d, c in rows if c == "collective")
+    assert sorted(collective_activities(ev)["exposed_ns"].to_list()) == want

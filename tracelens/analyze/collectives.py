@@ -1,0 +1,160 @@
+"""Collectives (DESIGN §6.3): type, size, bandwidth, exposure, and cross-device skew.
+
+Every collective activity gets its exposed time (the part of its interval no compute kernel on
+its device covers), algbw and busbw when its message size is known (nccl-tests convention).
+Instances are matched across devices: the k-th execution of the same op in the same module (or,
+when the trace has no op, the k-th collective of the same type on each device). Per instance:
+arrival skew, each participant's wait for the last arrival, the transfer time estimated as the
+shortest participant duration, and busbw from that transfer time. Per device: how often it
+arrived last (straggler score) and how long the others waited for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from tracelens.analyze.timeline import DEVICE_KEYS
+from tracelens.model import COMPUTE_CATEGORIES
+
+BUS_FACTOR = {  # busbw = algbw * factor(n), nccl-tests PERFORMANCE.md
+    "all-reduce": "2(n-1)/n", "all-gather": "(n-1)/n", "reduce-scatter": "(n-1)/n",
+    "all-to-all": "(n-1)/n", "collective-permute": "1", "send": "1", "recv": "1",
+    "send-recv": "1", "collective-broadcast": "1",
+}
+
+
+def bus_factor_expr(kind: pl.Expr, n: pl.Expr) -> pl.Expr:
+    """The busbw/algbw factor for a collective type and group size; null when unknown."""
+    n = n.cast(pl.Float64)
+    return (pl.when(kind == "all-reduce").then(2.0 * (n - 1) / n)
+            .when(kind.is_in(["all-gather", "reduce-scatter", "all-to-all"])).then((n - 1) / n)
+            .when(kind.is_in(["collective-permute", "send", "recv", "send-recv",
+                              "collective-broadcast"])).then(pl.lit(1.0))
+            .otherwise(None))
+
+
+def compute_segments(events: pl.DataFrame) -> pl.DataFrame:
+    """Merged compute intervals per device, with the compute time before each segment."""
+    comp = events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))) \
+        .select(*DEVICE_KEYS, "start_ns", "end_ns").sort([*DEVICE_KEYS, "start_ns"])
+    prev_end = pl.col("end_ns").cum_max().shift(1).over(DEVICE_KEYS)
+    seg = comp.with_columns(_new=(prev_end.is_null() | (pl.col("start_ns") > prev_end))) \
+        .with_columns(_seg=pl.col("_new").cast(pl.Int64).cum_sum().over(DEVICE_KEYS)) \
+        .group_by(*DEVICE_KEYS, "_seg").agg(seg_s=pl.col("start_ns").min(),
+                                            seg_e=pl.col("end_ns").max()) \
+        .sort([*DEVICE_KEYS, "seg_s"])
+    return seg.with_columns(
+        before=(pl.col("seg_e") - pl.col("seg_s")).cum_sum().shift(1, fill_value=0)
+        .over(DEVICE_KEYS)).drop("_seg")
+
+
+def _covered_until(points: pl.DataFrame, segments: pl.DataFrame, col: str) -> pl.Series:
+    """Compute time on the point's device strictly before ``points[col]`` (exact)."""
+    pts = points.select(*DEVICE_KEYS, pl.col(col).alias("_t")).with_row_index("_i")
+    seg = segments.rename({"seg_s": "_t_seg"})
+    j = pts.sort("_t").join_asof(seg.sort("_t_seg"), left_on="_t", right_on="_t_seg",
+                                 by=DEVICE_KEYS, strategy="backward", check_sortedness=False)
+    cov = (pl.col("before") + (pl.min_horizontal(pl.col("_t"), pl.col("seg_e"))
+                               - pl.col("_t_seg")).clip(lower_bound=0)).fill_null(0)
+    return j.with_columns(_cov=cov).sort("_i")["_cov"]
+
+
+@dataclass
+class CollectiveAnalysis:
+    """``activities``: one row per collective activity; ``instances``: one row per matched
+    instance; ``stragglers``: one row per device."""
+
+    activities: pl.DataFrame
+    instances: pl.DataFrame
+    stragglers: pl.DataFrame
+
+
+def collective_activities(events: pl.DataFrame) -> pl.DataFrame:
+    """Collective activities with type, exposure, bandwidth and their instance key."""
+    coll = events.filter(pl.col("category") == "collective").sort([*DEVICE_KEYS, "start_ns"])
+    if coll.is_empty():
+        return coll.with_columns(
+            type=pl.lit(None, pl.String), dur_ns=pl.lit(0, pl.Int64),
+            exposed_ns=pl.lit(0, pl.Int64), instance_key=pl.lit(None, pl.String),
+            occurrence=pl.lit(0, pl.Int64), algbw_gb_per_s=pl.lit(None, pl.Float64),
+            busbw_gb_per_s=pl.lit(None, pl.Float64))
+    seg = compute_segments(events)
+    hidden = (_covered_until(coll, seg, "end_ns") - _covered_until(coll, seg, "start_ns"))
+    dur = pl.col("end_ns") - pl.col("start_ns")
+    coll = coll.with_columns(type=pl.col("subcategory").fill_null("unknown"), dur_ns=dur,
+                             _hidden=hidden).with_columns(
+        exposed_ns=pl.col("dur_ns") - pl.col("_hidden"),
+        # k-th execution of this op (or k-th collective of this type when there is no op)
+        instance_key=pl.when(pl.col("op").is_not_null())
+        .then(pl.concat_str(pl.col("module").fill_null(""), pl.lit("/"), pl.col("op")))
+        .otherwise(pl.concat_str(pl.lit("type:"), pl.col("type"))),
+    ).with_columns(occurrence=pl.int_range(pl.len()).over([*DEVICE_KEYS, "instance_key"]))
+    algbw = pl.col("msg_bytes").cast(pl.Float64) / pl.col("dur_ns").cast(pl.Float64)  # GB/s
+    return coll.with_columns(
+        algbw_gb_per_s=pl.when(pl.col("dur_ns") > 0).then(algbw),
+    ).with_columns(
+        busbw_gb_per_s=pl.col("algbw_gb_per_s") * bus_factor_expr(pl.col("type"),
+                                                                  pl.col("group_size")),
+    ).drop("_hidden")
+
+
+def match_instances(acts: pl.DataFrame) -> pl.DataFrame:
+    """Per activity: skew and wait within its instance; plus instance-level columns."""
+    inst = ["instance_key", "occurrence"]
+    return acts.with_columns(
+        participants=pl.len().over(inst),
+        first_start_ns=pl.col("start_ns").min().over(inst),
+        last_start_ns=pl.col("start_ns").max().over(inst),
+        transfer_ns=pl.col("dur_ns").min().over(inst),
+    ).with_columns(
+        skew_ns=pl.col("start_ns") - pl.col("first_start_ns"),
+        wait_ns=pl.col("last_start_ns") - pl.col("start_ns"),
+        # the unique last arrival of an instance with more than one participant
+        is_last=(pl.col("start_ns") == pl.col("last_start_ns"))
+        & ((pl.col("start_ns") == pl.col("last_start_ns")).sum().over(inst) == 1)
+        & (pl.col("participants") > 1),
+    )
+
+
+def analyze_collectives(events: pl.DataFrame) -> CollectiveAnalysis:
+    acts = match_instances(collective_activities(events))
+    inst_keys = ["instance_key", "occurrence"]
+    instances = acts.group_by(inst_keys).agg(
+        type=pl.col("type").first(), op=pl.col("op").first(),
+        module=pl.col("module").first(), participants=pl.len(),
+        msg_bytes=pl.col("msg_bytes").max(), group_size=pl.col("group_size").max(),
+        first_start_ns=pl.col("first_start_ns").first(),
+        arrival_skew_ns=pl.col("skew_ns").max(), max_wait_ns=pl.col("wait_ns").max(),
+        transfer_ns=pl.col("transfer_ns").first(),
+        exposed_ns=pl.col("exposed_ns").sum(),
+        last_host=pl.col("host").filter(pl.col("is_last")).first(),
+        last_rank=pl.col("rank").filter(pl.col("is_last")).first(),
+        last_device=pl.col("device").filter(pl.col("is_last")).first(),
+    ).with_columns(
+        busbw_gb_per_s=pl.when(pl.col("transfer_ns") > 0).then(
+            pl.col("msg_bytes").cast(pl.Float64) / pl.col("transfer_ns")
+            * bus_factor_expr(pl.col("type"), pl.col("group_size"))),
+    ).sort("first_start_ns")
+    # The wait a last arrival imposes: how much later it came than the first participant.
+    caused = acts.filter(pl.col("is_last")).group_by(DEVICE_KEYS).agg(
+        times_last=pl.len(), caused_wait_ns=pl.col("skew_ns").sum())
+    own = acts.group_by(DEVICE_KEYS).agg(instances=pl.len(), own_wait_ns=pl.col("wait_ns").sum())
+    stragglers = own.join(caused, on=DEVICE_KEYS, how="left").with_columns(
+        pl.col("times_last").fill_null(0).cast(pl.Int64),
+        pl.col("caused_wait_ns").fill_null(0),
+    ).sort(["times_last", "caused_wait_ns", "rank", "device"],
+           descending=[True, True, False, False])
+    return CollectiveAnalysis(activities=acts, instances=instances, stragglers=stragglers)
+
+
+def type_summary(acts: pl.DataFrame) -> pl.DataFrame:
+    """Per collective type (and op): count, bytes, time, exposed time, busbw spread."""
+    return acts.group_by("type", "op").agg(
+        count=pl.len(), msg_bytes=pl.col("msg_bytes").max(),
+        sum_ns=pl.col("dur_ns").sum(), exposed_ns=pl.col("exposed_ns").sum(),
+        busbw_gb_per_s=pl.col("busbw_gb_per_s").median(),
+        busbw_p10=pl.col("busbw_gb_per_s").quantile(0.1, "nearest"),
+        busbw_p90=pl.col("busbw_gb_per_s").quantile(0.9, "nearest"),
+    ).sort(["exposed_ns", "sum_ns"], descending=True)
