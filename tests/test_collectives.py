@@ -94,3 +94,26 @@ def test_exposed_equals_brute_force(rows: list) -> None:
     want = sorted(sum(1 for t in range(s, s + d) if t not in comp)
                   for s, d, c in rows if c == "collective")
     assert sorted(collective_activities(ev)["exposed_ns"].to_list()) == want
+
+
+def test_collectives_command_on_sample() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from tests.conftest import SAMPLES
+    from tracelens.cli import main
+
+    sample = str(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    res = CliRunner().invoke(main, ["collectives", "--format", "json", sample])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert {"collectives", "stragglers", "alignment"} <= set(rep)
+    assert {"type", "op", "count", "msg_bytes", "sum_ns", "exposed_ns",
+            "busbw_gb_per_s"} <= set(rep["collectives"][0])
+    assert {"host", "device", "rank", "times_last", "wait_ns"} <= set(rep["stragglers"][0])
+    # The sample's GPU 5 computes 8% slower: it is the one that arrives last.
+    assert rep["stragglers"][0]["device"] == 5 and rep["stragglers"][0]["times_last"] > 0
+    assert {r["type"] for r in rep["by_type"]} == {"all-gather", "reduce-scatter"}
+    for fmt in ("table", "markdown", "csv"):
+        assert CliRunner().invoke(main, ["collectives", "--format", fmt, sample]).exit_code == 0

@@ -143,5 +143,36 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
     click.echo(f"matches:     {conds}")
 
 
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many worst instances to list.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True)
+@common_options
+@guarded
+def collectives(paths: tuple[Path, ...], top: int, fmt: str, rules_files: tuple[str, ...],
+                quiet: bool, debug: bool) -> None:
+    """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
+    from tracelens.analyze.collectives import collectives_report
+    from tracelens.loader import load
+    from reports import collectives as render
+
+    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
+    rep = collectives_report(trace.events, trace.meta.alignment, top=top)
+    if fmt == "json":
+        click.echo(render.render_json(rep))
+    elif fmt == "csv":
+        click.echo(render.render_csv(rep), nl=False)
+    elif fmt == "markdown":
+        click.echo(render.render_markdown(rep))
+    else:
+        from rich.console import Console
+        console = Console(soft_wrap=False)
+        if not console.is_terminal:
+            console.width = max(console.width, 120)
+        render.render_table(rep, console)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

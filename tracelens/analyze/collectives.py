@@ -157,4 +157,51 @@ def type_summary(acts: pl.DataFrame) -> pl.DataFrame:
         busbw_gb_per_s=pl.col("busbw_gb_per_s").median(),
         busbw_p10=pl.col("busbw_gb_per_s").quantile(0.1, "nearest"),
         busbw_p90=pl.col("busbw_gb_per_s").quantile(0.9, "nearest"),
-    ).sort(["exposed_ns", "sum_ns"], descending=True)
+    ).sort(["exposed_ns", "sum_ns", "type", "op"], descending=[True, True, False, False],
+           nulls_last=True)
+
+
+def _num(v: float | None, nd: int = 3) -> float | None:
+    return None if v is None else round(float(v), nd)
+
+
+def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10) -> dict:
+    """The JSON-ready result of ``tracelens collectives`` (keys documented in the README)."""
+    res = analyze_collectives(events)
+    per_type = [{
+        "type": r["type"], "op": r["op"], "count": int(r["count"]),
+        "msg_bytes": r["msg_bytes"], "sum_ns": int(r["sum_ns"]),
+        "exposed_ns": int(r["exposed_ns"]),
+        "busbw_gb_per_s": _num(r["busbw_gb_per_s"]), "busbw_p10_gb_per_s": _num(r["busbw_p10"]),
+        "busbw_p90_gb_per_s": _num(r["busbw_p90"]),
+    } for r in type_summary(res.activities).iter_rows(named=True)]
+    worst = res.instances.sort(["arrival_skew_ns", "exposed_ns", "first_start_ns"],
+                               descending=[True, True, False]).head(top)
+    worst_rows = [{
+        "type": r["type"], "op": r["op"], "module": r["module"], "occurrence": r["occurrence"],
+        "participants": r["participants"], "start_ns": r["first_start_ns"],
+        "arrival_skew_ns": r["arrival_skew_ns"], "transfer_ns": r["transfer_ns"],
+        "exposed_ns": r["exposed_ns"], "busbw_gb_per_s": _num(r["busbw_gb_per_s"]),
+        "last": None if r["last_device"] is None else {
+            "host": r["last_host"], "rank": r["last_rank"], "device": r["last_device"]},
+    } for r in worst.iter_rows(named=True)]
+    stragglers = [{
+        "host": r["host"], "rank": r["rank"], "device": r["device"],
+        "instances": int(r["instances"]), "times_last": int(r["times_last"]),
+        "wait_ns": int(r["caused_wait_ns"]), "own_wait_ns": int(r["own_wait_ns"]),
+    } for r in res.stragglers.iter_rows(named=True)]
+    acts = res.activities
+    by_type = [{
+        "type": r["type"], "count": int(r["count"]), "sum_ns": int(r["sum_ns"]),
+        "exposed_ns": int(r["exposed_ns"]), "busbw_gb_per_s": _num(r["busbw"]),
+        "busbw_p10_gb_per_s": _num(r["p10"]), "busbw_p90_gb_per_s": _num(r["p90"]),
+    } for r in acts.group_by("type").agg(
+        count=pl.len(), sum_ns=pl.col("dur_ns").sum(), exposed_ns=pl.col("exposed_ns").sum(),
+        busbw=pl.col("busbw_gb_per_s").median(),
+        p10=pl.col("busbw_gb_per_s").quantile(0.1, "nearest"),
+        p90=pl.col("busbw_gb_per_s").quantile(0.9, "nearest"),
+    ).sort(["exposed_ns", "sum_ns", "type"], descending=[True, True, False])
+        .iter_rows(named=True)]
+    return {"by_type": by_type, "collectives": per_type, "worst_instances": worst_rows,
+            "stragglers": stragglers, "alignment": alignment,
+            "instances": res.instances.height}
