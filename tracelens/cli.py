@@ -174,5 +174,87 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, rules_files: tuple[
         render.render_table(rep, console)
 
 
+def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],
+          csv_cols: list[str]) -> None:
+    from reports import scaling as render
+
+    if fmt == "json":
+        click.echo(render.render_json(rep))
+    elif fmt == "csv":
+        click.echo(render.render_csv(csv_rows, csv_cols), nl=False)
+    elif fmt == "markdown":
+        click.echo(render.render_markdown(title, tables))
+    else:
+        from rich.console import Console
+        console = Console(soft_wrap=False)
+        if not console.is_terminal:
+            console.width = max(console.width, 120)
+        render.render_table(tables, console)
+
+
+@main.command()
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("--fail-above", type=float, default=None, metavar="PCT",
+              help="Exit 1 when the step time grows by more than PCT percent.")
+@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True)
+@common_options
+@guarded
+def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
+            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+    """Where NEW spends more (or less) time per step than BASE."""
+    from tracelens.analyze.compare import compare as build
+    from tracelens.analyze.scaling import profile
+    from tracelens.loader import load
+    from reports.scaling import compare_tables
+
+    rules = _rules(rules_files)
+    a = profile(load([base], rules=rules), str(base))
+    b = profile(load([new], rules=rules), str(new))
+    rep = build(a, b, top=top)
+    regressed = (fail_above is not None and rep["delta_pct"] is not None
+                 and rep["delta_pct"] > fail_above)
+    rep["fail_above_pct"] = fail_above
+    rep["regression"] = regressed
+    _emit(fmt, rep, "tracelens compare", compare_tables(rep), rep["components"],
+          ["component", "base_ns", "new_ns", "delta_ns"])
+    if regressed:
+        click.echo(f"regression: step time grew {rep['delta_pct']:.1f}% (limit {fail_above}%)",
+                   err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--strong", is_flag=True,
+              help="Strong scaling: the same global work, so step time should shrink.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True)
+@common_options
+@guarded
+def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, rules_files: tuple[str, ...],
+            quiet: bool, debug: bool) -> None:
+    """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
+    from tracelens.analyze.scaling import profile, transition
+    from tracelens.loader import load
+    from reports.scaling import scaling_tables
+
+    if len(runs) < 2:
+        raise click.UsageError("scaling needs at least two runs")
+    rules = _rules(rules_files)
+    profiles = [profile(load([r], rules=rules), str(r)) for r in runs]
+    rep = {"runs": [{"path": p.path, "devices": p.devices, "hosts": p.hosts, "steps": p.steps,
+                     "step_ns": p.step_ns, "components": p.components} for p in profiles],
+           "transitions": [transition(a, b, strong=strong)
+                           for a, b in zip(profiles, profiles[1:])]}
+    rows = [{"from": t["from"], "to": t["to"], "component": c["component"],
+             "delta_ns": c["delta_ns"], "share": c["share"]}
+            for t in rep["transitions"] for c in t["causes"]]
+    _emit(fmt, rep, "tracelens scaling", scaling_tables(rep), rows,
+          ["from", "to", "component", "delta_ns", "share"])
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

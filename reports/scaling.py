@@ -1,0 +1,102 @@
+"""Render ``tracelens compare`` and ``tracelens scaling`` results (terminal, Markdown, JSON, CSV)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from reports.markdown import md_table
+from reports.summary import short_name
+
+Tables = list[tuple[str, list[str], list[list[str]]]]
+
+
+def _ms(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e6:,.3f}"
+
+
+def _signed_ms(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e6:+,.3f}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def compare_tables(rep: dict[str, Any]) -> Tables:
+    b, n = rep["base"], rep["new"]
+    head = [["base", f"{b['path']} ({b['devices']} devices, step {_ms(b['step_ns'])} ms)"],
+            ["new", f"{n['path']} ({n['devices']} devices, step {_ms(n['step_ns'])} ms)"],
+            ["step time change", f"{_signed_ms(rep['delta_ns'])} ms ("
+                                 f"{rep['delta_pct']:+.1f}%)" if rep["delta_pct"] is not None
+             else "-"]]
+    out: Tables = [("Compare", ["", ""], head)]
+    out.append(("Verdict", ["", ""], [[str(i + 1), v] for i, v in enumerate(rep["verdict"])]))
+    out.append(("Step components (ms per step, median step averaged over devices)",
+                ["component", "base", "new", "delta"],
+                [[c["component"], _ms(c["base_ns"]), _ms(c["new_ns"]), _signed_ms(c["delta_ns"])]
+                 for c in rep["components"] if c["base_ns"] or c["new_ns"]]))
+    out.append(("Kernels with the largest change (ms per device-step)",
+                ["kernel", "category", "base", "new", "delta"],
+                [[short_name(k["name"]), k["category"] or "-", _ms(k["base_ns"]),
+                  _ms(k["new_ns"]), _signed_ms(k["delta_ns"])] for k in rep["kernels"]]))
+    for side in ("only_base", "only_new"):
+        if rep[side]:
+            out.append((f"Kernels only in {side[5:]}", ["kernel", "category", "ms per step"],
+                        [[short_name(k["name"]), k["category"] or "-", _ms(k["ns_per_step"])]
+                         for k in rep[side]]))
+    return out
+
+
+def scaling_tables(rep: dict[str, Any]) -> Tables:
+    out: Tables = [("Runs", ["run", "devices", "hosts", "steps", "step ms"],
+                    [[r["path"], str(r["devices"]), str(r["hosts"]), str(r["steps"]),
+                      _ms(r["step_ns"])] for r in rep["runs"]])]
+    for t in rep["transitions"]:
+        title = (f"{t['from']} → {t['to']} ({t['devices'][0]} → {t['devices'][1]} devices, "
+                 f"{t['mode']} scaling efficiency {_pct(t['efficiency'])}, lost "
+                 f"{_signed_ms(t['delta_ns'])} ms per step)")
+        out.append((title, ["", ""], [[str(i + 1), v] for i, v in enumerate(t["verdict"])]))
+        out.append(("Causes (ms per step; shares of the lost time)",
+                    ["component", "delta", "share"],
+                    [[c["component"], _signed_ms(c["delta_ns"]), _pct(c["share"])]
+                     for c in t["causes"] if abs(c["delta_ns"]) >= 0.5]))
+    return out
+
+
+def render_table(tables: Tables, console: Console) -> None:
+    for title, header, rows in tables:
+        table = Table(title=title, title_justify="left", show_header=any(header))
+        for col in header:
+            table.add_column(col, justify="left" if col in ("", "component", "kernel",
+                                                             "category", "run") else "right",
+                             overflow="fold")
+        for row in rows:
+            table.add_row(*[Text(c) for c in row])
+        console.print(table)
+
+
+def render_markdown(title: str, tables: Tables) -> str:
+    parts = [f"# {title}", ""]
+    for t, header, rows in tables:
+        parts += md_table(t, [h or " " for h in header], rows)
+    return "\n".join(parts)
+
+
+def render_json(rep: dict[str, Any]) -> str:
+    return json.dumps(rep, indent=2)
+
+
+def render_csv(rows: list[dict[str, Any]], cols: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(cols)
+    for r in rows:
+        w.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
+    return buf.getvalue()

@@ -1,0 +1,132 @@
+"""compare and scaling: planted causes are diagnosed first with their exact share, and nothing
+that was not planted is named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from parsers.xprof_write import Activity, build_xspace
+from tracelens.cli import main
+
+GEMM = "Cijk_Ailk_Bljk_BBS_BH_MT256x256x64_MI16x16x16x1_SN_1LDSB0.kd"
+RCCL = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
+T0 = 1_790_000_000_000_000_000
+
+
+def job(path: Path, hosts: int = 1, gpus: int = 8, gemm: int = 400_000, ew: int = 50_000,
+        allgather: int = 300_000, allreduce: int = 100_000, straggler: tuple | None = None,
+        delay: int = 0, steps: int = 3) -> Path:
+    """Per step and device: GEMM then elementwise on stream 1; an all-gather on stream 2
+    starting with the GEMM (hidden while shorter than GEMM + elementwise), then an all-reduce
+    on stream 2 after the compute. The straggler's GEMM is ``delay`` longer; everyone's
+    all-reduce ends together, so the others wait ``delay`` inside it."""
+    run = path / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    for h in range(hosts):
+        acts, marks, t = [], [], 1_000
+        for s in range(steps):
+            compute_end = t + 10 + gemm + ew
+            ag_end = t + 10 + allgather
+            ar_start = max(compute_end, ag_end)
+            for d in range(gpus):
+                slow = delay if (h, d) == straggler else 0
+                acts += [
+                    Activity(d, 1, GEMM, t + 10, gemm + slow, {"hlo_op": "custom-call.1"}),
+                    Activity(d, 1, "loop_add_fusion.kd", t + 10 + gemm + slow, ew,
+                             {"hlo_op": "loop_add_fusion"}),
+                    Activity(d, 2, RCCL, t + 10, allgather, {"hlo_op": "all-gather-start.1"}),
+                    Activity(d, 2, RCCL, max(ar_start + slow, ag_end), ar_start + delay
+                             + allreduce - max(ar_start + slow, ag_end),
+                             {"hlo_op": "all-reduce-start.2"}),
+                ]
+            end = ar_start + delay + allreduce + 40
+            marks.append((s, t, end))
+            t = end + 100
+        (run / f"node{h}.xplane.pb").write_bytes(build_xspace(
+            acts, host=f"node{h}", steps=marks, profile_start_ns=T0))
+    return path
+
+
+def run_json(*args: str) -> tuple[int, dict]:
+    res = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert res.exit_code in (0, 1), res.output
+    return res.exit_code, json.loads(res.stdout)
+
+
+def test_elementwise_regression(tmp_path: Path) -> None:
+    base = job(tmp_path / "a")
+    new = job(tmp_path / "b", ew=90_000)
+    _, rep = run_json("compare", str(base), str(new))
+    assert rep["delta_ns"] == 40_000
+    assert rep["verdict"] == ["100% of the added step time is elementwise compute"]
+    deltas = {c["component"]: c["delta_ns"] for c in rep["components"]}
+    assert deltas["compute:elementwise"] == 40_000
+    assert all(v == 0 for k, v in deltas.items() if k != "compute:elementwise")
+    assert rep["kernels"][0]["name"] == "loop_add_fusion.kd"
+    assert rep["kernels"][0]["delta_ns"] == 40_000
+
+
+def test_exposed_allgather_growth_in_scaling(tmp_path: Path) -> None:
+    small = job(tmp_path / "n8")
+    big = job(tmp_path / "n16", hosts=2, allgather=550_000)  # 100 µs beyond the compute
+    _, rep = run_json("scaling", str(small), str(big))
+    assert [r["devices"] for r in rep["runs"]] == [8, 16]
+    t = rep["transitions"][0]
+    assert t["delta_ns"] == 100_000
+    assert t["efficiency"] == pytest.approx(rep["runs"][0]["step_ns"] / rep["runs"][1]["step_ns"])
+    assert t["verdict"] == ["100% of the added step time is exposed all-gather"]
+    causes = {c["component"]: c for c in t["causes"]}
+    assert causes["exposed_comm:all-gather"]["share"] == 1.0
+    assert sum(c["delta_ns"] for c in t["causes"]) == t["delta_ns"]
+
+
+def test_straggler(tmp_path: Path) -> None:
+    base = job(tmp_path / "a", hosts=2)
+    new = job(tmp_path / "b", hosts=2, straggler=(1, 3), delay=160_000)
+    _, rep = run_json("scaling", str(base), str(new))
+    t = rep["transitions"][0]
+    assert t["delta_ns"] == 160_000
+    first = t["verdict"][0]
+    # 15 of 16 devices wait 160 µs: (n-1)/n = 94% of the added time
+    assert first.startswith("94% of the added step time is waiting for node1/GPU3")
+    assert "arrives last in 100% of all-reduces" in first
+    assert len(t["verdict"]) == 1  # its own slower GEMM is 1/16 = 6%: listed, not named
+    assert t["stragglers"][0]["host"] == "node1" and t["stragglers"][0]["device"] == 3
+    assert sum(c["delta_ns"] for c in t["causes"]) == pytest.approx(t["delta_ns"])
+
+
+def test_compare_with_itself_and_fail_above(tmp_path: Path) -> None:
+    base = job(tmp_path / "a")
+    code, rep = run_json("compare", str(base), str(base))
+    assert code == 0 and rep["delta_ns"] == 0 and not rep["only_base"] and not rep["only_new"]
+    assert all(k["delta_ns"] == 0 for k in rep["kernels"])
+    step = rep["base"]["step_ns"]
+    ten = job(tmp_path / "ten", ew=50_000 + int(0.10 * step))
+    two = job(tmp_path / "two", ew=50_000 + int(0.02 * step))
+    assert CliRunner().invoke(main, ["compare", str(base), str(ten), "--fail-above", "5"]
+                              ).exit_code == 1
+    assert CliRunner().invoke(main, ["compare", str(base), str(two), "--fail-above", "5"]
+                              ).exit_code == 0
+
+
+def test_kernel_matching_by_normalized_name_and_op(tmp_path: Path) -> None:
+    from tracelens.analyze.scaling import normalize_kernel
+
+    assert normalize_kernel("loop_add_fusion_3.kd") == "loop_add_fusion"
+    assert normalize_kernel("input_reduce_fusion.12") == "input_reduce_fusion"
+    assert normalize_kernel("fusion.3.clone") == "fusion"
+    base = job(tmp_path / "a")
+    new = tmp_path / "b"
+    run = new / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    src = (base / "plugins" / "profile" / "run1" / "node0.xplane.pb").read_bytes()
+    # another Tensile tile for the same op: matched through the op
+    (run / "node0.xplane.pb").write_bytes(src.replace(b"MT256x256x64", b"MT128x256x64"))
+    _, rep = run_json("compare", str(base), str(new))
+    assert not rep["only_base"] and not rep["only_new"]
+    assert any("MT128x256x64" in k["name"] and "MT256x256x64" in k["base_name"]
+               for k in rep["kernels"])
