@@ -259,7 +259,13 @@ def read(path: Path) -> Trace:
             continue
         reader = _PlaneReader(plane)
         ordinal = int(m.group(1))
-        device_rows.append(_device_row(ordinal, reader.plane_stats()))
+        pstats = reader.plane_stats()
+        device_rows.append(_device_row(ordinal, pstats))
+        # ROCm's memory_bandwidth is about half the real HBM rate: never a peak, but say so.
+        bw_warning = hardware.reported_bandwidth_warning(
+            device_rows[-1]["spec_id"], pstats.get("memory_bandwidth"), f"{path.name}: ")
+        if bw_warning:
+            meta.warn(bw_warning)
         for line in plane.lines:
             lm = _STREAM_LINE.match(line.name)
             if not lm:

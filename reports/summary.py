@@ -72,6 +72,12 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
         ["exposed memory",
          f"{h['exposed_memory_pct']:.1f}%" if h["exposed_memory_pct"] is not None else "-"],
     ]
+    peaks = _peaks_line(summary)
+    if peaks:
+        head.append(["peaks (dense)", peaks])
+    if summary.get("no_cost_data"):
+        head.append(["no cost data", f"{summary['no_cost_data']:,} kernels "
+                                     f"({ms(summary.get('no_cost_data_ns'))} ms)"])
     filt = summary.get("filters", {})
     if filt.get("device") is not None or filt.get("step") is not None:
         head.append(["filters", ", ".join(f"{k} {v}" for k, v in filt.items() if v is not None)])
@@ -86,11 +92,12 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                     + [ms(t["span_ns"]), ms(t["busy_ns"]), pct(t["compute_ns"], t["span_ns"]),
                        pct(t["exposed_comm_ns"], t["span_ns"]),
                        pct(t["exposed_memory_ns"], t["span_ns"]),
-                       pct(t["idle_ns"], t["span_ns"]), ms(t["comm_ns"]), ms(t["memory_ns"])])
+                       pct(t["idle_ns"], t["span_ns"]), ms(t["comm_ns"]), ms(t["memory_ns"]),
+                       _frac(d.get("mfu"))])
     tables.append(("Per-device timeline (shares of span)",
                    ["device"] + (["product"] if show_product else [])
                    + ["span ms", "busy ms", "compute", "exp. comm", "exp. mem", "idle",
-                      "comm ms", "mem ms"], rows))
+                      "comm ms", "mem ms", "MFU"], rows))
     busy = sum(d["timeline"]["busy_ns"] for d in summary["devices"])
     tables.append(("Categories (all reported devices)",
                    ["category", "count", "sum ms", "exclusive ms", "of busy"],
@@ -103,10 +110,11 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
             step_rows.append([_device_label(d, many_hosts), str(s["step"]), ms(t["span_ns"]),
                               pct(t["busy_ns"], t["span_ns"]),
                               pct(t["exposed_comm_ns"], t["span_ns"]),
-                              pct(t["idle_ns"], t["span_ns"])])
+                              pct(t["idle_ns"], t["span_ns"]), _frac(s.get("mfu"))])
     if step_rows:
         tables.append(("Per-step timeline (shares of the step)",
-                       ["device", "step", "span ms", "busy", "exp. comm", "idle"], step_rows))
+                       ["device", "step", "span ms", "busy", "exp. comm", "idle", "MFU"],
+                       step_rows))
     tables.append(("Top kernels (why a category: tracelens explain NAME)",
                    ["kernel", "category", "count", "sum ms", "share"],
                    [[short_name(k["name"], 160), k["category"] + (f"/{k['subcategory']}"
@@ -114,15 +122,50 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                      f"{k['count']:,}", ms(k["sum_ns"]),
                      f"{k['share_pct']:.1f}%" if k["share_pct"] is not None else "-"]
                     for k in summary["top_kernels"]]))
+    if summary.get("roofline"):
+        tables.append(("Roofline (top op groups by time; efficiency vs the bound's ceiling)",
+                       ["op", "category", "count", "sum ms", "GFLOP", "TFLOP/s", "TB/s",
+                        "FLOP/B", "bound", "eff."],
+                       [[short_name(r["op"] if r["program_id"] is None
+                                    else f"{r['op']} [{r['module']}({r['program_id']})]", 100),
+                         r["category"], f"{r['count']:,}", ms(r["sum_ns"]),
+                         _num(r["flops"], 1e-9), _num(r["tflops_per_s"]),
+                         _num(r["tb_per_s"]), _num(r["intensity"]), r["bound"] or "-",
+                         _frac(r["efficiency"])] for r in summary["roofline"]]))
     return tables
+
+
+def _num(x: float | None, scale: float = 1.0) -> str:
+    if x is None:
+        return "-"
+    v = x * scale
+    return f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def _frac(x: float | None) -> str:
+    return "-" if x is None else f"{100.0 * x:.1f}%"
+
+
+def _peaks_line(summary: dict[str, Any]) -> str:
+    seen: dict[str, str] = {}
+    for d in summary["devices"]:
+        sp = d.get("spec")
+        if not sp or sp["id"] in seen:
+            continue
+        pk = sp["peak_tflops"]
+        parts = [f"{dt} {pk[dt]:g} TFLOP/s" for dt in ("bf16", "fp8") if pk.get(dt)]
+        hbm = f"HBM {sp['hbm_tb_per_s']:g} TB/s" if sp.get("hbm_tb_per_s") else "HBM unknown"
+        seen[sp["id"]] = f"{sp['name']}: " + ", ".join(parts + [hbm])
+    return "; ".join(seen.values())
 
 
 def render_table(summary: dict[str, Any], console: Console) -> None:
     for title, header, rows in _tables(summary):
         table = Table(title=title, title_justify="left", show_header=title != "Summary")
         widths = [max([len(col)] + [len(str(r[i])) for r in rows]) for i, col in enumerate(header)]
-        if "kernel" in header:  # the one column that gives way on a narrow terminal
-            k = header.index("kernel")
+        flex = next((c for c in ("kernel", "op") if c in header), None)
+        if flex:  # the one column that gives way on a narrow terminal
+            k = header.index(flex)
             room = console.width - sum(w for i, w in enumerate(widths) if i != k) \
                 - 3 * len(header) - 1
             widths[k] = max(24, min(widths[k], room))
@@ -130,7 +173,7 @@ def render_table(summary: dict[str, Any], console: Console) -> None:
                     for r in rows]
         for col, width in zip(header, widths):
             table.add_column(col, no_wrap=True, width=width, justify="left" if col in (
-                "", "device", "kernel", "category", "product") else "right")
+                "", "device", "kernel", "category", "product", "op", "bound") else "right")
         for row in rows:
             table.add_row(*[Text(str(c)) for c in row])
         console.print(table)
@@ -165,18 +208,23 @@ def render_json(summary: dict[str, Any]) -> str:
 
 def render_csv(summary: dict[str, Any]) -> str:
     """One row per device (``step`` empty) and per device × step: timeline columns, then the
-    exclusive ns of every category (``excl_<category>``, whole-trace rows only)."""
+    exclusive ns of every category (``excl_<category>``, whole-trace rows only), then ``mfu``
+    (empty when unknown)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["host", "rank", "device", "product", "step", "start_ns", "end_ns",
-                *TIMELINE_COLUMNS, *[f"excl_{c}" for c in CATEGORIES]])
+                *TIMELINE_COLUMNS, *[f"excl_{c}" for c in CATEGORIES], "mfu"])
     for d in summary["devices"]:
         excl = {c["category"]: c["exclusive_ns"] for c in d["categories"]}
         w.writerow([d["host"], d["rank"], d["device"], d["product"] or "", "", "", "",
                     *[d["timeline"][k] for k in TIMELINE_COLUMNS],
-                    *[excl.get(c, 0) for c in CATEGORIES]])
+                    *[excl.get(c, 0) for c in CATEGORIES], _csv_num(d.get("mfu"))])
         for s in d["steps"]:
             w.writerow([d["host"], d["rank"], d["device"], d["product"] or "", s["step"],
                         s["start_ns"], s["end_ns"], *[s["timeline"][k] for k in TIMELINE_COLUMNS],
-                        *[""] * len(CATEGORIES)])
+                        *[""] * len(CATEGORIES), _csv_num(s.get("mfu"))])
     return buf.getvalue()
+
+
+def _csv_num(x: float | None) -> str:
+    return "" if x is None else repr(float(x))

@@ -1,19 +1,36 @@
-"""Which product a device is, from what the trace says about it (arch, CUs, clock, memory).
+"""Which GPU a device is, and its peak rates: the roofline ceilings (DESIGN §6.2).
 
-Only identification lives here for now; peak rates per dtype arrive with the cost-model work
-(DESIGN §6.2). A device that matches no row, or several, stays unidentified (null), never a
-guess. Values and sources: shared/reference/rocprof.md §5.
+Identification (:func:`identify`) uses what the trace says about a device (arch, CUs, clock,
+memory); a device matching no row, or several, stays unidentified (null), never a guess.
+
+Peaks (:data:`SPECS`) are **dense** (no sparsity) TFLOP/s per dtype, HBM TB/s, memory and
+GPU–GPU link bandwidth, with sources (shared/reference/rocprof.md §5.2 and §5.3, which cite
+AMD's ``ROCm/ROCm docs/conceptual/gpu-arch/mi300.md``, ``gpu-arch-specs.rst``, rocprof-compute's
+speed-of-light formulas, and NVIDIA's H100/H200/HGX datasheets). For an AMD device whose CU
+count and clock the trace gives, the FLOP peaks are derived as CUs × clock × FLOPs/clock/CU
+(:data:`PER_CU_RATES`; this handles CPX/DPX partitions and SKU clocks and reproduces AMD's
+published figures); HBM, memory and link come from the table. The HBM bandwidth ROCm writes
+into XSpace (``memory_bandwidth``) is about half the real value (it uses the memory-controller
+clock) and is never used as a peak: :func:`reported_bandwidth_warning` says when it disagrees.
+Users override with ``--gpu NAME`` and ``--gpu-specs FILE`` (:func:`load_specs_file`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 GIB = 1 << 30
+DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
 
 
 @dataclass(frozen=True)
 class Product:
+    """A row of the identification table (what a trace's device properties must match)."""
+
     spec_id: str
     name: str
     vendor: str
@@ -64,3 +81,259 @@ def identify(vendor: str | None, arch: str | None, compute_units: int | None,
                 continue
         found.append(p)
     return found[0] if len(found) == 1 else None
+
+
+# Dense FLOPs per clock per CU (matrix cores; rocprof.md §5.1 from ROCm mi300.md and
+# rocprof-compute 0200_system_speed_of_light.yaml). fp64/fp32 use the matrix rate (the
+# largest the hardware has for that dtype). gfx950 has no native TF32 (emulated): absent.
+PER_CU_RATES: dict[str, dict[str, int]] = {
+    "gfx90a": {"fp64": 256, "fp32": 256, "fp16": 1024, "bf16": 1024, "int8": 1024},
+    "gfx942": {"fp64": 256, "fp32": 256, "tf32": 1024, "fp16": 2048, "bf16": 2048,
+               "fp8": 4096, "int8": 4096},
+    "gfx950": {"fp64": 128, "fp32": 256, "fp16": 4096, "bf16": 4096, "fp8": 8192,
+               "fp6": 16384, "fp4": 16384, "int8": 8192},
+}
+
+_SRC_AMD = ("ROCm/ROCm docs/conceptual/gpu-arch/mi300.md (MI300X peaks, FLOPS/clock/CU)",
+            "ROCm/ROCm docs/reference/gpu-arch-specs.rst (CUs, memory)",
+            "rocprofiler-compute 0200_system_speed_of_light.yaml (per-CU rates)",
+            "shared/reference/rocprof.md §5.1-5.2")
+_SRC_NV = ("nvidia.com/en-us/data-center/h100/, /h200/, /hgx/ datasheets (dense = sparse / 2)",
+           "shared/reference/rocprof.md §5.3")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Peak rates of one GPU. ``peak_tflops``: dense TFLOP/s (TOPS for int8) per dtype; a
+    dtype the GPU has no native rate for is absent. ``link_gb_per_s``: aggregate
+    bidirectional GPU–GPU bandwidth per GPU as vendors quote it."""
+
+    id: str
+    name: str
+    vendor: str
+    arch: str | None
+    peak_tflops: dict[str, float] = field(default_factory=dict)
+    hbm_tb_per_s: float | None = None
+    memory_gb: float | None = None
+    link_gb_per_s: float | None = None
+    compute_units: int | None = None
+    clock_mhz: float | None = None
+    sources: tuple[str, ...] = ()
+    notes: str = ""
+    source: str = "table"  # how this device's spec was obtained (table, derived, ...)
+    aliases: tuple[str, ...] = ()
+
+    def peak(self, dtype: str | None) -> float | None:
+        return self.peak_tflops.get(dtype) if dtype else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "vendor": self.vendor, "arch": self.arch,
+                "peak_tflops": {d: self.peak_tflops[d] for d in DTYPES
+                                if d in self.peak_tflops},
+                "hbm_tb_per_s": self.hbm_tb_per_s, "memory_gb": self.memory_gb,
+                "link_gb_per_s": self.link_gb_per_s, "compute_units": self.compute_units,
+                "clock_mhz": self.clock_mhz, "source": self.source, "notes": self.notes,
+                "sources": list(self.sources)}
+
+
+def derive_peaks(arch: str | None, compute_units: int | None,
+                 clock_mhz: float | None) -> dict[str, float] | None:
+    """Dense peaks from CUs × clock × FLOPs/clock/CU (TFLOP/s, one decimal as AMD quotes),
+    None when the arch's per-CU rates are not known or the trace lacks CUs or clock."""
+    rates = PER_CU_RATES.get(arch or "")
+    if not rates or not compute_units or not clock_mhz:
+        return None
+    return {d: round(compute_units * clock_mhz * r / 1e6, 1) for d, r in rates.items()}
+
+
+def _amd(arch: str, cus: int, mhz: float) -> dict[str, float]:
+    return derive_peaks(arch, cus, mhz) or {}
+
+
+SPECS: dict[str, GpuSpec] = {s.id: s for s in (
+    GpuSpec("mi300x", "AMD Instinct MI300X", "amd", "gfx942", _amd("gfx942", 304, 2100),
+            hbm_tb_per_s=5.3, memory_gb=192, link_gb_per_s=896, compute_units=304,
+            clock_mhz=2100, sources=_SRC_AMD, aliases=("MI300X",),
+            notes="HBM 5.3 TB/s = 128 ch × 32 B × 1300 MHz; link: 7 × 128 GB/s "
+                  "bidirectional Infinity Fabric"),
+    GpuSpec("mi325x", "AMD Instinct MI325X", "amd", "gfx942", _amd("gfx942", 304, 2100),
+            hbm_tb_per_s=6.0, memory_gb=256, link_gb_per_s=896, compute_units=304,
+            clock_mhz=2100, sources=_SRC_AMD, aliases=("MI325X",)),
+    GpuSpec("mi350x", "AMD Instinct MI350X", "amd", "gfx950", _amd("gfx950", 256, 2200),
+            hbm_tb_per_s=8.0, memory_gb=288, link_gb_per_s=1075.2, compute_units=256,
+            clock_mhz=2200, sources=_SRC_AMD, aliases=("MI350X",),
+            notes="link 7 × 153.6 GB/s bidirectional is marked 'verify' in the reference"),
+    GpuSpec("mi355x", "AMD Instinct MI355X", "amd", "gfx950", _amd("gfx950", 256, 2400),
+            hbm_tb_per_s=8.0, memory_gb=288, link_gb_per_s=1075.2, compute_units=256,
+            clock_mhz=2400, sources=_SRC_AMD, aliases=("MI355X",),
+            notes="link 7 × 153.6 GB/s bidirectional is marked 'verify' in the reference"),
+    GpuSpec("mi300a", "AMD Instinct MI300A", "amd", "gfx942", _amd("gfx942", 228, 2100),
+            memory_gb=128, compute_units=228, clock_mhz=2100, sources=_SRC_AMD,
+            aliases=("MI300A",), notes="HBM bandwidth not in our references: unknown"),
+    GpuSpec("mi250x", "AMD Instinct MI250X (one GCD)", "amd", "gfx90a", {}, compute_units=110,
+            sources=_SRC_AMD, aliases=("MI250X",),
+            notes="clock and HBM not in our references: peaks only when the trace gives the "
+                  "clock"),
+    GpuSpec("mi210", "AMD Instinct MI210", "amd", "gfx90a", {}, compute_units=104,
+            sources=_SRC_AMD, aliases=("MI210",),
+            notes="clock and HBM not in our references: peaks only when the trace gives the "
+                  "clock"),
+    GpuSpec("h100", "NVIDIA H100 SXM", "nvidia", "sm_90",
+            {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
+             "fp8": 1978.9, "int8": 1978.9},
+            hbm_tb_per_s=3.35, memory_gb=80, link_gb_per_s=900, compute_units=132,
+            sources=_SRC_NV, aliases=("H100", "H100 SXM5", "H100-SXM"),
+            notes="fp64 = FP64 Tensor; fp32 = non-tensor FP32; NVLink 4 (18 links)"),
+    GpuSpec("h200", "NVIDIA H200 SXM", "nvidia", "sm_90",
+            {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
+             "fp8": 1978.9, "int8": 1978.9},
+            hbm_tb_per_s=4.8, memory_gb=141, link_gb_per_s=900, compute_units=132,
+            sources=_SRC_NV, aliases=("H200",)),
+    GpuSpec("b200", "NVIDIA B200", "nvidia", "sm_100",
+            {"fp64": 37, "fp32": 75, "tf32": 1100, "fp16": 2250, "bf16": 2250, "fp8": 4500,
+             "fp6": 4500, "fp4": 9000, "int8": 4500},
+            hbm_tb_per_s=8.0, memory_gb=180, link_gb_per_s=1800, compute_units=148,
+            sources=_SRC_NV, aliases=("B200",),
+            notes="HGX B200 1000 W; HBM quoted 7.7-8 TB/s (8.0 used); NVLink 5"),
+)}
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def find_spec(name: str, table: dict[str, GpuSpec] | None = None) -> GpuSpec | None:
+    """A spec by id, name or alias, case and punctuation ignored (``mi300x``, ``MI300X``,
+    ``AMD Instinct MI300X``, ``h100-sxm``)."""
+    table = SPECS if table is None else table
+    key = _norm(name)
+    for spec in table.values():
+        names = (spec.id, spec.name, *spec.aliases,
+                 re.sub(r"^(AMD Instinct|NVIDIA)\s+", "", spec.name))
+        if key in {_norm(n) for n in names}:
+            return spec
+    return None
+
+
+_SPEC_KEYS = {"name", "vendor", "arch", "peak_tflops", "hbm_tb_per_s", "memory_gb",
+              "link_gb_per_s", "compute_units", "clock_mhz", "notes", "base", "sources"}
+
+
+def load_specs_file(path: str | Path) -> dict[str, GpuSpec]:
+    """GPU specs from a TOML or JSON file: one table/object per GPU id, e.g.
+
+    .. code-block:: toml
+
+        [mi300x]                 # an existing id: these fields replace the built-in ones
+        hbm_tb_per_s = 5.0
+        [my_gpu]                 # a new id, selectable with --gpu my_gpu
+        base = "mi300x"          # optional: start from a built-in entry
+        name = "My GPU"
+        peak_tflops = { bf16 = 1000.0, fp8 = 2000.0 }
+        hbm_tb_per_s = 4.0
+
+    Raises ValueError with the problem (unknown key, dtype, base, or a non-number).
+    """
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        data = json.loads(text)
+    else:
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        data = tomllib.loads(text)
+    if not isinstance(data, dict) or not data:
+        raise ValueError("expected one table (TOML) or object (JSON) per GPU id")
+    out: dict[str, GpuSpec] = {}
+    for gid, entry in data.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"[{gid}] must be a table of fields")
+        unknown = set(entry) - _SPEC_KEYS
+        if unknown:
+            raise ValueError(f"[{gid}] unknown field(s) {sorted(unknown)}; known: "
+                             f"{sorted(_SPEC_KEYS)}")
+        base_name = entry.get("base", gid if gid in SPECS else None)
+        base = SPECS.get(base_name) if base_name else None
+        if entry.get("base") and base is None:
+            raise ValueError(f"[{gid}] base {entry['base']!r} is not a built-in GPU id")
+        peaks = dict(base.peak_tflops) if base else {}
+        for dtype, value in (entry.get("peak_tflops") or {}).items():
+            if dtype not in DTYPES:
+                raise ValueError(f"[{gid}] peak_tflops.{dtype}: unknown dtype (known: "
+                                 f"{', '.join(DTYPES)})")
+            peaks[dtype] = _number(gid, f"peak_tflops.{dtype}", value)
+        fields: dict[str, Any] = {}
+        for key in ("hbm_tb_per_s", "memory_gb", "link_gb_per_s", "clock_mhz"):
+            if key in entry:
+                fields[key] = _number(gid, key, entry[key])
+        if "compute_units" in entry:
+            fields["compute_units"] = int(_number(gid, "compute_units", entry["compute_units"]))
+        for key in ("name", "vendor", "arch", "notes"):
+            if key in entry:
+                fields[key] = str(entry[key])
+        srcs = tuple(entry.get("sources", ())) or (f"specs file {path}",)
+        start = base or GpuSpec(id=gid, name=gid, vendor="unknown", arch=None)
+        out[gid] = replace(start, id=gid, peak_tflops=peaks, sources=srcs,
+                           source=f"specs file {path.name}", aliases=(), **fields)
+    return out
+
+
+def _number(gid: str, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"[{gid}] {key} = {value!r}: expected a non-negative number")
+    return float(value)
+
+
+def spec_for_device(spec_id: str | None, arch: str | None, compute_units: int | None,
+                    clock_mhz: float | None, gpu: str | None = None,
+                    extra: dict[str, GpuSpec] | None = None) -> GpuSpec | None:
+    """The spec one device uses.
+
+    ``gpu`` (``--gpu``) forces a table entry as it is. Otherwise the identified entry
+    (``spec_id``; an entry of the same id in ``extra`` replaces the built-in), with AMD FLOP
+    peaks derived from the trace's CUs × clock when it gives them; an unidentified AMD device
+    with CUs and clock gets derived FLOP peaks and no HBM (unknown). A single ``extra`` entry
+    and no ``gpu`` applies to every device.
+    """
+    table = {**SPECS, **(extra or {})}
+    if gpu is not None:
+        spec = find_spec(gpu, table)
+        if spec is None:
+            raise ValueError(f"unknown GPU {gpu!r} (known: {', '.join(sorted(table))})")
+        return replace(spec, source=f"--gpu {gpu}" + (f" ({spec.source})" if spec.source !=
+                                                      "table" else ""))
+    if extra and len(extra) == 1 and next(iter(extra)) not in SPECS:
+        return next(iter(extra.values()))
+    spec = table.get(spec_id) if spec_id else None
+    if spec is not None and extra and spec_id in extra:
+        return spec  # the user's numbers, as given
+    derived = derive_peaks(arch, compute_units, clock_mhz)
+    if derived is None:
+        return spec
+    how = (f"derived: {compute_units} CUs × {clock_mhz:g} MHz × FLOPs/clock/CU ({arch})")
+    if spec is None:
+        return GpuSpec(id=f"{arch}-{compute_units}cu", name=f"{arch} ({compute_units} CUs)",
+                       vendor="amd", arch=arch, peak_tflops=derived,
+                       compute_units=compute_units, clock_mhz=clock_mhz, sources=_SRC_AMD,
+                       source=how, notes="unidentified product: HBM, memory and link unknown")
+    return replace(spec, peak_tflops={**spec.peak_tflops, **derived},
+                   compute_units=compute_units, clock_mhz=clock_mhz, source=how + "; "
+                   "HBM, memory, link from the table")
+
+
+def reported_bandwidth_warning(spec_id: str | None, reported_bytes_per_s: Any,
+                               where: str = "") -> str | None:
+    """A warning when a trace's own HBM bandwidth stat (ROCm XSpace ``memory_bandwidth``)
+    disagrees (> 5 %) with the table; the table value is the one used."""
+    spec = SPECS.get(spec_id or "")
+    if spec is None or spec.hbm_tb_per_s is None or not isinstance(
+            reported_bytes_per_s, (int, float)) or reported_bytes_per_s <= 0:
+        return None
+    reported = reported_bytes_per_s / 1e12
+    if abs(reported - spec.hbm_tb_per_s) / spec.hbm_tb_per_s <= 0.05:
+        return None
+    return (f"{where}{spec.name}: the trace reports memory_bandwidth {reported:.3g} TB/s, the "
+            f"datasheet says {spec.hbm_tb_per_s:g} TB/s; the roofline uses the datasheet value "
+            "(ROCm derives the stat from the memory-controller clock, about half the real rate)")

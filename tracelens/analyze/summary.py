@@ -5,13 +5,17 @@ Renderers (terminal, JSON, CSV, Markdown) in ``reports/`` only format what this 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from tracelens import __version__
+from tracelens.analyze.roofline import (clip_costs_to_windows, device_specs, mfu, no_cost_data,
+                                        roofline, roofline_rows, spec_frame)
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown,
-                                        clip_to_windows, device_breakdown, step_breakdown)
+                                        device_breakdown, step_breakdown)
+from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
 
 
@@ -26,16 +30,20 @@ def _select(trace: Trace, device: int | None, step: int | None) -> tuple[pl.Data
         events = events.filter(pl.col("device") == device)
     if step is not None:
         steps = steps.filter(pl.col("step") == step)
-        events = clip_to_windows(events, steps) if steps.height else events.head(0)
+        events = clip_costs_to_windows(events, steps) if steps.height else events.head(0)
     return events, steps
 
 
 def summarize(trace: Trace, device: int | None = None, step: int | None = None,
-              top: int = 10) -> dict[str, Any]:
-    """Headline, per-device timeline and categories, per-step timelines, top kernels.
+              top: int = 10, gpu: str | None = None,
+              gpu_specs: str | Path | dict[str, GpuSpec] | None = None) -> dict[str, Any]:
+    """Headline, per-device timeline and categories, per-step timelines, top kernels,
+    roofline per op group and MFU per device and step.
 
     ``device`` keeps one GPU ordinal (on every host); ``step`` restricts every number to that
-    step's window (its span is the step's bounds).
+    step's window (its span is the step's bounds). ``gpu`` forces a GPU spec for every device
+    and ``gpu_specs`` adds or replaces specs (a TOML/JSON file or loaded specs), see
+    ``tracelens.hardware``.
     """
     events, steps = _select(trace, device, step)
     devices = trace.devices
@@ -49,6 +57,14 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
     else:
         whole = device_breakdown(events)
     dev_info = {(r["host"], r["rank"], r["device"]): r for r in devices.iter_rows(named=True)}
+    extra = load_specs_file(gpu_specs) if isinstance(gpu_specs, (str, Path)) else gpu_specs
+    specs = device_specs(devices, gpu=gpu, extra=extra)
+    specs_df = spec_frame(specs)
+    mfu_dev = {(r["host"], r["rank"], r["device"]): r for r in (
+        mfu(events, specs_df, steps) if step is not None else mfu(events, specs_df)
+    ).iter_rows(named=True)}
+    mfu_step = {(r["host"], r["rank"], r["device"], r["step"]): r["mfu"] for r in (
+        mfu(events, specs_df, steps).iter_rows(named=True) if steps.height else [])}
     cats_by_dev: dict[tuple, list[dict[str, Any]]] = {}
     for r in whole.categories.filter(pl.col("count") > 0).sort(
             "exclusive_ns", descending=True).iter_rows(named=True):
@@ -59,7 +75,8 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
     for r in per_step.timeline.sort("rank", "device", "start_ns").iter_rows(named=True):
         steps_by_dev.setdefault((r["host"], r["rank"], r["device"]), []).append(
             {"step": r["step"], "start_ns": r["start_ns"], "end_ns": r["end_ns"],
-             "timeline": _timeline_dict(r)})
+             "timeline": _timeline_dict(r),
+             "mfu": _round(mfu_step.get((r["host"], r["rank"], r["device"], r["step"])))})
     out_devices = []
     for r in whole.timeline.sort("rank", "device").iter_rows(named=True):
         key = (r["host"], r["rank"], r["device"])
@@ -71,6 +88,8 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
             "timeline": _timeline_dict(r),
             "categories": cats_by_dev.get(key, []),
             "steps": steps_by_dev.get(key, []),
+            "spec": _spec_dict(specs.get(key)),
+            **_mfu_dict(mfu_dev.get(key)),
         })
     active_keys = {(d["host"], d["rank"], d["device"]) for d in out_devices}
     idle = [{"host": h, "rank": rk, "device": d} for (h, rk, d) in sorted(dev_info)
@@ -85,7 +104,31 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
         "devices": out_devices,
         "idle_devices": idle,
         "top_kernels": _top_kernels(events, top),
+        "roofline": roofline_rows(roofline(events, specs_df), top),
+        "no_cost_data": int(events.select(no_cost_data(events).sum()).item() or 0)
+        if events.height else 0,
+        "no_cost_data_ns": int(events.filter(no_cost_data(events)).select(
+            (pl.col("end_ns") - pl.col("start_ns")).sum()).item() or 0) if events.height else 0,
     }
+
+
+def _round(x: float | None, digits: int = 6) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def _spec_dict(spec: GpuSpec | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    d = spec.to_dict()
+    return {k: d[k] for k in ("id", "name", "peak_tflops", "hbm_tb_per_s", "link_gb_per_s",
+                              "memory_gb", "source")}
+
+
+def _mfu_dict(row: dict[str, Any] | None) -> dict[str, Any]:
+    row = row or {}
+    return {"mfu": _round(row.get("mfu")), "mfu_dtype": row.get("mfu_dtype"),
+            "model_flops": row.get("model_flops"),
+            "model_kernels_without_cost": int(row.get("model_kernels_without_cost") or 0)}
 
 
 def _headline(devs: list[dict[str, Any]], idle: list[dict[str, Any]], devices: pl.DataFrame,

@@ -1,0 +1,130 @@
+"""GPU identification and the peak table: values against the reference datasheet figures,
+CUs × clock derivation, overrides (--gpu, specs files) and ROCm's halved HBM stat."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tracelens import hardware
+from tracelens.hardware import (SPECS, derive_peaks, find_spec, identify, load_specs_file,
+                                reported_bandwidth_warning, spec_for_device)
+
+GIB = 1 << 30
+
+# Dense TFLOP/s (int8 TOPS), HBM TB/s, memory GB, link GB/s, literally from
+# shared/reference/rocprof.md §5.2 (AMD) and §5.3 (NVIDIA).
+REFERENCE = {
+    "mi300x": ({"fp64": 163.4, "fp32": 163.4, "tf32": 653.7, "fp16": 1307.4, "bf16": 1307.4,
+                "fp8": 2614.9, "int8": 2614.9}, 5.3, 192, 896),
+    "mi325x": ({"fp64": 163.4, "fp32": 163.4, "tf32": 653.7, "fp16": 1307.4, "bf16": 1307.4,
+                "fp8": 2614.9, "int8": 2614.9}, 6.0, 256, 896),
+    "mi350x": ({"fp64": 72.1, "fp32": 144.2, "fp16": 2306.9, "bf16": 2306.9, "fp8": 4613.7,
+                "fp6": 9227.5, "fp4": 9227.5, "int8": 4613.7}, 8.0, 288, 1075.2),
+    "mi355x": ({"fp64": 78.6, "fp32": 157.3, "fp16": 2516.6, "bf16": 2516.6, "fp8": 5033.2,
+                "fp6": 10066.3, "fp4": 10066.3, "int8": 5033.2}, 8.0, 288, 1075.2),
+    "h100": ({"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
+              "fp8": 1978.9, "int8": 1978.9}, 3.35, 80, 900),
+    "h200": ({"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
+              "fp8": 1978.9, "int8": 1978.9}, 4.8, 141, 900),
+    "b200": ({"fp64": 37, "fp32": 75, "tf32": 1100, "fp16": 2250, "bf16": 2250, "fp8": 4500,
+              "fp6": 4500, "fp4": 9000, "int8": 4500}, 8.0, 180, 1800),
+}
+
+
+@pytest.mark.parametrize("gid", sorted(REFERENCE))
+def test_table_matches_the_reference_figures(gid: str) -> None:
+    peaks, hbm, mem, link = REFERENCE[gid]
+    s = SPECS[gid]
+    assert s.peak_tflops == peaks
+    assert (s.hbm_tb_per_s, s.memory_gb, s.link_gb_per_s) == (hbm, mem, link)
+    assert s.sources
+
+
+@pytest.mark.parametrize("gid", ["mi300x", "mi325x", "mi350x", "mi355x"])
+def test_derivation_from_cus_and_clock_reproduces_amd_figures(gid: str) -> None:
+    s = SPECS[gid]
+    assert derive_peaks(s.arch, s.compute_units, s.clock_mhz) == REFERENCE[gid][0]
+    used = spec_for_device(gid, s.arch, s.compute_units, s.clock_mhz)
+    assert used.peak_tflops == REFERENCE[gid][0] and used.source.startswith("derived")
+
+
+def test_partitioned_or_unknown_amd_device_gets_derived_flops_and_no_hbm() -> None:
+    # an MI300X in CPX mode: one XCD of 38 CUs is one device
+    assert identify("amd", "gfx942", 38, 2100.0, 24 * GIB) is None
+    s = spec_for_device(None, "gfx942", 38, 2100.0)
+    assert s.peak("bf16") == 163.4 and s.hbm_tb_per_s is None
+    assert spec_for_device(None, "gfx1100", 48, 2500.0) is None  # no per-CU rates: unknown
+    assert spec_for_device(None, None, None, None) is None
+
+
+def test_identify_keeps_working_for_existing_callers() -> None:
+    assert identify("amd", "gfx942", 304, 2100.0, 192 * GIB).spec_id == "mi300x"
+    assert identify("amd", "gfx942", 304, 2100.0, 256 * GIB).spec_id == "mi325x"
+    assert identify("amd", "gfx950", 256, 2200.0, 288 * GIB).spec_id == "mi350x"
+    assert identify("amd", "gfx950", 256, 2400.0, 288 * GIB).spec_id == "mi355x"
+    assert identify("nvidia", "sm_90", 132, 1980.0, 80 * GIB).spec_id == "h100"
+    assert identify("nvidia", "sm_90", 132, 1980.0, 141 * GIB).spec_id == "h200"
+    assert identify("amd", "gfx942", 304, 2100.0, None) is None  # ambiguous: never a guess
+    assert hardware.AMD_ARCH_BY_CAP[(9, 4)] == "gfx942"
+    assert {p.spec_id for p in hardware.PRODUCTS} <= set(SPECS)
+
+
+def test_find_spec_by_id_name_or_alias() -> None:
+    for name in ("mi300x", "MI300X", "AMD Instinct MI300X", "amd-instinct-mi300x"):
+        assert find_spec(name).id == "mi300x"
+    assert find_spec("H100 SXM").id == find_spec("h100-sxm5").id == "h100"
+    assert find_spec("tpu-v5") is None
+
+
+def test_gpu_override_and_nvidia_uses_the_table() -> None:
+    s = spec_for_device("mi300x", "gfx942", 304, 2100.0, gpu="H200")
+    assert s.id == "h200" and s.peak("bf16") == 989.4 and "--gpu" in s.source
+    with pytest.raises(ValueError, match="unknown GPU"):
+        spec_for_device("mi300x", "gfx942", 304, 2100.0, gpu="nope")
+    # NVIDIA peaks are not derived from the trace's SM count and (boost) clock
+    assert spec_for_device("h100", "sm_90", 132, 1980.0).peak("bf16") == 989.4
+
+
+def test_specs_file_toml_and_json(tmp_path: Path) -> None:
+    toml = tmp_path / "gpus.toml"
+    toml.write_text('[mi300x]\nhbm_tb_per_s = 5.0\n\n[lab_gpu]\nbase = "mi355x"\n'
+                    'name = "Lab GPU"\npeak_tflops = { bf16 = 2000.0 }\n')
+    extra = load_specs_file(toml)
+    assert extra["mi300x"].hbm_tb_per_s == 5.0 and extra["mi300x"].peak("bf16") == 1307.4
+    assert extra["lab_gpu"].peak("bf16") == 2000.0 and extra["lab_gpu"].peak("fp8") == 5033.2
+    # an identified MI300X uses the file's numbers as given; --gpu selects new ids
+    assert spec_for_device("mi300x", "gfx942", 304, 2100.0, extra=extra).hbm_tb_per_s == 5.0
+    assert spec_for_device("mi300x", "gfx942", 304, 2100.0, gpu="lab_gpu",
+                           extra=extra).name == "Lab GPU"
+    js = tmp_path / "one.json"
+    js.write_text(json.dumps({"mystery": {"peak_tflops": {"bf16": 100}, "hbm_tb_per_s": 1}}))
+    one = load_specs_file(js)
+    # a file with one new entry applies to every device
+    assert spec_for_device("mi300x", "gfx942", 304, 2100.0, extra=one).id == "mystery"
+    assert spec_for_device(None, None, None, None, extra=one).hbm_tb_per_s == 1.0
+
+
+@pytest.mark.parametrize("text,problem", [
+    ('[x]\nbogus = 1\n', "unknown field"),
+    ('[x]\npeak_tflops = { fp7 = 1.0 }\n', "unknown dtype"),
+    ('[x]\nbase = "mi999"\n', "not a built-in"),
+    ('[x]\nhbm_tb_per_s = -1\n', "non-negative number"),
+    ('[x]\nhbm_tb_per_s = "fast"\n', "non-negative number"),
+    ('x = 1\n', "table of fields"),
+])
+def test_specs_file_errors_name_the_problem(tmp_path: Path, text: str, problem: str) -> None:
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=problem):
+        load_specs_file(p)
+
+
+def test_rocm_memory_bandwidth_stat_is_only_a_warning() -> None:
+    w = reported_bandwidth_warning("mi300x", 2.6624e12)  # as the MI300X traces report it
+    assert w and "2.66 TB/s" in w and "5.3 TB/s" in w
+    assert reported_bandwidth_warning("mi300x", 5.3e12) is None
+    assert reported_bandwidth_warning("mi300x", None) is None
+    assert reported_bandwidth_warning(None, 2.6e12) is None

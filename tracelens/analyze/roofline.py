@@ -1,0 +1,187 @@
+"""Roofline per op group and MFU per device and step (DESIGN §6.2).
+
+Per op group (the HLO op, keyed by program, or the kernel name when there is no op), over the
+reported devices: count, time, flops, bytes, intensity = flops/bytes, achieved TFLOP/s and TB/s,
+attainable = min(peak(dtype), intensity × HBM), bound (compute when intensity × HBM ≥ peak,
+else memory) and efficiency = achieved / attainable (TFLOP/s against the peak when compute
+bound, TB/s against HBM when memory bound, so a zero-FLOP copy still gets one). Collectives and
+memcpy/memset are left out (DESIGN §6.3 has their bandwidths).
+
+MFU = model FLOPs (``gemm`` + ``attention`` + ``convolution`` kernels) / (window time × dense
+peak of the window's dominant dtype, the one with the most model FLOPs). A kernel crossing a
+window edge contributes the fraction of its FLOPs inside the window.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
+from tracelens.hardware import DTYPES, GpuSpec, spec_for_device
+
+MODEL_CATEGORIES = ("gemm", "attention", "convolution")
+_DUR = pl.col("end_ns") - pl.col("start_ns")
+
+
+def device_specs(devices: pl.DataFrame, gpu: str | None = None,
+                 extra: dict[str, GpuSpec] | None = None) -> dict[tuple, GpuSpec | None]:
+    """(host, rank, device) -> the spec it uses (``hardware.spec_for_device``); CPU devices
+    and unidentified devices without derivable peaks get None."""
+    out: dict[tuple, GpuSpec | None] = {}
+    for r in devices.iter_rows(named=True):
+        key = (r["host"], r["rank"], r["device"])
+        if r["vendor"] == "cpu" and gpu is None:
+            out[key] = None
+            continue
+        out[key] = spec_for_device(r["spec_id"], r["arch"], r["compute_units"], r["clock_mhz"],
+                                   gpu=gpu, extra=extra)
+    return out
+
+
+def spec_frame(specs: dict[tuple, GpuSpec | None]) -> pl.DataFrame:
+    """One row per device: keys, ``spec`` id, ``hbm_tb_per_s`` and ``peak_<dtype>``."""
+    rows = []
+    for (host, rank, device), s in specs.items():
+        row = {"host": host, "rank": rank, "device": device, "spec": s.id if s else None,
+               "hbm_tb_per_s": s.hbm_tb_per_s if s else None}
+        row.update({f"peak_{d}": (s.peak(d) if s else None) for d in DTYPES})
+        rows.append(row)
+    schema = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "spec": pl.String,
+              "hbm_tb_per_s": pl.Float64, **{f"peak_{d}": pl.Float64 for d in DTYPES}}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _peak_of_dtype(dtype_col: str = "dtype") -> pl.Expr:
+    expr = pl.lit(None, dtype=pl.Float64)
+    for d in DTYPES:
+        expr = pl.when(pl.col(dtype_col) == d).then(pl.col(f"peak_{d}")).otherwise(expr)
+    return expr
+
+
+def clip_costs_to_windows(events: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """``clip_to_windows`` that also scales ``flops`` and ``bytes`` by the part of each event
+    inside its window (an event split between two steps shares its cost by time)."""
+    ev = events.with_columns(_dur0=_DUR)
+    ev = clip_to_windows(ev, windows)
+    frac = pl.when(pl.col("_dur0") > 0).then(_DUR / pl.col("_dur0")).otherwise(1.0)
+    return ev.with_columns(flops=pl.col("flops") * frac, bytes=pl.col("bytes") * frac) \
+        .drop("_dur0")
+
+
+def no_cost_data(events: pl.DataFrame) -> pl.Expr:
+    """Kernels without any cost: no flops, no bytes, no collective size."""
+    return (pl.col("kind") == "kernel") & pl.col("flops").is_null() & \
+        pl.col("bytes").is_null() & pl.col("msg_bytes").is_null()
+
+
+def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
+    """One row per op group (see module doc), sorted by time (descending)."""
+    ev = events.filter((pl.col("kind") == "kernel") & (pl.col("category") != "collective"))
+    cols = ["op", "program_id", "module", "kernel", "category", "spec", "dtype", "count",
+            "sum_ns", "flops", "bytes", "intensity", "tflops_per_s", "tb_per_s",
+            "peak_tflops", "hbm_tb_per_s", "attainable_tflops_per_s", "bound", "efficiency",
+            "no_cost_count"]
+    if ev.is_empty():
+        return pl.DataFrame(schema={c: pl.String for c in cols}).clear()
+    ev = ev.join(specs.select("host", "rank", "device", "spec"), on=DEVICE_KEYS, how="left")
+    ev = ev.with_columns(_group=pl.coalesce("op", "name"), _dur=_DUR,
+                         _nocost=pl.col("flops").is_null() & pl.col("bytes").is_null())
+    keys = ["_group", "program_id", "spec"]
+    by_name = (ev.group_by(*keys, "name").agg(_t=pl.col("_dur").sum())
+               .sort(["_t", "name"], descending=[True, False])
+               .group_by(keys, maintain_order=True).agg(kernel=pl.col("name").first()))
+    agg = ev.group_by(keys).agg(
+        module=pl.col("module").drop_nulls().first(),
+        category=pl.col("category").mode().first().cast(pl.String),
+        dtype=pl.col("dtype").drop_nulls().mode().sort().first(),
+        count=pl.len(), sum_ns=pl.col("_dur").sum(),
+        flops=pl.when(pl.col("flops").is_not_null().any()).then(pl.col("flops").sum()),
+        bytes=pl.when(pl.col("bytes").is_not_null().any()).then(pl.col("bytes").sum()),
+        no_cost_count=pl.col("_nocost").sum(),
+    ).join(by_name, on=keys, how="left", nulls_equal=True)
+    peaks = specs.select("spec", "hbm_tb_per_s", *[f"peak_{d}" for d in DTYPES]) \
+        .unique("spec", keep="first")
+    agg = agg.join(peaks, on="spec", how="left", nulls_equal=False)
+    t = pl.col("sum_ns").cast(pl.Float64)
+    agg = agg.with_columns(
+        intensity=pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")),
+        tflops_per_s=pl.when(t > 0).then(pl.col("flops") / t / 1e3),
+        tb_per_s=pl.when(t > 0).then(pl.col("bytes") / t / 1e3),
+        peak_tflops=_peak_of_dtype(),
+    )
+    ridge_ok = pl.col("peak_tflops").is_not_null() & pl.col("hbm_tb_per_s").is_not_null() \
+        & pl.col("flops").is_not_null() & pl.col("bytes").is_not_null() & (pl.col("bytes") > 0)
+    mem_roof = pl.col("intensity").fill_null(0.0) * pl.col("hbm_tb_per_s")
+    compute_bound = mem_roof >= pl.col("peak_tflops")
+    agg = agg.with_columns(
+        attainable_tflops_per_s=pl.when(ridge_ok).then(
+            pl.min_horizontal(pl.col("peak_tflops"), mem_roof)),
+        bound=pl.when(ridge_ok).then(pl.when(compute_bound).then(pl.lit("compute"))
+                                     .otherwise(pl.lit("memory"))),
+        efficiency=pl.when(ridge_ok).then(
+            pl.when(compute_bound).then(pl.col("tflops_per_s") / pl.col("peak_tflops"))
+            .otherwise(pl.col("tb_per_s") / pl.col("hbm_tb_per_s"))),
+    )
+    return agg.rename({"_group": "op"}).select(cols).sort(["sum_ns", "op"],
+                                                           descending=[True, False])
+
+
+def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None = None
+        ) -> pl.DataFrame:
+    """MFU per device (``windows`` None: the device's first start → last end) or per device
+    and step (``windows``: rank, step, start_ns, end_ns). Columns: keys [+ step],
+    model_flops, mfu_dtype, peak_tflops, window_ns, mfu, model_kernels_without_cost."""
+    keys = list(DEVICE_KEYS)
+    model = events.filter(pl.col("category").cast(pl.String).is_in(MODEL_CATEGORIES))
+    if windows is None:
+        spans = events.group_by(keys).agg(window_ns=pl.col("end_ns").max()
+                                          - pl.col("start_ns").min())
+    else:
+        keys.append("step")
+        model = clip_costs_to_windows(model, windows) if model.height else \
+            model.with_columns(step=pl.lit(None, dtype=pl.Int32))
+        spans = events.select(keys[:3]).unique().join(
+            windows.select("rank", "step", window_ns=pl.col("end_ns") - pl.col("start_ns")),
+            on="rank")
+    per_dtype = model.filter(pl.col("flops").is_not_null()).group_by(*keys, "dtype") \
+        .agg(f=pl.col("flops").sum())
+    dominant = (per_dtype.sort(["f", "dtype"], descending=[True, False])
+                .group_by(keys, maintain_order=True)
+                .agg(mfu_dtype=pl.col("dtype").first(), model_flops=pl.col("f").sum()))
+    missing = model.group_by(keys).agg(model_kernels_without_cost=pl.col("flops").is_null()
+                                       .sum().cast(pl.Int64))
+    out = spans.join(dominant, on=keys, how="left").join(missing, on=keys, how="left") \
+        .join(specs, on=DEVICE_KEYS, how="left")
+    out = out.with_columns(peak_tflops=_peak_of_dtype("mfu_dtype"),
+                           model_kernels_without_cost=pl.col("model_kernels_without_cost")
+                           .fill_null(0))
+    out = out.with_columns(mfu=pl.when((pl.col("window_ns") > 0)
+                                       & pl.col("peak_tflops").is_not_null()
+                                       & pl.col("model_flops").is_not_null())
+                           .then(pl.col("model_flops") / (pl.col("window_ns").cast(pl.Float64)
+                                                          * pl.col("peak_tflops") * 1e3)))
+    return out.select(*keys, "model_flops", "mfu_dtype", "peak_tflops", "window_ns", "mfu",
+                      "model_kernels_without_cost").sort(keys)
+
+
+def roofline_rows(df: pl.DataFrame, top: int | None = None) -> list[dict[str, Any]]:
+    """The JSON rows of ``summarize``'s ``roofline`` section."""
+    rows = []
+    for r in (df.head(top) if top is not None else df).iter_rows(named=True):
+        rows.append({
+            "op": r["op"], "program_id": r["program_id"], "module": r["module"],
+            "kernel": r["kernel"], "category": r["category"], "dtype": r["dtype"],
+            "spec": r["spec"], "count": int(r["count"]), "sum_ns": int(r["sum_ns"]),
+            "flops": r["flops"], "bytes": r["bytes"], "intensity": _r(r["intensity"], 4),
+            "tflops_per_s": _r(r["tflops_per_s"], 4), "tb_per_s": _r(r["tb_per_s"], 5),
+            "attainable_tflops_per_s": _r(r["attainable_tflops_per_s"], 4),
+            "bound": r["bound"], "efficiency": _r(r["efficiency"], 5),
+            "no_cost_count": int(r["no_cost_count"]),
+        })
+    return rows
+
+
+def _r(x: float | None, digits: int) -> float | None:
+    return None if x is None else float(f"{x:.{digits + 2}g}")

@@ -1,0 +1,130 @@
+"""Per-activity cost (DESIGN §6.2): ``flops``, ``bytes``, ``dtype``, ``cost_source``, and for
+collectives ``msg_bytes`` and ``group_size`` (§6.3).
+
+Sources, strongest first: hardware counters (rocprofv3 PMC, :func:`cost_from_counters`, filled
+by the reader with ``cost_source = "counters"`` and kept here), then the HLO of the kernel's
+op (:mod:`tracelens.hlo`), else null. The HLO cost is computed once per distinct
+(host, program_id, op) and joined onto the events; no per-event Python.
+
+One op execution can launch several kernels (``cudnn-conv.1`` runs ``Im3d2Col`` then a
+Tensile GEMM on MI300X). Its cost belongs to the execution, not to each kernel: the op's
+*main kernel* (per host, device and op, the kernel name with the largest total time) carries
+the op's FLOPs and bytes, its helper kernels carry 0 with ``cost_source = "hlo"``. Sums over
+events, per op group, per category and per step then count every execution exactly once.
+(XProf gives every kernel the full conv FLOPs, TraceLens gives every kernel a row with the
+full FLOPs: both double count; see docs/cost-model.md.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import polars as pl
+
+from tracelens.hlo.index import HloIndex
+from tracelens.hlo.opcost import instruction_cost
+from tracelens.model import Trace
+
+KEY = ["host", "program_id", "op"]
+OP_COST_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String, "program_id": pl.Int64, "op": pl.String, "module": pl.String,
+    "cost_kind": pl.String, "detail": pl.String, "_flops": pl.Float64, "_bytes": pl.Float64,
+    "_dtype": pl.String, "_msg_bytes": pl.Int64, "_group_size": pl.Int32,
+}
+
+
+def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
+                  hlo_text: Iterable[str | Path] = ()) -> tuple[pl.DataFrame, list[str]]:
+    """One row per distinct (host, program_id, op) of ``events``: the op's cost per
+    execution, and the problems met (modules that failed to decode, ops not in the HLO)."""
+    keys = events.filter(pl.col("op").is_not_null() & pl.col("program_id").is_not_null()) \
+        .select(*KEY).unique().sort(KEY)
+    index = HloIndex.from_frames(modules, wanted=keys, text_dumps=hlo_text)
+    rows = []
+    missing_module: set[tuple[str, int]] = set()
+    missing_op = 0
+    failed: list[str] = []
+    for host, pid, op in keys.iter_rows():
+        found = index.lookup(host, pid, op)
+        if found is None:
+            if index.module(host, pid) is None:
+                missing_module.add((host, pid))
+            else:
+                missing_op += 1
+            continue
+        module, comp, inst = found
+        try:
+            c = instruction_cost(module, comp, inst)
+        except (IndexError, KeyError, ValueError, ZeroDivisionError, TypeError) as exc:
+            failed.append(f"{module.name}({pid})/{op}: {type(exc).__name__}: {exc}")
+            continue
+        rows.append({"host": host, "program_id": pid, "op": op, "module": module.name,
+                     "cost_kind": c.kind, "detail": c.detail, "_flops": c.flops,
+                     "_bytes": c.bytes, "_dtype": c.dtype, "_msg_bytes": c.msg_bytes,
+                     "_group_size": c.group_size})
+    problems = list(index.problems)
+    if missing_module:
+        problems.append(f"{len(missing_module)} program(s) named by kernels have no HLO in the "
+                        "trace; their kernels get no cost data")
+    if missing_op:
+        problems.append(f"{missing_op} HLO op name(s) of kernels are not in their program's HLO; "
+                        "those kernels get no cost data")
+    if failed:
+        problems.append(f"the cost of {len(failed)} HLO op(s) could not be computed from their "
+                        f"(malformed?) HLO, e.g. {failed[0]}; their kernels get no cost data")
+    return pl.DataFrame(rows, schema=OP_COST_SCHEMA), problems
+
+
+def _mark_main(ev: pl.DataFrame) -> pl.DataFrame:
+    keys = ["host", "rank", "device", "program_id", "op"]
+    totals = (ev.filter(pl.col("op").is_not_null())
+              .group_by(*keys, "name")
+              .agg(_t=(pl.col("end_ns") - pl.col("start_ns")).sum())
+              .sort(["_t", "name"], descending=[True, False])
+              .group_by(keys, maintain_order=True)
+              .agg(_main=pl.col("name").first(), _names=pl.len()))
+    ev = ev.join(totals, on=keys, how="left", nulls_equal=True)
+    return ev.with_columns(_is_main=pl.col("_names").is_null() | (pl.col("_names") <= 1)
+                           | (pl.col("name") == pl.col("_main"))).drop("_main", "_names")
+
+
+def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """Fill the cost columns of ``events`` from an :func:`op_cost_table` (counters win)."""
+    if events.is_empty():
+        return events
+    cols = events.columns
+    ev = _mark_main(events.with_row_index("_row"))
+    ev = ev.join(table.select(*KEY, "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size"),
+                 on=KEY, how="left", nulls_equal=False)
+    helper = ~pl.col("_is_main") & pl.col("_flops").is_not_null()
+    hlo_flops = pl.when(helper).then(0.0).otherwise(pl.col("_flops"))
+    hlo_bytes = pl.when(~pl.col("_is_main") & pl.col("_bytes").is_not_null()).then(0.0) \
+        .otherwise(pl.col("_bytes"))
+    counters = pl.col("cost_source") == "counters"
+    has_hlo = pl.col("_flops").is_not_null() | pl.col("_bytes").is_not_null() \
+        | pl.col("_msg_bytes").is_not_null()
+    kernel = pl.col("kind") == "kernel"
+    ev = ev.with_columns(
+        flops=pl.when(counters | ~kernel).then(pl.col("flops"))
+        .otherwise(pl.coalesce(hlo_flops, pl.col("flops"))),
+        bytes=pl.when(counters | ~kernel).then(pl.col("bytes"))
+        .otherwise(pl.coalesce(hlo_bytes, pl.col("bytes"))),
+        dtype=pl.coalesce(pl.col("dtype"), pl.col("_dtype")),
+        cost_source=pl.when(pl.col("cost_source").is_not_null()).then(pl.col("cost_source"))
+        .when(has_hlo & kernel).then(pl.lit("hlo")).otherwise(None),
+        msg_bytes=pl.coalesce(pl.col("msg_bytes"), pl.col("_msg_bytes")),
+        group_size=pl.coalesce(pl.col("group_size"), pl.col("_group_size")),
+    )
+    return ev.sort("_row").select(cols)
+
+
+def annotate(trace: Trace, hlo_text: Iterable[str | Path] = ()) -> Trace:
+    """Fill the cost columns of ``trace.events`` from the trace's HLO (and text dumps), keep
+    the per-op table in ``trace.meta.extra["op_costs"]``, and record problems as warnings."""
+    table, problems = op_cost_table(trace.events, trace.modules, hlo_text)
+    for p in problems:
+        trace.meta.warn(p)
+    trace.events = annotate_events(trace.events, table)
+    trace.meta.extra["op_costs"] = table
+    return trace

@@ -1,0 +1,115 @@
+"""FLOPs and HBM bytes per kernel dispatch from rocprofv3 PMC counters (DESIGN §6.2: counters
+are the strongest cost source).
+
+Formulas: rocprofiler-compute (shared/reference/rocprof.md §5.4):
+
+- MFMA FLOPs = 512 × ``SQ_INSTS_VALU_MFMA_MOPS_<T>`` for T in F16, BF16, F32, F64, F8, F6F4,
+  XF32 (the counter is math ops / 512); integer MFMA ops = 512 × ``..._MOPS_I8`` (counted as
+  int8 "FLOPs" so the int8 roofline works).
+- VALU FLOPs = 64 × (``SQ_INSTS_VALU_ADD_<T>`` + ``MUL`` + ``TRANS`` + 2 × ``FMA``) for T in
+  F16, F32, F64 (assumes full 64-lane waves, as rocprof-compute does).
+- HBM bytes, MI300/MI350 (``TCC_EA0_*``) = 128 × TCC_BUBBLE + 32 × RDREQ_32B
+  + 64 × (RDREQ − BUBBLE − RDREQ_32B) + 32 × (WRREQ − WRREQ_64B) + 64 × WRREQ_64B;
+  MI200 (``TCC_EA_*``) = 32 × RDREQ_32B + 64 × (RDREQ − RDREQ_32B) + 64 × WRREQ_64B
+  + 32 × (WRREQ − WRREQ_64B).
+
+**Input schema** (what a reader passes): one row per kernel dispatch, any other columns kept
+as they are; one numeric column per counter, named as rocprofv3 names the counter
+(case-insensitive; a trailing ``_sum`` as rocprof-compute writes it is accepted), each value
+**summed over all hardware instances** (XCDs, shader engines, TCC channels) of that dispatch;
+null where the counter was not collected for that dispatch (counters are often collected in
+several passes). FLOPs are null unless at least one FLOP counter is non-null on the row; bytes
+are null unless the full HBM counter set of one formula is non-null on the row.
+
+Output: the input plus ``flops`` (f64), ``bytes`` (f64), ``dtype`` (the type with the most
+ops: MFMA types first, else VALU types) and ``cost_source`` (``"counters"`` where flops or
+bytes is known, else null).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+MFMA_TYPES = {"F16": "fp16", "BF16": "bf16", "F32": "fp32", "F64": "fp64", "F8": "fp8",
+              "F6F4": "fp4", "XF32": "tf32", "I8": "int8"}
+VALU_TYPES = {"F16": "fp16", "F32": "fp32", "F64": "fp64"}
+VALU_OPS = {"ADD": 1, "MUL": 1, "TRANS": 1, "FMA": 2}
+HBM_MI300 = ("TCC_EA0_RDREQ", "TCC_EA0_RDREQ_32B", "TCC_EA0_WRREQ", "TCC_EA0_WRREQ_64B",
+             "TCC_BUBBLE")
+HBM_MI200 = ("TCC_EA_RDREQ", "TCC_EA_RDREQ_32B", "TCC_EA_WRREQ", "TCC_EA_WRREQ_64B")
+
+
+def _canonical(columns: list[str]) -> dict[str, str]:
+    """Upper-case counter name (``_sum`` removed) -> the frame's column name."""
+    out = {}
+    for c in columns:
+        key = c.upper()
+        key = key[:-4] if key.endswith("_SUM") else key
+        out.setdefault(key, c)
+    return out
+
+
+def _all_present(cols: dict[str, str], names: tuple[str, ...]) -> pl.Expr | None:
+    if not all(n in cols for n in names):
+        return None
+    return pl.all_horizontal([pl.col(cols[n]).is_not_null() for n in names])
+
+
+def cost_from_counters(df: pl.DataFrame) -> pl.DataFrame:
+    """Add ``flops``, ``bytes``, ``dtype``, ``cost_source`` computed from PMC counter columns
+    (schema in the module docstring). Existing columns of those names are replaced."""
+    cols = _canonical(df.columns)
+
+    def c(name: str) -> pl.Expr:
+        return pl.col(cols[name]).cast(pl.Float64)
+
+    per_type: dict[str, list[pl.Expr]] = {}
+    for t, dtype in MFMA_TYPES.items():
+        name = f"SQ_INSTS_VALU_MFMA_MOPS_{t}"
+        if name in cols:
+            per_type.setdefault(f"mfma:{dtype}", []).append(512.0 * c(name))
+    for t, dtype in VALU_TYPES.items():
+        for op, mult in VALU_OPS.items():
+            name = f"SQ_INSTS_VALU_{op}_{t}"
+            if name in cols:
+                per_type.setdefault(f"valu:{dtype}", []).append(64.0 * mult * c(name))
+    type_exprs = {k: pl.sum_horizontal(v) for k, v in per_type.items()}
+    any_flop_counter = pl.any_horizontal([e.is_not_null() for v in per_type.values()
+                                          for e in v]) if per_type else pl.lit(False)
+    flops = pl.when(any_flop_counter).then(pl.sum_horizontal(list(type_exprs.values()))
+                                           if type_exprs else pl.lit(None)) \
+        .otherwise(None).cast(pl.Float64)
+
+    mi300 = _all_present(cols, HBM_MI300)
+    mi200 = _all_present(cols, HBM_MI200)
+    bytes_expr = pl.lit(None, dtype=pl.Float64)
+    if mi200 is not None:
+        b200 = (32 * c("TCC_EA_RDREQ_32B") + 64 * (c("TCC_EA_RDREQ") - c("TCC_EA_RDREQ_32B"))
+                + 64 * c("TCC_EA_WRREQ_64B") + 32 * (c("TCC_EA_WRREQ") - c("TCC_EA_WRREQ_64B")))
+        bytes_expr = pl.when(mi200).then(b200).otherwise(bytes_expr)
+    if mi300 is not None:
+        b300 = (128 * c("TCC_BUBBLE") + 32 * c("TCC_EA0_RDREQ_32B")
+                + 64 * (c("TCC_EA0_RDREQ") - c("TCC_BUBBLE") - c("TCC_EA0_RDREQ_32B"))
+                + 32 * (c("TCC_EA0_WRREQ") - c("TCC_EA0_WRREQ_64B"))
+                + 64 * c("TCC_EA0_WRREQ_64B"))
+        bytes_expr = pl.when(mi300).then(b300).otherwise(bytes_expr)
+
+    # dtype: the MFMA type with the most ops, else the VALU type with the most ops.
+    dtype = pl.lit(None, dtype=pl.String)
+    for prefix in ("valu:", "mfma:"):  # later wins: MFMA first
+        keys = [k for k in type_exprs if k.startswith(prefix)]
+        if not keys:
+            continue
+        best = pl.lit(None, dtype=pl.String)
+        best_val = pl.lit(0.0)
+        for k in keys:
+            v = type_exprs[k].fill_null(0.0)
+            best = pl.when(v > best_val).then(pl.lit(k.split(":")[1])).otherwise(best)
+            best_val = pl.max_horizontal(best_val, v)
+        dtype = pl.coalesce(best, dtype)
+    out = df.with_columns(flops=flops, bytes=bytes_expr.cast(pl.Float64))
+    out = out.with_columns(
+        dtype=pl.when(pl.col("flops").is_not_null()).then(dtype).otherwise(None),
+        cost_source=pl.when(pl.col("flops").is_not_null() | pl.col("bytes").is_not_null())
+        .then(pl.lit("counters")).otherwise(None))
+    return out

@@ -1,0 +1,89 @@
+"""Index of a trace's HLO: instructions by (host, program id, instruction name).
+
+A kernel's ``op`` (XSpace ``hlo_op``) names an instruction of the module whose
+``HloModuleProto.id`` equals the kernel's ``program_id`` (hlo.md §0.3). Module names repeat
+within a trace (``jit_dot`` six times in the MI300X GEMM trace), so the join never uses them.
+Only modules some event references are decoded. HLO text dumps add modules by program id for
+every host that has none of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import polars as pl
+
+from tracelens.hlo.ir import Computation, Instruction, Module
+from tracelens.hlo.proto import module_from_proto
+from tracelens.hlo.text import load_text_dump
+
+
+@dataclass
+class HloIndex:
+    modules: dict[tuple[str | None, int], Module] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    _by_name: dict[tuple[str | None, int], dict[str, tuple[Computation, Instruction]]] = \
+        field(default_factory=dict)
+
+    @classmethod
+    def from_frames(cls, modules: pl.DataFrame, wanted: pl.DataFrame | None = None,
+                    text_dumps: Iterable[str | Path] = ()) -> "HloIndex":
+        """Decode ``trace.modules`` rows (only the (host, program_id) pairs in ``wanted`` when
+        given) and parse the text dumps."""
+        index = cls()
+        rows = modules.filter(pl.col("program_id").is_not_null())
+        if wanted is not None:
+            rows = rows.join(wanted.select("host", "program_id").unique(),
+                             on=["host", "program_id"], how="semi")
+        for host, pid, name, blob in rows.select("host", "program_id", "module",
+                                                 "hlo_proto").iter_rows():
+            try:
+                index.modules[(host, pid)] = module_from_proto(blob, program_id=pid)
+            except Exception as exc:  # a damaged module is that module's problem
+                index.problems.append(f"HLO of module {name}({pid}) on {host} could not be "
+                                      f"decoded ({type(exc).__name__}: {exc})")
+        for path in text_dumps:
+            index.add_text_dump(path)
+        return index
+
+    def add_text_dump(self, path: str | Path, program_id: int | None = None) -> None:
+        try:
+            module = load_text_dump(path, program_id)
+        except (OSError, ValueError) as exc:
+            self.problems.append(f"HLO text dump {path} could not be read ({exc})")
+            return
+        if module.program_id is None:
+            self.problems.append(f"HLO text dump {path}: no program id (name it "
+                                 "module_<id>.*.txt or pass program_id)")
+            return
+        self.add(module, host=None)
+
+    def add(self, module: Module, host: str | None = None) -> None:
+        """Add a module; ``host=None`` serves every host lacking that program id."""
+        self.modules[(host, module.program_id)] = module
+
+    def module(self, host: str | None, program_id: int) -> Module | None:
+        return self.modules.get((host, program_id)) or self.modules.get((None, program_id))
+
+    def lookup(self, host: str | None, program_id: int,
+               name: str) -> tuple[Module, Computation, Instruction] | None:
+        """The instruction a kernel's ``op`` names: in the entry computation first, then any
+        other non-fusion computation (while bodies, calls); names are unique per module."""
+        key = (host, program_id) if (host, program_id) in self.modules else (None, program_id)
+        module = self.modules.get(key)
+        if module is None:
+            return None
+        names = self._by_name.get(key)
+        if names is None:
+            names = {}
+            entry = module.computations.get(module.entry)
+            comps = ([entry] if entry else []) + [c for c in module.computations.values()
+                                                   if c is not entry and not c.is_fusion]
+            for comp in comps:
+                for inst_name, inst in comp.instructions.items():
+                    names.setdefault(inst_name, (comp, inst))
+            self._by_name[key] = names
+        found = names.get(name)
+        return (module, *found) if found else None

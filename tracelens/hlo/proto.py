@@ -1,0 +1,133 @@
+"""Decode a serialized ``xla.HloProto`` (XSpace ``/host:metadata``) into :mod:`tracelens.hlo.ir`.
+
+Facts used (shared/reference/hlo.md): operands and called computations are ids
+(``(computation_id << 32) | local_id`` since 2025-09, small ints before: only equality is
+used); proto3 leaves zero-valued scalars off the wire, so a missing ``tuple_index`` or
+``input_batch_dimension`` is 0; ``backend_config`` is JSON bytes, or since 2026-03 a
+``backend_config_payload`` (inline, or an index into ``HloModuleProto.payloads``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracelens.hlo.ir import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
+                              WindowDim)
+from tracelens.hlo.replica_groups import iota_groups, mesh_axes_groups
+from tracelens.hlo.schema import hlo_proto_class
+from tracelens.hlo.types import type_name
+
+
+def shape_from_proto(sp: Any) -> Shape:
+    dtype = type_name(sp.element_type) or f"type{sp.element_type}"
+    if dtype == "tuple":
+        return Shape("tuple", (), tuple(shape_from_proto(s) for s in sp.tuple_shapes))
+    bits = sp.layout.element_size_in_bits if sp.HasField("layout") else 0
+    return Shape(dtype, tuple(int(d) for d in sp.dimensions), (), int(bits))
+
+
+def _dot_dims(d: Any) -> DotDims:
+    return DotDims(tuple(d.lhs_contracting_dimensions), tuple(d.rhs_contracting_dimensions),
+                   tuple(d.lhs_batch_dimensions), tuple(d.rhs_batch_dimensions))
+
+
+def _window(w: Any) -> tuple[WindowDim, ...]:
+    # proto3: unset stride/dilations read as 0; XLA treats them as 1.
+    return tuple(WindowDim(size=d.size or 1, stride=d.stride or 1, padding_low=d.padding_low,
+                           padding_high=d.padding_high, window_dilation=d.window_dilation or 1,
+                           base_dilation=d.base_dilation or 1) for d in w.dimensions)
+
+
+def _conv_dims(c: Any) -> ConvDims:
+    return ConvDims(c.input_batch_dimension, c.input_feature_dimension,
+                    tuple(c.input_spatial_dimensions), c.kernel_input_feature_dimension,
+                    c.kernel_output_feature_dimension, tuple(c.kernel_spatial_dimensions),
+                    c.output_batch_dimension, c.output_feature_dimension,
+                    tuple(c.output_spatial_dimensions))
+
+
+def replica_groups_from_proto(ins: Any) -> list[list[int]] | None:
+    """Explicit groups from whichever encoding the instruction uses (49 → 92 → 93 → 87)."""
+    if len(ins.replica_groups):
+        return [list(g.replica_ids) for g in ins.replica_groups]
+    if ins.HasField("iota_collective_device_list"):
+        io = ins.iota_collective_device_list
+        return iota_groups(io.num_replica_groups, io.num_devices_per_group,
+                           list(io.iota_reshape_dims), list(io.iota_transpose_perm))
+    if ins.HasField("mesh_axes_replica_group_list"):
+        ml = ins.mesh_axes_replica_group_list
+        mesh = ml.mesh
+        refs = [(a.mesh_axis_index,
+                 a.sub_axis_info.pre_size if a.HasField("sub_axis_info") else None,
+                 a.sub_axis_info.size if a.HasField("sub_axis_info") else None)
+                for a in ml.axes]
+        it = mesh.iota_transform if mesh.HasField("iota_transform") else None
+        return mesh_axes_groups([a.size for a in mesh.axes], refs, list(mesh.device_ids),
+                                list(it.reshape_dims) if it else (),
+                                list(it.transpose_perm) if it else ())
+    if ins.HasField("collective_device_list"):
+        cl = ins.collective_device_list
+        if cl.HasField("iota_replica_group_list"):
+            io = cl.iota_replica_group_list
+            return iota_groups(io.num_replica_groups, io.num_devices_per_group,
+                               list(io.iota_reshape_dims), list(io.iota_transpose_perm))
+        return [list(g.replica_ids) for g in cl.replica_groups]
+    return None
+
+
+def _backend_config(ins: Any, payloads: list[bytes]) -> str:
+    raw = ins.backend_config
+    if not raw and ins.HasField("backend_config_payload"):
+        pl = ins.backend_config_payload
+        raw = pl.value or (payloads[pl.id] if 0 <= pl.id < len(payloads) else b"")
+    return raw.decode("utf-8", errors="replace") if raw else ""
+
+
+def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
+    """Decode one serialized HloProto. ``program_id`` defaults to ``HloModuleProto.id``."""
+    proto = hlo_proto_class()()
+    proto.ParseFromString(data)
+    hm = proto.hlo_module
+    payloads = list(hm.payloads)
+    comp_names = {c.id: c.name for c in hm.computations}
+    module = Module(name=hm.name, program_id=program_id if program_id is not None else hm.id,
+                    entry=hm.entry_computation_name or comp_names.get(hm.entry_computation_id,
+                                                                      ""))
+    if hm.HasField("device_assignment"):
+        module.replica_count = hm.device_assignment.replica_count or None
+        module.partition_count = hm.device_assignment.computation_count or None
+    for c in hm.computations:
+        names = {i.id: i.name for i in c.instructions}
+        comp = Computation(name=c.name, root=names.get(c.root_id, ""),
+                           is_fusion=c.is_fusion_computation)
+        for i in c.instructions:
+            inst = Instruction(
+                name=i.name, opcode=i.opcode, shape=shape_from_proto(i.shape),
+                operands=tuple(names[o] for o in i.operand_ids if o in names),
+                called=tuple(comp_names[k] for k in i.called_computation_ids if k in comp_names),
+                dimensions=tuple(i.dimensions),
+                dot=_dot_dims(i.dot_dimension_numbers) if i.HasField("dot_dimension_numbers")
+                else (_dot_dims(i.ragged_dot_dimension_numbers.dot_dimension_numbers)
+                      if i.HasField("ragged_dot_dimension_numbers") else None),
+                window=_window(i.window) if i.HasField("window") else None,
+                conv=_conv_dims(i.convolution_dimension_numbers)
+                if i.HasField("convolution_dimension_numbers") else None,
+                feature_group_count=i.feature_group_count or 1,
+                batch_group_count=i.batch_group_count or 1,
+                custom_call_target=i.custom_call_target,
+                backend_config_text=_backend_config(i, payloads),
+                fusion_kind=i.fusion_kind,
+                replica_groups=replica_groups_from_proto(i),
+                channel_id=i.channel_id or i.all_reduce_id,
+                use_global_device_ids=i.use_global_device_ids,
+                source_target_pairs=tuple((p.source, p.target) for p in i.source_target_pairs),
+                tuple_index=i.tuple_index,
+                precision_algorithm=i.precision_config.algorithm
+                if i.HasField("precision_config") else 0,
+                op_name=i.metadata.op_name if i.HasField("metadata") else "",
+            )
+            comp.instructions[inst.name] = inst
+        module.computations[comp.name] = comp
+    if module.entry not in module.computations and hm.computations:
+        module.entry = hm.computations[-1].name  # the entry comes last (hlo.md §2.2)
+    return module
