@@ -437,9 +437,9 @@ def test_classify_matches_once_per_distinct_combination(monkeypatch: pytest.Monk
     calls: list[tuple] = []
     original = RuleSet.match
 
-    def counting(self: RuleSet, kind, name, op):  # type: ignore[no-untyped-def]
+    def counting(self: RuleSet, kind, name, op, hlo=None):  # type: ignore[no-untyped-def]
         calls.append((kind, name, op))
-        return original(self, kind, name, op)
+        return original(self, kind, name, op, hlo)
 
     monkeypatch.setattr(RuleSet, "match", counting)
     names = [f"loop_add_fusion_{i}.kd" for i in range(25)] + [f"Cijk_Ailk_{i}" for i in range(25)]
@@ -491,3 +491,21 @@ def test_explain_returns_rule_and_reason() -> None:
     assert (mem.category, mem.rule_id, mem.subcategory) == ("memory", "memory.kind", None)
     with pytest.raises(AttributeError):
         m.category = "gemm"  # type: ignore[misc]
+
+
+def test_hlo_structure_beats_an_opaque_name() -> None:
+    """XLA:CPU ynn_fusion.N hides a dot: with its HLO known, it is gemm; without, other."""
+    assert explain("ynn_fusion.3", op="ynn_fusion.3").category == "other"
+    m = explain("ynn_fusion.3", op="ynn_fusion.3", hlo="gemm")
+    assert (m.category, m.rule_id) == ("gemm", "gemm.hlo_structure")
+    assert explain("fusion.7", op="fusion.7", hlo="conv").category == "convolution"
+    # a vendor name still decides first
+    assert explain("__amd_rocclr_copyBuffer.kd", op="copy.1", hlo="gemm").category == "memory"
+
+
+def test_hlo_column_is_used_by_classify() -> None:
+    ev = pl.DataFrame({"kind": ["kernel", "kernel"], "name": ["ynn_fusion.3", "ynn_fusion"],
+                       "op": ["ynn_fusion.3", "ynn_fusion"], "hlo": ["gemm", "fusion"]},
+                      schema_overrides={"kind": KindDtype})
+    out = classify(ev)
+    assert out["category"].to_list() == ["gemm", "other"]

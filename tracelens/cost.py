@@ -119,10 +119,20 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     return ev.sort("_row").select(cols)
 
 
-def annotate(trace: Trace, hlo_text: Iterable[str | Path] = ()) -> Trace:
+def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """Add ``hlo``: what each event's HLO instruction computes (the classifier's ``hlo``
+    signal), null when the trace has no HLO for it."""
+    return events.join(table.select(*KEY, hlo="cost_kind"), on=KEY, how="left",
+                       maintain_order="left")
+
+
+def annotate(trace: Trace, hlo_text: Iterable[str | Path] = (),
+             table: tuple[pl.DataFrame, list[str]] | None = None) -> Trace:
     """Fill the cost columns of ``trace.events`` from the trace's HLO (and text dumps), keep
-    the per-op table in ``trace.meta.extra["op_costs"]``, and record problems as warnings."""
-    table, problems = op_cost_table(trace.events, trace.modules, hlo_text)
+    the per-op table in ``trace.meta.extra["op_costs"]``, and record problems as warnings.
+    ``table`` is an :func:`op_cost_table` result already computed for these events."""
+    table, problems = table if table is not None else op_cost_table(
+        trace.events, trace.modules, hlo_text)
     for p in problems:
         trace.meta.warn(p)
     trace.events = annotate_events(trace.events, table)

@@ -14,13 +14,13 @@ from tracelens.model import CategoryDtype
 
 __all__ = ["Match", "Rule", "RuleSet", "classify", "explain", "load_rules"]
 
-_KEYS = ("__cls_kind", "__cls_name", "__cls_op")
+_KEYS = ("__cls_kind", "__cls_name", "__cls_op", "__cls_hlo")
 
 
 def _combo_hash(keys: pl.DataFrame, seed: int) -> pl.Series:
     """A 64-bit key per row: XOR of per-column hashes, ~20x faster than hashing rows jointly."""
-    kind, name, op = (pl.col(k).hash(seed=seed + i) for i, k in enumerate(_KEYS))
-    return keys.select((kind ^ name ^ op).alias("h"))["h"]
+    kind, name, op, hlo = (pl.col(k).hash(seed=seed + i) for i, k in enumerate(_KEYS))
+    return keys.select((kind ^ name ^ op ^ hlo).alias("h"))["h"]
 
 
 def _distinct_combos(keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
@@ -55,15 +55,17 @@ def classify(events: pl.DataFrame, rules: RuleSet | None = None) -> pl.DataFrame
         if col not in events.columns:
             raise ValueError(f"classify: events frame has no {col!r} column")
     op = pl.col("op") if "op" in events.columns else pl.lit(None, dtype=pl.String)
+    hlo = pl.col("hlo") if "hlo" in events.columns else pl.lit(None, dtype=pl.String)
     keys = events.select(
-        pl.col("kind").alias(_KEYS[0]), pl.col("name").alias(_KEYS[1]), op.alias(_KEYS[2]))
+        pl.col("kind").alias(_KEYS[0]), pl.col("name").alias(_KEYS[1]), op.alias(_KEYS[2]),
+        hlo.alias(_KEYS[3]))
     distinct, combo = _distinct_combos(keys)
 
     categories: list[str] = []
     subcategories: list[str | None] = []
     rule_ids: list[str] = []
-    for kind, name, op_name in distinct.iter_rows():
-        rule = rules.match(None if kind is None else str(kind), name, op_name)
+    for kind, name, op_name, hlo_kind in distinct.iter_rows():
+        rule = rules.match(None if kind is None else str(kind), name, op_name, hlo_kind)
         categories.append(rule.category)
         subcategories.append(rule.subcategory_for(name, op_name))
         rule_ids.append(rule.id)
@@ -81,10 +83,10 @@ def classify(events: pl.DataFrame, rules: RuleSet | None = None) -> pl.DataFrame
 
 
 def explain(name: str, op: str | None = None, kind: str = "kernel",
-            rules: RuleSet | None = None) -> Match:
+            rules: RuleSet | None = None, hlo: str | None = None) -> Match:
     """Which rule decides this kernel, with its reason and conditions (``tracelens explain``)."""
     rules = rules if rules is not None else load_rules()
-    rule = rules.match(kind, name, op)
+    rule = rules.match(kind, name, op, hlo)
     return Match(
         category=rule.category,
         subcategory=rule.subcategory_for(name, op),

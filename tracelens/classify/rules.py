@@ -23,7 +23,7 @@ from tracelens.model import CATEGORIES, KINDS
 
 BUILTIN_NAME = "rules.toml"
 FALLBACK_ID = "other.fallback"
-CONDITION_KEYS = ("kind", "name", "op")
+CONDITION_KEYS = ("kind", "name", "op", "hlo")
 RULE_KEYS = frozenset(
     {"id", "category", "description", "subcategory", "subcategory_from", "subcategory_map",
      *CONDITION_KEYS})
@@ -54,18 +54,22 @@ class Rule:
     kinds: frozenset[str] | None = None
     name: re.Pattern[str] | None = None
     op: re.Pattern[str] | None = None
+    hlo: re.Pattern[str] | None = None
     subcategory: str | None = None
     subcategory_from: tuple[str, ...] = ()
     subcategory_map: SubMap = ()
     source: str = ""
 
-    def matches(self, kind: str | None, name: str | None, op: str | None) -> bool:
+    def matches(self, kind: str | None, name: str | None, op: str | None,
+                hlo: str | None = None) -> bool:
         """All conditions hold (AND); a missing value never satisfies a condition on it."""
         if self.kinds is not None and kind not in self.kinds:
             return False
         if self.name is not None and (name is None or self.name.search(name) is None):
             return False
         if self.op is not None and (op is None or self.op.search(op) is None):
+            return False
+        if self.hlo is not None and (hlo is None or self.hlo.search(hlo) is None):
             return False
         return True
 
@@ -96,10 +100,11 @@ class RuleSet:
             fallback = Rule(FALLBACK_ID, "other", "No rule recognised this kernel.", {})
         object.__setattr__(self, "_fallback", fallback)
 
-    def match(self, kind: str | None, name: str | None, op: str | None) -> Rule:
+    def match(self, kind: str | None, name: str | None, op: str | None,
+              hlo: str | None = None) -> Rule:
         """The rule deciding this combination (classify calls it once per distinct combination)."""
         for rule in self.rules:
-            if rule.matches(kind, name, op):
+            if rule.matches(kind, name, op, hlo):
                 return rule
         return self._fallback
 
@@ -154,7 +159,7 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
             path, f"{where}: unknown category {category!r} (expected one of {expected})")
     conditions = {k: raw[k] for k in CONDITION_KEYS if k in raw}
     if not conditions:
-        raise TraceInputError(path, f"{where}: no condition (give kind, name or op)")
+        raise TraceInputError(path, f"{where}: no condition (give kind, name, op or hlo)")
     kinds = None
     if "kind" in raw:
         kind_list = raw["kind"]
@@ -166,6 +171,7 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
         kinds = frozenset(kind_list)
     name = _compile(path, f"{where} name", raw["name"]) if "name" in raw else None
     op = _compile(path, f"{where} op", raw["op"]) if "op" in raw else None
+    hlo = _compile(path, f"{where} hlo", raw["hlo"]) if "hlo" in raw else None
 
     subcategory = raw.get("subcategory")
     if subcategory is not None and not isinstance(subcategory, str):
@@ -192,7 +198,7 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
         raise TraceInputError(path, f"{where}: description must be a string")
     return Rule(
         id=rule_id, category=category, description=" ".join(description.split()),
-        conditions=conditions, kinds=kinds, name=name, op=op, subcategory=subcategory,
+        conditions=conditions, kinds=kinds, name=name, op=op, hlo=hlo, subcategory=subcategory,
         subcategory_from=tuple(sources), subcategory_map=sub_map, source=path)
 
 
