@@ -1,6 +1,11 @@
 """Writer for XSpace files, the mirror of ``parsers.xprof``: tests and sample traces use it to
 build traces whose answers are known by construction.
 
+``write(trace, path)`` writes any :class:`~tracelens.model.Trace` (synthetic ones from
+``tracelens.synth`` at millions of events: lines are encoded in bulk by ``parsers.xplane_encode``)
+as one file per host or an XProf log directory. ``build_xspace`` builds a small XSpace from a
+list of :class:`Activity` for hand-made test traces.
+
 It writes what jax.profiler writes for a GPU run (shared/reference/xprof.md §2.2): one
 ``/device:GPU:<k>`` plane per device with plane stats and ``Stream #N`` lines, interned string
 stats (``ref_value``), host step markers with ``step_num`` on a ``python`` line of
@@ -11,9 +16,14 @@ are relative to the profile start, as JAX exports them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+import polars as pl
+
 from parsers.xplane_schema import xspace_class
+from tracelens.model import Trace
 
 AMD_MI300X_STATS: dict[str, Any] = {
     "device_vendor": "AMD", "clock_rate": 2_100_000, "core_count": 304,
@@ -139,3 +149,330 @@ def build_xspace(activities: Iterable[Activity], *, host: str = "host0",
         eb = _PlaneBuilder(env)
         eb.set_stat(env.stats.add(), "profile_start_time", profile_start_ns)
     return space.SerializeToString()
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing a whole Trace (synthetic traces at any scale): ``write(trace, path)``.
+# ---------------------------------------------------------------------------------------------
+
+DEFAULT_PROFILE_START_NS = 1_795_000_000_000_000_000
+_UINT64_STATS = frozenset({"memory_bandwidth", "memory_size", "profile_start_time",
+                           "profile_stop_time", "correlation_id"})
+_AMD_CAP = {"gfx90a": (9, 0), "gfx942": (9, 4), "gfx950": (9, 5)}
+_MEMCPY_TYPE = {"h2d": "MemcpyH2D", "d2h": "MemcpyD2H", "d2d": "MemcpyD2D", "p2p": "MemcpyP2P"}
+_CUDA_KINDS = {"h2d": ("pageable", "device"), "d2h": ("device", "pageable"),
+               "d2d": ("device", "device"), "p2p": ("device", "device")}
+# Stats written on device events, in the collector's order (xprof.md §2.2).
+_DEVICE_STATS = ("correlation_id", "kernel_details", "memcpy_details", "hlo_op", "hlo_module",
+                 "program_id")
+
+
+def _set_plain_stat(plane_builder: _PlaneBuilder, stat: Any, name: str, value: Any) -> None:
+    """A plane-level stat typed as the XLA collectors type it (strings inline, not interned)."""
+    stat.metadata_id = plane_builder.stat_id(name)
+    if isinstance(value, str):
+        stat.str_value = value
+    elif isinstance(value, bytes):
+        stat.bytes_value = value
+    elif isinstance(value, float):
+        stat.double_value = value
+    elif name in _UINT64_STATS:
+        stat.uint64_value = int(value)
+    else:
+        stat.int64_value = int(value)
+
+
+def plane_stats_for(device: dict[str, Any], hints: dict[str, Any]) -> list[tuple[str, Any]]:
+    """XSpace plane stats of one ``trace.devices`` row: the device model's own list when the
+    trace carries one (``meta.extra['xspace']['plane_stats']``), else derived from the row."""
+    if hints.get("plane_stats"):
+        return [(str(k), v) for k, v in hints["plane_stats"]]
+    vendor = (device.get("vendor") or "").lower()
+    out: list[tuple[str, Any]] = []
+    if vendor in ("amd", "nvidia"):
+        out.append(("device_vendor", "AMD" if vendor == "amd" else "Nvidia"))
+    if device.get("clock_mhz") is not None:
+        out.append(("clock_rate", int(round(device["clock_mhz"] * 1000))))
+    if device.get("compute_units") is not None:
+        out.append(("core_count", int(device["compute_units"])))
+    if device.get("memory_bytes") is not None:
+        out.append(("memory_size", int(device["memory_bytes"])))
+    arch = device.get("arch") or ""
+    cap = _AMD_CAP.get(arch)
+    if cap is None and arch.startswith("sm_") and arch[3:].isdigit() and len(arch) >= 5:
+        cap = (int(arch[3:-1]), int(arch[-1]))
+    if cap is not None:
+        out += [("compute_cap_major", cap[0]), ("compute_cap_minor", cap[1])]
+    if arch.startswith("gfx"):
+        out.append(("gpu_device_name", arch))
+    elif vendor == "nvidia" and device.get("product"):
+        out.append(("gpu_device_name", str(device["product"])))
+    return out
+
+
+def _kernel_details(style: str, geometry: dict[str, Any] | None) -> str:
+    g = geometry or {}
+    grid = ",".join(str(x) for x in g.get("grid", (1, 1, 1)))
+    block = ",".join(str(x) for x in g.get("block", (256, 1, 1)))
+    regs, shared = int(g.get("registers", 0)), int(g.get("shared_bytes", 0))
+    if style == "cuda":
+        return (f"regs:{regs} static_shared:{shared} dynamic_shared:0 grid:{grid} "
+                f"block:{block} occ_pct:50")
+    if style == "rocprofiler-sdk":
+        return f" grid:{grid} block:{block} private_mem:0 group_mem:{shared} occ_pct:0"
+    return (f"regs:{regs} static_shared:{shared} dynamic_shared:0 grid:{grid} block:{block} "
+            "private_mem:0")
+
+
+class _Interner:
+    """String stats interned as stat metadata (``ref_value``), ids shared with stat names."""
+
+    def __init__(self, builder: _PlaneBuilder) -> None:
+        self.b = builder
+
+    def ids(self, values: pl.Series) -> np.ndarray:
+        uniq = values.drop_nulls().unique(maintain_order=True).to_list()
+        ids = [self.b.stat_id(v) for v in uniq]
+        return values.replace_strict(uniq, ids, default=0, return_dtype=pl.Int64).to_numpy()
+
+
+def _line_name(style: str, stream: int, kinds: pl.DataFrame) -> str:
+    if style == "plain":
+        return f"Stream #{stream}"
+    types: list[str] = []
+    for kind, sub in kinds.iter_rows():
+        t = ("Kernel" if kind == "kernel" else "Memset" if kind == "memset"
+             else _MEMCPY_TYPE.get(sub or "", "MemcpyOther"))
+        if t not in types:
+            types.append(t)
+    return f"Stream #{stream}({','.join(types)})"
+
+
+def _events_line(b: _PlaneBuilder, interner: _Interner, line_id: int, line_name: str,
+                 ev: pl.DataFrame, stat_cols: dict[str, tuple[int, pl.Series]]) -> bytes:
+    """One line of events (``ev``: name, start_ns, end_ns, sorted) with the given stats:
+    {stat name: (value field, values)}; string stats are interned, nulls left out."""
+    from parsers.xplane_encode import Column, encode_events, line_bytes
+
+    names = ev["name"]
+    uniq = names.unique(maintain_order=True).to_list()
+    md = names.replace_strict(uniq, [b.event_id(n) for n in uniq],
+                              return_dtype=pl.Int64).to_numpy()
+    start = ev["start_ns"].to_numpy()
+    ts = int(start.min())
+    columns = []
+    for stat, (field_no, values) in stat_cols.items():
+        present = values.is_not_null().to_numpy()
+        if not present.any():
+            continue
+        if values.dtype == pl.String:
+            vals = interner.ids(values)
+        else:
+            vals = values.fill_null(0).cast(pl.Int64).to_numpy()
+        columns.append(Column(b.stat_id(stat), field_no, vals,
+                              None if present.all() else present))
+    body = encode_events(md, (start - ts) * 1000,
+                         (ev["end_ns"].to_numpy() - start) * 1000, columns)
+    return line_bytes(line_id, line_name, ts, body)
+
+
+def _device_plane(trace: Trace, dev: dict[str, Any], ev: pl.DataFrame,
+                  hints: dict[str, Any]) -> bytes:
+    from parsers.xplane_encode import field_bytes
+
+    plane = xspace_class()().planes.add()
+    plane.id = int(dev["device"])
+    plane.name = f"/device:GPU:{int(dev['device'])}"
+    b = _PlaneBuilder(plane)
+    for name, value in plane_stats_for(dev, hints):
+        _set_plain_stat(b, plane.stats.add(), name, value)
+    for stat in _DEVICE_STATS:
+        b.stat_id(stat)
+    interner = _Interner(b)
+    vendor = (dev.get("vendor") or "").lower()
+    style = hints.get("line_names") or ("types" if vendor == "nvidia" else "plain")
+    kd_style = hints.get("kernel_details") or ("cuda" if vendor == "nvidia" else "rocm")
+    geometry = trace.meta.extra.get("kernels", {})
+    lines = []
+    if ev.height:
+        names = ev.filter(pl.col("kind") == "kernel")["name"].unique(maintain_order=True)
+        details = {n: _kernel_details(kd_style, geometry.get(n)) for n in names.to_list()}
+        size = pl.col("bytes").fill_null(0).cast(pl.Int64).cast(pl.String)
+        if kd_style == "cuda":
+            src = pl.col("subcategory").replace_strict(
+                {k: v[0] for k, v in _CUDA_KINDS.items()}, default="device")
+            dst = pl.col("subcategory").replace_strict(
+                {k: v[1] for k, v in _CUDA_KINDS.items()}, default="device")
+            memcpy = pl.format("kind_src:{} kind_dst:{} size:{} dest:{} async:1", src, dst,
+                               size, pl.col("device"))
+        else:
+            memcpy = pl.format("kind:Unknown size:{} dest:{} async:1", size, pl.col("device"))
+        ev = ev.with_columns(
+            _kd=pl.when(pl.col("kind") == "kernel").then(
+                pl.col("name").replace_strict(details, default=None)),
+            _md=pl.when(pl.col("kind") != "kernel").then(memcpy))
+        for (stream,), part in ev.partition_by("stream", as_dict=True,
+                                               maintain_order=True).items():
+            part = part.sort("start_ns", "end_ns")
+            kinds = part.select(pl.col("kind").cast(pl.String), "subcategory").unique(
+                maintain_order=True)
+            lines.append(_events_line(b, interner, int(stream),
+                                      _line_name(style, int(stream), kinds), part, {
+                                          "correlation_id": (3, part["correlation_id"]),
+                                          "kernel_details": (7, part["_kd"]),
+                                          "memcpy_details": (7, part["_md"]),
+                                          "hlo_op": (7, part["op"]),
+                                          "hlo_module": (7, part["module"]),
+                                          "program_id": (4, part["program_id"])}))
+    return plane.SerializeToString(deterministic=True) + b"".join(
+        field_bytes(3, line) for line in lines)
+
+
+def _host_plane(trace: Trace, host: str, rank: int, shift: int, info: dict[str, Any]) -> bytes:
+    from parsers.xplane_encode import field_bytes
+
+    plane = xspace_class()().planes.add()
+    plane.name = "/host:CPU"
+    b = _PlaneBuilder(plane)
+    pid = info.get("pid")
+    hev = trace.host_events.filter(pl.col("rank") == rank)
+    if pid is None and hev.height and hev["pid"].drop_nulls().len():
+        pid = int(hev["pid"].drop_nulls()[0])
+    if pid is not None:
+        _set_plain_stat(b, plane.stats.add(), "process_id", int(pid))
+    for stat in ("correlation_id", "step_num", "_r"):
+        b.stat_id(stat)
+    interner = _Interner(b)
+    lines = []
+    steps = trace.steps.filter(pl.col("rank") == rank).sort("start_ns")
+    if steps.height:
+        marks = hev.filter(pl.col("kind") == "step").select("start_ns", "end_ns", "name", "tid")
+        steps = steps.join(marks, on=["start_ns", "end_ns"], how="left",
+                           maintain_order="left").unique(["step"], keep="first",
+                                                         maintain_order=True)
+        tid = info.get("python_tid") or (int(steps["tid"].drop_nulls()[0])
+                                         if steps["tid"].drop_nulls().len() else 1)
+        ev = steps.select(name=pl.col("name").fill_null("train"),
+                          start_ns=pl.col("start_ns") - shift, end_ns=pl.col("end_ns") - shift,
+                          step_num="step")
+        lines.append(_events_line(b, interner, int(tid), "python", ev, {
+            "step_num": (4, ev["step_num"]),
+            "_r": (4, pl.Series([1] * ev.height, dtype=pl.Int64))}))
+    api = hev.filter(pl.col("correlation_id").is_not_null() & (pl.col("kind") != "step"))
+    if api.height:
+        api = api.with_columns(pl.col("start_ns") - shift, pl.col("end_ns") - shift)
+        for (tid,), part in api.partition_by("tid", as_dict=True, maintain_order=True).items():
+            part = part.sort("start_ns", "end_ns")
+            tid = 0 if tid is None else int(tid)
+            lines.append(_events_line(b, interner, tid, f"Host Threads/{tid}", part, {
+                "correlation_id": (3, part["correlation_id"])}))
+    return plane.SerializeToString(deterministic=True) + b"".join(
+        field_bytes(3, line) for line in lines)
+
+
+def _metadata_plane(modules: pl.DataFrame) -> bytes:
+    plane = xspace_class()().planes.add()
+    plane.name = "/host:metadata"
+    b = _PlaneBuilder(plane)
+    for row in modules.sort("program_id").iter_rows(named=True):
+        eid = b.event_id(f"{row['module']}({row['program_id']})")
+        md = plane.event_metadata[eid]
+        _set_plain_stat(b, md.stats.add(), "Hlo Proto", bytes(row["hlo_proto"] or b""))
+        if row["program_id"] is not None:
+            _set_plain_stat(b, md.stats.add(), "program_id", int(row["program_id"]))
+    return plane.SerializeToString(deterministic=True)
+
+
+def _task_env_plane(start_ns: int, stop_ns: int) -> bytes:
+    plane = xspace_class()().planes.add()
+    plane.name = "Task Environment"
+    b = _PlaneBuilder(plane)
+    _set_plain_stat(b, plane.stats.add(), "profile_start_time", start_ns)
+    _set_plain_stat(b, plane.stats.add(), "profile_stop_time", stop_ns)
+    return plane.SerializeToString(deterministic=True)
+
+
+def _hosts(trace: Trace) -> list[tuple[str, int]]:
+    keys = pl.concat([trace.devices.select("host", "rank"), trace.events.select("host", "rank")])
+    return [(h, int(r)) for h, r in keys.unique().sort("rank", "host").iter_rows()]
+
+
+def _profile_starts(trace: Trace, hosts: list[tuple[str, int]]) -> dict[str, int]:
+    info = trace.meta.extra.get("hosts", {}) if isinstance(trace.meta.extra, dict) else {}
+    starts = {h: (info.get(h) or {}).get("profile_start_ns") for h, _ in hosts}
+    if any(v is None for v in starts.values()):
+        return {h: DEFAULT_PROFILE_START_NS for h, _ in hosts}
+    return {h: int(v) for h, v in starts.items()}
+
+
+def host_xspace(trace: Trace, host: str, rank: int, *, shift_ns: int = 0,
+                profile_start_ns: int = DEFAULT_PROFILE_START_NS) -> bytes:
+    """One host's XSpace, as jax.profiler writes it: ``/host:metadata`` (when the trace has
+    modules), a ``/device:GPU:<k>`` plane per device (idle ones too), ``/host:CPU`` with step
+    markers and launch API calls, and ``Task Environment``. Times in the file are the trace's
+    minus ``shift_ns`` (the host's profile start relative to the job's earliest)."""
+    from parsers.xplane_encode import field_bytes
+
+    extra = trace.meta.extra if isinstance(trace.meta.extra, dict) else {}
+    hints = extra.get("xspace", {}) or {}
+    info = (extra.get("hosts", {}) or {}).get(host, {}) or {}
+    planes = []
+    modules = trace.modules.filter(pl.col("rank") == rank)
+    if modules.height:
+        planes.append(_metadata_plane(modules))
+    events = trace.events.filter(pl.col("rank") == rank).with_columns(
+        pl.col("start_ns") - shift_ns, pl.col("end_ns") - shift_ns)
+    by_dev = events.partition_by("device", as_dict=True) if events.height else {}
+    devices = trace.devices.filter(pl.col("rank") == rank).sort("device")
+    rows = {int(r["device"]): r for r in devices.iter_rows(named=True)}
+    for d in sorted(set(rows) | {int(k[0]) for k in by_dev}):
+        ev = by_dev.get((d,), events.head(0))
+        planes.append(_device_plane(trace, rows.get(d, {"device": d}), ev, hints))
+    planes.append(_host_plane(trace, host, rank, shift_ns, info))
+    last = [int(events["end_ns"].max())] if events.height else [0]
+    planes.append(_task_env_plane(profile_start_ns, profile_start_ns + max(last) + 1_000))
+    return b"".join(field_bytes(1, p) for p in planes) + field_bytes(4, host.encode())
+
+
+def write(trace: Trace, path: str | Path, *, layout: str = "auto", run: str | None = None,
+          compress: bool | None = None) -> list[Path]:
+    """Write ``trace`` as XProf writes a profile; returns the files written.
+
+    ``layout``: "file" (one ``.xplane.pb``; single-host traces only), "logdir" (an XProf log
+    directory ``path/plugins/profile/<run>/<host>.xplane.pb``, one file per host, each with its
+    own ``Task Environment`` profile start), or "auto" (file for one host, logdir for several).
+    ``run`` names the run directory (default: the earliest profile start as
+    ``YYYY_MM_DD_HH_MM_SS``). ``compress`` gzips (default: when ``path`` ends in ``.gz``).
+    Profile start times come from ``trace.meta.extra['hosts'][host]['profile_start_ns']`` when
+    every host has one; each host's file then holds times relative to its own start, so a
+    reader aligning hosts on wall-clock recovers the trace's clock.
+    """
+    import gzip
+    import time
+
+    path = Path(path)
+    hosts = _hosts(trace)
+    if not hosts:
+        raise ValueError("trace has no devices or events to write")
+    if layout == "auto":
+        layout = "file" if len(hosts) == 1 else "logdir"
+    if layout == "file" and len(hosts) != 1:
+        raise ValueError(f"layout='file' needs a single-host trace ({len(hosts)} hosts)")
+    starts = _profile_starts(trace, hosts)
+    t0 = min(starts.values())
+    gz = compress if compress is not None else path.name.endswith(".gz")
+    if layout == "file":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        targets = [path]
+    else:
+        run = run or time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(t0 // 1_000_000_000))
+        run_dir = path / "plugins" / "profile" / run
+        run_dir.mkdir(parents=True, exist_ok=True)
+        targets = [run_dir / f"{h}.xplane.pb{'.gz' if gz else ''}" for h, _ in hosts]
+    for (host, rank), target in zip(hosts, targets):
+        data = host_xspace(trace, host, rank, shift_ns=starts[host] - t0,
+                           profile_start_ns=starts[host])
+        if gz:
+            data = gzip.compress(data, compresslevel=6, mtime=0)
+        target.write_bytes(data)
+    return targets

@@ -15,12 +15,20 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert f"\n{ci}\n" in readme
 
 
+def _sample_files(root) -> dict[str, bytes]:
+    skip = {"README.md", "make_samples.py"}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name not in skip and "__pycache__" not in p.parts}
+
+
 def test_samples_regenerate_byte_identical(tmp_path) -> None:
-    script = (SAMPLES / "make_samples.py").read_text()
-    copy = tmp_path / "make_samples.py"
-    # Same generator, writing into tmp_path, importing parsers from this checkout.
-    copy.write_text(script.replace("sys.path.insert(0, str(HERE.parent))",
-                                   f"sys.path.insert(0, {str(ROOT)!r})"))
-    subprocess.run([sys.executable, str(copy)], check=True, capture_output=True)
-    for name in ("mi300x_8gpu_llama_step.xplane.pb", "mi300x_8gpu_llama_step.truth.json"):
-        assert (tmp_path / name).read_bytes() == (SAMPLES / name).read_bytes(), name
+    """Every committed sample (traces, log directories, truth JSON) is exactly what the
+    seeded generator writes, and nothing stale is left beside them."""
+    out = tmp_path / "samples"
+    subprocess.run([sys.executable, str(SAMPLES / "make_samples.py"), str(out)], check=True,
+                   capture_output=True, cwd=ROOT)
+    fresh, committed = _sample_files(out), _sample_files(SAMPLES)
+    assert sorted(fresh) == sorted(committed)
+    for name, data in fresh.items():
+        assert data == committed[name], name
+    assert len(fresh) >= 2 * 4 and all(len(d) < 1_000_000 for d in fresh.values())

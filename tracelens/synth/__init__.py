@@ -1,0 +1,52 @@
+"""Synthetic training-step traces whose answers are known by construction.
+
+    from tracelens.synth import Scenario, Straggler, build
+    syn = build(Scenario(device="mi355x", gpus=8, layers=4, steps=3, overlap=0.7, seed=1))
+    syn.trace   # an unclassified tracelens.model.Trace: every writer's input
+    syn.truth   # the ground truth dict (JSON-ready), computed from the construction
+
+A scenario (hosts × GPUs of one device model, a Llama-like or MoE step of layers, FSDP or DDP
+collectives overlapping compute by a chosen amount, optional straggler) becomes a step
+*program* (``program``), is run on every device (``schedule``), and turned into a Trace
+(``frames``) and its ground truth (``truth``). Writers live in ``parsers`` (for XSpace:
+``parsers.xprof_write.write``); this package never imports them. See docs/synthetic.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tracelens.model import Trace
+from tracelens.synth.devices import DEVICE_MODELS, DeviceModel, device_model
+from tracelens.synth.scenario import (LLAMA_LAYER, MOE_LAYER, Scenario, Straggler,
+                                      events_per_device_per_step, scaled)
+
+__all__ = ["DEVICE_MODELS", "DeviceModel", "LLAMA_LAYER", "MOE_LAYER", "Scenario", "Straggler",
+           "Synthetic", "build", "events_per_device_per_step", "scaled"]
+
+
+@dataclass
+class Synthetic:
+    scenario: Scenario
+    trace: Trace
+    truth: dict[str, Any] | None
+
+
+def build(sc: Scenario, truth: bool = True) -> Synthetic:
+    """The trace of scenario ``sc`` and (unless ``truth=False``, for big runs) its truth."""
+    from tracelens.synth.frames import assemble, hostnames
+    from tracelens.synth.program import build_program
+    from tracelens.synth.schedule import schedule
+    from tracelens.synth.truth import compute_truth
+
+    sc.check()
+    model = device_model(sc.device)
+    prog = build_program(sc, model)
+    rec = schedule(prog, sc)
+    trace = assemble(sc, model, prog, rec)
+    answer = None
+    if truth:
+        starts = {h: v["profile_start_ns"] for h, v in trace.meta.extra["hosts"].items()}
+        answer = compute_truth(sc, model, prog, rec, hostnames(sc, model), starts)
+    return Synthetic(scenario=sc, trace=trace, truth=answer)

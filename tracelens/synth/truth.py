@@ -1,0 +1,163 @@
+"""Ground truth of a synthetic job, computed from the construction (never from tracelens.analyze).
+
+Definitions are those of DESIGN §6.1 (README "What the numbers mean"); the method differs on
+purpose: an elementary-segment sweep. All start/end times of one device (clipped to the window)
+cut its time into segments; per segment and category a running count says which categories are
+active. Then, summing segment lengths: busy = any active; compute = a compute category active;
+comm = collective active; exposed comm = collective and no compute; memory = memory active;
+exposed memory = memory and neither compute nor collective; exclusive time of a category = the
+segments where it is the highest-priority active one. ``sum_ns`` adds (clipped) durations and
+``count`` counts activities with a positive part in the window (all of them for the whole trace).
+
+Collectives come from the construction's instances: per device and type, the count, the summed
+kernel time, the true transfer time, the wait (kernel time − transfer: the time the device sat in
+the collective waiting for the last member), and the message bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from tracelens.model import CATEGORIES
+from tracelens.synth.devices import DeviceModel
+from tracelens.synth.program import Program
+from tracelens.synth.scenario import Scenario
+from tracelens.synth.schedule import Records
+
+TRUTH_VERSION = 1
+TIMELINE_KEYS = ("span_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
+                 "overlapped_comm_ns", "memory_ns", "exposed_memory_ns", "idle_ns")
+_N_COMPUTE = CATEGORIES.index("collective")
+_COMM, _MEM = CATEGORIES.index("collective"), CATEGORIES.index("memory")
+
+
+def sweep(start: np.ndarray, end: np.ndarray, prio: np.ndarray,
+          window: tuple[int, int] | None = None) -> tuple[dict[str, int], list[dict]]:
+    """Timeline and per-category numbers of one device over ``window`` (None: whole trace)."""
+    if window is not None:
+        lo, hi = window
+        s, e = np.maximum(start, lo), np.minimum(end, hi)
+        keep = e > s
+        s, e, p = s[keep], e[keep], prio[keep]
+        span = hi - lo
+    else:
+        s, e, p = start, end, prio
+        span = int(e.max() - s.min()) if len(s) else 0
+    bounds = np.unique(np.concatenate([s, e]))
+    seg = np.diff(bounds)
+    active = np.zeros((len(CATEGORIES), max(len(seg), 0)), dtype=bool)
+    for c in range(len(CATEGORIES)):
+        m = p == c
+        if not m.any() or not len(seg):
+            continue
+        delta = (np.bincount(np.searchsorted(bounds, s[m]), minlength=len(bounds))
+                 - np.bincount(np.searchsorted(bounds, e[m]), minlength=len(bounds)))
+        active[c] = np.cumsum(delta)[:-1] > 0
+    comp = active[:_N_COMPUTE].any(axis=0)
+    comm, mem = active[_COMM], active[_MEM]
+    anyc = comp | comm | mem
+
+    def total(mask: np.ndarray) -> int:
+        return int(seg[mask].sum())
+
+    busy = total(anyc)
+    tl = {"span_ns": int(span), "busy_ns": busy, "compute_ns": total(comp),
+          "comm_ns": total(comm), "exposed_comm_ns": total(comm & ~comp),
+          "memory_ns": total(mem), "exposed_memory_ns": total(mem & ~comp & ~comm),
+          "idle_ns": int(span) - busy}
+    tl["overlapped_comm_ns"] = tl["comm_ns"] - tl["exposed_comm_ns"]
+    top = np.argmax(active, axis=0)  # first (highest-priority) active category
+    cats = []
+    for c, name in enumerate(CATEGORIES):
+        m = p == c
+        if not m.any():
+            continue
+        cats.append({"category": name, "count": int(m.sum()),
+                     "sum_ns": int((e[m] - s[m]).sum()),
+                     "exclusive_ns": total(anyc & (top == c))})
+    return {k: tl[k] for k in TIMELINE_KEYS}, cats
+
+
+def compute_truth(sc: Scenario, model: DeviceModel, prog: Program, rec: Records,
+                  hosts: list[str], offsets: dict[str, int]) -> dict[str, Any]:
+    prio_of_spec = np.array([CATEGORIES.index(s.category) for s in prog.specs], np.int8)
+    prio = prio_of_spec[rec.spec]
+    order = np.argsort(rec.dev, kind="stable")
+    cuts = np.searchsorted(rec.dev[order], np.arange(sc.hosts * sc.gpus + 1))
+    coll_type = [s.collective for s in prog.specs]
+    transfer_of_inst = rec.inst_transfer
+    devices = []
+    for d in range(sc.hosts * sc.gpus):
+        idx = order[cuts[d]:cuts[d + 1]]
+        s, e, p = rec.start[idx], rec.end[idx], prio[idx]
+        h, g = divmod(d, sc.gpus)
+        timeline, cats = sweep(s, e, p)
+        steps = []
+        for k in np.nonzero(rec.step_host == h)[0]:
+            lo, hi = int(rec.step_start[k]), int(rec.step_end[k])
+            stl, scats = sweep(s, e, p, (lo, hi))
+            steps.append({"step": int(rec.step_num[k]), "start_ns": lo, "end_ns": hi,
+                          "timeline": stl, "categories": scats})
+        inst = rec.inst[idx]
+        coll_rows: dict[str, dict[str, int]] = {}
+        for i in np.nonzero(inst >= 0)[0]:
+            spec = int(rec.spec[idx[i]])
+            row = coll_rows.setdefault(coll_type[spec], {
+                "count": 0, "sum_ns": 0, "transfer_ns": 0, "wait_ns": 0, "msg_bytes": 0})
+            dur = int(e[i] - s[i])
+            transfer = int(transfer_of_inst[inst[i]])
+            row["count"] += 1
+            row["sum_ns"] += dur
+            row["transfer_ns"] += transfer
+            row["wait_ns"] += dur - transfer
+            row["msg_bytes"] += int(prog.specs[spec].msg_bytes or 0)
+        devices.append({
+            "host": hosts[h], "rank": h, "device": g, "product": model.devices_row()["product"],
+            "timeline": timeline, "categories": cats,
+            "collectives": [{"type": t, **coll_rows[t]} for t in sorted(coll_rows)],
+            "steps": steps})
+    return {
+        "truth_version": TRUTH_VERSION,
+        "generator": "tracelens.synth",
+        "scenario": dataclasses.asdict(sc),
+        "device_model": model.key,
+        "host": hosts[0],
+        "hosts": [{"host": hosts[h], "rank": h, "profile_start_ns": offsets[hosts[h]]}
+                  for h in range(sc.hosts)],
+        "devices": devices,
+        "collective_instances": _instances(sc, prog, rec),
+        "planted": _planted(sc, hosts),
+    }
+
+
+def _instances(sc: Scenario, prog: Program, rec: Records) -> list[dict[str, Any]]:
+    """Every collective instance: who took part, when it ended, how long the transfer took and
+    who arrived last (the members whose kernel is exactly ``transfer_ns`` long)."""
+    sel = np.nonzero(rec.inst >= 0)[0]
+    by_inst = sel[np.argsort(rec.inst[sel], kind="stable")]
+    cut = np.searchsorted(rec.inst[by_inst], np.arange(len(rec.inst_spec) + 1))
+    out = []
+    for i in range(len(rec.inst_spec)):
+        rows = by_inst[cut[i]:cut[i + 1]]
+        spec = prog.specs[int(rec.inst_spec[i])]
+        end, transfer = int(rec.inst_end[i]), int(rec.inst_transfer[i])
+        last = rows[rec.start[rows] == end - transfer]
+        out.append({
+            "op": spec.op, "type": spec.collective, "step": int(rec.inst_step[i]),
+            "group_size": len(rows), "msg_bytes": spec.msg_bytes, "transfer_ns": transfer,
+            "end_ns": end,
+            "last_arrivals": sorted([int(rec.dev[r]) // sc.gpus, int(rec.dev[r]) % sc.gpus]
+                                    for r in last)})
+    return out
+
+
+def _planted(sc: Scenario, hosts: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"overlap": sc.overlap}
+    if sc.straggler is not None:
+        s = sc.straggler
+        out["straggler"] = {"host": hosts[s.host], "rank": s.host, "device": s.device,
+                            "slowdown": s.slowdown}
+    return out
