@@ -122,8 +122,11 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                      f"{k['count']:,}", ms(k["sum_ns"]),
                      f"{k['share_pct']:.1f}%" if k["share_pct"] is not None else "-"]
                     for k in summary["top_kernels"]]))
-    if summary.get("roofline"):
-        tables.append(("Roofline (top op groups by time; efficiency vs the bound's ceiling)",
+    costed = [r for r in summary.get("roofline") or []
+              if r["flops"] is not None or r["bytes"] is not None]
+    if costed:
+        tables.append(("Roofline (top op groups with cost data, by time; efficiency vs the "
+                       "bound's ceiling)",
                        ["op", "category", "count", "sum ms", "GFLOP", "TFLOP/s", "TB/s",
                         "FLOP/B", "bound", "eff."],
                        [[short_name(r["op"] if r["program_id"] is None
@@ -131,7 +134,7 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                          r["category"], f"{r['count']:,}", ms(r["sum_ns"]),
                          _num(r["flops"], 1e-9), _num(r["tflops_per_s"]),
                          _num(r["tb_per_s"]), _num(r["intensity"]), r["bound"] or "-",
-                         _frac(r["efficiency"])] for r in summary["roofline"]]))
+                         _frac(r["efficiency"])] for r in costed]))
     return tables
 
 
