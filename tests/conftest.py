@@ -33,3 +33,14 @@ def oracle(folder: str, name: str) -> Path:
     if not path.exists():
         pytest.skip(f"oracle file {path} not present")
     return path
+
+
+REAL_ROCPROF = SHARED / "traces" / "rocprof"
+
+
+def real_rocprof(name: str) -> Path:
+    """Path of a real shared rocprofv3 trace, or skip the test with the reason."""
+    path = REAL_ROCPROF / name
+    if not path.exists():
+        pytest.skip(f"real trace {path} not present (shared/ is not beside this checkout)")
+    return path

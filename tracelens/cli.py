@@ -65,6 +65,43 @@ def _rules(rules_files: tuple[str, ...]) -> Any:
     return load_rules(list(rules_files)) if rules_files else None
 
 
+def gpu_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--gpu-specs", "gpu_specs", type=click.Path(path_type=Path),
+                        default=None, help="GPU peaks file (TOML or JSON) adding to or "
+                        "replacing the built-in table (tracelens gpus).")(func)
+    func = click.option("--gpu", default=None,
+                        help="Use this GPU's peaks for every device (tracelens gpus).")(func)
+    return func
+
+
+def _gpu_specs(gpu: str | None, gpu_specs: Path | None) -> Any:
+    """The specs file's entries (None without one); bad files and unknown --gpu fail early."""
+    from tracelens import hardware
+
+    extra = None
+    if gpu_specs is not None:
+        try:
+            extra = hardware.load_specs_file(gpu_specs)
+        except OSError as exc:
+            raise TraceInputError(gpu_specs, f"cannot read: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise TraceInputError(gpu_specs, f"bad GPU specs file: {exc}") from None
+    table = {**hardware.SPECS, **(extra or {})}
+    if gpu is not None and hardware.find_spec(gpu, table) is None:
+        raise click.UsageError(f"--gpu {gpu}: unknown GPU (known: {', '.join(table)})")
+    return extra
+
+
+def _check_regex(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        import re
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise click.BadParameter(f"not a regular expression: {exc}") from None
+    return value
+
+
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--rules", "rules_files", multiple=True, type=click.Path(),
                         help="Extra classifier rules (TOML); they take precedence.")(func)
@@ -88,16 +125,23 @@ def main() -> None:
               help="How many top kernels to list.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True)
+@click.option("--step-marker", default=None, metavar="REGEX", callback=_check_regex,
+              help="rocprofv3: ROCTx ranges whose message matches REGEX are steps (the "
+                   "number from the group 'step' or the first group, else their order).")
+@gpu_options
 @common_options
 @guarded
 def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top: int,
-              fmt: str, rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
-    """Headline, per-device timeline, categories, steps and top kernels of a trace."""
+              fmt: str, step_marker: str | None, gpu: str | None, gpu_specs: Path | None,
+              rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+    """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
     from tracelens.analyze.summary import summarize as build
     from tracelens.loader import load
     from reports import summary as render
 
-    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
+    extra_specs = _gpu_specs(gpu, gpu_specs)
+    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
+                 step_marker=step_marker)
     if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
         known = sorted(set(trace.steps["step"].to_list()))
         raise click.UsageError(f"step {step} is not in the trace (steps: "
@@ -105,7 +149,7 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
         raise click.UsageError(f"device {device} is not in the trace (devices: "
                                f"{sorted(set(trace.devices['device'].to_list()))})")
-    result = build(trace, device=device, step=step, top=top)
+    result = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
     if fmt == "json":
         click.echo(render.render_json(result))
     elif fmt == "csv":
@@ -120,6 +164,24 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
         if not console.is_terminal:
             console.width = max(console.width, 120)
         render.render_table(result, console)
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True)
+@click.option("--gpu-specs", "gpu_specs", type=click.Path(path_type=Path), default=None,
+              help="Also list (and apply) the entries of this TOML/JSON specs file.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@guarded
+def gpus(fmt: str, gpu_specs: Path | None, debug: bool) -> None:
+    """The GPU peak table the roofline and MFU use (dense; sources with --format json)."""
+    from tracelens import hardware
+    from reports import gpus as render
+
+    specs = {**hardware.SPECS, **(_gpu_specs(None, gpu_specs) or {})}
+    text = render.render(specs, fmt)
+    if text is not None:
+        click.echo(text, nl=not text.endswith("\n"))
 
 
 @main.command()
@@ -254,6 +316,65 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, rules_files: tuple[s
             for t in rep["transitions"] for c in t["causes"]]
     _emit(fmt, rep, "tracelens scaling", scaling_tables(rep), rows,
           ["from", "to", "component", "delta_ns", "share"])
+
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", "output", required=True, type=click.Path(path_type=Path),
+              help="The HTML file to write (only there; nothing is written next to inputs).")
+@click.option("--title", default=None, help="Report title (default: the input file names).")
+@click.option("--device", type=int, default=None, help="Only this device ordinal (every host).")
+@click.option("--step", type=int, default=None, help="Only this step's window.")
+@click.option("--top", type=click.IntRange(min=0), default=100, show_default=True,
+              help="How many top kernels the report's table holds.")
+@gpu_options
+@common_options
+@guarded
+def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int | None,
+           step: int | None, top: int, gpu: str | None, gpu_specs: Path | None,
+           rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+    """One self-contained HTML report (charts and tables; opens offline)."""
+    import polars as pl
+
+    from tracelens.analyze.collectives import collectives_report
+    from tracelens.analyze.summary import summarize as build
+    from tracelens.analyze.timeline import clip_to_windows
+    from tracelens.loader import load
+    from reports.html import render_html
+
+    if output.exists() and output.is_dir():
+        raise click.UsageError(f"-o {output} is a directory; give a file name")
+    if not output.parent.is_dir():  # fail before reading (possibly large) inputs
+        _fail(f"{output}: cannot write the report: folder {output.parent} does not exist",
+              debug)
+    resolved = output.resolve()
+    if any(p.exists() and p.resolve() == resolved for p in paths):
+        raise click.UsageError(f"-o {output} is one of the inputs")
+    extra_specs = _gpu_specs(gpu, gpu_specs)
+    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
+    steps = trace.steps.filter(pl.col("step") == step) if step is not None else trace.steps
+    if step is not None and not steps.height:
+        known = sorted(set(trace.steps["step"].to_list()))
+        raise click.UsageError(f"step {step} is not in the trace (steps: "
+                               f"{known[:20] if known else 'none marked'})")
+    if device is not None and not trace.devices.filter(pl.col("device") == device).height:
+        raise click.UsageError(f"device {device} is not in the trace (devices: "
+                               f"{sorted(set(trace.devices['device'].to_list()))})")
+    summary = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
+    events = trace.events
+    if device is not None:
+        events = events.filter(pl.col("device") == device)
+    if step is not None:
+        events = clip_to_windows(events, steps)
+    coll = collectives_report(events, trace.meta.alignment)
+    html = render_html(summary, coll, title=title)
+    try:
+        output.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"{output}: cannot write the report: {exc.strerror or exc}", debug)
+    if not quiet:
+        click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

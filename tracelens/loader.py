@@ -16,6 +16,8 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from tracelens.classify import RuleSet, classify
+from tracelens.cost import annotate as annotate_costs
+from tracelens.cost import op_cost_table, with_hlo_kind
 from tracelens.errors import TraceInputError
 from tracelens.model import STEP_SCHEMA, Trace, TraceMeta, validate
 from tracelens.prepare import assign_steps, clip_stream_overlaps
@@ -54,55 +56,112 @@ def sniff_format(path: Path) -> str:
         return "xspace"
     if path.name.endswith(XSPACE_SUFFIXES):
         return "xspace"  # let the XSpace reader say precisely what is wrong
-    return "unknown"
+    if _is_rocprof_csv_header(head):
+        return "rocprof-csv"
+    return "csv" if path.name.lower().endswith(".csv") else "unknown"
+
+
+# Column names of rocprofv3 CSV files (kernel, API, memory-copy and agent tables, every
+# ROCm version and the rocpd-convert variant); a header naming three of them is rocprofv3's.
+_ROCPROF_CSV_COLUMNS = frozenset({
+    "guid", "kind", "agent_id", "queue_id", "stream_id", "thread_id", "dispatch_id",
+    "kernel_id", "kernel_name", "correlation_id", "start_timestamp", "end_timestamp",
+    "domain", "function", "process_id", "direction", "source_agent_id",
+    "destination_agent_id", "node_id", "logical_node_id", "agent_type", "cu_count",
+    "gfx_target_version", "max_engine_clk_fcompute"})
+
+
+def _is_rocprof_csv_header(head: bytes) -> bool:
+    line = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    names = {c.strip().strip('"').strip().lower() for c in line.split(",")}
+    return len(names & _ROCPROF_CSV_COLUMNS) >= 3
 
 
 def find_inputs(path: Path) -> list[Path]:
-    """Trace files behind one path: the file itself, or the XSpace files of one profile run."""
+    """Trace files behind one path: the file itself, the XSpace files of one profile run, or
+    the rocprofv3 outputs of a directory (one file per process: ``<pid>_results.db``, else
+    ``<pid>_results.json[.gz]``, else ``<pid>_kernel_trace.csv`` standing for its CSV set)."""
     if not path.exists():
         raise TraceInputError(path, "no such file or directory")
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise TraceInputError(path, "not a regular file or directory")
-    found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(XSPACE_SUFFIXES))
-    if not found:
-        raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz])")
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    found = [p for p in files if p.name.endswith(XSPACE_SUFFIXES)]
     runs = sorted({p.parent for p in found})
     if len(runs) > 1 and all(_RUN_DIR.search(r.as_posix()) for r in runs):
         names = ", ".join(r.name for r in runs[:5])
         raise TraceInputError(path, f"holds {len(runs)} profile runs ({names}"
                               f"{', ...' if len(runs) > 5 else ''}); pass one run directory")
-    return found
+    found += _rocprof_outputs(files)
+    if not found:
+        raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], or "
+                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv)")
+    return sorted(found)
 
 
-def _reader_for(fmt: str, path: Path) -> Callable[[Path], Trace]:
+# rocprofv3 output names (shared/reference/rocprof.md §1.3), by preference: one per process.
+_ROCPROF_OUTPUTS = ("_results.db", "_results.json", "_results.json.gz",
+                    "_kernel_trace.csv")
+
+
+def _rocprof_outputs(files: list[Path]) -> list[Path]:
+    best: dict[tuple[Path, str], tuple[int, Path]] = {}
+    for p in files:
+        name = "_" + p.name if p.name == "kernel_trace.csv" else p.name
+        for rank, suffix in enumerate(_ROCPROF_OUTPUTS):
+            if name.endswith(suffix):
+                key = (p.parent, name[: -len(suffix)])
+                if key not in best or rank < best[key][0]:
+                    best[key] = (rank, p)
+                break
+    return [p for _, p in best.values()]
+
+
+def _reader_for(fmt: str, path: Path, step_marker: str | None = None
+                ) -> Callable[[Path], Trace]:
     if fmt == "xspace":
         from parsers import xprof
         return xprof.read
+    if fmt in ("sqlite", "rocprof-json", "rocprof-csv"):
+        import functools
+
+        from parsers import rocprof
+        reader = {"sqlite": rocprof.read_rocpd, "rocprof-json": rocprof.read_json,
+                  "rocprof-csv": rocprof.read_csv}[fmt]
+        return functools.partial(reader, step_marker=step_marker)
     what = {
-        "sqlite": "a SQLite database (rocprofv3 rocpd input is not supported yet)",
-        "rocprof-json": "rocprofv3 JSON (not supported yet)",
-        "chrome-json": "a Chrome trace JSON (not supported yet; pass the .xplane.pb)",
+        "chrome-json": "a Chrome trace JSON (not supported yet; pass the .xplane.pb or the "
+                       "rocprofv3 output)",
         "json": "JSON of an unknown kind, not a trace format tracelens reads",
-    }.get(fmt, "not a trace format tracelens reads (expected an XSpace .xplane.pb)")
+        "csv": "a CSV file that is not rocprofv3 output (no rocprofv3 column names in its "
+               "header)",
+    }.get(fmt, "not a trace format tracelens reads (expected an XSpace .xplane.pb or "
+               "rocprofv3 .db/.json/.csv output)")
     raise TraceInputError(path, what)
 
 
 def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
-         progress: Callable[[Iterable[Path]], Iterable[Path]] | None = None) -> Trace:
+         progress: Callable[[Iterable[Path]], Iterable[Path]] | None = None,
+         step_marker: str | None = None) -> Trace:
     """Read every trace behind ``paths`` into one classified Trace.
+
+    ``step_marker`` is a regex: rocprofv3 ROCTx ranges whose message matches it become steps
+    (formats without markers ignore it).
 
     Raises :class:`TraceInputError` for any input that cannot be read; nothing partial is
     returned.
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    if step_marker is not None:
+        re.compile(step_marker)  # a bad pattern is the caller's error, not the file's
     files: list[Path] = []
     for p in paths:
         files.extend(find_inputs(Path(p)))
     files = list(dict.fromkeys(files))
-    readers = [(f, _reader_for(sniff_format(f), f)) for f in files]
+    readers = [(f, _reader_for(sniff_format(f), f, step_marker)) for f in files]
     iterator = progress(files) if progress else files
     parts = []
     for f, (_, reader) in zip(iterator, readers):
@@ -117,7 +176,9 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
     if n_clipped:
         trace.meta.warn(f"clipped {n_clipped} same-stream overlaps (largest {max_clip} ns): "
                         "an in-order stream cannot run two activities at once")
-    trace.events = classify(trace.events, rules)
+    costs = op_cost_table(trace.events, trace.modules)  # what each HLO op computes (§6.2)
+    trace.events = classify(with_hlo_kind(trace.events, costs[0]), rules).drop("hlo")
+    annotate_costs(trace, table=costs)  # flops, bytes, dtype, cost_source, msg_bytes, ...
     trace.events = assign_steps(trace.events, trace.steps)
     problems = validate(trace)
     if problems:  # a parser bug, not a user error: fail loudly
@@ -126,53 +187,108 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
 
 
 def combine(parts: list[Trace]) -> Trace:
-    """Join single-host traces into one job: ranks by host order, one clock.
+    """Join per-host (XSpace) and per-process (rocprofv3) traces into one job.
 
-    Hosts are aligned on wall-clock when every part knows its profile start time (XSpace
-    ``Task Environment``); otherwise times are left as each file gives them and ``alignment``
-    says "none".
+    Ranks: each part's own ranks, after those of the parts before it (an XSpace file is one
+    rank, a rocprofv3 file one rank per process). Host names are kept, so several processes
+    of one host share it; two XSpace files naming the same host become ``host#i``.
+    Clocks: XSpace hosts are aligned on wall-clock when every part knows its profile start
+    time (``Task Environment``); rocprofv3 processes of one host share its CLOCK_BOOTTIME and
+    need no shift, but rocprofv3 records no wall-clock time, so different hosts are left
+    unaligned; ``alignment`` says what was done and a warning says what was not.
     """
+    infos = [_part_info(i, part) for i, part in enumerate(parts)]
+    alignment, aligned, warning = _alignment(infos)
     if len(parts) == 1:
-        parts[0].meta.alignment = "single host"
+        parts[0].meta.alignment = alignment
+        if warning:
+            parts[0].meta.warn(warning)
         return parts[0]
     meta = TraceMeta()
-    starts: dict[int, int | None] = {}
-    names: list[str] = []
-    for i, part in enumerate(parts):
+    for part in parts:
         meta.sources.extend(part.meta.sources)
         for w in part.meta.warnings:
             meta.warn(w)
-        hosts = part.meta.extra.get("hosts", {})
-        host, info = next(iter(hosts.items())) if hosts else (f"host{i}", {})
-        starts[i] = info.get("profile_start_ns")
-        names.append(host)
-    dup = {n for n in names if names.count(n) > 1}
-    aligned = all(s is not None for s in starts.values())
-    t0 = min(s for s in starts.values() if s is not None) if aligned else 0
-    meta.alignment = ("wall-clock (XSpace Task Environment profile_start_time)" if aligned
-                      else "none")
-    if not aligned:
-        meta.warn("hosts could not be aligned on wall-clock (a file lacks profile_start_time); "
-                  "cross-host timing is not comparable")
+    meta.alignment = alignment
+    if warning:
+        meta.warn(warning)
+    xspace_names = [info["hosts"][0] for info in infos if not info["per_process"]]
+    dup = {n for n in xspace_names if xspace_names.count(n) > 1}
+    starts = [info["start"] for info in infos]
+    t0 = min(s for s in starts if s is not None) if aligned else 0
     out: dict[str, list[pl.DataFrame]] = {k: [] for k in ("events", "host_events", "steps",
                                                           "devices", "modules")}
-    host_info = {}
-    for i, part in enumerate(parts):
-        host = names[i] if names[i] not in dup else f"{names[i]}#{i}"
+    host_info: dict[str, dict] = {}
+    ranks_info = []
+    offset = 0
+    for i, (part, info) in enumerate(zip(parts, infos)):
+        rename = None
+        if not info["per_process"]:
+            rename = info["hosts"][0] if info["hosts"][0] not in dup else \
+                f"{info['hosts'][0]}#{i}"
         shift = (starts[i] - t0) if aligned else 0
-        host_info[host] = {"rank": i, "path": part.meta.sources[0]["path"]}
+        for local in range(info["n_ranks"]):
+            proc = info["processes"][local] if info["per_process"] else {}
+            host = rename or proc.get("host") or f"host{i}"
+            entry = host_info.setdefault(host, {"rank": offset + local, "ranks": [],
+                                                "path": part.meta.sources[0]["path"],
+                                                "paths": []})
+            entry["ranks"].append(offset + local)
+            entry["paths"].append(part.meta.sources[0]["path"])
+            ranks_info.append({"rank": offset + local, "host": host, "pid": proc.get("pid"),
+                               "path": part.meta.sources[0]["path"],
+                               "format": part.meta.sources[0].get("format")})
         for key in out:
             df: pl.DataFrame = getattr(part, key)
-            cols = {"rank": pl.lit(i, dtype=pl.Int32)}
-            if "host" in df.columns:
-                cols["host"] = pl.lit(host)
+            cols = {"rank": (pl.col("rank") + offset).cast(pl.Int32)}
+            if "host" in df.columns and rename is not None:
+                cols["host"] = pl.lit(rename)
             if "start_ns" in df.columns:
                 cols["start_ns"] = pl.col("start_ns") + shift
                 cols["end_ns"] = pl.col("end_ns") + shift
             out[key].append(df.with_columns(**cols))
-    meta.extra = {"hosts": host_info}
+        offset += info["n_ranks"]
+    meta.extra = {"hosts": host_info, "ranks": ranks_info}
     return Trace(events=pl.concat(out["events"]), host_events=pl.concat(out["host_events"]),
                  steps=pl.concat(out["steps"]) if out["steps"] else pl.DataFrame(
                      schema=STEP_SCHEMA),
                  devices=pl.concat(out["devices"]), meta=meta,
                  modules=pl.concat(out["modules"]))
+
+
+def _part_info(i: int, part: Trace) -> dict:
+    """What ``combine`` needs from one parser's output: its hosts, ranks and clock."""
+    extra = part.meta.extra
+    processes = extra.get("processes")
+    if processes:  # rocprofv3: one rank per process, timestamps in the host's CLOCK_BOOTTIME
+        return {"per_process": True, "processes": processes, "n_ranks": len(processes),
+                "hosts": [p.get("host") or f"host{i}" for p in processes], "start": None,
+                "clock": extra.get("clock")}
+    hosts = extra.get("hosts", {})
+    host, host_extra = next(iter(hosts.items())) if hosts else (f"host{i}", {})
+    return {"per_process": False, "processes": [], "n_ranks": 1, "hosts": [host],
+            "start": host_extra.get("profile_start_ns"), "clock": None}
+
+
+def _alignment(infos: list[dict]) -> tuple[str, bool, str | None]:
+    """(what ``meta.alignment`` says, whether XSpace wall-clock shifts apply, a warning)."""
+    if all(not i["per_process"] for i in infos):
+        if len(infos) == 1:
+            return "single host", False, None
+        if all(i["start"] is not None for i in infos):
+            return "wall-clock (XSpace Task Environment profile_start_time)", True, None
+        return "none", False, ("hosts could not be aligned on wall-clock (a file lacks "
+                               "profile_start_time); cross-host timing is not comparable")
+    hosts = {h for i in infos for h in i["hosts"]}
+    if all(i["per_process"] for i in infos):
+        clock = infos[0]["clock"] or "the host clock"
+        if len(hosts) == 1:
+            n = sum(i["n_ranks"] for i in infos)
+            return ("single host" if n == 1 else
+                    f"single host: its {n} processes share {clock} (no shift)"), False, None
+        return (f"none across hosts: rocprofv3 timestamps are each host's {clock} and carry "
+                "no wall-clock time; processes on one host share it"), False, (
+            f"{len(hosts)} hosts could not be aligned (rocprofv3 records no wall-clock time);"
+            " cross-host timing is not comparable")
+    return "none", False, ("hosts could not be aligned on wall-clock (XSpace and rocprofv3 "
+                           "inputs mixed); cross-host timing is not comparable")

@@ -1,0 +1,142 @@
+"""Agents (HSA CPUs and GPUs): GPU ordinals, device rows, and agent references in CSV files.
+
+Facts (shared/reference/rocprof.md §2.1, §5): the agent table maps each agent's absolute HSA
+``node_id`` (what rocpd stores) to ``logical_node_id`` and ``logical_node_type_id`` (0-based
+per type: the first GPU is 0, which is the HIP ordinal when every GPU is visible). CSV files
+name agents by numeric node id (ROCm <= 6.4) or by ``"Agent N"`` (N = logical node id, the 7.x
+default), ``"GPU N"`` (type-relative) or absolute ``"Agent N"``. Peaks derive from ``cu_count``
+and ``max_engine_clk_fcompute`` (MHz).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from parsers.rocprof.records import AGENT_SCHEMA, frame
+from tracelens import hardware
+from tracelens.model import DEVICE_SCHEMA, conform
+
+_GFX = re.compile(r"^gfx[0-9a-f]+$")
+
+
+def arch_of(name: str | None, gfx_target_version: int | None) -> str | None:
+    """``gfx950`` from the agent name, else from ``gfx_target_version`` (90500 -> gfx950)."""
+    if isinstance(name, str) and _GFX.match(name.strip()):
+        return name.strip()
+    v = gfx_target_version
+    if isinstance(v, int) and v > 0:
+        major, minor, step = v // 10000, (v // 100) % 100, v % 100
+        return f"gfx{major}{minor:x}{step:x}"
+    return None
+
+
+def gfx_target_version(arch: str | None) -> int:
+    """Inverse of :func:`arch_of` for writers: ``gfx942`` -> 90402, ``gfx90a`` -> 90010."""
+    m = re.match(r"^gfx(\d+)([0-9a-f])([0-9a-f])$", arch or "")
+    if not m:
+        return 0
+    return int(m.group(1)) * 10000 + int(m.group(2), 16) * 100 + int(m.group(3), 16)
+
+
+def gpu_memory(mem_banks: Any) -> int | None:
+    """Device memory from an agent's ``mem_banks`` (frame-buffer heaps: heap_type 1 or 2)."""
+    if not isinstance(mem_banks, list):
+        return None
+    sizes = [b.get("size_in_bytes") for b in mem_banks if isinstance(b, dict)
+             and b.get("heap_type") in (1, 2) and isinstance(b.get("size_in_bytes"), int)]
+    return max(sizes) if sizes else None
+
+
+def agent_row(a: dict[str, Any]) -> dict[str, Any]:
+    """One agent object (JSON ``agents[]`` or rocpd ``extdata``) as an AGENT_SCHEMA row."""
+    t = a.get("type")
+    kind = {1: "CPU", 2: "GPU", 3: "NIC"}.get(t, t if isinstance(t, str) else None)
+    ident = a.get("id")
+    clock = a.get("max_engine_clk_fcompute")
+    return {
+        "node_id": a.get("node_id"), "logical_index": a.get("logical_node_id"),
+        "type_index": a.get("logical_node_type_id"), "type": kind, "name": a.get("name"),
+        "gfx_target_version": a.get("gfx_target_version"),
+        "product_name": a.get("product_name"), "vendor_name": a.get("vendor_name"),
+        "cu_count": a.get("cu_count"),
+        "clock_mhz": float(clock) if isinstance(clock, (int, float)) and clock > 0 else None,
+        "memory_bytes": gpu_memory(a.get("mem_banks")),
+        "handle": ident.get("handle") if isinstance(ident, dict) else None,
+    }
+
+
+def with_ordinals(agents: pl.DataFrame) -> pl.DataFrame:
+    """Add ``device``: the GPU ordinal (``logical_node_type_id``; else the rank of the logical
+    node id among GPU agents)."""
+    gpus = agents.filter(pl.col("type").str.to_uppercase() == "GPU")
+    fallback = pl.col("logical_index").fill_null(pl.col("node_id")).rank("dense") - 1
+    gpus = gpus.with_columns(device=pl.col("type_index").fill_null(fallback).cast(pl.Int32))
+    return gpus
+
+
+def resolve_refs(refs: pl.Series, agents: pl.DataFrame) -> tuple[pl.Series, int]:
+    """CSV ``Agent_Id`` values -> node ids, through the agent table; and how many failed.
+
+    Numbers are node ids (ROCm <= 6.4); ``Agent N`` is the logical node id (the 7.x default;
+    it equals the absolute id when no GPU is hidden); ``GPU N``/``CPU N`` are type-relative.
+    Without an agent table, numbers are kept as they are.
+    """
+    s = refs.cast(pl.String).str.strip_chars()
+    parts = s.str.extract_groups(r"^(?i:(Agent|GPU|CPU|NIC))?[\s_-]*(\d+)$")
+    df = pl.DataFrame({"kind": parts.struct.field("1").str.to_uppercase(),
+                       "num": parts.struct.field("2").cast(pl.Int64)})
+    if agents.is_empty():
+        agent = df["num"]
+    else:
+        a = agents.select("node_id", "logical_index", "type_index",
+                          pl.col("type").str.to_uppercase().alias("kind"))
+        logical = a.select(num=pl.col("logical_index").fill_null(pl.col("node_id")),
+                           n_logical="node_id")
+        typed = a.filter(pl.col("type_index").is_not_null()).select(
+            "kind", num="type_index", n_typed="node_id")
+        j = (df.join(logical.unique("num"), on="num", how="left", maintain_order="left")
+             .join(typed.unique(["kind", "num"]), on=["kind", "num"], how="left",
+                   maintain_order="left"))
+        agent = j.select(pl.when(pl.col("kind").is_null()).then(pl.col("num"))
+                         .when(pl.col("kind") == "AGENT").then(pl.col("n_logical"))
+                         .otherwise(pl.col("n_typed")))[:, 0]
+    bad = int((agent.is_null() & s.is_not_null() & (s != "")).sum())
+    return agent.alias("agent"), bad
+
+
+def devices(agents: pl.DataFrame, active: set[int], host: str, rank: int
+            ) -> tuple[pl.DataFrame, list[str]]:
+    """DEVICE_SCHEMA rows for the GPU agents with activity, and identification warnings."""
+    gpus = with_ordinals(agents).filter(pl.col("node_id").is_in(sorted(active)))
+    rows, warnings = [], []
+    for a in gpus.sort("device").iter_rows(named=True):
+        arch = arch_of(a["name"], a["gfx_target_version"])
+        vendor_raw = (a["vendor_name"] or "").strip().lower()
+        vendor = "amd" if vendor_raw in ("amd", "advanced micro devices, inc.") or (
+            arch and arch.startswith("gfx")) else (vendor_raw or None)
+        product = hardware.identify(vendor, arch, a["cu_count"], a["clock_mhz"],
+                                    a["memory_bytes"])
+        name = a["product_name"] or None
+        if product is None and name:  # the driver's marketing name, when it is a known product
+            same = [p for p in hardware.PRODUCTS if p.name.lower() == name.strip().lower()
+                    and p.arch == arch]
+            product = same[0] if len(same) == 1 else None
+        if product is None:
+            warnings.append(f"GPU agent {a['node_id']} ({name or arch or 'unknown'}, "
+                            f"{a['cu_count']} CUs, {a['clock_mhz']} MHz) is not a known "
+                            "product: no hardware spec")
+        rows.append({"host": host, "rank": rank, "device": a["device"], "vendor": vendor,
+                     "arch": arch, "product": product.name if product else name,
+                     "compute_units": a["cu_count"], "clock_mhz": a["clock_mhz"],
+                     "memory_bytes": a["memory_bytes"],
+                     "spec_id": product.spec_id if product else None})
+    return conform(pl.DataFrame(rows, schema_overrides=DEVICE_SCHEMA, infer_schema_length=None)
+                   if rows else pl.DataFrame(), DEVICE_SCHEMA), warnings
+
+
+def agent_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return frame(pl.DataFrame(rows, infer_schema_length=None, strict=False)
+                 if rows else pl.DataFrame(), AGENT_SCHEMA)

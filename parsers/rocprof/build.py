@@ -1,0 +1,153 @@
+"""Normalized per-process records -> one :class:`tracelens.model.Trace` (one rank per process).
+
+What is decided here, for every rocprofv3 format alike:
+
+- device = the GPU ordinal of the dispatch's agent (:mod:`parsers.rocprof.agents`); only GPU
+  agents with activity become devices (a process sees every GPU of its node);
+- stream = the HSA queue id for kernels (the in-order unit the same-stream clipping needs);
+  memory copies run on copy engines, so they get negative stream ids of their own:
+  ``-(1 + stream_id)``, or ``-1000 - direction`` when the format has no stream id;
+- memcpy subcategory from the direction (h2d on the destination GPU, d2h and d2d on the
+  source GPU), ``bytes`` from the copy size when the format records it (CSV does not);
+- RCCL kernels get the collective type of their RCCL API call (:mod:`.collectives`);
+- API rows become host events of kind ``api``, ROCTx ranges/marks of kind ``marker``, and
+  ranges matching ``step_marker`` become steps (:mod:`.markers`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from parsers.rocprof import agents as agents_mod
+from parsers.rocprof.collectives import collective_types, warnings_for
+from parsers.rocprof.markers import steps_from_markers
+from parsers.rocprof.records import Process
+from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
+                             TraceMeta, conform)
+
+CLOCK = "CLOCK_BOOTTIME"
+_DIRECTIONS = {"HOST_TO_DEVICE": ("h2d", "dst", 1), "DEVICE_TO_HOST": ("d2h", "src", 2),
+               "DEVICE_TO_DEVICE": ("d2d", "src", 3), "HOST_TO_HOST": ("h2h", None, 4)}
+
+
+def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
+    k = p.dispatches
+    neg = k.filter(pl.col("end") < pl.col("start")).height
+    if neg:
+        warn.append(f"dropped {neg} kernel dispatches that end before they start")
+        k = k.filter(pl.col("end") >= pl.col("start"))
+    k = k.join(ordinals, left_on="agent", right_on="node_id", how="left")
+    lost = k["device"].null_count()
+    if lost:
+        warn.append(f"dropped {lost} kernel dispatches on agents that are not GPUs of the "
+                    "agent table")
+        k = k.filter(pl.col("device").is_not_null())
+    unknown = k["name"].null_count()
+    if unknown:
+        warn.append(f"{unknown} dispatches name a kernel id the symbol table lacks; kept as "
+                    "'<unknown kernel N>'")
+    return k.select(
+        "device", stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
+        name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", "kernel_id")),
+        start_ns="start", end_ns="end", correlation_id="corr", tid="tid")
+
+
+def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
+    c = p.copies
+    if c.is_empty():
+        return pl.DataFrame()
+    direction = pl.col("op").str.extract(r"(HOST_TO_DEVICE|DEVICE_TO_HOST|DEVICE_TO_DEVICE|"
+                                         r"HOST_TO_HOST)", 1)
+    c = c.with_columns(sub=direction.replace_strict({k: v[0] for k, v in _DIRECTIONS.items()},
+                                                    default=None, return_dtype=pl.String),
+                       side=direction.replace_strict({k: v[1] for k, v in _DIRECTIONS.items()},
+                                                     default=None, return_dtype=pl.String),
+                       code=direction.replace_strict({k: v[2] for k, v in _DIRECTIONS.items()},
+                                                     default=5, return_dtype=pl.Int64))
+    c = (c.join(ordinals.rename({"node_id": "src_agent", "device": "src_dev"}),
+                on="src_agent", how="left")
+         .join(ordinals.rename({"node_id": "dst_agent", "device": "dst_dev"}),
+               on="dst_agent", how="left"))
+    dev = (pl.when(pl.col("side") == "dst").then(pl.col("dst_dev"))
+           .when(pl.col("side") == "src").then(pl.col("src_dev"))
+           .when(pl.col("side").is_null()).then(pl.coalesce("dst_dev", "src_dev")))
+    c = c.with_columns(device=dev)
+    lost = c["device"].null_count()
+    if lost:
+        warn.append(f"skipped {lost} memory copies with no GPU side (host-to-host, or agents "
+                    "missing from the agent table)")
+    c = c.filter(pl.col("device").is_not_null() & (pl.col("end") >= pl.col("start")))
+    return c.select(
+        "device",
+        stream=pl.when(pl.col("stream").is_not_null()).then(-1 - pl.col("stream"))
+        .otherwise(-1000 - pl.col("code")),
+        kind=pl.lit("memcpy"), name="op", subcategory="sub", start_ns="start",
+        end_ns="end", correlation_id="corr", tid="tid",
+        bytes=pl.col("bytes").cast(pl.Float64))
+
+
+def _host_events(p: Process, host: str, rank: int) -> pl.DataFrame:
+    parts = []
+    for df, kind in ((p.apis, "api"), (p.markers, "marker")):
+        if df.height:
+            parts.append(df.select("name", "tid", start_ns="start", end_ns="end",
+                                   correlation_id="corr", kind=pl.lit(kind)))
+    if not parts:
+        return pl.DataFrame(schema=HOST_EVENT_SCHEMA)
+    return conform(pl.concat(parts, how="diagonal_relaxed").with_columns(
+        host=pl.lit(host), rank=pl.lit(rank), pid=pl.lit(p.pid, dtype=pl.Int64)),
+        HOST_EVENT_SCHEMA)
+
+
+def build_trace(procs: list[Process], path: Path, fmt: str,
+                step_marker: str | None = None) -> Trace:
+    """One Trace from the processes one input holds; ranks in the order given."""
+    meta = TraceMeta(sources=[{"path": str(path), "format": fmt}])
+    events, devices, hosts, markers = [], [], [], []
+    processes, host_info = [], {}
+    for rank, p in enumerate(procs):
+        warn = list(p.warnings)
+        host = p.host or "unknown"
+        ordinals = agents_mod.with_ordinals(p.agents).select("node_id", "device")
+        kern = _kernels(p, ordinals, warn)
+        sub, stats = collective_types(
+            kern.select("tid", "correlation_id", "name", "start_ns").rename(
+                {"correlation_id": "corr", "start_ns": "start"}).with_columns(rank=pl.lit(0)),
+            p.apis.with_columns(rank=pl.lit(0)))
+        warn += warnings_for(stats, f"process {p.pid}" if p.pid is not None else "process")
+        kern = kern.with_columns(subcategory=sub)
+        frames = [f for f in (kern, _copies(p, ordinals, warn)) if f.height]
+        if frames:
+            ev = pl.concat(frames, how="diagonal_relaxed").with_columns(
+                host=pl.lit(host), rank=pl.lit(rank))
+            events.append(conform(ev, EVENT_SCHEMA))
+            active = set(ev["device"].unique().to_list())
+        else:
+            active = set()
+        active_nodes = set(ordinals.filter(pl.col("device").is_in(sorted(active)))[
+            "node_id"].to_list())
+        dev, dev_warn = agents_mod.devices(p.agents, active_nodes, host, rank)
+        devices.append(dev)
+        warn += dev_warn
+        hosts.append(_host_events(p, host, rank))
+        markers.append(p.markers.select("name", "start", "end").with_columns(
+            rank=pl.lit(rank, dtype=pl.Int32)))
+        for w in warn:
+            meta.warn(f"{path.name}: {w}")
+        processes.append({"rank": rank, "host": host, "pid": p.pid, "init_ns": p.init_ns,
+                          "fini_ns": p.fini_ns, **p.info})
+        host_info.setdefault(host, {"profile_start_ns": None, "path": str(path)})
+    steps, step_warn = steps_from_markers(pl.concat(markers) if markers else pl.DataFrame(
+        schema={"name": pl.String, "start": pl.Int64, "end": pl.Int64, "rank": pl.Int32}),
+        step_marker)
+    for w in step_warn:
+        meta.warn(f"{path.name}: {w}")
+    meta.extra = {"hosts": host_info, "processes": processes, "clock": CLOCK}
+    return Trace(
+        events=pl.concat(events) if events else pl.DataFrame(schema=EVENT_SCHEMA),
+        host_events=pl.concat(hosts) if hosts else pl.DataFrame(schema=HOST_EVENT_SCHEMA),
+        steps=steps if steps.height else pl.DataFrame(schema=STEP_SCHEMA),
+        devices=pl.concat(devices) if devices else pl.DataFrame(schema=DEVICE_SCHEMA),
+        meta=meta)

@@ -1,0 +1,184 @@
+"""Reader for rocprofv3 CSV output: every column layout of ROCm 6.2 to 7.x and ``rocpd convert``.
+
+One input path stands for the set of CSV files of one output prefix (``<pid>_`` in the
+default ``<host>/<pid>_*.csv`` layout, ``out_`` for ``rocpd convert``): ``kernel_trace.csv``
+plus, when present beside it, ``agent_info.csv``, ``memory_copy_trace.csv`` and the
+``hip/hsa/rccl/marker_api_trace.csv`` files. Columns are matched by name, case-insensitively
+(shared/reference/rocprof.md §2.3: ``Agent_Id`` numeric in 6.x and ``"Agent N"`` in 7.x,
+``Stream_Id``/``Thread_Id`` only in some versions, ``Vgpr_Count`` vs ``VGPR_Count``, a leading
+``Guid`` from ``rocpd convert``, which may hold several processes told apart by ``Guid``).
+CSV records neither the host name (taken from the ``<host>/`` directory when the files are
+named ``<pid>_*.csv``) nor copy sizes (``bytes`` stays null).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from parsers.rocprof.agents import agent_frame, resolve_refs
+from parsers.rocprof.build import build_trace
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
+                                     Process, frame)
+from tracelens.errors import TraceInputError
+from tracelens.model import Trace
+
+FORMAT = "rocprof-csv"
+TABLES = ("kernel_trace", "agent_info", "memory_copy_trace", "hip_api_trace",
+          "hsa_api_trace", "rccl_api_trace", "marker_api_trace")
+_REQUIRED = {
+    "kernel_trace": ("agent_id", "queue_id", "kernel_name", "start_timestamp",
+                     "end_timestamp"),
+    "agent_info": ("node_id", "agent_type"),
+    "memory_copy_trace": ("direction", "source_agent_id", "destination_agent_id",
+                          "start_timestamp", "end_timestamp"),
+    "api": ("domain", "function", "start_timestamp", "end_timestamp"),
+}
+_INTS = ("queue_id", "stream_id", "thread_id", "correlation_id", "start_timestamp",
+         "end_timestamp", "kernel_id", "process_id", "node_id", "logical_node_id", "cu_count",
+         "gfx_target_version", "max_engine_clk_fcompute")
+_MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
+
+
+def _group(path: Path) -> tuple[str, dict[str, Path]]:
+    """The output prefix of ``path`` and the CSV files of that prefix beside it."""
+    name = path.name
+    for table in TABLES:
+        if name.lower().endswith(table + ".csv"):
+            prefix = name[: -len(table) - 4]
+            found = {t: path.parent / f"{prefix}{t}.csv" for t in TABLES}
+            return prefix, {t: p for t, p in found.items() if p.is_file()}
+    return "", {"kernel_trace": path}  # a lone, renamed CSV: read it as a kernel trace
+
+
+def _table(path: Path, kind: str) -> pl.DataFrame:
+    """One CSV with lower-case column names, integers parsed, required columns checked."""
+    try:
+        df = pl.read_csv(path, infer_schema=False, raise_if_empty=False)
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
+        raise TraceInputError(path, "malformed CSV "
+                              f"({str(exc).splitlines()[0][:120]})") from None
+    lower = [c.strip().lower() for c in df.columns]
+    if len(set(lower)) < len(lower):
+        raise TraceInputError(path, "malformed CSV (duplicate column names)")
+    df = df.rename(dict(zip(df.columns, lower)))
+    required = _REQUIRED["api" if kind.endswith("_api_trace") else kind]
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        titled = ", ".join(c.title() for c in missing)
+        raise TraceInputError(path, f"CSV lacks column(s) {titled}: not a rocprofv3 "
+                              f"{kind}.csv of a known layout")
+    for col in (c for c in _INTS if c in df.columns):
+        text = df[col].str.strip_chars()
+        ints = text.cast(pl.Int64, strict=False)
+        bad = df.filter(text.is_not_null() & (text != "") & ints.is_null())
+        if bad.height:
+            raise TraceInputError(path, f"column {col.title()}: {bad[col][0]!r} is not an "
+                                  "integer")
+        df = df.with_columns(ints.alias(col))
+    return df
+
+
+def _col(df: pl.DataFrame, name: str, dtype: pl.DataType = pl.Int64) -> pl.Expr:
+    return pl.col(name) if name in df.columns else pl.lit(None, dtype=dtype).alias(name)
+
+
+def _agents(df: pl.DataFrame | None) -> pl.DataFrame:
+    if df is None or df.is_empty():
+        return agent_frame([])
+    kind = pl.col("agent_type").str.to_uppercase()
+    logical = _col(df, "logical_node_id").fill_null(pl.col("node_id"))
+    out = df.select(
+        node_id="node_id", logical_index=logical, type=kind,
+        type_index=(logical.rank("dense").over(kind) - 1).cast(pl.Int64),
+        name=_col(df, "name", pl.String), gfx_target_version=_col(df, "gfx_target_version"),
+        product_name=_col(df, "product_name", pl.String),
+        vendor_name=_col(df, "vendor_name", pl.String), cu_count=_col(df, "cu_count"),
+        clock_mhz=_col(df, "max_engine_clk_fcompute").cast(pl.Float64))
+    out = out.with_columns(clock_mhz=pl.when(pl.col("clock_mhz") > 0).then("clock_mhz"))
+    return agent_frame(out.to_dicts()) if out.height else agent_frame([])
+
+
+def _synthetic_agents(ids: pl.Series) -> pl.DataFrame:
+    seen = sorted(x for x in ids.unique().to_list() if x is not None)
+    return agent_frame([{"node_id": n, "logical_index": n, "type_index": i, "type": "GPU"}
+                        for i, n in enumerate(seen)])
+
+
+def read(path: Path, step_marker: str | None = None) -> Trace:
+    prefix, files = _group(path)
+    tables = {t: _table(p, t) for t, p in files.items()}
+    kernels = tables.get("kernel_trace")
+    if kernels is None:
+        raise TraceInputError(path, f"no {prefix}kernel_trace.csv beside it: rocprofv3 CSV "
+                              "output needs its kernel trace")
+    guids = sorted(kernels["guid"].unique().drop_nulls().to_list()) if (
+        "guid" in kernels.columns) else []
+    procs = [_process(tables, path, prefix, g) for g in (guids or [None])]
+    return build_trace(procs, path, FORMAT, step_marker)
+
+
+def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
+             guid: str | None) -> Process:
+    def mine(name: str) -> pl.DataFrame | None:
+        df = tables.get(name)
+        if df is None or guid is None or "guid" not in df.columns:
+            return df
+        return df.filter(pl.col("guid") == guid)
+
+    warnings = []
+    agents = _agents(mine("agent_info"))
+    k = mine("kernel_trace")
+    kernel_agents, bad = resolve_refs(k["agent_id"], agents)
+    if agents.is_empty():
+        warnings.append(f"no {prefix}agent_info.csv: GPU ordinals follow the agent ids, and the "
+                        "product is unknown")
+        agents = _synthetic_agents(kernel_agents)
+    if bad:
+        warnings.append(f"{bad} kernel rows name an agent missing from agent_info.csv")
+    dispatches = k.select(
+        agent=kernel_agents, queue="queue_id", stream=_col(k, "stream_id"),
+        tid=_col(k, "thread_id"), corr=_col(k, "correlation_id"),
+        kernel_id=_col(k, "kernel_id"), name="kernel_name", start="start_timestamp",
+        end="end_timestamp")
+    copies = frame({}, COPY_SCHEMA).clear()
+    c = mine("memory_copy_trace")
+    if c is not None and c.height:
+        src, _ = resolve_refs(c["source_agent_id"], agents)
+        dst, _ = resolve_refs(c["destination_agent_id"], agents)
+        copies = c.select(src_agent=src, dst_agent=dst, op="direction",
+                          stream=_col(c, "stream_id"), corr=_col(c, "correlation_id"),
+                          start="start_timestamp", end="end_timestamp")
+    apis = [mine(t) for t in ("hip_api_trace", "hsa_api_trace", "rccl_api_trace",
+                              "marker_api_trace")]
+    api = pl.concat([a.select(domain="domain", name="function", tid=_col(a, "thread_id"),
+                              corr=_col(a, "correlation_id"), start="start_timestamp",
+                              end="end_timestamp", pid=_col(a, "process_id"))
+                     for a in apis if a is not None and a.height], how="vertical_relaxed") \
+        if any(a is not None and a.height for a in apis) else frame({}, {
+            **API_SCHEMA, "pid": pl.Int64}).clear()
+    is_marker = pl.col("domain").is_in(_MARKER_DOMAINS)
+    pid = int(prefix[:-1]) if prefix[:-1].isdigit() and prefix.endswith("_") else None
+    if pid is None and api["pid"].drop_nulls().len():
+        pid = int(api["pid"].drop_nulls()[0])
+    if pid is not None and prefix[:-1].isdigit():
+        host = path.parent.name or None
+        warnings.append(f"host name {host!r} taken from the directory (CSV does not record it)")
+    else:
+        host = None
+        warnings.append("CSV output does not record the host name: using 'unknown'")
+    return Process(host=host, pid=pid, agents=agents,
+                   dispatches=frame(dispatches, DISPATCH_SCHEMA),
+                   copies=frame(copies, COPY_SCHEMA),
+                   apis=frame(api.filter(~is_marker), API_SCHEMA),
+                   markers=frame(api.filter(is_marker), MARKER_SCHEMA), warnings=warnings,
+                   info={"layout": _layout(k)})
+
+
+def _layout(k: pl.DataFrame) -> str:
+    if "guid" in k.columns:
+        return "rocpd convert"
+    if "stream_id" in k.columns:
+        return "7.x"
+    return "6.3-6.4" if "thread_id" in k.columns else "6.2"

@@ -1,0 +1,81 @@
+"""The normalized, format-independent records every rocprofv3 reader produces.
+
+Each reader (rocpd SQLite, JSON, CSV) turns one profiled process into a :class:`Process` of
+small polars frames with the schemas below; :mod:`parsers.rocprof.build` turns a list of them
+into a :class:`tracelens.model.Trace`. Agents are referred to by their HSA node id everywhere
+(rocpd ``agent_id``, JSON handles and CSV ``Agent N`` strings are resolved on the way in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+I64 = pl.Int64
+
+AGENT_SCHEMA: dict[str, pl.DataType] = {
+    "node_id": I64,          # absolute HSA node id (rocpd rocpd_info_agent.id)
+    "logical_index": I64,    # logical_node_id
+    "type_index": I64,       # logical_node_type_id: 0-based per type, the GPU ordinal
+    "type": pl.String,       # "GPU" / "CPU"
+    "name": pl.String,       # "gfx950"
+    "gfx_target_version": I64,
+    "product_name": pl.String,
+    "vendor_name": pl.String,
+    "cu_count": I64,
+    "clock_mhz": pl.Float64,  # max_engine_clk_fcompute
+    "memory_bytes": I64,
+    "handle": I64,            # JSON agent_id.handle
+}
+
+DISPATCH_SCHEMA: dict[str, pl.DataType] = {
+    "agent": I64, "queue": I64, "stream": I64, "tid": I64, "corr": I64, "kernel_id": I64,
+    "name": pl.String, "start": I64, "end": I64,
+}
+
+COPY_SCHEMA: dict[str, pl.DataType] = {
+    "src_agent": I64, "dst_agent": I64, "op": pl.String, "bytes": I64, "stream": I64,
+    "tid": I64, "corr": I64, "start": I64, "end": I64,
+}
+
+API_SCHEMA: dict[str, pl.DataType] = {
+    "domain": pl.String, "name": pl.String, "tid": I64, "corr": I64, "parent": I64,
+    "start": I64, "end": I64,
+}
+"""Host API calls (HIP, HSA, RCCL, ROCTx control): ``corr`` is the internal correlation id,
+``parent`` its ancestor (JSON ``ancestor``, rocpd ``parent_stack_id``) when known."""
+
+MARKER_SCHEMA: dict[str, pl.DataType] = {
+    "domain": pl.String, "name": pl.String, "tid": I64, "corr": I64, "start": I64, "end": I64,
+}
+"""ROCTx ranges and marks: ``name`` is the user's message (zero duration: ``roctxMark``)."""
+
+
+def frame(data: Any, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """A frame with exactly ``schema``: missing columns become typed nulls."""
+    df = data if isinstance(data, pl.DataFrame) else pl.DataFrame(data)
+    return df.select([pl.col(c).cast(t, strict=False) if c in df.columns
+                      else pl.lit(None, dtype=t).alias(c) for c, t in schema.items()])
+
+
+def empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)
+
+
+@dataclass
+class Process:
+    """Everything one profiled process recorded, in normalized frames."""
+
+    host: str | None
+    pid: int | None
+    agents: pl.DataFrame
+    dispatches: pl.DataFrame
+    copies: pl.DataFrame = field(default_factory=lambda: empty(COPY_SCHEMA))
+    apis: pl.DataFrame = field(default_factory=lambda: empty(API_SCHEMA))
+    markers: pl.DataFrame = field(default_factory=lambda: empty(MARKER_SCHEMA))
+    init_ns: int | None = None
+    fini_ns: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)  # e.g. schema_version, layout

@@ -1,0 +1,310 @@
+"""Reader for the rocprofv3 rocpd SQLite database (``<pid>_results.db``, ROCm >= 7.0).
+
+Schema facts (shared/reference/rocprof.md §2.5; rocprofiler-sdk ``rocpd_tables.sql`` and
+``generateRocpd.cpp``): physical tables are ``<table>_<uuid>`` with un-suffixed views of the
+same name; ``rocpd_info_agent.id`` is the agent's absolute node id; process and thread ids are
+the OS pid/tid; ``rocpd_event.stack_id`` is a record's internal correlation id and
+``parent_stack_id`` its ancestor; ``rocpd_region`` holds host API calls with a duration (the
+ROCTx message in ``rocpd_event.extdata`` ``$.message``), ``rocpd_sample`` the instantaneous
+ones. The convenience views (``kernels``, ``regions``) use inner joins that silently drop rows
+with dangling references, so the base views are read and joined here with left joins.
+
+The file is opened read-only and immutable (no journal, lock or ``-shm`` file is created
+beside it); an RPD database (rocmProfileData's ``rocpd_op``/``rocpd_api_ops``) is refused by
+name, being a different format.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from parsers.rocprof.agents import agent_frame, agent_row
+from parsers.rocprof.build import build_trace
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
+                                     Process, frame)
+from tracelens.errors import TraceInputError
+from tracelens.model import Trace
+
+FORMAT = "rocpd"
+_MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
+_REQUIRED = ("rocpd_kernel_dispatch", "rocpd_info_agent")
+
+
+def read(path: Path, step_marker: str | None = None) -> Trace:
+    with _local_copy(path) as db:
+        _check_size(path, db)
+        con = _connect(path, db)
+        try:
+            procs = _Reader(con, path).processes()
+        except sqlite3.DatabaseError as exc:
+            raise TraceInputError(path, f"corrupt or truncated SQLite database ({exc})") from None
+        except UnicodeDecodeError:
+            raise TraceInputError(path, "corrupt SQLite database (text that is not UTF-8)"
+                                  ) from None
+        except (pl.exceptions.PolarsError, TypeError, OverflowError) as exc:
+            raise TraceInputError(path, "rocpd values of an unexpected type "
+                                  f"({str(exc).splitlines()[0][:120]})") from None
+        finally:
+            con.close()
+    return build_trace(procs, path, FORMAT, step_marker)
+
+
+class _local_copy:
+    """The database file itself, or (for ``.db.gz``) an inflated copy in the temp directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.tmp = path, None
+
+    def __enter__(self) -> Path:
+        with open(self.path, "rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+        if not gz:
+            return self.path
+        self.tmp = tempfile.NamedTemporaryFile(suffix=".db", delete=False)
+        try:
+            with gzip.open(self.path, "rb") as src, self.tmp:
+                shutil.copyfileobj(src, self.tmp)
+        except (OSError, EOFError) as exc:
+            self.__exit__()
+            raise TraceInputError(self.path, f"corrupt or truncated gzip data ({exc})") from None
+        return Path(self.tmp.name)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.tmp is not None:
+            Path(self.tmp.name).unlink(missing_ok=True)
+
+
+def _check_size(path: Path, db: Path) -> None:
+    """A truncated file: the header's page count times page size exceeds the file size."""
+    with open(db, "rb") as fh:
+        head = fh.read(100)
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        raise TraceInputError(path, "not a SQLite database (bad header)")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    valid = head[24:28] == head[92:96]  # in-header size is valid for this change counter
+    size = db.stat().st_size
+    if valid and pages and page * pages > size:
+        raise TraceInputError(path, f"truncated SQLite database (its header says "
+                              f"{page * pages} bytes, the file has {size})")
+
+
+def _connect(path: Path, db: Path) -> sqlite3.Connection:
+    uri = db.resolve().as_uri() + "?mode=ro&immutable=1"
+    con = sqlite3.connect(uri, uri=True)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        con.close()
+        detail = exc if isinstance(exc, sqlite3.DatabaseError) else "text that is not UTF-8"
+        raise TraceInputError(path, f"corrupt or truncated SQLite database ({detail})") from None
+    return con
+
+
+class _Reader:
+    def __init__(self, con: sqlite3.Connection, path: Path) -> None:
+        self.con, self.path = con, path
+        rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        self.names = {r[0] for r in rows}
+        self.sources = {base: self._source(base) for base in (
+            "rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_process",
+            "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_event", "rocpd_region",
+            "rocpd_sample", "rocpd_track", "rocpd_kernel_dispatch", "rocpd_memory_copy")}
+        missing = [b for b in _REQUIRED if self.sources[b] is None]
+        if missing:
+            if {"rocpd_op", "rocpd_api_ops"} & self.names:
+                raise TraceInputError(path, "an RPD database (rocmProfileData/rpd_tracer: "
+                                      "rocpd_op, rocpd_api_ops), a different format from "
+                                      "rocprofv3's rocpd; profile with rocprofv3 instead")
+            raise TraceInputError(path, "a SQLite database that is not a rocprofv3 rocpd "
+                                  f"database (no {' or '.join(missing)} table)")
+        self.columns = {b: self._columns(s) for b, s in self.sources.items() if s}
+
+    def _source(self, base: str) -> str | None:
+        """The un-suffixed view, else the UNION of the ``<base>_<uuid>`` tables."""
+        if base in self.names:
+            return f'"{base}"'
+        pat = re.compile(re.escape(base) + r"_[0-9A-Fa-f]{8}(?:_[0-9A-Fa-f]{4}){3}_"
+                         r"[0-9A-Fa-f]{12}$")
+        tables = sorted(n for n in self.names if pat.match(n))
+        if not tables:
+            return None
+        return "(" + " UNION ALL ".join(f'SELECT * FROM "{t}"' for t in tables) + ")"
+
+    def _columns(self, source: str) -> set[str]:
+        cur = self.con.execute(f"SELECT * FROM {source} LIMIT 0")
+        return {d[0].lower() for d in cur.description}
+
+    def _col(self, base: str, alias: str, name: str) -> str:
+        return f'{alias}."{name}"' if name in self.columns.get(base, ()) else "NULL"
+
+    def _need(self, base: str, *cols: str) -> None:
+        lacking = [c for c in cols if c not in self.columns.get(base, ())]
+        if lacking:
+            raise TraceInputError(self.path, f"{base} lacks column(s) {', '.join(lacking)}: "
+                                  "not a rocpd schema tracelens knows")
+
+    def _frame(self, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        """Rows into polars in chunks (fewer live Python tuples than one ``fetchall``)."""
+        cur = self.con.execute(sql)
+        cur.arraysize = 262_144
+        parts = []
+        while rows := cur.fetchmany():
+            parts.append(pl.DataFrame(rows, schema=schema, orient="row"))
+        return pl.concat(parts, rechunk=True) if parts else pl.DataFrame(schema=schema)
+
+    def _join(self, base: str, alias: str, on: str) -> str:
+        """LEFT JOIN of an optional table; ``guid`` is matched too when both carry it."""
+        src = self.sources.get(base)
+        if src is None:
+            return ""
+        guid = f" AND {alias}.guid = {on.split('.')[0]}.guid" if (
+            "guid" in self.columns[base]) else ""
+        return f" LEFT JOIN {src} {alias} ON {alias}.id = {on}{guid}"
+
+    def processes(self) -> list[Process]:
+        meta = {}
+        if self.sources["rocpd_metadata"]:
+            meta = dict(self.con.execute(
+                f"SELECT tag, value FROM {self.sources['rocpd_metadata']}").fetchall())
+        self._need("rocpd_kernel_dispatch", "agent_id", "kernel_id", "start", "end")
+        self._need("rocpd_info_agent", "id")
+        warnings = []
+        version = str(meta.get("schema_version", "")) or None
+        if version and not version.startswith("3"):
+            warnings.append(f"rocpd schema version {version} (known: 3.x); columns are read "
+                            "by name")
+        agents = self._agents()
+        dispatches = self._dispatches()
+        copies = self._copies()
+        apis, markers = self._regions()
+        pids = sorted({p for df in (dispatches, agents) for p in df["pid"].unique().to_list()
+                       if p is not None}) or [None]
+        procs = []
+        for pid in pids:
+            def mine(df: pl.DataFrame) -> pl.DataFrame:
+                return df if pid is None or len(pids) == 1 else df.filter(pl.col("pid") == pid)
+            host, init, fini = self._process_info(pid)
+            procs.append(Process(
+                host=host, pid=pid, agents=mine(agents).drop("pid"),
+                dispatches=frame(mine(dispatches), DISPATCH_SCHEMA),
+                copies=frame(mine(copies), COPY_SCHEMA), apis=frame(mine(apis), API_SCHEMA),
+                markers=frame(mine(markers), MARKER_SCHEMA), init_ns=init, fini_ns=fini,
+                warnings=list(warnings), info={"schema_version": version}))
+        return procs
+
+    def _agents(self) -> pl.DataFrame:
+        import json
+        c = lambda n: self._col("rocpd_info_agent", "A", n)  # noqa: E731
+        rows = self.con.execute(
+            f"SELECT A.id, {c('pid')}, {c('type')}, {c('absolute_index')}, "
+            f"{c('logical_index')}, {c('type_index')}, {c('name')}, {c('product_name')}, "
+            f"{c('vendor_name')}, {c('extdata')} FROM {self.sources['rocpd_info_agent']} A"
+        ).fetchall()
+        out = []
+        for node, pid, kind, absolute, logical, typed, name, product, vendor, ext in rows:
+            try:
+                extdata = json.loads(ext) if isinstance(ext, (str, bytes)) and ext else {}
+            except ValueError:
+                extdata = {}
+            extdata = extdata if isinstance(extdata, dict) else {}
+            row = agent_row({**extdata, "node_id": absolute if absolute is not None else node,
+                             "logical_node_id": logical, "logical_node_type_id": typed,
+                             "type": kind, "name": name or extdata.get("name"),
+                             "product_name": product or extdata.get("product_name"),
+                             "vendor_name": vendor or extdata.get("vendor_name")})
+            row["node_id"], row["pid"] = node, pid
+            out.append(row)
+        return agent_frame(out).with_columns(
+            pid=pl.Series([r["pid"] for r in out], dtype=pl.Int64))
+
+    def _dispatches(self) -> pl.DataFrame:
+        k = lambda n: self._col("rocpd_kernel_dispatch", "K", n)  # noqa: E731
+        corr = "E.stack_id" if self.sources["rocpd_event"] else "NULL"
+        sql = (f"SELECT {k('pid')}, K.agent_id, {k('queue_id')}, {k('stream_id')}, {k('tid')}, "
+               f"{corr}, K.kernel_id, K.start, K.\"end\" "
+               f"FROM {self.sources['rocpd_kernel_dispatch']} K"
+               + (self._join("rocpd_event", "E", "K.event_id") if corr != "NULL" else ""))
+        df = self._frame(sql, {"pid": pl.Int64, "agent": pl.Int64, "queue": pl.Int64,
+                               "stream": pl.Int64, "tid": pl.Int64, "corr": pl.Int64,
+                               "kernel_id": pl.Int64, "start": pl.Int64, "end": pl.Int64})
+        return df.join(self._symbols(), on="kernel_id", how="left")
+
+    def _symbols(self) -> pl.DataFrame:
+        src = self.sources["rocpd_info_kernel_symbol"]
+        schema = {"kernel_id": pl.Int64, "name": pl.String}
+        if src is None:
+            return pl.DataFrame(schema=schema)
+        s = lambda n: self._col("rocpd_info_kernel_symbol", "S", n)  # noqa: E731
+        return self._frame(f"SELECT S.id, COALESCE({s('display_name')}, {s('kernel_name')}) "
+                           f"FROM {src} S", schema).unique("kernel_id")
+
+    def _copies(self) -> pl.DataFrame:
+        src = self.sources["rocpd_memory_copy"]
+        schema = {"pid": pl.Int64, "tid": pl.Int64, "start": pl.Int64, "end": pl.Int64,
+                  "op": pl.String, "src_agent": pl.Int64, "dst_agent": pl.Int64,
+                  "bytes": pl.Int64, "stream": pl.Int64, "corr": pl.Int64}
+        if src is None:
+            return pl.DataFrame(schema=schema)
+        m = lambda n: self._col("rocpd_memory_copy", "M", n)  # noqa: E731
+        name = "S.string" if self.sources["rocpd_string"] else "NULL"
+        corr = "E.stack_id" if self.sources["rocpd_event"] else "NULL"
+        sql = (f"SELECT {m('pid')}, {m('tid')}, M.start, M.\"end\", {name}, "
+               f"{m('src_agent_id')}, {m('dst_agent_id')}, {m('size')}, {m('stream_id')}, "
+               f"{corr} FROM {src} M" + self._join("rocpd_string", "S", "M.name_id")
+               + self._join("rocpd_event", "E", "M.event_id"))
+        return self._frame(sql, schema)
+
+    def _regions(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        schema = {"pid": pl.Int64, "tid": pl.Int64, "start": pl.Int64, "end": pl.Int64,
+                  "name": pl.String, "domain": pl.String, "corr": pl.Int64,
+                  "parent": pl.Int64, "message": pl.String}
+        parts = []
+        ev = self.sources["rocpd_event"] and self.sources["rocpd_string"]
+        msg = ("CASE WHEN C.string LIKE 'MARKER%' THEN json_extract(E.extdata, '$.message') "
+               "END" if ev and "extdata" in self.columns["rocpd_event"] else "NULL")
+        cat = "C.string" if ev else "NULL"
+        events = (self._join("rocpd_event", "E", "X.event_id")
+                  + self._join("rocpd_string", "C", "E.category_id")) if ev else ""
+        if self.sources["rocpd_region"]:
+            name = "S.string" if self.sources["rocpd_string"] else "NULL"
+            parts.append(self._frame(
+                f"SELECT X.pid, X.tid, X.start, X.\"end\", {name}, {cat}, "
+                f"COALESCE({'E.stack_id' if ev else 'NULL'}, X.id), "
+                f"{'E.parent_stack_id' if ev else 'NULL'}, {msg} "
+                f"FROM {self.sources['rocpd_region']} X"
+                + self._join("rocpd_string", "S", "X.name_id") + events, schema))
+        if self.sources["rocpd_sample"] and self.sources["rocpd_track"] and ev:
+            parts.append(self._frame(
+                f"SELECT T.pid, T.tid, X.timestamp, X.timestamp, NULL, {cat}, E.stack_id, "
+                f"E.parent_stack_id, {msg} FROM {self.sources['rocpd_sample']} X"
+                + self._join("rocpd_track", "T", "X.track_id") + events, schema))
+        regions = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+        regions = regions.filter(~pl.col("domain").fill_null("").str.starts_with("KFD"))
+        is_marker = pl.col("domain").is_in(_MARKER_DOMAINS)
+        markers = regions.filter(is_marker).with_columns(
+            name=pl.coalesce("message", "name", "domain"))
+        return regions.filter(~is_marker), markers
+
+    def _process_info(self, pid: int | None) -> tuple[str | None, int | None, int | None]:
+        src, nodes = self.sources["rocpd_info_process"], self.sources["rocpd_info_node"]
+        if src is None:
+            return None, None, None
+        p = lambda n: self._col("rocpd_info_process", "P", n)  # noqa: E731
+        host = "N.hostname" if nodes and "hostname" in self.columns["rocpd_info_node"] \
+            else "NULL"
+        where = f" WHERE {p('pid')} = {int(pid)}" if pid is not None else ""
+        row = self.con.execute(
+            f"SELECT {host}, {p('init')}, {p('fini')} FROM {src} P"
+            + (self._join("rocpd_info_node", "N", "P.nid") if host != "NULL" else "")
+            + where).fetchone()
+        return (row[0] or None, row[1], row[2]) if row else (None, None, None)

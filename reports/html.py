@@ -1,0 +1,217 @@
+"""``tracelens report``: one self-contained HTML file (jinja2 + plotly), from the plain dicts
+of ``tracelens.summarize`` and ``collectives_report``.
+
+Self-contained: plotly.js (the ``plotly.min.js`` bundled with the installed ``plotly`` package)
+is inlined once, with the page's own CSS and JavaScript; the file makes no network request.
+Size budget (docs/report.md): plotly.js is ~4.8 MB; everything else is small and capped
+(top kernels, roofline points, per-step bars), so the 8-GPU sample's report stays under 5 MB.
+
+Escaping: every string from a trace is untrusted. HTML goes through jinja2 autoescaping; the
+data for the charts and the kernel table travels as one JSON document in a
+``<script type="application/json">`` whose ``<``, ``>``, ``&`` and U+2028/2029 are written as
+``\\uXXXX`` escapes (so ``</script>`` or ``<!--`` in a kernel name cannot end the element);
+strings shown by plotly are entity-escaped (:func:`reports.figures.ptext`); the page's
+JavaScript builds the kernel table with ``textContent`` only.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
+
+from reports import figures as F
+from reports import figures_hw as H
+from reports.palette import color
+from tracelens.model import CATEGORIES
+
+TEMPLATES = Path(__file__).parent / "templates"
+SIZE_BUDGET_BYTES = 5_000_000  # the 8-GPU sample's report (docs/report.md)
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                 "\u2029": "\\u2029"}
+_JSON_RE = re.compile("[<>&\u2028\u2029]")
+
+
+def script_json(obj: Any) -> str:
+    """JSON safe inside a ``<script>`` element: no ``<``, ``>``, ``&``, U+2028/9 verbatim."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _JSON_RE.sub(lambda m: _JSON_ESCAPES[m.group()], text)
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """The plotly.min.js bundled with the installed plotly package."""
+    from importlib.resources import files
+
+    src = files("plotly").joinpath("package_data", "plotly.min.js").read_text("utf-8")
+    # Inline in a <script>: nothing may close the element or open a comment-like state.
+    return re.sub(r"</(script)", r"<\\/\1", src, flags=re.I).replace("<!--", "<\\!--")
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                      trim_blocks=True, lstrip_blocks=True,
+                      keep_trailing_newline=True)
+    env.filters.update(ms=ms, dur=dur, pct=pct, size=size, gbps=gbps, num=num, short=F.short)
+    env.globals.update(color=color, ceilings=H.ceilings)
+    return env
+
+
+# -- formatting (the same conventions as the terminal tables) -----------------------------
+def ms(ns: Any, nd: int = 3) -> str:
+    return "-" if not isinstance(ns, (int, float)) else f"{ns / 1e6:,.{nd}f}"
+
+
+def pct(v: Any, nd: int = 1) -> str:
+    return "-" if not isinstance(v, (int, float)) or not math.isfinite(v) else f"{v:.{nd}f}%"
+
+
+def num(v: Any, spec: str = ",.1f") -> str:
+    return "-" if not isinstance(v, (int, float)) or not math.isfinite(v) else format(v, spec)
+
+
+def dur(ns: Any) -> Markup:
+    """A duration for the headline cards: value and unit (µs below 1 ms, s from 100 s)."""
+    if not isinstance(ns, (int, float)):
+        return Markup("-")
+    unit, div = ("µs", 1e3) if ns < 1e6 else ("s", 1e9) if ns >= 1e11 else ("ms", 1e6)
+    return Markup("{}<small> {}</small>").format(f"{ns / div:,.3f}", unit)
+
+
+def gbps(v: Any) -> str:
+    return num(v, ",.1f")
+
+
+def size(b: Any) -> str:
+    if not isinstance(b, (int, float)):
+        return "-"
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= div:
+            return f"{b / div:,.1f} {unit}"
+    return f"{int(b)} B"
+
+
+# -- context -------------------------------------------------------------------------------
+def category_totals(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    acc: dict[str, dict[str, int]] = {}
+    for d in summary["devices"]:
+        for c in d["categories"]:
+            a = acc.setdefault(c["category"], {"count": 0, "sum_ns": 0, "exclusive_ns": 0})
+            for k in a:
+                a[k] += c[k]
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    return sorted(({"category": k, **v} for k, v in acc.items()),
+                  key=lambda r: (-r["exclusive_ns"], order.get(r["category"], 99)))
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def headline_mfu(summary: dict[str, Any]) -> tuple[float | None, str]:
+    """MFU for the headline, as a fraction: the summary's own, else the median over steps,
+    else the median over devices (labelled so)."""
+    h = summary["headline"].get("mfu")
+    if _finite(h):
+        return float(h), "MFU"
+    for label, vals in (
+            ("MFU (median step)", [s.get("mfu") for d in summary["devices"]
+                                   for s in d["steps"]]),
+            ("MFU (median device)" if len(summary["devices"]) > 1 else "MFU",
+             [d.get("mfu") for d in summary["devices"]])):
+        ok = sorted(v for v in vals if _finite(v))
+        if ok:
+            return ok[len(ok) // 2], label
+    return None, ""
+
+
+def _kernel_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": k["name"], "short": F.chart_name(k["name"], 110),
+             "category": k["category"], "sub": k["subcategory"] or "", "rule": k["rule"] or "",
+             "count": k["count"], "sum_ms": round(k["sum_ns"] / 1e6, 6),
+             "mean_us": round(k["mean_ns"] / 1e3, 3),
+             "share": k["share_pct"] if k["share_pct"] is not None else None,
+             "devices": k["devices"], "color": color(k["category"])}
+            for k in summary["top_kernels"]]
+
+
+def _roofline_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = summary.get("roofline")
+    if not isinstance(rows, list):
+        return []
+    keys = ("op", "category", "count", "sum_ns", "flops", "bytes", "intensity", "tflops_per_s",
+            "tb_per_s", "bound", "efficiency")
+    norm = [{**{k: None for k in keys}, **r} for r in rows if isinstance(r, dict)]
+    return sorted(norm, key=lambda r: -(r["sum_ns"] or 0))
+
+
+def build_context(summary: dict[str, Any], collectives: dict[str, Any] | None,
+                  title: str | None, generated: str | None) -> dict[str, Any]:
+    h = summary["headline"]
+    many_hosts = h["hosts"] > 1
+    link_gb = H.link_peak_gb_per_s(summary)
+    figs: dict[str, Any] = {
+        "timeline": F.timeline_figure(summary),
+        "categories": F.category_figure(category_totals(summary)),
+        "heatmap": F.heatmap_figure(summary),
+        "steps": F.steps_figure(summary),
+        "kernels": F.kernels_figure(summary["top_kernels"]),
+        "roofline": H.roofline_figure(summary),
+        "coll_time": H.collective_time_figure(collectives),
+        "coll_busbw": H.collective_busbw_figure(collectives, link_gb),
+    }
+    mfu, mfu_label = headline_mfu(summary)
+    roof = _roofline_rows(summary)
+    placed, unplaced = H.roofline_points(roof)
+    inputs = [i.get("path", "?") for i in summary.get("inputs") or []]
+    if title is None:
+        title = "tracelens report — " + ", ".join(Path(p).name for p in inputs[:3]) + (
+            f" (+{len(inputs) - 3})" if len(inputs) > 3 else "")
+    hw = ", ".join(f"{x['count']}× {x['product'] or x['arch'] or 'unknown device'}"
+                   for x in h["hardware"]) or "unknown"
+    coll = collectives if collectives and collectives.get("instances") else None
+    return {
+        "title": title, "summary": summary, "h": h, "hardware": hw,
+        "many_hosts": many_hosts, "inputs": inputs, "generated": generated,
+        "filters": {k: v for k, v in (summary.get("filters") or {}).items() if v is not None},
+        "devices": [{"mfu": None, "mfu_dtype": None, **d,
+                     "label": F.device_label(d, many_hosts)} for d in summary["devices"]],
+        "idle_devices": summary.get("idle_devices") or [],
+        "hosts": list(F.host_index(summary)),
+        "categories": category_totals(summary),
+        "figs": figs, "mfu": mfu, "mfu_label": mfu_label,
+        "roofline": roof[:50], "roofline_n": len(roof), "roofline_unplaced": unplaced,
+        "roofline_placed": len(placed), "specs": H.device_specs(summary),
+        "coll": coll,
+        # the link bandwidth matters only next to a busbw (it needs message sizes)
+        "link_gb": link_gb if figs["coll_busbw"] is not None else None,
+        "no_cost_n": summary.get("no_cost_data") or 0,
+        "no_cost_ns": summary.get("no_cost_data_ns") or 0,
+        "device_mfu": any(_finite(d.get("mfu")) for d in summary["devices"]),
+        "kernels_n": len(summary["top_kernels"]),
+        "data_json": Markup(script_json({
+            "figures": {k: v for k, v in figs.items() if v is not None},
+            "kernels": _kernel_rows(summary)})),
+        "plotly_js": Markup(plotly_js()),
+        "css": Markup((TEMPLATES / "report.css").read_text("utf-8")),
+        "app_js": Markup((TEMPLATES / "report.js").read_text("utf-8")),
+        "version": summary.get("tracelens_version", ""),
+    }
+
+
+def render_html(summary: dict[str, Any], collectives: dict[str, Any] | None = None,
+                title: str | None = None, generated: str | None = None) -> str:
+    """The report as one HTML document (str)."""
+    if generated is None:
+        generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    ctx = build_context(summary, collectives, title, generated)
+    return _env().get_template("report.html.j2").render(**ctx)

@@ -1,0 +1,174 @@
+"""`tracelens report` in a real browser: headless Chromium (Debian package) over the DevTools
+protocol (``tests/browser.py``, standard library only, nothing downloaded).
+
+For every report: the page loads with no console error or warning and no uncaught exception,
+makes no network request (``Network.requestWillBeSent`` for anything but the file itself;
+``data:`` URLs plotly makes for heat-map images never leave the page), every plot div has a
+rendered plotly SVG with traces, and a full-page screenshot lands in ``artifacts/``. The XSS
+report additionally proves that no payload ran and that every payload is shown as text.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from reports import figures as F
+from reports.html import render_html
+from tests.browser import Browser, find_chromium
+from tests.conftest import CPU_TRACE, GPU_TRACES, REAL_XPROF, ROOT, SAMPLES
+from tests.test_report import XSS, XSS_HOSTS, report_of, with_cost_model, xss_logdir
+
+ARTIFACTS = ROOT / "artifacts"
+READY = "window.__tracelensReady === true"
+
+PAGE_STATE = """(function () {
+  var divs = Array.prototype.slice.call(document.querySelectorAll("div.plot[data-fig]"));
+  var data = JSON.parse(document.getElementById("tl-data").textContent);
+  return {
+    divs: divs.map(function (d) { return d.getAttribute("data-fig"); }),
+    figures: Object.keys(data.figures),
+    rendered: divs.filter(function (d) {
+      var svg = d.querySelector("svg.main-svg");
+      var box = svg && svg.getBoundingClientRect();
+      return box && box.width > 100 && box.height > 100 &&
+        d.querySelectorAll("g.trace, g.hm").length > 0;
+    }).map(function (d) { return d.getAttribute("data-fig"); }),
+    xss: window.__xss === undefined ? null : String(window.__xss),
+    title: document.title,
+    images: document.images.length,
+    scripts: document.scripts.length,
+    handlers: document.querySelectorAll("[onerror],[onload],[onclick]").length,
+    jsLinks: document.querySelectorAll("a[href^='javascript']").length,
+    kernelRows: document.querySelectorAll("#kernel-table tbody tr").length,
+    text: document.body.innerText
+  };
+}())"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    exe = find_chromium()
+    if exe is None:
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium; .ci/run "
+                    "installs it when apt can reach a mirror)")
+    b = Browser(exe, width=1280, height=900)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def load_page(browser: Browser, html: str, tmp: Path, name: str) -> dict[str, Any]:
+    """Open the report, check what every report must satisfy, screenshot it."""
+    path = tmp / f"{name}.html"
+    path.write_text(html, encoding="utf-8")
+    uri = path.resolve().as_uri()
+    browser.open(uri, READY, timeout=60)
+    time.sleep(0.2)  # let anything asynchronous (an <img> error handler) have its chance
+    state = browser.evaluate(PAGE_STATE)
+    browser.screenshot(ARTIFACTS / f"report_{name}.png")
+    assert browser.errors() == [], browser.errors()
+    others = [u for u in browser.requests() if u != uri and not u.startswith("data:")]
+    assert others == [], others
+    assert state["divs"] and sorted(state["divs"]) == sorted(state["figures"])
+    assert sorted(state["rendered"]) == sorted(state["figures"]), state["rendered"]
+    assert state["scripts"] == 3 and state["images"] == 0 and state["handlers"] == 0
+    assert state["xss"] is None
+    return state
+
+
+def test_sample_report(browser: Browser, tmp_path: Path) -> None:
+    summary, _, html = report_of(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    state = load_page(browser, html, tmp_path, "sample")
+    assert {"timeline", "categories", "heatmap", "steps", "kernels", "coll_time"} <= set(
+        state["rendered"])
+    assert state["kernelRows"] == len(summary["top_kernels"])
+    # The table sorts and filters.
+    browser.evaluate("""(function () {
+      var f = document.getElementById("kernel-filter"); f.value = "tensile";
+      f.dispatchEvent(new Event("input")); }())""")
+    rows = browser.evaluate("""Array.prototype.map.call(
+      document.querySelectorAll("#kernel-table tbody tr"),
+      function (tr) { return tr.cells[7].textContent; })""")
+    assert rows and all("tensile" in r for r in rows)
+    browser.evaluate("""(function () {
+      var f = document.getElementById("kernel-filter"); f.value = "";
+      f.dispatchEvent(new Event("input"));
+      document.querySelector("#kernel-table th[data-key='mean_us']").click(); }())""")
+    means = browser.evaluate("""Array.prototype.map.call(
+      document.querySelectorAll("#kernel-table tbody tr"),
+      function (tr) { return parseFloat(tr.cells[4].textContent.replace(/,/g, "")); })""")
+    assert means == sorted(means, reverse=True) and len(means) == len(summary["top_kernels"])
+
+
+def test_report_with_cost_model_keys(browser: Browser, tmp_path: Path) -> None:
+    summary, coll, _ = report_of(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    s, c = with_cost_model(summary, coll)
+    state = load_page(browser, render_html(s, c), tmp_path, "cost_model")
+    assert {"roofline", "coll_busbw", "steps"} <= set(state["rendered"])
+    # Roofline hover: op, module and kernel names as text (the op names carry a payload).
+    hover = browser.evaluate("""(function () {
+      var div = document.getElementById("fig-roofline");
+      var n = div.data.findIndex(function (t) { return t.mode === "markers"; });
+      Plotly.Fx.hover(div, [{curveNumber: n, pointNumber: 0}]);
+      var h = div.querySelector(".hovertext"); return h ? h.textContent : null; }())""")
+    assert hover and XSS["script"] in hover and XSS["close"] in hover
+    assert browser.evaluate("window.__xss === undefined")
+
+
+REAL = {**GPU_TRACES, "cpu_dp4": CPU_TRACE}
+
+
+@pytest.mark.parametrize("key", sorted(REAL))
+def test_real_trace_report(browser: Browser, tmp_path: Path, key: str) -> None:
+    path = REAL_XPROF / REAL[key]
+    if not path.exists():
+        pytest.skip(f"real trace {path} not present (shared/ is not beside this checkout)")
+    summary, _, html = report_of(path)
+    state = load_page(browser, html, tmp_path, key)
+    assert {"timeline", "categories", "kernels"} <= set(state["rendered"])
+    if len(summary["devices"]) > 1:
+        assert "heatmap" in state["rendered"]
+    if any(d["steps"] for d in summary["devices"]):
+        assert "steps" in state["rendered"]
+    if any(isinstance(r.get("intensity"), float) and r["intensity"] > 0
+           and (r.get("tflops_per_s") or 0) > 0 for r in summary.get("roofline") or []):
+        assert "roofline" in state["rendered"]
+
+
+def test_xss_payloads_stay_text(browser: Browser, tmp_path: Path) -> None:
+    logdir = xss_logdir(tmp_path)
+    summary, _, html = report_of(logdir)
+    assert summary["headline"]["hosts"] == 2
+    state = load_page(browser, html, tmp_path, "xss")
+    assert state["xss"] is None and state["jsLinks"] == 0
+    assert state["title"].startswith("tracelens report — ") and "XSS" != state["title"]
+    assert XSS_HOSTS[0] in state["title"]  # the file name, shown as text
+    text = state["text"]
+    for p in (XSS["script"], XSS["img"], XSS["close"], XSS["plotly"]):
+        assert p in text, p  # the kernel table (textContent) and the tables jinja escapes
+    # Plotly draws the payloads as text too: axis labels of the kernel chart and the
+    # per-device timeline (host names), and a hover label.
+    ticks = browser.evaluate("""Array.prototype.map.call(
+      document.querySelectorAll("#fig-kernels .ytick text, #fig-timeline .ytick text"),
+      function (t) { return t.textContent; }).join("\\n")""")
+    assert "Cijk_<script>window.__xss=" in ticks and "k<b>bold</b> &amp; <a" in ticks
+    assert F.short(XSS_HOSTS[1], F.HOST_CHARS) in ticks  # long host names are shortened
+    hover = browser.evaluate("""(function () {  // one call: plotly throttles hover events
+      var div = document.getElementById("fig-kernels");
+      for (var c = 0; c < div.data.length; c++) {
+        for (var p = 0; p < div.data[c].y.length; p++) {
+          if (div.data[c].y[p].indexOf("href") >= 0) {
+            Plotly.Fx.hover(div, [{curveNumber: c, pointNumber: p}]);
+            var h = div.querySelector(".hovertext");
+            return h ? h.textContent : "no hover label";
+          }
+        }
+      }
+      return "no such bar"; }())""")
+    assert "<b>bold</b> &amp; <a href=\"javascript:" in hover, hover
+    assert browser.evaluate("window.__xss === undefined && document.images.length === 0")

@@ -1,0 +1,215 @@
+"""The bundled XSpace scenario written by each rocprofv3 writer reads back to the same summary.
+
+The sample (8 × MI300X, 3 steps, RCCL all-gather/reduce-scatter typed by their HLO ops) goes
+through ``write_rocpd``, ``write_json`` and ``write_csv`` (ROCm 6.2, 6.3, 7.x and
+``rocpd convert`` layouts); RCCL types travel as RCCL API rows, steps as ROCTx ranges.
+``inputs``/``warnings``/``alignment`` differ by nature, host names where the format has none,
+and the roofline needs the HLO, which rocprofv3 output cannot carry.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracelens
+from parsers import rocprof
+from tests.conftest import SAMPLES
+
+SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
+STEP = r"^step (\d+)$"
+COMPARED = ("filters", "headline", "devices", "idle_devices", "top_kernels")
+WRITERS = {
+    "rocpd": (lambda t, d: rocprof.write_rocpd(t, d / "run_results.db"), "rocpd", True),
+    "json": (lambda t, d: rocprof.write_json(t, d / "run_results.json"), "rocprof-json", True),
+    "csv-6.2": (lambda t, d: rocprof.write_csv(t, d, layout="6.2"), "rocprof-csv", True),
+    "csv-6.3": (lambda t, d: rocprof.write_csv(t, d, layout="6.3"), "rocprof-csv", True),
+    "csv-7": (lambda t, d: rocprof.write_csv(t, d, layout="7"), "rocprof-csv", True),
+    "csv-rocpd": (lambda t, d: rocprof.write_csv(t, d, layout="rocpd"), "rocprof-csv", False),
+}
+
+
+@pytest.fixture(scope="module")
+def sample() -> tuple[tracelens.Trace, dict]:
+    trace = tracelens.load(SAMPLE)
+    return trace, tracelens.summarize(trace, top=20)
+
+
+def _without_host(summary: dict) -> dict:
+    out = json.loads(json.dumps({k: summary[k] for k in COMPARED}))
+    for d in out["devices"] + out["idle_devices"]:
+        d.pop("host")
+    return out
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+def test_writer_round_trip_gives_the_same_summary(fmt: str, sample, tmp_path: Path) -> None:
+    trace, expected = sample
+    write, name, has_host = WRITERS[fmt]
+    write(trace, tmp_path)
+    back = tracelens.load(tmp_path, step_marker=STEP)
+    got = tracelens.summarize(back, top=20)
+    assert [s["format"] for s in got["inputs"]] == [name]
+    if has_host:
+        assert {k: got[k] for k in COMPARED} == {k: expected[k] for k in COMPARED}
+    else:
+        assert _without_host(got) == _without_host(expected)
+    assert _collectives(back).equals(_collectives(trace))  # every RCCL kernel keeps its type
+    assert back.steps["source"].unique().to_list() == ["marker"]
+    markers = back.host_events.filter(pl.col("kind") == "marker")
+    assert markers["name"].to_list() == [f"step {s}" for s in trace.steps["step"].to_list()]
+
+
+def _collectives(trace: tracelens.Trace) -> pl.DataFrame:
+    return (trace.events.filter(pl.col("category") == "collective")
+            .group_by("name", "subcategory").len().sort("name", "subcategory"))
+
+
+def test_without_step_marker_there_are_no_steps(sample, tmp_path: Path) -> None:
+    rocprof.write_rocpd(sample[0], tmp_path / "x_results.db")
+    trace = tracelens.load(tmp_path / "x_results.db")
+    assert trace.steps.is_empty() and trace.events["step"].null_count() == trace.events.height
+    unnumbered = tracelens.load(tmp_path / "x_results.db", step_marker="^step")
+    assert unnumbered.steps["step"].to_list() == [0, 1, 2]  # numbered by order
+    none = tracelens.load(tmp_path / "x_results.db", step_marker="^train")
+    assert none.steps.is_empty() and any("no ROCTx range matches" in w
+                                         for w in none.meta.warnings)
+
+
+def test_kind_ids_are_resolved_through_strings(sample, tmp_path: Path) -> None:
+    """Another SDK version numbers kinds differently: shuffle them and remap the records."""
+    path = tmp_path / "1000_results.json"
+    rocprof.write_json(sample[0], path)
+    doc = json.loads(path.read_text())
+    proc = doc["rocprofiler-sdk-tool"][0]
+    table = proc["strings"]["buffer_records"]
+    order = list(reversed(range(len(table))))
+    new_id = {old: new for new, old in enumerate(order)}
+    proc["strings"]["buffer_records"] = [table[old] for old in order]
+    for recs in proc["buffer_records"].values():
+        for r in recs:
+            r["kind"] = new_id[r["kind"]]
+    path.write_text(json.dumps(doc))
+    got = tracelens.summarize(tracelens.load(path, step_marker=STEP), top=20)
+    assert {k: got[k] for k in COMPARED} == {k: sample[1][k] for k in COMPARED}
+
+
+def _two_ranks(trace: tracelens.Trace, second_host: str) -> tracelens.Trace:
+    """The sample as two processes: devices 0-3 are rank 0, devices 4-7 rank 1."""
+    def split(df: pl.DataFrame) -> pl.DataFrame:
+        hi = pl.col("device") >= 4
+        return df.with_columns(rank=pl.when(hi).then(1).otherwise(0).cast(pl.Int32),
+                               host=pl.when(hi).then(pl.lit(second_host))
+                               .otherwise(pl.col("host")),
+                               device=pl.when(hi).then(pl.col("device") - 4)
+                               .otherwise(pl.col("device")).cast(pl.Int32))
+    steps = pl.concat([trace.steps, trace.steps.with_columns(rank=pl.lit(1, pl.Int32))])
+    return tracelens.Trace(events=split(trace.events), host_events=trace.host_events.head(0),
+                           steps=steps, devices=split(trace.devices), meta=trace.meta)
+
+
+@pytest.mark.parametrize("writer", ["rocpd", "json", "csv"])
+def test_processes_of_one_host_are_ranks_on_one_clock(sample, tmp_path: Path,
+                                                      writer: str) -> None:
+    two = _two_ranks(sample[0], "mi300x-node0")
+    out = tmp_path / "run"
+    {"rocpd": rocprof.write_rocpd, "json": rocprof.write_json,
+     "csv": rocprof.write_csv}[writer](two, out)
+    back = tracelens.load(out, step_marker=STEP)
+    assert back.devices.select("host", "rank").unique().sort("rank").rows() == [
+        ("mi300x-node0", 0), ("mi300x-node0", 1)]
+    assert back.meta.alignment == "single host: its 2 processes share CLOCK_BOOTTIME (no shift)"
+    assert back.steps.height == 6
+    whole = tracelens.summarize(sample[0], top=20)
+    got = tracelens.summarize(back, top=20)
+    assert [d["timeline"] for d in got["devices"]] == [d["timeline"] for d in whole["devices"]]
+    assert got["top_kernels"] == whole["top_kernels"]
+
+
+def test_processes_on_two_hosts_are_not_aligned(sample, tmp_path: Path) -> None:
+    rocprof.write_rocpd(_two_ranks(sample[0], "mi300x-node1"), tmp_path / "run")
+    back = tracelens.load(tmp_path / "run")
+    assert back.meta.alignment.startswith("none across hosts")
+    assert any("2 hosts could not be aligned" in w for w in back.meta.warnings)
+    assert sorted(back.meta.extra["hosts"]) == ["mi300x-node0", "mi300x-node1"]
+
+
+def test_one_file_per_process_is_read_from_an_output_directory(sample, tmp_path: Path) -> None:
+    """rocprofv3 -f rocpd json csv: each process once, the database preferred."""
+    csv_files = rocprof.write_csv(sample[0], tmp_path / "out", layout="7")
+    prefix = csv_files[0].name.split("_")[0]  # the pid
+    rocprof.write_rocpd(sample[0], csv_files[0].parent / f"{prefix}_results.db")
+    rocprof.write_json(sample[0], csv_files[0].parent / f"{prefix}_results.json")
+    back = tracelens.load(tmp_path / "out")
+    assert [s["format"] for s in back.meta.sources] == ["rocpd"]
+    shutil.rmtree(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_host_sample_round_trips(tmp_path: Path) -> None:
+    """Two hosts: times stay as the XSpace alignment put them; only the alignment differs."""
+    run = SAMPLES / "mi355x_2x8gpu_straggler"
+    if not list(run.rglob("*.xplane.pb")):
+        pytest.skip(f"{run} holds no XSpace files")
+    trace = tracelens.load(run)
+    rocprof.write_rocpd(trace, tmp_path / "run")
+    back = tracelens.load(tmp_path / "run", step_marker=STEP)
+    assert back.meta.alignment.startswith("none across hosts")
+    got, expected = tracelens.summarize(back, top=20), tracelens.summarize(trace, top=20)
+    assert {k: got[k] for k in COMPARED} == {k: expected[k] for k in COMPARED}
+
+
+def _with_copies(trace: tracelens.Trace) -> tracelens.Trace:
+    rows = [dict(host="mi300x-node0", rank=0, device=d, stream=9, kind="memcpy", name=n,
+                 start_ns=s, end_ns=s + 5_000, category="memory", subcategory=sub, bytes=b)
+            for d, n, s, sub, b in ((0, "MemcpyH2D", 1_000, "h2d", 4096.0),
+                                    (1, "MemcpyD2H", 2_000, "d2h", 8192.0),
+                                    (2, "MemcpyD2D", 3_000, "d2d", 1024.0))]
+    extra = pl.DataFrame(rows).pipe(lambda df: df.select(
+        [pl.col(c).cast(t) if c in df.columns else pl.lit(None, t).alias(c)
+         for c, t in trace.events.schema.items()]))
+    return tracelens.Trace(events=pl.concat([trace.events, extra]),
+                           host_events=trace.host_events, steps=trace.steps,
+                           devices=trace.devices, meta=trace.meta)
+
+
+@pytest.mark.parametrize("fmt", ["rocpd", "json", "csv-6.2", "csv-7"])
+def test_memory_copies_keep_direction_device_and_size(fmt: str, sample, tmp_path: Path) -> None:
+    WRITERS[fmt][0](_with_copies(sample[0]), tmp_path)
+    back = tracelens.load(tmp_path)
+    copies = back.events.filter(pl.col("kind") == "memcpy").sort("start_ns")
+    assert copies.select("device", "subcategory", "category").rows() == [
+        (0, "h2d", "memory"), (1, "d2h", "memory"), (2, "d2d", "memory")]
+    assert copies["name"].to_list() == ["MEMORY_COPY_HOST_TO_DEVICE",
+                                        "MEMORY_COPY_DEVICE_TO_HOST",
+                                        "MEMORY_COPY_DEVICE_TO_DEVICE"]
+    sizes = copies["bytes"].to_list()
+    assert sizes == ([None] * 3 if fmt.startswith("csv") else [4096.0, 8192.0, 1024.0])
+    assert (copies["stream"] < 0).all()  # copy engines, apart from the kernel queues
+
+
+def test_rocpd_convert_csv_holds_processes_apart_by_guid(sample, tmp_path: Path) -> None:
+    rocprof.write_csv(_two_ranks(sample[0], "mi300x-node0"), tmp_path, layout="rocpd")
+    back = tracelens.load(tmp_path / "out_kernel_trace.csv", step_marker=STEP)
+    assert back.devices.select("rank").unique().height == 2
+    assert back.steps.height == 6
+    assert back.meta.extra["hosts"] == {"unknown": {"profile_start_ns": None,
+                                                    "path": str(tmp_path /
+                                                                "out_kernel_trace.csv")}}
+
+
+def test_gzipped_database(sample, tmp_path: Path) -> None:
+    import gzip
+    db = tmp_path / "1000_results.db"
+    rocprof.write_rocpd(sample[0], db)
+    gz = tmp_path / "1000_results.db.gz"
+    gz.write_bytes(gzip.compress(db.read_bytes()))
+    db.unlink()
+    back = tracelens.load(gz, step_marker=STEP)
+    got = tracelens.summarize(back, top=20)
+    assert {k: got[k] for k in COMPARED} == {k: sample[1][k] for k in COMPARED}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1000_results.db.gz"]
