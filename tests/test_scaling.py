@@ -130,3 +130,22 @@ def test_kernel_matching_by_normalized_name_and_op(tmp_path: Path) -> None:
     assert not rep["only_base"] and not rep["only_new"]
     assert any("MT128x256x64" in k["name"] and "MT256x256x64" in k["base_name"]
                for k in rep["kernels"])
+
+
+def test_html_output_of_compare_and_scaling(tmp_path: Path) -> None:
+    base = job(tmp_path / "a")
+    new = job(tmp_path / "b", ew=90_000)
+    out = tmp_path / "cmp.html"
+    res = CliRunner().invoke(main, ["compare", str(base), str(new), "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert "100% of the added step time is elementwise compute" in page
+    import re
+    assert page.count("<script") == 3  # data, plotly.js, the page's own script; nothing loaded
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?https?:""", page)
+    out2 = tmp_path / "scaling.html"
+    res = CliRunner().invoke(main, ["scaling", str(base), str(new), "--html", str(out2)])
+    assert res.exit_code == 0 and "scaling efficiency" in out2.read_text()
+    res = CliRunner().invoke(main, ["scaling", str(base), str(new), "--html",
+                                    str(tmp_path / "missing" / "x.html")])
+    assert res.exit_code == 2 and "cannot write the HTML file" in res.stderr

@@ -237,8 +237,15 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, rules_files: tuple[
 
 
 def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],
-          csv_cols: list[str]) -> None:
+          csv_cols: list[str], html: Path | None = None, kind: str = "") -> None:
     from reports import scaling as render
+
+    if html is not None:
+        from reports.html_diagnosis import render_diagnosis
+        try:
+            html.write_text(render_diagnosis(kind, rep), encoding="utf-8")
+        except OSError as exc:
+            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}")
 
     if fmt == "json":
         click.echo(render.render_json(rep))
@@ -262,10 +269,12 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True)
+@click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write the result as a self-contained HTML page.")
 @common_options
 @guarded
 def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
-            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+            html: Path | None, rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
     from tracelens.analyze.compare import compare as build
     from tracelens.analyze.scaling import profile
@@ -281,7 +290,7 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     rep["fail_above_pct"] = fail_above
     rep["regression"] = regressed
     _emit(fmt, rep, "tracelens compare", compare_tables(rep), rep["components"],
-          ["component", "base_ns", "new_ns", "delta_ns"])
+          ["component", "base_ns", "new_ns", "delta_ns"], html=html, kind="compare")
     if regressed:
         click.echo(f"regression: step time grew {rep['delta_pct']:.1f}% (limit {fail_above}%)",
                    err=True)
@@ -294,10 +303,12 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
               help="Strong scaling: the same global work, so step time should shrink.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True)
+@click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write the result as a self-contained HTML page.")
 @common_options
 @guarded
-def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, rules_files: tuple[str, ...],
-            quiet: bool, debug: bool) -> None:
+def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
+            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
     from tracelens.analyze.scaling import profile, transition
     from tracelens.loader import load
@@ -315,7 +326,7 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, rules_files: tuple[s
              "delta_ns": c["delta_ns"], "share": c["share"]}
             for t in rep["transitions"] for c in t["causes"]]
     _emit(fmt, rep, "tracelens scaling", scaling_tables(rep), rows,
-          ["from", "to", "component", "delta_ns", "share"])
+          ["from", "to", "component", "delta_ns", "share"], html=html, kind="scaling")
 
 
 
