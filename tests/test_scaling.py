@@ -150,3 +150,19 @@ def test_html_output_of_compare_and_scaling(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["scaling", str(base), str(new), "--html",
                                     str(tmp_path / "missing" / "x.html")])
     assert res.exit_code == 2 and "cannot write the HTML file" in res.stderr
+
+
+def test_synthetic_straggler_pair_names_the_slow_device(tmp_path: Path) -> None:
+    """tracelens.synth: the same 2 × 8 MI355X job with and without a 20%-slower GPU."""
+    from parsers.xprof_write import write
+    from tracelens.synth import Scenario, Straggler, build
+
+    common = dict(device="mi355x", hosts=2, gpus=8, layers=4, steps=3, seed=1)
+    write(build(Scenario(**common)).trace, tmp_path / "base")
+    write(build(Scenario(**common, straggler=Straggler(host=1, device=3, slowdown=1.2))).trace,
+          tmp_path / "slow")
+    _, rep = run_json("scaling", str(tmp_path / "base"), str(tmp_path / "slow"))
+    t = rep["transitions"][0]
+    assert t["delta_ns"] > 0
+    assert "mi355x-node1/GPU3" in t["verdict"][0]
+    assert sum(c["delta_ns"] for c in t["causes"]) == pytest.approx(t["delta_ns"])

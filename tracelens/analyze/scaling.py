@@ -39,6 +39,7 @@ class RunProfile:
     busbw: dict[str, float | None]
     skew_ns: dict[str, float | None]
     stragglers: list[dict[str, Any]] = field(default_factory=list)
+    per_device: dict[str, dict[str, float]] = field(default_factory=dict)  # median step
 
 
 def _windows(trace: Trace) -> pl.DataFrame:
@@ -127,6 +128,9 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
     n_dev = trace.events.select(DEVICE_KEYS).unique().height
     n_steps = max(1, trace.steps.select("step").unique().height)
     components = {c: float(median.get(c) or 0.0) for c in cols if c != "span_ns"}
+    per_device = {f"{r['host']}/GPU{r['device']}": {c: float(r[c]) for c in components}
+                  for r in comp.filter(pl.col("step") == median.get("step")).iter_rows(
+                      named=True)} if median else {}
     analysis = analyze_collectives(trace.events)
     acts = analysis.activities
     busbw = {r["type"]: r["b"] for r in acts.group_by("type").agg(
@@ -137,7 +141,7 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
         path=path, devices=n_dev, hosts=trace.events["host"].n_unique(), steps=n_steps,
         step_ns=float(median.get("span_ns") or 0.0), components=components,
         kernels=kernel_frame(trace, max(1, n_dev * n_steps)), busbw=busbw, skew_ns=skew,
-        stragglers=_stragglers(acts, n_dev * n_steps))
+        stragglers=_stragglers(acts, n_dev * n_steps), per_device=per_device)
 
 
 def _stragglers(acts: pl.DataFrame, device_steps: int) -> list[dict[str, Any]]:
@@ -192,6 +196,20 @@ def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, 
     return out
 
 
+def _concentration(a: RunProfile, b: RunProfile, comp: str) -> str:
+    """", mostly on host/GPUn (+x ms there)" when one device holds most of a component's
+    growth (summed over the new run's devices, each against the old run's average)."""
+    base = a.components.get(comp, 0.0)
+    growth = {dev: vals.get(comp, 0.0) - base for dev, vals in b.per_device.items()}
+    total = sum(growth.values())
+    if total <= 0 or len(growth) < 2:
+        return ""
+    dev, top = max(growth.items(), key=lambda kv: kv[1])
+    if top / total < 0.5:
+        return ""
+    return f", mostly on {dev} (+{top / 1e6:.3f} ms per step there)"
+
+
 def verdict(a: RunProfile, b: RunProfile, causes: list[dict[str, Any]],
             lost: float) -> list[str]:
     """A few ranked sentences naming the causes that explain most of the lost time."""
@@ -217,6 +235,7 @@ def verdict(a: RunProfile, b: RunProfile, causes: list[dict[str, Any]],
         if delta / lost < VERDICT_MIN_SHARE:
             continue
         text = f"{100 * delta / lost:.0f}% of the added step time is {_component_label(comp)}"
+        text += _concentration(a, b, comp)
         if comp.startswith("exposed_comm:"):
             t = comp.partition(":")[2]
             before, after = a.busbw.get(t), b.busbw.get(t)
