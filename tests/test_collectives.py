@@ -117,3 +117,51 @@ def test_collectives_command_on_sample() -> None:
     assert {r["type"] for r in rep["by_type"]} == {"all-gather", "reduce-scatter"}
     for fmt in ("table", "markdown", "csv"):
         assert CliRunner().invoke(main, ["collectives", "--format", fmt, sample]).exit_code == 0
+
+
+def test_planted_straggler_in_the_two_host_sample() -> None:
+    """sample_traces/mi355x_2x8gpu_straggler: host 1 GPU 3 computes 30% slower. It is named
+    first; every device's waiting inside collectives equals the construction, per type."""
+    import json
+
+    import tracelens
+    from tests.conftest import SAMPLES
+    from tracelens.analyze.collectives import collectives_report
+
+    truth = json.loads((SAMPLES / "mi355x_2x8gpu_straggler.truth.json").read_text())
+    trace = tracelens.load(SAMPLES / "mi355x_2x8gpu_straggler")
+    assert trace.meta.alignment.startswith("wall-clock")
+    res = analyze_collectives(trace.events)
+    top = res.stragglers.row(0, named=True)
+    assert (top["host"], top["device"]) == ("mi355x-node1", 3)
+    want = {(d["host"], d["device"], c["type"]): c["wait_ns"]
+            for d in truth["devices"] for c in d["collectives"]}
+    got = {(r["host"], r["device"], r["type"]): r["wait_ns"] for r in res.activities.group_by(
+        "host", "device", "type").agg(pl.col("wait_ns").sum()).iter_rows(named=True)}
+    assert got == want
+    # the last arrival of every instance is the one the construction planted
+    last = {(r["op"], r["step"]): {tuple(x) for x in r["last_arrivals"]}
+            for r in truth["collective_instances"]}
+    got_last = res.instances.filter(pl.col("last_device").is_not_null())
+    assert got_last.height == sum(1 for v in last.values() if len(v) == 1)
+    rep = collectives_report(trace.events, trace.meta.alignment)
+    assert rep["stragglers"][0]["device"] == 3 and rep["stragglers"][0]["times_last"] == \
+        sum(1 for v in last.values() if v == {(1, 3)})
+
+
+def test_cpu_trace_all_reduce_per_step_with_message_size() -> None:
+    """JAX CPU trace: one all-reduce per step over 4 devices carrying both weight gradients
+    (256×512 + 512×128 f32 = 786,432 B) and the f32 loss (4 B)."""
+    import tracelens
+    from tests.conftest import CPU_TRACE, real_trace
+
+    trace = tracelens.load(real_trace(CPU_TRACE))
+    res = analyze_collectives(trace.events)
+    inst = res.instances.sort("first_start_ns")
+    assert inst.height == 3 and inst["type"].to_list() == ["all-reduce"] * 3
+    assert inst["participants"].to_list() == [4, 4, 4]
+    assert inst["msg_bytes"].to_list() == [786_436] * 3 and inst["group_size"].to_list() == [4] * 3
+    steps = trace.steps.sort("step")
+    for (s, e), t0 in zip(steps.select("start_ns", "end_ns").rows(), inst["first_start_ns"]):
+        assert s <= t0 < e
+    assert inst["busbw_gb_per_s"].null_count() == 0
