@@ -36,10 +36,12 @@ def _spread(r: dict[str, Any]) -> str:
 
 
 def tables(rep: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
-    out = [("Collectives by type", ["type", "count", "time ms", "exposed ms",
-                                     "busbw GB/s (p10–p90)"],
+    half = rep.get("link_unidirectional_gb_per_s")
+    out = [("Collectives by type" + (f" (link: {half:,.0f} GB/s per direction)" if half else ""),
+            ["type", "count", "time ms", "exposed ms", "busbw GB/s (p10–p90)", "of link"],
             [[r["type"], f"{r['count']:,}", ms(r["sum_ns"]), ms(r["exposed_ns"]),
-              _spread(r)] for r in rep["by_type"]]),
+              _spread(r), "-" if r.get("busbw_link_pct") is None
+              else f"{r['busbw_link_pct']:.0f}%"] for r in rep["by_type"]]),
            ("Collective ops", ["type", "op", "count", "message", "time ms", "exposed ms",
                                "busbw GB/s"],
             [[r["type"], r["op"] or "-", f"{r['count']:,}", _size(r["msg_bytes"]),

@@ -221,7 +221,10 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, rules_files: tuple[
     from reports import collectives as render
 
     trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
-    rep = collectives_report(trace.events, trace.meta.alignment, top=top)
+    from tracelens.analyze.collectives import link_of
+
+    rep = collectives_report(trace.events, trace.meta.alignment, top=top,
+                             link_gb_per_s=link_of(trace.devices))
     if fmt == "json":
         click.echo(render.render_json(rep))
     elif fmt == "csv":

@@ -165,15 +165,34 @@ def _num(v: float | None, nd: int = 3) -> float | None:
     return None if v is None else round(float(v), nd)
 
 
-def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10) -> dict:
-    """The JSON-ready result of ``tracelens collectives`` (keys documented in the README)."""
+def link_of(devices: pl.DataFrame) -> float | None:
+    """The GPU-GPU link bandwidth (GB/s, aggregate over links and both directions, from the
+    hardware table) of the trace's devices, when they all share one."""
+    from tracelens.analyze.roofline import device_specs
+
+    links = {s.link_gb_per_s for s in device_specs(devices).values() if s is not None}
+    return links.pop() if len(links) == 1 else None
+
+
+def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10,
+                       link_gb_per_s: float | None = None) -> dict:
+    """The JSON-ready result of ``tracelens collectives`` (keys documented in the README).
+
+    busbw counts one direction per GPU (nccl-tests), so it is compared with half the
+    aggregate bidirectional link bandwidth of the table: ``busbw_link_pct``.
+    """
     res = analyze_collectives(events)
+    half = link_gb_per_s / 2 if link_gb_per_s else None
+
+    def link_pct(v: float | None) -> float | None:
+        return None if v is None or not half else round(100.0 * v / half, 1)
     per_type = [{
         "type": r["type"], "op": r["op"], "count": int(r["count"]),
         "msg_bytes": r["msg_bytes"], "sum_ns": int(r["sum_ns"]),
         "exposed_ns": int(r["exposed_ns"]),
         "busbw_gb_per_s": _num(r["busbw_gb_per_s"]), "busbw_p10_gb_per_s": _num(r["busbw_p10"]),
         "busbw_p90_gb_per_s": _num(r["busbw_p90"]),
+        "busbw_link_pct": link_pct(r["busbw_gb_per_s"]),
     } for r in type_summary(res.activities).iter_rows(named=True)]
     worst = res.instances.sort(["arrival_skew_ns", "exposed_ns", "first_start_ns"],
                                descending=[True, True, False]).head(top)
@@ -195,6 +214,7 @@ def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10) -> d
         "type": r["type"], "count": int(r["count"]), "sum_ns": int(r["sum_ns"]),
         "exposed_ns": int(r["exposed_ns"]), "busbw_gb_per_s": _num(r["busbw"]),
         "busbw_p10_gb_per_s": _num(r["p10"]), "busbw_p90_gb_per_s": _num(r["p90"]),
+        "busbw_link_pct": link_pct(r["busbw"]),
     } for r in acts.group_by("type").agg(
         count=pl.len(), sum_ns=pl.col("dur_ns").sum(), exposed_ns=pl.col("exposed_ns").sum(),
         busbw=pl.col("busbw_gb_per_s").median(),
@@ -204,4 +224,5 @@ def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10) -> d
         .iter_rows(named=True)]
     return {"by_type": by_type, "collectives": per_type, "worst_instances": worst_rows,
             "stragglers": stragglers, "alignment": alignment,
-            "instances": res.instances.height}
+            "instances": res.instances.height, "link_gb_per_s": link_gb_per_s,
+            "link_unidirectional_gb_per_s": half}
