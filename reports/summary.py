@@ -122,6 +122,19 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                      f"{k['count']:,}", ms(k["sum_ns"]),
                      f"{k['share_pct']:.1f}%" if k["share_pct"] is not None else "-"]
                     for k in summary["top_kernels"]]))
+    coll = summary.get("collectives") or {}
+    if coll.get("by_type"):
+        rows = [[r["type"], f"{r['count']:,}", ms(r["sum_ns"]), ms(r["exposed_ns"]),
+                 "-" if r["busbw_gb_per_s"] is None else f"{r['busbw_gb_per_s']:,.1f}"]
+                for r in coll["by_type"]]
+        tables.append(("Collectives (details: tracelens collectives)",
+                       ["type", "count", "time ms", "exposed ms", "busbw GB/s"], rows))
+        if coll.get("stragglers"):
+            tables.append(("Who the others wait for in collectives",
+                           ["device", "arrived last", "others waited ms"],
+                           [[f"{g['host']}/{g['device']}",
+                             f"{g['times_last']} of {g['instances']}", ms(g["wait_ns"])]
+                            for g in coll["stragglers"]]))
     costed = [r for r in summary.get("roofline") or []
               if r["flops"] is not None or r["bytes"] is not None]
     if costed:
@@ -176,7 +189,7 @@ def render_table(summary: dict[str, Any], console: Console) -> None:
                     for r in rows]
         for col, width in zip(header, widths):
             table.add_column(col, no_wrap=True, width=width, justify="left" if col in (
-                "", "device", "kernel", "category", "product", "op", "bound") else "right")
+                "", "device", "kernel", "category", "product", "op", "bound", "type") else "right")
         for row in rows:
             table.add_row(*[Text(str(c)) for c in row])
         console.print(table)

@@ -104,12 +104,22 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
         "devices": out_devices,
         "idle_devices": idle,
         "top_kernels": _top_kernels(events, top),
+        "collectives": _collectives(events, trace.meta.alignment),
         "roofline": roofline_rows(roofline(events, specs_df), top),
         "no_cost_data": int(events.select(no_cost_data(events).sum()).item() or 0)
         if events.height else 0,
         "no_cost_data_ns": int(events.filter(no_cost_data(events)).select(
             (pl.col("end_ns") - pl.col("start_ns")).sum()).item() or 0) if events.height else 0,
     }
+
+
+def _collectives(events: pl.DataFrame, alignment: str) -> dict[str, Any]:
+    """The top lines of ``tracelens collectives``: per type, and the devices others waited for."""
+    from tracelens.analyze.collectives import collectives_report
+
+    rep = collectives_report(events, alignment, top=0)
+    return {"by_type": rep["by_type"],
+            "stragglers": [s for s in rep["stragglers"] if s["times_last"]][:3]}
 
 
 def _round(x: float | None, digits: int = 6) -> float | None:
