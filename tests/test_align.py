@@ -1,9 +1,13 @@
-"""Aligning ranks that have no shared clock on their matched collective ends."""
+"""Aligning hosts that have no shared clock on their matched collective ends."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
+import tracelens
+from parsers.xprof_write import Activity, build_xspace
 from tracelens.align import align_on_collectives, collective_end_offsets
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              conform)
@@ -28,13 +32,34 @@ def _trace(skews: dict[int, int]) -> Trace:
 
 def test_offsets_recover_planted_clock_skew() -> None:
     offsets = collective_end_offsets(_trace({0: 0, 1: 123_456, 2: -50_000}).events)
-    assert offsets[0] == (0, 3)
-    assert abs(offsets[1][0] + 123_456) <= 4 and abs(offsets[2][0] - 50_000) <= 4
+    assert offsets["h0"] == (0, 3)
+    assert abs(offsets["h1"][0] + 123_456) <= 4 and abs(offsets["h2"][0] - 50_000) <= 4
 
 
 def test_alignment_shifts_events_and_steps_and_says_so() -> None:
-    t = align_on_collectives(_trace({0: 0, 1: 1_000_000}))
+    t = _trace({0: 0, 1: 1_000_000})
+    assert align_on_collectives(t)
     assert t.meta.alignment.startswith("collective ends")
     ends = t.events.group_by("rank").agg(pl.col("end_ns").max()).sort("rank")["end_ns"]
     assert abs(ends[0] - ends[1]) <= 4
     assert abs(t.steps.sort("rank")["start_ns"][1]) <= 4
+
+
+def test_loader_aligns_hosts_without_profile_start(tmp_path: Path) -> None:
+    """Two XSpace hosts without Task Environment, clocks 5 ms apart: load aligns them on their
+    all-reduce ends instead of leaving them apart."""
+    run = tmp_path / "plugins" / "profile" / "r"
+    run.mkdir(parents=True)
+    for h, skew in ((0, 0), (1, 5_000_000)):
+        acts = [Activity(0, 2, "ncclDevKernel_Generic_4(x)", skew + t, 400,
+                         {"hlo_op": "all-reduce-start.1"}) for t in (1_000, 9_000, 17_000)]
+        acts += [Activity(0, 1, "loop_add_fusion.kd", skew + t - 500, 450,
+                          {"hlo_op": "loop_add_fusion"}) for t in (1_000, 9_000, 17_000)]
+        (run / f"n{h}.xplane.pb").write_bytes(build_xspace(
+            acts, host=f"n{h}", steps=[(0, skew, skew + 8_000)], profile_start_ns=None))
+    trace = tracelens.load(tmp_path)
+    assert trace.meta.alignment.startswith("collective ends")
+    assert not any("could not be aligned" in w for w in trace.meta.warnings)
+    starts = trace.events.group_by("host").agg(pl.col("start_ns").min()).sort("host")
+    assert starts["start_ns"].to_list() == [500, 500]
+    assert trace.steps.sort("rank")["start_ns"].to_list() == [0, 0]

@@ -146,3 +146,19 @@ def test_xla_cpu_ops_become_cpu_devices(tmp_path: Path) -> None:
     # device 0: dot [100,150) + tanh [160,180) on another thread; all-reduce [150,250)
     assert (t0["compute_ns"], t0["exposed_comm_ns"], t0["span_ns"]) == (70, 80, 150)
     assert any("XLA:CPU ops" in w for w in trace.meta.warnings)
+
+
+def test_conform_of_an_empty_frame_has_no_rows() -> None:
+    from tracelens.model import DEVICE_SCHEMA, conform
+
+    assert conform(pl.DataFrame(), DEVICE_SCHEMA).height == 0
+
+
+def test_trace_without_any_device_plane(tmp_path: Path) -> None:
+    """No GPU plane and no XLA:CPU ops: a valid trace with no device at all."""
+    p = tmp_path / "nodev.xplane.pb"
+    p.write_bytes(build_xspace([], device_stats={}, steps=[(0, 0, 100)]))
+    trace = tracelens.load(p)
+    assert trace.devices.height == 0 and trace.events.height == 0
+    s = tracelens.summarize(trace)
+    assert s["devices"] == [] and s["idle_devices"] == []

@@ -53,8 +53,19 @@ def test_two_hosts_one_trace_aligned_on_wall_clock(tmp_path: Path) -> None:
                for d in s["devices"])
 
 
-def test_hosts_without_profile_start_are_not_aligned(tmp_path: Path) -> None:
+def test_hosts_without_profile_start_fall_back_to_collective_ends(tmp_path: Path) -> None:
     trace = tracelens.load(_logdir(tmp_path, {"nodeA": None, "nodeB": 0}))
+    assert trace.meta.alignment.startswith("collective ends")
+
+
+def test_hosts_without_clock_or_shared_collectives_stay_unaligned(tmp_path: Path) -> None:
+    run = tmp_path / "plugins" / "profile" / "r"
+    run.mkdir(parents=True)
+    for host in ("nodeA", "nodeB"):
+        acts = [Activity(0, 1, "loop_add_fusion.kd", 1_000, 500, {"hlo_op": "loop_add_fusion"})]
+        (run / f"{host}.xplane.pb").write_bytes(build_xspace(acts, host=host,
+                                                             profile_start_ns=None))
+    trace = tracelens.load(tmp_path)
     assert trace.meta.alignment == "none"
     assert any("could not be aligned" in w for w in trace.meta.warnings)
 

@@ -130,11 +130,12 @@ def test_processes_of_one_host_are_ranks_on_one_clock(sample, tmp_path: Path,
     assert got["top_kernels"] == whole["top_kernels"]
 
 
-def test_processes_on_two_hosts_are_not_aligned(sample, tmp_path: Path) -> None:
+def test_processes_on_two_hosts_are_aligned_on_collective_ends(sample, tmp_path: Path) -> None:
+    """rocprofv3 has no wall-clock: two hosts are put on one clock by their collective ends."""
     rocprof.write_rocpd(_two_ranks(sample[0], "mi300x-node1"), tmp_path / "run")
     back = tracelens.load(tmp_path / "run")
-    assert back.meta.alignment.startswith("none across hosts")
-    assert any("2 hosts could not be aligned" in w for w in back.meta.warnings)
+    assert back.meta.alignment.startswith("collective ends")
+    assert not any("could not be aligned" in w for w in back.meta.warnings)
     assert sorted(back.meta.extra["hosts"]) == ["mi300x-node0", "mi300x-node1"]
 
 
@@ -151,14 +152,15 @@ def test_one_file_per_process_is_read_from_an_output_directory(sample, tmp_path:
 
 
 def test_two_host_sample_round_trips(tmp_path: Path) -> None:
-    """Two hosts: times stay as the XSpace alignment put them; only the alignment differs."""
+    """Two hosts: collective-end alignment puts the times back exactly where the XSpace
+    wall-clock alignment had them; only the alignment's name differs."""
     run = SAMPLES / "mi355x_2x8gpu_straggler"
     if not list(run.rglob("*.xplane.pb")):
         pytest.skip(f"{run} holds no XSpace files")
     trace = tracelens.load(run)
     rocprof.write_rocpd(trace, tmp_path / "run")
     back = tracelens.load(tmp_path / "run", step_marker=STEP)
-    assert back.meta.alignment.startswith("none across hosts")
+    assert back.meta.alignment.startswith("collective ends")
     got, expected = tracelens.summarize(back, top=20), tracelens.summarize(trace, top=20)
     assert {k: got[k] for k in COMPARED} == {k: expected[k] for k in COMPARED}
 
@@ -213,3 +215,16 @@ def test_gzipped_database(sample, tmp_path: Path) -> None:
     got = tracelens.summarize(back, top=20)
     assert {k: got[k] for k in COMPARED} == {k: sample[1][k] for k in COMPARED}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1000_results.db.gz"]
+
+
+@pytest.mark.parametrize("layout", ["6.2", "7"])
+def test_csv_without_agent_info(sample, tmp_path: Path, layout: str) -> None:
+    files = rocprof.write_csv(sample[0], tmp_path, layout=layout)
+    next(f for f in files if f.name.endswith("agent_info.csv")).unlink()
+    back = tracelens.load(tmp_path, step_marker=STEP)
+    assert back.events.height == sample[0].events.height
+    assert sorted(back.devices["device"].to_list()) == list(range(8))
+    assert back.devices["product"].null_count() == 8
+    assert any("agent_info.csv: GPU ordinals follow the agent ids" in w
+               for w in back.meta.warnings)
+    assert not any("not a known product" in w for w in back.meta.warnings)

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 import polars as pl
 
+from tracelens.align import align_on_collectives
 from tracelens.classify import RuleSet, classify
 from tracelens.cost import annotate as annotate_costs
 from tracelens.cost import op_cost_table, with_hlo_kind
@@ -179,6 +180,9 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
     costs = op_cost_table(trace.events, trace.modules)  # what each HLO op computes (§6.2)
     trace.events = classify(with_hlo_kind(trace.events, costs[0]), rules).drop("hlo")
     annotate_costs(trace, table=costs)  # flops, bytes, dtype, cost_source, msg_bytes, ...
+    unaligned = trace.meta.extra.pop("unaligned", None)
+    if unaligned and not align_on_collectives(trace):
+        trace.meta.warn(unaligned)
     trace.events = assign_steps(trace.events, trace.steps)
     problems = validate(trace)
     if problems:  # a parser bug, not a user error: fail loudly
@@ -201,8 +205,8 @@ def combine(parts: list[Trace]) -> Trace:
     alignment, aligned, warning = _alignment(infos)
     if len(parts) == 1:
         parts[0].meta.alignment = alignment
-        if warning:
-            parts[0].meta.warn(warning)
+        if warning:  # load() tries collective ends before it warns
+            parts[0].meta.extra["unaligned"] = warning
         return parts[0]
     meta = TraceMeta()
     for part in parts:
@@ -210,8 +214,6 @@ def combine(parts: list[Trace]) -> Trace:
         for w in part.meta.warnings:
             meta.warn(w)
     meta.alignment = alignment
-    if warning:
-        meta.warn(warning)
     xspace_names = [info["hosts"][0] for info in infos if not info["per_process"]]
     dup = {n for n in xspace_names if xspace_names.count(n) > 1}
     starts = [info["start"] for info in infos]
@@ -249,6 +251,8 @@ def combine(parts: list[Trace]) -> Trace:
             out[key].append(df.with_columns(**cols))
         offset += info["n_ranks"]
     meta.extra = {"hosts": host_info, "ranks": ranks_info}
+    if warning:  # load() tries collective ends before it warns
+        meta.extra["unaligned"] = warning
     return Trace(events=pl.concat(out["events"]), host_events=pl.concat(out["host_events"]),
                  steps=pl.concat(out["steps"]) if out["steps"] else pl.DataFrame(
                      schema=STEP_SCHEMA),

@@ -135,6 +135,8 @@ def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
 
 def conform(df: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Add missing columns as typed nulls, cast, and order columns as the schema says."""
+    if not df.columns:  # selecting literals from a frame without columns would give one row
+        return pl.DataFrame(schema=schema)
     exprs = []
     for name, dtype in schema.items():
         if name in df.columns:

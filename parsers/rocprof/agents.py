@@ -124,7 +124,7 @@ def devices(agents: pl.DataFrame, active: set[int], host: str, rank: int
             same = [p for p in hardware.PRODUCTS if p.name.lower() == name.strip().lower()
                     and p.arch == arch]
             product = same[0] if len(same) == 1 else None
-        if product is None:
+        if product is None and (arch or name or a["cu_count"]):  # else nothing is known
             warnings.append(f"GPU agent {a['node_id']} ({name or arch or 'unknown'}, "
                             f"{a['cu_count']} CUs, {a['clock_mhz']} MHz) is not a known "
                             "product: no hardware spec")
@@ -133,8 +133,10 @@ def devices(agents: pl.DataFrame, active: set[int], host: str, rank: int
                      "compute_units": a["cu_count"], "clock_mhz": a["clock_mhz"],
                      "memory_bytes": a["memory_bytes"],
                      "spec_id": product.spec_id if product else None})
-    return conform(pl.DataFrame(rows, schema_overrides=DEVICE_SCHEMA, infer_schema_length=None)
-                   if rows else pl.DataFrame(), DEVICE_SCHEMA), warnings
+    if not rows:
+        return pl.DataFrame(schema=DEVICE_SCHEMA), warnings
+    return conform(pl.DataFrame(rows, schema_overrides=DEVICE_SCHEMA, infer_schema_length=None),
+                   DEVICE_SCHEMA), warnings
 
 
 def agent_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:

@@ -142,7 +142,7 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
         tid=_col(k, "thread_id"), corr=_col(k, "correlation_id"),
         kernel_id=_col(k, "kernel_id"), name="kernel_name", start="start_timestamp",
         end="end_timestamp")
-    copies = frame({}, COPY_SCHEMA).clear()
+    copies = frame({}, COPY_SCHEMA)
     c = mine("memory_copy_trace")
     if c is not None and c.height:
         src, _ = resolve_refs(c["source_agent_id"], agents)
@@ -157,7 +157,7 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
                               end="end_timestamp", pid=_col(a, "process_id"))
                      for a in apis if a is not None and a.height], how="vertical_relaxed") \
         if any(a is not None and a.height for a in apis) else frame({}, {
-            **API_SCHEMA, "pid": pl.Int64}).clear()
+            **API_SCHEMA, "pid": pl.Int64})
     is_marker = pl.col("domain").is_in(_MARKER_DOMAINS)
     pid = int(prefix[:-1]) if prefix[:-1].isdigit() and prefix.endswith("_") else None
     if pid is None and api["pid"].drop_nulls().len():

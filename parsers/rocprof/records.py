@@ -56,6 +56,8 @@ MARKER_SCHEMA: dict[str, pl.DataType] = {
 def frame(data: Any, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """A frame with exactly ``schema``: missing columns become typed nulls."""
     df = data if isinstance(data, pl.DataFrame) else pl.DataFrame(data)
+    if not df.width:  # no columns at all: no rows (a select of literals would make one)
+        return empty(schema)
     return df.select([pl.col(c).cast(t, strict=False) if c in df.columns
                       else pl.lit(None, dtype=t).alias(c) for c, t in schema.items()])
 
