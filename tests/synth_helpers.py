@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 
 import tracelens
 from parsers.xprof_write import write
@@ -70,3 +71,84 @@ def collective_rows(trace: Trace) -> pl.DataFrame:
 
 def synthetic(**kw: Any) -> Synthetic:
     return build(Scenario(**kw))
+
+
+# -- costs (the program's HLO) -----------------------------------------------------------------
+
+COST_COLUMNS = ("flops", "bytes", "msg_bytes", "group_size")
+HLO_PROBLEMS = ("HLO", "cost of", "no cost")
+
+
+def hlo_warnings(trace: Trace) -> list[str]:
+    """Warnings about the trace's HLO (undecodable modules, ops missing from it, ...)."""
+    return [w for w in trace.meta.warnings if any(k in w for k in HLO_PROBLEMS)]
+
+
+def assert_costs_match_truth(trace: Trace, truth: dict[str, Any]) -> None:
+    """Every activity carries exactly the truth's flops, bytes, msg_bytes and group_size for
+    its (op, kind, kernel name), null where the truth says null; the HLO raised no warning."""
+    assert hlo_warnings(trace) == []
+    want = {(r["op"], r["kind"], r["name"]): tuple(r[c] for c in COST_COLUMNS)
+            for r in truth["activity_costs"]}
+    got = (trace.events.select("op", pl.col("kind").cast(pl.String), "name", *COST_COLUMNS)
+           .unique().rows())
+    seen = set()
+    for op, kind, name, *cost in got:
+        key = (op, kind, name)
+        assert key not in seen, f"{key}: several costs"
+        seen.add(key)
+        assert key in want, key
+        assert tuple(cost) == want[key], (key, cost, want[key])
+    assert seen == set(want)
+    # Model ops (GEMMs, cuDNN attention) compute in bf16: MFU's dominant dtype.
+    dtypes = {o["op"]: o["dtype"] for o in truth["ops"] if o["dtype"] is not None}
+    got_dtypes = trace.events.filter(pl.col("op").is_in(list(dtypes))).select("op", "dtype") \
+        .unique().rows()
+    assert len(got_dtypes) == len(dtypes) and all(d == dtypes[op] for op, d in got_dtypes)
+
+
+def assert_mfu_matches_truth(trace: Trace, truth: dict[str, Any]) -> None:
+    """Model FLOPs and MFU per device (whole trace) and per step, as the truth computes them
+    (float sums in another order: relative 1e-9)."""
+    from tracelens.analyze.roofline import device_specs, mfu, spec_frame
+
+    specs = spec_frame(device_specs(trace.devices))
+    whole = {(r["host"], r["device"]): r for r in mfu(trace.events, specs).iter_rows(named=True)}
+    per_step = {(r["host"], r["device"], r["step"]): r
+                for r in mfu(trace.events, specs, trace.steps).iter_rows(named=True)}
+    for d in truth["devices"]:
+        got = whole[(d["host"], d["device"])]
+        assert got["model_flops"] == pytest.approx(d["model_flops"], rel=1e-12)
+        assert got["model_kernels_without_cost"] == d["model_kernels_without_flops"]
+        assert got["mfu"] == pytest.approx(d["mfu"], rel=1e-9)
+        assert got["mfu_dtype"] == "bf16"
+        for s in d["steps"]:
+            gs = per_step[(d["host"], d["device"], s["step"])]
+            if s["model_flops"] == 0:
+                assert not gs["model_flops"]
+                continue
+            assert gs["model_flops"] == pytest.approx(s["model_flops"], rel=1e-9)
+            assert gs["mfu"] == pytest.approx(s["mfu"], rel=1e-9)
+
+
+def assert_busbw_matches_truth(trace: Trace, truth: dict[str, Any]) -> None:
+    """Every matched collective instance: message size, group size, transfer time and busbw
+    (msg_bytes / transfer × the nccl-tests factor) as constructed. The analysis matches the
+    k-th execution of an op across all devices, so a per-host collective (the MoE all-to-all)
+    on several hosts is one instance whose transfer is the shortest of its groups'."""
+    from tracelens.analyze.collectives import analyze_collectives
+    from tracelens.synth.costs import bus_factor
+
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for inst in truth["collective_instances"]:
+        groups.setdefault((inst["op"], inst["step"]), []).append(inst)
+    inst = analyze_collectives(trace.events).instances
+    assert inst.height == len(groups)
+    for r in inst.iter_rows(named=True):
+        w = groups[(r["op"], r["occurrence"])]  # each op runs once per step
+        transfer = min(x["transfer_ns"] for x in w)
+        assert (r["msg_bytes"], r["group_size"], r["transfer_ns"]) == (
+            w[0]["msg_bytes"], w[0]["group_size"], transfer), r["op"]
+        want = w[0]["busbw_gb_per_s"] if len(w) == 1 else \
+            w[0]["msg_bytes"] / transfer * bus_factor(w[0]["type"], w[0]["group_size"])
+        assert r["busbw_gb_per_s"] == pytest.approx(want, rel=1e-12, abs=1e-12), r["op"]

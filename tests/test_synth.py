@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 import tracelens
 from tests.conftest import SAMPLES
-from tests.synth_helpers import (assert_step_categories_match, assert_summary_matches_truth,
-                                 by_category, collective_rows, write_and_load)
+from tests.synth_helpers import (assert_busbw_matches_truth, assert_costs_match_truth,
+                                 assert_mfu_matches_truth, assert_step_categories_match,
+                                 assert_summary_matches_truth, by_category, collective_rows,
+                                 write_and_load)
 from tracelens.model import CATEGORIES
 from tracelens.synth import Scenario, Straggler, build
 from tracelens.synth.samples import SAMPLES as SAMPLE_DEFS
@@ -35,8 +37,11 @@ def test_committed_sample_reproduces_truth(name: str) -> None:
     trace, truth = _sample(name)
     assert_summary_matches_truth(tracelens.summarize(trace), truth)
     assert_step_categories_match(trace, truth)
-    # Collective counts and kernel time per device and type (message bytes are in the truth
-    # only: an XSpace without real HLO cannot say them).
+    # Costs from the program's HLO: every activity, MFU, and busbw of every instance.
+    assert_costs_match_truth(trace, truth)
+    assert_mfu_matches_truth(trace, truth)
+    assert_busbw_matches_truth(trace, truth)
+    # Collective counts and kernel time per device and type.
     got = (collective_rows(trace).group_by("host", "device", "subcategory")
            .agg(count=pl.len(), sum_ns=pl.col("dur").sum()))
     got_map = {(h, d, t): (c, s) for h, d, t, c, s in got.iter_rows()}
@@ -143,6 +148,9 @@ def test_random_scenarios_reproduce_truth(sc: Scenario, tmp_path_factory) -> Non
     assert not [w for w in trace.meta.warnings
                 if any(k in w for k in ("clipped", "dropped", "ignored", "unknown event"))]
     assert_summary_matches_truth(tracelens.summarize(trace), syn.truth)
+    assert_costs_match_truth(trace, syn.truth)
+    assert_mfu_matches_truth(trace, syn.truth)
+    assert_busbw_matches_truth(trace, syn.truth)
     step = syn.truth["devices"][0]["steps"][-1]
     got = tracelens.summarize(trace, step=step["step"])
     for d in got["devices"]:
@@ -178,23 +186,34 @@ def test_scenario_errors() -> None:
         build(Scenario(overlap=1.5))
     with pytest.raises(ValueError, match="unknown layer roles"):
         build(Scenario(layer_roles=("norm", "conv")))
+    with pytest.raises(ValueError, match="multiple of heads"):
+        build(Scenario(hidden=1000, heads=16))
+    with pytest.raises(ValueError, match="multiple of kv_heads"):
+        build(Scenario(heads=32, kv_heads=6))
     with pytest.raises(ValueError, match="unknown device model"):
         build(Scenario(device="tpu"))
 
 
 def test_synth_is_core_code_and_never_imports_parsers() -> None:
+    """synth imports no parser, and of tracelens only the model, the hardware table and the
+    HLO schema/types it builds protos with: the truth never comes from the analyzers, the
+    classifier or the cost model (``tracelens.cost``, ``tracelens.hlo.opcost``)."""
     import ast
 
+    allowed = ("tracelens.model", "tracelens.hardware", "tracelens.synth",
+               "tracelens.hlo.schema", "tracelens.hlo.types")
     root = Path(tracelens.__file__).parent / "synth"
     for f in root.glob("*.py"):
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
+                if node.module in ("tracelens", "tracelens.synth", "tracelens.hlo"):
+                    names = [f"{node.module}.{a.name}" for a in node.names]
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             else:
                 continue
             for name in names:
                 assert not name.startswith("parsers"), f
-                # The truth never comes from the analyzers or the classifier.
-                assert not name.startswith(("tracelens.analyze", "tracelens.classify")), f
+                if name == "tracelens" or name.startswith("tracelens."):
+                    assert name.startswith(allowed), (f, name)

@@ -239,3 +239,77 @@ def test_xprof_accepts_generated_files(device: str, tmp_path: Path) -> None:
     _check_xprof(trace, files, tmp_path)
     overview = _xprof(files[:1], "overview_page", tmp_path / "ov")
     assert overview  # the step/overview pipeline runs on the generated files
+
+
+_HLO_STATS = """
+import json, sys
+from xprof.convert import raw_to_tool_data
+data, _ = raw_to_tool_data.xspace_to_tool_data(sys.argv[1:], "hlo_stats", {})
+print(data.decode() if isinstance(data, bytes) else data)
+"""
+
+
+def _xprof_hlo_stats(path: Path, tmp: Path) -> dict[str, tuple[float, float, str]]:
+    """Per HLO op: FLOPs and bytes per occurrence (from XProf's rates) and its category. Run
+    in a child process: an HloProto XProf's XLA cannot take aborts the process (a CHECK)."""
+    import subprocess
+    import sys
+
+    dst = tmp / path.name
+    shutil.copy(path, dst)  # XProf writes cache files next to its input
+    run = subprocess.run([sys.executable, "-c", _HLO_STATS, str(dst)], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "HloCostAnalysis" not in run.stderr and "Failed to" not in run.stderr, \
+        run.stderr[-2000:]
+    table = json.loads(run.stdout)
+    cols = [c["id"] for c in table["cols"]]
+    out = {}
+    for row in table["rows"]:
+        r = dict(zip(cols, (c["v"] if c else None for c in row["c"])))
+        t_s, n = r["total_time"] * 1e-6, r["occurrences"]
+        out[r["hlo_op_name"]] = (r["model_flop_rate"] * 1e9 * t_s / n,  # GFLOP/s
+                                 r["measured_memory_bw"] * 2**30 * t_s / n,  # GiB/s
+                                 r["category"])
+    return out
+
+
+@pytest.mark.parametrize("name", ["h100_8gpu_moe_ddp", "mi300x_8gpu_llama_step"])
+def test_xprof_hlo_stats_reads_the_sample_hlo(name: str, tmp_path: Path) -> None:
+    """XProf decodes the program's HLO and lists every op; where its cost model counts what
+    ours counts, it agrees with the construction's truth:
+
+    - bytes of every fusion, copy, sort and Triton GEMM (operands + result; the loss fusion
+      excepted: XProf leaves its f32[] output out, 4 bytes);
+    - cuBLASLt GEMMs (``__cublas$lt$matmul``, H100 forward): FLOPs and bytes exactly, batched
+      expert GEMMs included;
+    - Triton GEMM fusions: the dot's 2·M·N·K, plus XProf's 3 FLOPs per element of the
+      fusion's output convert;
+    - ``__cublas$gemm`` (hipBLASLt and cuBLAS) and attention custom calls: XProf reports
+      nothing (0), as on the real traces (docs/cost-model.md §10).
+    """
+    import re
+
+    sample = next(s for s in SAMPLE_DEFS if s.name == name)
+    truth = json.loads((SAMPLES / f"{name}.truth.json").read_text())
+    stats = _xprof_hlo_stats(SAMPLES / sample.trace_path, tmp_path)
+    ops = {o["op"]: o for o in truth["ops"]}
+    assert set(stats) == set(ops)
+    approx = {"rel": 1e-6}
+    seen = set()
+    for op, o in ops.items():
+        flops, nbytes, _ = stats[op]
+        if o["kind"] in ("fusion", "copy", "sort", "triton-gemm") and \
+                not o["what"].startswith("fusion kInput: (f32[]"):
+            assert nbytes == pytest.approx(o["bytes"], **approx), op
+        if o["kind"] == "triton-gemm":
+            m, n = (int(x) for x in re.search(r"M=(\d+) N=(\d+)", o["what"]).groups())
+            assert flops - 3 * m * n == pytest.approx(o["flops"], **approx), op
+        elif o["kind"] == "gemm" and "__cublas$lt$matmul" in o["what"]:
+            assert (flops, nbytes) == (pytest.approx(o["flops"], **approx),
+                                       pytest.approx(o["bytes"], **approx)), op
+        elif o["kind"] in ("gemm", "attention"):
+            assert (flops, nbytes) == (0, 0), op
+        seen.add(o["kind"] + ("-lt" if "$lt$" in o["what"] else ""))
+    assert {"fusion", "triton-gemm", "gemm", "attention", "collective"} <= seen
+    assert ("gemm-lt" in seen) == name.startswith("h100")

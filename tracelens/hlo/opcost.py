@@ -182,18 +182,27 @@ def _gemm_custom_call(module: Module, comp: Computation, inst: Instruction) -> O
                   detail=gemm_detail(ops[0], ops[1], dims))
 
 
+def _fmha_dims(cfg: object, bmm: str) -> DotDims | None:
+    """``<bmm>_dot_dimension_numbers`` of a fused-attention config; another spelling of that
+    key only as a fallback, never a backward config's ``<bmm>_grad_gemm*`` dimensions (JSON
+    key order means nothing, and a backward config carries both)."""
+    if not isinstance(cfg, dict):
+        return None
+    if f"{bmm}_dot_dimension_numbers" in cfg:
+        return _dims_from_json(cfg[f"{bmm}_dot_dimension_numbers"])
+    for key, value in cfg.items():
+        if key.startswith(bmm) and "dot_dimension" in key and "grad" not in key:
+            return _dims_from_json(value)
+    return None
+
+
 def _fmha_cost(module: Module, comp: Computation, inst: Instruction) -> OpCost:
     """cuDNN fused attention: Q·Kᵀ then P·V (operands 0, 1, 2 are Q, K, V)."""
     ops = module.operand_shapes(inst, comp)
     cfg = inst.backend_config.get("cudnn_fmha_backend_config", {})
     nbytes = io_bytes(module, comp, inst, drop_workspace=True)
-    bmm1 = bmm2 = None
-    if isinstance(cfg, dict):
-        for key, value in cfg.items():
-            if key.startswith("bmm1") and "dot_dimension" in key and bmm1 is None:
-                bmm1 = _dims_from_json(value)
-            elif key.startswith("bmm2") and "dot_dimension" in key and bmm2 is None:
-                bmm2 = _dims_from_json(value)
+    bmm1 = _fmha_dims(cfg, "bmm1")
+    bmm2 = _fmha_dims(cfg, "bmm2")
     if bmm1 is None or bmm2 is None or len(ops) < 3:
         return OpCost("attention", None, nbytes, _operand_dtype(ops[:3]),
                       detail="fused attention without bmm1/bmm2 dimension numbers")

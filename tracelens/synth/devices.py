@@ -7,8 +7,9 @@ A :class:`DeviceModel` carries three kinds of facts:
   writes (values and stat types as observed in real files, shared/reference/xprof.md §2.2-2.4),
   the stream-line naming style, the ``kernel_details`` format and the stream ids;
 - speeds used to turn the scenario's model dimensions into kernel durations (dense bf16 matrix
-  peak, HBM bandwidth, achievable collective bus bandwidth inside and across nodes). These only
-  shape the synthetic timeline; no analysis reads them back.
+  peak, HBM bandwidth, achievable collective bus bandwidth inside and across nodes). These
+  shape the synthetic timeline; the truth's MFU divides by ``peak_tflops`` (the datasheet
+  dense bf16 peak, as tracelens.hardware has it), no analysis reads them back.
 
 Adding a device: add one ``DeviceModel`` to :data:`DEVICE_MODELS` (see docs/synthetic.md).
 """

@@ -23,6 +23,7 @@ import polars as pl
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, Trace, TraceMeta, conform)
 from tracelens.synth.devices import DeviceModel
+from tracelens.synth.hlo import program_proto
 from tracelens.synth.program import Program
 from tracelens.synth.scenario import Scenario
 from tracelens.synth.schedule import Records
@@ -34,26 +35,10 @@ def hostnames(sc: Scenario, model: DeviceModel) -> list[str]:
     return [model.host_pattern.format(key=model.key, h=h) for h in range(sc.hosts)]
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def minimal_hlo_proto(module: str, program_id: int) -> bytes:
-    """A valid serialized ``xla.HloProto`` naming the module (no computations): enough for
-    XProf's module list; the synthetic program has no real HLO."""
-    mod = (_field(1, module.encode()) + _field(2, f"main.{program_id}".encode())
-           + _varint(5 << 3) + _varint(program_id))
-    return _field(1, mod)
+def program_hlo(sc: Scenario, prog: Program) -> bytes:
+    """The program's serialized ``xla.HloProto``: every op its kernels name, with the shapes
+    of the construction (one SPMD partition per device of the job)."""
+    return program_proto(sc.module, sc.program_id, sc.hosts * sc.gpus, prog.recipes())
 
 
 def _spec_frame(prog: Program, sc: Scenario) -> pl.DataFrame:
@@ -118,7 +103,7 @@ def assemble(sc: Scenario, model: DeviceModel, prog: Program, rec: Records) -> T
     devices = conform(pl.DataFrame([{**row, "host": hosts[h], "rank": h, "device": g}
                                     for h in range(sc.hosts) for g in range(sc.gpus)],
                                    schema_overrides=dict(DEVICE_SCHEMA)), DEVICE_SCHEMA)
-    proto = minimal_hlo_proto(sc.module, sc.program_id)
+    proto = program_hlo(sc, prog)
     modules = conform(pl.DataFrame([{"host": hosts[h], "rank": h, "program_id": sc.program_id,
                                      "module": sc.module, "hlo_proto": proto}
                                     for h in range(sc.hosts)],

@@ -134,8 +134,27 @@ class Names:
         k = "cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8"
         return f"void cutlass::Kernel2<{k}>({k}::Params)"
 
-    def gemm_op(self, ops: OpNamer) -> str:
-        return ops("custom-call" if self.amd else "cublas-gemm")
+    def gemm_op(self, ops: OpNamer, use: str = "fwd") -> str:
+        """HLO name of a GEMM custom call: ``custom-call.N`` on ROCm; XLA:GPU on NVIDIA names
+        cuBLASLt calls ``cublas-lt-matmul.N`` (forward here) and cuBLAS ones ``cublas-gemm.N``."""
+        if self.amd:
+            return ops("custom-call")
+        return ops("cublas-lt-matmul" if use == "fwd" else "cublas-gemm")
+
+    def gemm_target(self, use: str = "fwd") -> str:
+        """Custom-call target: ``__cublas$gemm`` (hipBLASLt on ROCm, cuBLAS on NVIDIA) or
+        ``__cublas$lt$matmul`` (NVIDIA forward GEMMs)."""
+        return "__cublas$lt$matmul" if not self.amd and use == "fwd" else "__cublas$gemm"
+
+    @property
+    def gemm_workspace(self) -> int:
+        """Bytes of the s8 scratch a GEMM custom call returns (hipBLASLt 32 MiB, cuBLAS 4 MiB)."""
+        return 32 << 20 if self.amd else 4 << 20
+
+    @property
+    def attention_workspace(self) -> int:
+        """Bytes of the u8 scratch of a cuDNN attention call (TE calls return none here)."""
+        return 0 if self.amd else 1 << 20
 
     # -- attention ---------------------------------------------------------------------------
     def attention(self, part: str) -> str:

@@ -98,6 +98,11 @@ class Scenario:
             problems.append("overlap must be in [0, 1]")
         if not 0.0 <= self.jitter < 0.5:
             problems.append("jitter must be in [0, 0.5)")
+        if self.hidden < 1 or self.heads < 1 or self.kv_heads < 1 or \
+                self.hidden % self.heads or self.heads % self.kv_heads:
+            problems.append("hidden must be a multiple of heads, heads a multiple of kv_heads")
+        if self.seq < 1 or self.batch < 1 or self.ffn < 4 or self.experts < 1 or self.top_k < 1:
+            problems.append("seq, batch, experts and top_k must be >= 1 and ffn >= 4")
         bad = set(self.roles()) - ROLES
         if bad:
             problems.append(f"unknown layer roles {sorted(bad)}")

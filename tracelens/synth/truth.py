@@ -11,7 +11,12 @@ segments where it is the highest-priority active one. ``sum_ns`` adds (clipped) 
 
 Collectives come from the construction's instances: per device and type, the count, the summed
 kernel time, the true transfer time, the wait (kernel time − transfer: the time the device sat in
-the collective waiting for the last member), and the message bytes.
+the collective waiting for the last member), and the message bytes; per instance the bus
+bandwidth msg_bytes / transfer × the nccl-tests factor.
+
+Costs (:mod:`tracelens.synth.costs`): every HLO op's FLOPs, bytes, message size and group size
+from the shapes the construction chose, what each activity must carry, and MFU per device and
+step.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ from typing import Any
 import numpy as np
 
 from tracelens.model import CATEGORIES
+from tracelens.synth.costs import (activity_costs_truth, bus_factor, mfu_truth, model_config,
+                                   ops_truth)
 from tracelens.synth.devices import DeviceModel
 from tracelens.synth.program import Program
 from tracelens.synth.scenario import Scenario
 from tracelens.synth.schedule import Records
 
-TRUTH_VERSION = 1
+TRUTH_VERSION = 2
 TIMELINE_KEYS = ("span_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
                  "overlapped_comm_ns", "memory_ns", "exposed_memory_ns", "idle_ns")
 _N_COMPUTE = CATEGORIES.index("collective")
@@ -114,11 +121,16 @@ def compute_truth(sc: Scenario, model: DeviceModel, prog: Program, rec: Records,
             row["transfer_ns"] += transfer
             row["wait_ns"] += dur - transfer
             row["msg_bytes"] += int(prog.specs[spec].msg_bytes or 0)
+        _check_main_kernels(prog, rec, idx)
+        mfu, step_mfu = mfu_truth(sc, model, prog, rec, idx)
+        for st, sm in zip(steps, step_mfu):
+            assert st["step"] == sm["step"]
+            st.update(model_flops=sm["model_flops"], mfu=sm["mfu"])
         devices.append({
             "host": hosts[h], "rank": h, "device": g, "product": model.devices_row()["product"],
             "timeline": timeline, "categories": cats,
             "collectives": [{"type": t, **coll_rows[t]} for t in sorted(coll_rows)],
-            "steps": steps})
+            **mfu, "steps": steps})
     return {
         "truth_version": TRUTH_VERSION,
         "generator": "tracelens.synth",
@@ -127,10 +139,31 @@ def compute_truth(sc: Scenario, model: DeviceModel, prog: Program, rec: Records,
         "host": hosts[0],
         "hosts": [{"host": hosts[h], "rank": h, "profile_start_ns": offsets[hosts[h]]}
                   for h in range(sc.hosts)],
+        "model": model_config(sc, prog, prog.recipes()),
+        "hlo": {"module": sc.module, "program_id": sc.program_id,
+                "ops": len(prog.recipes()), "partitions": sc.hosts * sc.gpus},
+        "ops": ops_truth(prog),
+        "activity_costs": activity_costs_truth(prog),
         "devices": devices,
         "collective_instances": _instances(sc, prog, rec),
         "planted": _planted(sc, hosts),
     }
+
+
+def _check_main_kernels(prog: Program, rec: Records, idx: np.ndarray) -> None:
+    """The construction's promise behind the cost truth: on every device, an op's main kernel
+    has the largest total time among the kernels of its op."""
+    by_op: dict[str, dict[int, int]] = {}
+    for spec, dur in zip(rec.spec[idx], rec.end[idx] - rec.start[idx]):
+        op = prog.specs[spec].op
+        if op is not None:
+            d = by_op.setdefault(op, {})
+            d[int(spec)] = d.get(int(spec), 0) + int(dur)
+    for op, totals in by_op.items():
+        if len(totals) > 1:
+            main = [k for k in totals if prog.specs[k].main]
+            assert len(main) == 1 and totals[main[0]] == max(totals.values()) and \
+                list(totals.values()).count(totals[main[0]]) == 1, op
 
 
 def _instances(sc: Scenario, prog: Program, rec: Records) -> list[dict[str, Any]]:
@@ -148,6 +181,7 @@ def _instances(sc: Scenario, prog: Program, rec: Records) -> list[dict[str, Any]
         out.append({
             "op": spec.op, "type": spec.collective, "step": int(rec.inst_step[i]),
             "group_size": len(rows), "msg_bytes": spec.msg_bytes, "transfer_ns": transfer,
+            "busbw_gb_per_s": spec.msg_bytes / transfer * bus_factor(spec.collective, len(rows)),
             "end_ns": end,
             "last_arrivals": sorted([int(rec.dev[r]) // sc.gpus, int(rec.dev[r]) % sc.gpus]
                                     for r in last)})
