@@ -165,3 +165,23 @@ def test_cpu_trace_all_reduce_per_step_with_message_size() -> None:
     for (s, e), t0 in zip(steps.select("start_ns", "end_ns").rows(), inst["first_start_ns"]):
         assert s <= t0 < e
     assert inst["busbw_gb_per_s"].null_count() == 0
+
+
+def test_exposure_and_wait_per_type_equal_the_construction_on_every_sample() -> None:
+    import json
+
+    import tracelens
+    from tests.conftest import SAMPLES
+
+    for truth_file in sorted(SAMPLES.glob("*.truth.json")):
+        truth = json.loads(truth_file.read_text())
+        trace = tracelens.load(SAMPLES / truth["trace"] if (SAMPLES / truth["trace"]).exists()
+                               else SAMPLES / truth_file.name.replace(".truth.json", ""))
+        acts = analyze_collectives(trace.events).activities
+        got = {(r["host"], r["device"], r["type"]): (r["n"], r["exposed"], r["wait"])
+               for r in acts.group_by("host", "device", "type").agg(
+                   n=pl.len(), exposed=pl.col("exposed_ns").sum(),
+                   wait=pl.col("wait_ns").sum()).iter_rows(named=True)}
+        want = {(d["host"], d["device"], c["type"]): (c["count"], c["exposed_ns"], c["wait_ns"])
+                for d in truth["devices"] for c in d["collectives"]}
+        assert got == want, truth_file.name

@@ -10,7 +10,8 @@ segments where it is the highest-priority active one. ``sum_ns`` adds (clipped) 
 ``count`` counts activities with a positive part in the window (all of them for the whole trace).
 
 Collectives come from the construction's instances: per device and type, the count, the summed
-kernel time, the true transfer time, the wait (kernel time − transfer: the time the device sat in
+kernel time, the exposed time (the part no compute kernel on the device covers), the true
+transfer time, the wait (kernel time − transfer: the time the device sat in
 the collective waiting for the last member), and the message bytes; per instance the bus
 bandwidth msg_bytes / transfer × the nccl-tests factor.
 
@@ -88,6 +89,29 @@ def sweep(start: np.ndarray, end: np.ndarray, prio: np.ndarray,
     return {k: tl[k] for k in TIMELINE_KEYS}, cats
 
 
+def _compute_cover(s: np.ndarray, e: np.ndarray, p: np.ndarray):
+    """A function t -> compute time on the device before t (merged compute intervals)."""
+    m = p < _N_COMPUTE
+    order = np.argsort(s[m], kind="stable")
+    cs, ce = s[m][order], e[m][order]
+    merged: list[list[int]] = []
+    for a, b in zip(cs.tolist(), ce.tolist()):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    ms = np.array([a for a, _ in merged], dtype=np.int64)
+    me = np.array([b for _, b in merged], dtype=np.int64)
+    before = np.concatenate([[0], np.cumsum(me - ms)])
+
+    def cover(t: int) -> int:
+        k = int(np.searchsorted(ms, t, side="right"))  # segments starting at or before t
+        if k == 0:
+            return 0
+        return int(before[k - 1] + min(t, me[k - 1]) - ms[k - 1])
+    return cover
+
+
 def compute_truth(sc: Scenario, model: DeviceModel, prog: Program, rec: Records,
                   hosts: list[str], offsets: dict[str, int]) -> dict[str, Any]:
     prio_of_spec = np.array([CATEGORIES.index(s.category) for s in prog.specs], np.int8)
@@ -109,15 +133,19 @@ def compute_truth(sc: Scenario, model: DeviceModel, prog: Program, rec: Records,
             steps.append({"step": int(rec.step_num[k]), "start_ns": lo, "end_ns": hi,
                           "timeline": stl, "categories": scats})
         inst = rec.inst[idx]
+        cover = _compute_cover(s, e, p)
         coll_rows: dict[str, dict[str, int]] = {}
         for i in np.nonzero(inst >= 0)[0]:
             spec = int(rec.spec[idx[i]])
             row = coll_rows.setdefault(coll_type[spec], {
-                "count": 0, "sum_ns": 0, "transfer_ns": 0, "wait_ns": 0, "msg_bytes": 0})
+                "count": 0, "sum_ns": 0, "exposed_ns": 0, "transfer_ns": 0, "wait_ns": 0,
+                "msg_bytes": 0})
             dur = int(e[i] - s[i])
             transfer = int(transfer_of_inst[inst[i]])
             row["count"] += 1
             row["sum_ns"] += dur
+            # the part of this kernel no compute kernel on the device covers
+            row["exposed_ns"] += dur - (cover(int(e[i])) - cover(int(s[i])))
             row["transfer_ns"] += transfer
             row["wait_ns"] += dur - transfer
             row["msg_bytes"] += int(prog.specs[spec].msg_bytes or 0)
