@@ -30,6 +30,7 @@ from markupsafe import Markup
 from reports import figures as F
 from reports import figures_hw as H
 from reports.palette import color
+from reports.summary import category_totals
 from tracelens.model import CATEGORIES
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -101,18 +102,6 @@ def size(b: Any) -> str:
 
 
 # -- context -------------------------------------------------------------------------------
-def category_totals(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    acc: dict[str, dict[str, int]] = {}
-    for d in summary["devices"]:
-        for c in d["categories"]:
-            a = acc.setdefault(c["category"], {"count": 0, "sum_ns": 0, "exclusive_ns": 0})
-            for k in a:
-                a[k] += c[k]
-    order = {c: i for i, c in enumerate(CATEGORIES)}
-    return sorted(({"category": k, **v} for k, v in acc.items()),
-                  key=lambda r: (-r["exclusive_ns"], order.get(r["category"], 99)))
-
-
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections import defaultdict
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import tracelens
-from tests.conftest import CPU_TRACE, GPU_TRACES, oracle, real_trace
+from tests.conftest import CPU_TRACE, GPU_TRACES, kernel_stats_by_name, oracle, real_trace
 from tracelens.model import validate
 
 
@@ -25,14 +24,7 @@ def xprof_kernel_stats(trace: Path, tmp_path: Path) -> dict[str, tuple[int, floa
     copy = tmp_path / trace.name
     shutil.copy(trace, copy)
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], "kernel_stats", {})
-    table = json.loads(data)
-    cols = [c["id"] for c in table["cols"]]
-    out: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    for row in table["rows"]:
-        r = dict(zip(cols, (c["v"] for c in row["c"])))
-        out[r["kernel_name"]][0] += int(r["occurrences"])
-        out[r["kernel_name"]][1] += float(r["total_duration_us"])
-    return {k: (int(v[0]), v[1]) for k, v in out.items()}
+    return kernel_stats_by_name(json.loads(data))
 
 
 @pytest.mark.parametrize("key", sorted(GPU_TRACES))

@@ -19,7 +19,7 @@ from parsers.xplane_encode import Column, encode_events, varint, varint_matrix
 from parsers.xplane_schema import xspace_class
 from parsers.xprof import load_xspace
 from parsers.xprof_write import write
-from tests.conftest import GPU_TRACES, SAMPLES, real_trace
+from tests.conftest import GPU_TRACES, SAMPLES, kernel_stats_by_name, real_trace
 from tests.synth_helpers import synthetic, write_and_load
 from tracelens.synth import Scenario, Straggler, build, events_per_device_per_step, scaled
 from tracelens.synth.samples import SAMPLES as SAMPLE_DEFS
@@ -182,14 +182,7 @@ def _xprof(paths: list[Path], tool: str, tmp: Path) -> object:
 
 
 def _kernel_stats(paths: list[Path], tmp: Path) -> dict[str, tuple[int, float]]:
-    table = _xprof(paths, "kernel_stats", tmp)
-    cols = [c["id"] for c in table["cols"]]
-    out: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    for row in table["rows"]:
-        r = dict(zip(cols, (c["v"] for c in row["c"])))
-        out[r["kernel_name"]][0] += int(r["occurrences"])
-        out[r["kernel_name"]][1] += float(r["total_duration_us"])
-    return {k: (int(v[0]), v[1]) for k, v in out.items()}
+    return kernel_stats_by_name(_xprof(paths, "kernel_stats", tmp))
 
 
 def _trace_viewer_counts(path: Path, tmp: Path) -> dict[tuple[int, int], int]:

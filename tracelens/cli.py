@@ -60,6 +60,24 @@ def _progress(paths: list[Path], quiet: bool) -> Callable[[Iterable[Path]], Iter
                                transient=True)
 
 
+def _output(fmt: str, as_json: Callable[[], str], as_csv: Callable[[], str],
+            as_markdown: Callable[[], str], as_table: Callable[[Any], None]) -> None:
+    """Print a result in the requested format; tables go to a rich console at least 120
+    columns wide when stdout is not a terminal (a pipe or a file)."""
+    if fmt == "json":
+        click.echo(as_json())
+    elif fmt == "csv":
+        click.echo(as_csv(), nl=False)
+    elif fmt == "markdown":
+        click.echo(as_markdown())
+    else:
+        from rich.console import Console
+        console = Console(soft_wrap=False)
+        if not console.is_terminal:
+            console.width = max(console.width, 120)
+        as_table(console)
+
+
 def _rules(rules_files: tuple[str, ...]) -> Any:
     from tracelens.classify import load_rules
     return load_rules(list(rules_files)) if rules_files else None
@@ -150,20 +168,10 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
         raise click.UsageError(f"device {device} is not in the trace (devices: "
                                f"{sorted(set(trace.devices['device'].to_list()))})")
     result = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
-    if fmt == "json":
-        click.echo(render.render_json(result))
-    elif fmt == "csv":
-        click.echo(render.render_csv(result), nl=False)
-    elif fmt == "markdown":
-        click.echo(render.render_markdown(result))
-    else:
-        from rich.console import Console
-        if quiet:
-            result = {**result, "warnings": []}
-        console = Console(soft_wrap=False)
-        if not console.is_terminal:
-            console.width = max(console.width, 120)
-        render.render_table(result, console)
+    shown = {**result, "warnings": []} if quiet and fmt == "table" else result
+    _output(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
+            lambda: render.render_markdown(result),
+            lambda console: render.render_table(shown, console))
 
 
 @main.command()
@@ -225,18 +233,8 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, rules_files: tuple[
 
     rep = collectives_report(trace.events, trace.meta.alignment, top=top,
                              link_gb_per_s=link_of(trace.devices))
-    if fmt == "json":
-        click.echo(render.render_json(rep))
-    elif fmt == "csv":
-        click.echo(render.render_csv(rep), nl=False)
-    elif fmt == "markdown":
-        click.echo(render.render_markdown(rep))
-    else:
-        from rich.console import Console
-        console = Console(soft_wrap=False)
-        if not console.is_terminal:
-            console.width = max(console.width, 120)
-        render.render_table(rep, console)
+    _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
+            lambda: render.render_markdown(rep), lambda console: render.render_table(rep, console))
 
 
 def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],
@@ -250,18 +248,9 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
         except OSError as exc:
             raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}")
 
-    if fmt == "json":
-        click.echo(render.render_json(rep))
-    elif fmt == "csv":
-        click.echo(render.render_csv(csv_rows, csv_cols), nl=False)
-    elif fmt == "markdown":
-        click.echo(render.render_markdown(title, tables))
-    else:
-        from rich.console import Console
-        console = Console(soft_wrap=False)
-        if not console.is_terminal:
-            console.width = max(console.width, 120)
-        render.render_table(tables, console)
+    _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(csv_rows, csv_cols),
+            lambda: render.render_markdown(title, tables),
+            lambda console: render.render_table(tables, console))
 
 
 @main.command()
