@@ -9,6 +9,12 @@ host threads and carry ``device_ordinal``, which we treat as the device.
 
 One file becomes one single-host :class:`~tracelens.model.Trace` with rank 0; joining hosts is
 the core's job (``tracelens.combine``).
+
+Two sources of event columns give the same Trace: the C decoder (``parsers.xspace_decode``,
+which walks the serialized events and leaves only the small rest to protobuf; the default
+when the extension is built) and :class:`PythonLines`, the per-event reader over protobuf
+messages (the reference, and the fallback with a warning). ``meta.extra["decoder"]`` names
+the one that ran.
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ _EVENT_STATS = ("correlation_id", "hlo_op", "hlo_module", "program_id", "memcpy_
 
 def load_xspace(path: Path) -> Any:
     """Read, un-gzip and decode one XSpace file, with one clear error for each way it fails."""
+    return _parse(read_raw(path), path)
+
+
+def read_raw(path: Path) -> bytes:
+    """The serialized XSpace of one file (gunzipped), after the checks that need no decoding."""
     try:
         size = path.stat().st_size
         if size == 0:
@@ -66,6 +77,11 @@ def load_xspace(path: Path) -> Any:
     if raw[:1] != b"\x0a":  # XSpace field 1 (planes), length-delimited
         raise TraceInputError(path, "not an XSpace protobuf (unexpected first byte "
                               f"0x{raw[0]:02x})")
+    return raw
+
+
+def _parse(raw: bytes, path: Path) -> Any:
+    """``raw`` (a whole XSpace, or the skeleton of one) as protobuf messages."""
     space = xspace_class()()
     try:
         space.ParseFromString(raw)
@@ -143,6 +159,39 @@ class _PlaneReader:
         cols["_negative"] = [negative]
         cols["_unknown"] = [unknown]
         return cols
+
+
+class PythonLines:
+    """Event columns of each line from the protobuf messages, one event at a time.
+
+    The reference implementation, and the fallback when the C decoder (``parsers.xspace_decode``)
+    is not built. ``frame`` returns the line's events as :func:`_line_frame` builds them (or
+    None when the line has no event to keep) and the counts of dropped and unnamed events.
+    ``wanted_only`` allows a source to leave out events that carry none of the stats we read
+    (the host plane's callers filter on them anyway); this one keeps every event.
+    """
+
+    decoder = "python"
+
+    def count(self, plane_idx: int, line_idx: int, line: Any) -> int:
+        return len(line.events)
+
+    def plan(self, reader: _PlaneReader, plane_idx: int, lines: list[tuple[int, Any]],
+             wanted_only: bool) -> None:
+        """The lines ``frame`` will be asked for (this source reads them one at a time)."""
+
+    def frame(self, reader: _PlaneReader, plane_idx: int, line_idx: int, line: Any,
+              wanted_only: bool = False) -> tuple[pl.DataFrame | None, int, int]:
+        cols = reader.line_columns(line)
+        if not cols["name"]:
+            return None, cols["_negative"][0], cols["_unknown"][0]
+        return _line_frame(cols), cols["_negative"][0], cols["_unknown"][0]
+
+    def device_kind(self, df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
+        return _device_kind(df, line_types)
+
+    def finish(self) -> None:
+        """Check what was not read (nothing to do: the protobuf runtime parsed it all)."""
 
 
 def _as_int(values: list[Any]) -> pl.Series:
@@ -224,9 +273,37 @@ def _device_row(ordinal: int, stats: dict[str, Any]) -> dict[str, Any]:
             "spec_id": product.spec_id if product else None}
 
 
-def read(path: Path) -> Trace:
-    """One XSpace file as a single-host Trace (rank 0, times relative to the profile start)."""
-    space = load_xspace(path)
+def read(path: Path, decoder: str | None = None) -> Trace:
+    """One XSpace file as a single-host Trace (rank 0, times relative to the profile start).
+
+    ``decoder``: "c" (the C extension, ``parsers.xspace_decode``), "python" (the per-event
+    reader over protobuf messages) or None for the C one when it is built. Both give the same
+    Trace; ``meta.extra["decoder"]`` says which one ran, and a warning says when the C one
+    was wanted but is not built.
+    """
+    from parsers import xspace_decode
+
+    choice = decoder or xspace_decode.default_decoder()
+    raw = read_raw(path)
+    fallback = None
+    if choice == "c" and not xspace_decode.available():
+        fallback = xspace_decode.unavailable_reason()
+        choice = "python"
+    if choice == "c":
+        space, source = xspace_decode.split(raw, path)
+    elif choice == "python":
+        space, source = _parse(raw, path), PythonLines()
+    else:
+        raise ValueError(f"unknown XSpace decoder {choice!r} (expected 'c' or 'python')")
+    del raw
+    trace = _read_space(path, space, source)
+    if fallback:
+        trace.meta.warn(f"{path.name}: read with the slow pure-Python XSpace reader: "
+                        f"{fallback}")
+    return trace
+
+
+def _read_space(path: Path, space: Any, source: Any) -> Trace:
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for msg in list(space.errors) + list(space.warnings):
         meta.warn(f"{path.name}: profiler reported: {msg}")
@@ -239,7 +316,8 @@ def read(path: Path) -> Trace:
     profile_start = None
     cpu_plane = None
     modules: list[dict[str, Any]] = []
-    for plane in space.planes:
+    readers = _plan_lines(space, source)
+    for plane_idx, plane in enumerate(space.planes):
         m = _GPU_PLANE.match(plane.name)
         if plane.name == "Task Environment":
             stats = _PlaneReader(plane).plane_stats()
@@ -247,17 +325,17 @@ def read(path: Path) -> Trace:
                 profile_start = stats["profile_start_time"]
             continue
         if plane.name == "/host:CPU":
-            cpu_plane = plane
+            cpu_plane = plane_idx, plane
             continue
         if plane.name == "/host:metadata":
             modules = _read_modules(plane)
             continue
         if not m:
-            n = sum(len(line.events) for line in plane.lines)
+            n = sum(source.count(plane_idx, i, line) for i, line in enumerate(plane.lines))
             if n and plane.name.startswith("/device:"):
                 ignored[plane.name] = n
             continue
-        reader = _PlaneReader(plane)
+        reader = readers[plane_idx]
         ordinal = int(m.group(1))
         pstats = reader.plane_stats()
         device_rows.append(_device_row(ordinal, pstats))
@@ -266,22 +344,25 @@ def read(path: Path) -> Trace:
             device_rows[-1]["spec_id"], pstats.get("memory_bandwidth"), f"{path.name}: ")
         if bw_warning:
             meta.warn(bw_warning)
-        for line in plane.lines:
+        for line_idx, line in enumerate(plane.lines):
             lm = _STREAM_LINE.match(line.name)
             if not lm:
-                if line.events:
-                    ignored[f"{plane.name} line '{line.name}'"] = len(line.events)
+                n = source.count(plane_idx, line_idx, line)
+                if n:
+                    ignored[f"{plane.name} line '{line.name}'"] = n
                 continue
-            cols = reader.line_columns(line)
-            negative += cols["_negative"][0]
-            unknown += cols["_unknown"][0]
-            if not cols["name"]:
+            df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line)
+            negative += n_neg
+            unknown += n_unknown
+            if df is None:
                 continue
-            df = _line_frame(cols, device=ordinal, stream=line.id)
-            device_frames.append(_device_kind(df, lm.group(2)))
+            df = df.with_columns(device=pl.lit(ordinal, dtype=pl.Int64),
+                                 stream=pl.lit(line.id, dtype=pl.Int64))
+            device_frames.append(source.device_kind(df, lm.group(2)))
     steps = pl.DataFrame(schema=STEP_SCHEMA)
     if cpu_plane is not None:
-        cpu_frames, host_frames, steps, n_neg, n_unknown = _read_host_plane(cpu_plane)
+        cpu_frames, host_frames, steps, n_neg, n_unknown = _read_host_plane(
+            *cpu_plane, source, readers[cpu_plane[0]])
         negative += n_neg
         unknown += n_unknown
         if not any(f.height for f in device_frames) and cpu_frames:
@@ -307,7 +388,9 @@ def read(path: Path) -> Trace:
     host_events = conform(pl.concat(host_frames, how="diagonal_relaxed"), HOST_EVENT_SCHEMA) \
         .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
-    meta.extra = {"hosts": {host: {"profile_start_ns": profile_start, "path": str(path)}}}
+    source.finish()  # every byte is checked, including lines nothing above needed
+    meta.extra = {"hosts": {host: {"profile_start_ns": profile_start, "path": str(path)}},
+                  "decoder": {str(path): source.decoder}}
     module_frame = pl.DataFrame(modules, schema={k: v for k, v in MODULE_SCHEMA.items()
                                                  if k not in ("host", "rank")})
     return Trace(events=events, host_events=host_events,
@@ -348,23 +431,44 @@ def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
     return conform(df, EVENT_SCHEMA)
 
 
-def _read_host_plane(plane: Any) -> tuple[list[pl.DataFrame], list[pl.DataFrame],
-                                          pl.DataFrame, int, int]:
+def _plan_lines(space: Any, source: Any) -> dict[int, _PlaneReader]:
+    """The plane readers ``_read_space`` uses, and the lines it will read, told to the
+    source up front (the C decoder then decodes a plane's lines together, in parallel):
+    the stream lines of GPU planes, and every line of the (last) ``/host:CPU`` plane."""
+    readers: dict[int, _PlaneReader] = {}
+    host_idx = None
+    for plane_idx, plane in enumerate(space.planes):
+        if plane.name == "/host:CPU":
+            host_idx = plane_idx
+        elif plane.name not in ("Task Environment", "/host:metadata") \
+                and _GPU_PLANE.match(plane.name):
+            readers[plane_idx] = _PlaneReader(plane)
+            source.plan(readers[plane_idx], plane_idx, [
+                (i, line) for i, line in enumerate(plane.lines)
+                if _STREAM_LINE.match(line.name)], wanted_only=False)
+    if host_idx is not None:
+        plane = space.planes[host_idx]
+        readers[host_idx] = _PlaneReader(plane)
+        source.plan(readers[host_idx], host_idx, list(enumerate(plane.lines)), wanted_only=True)
+    return readers
+
+
+def _read_host_plane(plane_idx: int, plane: Any, source: Any, reader: _PlaneReader
+                     ) -> tuple[list[pl.DataFrame], list[pl.DataFrame], pl.DataFrame, int, int]:
     """XLA:CPU op events (as device frames), API/annotation host events, and steps."""
-    reader = _PlaneReader(plane)
     pid = reader.plane_stats().get("process_id")
     pid = pid if isinstance(pid, int) else None
     cpu_frames: list[pl.DataFrame] = []
     host_frames: list[pl.DataFrame] = []
     step_frames: list[pl.DataFrame] = []
     negative = unknown = 0
-    for line in plane.lines:
-        cols = reader.line_columns(line)
-        negative += cols["_negative"][0]
-        unknown += cols["_unknown"][0]
-        if not cols["name"]:
+    for line_idx, line in enumerate(plane.lines):
+        df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line, wanted_only=True)
+        negative += n_neg
+        unknown += n_unknown
+        if df is None:
             continue
-        df = _line_frame(cols, tid=line.id)
+        df = df.with_columns(tid=pl.lit(line.id, dtype=pl.Int64))
         ops = df.filter(pl.col("op").is_not_null() & pl.col("device_ordinal").is_not_null())
         if ops.height:
             cpu_frames.append(ops.with_columns(

@@ -38,13 +38,14 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                   hlo_text: Iterable[str | Path] = ()) -> tuple[pl.DataFrame, list[str]]:
     """One row per distinct (host, program_id, op) of ``events``: the op's cost per
     execution, and the problems met (modules that failed to decode, ops not in the HLO)."""
-    keys = events.filter(pl.col("op").is_not_null() & pl.col("program_id").is_not_null()) \
-        .select(*KEY).unique().sort(KEY)
+    keys = events.select(*KEY).filter(pl.col("op").is_not_null()
+                                      & pl.col("program_id").is_not_null()).unique().sort(KEY)
     index = HloIndex.from_frames(modules, wanted=keys, text_dumps=hlo_text)
     rows = []
     missing_module: set[tuple[str, int]] = set()
     missing_op = 0
     failed: list[str] = []
+    done: dict[tuple[int, int, str], object] = {}  # hosts sharing a module share its costs
     for host, pid, op in keys.iter_rows():
         found = index.lookup(host, pid, op)
         if found is None:
@@ -54,10 +55,15 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                 missing_op += 1
             continue
         module, comp, inst = found
-        try:
-            c = instruction_cost(module, comp, inst)
-        except (IndexError, KeyError, ValueError, ZeroDivisionError, TypeError) as exc:
-            failed.append(f"{module.name}({pid})/{op}: {type(exc).__name__}: {exc}")
+        memo = (id(module), id(comp), inst.name)
+        if memo not in done:
+            try:
+                done[memo] = instruction_cost(module, comp, inst)
+            except (IndexError, KeyError, ValueError, ZeroDivisionError, TypeError) as exc:
+                done[memo] = exc
+        c = done[memo]
+        if isinstance(c, Exception):
+            failed.append(f"{module.name}({pid})/{op}: {type(c).__name__}: {c}")
             continue
         rows.append({"host": host, "program_id": pid, "op": op, "module": module.name,
                      "cost_kind": c.kind, "detail": c.detail, "_flops": c.flops,
@@ -76,17 +82,38 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     return pl.DataFrame(rows, schema=OP_COST_SCHEMA), problems
 
 
-def _mark_main(ev: pl.DataFrame) -> pl.DataFrame:
+def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """Per event: whether it is its op's main kernel on its device (``_is_main``: the kernel
+    name with the largest total time, ties to the smallest name; kernels without an op and
+    alone in their op are), and its op's cost columns from ``table``.
+
+    Worked out once per (host, rank, device, program_id, op, name) and joined back onto the
+    events in their order; string keys are compared as categoricals (integer codes), which
+    keeps the group-by and the join fast on millions of events."""
     keys = ["host", "rank", "device", "program_id", "op"]
-    totals = (ev.filter(pl.col("op").is_not_null())
-              .group_by(*keys, "name")
-              .agg(_t=(pl.col("end_ns") - pl.col("start_ns")).sum())
-              .sort(["_t", "name"], descending=[True, False])
-              .group_by(keys, maintain_order=True)
-              .agg(_main=pl.col("name").first(), _names=pl.len()))
-    ev = ev.join(totals, on=keys, how="left", nulls_equal=True)
-    return ev.with_columns(_is_main=pl.col("_names").is_null() | (pl.col("_names") <= 1)
-                           | (pl.col("name") == pl.col("_main"))).drop("_main", "_names")
+    cat = pl.Categorical
+    coded = events.select(pl.col("host").cast(cat), "rank", "device", "program_id",
+                          pl.col("op").cast(cat), pl.col("name").cast(cat),
+                          _d=pl.col("end_ns") - pl.col("start_ns"))
+    per_name = coded.filter(pl.col("op").is_not_null()).group_by(*keys, "name") \
+        .agg(_t=pl.col("_d").sum())
+    named = per_name.with_columns(_name=pl.col("name").cast(pl.String))
+    main = (named.sort(["_t", "_name"], descending=[True, False])
+            .group_by(keys, maintain_order=True)
+            .agg(_main=pl.col("_name").first(), _names=pl.len()))
+    per_name = named.join(main, on=keys, how="left", nulls_equal=True).with_columns(
+        _is_main=(pl.col("_names") <= 1) | (pl.col("_name") == pl.col("_main")),
+        _host=pl.col("host").cast(pl.String), _op=pl.col("op").cast(pl.String))
+    per_name = per_name.join(
+        table.select(_host="host", program_id="program_id", _op="op", _flops="_flops",
+                     _bytes="_bytes", _dtype="_dtype", _msg_bytes="_msg_bytes",
+                     _group_size="_group_size"),
+        on=["_host", "program_id", "_op"], how="left", nulls_equal=False)
+    out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size"]
+    return coded.select(*keys, "name").join(
+        per_name.select(*keys, "name", *out), on=[*keys, "name"], how="left",
+        nulls_equal=True, maintain_order="left").select(
+        pl.col("_is_main").fill_null(True), *out[1:])
 
 
 def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
@@ -94,9 +121,7 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     if events.is_empty():
         return events
     cols = events.columns
-    ev = _mark_main(events.with_row_index("_row"))
-    ev = ev.join(table.select(*KEY, "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size"),
-                 on=KEY, how="left", nulls_equal=False)
+    ev = events.hstack(_per_kernel(events, table))
     helper = ~pl.col("_is_main") & pl.col("_flops").is_not_null()
     hlo_flops = pl.when(helper).then(0.0).otherwise(pl.col("_flops"))
     hlo_bytes = pl.when(~pl.col("_is_main") & pl.col("_bytes").is_not_null()).then(0.0) \
@@ -116,14 +141,15 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         msg_bytes=pl.coalesce(pl.col("msg_bytes"), pl.col("_msg_bytes")),
         group_size=pl.coalesce(pl.col("group_size"), pl.col("_group_size")),
     )
-    return ev.sort("_row").select(cols)
+    return ev.select(cols)
 
 
 def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     """Add ``hlo``: what each event's HLO instruction computes (the classifier's ``hlo``
     signal), null when the trace has no HLO for it."""
-    return events.join(table.select(*KEY, hlo="cost_kind"), on=KEY, how="left",
-                       maintain_order="left")
+    hlo = events.select(KEY).join(table.select(*KEY, hlo="cost_kind"), on=KEY, how="left",
+                                  maintain_order="left")["hlo"]  # narrow: no copy of events
+    return events.with_columns(hlo)
 
 
 def annotate(trace: Trace, hlo_text: Iterable[str | Path] = (),

@@ -162,17 +162,18 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
     for p in paths:
         files.extend(find_inputs(Path(p)))
     files = list(dict.fromkeys(files))
-    readers = [(f, _reader_for(sniff_format(f), f, step_marker)) for f in files]
+    formats = [sniff_format(f) for f in files]
+    readers = [(f, _reader_for(fmt, f, step_marker)) for f, fmt in zip(files, formats)]
     iterator = progress(files) if progress else files
-    parts = []
-    for f, (_, reader) in zip(iterator, readers):
-        try:
-            parts.append(reader(f))
-        except TraceInputError:
-            raise
-        except Exception as exc:  # a file that breaks the reader is that file's problem
-            raise TraceInputError(f, f"unreadable ({type(exc).__name__}: {exc})") from exc
+    parts = _read_parallel(files, formats, readers, step_marker, iterator) \
+        if _workers(files) > 1 else _read_serial(readers, iterator)
+    decoders = {k: v for part in parts for k, v in part.meta.extra.get("decoder", {}).items()}
     trace = combine(parts)
+    if decoders:
+        trace.meta.extra["decoder"] = decoders
+    # one chunk per column: parts and lines arrive as many chunks, which slows every
+    # group-by and join below several times over (values unchanged)
+    trace.events, trace.host_events = trace.events.rechunk(), trace.host_events.rechunk()
     trace.events, n_clipped, max_clip = clip_stream_overlaps(trace.events)
     if n_clipped:
         trace.meta.warn(f"clipped {n_clipped} same-stream overlaps (largest {max_clip} ns): "
@@ -188,6 +189,121 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
     if problems:  # a parser bug, not a user error: fail loudly
         raise AssertionError("trace violates the model: " + "; ".join(problems))
     return trace
+
+
+def _read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
+    try:
+        return reader(f)
+    except TraceInputError:
+        raise
+    except Exception as exc:  # a file that breaks the reader is that file's problem
+        raise TraceInputError(f, f"unreadable ({type(exc).__name__}: {exc})") from exc
+
+
+def _read_serial(readers: list[tuple[Path, Callable[[Path], Trace]]],
+                 iterator: Iterable[Path]) -> list[Trace]:
+    return [_read_one(reader, f) for f, (_, reader) in zip(iterator, readers)]
+
+
+def _workers(files: list[Path]) -> int:
+    """How many files to read at once: one per file up to the CPUs (``TRACELENS_WORKERS``
+    overrides; 1 reads them one after the other)."""
+    import os
+
+    want = os.environ.get("TRACELENS_WORKERS", "").strip()
+    limit = int(want) if want.isdigit() and int(want) > 0 else (os.cpu_count() or 1)
+    return max(1, min(len(files), limit))
+
+
+def _spawn_safe() -> bool:
+    """Worker processes start with ``spawn``, which imports the caller's main script again:
+    a script calling ``load`` outside an ``if __name__ == "__main__":`` block would recurse.
+    A REPL, notebook or ``python -c`` has no file to re-import."""
+    import sys
+
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not main_file:
+        return True
+    try:
+        return "__main__" in Path(main_file).read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _read_parallel(files: list[Path], formats: list[str],
+                   readers: list[tuple[Path, Callable[[Path], Trace]]],
+                   step_marker: str | None, iterator: Iterable[Path]) -> list[Trace]:
+    """Read several files at once; same parts, same order, same errors as one by one.
+
+    XSpace files are read by threads: the C decoder and polars release the GIL, so two
+    threads keep two cores busy without the ~0.5 s start and the copying of a process.
+    Other formats parse in Python (SQLite rows, JSON), so they go to worker processes
+    (``spawn``: polars' threads do not survive ``fork``) that send each frame back as Arrow
+    IPC bytes."""
+    from concurrent.futures import Executor, ThreadPoolExecutor
+
+    n = _workers(files)
+    threads = all(fmt == "xspace" for fmt in formats)
+    if not threads and (not _spawn_safe() or sum(_size(f) for f in files) < _PROCESS_MIN_BYTES):
+        return _read_serial(readers, iterator)  # starting processes would cost more
+    pool: Executor
+    if threads:
+        pool = ThreadPoolExecutor(max_workers=n)
+        futures = [pool.submit(_read_one, reader, f) for f, reader in readers]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+        futures = [pool.submit(_read_in_worker, fmt, f, step_marker)
+                   for f, fmt in zip(files, formats)]
+    parts: list[Trace] = []
+    try:
+        for _, fut in zip(iterator, futures):
+            parts.append(fut.result() if threads else _from_worker(fut.result()))
+    finally:
+        for fut in futures:
+            fut.cancel()
+        pool.shutdown(wait=True)
+    return parts
+
+
+_PROCESS_MIN_BYTES = 64 << 20  # below this, worker processes take longer to start than to help
+
+
+def _size(f: Path) -> int:
+    try:
+        return f.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_in_worker(fmt: str, f: Path, step_marker: str | None) -> tuple[str, object]:
+    """One file read in a worker process: each frame as Arrow IPC bytes (cheap to send and
+    to load back), an input error as its path and message."""
+    import io
+    import pickle
+
+    try:
+        part = _read_one(_reader_for(fmt, f, step_marker), f)
+    except TraceInputError as exc:
+        return "error", (exc.path, exc.problem)
+    frames = {}
+    for key in ("events", "host_events", "steps", "devices", "modules"):
+        buf = io.BytesIO()
+        getattr(part, key).write_ipc(buf, compression="uncompressed")
+        frames[key] = buf.getvalue()
+    return "ok", (frames, pickle.dumps(part.meta))
+
+
+def _from_worker(result: tuple[str, object]) -> Trace:
+    import pickle
+
+    status, value = result
+    if status == "error":
+        raise TraceInputError(*value)  # type: ignore[misc]
+    frames, meta = value  # type: ignore[misc]
+    return Trace(**{k: pl.read_ipc(v) for k, v in frames.items()}, meta=pickle.loads(meta))
 
 
 def combine(parts: list[Trace]) -> Trace:

@@ -2,9 +2,38 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 STREAM_KEYS = ["host", "rank", "device", "stream"]
+
+
+def _is_sorted(df: pl.DataFrame, cols: list[str]) -> bool:
+    """Whether ``df`` is already in ascending order of ``cols`` (nulls first, as ``sort``)."""
+    if df.height < 2:
+        return True
+    later: pl.Expr = pl.lit(False)
+    # row i-1 <= row i, lexicographically, built from the last column to the first
+    for c in reversed(cols):
+        prev, cur = pl.col(c).shift(1), pl.col(c)
+        lt = (prev.is_null() & cur.is_not_null()) | (prev < cur).fill_null(False)
+        eq = (prev.is_null() & cur.is_null()) | (prev == cur).fill_null(False)
+        later = lt | (eq & later) if c != cols[-1] else lt | eq
+    return bool(df.select(later.slice(1).all()).item())
+
+
+def _sort_by_stream(events: pl.DataFrame) -> pl.DataFrame:
+    """``events.sort([*STREAM_KEYS, "start_ns", "end_ns"])``, several times faster: the
+    streams are numbered in key order on their (few) distinct rows, then one stable
+    integer sort orders (stream number, start, end)."""
+    if events["start_ns"].null_count() or events["end_ns"].null_count():
+        return events.sort([*STREAM_KEYS, "start_ns", "end_ns"])
+    streams = events.select(STREAM_KEYS).unique().sort(STREAM_KEYS).with_row_index("_sid")
+    sid = events.select(STREAM_KEYS).join(streams, on=STREAM_KEYS, how="left",
+                                          nulls_equal=True, maintain_order="left")["_sid"]
+    order = np.lexsort((events["end_ns"].to_numpy(), events["start_ns"].to_numpy(),
+                        sid.to_numpy()))
+    return events[order]
 
 
 def clip_stream_overlaps(events: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
@@ -16,8 +45,12 @@ def clip_stream_overlaps(events: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     """
     if events.is_empty():
         return events, 0, 0
-    ev = events.sort([*STREAM_KEYS, "start_ns", "end_ns"])
-    next_start = pl.col("start_ns").shift(-1).over(STREAM_KEYS)
+    order = [*STREAM_KEYS, "start_ns", "end_ns"]
+    ev = events if _is_sorted(events, order) else _sort_by_stream(events)
+    # sorted by stream, so the next row is the next activity of the stream when the keys match
+    same_stream = pl.all_horizontal(pl.col(k).shift(-1).eq_missing(pl.col(k))
+                                    for k in STREAM_KEYS)
+    next_start = pl.when(same_stream).then(pl.col("start_ns").shift(-1))
     clipped_end = pl.when(next_start.is_not_null() & (next_start < pl.col("end_ns"))) \
         .then(next_start).otherwise(pl.col("end_ns"))
     ev = ev.with_columns(_clip=pl.col("end_ns") - clipped_end, end_ns=clipped_end)
@@ -26,14 +59,30 @@ def clip_stream_overlaps(events: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
 
 
 def assign_steps(events: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
-    """Fill ``step`` with the step whose window holds the event's start (null outside steps)."""
+    """Fill ``step`` with the step whose window holds the event's start (null outside steps).
+
+    The step is the last one of the event's rank starting at or before the event, kept when
+    the event starts before that step ends (binary search per rank, no sort of the events).
+    """
     if steps.is_empty() or events.is_empty():
         return events.with_columns(step=pl.lit(None, dtype=pl.Int32))
-    order = events.with_row_index("_row").sort("start_ns")
-    win = steps.select("rank", pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e"),
-                       pl.col("step").alias("_step")).sort("_s")
-    joined = order.join_asof(win, left_on="start_ns", right_on="_s", by="rank",
-                             strategy="backward", check_sortedness=False)
-    joined = joined.with_columns(step=pl.when(pl.col("start_ns") < pl.col("_e"))
-                                 .then(pl.col("_step")).otherwise(None).cast(pl.Int32))
-    return joined.sort("_row").drop("_row", "_s", "_e", "_step")
+    win = steps.select("rank", "start_ns", "end_ns", "step").sort("rank", "start_ns")
+    w_rank = win["rank"].to_numpy()
+    w_start, w_end = win["start_ns"].to_numpy(), win["end_ns"].to_numpy()
+    w_step = win["step"].cast(pl.Int32)
+    rank = events["rank"].to_numpy()
+    start = events["start_ns"].to_numpy()
+    idx = np.full(events.height, -1, np.int64)
+    cuts = np.flatnonzero(np.r_[True, w_rank[1:] != w_rank[:-1], True])
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        sel = np.flatnonzero(rank == w_rank[a])
+        if not len(sel):
+            continue
+        i = np.searchsorted(w_start[a:b], start[sel], side="right") - 1
+        inside = (i >= 0) & (start[sel] < w_end[a:b][np.maximum(i, 0)])
+        idx[sel[inside]] = i[inside] + a
+    found = idx >= 0
+    step = w_step.gather(np.maximum(idx, 0))
+    if not found.all():
+        step = pl.select(pl.when(pl.lit(pl.Series(found))).then(pl.lit(step))).to_series()
+    return events.with_columns(step.alias("step"))

@@ -77,6 +77,11 @@ def _table(path: Path, kind: str) -> pl.DataFrame:
             raise TraceInputError(path, f"column {col.title()}: {bad[col][0]!r} is not an "
                                   "integer")
         df = df.with_columns(ints.alias(col))
+    for col in ("start_timestamp", "end_timestamp"):
+        missing_ts = df[col].null_count() if col in df.columns else 0
+        if missing_ts:  # e.g. the last row of a file cut off mid-line
+            raise TraceInputError(path, f"{missing_ts} row(s) without a {col.title()} "
+                                  "(truncated or damaged CSV)")
     return df
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
+from tracelens.analyze.intervals import on_one_axis
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.model import COMPUTE_CATEGORIES
 
@@ -36,9 +38,80 @@ def bus_factor_expr(kind: pl.Expr, n: pl.Expr) -> pl.Expr:
 
 
 def compute_segments(events: pl.DataFrame) -> pl.DataFrame:
-    """Merged compute intervals per device, with the compute time before each segment."""
-    comp = events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))) \
-        .select(*DEVICE_KEYS, "start_ns", "end_ns").sort([*DEVICE_KEYS, "start_ns"])
+    """Merged compute intervals per device, with the compute time before each segment.
+
+    Rows sorted by device and start. One sort on one column: devices are laid end to end on
+    one time axis (``intervals.on_one_axis``), so one cumulative max finds every segment.
+    """
+    found = _segments_on_axis(events)
+    if found is None:
+        return _compute_segments_per_device(
+            events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))))
+    seg, groups = found
+    shift = groups["_shift"].gather(seg["_g"])
+    return pl.concat([groups.select(DEVICE_KEYS)[seg["_g"]],
+                      seg.select(seg_s=pl.col("seg_s") - shift, seg_e=pl.col("seg_e") - shift,
+                                 before="before")], how="horizontal")
+
+
+def _segments_on_axis(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """Compute segments on ``on_one_axis``'s shared axis: ``_g``, ``seg_s``, ``seg_e``
+    (shifted), ``before``; and the groups. None when the axis does not fit in int64."""
+    comp = events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES)))
+    axis = on_one_axis(comp, DEVICE_KEYS)
+    if axis is None:
+        return None
+    rows, groups = axis
+    # A segment starts where a start passes every end before it; it ends at the running max
+    # of the ends just before the next segment starts (earlier segments all end before it).
+    prev_end = pl.col("_e").cum_max().shift(1)
+    new = prev_end.is_null() | (pl.col("_s") > prev_end)
+    marks = rows.select("_g", "_s", _new=new, _run_end=pl.col("_e").cum_max())
+    last = marks["_new"].shift(-1).fill_null(True)
+    seg = marks.filter("_new").select("_g", seg_s="_s").with_columns(
+        seg_e=marks["_run_end"].filter(last))
+    return seg.with_columns(
+        before=(pl.col("seg_e") - pl.col("seg_s")).cum_sum().shift(1, fill_value=0)
+        .over("_g")), groups
+
+
+def _hidden_by_compute(coll: pl.DataFrame, events: pl.DataFrame) -> pl.Series:
+    """Per collective activity, the compute time on its device inside its interval."""
+    found = _segments_on_axis(events)
+    if found is None:
+        seg = compute_segments(events)
+        return _covered_until(coll, seg, "end_ns") - _covered_until(coll, seg, "start_ns")
+    seg, groups = found
+    seg_g, seg_s = seg["_g"].to_numpy(), seg["seg_s"].to_numpy()
+    seg_e, before = seg["seg_e"].to_numpy(), seg["before"].to_numpy()
+    pts = coll.select(*DEVICE_KEYS, "start_ns", "end_ns").join(
+        groups, on=DEVICE_KEYS, how="left", nulls_equal=True, maintain_order="left")
+    # (a device key that is null matches no segment, as in an as-of join by device)
+    has = pts.select(pl.all_horizontal(pl.col("_g", *DEVICE_KEYS).is_not_null()))\
+        .to_series().to_numpy()
+    g = pts["_g"].fill_null(0).cast(pl.Int64).to_numpy()
+    lo, hi = pts["_lo"].fill_null(0).to_numpy(), pts["_hi"].fill_null(0).to_numpy()
+    shift = pts["_shift"].fill_null(0).to_numpy()
+
+    def covered(t: np.ndarray) -> np.ndarray:
+        # Compute time strictly before t; t is first brought into its device's span, where
+        # the answer is the same (0 before it, all of it after), so the search stays there.
+        t = np.clip(t, lo - 1, hi) + shift
+        k = np.searchsorted(seg_s, t, side="right") - 1
+        kk = np.maximum(k, 0)
+        ok = has & (k >= 0) & (seg_g[kk] == g) if len(seg_s) else np.zeros(len(t), bool)
+        if not len(seg_s):
+            return np.zeros(len(t), np.int64)
+        part = np.clip(np.minimum(t, seg_e[kk]) - seg_s[kk], 0, None)
+        return np.where(ok, before[kk] + part, 0)
+
+    hidden = covered(pts["end_ns"].to_numpy()) - covered(pts["start_ns"].to_numpy())
+    return pl.Series(hidden, dtype=pl.Int64)
+
+
+def _compute_segments_per_device(comp: pl.DataFrame) -> pl.DataFrame:
+    """``compute_segments`` with per-device windows (for times beyond ``on_one_axis``)."""
+    comp = comp.select(*DEVICE_KEYS, "start_ns", "end_ns").sort([*DEVICE_KEYS, "start_ns"])
     prev_end = pl.col("end_ns").cum_max().shift(1).over(DEVICE_KEYS)
     seg = comp.with_columns(_new=(prev_end.is_null() | (pl.col("start_ns") > prev_end))) \
         .with_columns(_seg=pl.col("_new").cast(pl.Int64).cum_sum().over(DEVICE_KEYS)) \
@@ -80,8 +153,7 @@ def collective_activities(events: pl.DataFrame) -> pl.DataFrame:
             exposed_ns=pl.lit(0, pl.Int64), instance_key=pl.lit(None, pl.String),
             occurrence=pl.lit(0, pl.Int64), algbw_gb_per_s=pl.lit(None, pl.Float64),
             busbw_gb_per_s=pl.lit(None, pl.Float64))
-    seg = compute_segments(events)
-    hidden = (_covered_until(coll, seg, "end_ns") - _covered_until(coll, seg, "start_ns"))
+    hidden = _hidden_by_compute(coll, events)
     dur = pl.col("end_ns") - pl.col("start_ns")
     coll = coll.with_columns(type=pl.col("subcategory").fill_null("unknown"), dur_ns=dur,
                              _hidden=hidden).with_columns(

@@ -25,6 +25,77 @@ def union_length_expr(keys: Sequence[str]) -> pl.Expr:
     return (pl.col("end_ns") - covered_from).clip(lower_bound=0)
 
 
+def on_one_axis(df: pl.DataFrame, keys: Sequence[str], *extra: str
+                ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The intervals of every group laid end to end on one time axis, for one-pass sweeps.
+
+    Returns ``(rows, groups)``: ``groups`` has the keys sorted (nulls first, as ``sort``
+    does), ``_g`` (its row index), ``_shift`` and the group's first start and last end
+    (``_lo``, ``_hi``); ``rows`` has ``_g``, ``_s``, ``_e`` (start
+    and end plus the group's shift) and the ``extra`` columns, sorted by ``_s``. Each group
+    occupies ``[_shift + first start, _shift + last end]`` and the next one starts after it,
+    so sorting by ``_s`` alone orders rows by (keys, start), and a plain cumulative max of
+    ``_e`` never carries over from one group to the next. Shifts cancel in every difference,
+    so lengths stay exact. None when the shifted times would not fit in int64 (the caller
+    then works per group).
+    """
+    keys = list(keys)
+    # string keys are grouped and joined as categoricals (each string hashed once)
+    strings = [k for k in keys if df.schema[k] == pl.String]
+    narrow = df.select(*[pl.col(k).cast(pl.Categorical) if k in strings else k for k in keys],
+                       "start_ns", "end_ns", *extra)
+    runs = _sorted_runs(narrow, keys, strings)
+    if runs is not None:  # rows already grouped by keys in key order: no join needed
+        groups = runs
+    else:
+        groups = narrow.group_by(keys).agg(_lo=pl.col("start_ns").min(),
+                                           _hi=pl.col("end_ns").max())
+        groups = groups.with_columns(**{f"_str_{k}": pl.col(k).cast(pl.String)
+                                        for k in strings}) \
+            .sort([f"_str_{k}" if k in strings else k for k in keys])
+    width = (pl.col("_hi") - pl.col("_lo")).clip(lower_bound=0) + 1
+    fits = groups.select(ok=(width.cast(pl.Float64).sum() < 2.0**62)
+                         & (pl.col("_lo").min() > -(2**61)) & (pl.col("_hi").max() < 2**61))
+    if not fits["ok"].fill_null(True).item():
+        return None
+    groups = groups.with_row_index("_g").with_columns(
+        _shift=width.cum_sum() - width - pl.col("_lo"))
+    if runs is not None:
+        g = narrow.select(_g=_run_id(keys))["_g"]
+        rows = narrow.select("start_ns", "end_ns", *extra).with_columns(
+            g.alias("_g"), groups["_shift"].gather(g).alias("_shift"))
+    else:
+        rows = narrow.join(groups.select(*keys, "_g", "_shift"), on=keys, how="left",
+                           nulls_equal=True)
+    rows = rows.select("_g", *extra, _s=pl.col("start_ns") + pl.col("_shift"),
+                       _e=pl.col("end_ns") + pl.col("_shift")).sort("_s")
+    groups = groups.select(*[pl.col(f"_str_{k}").alias(k) if k in strings else k
+                             for k in keys], "_g", "_shift", "_lo", "_hi")
+    return rows, groups
+
+
+def _run_id(keys: list[str]) -> pl.Expr:
+    """0, 1, 2...: the index of each row's run of equal keys."""
+    change = pl.any_horizontal(*(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys))
+    return (change.fill_null(True).cum_sum() - 1).cast(pl.UInt32)
+
+
+def _sorted_runs(narrow: pl.DataFrame, keys: list[str], strings: list[str]
+                 ) -> pl.DataFrame | None:
+    """When rows come grouped by ``keys`` with the groups in key order (as ``load`` leaves
+    events: sorted by stream), one row per run with ``_str_<key>`` copies of string keys and
+    the run's ``_lo``/``_hi``; else None."""
+    from tracelens.prepare import _is_sorted
+
+    runs = narrow.with_columns(_r=_run_id(keys)).group_by("_r", maintain_order=True).agg(
+        *[pl.col(k).first() for k in keys], _lo=pl.col("start_ns").min(),
+        _hi=pl.col("end_ns").max())
+    runs = runs.with_columns(**{f"_str_{k}": pl.col(k).cast(pl.String) for k in strings})
+    if not _is_sorted(runs, [f"_str_{k}" if k in strings else k for k in keys]):
+        return None
+    return runs.drop("_r")
+
+
 def union_lengths(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
     """|∪ intervals| per group of ``keys`` (column ``union_ns``); groups with no rows absent."""
     keys = list(keys)

@@ -78,7 +78,9 @@ def no_cost_data(events: pl.DataFrame) -> pl.Expr:
 
 def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
     """One row per op group (see module doc), sorted by time (descending)."""
-    ev = events.filter((pl.col("kind") == "kernel") & (pl.col("category") != "collective"))
+    ev = events.filter((pl.col("kind") == "kernel") & (pl.col("category") != "collective")) \
+        .select(*DEVICE_KEYS, "op", "name", "program_id", "module", "category", "dtype",
+                "start_ns", "end_ns", "flops", "bytes")  # what the groups below read
     cols = ["op", "program_id", "module", "kernel", "category", "spec", "dtype", "count",
             "sum_ns", "flops", "bytes", "intensity", "tflops_per_s", "tb_per_s",
             "peak_tflops", "hbm_tb_per_s", "attainable_tflops_per_s", "bound", "efficiency",
@@ -86,10 +88,14 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
     if ev.is_empty():
         return pl.DataFrame(schema={c: pl.String for c in cols}).clear()
     ev = ev.join(specs.select("host", "rank", "device", "spec"), on=DEVICE_KEYS, how="left")
-    ev = ev.with_columns(_group=pl.coalesce("op", "name"), _dur=_DUR,
-                         _nocost=pl.col("flops").is_null() & pl.col("bytes").is_null())
+    # string keys as categoricals: each string is hashed once, the group-bys run on codes
+    ev = ev.with_columns(_group=pl.coalesce("op", "name").cast(pl.Categorical), _dur=_DUR,
+                         _nocost=pl.col("flops").is_null() & pl.col("bytes").is_null(),
+                         name=pl.col("name").cast(pl.Categorical),
+                         spec=pl.col("spec").cast(pl.Categorical))
     keys = ["_group", "program_id", "spec"]
     by_name = (ev.group_by(*keys, "name").agg(_t=pl.col("_dur").sum())
+               .with_columns(pl.col("name").cast(pl.String))
                .sort(["_t", "name"], descending=[True, False])
                .group_by(keys, maintain_order=True).agg(kernel=pl.col("name").first()))
     agg = ev.group_by(keys).agg(
@@ -101,6 +107,7 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
         bytes=pl.when(pl.col("bytes").is_not_null().any()).then(pl.col("bytes").sum()),
         no_cost_count=pl.col("_nocost").sum(),
     ).join(by_name, on=keys, how="left", nulls_equal=True)
+    agg = agg.with_columns(pl.col("_group", "spec").cast(pl.String))
     peaks = specs.select("spec", "hbm_tb_per_s", *[f"peak_{d}" for d in DTYPES]) \
         .unique("spec", keep="first")
     agg = agg.join(peaks, on="spec", how="left", nulls_equal=False)
@@ -134,7 +141,8 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
     and step (``windows``: rank, step, start_ns, end_ns). Columns: keys [+ step],
     model_flops, mfu_dtype, peak_tflops, window_ns, mfu, model_kernels_without_cost."""
     keys = list(DEVICE_KEYS)
-    model = events.filter(pl.col("category").cast(pl.String).is_in(MODEL_CATEGORIES))
+    model = events.filter(pl.col("category").cast(pl.String).is_in(MODEL_CATEGORIES)) \
+        .select(*keys, "start_ns", "end_ns", "flops", "bytes", "dtype")
     if windows is None:
         spans = events.group_by(keys).agg(window_ns=pl.col("end_ns").max()
                                           - pl.col("start_ns").min())

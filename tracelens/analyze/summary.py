@@ -174,8 +174,16 @@ def _top_kernels(events: pl.DataFrame, top: int) -> list[dict[str, Any]]:
         return []
     dur = pl.col("end_ns") - pl.col("start_ns")
     total = int(events.select(dur.sum()).item())
-    agg = (events.group_by("name", "category", "subcategory", "rule")
-           .agg(count=pl.len(), sum_ns=dur.sum(), devices=pl.struct(DEVICE_KEYS).n_unique())
+    # Grouped on categorical codes (strings hashed once each), per device first so that the
+    # device count is a plain count of groups.
+    keys = ["name", "category", "subcategory", "rule"]
+    cat = pl.Categorical
+    coded = events.select(pl.col("name").cast(cat), "category",
+                          pl.col("subcategory").cast(cat), pl.col("rule").cast(cat),
+                          pl.col("host").cast(cat), "rank", "device", _d=dur)
+    agg = (coded.group_by(*keys, *DEVICE_KEYS).agg(count=pl.len(), sum_ns=pl.col("_d").sum())
+           .group_by(keys).agg(pl.col("count").sum(), pl.col("sum_ns").sum(), devices=pl.len())
+           .with_columns(pl.col("name", "subcategory", "rule").cast(pl.String))
            .sort(["sum_ns", "name"], descending=[True, False]).head(top))
     return [{"name": r["name"], "category": r["category"], "subcategory": r["subcategory"],
              "rule": r["rule"], "count": int(r["count"]), "sum_ns": int(r["sum_ns"]),

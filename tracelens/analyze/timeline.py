@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
-from tracelens.analyze.intervals import union_length_expr
+from tracelens.analyze.intervals import on_one_axis, union_length_expr
 from tracelens.model import CATEGORIES, CategoryDtype
 
 DEVICE_KEYS = ["host", "rank", "device"]
@@ -32,9 +33,49 @@ class Breakdown:
     categories: pl.DataFrame
 
 
-def _prio_unions(ev: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Per group: u0..u7 = |∪ events with priority ≤ k|, comm = |COMM|, mem = |MEM|."""
-    ordered = ev.select(*keys, "start_ns", "end_ns", "_prio").sort([*keys, "start_ns"])
+def _prio_unions(ev: pl.DataFrame, keys: list[str], by: tuple[str, ...] = ()
+                 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Per group of ``keys`` (+ ``by``): u0..u7 = |∪ events with priority ≤ k|, comm = |COMM|,
+    mem = |MEM|; and per group and category the count and summed duration (None on the
+    fallback path).
+
+    One sort and one pass (``intervals.on_one_axis``): the ten unions are ten column
+    expressions evaluated together and summed by one group-by, each a cumulative max over
+    the rows of its set. ``by`` splits a group further without its own axis: only valid when
+    the rows of one group and different ``by`` values never overlap in time (step windows of
+    one device), so a running max never carries from one to the other. Falls back to one
+    union per level and group when times are too large to lay the groups end to end in int64.
+    """
+    by = list(by)
+    axis = on_one_axis(ev, keys, "_prio", *by)
+    if axis is None:
+        every = [*keys, *by]
+        return _prio_unions_by_level(
+            ev.select(*every, "start_ns", "end_ns", "_prio").sort([*every, "start_ns"]),
+            every), None
+    ordered, groups = axis
+    s, e = pl.col("_s"), pl.col("_e")
+    sets = [(f"u{k}", pl.col("_prio") <= k) for k in range(len(CATEGORIES))]
+    sets += [("comm", pl.col("_prio") == _COLLECTIVE), ("mem", pl.col("_prio") == _MEMORY)]
+    exprs = []
+    for name, member in sets:
+        prev = pl.when(member).then(e).otherwise(-1).cum_max().shift(1).fill_null(-1)
+        exprs.append(pl.when(member).then((e - pl.max_horizontal(s, prev)).clip(lower_bound=0))
+                     .otherwise(0).alias(name))
+    sums = ordered.select("_g", *by, *exprs).group_by("_g", *by).agg(pl.all().sum())
+    names = [n for n, _ in sets]
+    unions = sums.join(groups.select(*keys, "_g"), on="_g").select(
+        *keys, *by, *[pl.col(n).cast(pl.Int64) for n in names])
+    # per group and category: count and summed duration, from the same rows
+    per_cat = ordered.group_by("_g", *by, "_prio").agg(
+        count=pl.len().cast(pl.Int64), sum_ns=(pl.col("_e") - pl.col("_s")).sum())
+    per_cat = per_cat.join(groups.select(*keys, "_g"), on="_g")
+    category = pl.Series("category", CATEGORIES, dtype=CategoryDtype).gather(per_cat["_prio"])
+    return unions, per_cat.select(*keys, *by, category, "count", "sum_ns")
+
+
+def _prio_unions_by_level(ordered: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The same, one union per level (every group's own cumulative max)."""
     parts = []
     for k in range(len(CATEGORIES)):
         sub = ordered.filter(pl.col("_prio") <= k)
@@ -44,16 +85,19 @@ def _prio_unions(ev: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         sub = ordered.filter(pl.col("_prio") == prio)
         parts.append(sub.with_columns(_u=union_length_expr(keys))
                      .group_by(keys).agg(pl.col("_u").sum().alias(name)))
-    out = ev.select(keys).unique()
+    out = ordered.select(keys).unique()
     for p in parts:
         out = out.join(p, on=keys, how="left", nulls_equal=True)
     return out.fill_null(0)
 
 
-def _breakdown(ev: pl.DataFrame, keys: list[str], spans: pl.DataFrame) -> Breakdown:
-    """Core computation; ``spans`` has keys + span_ns for every group to report."""
+def _breakdown(ev: pl.DataFrame, keys: list[str], spans: pl.DataFrame,
+               by: tuple[str, ...] = ()) -> Breakdown:
+    """Core computation; ``spans`` has keys + span_ns for every group to report. The last
+    ``len(by)`` keys may be left to ``_prio_unions``'s ``by`` (see there when that holds)."""
     ev = ev.with_columns(_prio=pl.col("category").to_physical().cast(pl.Int32))
-    u = _prio_unions(ev, keys) if ev.height else None
+    axis_keys = keys[:len(keys) - len(by)]
+    u, sums = _prio_unions(ev, axis_keys, by) if ev.height else (None, None)
     tl = spans
     if u is not None:
         tl = tl.join(u, on=keys, how="left", nulls_equal=True)
@@ -79,8 +123,9 @@ def _breakdown(ev: pl.DataFrame, keys: list[str], spans: pl.DataFrame) -> Breakd
         (pl.col(f"u{k}") - (pl.col(f"u{k - 1}") if k else 0)).alias(cat)
         for k, cat in enumerate(CATEGORIES)
     ]).unpivot(index=keys, variable_name="category", value_name="exclusive_ns")
-    sums = ev.group_by(*keys, "category").agg(
-        count=pl.len().cast(pl.Int64), sum_ns=(pl.col("end_ns") - pl.col("start_ns")).sum())
+    if sums is None:
+        sums = ev.group_by(*keys, "category").agg(
+            count=pl.len().cast(pl.Int64), sum_ns=(pl.col("end_ns") - pl.col("start_ns")).sum())
     cats = (excl.with_columns(pl.col("category").cast(CategoryDtype))
             .join(sums, on=[*keys, "category"], how="left", nulls_equal=True)
             .with_columns(pl.col("count").fill_null(0), pl.col("sum_ns").fill_null(0))
@@ -105,30 +150,61 @@ def clip_to_windows(events: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame
     ``windows``: rank, step, start_ns, end_ns, non-overlapping per rank. Output adds ``step``
     (replacing any existing one) and keeps only the parts with positive length.
     """
-    w = windows.select("rank", "step", "start_ns", "end_ns").sort("rank", "start_ns") \
-        .with_columns(_i=pl.int_range(pl.len()).over("rank"))
-    lo_tab = w.select("rank", _ws="start_ns", _we="end_ns", _lo="_i")
-    hi_tab = w.select("rank", _ws2="start_ns", _hi="_i")
-    ev = events.drop("step", strict=False).with_row_index("_row")
-    # Step holding the start, or the next one when the start falls after that step's end.
-    ev = ev.sort("start_ns").join_asof(lo_tab.sort("_ws"), left_on="start_ns", right_on="_ws",
-                                       by="rank", strategy="backward", check_sortedness=False)
-    ev = ev.with_columns(_lo=pl.when(pl.col("_lo").is_null()).then(0)
-                         .when(pl.col("start_ns") >= pl.col("_we")).then(pl.col("_lo") + 1)
-                         .otherwise(pl.col("_lo")))
-    # Last step starting before the event ends.
-    ev = ev.with_columns(_end_m1=pl.col("end_ns") - 1).sort("_end_m1").join_asof(
-        hi_tab.sort("_ws2"), left_on="_end_m1", right_on="_ws2", by="rank",
-        strategy="backward", check_sortedness=False)
-    ev = ev.filter(pl.col("_hi").is_not_null() & (pl.col("_hi") >= pl.col("_lo")))
-    ev = ev.with_columns(_i=pl.int_ranges(pl.col("_lo"), pl.col("_hi") + 1)).explode("_i")
-    ev = ev.join(w.select("rank", "_i", "step", _s="start_ns", _e="end_ns"),
-                 on=["rank", "_i"], how="inner")
-    ev = ev.with_columns(start_ns=pl.max_horizontal("start_ns", "_s"),
-                         end_ns=pl.min_horizontal("end_ns", "_e"))
-    ev = ev.filter(pl.col("end_ns") > pl.col("start_ns"))
-    return ev.sort("_row", "step").drop("_row", "_ws", "_we", "_lo", "_ws2", "_hi", "_end_m1",
-                                        "_i", "_s", "_e", strict=False)
+    w = windows.select("rank", "step", "start_ns", "end_ns").sort("rank", "start_ns")
+    rows, win = _window_pieces(events.select("rank", "start_ns", "end_ns"), w)
+    w_start, w_end = w["start_ns"].to_numpy(), w["end_ns"].to_numpy()
+    start = np.maximum(events["start_ns"].to_numpy()[rows], w_start[win])
+    end = np.minimum(events["end_ns"].to_numpy()[rows], w_end[win])
+    keep = end > start
+    rows, win, start, end = rows[keep], win[keep], start[keep], end[keep]
+    step = w["step"].gather(win)
+    increasing = len(rows) < 2 or bool((np.diff(rows) > 0).all())
+    if not increasing:  # in (row, step) order
+        order = np.lexsort((step.to_numpy(), rows))
+        rows, win, start, end, step = rows[order], win[order], start[order], end[order], \
+            step.gather(order)
+    rest = events.drop("step", strict=False)
+    if not (increasing and len(rows) == events.height):  # else every row, once, in order
+        rest = rest[rows]
+    return rest.with_columns(pl.Series("start_ns", start, dtype=pl.Int64),
+                             pl.Series("end_ns", end, dtype=pl.Int64), step.alias("step"))
+
+
+def _window_pieces(ev: pl.DataFrame, w: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(event row, window row) of every piece: windows ``w`` (sorted by rank, start) from
+    the one holding the event's start (or the next, when the start falls after that window's
+    end) to the last one starting before the event ends. Rows in increasing order per rank."""
+    rank = ev["rank"].to_numpy()
+    s, e = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
+    w_rank = w["rank"].to_numpy()
+    w_start, w_end = w["start_ns"].to_numpy(), w["end_ns"].to_numpy()
+    rows_out, win_out = [], []
+    bounds = np.flatnonzero(np.r_[True, w_rank[1:] != w_rank[:-1], True]) if len(w) else []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        sel = np.flatnonzero(rank == w_rank[a]) if len(bounds) > 2 else \
+            np.flatnonzero(rank == w_rank[a])
+        if not len(sel):
+            continue
+        ws, we = w_start[a:b], w_end[a:b]
+        lo = np.searchsorted(ws, s[sel], side="right") - 1
+        after = (lo >= 0) & (s[sel] >= we[np.maximum(lo, 0)])
+        lo = np.where(lo < 0, 0, lo + after)
+        hi = np.searchsorted(ws, e[sel] - 1, side="right") - 1
+        ok = (hi >= 0) & (hi >= lo)
+        sel, lo, hi = sel[ok], lo[ok], hi[ok]
+        n = hi - lo + 1
+        if len(n) and n.max() == 1:
+            rows_out.append(sel)
+            win_out.append(lo + a)
+            continue
+        rows = np.repeat(sel, n)
+        first = np.repeat(np.cumsum(n) - n, n)
+        rows_out.append(rows)
+        win_out.append(np.repeat(lo, n) + (np.arange(len(rows)) - first) + a)
+    if not rows_out:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return (np.concatenate(rows_out).astype(np.int64),
+            np.concatenate(win_out).astype(np.int64))
 
 
 def step_breakdown(events: pl.DataFrame, steps: pl.DataFrame,
@@ -144,5 +220,12 @@ def step_breakdown(events: pl.DataFrame, steps: pl.DataFrame,
     active = devices.select(DEVICE_KEYS).unique()
     spans = active.join(steps.select("rank", "step", "start_ns", "end_ns"), on="rank") \
         .with_columns(span_ns=pl.col("end_ns") - pl.col("start_ns"))
-    clipped = clip_to_windows(events, steps)
-    return _breakdown(clipped, keys, spans)
+    clipped = clip_to_windows(events.select(*DEVICE_KEYS, "start_ns", "end_ns", "category"),
+                              steps)  # the columns _breakdown reads
+    # Pieces of one device in different steps never overlap when the steps of a rank do not:
+    # then the device's time axis serves every step at once.
+    w = steps.select("rank", "start_ns", "end_ns").sort("rank", "start_ns")
+    disjoint = w.select(((pl.col("rank") != pl.col("rank").shift(-1))
+                         | (pl.col("end_ns") <= pl.col("start_ns").shift(-1))).fill_null(True)
+                        .all()).item()
+    return _breakdown(clipped, keys, spans, by=("step",) if disjoint else ())

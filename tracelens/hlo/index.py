@@ -37,13 +37,23 @@ class HloIndex:
         if wanted is not None:
             rows = rows.join(wanted.select("host", "program_id").unique(),
                              on=["host", "program_id"], how="semi")
+        # Hosts of one job carry the same program: each distinct HloProto is decoded once
+        # and its Module shared (modules are read-only once built).
+        decoded: dict[tuple[bytes, int], Module | Exception] = {}
         for host, pid, name, blob in rows.select("host", "program_id", "module",
                                                  "hlo_proto").iter_rows():
-            try:
-                index.modules[(host, pid)] = module_from_proto(blob, program_id=pid)
-            except Exception as exc:  # a damaged module is that module's problem
+            key = (blob, pid)
+            if key not in decoded:
+                try:
+                    decoded[key] = module_from_proto(blob, program_id=pid)
+                except Exception as exc:  # a damaged module is that module's problem
+                    decoded[key] = exc
+            found = decoded[key]
+            if isinstance(found, Exception):
                 index.problems.append(f"HLO of module {name}({pid}) on {host} could not be "
-                                      f"decoded ({type(exc).__name__}: {exc})")
+                                      f"decoded ({type(found).__name__}: {found})")
+            else:
+                index.modules[(host, pid)] = found
         for path in text_dumps:
             index.add_text_dump(path)
         return index
