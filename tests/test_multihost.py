@@ -73,3 +73,10 @@ def test_hosts_without_clock_or_shared_collectives_stay_unaligned(tmp_path: Path
 def test_gzipped_files(tmp_path: Path) -> None:
     trace = tracelens.load(_logdir(tmp_path, {"nodeA": 0}, gz=True))
     assert trace.events.height == 4 and trace.meta.sources[0]["format"] == "xspace"
+
+
+def test_headline_counts_steps_not_rank_step_pairs(tmp_path: Path) -> None:
+    import tracelens
+
+    s = tracelens.summarize(tracelens.load(_logdir(tmp_path, {"nodeA": 0, "nodeB": 250})))
+    assert s["headline"]["steps"] == 1

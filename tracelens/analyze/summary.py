@@ -157,7 +157,7 @@ def _headline(devs: list[dict[str, Any]], idle: list[dict[str, Any]], devices: p
         "active_devices": len(devs),
         "hardware": [{"product": r["product"], "arch": r["arch"], "vendor": r["vendor"],
                       "count": r["len"]} for r in products.iter_rows(named=True)],
-        "steps": steps.select("rank", "step").unique().height if steps.height else 0,
+        "steps": steps["step"].n_unique() if steps.height else 0,
         "median_step_ns": int(step_ns.median()) if step_ns is not None else None,
         "max_span_ns": max((d["timeline"]["span_ns"] for d in devs), default=0),
         "busy_pct": pct(tot["busy_ns"]),
