@@ -19,15 +19,14 @@ the one that ran.
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
 import polars as pl
 from google.protobuf.message import DecodeError
 
+from parsers.rawfile import read_maybe_gzip
 from parsers.xplane_schema import xspace_class
 from tracelens import hardware
 from tracelens.errors import TraceInputError
@@ -54,20 +53,7 @@ def load_xspace(path: Path) -> Any:
 
 def read_raw(path: Path) -> bytes:
     """The serialized XSpace of one file (gunzipped), after the checks that need no decoding."""
-    try:
-        size = path.stat().st_size
-        if size == 0:
-            raise TraceInputError(path, "empty file")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise TraceInputError(path, f"corrupt or truncated gzip data ({exc})") from None
-        if not raw:
-            raise TraceInputError(path, "empty file (after gunzip)")
+    raw = read_maybe_gzip(path)
     if len(raw) > MAX_PROTO_BYTES:
         raise TraceInputError(path, f"{len(raw) / 1024**3:.1f} GiB: XSpace files of 2 GiB "
                               "and more cannot be decoded by protobuf")

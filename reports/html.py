@@ -31,7 +31,6 @@ from reports import figures as F
 from reports import figures_hw as H
 from reports.palette import color
 from reports.summary import category_totals
-from tracelens.model import CATEGORIES
 
 TEMPLATES = Path(__file__).parent / "templates"
 SIZE_BUDGET_BYTES = 5_000_000  # the 8-GPU sample's report (docs/report.md)

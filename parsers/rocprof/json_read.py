@@ -11,9 +11,7 @@ into polars frames in bulk (nested objects become struct columns).
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from parsers.rocprof.agents import agent_frame, agent_row
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
                                      Process, empty, frame)
+from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
@@ -49,15 +48,7 @@ _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 
 def load_document(path: Path) -> Any:
     """Read, un-gzip and parse, with one clear error for each way it fails."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise TraceInputError(path, f"corrupt or truncated gzip data ({exc})") from None
+    raw = read_maybe_gzip(path)
     if not raw.strip():
         raise TraceInputError(path, "empty file")
     try:
