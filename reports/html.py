@@ -108,9 +108,9 @@ def _finite(v: Any) -> bool:
 def headline_mfu(summary: dict[str, Any]) -> tuple[float | None, str]:
     """MFU for the headline, as a fraction: the summary's own, else the median over steps,
     else the median over devices (labelled so)."""
-    h = summary["headline"].get("mfu")
+    h = summary["headline"].get("mfu")  # the median device's
     if _finite(h):
-        return float(h), "MFU"
+        return float(h), "MFU (median device)" if len(summary["devices"]) > 1 else "MFU"
     for label, vals in (
             ("MFU (median step)", [s.get("mfu") for d in summary["devices"]
                                    for s in d["steps"]]),

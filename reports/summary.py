@@ -71,6 +71,7 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
          f"{h['exposed_comm_pct']:.1f}%" if h["exposed_comm_pct"] is not None else "-"],
         ["exposed memory",
          f"{h['exposed_memory_pct']:.1f}%" if h["exposed_memory_pct"] is not None else "-"],
+        ["MFU (median device)", "-" if h.get("mfu") is None else f"{100 * h['mfu']:.1f}%"],
     ]
     peaks = _peaks_line(summary)
     if peaks:

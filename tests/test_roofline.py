@@ -159,3 +159,12 @@ def test_summarize_gpu_flags(tmp_path: Path) -> None:
     code, out, _ = invoke("summarize", "--gpu-specs", str(good), "--format", "json",
                           str(SAMPLE))
     assert code == 0 and json.loads(out)["devices"][0]["spec"]["hbm_tb_per_s"] == 4.0
+
+
+def test_headline_mfu_is_the_median_device_mfu() -> None:
+    import tracelens
+    from tests.conftest import SAMPLES
+
+    s = tracelens.summarize(tracelens.load(SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb"))
+    mfus = sorted(d["mfu"] for d in s["devices"])
+    assert s["headline"]["mfu"] == mfus[(len(mfus) - 1) // 2] and 0 < s["headline"]["mfu"] < 1

@@ -122,6 +122,11 @@ def _collectives(events: pl.DataFrame, alignment: str) -> dict[str, Any]:
             "stragglers": [s for s in rep["stragglers"] if s["times_last"]][:3]}
 
 
+def _median(values: list[float | None]) -> float | None:
+    known = sorted(v for v in values if v is not None)
+    return known[(len(known) - 1) // 2] if known else None
+
+
 def _round(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(float(x), digits)
 
@@ -165,6 +170,8 @@ def _headline(devs: list[dict[str, Any]], idle: list[dict[str, Any]], devices: p
         "exposed_comm_pct": pct(tot["exposed_comm_ns"]),
         "exposed_memory_pct": pct(tot["exposed_memory_ns"]),
         "idle_pct": pct(tot["idle_ns"]),
+        # the median device's MFU (model FLOPs / (span × dense peak)); null when unknown
+        "mfu": _median([d.get("mfu") for d in devs]),
         "totals": tot,
     }
 
