@@ -18,33 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-VARINT, LEN = 0, 2
-U64_MASK = (1 << 64) - 1
-
-
-def varint(n: int) -> bytes:
-    """One varint (negative ints as int64 two's complement)."""
-    n &= U64_MASK
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def tag(number: int, wire: int) -> bytes:
-    return varint(number << 3 | wire)
-
-
-def field_bytes(number: int, payload: bytes) -> bytes:
-    """A length-delimited field: tag, length, payload."""
-    return tag(number, LEN) + varint(len(payload)) + payload
-
-
-def field_varint(number: int, value: int) -> bytes:
-    return tag(number, VARINT) + varint(value)
+from tracelens.wire import LEN, VARINT, field_bytes, field_varint, tag, varint  # noqa: F401 (re-exported)
 
 
 def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

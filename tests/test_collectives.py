@@ -185,3 +185,25 @@ def test_exposure_and_wait_per_type_equal_the_construction_on_every_sample() -> 
         want = {(d["host"], d["device"], c["type"]): (c["count"], c["exposed_ns"], c["wait_ns"])
                 for d in truth["devices"] for c in d["collectives"]}
         assert got == want, truth_file.name
+
+
+def test_busbw_share_of_the_link() -> None:
+    """busbw (one direction per GPU) against half the table's bidirectional link bandwidth:
+    per activity busbw = 2(n-1)/n × 1 MiB / duration; the median activity of the hand-built
+    all-reduce lasts 1300 ns (the three that wait) -> 1209.884 GB/s; an MI300X link table
+    value of 896 GB/s gives 448 GB/s per direction -> 270.1%."""
+    from tracelens.analyze.collectives import collectives_report, link_of
+    from tracelens.model import DEVICE_SCHEMA, conform
+
+    rep = collectives_report(_job(delay=300), "single host", link_gb_per_s=896.0)
+    row = rep["by_type"][0]
+    busbw = 1.5 * (1 << 20) / 1300
+    assert row["busbw_gb_per_s"] == round(busbw, 3)
+    assert row["busbw_link_pct"] == round(100 * busbw / 448, 1) == 270.1
+    assert rep["link_unidirectional_gb_per_s"] == 448.0
+    devices = conform(pl.DataFrame([dict(host="h0", rank=0, device=0, vendor="amd",
+                                         arch="gfx942", compute_units=304, clock_mhz=2100.0,
+                                         memory_bytes=206_141_652_992, spec_id="mi300x")]),
+                      DEVICE_SCHEMA)
+    assert link_of(devices) == 896.0
+    assert collectives_report(_job(), "x")["by_type"][0]["busbw_link_pct"] is None

@@ -120,6 +120,13 @@ def _check_regex(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+                             show_default=True)
+html_option = click.option("--html", type=click.Path(path_type=Path, dir_okay=False),
+                           default=None,
+                           help="Also write the result as a self-contained HTML page.")
+
+
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--rules", "rules_files", multiple=True, type=click.Path(),
                         help="Extra classifier rules (TOML); they take precedence.")(func)
@@ -141,8 +148,7 @@ def main() -> None:
 @click.option("--step", type=int, default=None, help="Only this step's window.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many top kernels to list.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-              show_default=True)
+@format_option
 @click.option("--step-marker", default=None, metavar="REGEX", callback=_check_regex,
               help="rocprofv3: ROCTx ranges whose message matches REGEX are steps (the "
                    "number from the group 'step' or the first group, else their order).")
@@ -175,8 +181,7 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
 
 
 @main.command()
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-              show_default=True)
+@format_option
 @click.option("--gpu-specs", "gpu_specs", type=click.Path(path_type=Path), default=None,
               help="Also list (and apply) the entries of this TOML/JSON specs file.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
@@ -217,8 +222,7 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many worst instances to list.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-              show_default=True)
+@format_option
 @common_options
 @guarded
 def collectives(paths: tuple[Path, ...], top: int, fmt: str, rules_files: tuple[str, ...],
@@ -259,10 +263,8 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
 @click.option("--fail-above", type=float, default=None, metavar="PCT",
               help="Exit 1 when the step time grows by more than PCT percent.")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-              show_default=True)
-@click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write the result as a self-contained HTML page.")
+@format_option
+@html_option
 @common_options
 @guarded
 def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
@@ -293,10 +295,8 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--strong", is_flag=True,
               help="Strong scaling: the same global work, so step time should shrink.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-              show_default=True)
-@click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write the result as a self-contained HTML page.")
+@format_option
+@html_option
 @common_options
 @guarded
 def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,

@@ -34,6 +34,7 @@ from typing import Any
 
 from tracelens.hlo.schema import hlo_proto_class, message_class
 from tracelens.hlo.types import PRIMITIVE_TYPES
+from tracelens.wire import field_bytes
 from tracelens.synth.recipes import (Arr, Attention, Collective, Copy, Fusion, Gemm, In, Recipe,
                                      Shape, Sort)
 
@@ -41,19 +42,6 @@ TYPE_NUMBER = {name: num for num, (name, _) in PRIMITIVE_TYPES.items()}
 ENTRY_ID = 1
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _ld(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
 def set_shape(msg: Any, shape: Shape) -> None:
@@ -164,7 +152,7 @@ class HloWriter:
                                                          ("rhs_index", "s32")))]
                 cmp = c.add(self.names("compare"), "compare", Arr("pred"), tuple(params[:2]),
                             root=True)
-                cmp.MergeFromString(_ld(63, b"GT"))  # comparison_direction
+                cmp.MergeFromString(field_bytes(63, b"GT"))  # comparison_direction
             else:
                 dtype = key.split("_")[1]
                 c = self._computation(self.comp_names(f"region_add_{dtype}"))
@@ -350,7 +338,7 @@ class HloWriter:
             for start, limit in attrs.get("slices", ()):
                 inst.slice_dimensions.add(start=start, limit=limit, stride=1)
             if opcode == "constant":
-                inst.MergeFromString(_ld(8, _literal_f32(attrs["value"])))
+                inst.MergeFromString(field_bytes(8, _literal_f32(attrs["value"])))
             local[loc] = name
         self.entry.add(r.op, "fusion", r.result(), operands, (body.msg.id,),
                        fusion_kind=r.fusion_kind)
@@ -414,10 +402,10 @@ class HloWriter:
                        (self.last_value,) if self.last_value else (), root=True)
         m = self.proto.hlo_module
         m.computations.append(self.entry.msg)  # the entry comes last
-        program = b"".join(_ld(1, _shape_bytes(a)) for _, a in self.params) + \
-            _ld(2, _shape_bytes((root_shape,))) + \
-            b"".join(_ld(3, name.encode()) for name, _ in self.params)
-        m.MergeFromString(_ld(4, program))  # host_program_shape
+        program = b"".join(field_bytes(1, _shape_bytes(a)) for _, a in self.params) + \
+            field_bytes(2, _shape_bytes((root_shape,))) + \
+            b"".join(field_bytes(3, name.encode()) for name, _ in self.params)
+        m.MergeFromString(field_bytes(4, program))  # host_program_shape
         return self.proto.SerializeToString()
 
 
@@ -434,7 +422,7 @@ def _dot_dims(msg: Any, lc: list[int], rc: list[int], lb: list[int], rb: list[in
 
 def _literal_f32(value: float) -> bytes:
     """LiteralProto of an f32 scalar: shape (1), f32s (8, packed)."""
-    return _ld(1, _shape_bytes(Arr("f32"))) + _ld(8, struct.pack("<f", value))
+    return field_bytes(1, _shape_bytes(Arr("f32"))) + field_bytes(8, struct.pack("<f", value))
 
 
 def _groups(inst: Any, r: Collective) -> None:
