@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tracelens.analyze.idle import IDLE_PARTS
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.model import CATEGORIES
 
@@ -99,6 +100,13 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                    ["device"] + (["product"] if show_product else [])
                    + ["span ms", "busy ms", "compute", "exp. comm", "exp. mem", "idle",
                       "comm ms", "mem ms", "MFU"], rows))
+    idle_rows = [[_device_label(d, many_hosts), ms(t["idle_ns"]),
+                  *[pct(t["idle_breakdown"][f"{p}_ns"], t["idle_ns"]) for p in IDLE_PARTS]]
+                 for d in summary["devices"] for t in [d["timeline"]] if t["idle_ns"]]
+    if idle_rows:
+        tables.append(("Why idle (shares of idle time; README: idle breakdown)",
+                       ["device", "idle ms", "host launch", "sync wait", "launch latency",
+                        "no host data"], idle_rows))
     busy = sum(d["timeline"]["busy_ns"] for d in summary["devices"])
     tables.append(("Categories (all reported devices)",
                    ["category", "count", "sum ms", "exclusive ms", "of busy"],
@@ -224,21 +232,24 @@ def render_json(summary: dict[str, Any]) -> str:
 
 
 def render_csv(summary: dict[str, Any]) -> str:
-    """One row per device (``step`` empty) and per device × step: timeline columns, then the
-    exclusive ns of every category (``excl_<category>``, whole-trace rows only), then ``mfu``
+    """One row per device (``step`` empty) and per device × step: timeline columns, the idle
+    parts (``idle_<part>_ns``), then the exclusive ns of every category (``excl_<category>``, whole-trace rows only), then ``mfu``
     (empty when unknown)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["host", "rank", "device", "product", "step", "start_ns", "end_ns",
-                *TIMELINE_COLUMNS, *[f"excl_{c}" for c in CATEGORIES], "mfu"])
+                *TIMELINE_COLUMNS, *[f"idle_{p}_ns" for p in IDLE_PARTS],
+                *[f"excl_{c}" for c in CATEGORIES], "mfu"])
     for d in summary["devices"]:
         excl = {c["category"]: c["exclusive_ns"] for c in d["categories"]}
         w.writerow([d["host"], d["rank"], d["device"], d["product"] or "", "", "", "",
                     *[d["timeline"][k] for k in TIMELINE_COLUMNS],
+                    *[d["timeline"]["idle_breakdown"][f"{p}_ns"] for p in IDLE_PARTS],
                     *[excl.get(c, 0) for c in CATEGORIES], _csv_num(d.get("mfu"))])
         for s in d["steps"]:
             w.writerow([d["host"], d["rank"], d["device"], d["product"] or "", s["step"],
                         s["start_ns"], s["end_ns"], *[s["timeline"][k] for k in TIMELINE_COLUMNS],
+                        *[s["timeline"]["idle_breakdown"][f"{p}_ns"] for p in IDLE_PARTS],
                         *[""] * len(CATEGORIES), _csv_num(s.get("mfu"))])
     return buf.getvalue()
 

@@ -32,7 +32,8 @@ def test_json_contract_on_sample() -> None:
     for d in out["devices"]:
         assert {"host", "rank", "device", "arch", "product", "timeline", "categories",
                 "steps"} <= set(d)
-        assert set(d["timeline"]) == set(TIMELINE_COLUMNS)
+        assert set(d["timeline"]) == {*TIMELINE_COLUMNS, "idle_breakdown"}
+        assert sum(d["timeline"]["idle_breakdown"].values()) == d["timeline"]["idle_ns"]
         assert all(set(c) == {"category", "count", "sum_ns", "exclusive_ns"}
                    for c in d["categories"])
         assert [s["step"] for s in d["steps"]] == [0, 1, 2]

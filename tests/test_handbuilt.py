@@ -10,6 +10,7 @@ import pytest
 import tracelens
 from parsers.xprof_write import Activity, build_xspace
 from tracelens.model import validate
+from tests.synth_helpers import timeline_numbers
 
 GEMM = "Cijk_Ailk_Bljk_BBS_BH_MT256x224x64_MI16x16x16x1_SN_1LDSB0.kd"
 FMHA = "void ck_tile::kentry<ck_tile::gfx942_t, 2, ck_tile::FmhaFwdKernel<X>>"
@@ -50,8 +51,8 @@ def handbuilt(tmp_path: Path) -> Path:
 def _timeline(summary: dict, device: int, step: int | None = None) -> dict:
     dev = next(d for d in summary["devices"] if d["device"] == device)
     if step is None:
-        return dev["timeline"]
-    return next(s for s in dev["steps"] if s["step"] == step)["timeline"]
+        return timeline_numbers(dev["timeline"])
+    return timeline_numbers(next(s for s in dev["steps"] if s["step"] == step)["timeline"])
 
 
 def test_parser_output_is_valid_and_classified(handbuilt: Path) -> None:

@@ -13,6 +13,7 @@ import polars as pl
 from tracelens import __version__
 from tracelens.analyze.roofline import (clip_costs_to_windows, device_specs, mfu, no_cost_data,
                                         roofline, roofline_rows, spec_frame)
+from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown,
                                         device_breakdown, step_breakdown)
 from tracelens.hardware import GpuSpec, load_specs_file
@@ -56,6 +57,7 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
                           per_step.categories.drop("step"))
     else:
         whole = device_breakdown(events)
+    idle_whole, idle_step = _idle(trace, device, steps, step)
     dev_info = {(r["host"], r["rank"], r["device"]): r for r in devices.iter_rows(named=True)}
     extra = load_specs_file(gpu_specs) if isinstance(gpu_specs, (str, Path)) else gpu_specs
     specs = device_specs(devices, gpu=gpu, extra=extra)
@@ -75,7 +77,8 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
     for r in per_step.timeline.sort("rank", "device", "start_ns").iter_rows(named=True):
         steps_by_dev.setdefault((r["host"], r["rank"], r["device"]), []).append(
             {"step": r["step"], "start_ns": r["start_ns"], "end_ns": r["end_ns"],
-             "timeline": _timeline_dict(r),
+             "timeline": {**_timeline_dict(r), "idle_breakdown": idle_step.get(
+                 (r["host"], r["rank"], r["device"], r["step"]), _no_idle())},
              "mfu": _round(mfu_step.get((r["host"], r["rank"], r["device"], r["step"])))})
     out_devices = []
     for r in whole.timeline.sort("rank", "device").iter_rows(named=True):
@@ -85,7 +88,8 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
             "host": r["host"], "rank": r["rank"], "device": r["device"],
             "vendor": info.get("vendor"), "arch": info.get("arch"),
             "product": info.get("product"),
-            "timeline": _timeline_dict(r),
+            "timeline": {**_timeline_dict(r),
+                         "idle_breakdown": idle_whole.get(key, _no_idle())},
             "categories": cats_by_dev.get(key, []),
             "steps": steps_by_dev.get(key, []),
             "spec": _spec_dict(specs.get(key)),
@@ -111,6 +115,32 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
         "no_cost_data_ns": int(events.filter(no_cost_data(events)).select(
             (pl.col("end_ns") - pl.col("start_ns")).sum()).item() or 0) if events.height else 0,
     }
+
+
+def _no_idle() -> dict[str, int]:
+    return {f"{p}_ns": 0 for p in IDLE_PARTS}
+
+
+def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | None
+          ) -> tuple[dict[tuple, dict[str, int]], dict[tuple, dict[str, int]]]:
+    """Idle parts per device (whole window, or the one selected step) and per device × step.
+
+    Gaps are attributed on the unclipped events: the activity that ends a gap at a step's
+    end lies in the next step."""
+    events = trace.events
+    if device is not None:
+        events = events.filter(pl.col("device") == device)
+    parts = idle_intervals(events, trace.host_events)
+    cols = [f"{p}_ns" for p in IDLE_PARTS]
+    per_step = {(r["host"], r["rank"], r["device"], r["step"]): {c: int(r[c]) for c in cols}
+                for r in idle_breakdown(parts, events, steps).iter_rows(named=True)} \
+        if steps.height else {}
+    if step is not None:
+        whole = {k[:3]: v for k, v in per_step.items()}
+    else:
+        whole = {(r["host"], r["rank"], r["device"]): {c: int(r[c]) for c in cols}
+                 for r in idle_breakdown(parts, events).iter_rows(named=True)}
+    return whole, per_step
 
 
 def _collectives(events: pl.DataFrame, alignment: str) -> dict[str, Any]:

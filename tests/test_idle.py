@@ -1,0 +1,125 @@
+"""Idle time explained: the parts add up to ``idle_ns`` exactly and equal the construction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracelens
+from parsers.xprof_write import write
+from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
+from tracelens.analyze.timeline import DEVICE_KEYS, device_breakdown, step_breakdown
+from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
+                             conform)
+
+from .conftest import GPU_TRACES, SAMPLES, real_trace
+
+GEMM = "Cijk_Ailk_Bljk_BBS_BH_MT256x224x64_MI16x16x16x1_SN_1LDSB0.kd"
+
+
+def planted() -> Trace:
+    """One device. Kernels (ns): K1 [1000, 2000) launched [500, 600); K2 [5000, 6000) launched
+    [4000, 4100) while a hipDeviceSynchronize ran [1500, 3000); K3 [6500, 7000) launched
+    [5500, 5600) (in time: the device started it late); K4 [8000, 9000) without a launch call.
+    Steps [0, 4500) and [4500, 10000)."""
+    kernels = [(1000, 2000, 1), (5000, 6000, 2), (6500, 7000, 3), (8000, 9000, None)]
+    events = conform(pl.DataFrame({
+        "host": ["n0"] * 4, "rank": [0] * 4, "device": [0] * 4, "stream": [1] * 4,
+        "kind": ["kernel"] * 4, "name": [GEMM] * 4,
+        "start_ns": [k[0] for k in kernels], "end_ns": [k[1] for k in kernels],
+        "correlation_id": [k[2] for k in kernels]}), EVENT_SCHEMA)
+    api = [("hipModuleLaunchKernel", 500, 600, 1), ("hipModuleLaunchKernel", 4000, 4100, 2),
+           ("hipModuleLaunchKernel", 5500, 5600, 3), ("hipDeviceSynchronize", 1500, 3000, 99)]
+    host = conform(pl.DataFrame({
+        "host": ["n0"] * 4, "rank": [0] * 4, "tid": [7] * 4, "name": [a[0] for a in api],
+        "start_ns": [a[1] for a in api], "end_ns": [a[2] for a in api],
+        "correlation_id": [a[3] for a in api], "kind": ["api"] * 4}), HOST_EVENT_SCHEMA)
+    steps = conform(pl.DataFrame({"rank": [0, 0], "step": [0, 1], "start_ns": [0, 4500],
+                                  "end_ns": [4500, 10000], "source": ["annotation"] * 2}),
+                    STEP_SCHEMA)
+    devices = conform(pl.DataFrame({"host": ["n0"], "rank": [0], "device": [0],
+                                    "vendor": ["AMD"], "arch": ["gfx942"]}), DEVICE_SCHEMA)
+    return Trace(events=events, host_events=host, steps=steps, devices=devices)
+
+
+def _parts(df: pl.DataFrame) -> dict:
+    return {p: df[f"{p}_ns"].to_list() for p in IDLE_PARTS}
+
+
+def test_planted_gaps_equal_the_construction() -> None:
+    t = planted()
+    parts = idle_intervals(t.events, t.host_events)
+    whole = idle_breakdown(parts, t.events)
+    # gap [2000, 5000): before the launch ended (4100) 2100 ns, of which the sync covers
+    # [2000, 3000); then 900 ns of launch latency. [6000, 6500): launched at 5600, so all
+    # latency. [7000, 8000): K4 has no launch call.
+    assert _parts(whole) == {"host_launch": [1100], "sync_wait": [1000],
+                             "launch_latency": [1400], "no_host_data": [1000]}
+    per_step = idle_breakdown(parts, t.events, t.steps)
+    assert per_step["step"].to_list() == [0, 1]
+    # step 0 also holds [0, 1000) before K1: host until 600, then latency
+    assert _parts(per_step) == {"host_launch": [1700, 0], "sync_wait": [1000, 0],
+                                "launch_latency": [800, 1000], "no_host_data": [0, 2000]}
+
+
+def test_planted_trace_through_the_xspace_reader(tmp_path: Path) -> None:
+    """The same construction written as XSpace and read back gives the same parts."""
+    path = tmp_path / "planted.xplane.pb"
+    write(planted(), path)
+    t = tracelens.load(path)
+    assert t.host_events.filter(pl.col("correlation_id").is_not_null()).height == 4
+    whole = idle_breakdown(idle_intervals(t.events, t.host_events), t.events)
+    assert _parts(whole) == {"host_launch": [1100], "sync_wait": [1000],
+                             "launch_latency": [1400], "no_host_data": [1000]}
+
+
+def _check_sums(t: Trace) -> None:
+    parts = idle_intervals(t.events, t.host_events)
+    total = pl.sum_horizontal([f"{p}_ns" for p in IDLE_PARTS])
+    tl = device_breakdown(t.events).timeline.select(*DEVICE_KEYS, "idle_ns")
+    got = tl.join(idle_breakdown(parts, t.events), on=DEVICE_KEYS, how="left").fill_null(0)
+    assert got.filter(pl.col("idle_ns") != total).is_empty()
+    if t.steps.height:
+        active = t.events.select(DEVICE_KEYS).unique()
+        st = step_breakdown(t.events, t.steps, active).timeline.select(*DEVICE_KEYS, "step",
+                                                                       "idle_ns")
+        got = st.join(idle_breakdown(parts, t.events, t.steps), on=[*DEVICE_KEYS, "step"],
+                      how="left").fill_null(0)
+        assert got.filter(pl.col("idle_ns") != total).is_empty()
+
+
+@pytest.mark.parametrize("name", sorted(GPU_TRACES.values()))
+def test_parts_add_up_on_real_traces(name: str) -> None:
+    t = tracelens.load(real_trace(name))
+    _check_sums(t)
+    # these traces carry every launch call: nothing is left unattributed inside the span
+    whole = idle_breakdown(idle_intervals(t.events, t.host_events), t.events)
+    assert whole["no_host_data_ns"].sum() == 0
+    assert whole["host_launch_ns"].sum() > 0
+
+
+@pytest.mark.parametrize("sample", ["mi300x_8gpu_llama_step.xplane.pb",
+                                    "mi355x_8gpu_llama_fsdp.xplane.pb",
+                                    "h100_8gpu_moe_ddp.xplane.pb", "mi355x_2x8gpu_straggler"])
+def test_parts_add_up_on_samples(sample: str) -> None:
+    _check_sums(tracelens.load(SAMPLES / sample))
+
+
+def test_parts_add_up_on_random_windows() -> None:
+    """Property: over arbitrary windows (as steps), the parts add up to each window's idle."""
+    import random
+
+    t = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    lo, hi = t.events["start_ns"].min(), t.events["end_ns"].max()
+    rng = random.Random(5)
+    for _ in range(5):
+        cuts = sorted(rng.sample(range(lo - 1000, hi + 1000), 6))
+        steps = pl.DataFrame({"rank": [0] * 3, "step": [0, 1, 2],
+                              "start_ns": cuts[0::2], "end_ns": cuts[1::2]},
+                             schema={"rank": pl.Int32, "step": pl.Int32, "start_ns": pl.Int64,
+                                     "end_ns": pl.Int64})
+        _check_sums(Trace(events=t.events, host_events=t.host_events,
+                          steps=steps.with_columns(source=pl.lit("test")),
+                          devices=t.devices))
