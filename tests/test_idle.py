@@ -123,3 +123,31 @@ def test_parts_add_up_on_random_windows() -> None:
         _check_sums(Trace(events=t.events, host_events=t.host_events,
                           steps=steps.with_columns(source=pl.lit("test")),
                           devices=t.devices))
+
+
+def test_subtract_equals_brute_force() -> None:
+    """``intervals.subtract`` against a point-by-point construction on random small sets."""
+    import random
+
+    from tracelens.analyze.intervals import subtract
+
+    rng = random.Random(11)
+    for _ in range(40):
+        def rand(n: int) -> list[tuple[int, int]]:
+            out = []
+            for _ in range(n):
+                s = rng.randrange(0, 60)
+                out.append((s, s + rng.randrange(0, 15)))
+            return out
+        a, b = rand(rng.randrange(0, 6)), rand(rng.randrange(0, 6))
+        want = {t for s, e in a for t in range(s, e)} - {t for s, e in b for t in range(s, e)}
+        frame = lambda iv: pl.DataFrame({"k": [0] * len(iv), "start_ns": [s for s, _ in iv],  # noqa: E731
+                                         "end_ns": [e for _, e in iv]},
+                                        schema={"k": pl.Int64, "start_ns": pl.Int64,
+                                                "end_ns": pl.Int64})
+        got = subtract(frame(a), frame(b), ["k"])
+        pts = {t for s, e in got.select("start_ns", "end_ns").rows() for t in range(s, e)}
+        assert pts == want
+        starts, ends = got["start_ns"].to_list(), got["end_ns"].to_list()
+        assert all(e > s for s, e in zip(starts, ends))
+        assert all(ends[i] < starts[i + 1] for i in range(len(starts) - 1))  # maximal

@@ -380,5 +380,65 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
         click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)", err=True)
 
 
+def _writable(path: Path, paths: tuple[Path, ...], flag: str) -> None:
+    """Fail before reading the inputs when ``path`` cannot be an output file."""
+    if path.exists() and path.is_dir():
+        raise click.UsageError(f"{flag} {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise TraceInputError(path, f"cannot write: folder {path.parent} does not exist")
+    resolved = path.resolve()
+    if any(p.exists() and p.resolve() == resolved for p in paths):
+        raise click.UsageError(f"{flag} {path} is one of the inputs")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=None,
+              help="Write a table here; the format from the extension: .parquet (default), "
+                   ".csv, .jsonl.")
+@click.option("--table", type=click.Choice(["events", "kernels", "steps", "devices",
+                                            "collectives"]), default="events",
+              show_default=True, help="Which table -o writes.")
+@click.option("--perfetto", type=click.Path(path_type=Path), default=None,
+              help="Write a Chrome/Perfetto trace-event file (.json or .json.gz).")
+@common_options
+@guarded
+def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: Path | None,
+           rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+    """Take the data away: an event or statistics table, or a timeline for Perfetto."""
+    from tracelens.analyze.tables import build_table, counter_intervals
+    from tracelens.loader import load
+    from reports.export import format_of, write_table
+    from reports.perfetto import write_perfetto
+
+    if output is None and perfetto is None:
+        raise click.UsageError("give -o FILE (a table) and/or --perfetto FILE (a timeline)")
+    if output is not None:
+        _writable(output, paths, "-o")
+        if output.suffix and format_of(output) is None:
+            raise click.UsageError(f"-o {output}: unknown table format {output.suffix!r} "
+                                   "(.parquet, .csv, .jsonl)")
+    if perfetto is not None:
+        _writable(perfetto, paths, "--perfetto")
+    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
+    try:
+        if output is not None:
+            df = build_table(trace, table)
+            write_table(df, output, table, __version__)
+            if not quiet:
+                click.echo(f"wrote {output} ({table}: {df.height:,} rows)", err=True)
+        if perfetto is not None:
+            n = write_perfetto(trace.events, trace.steps, trace.devices,
+                               counter_intervals(trace), perfetto,
+                               {"tracelens_version": __version__,
+                                "inputs": [s["path"] for s in trace.meta.sources]})
+            if not quiet:
+                click.echo(f"wrote {perfetto} ({n:,} trace events)", err=True)
+    except OSError as exc:
+        target = output if perfetto is None else perfetto
+        raise TraceInputError(getattr(exc, "filename", None) or target,
+                              f"cannot write: {exc.strerror or exc}") from None
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

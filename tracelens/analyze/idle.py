@@ -21,10 +21,10 @@ boundaries like kernels are).
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
-from tracelens.analyze.timeline import DEVICE_KEYS, _window_pieces, clip_to_windows
+from tracelens.analyze.intervals import subtract
+from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 
 IDLE_PARTS: tuple[str, ...] = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
 
@@ -34,7 +34,7 @@ SYNC_CALL = (r"(?i)^(hip|cuda|cu)(Device|Stream|Event|Ctx)Synchronize|"
              r"^(hip|cuda)Memset(D8|D16|D32)?$")
 """Host API calls that block the calling thread until the device catches up."""
 
-_INF = np.iinfo(np.int64).max // 4
+_INF = 2**62  # stands for ±infinity (year 2116 in ns since the epoch)
 
 
 def idle_intervals(events: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFrame:
@@ -58,7 +58,7 @@ def idle_intervals(events: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFr
     host_side = g.filter(has).select(*DEVICE_KEYS, "start_ns", end_ns=cut)
     latency = g.filter(has).select(*DEVICE_KEYS, start_ns=cut, end_ns=pl.col("end_ns"))
     unknown = g.filter(~has).select(*DEVICE_KEYS, "start_ns", "end_ns")
-    sync, pre_launch = _split_by_sync(host_side, _sync_union(host_events))
+    sync, pre_launch = _split_by_sync(host_side, _sync_calls(host_events))
     parts = [pre_launch.with_columns(part=pl.lit("host_launch")),
              sync.with_columns(part=pl.lit("sync_wait")),
              latency.with_columns(part=pl.lit("launch_latency")),
@@ -122,42 +122,17 @@ def _launch_calls(host_events: pl.DataFrame) -> pl.DataFrame:
     return he.group_by("host", "rank", "correlation_id").agg(l_end=pl.col("end_ns").max())
 
 
-def _sync_union(host_events: pl.DataFrame) -> pl.DataFrame:
-    """Merged intervals (per rank) during which some thread was in a synchronizing call."""
-    s = host_events.filter(pl.col("name").str.contains(SYNC_CALL)) \
-        .select("rank", "start_ns", "end_ns").sort("rank", "start_ns")
-    if s.is_empty():
-        return s
-    prev = pl.col("end_ns").cum_max().shift(1).over("rank")
-    s = s.with_columns(_new=(prev.is_null() | (pl.col("start_ns") > prev)).cast(pl.Int64))
-    return s.with_columns(_id=pl.col("_new").cum_sum()).group_by("rank", "_id").agg(
-        pl.col("start_ns").min(), pl.col("end_ns").max()).drop("_id").sort("rank", "start_ns")
+def _sync_calls(host_events: pl.DataFrame) -> pl.DataFrame:
+    """(rank, start, end) of every synchronizing call (they may overlap: threads)."""
+    return host_events.filter(pl.col("name").str.contains(SYNC_CALL)) \
+        .select("rank", "start_ns", "end_ns")
 
 
 def _split_by_sync(host_side: pl.DataFrame, sync: pl.DataFrame
                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(pieces of ``host_side`` inside the sync union, the rest): exact interval algebra."""
+    """(pieces of ``host_side`` inside the union of their rank's sync calls, the rest)."""
     if sync.is_empty() or host_side.is_empty():
         return host_side.head(0), host_side
-    rows, win = _window_pieces(host_side, sync)
-    s0 = host_side["start_ns"].to_numpy()
-    e0 = host_side["end_ns"].to_numpy()
-    ws, we = sync["start_ns"].to_numpy(), sync["end_ns"].to_numpy()
-    a = np.maximum(s0[rows], ws[win])
-    b = np.minimum(e0[rows], we[win])
-    keep = b > a
-    rows, a, b = rows[keep], a[keep], b[keep]
-    inside = host_side[rows].with_columns(pl.Series("start_ns", a), pl.Series("end_ns", b))
-    # the rest: each host-side interval minus its (sorted, disjoint) inside pieces
-    lead = host_side.with_row_index("_r").select("_r", *DEVICE_KEYS, "start_ns", "end_ns")
-    cuts = inside.with_columns(_r=pl.Series(rows, dtype=pl.UInt32))
-    # consecutive free pieces: from each boundary's free start to the next inside start
-    cut_start = cuts.group_by("_r").agg(pl.col("start_ns").sort().alias("_cs"),
-                                        pl.col("end_ns").sort().alias("_ce"))
-    free = lead.join(cut_start, on="_r", how="left").with_columns(
-        _fs=pl.concat_list(pl.col("start_ns"), pl.col("_ce").fill_null([])),
-        _fe=pl.concat_list(pl.col("_cs").fill_null([]), pl.col("end_ns")))
-    rest = free.select(*DEVICE_KEYS, "_fs", "_fe").explode("_fs", "_fe").select(
-        *DEVICE_KEYS, start_ns=pl.col("_fs"), end_ns=pl.col("_fe"))
-    return inside.select(*DEVICE_KEYS, "start_ns", "end_ns"), \
-        rest.filter(pl.col("end_ns") > pl.col("start_ns"))
+    per_device = host_side.select(DEVICE_KEYS).unique().join(sync, on="rank")
+    rest = subtract(host_side, per_device, DEVICE_KEYS)
+    return subtract(host_side, rest, DEVICE_KEYS), rest

@@ -131,3 +131,32 @@ def exclusive_times(df: pl.DataFrame, keys: Sequence[str], level_col: str,
                              exclusive_ns=pl.col("_u") - pl.col("_u_prev")))
         prev = cur
     return pl.concat(parts)
+
+
+def subtract(a: pl.DataFrame, b: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """The intervals of ``∪a − ∪b`` per group of ``keys``, as disjoint maximal intervals
+    (columns: keys, start_ns, end_ns; sorted). ``b`` may overlap itself and ``a``.
+
+    One sweep: every start adds 1 to its set's depth and every end takes 1 off; the stretch
+    from one boundary to the next is in the result when ``a``'s depth is positive and ``b``'s
+    is zero after all boundaries at its start are counted. Exact in integer ns.
+    """
+    keys = list(keys)
+    cols = [*keys, "t", "da", "db"]
+    one, zero = pl.lit(1, pl.Int64), pl.lit(0, pl.Int64)
+    pts = pl.concat([
+        a.select(*keys, t=pl.col("start_ns"), da=one, db=zero),
+        a.select(*keys, t=pl.col("end_ns"), da=-one, db=zero),
+        b.select(*keys, t=pl.col("start_ns"), da=zero, db=one),
+        b.select(*keys, t=pl.col("end_ns"), da=zero, db=-one),
+    ]).select(cols)
+    state = pts.group_by(*keys, "t").agg(pl.col("da").sum(), pl.col("db").sum()) \
+        .sort(*keys, "t").with_columns(ca=pl.col("da").cum_sum().over(keys),
+                                       cb=pl.col("db").cum_sum().over(keys),
+                                       nxt=pl.col("t").shift(-1).over(keys))
+    seg = state.filter((pl.col("ca") > 0) & (pl.col("cb") == 0) & pl.col("nxt").is_not_null())
+    seg = seg.select(*keys, start_ns=pl.col("t"), end_ns=pl.col("nxt"))
+    # stretches that touch (a boundary of the other set in between) become one interval
+    new = (pl.col("start_ns") != pl.col("end_ns").shift(1).over(keys)).fill_null(True)
+    return seg.with_columns(_run=new.cum_sum()).group_by(*keys, "_run", maintain_order=True) \
+        .agg(pl.col("start_ns").first(), pl.col("end_ns").last()).drop("_run")

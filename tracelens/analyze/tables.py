@@ -1,0 +1,104 @@
+"""The tables ``tracelens export`` writes: the event frame and per-kernel, per-step,
+per-device and per-collective tables, each one polars frame with a stable column order.
+
+They are the analyses' own frames (no re-computation): the timeline breakdown of
+``analyze.timeline`` with the idle parts of ``analyze.idle``, and the collective activities of
+``analyze.collectives``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracelens.analyze.collectives import collective_activities, match_instances
+from tracelens.analyze.idle import idle_breakdown, idle_intervals
+from tracelens.analyze.timeline import DEVICE_KEYS, device_breakdown, step_breakdown
+from tracelens.model import Trace
+
+TABLES: tuple[str, ...] = ("events", "kernels", "steps", "devices", "collectives")
+
+
+def kernel_stats(events: pl.DataFrame) -> pl.DataFrame:
+    """Per kernel name (and its category, kind and rule): count, total, mean, min, p50, p90,
+    max of the durations in ns and the number of devices it ran on; by total time, then name.
+
+    Percentiles are the nearest-rank values of the durations (a real kernel's duration, not an
+    interpolation)."""
+    keys = ["name", "kind", "category", "subcategory", "rule"]
+    dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
+    if events.is_empty():
+        return events.select(*keys).with_columns(
+            *[pl.lit(None, pl.Int64).alias(c) for c in
+              ("count", "total_ns", "min_ns", "p50_ns", "p90_ns", "max_ns", "devices")],
+            mean_ns=pl.lit(None, pl.Float64))
+    dev = pl.struct(DEVICE_KEYS)
+    return events.select(*keys, *DEVICE_KEYS, dur).group_by(keys).agg(
+        count=pl.len().cast(pl.Int64), total_ns=pl.col("_d").sum(),
+        mean_ns=pl.col("_d").mean(), min_ns=pl.col("_d").min(),
+        p50_ns=pl.col("_d").quantile(0.5, "nearest").cast(pl.Int64),
+        p90_ns=pl.col("_d").quantile(0.9, "nearest").cast(pl.Int64),
+        max_ns=pl.col("_d").max(), devices=dev.n_unique().cast(pl.Int64),
+    ).sort(["total_ns", "name", "kind", "rule"], descending=[True, False, False, False],
+           nulls_last=True).select(*keys, "count", "total_ns", "mean_ns", "min_ns", "p50_ns",
+                                   "p90_ns", "max_ns", "devices")
+
+
+def device_table(trace: Trace) -> pl.DataFrame:
+    """Per active device: its identity, the timeline numbers and the idle parts."""
+    ev = trace.events
+    tl = device_breakdown(ev).timeline.drop("first_ns", "last_ns", strict=False)
+    idle = idle_breakdown(idle_intervals(ev, trace.host_events), ev)
+    info = trace.devices.select(*DEVICE_KEYS, "vendor", "arch", "product", "spec_id")
+    return info.join(tl, on=DEVICE_KEYS, how="inner").join(
+        idle, on=DEVICE_KEYS, how="left").with_columns(
+        pl.col(c).fill_null(0) for c in idle.columns if c.endswith("_ns")).sort(DEVICE_KEYS)
+
+
+def step_table(trace: Trace) -> pl.DataFrame:
+    """Per active device and step: the step window, the timeline numbers and idle parts."""
+    ev = trace.events
+    active = ev.select(DEVICE_KEYS).unique()
+    tl = step_breakdown(ev, trace.steps, active).timeline
+    idle = idle_breakdown(idle_intervals(ev, trace.host_events), ev, trace.steps)
+    keys = [*DEVICE_KEYS, "step"]
+    return tl.join(idle, on=keys, how="left").with_columns(
+        pl.col(c).fill_null(0) for c in idle.columns if c.endswith("_ns")).sort(
+        [*keys, "start_ns"])
+
+
+def collective_table(trace: Trace) -> pl.DataFrame:
+    """Per collective activity: its event columns, type, exposure, bandwidth, instance
+    (the k-th execution of its op), arrival skew and wait."""
+    acts = match_instances(collective_activities(trace.events))
+    return acts.sort([*DEVICE_KEYS, "start_ns", "stream", "name"])
+
+
+def build_table(trace: Trace, name: str) -> pl.DataFrame:
+    """One of :data:`TABLES` for ``trace``."""
+    if name == "events":
+        return trace.events
+    if name == "kernels":
+        return kernel_stats(trace.events)
+    if name == "steps":
+        return step_table(trace)
+    if name == "devices":
+        return device_table(trace)
+    if name == "collectives":
+        return collective_table(trace)
+    raise ValueError(f"unknown table {name!r} (known: {', '.join(TABLES)})")
+
+
+def counter_intervals(trace: Trace) -> pl.DataFrame:
+    """Per device, the intervals of exposed communication (COMM − COMP) and of idle time
+    (the span − every activity), as ``track`` ``exposed_comm`` / ``idle``."""
+    from tracelens.analyze.intervals import subtract
+    from tracelens.model import COMPUTE_CATEGORIES
+
+    ev = trace.events.select(*DEVICE_KEYS, "category", "start_ns", "end_ns")
+    comp = ev.filter(pl.col("category").is_in(COMPUTE_CATEGORIES))
+    comm = ev.filter(pl.col("category") == "collective")
+    spans = ev.group_by(DEVICE_KEYS).agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+    return pl.concat([
+        subtract(comm, comp, DEVICE_KEYS).with_columns(track=pl.lit("exposed_comm")),
+        subtract(spans, ev, DEVICE_KEYS).with_columns(track=pl.lit("idle")),
+    ]).select(*DEVICE_KEYS, "track", "start_ns", "end_ns")
