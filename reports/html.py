@@ -29,8 +29,10 @@ from markupsafe import Markup
 
 from reports import figures as F
 from reports import figures_hw as H
+from reports.figures_window import step_timeline_figure
 from reports.palette import color
 from reports.summary import category_totals
+from tracelens.analyze.window import TimelineWindow
 
 TEMPLATES = Path(__file__).parent / "templates"
 SIZE_BUDGET_BYTES = 5_000_000  # the 8-GPU sample's report (docs/report.md)
@@ -143,7 +145,8 @@ def _roofline_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def build_context(summary: dict[str, Any], collectives: dict[str, Any] | None,
-                  title: str | None, generated: str | None) -> dict[str, Any]:
+                  title: str | None, generated: str | None,
+                  window: TimelineWindow | None = None) -> dict[str, Any]:
     h = summary["headline"]
     many_hosts = h["hosts"] > 1
     link_gb = H.link_peak_gb_per_s(summary)
@@ -156,6 +159,7 @@ def build_context(summary: dict[str, Any], collectives: dict[str, Any] | None,
         "roofline": H.roofline_figure(summary),
         "coll_time": H.collective_time_figure(collectives),
         "coll_busbw": H.collective_busbw_figure(collectives, link_gb),
+        "step_timeline": step_timeline_figure(window, many_hosts),
     }
     mfu, mfu_label = headline_mfu(summary)
     roof = _roofline_rows(summary)
@@ -193,13 +197,15 @@ def build_context(summary: dict[str, Any], collectives: dict[str, Any] | None,
         "css": Markup((TEMPLATES / "report.css").read_text("utf-8")),
         "app_js": Markup((TEMPLATES / "report.js").read_text("utf-8")),
         "version": summary.get("tracelens_version", ""),
+        "window": window,
     }
 
 
 def render_html(summary: dict[str, Any], collectives: dict[str, Any] | None = None,
-                title: str | None = None, generated: str | None = None) -> str:
-    """The report as one HTML document (str)."""
+                title: str | None = None, generated: str | None = None,
+                window: TimelineWindow | None = None) -> str:
+    """The report as one HTML document (str); ``window`` adds the step timeline."""
     if generated is None:
         generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    ctx = build_context(summary, collectives, title, generated)
+    ctx = build_context(summary, collectives, title, generated, window)
     return _env().get_template("report.html.j2").render(**ctx)

@@ -338,6 +338,8 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
            step: int | None, top: int, gpu: str | None, gpu_specs: Path | None,
            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """One self-contained HTML report (charts and tables; opens offline)."""
+    from dataclasses import replace
+
     import polars as pl
 
     from tracelens.analyze.collectives import collectives_report
@@ -371,7 +373,11 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     if step is not None:
         events = clip_to_windows(events, steps)
     coll = collectives_report(events, trace.meta.alignment)
-    html = render_html(summary, coll, title=title)
+    from tracelens.analyze.window import timeline_window
+    shown = trace if device is None else replace(
+        trace, events=trace.events.filter(pl.col("device") == device))
+    window = timeline_window(shown, step=step, max_devices=4, max_events=1500)
+    html = render_html(summary, coll, title=title, window=window)
     try:
         output.write_text(html, encoding="utf-8")
     except OSError as exc:
