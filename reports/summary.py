@@ -53,7 +53,42 @@ def category_totals(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (-r["exclusive_ns"], CATEGORIES.index(r["category"])))
 
 
-def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+MAX_DEVICE_ROWS = 16
+"""Beyond this many devices, per-device tables show the median, best and worst device and the
+outliers (``--all`` shows every row)."""
+
+OUTLIER_POINTS = 5.0
+"""A device is an outlier when its share of compute, exposed communication, exposed memory or
+idle time differs from the median device's by more than this many percentage points."""
+
+_SHARES = ("compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns")
+
+
+def _shares(t: dict[str, Any]) -> tuple[float, ...]:
+    return tuple(100.0 * t[k] / t["span_ns"] if t["span_ns"] else 0.0 for k in _SHARES)
+
+
+def representative(items: list[dict[str, Any]], all_rows: bool
+                   ) -> list[tuple[str, dict[str, Any]]]:
+    """(role, item) rows for a per-device table: every item, or, past MAX_DEVICE_ROWS, the
+    median, best and worst device by compute share (ties by position) and every outlier."""
+    if all_rows or len(items) <= MAX_DEVICE_ROWS:
+        return [("", d) for d in items]
+    shares = [_shares(d["timeline"]) for d in items]
+    order = sorted(range(len(items)), key=lambda i: (shares[i][0], i))
+    med = order[(len(order) - 1) // 2]
+    best = min(range(len(items)), key=lambda i: (-shares[i][0], i))
+    picks = {med: "median", best: "best", order[0]: "worst"}
+    for i in range(len(items)):
+        if i not in picks and max(abs(a - b) for a, b in zip(shares[i], shares[med])) \
+                > OUTLIER_POINTS:
+            picks[i] = "outlier"
+    rank = {"median": 0, "best": 1, "worst": 2, "outlier": 3}
+    return [(picks[i], items[i]) for i in sorted(picks, key=lambda i: (rank[picks[i]], i))]
+
+
+def _tables(summary: dict[str, Any], all_rows: bool = False
+            ) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) for every table, shared by the terminal and Markdown output."""
     h = summary["headline"]
     many_hosts = h["hosts"] > 1
@@ -87,22 +122,28 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
     products = {d["product"] or d["arch"] or "-" for d in summary["devices"]}
     show_product = len(products) > 1
     rows = []
-    for d in summary["devices"]:
+    shown = representative(summary["devices"], all_rows)
+    cut = len(shown) < len(summary["devices"])
+    for role, d in shown:
         t = d["timeline"]
-        rows.append([_device_label(d, many_hosts)]
+        rows.append([(f"{role}: " if role else "") + _device_label(d, many_hosts)]
                     + ([d["product"] or d["arch"] or "-"] if show_product else [])
                     + [ms(t["span_ns"]), ms(t["busy_ns"]), pct(t["compute_ns"], t["span_ns"]),
                        pct(t["exposed_comm_ns"], t["span_ns"]),
                        pct(t["exposed_memory_ns"], t["span_ns"]),
                        pct(t["idle_ns"], t["span_ns"]), ms(t["comm_ns"]), ms(t["memory_ns"]),
                        _frac(d.get("mfu"))])
-    tables.append(("Per-device timeline (shares of span)",
+    tables.append(("Per-device timeline (shares of span)" + (
+        f"; {len(shown)} of {len(summary['devices'])} devices: median, best, worst by compute "
+        f"share and those with a share more than {OUTLIER_POINTS:g} points from the median (--all for "
+        "every device)" if cut else ""),
                    ["device"] + (["product"] if show_product else [])
                    + ["span ms", "busy ms", "compute", "exp. comm", "exp. mem", "idle",
                       "comm ms", "mem ms", "MFU"], rows))
-    idle_rows = [[_device_label(d, many_hosts), ms(t["idle_ns"]),
+    idle_rows = [[(f"{role}: " if role else "") + _device_label(d, many_hosts),
+                  ms(t["idle_ns"]),
                   *[pct(t["idle_breakdown"][f"{p}_ns"], t["idle_ns"]) for p in IDLE_PARTS]]
-                 for d in summary["devices"] for t in [d["timeline"]] if t["idle_ns"]]
+                 for role, d in shown for t in [d["timeline"]] if t["idle_ns"]]
     if idle_rows:
         tables.append(("Why idle (shares of idle time; README: idle breakdown)",
                        ["device", "idle ms", "host launch", "sync wait", "launch latency",
@@ -113,10 +154,11 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                    [[c["category"], f"{c['count']:,}", ms(c["sum_ns"]), ms(c["exclusive_ns"]),
                      pct(c["exclusive_ns"], busy)] for c in category_totals(summary)]))
     step_rows = []
-    for d in summary["devices"]:
+    for role, d in shown:
         for s in d["steps"]:
             t = s["timeline"]
-            step_rows.append([_device_label(d, many_hosts), str(s["step"]), ms(t["span_ns"]),
+            step_rows.append([(f"{role}: " if role else "") + _device_label(d, many_hosts),
+                              str(s["step"]), ms(t["span_ns"]),
                               pct(t["busy_ns"], t["span_ns"]),
                               pct(t["exposed_comm_ns"], t["span_ns"]),
                               pct(t["idle_ns"], t["span_ns"]), _frac(s.get("mfu"))])
@@ -184,8 +226,8 @@ def _peaks_line(summary: dict[str, Any]) -> str:
     return "; ".join(seen.values())
 
 
-def render_table(summary: dict[str, Any], console: Console) -> None:
-    for title, header, rows in _tables(summary):
+def render_table(summary: dict[str, Any], console: Console, all_rows: bool = False) -> None:
+    for title, header, rows in _tables(summary, all_rows):
         table = Table(title=title, title_justify="left", show_header=title != "Summary")
         widths = [max([len(col)] + [len(str(r[i])) for r in rows]) for i, col in enumerate(header)]
         flex = next((c for c in ("kernel", "op") if c in header), None)
@@ -213,9 +255,9 @@ def _md_cell(value: str) -> str:
             .replace(">", "&gt;").replace("\n", " "))
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
+def render_markdown(summary: dict[str, Any], all_rows: bool = False) -> str:
     out = [f"# tracelens summary ({', '.join(i['path'] for i in summary['inputs'])})", ""]
-    for title, header, rows in _tables(summary):
+    for title, header, rows in _tables(summary, all_rows):
         out += [f"## {title}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
                 "|" + "---|" * len(header)]
         out += ["| " + " | ".join(_md_cell(str(c)) for c in row) + " |" for row in rows]

@@ -151,3 +151,21 @@ def test_subtract_equals_brute_force() -> None:
         starts, ends = got["start_ns"].to_list(), got["end_ns"].to_list()
         assert all(e > s for s, e in zip(starts, ends))
         assert all(ends[i] < starts[i + 1] for i in range(len(starts) - 1))  # maximal
+
+
+def test_big_jobs_show_representative_devices() -> None:
+    """Past 16 devices the tables show median, best, worst and outliers; --all every row."""
+    from reports.summary import MAX_DEVICE_ROWS, representative
+
+    def dev(i: int, compute: int, idle: int) -> dict:
+        return {"device": i, "timeline": {"span_ns": 100, "compute_ns": compute,
+                                          "exposed_comm_ns": 100 - compute - idle,
+                                          "exposed_memory_ns": 0, "idle_ns": idle}}
+    devs = [dev(i, 60 + (i % 3), 10) for i in range(40)]
+    devs[17] = dev(17, 61, 30)  # idle 20 points above the others: an outlier
+    rows = representative(devs, all_rows=False)
+    roles = {role: d["device"] for role, d in rows}
+    assert [r for r, _ in rows] == ["median", "best", "worst", "outlier"]
+    assert roles["worst"] == 0 and roles["best"] == 2 and roles["outlier"] == 17
+    assert len(representative(devs, all_rows=True)) == 40
+    assert len(representative(devs[:MAX_DEVICE_ROWS], all_rows=False)) == MAX_DEVICE_ROWS
