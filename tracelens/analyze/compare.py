@@ -85,8 +85,10 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
     cols = ["category", "match", *[f"{s}_{c}" for s in ("base", "new")
                                    for c in (*_SIDE_COLS, "kernels")]]
     matched = pl.concat([by_key.select(cols), by_op.select(cols), by_name.select(cols)],
-                        how="vertical_relaxed")
-    return matched, only_a, only_b
+                        how="vertical_relaxed").sort(
+        "category", "match", "base_program", "base_op", "base_name", nulls_last=True)
+    order = ["category", "key"]
+    return matched, only_a.sort(order), only_b.sort(order)
 
 
 def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> dict[str, Any]:

@@ -213,7 +213,7 @@ def _warnings(a: RunProfile, b: RunProfile, eff: float | None, strong: bool) -> 
         out.append(f"runs go from {a.devices} down to {b.devices} devices: the larger run is the "
                    "baseline here, so 'lost' time is what the smaller run loses against it; "
                    "give runs in increasing device count to diagnose scaling")
-    if eff is not None and eff > 1.0:
+    elif eff is not None and eff > 1.0:
         if strong:
             out.append(f"efficiency {100 * eff:.0f}% is above 100%: the step shrank more than "
                        f"the device ratio {a.devices} → {b.devices}, so the runs probably do "
