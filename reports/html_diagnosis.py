@@ -14,14 +14,20 @@ from reports.html import TEMPLATES, _env, plotly_js, script_json
 from reports.palette import color
 
 
+STRAGGLER_WAIT_COLOR = "#7b1a1a"  # dark red: communication time spent waiting for a peer
+
+
 def _component_color(component: str) -> str:
     kind, _, what = component.partition(":")
+    if kind == "straggler_wait":
+        return STRAGGLER_WAIT_COLOR
     return color(what if kind == "compute" else kind)
 
 
 def _component_label(component: str) -> str:
     kind, _, what = component.partition(":")
     return {"compute": f"{what} compute", "exposed_comm": f"exposed {what}",
+            "straggler_wait": f"waiting in {what} for the last arrival",
             "exposed_memory": "exposed memory", "idle": "idle"}.get(kind, component)
 
 

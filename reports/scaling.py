@@ -26,7 +26,23 @@ def _signed_ms(ns: float | None) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.0f}%"
+    return "-" if x is None else f"{round(100 * x)}%"  # an int: never "-0%"
+
+
+def _kernel_label(k: dict[str, Any]) -> str:
+    """The kernel's name; the base name too when it differs; how many kernels a row holds."""
+    text = short_name(k["name"])
+    if k.get("base_name") not in (None, k["name"]):
+        text += f" (base: {short_name(k['base_name'], 60)})"
+    n = max(k.get("kernels") or 1, k.get("base_kernels") or 1, k.get("new_kernels") or 1)
+    return text + (f" (+{n - 1} more of this op)" if n > 1 and k.get("match") == "op" else
+                   f" ({n} kernels)" if n > 1 else "")
+
+
+def _match_label(k: dict[str, Any]) -> str:
+    if k["match"] != "op":
+        return "name"
+    return f"op {k['op']}" + (f" in {k['program']}" if k.get("program") else "")
 
 
 def compare_tables(rep: dict[str, Any]) -> Tables:
@@ -42,14 +58,17 @@ def compare_tables(rep: dict[str, Any]) -> Tables:
                 ["component", "base", "new", "delta"],
                 [[c["component"], _ms(c["base_ns"]), _ms(c["new_ns"]), _signed_ms(c["delta_ns"])]
                  for c in rep["components"] if c["base_ns"] or c["new_ns"]]))
-    out.append(("Kernels with the largest change (ms per device-step)",
-                ["kernel", "category", "base", "new", "delta"],
-                [[short_name(k["name"]), k["category"] or "-", _ms(k["base_ns"]),
+    m = rep["matching"]
+    out.append(("Kernels with the largest change (ms per device-step; matched by HLO op, "
+                f"then name: {m['by_op']} by op, {m['by_name']} by name, {m['changed']} "
+                f"changed, {m['only_base']} only in base, {m['only_new']} only in new)",
+                ["kernel", "category", "matched by", "base", "new", "delta"],
+                [[_kernel_label(k), k["category"] or "-", _match_label(k), _ms(k["base_ns"]),
                   _ms(k["new_ns"]), _signed_ms(k["delta_ns"])] for k in rep["kernels"]]))
     for side in ("only_base", "only_new"):
         if rep[side]:
             out.append((f"Kernels only in {side[5:]}", ["kernel", "category", "ms per step"],
-                        [[short_name(k["name"]), k["category"] or "-", _ms(k["ns_per_step"])]
+                        [[_kernel_label(k), k["category"] or "-", _ms(k["ns_per_step"])]
                          for k in rep[side]]))
     return out
 
@@ -62,8 +81,10 @@ def scaling_tables(rep: dict[str, Any]) -> Tables:
         title = (f"{t['from']} → {t['to']} ({t['devices'][0]} → {t['devices'][1]} devices, "
                  f"{t['mode']} scaling efficiency {_pct(t['efficiency'])}, lost "
                  f"{_signed_ms(t['delta_ns'])} ms per step)")
+        if t.get("warnings"):
+            out.append(("Warnings", ["", ""], [["!", w] for w in t["warnings"]]))
         out.append((title, ["", ""], [[str(i + 1), v] for i, v in enumerate(t["verdict"])]))
-        out.append(("Causes (ms per step; shares of the lost time)",
+        out.append(("Causes (ms per step and device; shares of the lost time)",
                     ["component", "delta", "share"],
                     [[c["component"], _signed_ms(c["delta_ns"]), _pct(c["share"])]
                      for c in t["causes"] if abs(c["delta_ns"]) >= 0.5]))

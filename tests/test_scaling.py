@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -18,12 +19,13 @@ T0 = 1_790_000_000_000_000_000
 
 
 def job(path: Path, hosts: int = 1, gpus: int = 8, gemm: int = 400_000, ew: int = 50_000,
-        allgather: int = 300_000, allreduce: int = 100_000, straggler: tuple | None = None,
-        delay: int = 0, steps: int = 3) -> Path:
+        allgather: int = 300_000, allreduce: int = 100_000,
+        straggler: tuple | list[tuple] | None = None, delay: int = 0, steps: int = 3) -> Path:
     """Per step and device: GEMM then elementwise on stream 1; an all-gather on stream 2
     starting with the GEMM (hidden while shorter than GEMM + elementwise), then an all-reduce
     on stream 2 after the compute. The straggler's GEMM is ``delay`` longer; everyone's
-    all-reduce ends together, so the others wait ``delay`` inside it."""
+    all-reduce ends together, so the others wait ``delay`` inside it. A list of stragglers
+    takes turns, one per step."""
     run = path / "plugins" / "profile" / "run1"
     run.mkdir(parents=True)
     for h in range(hosts):
@@ -32,8 +34,10 @@ def job(path: Path, hosts: int = 1, gpus: int = 8, gemm: int = 400_000, ew: int 
             compute_end = t + 10 + gemm + ew
             ag_end = t + 10 + allgather
             ar_start = max(compute_end, ag_end)
+            slow_one = straggler[s % len(straggler)] if isinstance(straggler, list) \
+                else straggler
             for d in range(gpus):
-                slow = delay if (h, d) == straggler else 0
+                slow = delay if (h, d) == slow_one else 0
                 acts += [
                     Activity(d, 1, GEMM, t + 10, gemm + slow, {"hlo_op": "custom-call.1"}),
                     Activity(d, 1, "loop_add_fusion.kd", t + 10 + gemm + slow, ew,
@@ -116,9 +120,12 @@ def test_compare_with_itself_and_fail_above(tmp_path: Path) -> None:
 def test_kernel_matching_by_normalized_name_and_op(tmp_path: Path) -> None:
     from tracelens.analyze.scaling import normalize_kernel
 
-    assert normalize_kernel("loop_add_fusion_3.kd") == "loop_add_fusion"
-    assert normalize_kernel("input_reduce_fusion.12") == "input_reduce_fusion"
-    assert normalize_kernel("fusion.3.clone") == "fusion"
+    # only suffixes that never tell two kernels apart are stripped; numbers name fusions
+    assert normalize_kernel("loop_add_fusion_3.kd") == "loop_add_fusion_3"
+    assert normalize_kernel("input_reduce_fusion.12") == "input_reduce_fusion.12"
+    assert normalize_kernel("fusion.3.clone") == "fusion.3"
+    assert normalize_kernel("fusion_3_clone_1.kd") == "fusion_3"
+    assert normalize_kernel("elementwise_kernel [clone .kd]") == "elementwise_kernel"
     base = job(tmp_path / "a")
     new = tmp_path / "b"
     run = new / "plugins" / "profile" / "run1"
@@ -128,8 +135,17 @@ def test_kernel_matching_by_normalized_name_and_op(tmp_path: Path) -> None:
     (run / "node0.xplane.pb").write_bytes(src.replace(b"MT256x256x64", b"MT128x256x64"))
     _, rep = run_json("compare", str(base), str(new))
     assert not rep["only_base"] and not rep["only_new"]
-    assert any("MT128x256x64" in k["name"] and "MT256x256x64" in k["base_name"]
-               for k in rep["kernels"])
+    assert rep["kernels"] == []  # matched, and nothing changed
+    from tracelens.analyze.compare import match_kernels
+    from tracelens.analyze.scaling import profile
+    from tracelens.loader import load
+
+    matched, only_a, only_b = match_kernels(profile(load([base])).kernels,
+                                            profile(load([new])).kernels)
+    assert only_a.is_empty() and only_b.is_empty()
+    tile = matched.filter(pl.col("new_name").str.contains("MT128x256x64"))
+    assert tile.height == 1 and "MT256x256x64" in tile["base_name"][0]
+    assert tile["match"][0] == "op" and tile["base_op"][0] == "custom-call.1"
 
 
 def test_html_output_of_compare_and_scaling(tmp_path: Path) -> None:
@@ -166,3 +182,123 @@ def test_synthetic_straggler_pair_names_the_slow_device(tmp_path: Path) -> None:
     assert t["delta_ns"] > 0
     assert "mi355x-node1/GPU3" in t["verdict"][0]
     assert sum(c["delta_ns"] for c in t["causes"]) == pytest.approx(t["delta_ns"])
+
+
+def test_straggler_wait_is_its_own_cause_and_the_verdict_reads_it(tmp_path: Path) -> None:
+    """15 of 16 devices wait 160 µs for node1/GPU3 in every all-reduce, exposed: per device
+    150 µs of straggler wait (taken out of exposed all-reduce, which does not change), and the
+    straggler's own slower GEMM 10 µs. The verdict says those numbers, per device."""
+    base = job(tmp_path / "a", hosts=2)
+    new = job(tmp_path / "b", hosts=2, straggler=(1, 3), delay=160_000)
+    _, rep = run_json("scaling", str(base), str(new))
+    t = rep["transitions"][0]
+    causes = {c["component"]: c for c in t["causes"]}
+    assert causes["straggler_wait:all-reduce"]["delta_ns"] == 150_000
+    assert causes["straggler_wait:all-reduce"]["share"] == 150_000 / 160_000
+    assert causes["compute:gemm"]["delta_ns"] == 10_000
+    assert causes["exposed_comm:all-reduce"]["delta_ns"] == 0
+    assert t["verdict"] == ["94% of the added step time is waiting for node1/GPU3, which arrives "
+                            "last in 100% of all-reduces (exposed waiting +0.150 ms per step "
+                            "per device)"]
+    straggler = t["stragglers"][0]
+    assert (straggler["host"], straggler["device"]) == ("node1", 3)
+    assert straggler["wait_per_step_ns"] == 150_000  # here every wait is exposed
+    small, big = rep["runs"]
+    assert big["components"]["straggler_wait:all-reduce"] == 150_000
+    assert small["components"]["straggler_wait:all-reduce"] == 0
+    for r in rep["runs"]:
+        assert sum(r["components"].values()) == r["step_ns"]
+
+
+@pytest.fixture(scope="module")
+def synth_8_to_64(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """tracelens.synth: 8 MI355X, then 64 (8 hosts) with node5/GPU3 computing 30% slower."""
+    from parsers.xprof_write import write
+    from tracelens.synth import Scenario, Straggler, build
+
+    root = tmp_path_factory.mktemp("synth_scaling")
+    common = dict(device="mi355x", gpus=8, layers=2, steps=3, seed=1, fsdp=False, overlap=1.0,
+                  batch=16, host_launches=False)
+    write(build(Scenario(hosts=1, **common)).trace, root / "n8")
+    write(build(Scenario(hosts=8, **common,
+                         straggler=Straggler(host=5, device=3, slowdown=1.3))).trace,
+          root / "n64")
+    return root / "n8", root / "n64"
+
+
+def test_scaling_verdict_equals_the_causes_per_device(synth_8_to_64: tuple[Path, Path],
+                                                      tmp_path: Path) -> None:
+    import re
+
+    from reports.scaling import scaling_tables
+
+    n8, n64 = synth_8_to_64
+    _, rep = run_json("scaling", str(n8), str(n64))
+    t = rep["transitions"][0]
+    assert t["devices"] == [8, 64] and t["warnings"] == []
+    step = t["step_ns"][1]
+    assert sum(c["delta_ns"] for c in t["causes"]) == pytest.approx(t["delta_ns"])
+    named = [c for c in t["causes"] if c["share"] >= 0.10]
+    assert [c["component"] for c in named] == ["exposed_comm:all-reduce",
+                                               "straggler_wait:all-reduce"]
+    # one sentence per named cause, in the causes' order, with the causes' share
+    assert len(t["verdict"]) == len(named)
+    for line, c in zip(t["verdict"], named):
+        assert line.startswith(f"{100 * c['share']:.0f}% of the added step time is ")
+    wait = next(c for c in named if c["component"] == "straggler_wait:all-reduce")
+    line = t["verdict"][1]
+    assert "waiting for mi355x-node5/GPU3" in line
+    assert f"+{wait['delta_ns'] / 1e6:.3f} ms per step per device" in line
+    # every time in words is per device: none can exceed the step
+    for ms in re.findall(r"([0-9][0-9,]*\.[0-9]+) ms", " ".join(t["verdict"])):
+        assert float(ms.replace(",", "")) * 1e6 <= step
+    # the table prints the same shares as the verdict
+    causes = next(rows for title, _, rows in scaling_tables(rep) if title.startswith("Causes"))
+    shares = {row[0]: row[2] for row in causes}
+    for line, c in zip(t["verdict"], named):
+        assert line.startswith(shares[c["component"]] + " of the added step time")
+    out = tmp_path / "scaling.html"
+    assert CliRunner().invoke(main, ["scaling", str(n8), str(n64), "--html", str(out)]
+                              ).exit_code == 0
+    page = out.read_text()
+    assert "waiting for mi355x-node5/GPU3" in page and "waiting in all-reduce for the last " \
+        "arrival" in page
+
+
+def test_scaling_json_is_identical_across_processes(synth_8_to_64: tuple[Path, Path],
+                                                    tmp_path: Path) -> None:
+    from tests.test_compare import run_in_process
+
+    args = ["scaling", *map(str, synth_8_to_64), "--format", "json"]
+    assert run_in_process(args, "1") == run_in_process(args, "3")
+    # two stragglers taking turns: tied in every straggler column but their names
+    base = job(tmp_path / "a", hosts=2, steps=4)
+    new = job(tmp_path / "b", hosts=2, steps=4, straggler=[(0, 5), (1, 2)], delay=50_000)
+    args = ["scaling", str(base), str(new), "--format", "json"]
+    out = run_in_process(args, "1")
+    assert run_in_process(args, "2") == out
+    first, second = json.loads(out)["transitions"][0]["stragglers"][:2]
+    assert (first["host"], first["device"], second["host"], second["device"]) == \
+        ("node0", 5, "node1", 2)
+    assert first["wait_ns"] == second["wait_ns"] and first["times_last"] == second["times_last"]
+
+
+def test_scaling_warns_on_decreasing_devices_and_efficiency_above_100(
+        synth_8_to_64: tuple[Path, Path], tmp_path: Path) -> None:
+    n8, n64 = synth_8_to_64
+    _, rep = run_json("scaling", str(n64), str(n8))
+    (warning,) = rep["transitions"][0]["warnings"]
+    assert warning.startswith("runs go from 64 down to 8 devices: the larger run is the baseline")
+    small = job(tmp_path / "small")
+    fast = job(tmp_path / "fast", hosts=2, ew=10_000)  # less work per device: shorter step
+    _, rep = run_json("scaling", str(small), str(fast))
+    t = rep["transitions"][0]
+    assert t["efficiency"] > 1
+    (warning,) = t["warnings"]
+    assert warning.startswith(f"efficiency {100 * t['efficiency']:.0f}% is above 100%: the "
+                              "16-device step is shorter than the 8-device one")
+    res = CliRunner().invoke(main, ["scaling", str(small), str(fast)])
+    assert "is above 100%" in res.output
+    out = tmp_path / "w.html"
+    CliRunner().invoke(main, ["scaling", str(small), str(fast), "--html", str(out)])
+    assert "is above 100%" in out.read_text()

@@ -1,9 +1,19 @@
 """``tracelens compare BASE NEW``: where a change made training slower (or faster).
 
 Both runs are reduced to their profile (``tracelens.analyze.scaling.profile``): the median step
-averaged over devices, split into components that add up to it. Kernels are matched by a
-normalized name (``.kd``, clone and XLA numeric suffixes stripped); kernels left unmatched on
-both sides are then matched by their normalized HLO op when both have one.
+averaged over devices, split into components that add up to it. Kernels are matched one to one,
+only within one category, in this order (README "compare"):
+
+1. by HLO op, where both sides have one, in the same program (or both without a program
+   name): the same (program, op, normalized name),
+   then the same (program, op) with the kernels of that op left on each side taken together
+   (another Tensile tile for the same GEMM; an attention op whose kernels are named per arch);
+2. by normalized name (``.kd`` and clone suffixes stripped, numeric suffixes kept), every
+   kernel of that name left on a side counted together;
+3. the rest is unmatched (``only_base`` / ``only_new``).
+
+Every output list has a total order, ties broken by name, so the JSON is byte-identical from
+run to run.
 """
 
 from __future__ import annotations
@@ -12,65 +22,126 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.analyze.scaling import RunProfile, normalize_kernel, transition
+from tracelens.analyze.scaling import RunProfile, transition
+
+_SIDE_COLS = ("program", "op", "name", "ns_per_step", "count_per_step")
 
 
-def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> dict[str, list[dict[str, Any]]]:
-    ka = a.kernels.rename({"name": "base_name", "op": "base_op", "ns_per_step": "base_ns",
-                           "count_per_step": "base_count", "category": "base_category"})
-    kb = b.kernels.rename({"name": "new_name", "op": "new_op", "ns_per_step": "new_ns",
-                           "count_per_step": "new_count", "category": "new_category"})
-    both = ka.join(kb, on="key", how="full", coalesce=True)
-    only_a = both.filter(pl.col("new_ns").is_null())
-    only_b = both.filter(pl.col("base_ns").is_null())
-    # Second chance: the same HLO op under a different kernel (e.g. another Tensile tile).
-    if only_a.height and only_b.height:
-        oa = only_a.filter(pl.col("base_op").is_not_null()).with_columns(
-            _op=pl.col("base_op").map_elements(normalize_kernel, return_dtype=pl.String))
-        ob = only_b.filter(pl.col("new_op").is_not_null()).with_columns(
-            _op=pl.col("new_op").map_elements(normalize_kernel, return_dtype=pl.String))
-        pairs = oa.select("key", "_op", "base_name", "base_ns", "base_count",
-                          "base_category").join(
-            ob.select(pl.col("key").alias("key_new"), "_op", "new_name", "new_ns",
-                      "new_count", "new_category"), on="_op")
-        pairs = pairs.unique("_op", keep="first").unique("key_new", keep="first")
-        both = pl.concat([both.filter(pl.col("base_ns").is_not_null()
-                                      & pl.col("new_ns").is_not_null()).select(
-            "key", "base_name", "new_name", "base_ns", "new_ns", "base_count", "new_count",
-            "base_category"), pairs.select("key", "base_name", "new_name", "base_ns", "new_ns",
-                                           "base_count", "new_count", "base_category")])
-        only_a = only_a.filter(~pl.col("key").is_in(pairs["key"].implode()))
-        only_b = only_b.filter(~pl.col("key").is_in(pairs["key_new"].implode()))
-    else:
-        both = both.filter(pl.col("base_ns").is_not_null() & pl.col("new_ns").is_not_null())
-    matched = both.with_columns(delta_ns=pl.col("new_ns") - pl.col("base_ns")).sort(
-        pl.col("delta_ns").abs(), descending=True).head(top)
+def _side(df: pl.DataFrame, side: str) -> pl.DataFrame:
+    return df.select("category", "key", *[pl.col(c).alias(f"{side}_{c}") for c in _SIDE_COLS])
+
+
+def _grouped(df: pl.DataFrame, side: str, by: list[str]) -> pl.DataFrame:
+    """A side's remaining kernels, one row per category and ``by``: times and counts summed,
+    the first name in sort order, how many kernels (normalized names) were put together, and
+    program and op when they are the same for all of them (else null)."""
+    p = f"{side}_"
+
+    def single(c: str) -> pl.Expr:
+        return pl.when(pl.col(p + c).n_unique() == 1).then(pl.col(p + c).first())
+
+    return df.sort("category", *by, p + "name", p + "program", p + "op", nulls_last=True) \
+        .group_by("category", *by, maintain_order=True).agg(
+            *[single(c) for c in ("program", "op") if p + c not in by], pl.col(p + "name").min(),
+            pl.col(p + "ns_per_step").sum(), pl.col(p + "count_per_step").sum(),
+            pl.col("key").n_unique().alias(p + "kernels"))
+
+
+def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame,
+                                                                     pl.DataFrame]:
+    """(matched, only_base, only_new) of two ``kernel_frame``s, one to one (module docstring).
+
+    ``matched`` has ``category``, ``match`` ("op" or "name") and every ``base_``/``new_``
+    column; the others have their side's columns.
+    """
+    a, b = _side(base, "base"), _side(new, "new")
+    has_a, has_b = pl.col("base_op").is_not_null(), pl.col("new_op").is_not_null()
+    op_keys = ["category", "base_program", "base_op"]
+    # 1a. same program, op and normalized name
+    by_key = a.filter(has_a).join(
+        b.filter(has_b), left_on=["category", "base_program", "base_op", "key"],
+        right_on=["category", "new_program", "new_op", "key"], coalesce=False,
+        nulls_equal=True)
+    by_key = by_key.drop("key_right").with_columns(match=pl.lit("op"), base_kernels=pl.lit(1),
+                                                   new_kernels=pl.lit(1))
+    a = a.join(by_key.select("category", "base_program", "base_op", "key"),
+               on=["category", "base_program", "base_op", "key"], how="anti", nulls_equal=True)
+    b = b.join(by_key.select("category", "new_program", "new_op", pl.col("key")),
+               on=["category", "new_program", "new_op", "key"], how="anti", nulls_equal=True)
+    # 1b. same program and op: what is left of the op on each side, together
+    ga, gb = _grouped(a.filter(has_a), "base", ["base_program", "base_op"]), \
+        _grouped(b.filter(has_b), "new", ["new_program", "new_op"])
+    by_op = ga.join(gb, left_on=op_keys, right_on=["category", "new_program", "new_op"],
+                    coalesce=False, nulls_equal=True).drop("category_right", strict=False) \
+        .with_columns(match=pl.lit("op"))
+    a = a.join(by_op.select(*op_keys), on=op_keys, how="anti", nulls_equal=True)
+    b = b.join(by_op.select("category", "new_program", "new_op"),
+               on=["category", "new_program", "new_op"], how="anti", nulls_equal=True)
+    # 2. normalized name, per category
+    na, nb = _grouped(a, "base", ["key"]), _grouped(b, "new", ["key"])
+    by_name = na.join(nb, on=["category", "key"]).with_columns(match=pl.lit("name"))
+    only_a = na.join(nb.select("category", "key"), on=["category", "key"], how="anti")
+    only_b = nb.join(na.select("category", "key"), on=["category", "key"], how="anti")
+    cols = ["category", "match", *[f"{s}_{c}" for s in ("base", "new")
+                                   for c in (*_SIDE_COLS, "kernels")]]
+    matched = pl.concat([by_key.select(cols), by_op.select(cols), by_name.select(cols)],
+                        how="vertical_relaxed").sort(
+        "category", "match", "base_program", "base_op", "base_name", nulls_last=True)
+    order = ["category", "key"]
+    return matched, only_a.sort(order), only_b.sort(order)
+
+
+def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> dict[str, Any]:
+    matched, only_a, only_b = match_kernels(a.kernels, b.kernels)
+    matched = matched.with_columns(delta_ns=pl.col("new_ns_per_step")
+                                   - pl.col("base_ns_per_step"))
+    changed = matched.filter((pl.col("delta_ns") != 0)
+                             | (pl.col("new_count_per_step") != pl.col("base_count_per_step")))
+    ident = ["category", "new_name", "base_name", "new_op", "base_op", "new_program",
+             "base_program", "match"]
+    changed = changed.sort([pl.col("delta_ns").abs(), *ident],
+                           descending=[True] + [False] * len(ident), nulls_last=True)
 
     def rows(df: pl.DataFrame, side: str) -> list[dict[str, Any]]:
-        return [{"name": r[f"{side}_name"], "category": r[f"{side}_category"],
-                 "ns_per_step": r[f"{side}_ns"], "count_per_step": r[f"{side}_count"]}
-                for r in df.sort(f"{side}_ns", descending=True).head(top).iter_rows(named=True)]
+        p = f"{side}_"
+        df = df.sort([p + "ns_per_step", "category", p + "name", p + "op", p + "program"],
+                     descending=[True, False, False, False, False], nulls_last=True)
+        return [{"name": r[p + "name"], "category": r["category"], "op": r[p + "op"],
+                 "program": r[p + "program"], "ns_per_step": r[p + "ns_per_step"],
+                 "count_per_step": r[p + "count_per_step"], "kernels": r[p + "kernels"]}
+                for r in df.head(top).iter_rows(named=True)]
 
-    return {"kernels": [{"name": r["new_name"], "base_name": r["base_name"],
-                         "category": r["base_category"], "base_ns": r["base_ns"],
-                         "new_ns": r["new_ns"], "delta_ns": r["delta_ns"],
-                         "base_count": r["base_count"], "new_count": r["new_count"]}
-                        for r in matched.iter_rows(named=True)],
-            "only_base": rows(only_a, "base"), "only_new": rows(only_b, "new")}
+    by = matched.group_by("match").len().sort("match")
+    return {
+        "kernels": [{"name": r["new_name"], "base_name": r["base_name"],
+                     "category": r["category"], "match": r["match"], "op": r["new_op"],
+                     "base_op": r["base_op"], "program": r["new_program"],
+                     "base_program": r["base_program"], "base_ns": r["base_ns_per_step"],
+                     "new_ns": r["new_ns_per_step"], "delta_ns": r["delta_ns"],
+                     "base_count": r["base_count_per_step"],
+                     "new_count": r["new_count_per_step"],
+                     "base_kernels": r["base_kernels"], "new_kernels": r["new_kernels"]}
+                    for r in changed.head(top).iter_rows(named=True)],
+        "only_base": rows(only_a, "base"), "only_new": rows(only_b, "new"),
+        "matching": {"by_op": int(by.filter(pl.col("match") == "op")["len"].sum()),
+                     "by_name": int(by.filter(pl.col("match") == "name")["len"].sum()),
+                     "changed": changed.height, "only_base": only_a.height,
+                     "only_new": only_b.height},
+    }
 
 
 def compare(a: RunProfile, b: RunProfile, top: int = 15) -> dict[str, Any]:
     t = transition(a, b)
     delta_pct = 100.0 * (b.step_ns - a.step_ns) / a.step_ns if a.step_ns else None
     comps = sorted(set(a.components) | set(b.components))
+    rows = [{"component": c, "base_ns": a.components.get(c, 0.0),
+             "new_ns": b.components.get(c, 0.0),
+             "delta_ns": b.components.get(c, 0.0) - a.components.get(c, 0.0)} for c in comps]
     return {
         "base": {"path": a.path, "devices": a.devices, "steps": a.steps, "step_ns": a.step_ns},
         "new": {"path": b.path, "devices": b.devices, "steps": b.steps, "step_ns": b.step_ns},
         "delta_ns": b.step_ns - a.step_ns, "delta_pct": delta_pct,
-        "components": sorted([{"component": c, "base_ns": a.components.get(c, 0.0),
-                               "new_ns": b.components.get(c, 0.0),
-                               "delta_ns": b.components.get(c, 0.0) - a.components.get(c, 0.0)}
-                              for c in comps], key=lambda r: -abs(r["delta_ns"])),
+        "components": sorted(rows, key=lambda r: (-abs(r["delta_ns"]), r["component"])),
         "busbw": t["busbw"], "arrival_skew_ns": t["arrival_skew_ns"],
         **_kernel_table(a, b, top),
         "verdict": t["verdict"],

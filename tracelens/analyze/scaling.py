@@ -2,20 +2,22 @@
 
 A run's *profile* is its median step (the step whose span, averaged over devices, is the
 median), averaged over devices, split into components that add up to the step time exactly:
-``compute:<category>`` (exclusive time of each compute category), ``exposed_comm:<type>``
-(communication no compute hides, per collective type), ``exposed_memory`` and ``idle``.
-A trace without step markers is one window per device (its whole span).
+``compute:<category>`` (exclusive time of each compute category), ``straggler_wait:<type>``
+(time a device sits in a collective waiting for its last participant to arrive, where no
+compute hides it), ``exposed_comm:<type>`` (the rest of the communication no compute hides),
+``exposed_memory`` and ``idle``. A trace without step markers is one window per device (its
+whole span). Every list and mapping in the outputs has a total order (ties broken by name), so
+the same inputs give byte-identical JSON whatever the hash seed.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
-from tracelens.analyze.collectives import analyze_collectives, collective_activities
+from tracelens.analyze.collectives import analyze_collectives
 from tracelens.analyze.intervals import exclusive_times
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.model import COMPUTE_CATEGORIES, Trace
@@ -34,8 +36,8 @@ class RunProfile:
     hosts: int
     steps: int
     step_ns: float
-    components: dict[str, float]
-    kernels: pl.DataFrame  # key, name, category, ns_per_step, count_per_step
+    components: dict[str, float]  # in component order: compute, straggler_wait, comm, ...
+    kernels: pl.DataFrame  # category, program, op, key, name, ns_per_step, count_per_step
     busbw: dict[str, float | None]
     skew_ns: dict[str, float | None]
     stragglers: list[dict[str, Any]] = field(default_factory=list)
@@ -49,28 +51,46 @@ def _windows(trace: Trace) -> pl.DataFrame:
     return trace.events.group_by("rank").agg(start_ns=pl.col("start_ns").min(),
                                             end_ns=pl.col("end_ns").max()) \
         .with_columns(step=pl.lit(0, dtype=pl.Int32)).select("rank", "step", "start_ns",
-                                                             "end_ns")
+                                                             "end_ns").sort("rank")
 
 
-def component_frame(trace: Trace) -> pl.DataFrame:
-    """Per (device, step): span and every component's ns (they add up to the span)."""
+def _waits(acts: pl.DataFrame) -> pl.DataFrame:
+    """Per collective activity, the part of it spent waiting for the instance's last arrival:
+    ``[start, min(end, last start))``. Instances with more participants than their group size
+    lump several groups together (their wait is not one group's), so they count no wait."""
+    lumped = pl.col("group_size").is_not_null() & (pl.col("participants")
+                                                   > pl.col("group_size"))
+    return acts.filter((pl.col("wait_ns") > 0) & ~lumped).select(
+        *DEVICE_KEYS, "start_ns",
+        end_ns=pl.min_horizontal("end_ns", pl.col("start_ns") + pl.col("wait_ns")),
+        level=pl.lit("straggler_wait:") + pl.col("type"))
+
+
+def component_frame(trace: Trace, acts: pl.DataFrame) -> pl.DataFrame:
+    """Per (device, step): span and every component's ns (they add up to the span).
+
+    ``acts``: the collective activities with their instance waits
+    (``analyze_collectives(...).activities``). Levels, highest priority first: compute per
+    category, straggler wait per type, the rest of each collective type, memory.
+    """
     ev = trace.events
     windows = _windows(trace)
-    acts = collective_activities(ev).select(*DEVICE_KEYS, "start_ns", "end_ns", "type")
-    types = [t for t in COLLECTIVE_ORDER if t in set(acts["type"].to_list())] + sorted(
-        set(acts["type"].to_list()) - set(COLLECTIVE_ORDER))
-    # One level per activity: its compute category, its collective type, or memory.
+    present = set(acts["type"].drop_nulls().to_list())
+    types = [t for t in COLLECTIVE_ORDER if t in present] + sorted(present
+                                                                   - set(COLLECTIVE_ORDER))
     leveled = pl.concat([
         ev.filter(pl.col("category").cast(pl.String).is_in(list(COMPUTE_CATEGORIES)))
         .select(*DEVICE_KEYS, "start_ns", "end_ns",
                 level=pl.lit("compute:") + pl.col("category").cast(pl.String)),
+        _waits(acts),
         acts.select(*DEVICE_KEYS, "start_ns", "end_ns",
                     level=pl.lit("exposed_comm:") + pl.col("type")),
         ev.filter(pl.col("category") == "memory").select(*DEVICE_KEYS, "start_ns", "end_ns",
                                                          level=pl.lit("exposed_memory")),
     ])
-    levels = [f"compute:{c}" for c in COMPUTE_CATEGORIES] + [f"exposed_comm:{t}" for t in
-                                                             types] + ["exposed_memory"]
+    levels = [f"compute:{c}" for c in COMPUTE_CATEGORIES] + [
+        f"straggler_wait:{t}" for t in types] + [f"exposed_comm:{t}" for t in types] + [
+        "exposed_memory"]
     clipped = clip_to_windows(leveled, windows)
     keys = [*DEVICE_KEYS, "step"]
     active = ev.select(DEVICE_KEYS).unique()
@@ -86,43 +106,60 @@ def component_frame(trace: Trace) -> pl.DataFrame:
     for level in levels:
         wide = wide.with_columns(pl.col(level).fill_null(0) if level in wide.columns
                                  else pl.lit(0, dtype=pl.Int64).alias(level))
-    return wide.with_columns(idle=pl.col("span_ns") - pl.sum_horizontal(levels))
+    return wide.with_columns(idle=pl.col("span_ns") - pl.sum_horizontal(levels)).select(
+        *keys, "span_ns", *levels, "idle").sort(keys)
 
 
-_CLONE = re.compile(r"(\.kd)$|([._]clone(\.\d+)?)$")
-_FUSION_SUFFIX = re.compile(r"[._]\d+$")
+NORMALIZE_KD = r"(?:\.kd| \[clone \.kd\])$"
+NORMALIZE_CLONE = r"(?:[._]clone(?:[._]\d+)?)+$"
+
+
+def normalize_kernel_expr(col: str = "name") -> pl.Expr:
+    """The kernel name with only the suffixes that never tell two kernels apart stripped:
+    the code-object ``.kd`` (or rocprofv3's `` [clone .kd]``) and XLA's ``.clone``/``.clone.N``.
+    Numeric suffixes stay: ``input_transpose_fusion`` and ``input_transpose_fusion_1`` are
+    different fusions of one program."""
+    return pl.col(col).str.replace(NORMALIZE_KD, "").str.replace(NORMALIZE_CLONE, "")
 
 
 def normalize_kernel(name: str) -> str:
-    """Match kernels across runs: strip ``.kd``, clone suffixes and XLA numeric suffixes."""
-    prev = None
-    while prev != name:
-        prev = name
-        name = _CLONE.sub("", name)
-        name = _FUSION_SUFFIX.sub("", name)
-    return name
+    """``normalize_kernel_expr`` for one name."""
+    return pl.select(pl.lit(name, dtype=pl.String).alias("name")).select(
+        normalize_kernel_expr())["name"].item()
+
+
+def program_key(ev: pl.DataFrame) -> pl.DataFrame:
+    """A program's name that can be compared across runs: its module name, plus ``#k`` (the
+    rank of its ``program_id`` among the trace's modules of that name) when the name repeats.
+    ``program_id`` itself is a per-compilation number and differs between runs."""
+    progs = ev.select("module", "program_id").unique().filter(pl.col("module").is_not_null())
+    dense = pl.col("program_id").rank("dense").over("module")
+    many = pl.col("program_id").n_unique().over("module") > 1
+    return progs.with_columns(program=pl.when(many & dense.is_not_null()).then(
+        pl.col("module") + "#" + dense.cast(pl.String)).otherwise(pl.col("module")))
 
 
 def kernel_frame(trace: Trace, n_windows: int) -> pl.DataFrame:
-    """Per normalized kernel (or op, when every event has one): time and count per
-    device-step."""
+    """Per (category, program, op, normalized name): time and count per device-step, and the
+    first of its names in sort order. Rows sorted by those keys."""
     ev = clip_to_windows(trace.events, _windows(trace)) if trace.steps.height else trace.events
-    names = ev.select("name", "op").unique()
-    names = names.with_columns(key=pl.struct("name", "op").map_elements(
-        lambda r: normalize_kernel(r["name"]), return_dtype=pl.String))
-    ev = ev.join(names, on=["name", "op"], how="left", nulls_equal=True)
-    return ev.group_by("key").agg(
-        name=pl.col("name").first(), op=pl.col("op").drop_nulls().first(),
-        category=pl.col("category").first().cast(pl.String),
+    ev = ev.join(program_key(ev), on=["module", "program_id"], how="left", nulls_equal=True)
+    keys = ["category", "program", "op", "key"]
+    return ev.with_columns(category=pl.col("category").cast(pl.String),
+                           key=normalize_kernel_expr()).group_by(keys).agg(
+        name=pl.col("name").min(),
         ns_per_step=(pl.col("end_ns") - pl.col("start_ns")).sum() / n_windows,
         count_per_step=pl.len() / n_windows,
-    )
+    ).sort(keys, nulls_last=True)
 
 
 def profile(trace: Trace, path: str = "") -> RunProfile:
-    comp = component_frame(trace)
+    analysis = analyze_collectives(trace.events)
+    acts = analysis.activities
+    comp = component_frame(trace, acts)
     cols = [c for c in comp.columns if c not in (*DEVICE_KEYS, "step")]
-    per_step = comp.group_by("step").agg([pl.col(c).cast(pl.Float64).mean() for c in cols]) \
+    # integer sums divided once: exact, whatever the order of the rows
+    per_step = comp.group_by("step").agg([pl.col(c).sum() / pl.len() for c in cols]) \
         .sort("span_ns", "step")
     median = per_step.row((per_step.height - 1) // 2, named=True) if per_step.height else {}
     n_dev = trace.events.select(DEVICE_KEYS).unique().height
@@ -131,12 +168,10 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
     per_device = {f"{r['host']}/GPU{r['device']}": {c: float(r[c]) for c in components}
                   for r in comp.filter(pl.col("step") == median.get("step")).iter_rows(
                       named=True)} if median else {}
-    analysis = analyze_collectives(trace.events)
-    acts = analysis.activities
     busbw = {r["type"]: r["b"] for r in acts.group_by("type").agg(
-        b=pl.col("busbw_gb_per_s").median()).iter_rows(named=True)}
+        b=pl.col("busbw_gb_per_s").median()).sort("type").iter_rows(named=True)}
     skew = {r["type"]: r["s"] for r in analysis.instances.group_by("type").agg(
-        s=pl.col("arrival_skew_ns").median()).iter_rows(named=True)}
+        s=pl.col("arrival_skew_ns").median()).sort("type").iter_rows(named=True)}
     return RunProfile(
         path=path, devices=n_dev, hosts=trace.events["host"].n_unique(), steps=n_steps,
         step_ns=float(median.get("span_ns") or 0.0), components=components,
@@ -145,8 +180,9 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
 
 
 def _stragglers(acts: pl.DataFrame, device_steps: int) -> list[dict[str, Any]]:
-    """Per device: share of its collectives where it arrived last, per type, and the waiting
-    it caused per device-step (the others' waits in those instances, over all devices)."""
+    """Per device and collective type: how often it arrived last, and the waiting it caused
+    (the others' waits in those instances), in total and per device-step (over all devices
+    and steps of the run, so comparable with the components)."""
     if acts.is_empty():
         return []
     inst = ["instance_key", "occurrence"]
@@ -158,14 +194,37 @@ def _stragglers(acts: pl.DataFrame, device_steps: int) -> list[dict[str, Any]]:
     rows = counts.join(caused, on=[*DEVICE_KEYS, "type"], how="left").with_columns(
         pl.col("times_last").fill_null(0), pl.col("wait_ns").fill_null(0),
     ).with_columns(wait_per_step_ns=pl.col("wait_ns") / device_steps) \
-        .sort(["wait_ns", "times_last"], descending=True)
+        .sort(["wait_ns", "times_last", *DEVICE_KEYS, "type"],
+              descending=[True, True, False, False, False, False], nulls_last=True)
     return [dict(r) for r in rows.iter_rows(named=True)]
 
 
 def _component_label(c: str) -> str:
     kind, _, what = c.partition(":")
     return {"compute": f"{what} compute", "exposed_comm": f"exposed {what}",
+            "straggler_wait": f"waiting in {what} for the last arrival",
             "exposed_memory": "exposed memory traffic", "idle": "idle time"}[kind]
+
+
+def _warnings(a: RunProfile, b: RunProfile, eff: float | None, strong: bool) -> list[str]:
+    """What a reader must know before trusting the efficiency and the causes."""
+    out = []
+    if b.devices < a.devices:
+        out.append(f"runs go from {a.devices} down to {b.devices} devices: the larger run is the "
+                   "baseline here, so 'lost' time is what the smaller run loses against it; "
+                   "give runs in increasing device count to diagnose scaling")
+    elif eff is not None and eff > 1.0:
+        if strong:
+            out.append(f"efficiency {100 * eff:.0f}% is above 100%: the step shrank more than "
+                       f"the device ratio {a.devices} → {b.devices}, so the runs probably do "
+                       "not do the same global work (strong scaling assumes they do), or the "
+                       "smaller run was held back by something the larger one escapes")
+        else:
+            out.append(f"efficiency {100 * eff:.0f}% is above 100%: the {b.devices}-device step "
+                       f"is shorter than the {a.devices}-device one, so the runs probably do "
+                       "not do the same work per device (weak scaling assumes they do); with a "
+                       "fixed global batch use --strong")
+    return out
 
 
 def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, Any]:
@@ -173,6 +232,7 @@ def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, 
 
     Weak scaling expects the same step time; strong scaling expects it to shrink by the device
     ratio, so there every component of a is scaled by devices(a)/devices(b) before comparing.
+    The verdict is read off the causes (the same deltas and shares), never recomputed.
     """
     scale = a.devices / b.devices if strong else 1.0
     ideal = a.step_ns * scale
@@ -183,7 +243,7 @@ def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, 
     lost = b.step_ns - ideal
     for c in causes:
         c["share"] = c["delta_ns"] / lost if lost else None
-    causes.sort(key=lambda c: -c["delta_ns"])
+    causes.sort(key=lambda c: (-c["delta_ns"], c["component"]))
     out = {"from": a.path, "to": b.path, "devices": [a.devices, b.devices],
            "efficiency": eff, "mode": "strong" if strong else "weak",
            "step_ns": [a.step_ns, b.step_ns], "delta_ns": lost,
@@ -191,59 +251,67 @@ def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, 
                                        for t in sorted(set(a.busbw) | set(b.busbw))},
            "arrival_skew_ns": {t: [a.skew_ns.get(t), b.skew_ns.get(t)]
                                for t in sorted(set(a.skew_ns) | set(b.skew_ns))},
-           "stragglers": [s for s in b.stragglers if s["times_last"]][:5]}
+           "stragglers": [s for s in b.stragglers if s["times_last"]][:5],
+           "warnings": _warnings(a, b, eff, strong)}
     out["verdict"] = verdict(a, b, causes, lost)
     return out
 
 
 def _concentration(a: RunProfile, b: RunProfile, comp: str) -> str:
-    """", mostly on host/GPUn (+x ms there)" when one device holds most of a component's
-    growth (summed over the new run's devices, each against the old run's average)."""
+    """", mostly on host/GPUn (+x ms per step there)" when one device holds most of a
+    component's growth (summed over the new run's devices, each against the old run's
+    average); ties go to the first device name."""
     base = a.components.get(comp, 0.0)
-    growth = {dev: vals.get(comp, 0.0) - base for dev, vals in b.per_device.items()}
+    growth = {dev: vals.get(comp, 0.0) - base for dev, vals in sorted(b.per_device.items())}
     total = sum(growth.values())
     if total <= 0 or len(growth) < 2:
         return ""
-    dev, top = max(growth.items(), key=lambda kv: kv[1])
+    dev, top = min(growth.items(), key=lambda kv: (-kv[1], kv[0]))
     if top / total < 0.5:
         return ""
     return f", mostly on {dev} (+{top / 1e6:.3f} ms per step there)"
 
 
+def _straggler_text(b: RunProfile, kind: str, delta: float) -> str:
+    """The words for a ``straggler_wait:<kind>`` cause: who the others wait for, when one
+    device arrives last in most instances of that type."""
+    per_device = f"+{delta / 1e6:.3f} ms per step per device" if delta >= 0 else \
+        f"{delta / 1e6:.3f} ms per step per device"
+    for s in b.stragglers:  # sorted: most waiting caused first
+        if s["type"] == kind and s["instances"] and \
+                s["times_last"] / s["instances"] >= STRAGGLER_MIN_LAST:
+            return (f"waiting for {s['host']}/GPU{s['device']}, which arrives last in "
+                    f"{100 * s['times_last'] / s['instances']:.0f}% of {kind}s "
+                    f"(exposed waiting {per_device})")
+    return (f"waiting in {kind}s for the last arrival, with no device last in most of them "
+            f"(exposed waiting {per_device})")
+
+
 def verdict(a: RunProfile, b: RunProfile, causes: list[dict[str, Any]],
             lost: float) -> list[str]:
-    """A few ranked sentences naming the causes that explain most of the lost time."""
-    if lost <= 0:
-        return [f"step time did not grow ({a.step_ns / 1e6:.3f} → {b.step_ns / 1e6:.3f} ms)"]
-    candidates: list[tuple[float, str]] = []
-    residual = {c["component"]: c["delta_ns"] for c in causes}
-    for s in b.stragglers:
-        if s["instances"] and s["times_last"] / s["instances"] >= STRAGGLER_MIN_LAST:
-            before = next((x["wait_per_step_ns"] for x in a.stragglers
-                           if (x["host"], x["device"], x["type"]) ==
-                           (s["host"], s["device"], s["type"])), 0.0)
-            grown = s["wait_per_step_ns"] - before
-            if grown / lost >= VERDICT_MIN_SHARE:
-                key = f"exposed_comm:{s['type']}"
-                residual[key] = residual.get(key, 0.0) - grown
-                candidates.append((grown, (
-                    f"{100 * grown / lost:.0f}% of the added step time is waiting for "
-                    f"{s['host']}/GPU{s['device']}, which arrives last in "
-                    f"{100 * s['times_last'] / s['instances']:.0f}% of {s['type']}s "
-                    f"(the others wait {s['wait_ns'] / b.steps / 1e6:.3f} ms per step)")))
-    for comp, delta in residual.items():
-        if delta / lost < VERDICT_MIN_SHARE:
+    """A few ranked sentences naming the causes that explain most of the lost time: the
+    causes' own deltas and shares, in their order."""
+    if lost == 0:
+        return [f"step time did not change ({b.step_ns / 1e6:.3f} ms per step)"]
+    if lost < 0:
+        return [f"step time did not grow ({a.step_ns / 1e6:.3f} → {b.step_ns / 1e6:.3f} ms "
+                "per step)"]
+    lines = []
+    for c in causes:
+        comp, delta, share = c["component"], c["delta_ns"], c["share"]
+        if share is None or share < VERDICT_MIN_SHARE:
             continue
-        text = f"{100 * delta / lost:.0f}% of the added step time is {_component_label(comp)}"
-        text += _concentration(a, b, comp)
-        if comp.startswith("exposed_comm:"):
-            t = comp.partition(":")[2]
-            before, after = a.busbw.get(t), b.busbw.get(t)
+        kind, _, what = comp.partition(":")
+        text = f"{100 * share:.0f}% of the added step time is "
+        if kind == "straggler_wait":
+            text += _straggler_text(b, what, delta)
+        else:
+            text += _component_label(comp) + _concentration(a, b, comp)
+        if kind == "exposed_comm":
+            before, after = a.busbw.get(what), b.busbw.get(what)
             if before and after:
                 text += (f"; busbw {'fell' if after < before else 'rose'} from {before:,.0f} "
                          f"to {after:,.0f} GB/s")
-        candidates.append((delta, text))
-    candidates.sort(key=lambda c: -c[0])
-    lines = [t for _, t in candidates[:4]]
-    return lines or [f"step time grew {lost / 1e6:.3f} ms with no single component above "
-                     f"{100 * VERDICT_MIN_SHARE:.0f}% of it"]
+        lines.append(text)
+    return lines[:4] or [f"step time grew {lost / 1e6:.3f} ms per step with no single "
+                         f"component above {100 * VERDICT_MIN_SHARE:.0f}% of it"]
