@@ -22,6 +22,7 @@ from tracelens.cost import op_cost_table, with_hlo_kind
 from tracelens.errors import TraceInputError
 from tracelens.model import STEP_SCHEMA, Trace, TraceMeta, validate
 from tracelens.prepare import assign_steps, clip_stream_overlaps
+from tracelens.steps import mark_steps
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 _RUN_DIR = re.compile(r"plugins/profile/[^/]+$")
@@ -123,15 +124,16 @@ def _rocprof_outputs(files: list[Path]) -> list[Path]:
 def _reader_for(fmt: str, path: Path, step_marker: str | None = None
                 ) -> Callable[[Path], Trace]:
     if fmt == "xspace":
-        from parsers import xprof
-        return xprof.read
-    if fmt in ("sqlite", "rocprof-json", "rocprof-csv"):
         import functools
 
+        from parsers import xprof
+        # host annotations matching the marker are kept as host events of kind "marker"
+        return functools.partial(xprof.read, marker=step_marker) if step_marker else xprof.read
+    if fmt in ("sqlite", "rocprof-json", "rocprof-csv"):
         from parsers import rocprof
-        reader = {"sqlite": rocprof.read_rocpd, "rocprof-json": rocprof.read_json,
-                  "rocprof-csv": rocprof.read_csv}[fmt]
-        return functools.partial(reader, step_marker=step_marker)
+        # ROCTx ranges are host events of kind "marker"; tracelens.steps makes the steps
+        return {"sqlite": rocprof.read_rocpd, "rocprof-json": rocprof.read_json,
+                "rocprof-csv": rocprof.read_csv}[fmt]
     what = {
         "chrome-json": "a Chrome trace JSON (not supported yet; pass the .xplane.pb or the "
                        "rocprofv3 output)",
@@ -148,8 +150,9 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
          step_marker: str | None = None) -> Trace:
     """Read every trace behind ``paths`` into one classified Trace.
 
-    ``step_marker`` is a regex: rocprofv3 ROCTx ranges whose message matches it become steps
-    (formats without markers ignore it).
+    ``step_marker`` is a regex: host markers (rocprofv3 ROCTx ranges, XSpace host
+    annotations) whose name matches it become steps, else the executions of a program whose
+    module name matches it (:mod:`tracelens.steps`; ``meta.steps_source`` says which).
 
     Raises :class:`TraceInputError` for any input that cannot be read; nothing partial is
     returned.
@@ -184,6 +187,7 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
     unaligned = trace.meta.extra.pop("unaligned", None)
     if unaligned and not align_on_collectives(trace):
         trace.meta.warn(unaligned)
+    mark_steps(trace, step_marker)
     trace.events = assign_steps(trace.events, trace.steps)
     problems = validate(trace)
     if problems:  # a parser bug, not a user error: fail loudly
