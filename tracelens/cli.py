@@ -139,11 +139,11 @@ def _check_filters(trace: Any, paths: tuple[Path, ...], device: int | None,
     where = Path(", ".join(str(p) for p in paths))
     if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
         known = sorted(set(trace.steps["step"].to_list()))
-        raise TraceInputError(where, f"--step {step}: no such step (steps: "
-                              f"{known[:20] if known else 'none'}; from "
+        raise TraceInputError(where, f"step {step} is not in the trace (steps: "
+                              f"{known[:20] if known else 'none'}, from "
                               f"{trace.meta.steps_source})")
     if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
-        raise TraceInputError(where, f"--device {device}: no such device (devices: "
+        raise TraceInputError(where, f"device {device} is not in the trace (devices: "
                               f"{sorted(set(trace.devices['device'].to_list()))})")
 
 
