@@ -152,10 +152,12 @@ def test_step_marker_and_steps_source_on_every_command(tmp_path: Path) -> None:
 
     assert run("summarize", path, "--format", "json")["steps_source"] == "marker:<b>|eval"
     assert run("collectives", path, "--format", "json")["steps_source"] == "marker:<b>|eval"
-    cmp = run("compare", path, path, "--format", "json")
+    cmp = run("compare", path, path, "--format", "json", "--html", str(tmp_path / "c.html"))
+    assert "(steps from marker:&lt;b&gt;|eval)" in (tmp_path / "c.html").read_text()
     assert cmp["base"]["steps_source"] == cmp["new"]["steps_source"] == "marker:<b>|eval"
     assert cmp["base"]["steps"] == 2
-    sc = run("scaling", path, path, "--format", "json")
+    sc = run("scaling", path, path, "--format", "json", "--html", str(tmp_path / "s.html"))
+    assert "<small>from marker:&lt;b&gt;|eval</small>" in (tmp_path / "s.html").read_text()
     assert [r["steps_source"] for r in sc["runs"]] == ["marker:<b>|eval"] * 2
     out = tmp_path / "r.html"
     run("report", path, "-o", str(out))
