@@ -109,18 +109,23 @@ def program_steps(trace: Trace, candidates: list[int] | None) -> tuple[pl.DataFr
     ``<module>(<program_id>)`` of the programs used (ranks that chose differently are joined
     with ", "). ``candidates``: the program ids to choose from (None: every program that
     runs at least twice); the one with the most device time on the rank wins."""
-    ev = trace.events.filter(pl.col("program_id").is_not_null())
+    key = ["rank", "device", "program_id"]
+    ev = trace.events.select(*key, "stream", "op", "name", "start_ns", "end_ns", "module") \
+        .filter(pl.col("program_id").is_not_null())
     if candidates is not None:
         ev = ev.filter(pl.col("program_id").is_in(candidates))
     if ev.is_empty():
         return pl.DataFrame(schema=STEP_SCHEMA), ""
-    first = (ev.sort(["rank", "device", "program_id", *_FIRST_KERNEL], nulls_last=True)
-             .group_by("rank", "device", "program_id", maintain_order=True)
-             .agg(pl.col("op").first(), pl.col("name").first()))
-    runs = (ev.join(first, on=["rank", "device", "program_id", "op", "name"], nulls_equal=True)
+    # the first kernel of each (rank, device, program): among its earliest-starting rows
+    earliest = ev.filter(pl.col("start_ns") == pl.col("start_ns").min().over(key))
+    first = (earliest.sort([*key, *_FIRST_KERNEL], nulls_last=True)
+             .group_by(key, maintain_order=True).agg(pl.col("op").first(), pl.col("name").first()))
+    # its occurrences: narrowed by name first, so the exact join runs on few rows
+    runs = (ev.filter(pl.col("name").is_in(first["name"].unique().implode()))
+            .join(first, on=[*key, "op", "name"], nulls_equal=True)
             .sort("start_ns", "stream")
-            .with_columns(k=pl.int_range(pl.len()).over("rank", "device", "program_id")))
-    counts = runs.group_by("rank", "device", "program_id").agg(n=pl.len())
+            .with_columns(k=pl.int_range(pl.len()).over(key)))
+    counts = runs.group_by(key).agg(n=pl.len())
     per_prog = (ev.group_by("rank", "program_id")
                 .agg(time=(pl.col("end_ns") - pl.col("start_ns")).sum(),
                      module=pl.col("module").drop_nulls().min(), last=pl.col("end_ns").max())
