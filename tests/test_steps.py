@@ -75,8 +75,8 @@ def test_derived_steps_are_the_heaviest_program_that_runs_twice(tmp_path: Path) 
 def test_devices_that_disagree_on_executions_give_no_steps(tmp_path: Path) -> None:
     trace = tracelens.load(write(tmp_path, train_job(missing_first_on_gpu1=True)))
     assert trace.meta.steps_source == "none" and trace.steps.is_empty()
-    assert any("jit_train(7), runs a different number of times on its devices (GPU0: 3, "
-               "GPU1: 2)" in w for w in trace.meta.warnings)
+    assert any("jit_train(7), runs a different number of times on its devices (device 0: 3, "
+               "device 1: 2)" in w for w in trace.meta.warnings)
     assert trace.events["step"].null_count() == trace.events.height
 
 

@@ -131,7 +131,7 @@ def program_steps(trace: Trace, candidates: list[int] | None) -> tuple[pl.DataFr
                      module=pl.col("module").drop_nulls().min(), last=pl.col("end_ns").max())
                 .join(counts.group_by("rank", "program_id")
                       .agg(lo=pl.col("n").min(), hi=pl.col("n").max(),
-                           per_device=pl.format("GPU{}: {}", "device", "n")
+                           per_device=pl.format("device {}: {}", "device", "n")
                            .sort_by("device")), on=["rank", "program_id"]))
     need = 1 if candidates is not None else 2
     chosen = (per_prog.filter(pl.col("hi") >= need)
