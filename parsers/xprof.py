@@ -96,6 +96,7 @@ class _PlaneReader:
         wanted = {name: i for i, name in enumerate(_EVENT_STATS)}
         self.stat_code = {k: wanted[n] for k, n in self.ref_names.items() if n in wanted}
         self.event_names = {k: v.name for k, v in plane.event_metadata.items()}
+        self.keep: set[int] = set()  # event metadata ids kept whatever their stats (markers)
         self.defaults: dict[int, list[Any]] = {}
         for k, md in plane.event_metadata.items():
             vals = self._read_stats(md.stats, None)
@@ -110,6 +111,10 @@ class _PlaneReader:
             if code is not None:
                 vals[code] = _stat_value(st, self.ref_names)
         return vals
+
+    def wanted_ids(self) -> set[int]:
+        """Event metadata ids whose events a ``wanted_only`` source keeps without a stat."""
+        return set(self.defaults) | self.keep
 
     def plane_stats(self) -> dict[str, Any]:
         return {self.ref_names.get(st.metadata_id, ""): _stat_value(st, self.ref_names)
@@ -259,13 +264,14 @@ def _device_row(ordinal: int, stats: dict[str, Any]) -> dict[str, Any]:
             "spec_id": product.spec_id if product else None}
 
 
-def read(path: Path, decoder: str | None = None) -> Trace:
+def read(path: Path, decoder: str | None = None, marker: str | None = None) -> Trace:
     """One XSpace file as a single-host Trace (rank 0, times relative to the profile start).
 
     ``decoder``: "c" (the C extension, ``parsers.xspace_decode``), "python" (the per-event
     reader over protobuf messages) or None for the C one when it is built. Both give the same
     Trace; ``meta.extra["decoder"]`` says which one ran, and a warning says when the C one
-    was wanted but is not built.
+    was wanted but is not built. ``marker``: a regex; host-plane events whose name matches
+    it are kept as host events of kind "marker" (``--step-marker``).
     """
     from parsers import xspace_decode
 
@@ -282,14 +288,14 @@ def read(path: Path, decoder: str | None = None) -> Trace:
     else:
         raise ValueError(f"unknown XSpace decoder {choice!r} (expected 'c' or 'python')")
     del raw
-    trace = _read_space(path, space, source)
+    trace = _read_space(path, space, source, marker)
     if fallback:
         trace.meta.warn(f"{path.name}: read with the slow pure-Python XSpace reader: "
                         f"{fallback}")
     return trace
 
 
-def _read_space(path: Path, space: Any, source: Any) -> Trace:
+def _read_space(path: Path, space: Any, source: Any, marker: str | None = None) -> Trace:
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for msg in list(space.errors) + list(space.warnings):
         meta.warn(f"{path.name}: profiler reported: {msg}")
@@ -302,7 +308,7 @@ def _read_space(path: Path, space: Any, source: Any) -> Trace:
     profile_start = None
     cpu_plane = None
     modules: list[dict[str, Any]] = []
-    readers = _plan_lines(space, source)
+    readers = _plan_lines(space, source, marker)
     for plane_idx, plane in enumerate(space.planes):
         m = _GPU_PLANE.match(plane.name)
         if plane.name == "Task Environment":
@@ -417,7 +423,8 @@ def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
     return conform(df, EVENT_SCHEMA)
 
 
-def _plan_lines(space: Any, source: Any) -> dict[int, _PlaneReader]:
+def _plan_lines(space: Any, source: Any, marker: str | None = None
+                ) -> dict[int, _PlaneReader]:
     """The plane readers ``_read_space`` uses, and the lines it will read, told to the
     source up front (the C decoder then decodes a plane's lines together, in parallel):
     the stream lines of GPU planes, and every line of the (last) ``/host:CPU`` plane."""
@@ -435,6 +442,10 @@ def _plan_lines(space: Any, source: Any) -> dict[int, _PlaneReader]:
     if host_idx is not None:
         plane = space.planes[host_idx]
         readers[host_idx] = _PlaneReader(plane)
+        if marker:
+            regex = re.compile(marker)
+            readers[host_idx].keep = {k for k, n in readers[host_idx].event_names.items()
+                                      if regex.search(n)}
         source.plan(readers[host_idx], host_idx, list(enumerate(plane.lines)), wanted_only=True)
     return readers
 
@@ -448,6 +459,7 @@ def _read_host_plane(plane_idx: int, plane: Any, source: Any, reader: _PlaneRead
     host_frames: list[pl.DataFrame] = []
     step_frames: list[pl.DataFrame] = []
     negative = unknown = 0
+    marks = sorted({reader.event_names[k] for k in reader.keep})
     for line_idx, line in enumerate(plane.lines):
         df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line, wanted_only=True)
         negative += n_neg
@@ -468,6 +480,11 @@ def _read_host_plane(plane_idx: int, plane: Any, source: Any, reader: _PlaneRead
             host_frames.append(api.with_columns(kind=pl.lit("api"), pid=pl.lit(pid, pl.Int64)))
         if steps.height:
             host_frames.append(steps.with_columns(kind=pl.lit("step"), pid=pl.lit(pid, pl.Int64)))
+        if marks:
+            found = df.filter(pl.col("name").is_in(marks))
+            if found.height:
+                host_frames.append(found.with_columns(kind=pl.lit("marker"),
+                                                      pid=pl.lit(pid, pl.Int64)))
     if step_frames:
         steps_df = (pl.concat(step_frames).group_by("step_num")
                     .agg(pl.col("start_ns").min(), pl.col("end_ns").max())

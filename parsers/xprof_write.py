@@ -108,12 +108,14 @@ def build_xspace(activities: Iterable[Activity], *, host: str = "host0",
                  device_stats: dict[int, dict[str, Any]] | None = None,
                  steps: Iterable[tuple[int, int, int]] = (),
                  cpu_ops: Iterable[tuple[int, int, str, int, int]] = (),
+                 annotations: Iterable[tuple[int, str, int, int]] = (),
                  profile_start_ns: int | None = 1_700_000_000_000_000_000) -> bytes:
     """Serialize a single-host XSpace.
 
     ``device_stats``: plane stats per GPU ordinal (planes are written even for idle devices).
     ``steps``: (step_num, start_ns, end_ns) host step markers. ``cpu_ops``: XLA:CPU op events
     (thread id, device_ordinal, hlo_op, start_ns, dur_ns) on ``tf_XLAEigen`` host threads.
+    ``annotations``: (thread id, name, start_ns, dur_ns) host events without stats (TraceMe).
     """
     space = xspace_class()()
     space.hostnames.append(host)
@@ -139,6 +141,8 @@ def build_xspace(activities: Iterable[Activity], *, host: str = "host0",
         py = hb.line(1, "python")
         for num, start, end in steps:
             hb.add_event(py, "train", start, end - start, {"step_num": num, "_r": 1})
+    for tid, name, start, dur in annotations:
+        hb.add_event(hb.line(tid, f"Host Threads/{tid}"), name, start, dur, {})
     for tid, ordinal, op, start, dur in cpu_ops:
         line = hb.line(tid, f"tf_XLAEigen/{tid}")
         hb.add_event(line, op, start, dur, {"hlo_op": op, "hlo_module": "jit_step",

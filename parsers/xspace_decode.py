@@ -110,7 +110,7 @@ class FastLines:
         if len(todo) < 2:
             return  # decoded on request
         requests = [(*self.where[plane_idx, i][:2], line.timestamp_ns, reader.stat_code,
-                     len(_EVENT_STATS), set(reader.defaults) if wanted else None, wanted)
+                     len(_EVENT_STATS), reader.wanted_ids() if wanted else None, wanted)
                     for i, line, reader, wanted in todo]
         try:
             results = _c.decode_many(self.raw, requests, self.threads)
@@ -149,7 +149,7 @@ class FastLines:
         if r is None:
             try:
                 r = _c.decode(self.raw, off, length, line.timestamp_ns, reader.stat_code,
-                              len(_EVENT_STATS), set(reader.defaults) if wanted_only else None,
+                              len(_EVENT_STATS), reader.wanted_ids() if wanted_only else None,
                               wanted_only)
             except ValueError as exc:
                 raise TraceInputError(self.path, "corrupt or truncated XSpace protobuf "

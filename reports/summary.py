@@ -100,7 +100,8 @@ def _tables(summary: dict[str, Any], all_rows: bool = False
         ["devices", f"{h['active_devices']} active of {h['devices']}"
                     + (f" on {h['hosts']} hosts" if many_hosts else "")],
         ["steps", f"{h['steps']}" + (f" (median {ms(h['median_step_ns'])} ms)"
-                                     if h["median_step_ns"] is not None else "")],
+                                     if h["median_step_ns"] is not None else "")
+         + f", from {summary.get('steps_source', 'none')}"],
         ["longest device span", f"{ms(h['max_span_ns'])} ms"],
         ["busy", f"{h['busy_pct']:.1f}%" if h["busy_pct"] is not None else "-"],
         ["exposed communication",

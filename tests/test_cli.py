@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import GPU_TRACES, SAMPLES, real_trace
+from tests.test_bad_input import run_cli
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.cli import main
 
@@ -91,8 +92,21 @@ def test_device_and_step_filters_and_unknown_values() -> None:
                             str(SAMPLE)))
     assert [d["device"] for d in out["devices"]] == [3]
     assert out["devices"][0]["timeline"]["span_ns"] == 6_000_000
-    res = CliRunner().invoke(main, ["summarize", "--step", "99", str(SAMPLE)])
-    assert res.exit_code == 2 and "step 99 is not in the trace" in res.output
+
+
+
+@pytest.mark.parametrize("command", ["summarize", "report"])
+@pytest.mark.parametrize("flag, value, problem", [
+    ("--step", "99", "step 99 is not in the trace (steps: [0, 1, 2], from annotation)"),
+    ("--device", "12", "device 12 is not in the trace (devices: [0, 1, 2, 3, 4, 5, 6, 7])")])
+def test_unknown_step_or_device_is_one_error_line(command: str, flag: str, value: str,
+                                                   problem: str, tmp_path: Path) -> None:
+    """Not click's usage text: the documented ``error: <path>: <problem>`` line, exit 2."""
+    extra = ["-o", str(tmp_path / "r.html")] if command == "report" else []
+    res = run_cli(command, str(SAMPLE), flag, value, *extra)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr == f"error: {SAMPLE}: {problem}\n"
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_summarize_real_conv_trace() -> None:

@@ -120,11 +120,31 @@ def _check_regex(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
+step_marker_option = click.option(
+    "--step-marker", default=None, metavar="REGEX", callback=_check_regex,
+    help="Steps are the host markers matching REGEX (rocprofv3 ROCTx ranges, XSpace host "
+         "annotations; the number from the group 'step' or the first group, else their "
+         "order), else the executions of a program whose module name matches REGEX.")
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
                              show_default=True)
 html_option = click.option("--html", type=click.Path(path_type=Path, dir_okay=False),
                            default=None,
                            help="Also write the result as a self-contained HTML page.")
+
+
+def _check_filters(trace: Any, paths: tuple[Path, ...], device: int | None,
+                   step: int | None) -> None:
+    """``--device``/``--step`` must name a device or step of the trace: else the one-line
+    input error (exit 2) naming what the trace holds."""
+    where = Path(", ".join(str(p) for p in paths))
+    if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
+        known = sorted(set(trace.steps["step"].to_list()))
+        raise TraceInputError(where, f"step {step} is not in the trace (steps: "
+                              f"{known[:20] if known else 'none'}, from "
+                              f"{trace.meta.steps_source})")
+    if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
+        raise TraceInputError(where, f"device {device} is not in the trace (devices: "
+                              f"{sorted(set(trace.devices['device'].to_list()))})")
 
 
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -149,9 +169,7 @@ def main() -> None:
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many top kernels to list.")
 @format_option
-@click.option("--step-marker", default=None, metavar="REGEX", callback=_check_regex,
-              help="rocprofv3: ROCTx ranges whose message matches REGEX are steps (the "
-                   "number from the group 'step' or the first group, else their order).")
+@step_marker_option
 @gpu_options
 @common_options
 @guarded
@@ -166,13 +184,7 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     extra_specs = _gpu_specs(gpu, gpu_specs)
     trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
                  step_marker=step_marker)
-    if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
-        known = sorted(set(trace.steps["step"].to_list()))
-        raise click.UsageError(f"step {step} is not in the trace (steps: "
-                               f"{known[:20] if known else 'none marked'})")
-    if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
-        raise click.UsageError(f"device {device} is not in the trace (devices: "
-                               f"{sorted(set(trace.devices['device'].to_list()))})")
+    _check_filters(trace, paths, device, step)
     result = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
     shown = {**result, "warnings": []} if quiet and fmt == "table" else result
     _output(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
@@ -223,20 +235,23 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many worst instances to list.")
 @format_option
+@step_marker_option
 @common_options
 @guarded
-def collectives(paths: tuple[Path, ...], top: int, fmt: str, rules_files: tuple[str, ...],
-                quiet: bool, debug: bool) -> None:
+def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | None,
+                rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
     from tracelens.analyze.collectives import collectives_report
     from tracelens.loader import load
     from reports import collectives as render
 
-    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
+    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
+                 step_marker=step_marker)
     from tracelens.analyze.collectives import link_of
 
     rep = collectives_report(trace.events, trace.meta.alignment, top=top,
                              link_gb_per_s=link_of(trace.devices))
+    rep["steps_source"] = trace.meta.steps_source
     _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
             lambda: render.render_markdown(rep), lambda console: render.render_table(rep, console))
 
@@ -265,10 +280,12 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True)
 @format_option
 @html_option
+@step_marker_option
 @common_options
 @guarded
 def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
-            html: Path | None, rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+            html: Path | None, step_marker: str | None, rules_files: tuple[str, ...],
+            quiet: bool, debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
     from tracelens.analyze.compare import compare as build
     from tracelens.analyze.scaling import profile
@@ -276,9 +293,10 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     from reports.scaling import compare_tables
 
     rules = _rules(rules_files)
-    a = profile(load([base], rules=rules), str(base))
-    b = profile(load([new], rules=rules), str(new))
-    rep = build(a, b, top=top)
+    ta, tb = (load([p], rules=rules, step_marker=step_marker) for p in (base, new))
+    rep = build(profile(ta, str(base)), profile(tb, str(new)), top=top)
+    rep["base"]["steps_source"] = ta.meta.steps_source
+    rep["new"]["steps_source"] = tb.meta.steps_source
     regressed = (fail_above is not None and rep["delta_pct"] is not None
                  and rep["delta_pct"] > fail_above)
     rep["fail_above_pct"] = fail_above
@@ -297,10 +315,12 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
               help="Strong scaling: the same global work, so step time should shrink.")
 @format_option
 @html_option
+@step_marker_option
 @common_options
 @guarded
 def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
-            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+            step_marker: str | None, rules_files: tuple[str, ...], quiet: bool,
+            debug: bool) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
     from tracelens.analyze.scaling import profile, transition
     from tracelens.loader import load
@@ -309,9 +329,11 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
     if len(runs) < 2:
         raise click.UsageError("scaling needs at least two runs")
     rules = _rules(rules_files)
-    profiles = [profile(load([r], rules=rules), str(r)) for r in runs]
+    traces = [load([r], rules=rules, step_marker=step_marker) for r in runs]
+    profiles = [profile(t, str(r)) for t, r in zip(traces, runs)]
     rep = {"runs": [{"path": p.path, "devices": p.devices, "hosts": p.hosts, "steps": p.steps,
-                     "step_ns": p.step_ns, "components": p.components} for p in profiles],
+                     "steps_source": t.meta.steps_source, "step_ns": p.step_ns,
+                     "components": p.components} for p, t in zip(profiles, traces)],
            "transitions": [transition(a, b, strong=strong)
                            for a, b in zip(profiles, profiles[1:])]}
     rows = [{"from": t["from"], "to": t["to"], "component": c["component"],
@@ -331,12 +353,14 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
 @click.option("--step", type=int, default=None, help="Only this step's window.")
 @click.option("--top", type=click.IntRange(min=0), default=100, show_default=True,
               help="How many top kernels the report's table holds.")
+@step_marker_option
 @gpu_options
 @common_options
 @guarded
 def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int | None,
-           step: int | None, top: int, gpu: str | None, gpu_specs: Path | None,
-           rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+           step: int | None, top: int, step_marker: str | None, gpu: str | None,
+           gpu_specs: Path | None, rules_files: tuple[str, ...], quiet: bool,
+           debug: bool) -> None:
     """One self-contained HTML report (charts and tables; opens offline)."""
     from dataclasses import replace
 
@@ -357,15 +381,10 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     if any(p.exists() and p.resolve() == resolved for p in paths):
         raise click.UsageError(f"-o {output} is one of the inputs")
     extra_specs = _gpu_specs(gpu, gpu_specs)
-    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
+    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
+                 step_marker=step_marker)
+    _check_filters(trace, paths, device, step)
     steps = trace.steps.filter(pl.col("step") == step) if step is not None else trace.steps
-    if step is not None and not steps.height:
-        known = sorted(set(trace.steps["step"].to_list()))
-        raise click.UsageError(f"step {step} is not in the trace (steps: "
-                               f"{known[:20] if known else 'none marked'})")
-    if device is not None and not trace.devices.filter(pl.col("device") == device).height:
-        raise click.UsageError(f"device {device} is not in the trace (devices: "
-                               f"{sorted(set(trace.devices['device'].to_list()))})")
     summary = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
     events = trace.events
     if device is not None:

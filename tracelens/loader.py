@@ -20,8 +20,11 @@ from tracelens.classify import RuleSet, classify
 from tracelens.cost import annotate as annotate_costs
 from tracelens.cost import op_cost_table, with_hlo_kind
 from tracelens.errors import TraceInputError
+from tracelens.jobs import check_one_job
+from tracelens.jobs import facts as job_facts
 from tracelens.model import STEP_SCHEMA, Trace, TraceMeta, validate
 from tracelens.prepare import assign_steps, clip_stream_overlaps
+from tracelens.steps import mark_steps
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 _RUN_DIR = re.compile(r"plugins/profile/[^/]+$")
@@ -82,10 +85,16 @@ def find_inputs(path: Path) -> list[Path]:
     """Trace files behind one path: the file itself, the XSpace files of one profile run, or
     the rocprofv3 outputs of a directory (one file per process: ``<pid>_results.db``, else
     ``<pid>_results.json[.gz]``, else ``<pid>_kernel_trace.csv`` standing for its CSV set)."""
+    return discover(path)[0]
+
+
+def discover(path: Path) -> tuple[list[Path], list[str]]:
+    """:func:`find_inputs`, and a note for each rocprofv3 process whose trace the folder
+    also holds in another format (which one was read, which were not)."""
     if not path.exists():
         raise TraceInputError(path, "no such file or directory")
     if path.is_file():
-        return [path]
+        return [path], []
     if not path.is_dir():
         raise TraceInputError(path, "not a regular file or directory")
     files = sorted(p for p in path.rglob("*") if p.is_file())
@@ -95,11 +104,12 @@ def find_inputs(path: Path) -> list[Path]:
         names = ", ".join(r.name for r in runs[:5])
         raise TraceInputError(path, f"holds {len(runs)} profile runs ({names}"
                               f"{', ...' if len(runs) > 5 else ''}); pass one run directory")
-    found += _rocprof_outputs(files)
+    rocprof, notes = _rocprof_outputs(files)
+    found += rocprof
     if not found:
         raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], or "
                               "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv)")
-    return sorted(found)
+    return sorted(found), notes
 
 
 # rocprofv3 output names (shared/reference/rocprof.md §1.3), by preference: one per process.
@@ -107,31 +117,38 @@ _ROCPROF_OUTPUTS = ("_results.db", "_results.json", "_results.json.gz",
                     "_kernel_trace.csv")
 
 
-def _rocprof_outputs(files: list[Path]) -> list[Path]:
-    best: dict[tuple[Path, str], tuple[int, Path]] = {}
+def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[str]]:
+    """One output per process (the preferred format), and a note naming the ones left out."""
+    seen: dict[tuple[Path, str], list[tuple[int, Path]]] = {}
     for p in files:
         name = "_" + p.name if p.name == "kernel_trace.csv" else p.name
         for rank, suffix in enumerate(_ROCPROF_OUTPUTS):
             if name.endswith(suffix):
-                key = (p.parent, name[: -len(suffix)])
-                if key not in best or rank < best[key][0]:
-                    best[key] = (rank, p)
+                seen.setdefault((p.parent, name[: -len(suffix)]), []).append((rank, p))
                 break
-    return [p for _, p in best.values()]
+    chosen, notes = [], []
+    for (folder, _), outs in sorted(seen.items()):
+        outs.sort()
+        chosen.append(outs[0][1])
+        if len(outs) > 1:
+            notes.append(f"{folder}: read {outs[0][1].name}; the same rocprofv3 run is also "
+                         f"there as {', '.join(p.name for _, p in outs[1:])} (not read)")
+    return chosen, notes
 
 
 def _reader_for(fmt: str, path: Path, step_marker: str | None = None
                 ) -> Callable[[Path], Trace]:
     if fmt == "xspace":
-        from parsers import xprof
-        return xprof.read
-    if fmt in ("sqlite", "rocprof-json", "rocprof-csv"):
         import functools
 
+        from parsers import xprof
+        # host annotations matching the marker are kept as host events of kind "marker"
+        return functools.partial(xprof.read, marker=step_marker) if step_marker else xprof.read
+    if fmt in ("sqlite", "rocprof-json", "rocprof-csv"):
         from parsers import rocprof
-        reader = {"sqlite": rocprof.read_rocpd, "rocprof-json": rocprof.read_json,
-                  "rocprof-csv": rocprof.read_csv}[fmt]
-        return functools.partial(reader, step_marker=step_marker)
+        # ROCTx ranges are host events of kind "marker"; tracelens.steps makes the steps
+        return {"sqlite": rocprof.read_rocpd, "rocprof-json": rocprof.read_json,
+                "rocprof-csv": rocprof.read_csv}[fmt]
     what = {
         "chrome-json": "a Chrome trace JSON (not supported yet; pass the .xplane.pb or the "
                        "rocprofv3 output)",
@@ -148,8 +165,9 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
          step_marker: str | None = None) -> Trace:
     """Read every trace behind ``paths`` into one classified Trace.
 
-    ``step_marker`` is a regex: rocprofv3 ROCTx ranges whose message matches it become steps
-    (formats without markers ignore it).
+    ``step_marker`` is a regex: host markers (rocprofv3 ROCTx ranges, XSpace host
+    annotations) whose name matches it become steps, else the executions of a program whose
+    module name matches it (:mod:`tracelens.steps`; ``meta.steps_source`` says which).
 
     Raises :class:`TraceInputError` for any input that cannot be read; nothing partial is
     returned.
@@ -158,17 +176,27 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
         paths = [paths]
     if step_marker is not None:
         re.compile(step_marker)  # a bad pattern is the caller's error, not the file's
-    files: list[Path] = []
-    for p in paths:
-        files.extend(find_inputs(Path(p)))
-    files = list(dict.fromkeys(files))
+    args = [Path(p) for p in paths]
+    origin: dict[Path, int] = {}  # each file's first path argument
+    notes: list[str] = []
+    for i, arg in enumerate(args):
+        found, skipped = discover(arg)
+        notes += skipped
+        for f in found:
+            origin.setdefault(f, i)
+    files = list(origin)
     formats = [sniff_format(f) for f in files]
     readers = [(f, _reader_for(fmt, f, step_marker)) for f, fmt in zip(files, formats)]
     iterator = progress(files) if progress else files
     parts = _read_parallel(files, formats, readers, step_marker, iterator) \
         if _workers(files) > 1 else _read_serial(readers, iterator)
+    if len(parts) > 1:
+        check_one_job([job_facts(part, f, origin[f], args[origin[f]].is_dir())
+                       for f, part in zip(files, parts)], args)
     decoders = {k: v for part in parts for k, v in part.meta.extra.get("decoder", {}).items()}
     trace = combine(parts)
+    for note in notes:
+        trace.meta.warn(note)
     if decoders:
         trace.meta.extra["decoder"] = decoders
     # one chunk per column: parts and lines arrive as many chunks, which slows every
@@ -184,6 +212,7 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
     unaligned = trace.meta.extra.pop("unaligned", None)
     if unaligned and not align_on_collectives(trace):
         trace.meta.warn(unaligned)
+    mark_steps(trace, step_marker)
     trace.events = assign_steps(trace.events, trace.steps)
     problems = validate(trace)
     if problems:  # a parser bug, not a user error: fail loudly

@@ -110,6 +110,9 @@ class TraceMeta:
     sources: list[dict[str, str]] = field(default_factory=list)  # [{"path", "format"}]
     warnings: list[str] = field(default_factory=list)
     alignment: str = "none"  # how hosts were put on one clock
+    # where trace.steps came from: "annotation", "marker:<regex>",
+    # "program:<module>(<program_id>)" or "none" (tracelens.steps)
+    steps_source: str = "none"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
