@@ -62,3 +62,46 @@ def test_time_window_clips_like_a_step() -> None:
         assert timeline_numbers(a["timeline"]) == timeline_numbers(b["timeline"])
     # FLOPs of an activity cut by the window shrink in proportion
     assert w.events["flops"].sum() <= t.events["flops"].sum()
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_filters_on_the_command_line() -> None:
+    import json
+
+    path = str(SAMPLES / "mi355x_2x8gpu_straggler")
+    code, out, err = _cli("summarize", path, "--format", "json", "--category", "gemm",
+                          "--host", "mi355x-node1")
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["filters"]["category"] == ["gemm"] and s["filters"]["host"] == ["mi355x-node1"]
+    assert {d["host"] for d in s["devices"]} == {"mi355x-node1"}
+    assert {c["category"] for d in s["devices"] for c in d["categories"]} == {"gemm"}
+    code, _, err = _cli("summarize", path, "--host", "nohost")
+    assert code == 2 and err.startswith("error: ") and "nohost" in err
+    code, out, err = _cli("collectives", path, "--format", "json", "--time", "0:5ms")
+    assert code == 0, err
+    assert json.loads(out)["filters"] == {"time_ns": [0, 5_000_000]}
+
+
+def test_all_rows_past_16_devices(tmp_path) -> None:
+    from parsers.xprof_write import write
+    from tracelens.synth import Scenario, build
+
+    syn = build(Scenario(hosts=3, gpus=8, steps=1, layers=1, seed=3))
+    write(syn.trace, tmp_path / "run")
+    code, short, err = _cli("summarize", str(tmp_path / "run"))
+    assert code == 0, err
+    assert "of 24 devices: median, best, worst" in short
+    code, full, _ = _cli("summarize", str(tmp_path / "run"), "--all")
+    assert "median:" not in full
+    assert all(f"mi355x-node{h}/{g}" in full for h in range(3) for g in range(8))
+    assert short.count("median:") == 3  # the timeline, idle and step tables
+    assert short.count("best:") == short.count("worst:") == 3

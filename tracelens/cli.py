@@ -16,6 +16,7 @@ import click
 
 from tracelens import __version__
 from tracelens.errors import TraceInputError
+from tracelens.model import CATEGORIES
 
 FORMATS = ["table", "json", "csv", "markdown"]
 PROGRESS_MIN_BYTES = 20 * 1024 * 1024
@@ -147,6 +148,47 @@ def _check_filters(trace: Any, paths: tuple[Path, ...], device: int | None,
                               f"{sorted(set(trace.devices['device'].to_list()))})")
 
 
+def _time_window(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    from tracelens.filters import parse_window
+    try:
+        return parse_window(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--category, --kernel, --host, --time: narrow the trace before any analysis."""
+    func = click.option("--time", "time_window", default=None, metavar="START:END",
+                        callback=_time_window,
+                        help="Only this stretch, from the trace's first activity or step "
+                             "(ns, or with ns/us/ms/s; either side may be empty).")(func)
+    func = click.option("--host", "hosts", multiple=True, metavar="NAME",
+                        help="Only this host (repeatable).")(func)
+    func = click.option("--kernel", default=None, metavar="REGEX", callback=_check_regex,
+                        help="Only activities whose name matches REGEX.")(func)
+    func = click.option("--category", "categories", multiple=True,
+                        type=click.Choice(list(CATEGORIES)),
+                        help="Only activities of this category (repeatable).")(func)
+    return func
+
+
+def _filtered(trace: Any, paths: tuple[Path, ...], categories: tuple[str, ...],
+              kernel: str | None, hosts: tuple[str, ...],
+              time_window: tuple[int | None, int | None] | None) -> tuple[Any, dict[str, Any]]:
+    """The trace narrowed by the filter options, and the filters in force (for outputs)."""
+    from tracelens.filters import Filters, apply
+
+    f = Filters(hosts=hosts, categories=categories, kernel=kernel, time=time_window)
+    if not f.active():
+        return trace, {}
+    try:
+        return apply(trace, f), f.active()
+    except ValueError as exc:
+        raise TraceInputError(Path(", ".join(str(p) for p in paths)), str(exc)) from None
+
+
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--rules", "rules_files", multiple=True, type=click.Path(),
                         help="Extra classifier rules (TOML); they take precedence.")(func)
@@ -168,14 +210,21 @@ def main() -> None:
 @click.option("--step", type=int, default=None, help="Only this step's window.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many top kernels to list.")
+@click.option("--all", "all_rows", is_flag=True,
+              help="Every device in the tables (past 16 devices they show the median, best, "
+                   "worst and outliers).")
 @format_option
 @step_marker_option
+@filter_options
 @gpu_options
 @common_options
 @guarded
 def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top: int,
-              fmt: str, step_marker: str | None, gpu: str | None, gpu_specs: Path | None,
-              rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+              all_rows: bool, fmt: str, step_marker: str | None,
+              categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
+              time_window: tuple[int | None, int | None] | None, gpu: str | None,
+              gpu_specs: Path | None, rules_files: tuple[str, ...], quiet: bool,
+              debug: bool) -> None:
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
     from tracelens.analyze.summary import summarize as build
     from tracelens.loader import load
@@ -184,12 +233,14 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     extra_specs = _gpu_specs(gpu, gpu_specs)
     trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
                  step_marker=step_marker)
+    trace, active = _filtered(trace, paths, categories, kernel, hosts, time_window)
     _check_filters(trace, paths, device, step)
     result = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
+    result["filters"] = {**result["filters"], **active}
     shown = {**result, "warnings": []} if quiet and fmt == "table" else result
     _output(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
-            lambda: render.render_markdown(result),
-            lambda console: render.render_table(shown, console))
+            lambda: render.render_markdown(result, all_rows),
+            lambda console: render.render_table(shown, console, all_rows))
 
 
 @main.command()
@@ -236,9 +287,12 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
               help="How many worst instances to list.")
 @format_option
 @step_marker_option
+@filter_options
 @common_options
 @guarded
 def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | None,
+                categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
+                time_window: tuple[int | None, int | None] | None,
                 rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
     from tracelens.analyze.collectives import collectives_report
@@ -247,11 +301,14 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | 
 
     trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
                  step_marker=step_marker)
+    trace, active = _filtered(trace, paths, categories, kernel, hosts, time_window)
     from tracelens.analyze.collectives import link_of
 
     rep = collectives_report(trace.events, trace.meta.alignment, top=top,
                              link_gb_per_s=link_of(trace.devices))
     rep["steps_source"] = trace.meta.steps_source
+    if active:
+        rep["filters"] = active
     _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
             lambda: render.render_markdown(rep), lambda console: render.render_table(rep, console))
 
@@ -281,10 +338,13 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
 @format_option
 @html_option
 @step_marker_option
+@filter_options
 @common_options
 @guarded
 def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
-            html: Path | None, step_marker: str | None, rules_files: tuple[str, ...],
+            html: Path | None, step_marker: str | None, categories: tuple[str, ...],
+            kernel: str | None, hosts: tuple[str, ...],
+            time_window: tuple[int | None, int | None] | None, rules_files: tuple[str, ...],
             quiet: bool, debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
     from tracelens.analyze.compare import compare as build
@@ -293,8 +353,12 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     from reports.scaling import compare_tables
 
     rules = _rules(rules_files)
-    ta, tb = (load([p], rules=rules, step_marker=step_marker) for p in (base, new))
+    (ta, active), (tb, _) = (
+        _filtered(load([p], rules=rules, step_marker=step_marker), (p,), categories, kernel,
+                  hosts, time_window) for p in (base, new))
     rep = build(profile(ta, str(base)), profile(tb, str(new)), top=top)
+    if active:
+        rep["filters"] = active
     rep["base"]["steps_source"] = ta.meta.steps_source
     rep["new"]["steps_source"] = tb.meta.steps_source
     regressed = (fail_above is not None and rep["delta_pct"] is not None
@@ -316,11 +380,13 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
 @format_option
 @html_option
 @step_marker_option
+@filter_options
 @common_options
 @guarded
 def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
-            step_marker: str | None, rules_files: tuple[str, ...], quiet: bool,
-            debug: bool) -> None:
+            step_marker: str | None, categories: tuple[str, ...], kernel: str | None,
+            hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
+            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
     from tracelens.analyze.scaling import profile, transition
     from tracelens.loader import load
@@ -329,13 +395,17 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
     if len(runs) < 2:
         raise click.UsageError("scaling needs at least two runs")
     rules = _rules(rules_files)
-    traces = [load([r], rules=rules, step_marker=step_marker) for r in runs]
+    loaded = [_filtered(load([r], rules=rules, step_marker=step_marker), (r,), categories,
+                        kernel, hosts, time_window) for r in runs]
+    traces = [t for t, _ in loaded]
     profiles = [profile(t, str(r)) for t, r in zip(traces, runs)]
     rep = {"runs": [{"path": p.path, "devices": p.devices, "hosts": p.hosts, "steps": p.steps,
                      "steps_source": t.meta.steps_source, "step_ns": p.step_ns,
                      "components": p.components} for p, t in zip(profiles, traces)],
            "transitions": [transition(a, b, strong=strong)
                            for a, b in zip(profiles, profiles[1:])]}
+    if loaded[0][1]:
+        rep["filters"] = loaded[0][1]
     rows = [{"from": t["from"], "to": t["to"], "component": c["component"],
              "delta_ns": c["delta_ns"], "share": c["share"]}
             for t in rep["transitions"] for c in t["causes"]]
@@ -354,11 +424,14 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
 @click.option("--top", type=click.IntRange(min=0), default=100, show_default=True,
               help="How many top kernels the report's table holds.")
 @step_marker_option
+@filter_options
 @gpu_options
 @common_options
 @guarded
 def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int | None,
-           step: int | None, top: int, step_marker: str | None, gpu: str | None,
+           step: int | None, top: int, step_marker: str | None, categories: tuple[str, ...],
+           kernel: str | None, hosts: tuple[str, ...],
+           time_window: tuple[int | None, int | None] | None, gpu: str | None,
            gpu_specs: Path | None, rules_files: tuple[str, ...], quiet: bool,
            debug: bool) -> None:
     """One self-contained HTML report (charts and tables; opens offline)."""
@@ -372,20 +445,15 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     from tracelens.loader import load
     from reports.html import render_html
 
-    if output.exists() and output.is_dir():
-        raise click.UsageError(f"-o {output} is a directory; give a file name")
-    if not output.parent.is_dir():  # fail before reading (possibly large) inputs
-        _fail(f"{output}: cannot write the report: folder {output.parent} does not exist",
-              debug)
-    resolved = output.resolve()
-    if any(p.exists() and p.resolve() == resolved for p in paths):
-        raise click.UsageError(f"-o {output} is one of the inputs")
+    _writable(output, paths, "-o")  # fail before reading (possibly large) inputs
     extra_specs = _gpu_specs(gpu, gpu_specs)
     trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
                  step_marker=step_marker)
+    trace, active = _filtered(trace, paths, categories, kernel, hosts, time_window)
     _check_filters(trace, paths, device, step)
     steps = trace.steps.filter(pl.col("step") == step) if step is not None else trace.steps
     summary = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
+    summary["filters"] = {**summary["filters"], **active}
     events = trace.events
     if device is not None:
         events = events.filter(pl.col("device") == device)
@@ -426,9 +494,13 @@ def _writable(path: Path, paths: tuple[Path, ...], flag: str) -> None:
               show_default=True, help="Which table -o writes.")
 @click.option("--perfetto", type=click.Path(path_type=Path), default=None,
               help="Write a Chrome/Perfetto trace-event file (.json or .json.gz).")
+@step_marker_option
+@filter_options
 @common_options
 @guarded
 def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: Path | None,
+           step_marker: str | None, categories: tuple[str, ...], kernel: str | None,
+           hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Take the data away: an event or statistics table, or a timeline for Perfetto."""
     from tracelens.analyze.tables import build_table, counter_intervals
@@ -445,7 +517,9 @@ def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: P
                                    "(.parquet, .csv, .jsonl)")
     if perfetto is not None:
         _writable(perfetto, paths, "--perfetto")
-    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet))
+    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
+                 step_marker=step_marker)
+    trace, _ = _filtered(trace, paths, categories, kernel, hosts, time_window)
     try:
         if output is not None:
             df = build_table(trace, table)
