@@ -71,7 +71,8 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
          f"{h['exposed_comm_pct']:.1f}%" if h["exposed_comm_pct"] is not None else "-"],
         ["exposed memory",
          f"{h['exposed_memory_pct']:.1f}%" if h["exposed_memory_pct"] is not None else "-"],
-        ["MFU (median device)", "-" if h.get("mfu") is None else f"{100 * h['mfu']:.1f}%"],
+        ["MFU (median device)", _mfu_text(h.get("mfu"), h.get("mfu_lower_bound"))],
+        ["FLOPs coverage", _coverage_text(h)],
     ]
     peaks = _peaks_line(summary)
     if peaks:
@@ -94,7 +95,7 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
                        pct(t["exposed_comm_ns"], t["span_ns"]),
                        pct(t["exposed_memory_ns"], t["span_ns"]),
                        pct(t["idle_ns"], t["span_ns"]), ms(t["comm_ns"]), ms(t["memory_ns"]),
-                       _frac(d.get("mfu"))])
+                       _mfu_text(d.get("mfu"), d.get("mfu_lower_bound"), short=True)])
     tables.append(("Per-device timeline (shares of span)",
                    ["device"] + (["product"] if show_product else [])
                    + ["span ms", "busy ms", "compute", "exp. comm", "exp. mem", "idle",
@@ -157,6 +158,21 @@ def _num(x: float | None, scale: float = 1.0) -> str:
         return "-"
     v = x * scale
     return f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def _mfu_text(x: float | None, lower_bound: bool | None, short: bool = False) -> str:
+    """MFU as a percentage, marked as a lower bound when some compute time has no FLOPs."""
+    if x is None:
+        return "-"
+    if not lower_bound:
+        return f"{100.0 * x:.1f}%"
+    return f"≥{100.0 * x:.1f}%" if short else f"≥ {100.0 * x:.1f}% (lower bound: see warnings)"
+
+
+def _coverage_text(h: dict[str, Any]) -> str:
+    """Share of compute-kernel time whose kernels carry FLOPs (docs/cost-model.md §9)."""
+    cov = h.get("flops_coverage")
+    return "-" if cov is None else f"{100.0 * cov:.1f}% of compute-kernel time has FLOPs"
 
 
 def _frac(x: float | None) -> str:
