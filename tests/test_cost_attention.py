@@ -191,3 +191,13 @@ def test_summarize_json_is_deterministic(tmp_path: Path) -> None:
     a = json.dumps(tracelens.summarize(load(tmp_path, packed_ns=2_000_000)), sort_keys=True)
     b = json.dumps(tracelens.summarize(load(tmp_path, packed_ns=2_000_000)), sort_keys=True)
     assert a == b
+
+
+def test_report_shows_coverage_and_lower_bound(tmp_path: Path) -> None:
+    from reports.html import render_html
+    s = tracelens.summarize(load(tmp_path, packed_ns=2_000_000))
+    page = render_html(s, generated="test")
+    cov = 100 * s["headline"]["flops_coverage"]
+    assert 'id="flops-coverage"' in page and f"{cov:.1f}%" in page
+    assert "(lower bound)" in page and "≥ " in page
+    assert "FLOPs cover" in page  # the warning, escaped text
