@@ -201,3 +201,32 @@ def test_report_shows_coverage_and_lower_bound(tmp_path: Path) -> None:
     assert 'id="flops-coverage"' in page and f"{cov:.1f}%" in page
     assert "(lower bound)" in page and "≥ " in page
     assert "FLOPs cover" in page  # the warning, escaped text
+
+
+@pytest.mark.parametrize("device", ["mi300x", "mi355x"])
+def test_synthetic_te_job_costs_and_mfu_match_the_construction(tmp_path: Path,
+                                                                device: str) -> None:
+    """A synthetic Llama job whose TE calls carry TE's full attribute set: every event's
+    FLOPs/bytes and every device's MFU equal the construction's truth (which computes the
+    attention FLOPs from Q, K, V by hand, not through tracelens.hlo), coverage is complete,
+    and MFU is higher than the same job with the shape attributes left out."""
+    from tests.synth_helpers import (assert_costs_match_truth, assert_mfu_matches_truth,
+                                     synthetic, write_and_load)
+    kw = dict(device=device, gpus=2, steps=2, layers=2, seed=5)
+    full = synthetic(te_attributes="full", **kw)
+    trace, _ = write_and_load(full, tmp_path / "full")
+    assert full.truth["model"]["model_ops_without_flops"] == 0
+    assert_costs_match_truth(trace, full.truth)
+    assert_mfu_matches_truth(trace, full.truth)
+    s = tracelens.summarize(trace)
+    assert s["headline"]["flops_coverage"] == 1.0 and not s["headline"]["mfu_lower_bound"]
+    assert s["no_flops"] == [] and trace.events.filter(
+        pl.col("category") == "attention")["flops"].null_count() == 0
+    minimal, _ = write_and_load(synthetic(**kw), tmp_path / "minimal")
+    m = tracelens.summarize(minimal)
+    assert m["headline"]["flops_coverage"] < 0.95 and m["headline"]["mfu_lower_bound"]
+    att = trace.events.filter(pl.col("category") == "attention").group_by("device").agg(
+        pl.col("flops").sum()).sort("device")["flops"].to_list()
+    for d_full, d_min, a in zip(s["devices"], m["devices"], att):
+        assert d_full["model_flops"] == pytest.approx(d_min["model_flops"] + a, rel=1e-12)
+        assert d_full["mfu"] > d_min["mfu"]
