@@ -78,8 +78,8 @@ def _tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
     if peaks:
         head.append(["peaks (dense)", peaks])
     if summary.get("no_cost_data"):
-        head.append(["no cost data", f"{summary['no_cost_data']:,} kernels "
-                                     f"({ms(summary.get('no_cost_data_ns'))} ms)"])
+        head.append(["no FLOPs or cost data", f"{summary['no_cost_data']:,} kernels "
+                                              f"({ms(summary.get('no_cost_data_ns'))} ms)"])
     filt = summary.get("filters", {})
     if filt.get("device") is not None or filt.get("step") is not None:
         head.append(["filters", ", ".join(f"{k} {v}" for k, v in filt.items() if v is not None)])

@@ -164,8 +164,11 @@ def _coverage_warning(devs: list[dict[str, Any]], gaps: pl.DataFrame, busy: int,
     ops = gaps.group_by("op", "category").agg(pl.col("sum_ns").sum(),
                                               pl.col("cost_note").drop_nulls().sort().first()) \
         .sort(["sum_ns", "op"], descending=[True, False]).head(top)
-    op_text = "; ".join(f"{r['op']} ({r['category']}, {_share(r['sum_ns'], busy) or 0:.1f}%): "
-                        f"{r['cost_note']}" for r in ops.iter_rows(named=True))
+    by_note: dict[str, list[str]] = {}  # ops sharing a reason listed together, longest first
+    for r in ops.iter_rows(named=True):
+        by_note.setdefault(r["cost_note"] or "no reason recorded", []).append(
+            f"{r['op']} ({r['category']}, {_share(r['sum_ns'], busy) or 0:.1f}%)")
+    op_text = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_note.items())
     return [f"FLOPs cover {100.0 * covered / total:.1f}% of compute-kernel time ({len(low)} "
             f"device(s) under {COVERAGE_FLOOR:.0%}, lowest {worst['host']}/GPU{worst['device']} "
             f"{100.0 * worst['flops_coverage']:.1f}%), so MFU is a lower bound. Without FLOPs, "
