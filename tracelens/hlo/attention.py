@@ -48,19 +48,18 @@ def te_attention(inst: Instruction) -> tuple[float | None, str, str]:
     if attrs is None:
         return None, "", (f"{target}: backend_config is not an MLIR attribute dictionary; "
                           "attention shape unknown")
-    b = _int_attr(attrs, "input_batch")
-    n = _int_attr(attrs, "attn_heads")
-    sq = _int_attr(attrs, "q_max_seqlen")
-    skv = _int_attr(attrs, "kv_max_seqlen")
-    dqk = _int_attr(attrs, "qk_head_dim", "head_dim")
-    dv = _int_attr(attrs, "v_head_dim")
-    dv = dqk if dv is None else dv
-    need = {"input_batch": b, "attn_heads": n, "q_max_seqlen": sq, "kv_max_seqlen": skv,
-            "qk_head_dim": dqk}
+    need = {"input_batch": _int_attr(attrs, "input_batch"),
+            "attn_heads": _int_attr(attrs, "attn_heads"),
+            "q_max_seqlen": _int_attr(attrs, "q_max_seqlen"),
+            "kv_max_seqlen": _int_attr(attrs, "kv_max_seqlen"),
+            "qk_head_dim": _int_attr(attrs, "qk_head_dim", "head_dim")}
     missing = [k for k, v in need.items() if v is None]
     if missing:
         return None, "", f"{target}: attributes lack {', '.join(missing)}"
-    if min(b, n, sq, skv, dqk, dv) <= 0:  # type: ignore[type-var]
+    b, n, sq, skv, dqk = (int(v) for v in need.values())  # type: ignore[arg-type]
+    dv = _int_attr(attrs, "v_head_dim")
+    dv = dqk if dv is None else dv
+    if min(b, n, sq, skv, dqk, dv) <= 0:
         return None, "", f"{target}: non-positive shape attribute"
     mask = _int_attr(attrs, "mask_type")
     mask = 0 if mask is None else mask
@@ -71,11 +70,11 @@ def te_attention(inst: Instruction) -> tuple[float | None, str, str]:
         return None, "", (f"{target}: packed sequences (max_segments_per_seq = {segments}); "
                           "the work depends on runtime segment lengths")
     left = _int_attr(attrs, "window_size_left")
-    if left is not None and 0 <= left < skv - 1:  # type: ignore[operator]
+    if left is not None and 0 <= left < skv - 1:
         return None, "", (f"{target}: sliding window (window_size_left = {left}); "
                           "FLOPs not modelled")
     backward = "backward" in target
-    flops = 2.0 * b * n * sq * skv * (dqk + dv)  # type: ignore[operator]
+    flops = 2.0 * b * n * sq * skv * (dqk + dv)
     if backward:
         flops *= 2.5
     causal = mask in CAUSAL_MASKS

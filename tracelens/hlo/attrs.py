@@ -23,6 +23,7 @@ from typing import Any
 _NUMBER = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)")
 _IDENT = re.compile(r"[A-Za-z_][\w$.\-]*")
 _TYPE = re.compile(r"\s*:\s*[A-Za-z_][\w<>x?]*")  # `: i64`, `: f32`, `: tensor<2xi64>`
+_PLAIN = re.compile(r'[^"\\]*')
 _MAX_DEPTH = 32
 
 
@@ -52,6 +53,11 @@ class _Parser:
         self.expect('"')
         out = []
         while self.i < len(self.s):
+            m = _PLAIN.match(self.s, self.i)  # a run without quotes or escapes, in one step
+            if m.end() > self.i:
+                out.append(m.group())
+                self.i = m.end()
+                continue
             c = self.s[self.i]
             self.i += 1
             if c == '"':
@@ -69,8 +75,6 @@ class _Parser:
                     self.i += 2
                 else:
                     raise _Error("bad escape")
-            else:
-                out.append(c)
         raise _Error("unterminated string")
 
     def key(self) -> str:
