@@ -178,3 +178,58 @@ def test_ragged_dot_text_dims() -> None:
 def test_instruction_without_backend_config_has_no_attributes() -> None:
     inst = Instruction(name="x", opcode="custom-call", shape=Shape("f32", (1,)))
     assert inst.ffi_attributes is None
+
+
+def test_fusion_kind_says_what_its_body_computes() -> None:
+    """A fusion's kind comes from its fused computation, whatever its name or fusion kind:
+    a convolution inside is conv (not gemm), a reduce is reduction, a sort is sort, pure data
+    movement is copy."""
+    b = ModuleBuilder("jit_k", 8)
+    add = b.computation("add")
+    b.inst(add, "a0", "parameter", "f32[]")
+    b.inst(add, "a1", "parameter", "f32[]", parameter_number=1)
+    b.inst(add, "s", "add", "f32[]", ("a0", "a1"), root=True)
+    conv = b.computation("fused_conv", fusion=True)
+    b.inst(conv, "p0", "parameter", "bf16[1,8,8,4]")
+    b.inst(conv, "p1", "parameter", "bf16[3,3,4,4]", parameter_number=1)
+
+    def dims(d) -> None:  # NHWC input, HWIO kernel, NHWC output
+        d.input_batch_dimension, d.input_feature_dimension = 0, 3
+        d.input_spatial_dimensions.extend([1, 2])
+        d.kernel_input_feature_dimension, d.kernel_output_feature_dimension = 2, 3
+        d.kernel_spatial_dimensions.extend([0, 1])
+        d.output_batch_dimension, d.output_feature_dimension = 0, 3
+        d.output_spatial_dimensions.extend([1, 2])
+
+    def window(w) -> None:
+        for _ in range(2):
+            w.dimensions.add(size=3, stride=1)
+
+    b.inst(conv, "c", "convolution", "bf16[1,6,6,4]", ("p0", "p1"), root=True,
+           window=window, convolution_dimension_numbers=dims)
+    red = b.computation("fused_reduce", fusion=True)
+    b.inst(red, "r0", "parameter", "f32[16,32]")
+    b.inst(red, "z", "constant", "f32[]")
+    b.inst(red, "r", "reduce", "f32[16]", ("r0", "z"), calls=("add",), root=True,
+           dimensions=[1])
+    mov = b.computation("fused_move", fusion=True)
+    b.inst(mov, "m0", "parameter", "f32[16,32]")
+    b.inst(mov, "t", "transpose", "f32[32,16]", ("m0",), dimensions=[1, 0])
+    b.inst(mov, "cv", "convert", "bf16[32,16]", ("t",), root=True)
+    main = b.computation("main.1")
+    b.inst(main, "x", "parameter", "bf16[1,8,8,4]")
+    b.inst(main, "w", "parameter", "bf16[3,3,4,4]", parameter_number=1)
+    b.inst(main, "y", "parameter", "f32[16,32]", parameter_number=2)
+    b.inst(main, "fusion.1", "fusion", "bf16[1,6,6,4]", ("x", "w"), calls=("fused_conv",),
+           fusion_kind="kOutput")
+    b.inst(main, "fusion.2", "fusion", "f32[16]", ("y",), calls=("fused_reduce",),
+           fusion_kind="kLoop")
+    b.inst(main, "fusion.3", "fusion", "bf16[32,16]", ("y",), calls=("fused_move",),
+           fusion_kind="kCustom", root=True)
+    b.entry(main)
+    m = module_from_proto(b.bytes())
+    costs = {n: instruction_cost(m, m.entry_computation, m.instruction(n))
+             for n in ("fusion.1", "fusion.2", "fusion.3")}
+    assert {n: c.kind for n, c in costs.items()} == {
+        "fusion.1": "conv", "fusion.2": "reduction", "fusion.3": "copy"}
+    assert costs["fusion.1"].flops == 2 * 4 * 4 * 1 * 6 * 6 * 3 * 3  # C_in·C_out·N·positions

@@ -368,7 +368,10 @@ def instruction_cost(module: Module, comp: Computation, inst: Instruction) -> Op
         mm, elem, shapes, detail = _inst_flops(module, comp, inst)
         nbytes = io_bytes(module, comp, inst)
         if mm:
-            return OpCost("gemm", float(mm), nbytes, _operand_dtype(shapes), detail=detail)
+            body = _opcodes(module, inst)
+            kind = "conv" if "convolution" in body and not body & {"dot", "ragged-dot"} \
+                else "gemm"
+            return OpCost(kind, float(mm), nbytes, _operand_dtype(shapes), detail=detail)
         return OpCost(structure_kind(module, inst), float(elem), nbytes,
                       _elementwise_dtype(inst, ops),
                       detail=f"{inst.fusion_kind or inst.opcode} -> {inst.shape}")
