@@ -108,14 +108,15 @@ def _tables(summary: dict[str, Any], all_rows: bool = False
          f"{h['exposed_comm_pct']:.1f}%" if h["exposed_comm_pct"] is not None else "-"],
         ["exposed memory",
          f"{h['exposed_memory_pct']:.1f}%" if h["exposed_memory_pct"] is not None else "-"],
-        ["MFU (median device)", "-" if h.get("mfu") is None else f"{100 * h['mfu']:.1f}%"],
+        ["MFU (median device)", _mfu_text(h.get("mfu"), h.get("mfu_lower_bound"))],
+        ["FLOPs coverage", _coverage_text(h)],
     ]
     peaks = _peaks_line(summary)
     if peaks:
         head.append(["peaks (dense)", peaks])
     if summary.get("no_cost_data"):
-        head.append(["no cost data", f"{summary['no_cost_data']:,} kernels "
-                                     f"({ms(summary.get('no_cost_data_ns'))} ms)"])
+        head.append(["no FLOPs or cost data", f"{summary['no_cost_data']:,} kernels "
+                                              f"({ms(summary.get('no_cost_data_ns'))} ms)"])
     filt = summary.get("filters", {})
     if filt.get("device") is not None or filt.get("step") is not None:
         head.append(["filters", ", ".join(f"{k} {v}" for k, v in filt.items() if v is not None)])
@@ -133,11 +134,11 @@ def _tables(summary: dict[str, Any], all_rows: bool = False
                        pct(t["exposed_comm_ns"], t["span_ns"]),
                        pct(t["exposed_memory_ns"], t["span_ns"]),
                        pct(t["idle_ns"], t["span_ns"]), ms(t["comm_ns"]), ms(t["memory_ns"]),
-                       _frac(d.get("mfu"))])
+                       _mfu_text(d.get("mfu"), d.get("mfu_lower_bound"), short=True)])
     tables.append(("Per-device timeline (shares of span)" + (
         f"; {len(shown)} of {len(summary['devices'])} devices: median, best, worst by compute "
-        f"share and those with a share more than {OUTLIER_POINTS:g} points from the median (--all for "
-        "every device)" if cut else ""),
+        f"share and those with a share more than {OUTLIER_POINTS:g} points from the median "
+        "(--all for every device)" if cut else ""),
                    ["device"] + (["product"] if show_product else [])
                    + ["span ms", "busy ms", "compute", "exp. comm", "exp. mem", "idle",
                       "comm ms", "mem ms", "MFU"], rows))
@@ -208,6 +209,21 @@ def _num(x: float | None, scale: float = 1.0) -> str:
         return "-"
     v = x * scale
     return f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def _mfu_text(x: float | None, lower_bound: bool | None, short: bool = False) -> str:
+    """MFU as a percentage, marked as a lower bound when some compute time has no FLOPs."""
+    if x is None:
+        return "-"
+    if not lower_bound:
+        return f"{100.0 * x:.1f}%"
+    return f"≥{100.0 * x:.1f}%" if short else f"≥ {100.0 * x:.1f}% (lower bound: see warnings)"
+
+
+def _coverage_text(h: dict[str, Any]) -> str:
+    """Share of compute-kernel time whose kernels carry FLOPs (docs/cost-model.md §9)."""
+    cov = h.get("flops_coverage")
+    return "-" if cov is None else f"{100.0 * cov:.1f}% of compute-kernel time has FLOPs"
 
 
 def _frac(x: float | None) -> str:

@@ -175,3 +175,31 @@ def test_incomplete_hbm_counter_set_gives_no_bytes(missing: str) -> None:
     cols = {c: [1] for c in ("TCC_EA0_RDREQ", "TCC_EA0_RDREQ_32B", "TCC_EA0_WRREQ",
                              "TCC_EA0_WRREQ_64B", "TCC_BUBBLE") if c != missing}
     assert cost_from_counters(pl.DataFrame(cols))["bytes"][0] is None
+
+
+def test_cost_note_says_why_a_compute_kernel_has_no_flops() -> None:
+    """Every compute kernel without FLOPs gets the reason; memory and collectives get none;
+    ``no_cost_data`` counts compute kernels without FLOPs even when their bytes are known."""
+    from tracelens.analyze.roofline import no_cost_data
+    trace = make_trace(
+        [dict(host="h0", name="k_noop", category="elementwise", start_ns=0, end_ns=10),
+         dict(host="h0", name="blit", category="memory", start_ns=10, end_ns=20),
+         dict(host="h0", name="k_missing", op="dot.9", program_id=1, start_ns=20, end_ns=30),
+         dict(host="h0", name="k_nohlo", op="dot.1", program_id=2, start_ns=30, end_ns=40),
+         dict(host="h0", name="k_ok", op="dot.1", program_id=1, start_ns=40, end_ns=50),
+         dict(host="h0", name="k_bytes", category="elementwise", start_ns=50, end_ns=60,
+              bytes=64.0, cost_source="counters"),
+         dict(host="h0", name="nccl", category="collective", start_ns=60, end_ns=70)],
+        [{"host": "h0", "rank": 0, "program_id": 1, "module": "jit_dot",
+          "hlo_proto": dot_module(1, 8, 8, 8)}])
+    annotate(trace)
+    notes = dict(zip(trace.events["name"], trace.events["cost_note"]))
+    assert notes == {
+        "k_noop": "the kernel names no HLO op", "blit": None,
+        "k_missing": "op 'dot.9' is not in the HLO of program 1",
+        "k_nohlo": "the trace has no HLO for program 2 on this host", "k_ok": None,
+        "k_bytes": "the hardware counters of this dispatch hold no FLOP counter",
+        "nccl": None}
+    counted = trace.events.filter(no_cost_data(trace.events))["name"].to_list()
+    # (and, as before, any kernel without any cost: the blit and the untyped collective)
+    assert counted == ["k_noop", "blit", "k_missing", "k_nohlo", "k_bytes", "nccl"]

@@ -211,10 +211,10 @@ def test_fusion_with_dot_inside_counts_only_the_dot(index: HloIndex) -> None:
 
 def test_elementwise_and_reduce_fusions(index: HloIndex) -> None:
     e = cost(index, "loop_fusion")
-    assert e.kind == "fusion" and e.flops == 2 * 1000  # multiply + add; convert is no flop
+    assert e.kind == "elementwise" and e.flops == 2 * 1000  # multiply + add; convert: 0
     assert e.bytes == 4000 + 4000 + 2000 and e.dtype == "bf16"
     r = cost(index, "input_reduce_fusion")
-    assert r.flops == 800 - 8 and r.bytes == 3200 + 32
+    assert r.kind == "reduction" and r.flops == 800 - 8 and r.bytes == 3200 + 32
 
 
 def test_collectives_iota_list_and_mesh_groups(index: HloIndex) -> None:

@@ -121,11 +121,14 @@ def test_cpu_trace_devices_steps_and_ops() -> None:
     assert ar.height == 12 and set(ar["category"]) == {"collective"}
     assert set(ar["subcategory"]) == {"all-reduce"}
     assert ev.filter(pl.col("step").is_null()).height == 0
-    # ynn_fusion.1/.2/.3 hide dots (HLO says so): gemm by structure; the loss fusion stays other
+    # ynn_fusion.1/.2/.3 hide dots (HLO says so): gemm by structure; the loss fusion (its body
+    # reduces to the f32[] loss) is a reduction by structure, no longer other
     ynn = ev.filter(pl.col("name").str.starts_with("ynn_fusion"))
     assert ynn.filter(pl.col("category") == "gemm")["rule"].unique().to_list() == [
         "gemm.hlo_structure"]
-    assert set(ynn.filter(pl.col("category") == "other")["name"]) == {"ynn_fusion"}
+    loss = ynn.filter(pl.col("name") == "ynn_fusion")
+    assert loss.height and set(loss["rule"]) == {"reduction.hlo_structure"}
+    assert ynn.filter(pl.col("category") == "other").height == 0
 
 
 def test_hlo_modules_are_kept_by_program_id() -> None:

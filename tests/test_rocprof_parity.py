@@ -40,7 +40,8 @@ def sample() -> tuple[tracelens.Trace, dict]:
     return trace, tracelens.summarize(trace, top=20)
 
 
-COST_MODEL_KEYS = ("mfu", "mfu_dtype", "model_flops", "model_kernels_without_cost")
+COST_MODEL_KEYS = ("mfu", "mfu_dtype", "model_flops", "model_kernels_without_cost",
+                   "mfu_lower_bound", "flops_coverage", "flops_covered_ns")
 
 
 def _comparable(summary: dict) -> dict:

@@ -24,13 +24,13 @@ import polars as pl
 
 from tracelens.hlo.index import HloIndex
 from tracelens.hlo.opcost import instruction_cost
-from tracelens.model import Trace
+from tracelens.model import COMPUTE_CATEGORIES, Trace
 
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String, "program_id": pl.Int64, "op": pl.String, "module": pl.String,
     "cost_kind": pl.String, "detail": pl.String, "_flops": pl.Float64, "_bytes": pl.Float64,
-    "_dtype": pl.String, "_msg_bytes": pl.Int64, "_group_size": pl.Int32,
+    "_dtype": pl.String, "_msg_bytes": pl.Int64, "_group_size": pl.Int32, "_note": pl.String,
 }
 
 
@@ -48,11 +48,14 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     done: dict[tuple[int, int, str], object] = {}  # hosts sharing a module share its costs
     for host, pid, op in keys.iter_rows():
         found = index.lookup(host, pid, op)
-        if found is None:
+        if found is None:  # a row without cost, saying why (the events' cost_note)
             if index.module(host, pid) is None:
                 missing_module.add((host, pid))
+                note = f"the trace has no HLO for program {pid} on this host"
             else:
                 missing_op += 1
+                note = f"op {op!r} is not in the HLO of program {pid}"
+            rows.append({"host": host, "program_id": pid, "op": op, "_note": note})
             continue
         module, comp, inst = found
         memo = (id(module), id(comp), inst.name)
@@ -64,11 +67,14 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
         c = done[memo]
         if isinstance(c, Exception):
             failed.append(f"{module.name}({pid})/{op}: {type(c).__name__}: {c}")
+            rows.append({"host": host, "program_id": pid, "op": op, "module": module.name,
+                         "_note": f"the cost of this op could not be computed from its HLO "
+                                  f"({type(c).__name__})"})
             continue
         rows.append({"host": host, "program_id": pid, "op": op, "module": module.name,
                      "cost_kind": c.kind, "detail": c.detail, "_flops": c.flops,
                      "_bytes": c.bytes, "_dtype": c.dtype, "_msg_bytes": c.msg_bytes,
-                     "_group_size": c.group_size})
+                     "_group_size": c.group_size, "_note": c.note or None})
     problems = list(index.problems)
     if missing_module:
         problems.append(f"{len(missing_module)} program(s) named by kernels have no HLO in the "
@@ -107,9 +113,9 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     per_name = per_name.join(
         table.select(_host="host", program_id="program_id", _op="op", _flops="_flops",
                      _bytes="_bytes", _dtype="_dtype", _msg_bytes="_msg_bytes",
-                     _group_size="_group_size"),
+                     _group_size="_group_size", _note="_note"),
         on=["_host", "program_id", "_op"], how="left", nulls_equal=False)
-    out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size"]
+    out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size", "_note"]
     return coded.select(*keys, "name").join(
         per_name.select(*keys, "name", *out), on=[*keys, "name"], how="left",
         nulls_equal=True, maintain_order="left").select(
@@ -141,7 +147,23 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         msg_bytes=pl.coalesce(pl.col("msg_bytes"), pl.col("_msg_bytes")),
         group_size=pl.coalesce(pl.col("group_size"), pl.col("_group_size")),
     )
-    return ev.select(cols)
+    return ev.with_columns(cost_note=cost_note()).select(cols)
+
+
+def cost_note() -> pl.Expr:
+    """Why a compute kernel (category not collective or memory) has no FLOPs, null otherwise:
+    the op's reason from the HLO cost rules, or what the trace lacks."""
+    compute = pl.col("category").cast(pl.String).is_in(COMPUTE_CATEGORIES).fill_null(False)
+    reason = (pl.when(pl.col("cost_note").is_not_null()).then(pl.col("cost_note"))
+              .when(pl.col("cost_source") == "counters")
+              .then(pl.lit("the hardware counters of this dispatch hold no FLOP counter"))
+              .when(pl.col("_note").is_not_null()).then(pl.col("_note"))
+              .when(pl.col("op").is_null()).then(pl.lit("the kernel names no HLO op"))
+              .when(pl.col("program_id").is_null())
+              .then(pl.lit("the kernel's HLO op has no program id"))
+              .otherwise(pl.lit("no cost rule gave FLOPs")))
+    return pl.when((pl.col("kind") == "kernel") & compute & pl.col("flops").is_null()) \
+        .then(reason).otherwise(None)
 
 
 def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:

@@ -44,6 +44,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "bytes": pl.Float64,
     "dtype": pl.String,
     "cost_source": pl.String,
+    "cost_note": pl.String,  # why a compute kernel has no FLOPs (null when it has them)
     "msg_bytes": pl.Int64,
     "group_size": pl.Int32,
 }

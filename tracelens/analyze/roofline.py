@@ -20,6 +20,7 @@ import polars as pl
 
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.hardware import DTYPES, GpuSpec, spec_for_device
+from tracelens.model import COMPUTE_CATEGORIES
 
 MODEL_CATEGORIES = ("gemm", "attention", "convolution")
 _DUR = pl.col("end_ns") - pl.col("start_ns")
@@ -70,10 +71,50 @@ def clip_costs_to_windows(events: pl.DataFrame, windows: pl.DataFrame) -> pl.Dat
         .drop("_dur0")
 
 
+def _compute_kernel() -> pl.Expr:
+    return (pl.col("kind") == "kernel") & \
+        pl.col("category").cast(pl.String).is_in(COMPUTE_CATEGORIES).fill_null(False)
+
+
 def no_cost_data(events: pl.DataFrame) -> pl.Expr:
-    """Kernels without any cost: no flops, no bytes, no collective size."""
-    return (pl.col("kind") == "kernel") & pl.col("flops").is_null() & \
-        pl.col("bytes").is_null() & pl.col("msg_bytes").is_null()
+    """Kernels without FLOPs in a compute category (every category but collective and memory),
+    and any kernel without any cost (no flops, no bytes, no collective size)."""
+    kernel = pl.col("kind") == "kernel"
+    return (_compute_kernel() & pl.col("flops").is_null()) | (
+        kernel & pl.col("flops").is_null() & pl.col("bytes").is_null()
+        & pl.col("msg_bytes").is_null())
+
+
+COVERAGE_FLOOR = 0.95  # below it MFU is labelled a lower bound and a warning names the gaps
+
+
+def flops_coverage(events: pl.DataFrame) -> pl.DataFrame:
+    """Per device: ``compute_kernel_ns`` (summed durations of compute kernels),
+    ``covered_ns`` (those that carry FLOPs, helper kernels' 0 included) and
+    ``flops_coverage`` = covered / all (null without compute kernels)."""
+    ev = events.filter(_compute_kernel()).select(
+        *DEVICE_KEYS, _d=_DUR, _has=pl.col("flops").is_not_null())
+    out = ev.group_by(DEVICE_KEYS).agg(
+        compute_kernel_ns=pl.col("_d").sum(),
+        covered_ns=pl.col("_d").filter(pl.col("_has")).sum())
+    return out.with_columns(flops_coverage=pl.when(pl.col("compute_kernel_ns") > 0).then(
+        pl.col("covered_ns") / pl.col("compute_kernel_ns"))).sort(DEVICE_KEYS)
+
+
+def without_flops(events: pl.DataFrame) -> pl.DataFrame:
+    """Compute kernels without FLOPs grouped by category, op (or kernel name) and reason:
+    ``count``, ``sum_ns``; longest first, ties by name (deterministic)."""
+    ev = events.filter(_compute_kernel() & pl.col("flops").is_null())
+    schema = {"category": pl.String, "op": pl.String, "cost_note": pl.String,
+              "count": pl.UInt32, "sum_ns": pl.Int64}
+    if ev.is_empty():
+        return pl.DataFrame(schema=schema)
+    return (ev.group_by(category=pl.col("category").cast(pl.String),
+                        op=pl.coalesce("op", "name"), cost_note=pl.col("cost_note"))
+            .agg(count=pl.len(), sum_ns=_DUR.sum())
+            .sort(["sum_ns", "category", "op", "cost_note"],
+                  descending=[True, False, False, False], nulls_last=True)
+            .cast(schema))
 
 
 def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:

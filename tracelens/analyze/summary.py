@@ -11,8 +11,9 @@ from typing import Any
 import polars as pl
 
 from tracelens import __version__
-from tracelens.analyze.roofline import (clip_costs_to_windows, device_specs, mfu, no_cost_data,
-                                        roofline, roofline_rows, spec_frame)
+from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_specs,
+                                        flops_coverage, mfu, no_cost_data, roofline,
+                                        roofline_rows, spec_frame, without_flops)
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown,
                                         device_breakdown, step_breakdown)
@@ -67,6 +68,8 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
     ).iter_rows(named=True)}
     mfu_step = {(r["host"], r["rank"], r["device"], r["step"]): r["mfu"] for r in (
         mfu(events, specs_df, steps).iter_rows(named=True) if steps.height else [])}
+    coverage = {(r["host"], r["rank"], r["device"]): r for r in
+                flops_coverage(events).iter_rows(named=True)}
     cats_by_dev: dict[tuple, list[dict[str, Any]]] = {}
     for r in whole.categories.filter(pl.col("count") > 0).sort(
             "exclusive_ns", descending=True).iter_rows(named=True):
@@ -94,18 +97,27 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
             "steps": steps_by_dev.get(key, []),
             "spec": _spec_dict(specs.get(key)),
             **_mfu_dict(mfu_dev.get(key)),
+            **_coverage_dict(coverage.get(key)),
         })
+        d = out_devices[-1]
+        d["mfu_lower_bound"] = d["mfu"] is not None and (
+            d["model_kernels_without_cost"] > 0
+            or (d["flops_coverage"] is not None and d["flops_coverage"] < COVERAGE_FLOOR))
     active_keys = {(d["host"], d["rank"], d["device"]) for d in out_devices}
     idle = [{"host": h, "rank": rk, "device": d} for (h, rk, d) in sorted(dev_info)
             if (h, rk, d) not in active_keys]
+    headline = _headline(out_devices, idle, devices, steps, per_step)
+    gaps = without_flops(events)
+    warnings = list(trace.meta.warnings)
+    warnings += _coverage_warning(out_devices, gaps, headline["totals"]["busy_ns"])
     return {
         "tracelens_version": __version__,
         "inputs": trace.meta.sources,
         "alignment": trace.meta.alignment,
         "steps_source": trace.meta.steps_source,
-        "warnings": list(trace.meta.warnings),
+        "warnings": warnings,
         "filters": {"device": device, "step": step},
-        "headline": _headline(out_devices, idle, devices, steps, per_step),
+        "headline": headline,
         "devices": out_devices,
         "idle_devices": idle,
         "top_kernels": _top_kernels(events, top),
@@ -115,6 +127,7 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
         if events.height else 0,
         "no_cost_data_ns": int(events.filter(no_cost_data(events)).select(
             (pl.col("end_ns") - pl.col("start_ns")).sum()).item() or 0) if events.height else 0,
+        "no_flops": _no_flops_by_category(gaps, headline["totals"]["busy_ns"]),
     }
 
 
@@ -142,6 +155,55 @@ def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | Non
         whole = {(r["host"], r["rank"], r["device"]): {c: int(r[c]) for c in cols}
                  for r in idle_breakdown(parts, events).iter_rows(named=True)}
     return whole, per_step
+
+
+def _coverage_dict(row: dict[str, Any] | None) -> dict[str, Any]:
+    row = row or {}
+    return {"flops_coverage": _round(row.get("flops_coverage")),
+            "compute_kernel_ns": int(row.get("compute_kernel_ns") or 0),
+            "flops_covered_ns": int(row.get("covered_ns") or 0)}
+
+
+def _share(ns: int, busy: int) -> float | None:
+    return round(100.0 * ns / busy, 3) if busy else None
+
+
+def _no_flops_by_category(gaps: pl.DataFrame, busy: int) -> list[dict[str, Any]]:
+    """Compute kernels without FLOPs per category: count, summed time, share of busy time."""
+    if gaps.is_empty():
+        return []
+    per = gaps.group_by("category").agg(pl.col("count").sum(), pl.col("sum_ns").sum()) \
+        .sort(["sum_ns", "category"], descending=[True, False])
+    return [{"category": r["category"], "count": int(r["count"]), "sum_ns": int(r["sum_ns"]),
+             "share_of_busy_pct": _share(int(r["sum_ns"]), busy)}
+            for r in per.iter_rows(named=True)]
+
+
+def _coverage_warning(devs: list[dict[str, Any]], gaps: pl.DataFrame, busy: int,
+                      top: int = 5) -> list[str]:
+    """One warning when some device's FLOPs cover under 95% of its compute-kernel time: the
+    categories and ops without FLOPs, their share of busy time and why; MFU a lower bound."""
+    low = [d for d in devs if d["flops_coverage"] is not None
+           and d["flops_coverage"] < COVERAGE_FLOOR]
+    if not low:
+        return []
+    worst = min(low, key=lambda d: (d["flops_coverage"], d["rank"], d["device"]))
+    total = sum(d["compute_kernel_ns"] for d in devs)
+    covered = sum(d["flops_covered_ns"] for d in devs)
+    cats = ", ".join(f"{c['category']} {c['share_of_busy_pct']:.1f}%"
+                     for c in _no_flops_by_category(gaps, busy))
+    ops = gaps.group_by("op", "category").agg(pl.col("sum_ns").sum(),
+                                              pl.col("cost_note").drop_nulls().sort().first()) \
+        .sort(["sum_ns", "op"], descending=[True, False]).head(top)
+    by_note: dict[str, list[str]] = {}  # ops sharing a reason listed together, longest first
+    for r in ops.iter_rows(named=True):
+        by_note.setdefault(r["cost_note"] or "no reason recorded", []).append(
+            f"{r['op']} ({r['category']}, {_share(r['sum_ns'], busy) or 0:.1f}%)")
+    op_text = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_note.items())
+    return [f"FLOPs cover {100.0 * covered / total:.1f}% of compute-kernel time ({len(low)} "
+            f"device(s) under {COVERAGE_FLOOR:.0%}, lowest {worst['host']}/GPU{worst['device']} "
+            f"{100.0 * worst['flops_coverage']:.1f}%), so MFU is a lower bound. Without FLOPs, "
+            f"as a share of busy time: {cats}. Largest: {op_text}"]
 
 
 def _collectives(events: pl.DataFrame, alignment: str) -> dict[str, Any]:
@@ -203,6 +265,10 @@ def _headline(devs: list[dict[str, Any]], idle: list[dict[str, Any]], devices: p
         "idle_pct": pct(tot["idle_ns"]),
         # the median device's MFU (model FLOPs / (span × dense peak)); null when unknown
         "mfu": _median([d.get("mfu") for d in devs]),
+        "mfu_lower_bound": any(d.get("mfu_lower_bound") for d in devs),
+        "flops_coverage": _round(sum(d["flops_covered_ns"] for d in devs)
+                                 / sum(d["compute_kernel_ns"] for d in devs))
+        if sum(d["compute_kernel_ns"] for d in devs) else None,
         "totals": tot,
     }
 

@@ -14,6 +14,7 @@ from functools import cached_property
 from math import prod
 from typing import Any
 
+from tracelens.hlo.attrs import parse_attribute_dict
 from tracelens.hlo.types import BYTE_WIDTH
 
 
@@ -98,6 +99,7 @@ class Instruction:
     called: tuple[str, ...] = ()  # called computation names (fusion body, to_apply, ...)
     dimensions: tuple[int, ...] = ()
     dot: DotDims | None = None
+    lhs_ragged_dims: tuple[int, ...] = ()  # ragged-dot: the lhs dimension the groups split
     window: tuple[WindowDim, ...] | None = None
     conv: ConvDims | None = None
     feature_group_count: int = 1
@@ -125,6 +127,12 @@ class Instruction:
         except ValueError:
             return {}
         return value if isinstance(value, dict) else {}
+
+    @cached_property
+    def ffi_attributes(self) -> dict[str, Any] | None:
+        """The MLIR attribute dictionary of a typed-FFI custom call's ``backend_config``
+        (``{attn_heads = 16 : i64, ...}``), None when the config is not one (JSON, empty)."""
+        return parse_attribute_dict(self.backend_config_text)
 
 
 @dataclass

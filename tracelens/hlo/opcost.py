@@ -13,6 +13,10 @@ Rules (shared/reference/hlo.md §8, XLA ``hlo_cost_analysis.cc``):
   Q, K, V shapes and ``cudnn_fmha_backend_config`` bmm1/bmm2 dimension numbers; backward = 2.5×
   forward (five matmuls instead of two, the FlashAttention convention); halved when
   ``mask_type`` is causal.
+- Transformer Engine fused attention (``te_fused_attn_*_ffi``): the same rule from its FFI
+  attribute dictionary (:mod:`tracelens.hlo.attention`).
+- ragged-dot: the dot rule on the result without its group dimension (XLA
+  ``HandleRaggedDot``).
 - fusions: bytes = operands + result; flops = the dots (and convolutions) inside, else one flop
   per element per arithmetic instruction inside (reductions: one per reduced element per
   reducer instruction); data movement (convert, broadcast, transpose, copy, slice, ...) is 0.
@@ -21,7 +25,8 @@ Rules (shared/reference/hlo.md §8, XLA ``hlo_cost_analysis.cc``):
 
 Bytes never count a GEMM/conv custom call's scratch workspace (its last ``s8``/``u8`` tuple
 element, hlo.md §9.4). Anything else (unknown custom calls, ...) gets no FLOPs: null, never a
-guess.
+guess, with the reason in ``OpCost.note``. ``OpCost.kind`` says what the instruction computes,
+for fusions of any kind and name from their body (:func:`structure_kind`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from tracelens.hlo.attention import TE_ATTENTION_PREFIX, opaque_kind_and_note, te_attention
 from tracelens.hlo.ir import Computation, ConvDims, DotDims, Instruction, Module, Shape
 from tracelens.hlo.replica_groups import group_mode, group_size
 from tracelens.hlo.types import roofline_dtype, widest
@@ -53,13 +59,16 @@ _TF32_ALGORITHMS = (9, 10)
 
 @dataclass
 class OpCost:
-    kind: str  # gemm, conv, attention, fusion, elementwise, collective, opaque
+    # What the instruction computes (the classifier's ``hlo`` signal): gemm, conv, attention,
+    # reduction, elementwise, copy (data movement only), sort, collective, opaque.
+    kind: str
     flops: float | None = None
     bytes: float | None = None
     dtype: str | None = None
     msg_bytes: int | None = None
     group_size: int | None = None
     detail: str = ""  # human-readable shapes behind the numbers
+    note: str = ""  # why ``flops`` is null (empty when it is known)
 
 
 def _data_leaves(shape: Shape, drop_workspace: bool) -> list[Shape]:
@@ -163,7 +172,9 @@ def _conv_cost(module: Module, comp: Computation, inst: Instruction) -> OpCost:
         flops = None
     return OpCost("conv", flops, io_bytes(module, comp, inst, drop_workspace=True),
                   _operand_dtype([lhs, rhs]),
-                  detail=f"conv {lhs} * {rhs} -> {out}")
+                  detail=f"conv {lhs} * {rhs} -> {out}",
+                  note="" if flops is not None else "convolution with unreadable window or "
+                                                    "dimension numbers")
 
 
 def _gemm_custom_call(module: Module, comp: Computation, inst: Instruction) -> OpCost:
@@ -173,7 +184,8 @@ def _gemm_custom_call(module: Module, comp: Computation, inst: Instruction) -> O
     nbytes = io_bytes(module, comp, inst, drop_workspace=True)
     if dims is None or len(ops) < 2:
         return OpCost("gemm", None, nbytes, _operand_dtype(ops[:2]),
-                      detail="GEMM custom call without dot dimension numbers")
+                      note=f"{inst.custom_call_target}: backend config without dot dimension "
+                           "numbers")
     result = inst.shape.tuple_shapes[0] if inst.shape.is_tuple else inst.shape
     algorithm = cfg.get("precision_config", {}).get("algorithm", "")
     dtype = "tf32" if isinstance(algorithm, str) and "TF32" in algorithm else \
@@ -205,7 +217,8 @@ def _fmha_cost(module: Module, comp: Computation, inst: Instruction) -> OpCost:
     bmm2 = _fmha_dims(cfg, "bmm2")
     if bmm1 is None or bmm2 is None or len(ops) < 3:
         return OpCost("attention", None, nbytes, _operand_dtype(ops[:3]),
-                      detail="fused attention without bmm1/bmm2 dimension numbers")
+                      note=f"{inst.custom_call_target}: backend config without bmm1/bmm2 "
+                           "dimension numbers")
     q, k, v = ops[0], ops[1], ops[2]
     bn = prod(q.dims[d] for d in bmm1.lhs_batch)
     sq = prod(s for i, s in enumerate(q.dims) if i not in bmm1.lhs_batch
@@ -236,6 +249,8 @@ def _inst_flops(module: Module, comp: Computation, inst: Instruction,
     if inst.opcode == "dot" and inst.dot is not None and ops:
         return (dot_flops(ops[0], inst.shape, inst.dot), 0, ops[:2],
                 gemm_detail(ops[0], ops[1], inst.dot) if len(ops) > 1 else "")
+    if inst.opcode == "ragged-dot" and ops:
+        return ragged_dot_flops(inst, ops) or 0, 0, ops[:2], ""
     if inst.opcode == "convolution" and len(ops) >= 2:
         return conv_flops(inst, ops[0], ops[1], inst.shape) or 0, 0, ops[:2], ""
     if inst.opcode in ("fusion", "call") and depth < 16:
@@ -325,8 +340,13 @@ def instruction_cost(module: Module, comp: Computation, inst: Instruction) -> Op
             return _conv_cost(module, comp, inst)
         if target.startswith(FMHA_TARGET_PREFIX):
             return _fmha_cost(module, comp, inst)
-        return OpCost("opaque", None, io_bytes(module, comp, inst), None,
-                      detail=f"custom call {target!r}: FLOPs unknown")
+        if target.startswith(TE_ATTENTION_PREFIX):
+            flops, detail, note = te_attention(inst)
+            return OpCost("attention", flops, io_bytes(module, comp, inst, drop_workspace=True),
+                          _operand_dtype(ops[:3]), detail=detail, note=note)
+        kind, note = opaque_kind_and_note(inst)
+        return OpCost(kind, None, io_bytes(module, comp, inst), None,
+                      detail=f"custom call {target!r}", note=note)
     if _is_collective(inst, module):
         return _collective_cost(module, comp, inst)
     if inst.opcode == "dot" and inst.dot is not None and len(ops) >= 2:
@@ -334,22 +354,78 @@ def instruction_cost(module: Module, comp: Computation, inst: Instruction) -> Op
                       io_bytes(module, comp, inst),
                       _operand_dtype(ops[:2], inst.precision_algorithm),
                       detail=gemm_detail(ops[0], ops[1], inst.dot))
+    if inst.opcode == "ragged-dot":
+        flops = ragged_dot_flops(inst, ops)
+        return OpCost("gemm", None if flops is None else float(flops),
+                      io_bytes(module, comp, inst), _operand_dtype(ops[:2]),
+                      detail=f"ragged-dot {' x '.join(str(o) for o in ops[:2])} -> {inst.shape} "
+                             "(groups assumed to cover the ragged dimension)",
+                      note="" if flops is not None else
+                      "ragged-dot without dot or ragged dimension numbers")
     if inst.opcode == "convolution":
         return _conv_cost(module, comp, inst)
     if inst.opcode in ("fusion", "call"):
         mm, elem, shapes, detail = _inst_flops(module, comp, inst)
         nbytes = io_bytes(module, comp, inst)
         if mm:
-            return OpCost("gemm", float(mm), nbytes, _operand_dtype(shapes), detail=detail)
-        return OpCost("fusion", float(elem), nbytes, _elementwise_dtype(inst, ops),
+            body = _opcodes(module, inst)
+            kind = "conv" if "convolution" in body and not body & {"dot", "ragged-dot"} \
+                else "gemm"
+            return OpCost(kind, float(mm), nbytes, _operand_dtype(shapes), detail=detail)
+        return OpCost(structure_kind(module, inst), float(elem), nbytes,
+                      _elementwise_dtype(inst, ops),
                       detail=f"{inst.fusion_kind or inst.opcode} -> {inst.shape}")
     if inst.opcode in ("parameter", "constant", "get-tuple-element", "tuple", "bitcast",
                        "while", "conditional", "after-all", "partition-id", "replica-id"):
-        return OpCost("opaque", None, None, None, detail=f"{inst.opcode} launches no kernel")
+        return OpCost("opaque", None, None, None, detail=f"{inst.opcode} launches no kernel",
+                      note=f"{inst.opcode} launches no kernel")
     # A single unfused instruction (copy, reduce, elementwise, ...).
     _, elem, _, _ = _inst_flops(module, comp, inst)
-    return OpCost("elementwise", float(elem), io_bytes(module, comp, inst),
+    return OpCost(structure_kind(module, inst), float(elem), io_bytes(module, comp, inst),
                   _elementwise_dtype(inst, ops), detail=f"{inst.opcode} -> {inst.shape}")
+
+
+REDUCTIONS = frozenset(("reduce", "reduce-window", "select-and-scatter"))
+
+
+def _opcodes(module: Module, inst: Instruction, depth: int = 0) -> set[str]:
+    """Opcodes an instruction runs: its own, or for a fusion/call those of its body."""
+    if inst.opcode not in ("fusion", "call") or depth >= 16:
+        return {inst.opcode}
+    out: set[str] = set()
+    for callee in inst.called:
+        c = module.computations.get(callee)
+        for sub in (c.instructions.values() if c else ()):
+            out |= _opcodes(module, sub, depth + 1)
+    return out
+
+
+def structure_kind(module: Module, inst: Instruction) -> str:
+    """What a non-GEMM fusion (any fusion kind, any name) or unfused op computes, from its
+    body: ``reduction`` when it reduces, ``sort``, ``elementwise`` when it does arithmetic,
+    else ``copy`` (data movement only: copy, transpose, convert, slice, ...)."""
+    ops = _opcodes(module, inst)
+    if ops & REDUCTIONS:
+        return "reduction"
+    if "sort" in ops:
+        return "sort"
+    if ops & ARITHMETIC:
+        return "elementwise"
+    return "copy"
+
+
+def ragged_dot_flops(inst: Instruction, ops: list[Shape]) -> int | None:
+    """``2 × output elements × contracting size``, the output taken without its group dimension
+    (XLA ``HandleRaggedDot``): exact when the runtime group sizes cover the ragged dimension,
+    as in MoE expert GEMMs over the routed tokens."""
+    if inst.dot is None or not ops or not inst.lhs_ragged_dims:
+        return None
+    k = prod(ops[0].dims[c] for c in inst.dot.lhs_contracting)
+    out = inst.shape.leaves()[0]
+    elements = out.elements
+    if inst.lhs_ragged_dims[0] in inst.dot.lhs_contracting and out.dims:
+        elements //= out.dims[0]  # ragged contracting: one [m, n] result per group
+    return 2 * elements * k
 
 
 def _elementwise_dtype(inst: Instruction, ops: list[Shape]) -> str | None:

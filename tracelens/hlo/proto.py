@@ -109,6 +109,8 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
                 dot=_dot_dims(i.dot_dimension_numbers) if i.HasField("dot_dimension_numbers")
                 else (_dot_dims(i.ragged_dot_dimension_numbers.dot_dimension_numbers)
                       if i.HasField("ragged_dot_dimension_numbers") else None),
+                lhs_ragged_dims=tuple(i.ragged_dot_dimension_numbers.lhs_ragged_dimensions)
+                if i.HasField("ragged_dot_dimension_numbers") else (),
                 window=_window(i.window) if i.HasField("window") else None,
                 conv=_conv_dims(i.convolution_dimension_numbers)
                 if i.HasField("convolution_dimension_numbers") else None,

@@ -190,6 +190,8 @@ def parse_instruction(line: str) -> tuple[Instruction, bool] | None:
             lhs_b = _ints(value)
         elif key == "rhs_batch_dims":
             rhs_b = _ints(value)
+        elif key == "lhs_ragged_dims":
+            inst.lhs_ragged_dims = _ints(value)
         elif key == "window":
             inst.window = _window(value)
         elif key == "dim_labels":

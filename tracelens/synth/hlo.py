@@ -304,11 +304,16 @@ class HloWriter:
                                                  "force_earliest_schedule": False}))
             self._unpack(r.op, r.result(), skip_last=True)
             return
-        attrs = (f"{{attn_bias_type = 0 : i64, deterministic = false, dropout_probability = "
-                 f"0.000000e+00 : f32, is_training = true, mask_type = 2 : i64, "
-                 f"max_segments_per_seq = 1 : i64, qkv_layout = 2 : i64, scaling_factor = "
-                 f"{r.hd ** -0.5:.6e} : f32, window_size_left = -1 : i64, "
-                 f"window_size_right = 0 : i64}}")
+        shape = (f"attn_heads = {r.heads} : i64, bias_heads = 0 : i64, input_batch = {r.b} : "
+                 f"i64, kv_max_seqlen = {r.s} : i64, " if r.te_full else "")
+        dims = (f"num_gqa_groups = {r.kv_heads} : i64, q_max_seqlen = {r.s} : i64, "
+                f"qk_head_dim = {r.hd} : i64, " if r.te_full else "")
+        attrs = (f"{{attn_bias_type = 0 : i64, {shape}deterministic = false, "
+                 f"dropout_probability = 0.000000e+00 : f32, is_training = true, mask_type = "
+                 f"2 : i64, max_segments_per_seq = 1 : i64, {dims}qkv_layout = "
+                 f"{9 if r.te_full else 2} : i64, scaling_factor = {r.hd ** -0.5:.6e} : f32, "
+                 f"{f'v_head_dim = {r.hd} : i64, ' if r.te_full else ''}window_size_left = "
+                 f"-1 : i64, window_size_right = 0 : i64}}")
         self.entry.add(r.op, "custom-call", r.result(), operands,
                        custom_call_target=r.target(), custom_call_api_version=4,
                        backend_config=attrs.encode())

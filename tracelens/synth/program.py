@@ -169,7 +169,8 @@ class _Builder:
         op = self.ops("custom-call")
         recipe = rc.Attention(op, backward=direction != "fwd", cudnn=not self.names.amd,
                               b=sc.batch, s=sc.seq, heads=sc.heads, kv_heads=sc.kv_heads,
-                              hd=self.head_dim, workspace=self.names.attention_workspace)
+                              hd=self.head_dim, workspace=self.names.attention_workspace,
+                              te_full=sc.te_attributes == "full")
         parts = self.names.attention_parts(direction)
         ns = {}
         for part in parts:

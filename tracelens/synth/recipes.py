@@ -13,7 +13,8 @@ by ``tracelens.hlo``:
   (the custom call's ``s8`` workspace is scratch, not data);
 - cuDNN fused attention: the two batched matmuls ``2·B·N·S·S·H`` each, × 2.5 backward, × ½
   causal; bytes = operands + results without the ``u8`` workspace. Transformer Engine (CK on
-  ROCm) custom calls: FLOPs unknown (null), bytes = operands + every result;
+  ROCm) custom calls: the same FLOPs when their attributes carry the shape (``te_full``), else
+  unknown (null); bytes = operands + every result;
 - fusions: FLOPs = one per element of every arithmetic instruction of the body (a ``reduce``:
   input − output elements per reducer add), written out per fusion below; bytes = operands +
   result;
@@ -183,7 +184,8 @@ class Attention(Recipe):
 
     ``cudnn``: ``__cudnn$fmhaSoftmax[Backward]`` with the bmm dimension numbers in its backend
     config (the cost model knows it); otherwise Transformer Engine's
-    ``te_fused_attn_{forward,backward}_ffi`` (CK kernels on ROCm; FLOPs unknown to the model).
+    ``te_fused_attn_{forward,backward}_ffi`` (CK kernels on ROCm), whose FLOPs the model knows
+    only from the shape attributes TE writes (``te_full``).
     """
 
     backward: bool = False
@@ -194,6 +196,7 @@ class Attention(Recipe):
     kv_heads: int = 1
     hd: int = 1
     workspace: int = 0
+    te_full: bool = False
 
     kind = "attention"
 
@@ -227,10 +230,12 @@ class Attention(Recipe):
     def cost(self) -> Cost:
         ops = sum(i.arr.nbytes for i in self.inputs())
         res = leaves(self.result())
-        if not self.cudnn:  # FLOPs (and so the compute dtype) unknown to the cost model
-            return Cost(flops=None, bytes=ops + sum(r.nbytes for r in res))
         both = 2 * (2 * self.b * self.heads * self.s * self.s * self.hd)  # Q·Kᵀ and P·V
         full = both * 5 // 2 if self.backward else both  # backward: five matmuls
+        if not self.cudnn:  # TE: FLOPs (and the dtype) known only from its shape attributes
+            if not self.te_full:
+                return Cost(flops=None, bytes=ops + sum(r.nbytes for r in res))
+            return Cost(flops=full // 2, bytes=ops + sum(r.nbytes for r in res), dtype="bf16")
         return Cost(flops=full // 2,  # causal: half the score matrix
                     bytes=ops + sum(r.nbytes for r in res[:-1]), dtype="bf16")
 

@@ -45,6 +45,9 @@ class Scenario:
     between steps (``step_gap_ns``); ``step_marker_ns`` fixes the length of every step marker;
     ``async_markers`` ends each marker when the host has dispatched the step, before the device
     finishes (so kernels straddle step boundaries). ``seed`` makes it all deterministic.
+    ``te_attributes``: the attribute dictionary of the AMD (Transformer Engine) attention calls:
+    ``"full"`` as TE writes it (batch, heads, sequence lengths, head dims: the cost model knows
+    the FLOPs), ``"minimal"`` without the shape attributes (FLOPs null; the bundled samples).
     """
 
     name: str = "synthetic"
@@ -81,6 +84,7 @@ class Scenario:
     host_offsets_ns: tuple[int, ...] | None = None
     profile_start_ns: int = 1_795_000_000_000_000_000
     program_id: int = 17
+    te_attributes: str = "minimal"
     module: str = "jit_train_step"
     seed: int = 0
 
