@@ -98,6 +98,7 @@ class Rule:
         return pl.coalesce(*hits, pl.lit(self.subcategory, dtype=pl.String))
 
 
+_FEW_ROWS = 32  # up to this many rows, all conditions run in one query (see RuleSet.decide)
 _INPUT_SCHEMA = {"kind": pl.String, "name": pl.String, "op": pl.String, "hlo": pl.String}
 
 
@@ -126,21 +127,29 @@ class RuleSet:
         one of them) and the subcategory that rule gives (null when it gives none).
 
         Rules are tried in order, each as one Rust-regex pass over the rows that no earlier rule
-        matched (so the first matching rule wins, and common names stop early); subcategory maps
-        run only on the rows of the rules that use them.
+        matched (so the first matching rule wins, and common names stop early); on a few rows
+        (``explain``) one query evaluates every condition and takes the first true one.
+        Subcategory maps run only on the rows of the rules that use them.
         """
         keys = keys.select(pl.col(c).cast(t) for c, t in _INPUT_SCHEMA.items())
         fallback = self.rules.index(self._fallback) if self._fallback in self.rules \
             else len(self.rules)
-        index = np.full(keys.height, fallback, dtype=np.uint32)
-        rest = keys.with_row_index("__row")  # the rows no rule has matched yet
-        for i, rule in enumerate(self.rules):
-            if rest.height == 0:
-                break
-            hit = rest.select(rule.condition().fill_null(False))[:, 0]
-            index[rest["__row"].filter(hit).to_numpy()] = i
-            rest = rest.filter(~hit)
-        index = pl.Series("rule", index)
+        if keys.height <= _FEW_ROWS:  # one query beats one per rule (explain, tiny traces)
+            first = pl.coalesce(
+                *(pl.when(rule.condition()).then(pl.lit(i, dtype=pl.UInt32))
+                  for i, rule in enumerate(self.rules)),
+                pl.lit(fallback, dtype=pl.UInt32))
+            index = keys.select(first.alias("rule"))["rule"]
+        else:
+            found = np.full(keys.height, fallback, dtype=np.uint32)
+            rest = keys.with_row_index("__row")  # the rows no rule has matched yet
+            for i, rule in enumerate(self.rules):
+                if rest.height == 0:
+                    break
+                hit = rest.select(rule.condition().fill_null(False))[:, 0]
+                found[rest["__row"].filter(hit).to_numpy()] = i
+                rest = rest.filter(~hit)
+            index = pl.Series("rule", found)
         every = (*self.rules, self._fallback)
         literal = pl.Series("subcategory", [r.subcategory for r in every], dtype=pl.String)
         sub = literal.gather(index)
