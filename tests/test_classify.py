@@ -802,3 +802,18 @@ def test_hlo_column_is_used_by_classify() -> None:
                       schema_overrides={"kind": KindDtype})
     out = classify(ev)
     assert out["category"].to_list() == ["gemm", "other"]
+
+
+def test_hand_built_set_without_fallback_on_both_paths() -> None:
+    """A RuleSet without other.fallback still labels every row, on the one-query path (few
+    rows, explain) and on the rule-by-rule path (many rows) alike."""
+    rules = RuleSet(tuple(r for r in load_rules() if r.id != "other.fallback"))
+    names = [f"unknown_{i}" for i in range(40)] + ["attn_fwd", CIJK]
+    events = pl.DataFrame({"kind": pl.Series(["kernel"] * len(names), dtype=KindDtype),
+                           "name": names})
+    many = classify(events, rules)
+    few = classify(events.tail(5), rules)
+    assert many["rule"].to_list() == ["other.fallback"] * 40 + ["attention.aotriton",
+                                                                "gemm.tensile"]
+    assert few["rule"].equals(many["rule"].tail(5))
+    assert explain("unknown_1", rules=rules).rule_id == "other.fallback"

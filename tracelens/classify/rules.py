@@ -2,9 +2,9 @@
 
 Rules are data so that users can extend them (``--rules``) and so that every decision carries
 the id and one-sentence reason of the rule that made it. They run as polars expressions (Rust
-``regex``) over whole columns of distinct names, and ``explain`` runs the very same expressions
-on one row, so the two can never disagree. Patterns the Rust dialect refuses (look-around,
-backreferences) are refused when the rules load, naming the rule.
+``regex``) over whole columns of distinct names; ``explain`` runs the same expressions on one
+row (a test holds the two to the same answer on every real trace's names). Patterns the Rust
+dialect refuses (look-around, backreferences) are refused when the rules load, naming the rule.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class RuleSet:
     def decide_one(self, kind: str | None, name: str | None, op: str | None,
                    hlo: str | None = None) -> tuple[Rule, str | None]:
         """The deciding rule and its subcategory for one combination: :meth:`decide` on a
-        one-row frame, so it can never disagree with the bulk path."""
+        one-row frame (what ``explain`` answers)."""
         row = pl.DataFrame({"kind": [kind], "name": [name], "op": [op], "hlo": [hlo]},
                            schema=_INPUT_SCHEMA)
         index, sub = self.decide(row)
