@@ -648,6 +648,22 @@ def test_not_conditions_exclude_and_missing_values_do_not(tmp_path: Path) -> Non
         "name": "^my_gemm", "not_name": "_epilogue", "not_op": "^conv"}
 
 
+def test_subcategory_from_the_hlo_kind(tmp_path: Path) -> None:
+    path = tmp_path / "site.toml"
+    path.write_text(
+        '[[rule]]\nid = "site.coll"\ncategory = "collective"\nhlo = \'^collective:\'\n'
+        'subcategory_from = ["hlo"]\n'
+        'subcategory_map = { \'^collective:all-gather$\' = "all-gather" }\n')
+    rules = load_rules([path])
+    m = explain("psum.13", "psum.13", hlo="collective:all-gather", rules=rules)
+    assert (m.rule_id, m.subcategory) == ("site.coll", "all-gather")
+    events = pl.DataFrame({"kind": ["kernel"] * 40, "name": [f"k{i}" for i in range(40)],
+                           "op": [f"psum.{i}" for i in range(40)],
+                           "hlo": ["collective:all-gather", "collective:all-reduce"] * 20},
+                          schema_overrides={"kind": KindDtype})
+    assert classify(events, rules)["subcategory"].to_list() == ["all-gather", None] * 20
+
+
 # Built-in rules that used look-around before the Rust-regex engine, rewritten without it
 # (alternation, or a not_name / not_op exclusion); the answers are those of the old rules.
 LOOKAROUND_REWRITES = [

@@ -35,7 +35,7 @@ CONDITION_KEYS = (*POSITIVE_KEYS, *NEGATIVE_KEYS)
 RULE_KEYS = frozenset(
     {"id", "category", "description", "subcategory", "subcategory_from", "subcategory_map",
      *CONDITION_KEYS})
-SUBCATEGORY_SOURCES = ("op", "name")
+SUBCATEGORY_SOURCES = TEXT_KEYS  # subcategory_from may read the op, the name or the HLO kind
 
 SubMap = tuple[tuple[str, str], ...]  # ordered (Rust regex, value) pairs
 
@@ -266,7 +266,8 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
     if isinstance(sources, str):
         sources = [sources]
     if not isinstance(sources, (list, tuple)) or any(s not in SUBCATEGORY_SOURCES for s in sources):
-        raise TraceInputError(path, f"{where}: subcategory_from must list 'op' and/or 'name'")
+        raise TraceInputError(path, f"{where}: subcategory_from must list 'op', 'name' "
+                              "and/or 'hlo'")
     sub_map: SubMap = ()
     if "subcategory_map" in raw:
         ref = raw["subcategory_map"]
