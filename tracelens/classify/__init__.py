@@ -1,8 +1,9 @@
 """The kernel classifier (DESIGN §5): one ordered rule list, from data, for every trace format.
 
 ``classify`` labels each event with a category, a subcategory and the id of the deciding rule;
-``explain`` says why one kernel name got its category. Regexes run once per distinct
-``(kind, name, op)`` combination, and the answers are joined back onto the frame.
+``explain`` says why one kernel name got its category. The rules run as polars expressions over
+the distinct ``(kind, name, op, hlo)`` combinations, and the answers are joined back onto the
+frame.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from tracelens.model import CategoryDtype
 __all__ = ["Match", "Rule", "RuleSet", "classify", "explain", "load_rules"]
 
 _KEYS = ("__cls_kind", "__cls_name", "__cls_op", "__cls_hlo")
+_COLUMNS = ("kind", "name", "op", "hlo")  # what RuleSet.decide reads
 
 
 def _combo_hash(keys: pl.DataFrame, seed: int) -> pl.Series:
@@ -33,6 +35,7 @@ def _distinct_combos(keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     hashes = pl.DataFrame({"h": _combo_hash(keys, 0), "check": _combo_hash(keys, 3)})
     firsts = (hashes.with_row_index("row").group_by("h")
               .agg(pl.col("row").first(), pl.col("check").first())
+              .sort("row")  # first-seen order: the rules then read the names in memory order
               .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("combo")))
     combo = hashes.join(firsts.select("h", "combo"), on="h", how="left",
                         maintain_order="left")["combo"]
@@ -60,36 +63,35 @@ def classify(events: pl.DataFrame, rules: RuleSet | None = None) -> pl.DataFrame
         pl.col("kind").alias(_KEYS[0]), pl.col("name").alias(_KEYS[1]), op.alias(_KEYS[2]),
         hlo.alias(_KEYS[3]))
     distinct, combo = _distinct_combos(keys)
+    index, new_sub = rules.decide(distinct.rename(dict(zip(_KEYS, _COLUMNS))))
+    every = (*rules.rules, rules.fallback)
+    categories = pl.Series("category", [r.category for r in every], dtype=CategoryDtype)
+    rule_ids = pl.Series("rule", [r.id for r in every], dtype=pl.String)
+    index = index.gather(combo)
 
-    categories: list[str] = []
-    subcategories: list[str | None] = []
-    rule_ids: list[str] = []
-    for kind, name, op_name, hlo_kind in distinct.iter_rows():
-        rule = rules.match(None if kind is None else str(kind), name, op_name, hlo_kind)
-        categories.append(rule.category)
-        subcategories.append(rule.subcategory_for(name, op_name))
-        rule_ids.append(rule.id)
-
-    new_sub = pl.Series("subcategory", subcategories, dtype=pl.String).gather(combo)
+    new_sub = new_sub.gather(combo).alias("subcategory")
     if "subcategory" in events.columns:
         subcategory = pl.coalesce(pl.lit(new_sub), pl.col("subcategory").cast(pl.String))
     else:
         subcategory = pl.lit(new_sub)
     return events.with_columns(
-        pl.lit(pl.Series("category", categories, dtype=CategoryDtype).gather(combo)),
+        pl.lit(categories.gather(index)),
         subcategory.alias("subcategory"),
-        pl.lit(pl.Series("rule", rule_ids, dtype=pl.String).gather(combo)),
+        pl.lit(rule_ids.gather(index)),
     )
 
 
 def explain(name: str, op: str | None = None, kind: str = "kernel",
             rules: RuleSet | None = None, hlo: str | None = None) -> Match:
-    """Which rule decides this kernel, with its reason and conditions (``tracelens explain``)."""
+    """Which rule decides this kernel, with its reason and conditions (``tracelens explain``).
+
+    It runs the same expressions as :func:`classify`, on a one-row frame.
+    """
     rules = rules if rules is not None else load_rules()
-    rule = rules.match(kind, name, op, hlo)
+    rule, sub = rules.decide_one(kind, name, op, hlo)
     return Match(
         category=rule.category,
-        subcategory=rule.subcategory_for(name, op),
+        subcategory=sub,
         rule_id=rule.id,
         description=rule.description,
         conditions=dict(rule.conditions),

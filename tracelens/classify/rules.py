@@ -1,17 +1,22 @@
 """Loading, validating and matching classification rules (the format is documented in rules.toml).
 
 Rules are data so that users can extend them (``--rules``) and so that every decision carries
-the id and one-sentence reason of the rule that made it.
+the id and one-sentence reason of the rule that made it. They run as polars expressions (Rust
+``regex``) over whole columns of distinct names; ``explain`` runs the same expressions on one
+row (a test holds the two to the same answer on every real trace's names). Patterns the Rust
+dialect refuses (look-around, backreferences) are refused when the rules load, naming the rule.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
+
+import numpy as np
+import polars as pl
 
 try:
     import tomllib
@@ -23,13 +28,16 @@ from tracelens.model import CATEGORIES, KINDS
 
 BUILTIN_NAME = "rules.toml"
 FALLBACK_ID = "other.fallback"
-CONDITION_KEYS = ("kind", "name", "op", "hlo")
+TEXT_KEYS = ("name", "op", "hlo")  # the texts a rule's regexes search, and the frame's columns
+POSITIVE_KEYS = ("kind", *TEXT_KEYS)
+NEGATIVE_KEYS = tuple(f"not_{k}" for k in TEXT_KEYS)
+CONDITION_KEYS = (*POSITIVE_KEYS, *NEGATIVE_KEYS)
 RULE_KEYS = frozenset(
     {"id", "category", "description", "subcategory", "subcategory_from", "subcategory_map",
      *CONDITION_KEYS})
-SUBCATEGORY_SOURCES = ("op", "name")
+SUBCATEGORY_SOURCES = TEXT_KEYS  # subcategory_from may read the op, the name or the HLO kind
 
-SubMap = tuple[tuple[re.Pattern[str], str], ...]
+SubMap = tuple[tuple[str, str], ...]  # ordered (Rust regex, value) pairs
 
 
 @dataclass(frozen=True)
@@ -43,47 +51,55 @@ class Match:
     conditions: dict[str, Any]
 
 
+def _found(column: str, pattern: str) -> pl.Expr:
+    """``pattern`` is found in the column; a missing value gives null (never a match)."""
+    return pl.col(column).str.contains(pattern)
+
+
 @dataclass(frozen=True, eq=False)  # identity equality/hash: usable as a cache key
 class Rule:
-    """One compiled rule. ``conditions`` keeps the match conditions exactly as written."""
+    """One validated rule. Regexes are kept as text in the Rust ``regex`` dialect that polars
+    runs; ``conditions`` keeps the match conditions exactly as written."""
 
     id: str
     category: str
     description: str
     conditions: dict[str, Any]
     kinds: frozenset[str] | None = None
-    name: re.Pattern[str] | None = None
-    op: re.Pattern[str] | None = None
-    hlo: re.Pattern[str] | None = None
+    name: str | None = None
+    op: str | None = None
+    hlo: str | None = None
+    excludes: tuple[tuple[str, str], ...] = ()  # (column, regex) pairs from not_name/op/hlo
     subcategory: str | None = None
     subcategory_from: tuple[str, ...] = ()
     subcategory_map: SubMap = ()
     source: str = ""
 
-    def matches(self, kind: str | None, name: str | None, op: str | None,
-                hlo: str | None = None) -> bool:
-        """All conditions hold (AND); a missing value never satisfies a condition on it."""
-        if self.kinds is not None and kind not in self.kinds:
-            return False
-        if self.name is not None and (name is None or self.name.search(name) is None):
-            return False
-        if self.op is not None and (op is None or self.op.search(op) is None):
-            return False
-        if self.hlo is not None and (hlo is None or self.hlo.search(hlo) is None):
-            return False
-        return True
+    def condition(self) -> pl.Expr:
+        """All conditions hold (AND), as an expression over the columns kind, name, op, hlo.
 
-    def subcategory_for(self, name: str | None, op: str | None) -> str | None:
+        A missing value never satisfies a condition on it (the result is null or false); a
+        missing value never triggers an exclusion either.
+        """
+        parts: list[pl.Expr] = []
+        if self.kinds is not None:
+            parts.append(pl.col("kind").is_in(sorted(self.kinds)))
+        parts += [_found(col, pat) for col, pat in
+                  (("name", self.name), ("op", self.op), ("hlo", self.hlo)) if pat is not None]
+        parts += [~_found(col, pat).fill_null(False) for col, pat in self.excludes]
+        if not parts:
+            return pl.lit(True)
+        return pl.all_horizontal(parts)
+
+    def subcategory_expr(self) -> pl.Expr:
         """The first map hit over the ``subcategory_from`` texts, else the literal value."""
-        texts = {"op": op, "name": name}
-        for source in self.subcategory_from:
-            text = texts[source]
-            if text is None:
-                continue
-            for pattern, value in self.subcategory_map:
-                if pattern.search(text):
-                    return value
-        return self.subcategory
+        hits = [pl.when(_found(source, pattern)).then(pl.lit(value, dtype=pl.String))
+                for source in self.subcategory_from for pattern, value in self.subcategory_map]
+        return pl.coalesce(*hits, pl.lit(self.subcategory, dtype=pl.String))
+
+
+_FEW_ROWS = 32  # up to this many rows, all conditions run in one query (see RuleSet.decide)
+_INPUT_SCHEMA = {"kind": pl.String, "name": pl.String, "op": pl.String, "hlo": pl.String}
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,13 +116,66 @@ class RuleSet:
             fallback = Rule(FALLBACK_ID, "other", "No rule recognised this kernel.", {})
         object.__setattr__(self, "_fallback", fallback)
 
+    @property
+    def fallback(self) -> Rule:
+        """The rule that labels what no rule matches."""
+        return self._fallback
+
+    def decide(self, keys: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+        """For each row of ``keys`` (String columns kind, name, op, hlo): the index of the
+        deciding rule in ``self.rules`` (``len(self.rules)`` for the fallback when it is not
+        one of them) and the subcategory that rule gives (null when it gives none).
+
+        Rules are tried in order, each as one Rust-regex pass over the rows that no earlier rule
+        matched (so the first matching rule wins, and common names stop early); on a few rows
+        (``explain``) one query evaluates every condition and takes the first true one.
+        Subcategory maps run only on the rows of the rules that use them.
+        """
+        keys = keys.select(pl.col(c).cast(t) for c, t in _INPUT_SCHEMA.items())
+        fallback = self.rules.index(self._fallback) if self._fallback in self.rules \
+            else len(self.rules)
+        if keys.height <= _FEW_ROWS:  # one query beats one per rule (explain, tiny traces)
+            first = pl.coalesce(
+                *(pl.when(rule.condition()).then(pl.lit(i, dtype=pl.UInt32))
+                  for i, rule in enumerate(self.rules)),
+                pl.lit(fallback, dtype=pl.UInt32))
+            index = keys.select(first.alias("rule"))["rule"]
+        else:
+            found = np.full(keys.height, fallback, dtype=np.uint32)
+            rest = keys.with_row_index("__row")  # the rows no rule has matched yet
+            for i, rule in enumerate(self.rules):
+                if rest.height == 0:
+                    break
+                hit = rest.select(rule.condition().fill_null(False))[:, 0]
+                found[rest["__row"].filter(hit).to_numpy()] = i
+                rest = rest.filter(~hit)
+            index = pl.Series("rule", found)
+        every = (*self.rules, self._fallback)
+        literal = pl.Series("subcategory", [r.subcategory for r in every], dtype=pl.String)
+        sub = literal.gather(index)
+        used = sorted(set(index.unique().to_list()))
+        for i in used:
+            rule = every[i]
+            if not rule.subcategory_from:
+                continue
+            rows = (index == i).arg_true()
+            values = keys[rows].select(rule.subcategory_expr().alias("s"))["s"]
+            sub = sub.scatter(rows, values)
+        return index, sub
+
+    def decide_one(self, kind: str | None, name: str | None, op: str | None,
+                   hlo: str | None = None) -> tuple[Rule, str | None]:
+        """The deciding rule and its subcategory for one combination: :meth:`decide` on a
+        one-row frame (what ``explain`` answers)."""
+        row = pl.DataFrame({"kind": [kind], "name": [name], "op": [op], "hlo": [hlo]},
+                           schema=_INPUT_SCHEMA)
+        index, sub = self.decide(row)
+        return (*self.rules, self._fallback)[index[0]], sub[0]
+
     def match(self, kind: str | None, name: str | None, op: str | None,
               hlo: str | None = None) -> Rule:
-        """The rule deciding this combination (classify calls it once per distinct combination)."""
-        for rule in self.rules:
-            if rule.matches(kind, name, op, hlo):
-                return rule
-        return self._fallback
+        """The rule deciding this one combination."""
+        return self.decide_one(kind, name, op, hlo)[0]
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
@@ -121,13 +190,28 @@ class RuleSet:
         raise KeyError(rule_id)
 
 
-def _compile(path: str, where: str, pattern: Any) -> re.Pattern[str]:
+def _regex_problem(pattern: str) -> str | None:
+    """Why Rust ``regex`` (what polars runs) refuses ``pattern``, in one line; None if it is fine."""
+    try:
+        pl.select(pl.lit("", dtype=pl.String).str.contains(pattern))
+    except pl.exceptions.PolarsError as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines()]
+        why = next((ln[len("error:"):].strip() for ln in lines if ln.startswith("error:")),
+                   lines[0] if lines else type(exc).__name__)
+        if "look-around" in why or "backreference" in why:
+            why += (" (tracelens runs rules with Rust regex, which has neither: rewrite the "
+                    "pattern, or exclude names with not_name / not_op / not_hlo)")
+        return why
+    return None
+
+
+def _compile(path: str, where: str, pattern: Any) -> str:
     if not isinstance(pattern, str):
         raise TraceInputError(path, f"{where}: regex must be a string, got {pattern!r}")
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise TraceInputError(path, f"{where}: bad regex {pattern!r}: {exc}") from None
+    problem = _regex_problem(pattern)
+    if problem is not None:
+        raise TraceInputError(path, f"{where}: bad regex {pattern!r}: {problem}")
+    return pattern
 
 
 def _compile_map(path: str, where: str, table: Any) -> SubMap:
@@ -158,7 +242,7 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
         raise TraceInputError(
             path, f"{where}: unknown category {category!r} (expected one of {expected})")
     conditions = {k: raw[k] for k in CONDITION_KEYS if k in raw}
-    if not conditions:
+    if not any(k in raw for k in POSITIVE_KEYS):
         raise TraceInputError(path, f"{where}: no condition (give kind, name, op or hlo)")
     kinds = None
     if "kind" in raw:
@@ -172,6 +256,8 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
     name = _compile(path, f"{where} name", raw["name"]) if "name" in raw else None
     op = _compile(path, f"{where} op", raw["op"]) if "op" in raw else None
     hlo = _compile(path, f"{where} hlo", raw["hlo"]) if "hlo" in raw else None
+    excludes = tuple((k, _compile(path, f"{where} not_{k}", raw[f"not_{k}"]))
+                     for k in TEXT_KEYS if f"not_{k}" in raw)
 
     subcategory = raw.get("subcategory")
     if subcategory is not None and not isinstance(subcategory, str):
@@ -180,7 +266,8 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
     if isinstance(sources, str):
         sources = [sources]
     if not isinstance(sources, (list, tuple)) or any(s not in SUBCATEGORY_SOURCES for s in sources):
-        raise TraceInputError(path, f"{where}: subcategory_from must list 'op' and/or 'name'")
+        raise TraceInputError(path, f"{where}: subcategory_from must list 'op', 'name' "
+                              "and/or 'hlo'")
     sub_map: SubMap = ()
     if "subcategory_map" in raw:
         ref = raw["subcategory_map"]
@@ -198,7 +285,8 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
         raise TraceInputError(path, f"{where}: description must be a string")
     return Rule(
         id=rule_id, category=category, description=" ".join(description.split()),
-        conditions=conditions, kinds=kinds, name=name, op=op, hlo=hlo, subcategory=subcategory,
+        conditions=conditions, kinds=kinds, name=name, op=op, hlo=hlo, excludes=excludes,
+        subcategory=subcategory,
         subcategory_from=tuple(sources), subcategory_map=sub_map, source=path)
 
 
