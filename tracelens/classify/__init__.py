@@ -67,7 +67,7 @@ def classify(events: pl.DataFrame, rules: RuleSet | None = None) -> pl.DataFrame
     for kind, name, op_name, hlo_kind in distinct.iter_rows():
         rule = rules.match(None if kind is None else str(kind), name, op_name, hlo_kind)
         categories.append(rule.category)
-        subcategories.append(rule.subcategory_for(name, op_name))
+        subcategories.append(rule.subcategory_for(name, op_name, hlo_kind))
         rule_ids.append(rule.id)
 
     new_sub = pl.Series("subcategory", subcategories, dtype=pl.String).gather(combo)
@@ -89,7 +89,7 @@ def explain(name: str, op: str | None = None, kind: str = "kernel",
     rule = rules.match(kind, name, op, hlo)
     return Match(
         category=rule.category,
-        subcategory=rule.subcategory_for(name, op),
+        subcategory=rule.subcategory_for(name, op, hlo),
         rule_id=rule.id,
         description=rule.description,
         conditions=dict(rule.conditions),

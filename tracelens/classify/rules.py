@@ -27,7 +27,7 @@ CONDITION_KEYS = ("kind", "name", "op", "hlo")
 RULE_KEYS = frozenset(
     {"id", "category", "description", "subcategory", "subcategory_from", "subcategory_map",
      *CONDITION_KEYS})
-SUBCATEGORY_SOURCES = ("op", "name")
+SUBCATEGORY_SOURCES = ("op", "name", "hlo")
 
 SubMap = tuple[tuple[re.Pattern[str], str], ...]
 
@@ -73,9 +73,10 @@ class Rule:
             return False
         return True
 
-    def subcategory_for(self, name: str | None, op: str | None) -> str | None:
+    def subcategory_for(self, name: str | None, op: str | None,
+                        hlo: str | None = None) -> str | None:
         """The first map hit over the ``subcategory_from`` texts, else the literal value."""
-        texts = {"op": op, "name": name}
+        texts = {"op": op, "name": name, "hlo": hlo}
         for source in self.subcategory_from:
             text = texts[source]
             if text is None:
@@ -180,7 +181,8 @@ def _parse_rule(path: str, index: int, raw: Any, maps: Mapping[str, SubMap]) -> 
     if isinstance(sources, str):
         sources = [sources]
     if not isinstance(sources, (list, tuple)) or any(s not in SUBCATEGORY_SOURCES for s in sources):
-        raise TraceInputError(path, f"{where}: subcategory_from must list 'op' and/or 'name'")
+        raise TraceInputError(path, f"{where}: subcategory_from must list 'op', 'name' "
+                              "and/or 'hlo'")
     sub_map: SubMap = ()
     if "subcategory_map" in raw:
         ref = raw["subcategory_map"]
