@@ -72,6 +72,7 @@ class Finding:
     message: str
     bytes_per_step: int | None
     instructions: tuple[str, ...] = ()  # every instruction it covers (small-collectives: all)
+    opcode: str | None = None           # the collective type it is about (None: several)
     exposed_ns_per_step: float | None = None
     exposed_note: str = ""              # why exposed_ns_per_step is null, when it is
 
@@ -323,7 +324,7 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
     def add(kind: str, c: Collective, message: str, bytes_per_step: int | None,
             names: tuple[str, ...] = ()) -> None:
         out.append(Finding(kind, program, module.program_id, c.name, message, bytes_per_step,
-                           names or tuple(n for n in (c.name, c.done) if n)))
+                           names or tuple(n for n in (c.name, c.done) if n), c.opcode))
 
     for c in colls:
         size = human_bytes(c.bytes)
@@ -373,7 +374,8 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
             f"{count} collectives under {human_bytes(SMALL_BYTES)} per step "
             f"({len(known)} instructions, {human_bytes(total)} in all) each pay launch and "
             "latency; combine them into fewer, larger collectives", total,
-            tuple(n for c in known for n in (c.name, c.done) if n)))
+            tuple(n for c in known for n in (c.name, c.done) if n),
+            known[0].opcode if len({c.opcode for c in known}) == 1 else None))
     gathers: dict[tuple, list[Collective]] = {}
     for c in colls:
         if c.opcode == "all-gather" and c.operands:
@@ -391,7 +393,7 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
             f"{src} is all-gathered {len(cs)} times per step ({', '.join(c.name for c in cs)}): "
             f"{human_bytes(total)} per step; keep the first gathered copy instead of "
             "re-gathering (rematerialization of FSDP parameters)", total,
-            tuple(n for c in cs for n in (c.name, c.done) if n)))
+            tuple(n for c in cs for n in (c.name, c.done) if n), "all-gather"))
     return out
 
 
