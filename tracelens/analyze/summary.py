@@ -105,12 +105,20 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
         "idle_devices": idle,
         "top_kernels": _top_kernels(events, top),
         "collectives": _collectives(events, trace.meta.alignment),
+        "hlo_findings": _hlo_findings(trace),
         "roofline": roofline_rows(roofline(events, specs_df), top),
         "no_cost_data": int(events.select(no_cost_data(events).sum()).item() or 0)
         if events.height else 0,
         "no_cost_data_ns": int(events.filter(no_cost_data(events)).select(
             (pl.col("end_ns") - pl.col("start_ns")).sum()).item() or 0) if events.height else 0,
     }
+
+
+def _hlo_findings(trace: Trace, top: int = 3) -> list[dict[str, Any]]:
+    """The costliest ``tracelens hlo`` findings of the whole trace (filters do not apply)."""
+    from tracelens.analyze.hlo_findings import finding_json, top_findings
+
+    return [finding_json(f) for f in top_findings(trace, top)]
 
 
 def _collectives(events: pl.DataFrame, alignment: str) -> dict[str, Any]:
