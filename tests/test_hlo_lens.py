@@ -18,8 +18,7 @@ import pytest
 from tests.conftest import CPU_TRACE, real_trace
 from tests.hlo_build import ModuleBuilder
 from tracelens.analyze.collectives import collective_activities
-from tracelens.analyze.hlo_findings import (finding_for, lens_dump, lens_json, lens_trace,
-                                            top_findings)
+from tracelens.analyze.hlo_findings import finding_for, lens_dump, lens_trace, top_findings
 from tracelens.classify import explain
 from tracelens.hlo.dump import load_dump, schedule_from_proto
 from tracelens.hlo.lens import SMALL_MIN_COUNT, HostMap, analyze_module
@@ -298,6 +297,24 @@ def test_loops_multiply_and_unknown_trip_counts_stay_unknown():
     assert c.in_loop and c.trip_count is None and c.bytes_per_step is None
     (f,) = unknown.findings
     assert f.bytes_per_step is None and "unknown trip count" in f.message
+
+
+def test_synchronous_gpu_collectives_with_compute_in_the_step_are_flagged():
+    """The synthetic H100 MoE sample: its twelve all-to-alls and the loss all-reduce are
+    synchronous on GPUs that compute in the same steps; its async all-reduce-starts are not
+    judged (the sample's module carries no schedule)."""
+    trace = load([ROOT / "sample_traces" / "h100_8gpu_moe_ddp.xplane.pb"])
+    res = lens_trace(trace)
+    flagged = {f.instruction for f in res.findings if f.kind == "no-overlap-window"}
+    sync = {c.name for p in res.programs for c in p.collectives if not c.is_async}
+    assert flagged == sync and len(sync) == 13
+    assert all(c.overlap_ops is None for p in res.programs for c in p.collectives if c.is_async)
+    acts = collective_activities(trace.events).filter(pl.col("step").is_not_null())
+    for f in res.findings:
+        mine = acts.filter((pl.col("program_id") == f.program_id)
+                           & pl.col("op").is_in(list(f.instructions)))
+        per = mine.group_by("host", "rank", "device", "step").agg(pl.col("exposed_ns").sum())
+        assert f.exposed_ns_per_step == pytest.approx(per["exposed_ns"].mean(), abs=1e-6)
 
 
 # -- integration and CLI -----------------------------------------------------------------

@@ -367,7 +367,6 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
     count = sum(c.executions_per_step for c in known)
     if count >= SMALL_MIN_COUNT:
         total = sum(c.bytes_per_step for c in known)
-        names = tuple(c.name for c in known)
         first = max(known, key=lambda c: (c.executions_per_step, c.name))
         out.append(Finding(
             "small-collectives", program, module.program_id, first.name,
