@@ -355,6 +355,20 @@ def test_cli_json_contract_and_determinism(tmp_path):
     assert [p["program_id"] for p in one["programs"]] == [26]
 
 
+def test_summarize_and_report_show_the_top_findings(tmp_path):
+    out = subprocess.run([sys.executable, "-c", "from tracelens.cli import main; main()",
+                          "summarize", str(PLANTED), "--format", "json"], capture_output=True,
+                         text=True, cwd=ROOT)
+    found = json.loads(out.stdout)["hlo_findings"]
+    assert [(f["kind"], f["instruction"]) for f in found] == [
+        ("collective-in-loop", "psum.13"), ("upcast-collective", "psum.7")]
+    html = tmp_path / "r.html"
+    subprocess.run([sys.executable, "-c", "from tracelens.cli import main; main()", "report",
+                    str(PLANTED), "-o", str(html), "--quiet"], check=True, cwd=ROOT)
+    text = html.read_text()
+    assert "psum.13 [jit_loop_step(24)]" in text and "upcast-collective" in text
+
+
 @pytest.mark.parametrize("content,name", [(b"", "x.after_optimizations.txt"),
                                           (b"\xff\xfe garbage {{{", "m.txt"),
                                           (b"\x0a\xff\xff\xff", "m.hlo.pb")])
