@@ -36,10 +36,12 @@ def _yes(v: bool | None) -> str:
 
 def tables(rep: dict[str, Any]) -> Tables:
     out: Tables = []
-    cost = "exposed ms/step" if rep["timed"] else "exposed (needs a trace)"
+    how = "exposed time per step per device from the trace" if rep["timed"] else \
+        "an HLO dump has no timings"
     out.append((f"Findings ({len(rep['findings'])} of {rep['findings_total']}, costliest "
-                "first; exposed time per step per device from the trace)",
-                ["kind", "program", "instruction", "bytes/step", cost, "what to do"],
+                f"first; {how})",
+                ["kind", "program", "instruction", "bytes/step", "exposed ms/step",
+                 "what to do"],
                 [[f["kind"], f["program"], f["instruction"], _size(f["bytes_per_step"]),
                   ms(f["exposed_ns_per_step"]) if f["exposed_ns_per_step"] is not None
                   else "-", f["message"]] for f in rep["findings"]]))
@@ -48,11 +50,11 @@ def tables(rep: dict[str, Any]) -> Tables:
             continue
         out.append((f"Collectives of {p['module']}({p['program_id']})"
                     + ("" if p["scheduled"] else " (no schedule)"),
-                    ["name", "opcode", "dtype", "bytes", "group", "async", "computation",
-                     "trips", "runs/step", "bytes/step", "cross-host", "overlap FLOPs"],
+                    ["name", "opcode", "dtype", "bytes", "group", "async", "loop", "trips",
+                     "runs/step", "bytes/step", "cross-host", "overlap FLOPs"],
                     [[c["name"], c["opcode"], _opt(c["dtype"]), _size(c["bytes"]),
                       _opt(c["group_size"]), "yes" if c["async"] else "no",
-                      c["computation"], _opt(c["trip_count"]), _opt(c["executions_per_step"]),
+                      c["loop"] or "-", _opt(c["trip_count"]), _opt(c["executions_per_step"]),
                       _size(c["bytes_per_step"]), _yes(c["spans_hosts"]),
                       _flops(c["overlap_flops"])] for c in p["collectives"]]))
     quiet = sum(1 for p in rep["programs"] if not p["collectives"])
@@ -71,8 +73,12 @@ def render_table(rep: dict[str, Any], console: Console) -> None:
         if not rows:
             continue
         table = Table(title=title, title_justify="left", show_header=any(header))
+        wrap = "what to do" in header  # findings: only the explanation wraps
         for col in header:
-            table.add_column(col, overflow="fold")
+            if wrap and col != "what to do":
+                table.add_column(col, no_wrap=True)
+            else:
+                table.add_column(col, overflow="fold")
         for row in rows:
             table.add_row(*[Text(c) for c in row])
         console.print(table)
