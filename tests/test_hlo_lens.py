@@ -317,6 +317,34 @@ def test_synchronous_gpu_collectives_with_compute_in_the_step_are_flagged():
         assert f.exposed_ns_per_step == pytest.approx(per["exposed_ns"].mean(), abs=1e-6)
 
 
+def test_nested_loops_multiply_and_two_call_sites_add_up():
+    text = _text(
+        "%cond (c: (s32[], f32[8])) -> pred[] {\n  %c = (s32[], f32[8]) parameter(0)\n"
+        "  ROOT %k = pred[] constant(true)\n}\n\n"
+        "%inner (b: (s32[], f32[8])) -> (s32[], f32[8]) {\n  %b = (s32[], f32[8]) parameter(0)\n"
+        "  %v = f32[8]{0} get-tuple-element(%b), index=1\n  %i = s32[] get-tuple-element(%b), "
+        "index=0\n  %ar = f32[8]{0} all-reduce(%v), channel_id=1, replica_groups={{0,1}}, "
+        "use_global_device_ids=true, to_apply=%add\n  ROOT %t = (s32[], f32[8]) tuple(%i, %ar)\n}\n\n"
+        "%outer (o: (s32[], f32[8])) -> (s32[], f32[8]) {\n  %o = (s32[], f32[8]) parameter(0)\n"
+        '  ROOT %w2 = (s32[], f32[8]) while(%o), condition=%cond, body=%inner, '
+        'backend_config={"known_trip_count":{"n":"3"}}\n}\n\n'
+        "%sub (q: f32[8]) -> f32[8] {\n  %q = f32[8]{0} parameter(0)\n"
+        "  ROOT %ag = f32[16]{0} all-gather(%q), channel_id=2, replica_groups={{0,1}}, "
+        "dimensions={0}, use_global_device_ids=true\n}\n\n"
+        "ENTRY %main (p: (s32[], f32[8]), x: f32[8]) -> f32[16] {\n"
+        "  %p = (s32[], f32[8]) parameter(0)\n  %x = f32[8]{0} parameter(1)\n"
+        '  %w1 = (s32[], f32[8]) while(%p), condition=%cond, body=%outer, '
+        'backend_config={"known_trip_count":{"n":"2"}}\n'
+        "  %c1 = f32[16]{0} call(%x), to_apply=%sub\n  %c2 = f32[16]{0} call(%x), to_apply=%sub\n"
+        "  ROOT %r = f32[16]{0} add(%c1, %c2)\n}\n")
+    lens = analyze_module(parse_module(text, program_id=4), None)
+    by = {c.name: c for c in lens.collectives}
+    assert (by["ar"].trip_count, by["ar"].executions_per_step, by["ar"].loop) == (6, 6, "w2")
+    assert by["ar"].bytes_per_step == 6 * 32
+    assert (by["ag"].in_loop, by["ag"].executions_per_step, by["ag"].bytes_per_step) == (
+        False, 2, 2 * 64)
+
+
 # -- integration and CLI -----------------------------------------------------------------
 
 def test_top_findings_and_finding_for():

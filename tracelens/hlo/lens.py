@@ -20,6 +20,7 @@ from typing import Callable
 
 from tracelens.hlo.ir import Computation, Instruction, Module
 from tracelens.hlo.opcost import COLLECTIVES, instruction_cost
+from tracelens.hlo.replica_groups import group_mode
 
 # Thresholds of the findings (README "tracelens hlo").
 SMALL_BYTES = 1 << 20  # small-collectives: a collective moving less than 1 MiB per execution ...
@@ -166,36 +167,71 @@ class _Context:
     executions: int | None  # per step; None when unknown
     trips: int | None       # product of loop trip counts (1 outside loops)
     loop: str | None        # innermost enclosing while
+    in_loop: bool = False
+
+
+def _call_edges(module: Module, comp: Computation) -> list[tuple[str, int | None, str | None]]:
+    """(callee, runs per run of ``comp`` or None, the while when it is a loop body)."""
+    edges: list[tuple[str, int | None, str | None]] = []
+    for inst in comp.instructions.values():
+        if inst.opcode == "while":
+            body = _while_body(inst, module)
+            if body:
+                edges.append((body, trip_count(inst), inst.name))
+        elif inst.opcode == "call":
+            edges += [(c, 1, None) for c in inst.called]
+        elif inst.opcode == "conditional":  # a branch runs 0 or 1 times: unknown
+            edges += [(c, None, None) for c in inst.called]
+    return [e for e in edges if e[0] in module.computations]
 
 
 def computation_contexts(module: Module) -> dict[str, _Context]:
-    """How often each non-fusion computation reachable from the entry runs per program run."""
-    out = {module.entry: _Context(1, 1, None)}
-    todo = [module.entry]
+    """How often each non-fusion computation reachable from the entry runs per program run:
+    summed over every call path (XLA normally gives each call site its own clone)."""
+    callers: dict[str, list[tuple[str, int | None, str | None]]] = {}
+    seen, todo = {module.entry}, [module.entry]
     while todo:
         name = todo.pop()
-        comp, ctx = module.computations.get(name), out[name]
-        if comp is None:
-            continue
-        for inst in comp.instructions.values():
-            if inst.opcode == "while":
-                body = _while_body(inst, module)
-                n = trip_count(inst)
-                callees = {body: _Context(
-                    None if n is None or ctx.executions is None else ctx.executions * n,
-                    None if n is None or ctx.trips is None else ctx.trips * n, inst.name)} \
-                    if body else {}
-            elif inst.opcode == "call":
-                callees = {c: ctx for c in inst.called}
-            elif inst.opcode == "conditional":  # a branch runs 0 or 1 times: unknown
-                callees = {c: _Context(None, ctx.trips, ctx.loop) for c in inst.called}
-            else:
-                continue
-            for callee, cctx in callees.items():
-                if callee in module.computations and callee not in out:
-                    out[callee] = cctx
-                    todo.append(callee)
+        comp = module.computations.get(name)
+        for callee, factor, loop in (_call_edges(module, comp) if comp else []):
+            callers.setdefault(callee, []).append((name, factor, loop))
+            if callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    out: dict[str, _Context] = {module.entry: _Context(1, 1, None)}
+
+    def ctx(name: str, depth: int = 0) -> _Context:
+        if name in out:
+            return out[name]
+        if depth > 64:  # HLO call graphs are acyclic; refuse to recurse on a hostile one
+            return _Context(None, None, None)
+        paths = []
+        for caller, factor, loop in callers.get(name, []):
+            c = ctx(caller, depth + 1)
+            paths.append(_Context(
+                None if factor is None or c.executions is None else c.executions * factor,
+                None if (loop and factor is None) or c.trips is None
+                else c.trips * (factor if loop else 1),
+                loop or c.loop, bool(loop) or c.in_loop))
+        execs = [p.executions for p in paths]
+        out[name] = _Context(None if None in execs or not paths else sum(execs),
+                             paths[0].trips if len({p.trips for p in paths}) == 1 else None,
+                             paths[0].loop if len({p.loop for p in paths}) == 1 else None,
+                             any(p.in_loop for p in paths))
+        return out[name]
+
+    for name in sorted(seen):
+        ctx(name)
     return out
+
+
+def _device_groups(module: Module, base: Instruction) -> list[list[int]] | None:
+    """The groups as device ids: in cross-replica-and-partition mode with several partitions
+    they hold replica ids (each standing for all its partitions): unknown here."""
+    mode = group_mode(base.channel_id, base.use_global_device_ids, base.opcode)
+    if mode == "cross-replica-and-partition" and module.partition_count not in (None, 1):
+        return None
+    return base.replica_groups
 
 
 def _dtype(module: Module, comp: Computation, base: Instruction) -> str | None:
@@ -280,12 +316,12 @@ def collectives(module: Module, schedule: dict[str, list[str]] | None,
                 groups=None if base.replica_groups is None else tuple(
                     tuple(g) for g in base.replica_groups),
                 is_async=is_async, done=done.name if done is not None else None,
-                computation=comp_name, in_loop=ctx.loop is not None, loop=ctx.loop,
-                trip_count=ctx.trips if ctx.loop is not None else None,
+                computation=comp_name, in_loop=ctx.in_loop, loop=ctx.loop,
+                trip_count=ctx.trips if ctx.in_loop else None,
                 executions_per_step=execs,
                 bytes_per_step=None if execs is None or cost.msg_bytes is None
                 else execs * cost.msg_bytes,
-                spans_hosts=hosts.spans(base.replica_groups),
+                spans_hosts=hosts.spans(_device_groups(module, base)),
                 overlap_ops=ops, overlap_flops=flops, overlap_bytes=nbytes,
                 operands=base.operands if base is inst else inst.operands))
     return out
@@ -344,7 +380,11 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
         if up:
             shapes = {o: comp.instructions[o].shape for o, _ in up}
             wide = sum(shapes[o].bytes for o, _ in up)
-            per_step = None if c.executions_per_step is None else wide * c.executions_per_step
+            total = sum(comp.instructions[o].shape.bytes for o in c.operands
+                        if o in comp.instructions)
+            # the upcast operands' share of what the collective moves per step
+            per_step = None if c.bytes_per_step is None or not total else \
+                c.bytes_per_step * wide // total
             narrow = sorted({s[1] for _, s in up})
             src = ", ".join(s[0] for _, s in up)
             add("upcast-collective", c,
