@@ -18,7 +18,8 @@ import pytest
 from tests.conftest import CPU_TRACE, real_trace
 from tests.hlo_build import ModuleBuilder
 from tracelens.analyze.collectives import collective_activities
-from tracelens.analyze.hlo_findings import finding_for, lens_dump, lens_trace, top_findings
+from tracelens.analyze.hlo_findings import (finding_for, lens_dump, lens_trace, measured,
+                                            top_findings)
 from tracelens.classify import explain
 from tracelens.hlo.dump import load_dump, schedule_from_proto
 from tracelens.hlo.lens import SMALL_MIN_COUNT, HostMap, analyze_module
@@ -343,6 +344,32 @@ def test_nested_loops_multiply_and_two_call_sites_add_up():
     assert by["ar"].bytes_per_step == 6 * 32
     assert (by["ag"].in_loop, by["ag"].executions_per_step, by["ag"].bytes_per_step) == (
         False, 2, 2 * 64)
+
+
+@pytest.mark.parametrize("sample", ["mi300x_8gpu_llama_step", "mi355x_8gpu_llama_fsdp"])
+def test_async_wrapped_collectives_pair_and_match_the_events(sample):
+    """The synthetic samples wrap reduce-scatters in async-start/async-done and run
+    all-gather-start/-done pairs: each pair is one collective with its done, and its bytes are
+    the msg_bytes the cost model gave its kernels."""
+    trace = load([ROOT / "sample_traces" / f"{sample}.xplane.pb"])
+    (prog,) = [p for p in lens_trace(trace).programs if p.collectives]
+    ev = trace.events.filter(pl.col("category") == "collective").group_by("op").agg(
+        pl.col("msg_bytes").unique())
+    msg = dict(ev.iter_rows())
+    asyncs = [c for c in prog.collectives if c.is_async]
+    assert asyncs and all(c.done for c in asyncs)
+    assert {c.opcode for c in asyncs} >= {"all-gather", "reduce-scatter"}
+    named = {n: c for c in prog.collectives for n in c.op_names}
+    assert set(msg) <= set(named)  # every collective kernel's op is one of the lens's names
+    for op, sizes in msg.items():
+        assert sizes == [named[op].bytes], op
+    wrapped = [c for c in prog.collectives if c.wrapped]
+    assert wrapped and all(c.wrapped in msg for c in wrapped)
+    # ... so a finding about it is costed from those kernels (before: null, no activity)
+    acts = collective_activities(trace.events)
+    for c in wrapped:
+        exposed, note = measured(acts, c.program_id, c.op_names)
+        assert exposed is not None and not note
 
 
 # -- integration and CLI -----------------------------------------------------------------

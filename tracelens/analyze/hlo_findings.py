@@ -104,7 +104,8 @@ def _sync_no_overlap(trace: Trace, acts: pl.DataFrame, lens: ProgramLens) -> lis
     for c in lens.collectives:
         if c.is_async:
             continue
-        hit = acts.filter((pl.col("program_id") == lens.program_id) & (pl.col("op") == c.name)
+        hit = acts.filter((pl.col("program_id") == lens.program_id)
+                          & pl.col("op").is_in(list(c.op_names))
                           & pl.col("step").is_not_null()) \
             .join(gpus, on=["host", "rank", "device"], how="semi") \
             .join(compute, on=DEVICE_STEP, how="semi")
@@ -114,7 +115,7 @@ def _sync_no_overlap(trace: Trace, acts: pl.DataFrame, lens: ProgramLens) -> lis
                 f"{c.name} is a synchronous {c.opcode} ({human_bytes(c.bytes)}) on a GPU that "
                 "computes in the same step: nothing can hide it; let XLA make it async "
                 "(start/done) with independent compute scheduled in between",
-                c.bytes_per_step, (c.name,), c.opcode))
+                c.bytes_per_step, c.op_names, c.opcode))
     return out
 
 

@@ -60,6 +60,13 @@ class Collective:
     overlap_flops: float | None
     overlap_bytes: float | None
     operands: tuple[str, ...] = ()
+    wrapped: str | None = None       # the collective inside an async-start's computation
+
+    @property
+    def op_names(self) -> tuple[str, ...]:
+        """Every name its kernels may carry as ``hlo_op``: start, done and, for an
+        async-start, the wrapped instruction (XProf names the kernel after that one)."""
+        return tuple(n for n in (self.name, self.done, self.wrapped) if n)
 
 
 @dataclass(frozen=True)
@@ -323,7 +330,8 @@ def collectives(module: Module, schedule: dict[str, list[str]] | None,
                 else execs * cost.msg_bytes,
                 spans_hosts=hosts.spans(_device_groups(module, base)),
                 overlap_ops=ops, overlap_flops=flops, overlap_bytes=nbytes,
-                operands=base.operands if base is inst else inst.operands))
+                operands=base.operands if base is inst else inst.operands,
+                wrapped=None if base is inst else base.name))
     return out
 
 
@@ -360,7 +368,7 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
     def add(kind: str, c: Collective, message: str, bytes_per_step: int | None,
             names: tuple[str, ...] = ()) -> None:
         out.append(Finding(kind, program, module.program_id, c.name, message, bytes_per_step,
-                           names or tuple(n for n in (c.name, c.done) if n), c.opcode))
+                           names or c.op_names, c.opcode))
 
     for c in colls:
         size = human_bytes(c.bytes)
@@ -413,7 +421,7 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
             f"{count} collectives under {human_bytes(SMALL_BYTES)} per step "
             f"({len(known)} instructions, {human_bytes(total)} in all) each pay launch and "
             "latency; combine them into fewer, larger collectives", total,
-            tuple(n for c in known for n in (c.name, c.done) if n),
+            tuple(n for c in known for n in c.op_names),
             known[0].opcode if len({c.opcode for c in known}) == 1 else None))
     gathers: dict[tuple, list[Collective]] = {}
     for c in colls:
@@ -432,7 +440,7 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
             f"{src} is all-gathered {len(cs)} times per step ({', '.join(c.name for c in cs)}): "
             f"{human_bytes(total)} per step; keep the first gathered copy instead of "
             "re-gathering (rematerialization of FSDP parameters)", total,
-            tuple(n for c in cs for n in (c.name, c.done) if n), "all-gather"))
+            tuple(n for c in cs for n in c.op_names), "all-gather"))
     return out
 
 
