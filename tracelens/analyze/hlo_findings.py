@@ -181,6 +181,7 @@ def lens_json(result: HloLensResult, top: int | None = None) -> dict[str, Any]:
         "collectives": [{
             "name": c.name, "opcode": c.opcode, "dtype": c.dtype, "bytes": c.bytes,
             "group_size": c.group_size, "async": c.is_async, "done": c.done,
+            "wrapped": c.wrapped,
             "computation": c.computation, "in_loop": c.in_loop, "loop": c.loop,
             "trip_count": c.trip_count, "executions_per_step": c.executions_per_step,
             "bytes_per_step": c.bytes_per_step, "spans_hosts": c.spans_hosts,
