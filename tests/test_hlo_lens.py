@@ -435,6 +435,14 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, content, name):
     assert out.stderr.startswith(f"error: {path}: ") and out.stderr.count("\n") == 1
 
 
+def test_truncated_entry_computation_is_an_input_error(tmp_path):
+    text = LOOP.read_text()
+    path = tmp_path / "module_0024.cut.after_optimizations.txt"
+    path.write_text(text[:text.index("ROOT %multiply_subtract_fusion")])
+    out = _cli(str(path))
+    assert out.returncode == 2 and "truncated HLO text dump" in out.stderr
+
+
 def test_cli_unknown_program_is_an_input_error():
     out = _cli(str(LOOP), "--program", "nope")
     assert out.returncode == 2 and "no program named or numbered 'nope'" in out.stderr

@@ -82,6 +82,9 @@ def load_dump(path: Path) -> tuple[Module, Schedule | None]:
             module = parse_module(text, program_id=pid)
         except (UnicodeDecodeError, ValueError, IndexError, KeyError) as exc:
             raise TraceInputError(path, f"not an HLO text dump ({exc})") from None
+        if module.entry not in module.computations:
+            raise TraceInputError(path, f"truncated HLO text dump: the entry computation "
+                                        f"{module.entry} does not end")
         head = text.lstrip().split("\n", 1)[0]
         scheduled = "is_scheduled=true" in head
         schedule = {c.name: list(c.instructions) for c in module.computations.values()} \
