@@ -250,27 +250,33 @@ def _dtype(module: Module, comp: Computation, base: Instruction) -> str | None:
     return ",".join(types) or None
 
 
-def _find_done(comp: Computation, start: Instruction) -> Instruction | None:
-    """The -done (or async-done, through async-updates) consuming ``start``."""
-    current = start.name
+def _done_of(comp: Computation) -> dict[str, Instruction]:
+    """Per instruction name, the -done / async-update / async-done taking it as operand 0."""
+    out: dict[str, Instruction] = {}
     for inst in comp.instructions.values():
-        if inst.operands[:1] == (current,) and (inst.opcode.endswith("-done")
-                                               or inst.opcode in ("async-update",
-                                                                  "async-done")):
-            if inst.opcode == "async-update":
-                current = inst.name
-                continue
-            return inst
+        if inst.operands and (inst.opcode.endswith("-done")
+                              or inst.opcode in ("async-update", "async-done")):
+            out.setdefault(inst.operands[0], inst)
+    return out
+
+
+def _find_done(done_of: dict[str, Instruction], start: Instruction) -> Instruction | None:
+    """The -done (or async-done, through async-updates) ending ``start``."""
+    found = done_of.get(start.name)
+    for _ in range(64):
+        if found is None or found.opcode != "async-update":
+            return found
+        found = done_of.get(found.name)
     return None
 
 
-def _window(module: Module, comp: Computation, order: list[str], start: str,
-            done: str) -> tuple[int, float | None, float | None] | None:
+def _window(module: Module, comp: Computation, order: list[str], position: dict[str, int],
+            start: str, done: str) -> tuple[int, float | None, float | None] | None:
     """(instructions with work, their FLOPs, their bytes) scheduled strictly between start and
     done; FLOPs/bytes None when any of them is unknown; None without a schedule."""
-    if start not in order or done not in order:
+    if start not in position or done not in position:
         return None
-    i, j = order.index(start), order.index(done)
+    i, j = position[start], position[done]
     ops = flops = nbytes = 0
     flops_known = bytes_known = True
     for name in order[i + 1:j]:
@@ -301,15 +307,17 @@ def collectives(module: Module, schedule: dict[str, list[str]] | None,
                                  key=lambda kv: (kv[0] != module.entry, kv[0])):
         comp = module.computations[comp_name]
         order = (schedule or {}).get(comp_name)
+        position = {n: k for k, n in enumerate(order or ())}
+        done_of = _done_of(comp)
         for inst in comp.instructions.values():
             found = collective_op(inst, module)
             if found is None:
                 continue
             opcode, is_async, base = found
             cost = instruction_cost(module, comp, inst)
-            done = _find_done(comp, inst) if is_async else None
+            done = _find_done(done_of, inst) if is_async else None
             if is_async:
-                window = _window(module, comp, order, inst.name, done.name) \
+                window = _window(module, comp, order, position, inst.name, done.name) \
                     if order and done is not None else None
                 ops, flops, nbytes = window if window else (None, None, None)
             else:
