@@ -114,13 +114,6 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
     }
 
 
-def _hlo_findings(trace: Trace, top: int = 3) -> list[dict[str, Any]]:
-    """The costliest ``tracelens hlo`` findings of the whole trace (filters do not apply)."""
-    from tracelens.analyze.hlo_findings import finding_json, top_findings
-
-    return [finding_json(f) for f in top_findings(trace, top)]
-
-
 def _collectives(events: pl.DataFrame, alignment: str) -> dict[str, Any]:
     """The top lines of ``tracelens collectives``: per type, and the devices others waited for."""
     from tracelens.analyze.collectives import collectives_report
@@ -205,3 +198,10 @@ def _top_kernels(events: pl.DataFrame, top: int) -> list[dict[str, Any]]:
              "mean_ns": round(r["sum_ns"] / r["count"], 1),
              "share_pct": round(100.0 * r["sum_ns"] / total, 3) if total else None,
              "devices": int(r["devices"])} for r in agg.iter_rows(named=True)]
+
+
+def _hlo_findings(trace: Trace, top: int = 3) -> list[dict[str, Any]]:
+    """The costliest ``tracelens hlo`` findings of the whole trace (filters do not apply)."""
+    from tracelens.analyze.hlo_findings import finding_json, top_findings
+
+    return [finding_json(f) for f in top_findings(trace, top)]
