@@ -188,6 +188,12 @@ def _tables(summary: dict[str, Any], all_rows: bool = False
                            [[f"{g['host']}/{g['device']}",
                              f"{g['times_last']} of {g['instances']}", ms(g["wait_ns"])]
                             for g in coll["stragglers"]]))
+    if summary.get("hlo_findings"):
+        tables.append(("HLO findings (whole trace; why and what to do: tracelens hlo PATH)",
+                       ["op", "finding", "exposed ms/step", "bytes/step"],
+                       [[f"{f['instruction']} [{f['program']}]", f["kind"],
+                         ms(f["exposed_ns_per_step"]), "-" if f["bytes_per_step"] is None
+                         else f"{f['bytes_per_step']:,}"] for f in summary["hlo_findings"]]))
     costed = [r for r in summary.get("roofline") or []
               if r["flops"] is not None or r["bytes"] is not None]
     if costed:

@@ -415,6 +415,53 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
 
 
 @main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--program", default=None, metavar="NAME|ID",
+              help="Only this program (HLO module name or program id).")
+@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
+              help="How many findings to list.")
+@click.option("--devices-per-host", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Device ids in replica groups are host-major, N per host (decides which "
+                   "groups span hosts where the input does not say).")
+@format_option
+@html_option
+@common_options
+@guarded
+def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None, fmt: str,
+        html: Path | None, rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+    """Why communication costs what it does, read from the compiled HLO: collectives per
+    program and findings (collective in a loop, upcast, no overlap window, small, repeated
+    gather, cross-host), each with its measured exposed time per step when PATH is a trace.
+    PATH may also be an XLA dump (*.after_optimizations.txt, or a serialized HloProto)."""
+    from tracelens.analyze.hlo_findings import (lens_dump, lens_json, lens_trace,
+                                                require_programs)
+    from tracelens.hlo.dump import TEXT_SUFFIXES, load_dump
+    from tracelens.hlo.lens import HostMap
+    from reports import hlo as render
+
+    hosts = HostMap(host_of=lambda d: f"host{d // devices_per_host}") \
+        if devices_per_host else HostMap()
+    name = path.name.lower()
+    if path.is_file() and (name.endswith(TEXT_SUFFIXES) or (
+            name.endswith(".pb") and not name.endswith(".xplane.pb"))):
+        result = lens_dump([load_dump(path)], program, hosts)
+    else:
+        from tracelens.loader import load
+        trace = load([path], rules=_rules(rules_files), progress=_progress([path], quiet))
+        result = lens_trace(trace, program, hosts if devices_per_host else None)
+    require_programs(result, path, program)
+    rep = lens_json(result, top=top)
+    if html is not None:
+        try:
+            html.write_text(render.render_html(rep, f"tracelens hlo {path.name}"),
+                            encoding="utf-8")
+        except OSError as exc:
+            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}")
+    _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
+            lambda: render.render_markdown(rep), lambda console: render.render_table(rep, console))
+
+
+@main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", "output", required=True, type=click.Path(path_type=Path),
               help="The HTML file to write (only there; nothing is written next to inputs).")

@@ -29,8 +29,9 @@ from tracelens.model import COMPUTE_CATEGORIES, Trace
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String, "program_id": pl.Int64, "op": pl.String, "module": pl.String,
-    "cost_kind": pl.String, "detail": pl.String, "_flops": pl.Float64, "_bytes": pl.Float64,
-    "_dtype": pl.String, "_msg_bytes": pl.Int64, "_group_size": pl.Int32, "_note": pl.String,
+    "cost_kind": pl.String, "collective": pl.String, "detail": pl.String,
+    "_flops": pl.Float64, "_bytes": pl.Float64, "_dtype": pl.String, "_msg_bytes": pl.Int64,
+    "_group_size": pl.Int32, "_note": pl.String,
 }
 
 
@@ -72,8 +73,8 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                                   f"({type(c).__name__})"})
             continue
         rows.append({"host": host, "program_id": pid, "op": op, "module": module.name,
-                     "cost_kind": c.kind, "detail": c.detail, "_flops": c.flops,
-                     "_bytes": c.bytes, "_dtype": c.dtype, "_msg_bytes": c.msg_bytes,
+                     "cost_kind": c.kind, "collective": c.collective, "detail": c.detail,
+                     "_flops": c.flops, "_bytes": c.bytes, "_dtype": c.dtype, "_msg_bytes": c.msg_bytes,
                      "_group_size": c.group_size, "_note": c.note or None})
     problems = list(index.problems)
     if missing_module:
@@ -168,8 +169,13 @@ def cost_note() -> pl.Expr:
 
 def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     """Add ``hlo``: what each event's HLO instruction computes (the classifier's ``hlo``
-    signal), null when the trace has no HLO for it."""
-    hlo = events.select(KEY).join(table.select(*KEY, hlo="cost_kind"), on=KEY, how="left",
+    signal), null when the trace has no HLO for it. A collective's is ``collective:<opcode>``
+    (``collective:all-reduce``): JAX names instructions after its primitives (``psum.13``), so
+    only the HLO says which collective an op is."""
+    kind = pl.when(pl.col("collective").is_not_null()).then(
+        pl.concat_str(pl.col("cost_kind"), pl.lit(":"), pl.col("collective"))) \
+        .otherwise(pl.col("cost_kind"))
+    hlo = events.select(KEY).join(table.select(*KEY, hlo=kind), on=KEY, how="left",
                                   maintain_order="left")["hlo"]  # narrow: no copy of events
     return events.with_columns(hlo)
 

@@ -122,6 +122,7 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
         "idle_devices": idle,
         "top_kernels": _top_kernels(events, top),
         "collectives": _collectives(events, trace.meta.alignment),
+        "hlo_findings": _hlo_findings(trace),
         "roofline": roofline_rows(roofline(events, specs_df), top),
         "no_cost_data": int(events.select(no_cost_data(events).sum()).item() or 0)
         if events.height else 0,
@@ -294,3 +295,10 @@ def _top_kernels(events: pl.DataFrame, top: int) -> list[dict[str, Any]]:
              "mean_ns": round(r["sum_ns"] / r["count"], 1),
              "share_pct": round(100.0 * r["sum_ns"] / total, 3) if total else None,
              "devices": int(r["devices"])} for r in agg.iter_rows(named=True)]
+
+
+def _hlo_findings(trace: Trace, top: int = 3) -> list[dict[str, Any]]:
+    """The costliest ``tracelens hlo`` findings of the whole trace (filters do not apply)."""
+    from tracelens.analyze.hlo_findings import finding_json, top_findings
+
+    return [finding_json(f) for f in top_findings(trace, top)]

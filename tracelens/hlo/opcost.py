@@ -69,6 +69,7 @@ class OpCost:
     group_size: int | None = None
     detail: str = ""  # human-readable shapes behind the numbers
     note: str = ""  # why ``flops`` is null (empty when it is known)
+    collective: str | None = None  # a collective's base opcode (all-reduce, ...), else None
 
 
 def _data_leaves(shape: Shape, drop_workspace: bool) -> list[Shape]:
@@ -314,7 +315,7 @@ def _collective_cost(module: Module, comp: Computation, inst: Instruction) -> Op
         size = group_size(base.replica_groups, mode, module.replica_count,
                           module.partition_count)
     dtype = widest([roofline_dtype(s.dtype) for s in ops])
-    return OpCost("collective", None, None, dtype, msg_bytes=msg, group_size=size,
+    return OpCost("collective", None, None, dtype, msg_bytes=msg, group_size=size, collective=op,
                   detail=f"{op} {msg} B over {size} devices")
 
 

@@ -42,6 +42,19 @@ _MESSAGES: dict[str, list[tuple]] = {
         ("id", 5, I64, _O, None),
         ("device_assignment", 15, MSG, _O, _m("DeviceAssignmentProto")),
         ("payloads", 22, BYTES, _R, None),
+        ("schedule", 7, MSG, _O, _m("HloScheduleProto")),
+    ],
+    # ``map<int64, InstructionSequence> sequences = 1``: on the wire a repeated entry message
+    # (key = 1, value = 2); keys are computation ids, values instruction ids in run order.
+    "HloScheduleProto": [
+        ("sequences", 1, MSG, _R, _m("HloScheduleSequence")),
+    ],
+    "HloScheduleSequence": [
+        ("key", 1, I64, _O, None),
+        ("value", 2, MSG, _O, _m("InstructionSequence")),
+    ],
+    "InstructionSequence": [
+        ("instruction_ids", 1, I64, _R, None),
     ],
     "HloComputationProto": [
         ("name", 1, STR, _O, None),

@@ -24,6 +24,7 @@ _HEADER = re.compile(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\))?\s*(?:->.*)?\{\s
 _INSTR = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
 _MODULE = re.compile(r"^\s*HloModule\s+([\w.\-]+)")
 _FILE_ID = re.compile(r"module_(\d+)\.")
+_COMMENT = re.compile(r"/\*.*?\*/")
 
 
 def _match_close(s: str, i: int) -> int:
@@ -229,7 +230,8 @@ def parse_module(text: str, program_id: int | None = None, name: str | None = No
     comp: Computation | None = None
     last_entry = ""
     for raw in text.splitlines():
-        line = raw.split("/*")[0].rstrip() if "/*" in raw else raw.rstrip()
+        # /*index=5*/ comments sit inside long tuples: drop the comment, keep the line
+        line = _COMMENT.sub("", raw).rstrip() if "/*" in raw else raw.rstrip()
         if not line.strip() or line.strip().startswith("//"):
             continue
         mm = _MODULE.match(line)

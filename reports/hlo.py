@@ -1,0 +1,121 @@
+"""Render the ``tracelens hlo`` result (terminal, Markdown, CSV, JSON, HTML) from its JSON form."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from markupsafe import escape
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from reports.collectives import _size
+from reports.html import TEMPLATES
+from reports.markdown import md_table
+from reports.summary import ms
+
+Tables = list[tuple[str, list[str], list[list[str]]]]
+CSV_COLUMNS = ["kind", "program", "instruction", "bytes_per_step", "exposed_ns_per_step",
+               "message"]
+
+
+def _opt(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def _flops(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _yes(v: bool | None) -> str:
+    return "unknown" if v is None else ("yes" if v else "no")
+
+
+def tables(rep: dict[str, Any]) -> Tables:
+    out: Tables = []
+    how = "exposed time per step per device from the trace" if rep["timed"] else \
+        "an HLO dump has no timings"
+    out.append((f"Findings ({len(rep['findings'])} of {rep['findings_total']}, costliest "
+                f"first; {how})",
+                ["kind", "program", "instruction", "bytes/step", "exposed ms/step",
+                 "what to do"],
+                [[f["kind"], f["program"], f["instruction"], _size(f["bytes_per_step"]),
+                  ms(f["exposed_ns_per_step"]) if f["exposed_ns_per_step"] is not None
+                  else "-", f["message"]] for f in rep["findings"]]))
+    for p in rep["programs"]:
+        if not p["collectives"]:
+            continue
+        out.append((f"Collectives of {p['module']}({p['program_id']})"
+                    + ("" if p["scheduled"] else " (no schedule)"),
+                    ["name", "opcode", "dtype", "bytes", "group", "async", "loop", "trips",
+                     "runs/step", "bytes/step", "cross-host", "overlap FLOPs"],
+                    [[c["name"], c["opcode"], _opt(c["dtype"]), _size(c["bytes"]),
+                      _opt(c["group_size"]), "yes" if c["async"] else "no",
+                      c["loop"] or "-", _opt(c["trip_count"]), _opt(c["executions_per_step"]),
+                      _size(c["bytes_per_step"]), _yes(c["spans_hosts"]),
+                      _flops(c["overlap_flops"])] for c in p["collectives"]]))
+    quiet = sum(1 for p in rep["programs"] if not p["collectives"])
+    if quiet:
+        out.append(("Programs without collectives", ["", ""], [["programs", str(quiet)]]))
+    if rep["problems"]:
+        out.append(("Problems", ["", ""], [[str(i + 1), s] for i, s in
+                                           enumerate(rep["problems"])]))
+    return out
+
+
+def render_table(rep: dict[str, Any], console: Console) -> None:
+    if not rep["findings"]:
+        console.print("no findings" + ("" if rep["programs"] else " (no HLO programs)"))
+    for title, header, rows in tables(rep):
+        if not rows:
+            continue
+        table = Table(title=title, title_justify="left", show_header=any(header))
+        wrap = "what to do" in header  # findings: only the explanation wraps
+        for col in header:
+            if wrap and col != "what to do":
+                table.add_column(col, no_wrap=True)
+            else:
+                table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*[Text(c) for c in row])
+        console.print(table)
+
+
+def render_markdown(rep: dict[str, Any]) -> str:
+    parts = ["# tracelens hlo", ""]
+    for title, header, rows in tables(rep):
+        parts += md_table(title, [h or " " for h in header], rows)
+    return "\n".join(parts)
+
+
+def render_json(rep: dict[str, Any]) -> str:
+    return json.dumps(rep, indent=2)
+
+
+def render_csv(rep: dict[str, Any]) -> str:
+    """One row per finding."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(CSV_COLUMNS)
+    for f in rep["findings"]:
+        w.writerow(["" if f.get(c) is None else f[c] for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def render_html(rep: dict[str, Any], title: str = "tracelens hlo") -> str:
+    """One self-contained page (the report's CSS, no script); every text escaped."""
+    body = []
+    for t, header, rows in tables(rep):
+        head = "".join(f"<th class=\"l\">{escape(h)}</th>" for h in header)
+        cells = "".join("<tr>" + "".join(f"<td class=\"l\">{escape(c)}</td>" for c in row)
+                        + "</tr>" for row in rows)
+        body.append(f"<section><h2>{escape(t)}</h2><table><thead><tr>{head}</tr></thead>"
+                    f"<tbody>{cells}</tbody></table></section>")
+    css = (TEMPLATES / "report.css").read_text("utf-8")
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{escape(title)}</title><style>{css}</style></head><body>"
+            f"<header class=\"top\"><h1>{escape(title)}</h1></header><main>"
+            + ("".join(body) or "<p>no findings</p>") + "</main></body></html>\n")

@@ -1,0 +1,201 @@
+"""The HLO lens joined to the timeline: each finding's measured cost (``tracelens hlo``).
+
+A finding's ``exposed_ns_per_step`` is the collectives analysis's exposure
+(:func:`tracelens.analyze.collectives.collective_activities`: the part of each activity no
+compute kernel on its device covers) of the finding's instructions, summed over their
+executions and divided by the (host, rank, device, step) pairs they ran in: exposed ns per step
+per device. Activities outside every step window do not count; with none left the cost is null
+with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from tracelens.analyze.collectives import collective_activities
+from tracelens.errors import TraceInputError
+from tracelens.hlo.dump import Schedule, schedule_from_proto
+from tracelens.hlo.ir import Module
+from tracelens.hlo.lens import (Finding, HostMap, ProgramLens, analyze_module, human_bytes,
+                                with_exposure)
+from tracelens.hlo.proto import module_from_proto
+from tracelens.model import COMPUTE_CATEGORIES, Trace
+
+DEVICE_STEP = ["host", "rank", "device", "step"]
+
+
+@dataclass(frozen=True)
+class HloLensResult:
+    """Per program its collectives and findings; all findings sorted by measured cost."""
+
+    programs: tuple[ProgramLens, ...]
+    findings: tuple[Finding, ...]
+    timed: bool  # joined to a trace's timeline
+    problems: tuple[str, ...] = ()
+
+
+def _sort_key(f: Finding) -> tuple:
+    return (f.exposed_ns_per_step is None, -(f.exposed_ns_per_step or 0.0),
+            f.bytes_per_step is None, -(f.bytes_per_step or 0), f.kind,
+            f.program_id if f.program_id is not None else -1, f.instruction)
+
+
+def _select(programs: list[ProgramLens], program: str | None) -> list[ProgramLens]:
+    if program is None:
+        return programs
+    return [p for p in programs if p.module == program or str(p.program_id) == program]
+
+
+def trace_modules(trace: Trace) -> tuple[list[tuple[Module, Schedule | None]], list[str]]:
+    """Each program of the trace once (the first host's HloProto, hosts in name order)."""
+    rows = trace.modules.filter(pl.col("program_id").is_not_null() & pl.col("hlo_proto")
+                                .is_not_null()).sort("program_id", "host") \
+        .unique("program_id", keep="first", maintain_order=True)
+    out, problems = [], []
+    for pid, name, blob in rows.select("program_id", "module", "hlo_proto").iter_rows():
+        try:
+            out.append((module_from_proto(blob, program_id=pid), schedule_from_proto(blob)))
+        except Exception as exc:  # a damaged module is that module's problem
+            problems.append(f"HLO of module {name}({pid}) could not be decoded "
+                            f"({type(exc).__name__}: {exc})")
+    return out, problems
+
+
+def trace_hosts(trace: Trace) -> HostMap:
+    """One host: nothing spans hosts. Several: unknown, the trace has no map from the HLO's
+    device ids to hosts."""
+    n = trace.devices["host"].n_unique() if trace.devices.height else \
+        trace.events["host"].n_unique()
+    return HostMap(hosts=n) if n == 1 else HostMap(hosts=n or None)
+
+
+def _activities(trace: Trace) -> pl.DataFrame:
+    acts = collective_activities(trace.events)
+    return acts.select("program_id", "op", *DEVICE_STEP, "exposed_ns")
+
+
+def measured(acts: pl.DataFrame, program_id: int | None,
+             names: tuple[str, ...]) -> tuple[float | None, str]:
+    """Exposed ns per step per device of these instructions, or None and why."""
+    mine = acts.filter((pl.col("program_id") == program_id) & pl.col("op").is_in(list(names)))
+    if not mine.height:
+        return None, "not in the trace's timeline (no collective activity of this op)"
+    in_steps = mine.filter(pl.col("step").is_not_null())
+    if not in_steps.height:
+        return None, "its activities fall outside every step window"
+    pairs = in_steps.select(DEVICE_STEP).unique().height
+    return int(in_steps["exposed_ns"].sum()) / pairs, ""
+
+
+def _sync_no_overlap(trace: Trace, acts: pl.DataFrame, lens: ProgramLens) -> list[Finding]:
+    """Synchronous collectives on a GPU that computes in the same step: nothing to hide behind.
+    XLA:CPU has only synchronous collectives, so CPU devices are never flagged."""
+    gpus = trace.devices.filter(pl.col("vendor").is_not_null() & (pl.col("vendor") != "cpu")) \
+        .select("host", "rank", "device")
+    if not gpus.height:
+        return []
+    compute = trace.events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
+                                  & pl.col("step").is_not_null()).select(DEVICE_STEP).unique()
+    program = f"{lens.module}({lens.program_id})"
+    out = []
+    for c in lens.collectives:
+        if c.is_async:
+            continue
+        hit = acts.filter((pl.col("program_id") == lens.program_id)
+                          & pl.col("op").is_in(list(c.op_names))
+                          & pl.col("step").is_not_null()) \
+            .join(gpus, on=["host", "rank", "device"], how="semi") \
+            .join(compute, on=DEVICE_STEP, how="semi")
+        if hit.height:
+            out.append(Finding(
+                "no-overlap-window", program, lens.program_id, c.name,
+                f"{c.name} is a synchronous {c.opcode} ({human_bytes(c.bytes)}) on a GPU that "
+                "computes in the same step: nothing can hide it; let XLA make it async "
+                "(start/done) with independent compute scheduled in between",
+                c.bytes_per_step, c.op_names, c.opcode))
+    return out
+
+
+def lens_trace(trace: Trace, program: str | None = None,
+               hosts: HostMap | None = None) -> HloLensResult:
+    """The HLO lens of every program in the trace, findings costed from its timeline.
+    ``hosts`` overrides the trace's own device→host knowledge (:func:`trace_hosts`)."""
+    modules, problems = trace_modules(trace)
+    hosts = hosts if hosts is not None else trace_hosts(trace)
+    programs = _select([analyze_module(m, s, hosts) for m, s in modules], program)
+    acts = _activities(trace)
+    findings = []
+    for lens in programs:
+        for f in [*lens.findings, *_sync_no_overlap(trace, acts, lens)]:
+            exposed, note = measured(acts, lens.program_id, f.instructions)
+            findings.append(with_exposure(f, exposed, note))
+    return HloLensResult(tuple(programs), tuple(sorted(findings, key=_sort_key)), True,
+                         tuple(problems))
+
+
+def lens_dump(modules: list[tuple[Module, Schedule | None]], program: str | None = None,
+              hosts: HostMap = HostMap()) -> HloLensResult:
+    """Static findings of HLO dumps (no timings: every measured cost is null)."""
+    programs = _select([analyze_module(m, s, hosts) for m, s in modules], program)
+    findings = [with_exposure(f, None, "an HLO dump has no timeline")
+                for p in programs for f in p.findings]
+    return HloLensResult(tuple(programs), tuple(sorted(findings, key=_sort_key)), False)
+
+
+def top_findings(trace: Trace, top: int = 3) -> list[Finding]:
+    """The ``top`` findings of a loaded trace by measured exposed time per step (for
+    ``summarize``); empty when the trace carries no HLO."""
+    if not trace.modules.height:
+        return []
+    return list(lens_trace(trace).findings[:top])
+
+
+def finding_for(findings: list[Finding] | tuple[Finding, ...],
+                collective_type: str) -> str | None:
+    """The one-line description of the costliest finding about a collective of this type
+    (``all-reduce``, ...), for ``scaling``'s exposed-communication causes; None when none."""
+    for f in findings:
+        if f.opcode == collective_type:
+            return f.message
+    return None
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    return {"kind": f.kind, "program": f.program, "program_id": f.program_id,
+            "instruction": f.instruction, "instructions": list(f.instructions),
+            "opcode": f.opcode,
+            "message": f.message, "bytes_per_step": f.bytes_per_step,
+            "exposed_ns_per_step": None if f.exposed_ns_per_step is None
+            else round(f.exposed_ns_per_step, 3),
+            "exposed_note": f.exposed_note or None}
+
+
+def lens_json(result: HloLensResult, top: int | None = None) -> dict[str, Any]:
+    """The documented JSON contract of ``tracelens hlo`` (README)."""
+    programs = [{
+        "module": p.module, "program_id": p.program_id, "scheduled": p.scheduled,
+        "notes": list(p.notes),
+        "collectives": [{
+            "name": c.name, "opcode": c.opcode, "dtype": c.dtype, "bytes": c.bytes,
+            "group_size": c.group_size, "async": c.is_async, "done": c.done,
+            "wrapped": c.wrapped,
+            "computation": c.computation, "in_loop": c.in_loop, "loop": c.loop,
+            "trip_count": c.trip_count, "executions_per_step": c.executions_per_step,
+            "bytes_per_step": c.bytes_per_step, "spans_hosts": c.spans_hosts,
+            "overlap_ops": c.overlap_ops, "overlap_flops": c.overlap_flops,
+            "overlap_bytes": c.overlap_bytes,
+            "groups": None if c.groups is None else [list(g) for g in c.groups],
+        } for c in p.collectives]} for p in result.programs]
+    shown = result.findings if top is None else result.findings[:top]
+    return {"programs": programs, "findings": [finding_json(f) for f in shown],
+            "findings_total": len(result.findings), "timed": result.timed,
+            "problems": list(result.problems)}
+
+
+def require_programs(result: HloLensResult, path: object, program: str | None) -> None:
+    """A ``--program`` that matches nothing is an input error, not an empty report."""
+    if program is not None and not result.programs:
+        raise TraceInputError(path, f"no program named or numbered {program!r} in it")

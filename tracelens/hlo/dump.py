@@ -1,0 +1,98 @@
+"""Programs for the HLO lens: a module with its schedule, from a trace's ``HloProto`` or from an
+XLA dump (``*.after_optimizations.txt``, a serialized ``HloProto`` or ``HloModuleProto``).
+
+The schedule is ``HloModuleProto.schedule`` (field 7: computation id → instruction ids in run
+order, hlo.md §2); a text dump of a module marked ``is_scheduled=true`` prints each
+computation's instructions in schedule order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from google.protobuf.message import DecodeError
+
+from tracelens.errors import TraceInputError
+from tracelens.hlo.ir import Module
+from tracelens.hlo.proto import module_from_proto
+from tracelens.hlo.schema import hlo_proto_class
+from tracelens.hlo.text import parse_module, _FILE_ID
+
+Schedule = dict[str, list[str]]  # computation name -> instruction names in run order
+TEXT_SUFFIXES = (".txt", ".hlo")
+
+
+def schedule_from_proto(data: bytes) -> Schedule | None:
+    """The module's schedule by names; None when the proto carries none."""
+    proto = hlo_proto_class()()
+    proto.ParseFromString(data)
+    hm = proto.hlo_module
+    if not hm.HasField("schedule") or not len(hm.schedule.sequences):
+        return None
+    comps = {c.id: c for c in hm.computations}
+    out: Schedule = {}
+    for entry in hm.schedule.sequences:
+        comp = comps.get(entry.key)
+        if comp is None:
+            continue
+        names = {i.id: i.name for i in comp.instructions}
+        out[comp.name] = [names[i] for i in entry.value.instruction_ids if i in names]
+    return out
+
+
+def _as_hlo_proto(data: bytes) -> bytes:
+    """``data`` as an ``HloProto``: a bare ``HloModuleProto`` is wrapped as its field 1."""
+    proto = hlo_proto_class()()
+    try:
+        proto.ParseFromString(data)
+        if proto.hlo_module.computations:
+            return data
+    except DecodeError:
+        pass
+    wrapped = b"\x0a" + _varint(len(data)) + data
+    proto = hlo_proto_class()()
+    proto.ParseFromString(wrapped)  # DecodeError when it is neither
+    if not proto.hlo_module.computations:
+        raise ValueError("no HLO computations in it")
+    return wrapped
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def load_dump(path: Path) -> tuple[Module, Schedule | None]:
+    """A module and its schedule from an HLO dump file; bad files raise ``TraceInputError``."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not data:
+        raise TraceInputError(path, "empty file")
+    m = _FILE_ID.search(path.name)
+    pid = int(m.group(1)) if m else None
+    if path.name.endswith(TEXT_SUFFIXES):
+        try:
+            text = data.decode("utf-8")
+            module = parse_module(text, program_id=pid)
+        except (UnicodeDecodeError, ValueError, IndexError, KeyError) as exc:
+            raise TraceInputError(path, f"not an HLO text dump ({exc})") from None
+        if module.entry not in module.computations:
+            raise TraceInputError(path, f"truncated HLO text dump: the entry computation "
+                                        f"{module.entry} does not end")
+        head = text.lstrip().split("\n", 1)[0]
+        scheduled = "is_scheduled=true" in head
+        schedule = {c.name: list(c.instructions) for c in module.computations.values()} \
+            if scheduled else None
+        return module, schedule
+    try:
+        blob = _as_hlo_proto(data)
+        module = module_from_proto(blob, program_id=pid)
+        return module, schedule_from_proto(blob)
+    except (DecodeError, ValueError, KeyError, IndexError, RuntimeError) as exc:
+        raise TraceInputError(path, f"not a serialized HloProto/HloModuleProto ({exc})") from None

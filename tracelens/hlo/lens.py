@@ -1,0 +1,478 @@
+"""Read a compiled XLA program for *why* its communication costs what it does (``tracelens hlo``).
+
+Static half of the HLO lens: every collective of a module with its size, groups, where it sits,
+how often it runs per step and the compute scheduled behind it, and the findings that follow
+from the HLO alone. The measured half (each finding's exposed time from the trace) is joined in
+:mod:`tracelens.analyze.hlo_findings`.
+
+Facts (shared/reference/hlo.md): a ``while`` runs its body ``known_trip_count.n`` times
+(``WhileLoopBackendConfig``); the condition is the callee whose root is ``pred[]``; the module's
+``schedule`` (``HloModuleProto`` field 7) lists each computation's instructions in run order, and
+a text dump of a module marked ``is_scheduled=true`` prints them in that order. The program is
+read as compiled: XLA:CPU computes bf16 in f32 and combines small all-reduces into one tuple
+all-reduce, and the findings see what runs, not what the source said.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from tracelens.hlo.ir import Computation, Instruction, Module
+from tracelens.hlo.opcost import COLLECTIVES, instruction_cost
+from tracelens.hlo.replica_groups import group_mode
+
+# Thresholds of the findings (README "tracelens hlo").
+SMALL_BYTES = 1 << 20  # small-collectives: a collective moving less than 1 MiB per execution ...
+SMALL_MIN_COUNT = 8    # ... counts when the program runs at least this many per step
+WIDE_TYPES = ("f32", "f64", "c64", "c128")
+NARROW_FLOATS = ("bf16", "f16")  # and every f8*/f6*/f4* type
+# Ops that only move or relabel data: an upcast value keeps being one through them.
+MOVES = ("copy", "transpose", "bitcast", "reshape")
+# Instructions that launch no work: they never count as compute in an overlap window.
+NO_WORK = ("parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all",
+           "partition-id", "replica-id", "add-dependency", "opt-barrier")
+LOOP_CALLERS = ("while", "call", "conditional", "async-start")
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective of a program (an async pair is one collective, named by its start)."""
+
+    program_id: int | None
+    module: str
+    name: str
+    opcode: str                      # base opcode: all-reduce, all-gather, ...
+    dtype: str | None                # operand element type(s), "f32" or "f32,bf16"
+    bytes: int | None                # per execution (DESIGN §6.3 message bytes)
+    group_size: int | None
+    groups: tuple[tuple[int, ...], ...] | None
+    is_async: bool
+    done: str | None                 # the matching -done of an async start
+    computation: str
+    in_loop: bool
+    loop: str | None                 # the innermost while instruction around it
+    trip_count: int | None           # product of the enclosing loops' trip counts
+    executions_per_step: int | None  # None: a loop of unknown trip count or a conditional
+    bytes_per_step: int | None
+    spans_hosts: bool | None
+    overlap_ops: int | None          # instructions with work scheduled between start and done
+    overlap_flops: float | None
+    overlap_bytes: float | None
+    operands: tuple[str, ...] = ()
+    wrapped: str | None = None       # the collective inside an async-start's computation
+
+    @property
+    def op_names(self) -> tuple[str, ...]:
+        """Every name its kernels may carry as ``hlo_op``: start, done and, for an
+        async-start, the wrapped instruction (XProf names the kernel after that one)."""
+        return tuple(n for n in (self.name, self.done, self.wrapped) if n)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A pattern in the compiled program, with its measured cost once joined to a trace."""
+
+    kind: str
+    program: str
+    program_id: int | None
+    instruction: str
+    message: str
+    bytes_per_step: int | None
+    instructions: tuple[str, ...] = ()  # every instruction it covers (small-collectives: all)
+    opcode: str | None = None           # the collective type it is about (None: several)
+    exposed_ns_per_step: float | None = None
+    exposed_note: str = ""              # why exposed_ns_per_step is null, when it is
+
+
+@dataclass(frozen=True)
+class ProgramLens:
+    module: str
+    program_id: int | None
+    collectives: tuple[Collective, ...]
+    findings: tuple[Finding, ...]
+    scheduled: bool
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostMap:
+    """Which host each device id of a replica group is on. ``hosts == 1``: nothing can span
+    hosts; ``host_of`` None with several hosts: unknown (the trace gives no device→host map)."""
+
+    hosts: int | None = None
+    host_of: Callable[[int], str | None] | None = field(default=None, compare=False)
+
+    def spans(self, groups: list[list[int]] | None) -> bool | None:
+        if self.hosts == 1:
+            return False
+        if self.host_of is None or groups is None:
+            return None
+        if not groups:  # every device of the job takes part
+            return None if self.hosts is None else self.hosts > 1
+        hosts = [{self.host_of(d) for d in g} for g in groups]
+        if any(None in h for h in hosts):
+            return None
+        return any(len(h) > 1 for h in hosts)
+
+
+def human_bytes(n: float | None) -> str:
+    if n is None:
+        return "unknown bytes"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{int(n)} B"
+
+
+def _narrow(dtype: str) -> bool:
+    return dtype in NARROW_FLOATS or dtype.startswith(("f8", "f6", "f4"))
+
+
+def collective_op(inst: Instruction, module: Module) -> tuple[str, bool, Instruction] | None:
+    """(base opcode, async, the instruction carrying groups and operands) of a collective start
+    or synchronous collective; None for anything else, -done halves included."""
+    op = inst.opcode
+    if op.endswith("-done") or op in ("async-done", "async-update"):
+        return None
+    if op == "async-start" and inst.called:
+        body = module.computations.get(inst.called[0])
+        root = body.root_instruction if body else None
+        if root is not None and root.opcode.removesuffix("-start") in COLLECTIVES:
+            return root.opcode.removesuffix("-start"), True, root
+        return None
+    base = op.removesuffix("-start")
+    if base in COLLECTIVES and base not in ("send", "recv"):
+        return base, op.endswith("-start"), inst
+    if base in ("send", "recv"):
+        return base, True, inst
+    return None
+
+
+def trip_count(inst: Instruction) -> int | None:
+    """``known_trip_count.n`` of a while (JSON int64s are strings); None when absent."""
+    n = inst.backend_config.get("known_trip_count", {})
+    n = n.get("n") if isinstance(n, dict) else None
+    try:
+        return int(n) if n is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _while_body(inst: Instruction, module: Module) -> str | None:
+    """The body of a while: the callee that is not the ``pred[]``-rooted condition."""
+    for name in inst.called:
+        comp = module.computations.get(name)
+        root = comp.root_instruction if comp else None
+        if root is not None and not (root.shape.dtype == "pred" and not root.shape.dims):
+            return name
+    return None
+
+
+@dataclass(frozen=True)
+class _Context:
+    executions: int | None  # per step; None when unknown
+    trips: int | None       # product of loop trip counts (1 outside loops)
+    loop: str | None        # innermost enclosing while
+    in_loop: bool = False
+
+
+def _call_edges(module: Module, comp: Computation) -> list[tuple[str, int | None, str | None]]:
+    """(callee, runs per run of ``comp`` or None, the while when it is a loop body)."""
+    edges: list[tuple[str, int | None, str | None]] = []
+    for inst in comp.instructions.values():
+        if inst.opcode == "while":
+            body = _while_body(inst, module)
+            if body:
+                edges.append((body, trip_count(inst), inst.name))
+        elif inst.opcode == "call":
+            edges += [(c, 1, None) for c in inst.called]
+        elif inst.opcode == "conditional":  # a branch runs 0 or 1 times: unknown
+            edges += [(c, None, None) for c in inst.called]
+    return [e for e in edges if e[0] in module.computations]
+
+
+def computation_contexts(module: Module) -> dict[str, _Context]:
+    """How often each non-fusion computation reachable from the entry runs per program run:
+    summed over every call path (XLA normally gives each call site its own clone)."""
+    callers: dict[str, list[tuple[str, int | None, str | None]]] = {}
+    seen, todo = {module.entry}, [module.entry]
+    while todo:
+        name = todo.pop()
+        comp = module.computations.get(name)
+        for callee, factor, loop in (_call_edges(module, comp) if comp else []):
+            callers.setdefault(callee, []).append((name, factor, loop))
+            if callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    out: dict[str, _Context] = {module.entry: _Context(1, 1, None)}
+
+    def ctx(name: str, depth: int = 0) -> _Context:
+        if name in out:
+            return out[name]
+        if depth > 64:  # HLO call graphs are acyclic; refuse to recurse on a hostile one
+            return _Context(None, None, None)
+        paths = []
+        for caller, factor, loop in callers.get(name, []):
+            c = ctx(caller, depth + 1)
+            paths.append(_Context(
+                None if factor is None or c.executions is None else c.executions * factor,
+                None if (loop and factor is None) or c.trips is None
+                else c.trips * (factor if loop else 1),
+                loop or c.loop, bool(loop) or c.in_loop))
+        execs = [p.executions for p in paths]
+        out[name] = _Context(None if None in execs or not paths else sum(execs),
+                             paths[0].trips if len({p.trips for p in paths}) == 1 else None,
+                             paths[0].loop if len({p.loop for p in paths}) == 1 else None,
+                             any(p.in_loop for p in paths))
+        return out[name]
+
+    for name in sorted(seen):
+        ctx(name)
+    return out
+
+
+def _device_groups(module: Module, base: Instruction) -> list[list[int]] | None:
+    """The groups as device ids: in cross-replica-and-partition mode with several partitions
+    they hold replica ids (each standing for all its partitions): unknown here."""
+    mode = group_mode(base.channel_id, base.use_global_device_ids, base.opcode)
+    if mode == "cross-replica-and-partition" and module.partition_count not in (None, 1):
+        return None
+    return base.replica_groups
+
+
+def _dtype(module: Module, comp: Computation, base: Instruction) -> str | None:
+    types: list[str] = []
+    for shape in module.operand_shapes(base, comp):
+        for leaf in shape.leaves():
+            if leaf.dtype not in types:
+                types.append(leaf.dtype)
+    return ",".join(types) or None
+
+
+def _done_of(comp: Computation) -> dict[str, Instruction]:
+    """Per instruction name, the -done / async-update / async-done taking it as operand 0."""
+    out: dict[str, Instruction] = {}
+    for inst in comp.instructions.values():
+        if inst.operands and (inst.opcode.endswith("-done")
+                              or inst.opcode in ("async-update", "async-done")):
+            out.setdefault(inst.operands[0], inst)
+    return out
+
+
+def _find_done(done_of: dict[str, Instruction], start: Instruction) -> Instruction | None:
+    """The -done (or async-done, through async-updates) ending ``start``."""
+    found = done_of.get(start.name)
+    for _ in range(64):
+        if found is None or found.opcode != "async-update":
+            return found
+        found = done_of.get(found.name)
+    return None
+
+
+def _window(module: Module, comp: Computation, order: list[str], position: dict[str, int],
+            start: str, done: str) -> tuple[int, float | None, float | None] | None:
+    """(instructions with work, their FLOPs, their bytes) scheduled strictly between start and
+    done; FLOPs/bytes None when any of them is unknown; None without a schedule."""
+    if start not in position or done not in position:
+        return None
+    i, j = position[start], position[done]
+    ops = flops = nbytes = 0
+    flops_known = bytes_known = True
+    for name in order[i + 1:j]:
+        inst = comp.instructions.get(name)
+        if inst is None or inst.opcode in NO_WORK or collective_op(inst, module) is not None \
+                or inst.opcode.endswith("-done") or inst.opcode in ("async-done",
+                                                                     "async-update"):
+            continue
+        ops += 1
+        cost = instruction_cost(module, comp, inst)
+        if cost.flops is None:
+            flops_known = False
+        else:
+            flops += cost.flops
+        if cost.bytes is None:
+            bytes_known = False
+        else:
+            nbytes += cost.bytes
+    return ops, float(flops) if flops_known else None, float(nbytes) if bytes_known else None
+
+
+def collectives(module: Module, schedule: dict[str, list[str]] | None,
+                hosts: HostMap = HostMap()) -> list[Collective]:
+    """Every collective of ``module`` reachable from its entry, in computation then schedule
+    (else dependency) order."""
+    out = []
+    for comp_name, ctx in sorted(computation_contexts(module).items(),
+                                 key=lambda kv: (kv[0] != module.entry, kv[0])):
+        comp = module.computations[comp_name]
+        order = (schedule or {}).get(comp_name)
+        position = {n: k for k, n in enumerate(order or ())}
+        done_of = _done_of(comp)
+        for inst in comp.instructions.values():
+            found = collective_op(inst, module)
+            if found is None:
+                continue
+            opcode, is_async, base = found
+            cost = instruction_cost(module, comp, inst)
+            done = _find_done(done_of, inst) if is_async else None
+            if is_async:
+                window = _window(module, comp, order, position, inst.name, done.name) \
+                    if order and done is not None else None
+                ops, flops, nbytes = window if window else (None, None, None)
+            else:
+                ops, flops, nbytes = 0, 0.0, 0.0
+            base_comp = module.computations.get(inst.called[0]) if base is not inst else comp
+            execs = ctx.executions
+            out.append(Collective(
+                program_id=module.program_id, module=module.name, name=inst.name,
+                opcode=opcode, dtype=_dtype(module, base_comp or comp, base),
+                bytes=cost.msg_bytes, group_size=cost.group_size,
+                groups=None if base.replica_groups is None else tuple(
+                    tuple(g) for g in base.replica_groups),
+                is_async=is_async, done=done.name if done is not None else None,
+                computation=comp_name, in_loop=ctx.in_loop, loop=ctx.loop,
+                trip_count=ctx.trips if ctx.in_loop else None,
+                executions_per_step=execs,
+                bytes_per_step=None if execs is None or cost.msg_bytes is None
+                else execs * cost.msg_bytes,
+                spans_hosts=hosts.spans(_device_groups(module, base)),
+                overlap_ops=ops, overlap_flops=flops, overlap_bytes=nbytes,
+                operands=base.operands if base is inst else inst.operands,
+                wrapped=None if base is inst else base.name))
+    return out
+
+
+def upcast_source(module: Module, comp: Computation, name: str,
+                  depth: int = 0) -> tuple[str, str] | None:
+    """(convert instruction, narrow type) when the value ``name`` is a wide float converted
+    from a narrow float with only data movement since: directly, or as a fusion's root."""
+    inst = comp.instructions.get(name)
+    if inst is None or depth > 16:
+        return None
+    if inst.opcode == "convert" and inst.operands and inst.shape.dtype in WIDE_TYPES:
+        src = comp.instructions.get(inst.operands[0])
+        if src is not None and not src.shape.is_tuple and _narrow(src.shape.dtype):
+            return inst.name, src.shape.dtype
+        return None
+    if inst.opcode in MOVES and inst.operands:
+        return upcast_source(module, comp, inst.operands[0], depth + 1)
+    if inst.opcode == "fusion" and inst.called:
+        body = module.computations.get(inst.called[0])
+        if body is not None and body.root:
+            found = upcast_source(module, body, body.root, depth + 1)
+            if found is not None:
+                return f"{inst.name} ({found[0]})", found[1]
+    return None
+
+
+def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
+    """Findings read from the HLO alone (no-overlap-window's synchronous case and every
+    measured cost need the trace: :mod:`tracelens.analyze.hlo_findings`)."""
+    program = f"{module.name}({module.program_id})" if module.program_id is not None \
+        else module.name
+    out: list[Finding] = []
+
+    def add(kind: str, c: Collective, message: str, bytes_per_step: int | None,
+            names: tuple[str, ...] = ()) -> None:
+        out.append(Finding(kind, program, module.program_id, c.name, message, bytes_per_step,
+                           names or c.op_names, c.opcode))
+
+    for c in colls:
+        size = human_bytes(c.bytes)
+        if c.in_loop and (c.trip_count is None or c.trip_count > 1):
+            if c.trip_count is None:
+                msg = (f"{c.name} ({c.opcode}, {size}) runs inside loop {c.loop} of unknown "
+                       "trip count: its bytes per step are unknown")
+            else:
+                msg = (f"{c.name} ({c.opcode}, {size}) runs inside the {c.trip_count}-iteration "
+                       f"loop {c.loop}: {c.trip_count} × {size} = {human_bytes(c.bytes_per_step)}"
+                       f" per step; if it reduces an accumulator, one {c.opcode} after the loop "
+                       "moves the data once")
+            add("collective-in-loop", c, msg, c.bytes_per_step)
+        comp = module.computations[c.computation]
+        up = [(o, upcast_source(module, comp, o)) for o in c.operands]
+        up = [(o, s) for o, s in up if s is not None]
+        if up:
+            shapes = {o: comp.instructions[o].shape for o, _ in up}
+            wide = sum(shapes[o].bytes for o, _ in up)
+            total = sum(comp.instructions[o].shape.bytes for o in c.operands
+                        if o in comp.instructions)
+            # the upcast operands' share of what the collective moves per step
+            per_step = None if c.bytes_per_step is None or not total else \
+                c.bytes_per_step * wide // total
+            narrow = sorted({s[1] for _, s in up})
+            src = ", ".join(s[0] for _, s in up)
+            add("upcast-collective", c,
+                f"{c.name} ({c.opcode}) moves {human_bytes(wide)} of "
+                f"{'/'.join(sorted({shapes[o].dtype for o, _ in up}))} converted from "
+                f"{'/'.join(narrow)} by {src}: twice the bytes the {'/'.join(narrow)} values "
+                f"need; communicate in {'/'.join(narrow)} or convert after the {c.opcode}",
+                per_step)
+        if c.is_async and c.overlap_ops == 0:
+            add("no-overlap-window", c,
+                f"{c.name} … {c.done}: no compute is scheduled between the start and the done, "
+                f"so the {c.opcode} ({size}) cannot hide behind anything", c.bytes_per_step)
+        if c.spans_hosts:
+            add("cross-host", c,
+                f"{c.name} ({c.opcode}) has replica groups spanning hosts: "
+                f"{human_bytes(c.bytes_per_step)} per step over the inter-host network",
+                c.bytes_per_step)
+    small = [c for c in colls if c.bytes is not None and c.bytes < SMALL_BYTES]
+    known = [c for c in small if c.executions_per_step is not None]
+    count = sum(c.executions_per_step for c in known)
+    if count >= SMALL_MIN_COUNT:
+        total = sum(c.bytes_per_step for c in known)
+        first = max(known, key=lambda c: (c.executions_per_step, c.name))
+        out.append(Finding(
+            "small-collectives", program, module.program_id, first.name,
+            f"{count} collectives under {human_bytes(SMALL_BYTES)} per step "
+            f"({len(known)} instructions, {human_bytes(total)} in all) each pay launch and "
+            "latency; combine them into fewer, larger collectives", total,
+            tuple(n for c in known for n in c.op_names),
+            known[0].opcode if len({c.opcode for c in known}) == 1 else None))
+    gathers: dict[tuple, list[Collective]] = {}
+    for c in colls:
+        if c.opcode == "all-gather" and c.operands:
+            comp = module.computations[c.computation]
+            src = _through_moves(comp, c.operands[0])
+            gathers.setdefault((c.computation, src, c.groups), []).append(c)
+    for (_, src, _), cs in sorted(gathers.items(), key=lambda kv: kv[1][0].name):
+        if len(cs) < 2:  # one gather in a loop may gather a new value each iteration
+            continue
+        runs = [c.executions_per_step for c in cs]
+        total = None if None in runs or any(c.bytes is None for c in cs) else \
+            sum(c.bytes_per_step for c in cs)
+        out.append(Finding(
+            "repeated-gather", program, module.program_id, cs[0].name,
+            f"{src} is all-gathered {len(cs)} times per step ({', '.join(c.name for c in cs)}): "
+            f"{human_bytes(total)} per step; keep the first gathered copy instead of "
+            "re-gathering (rematerialization of FSDP parameters)", total,
+            tuple(n for c in cs for n in c.op_names), "all-gather"))
+    return out
+
+
+def _through_moves(comp: Computation, name: str) -> str:
+    """The value behind bitcasts and copies (a re-gather of the same parameter)."""
+    seen = 0
+    inst = comp.instructions.get(name)
+    while inst is not None and inst.opcode in ("bitcast", "copy", "reshape") and inst.operands \
+            and seen < 16:
+        name, inst, seen = inst.operands[0], comp.instructions.get(inst.operands[0]), seen + 1
+    return name
+
+
+def analyze_module(module: Module, schedule: dict[str, list[str]] | None,
+                   hosts: HostMap = HostMap()) -> ProgramLens:
+    """The static lens of one program."""
+    colls = collectives(module, schedule, hosts)
+    notes = []
+    if any(c.is_async for c in colls) and not schedule:
+        notes.append("the module carries no schedule: compute between async starts and dones "
+                     "is unknown")
+    return ProgramLens(module.name, module.program_id, tuple(colls),
+                       tuple(static_findings(module, colls)), bool(schedule), tuple(notes))
+
+
+def with_exposure(f: Finding, exposed: float | None, note: str = "") -> Finding:
+    return replace(f, exposed_ns_per_step=exposed, exposed_note=note)
