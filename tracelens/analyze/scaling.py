@@ -42,6 +42,8 @@ class RunProfile:
     skew_ns: dict[str, float | None]
     stragglers: list[dict[str, Any]] = field(default_factory=list)
     per_device: dict[str, dict[str, float]] = field(default_factory=dict)  # median step
+    # collective type -> the costliest `tracelens hlo` finding about it (programs with HLO)
+    hlo_findings: dict[str, str] = field(default_factory=dict)
 
 
 def _windows(trace: Trace) -> pl.DataFrame:
@@ -176,7 +178,22 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
         path=path, devices=n_dev, hosts=trace.events["host"].n_unique(), steps=n_steps,
         step_ns=float(median.get("span_ns") or 0.0), components=components,
         kernels=kernel_frame(trace, max(1, n_dev * n_steps)), busbw=busbw, skew_ns=skew,
-        stragglers=_stragglers(acts, n_dev * n_steps), per_device=per_device)
+        stragglers=_stragglers(acts, n_dev * n_steps), per_device=per_device,
+        hlo_findings=_hlo_findings(trace))
+
+
+def _hlo_findings(trace: Trace) -> dict[str, str]:
+    """Collective type -> the message of the costliest HLO finding about it (findings come
+    sorted by measured exposed time per step); empty without HLO in the trace."""
+    if not trace.modules.height:
+        return {}
+    from tracelens.analyze.hlo_findings import lens_trace
+
+    out: dict[str, str] = {}
+    for f in lens_trace(trace).findings:
+        if f.opcode:
+            out.setdefault(f.opcode, f.message)
+    return out
 
 
 def _stragglers(acts: pl.DataFrame, device_steps: int) -> list[dict[str, Any]]:
@@ -244,6 +261,10 @@ def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, 
     for c in causes:
         c["share"] = c["delta_ns"] / lost if lost else None
     causes.sort(key=lambda c: (-c["delta_ns"], c["component"]))
+    for c in causes:
+        kind, _, what = c["component"].partition(":")
+        if kind == "exposed_comm" and what in b.hlo_findings:
+            c["hlo_finding"] = b.hlo_findings[what]
     out = {"from": a.path, "to": b.path, "devices": [a.devices, b.devices],
            "efficiency": eff, "mode": "strong" if strong else "weak",
            "step_ns": [a.step_ns, b.step_ns], "delta_ns": lost,
@@ -312,6 +333,8 @@ def verdict(a: RunProfile, b: RunProfile, causes: list[dict[str, Any]],
             if before and after:
                 text += (f"; busbw {'fell' if after < before else 'rose'} from {before:,.0f} "
                          f"to {after:,.0f} GB/s")
+            if what in b.hlo_findings:  # why the compiler put it there (tracelens hlo)
+                text += f"; {b.hlo_findings[what]}"
         lines.append(text)
     return lines[:4] or [f"step time grew {lost / 1e6:.3f} ms per step with no single "
                          f"component above {100 * VERDICT_MIN_SHARE:.0f}% of it"]
