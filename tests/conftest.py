@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tracelens.xcheck import kernel_stats_by_name  # noqa: F401  (used by the oracle tests)
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 REAL_XPROF = SHARED / "traces" / "xprof"
@@ -44,16 +46,3 @@ def real_rocprof(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"real trace {path} not present (shared/ is not beside this checkout)")
     return path
-
-
-def kernel_stats_by_name(table: dict) -> dict[str, tuple[int, float]]:
-    """XProf ``kernel_stats`` gviz table -> kernel name: (occurrences, total µs), summed over
-    its rows (one row per name × op × launch configuration)."""
-    cols = [c["id"] for c in table["cols"]]
-    out: dict[str, list[float]] = {}
-    for row in table["rows"]:
-        r = dict(zip(cols, (c["v"] for c in row["c"])))
-        acc = out.setdefault(r["kernel_name"], [0, 0.0])
-        acc[0] += int(r["occurrences"])
-        acc[1] += float(r["total_duration_us"])
-    return {k: (int(v[0]), v[1]) for k, v in out.items()}

@@ -586,5 +586,29 @@ def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: P
                               f"cannot write: {exc.strerror or exc}") from None
 
 
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@format_option
+@common_options
+@guarded
+def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
+           debug: bool) -> None:
+    """Our kernel table next to XProf's own kernel_stats for one XSpace file (needs
+    tracelens[xprof]); exit 1 when any kernel's count or time differs."""
+    from tracelens.loader import load, sniff_format
+    from tracelens.xcheck import compare_kernels, xprof_kernel_stats
+    from reports import xcheck as render
+
+    if sniff_format(path) != "xspace":
+        raise TraceInputError(path, "xcheck compares XSpace files (.xplane.pb) with XProf")
+    trace = load([path], rules=_rules(rules_files), progress=_progress([path], quiet))
+    rows = compare_kernels(trace.events, xprof_kernel_stats(path))
+    _output(fmt, lambda: render.render_json(rows), lambda: render.render_csv(rows),
+            lambda: render.render_markdown(rows), lambda console: render.render_table(rows,
+                                                                                      console))
+    if not all(r.agrees for r in rows):
+        sys.exit(1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

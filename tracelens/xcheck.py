@@ -1,0 +1,96 @@
+"""Cross-check against XProf's own converters: our per-kernel table next to XProf's
+``kernel_stats`` for the same XSpace file (``tracelens xcheck``).
+
+XProf is an optional dependency (``pip install 'tracelens[xprof]'``); it writes cache files
+next to its input, so it always runs on a copy in a temporary folder (inputs are read-only).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from tracelens.errors import TraceInputError
+
+REL_TOLERANCE = 1e-3
+"""Summed durations agree when within this relative difference (XProf rounds to 1 ns in µs)."""
+
+
+def kernel_stats_by_name(table: dict) -> dict[str, tuple[int, float]]:
+    """XProf ``kernel_stats`` gviz table -> kernel name: (occurrences, total µs), summed over
+    its rows (one row per name × op × launch configuration)."""
+    cols = [c["id"] for c in table["cols"]]
+    out: dict[str, list[float]] = {}
+    for row in table["rows"]:
+        r = dict(zip(cols, (c["v"] for c in row["c"])))
+        acc = out.setdefault(r["kernel_name"], [0, 0.0])
+        acc[0] += int(r["occurrences"])
+        acc[1] += float(r["total_duration_us"])
+    return {k: (int(v[0]), v[1]) for k, v in out.items()}
+
+
+_RUN = """
+import sys
+from xprof.convert import raw_to_tool_data
+data, _ = raw_to_tool_data.xspace_to_tool_data([sys.argv[1]], "kernel_stats", {})
+sys.stdout.write(data.decode() if isinstance(data, bytes) else (data or ""))
+"""
+
+
+def xprof_kernel_stats(path: Path) -> dict[str, tuple[int, float]]:
+    """XProf's ``kernel_stats`` of one XSpace file, per kernel name. XProf runs in a child
+    process (its C++ logging stays out of our output, its crash is not ours) on a copy."""
+    import subprocess
+    import sys
+    from importlib.util import find_spec
+
+    if find_spec("xprof") is None:
+        raise TraceInputError(path, "XProf is not installed: pip install 'tracelens[xprof]' "
+                                    "(tensorboard-plugin-profile)")
+    with tempfile.TemporaryDirectory(prefix="tracelens-xcheck-") as tmp:
+        copy = Path(tmp) / path.name
+        shutil.copy(path, copy)
+        done = subprocess.run([sys.executable, "-c", _RUN, str(copy)], capture_output=True,
+                              text=True, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise TraceInputError(path, f"XProf could not convert it: {last}")
+    return kernel_stats_by_name(json.loads(done.stdout)) if done.stdout.strip() else {}
+
+
+@dataclass(frozen=True)
+class KernelCheck:
+    """One kernel name: our count and total µs, XProf's, and whether they agree."""
+
+    name: str
+    ours_count: int | None
+    xprof_count: int | None
+    ours_us: float | None
+    xprof_us: float | None
+
+    @property
+    def agrees(self) -> bool:
+        if self.ours_count is None or self.xprof_count is None:
+            return False
+        assert self.ours_us is not None and self.xprof_us is not None
+        close = abs(self.ours_us - self.xprof_us) <= REL_TOLERANCE * max(abs(self.xprof_us), 1e-9)
+        return self.ours_count == self.xprof_count and close
+
+
+def compare_kernels(events: pl.DataFrame, theirs: dict[str, tuple[int, float]]
+                    ) -> list[KernelCheck]:
+    """Every kernel name of either side (XProf lists kernels, not memory copies),
+    disagreements first, then by name."""
+    kernels = events.filter(pl.col("kind") == "kernel")
+    ours = {r["name"]: (int(r["n"]), r["ns"] / 1000.0) for r in kernels.group_by("name").agg(
+        n=pl.len(), ns=(pl.col("end_ns") - pl.col("start_ns")).sum()).iter_rows(named=True)}
+    rows = []
+    for name in set(ours) | set(theirs):
+        (oc, ous), (xc, xus) = ours.get(name, (None, None)), theirs.get(name, (None, None))
+        rows.append(KernelCheck(name, oc, xc, ous, xus))
+    return sorted(rows, key=lambda r: (r.agrees, r.name))
