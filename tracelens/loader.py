@@ -50,6 +50,9 @@ def sniff_format(path: Path) -> str:
     if text[:1] in (b"{", b"["):
         if b"rocprofiler-sdk-tool" in text:
             return "rocprof-json"
+        if re.search(rb'"(?:schemaVersion|deviceProperties|distributedInfo)"|"args": ?\{"device"',
+                     text):
+            return "kineto"
         if b"traceEvents" in text:
             return "chrome-json"
         return "json"
@@ -125,6 +128,9 @@ def _reader_for(fmt: str, path: Path, step_marker: str | None = None
     if fmt == "xspace":
         from parsers import xprof
         return xprof.read
+    if fmt == "kineto":
+        from parsers import kineto
+        return kineto.read
     if fmt in ("sqlite", "rocprof-json", "rocprof-csv"):
         import functools
 
