@@ -99,9 +99,12 @@ def find_inputs(path: Path) -> list[Path]:
         raise TraceInputError(path, f"holds {len(runs)} profile runs ({names}"
                               f"{', ...' if len(runs) > 5 else ''}); pass one run directory")
     found += _rocprof_outputs(files)
+    found += [p for p in files if p.name.endswith((".json", ".json.gz")) and p not in found
+              and sniff_format(p) == "kineto"]  # PyTorch profiler: one file per rank
     if not found:
         raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], or "
-                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv)")
+                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, or Kineto "
+                              "*.json[.gz])")
     return sorted(found)
 
 
