@@ -89,10 +89,11 @@ def columns(evs: list[Any]) -> tuple[pl.DataFrame, list[dict], list[dict]]:
         "ts": _number([e.get("ts") for e in sel]).alias("ts"),
         "dur": _number([e.get("dur") for e in sel]).alias("dur"),
     }
-    for key in _ARGS_INT:
-        data[key] = pl.Series([a.get(key) for a in args], dtype=pl.Int64, strict=False)
-    for key in _ARGS_STR:
-        data[key] = pl.Series([a.get(key) for a in args], dtype=pl.String, strict=False)
+    keys = (*_ARGS_INT, *_ARGS_STR)
+    cols = list(zip(*[tuple(map(a.get, keys)) for a in args])) if args else [()] * len(keys)
+    for key, values in zip(keys, cols):
+        data[key] = pl.Series(values, dtype=pl.Int64 if key in _ARGS_INT else pl.String,
+                              strict=False)
     data["_row"] = pl.Series(np.arange(len(sel), dtype=np.int64))
     df = pl.DataFrame(data)
     return df, sel, args
