@@ -228,8 +228,8 @@ def test_rank_directory_is_one_job() -> None:
     trace = tracelens.load(d)
     assert trace.events["rank"].unique().sort().to_list() == [0, 1]
     assert sorted(trace.meta.extra["hosts"]) == ["rank0", "rank1"]
-    aligned = trace.meta.alignment.startswith("collective ends")
-    assert aligned or any("could not be aligned" in w for w in trace.meta.warnings)
+    # no shared clock in Kineto: the two ranks are put on one by their matched SendRecv ends
+    assert trace.meta.alignment.startswith("collective ends")
 
 
 def _bad(tmp: Path) -> list[tuple[Path, str]]:
