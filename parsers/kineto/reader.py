@@ -20,7 +20,7 @@ which.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import orjson
@@ -40,9 +40,11 @@ HOST_CATS = {"cpu_op": "cpu_op", "Operator": "cpu_op", "cuda_runtime": "api",
              "cuda_driver": "api", "Runtime": "api", "user_annotation": "annotation",
              "gpu_user_annotation": "gpu_annotation"}
 _WANTED = frozenset(DEVICE_CATS) | frozenset(HOST_CATS)
-_ARGS_INT = ("device", "stream", "correlation", "External id", "bytes", "In msg nelems",
-             "Out msg nelems", "Group size")
-_ARGS_STR = ("Collective name", "dtype")
+_BASE = ("cat", "name", "pid", "tid", "ts", "dur", "args")
+_ARGS_INT = ("device", "stream", "correlation", "External id", "bytes")
+_COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
+_COMM_STR = ("Collective name", "dtype")
+
 
 
 def load_document(path: Path) -> dict[str, Any]:
@@ -68,35 +70,41 @@ def to_ns(us: pl.Series) -> pl.Series:
                      .astype(np.int64))
 
 
-def _number(values: list[Any]) -> pl.Series:
-    """Numbers as Float64 when any is fractional, else Int64 (bools and strings: null)."""
-    clean = [v if type(v) in (int, float) else None for v in values]
-    if any(type(v) is float for v in clean):
-        return pl.Series(clean, dtype=pl.Float64, strict=False)
-    return pl.Series(clean, dtype=pl.Int64, strict=False)
+def _number(values: Sequence[Any]) -> pl.Series:
+    """Numbers as Float64 (integers below 2^53 stay exact); anything else null."""
+    return pl.Series(values, dtype=pl.Float64, strict=False)
 
 
 def columns(evs: list[Any]) -> tuple[pl.DataFrame, list[dict], list[dict]]:
     """One row per complete event of a wanted category (``_row`` indexes ``sel``/``args``,
-    the kept events and their args); the args used, as columns."""
+    the kept events and their args); the args used, as columns.
+
+    One list comprehension per field; the collective arguments only for the
+    ``record_param_comms`` rows (few)."""
     sel = [e for e in evs if type(e) is dict and e.get("cat") in _WANTED and e.get("ph") == "X"]
-    args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
+    n = len(sel)
+    base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
+    args = [a if type(a) is dict else {} for a in base[-1]]
     data: dict[str, pl.Series] = {
-        "cat": pl.Series([e["cat"] for e in sel], dtype=pl.String),
-        "name": pl.Series([e.get("name") for e in sel], dtype=pl.String, strict=False),
-        "pid": pl.Series([e.get("pid") for e in sel], dtype=pl.Int64, strict=False),
-        "tid": pl.Series([e.get("tid") for e in sel], dtype=pl.Int64, strict=False),
-        "ts": _number([e.get("ts") for e in sel]).alias("ts"),
-        "dur": _number([e.get("dur") for e in sel]).alias("dur"),
+        "cat": pl.Series(base[0], dtype=pl.String),
+        "name": pl.Series(base[1], dtype=pl.String, strict=False),
+        "pid": pl.Series(base[2], dtype=pl.Int64, strict=False),
+        "tid": pl.Series(base[3], dtype=pl.Int64, strict=False),
+        "ts": _number(base[4]).alias("ts"),
+        "dur": _number(base[5]).alias("dur"),
     }
-    keys = (*_ARGS_INT, *_ARGS_STR)
-    cols = list(zip(*[tuple(map(a.get, keys)) for a in args])) if args else [()] * len(keys)
-    for key, values in zip(keys, cols):
-        data[key] = pl.Series(values, dtype=pl.Int64 if key in _ARGS_INT else pl.String,
-                              strict=False)
-    data["_row"] = pl.Series(np.arange(len(sel), dtype=np.int64))
-    df = pl.DataFrame(data)
-    return df, sel, args
+    for key in _ARGS_INT:
+        data[key] = pl.Series([a.get(key) for a in args], dtype=pl.Int64, strict=False)
+    comm = [i for i, name in enumerate(base[1]) if name == "record_param_comms"]
+    for key in _COMM_INT + _COMM_STR:
+        dtype = pl.Int64 if key in _COMM_INT else pl.String
+        col = pl.Series([None] * n, dtype=dtype)
+        if comm:
+            col = col.scatter(comm, pl.Series([args[i].get(key) for i in comm], dtype=dtype,
+                                              strict=False))
+        data[key] = col
+    data["_row"] = pl.Series(np.arange(n, dtype=np.int64))
+    return pl.DataFrame(data), sel, args
 
 
 def read(path: Path) -> Trace:
