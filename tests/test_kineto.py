@@ -267,10 +267,14 @@ def test_events_without_ts_are_counted_and_no_activity_is_not_an_error(tmp_path:
         {"id": 0, "name": "AMD Instinct MI300X", "numSms": 304, "totalGlobalMem": 192 << 30,
          "computeMajor": 9, "computeMinor": 4, "warpSize": 64}], "traceEvents": [
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 2.0,
+         "args": {"device": 0, "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1e300, "dur": 2.0,
+         "args": {"device": 0, "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": -2.0,
          "args": {"device": 0, "stream": 7}}]}).encode())
     res = run_cli("summarize", str(p))
     assert res.returncode == 0, res.stderr
     assert "No device activity" in res.stdout
     trace = tracelens.load(p)
-    assert any("1 events without a valid ts/dur" in w for w in trace.meta.warnings)
+    assert any("3 events without a valid ts/dur" in w for w in trace.meta.warnings)
     assert trace.devices["spec_id"].to_list() == ["mi300x"]

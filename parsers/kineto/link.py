@@ -53,7 +53,9 @@ def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame
     """Per ``ev`` row (in order): the latest op of ``ops`` on the launching thread that
     started at or before the launch and is still open at it; columns prefixed ``prefix``."""
     cols = [c for c in ops.columns if c not in ("pid", "tid", "start_ns", "end_ns")]
-    right = ops.select(l_pid="pid", l_tid="tid", _s="start_ns", _e="end_ns", *cols).sort("_s")
+    # ties in start: the innermost (shortest) last, so the backward as-of join takes it
+    right = ops.select(l_pid="pid", l_tid="tid", _s="start_ns", _e="end_ns", *cols).sort(
+        ["_s", "_e"], descending=[False, True], maintain_order=True)
     left = ev.select("_i", *_THREAD, "l_ts").filter(pl.col("l_ts").is_not_null()).sort("l_ts")
     j = left.join_asof(right, left_on="l_ts", right_on="_s", by=_THREAD, strategy="backward",
                        check_sortedness=False)
@@ -65,7 +67,8 @@ def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame
 def _costed_ops(ops: pl.DataFrame, args: list[dict[str, Any]]) -> tuple[pl.DataFrame, int]:
     """Leaf costed ops with their cost (null where the shapes do not give one); and how many
     costed ops had no usable shapes."""
-    c = ops.filter(pl.col("name").is_in(list(shapecost.COSTED_OPS))).sort("pid", "tid", "start_ns")
+    c = ops.filter(pl.col("name").is_in(list(shapecost.COSTED_OPS))).sort(
+        ["pid", "tid", "start_ns", "end_ns", "_row"], descending=[False, False, False, True, False])
     if c.is_empty():
         return c.select("pid", "tid", "start_ns", "end_ns", "name").with_columns(
             _uid=pl.lit(0, pl.Int64), _flops=pl.lit(None, pl.Float64),
@@ -100,7 +103,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]
     warn: list[str] = []
     api = (hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
                       & pl.col("correlation").is_not_null())
-           .sort("start_ns").unique("correlation", keep="first", maintain_order=True)
+           .sort("start_ns", "_row").unique("correlation", keep="first", maintain_order=True)
            .select("correlation", l_pid="pid", l_tid="tid", l_ts="start_ns",
                    l_ext="External id", launch="name"))
     ev = dev.sort("device", "start_ns", "_row").with_row_index("_i").join(
@@ -110,7 +113,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]
         warn.append(f"{unlinked} of {ev.height} device activities have no runtime call with "
                     "their correlation id: no op, shapes or collective arguments for them")
     ops = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
-    by_ext = (ops.filter(pl.col("External id").is_not_null()).sort("start_ns")
+    by_ext = (ops.filter(pl.col("External id").is_not_null()).sort("start_ns", "_row")
               .unique("External id", keep="first", maintain_order=True)
               .select(_ext="External id", _op="name"))
     ev = ev.with_columns(_ext=pl.coalesce("External id", "l_ext")).join(
@@ -201,7 +204,7 @@ def steps_frame(hst: pl.DataFrame, events: pl.DataFrame, launches: pl.DataFrame
         source=pl.lit("annotation:gpu"))
     cpu = (marks.filter(pl.col("cat") == "user_annotation")
            .join(gpu.select("step"), on="step", how="anti")
-           .sort("start_ns").unique("step", keep="first", maintain_order=True))
+           .sort("start_ns", "_row").unique("step", keep="first", maintain_order=True))
     parts = [gpu]
     if cpu.height:
         win = cpu.select("step", c_s="start_ns", c_e="end_ns").sort("c_s")

@@ -121,7 +121,9 @@ def read(path: Path) -> Trace:
 def _build(path: Path, doc: dict[str, Any]) -> Trace:
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     df, sel, args = columns(doc["traceEvents"])
-    timed = df["ts"].is_not_null() & df["dur"].is_not_null() & (df["dur"] >= 0).fill_null(False)
+    # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
+    limit = float(1 << 53)
+    timed = ((df["ts"].abs() < limit) & (df["dur"] >= 0) & (df["dur"] < limit)).fill_null(False)
     untimed = df.filter(~timed)
     if untimed.height:
         meta.warn(f"{path.name}: skipped {untimed.height} events without a valid ts/dur "
