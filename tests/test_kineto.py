@@ -20,7 +20,10 @@ from tests.test_rocprof_parity import _without_host
 
 KINETO = SHARED / "traces" / "kineto"
 REAL = sorted(KINETO.rglob("*.json.gz")) if KINETO.exists() else []
-SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
+# 8 × MI300X FSDP (RCCL all-gather/reduce-scatter), 8 × H100 MoE (NCCL all-to-all, copies),
+# 8 × MI355X FSDP
+PARITY_SAMPLES = ["mi300x_8gpu_llama_step.xplane.pb", "h100_8gpu_moe_ddp.xplane.pb",
+                  "mi355x_8gpu_llama_fsdp.xplane.pb"]
 # kernel names of these traces the classifier (tracelens/classify) still puts in `other`,
 # above 2 % of busy time; the classify branch adds rules for them
 OTHER_PENDING = {"a100_nccl_2rank_rank0", "normalization_layers_2gpu", "sglang_qwen3_8b_decode",
@@ -122,8 +125,9 @@ def test_record_shapes_give_gemm_flops_once_per_op() -> None:
     assert (costed["flops"] >= 0).all()
 
 
-def _parity_trace(tmp: Path) -> tuple[dict, dict, tracelens.Trace, tracelens.Trace]:
-    trace = tracelens.load(SAMPLE)
+def _parity_trace(tmp: Path, sample: Path) -> tuple[dict, dict, tracelens.Trace,
+                                                   tracelens.Trace]:
+    trace = tracelens.load(sample)
     kineto.write(trace, tmp / "job")
     back = tracelens.load(tmp / "job")
     return (tracelens.summarize(trace, top=20), tracelens.summarize(back, top=20), trace, back)
@@ -136,8 +140,9 @@ def _no_clock(summary: dict) -> dict:
     return out
 
 
-def test_writer_round_trip_gives_the_same_summary(tmp_path: Path) -> None:
-    expected, got, trace, back = _parity_trace(tmp_path)
+@pytest.mark.parametrize("sample", PARITY_SAMPLES)
+def test_writer_round_trip_gives_the_same_summary(sample: str, tmp_path: Path) -> None:
+    expected, got, trace, back = _parity_trace(tmp_path, SAMPLES / sample)
     assert [s["format"] for s in got["inputs"]] == ["kineto"]
     assert _no_clock(got) == _no_clock(expected)
     keys = ["rank", "device", "start_ns"]

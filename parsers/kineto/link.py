@@ -11,7 +11,7 @@ thread (CPU ops nest on their thread):
   launched; its other kernels carry 0 so every op execution counts once. Only *leaf* costed
   ops count (``aten::matmul`` around ``aten::mm`` is a wrapper: the ``mm`` carries the cost);
 - collectives: the ``record_param_comms`` op around the launch of an NCCL/RCCL kernel gives
-  its type (``Collective name``), ``msg_bytes`` (the larger of the in/out element counts ×
+  its type and its ``op`` (``Collective name``), ``msg_bytes`` (the larger of the in/out element counts ×
   the dtype's size: the nccl-tests size for all-gather and reduce-scatter alike),
   ``group_size`` and ``dtype``.
 """
@@ -151,8 +151,11 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]
     ev = ev.with_columns(
         subcategory=pl.when(is_coll).then(_collective_type(pl.col("p_coll")))
         .when(pl.col("kind") == "memcpy").then(pl.col("name").str.extract(
-            r"(?i)\b(HtoD|DtoH|DtoD|HtoH|PtoP)\b", 1).str.to_lowercase().replace(
-            {"htod": "h2d", "dtoh": "d2h", "dtod": "d2d", "htoh": "h2h", "ptop": "p2p"})),
+            r"(?i)([HDP])(?:to|2)([HDP])", 0).str.to_lowercase().str.replace("to", "2")),
+        # the c10d collective (allreduce, _allgather_base, ...): what launched the kernel,
+        # and what the classifier's collective-type map reads before the kernel name
+        op=pl.when(is_coll & pl.col("p_coll").is_not_null()).then(pl.col("p_coll"))
+        .otherwise(pl.col("op")),
         msg_bytes=pl.when(is_coll).then(pl.max_horizontal("p_inn", "p_out") * size),
         group_size=pl.when(is_coll).then(pl.col("p_gs")).cast(pl.Int32),
         dtype=pl.when(is_coll).then(pl.col("p_cdt").replace_strict(
