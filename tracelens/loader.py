@@ -53,6 +53,9 @@ def sniff_format(path: Path) -> str:
     if text[:1] in (b"{", b"["):
         if b"rocprofiler-sdk-tool" in text:
             return "rocprof-json"
+        if re.search(rb'"(?:schemaVersion|deviceProperties|distributedInfo)"|"args": ?\{"device"',
+                     text):
+            return "kineto"
         if b"traceEvents" in text:
             return "chrome-json"
         return "json"
@@ -106,9 +109,12 @@ def discover(path: Path) -> tuple[list[Path], list[str]]:
                               f"{', ...' if len(runs) > 5 else ''}); pass one run directory")
     rocprof, notes = _rocprof_outputs(files)
     found += rocprof
+    found += [p for p in files if p.name.endswith((".json", ".json.gz")) and p not in found
+              and sniff_format(p) == "kineto"]  # PyTorch profiler: one file per rank
     if not found:
-        raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], or "
-                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv)")
+        raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], "
+                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, or "
+                              "Kineto *.json[.gz])")
     return sorted(found), notes
 
 
@@ -144,6 +150,9 @@ def _reader_for(fmt: str, path: Path, step_marker: str | None = None
         from parsers import xprof
         # host annotations matching the marker are kept as host events of kind "marker"
         return functools.partial(xprof.read, marker=step_marker) if step_marker else xprof.read
+    if fmt == "kineto":
+        from parsers import kineto
+        return kineto.read
     if fmt in ("sqlite", "rocprof-json", "rocprof-csv"):
         from parsers import rocprof
         # ROCTx ranges are host events of kind "marker"; tracelens.steps makes the steps

@@ -1,0 +1,145 @@
+"""Benchmark: ``tracelens summarize`` on Kineto JSON against HTA and a bare ``orjson.loads``.
+
+    python benchmarks/bench_kineto.py [--hta-python /work/venv-hta/bin/python] [--copies 16]
+                                      [--repeat 1]
+
+Inputs: the largest real Kineto trace in ``../shared/traces/kineto`` (xDiT FLUX.1 on MI300X,
+63 MB of JSON), the A100 NCCL trace, and a synthetic large file (not committed; cached in the
+temp directory): the A100 trace's events repeated ``--copies`` times end to end (timestamps
+shifted by the trace's span, correlation and External ids offset), written uncompressed.
+Each tool runs in a fresh process under ``/usr/bin/time`` (wall seconds, peak RSS):
+
+- ``tracelens``: ``python -m tracelens.cli summarize FILE --format json`` end to end;
+- ``hta``: HTA's ``TraceAnalysis(trace_dir=...)`` load plus ``get_temporal_breakdown`` in its
+  own virtual environment (``pip install HolisticTraceAnalysis``);
+- ``floor``: read, gunzip and ``orjson.loads`` the document, nothing else.
+
+Prints a table and writes ``benchmarks/results/kineto.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+KINETO = ROOT.parent / "shared" / "traces" / "kineto"
+FLOOR = ("import gzip, sys, orjson\nraw = open(sys.argv[1], 'rb').read()\n"
+         "raw = gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw\n"
+         "assert orjson.loads(raw)['traceEvents']\n")
+HTA = ("import sys, logging\nlogging.disable(logging.CRITICAL)\n"
+       "from hta.trace_analysis import TraceAnalysis\n"
+       "ta = TraceAnalysis(trace_dir=sys.argv[1])\n"
+       "print(ta.get_temporal_breakdown(visualize=False).to_json())\n")
+
+
+def synthetic(src: Path, copies: int) -> Path:
+    """``src``'s events ``copies`` times, end to end, as one uncompressed JSON file."""
+    out = Path(tempfile.gettempdir()) / f"tracelens_bench_kineto_{src.name.split('.')[0]}" \
+        f"_x{copies}.json"
+    if out.exists():
+        return out
+    doc = orjson.loads(gzip.decompress(src.read_bytes()))
+    evs = doc["traceEvents"]
+    timed = [e for e in evs if isinstance(e.get("ts"), (int, float))]
+    t0 = min(e["ts"] for e in timed)
+    span = max(e["ts"] + e.get("dur", 0) for e in timed) - t0 + 1000.0
+    ids = max([e.get("args", {}).get("correlation", 0) for e in evs] +
+              [e.get("args", {}).get("External id", 0) for e in evs] +
+              [e.get("id", 0) if isinstance(e.get("id"), int) else 0 for e in evs]) + 1
+    new = []
+    for k in range(copies):
+        for e in evs:
+            if e.get("ph") == "M" and k:
+                continue
+            e2 = dict(e)
+            if isinstance(e2.get("ts"), (int, float)):
+                e2["ts"] = round(e2["ts"] + k * span, 3)
+            if isinstance(e2.get("id"), int):
+                e2["id"] = e2["id"] + k * ids
+            a = e2.get("args")
+            if isinstance(a, dict):
+                a = dict(a)
+                for key in ("correlation", "External id"):
+                    if isinstance(a.get(key), int):
+                        a[key] = a[key] + k * ids
+                if isinstance(e2.get("name"), str) and e2["name"].startswith("ProfilerStep#"):
+                    e2["name"] = f"ProfilerStep#{k * 1000 + int(e2['name'][13:])}"
+                e2["args"] = a
+            new.append(e2)
+    doc["traceEvents"] = new
+    out.write_bytes(orjson.dumps(doc))
+    return out
+
+
+def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> dict:
+    """Wall seconds and peak RSS (MB) of one fresh process (``/usr/bin/time``)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+        res = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", tf.name, *cmd], cwd=cwd,
+                             env=env, capture_output=True, text=True)
+        wall, rss = tf.read().strip().splitlines()[-1].split()
+    out = {"wall_s": float(wall), "rss_mb": int(rss) / 1024, "ok": res.returncode == 0}
+    if res.returncode:
+        out["error"] = (res.stderr.strip().splitlines() or ["?"])[-1][:200]
+    return out
+
+
+def run(path: Path, hta_python: str | None, repeat: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    size = len(gzip.decompress(path.read_bytes())) if path.name.endswith(".gz") \
+        else path.stat().st_size
+    row: dict = {"file": path.name, "json_mb": size / 1e6}
+    cmds = {"tracelens": [sys.executable, "-m", "tracelens.cli", "summarize", str(path),
+                          "--format", "json"],
+            "floor": [sys.executable, "-c", FLOOR, str(path)]}
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / path.name).symlink_to(path.resolve())
+        if hta_python:
+            cmds["hta"] = [hta_python, "-c", HTA, d]
+        for name, cmd in cmds.items():
+            runs = [timed(cmd, cwd=Path(d), env=env) for _ in range(repeat)]
+            best = min(runs, key=lambda r: r["wall_s"])
+            best["wall_s"] = statistics.median(r["wall_s"] for r in runs)
+            row[name] = best
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hta-python", default="/work/venv-hta/bin/python")
+    ap.add_argument("--copies", type=int, default=16)
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    hta = args.hta_python if Path(args.hta_python).exists() else None
+    inputs = [KINETO / "mi300x_inference" / "xdit_flux1_aiter_sage_rank0.json.gz",
+              KINETO / "a100_nccl_2rank_rank0.json.gz"]
+    inputs.append(synthetic(inputs[1], args.copies))
+    rows = [run(p, hta, args.repeat) for p in inputs]
+    for r in rows:
+        t, f = r["tracelens"], r["floor"]
+        h = r.get("hta", {})
+        print(f"{r['file']}: {r['json_mb']:.1f} MB JSON | tracelens {t['wall_s']:.2f} s "
+              f"{t['rss_mb']:.0f} MB | floor {f['wall_s']:.2f} s {f['rss_mb']:.0f} MB | HTA "
+              + (f"{h['wall_s']:.2f} s {h['rss_mb']:.0f} MB" if h.get("ok") else
+                 f"failed ({h.get('error', 'not run')})")
+              + f" | vs floor {t['wall_s'] / f['wall_s']:.2f}x, RSS/JSON "
+              f"{t['rss_mb'] / r['json_mb']:.2f}x"
+              + (f", HTA/tracelens {h['wall_s'] / t['wall_s']:.1f}x" if h.get("ok") else ""))
+    out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+           "rows": rows}
+    (ROOT / "benchmarks" / "results" / "kineto.json").write_text(json.dumps(out, indent=1)
+                                                                 + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""Linking device activity to the host side, and steps, for one Kineto rank.
+
+Each kernel, copy and memset carries ``args.correlation``: the id of the runtime call that
+launched it (``cudaLaunchKernel``, ``hipExtModuleLaunchKernel``, ``cudaGraphLaunch``, ...).
+That call gives the launching thread and time. From there, with time containment on the
+thread (CPU ops nest on their thread):
+
+- ``op``: the costed ATen op around the launch (:mod:`tracelens.shapecost`), else the CPU op
+  whose ``External id`` the activity (or its launch) carries;
+- FLOPs/bytes (``cost_source = "shapes"``): the costed op's, on the longest kernel it
+  launched; its other kernels carry 0 so every op execution counts once. Only *leaf* costed
+  ops count (``aten::matmul`` around ``aten::mm`` is a wrapper: the ``mm`` carries the cost);
+- collectives: the ``record_param_comms`` op around the launch of an NCCL/RCCL kernel gives
+  its type and its ``op`` (``Collective name``), ``msg_bytes`` (the larger of the in/out element counts ×
+  the dtype's size: the nccl-tests size for all-gather and reduce-scatter alike),
+  ``group_size`` and ``dtype``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracelens import shapecost
+from tracelens.model import STEP_SCHEMA
+
+COLLECTIVE_KERNEL = r"(?i)nccl|rccl|msccl|cross_device_reduce|all_?reduce|all_?gather|" \
+                    r"reduce_?scatter"
+_COLLECTIVE_TYPES = {
+    "allreduce": "all-reduce", "allgather": "all-gather", "reducescatter": "reduce-scatter",
+    "alltoall": "all-to-all", "alltoallv": "all-to-all", "broadcast": "collective-broadcast",
+    "send": "send", "recv": "recv", "recvanysource": "recv", "reduce": "reduce",
+    "gather": "gather", "scatter": "scatter", "barrier": "barrier",
+}
+_COMM_DTYPES = {  # c10 ScalarType names record_param_comms writes -> (bytes, tracelens dtype)
+    "float": (4, "fp32"), "double": (8, "fp64"), "half": (2, "fp16"), "bfloat16": (2, "bf16"),
+    "byte": (1, "uint8"), "char": (1, "int8"), "short": (2, "int16"), "int": (4, "int32"),
+    "long": (8, "int64"), "bool": (1, "bool"), "float8_e4m3fn": (1, "fp8"),
+    "float8_e5m2": (1, "fp8"), "float8_e4m3fnuz": (1, "fp8"), "float8_e5m2fnuz": (1, "fp8"),
+}
+_STEP = r"^ProfilerStep#(\d+)$"
+_THREAD = ["l_pid", "l_tid"]
+
+
+def _collective_type(name: pl.Expr) -> pl.Expr:
+    norm = (name.str.to_lowercase().str.replace_all(r"_(?:base|coalesced|into_tensor|tensor)", "")
+            .str.replace_all("_", ""))
+    return norm.replace_strict(_COLLECTIVE_TYPES, default=None, return_dtype=pl.String)
+
+
+def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    """Per ``ev`` row (in order): the latest op of ``ops`` on the launching thread that
+    started at or before the launch and is still open at it; columns prefixed ``prefix``."""
+    cols = [c for c in ops.columns if c not in ("pid", "tid", "start_ns", "end_ns")]
+    # ties in start: the innermost (shortest) last, so the backward as-of join takes it
+    right = ops.select(l_pid="pid", l_tid="tid", _s="start_ns", _e="end_ns", *cols).sort(
+        ["_s", "_e"], descending=[False, True], maintain_order=True)
+    left = ev.select("_i", *_THREAD, "l_ts").filter(pl.col("l_ts").is_not_null()).sort("l_ts")
+    j = left.join_asof(right, left_on="l_ts", right_on="_s", by=_THREAD, strategy="backward",
+                       check_sortedness=False)
+    j = j.filter(pl.col("_e") >= pl.col("l_ts")).select("_i", *cols)
+    return ev.select("_i").join(j.rename({c: prefix + c for c in cols}), on="_i", how="left",
+                                maintain_order="left").drop("_i")
+
+
+def _costed_ops(ops: pl.DataFrame, args: list[dict[str, Any]]) -> tuple[pl.DataFrame, int]:
+    """Leaf costed ops with their cost (null where the shapes do not give one); and how many
+    costed ops had no usable shapes."""
+    c = ops.filter(pl.col("name").is_in(list(shapecost.COSTED_OPS))).sort(
+        ["pid", "tid", "start_ns", "end_ns", "_row"], descending=[False, False, False, True, False])
+    if c.is_empty():
+        return c.select("pid", "tid", "start_ns", "end_ns", "name").with_columns(
+            _uid=pl.lit(0, pl.Int64), _flops=pl.lit(None, pl.Float64),
+            _bytes=pl.lit(None, pl.Float64), _dtype=pl.lit(None, pl.String)), 0
+    nxt = pl.col("start_ns").shift(-1).over("pid", "tid")
+    c = c.filter(~(nxt < pl.col("end_ns")).fill_null(False))  # contains a costed op: wrapper
+    memo: dict[Any, Any] = {}
+    flops, nbytes, dtypes = [], [], []
+    for name, row in zip(c["name"].to_list(), c["_row"].to_list()):
+        a = args[row]
+        key = (name, repr(a.get("Input Dims")), repr(a.get("Input type")),
+               repr(a.get("Concrete Inputs")))
+        if key not in memo:
+            memo[key] = shapecost.op_cost(name, a.get("Input Dims"), a.get("Input type"),
+                                          a.get("Concrete Inputs"))
+        got = memo[key]
+        flops.append(got.flops if got else None)
+        nbytes.append(got.bytes if got else None)
+        dtypes.append(got.dtype if got else None)
+    c = c.with_columns(_flops=pl.Series(flops, dtype=pl.Float64),
+                       _bytes=pl.Series(nbytes, dtype=pl.Float64),
+                       _dtype=pl.Series(dtypes, dtype=pl.String), _uid=pl.col("_row"))
+    unknown = c["_flops"].null_count()
+    return c.select("pid", "tid", "start_ns", "end_ns", "name", "_uid", "_flops", "_bytes",
+                    "_dtype"), unknown
+
+
+def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]],
+                  args: list[dict[str, Any]]
+                  ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any]]:
+    """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts."""
+    warn: list[str] = []
+    api = (hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
+                      & pl.col("correlation").is_not_null())
+           .sort("start_ns", "_row").unique("correlation", keep="first", maintain_order=True)
+           .select("correlation", l_pid="pid", l_tid="tid", l_ts="start_ns",
+                   l_ext="External id", launch="name"))
+    ev = dev.sort("device", "start_ns", "_row").with_row_index("_i").join(
+        api, on="correlation", how="left", maintain_order="left")
+    unlinked = ev.filter(pl.col("l_ts").is_null()).height
+    if unlinked:
+        warn.append(f"{unlinked} of {ev.height} device activities have no runtime call with "
+                    "their correlation id: no op, shapes or collective arguments for them")
+    ops = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
+    by_ext = (ops.filter(pl.col("External id").is_not_null()).sort("start_ns", "_row")
+              .unique("External id", keep="first", maintain_order=True)
+              .select(_ext="External id", _op="name"))
+    ev = ev.with_columns(_ext=pl.coalesce("External id", "l_ext")).join(
+        by_ext, on="_ext", how="left", maintain_order="left")
+
+    costed, no_shapes = _costed_ops(ops, args)
+    ev = ev.hstack(_enclosing(ev, costed.select("pid", "tid", "start_ns", "end_ns",
+                                                "name", "_uid", "_flops", "_bytes", "_dtype"),
+                              "c"))
+    is_kernel = pl.col("kind") == "kernel"
+    # the longest kernel of each costed-op execution carries its cost (ties: the first)
+    ev = ev.with_columns(_has=is_kernel & pl.col("c_uid").is_not_null(),
+                         _d=pl.col("end_ns") - pl.col("start_ns"))
+    best = (ev.filter("_has").sort(["_d", "_i"], descending=[True, False])
+            .group_by("c_uid", maintain_order=True).agg(_main_i=pl.col("_i").first()))
+    ev = ev.join(best, on="c_uid", how="left", maintain_order="left")
+    main = pl.col("_i") == pl.col("_main_i")
+    ev = ev.with_columns(
+        flops=pl.when(pl.col("_has") & pl.col("c_flops").is_not_null())
+        .then(pl.when(main).then(pl.col("c_flops")).otherwise(0.0)),
+        _cbytes=pl.when(pl.col("_has") & pl.col("c_bytes").is_not_null())
+        .then(pl.when(main).then(pl.col("c_bytes")).otherwise(0.0)),
+        cost_source=pl.when(pl.col("_has") & pl.col("c_flops").is_not_null())
+        .then(pl.lit("shapes")),
+        op=pl.when(pl.col("_has")).then(pl.col("cname")).otherwise(pl.col("_op")),
+    )
+
+    comms = ops.filter(pl.col("name") == "record_param_comms").select(
+        "pid", "tid", "start_ns", "end_ns", coll="Collective name", inn="In msg nelems",
+        out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase())
+    ev = ev.hstack(_enclosing(ev, comms, "p_"))
+    is_coll = is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL)
+    size = pl.col("p_cdt").replace_strict({k: v[0] for k, v in _COMM_DTYPES.items()},
+                                          default=None, return_dtype=pl.Int64)
+    ev = ev.with_columns(
+        subcategory=pl.when(is_coll).then(_collective_type(pl.col("p_coll")))
+        .when(pl.col("kind") == "memcpy").then(pl.col("name").str.extract(
+            r"(?i)([HDP])(?:to|2)([HDP])", 0).str.to_lowercase().str.replace("to", "2")),
+        # the c10d collective (allreduce, _allgather_base, ...): what launched the kernel,
+        # and what the classifier's collective-type map reads before the kernel name
+        op=pl.when(is_coll & pl.col("p_coll").is_not_null()).then(pl.col("p_coll"))
+        .otherwise(pl.col("op")),
+        msg_bytes=pl.when(is_coll).then(pl.max_horizontal("p_inn", "p_out") * size),
+        group_size=pl.when(is_coll).then(pl.col("p_gs")).cast(pl.Int32),
+        dtype=pl.when(is_coll).then(pl.col("p_cdt").replace_strict(
+            {k: v[1] for k, v in _COMM_DTYPES.items()}, default=None, return_dtype=pl.String))
+        .otherwise(pl.when(pl.col("_has")).then(pl.col("c_dtype"))),
+        bytes=pl.when(pl.col("kind") == "kernel").then(pl.col("_cbytes"))
+        .otherwise(pl.col("bytes").cast(pl.Float64)),
+        correlation_id="correlation",
+    )
+    n_coll = ev.filter(is_coll).height
+    typed = ev.filter(is_coll & pl.col("subcategory").is_not_null()).height
+    sized = ev.filter(is_coll & pl.col("msg_bytes").is_not_null()).height
+    if n_coll and typed < n_coll:
+        warn.append(f"{n_coll - typed} of {n_coll} collective kernels have no record_param_comms"
+                    " op around their launch (or an unknown Collective name): type from the "
+                    "kernel name only")
+    if n_coll and sized < n_coll:
+        warn.append(f"{n_coll - sized} of {n_coll} collective kernels have no message size "
+                    "(no record_param_comms sizes or an unknown dtype): busbw unknown")
+    if no_shapes:
+        warn.append(f"{no_shapes} costed ATen ops (GEMM, attention, convolution) have no usable "
+                    "Input Dims/Input type (record_shapes off?): their kernels get no FLOPs")
+    launches = ev.select("_i", "l_pid", "l_tid", "l_ts", "launch", "start_ns", "end_ns",
+                         "device")
+    extra = {"unlinked_activities": unlinked, "collective_kernels": n_coll,
+             "collective_kernels_typed": typed, "collective_kernels_sized": sized,
+             "costed_ops_without_shapes": no_shapes}
+    events = ev.select("device", "stream", "kind", "name", "start_ns", "end_ns", "subcategory",
+                       "op", "correlation_id", "flops", "bytes", "dtype", "cost_source",
+                       "msg_bytes", "group_size")
+    return events, launches, warn, extra
+
+
+def steps_frame(hst: pl.DataFrame, events: pl.DataFrame, launches: pl.DataFrame
+                ) -> tuple[pl.DataFrame, str]:
+    """Steps of this rank and a description of where they came from.
+
+    ``ProfilerStep#N`` on the GPU side (``gpu_user_annotation``: what the device ran for the
+    step, source ``annotation:gpu``); else the CPU-side ``user_annotation``, whose device
+    window is the span of the activity launched during it (``annotation:cpu-launches``; the
+    CPU window itself, ``annotation:cpu``, when it launched nothing). Without any
+    ProfilerStep, each CUDA/HIP graph replay with device activity is a step
+    (``graph-replay``). Else there are no steps."""
+    marks = hst.filter(pl.col("cat").is_in(["user_annotation", "gpu_user_annotation"])
+                       & pl.col("name").str.contains(_STEP)).with_columns(
+        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32))
+    gpu = marks.filter(pl.col("cat") == "gpu_user_annotation").group_by("step").agg(
+        pl.col("start_ns").min(), pl.col("end_ns").max()).with_columns(
+        source=pl.lit("annotation:gpu"))
+    cpu = (marks.filter(pl.col("cat") == "user_annotation")
+           .join(gpu.select("step"), on="step", how="anti")
+           .sort("start_ns", "_row").unique("step", keep="first", maintain_order=True))
+    parts = [gpu]
+    if cpu.height:
+        win = cpu.select("step", c_s="start_ns", c_e="end_ns").sort("c_s")
+        launched = (launches.filter(pl.col("l_ts").is_not_null()).sort("l_ts")
+                    .join_asof(win, left_on="l_ts", right_on="c_s", strategy="backward",
+                               check_sortedness=False)
+                    .filter(pl.col("l_ts") < pl.col("c_e"))
+                    .group_by("step").agg(d_s=pl.col("start_ns").min(),
+                                          d_e=pl.col("end_ns").max()))
+        cpu = win.join(launched, on="step", how="left").select(
+            "step", start_ns=pl.coalesce("d_s", "c_s"), end_ns=pl.coalesce("d_e", "c_e"),
+            source=pl.when(pl.col("d_s").is_not_null()).then(pl.lit("annotation:cpu-launches"))
+            .otherwise(pl.lit("annotation:cpu")))
+        parts.append(cpu)
+    steps = pl.concat([p.select("step", "start_ns", "end_ns", "source") for p in parts])
+    if steps.is_empty():
+        graphs = (launches.filter(pl.col("launch").str.contains(r"GraphLaunch"))
+                  .group_by("l_pid", "l_tid", "l_ts").agg(pl.col("start_ns").min(),
+                                                          pl.col("end_ns").max())
+                  .sort("l_ts", "l_pid", "l_tid"))
+        steps = graphs.select(step=pl.int_range(pl.len(), dtype=pl.Int32), start_ns="start_ns",
+                              end_ns="end_ns", source=pl.lit("graph-replay"))
+    steps = steps.sort("step").with_columns(rank=pl.lit(0, pl.Int32)).select(list(STEP_SCHEMA))
+    sources = sorted(set(steps["source"].to_list()))
+    return steps.cast(STEP_SCHEMA), ", ".join(sources) if sources else "none"

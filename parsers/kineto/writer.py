@@ -1,0 +1,118 @@
+"""Write a :class:`tracelens.model.Trace` as Kineto JSON, one file per rank (``rank-R.json``).
+
+For the synthetic scenarios and the parity tests: what the PyTorch profiler would record for
+the same device activity. Per rank: ``deviceProperties`` from the device rows,
+``distributedInfo``, every activity as a ``kernel``/``gpu_memcpy``/``gpu_memset`` event on
+``pid = device``, ``tid = stream``, launched by a runtime call (``cudaLaunchKernel`` or
+``hipLaunchKernel``) with its correlation id on one CPU thread; collectives inside a
+``record_param_comms`` op with their type, size, dtype and group; steps as GPU-side
+``ProfilerStep#N`` annotations. ``op_args`` (op name -> the ``args`` of its CPU op, e.g.
+``Input Dims``) wraps the launches of events with that ``op`` in a ``cpu_op`` of that name.
+CPU events are laid out one launch every 10 µs (the CPU timeline is not what is compared).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from tracelens import hardware
+from tracelens.model import Trace
+
+_TYPES = {"all-reduce": "allreduce", "all-gather": "allgather",
+          "reduce-scatter": "reduce_scatter", "all-to-all": "all_to_all",
+          "collective-broadcast": "broadcast", "send": "send", "recv": "recv",
+          "reduce": "reduce", "gather": "gather", "scatter": "scatter"}
+_DTYPES = {"fp32": ("Float", 4), "fp64": ("Double", 8), "fp16": ("Half", 2),
+           "bf16": ("BFloat16", 2), "int8": ("Char", 1), "int32": ("Int", 4),
+           "int64": ("Long", 8)}
+_CATS = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
+_BASE_NS = 1_700_000_000_000_000_000
+
+
+def _us(ns: int) -> float:
+    """ns -> µs with 3 decimals, as Kineto writes them (exact: the reader reverses it)."""
+    return round(ns / 1000, 3)
+
+
+def _properties(devices: pl.DataFrame) -> list[dict[str, Any]]:
+    caps = {v: k for k, v in hardware.AMD_ARCH_BY_CAP.items()}
+    out = []
+    for d in devices.sort("device").iter_rows(named=True):
+        arch = d["arch"] or ""
+        if arch.startswith("sm_") and arch[3:].isdigit():
+            major, minor = int(arch[3:-1]), int(arch[-1])
+        else:
+            major, minor = caps.get(arch, (0, 0))
+        out.append({"id": d["device"], "name": d["product"] or "",
+                    "totalGlobalMem": d["memory_bytes"] or 0, "computeMajor": major,
+                    "computeMinor": minor, "warpSize": 64 if d["vendor"] == "amd" else 32,
+                    "numSms": d["compute_units"] or 0})
+    return out
+
+
+def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
+                 op_args: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    launch = "hipLaunchKernel" if amd else "cudaLaunchKernel"
+    t0 = int(ev["start_ns"].min()) if ev.height else 0
+    for i, e in enumerate(ev.sort("start_ns", "device", "stream").iter_rows(named=True)):
+        corr, cpu = i + 1, t0 + i * 10_000
+        args: dict[str, Any] = {"device": e["device"], "stream": e["stream"],
+                                "correlation": corr, "External id": corr}
+        if e["kind"] != "kernel" and e["bytes"] is not None:
+            args["bytes"] = int(e["bytes"])
+        out.append({"ph": "X", "cat": _CATS[e["kind"]], "name": e["name"], "pid": e["device"],
+                    "tid": e["stream"], "ts": _us(e["start_ns"]),
+                    "dur": _us(e["end_ns"] - e["start_ns"]), "args": args})
+        out.append({"ph": "X", "cat": "cuda_runtime", "name": launch, "pid": pid, "tid": 1,
+                    "ts": _us(cpu + 2_000), "dur": 1.0,
+                    "args": {"correlation": corr, "External id": corr}})
+        if e["op"] in op_args:
+            out.append({"ph": "X", "cat": "cpu_op", "name": e["op"], "pid": pid, "tid": 1,
+                        "ts": _us(cpu + 1_000), "dur": 4.0,
+                        "args": {"External id": corr, **op_args[e["op"]]}})
+        if e["category"] == "collective" and e["subcategory"] in _TYPES:
+            name, size = _DTYPES.get(e["dtype"] or "", ("Byte", 1))
+            if e["msg_bytes"] is not None and e["msg_bytes"] % size:
+                name, size = "Byte", 1
+            n = e["msg_bytes"] // size if e["msg_bytes"] is not None else None
+            out.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": pid,
+                        "tid": 1, "ts": _us(cpu), "dur": 6.0,
+                        "args": {"Collective name": _TYPES[e["subcategory"]],
+                                 "In msg nelems": n, "Out msg nelems": n, "dtype": name,
+                                 "Group size": e["group_size"]}})
+    for d in ev["device"].unique().sort().to_list():
+        for s in steps.iter_rows(named=True):
+            out.append({"ph": "X", "cat": "gpu_user_annotation",
+                        "name": f"ProfilerStep#{s['step']}", "pid": d, "tid": 0,
+                        "ts": _us(s["start_ns"]), "dur": _us(s["end_ns"] - s["start_ns"]),
+                        "args": {}})
+    return out
+
+
+def write(trace: Trace, out: Path, op_args: dict[str, dict[str, Any]] | None = None,
+          world_size: int | None = None) -> list[Path]:
+    """Write one ``rank-R.json`` per rank of ``trace`` into directory ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    ranks = sorted(set(trace.devices["rank"].to_list()) | set(trace.events["rank"].to_list()))
+    paths = []
+    for r in ranks:
+        devs = trace.devices.filter(pl.col("rank") == r)
+        amd = "amd" in devs["vendor"].to_list()
+        ev = trace.events.filter(pl.col("rank") == r)
+        steps = trace.steps.filter(pl.col("rank") == r)
+        doc = {"schemaVersion": 1, "deviceProperties": _properties(devs),
+               "distributedInfo": {"backend": "nccl", "rank": r,
+                                   "world_size": world_size or len(ranks)},
+               "baseTimeNanoseconds": _BASE_NS,
+               "traceEvents": _rank_events(ev, steps, amd, 1000 + r, op_args or {})}
+        if amd:
+            doc["hip_runtime_version"] = 1
+        path = out / f"rank-{r}.json"
+        path.write_bytes(orjson.dumps(doc))
+        paths.append(path)
+    return paths

@@ -1,0 +1,285 @@
+"""PyTorch profiler (Kineto) JSON: the real traces, the writer round trip, bad input."""
+
+from __future__ import annotations
+
+import decimal
+import gzip
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracelens
+from parsers import kineto
+from parsers.kineto.reader import to_ns
+from tests.conftest import SAMPLES, SHARED
+from tracelens.analyze.collectives import collective_activities
+from tests.test_bad_input import run_cli
+from tests.test_rocprof_parity import _without_host
+
+KINETO = SHARED / "traces" / "kineto"
+REAL = sorted(KINETO.rglob("*.json.gz")) if KINETO.exists() else []
+# 8 × MI300X FSDP (RCCL all-gather/reduce-scatter), 8 × H100 MoE (NCCL all-to-all, copies),
+# 8 × MI355X FSDP
+PARITY_SAMPLES = ["mi300x_8gpu_llama_step.xplane.pb", "h100_8gpu_moe_ddp.xplane.pb",
+                  "mi355x_8gpu_llama_fsdp.xplane.pb"]
+# kernel names of these traces the classifier (tracelens/classify) still puts in `other`,
+# above 2 % of busy time; the classify branch adds rules for them
+OTHER_PENDING = {"a100_nccl_2rank_rank0", "normalization_layers_2gpu", "sglang_qwen3_8b_decode",
+                 "vllm_decode_full_graph",
+                 "xdit_flux1_aiter_sage_rank0", "rank-0", "rank-1"}
+
+
+def _real(name: str) -> Path:
+    path = KINETO / name
+    if not path.exists():
+        pytest.skip(f"real trace {path} not present")
+    return path
+
+
+def _independent_busy(path: Path) -> dict[int, int]:
+    """Per device: the union of kernel, memcpy and memset intervals, in ns, computed with the
+    standard library (timestamps parsed as decimals, so exact) and a plain sweep."""
+    doc = json.loads(gzip.decompress(path.read_bytes()), parse_float=decimal.Decimal)
+    by_dev: dict[int, list[tuple[int, int]]] = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            s = int(decimal.Decimal(e["ts"]) * 1000)
+            by_dev.setdefault(e["args"]["device"], []).append(
+                (s, s + int(decimal.Decimal(e["dur"]) * 1000)))
+    out = {}
+    for dev, iv in by_dev.items():
+        total, cur_s, cur_e = 0, None, None
+        for s, e in sorted(iv):
+            if cur_e is None or s > cur_e:
+                total += (cur_e - cur_s) if cur_e is not None else 0
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        out[dev] = total + (cur_e - cur_s)
+    return out
+
+
+@pytest.mark.parametrize("path", REAL, ids=[p.name.split(".")[0] for p in REAL])
+def test_real_trace_busy_is_the_union_of_device_activity(path: Path) -> None:
+    trace = tracelens.load(path)
+    summary = tracelens.summarize(trace)
+    got = {d["device"]: d["timeline"]["busy_ns"] for d in summary["devices"]}
+    assert got == _independent_busy(path)  # load() has validated the model contract
+
+
+@pytest.mark.parametrize("path", REAL, ids=[p.name.split(".")[0] for p in REAL])
+def test_real_trace_other_under_two_percent(path: Path) -> None:
+    ev = tracelens.load(path).events.with_columns(d=pl.col("end_ns") - pl.col("start_ns"))
+    other = ev.filter(pl.col("category") == "other")["d"].sum() / ev["d"].sum()
+    if path.name.split(".")[0] in OTHER_PENDING and other >= 0.02:
+        pytest.xfail(f"{other:.1%} in other: kernel names pending classifier rules")
+    assert other < 0.02
+
+
+def test_timestamps_are_exact_nanoseconds() -> None:
+    # 4458676983543.183 µs: round(ts * 1000) gives ...182 (the float product rounds down)
+    us = pl.Series("ts", [4458676983543.183, 4026150081635.214, 0.001, 12.5])
+    assert to_ns(us).to_list() == [4458676983543183, 4026150081635214, 1, 12500]
+    assert to_ns(pl.Series("ts", [1682725898082228])).to_list() == [1682725898082228000]
+
+
+def test_a100_collectives_get_type_size_group_and_busbw() -> None:
+    trace = tracelens.load(_real("a100_nccl_2rank_rank0.json.gz"))
+    coll = trace.events.filter(pl.col("category") == "collective")
+    assert coll.height == 21
+    assert sorted(coll["subcategory"].unique().to_list()) == ["all-reduce",
+                                                              "collective-broadcast"]
+    assert coll["msg_bytes"].null_count() == 0 and set(coll["group_size"].to_list()) == {2}
+    # the first all-reduce: record_param_comms says 2049000 Float elements
+    first = coll.filter(pl.col("subcategory") == "all-reduce").sort("start_ns").row(0, named=True)
+    assert first["msg_bytes"] == 2049000 * 4 and first["dtype"] == "fp32"
+    acts = collective_activities(trace.events)
+    assert acts["busbw_gb_per_s"].null_count() == 0
+    assert trace.meta.extra["kineto"]["world_size"] == 2
+    assert trace.steps["source"].unique().to_list() == ["annotation:cpu-launches"]
+    assert trace.steps["step"].to_list() == [4, 5, 6]
+
+
+def test_vllm_empty_device_name_is_identified_and_said() -> None:
+    trace = tracelens.load(_real("mi300x_inference/vllm_decode_full_graph.json.gz"))
+    assert trace.devices["spec_id"].to_list() == ["mi300x"]
+    assert any("empty name" in w and "MI300X" in w for w in trace.meta.warnings)
+    assert trace.steps["source"].to_list() == ["graph-replay"]
+
+
+def test_step_sources() -> None:
+    mi250 = tracelens.load(_real("mi250_rocm62_minitoy_train.json.gz"))
+    src = dict(mi250.steps.select("step", "source").iter_rows())
+    assert src == {1: "annotation:gpu", 2: "annotation:cpu"}  # step 2 has no GPU-side one
+    norm = tracelens.load(_real("mi300x_inference/normalization_layers_2gpu.json.gz"))
+    assert norm.steps.is_empty() and norm.meta.extra["kineto"]["steps_source"] == "none"
+
+
+def test_record_shapes_give_gemm_flops_once_per_op() -> None:
+    trace = tracelens.load(_real("sampled_128rank_job/rank-0.json.gz"))
+    costed = trace.events.filter(pl.col("cost_source") == "shapes")
+    assert costed.height and set(costed["op"].unique().to_list()) <= {
+        "aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "aten::linear"}
+    assert (costed["flops"] >= 0).all()
+
+
+def _parity_trace(tmp: Path, sample: Path) -> tuple[dict, dict, tracelens.Trace,
+                                                   tracelens.Trace]:
+    trace = tracelens.load(sample)
+    kineto.write(trace, tmp / "job")
+    back = tracelens.load(tmp / "job")
+    return (tracelens.summarize(trace, top=20), tracelens.summarize(back, top=20), trace, back)
+
+
+def _no_clock(summary: dict) -> dict:
+    out = _without_host(summary)
+    for d in out["devices"]:  # Kineto records no clock: the table's peaks, said differently
+        d.get("spec", {}).pop("source", None)
+    return out
+
+
+@pytest.mark.parametrize("sample", PARITY_SAMPLES)
+def test_writer_round_trip_gives_the_same_summary(sample: str, tmp_path: Path) -> None:
+    expected, got, trace, back = _parity_trace(tmp_path, SAMPLES / sample)
+    assert [s["format"] for s in got["inputs"]] == ["kineto"]
+    assert _no_clock(got) == _no_clock(expected)
+    keys = ["rank", "device", "start_ns"]
+    cols = ["subcategory", "msg_bytes", "group_size"]
+    a = trace.events.filter(pl.col("category") == "collective").sort(keys).select(cols)
+    b = back.events.filter(pl.col("category") == "collective").sort(keys).select(cols)
+    assert a.equals(b)
+    assert back.steps["source"].unique().to_list() == ["annotation:gpu"]
+
+
+def _two_vendors(tmp: Path) -> tuple[Path, Path]:
+    """The same two ops (a GEMM and causal flash attention) on an H100 and an MI300X."""
+    mm = {"Input Dims": [[4096, 8192], [8192, 1024]], "Input type": ["c10::BFloat16"] * 2}
+    sdpa = {"Input Dims": [[2, 16, 2048, 128]] * 3 + [[], [], [], []],
+            "Input type": ["c10::BFloat16"] * 3 + ["Scalar"] * 4,
+            "Concrete Inputs": ["", "", "", "0.", "True", "False", ""]}
+    names = {"nvidia": ("sm90_xmma_gemm_bf16bf16_bf16f32", "flash_fwd_kernel"),
+             "amd": ("Cijk_Ailk_Bljk_BBS_BH_MT256x256x64", "aiter::fmha_fwd_hd128_bf16_causal")}
+    out = []
+    for vendor, product, arch, cus, mem in (
+            ("nvidia", "NVIDIA H100 SXM", "sm_90", 132, 80 << 30),
+            ("amd", "AMD Instinct MI300X", "gfx942", 304, 192 << 30)):
+        rows = []
+        for i in range(3):
+            t = i * 1_000_000
+            rows.append(("kernel", names[vendor][0], t, t + 400_000, "aten::mm"))
+            rows.append(("kernel", names[vendor][1], t + 400_000, t + 700_000,
+                         "aten::_scaled_dot_product_flash_attention"))
+        ev = pl.DataFrame(rows, schema=["kind", "name", "start_ns", "end_ns", "op"],
+                          orient="row").with_columns(
+            host=pl.lit("h"), rank=pl.lit(0), device=pl.lit(0), stream=pl.lit(7),
+            category=pl.lit(None, pl.String), subcategory=pl.lit(None, pl.String),
+            bytes=pl.lit(None, pl.Float64), msg_bytes=pl.lit(None, pl.Int64),
+            group_size=pl.lit(None, pl.Int32), dtype=pl.lit(None, pl.String))
+        devices = pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "vendor": vendor,
+                                 "arch": arch, "product": product, "compute_units": cus,
+                                 "clock_mhz": None, "memory_bytes": mem, "spec_id": None}])
+        steps = pl.DataFrame({"rank": [0, 0, 0], "step": [0, 1, 2],
+                              "start_ns": [0, 1_000_000, 2_000_000],
+                              "end_ns": [1_000_000, 2_000_000, 3_000_000],
+                              "source": ["x"] * 3})
+        trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(), steps=steps,
+                                devices=devices)
+        out.append(kineto.write(trace, tmp / vendor, op_args={
+            "aten::mm": mm, "aten::_scaled_dot_product_flash_attention": sdpa})[0])
+    return out[0], out[1]
+
+
+def test_same_model_on_h100_and_mi300x_compares_op_by_op(tmp_path: Path) -> None:
+    h100, mi300x = _two_vendors(tmp_path)
+    a, b = tracelens.load(h100), tracelens.load(mi300x)
+    assert a.devices["spec_id"].to_list() == ["h100"]
+    assert b.devices["spec_id"].to_list() == ["mi300x"]
+    for t in (a, b):
+        per_op = dict(t.events.group_by("op").agg(pl.col("flops").sum()).iter_rows())
+        assert per_op == {"aten::mm": 3 * 2.0 * 4096 * 8192 * 1024,
+                          # causal: half of 2·B·H·S·S·(D + D)
+                          "aten::_scaled_dot_product_flash_attention":
+                              3 * 0.5 * 2.0 * 2 * 16 * 2048 * 2048 * 256}
+        cats = dict(t.events.group_by("op").agg(pl.col("category").first().cast(pl.String))
+                    .iter_rows())
+        assert cats == {"aten::mm": "gemm",
+                        "aten::_scaled_dot_product_flash_attention": "attention"}
+    res = run_cli("compare", "--format", "json", str(h100), str(mi300x))
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    text = json.dumps(out)
+    for name in ("sm90_xmma_gemm", "Cijk_Ailk", "flash_fwd_kernel", "aiter::fmha_fwd"):
+        assert name in text
+
+
+@pytest.mark.parametrize("command", ["summarize", "report", "collectives", "scaling"])
+def test_cli_commands_accept_kineto(command: str, tmp_path: Path) -> None:
+    path = _real("a100_nccl_2rank_rank0.json.gz")
+    args = [command, str(path)]
+    if command == "report":
+        args += ["-o", str(tmp_path / "r.html")]
+    if command == "scaling":
+        args = [command, str(path), str(path)]
+    res = run_cli(*args)
+    assert res.returncode == 0, res.stderr
+
+
+def test_rank_directory_is_one_job() -> None:
+    d = KINETO / "sampled_128rank_job"
+    if not d.exists():
+        pytest.skip("sampled ranks not present")
+    trace = tracelens.load(d)
+    assert trace.events["rank"].unique().sort().to_list() == [0, 1]
+    assert sorted(trace.meta.extra["hosts"]) == ["rank0", "rank1"]
+    # no shared clock in Kineto: the two ranks are put on one by their matched SendRecv ends
+    assert trace.meta.alignment.startswith("collective ends")
+
+
+def _bad(tmp: Path) -> list[tuple[Path, str]]:
+    good = json.dumps({"schemaVersion": 1, "traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0,
+         "args": {"device": 0, "stream": 7, "correlation": 1}}]}).encode()
+    cases = []
+    p = tmp / "trunc.json"
+    p.write_bytes(good[: len(good) // 2])
+    cases.append((p, "corrupt or truncated JSON"))
+    p = tmp / "trunc.json.gz"
+    p.write_bytes(gzip.compress(good)[:-12])
+    cases.append((p, "gzip"))
+    p = tmp / "noevents.json"
+    p.write_bytes(json.dumps({"schemaVersion": 1, "deviceProperties": []}).encode())
+    cases.append((p, "no 'traceEvents' list"))
+    p = tmp / "jax.trace.json"
+    p.write_bytes(json.dumps({"displayTimeUnit": "ns", "traceEvents": []}).encode())
+    cases.append((p, "Chrome trace JSON"))
+    return cases
+
+
+def test_bad_kineto_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    for path, words in _bad(tmp_path):
+        res = run_cli("summarize", str(path))
+        assert res.returncode == 2, (path, res.stdout, res.stderr)
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {path}") and words in lines[0], \
+            lines
+
+
+def test_events_without_ts_are_counted_and_no_activity_is_not_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "untimed.json"
+    p.write_bytes(json.dumps({"schemaVersion": 1, "deviceProperties": [
+        {"id": 0, "name": "AMD Instinct MI300X", "numSms": 304, "totalGlobalMem": 192 << 30,
+         "computeMajor": 9, "computeMinor": 4, "warpSize": 64}], "traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 2.0,
+         "args": {"device": 0, "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1e300, "dur": 2.0,
+         "args": {"device": 0, "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": -2.0,
+         "args": {"device": 0, "stream": 7}}]}).encode())
+    res = run_cli("summarize", str(p))
+    assert res.returncode == 0, res.stderr
+    assert "No device activity" in res.stdout
+    trace = tracelens.load(p)
+    assert any("3 events without a valid ts/dur" in w for w in trace.meta.warnings)
+    assert trace.devices["spec_id"].to_list() == ["mi300x"]

@@ -1,0 +1,86 @@
+"""FLOPs and bytes of ATen ops from recorded shapes (tracelens.shapecost), by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracelens.shapecost import COSTED_OPS, op_cost
+
+BF16 = "c10::BFloat16"
+
+
+def test_mm_addmm_bmm_baddbmm() -> None:
+    c = op_cost("aten::mm", [[64, 32], [32, 16]], [BF16, BF16], [])
+    assert (c.flops, c.bytes, c.dtype) == (2 * 64 * 32 * 16, (64 * 32 + 32 * 16 + 64 * 16) * 2,
+                                           "bf16")
+    c = op_cost("aten::addmm", [[16], [64, 32], [32, 16]], ["float"] * 3, ["", "", "", "1", "1"])
+    assert (c.flops, c.bytes, c.dtype) == (2 * 64 * 32 * 16,
+                                           (16 + 64 * 32 + 32 * 16 + 64 * 16) * 4, "fp32")
+    c = op_cost("aten::bmm", [[8, 64, 32], [8, 32, 16]], [BF16] * 2, [])
+    assert c.flops == 2 * 8 * 64 * 32 * 16
+    c = op_cost("aten::baddbmm", [[8, 64, 16], [8, 64, 32], [8, 32, 16]], [BF16] * 3, [])
+    assert c.flops == 2 * 8 * 64 * 32 * 16
+
+
+def test_linear_and_matmul_broadcast() -> None:
+    c = op_cost("aten::linear", [[4, 128, 512], [1024, 512], [1024]], [BF16] * 3, [])
+    assert c.flops == 2 * 4 * 128 * 1024 * 512
+    assert c.bytes == (4 * 128 * 512 + 1024 * 512 + 1024 + 4 * 128 * 1024) * 2
+    c = op_cost("aten::matmul", [[3, 1, 64, 32], [5, 32, 16]], [BF16] * 2, [])
+    assert c.flops == 2 * 15 * 64 * 32 * 16  # batch dims broadcast to (3, 5)
+    assert op_cost("aten::matmul", [[32], [32, 16]], [BF16] * 2, []).flops == 2 * 32 * 16
+
+
+def test_scaled_mm_is_fp8_with_its_output_dtype() -> None:
+    c = op_cost("aten::_scaled_mm", [[128, 256], [256, 64], [], [], [], [], []],
+                ["c10::Float8_e4m3fn"] * 2 + ["float"] * 2 + [""] * 3,
+                ["", "", "", "", "", "", "15", "False"])
+    assert c.dtype == "fp8" and c.flops == 2 * 128 * 256 * 64
+    assert c.bytes == 128 * 256 + 256 * 64 + 128 * 64 * 2  # bf16 out (ScalarType 15)
+
+
+def test_attention_causal_is_half_and_backward_is_two_and_a_half() -> None:
+    dims = [[2, 16, 1024, 128]] * 3 + [[], [], [], []]
+    types = [BF16] * 3 + ["Scalar"] * 4
+    full = op_cost("aten::_scaled_dot_product_flash_attention", dims, types,
+                   ["", "", "", "0.", "False", "False", ""])
+    causal = op_cost("aten::_scaled_dot_product_flash_attention", dims, types,
+                     ["", "", "", "0.", "True", "False", ""])
+    assert full.flops == 2 * 2 * 16 * 1024 * 1024 * (128 + 128)
+    assert causal.flops == full.flops / 2
+    bw_dims = [[2, 16, 1024, 128]] * 5 + [[2, 16, 1024]] + [[]] * 9
+    conc = [""] * 11 + ["True"] + [""] * 3
+    back = op_cost("aten::_scaled_dot_product_flash_attention_backward", bw_dims,
+                   [BF16] * 6 + [""] * 9, conc)
+    assert back.flops == 2.5 * causal.flops
+
+
+def test_unknown_causal_flag_or_shapes_give_none() -> None:
+    dims = [[2, 16, 1024, 128]] * 3
+    assert op_cost("aten::_scaled_dot_product_flash_attention", dims, [BF16] * 3, []) is None
+    assert op_cost("aten::mm", [[64, 32], [31, 16]], [BF16] * 2, []) is None  # K mismatch
+    assert op_cost("aten::mm", [[], []], ["", ""], []) is None
+    assert op_cost("aten::add", [[4], [4]], ["float"] * 2, []) is None
+    assert op_cost("aten::mm", None, None, None) is None
+
+
+def test_convolution_forward_and_backward() -> None:
+    dims = [[8, 64, 56, 56], [128, 64, 3, 3], [128], [], [], [], [], [], []]
+    conc = ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]
+    c = op_cost("aten::convolution", dims, ["float"] * 3 + [""] * 6, conc)
+    out = 8 * 128 * 56 * 56
+    assert c.flops == 2 * out * 64 * 9
+    bdims = [[8, 128, 56, 56], [8, 64, 56, 56], [128, 64, 3, 3]] + [[]] * 8
+    bconc = ["", "", "", "[128]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1",
+             "[True, True, False]"]
+    b = op_cost("aten::convolution_backward", bdims, ["float"] * 3 + [""] * 8, bconc)
+    assert b.flops == 2 * c.flops
+    strided = list(conc)
+    strided[3] = "[2, 2]"
+    assert op_cost("aten::convolution", dims, ["float"] * 3 + [""] * 6, strided).flops == \
+        2 * 8 * 128 * 28 * 28 * 64 * 9
+
+
+@pytest.mark.parametrize("name", sorted(COSTED_OPS))
+def test_every_costed_op_refuses_garbage(name: str) -> None:
+    assert op_cost(name, [["x"], [-1]], [1, 2], [None]) is None
