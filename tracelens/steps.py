@@ -5,7 +5,9 @@ executions of a program whose module name matches); else the trace's own step an
 (``StepTraceAnnotation``'s ``step_num``); else the executions of the program with the most
 device time among those that run at least twice; else no steps. ``trace.meta.steps_source``
 names the source in every output: ``"marker:<regex>"``, ``"annotation"``,
-``"program:<module>(<program_id>)"`` or ``"none"``.
+``"program:<module>(<program_id>)"`` or ``"none"``; a reader that knows where its steps
+came from says so (Kineto: ``"annotation:gpu"``, ``"annotation:cpu"``,
+``"annotation:cpu-launches"``, ``"graph-replay"``).
 
 A program's executions on one rank (a host for XSpace): on each device, the program's first
 kernel is its earliest one (by start, then stream, op, name) and is identified by its
@@ -36,12 +38,21 @@ def mark_steps(trace: Trace, step_marker: str | None = None) -> None:
             trace.meta.warn(f"--step-marker {step_marker!r} replaces the trace's own "
                             f"{trace.steps['step'].n_unique()} annotated steps")
     elif trace.steps.height:
-        steps, source = trace.steps, "annotation"
+        steps, source = trace.steps, _annotation_source(trace.steps)
     else:
         steps, label = program_steps(trace, None)
         source = f"program:{label}" if steps.height else "none"
     trace.steps = steps.sort("rank", "start_ns", "step")
     trace.meta.steps_source = source
+
+
+def _annotation_source(steps: pl.DataFrame) -> str:
+    """``annotation`` for step annotations (XSpace ``step_num``); a reader that knows more
+    says so in the steps' ``source`` (Kineto: ``annotation:gpu``, ``annotation:cpu``,
+    ``annotation:cpu-launches``, ``graph-replay``), joined with ``+`` when they differ."""
+    named = sorted(v for v in set(steps["source"].drop_nulls().to_list())
+                   if v not in ("step_num", "annotation"))
+    return "+".join(named) if named else "annotation"
 
 
 def _from_marker(trace: Trace, pattern: str) -> tuple[pl.DataFrame, str]:
