@@ -44,6 +44,7 @@ _MEMCPY_SUB = {"htod": "h2d", "h2d": "h2d", "dtoh": "d2h", "d2h": "d2h", "dtod":
 # Stats we read from events; everything else is left alone.
 _EVENT_STATS = ("correlation_id", "hlo_op", "hlo_module", "program_id", "memcpy_details",
                 "device_ordinal", "step_num")
+INT_STATS = ("program_id", "correlation_id", "device_ordinal", "step_num")
 
 
 def load_xspace(path: Path) -> Any:
@@ -159,6 +160,9 @@ class PythonLines:
 
     decoder = "python"
 
+    def __init__(self) -> None:
+        self.too_large: dict[str, int] = {}
+
     def count(self, plane_idx: int, line_idx: int, line: Any) -> int:
         return len(line.events)
 
@@ -169,6 +173,10 @@ class PythonLines:
     def frame(self, reader: _PlaneReader, plane_idx: int, line_idx: int, line: Any,
               wanted_only: bool = False) -> tuple[pl.DataFrame | None, int, int]:
         cols = reader.line_columns(line)
+        for stat in INT_STATS:
+            n = too_large(cols[stat])
+            if n:
+                self.too_large[stat] = self.too_large.get(stat, 0) + n
         if not cols["name"]:
             return None, cols["_negative"][0], cols["_unknown"][0]
         return _line_frame(cols), cols["_negative"][0], cols["_unknown"][0]
@@ -180,9 +188,19 @@ class PythonLines:
         """Check what was not read (nothing to do: the protobuf runtime parsed it all)."""
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _as_int(values: list[Any]) -> pl.Series:
-    """Integer stats as Int64; anything else (a string, a uint64 above 2**63) becomes null."""
+    """Integer stats as Int64; anything else (a string, a uint64 above 2**63) becomes null
+    (the uint64 ones are counted by :func:`too_large`)."""
     return pl.Series(values, dtype=pl.Int64, strict=False)
+
+
+def too_large(values: Iterable[Any]) -> int:
+    """How many values are integers outside int64 (uint64 stats above 2**63 - 1): exact in
+    the file, but the model's Int64 columns cannot hold them, so they become null."""
+    return sum(1 for v in values if type(v) is int and not INT64_MIN <= v <= INT64_MAX)
 
 
 def _as_str(values: list[Any]) -> list[str | None]:
@@ -234,29 +252,65 @@ def _device_kind(df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
     )
 
 
-def _device_row(ordinal: int, stats: dict[str, Any]) -> dict[str, Any]:
+_NAME_STATS = ("gpu_device_name", "device_name")  # plane stats that name the device
+
+
+def _int_stat(stats: dict[str, Any], key: str, lo: int, hi: int, bad: list[str]) -> int | None:
+    """An integer plane stat inside [lo, hi]; a value of another type or out of range is
+    unknown (None) and its key is listed in ``bad`` so the caller can say so."""
+    v = stats.get(key)
+    if v is None:
+        return None
+    if type(v) is int and lo <= v <= hi:
+        return v
+    bad.append(key)
+    return None
+
+
+def _device_row(ordinal: int, stats: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """One DEVICE_SCHEMA row from a GPU plane's stats, and the stats that could not be used.
+
+    The product comes from the identification table (vendor, arch, CUs, clock, memory), else
+    from the device's own name string (``gpu_device_name``: e.g. ``Tesla V100-SXM2-16GB``),
+    which also says the vendor when the plane lacks ``device_vendor`` (TensorFlow traces)."""
+    bad: list[str] = []
+    names = [stats[k].strip() for k in _NAME_STATS if isinstance(stats.get(k), str)
+             and stats[k].strip()]
+    dev_name = names[0] if names else None
     vendor_raw = str(stats.get("device_vendor") or "").lower()
-    vendor = {"amd": "amd", "nvidia": "nvidia"}.get(vendor_raw)
-    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    vendor = {"amd": "amd", "nvidia": "nvidia"}.get(vendor_raw) or (
+        None if vendor_raw else hardware.vendor_from_name(dev_name))
+    major = _int_stat(stats, "compute_cap_major", 0, 2**31 - 1, bad)
+    minor = _int_stat(stats, "compute_cap_minor", 0, 2**31 - 1, bad)
     arch = None
-    dev_name = stats.get("gpu_device_name")
-    if isinstance(dev_name, str) and re.match(r"^gfx[0-9a-f]+", dev_name):
-        arch = re.match(r"^gfx[0-9a-f]+", dev_name).group(0)
-    elif vendor == "amd" and isinstance(major, int) and isinstance(minor, int):
+    gfx = re.match(r"^gfx[0-9a-f]+", dev_name) if dev_name else None
+    if gfx:
+        arch = gfx.group(0)
+    elif vendor == "amd" and major is not None and minor is not None:
         arch = hardware.AMD_ARCH_BY_CAP.get((major, minor))
-    elif vendor == "nvidia" and isinstance(major, int) and isinstance(minor, int):
+    elif vendor == "nvidia" and major is not None and minor is not None:
         arch = f"sm_{major}{minor}"
     clock_khz = stats.get("clock_rate")
-    clock_mhz = float(clock_khz) / 1000.0 if isinstance(clock_khz, (int, float)) else None
-    cus = stats.get("core_count") if isinstance(stats.get("core_count"), int) else None
-    mem = stats.get("memory_size") if isinstance(stats.get("memory_size"), int) else None
+    clock_mhz = None
+    if clock_khz is not None:
+        if type(clock_khz) in (int, float) and 0 < clock_khz < float("inf") \
+                and clock_khz <= INT64_MAX:
+            clock_mhz = float(clock_khz) / 1000.0
+        else:
+            bad.append("clock_rate")
+    cus = _int_stat(stats, "core_count", 0, 2**31 - 1, bad)
+    mem = _int_stat(stats, "memory_size", 0, INT64_MAX, bad)
     product = hardware.identify(vendor, arch, cus, clock_mhz, mem)
-    return {"device": ordinal, "vendor": vendor or (vendor_raw or None), "arch": arch,
-            "product": product.name if product else (
-                dev_name if isinstance(dev_name, str) and not dev_name.startswith("gfx")
-                else None),
-            "compute_units": cus, "clock_mhz": clock_mhz, "memory_bytes": mem,
-            "spec_id": product.spec_id if product else None}
+    if product is None and dev_name and not gfx:
+        named = hardware.identify_by_name(dev_name, mem)
+        product = named if named is not None and named.vendor == vendor and (
+            arch is None or named.arch == arch) else None
+    row = {"device": ordinal, "vendor": vendor or (vendor_raw or None), "arch": arch,
+           "product": product.name if product else (
+               dev_name if dev_name and not gfx else None),
+           "compute_units": cus, "clock_mhz": clock_mhz, "memory_bytes": mem,
+           "spec_id": product.spec_id if product else None}
+    return row, bad
 
 
 def read(path: Path, decoder: str | None = None) -> Trace:
@@ -315,6 +369,10 @@ def _read_space(path: Path, space: Any, source: Any) -> Trace:
             continue
         if plane.name == "/host:metadata":
             modules = _read_modules(plane)
+            n_bad = sum(1 for m in modules if m["program_id"] is None)
+            if n_bad:
+                meta.warn(f"{path.name}: {n_bad} HLO modules have no int64 program id (a uint64 "
+                          "fingerprint or none): their HLO cannot be joined to kernels")
             continue
         if not m:
             n = sum(source.count(plane_idx, i, line) for i, line in enumerate(plane.lines))
@@ -324,7 +382,11 @@ def _read_space(path: Path, space: Any, source: Any) -> Trace:
         reader = readers[plane_idx]
         ordinal = int(m.group(1))
         pstats = reader.plane_stats()
-        device_rows.append(_device_row(ordinal, pstats))
+        row, bad = _device_row(ordinal, pstats)
+        device_rows.append(row)
+        for key in bad:
+            meta.warn(f"{path.name}: {plane.name}: plane stat {key} = {pstats[key]!r} is not a "
+                      "usable value: left unknown")
         # ROCm's memory_bandwidth is about half the real HBM rate: never a peak, but say so.
         bw_warning = hardware.reported_bandwidth_warning(
             device_rows[-1]["spec_id"], pstats.get("memory_bandwidth"), f"{path.name}: ")
@@ -365,7 +427,12 @@ def _read_space(path: Path, space: Any, source: Any) -> Trace:
         meta.warn(f"{path.name}: {unknown} events name an event metadata id the plane does not "
                   "define; kept as '<unknown event metadata N>'")
     for what, n in ignored.items():
-        meta.warn(f"{path.name}: ignored {n} events on {what} (not a device stream)")
+        why = "TPU devices are not analyzed" if what.startswith("/device:TPU:") else \
+            "not a device stream"
+        meta.warn(f"{path.name}: ignored {n} events on {what} ({why})")
+    for stat, n in sorted(source.too_large.items()):
+        meta.warn(f"{path.name}: {n} {stat} values are uint64 above 2^63-1, which the "
+                  "model's Int64 column cannot hold: left null")
     events = _assemble_events(device_frames, host)
     devices = conform(pl.DataFrame(device_rows, schema_overrides={
         k: v for k, v in DEVICE_SCHEMA.items() if k != "host" and k != "rank"},
@@ -403,6 +470,8 @@ def _read_modules(plane: Any) -> list[dict[str, Any]]:
         pid_stat = stats.get("program_id")
         program_id = int(m.group(2)) if m else (
             _stat_value(pid_stat, ref_names) if pid_stat is not None else None)
+        if program_id is not None and (type(program_id) is not int or too_large([program_id])):
+            program_id = None  # a uint64 fingerprint (TPU) or not an integer: unknown
         out.append({"program_id": program_id, "module": m.group(1) if m else md.name,
                     "hlo_proto": proto.bytes_value})
     return sorted(out, key=lambda r: (r["program_id"] is None, r["program_id"] or 0))

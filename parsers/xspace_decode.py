@@ -95,6 +95,7 @@ class FastLines:
         self.planned: dict[int, list[tuple[int, Any, Any, bool]]] = {}
         self.decoded: dict[tuple[int, int], dict[str, Any]] = {}
         self.threads = max(1, min(4, os.cpu_count() or 1))
+        self.too_large: dict[str, int] = {}
 
     def plan(self, reader: Any, plane_idx: int, lines: list[tuple[int, Any]],
              wanted_only: bool) -> None:
@@ -181,6 +182,11 @@ class FastLines:
             "device_ordinal": cols.integer(_EVENT_STATS.index("device_ordinal")),
             "step_num": cols.integer(_EVENT_STATS.index("step_num")),
         })
+        for code, n_big in cols.too_large.items():
+            if not n_big:
+                continue
+            stat = _EVENT_STATS[code]
+            self.too_large[stat] = self.too_large.get(stat, 0) + n_big
         self._combo = (md_code, cols.codes.get(_EVENT_STATS.index("memcpy_details")),
                        names, len(names))
         return df, r["negative"], unknown
@@ -229,6 +235,7 @@ class _Columns:
         self.ref_ids = np.frombuffer(r["ref_ids"], np.uint64)
         self._refs: list[Any] | None = None
         self.codes: dict[int, tuple[np.ndarray, list[str | None]]] = {}
+        self.too_large: dict[int, int] = {}  # per integer column: uint64 values above 2**63-1
 
     def refs(self) -> list[Any]:
         if self._refs is None:
@@ -274,14 +281,16 @@ class _Columns:
 
     def integer(self, code: int) -> pl.Series:
         """An Int64 column as ``parsers.xprof._as_int`` makes it."""
-        from parsers.xprof import _as_int
+        from parsers.xprof import _as_int, too_large
 
         kinds, vals, mask = self._kinds(code)
         if mask == 1 << ABSENT and not self.reader.defaults:
             return _nulls(self.n, pl.Int64)
         defaults = self._defaults(code)
         if mask & ~_INT_FAST or any(d is not None and type(d) is not int for d in defaults):
-            return _as_int(self._objects(code, kinds, vals))
+            objects = self._objects(code, kinds, vals)
+            self.too_large[code] = too_large(objects)
+            return _as_int(objects)
         dval = np.array([d if d is not None and _INT64_MIN <= d <= _INT64_MAX else 0
                          for d in defaults], np.int64)
         dok = np.array([d is not None and _INT64_MIN <= d <= _INT64_MAX for d in defaults],
@@ -291,8 +300,12 @@ class _Columns:
         absent = kinds == ABSENT
         out = np.where(absent, dval[self.md_code], vals) if len(defaults) else vals
         ok = (kinds == INT64) | ((kinds == UINT64) & (vals >= 0))
+        big = int(((kinds == UINT64) & (vals < 0)).sum())
         if len(defaults):
             ok |= absent & dok[self.md_code]
+            dbig = np.array([too_large([d]) for d in defaults], bool)
+            big += int((absent & dbig[self.md_code]).sum())
+        self.too_large[code] = big
         if ok.all():
             return pl.Series(out, dtype=pl.Int64)
         return pl.Series(np.ma.masked_array(out, mask=~ok), dtype=pl.Int64)
