@@ -35,6 +35,11 @@ from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MOD
 
 FORMAT = "xspace"
 MAX_PROTO_BYTES = 2 * 1024**3 - 1  # protobuf refuses messages of 2 GiB and more
+# Column memory of the events read <= FACTOR x input bytes + BASE (the C decoder's own bound,
+# parsers/_xspace.c): a file whose events would take more (a flood of empty 2-byte events
+# becomes 83 bytes of columns each) is refused, by both decoders alike.
+COLUMN_BUDGET_FACTOR = 16
+COLUMN_BUDGET_BASE = 64 << 20
 
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 _STREAM_LINE = re.compile(r"^Stream #(\d+)(?:\((.*)\))?$")
@@ -45,6 +50,18 @@ _MEMCPY_SUB = {"htod": "h2d", "h2d": "h2d", "dtoh": "d2h", "d2h": "d2h", "dtod":
 _EVENT_STATS = ("correlation_id", "hlo_op", "hlo_module", "program_id", "memcpy_details",
                 "device_ordinal", "step_num")
 INT_STATS = ("program_id", "correlation_id", "device_ordinal", "step_num")
+COLUMN_BYTES_PER_EVENT = 4 + 8 + 8 + 9 * len(_EVENT_STATS)  # md code, start, end; kind + value
+
+
+def check_column_budget(path: Path, n_events: int, input_bytes: int) -> None:
+    """Refuse a file whose ``n_events`` events to read would take more column memory than
+    the budget allows for its ``input_bytes``."""
+    need = n_events * COLUMN_BYTES_PER_EVENT
+    if need > COLUMN_BUDGET_FACTOR * input_bytes + COLUMN_BUDGET_BASE:
+        raise TraceInputError(path, f"{n_events} events in {input_bytes} bytes would take "
+                              f"{need >> 20} MiB of columns, more than "
+                              f"{COLUMN_BUDGET_FACTOR} bytes per input byte: refused "
+                              "(events of almost no bytes each)")
 
 
 def load_xspace(path: Path) -> Any:
@@ -313,13 +330,14 @@ def _device_row(ordinal: int, stats: dict[str, Any]) -> tuple[dict[str, Any], li
     return row, bad
 
 
-def read(path: Path, decoder: str | None = None) -> Trace:
+def read(path: Path, decoder: str | None = None, threads: int | None = None) -> Trace:
     """One XSpace file as a single-host Trace (rank 0, times relative to the profile start).
 
     ``decoder``: "c" (the C extension, ``parsers.xspace_decode``), "python" (the per-event
     reader over protobuf messages) or None for the C one when it is built. Both give the same
     Trace; ``meta.extra["decoder"]`` says which one ran, and a warning says when the C one
-    was wanted but is not built.
+    was wanted but is not built. ``threads``: C decoder threads for this file (the caller
+    reading several files at once passes its share of the CPUs; None: up to 4).
     """
     from parsers import xspace_decode
 
@@ -330,20 +348,21 @@ def read(path: Path, decoder: str | None = None) -> Trace:
         fallback = xspace_decode.unavailable_reason()
         choice = "python"
     if choice == "c":
-        space, source = xspace_decode.split(raw, path)
+        space, source = xspace_decode.split(raw, path, threads)
     elif choice == "python":
         space, source = _parse(raw, path), PythonLines()
     else:
         raise ValueError(f"unknown XSpace decoder {choice!r} (expected 'c' or 'python')")
+    input_bytes = len(raw)
     del raw
-    trace = _read_space(path, space, source)
+    trace = _read_space(path, space, source, input_bytes)
     if fallback:
         trace.meta.warn(f"{path.name}: read with the slow pure-Python XSpace reader: "
                         f"{fallback}")
     return trace
 
 
-def _read_space(path: Path, space: Any, source: Any) -> Trace:
+def _read_space(path: Path, space: Any, source: Any, input_bytes: int) -> Trace:
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for msg in list(space.errors) + list(space.warnings):
         meta.warn(f"{path.name}: profiler reported: {msg}")
@@ -356,7 +375,8 @@ def _read_space(path: Path, space: Any, source: Any) -> Trace:
     profile_start = None
     cpu_plane = None
     modules: list[dict[str, Any]] = []
-    readers = _plan_lines(space, source)
+    readers, n_planned = _plan_lines(space, source)
+    check_column_budget(path, n_planned, input_bytes)
     for plane_idx, plane in enumerate(space.planes):
         m = _GPU_PLANE.match(plane.name)
         if plane.name == "Task Environment":
@@ -486,26 +506,31 @@ def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
     return conform(df, EVENT_SCHEMA)
 
 
-def _plan_lines(space: Any, source: Any) -> dict[int, _PlaneReader]:
+def _plan_lines(space: Any, source: Any) -> tuple[dict[int, _PlaneReader], int]:
     """The plane readers ``_read_space`` uses, and the lines it will read, told to the
     source up front (the C decoder then decodes a plane's lines together, in parallel):
-    the stream lines of GPU planes, and every line of the (last) ``/host:CPU`` plane."""
+    the stream lines of GPU planes, and every line of the (last) ``/host:CPU`` plane.
+    Also returns the number of events in those lines."""
     readers: dict[int, _PlaneReader] = {}
     host_idx = None
+    n_events = 0
     for plane_idx, plane in enumerate(space.planes):
         if plane.name == "/host:CPU":
             host_idx = plane_idx
         elif plane.name not in ("Task Environment", "/host:metadata") \
                 and _GPU_PLANE.match(plane.name):
             readers[plane_idx] = _PlaneReader(plane)
-            source.plan(readers[plane_idx], plane_idx, [
-                (i, line) for i, line in enumerate(plane.lines)
-                if _STREAM_LINE.match(line.name)], wanted_only=False)
+            lines = [(i, line) for i, line in enumerate(plane.lines)
+                     if _STREAM_LINE.match(line.name)]
+            n_events += sum(source.count(plane_idx, i, line) for i, line in lines)
+            source.plan(readers[plane_idx], plane_idx, lines, wanted_only=False)
     if host_idx is not None:
         plane = space.planes[host_idx]
         readers[host_idx] = _PlaneReader(plane)
-        source.plan(readers[host_idx], host_idx, list(enumerate(plane.lines)), wanted_only=True)
-    return readers
+        lines = list(enumerate(plane.lines))
+        n_events += sum(source.count(host_idx, i, line) for i, line in lines)
+        source.plan(readers[host_idx], host_idx, lines, wanted_only=True)
+    return readers, n_events
 
 
 def _read_host_plane(plane_idx: int, plane: Any, source: Any, reader: _PlaneReader

@@ -35,7 +35,7 @@ import polars as pl
 
 from tracelens.errors import TraceInputError
 
-ABI = 2  # the version of parsers/_xspace.c this module speaks to
+ABI = 3  # the version of parsers/_xspace.c this module speaks to
 try:
     import _tracelens_xspace as _c
     _IMPORT_ERROR: str | None = None
@@ -69,8 +69,15 @@ def default_decoder() -> str:
     return "python" if os.environ.get(ENV, "").strip().lower() == "python" else "c"
 
 
-def split(raw: bytes, path: Path) -> tuple[Any, "FastLines"]:
-    """The XSpace messages without their events, and the source of the events' columns."""
+def default_threads() -> int:
+    """Decoder threads for one file when the caller does not say: up to 4 (the loader, which
+    knows how many files it reads at once, passes its own number)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def split(raw: bytes, path: Path, threads: int | None = None) -> tuple[Any, "FastLines"]:
+    """The XSpace messages without their events, and the source of the events' columns
+    (decoded by ``threads`` C threads; None: :func:`default_threads`)."""
     from parsers.xprof import _parse
 
     try:
@@ -78,7 +85,7 @@ def split(raw: bytes, path: Path) -> tuple[Any, "FastLines"]:
     except ValueError as exc:
         raise TraceInputError(path, f"corrupt or truncated XSpace protobuf ({exc})") from None
     space = _parse(skeleton, path)
-    return space, FastLines(raw, lines, path)
+    return space, FastLines(raw, lines, path, threads)
 
 
 class FastLines:
@@ -87,14 +94,14 @@ class FastLines:
     decoder = "c"
 
     def __init__(self, raw: bytes, lines: list[tuple[int, int, int, int, int]],
-                 path: Path) -> None:
+                 path: Path, threads: int | None = None) -> None:
         self.raw = raw
         self.path = path
         self.where = {(p, i): (off, length, n) for p, i, off, length, n in lines}
         self.done: set[tuple[int, int]] = set()
         self.planned: dict[int, list[tuple[int, Any, Any, bool]]] = {}
         self.decoded: dict[tuple[int, int], dict[str, Any]] = {}
-        self.threads = max(1, min(4, os.cpu_count() or 1))
+        self.threads = default_threads() if threads is None else max(1, int(threads))
         self.too_large: dict[str, int] = {}
 
     def plan(self, reader: Any, plane_idx: int, lines: list[tuple[int, Any]],
