@@ -60,17 +60,17 @@ def test_flood_of_empty_events_is_refused_by_both_decoders(tmp_path: Path) -> No
     assert messages[0] == messages[1]
     # and the extension bounds itself for any caller
     raw = p.read_bytes()
-    _, lines = xspace_decode._c.scan(raw)
+    _, lines = xspace_decode.extension().scan(raw)
     (_, _, off, length, count), = lines
     assert count == n
     with pytest.raises(ValueError, match="columns"):
-        xspace_decode._c.decode(raw, off, length, 0, {}, 7, None, False)
+        xspace_decode.extension().decode(raw, off, length, 0, {}, 7, None, False)
     with pytest.raises(ValueError, match="columns"):
-        xspace_decode._c.decode_many(raw, [(off, length, 0, {}, 7, None, False)], 1)
+        xspace_decode.extension().decode_many(raw, [(off, length, 0, {}, 7, None, False)], 1)
 
 
 def test_budget_constants_agree() -> None:
-    c = xspace_decode._c
+    c = xspace_decode.extension()
     assert c.COLUMN_BUDGET_FACTOR == xprof.COLUMN_BUDGET_FACTOR
     assert c.COLUMN_BUDGET_BASE == xprof.COLUMN_BUDGET_BASE
 
@@ -94,7 +94,7 @@ class _Growing(int):
 
 
 def test_hostile_arguments_are_refused_before_python_code_runs() -> None:
-    c = xspace_decode._c
+    c = xspace_decode.extension()
     codes: dict = {}
     _Growing.target = codes
     codes[_Growing(1)] = 0
@@ -138,8 +138,8 @@ import pickle, sys
 sys.path.insert(0, {root!r})
 from parsers import xspace_decode
 raw = open({path!r}, "rb").read()
-skel, lines = xspace_decode._c.scan(raw)
-out = [xspace_decode._c.decode(raw, off, n, 5, {{1: 0, 2: 1, 3: 2}}, 7, {{1, 2}}, False)
+skel, lines = xspace_decode.extension().scan(raw)
+out = [xspace_decode.extension().decode(raw, off, n, 5, {{1: 0, 2: 1, 3: 2}}, 7, {{1, 2}}, False)
        for _, _, off, n, _ in lines]
 sys.stdout.buffer.write(pickle.dumps(out))
 """
