@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from parsers.xspace import native
-from parsers.xspace.columns import check_column_budget, too_large
+from parsers.xspace.columns import INT64_MAX, check_column_budget, too_large
 from parsers.xspace.devices import device_row
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
@@ -89,8 +89,12 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int) ->
         m = _GPU_PLANE.match(plane.name)
         if plane.name == "Task Environment":
             stats = PlaneReader(plane).plane_stats()
-            if isinstance(stats.get("profile_start_time"), int):
-                profile_start = stats["profile_start_time"]
+            start = stats.get("profile_start_time")
+            if type(start) is int and 0 <= start <= INT64_MAX:
+                profile_start = start
+            elif start is not None:  # hosts are then not aligned on this clock: say so
+                meta.warn(f"{path.name}: Task Environment profile_start_time = {start!r} is "
+                          "not a usable nanosecond time: left unknown")
             continue
         if plane.name == "/host:CPU":
             cpu_plane = plane_idx, plane
