@@ -237,3 +237,26 @@ def test_uint64_profile_start_in_a_log_directory(tmp_path: Path) -> None:
     assert r.exit_code == 0, (r.output, r.exception)
     assert "profile_start_time = 18446744073709551615 is not a usable nanosecond time" \
         in r.output
+
+
+def test_out_of_range_plane_name_and_process_id(tmp_path: Path) -> None:
+    """A GPU ordinal of 23 digits and a uint64 process id made polars fail on an Int64
+    literal (a traceback); now the plane is skipped and the pid unknown, each said."""
+    from parsers.xplane_schema import xspace_class
+
+    space = xspace_class()()
+    space.ParseFromString(build_xspace([Activity(0, 1, "k", 0, 10)], steps=[(1, 0, 10)]))
+    space.planes[0].name = "/device:GPU:99999999999999999999999"
+    host = next(p for p in space.planes if p.name == "/host:CPU")
+    host.stat_metadata[99].id = 99
+    host.stat_metadata[99].name = "process_id"
+    host.stats.add(metadata_id=99, uint64_value=2**64 - 1)
+    p = tmp_path / "odd.xplane.pb"
+    p.write_bytes(space.SerializeToString())
+    for t in _read_all(p):
+        assert not isinstance(t, TraceInputError), t
+        assert t.devices.height == 0 and t.host_events["pid"].null_count() == t.host_events.height
+        assert any("ignored 1 events on /device:GPU:99999999999999999999999" in w
+                   for w in t.meta.warnings)
+        assert any("process_id = 18446744073709551615 is not a usable value" in w
+                   for w in t.meta.warnings)

@@ -36,7 +36,8 @@ from tracelens import hardware
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, Trace, TraceMeta, conform)
 
-_GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
+# An ordinal of 10 digits or more is no GPU's: such a plane is skipped with a warning.
+_GPU_PLANE = re.compile(r"^/device:GPU:(\d{1,9})$")
 _STREAM_LINE = re.compile(r"^Stream #(\d+)(?:\((.*)\))?$")
 
 
@@ -142,7 +143,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int) ->
     steps = pl.DataFrame(schema=STEP_SCHEMA)
     if cpu_plane is not None:
         cpu_frames, host_frames, steps, n_neg, n_unknown = _read_host_plane(
-            *cpu_plane, source, readers[cpu_plane[0]])
+            *cpu_plane, source, readers[cpu_plane[0]], meta, f"{path.name}: ")
         negative += n_neg
         unknown += n_unknown
         if not any(f.height for f in device_frames) and cpu_frames:
@@ -245,11 +246,15 @@ def _plan_lines(space: Any, source: LineSource) -> tuple[dict[int, PlaneReader],
     return readers, n_events
 
 
-def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: PlaneReader
+def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: PlaneReader,
+                     meta: TraceMeta, where: str
                      ) -> tuple[list[pl.DataFrame], list[pl.DataFrame], pl.DataFrame, int, int]:
     """XLA:CPU op events (as device frames), API/annotation host events, and steps."""
     pid = reader.plane_stats().get("process_id")
-    pid = pid if isinstance(pid, int) else None
+    if pid is not None and not (type(pid) is int and 0 <= pid <= INT64_MAX):
+        meta.warn(f"{where}/host:CPU plane stat process_id = {pid!r} is not a usable value: left "
+                  "unknown")
+        pid = None
     cpu_frames: list[pl.DataFrame] = []
     host_frames: list[pl.DataFrame] = []
     step_frames: list[pl.DataFrame] = []
