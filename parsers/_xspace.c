@@ -764,13 +764,14 @@ static int emit_event(dec_t *d, const event_t *ev, int64_t ts_ns) {
     if (mdi < 0) return d->oom = 1, -1;
     d->md.counts[mdi]++;
     int has_default = md_has_default(d, mdi, is_new);
-    if (d->filter && !ev->any && !has_default) return 0;
+    /* every event not dropped is checked, filtered or not: the per-event reader does so */
     __int128 s = (__int128)(int64_t)ev->off;
     __int128 e = s + (__int128)(int64_t)ev->dur;
     __int128 start = (__int128)ts_ns + floordiv1000(s);
     __int128 stop = (__int128)ts_ns + floordiv1000(e);
     if (start > INT64_MAX || start < INT64_MIN || stop > INT64_MAX || stop < INT64_MIN)
         return fail(&d->err, "event time out of the int64 nanosecond range");
+    if (d->filter && !ev->any && !has_default) return 0;
     if (d->n >= d->cap) return fail(&d->err, "more events than counted");  /* cannot happen */
     Py_ssize_t i = d->n++;
     d->md_code[i] = mdi;

@@ -314,8 +314,17 @@ def test_c_arguments_are_checked() -> None:
 def test_timestamps_out_of_range_are_an_input_error(tmp_path: Path) -> None:
     p = tmp_path / "far.xplane.pb"
     p.write_bytes(_space_with([_event(off=2**62, dur=2**62)], ts=2**63 - 10))
-    with pytest.raises(TraceInputError):
-        xprof.read(p, decoder="c")
+    for decoder in ("c", "python"):  # the per-event reader raised a polars TypeError
+        with pytest.raises(TraceInputError, match="out of the int64 nanosecond range"):
+            xprof.read(p, decoder=decoder)
+    # in filter mode too (host lines), for an event it does not keep (no wanted stat), as
+    # the per-event reader checks every event of the lines it reads
+    raw = p.read_bytes()
+    c = xspace_decode.extension()
+    _, lines = c.scan(raw)
+    (_, _, off, length, _), *_ = lines
+    with pytest.raises(ValueError, match="int64 nanosecond range"):
+        c.decode(raw, off, length, 2**63 - 10, {}, 7, None, True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,12 +3,15 @@ time. The reference implementation, and the fallback when the C decoder is not b
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from parsers.xspace.columns import EVENT_STATS, INT_STATS, device_kind, line_frame, too_large
+from parsers.xspace.columns import (EVENT_STATS, INT64_MAX, INT64_MIN, INT_STATS, device_kind,
+                                    line_frame, too_large)
 from parsers.xspace.planes import PlaneReader
+from tracelens.errors import TraceInputError
 
 
 def line_columns(reader: PlaneReader, line: Any) -> dict[str, list[Any]]:
@@ -55,7 +58,8 @@ class PythonLines:
 
     decoder = "python"
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self.too_large: dict[str, int] = {}
 
     def count(self, plane_idx: int, line_idx: int, line: Any) -> int:
@@ -74,6 +78,11 @@ class PythonLines:
                 self.too_large[stat] = self.too_large.get(stat, 0) + n
         if not cols["name"]:
             return None, cols["_negative"][0], cols["_unknown"][0]
+        if min(cols["start_ns"]) < INT64_MIN or max(cols["end_ns"]) > INT64_MAX or \
+                max(cols["start_ns"]) > INT64_MAX or min(cols["end_ns"]) < INT64_MIN:
+            # the C decoder's check, on the same events (every one of a line not dropped)
+            raise TraceInputError(self.path, "corrupt or truncated XSpace protobuf (event time "
+                                  "out of the int64 nanosecond range)")
         return line_frame(cols), cols["_negative"][0], cols["_unknown"][0]
 
     def device_kind(self, df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:

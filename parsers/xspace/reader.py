@@ -59,7 +59,7 @@ def read(path: Path, decoder: str | None = None, threads: int | None = None) -> 
     if choice == "c":
         space, source = native.split(raw, path, threads)
     elif choice == "python":
-        space, source = parse(raw, path), PythonLines()
+        space, source = parse(raw, path), PythonLines(path)
     else:
         raise ValueError(f"unknown XSpace decoder {choice!r} (expected 'c' or 'python')")
     input_bytes = len(raw)
