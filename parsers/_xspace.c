@@ -21,7 +21,13 @@
  *
  * Nothing here trusts the input: every read is bounds-checked against the enclosing message,
  * and every loop consumes at least one byte, so corrupt input is an error, never a crash or a
- * hang. Errors raise ValueError with a short description.
+ * hang. Errors raise ValueError with a short description. Hostile input cannot make it slow or
+ * big either: the hash maps and the string table hash with a per-process random key (crafted
+ * ids cannot be made to collide), and the columns of one call may take at most
+ * COLUMN_BUDGET_FACTOR bytes per input byte plus COLUMN_BUDGET_BASE (a file of empty events
+ * is refused instead of growing columns many times its size); the columns are allocated once,
+ * at the line's event count. Nor can a hostile caller: arguments must be exact ints, dicts,
+ * sets and tuples, and are copied into C before anything that could run Python code.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -32,6 +38,13 @@
 
 #define MAX_DEPTH 100
 #define NCODES_MAX 16
+/* Column memory of one call <= FACTOR * input bytes + BASE (parsers/xspace_decode.py checks
+ * the same bound for a whole file first, so both decoders refuse the same files). */
+#define COLUMN_BUDGET_FACTOR 16
+#define COLUMN_BUDGET_BASE (64LL << 20)
+
+/* Per-process random hash key, drawn from os.urandom at import. */
+static uint64_t g_k0 = 0x736f6d6570736575ULL, g_k1 = 0x646f72616e646f6dULL;
 
 /* Stat value kinds, per event and stat column. */
 enum { K_ABSENT = 0, K_NONE = 1, K_INT64 = 2, K_UINT64 = 3, K_DOUBLE = 4, K_STR = 5,
@@ -235,8 +248,8 @@ typedef struct {
 } scan_t;
 
 /* Copy one XLine without its events into ``out``; count its events. */
-static int scan_line(scan_t *s, const uint8_t *base, const uint8_t *p, const uint8_t *end,
-                     buf_t *out, Py_ssize_t *n_events) {
+static int scan_line(scan_t *s, const uint8_t *p, const uint8_t *end, buf_t *out,
+                     Py_ssize_t *n_events) {
     Py_ssize_t n = 0;
     while (p < end) {
         const uint8_t *start = p;
@@ -254,7 +267,6 @@ static int scan_line(scan_t *s, const uint8_t *base, const uint8_t *p, const uin
         if (buf_put(out, start, p - start)) return s->oom = 1, -1;
     }
     *n_events = n;
-    (void)base;
     return 0;
 }
 
@@ -273,7 +285,7 @@ static int scan_plane(scan_t *s, const uint8_t *base, const uint8_t *p, const ui
             if (rd_len(&p, end, &len, &s->err)) goto done;
             Py_ssize_t n_events = 0;
             line.len = 0;
-            if (scan_line(s, base, p, p + len, &line, &n_events)) goto done;
+            if (scan_line(s, p, p + len, &line, &n_events)) goto done;
             PyObject *t = Py_BuildValue("(nnnnn)", plane_idx, line_idx, (Py_ssize_t)(p - base),
                                         (Py_ssize_t)len, n_events);
             if (!t || PyList_Append(s->lines, t)) {
@@ -383,6 +395,12 @@ static inline uint64_t mix64(uint64_t x) {
     return x;
 }
 
+/* The map's slot hash of a key: the finalizer above on the key mixed with the secret key,
+ * so which ids collide cannot be known from outside the process. */
+static inline uint64_t hkey(uint64_t x) {
+    return mix64(mix64(x ^ g_k0) + g_k1);
+}
+
 static int idmap_init(idmap_t *m, size_t cap) {
     memset(m, 0, sizeof(*m));
     m->cap = cap;
@@ -414,7 +432,7 @@ static int idmap_grow(idmap_t *m) {
     memset(vals, 0xff, cap * sizeof(int32_t));
     for (size_t i = 0; i < m->cap; i++) {
         if (m->vals[i] < 0) continue;
-        size_t j = mix64(m->keys[i]) & (cap - 1);
+        size_t j = hkey(m->keys[i]) & (cap - 1);
         while (vals[j] >= 0) j = (j + 1) & (cap - 1);
         keys[j] = m->keys[i];
         vals[j] = m->vals[i];
@@ -429,7 +447,7 @@ static int idmap_grow(idmap_t *m) {
 
 /* Dense index of ``key``; *is_new says whether it was just added. -1 on out of memory. */
 static inline int32_t idmap_get(idmap_t *m, uint64_t key, int *is_new) {
-    size_t j = mix64(key) & (m->cap - 1);
+    size_t j = hkey(key) & (m->cap - 1);
     while (m->vals[j] >= 0) {
         if (m->keys[j] == key) {
             *is_new = 0;
@@ -464,7 +482,7 @@ static inline int32_t idmap_get(idmap_t *m, uint64_t key, int *is_new) {
 
 /* Lookup only: -1 when absent. */
 static inline int32_t idmap_find(const idmap_t *m, uint64_t key) {
-    size_t j = mix64(key) & (m->cap - 1);
+    size_t j = hkey(key) & (m->cap - 1);
     while (m->vals[j] >= 0) {
         if (m->keys[j] == key) return m->vals[j];
         j = (j + 1) & (m->cap - 1);
@@ -484,13 +502,38 @@ typedef struct {
     size_t cap, n, items_cap;
 } strtab_t;
 
+/* SipHash-1-3 (Aumasson and Bernstein) of the bytes and their kind, keyed with the process
+ * key: a keyed hash, so crafted strings cannot be made to collide. */
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                          \
+    do {                                                                                  \
+        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);                         \
+        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                            \
+        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                            \
+        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                         \
+    } while (0)
+
 static uint64_t hash_bytes(const uint8_t *s, size_t n, uint8_t kind) {
-    uint64_t h = 1469598103934665603ULL ^ kind;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ULL;
+    uint64_t v0 = g_k0 ^ 0x736f6d6570736575ULL, v1 = (g_k1 ^ kind) ^ 0x646f72616e646f6dULL,
+             v2 = g_k0 ^ 0x6c7967656e657261ULL, v3 = g_k1 ^ 0x7465646279746573ULL;
+    uint64_t m;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&m, s + i, 8);
+        v3 ^= m;
+        SIPROUND;
+        v0 ^= m;
     }
-    return mix64(h);
+    uint64_t last = (uint64_t)(n & 0xff) << 56;
+    for (size_t k = 0; i + k < n; k++) last |= (uint64_t)s[i + k] << (8 * k);
+    v3 ^= last;
+    SIPROUND;
+    v0 ^= last;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
 }
 
 static int strtab_init(strtab_t *t) {
@@ -578,31 +621,23 @@ typedef struct {
     int oom;
 } dec_t;
 
-static int grow_outputs(dec_t *d, Py_ssize_t need) {
-    if (need <= d->cap) return 0;
-    Py_ssize_t cap = d->cap ? d->cap : 1024;
-    while (cap < need) cap *= 2;
-    int32_t *mc = realloc(d->md_code, cap * sizeof(int32_t));
-    if (!mc) return -1;
-    d->md_code = mc;
-    int64_t *s = realloc(d->start_ns, cap * sizeof(int64_t));
-    if (!s) return -1;
-    d->start_ns = s;
-    int64_t *e = realloc(d->end_ns, cap * sizeof(int64_t));
-    if (!e) return -1;
-    d->end_ns = e;
-    for (int c = 0; c < d->ncodes; c++) {
-        uint8_t *k = realloc(d->kinds[c], cap);
-        if (!k) return -1;
-        d->kinds[c] = k;
-        if (d->vals[c]) {
-            int64_t *v = realloc(d->vals[c], cap * sizeof(int64_t));
-            if (!v) return -1;
-            d->vals[c] = v;
-        }
-    }
+/* The output columns for ``cap`` rows, allocated once (the line's event count is known before
+ * the walk); a stat column's values are allocated when the first value arrives. */
+static int alloc_outputs(dec_t *d, Py_ssize_t cap) {
+    size_t rows = cap ? (size_t)cap : 1;
+    d->md_code = malloc(rows * sizeof(int32_t));
+    d->start_ns = malloc(rows * sizeof(int64_t));
+    d->end_ns = malloc(rows * sizeof(int64_t));
+    if (!d->md_code || !d->start_ns || !d->end_ns) return -1;
+    for (int c = 0; c < d->ncodes; c++)
+        if (!(d->kinds[c] = malloc(rows))) return -1;
     d->cap = cap;
     return 0;
+}
+
+/* Bytes of columns ``rows`` rows may take (every stat column with values). */
+static inline long long column_bytes(long long rows, int ncodes) {
+    return rows * (4 + 8 + 8 + 9LL * ncodes);
 }
 
 static inline int64_t floordiv1000(__int128 x) {
@@ -617,133 +652,151 @@ static inline int md_has_default(dec_t *d, int32_t mdi, int is_new) {
     return d->md.flag[mdi];
 }
 
-/* One XEvent at nesting ``depth`` (3 inside a line). */
-static int read_event(dec_t *d, const uint8_t *p, const uint8_t *end, int depth, int64_t ts_ns,
-                      int emit) {
-    uint64_t md_id = 0, off = 0, dur = 0, v;
-    int have_offset = 0;
+/* One XStat: its metadata id, value kind and value (int bits, double bits, or a pointer to
+ * the string's bytes with their length). Proto3: the value member set last wins. */
+typedef struct {
+    uint64_t md;
+    uint8_t kind;
+    int64_t val;
+    uint32_t len;
+} stat_t;
+
+static int read_stat(dec_t *d, const uint8_t *p, const uint8_t *end, int depth, stat_t *st) {
+    uint64_t v;
+    st->md = 0;
+    st->kind = K_NONE;
+    st->val = 0;
+    st->len = 0;
+    while (p < end) {
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, &d->err)) return -1;
+        if (wt == 0 && (f == 1 || f == 3 || f == 4 || f == 7)) {
+            if (rd_varint(&p, end, &v, &d->err)) return -1;
+            if (f == 1) {
+                st->md = v;
+            } else {
+                st->kind = f == 3 ? K_UINT64 : f == 4 ? K_INT64 : K_REF;
+                st->val = (int64_t)v;
+            }
+        } else if (wt == 1 && f == 2) {
+            if (end - p < 8) return fail(&d->err, "truncated fixed64");
+            uint64_t bits;
+            memcpy(&bits, p, 8);
+            p += 8;
+            st->kind = K_DOUBLE;
+            st->val = (int64_t)bits;
+        } else if (wt == 2 && (f == 5 || f == 6)) {
+            uint64_t len;
+            if (rd_len(&p, end, &len, &d->err)) return -1;
+            if (f == 5 && !utf8_ok(p, len)) return fail(&d->err, "string field had bad UTF-8");
+            st->kind = f == 5 ? K_STR : K_BYTES;
+            st->val = (int64_t)(intptr_t)p;
+            st->len = (uint32_t)len;
+            p += len;
+        } else {
+            if (skip_field(&p, end, f, wt, depth, &d->err)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* The fields of one XEvent as read from the wire (wanted stats by column code). */
+typedef struct {
+    uint64_t md_id, off, dur;
     uint8_t kind[NCODES_MAX];
     int64_t val[NCODES_MAX];
     uint32_t slen[NCODES_MAX];
-    int any = 0;
-    for (int c = 0; c < d->ncodes; c++) kind[c] = K_ABSENT;
+    int any;  /* a wanted stat is present */
+} event_t;
+
+/* Parse one XEvent at nesting ``depth`` (3 inside a line); with ``emit`` 0, only check it. */
+static int read_event(dec_t *d, const uint8_t *p, const uint8_t *end, int depth, int emit,
+                      event_t *ev) {
+    uint64_t v;
+    int have_offset = 0;
+    ev->md_id = ev->off = ev->dur = 0;
+    ev->any = 0;
+    for (int c = 0; c < d->ncodes; c++) ev->kind[c] = K_ABSENT;
     while (p < end) {
         uint32_t f;
         int wt;
         if (rd_tag(&p, end, &f, &wt, &d->err)) return -1;
         if (wt == 0 && (f == 1 || f == 2 || f == 3 || f == 5)) {
             if (rd_varint(&p, end, &v, &d->err)) return -1;
-            if (f == 1) md_id = v;
-            else if (f == 2) { off = v; have_offset = 1; }
-            else if (f == 3) dur = v;
+            if (f == 1) ev->md_id = v;
+            else if (f == 2) { ev->off = v; have_offset = 1; }
+            else if (f == 3) ev->dur = v;
             else have_offset = 0;  /* num_occurrences takes the oneof */
         } else if (wt == 2 && f == 4) {
             uint64_t len;
             if (rd_len(&p, end, &len, &d->err)) return -1;
             if (depth + 1 > MAX_DEPTH) return fail(&d->err, "nesting too deep");
-            uint64_t smd;
-            uint8_t sk;
-            int64_t sv;
-            const uint8_t *sp = p, *se = p + len;
-            /* inline read_stat with string length capture */
-            {
-                uint64_t mid = 0, vv = 0;
-                uint8_t k = K_NONE;
-                int64_t out = 0;
-                uint32_t sl = 0;
-                while (sp < se) {
-                    uint32_t sf;
-                    int swt;
-                    if (rd_tag(&sp, se, &sf, &swt, &d->err)) return -1;
-                    if (swt == 0 && (sf == 1 || sf == 3 || sf == 4 || sf == 7)) {
-                        if (rd_varint(&sp, se, &vv, &d->err)) return -1;
-                        if (sf == 1) {
-                            mid = vv;
-                        } else {
-                            k = sf == 3 ? K_UINT64 : sf == 4 ? K_INT64 : K_REF;
-                            out = (int64_t)vv;
-                        }
-                    } else if (swt == 1 && sf == 2) {
-                        if (se - sp < 8) return fail(&d->err, "truncated fixed64");
-                        uint64_t bits;
-                        memcpy(&bits, sp, 8);
-                        sp += 8;
-                        k = K_DOUBLE;
-                        out = (int64_t)bits;
-                    } else if (swt == 2 && (sf == 5 || sf == 6)) {
-                        uint64_t l2;
-                        if (rd_len(&sp, se, &l2, &d->err)) return -1;
-                        if (sf == 5 && !utf8_ok(sp, l2))
-                            return fail(&d->err, "string field had bad UTF-8");
-                        k = sf == 5 ? K_STR : K_BYTES;
-                        out = (int64_t)(intptr_t)sp;
-                        sl = (uint32_t)l2;
-                        sp += l2;
-                    } else {
-                        if (skip_field(&sp, se, sf, swt, depth + 1, &d->err)) return -1;
-                    }
-                }
-                smd = mid;
-                sk = k;
-                sv = out;
-                p = se;
-                if (emit) {
-                    int32_t ci = idmap_find(&d->stat_codes, smd);
-                    if (ci >= 0) {
-                        int c = d->code_of[ci];
-                        kind[c] = sk;
-                        val[c] = sv;
-                        slen[c] = sl;
-                        any = 1;
-                    }
+            stat_t st;
+            if (read_stat(d, p, p + len, depth + 1, &st)) return -1;
+            p += len;
+            if (emit) {
+                int32_t ci = idmap_find(&d->stat_codes, st.md);
+                if (ci >= 0) {
+                    int c = d->code_of[ci];
+                    ev->kind[c] = st.kind;
+                    ev->val[c] = st.val;
+                    ev->slen[c] = st.len;
+                    ev->any = 1;
                 }
             }
         } else {
             if (skip_field(&p, end, f, wt, depth, &d->err)) return -1;
         }
     }
-    if (!emit) return 0;
-    if (!have_offset) off = 0;
-    if ((int64_t)dur < 0) {
+    if (!have_offset) ev->off = 0;
+    return 0;
+}
+
+/* Append one parsed event to the columns (or count it as dropped / filtered out). */
+static int emit_event(dec_t *d, const event_t *ev, int64_t ts_ns) {
+    if ((int64_t)ev->dur < 0) {
         d->negative++;
         return 0;
     }
     int is_new;
-    int32_t mdi = idmap_get(&d->md, md_id, &is_new);
+    int32_t mdi = idmap_get(&d->md, ev->md_id, &is_new);
     if (mdi < 0) return d->oom = 1, -1;
     d->md.counts[mdi]++;
     int has_default = md_has_default(d, mdi, is_new);
-    if (d->filter && !any && !has_default) return 0;
-    __int128 s = (__int128)(int64_t)off;
-    __int128 e = s + (__int128)(int64_t)dur;
+    /* every event not dropped is checked, filtered or not: the per-event reader does so */
+    __int128 s = (__int128)(int64_t)ev->off;
+    __int128 e = s + (__int128)(int64_t)ev->dur;
     __int128 start = (__int128)ts_ns + floordiv1000(s);
     __int128 stop = (__int128)ts_ns + floordiv1000(e);
     if (start > INT64_MAX || start < INT64_MIN || stop > INT64_MAX || stop < INT64_MIN)
         return fail(&d->err, "event time out of the int64 nanosecond range");
-    if (grow_outputs(d, d->n + 1)) return d->oom = 1, -1;
+    if (d->filter && !ev->any && !has_default) return 0;
+    if (d->n >= d->cap) return fail(&d->err, "more events than counted");  /* cannot happen */
     Py_ssize_t i = d->n++;
     d->md_code[i] = mdi;
     d->start_ns[i] = (int64_t)start;
     d->end_ns[i] = (int64_t)stop;
     for (int c = 0; c < d->ncodes; c++) {
-        uint8_t k = kind[c];
+        uint8_t k = ev->kind[c];
         d->kinds[c][i] = k;
         if (k == K_ABSENT || k == K_NONE) {
             if (d->vals[c]) d->vals[c][i] = 0;
             continue;
         }
         if (!d->vals[c]) {
-            d->vals[c] = calloc(d->cap, sizeof(int64_t));
+            d->vals[c] = calloc(d->cap ? d->cap : 1, sizeof(int64_t));
             if (!d->vals[c]) return d->oom = 1, -1;
         }
-        int64_t out = val[c];
+        int64_t out = ev->val[c];
         if (k == K_STR || k == K_BYTES) {
-            int32_t si = strtab_get(&d->strs, (const uint8_t *)(intptr_t)val[c], slen[c], k);
+            int32_t si = strtab_get(&d->strs, (const uint8_t *)(intptr_t)ev->val[c],
+                                    ev->slen[c], k);
             if (si < 0) return d->oom = 1, -1;
             out = si;
         } else if (k == K_REF) {
             int nw;
-            int32_t ri = idmap_get(&d->refs, (uint64_t)val[c], &nw);
+            int32_t ri = idmap_get(&d->refs, (uint64_t)ev->val[c], &nw);
             if (ri < 0) return d->oom = 1, -1;
             out = ri;
         }
@@ -752,10 +805,31 @@ static int read_event(dec_t *d, const uint8_t *p, const uint8_t *end, int depth,
     return 0;
 }
 
-/* Walk one XLine body; for every events entry call read_event. Returns the number of events. */
+/* The events entries of one XLine body, counted without reading them (-1 on bad framing). */
+static Py_ssize_t count_events(const uint8_t *p, const uint8_t *end, err_t *err) {
+    Py_ssize_t n = 0;
+    while (p < end) {
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, err)) return -1;
+        if (f == 4 && wt == 2) {
+            uint64_t len;
+            if (rd_len(&p, end, &len, err)) return -1;
+            p += len;
+            n++;
+            continue;
+        }
+        if (skip_field(&p, end, f, wt, 2, err)) return -1;
+    }
+    return n;
+}
+
+/* Walk one XLine body; parse every events entry (and, with ``emit``, add it to the columns).
+ * Returns the number of events. */
 static Py_ssize_t walk_line(dec_t *d, const uint8_t *p, const uint8_t *end, int64_t ts_ns,
                             int emit) {
     Py_ssize_t n = 0;
+    event_t ev;
     while (p < end) {
         uint32_t f;
         int wt;
@@ -763,7 +837,8 @@ static Py_ssize_t walk_line(dec_t *d, const uint8_t *p, const uint8_t *end, int6
         if (f == 4 && wt == 2) {
             uint64_t len;
             if (rd_len(&p, end, &len, &d->err)) return -1;
-            if (read_event(d, p, p + len, 3, ts_ns, emit)) return -1;
+            if (read_event(d, p, p + len, 3, emit, &ev)) return -1;
+            if (emit && emit_event(d, &ev, ts_ns)) return -1;
             p += len;
             n++;
             continue;
@@ -801,91 +876,149 @@ static int check_range(Py_buffer *view, Py_ssize_t off, Py_ssize_t len) {
     return 0;
 }
 
-/* One decode request, parsed (with the GIL) into a dec_t ready to walk without it. */
+/* One decode request, copied (with the GIL) into a dec_t ready to walk without it. */
 typedef struct {
     dec_t d;
-    Py_ssize_t off, len, n_events;
+    Py_ssize_t off, len, n_events, counted;
     int64_t ts_ns;
 } job_t;
 
-static int job_setup(job_t *j, Py_buffer *view, Py_ssize_t off, Py_ssize_t len,
-                     long long ts_ns, PyObject *codes, int ncodes, PyObject *default_md,
-                     int filter) {
-    dec_t *d = &j->d;
-    memset(j, 0, sizeof(*j));
-    j->off = off;
-    j->len = len;
-    j->ts_ns = (int64_t)ts_ns;
-    if (check_range(view, off, len)) return -1;
-    if (!PyDict_Check(codes)) {
-        PyErr_SetString(PyExc_TypeError, "stat_codes must be a dict");
+/* A request's arguments as C values. Only exact ints, dicts, sets and tuples are accepted:
+ * converting those runs no Python code, so nothing can change them while they are read. */
+typedef struct {
+    Py_ssize_t off, len;
+    long long ts_ns;
+    PyObject *codes, *default_md;  /* borrowed from the (owned) argument tuple */
+    int ncodes, filter;
+} request_t;
+
+static int exact_int(PyObject *o, const char *what) {
+    if (PyLong_CheckExact(o) || PyBool_Check(o)) return 0;
+    PyErr_Format(PyExc_TypeError, "%s must be an int", what);
+    return -1;
+}
+
+/* items: offset, length, timestamp_ns, stat_codes, n_codes, default_md, filter */
+static int parse_request(PyObject *const *items, request_t *r) {
+    if (exact_int(items[0], "offset") || exact_int(items[1], "length") ||
+        exact_int(items[2], "timestamp_ns") || exact_int(items[4], "n_codes") ||
+        exact_int(items[6], "filter"))
         return -1;
-    }
-    if (ncodes < 0 || ncodes > NCODES_MAX) {
+    r->off = PyLong_AsSsize_t(items[0]);
+    r->len = PyLong_AsSsize_t(items[1]);
+    r->ts_ns = PyLong_AsLongLong(items[2]);
+    long nc = PyLong_AsLong(items[4]);
+    if (PyErr_Occurred()) return -1;
+    r->codes = items[3];
+    r->default_md = items[5];
+    r->filter = items[6] == Py_True || (PyLong_CheckExact(items[6]) &&
+                                        PyLong_AsLong(items[6]) != 0);
+    if (PyErr_Occurred()) return -1;
+    if (nc < 0 || nc > NCODES_MAX) {
         PyErr_SetString(PyExc_ValueError, "too many stat codes");
         return -1;
     }
-    if (default_md != Py_None && !PyAnySet_Check(default_md)) {
+    r->ncodes = (int)nc;
+    if (!PyDict_CheckExact(r->codes)) {
+        PyErr_SetString(PyExc_TypeError, "stat_codes must be a dict");
+        return -1;
+    }
+    if (r->default_md != Py_None && !PyAnySet_CheckExact(r->default_md)) {
         PyErr_SetString(PyExc_TypeError, "default_md must be a set or None");
-        return -1;
-    }
-    d->ncodes = ncodes;
-    d->filter = filter;
-    if (idmap_init(&d->stat_codes, 64) || idmap_init(&d->md, 256) ||
-        idmap_init(&d->refs, 256) || idmap_init(&d->defaults, 64) || strtab_init(&d->strs)) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (default_md != Py_None) {
-        PyObject *it = PyObject_GetIter(default_md), *item;
-        if (!it) return -1;
-        while ((item = PyIter_Next(it))) {
-            long long key = PyLong_AsLongLong(item);
-            Py_DECREF(item);
-            int is_new;
-            if ((key == -1 && PyErr_Occurred()) ||
-                idmap_get(&d->defaults, (uint64_t)key, &is_new) < 0) {
-                Py_DECREF(it);
-                if (!PyErr_Occurred()) PyErr_NoMemory();
-                return -1;
-            }
-        }
-        Py_DECREF(it);
-        if (PyErr_Occurred()) return -1;
-    }
-    Py_ssize_t pos = 0, nc = PyDict_Size(codes);
-    PyObject *k, *v;
-    d->code_of = malloc((nc + 1) * sizeof(int32_t));
-    if (!d->code_of) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    while (PyDict_Next(codes, &pos, &k, &v)) {
-        long long key = PyLong_AsLongLong(k);
-        long code = PyLong_AsLong(v);
-        if (PyErr_Occurred()) return -1;
-        if (code < 0 || code >= ncodes) {
-            PyErr_SetString(PyExc_ValueError, "stat code out of range");
-            return -1;
-        }
-        int is_new;
-        int32_t i = idmap_get(&d->stat_codes, (uint64_t)key, &is_new);
-        if (i < 0) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        d->code_of[i] = (int32_t)code;
-    }
-    if (grow_outputs(d, 1)) {
-        PyErr_NoMemory();
         return -1;
     }
     return 0;
 }
 
+static int job_setup(job_t *j, Py_buffer *view, const request_t *r) {
+    dec_t *d = &j->d;
+    memset(j, 0, sizeof(*j));
+    j->off = r->off;
+    j->len = r->len;
+    j->ts_ns = (int64_t)r->ts_ns;
+    if (check_range(view, r->off, r->len)) return -1;
+    d->ncodes = r->ncodes;
+    d->filter = r->filter;
+    if (idmap_init(&d->stat_codes, 64) || idmap_init(&d->md, 256) ||
+        idmap_init(&d->refs, 256) || idmap_init(&d->defaults, 64) || strtab_init(&d->strs)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    PyObject *ids = NULL, *items = NULL;
+    if (r->default_md != Py_None) {
+        ids = PySequence_Tuple(r->default_md);  /* a copy: exact sets run no Python code */
+        if (!ids) goto done;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ids); i++) {
+            PyObject *item = PyTuple_GET_ITEM(ids, i);
+            if (exact_int(item, "default_md items")) goto done;
+            long long key = PyLong_AsLongLong(item);
+            int is_new;
+            if (key == -1 && PyErr_Occurred()) goto done;
+            if (idmap_get(&d->defaults, (uint64_t)key, &is_new) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    }
+    items = PyDict_Items(r->codes);  /* a copy of the pairs, sized once */
+    if (!items) goto done;
+    Py_ssize_t nc = PyList_GET_SIZE(items);
+    d->code_of = malloc((nc + 1) * sizeof(int32_t));
+    if (!d->code_of) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nc; i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        PyObject *k = PyTuple_GET_ITEM(kv, 0), *v = PyTuple_GET_ITEM(kv, 1);
+        if (exact_int(k, "stat_codes keys") || exact_int(v, "stat_codes values")) goto done;
+        long long key = PyLong_AsLongLong(k);
+        long code = PyLong_AsLong(v);
+        if (PyErr_Occurred()) goto done;
+        if (code < 0 || code >= r->ncodes) {
+            PyErr_SetString(PyExc_ValueError, "stat code out of range");
+            goto done;
+        }
+        int is_new;
+        int32_t ci = idmap_get(&d->stat_codes, (uint64_t)key, &is_new);
+        if (ci < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        d->code_of[ci] = (int32_t)code;  /* ci <= i < nc + 1: within code_of */
+    }
+    const uint8_t *p = (const uint8_t *)view->buf + r->off;
+    j->counted = count_events(p, p + r->len, &d->err);
+    if (j->counted < 0) {
+        PyErr_Format(PyExc_ValueError, "%s", d->err.msg ? d->err.msg : "corrupt line");
+        goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(ids);
+    Py_XDECREF(items);
+    return rc;
+}
+
+/* The column memory budget of one call over ``view`` (see COLUMN_BUDGET_FACTOR). */
+static int check_budget(Py_buffer *view, job_t *jobs, Py_ssize_t n) {
+    long long need = 0, budget = COLUMN_BUDGET_FACTOR * (long long)view->len +
+                                 COLUMN_BUDGET_BASE;
+    for (Py_ssize_t i = 0; i < n; i++) need += column_bytes(jobs[i].counted, jobs[i].d.ncodes);
+    if (need <= budget) return 0;
+    PyErr_Format(PyExc_ValueError, "its events would take %lld MiB of columns, more than "
+                 "%d bytes per input byte: refused", need >> 20, COLUMN_BUDGET_FACTOR);
+    return -1;
+}
+
 /* The walk itself: no Python objects touched, so it runs without the GIL. */
 static void job_walk(job_t *j, const uint8_t *base) {
     const uint8_t *p = base + j->off;
+    if (alloc_outputs(&j->d, j->counted)) {
+        j->d.oom = 1;
+        return;
+    }
     j->n_events = walk_line(&j->d, p, p + j->len, j->ts_ns, 1);
 }
 
@@ -957,15 +1090,15 @@ fail:
  */
 static PyObject *py_decode(PyObject *self, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t off, len;
-    long long ts_ns;
-    PyObject *codes, *default_md, *result = NULL;
-    int ncodes, filter;
-    if (!PyArg_ParseTuple(args, "y*nnLOiOp", &view, &off, &len, &ts_ns, &codes, &ncodes,
-                          &default_md, &filter))
+    PyObject *a[7], *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*OOOOOOO", &view, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
+                          &a[6]))
         return NULL;
+    request_t r;
     job_t j;
-    if (job_setup(&j, &view, off, len, ts_ns, codes, ncodes, default_md, filter) == 0) {
+    memset(&j, 0, sizeof(j));
+    if (parse_request(a, &r) == 0 && job_setup(&j, &view, &r) == 0 &&
+        check_budget(&view, &j, 1) == 0) {
         Py_BEGIN_ALLOW_THREADS
         job_walk(&j, (const uint8_t *)view.buf);
         Py_END_ALLOW_THREADS
@@ -996,34 +1129,45 @@ static void *pool_worker(void *arg) {
 }
 
 /* decode_many(buf, requests, threads) -> list of decode() results, in order. Each request is
- * (offset, length, timestamp_ns, stat_codes, n_codes, default_md, filter). The lines are
- * walked by up to ``threads`` threads at once, without the GIL. */
+ * a tuple (offset, length, timestamp_ns, stat_codes, n_codes, default_md, filter). The lines
+ * are walked by up to ``threads`` threads at once, without the GIL; the caller decides how
+ * many (the reading module knows how many files are read at once). */
 static PyObject *py_decode_many(PyObject *self, PyObject *args) {
     Py_buffer view;
-    PyObject *requests, *result = NULL;
+    PyObject *requests, *reqs = NULL, *result = NULL;
     int threads;
-    if (!PyArg_ParseTuple(args, "y*O!i", &view, &PyList_Type, &requests, &threads))
+    if (!PyArg_ParseTuple(args, "y*Oi", &view, &requests, &threads)) return NULL;
+    if (!PyList_CheckExact(requests) && !PyTuple_CheckExact(requests)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "requests must be a list");
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(requests), ready = 0;
+    }
+    reqs = PySequence_Tuple(requests);  /* owned references: the list may not change them */
+    if (!reqs) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(reqs), ready = 0;
     job_t *jobs = calloc(n ? n : 1, sizeof(job_t));
     if (!jobs) {
+        Py_DECREF(reqs);
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
     for (; ready < n; ready++) {
-        Py_ssize_t off, len;
-        long long ts_ns;
-        PyObject *codes, *default_md;
-        int ncodes, filter;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(requests, ready), "nnLOiOp", &off, &len, &ts_ns,
-                              &codes, &ncodes, &default_md, &filter))
+        PyObject *req = PyTuple_GET_ITEM(reqs, ready);
+        request_t r;
+        if (!PyTuple_CheckExact(req) || PyTuple_GET_SIZE(req) != 7) {
+            PyErr_SetString(PyExc_TypeError, "each request must be a tuple of 7 items");
             goto done;
-        if (job_setup(&jobs[ready], &view, off, len, ts_ns, codes, ncodes, default_md,
-                      filter)) {
+        }
+        if (parse_request(((PyTupleObject *)req)->ob_item, &r)) goto done;
+        if (job_setup(&jobs[ready], &view, &r)) {
             ready++;  /* its partial allocations are freed below */
             goto done;
         }
     }
+    if (check_budget(&view, jobs, n)) goto done;
     {
         pool_t pool = {jobs, n, (const uint8_t *)view.buf, 0};
         int nt = threads < 1 ? 1 : threads > 16 ? 16 : threads;
@@ -1052,6 +1196,7 @@ static PyObject *py_decode_many(PyObject *self, PyObject *args) {
 done:
     for (Py_ssize_t i = 0; i < ready; i++) dec_free(&jobs[i].d);
     free(jobs);
+    Py_DECREF(reqs);
     PyBuffer_Release(&view);
     return result;
 }
@@ -1097,11 +1242,33 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
+/* The per-process hash key, from os.urandom (the only randomness here: outputs never depend
+ * on it, since dense codes follow first appearance). */
+static int seed_hash(void) {
+    PyObject *os = PyImport_ImportModule("os");
+    if (!os) return -1;
+    PyObject *b = PyObject_CallMethod(os, "urandom", "i", 16);
+    Py_DECREF(os);
+    if (!b) return -1;
+    if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) != 16) {
+        Py_DECREF(b);
+        PyErr_SetString(PyExc_RuntimeError, "os.urandom gave no 16 bytes");
+        return -1;
+    }
+    memcpy(&g_k0, PyBytes_AS_STRING(b), 8);
+    memcpy(&g_k1, PyBytes_AS_STRING(b) + 8, 8);
+    Py_DECREF(b);
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__tracelens_xspace(void) {
+    if (seed_hash()) return NULL;
     PyObject *m = PyModule_Create(&module);
     /* bump with every change of the functions' signatures or results: the Python side
      * ignores a module built from other sources (parsers/xspace_decode.py, ABI) */
-    if (m && PyModule_AddIntConstant(m, "ABI", 2)) {
+    if (m && (PyModule_AddIntConstant(m, "ABI", 3) ||
+              PyModule_AddIntConstant(m, "COLUMN_BUDGET_FACTOR", COLUMN_BUDGET_FACTOR) ||
+              PyModule_AddIntConstant(m, "COLUMN_BUDGET_BASE", COLUMN_BUDGET_BASE))) {
         Py_DECREF(m);
         return NULL;
     }

@@ -32,6 +32,19 @@ AMD_MI300X_STATS: dict[str, Any] = {
 }
 
 
+class UInt64(int):
+    """A stat value written as ``uint64_value`` whatever its size (plain ints are int64, or
+    uint64 from 2**63 on)."""
+
+
+class InlineStr(str):
+    """A stat value written inline as ``str_value`` (plain strs are interned ``ref_value``)."""
+
+
+class Ref(int):
+    """A raw ``ref_value`` (an XStatMetadata id, possibly one the plane does not define)."""
+
+
 @dataclass
 class Activity:
     """One device activity. ``stats`` values: str (interned), int, float or bytes."""
@@ -70,7 +83,15 @@ class _PlaneBuilder:
 
     def set_stat(self, stat: Any, name: str, value: Any) -> None:
         stat.metadata_id = self.stat_id(name)
-        if isinstance(value, bool):
+        if isinstance(value, UInt64):
+            stat.uint64_value = int(value)
+        elif isinstance(value, Ref):
+            stat.ref_value = int(value)
+        elif isinstance(value, InlineStr):
+            stat.str_value = str(value)
+        elif value is None:
+            pass  # a stat with no value set
+        elif isinstance(value, bool):
             stat.int64_value = int(value)
         elif isinstance(value, int):
             if value >= 2**63:
@@ -109,13 +130,18 @@ def build_xspace(activities: Iterable[Activity], *, host: str = "host0",
                  steps: Iterable[tuple[int, int, int]] = (),
                  cpu_ops: Iterable[tuple[int, int, str, int, int]] = (),
                  annotations: Iterable[tuple[int, str, int, int]] = (),
-                 profile_start_ns: int | None = 1_700_000_000_000_000_000) -> bytes:
+                 profile_start_ns: int | None = 1_700_000_000_000_000_000,
+                 device_plane: str = "/device:GPU:",
+                 modules: Iterable[tuple[str, bytes, Any]] = ()) -> bytes:
     """Serialize a single-host XSpace.
 
     ``device_stats``: plane stats per GPU ordinal (planes are written even for idle devices).
     ``steps``: (step_num, start_ns, end_ns) host step markers. ``cpu_ops``: XLA:CPU op events
     (thread id, device_ordinal, hlo_op, start_ns, dur_ns) on ``tf_XLAEigen`` host threads.
     ``annotations``: (thread id, name, start_ns, dur_ns) host events without stats (TraceMe).
+    ``device_plane``: the device planes' name prefix (``/device:TPU:`` for a TPU trace).
+    ``modules``: ``/host:metadata`` entries (name, serialized HloProto, program_id stat value
+    or None).
     """
     space = xspace_class()()
     space.hostnames.append(host)
@@ -125,7 +151,7 @@ def build_xspace(activities: Iterable[Activity], *, host: str = "host0",
     for k in ordinals:
         plane = space.planes.add()
         plane.id = k
-        plane.name = f"/device:GPU:{k}"
+        plane.name = f"{device_plane}{k}"
         b = builders[k] = _PlaneBuilder(plane)
         for name, value in (device_stats or {}).get(k, AMD_MI300X_STATS).items():
             b.set_stat(plane.stats.add(), name, value)
@@ -147,6 +173,16 @@ def build_xspace(activities: Iterable[Activity], *, host: str = "host0",
         line = hb.line(tid, f"tf_XLAEigen/{tid}")
         hb.add_event(line, op, start, dur, {"hlo_op": op, "hlo_module": "jit_step",
                                            "program_id": 1, "device_ordinal": ordinal})
+    modules = list(modules)
+    if modules:
+        md_plane = space.planes.add()
+        md_plane.name = "/host:metadata"
+        mb = _PlaneBuilder(md_plane)
+        for name, hlo, program_id in modules:
+            md = md_plane.event_metadata[mb.event_id(name)]
+            mb.set_stat(md.stats.add(), "Hlo Proto", hlo)
+            if program_id is not None:
+                mb.set_stat(md.stats.add(), "program_id", program_id)
     if profile_start_ns is not None:
         env = space.planes.add()
         env.name = "Task Environment"

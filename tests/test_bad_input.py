@@ -141,11 +141,11 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
 
 def test_oversized_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """protobuf cannot decode 2 GiB; the limit is lowered here instead of writing 2 GiB."""
-    from parsers import xprof
+    from parsers.xspace import space
 
     p = tmp_path / "big.xplane.pb"
     p.write_bytes(_small_trace())
-    monkeypatch.setattr(xprof, "MAX_PROTO_BYTES", 100)
+    monkeypatch.setattr(space, "MAX_PROTO_BYTES", 100)
     with pytest.raises(TraceInputError, match="cannot be decoded by protobuf"):
         tracelens.load(p)
 

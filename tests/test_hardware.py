@@ -31,7 +31,50 @@ REFERENCE = {
               "fp8": 1978.9, "int8": 1978.9}, 4.8, 141, 900),
     "b200": ({"fp64": 37, "fp32": 75, "tf32": 1100, "fp16": 2250, "bf16": 2250, "fp8": 4500,
               "fp6": 4500, "fp4": 9000, "int8": 4500}, 8.0, 180, 1800),
+    # Issue 12: vendor datasheets (AMD: per GCD for MI250X = half the OAM figures;
+    # NVIDIA: dense = the starred sparse figure / 2)
+    "mi250x": ({"fp64": 47.9, "fp32": 47.9, "fp16": 191.5, "bf16": 191.5, "int8": 191.5},
+               1.6384, 64, None),
+    "mi210": ({"fp64": 45.3, "fp32": 45.3, "fp16": 181.0, "bf16": 181.0, "int8": 181.0},
+              1.6384, 64, 300),
+    "a100": ({"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624},
+             2.039, 80, 600),
+    "a100-40gb": ({"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312,
+                   "int8": 624}, 1.555, 40, 600),
+    "v100": ({"fp64": 7.8, "fp32": 15.7, "fp16": 125}, 0.9, 32, 300),
+    "l40s": ({"fp32": 91.6, "tf32": 183, "fp16": 362.05, "bf16": 362.05, "fp8": 733,
+              "int8": 733}, 0.864, 48, None),
+    "gh200": ({"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
+               "fp8": 1978.9, "int8": 1978.9}, 4.0, 96, 900),
 }
+
+
+def test_every_table_entry_has_peaks_and_memory() -> None:
+    """``tracelens gpus`` shows no gap in FLOPs, HBM or memory for any built-in GPU."""
+    for gid, s in SPECS.items():
+        if gid == "mi300a":
+            continue  # HBM bandwidth not in our references: documented as unknown
+        assert s.peak_tflops and s.hbm_tb_per_s and s.memory_gb, gid
+    assert set(REFERENCE) | {"mi300a"} == set(SPECS)
+
+
+def test_new_products_identified_by_properties_or_name() -> None:
+    assert identify("amd", "gfx90a", 110, 1700.0, 64 * GIB).spec_id == "mi250x"
+    assert identify("nvidia", "sm_80", 108, 1410.0, 80 * GIB).spec_id == "a100"
+    assert identify("nvidia", "sm_80", 108, 1410.0, 40 * GIB).spec_id == "a100-40gb"
+    assert identify("nvidia", "sm_70", 80, 1530.0, 16 * GIB).spec_id == "v100"
+    assert identify("nvidia", "sm_89", 142, 2520.0, 48 * GIB).spec_id == "l40s"
+    # GH200's GPU looks like an H100 by its properties: only its name says GH200
+    assert identify("nvidia", "sm_90", 132, 1980.0, 80 * GIB).spec_id == "h100"
+    assert hardware.identify_by_name("NVIDIA GH200 480GB").spec_id == "gh200"
+    assert hardware.identify_by_name("Tesla V100-SXM2-16GB").spec_id == "v100"
+    assert hardware.identify_by_name("NVIDIA A100-SXM4-80GB", 80 * GIB).spec_id == "a100"
+    assert hardware.identify_by_name("NVIDIA A100-SXM4-80GB") is None  # memory decides
+    assert hardware.identify_by_name("NVIDIA H100 80GB HBM3").spec_id == "h100"
+    assert hardware.identify_by_name("gfx942") is None
+    assert hardware.vendor_from_name("Tesla V100-SXM2-16GB") == "nvidia"
+    assert hardware.vendor_from_name("AMD Instinct MI210") == "amd"
+    assert hardware.vendor_from_name("some accelerator") is None
 
 
 @pytest.mark.parametrize("gid", sorted(REFERENCE))

@@ -279,7 +279,7 @@ def test_corrupt_dropped_line_is_still_an_error(tmp_path: Path) -> None:
 def test_c_functions_survive_random_bytes() -> None:
     """The extension's entry points on arbitrary bytes: a result or ValueError, never a
     crash; every loop ends."""
-    c = xspace_decode._c
+    c = xspace_decode.extension()
     rng = random.Random(8)
     base = _fuzz_base()
     for i in range(3000):
@@ -300,7 +300,7 @@ def test_c_functions_survive_random_bytes() -> None:
 
 
 def test_c_arguments_are_checked() -> None:
-    c = xspace_decode._c
+    c = xspace_decode.extension()
     with pytest.raises(ValueError):
         c.decode(b"", 5, 1, 0, {}, 7, None, False)
     with pytest.raises(ValueError):
@@ -314,8 +314,17 @@ def test_c_arguments_are_checked() -> None:
 def test_timestamps_out_of_range_are_an_input_error(tmp_path: Path) -> None:
     p = tmp_path / "far.xplane.pb"
     p.write_bytes(_space_with([_event(off=2**62, dur=2**62)], ts=2**63 - 10))
-    with pytest.raises(TraceInputError):
-        xprof.read(p, decoder="c")
+    for decoder in ("c", "python"):  # the per-event reader raised a polars TypeError
+        with pytest.raises(TraceInputError, match="out of the int64 nanosecond range"):
+            xprof.read(p, decoder=decoder)
+    # in filter mode too (host lines), for an event it does not keep (no wanted stat), as
+    # the per-event reader checks every event of the lines it reads
+    raw = p.read_bytes()
+    c = xspace_decode.extension()
+    _, lines = c.scan(raw)
+    (_, _, off, length, _), *_ = lines
+    with pytest.raises(ValueError, match="int64 nanosecond range"):
+        c.decode(raw, off, length, 2**63 - 10, {}, 7, None, True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,8 +334,10 @@ def test_timestamps_out_of_range_are_an_input_error(tmp_path: Path) -> None:
 def test_fallback_is_not_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
     fast = xprof.read(p)
-    monkeypatch.setattr(xspace_decode, "_c", None)
-    monkeypatch.setattr(xspace_decode, "_IMPORT_ERROR", "not built (test)")
+    from parsers.xspace import native
+
+    monkeypatch.setattr(native, "_c", None)
+    monkeypatch.setattr(native, "_IMPORT_ERROR", "not built (test)")
     slow = xprof.read(p)
     assert slow.meta.extra["decoder"] == {str(p): "python"}
     assert fast.meta.extra["decoder"] == {str(p): "c"}

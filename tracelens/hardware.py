@@ -40,6 +40,7 @@ class Product:
     max_memory_gib: float = float("inf")
     min_clock_mhz: float = 0.0
     max_clock_mhz: float = float("inf")
+    name_only: bool = False  # identified only from a name string (identify_by_name)
 
 
 PRODUCTS: tuple[Product, ...] = (
@@ -52,13 +53,52 @@ PRODUCTS: tuple[Product, ...] = (
     Product("mi355x", "AMD Instinct MI355X", "amd", "gfx950", 256, min_clock_mhz=2300),
     Product("mi250x", "AMD Instinct MI250X (one GCD)", "amd", "gfx90a", 110),
     Product("mi210", "AMD Instinct MI210", "amd", "gfx90a", 104),
+    # GH200's GPU has H100's 132 SMs and 96 or 144 GB: only its name tells it apart
+    # (identify_by_name); by properties alone a 132-SM sm_90 device stays H100 or H200.
     Product("h100", "NVIDIA H100 SXM", "nvidia", "sm_90", 132, max_memory_gib=100),
     Product("h200", "NVIDIA H200 SXM", "nvidia", "sm_90", 132, min_memory_gib=100),
     Product("b200", "NVIDIA B200", "nvidia", "sm_100", 148),
+    Product("gh200", "NVIDIA GH200 (96GB)", "nvidia", "sm_90", 132, name_only=True),
+    # A100 SXM4 40 GB vs 80 GB by memory size (the PCIe cards have the same SMs and memory).
+    Product("a100-40gb", "NVIDIA A100 40GB", "nvidia", "sm_80", 108, max_memory_gib=60),
+    Product("a100", "NVIDIA A100 80GB", "nvidia", "sm_80", 108, min_memory_gib=60),
+    Product("v100", "NVIDIA V100", "nvidia", "sm_70", 80),
+    Product("l40s", "NVIDIA L40S", "nvidia", "sm_89", 142),
 )
 
 # HIP reports gcnArch as compute capability major.minor on AMD.
 AMD_ARCH_BY_CAP: dict[tuple[int, int], str] = {(9, 4): "gfx942", (9, 5): "gfx950"}
+
+# Words in a device name string (XSpace ``gpu_device_name``, a driver's marketing name)
+# that say the vendor, for traces whose plane has no ``device_vendor`` stat (TensorFlow's).
+_VENDOR_WORDS = {"nvidia": "nvidia", "tesla": "nvidia", "quadro": "nvidia",
+                 "geforce": "nvidia", "amd": "amd", "instinct": "amd", "radeon": "amd"}
+
+
+def vendor_from_name(name: str | None) -> str | None:
+    """"nvidia" or "amd" when a word of the device name says so (``Tesla V100-SXM2-16GB``,
+    ``AMD Instinct MI300X``, ``gfx942``), else None."""
+    if not name:
+        return None
+    if re.match(r"^gfx[0-9a-f]+", name.strip().lower()):
+        return "amd"
+    found = {_VENDOR_WORDS[w] for w in re.split(r"[^a-z0-9]+", name.lower()) if w in
+             _VENDOR_WORDS}
+    return found.pop() if len(found) == 1 else None
+
+
+def identify_by_name(name: str | None, memory_bytes: int | None = None) -> Product | None:
+    """The one product whose model word (an alias of its spec: ``V100``, ``A100``, ``GH200``)
+    is a word of the device's name; memory size decides between same-name products (A100
+    40 vs 80 GB) and must then be known. None when no product or several match."""
+    if not name:
+        return None
+    words = {_norm(w) for w in re.split(r"[^A-Za-z0-9]+", name) if w}
+    found = [p for p in PRODUCTS if words & {_norm(a) for a in SPECS[p.spec_id].aliases}]
+    if len(found) > 1:
+        found = [p for p in found if memory_bytes is not None
+                 and p.min_memory_gib <= memory_bytes / GIB < p.max_memory_gib]
+    return found[0] if len(found) == 1 else None
 
 
 def identify(vendor: str | None, arch: str | None, compute_units: int | None,
@@ -68,7 +108,7 @@ def identify(vendor: str | None, arch: str | None, compute_units: int | None,
         return None
     found = []
     for p in PRODUCTS:
-        if p.vendor != vendor or p.arch != arch:
+        if p.name_only or p.vendor != vendor or p.arch != arch:
             continue
         if p.compute_units is not None and compute_units != p.compute_units:
             continue
@@ -100,6 +140,21 @@ _SRC_AMD = ("ROCm/ROCm docs/conceptual/gpu-arch/mi300.md (MI300X peaks, FLOPS/cl
             "shared/reference/rocprof.md §5.1-5.2")
 _SRC_NV = ("nvidia.com/en-us/data-center/h100/, /h200/, /hgx/ datasheets (dense = sparse / 2)",
            "shared/reference/rocprof.md §5.3")
+# Vendor datasheets of the products added for issue 12 (values as the datasheets print them,
+# dense: NVIDIA's starred sparse figures halved).
+_SRC_MI200 = ("amd.com/en/products/accelerators/instinct/mi200/mi250x.html and mi210.html "
+              "(peak engine clock 1700 MHz, CUs, HBM2e size and bandwidth, FLOPs)",
+              "rocprofiler-compute gfx90a 0200_system_speed_of_light.yaml (per-CU rates)")
+_SRC_A100 = ("NVIDIA A100 Tensor Core GPU datasheet, nvidia.com/en-us/data-center/a100/ "
+             "(SXM column; dense = sparse / 2)",)
+_SRC_V100 = ("NVIDIA V100 Tensor Core GPU datasheet, nvidia.com/en-us/data-center/v100/ "
+             "(SXM2 column)",)
+_SRC_L40S = ("NVIDIA L40S datasheet, nvidia.com/en-us/data-center/l40s/ (dense = sparse / 2)",)
+_SRC_GH200 = ("NVIDIA GH200 Grace Hopper Superchip datasheet, "
+              "nvidia.com/en-us/data-center/grace-hopper-superchip/ (GPU part, dense = "
+              "sparse / 2; the same H100 GPU and clocks as our h100 row)",)
+_HOPPER = {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
+           "int8": 1978.9}
 
 
 @dataclass(frozen=True)
@@ -170,14 +225,49 @@ SPECS: dict[str, GpuSpec] = {s.id: s for s in (
     GpuSpec("mi300a", "AMD Instinct MI300A", "amd", "gfx942", _amd("gfx942", 228, 2100),
             memory_gb=128, compute_units=228, clock_mhz=2100, sources=_SRC_AMD,
             aliases=("MI300A",), notes="HBM bandwidth not in our references: unknown"),
-    GpuSpec("mi250x", "AMD Instinct MI250X (one GCD)", "amd", "gfx90a", {}, compute_units=110,
-            sources=_SRC_AMD, aliases=("MI250X",),
-            notes="clock and HBM not in our references: peaks only when the trace gives the "
-                  "clock"),
-    GpuSpec("mi210", "AMD Instinct MI210", "amd", "gfx90a", {}, compute_units=104,
-            sources=_SRC_AMD, aliases=("MI210",),
-            notes="clock and HBM not in our references: peaks only when the trace gives the "
-                  "clock"),
+    # One MI250X OAM is two GCDs, each its own device: per GCD 110 CUs, 64 GB HBM2e and half
+    # the OAM's 3.2768 TB/s; FLOPs = 110 CUs x 1700 MHz x rate (95.7 TF FP64 matrix and 383 TF
+    # FP16 per OAM on the datasheet = 2 x 47.9 and 2 x 191.5).
+    GpuSpec("mi250x", "AMD Instinct MI250X (one GCD)", "amd", "gfx90a",
+            _amd("gfx90a", 110, 1700), hbm_tb_per_s=1.6384, memory_gb=64, compute_units=110,
+            clock_mhz=1700, sources=_SRC_MI200, aliases=("MI250X",),
+            notes="per GCD (half an OAM); link unknown per GCD: the datasheet's 800 GB/s "
+                  "Infinity Fabric is per OAM and partly joins its own two GCDs"),
+    GpuSpec("mi210", "AMD Instinct MI210", "amd", "gfx90a", _amd("gfx90a", 104, 1700),
+            hbm_tb_per_s=1.6384, memory_gb=64, link_gb_per_s=300, compute_units=104,
+            clock_mhz=1700, sources=_SRC_MI200, aliases=("MI210",),
+            notes="datasheet: 45.3 TF FP64/FP32 matrix, 181 TF FP16/BF16, 64 GB HBM2e at "
+                  "1.6384 TB/s, up to 3 Infinity Fabric links, 300 GB/s peak aggregate"),
+    GpuSpec("a100", "NVIDIA A100 80GB", "nvidia", "sm_80",
+            {"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624},
+            hbm_tb_per_s=2.039, memory_gb=80, link_gb_per_s=600, compute_units=108,
+            sources=_SRC_A100, aliases=("A100", "A100 80GB", "A100-SXM4-80GB"),
+            notes="SXM4 80GB (PCIe 80GB: 1.935 TB/s); fp64 = FP64 Tensor, fp32 = non-tensor "
+                  "FP32; NVLink 3 600 GB/s"),
+    GpuSpec("a100-40gb", "NVIDIA A100 40GB", "nvidia", "sm_80",
+            {"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624},
+            hbm_tb_per_s=1.555, memory_gb=40, link_gb_per_s=600, compute_units=108,
+            sources=_SRC_A100, aliases=("A100", "A100 40GB", "A100-SXM4-40GB"),
+            notes="SXM4 40GB; NVLink 3 600 GB/s"),
+    GpuSpec("v100", "NVIDIA V100", "nvidia", "sm_70",
+            {"fp64": 7.8, "fp32": 15.7, "fp16": 125},
+            hbm_tb_per_s=0.9, memory_gb=32, link_gb_per_s=300, compute_units=80,
+            sources=_SRC_V100, aliases=("V100", "Tesla V100", "V100 SXM2"),
+            notes="SXM2 (16 or 32 GB HBM2, 900 GB/s; memory_gb is the 32 GB part); "
+                  "fp16 = Tensor Core mixed precision; no bf16/tf32/int8 tensor rates; "
+                  "NVLink 2 300 GB/s"),
+    GpuSpec("l40s", "NVIDIA L40S", "nvidia", "sm_89",
+            {"fp32": 91.6, "tf32": 183, "fp16": 362.05, "bf16": 362.05, "fp8": 733,
+             "int8": 733},
+            hbm_tb_per_s=0.864, memory_gb=48, compute_units=142, sources=_SRC_L40S,
+            aliases=("L40S",),
+            notes="48 GB GDDR6 (not HBM) at 864 GB/s; no NVLink (PCIe Gen4 x16): link "
+                  "unknown; FP64 not on the datasheet"),
+    GpuSpec("gh200", "NVIDIA GH200 (96GB)", "nvidia", "sm_90", dict(_HOPPER),
+            hbm_tb_per_s=4.0, memory_gb=96, link_gb_per_s=900, compute_units=132,
+            sources=_SRC_GH200, aliases=("GH200",),
+            notes="96 GB HBM3 at 4 TB/s (the 144 GB HBM3e part: 4.9 TB/s, use --gpu-specs); "
+                  "NVLink 4 900 GB/s"),
     GpuSpec("h100", "NVIDIA H100 SXM", "nvidia", "sm_90",
             {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
              "fp8": 1978.9, "int8": 1978.9},

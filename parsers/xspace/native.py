@@ -1,0 +1,353 @@
+"""Columnar XSpace decoding with the C extension ``_tracelens_xspace`` (``parsers/_xspace.c``).
+
+The protobuf runtime turns every event of a 2M-event XSpace into a message object and the
+reader then visits each one from Python: ~20 s where the bare decode takes ~1 s. Here the C
+extension walks the serialized bytes instead:
+
+1. ``scan`` cuts every ``XLine.events`` entry out of the file and returns the rest (the
+   *skeleton*: planes, their metadata maps and stats, line headers) plus where each line's
+   events are. The protobuf runtime parses the skeleton, so everything but the events keeps
+   its exact protobuf semantics.
+2. ``decode`` turns the events of one line into columns: metadata id (as a dense code per
+   line), start/end ns (``timestamp_ns + floor(offset_ps / 1000)``, exact in 128-bit), and per
+   wanted stat a value kind and its 64 bits, ref values and inline strings as small per-line
+   tables. ``validate`` checks the lines nobody reads (e.g. the python tracer's), so a corrupt
+   byte anywhere is still an error.
+3. ``FastLines.frame`` resolves names, ref values and event-metadata default stats on those
+   small tables with numpy and builds exactly the frame ``columns.line_frame`` builds
+   from the per-event lists. Stat columns holding a type the fast path does not cover (a
+   double ``program_id``, a string ``correlation_id``...) go through the reference
+   conversion (``as_int``/``as_str``) row by row, so odd inputs give the same values too.
+
+The C decoder accepts exactly what the upb decoder accepts (see the C file's header; the
+tests fuzz both on the same bytes). ``TRACELENS_XSPACE_DECODER=python`` forces the
+per-event reader.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from parsers.xspace.columns import EVENT_STATS, as_int, as_str, device_kind, too_large
+from parsers.xspace.space import parse
+from tracelens.errors import TraceInputError
+
+ABI = 3  # the version of parsers/_xspace.c this module speaks to
+try:
+    import _tracelens_xspace as _c
+    _IMPORT_ERROR: str | None = None
+    if getattr(_c, "ABI", None) != ABI:  # built from other sources: do not guess
+        _IMPORT_ERROR = (f"the C decoder _tracelens_xspace at {_c.__file__} is out of date "
+                         f"(ABI {getattr(_c, 'ABI', None)}, want {ABI}; reinstall tracelens)")
+        _c = None
+except ImportError as exc:  # not built (no compiler at install time): the Python reader runs
+    _c = None
+    _IMPORT_ERROR = f"the C decoder _tracelens_xspace is not built ({exc})"
+
+ENV = "TRACELENS_XSPACE_DECODER"
+
+# Value kinds written by the C decoder, per event and stat column.
+ABSENT, NONE, INT64, UINT64, DOUBLE, STR, BYTES, REF = range(8)
+_INT_FAST = (1 << ABSENT) | (1 << NONE) | (1 << INT64) | (1 << UINT64)
+_STR_FAST = (1 << ABSENT) | (1 << NONE) | (1 << REF) | (1 << STR)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def available() -> bool:
+    return _c is not None
+
+
+def extension() -> Any:
+    """The ``_tracelens_xspace`` extension module (None when not built)."""
+    return _c
+
+
+def unavailable_reason() -> str:
+    return _IMPORT_ERROR or ""
+
+
+def default_decoder() -> str:
+    """"c" unless ``TRACELENS_XSPACE_DECODER`` says "python"."""
+    return "python" if os.environ.get(ENV, "").strip().lower() == "python" else "c"
+
+
+def default_threads() -> int:
+    """Decoder threads for one file when the caller does not say: up to 4 (the loader, which
+    knows how many files it reads at once, passes its own number)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def split(raw: bytes, path: Path, threads: int | None = None) -> tuple[Any, "FastLines"]:
+    """The XSpace messages without their events, and the source of the events' columns
+    (decoded by ``threads`` C threads; None: :func:`default_threads`)."""
+    try:
+        skeleton, lines = _c.scan(raw)
+    except ValueError as exc:
+        raise TraceInputError(path, f"corrupt or truncated XSpace protobuf ({exc})") from None
+    space = parse(skeleton, path)
+    return space, FastLines(raw, lines, path, threads)
+
+
+class FastLines:
+    """Event columns of each line, decoded from the serialized bytes (see the module doc)."""
+
+    decoder = "c"
+
+    def __init__(self, raw: bytes, lines: list[tuple[int, int, int, int, int]],
+                 path: Path, threads: int | None = None) -> None:
+        self.raw = raw
+        self.path = path
+        self.where = {(p, i): (off, length, n) for p, i, off, length, n in lines}
+        self.done: set[tuple[int, int]] = set()
+        self.planned: dict[int, list[tuple[int, Any, Any, bool]]] = {}
+        self.decoded: dict[tuple[int, int], dict[str, Any]] = {}
+        self.threads = default_threads() if threads is None else max(1, int(threads))
+        self.too_large: dict[str, int] = {}
+
+    def plan(self, reader: Any, plane_idx: int, lines: list[tuple[int, Any]],
+             wanted_only: bool) -> None:
+        """The lines of a plane ``frame`` will be asked for: on the first request, all of
+        them are decoded at once, by several threads (one plane at a time bounds memory)."""
+        self.planned[plane_idx] = [(i, line, reader, wanted_only) for i, line in lines]
+
+    def _decode_plane(self, plane_idx: int) -> None:
+        todo = [(i, line, reader, wanted) for i, line, reader, wanted in
+                self.planned.pop(plane_idx, []) if self.where[plane_idx, i][2]]
+        if len(todo) < 2:
+            return  # decoded on request
+        requests = [(*self.where[plane_idx, i][:2], line.timestamp_ns, reader.stat_code,
+                     len(EVENT_STATS), reader.wanted_ids() if wanted else None, wanted)
+                    for i, line, reader, wanted in todo]
+        try:
+            results = _c.decode_many(self.raw, requests, self.threads)
+        except ValueError as exc:
+            raise TraceInputError(self.path, f"corrupt or truncated XSpace protobuf ({exc})"
+                                  ) from None
+        for (i, *_), r in zip(todo, results):
+            self.decoded[plane_idx, i] = r
+
+    def count(self, plane_idx: int, line_idx: int, line: Any) -> int:
+        return self.where[plane_idx, line_idx][2]
+
+    def finish(self) -> None:
+        """Check every byte of the lines that were not decoded."""
+        for key, (off, length, n) in self.where.items():
+            if key in self.done or not n:
+                continue
+            try:
+                _c.validate(self.raw, off, length)
+            except ValueError as exc:
+                raise TraceInputError(self.path, "corrupt or truncated XSpace protobuf "
+                                      f"({exc})") from None
+        self.done.update(self.where)
+
+    def frame(self, reader: Any, plane_idx: int, line_idx: int, line: Any,
+              wanted_only: bool = False) -> tuple[pl.DataFrame | None, int, int]:
+        off, length, n_events = self.where[plane_idx, line_idx]
+        self.done.add((plane_idx, line_idx))
+        if not n_events:
+            return None, 0, 0
+        if plane_idx in self.planned:
+            self._decode_plane(plane_idx)
+        r = self.decoded.pop((plane_idx, line_idx), None)
+        if r is None:
+            try:
+                r = _c.decode(self.raw, off, length, line.timestamp_ns, reader.stat_code,
+                              len(EVENT_STATS), reader.wanted_ids() if wanted_only else None,
+                              wanted_only)
+            except ValueError as exc:
+                raise TraceInputError(self.path, "corrupt or truncated XSpace protobuf "
+                                      f"({exc})") from None
+        md_ids = np.frombuffer(r["md_ids"], np.int64)
+        md_counts = np.frombuffer(r["md_counts"], np.int64)
+        names = [reader.event_names.get(int(m)) for m in md_ids]
+        unknown = int(sum(int(c) for nm, c in zip(names, md_counts) if nm is None))
+        n = r["n"]
+        if not n:
+            # Nothing kept. Without the filter that means every event had a negative duration
+            # (the reference reader then has no frame either); with it, a frame of no rows.
+            if not wanted_only or not md_counts.sum():
+                return None, r["negative"], unknown
+        names = [nm if nm is not None else f"<unknown event metadata {int(m)}>"
+                 for nm, m in zip(names, md_ids)]
+        cols = _Columns(r, reader, md_ids)
+        md_code = cols.md_code
+        df = pl.DataFrame({
+            "name": pl.Series(names, dtype=pl.String).gather(md_code) if n else
+            pl.Series([], dtype=pl.String),
+            "start_ns": pl.Series(np.frombuffer(r["start_ns"], np.int64), dtype=pl.Int64),
+            "end_ns": pl.Series(np.frombuffer(r["end_ns"], np.int64), dtype=pl.Int64),
+            "op": cols.string(EVENT_STATS.index("hlo_op")),
+            "module": cols.string(EVENT_STATS.index("hlo_module")),
+            "program_id": cols.integer(EVENT_STATS.index("program_id")),
+            "correlation_id": cols.integer(EVENT_STATS.index("correlation_id")),
+            "memcpy_details": cols.string(EVENT_STATS.index("memcpy_details")),
+            "device_ordinal": cols.integer(EVENT_STATS.index("device_ordinal")),
+            "step_num": cols.integer(EVENT_STATS.index("step_num")),
+        })
+        for code, n_big in cols.too_large.items():
+            if not n_big:
+                continue
+            stat = EVENT_STATS[code]
+            self.too_large[stat] = self.too_large.get(stat, 0) + n_big
+        self._combo = (md_code, cols.codes.get(EVENT_STATS.index("memcpy_details")),
+                       names, len(names))
+        return df, r["negative"], unknown
+
+    def device_kind(self, df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
+        """``columns.device_kind`` computed once per distinct (name, memcpy_details)
+        of the line just decoded, then spread onto its rows (the expressions are row-wise)."""
+        md_code, mc, _, n_names = self._combo
+        if mc is None:
+            return device_kind(df, line_types)
+        mc_codes, mc_table = mc
+        key = md_code.astype(np.int64) * (len(mc_table) + 1) + (mc_codes + 1)
+        space = n_names * (len(mc_table) + 1)
+        if space <= 1 << 22:
+            seen = np.zeros(space, bool)
+            seen[key] = True
+            combos = np.flatnonzero(seen)
+            dense = np.cumsum(seen) - 1
+            inverse = dense[key]
+        else:
+            combos, inverse = np.unique(key, return_inverse=True)
+        # one row per combination (the first row holding it)
+        first = np.empty(len(combos), np.int64)
+        rows = np.arange(len(key) - 1, -1, -1)
+        first[inverse[rows]] = rows
+        small = df.select("name", "memcpy_details")[first]
+        kinds = device_kind(small, line_types).select("kind", "subcategory", "bytes")
+        return df.with_columns(kinds[inverse.astype(np.int64)].get_columns())
+
+
+def _nulls(n: int, dtype: pl.DataType) -> pl.Series:
+    return pl.repeat(None, n, dtype=dtype, eager=True).alias("")
+
+
+class _Columns:
+    """Stat columns of one decoded line, resolved against the plane's tables."""
+
+    def __init__(self, r: dict[str, Any], reader: Any, md_ids: np.ndarray) -> None:
+        self.r = r
+        self.n = r["n"]
+        self.reader = reader
+        self.md_ids = md_ids
+        self.md_code = np.frombuffer(r["md_code"], np.int32)
+        self.ref_ids = np.frombuffer(r["ref_ids"], np.uint64)
+        self._refs: list[Any] | None = None
+        self.codes: dict[int, tuple[np.ndarray, list[str | None]]] = {}
+        self.too_large: dict[int, int] = {}  # per integer column: uint64 values above 2**63-1
+
+    def refs(self) -> list[Any]:
+        if self._refs is None:
+            names = self.reader.ref_names
+            self._refs = [names.get(int(x)) for x in self.ref_ids]
+        return self._refs
+
+    def _defaults(self, code: int) -> list[Any]:
+        d = self.reader.defaults
+        return [(d.get(int(m)) or (None,) * (code + 1))[code] for m in self.md_ids]
+
+    def _kinds(self, code: int) -> tuple[np.ndarray, np.ndarray | None, int]:
+        kinds = np.frombuffer(self.r["kinds"][code], np.uint8)
+        vals = self.r["vals"][code]
+        vals = None if vals is None else np.frombuffer(vals, np.int64)
+        present = np.bincount(kinds, minlength=8) if self.n else np.zeros(8, np.int64)
+        mask = sum(1 << k for k in range(8) if present[k])
+        return kinds, vals, mask
+
+    def _objects(self, code: int, kinds: np.ndarray, vals: np.ndarray | None) -> list[Any]:
+        """The per-event values the reference reader would have: exact, one row at a time."""
+        defaults = self._defaults(code)
+        strings = self.r["strings"]
+        out: list[Any] = []
+        for i in range(self.n):
+            k = int(kinds[i])
+            v = int(vals[i]) if vals is not None else 0
+            if k == ABSENT:
+                out.append(defaults[self.md_code[i]])
+            elif k == NONE:
+                out.append(None)
+            elif k == INT64:
+                out.append(v)
+            elif k == UINT64:
+                out.append(v & 0xFFFFFFFFFFFFFFFF)
+            elif k == DOUBLE:
+                out.append(float(np.array([v], np.int64).view(np.float64)[0]))
+            elif k in (STR, BYTES):
+                out.append(strings[v])
+            else:  # REF
+                out.append(self.refs()[v])
+        return out
+
+    def integer(self, code: int) -> pl.Series:
+        """An Int64 column as ``columns.as_int`` makes it."""
+        kinds, vals, mask = self._kinds(code)
+        if mask == 1 << ABSENT and not self.reader.defaults:
+            return _nulls(self.n, pl.Int64)
+        defaults = self._defaults(code)
+        if mask & ~_INT_FAST or any(d is not None and type(d) is not int for d in defaults):
+            objects = self._objects(code, kinds, vals)
+            self.too_large[code] = too_large(objects)
+            return as_int(objects)
+        dval = np.array([d if d is not None and _INT64_MIN <= d <= _INT64_MAX else 0
+                         for d in defaults], np.int64)
+        dok = np.array([d is not None and _INT64_MIN <= d <= _INT64_MAX for d in defaults],
+                       bool)
+        if vals is None:
+            vals = np.zeros(self.n, np.int64)
+        absent = kinds == ABSENT
+        out = np.where(absent, dval[self.md_code], vals) if len(defaults) else vals
+        ok = (kinds == INT64) | ((kinds == UINT64) & (vals >= 0))
+        big = int(((kinds == UINT64) & (vals < 0)).sum())
+        if len(defaults):
+            ok |= absent & dok[self.md_code]
+            dbig = np.array([too_large([d]) for d in defaults], bool)
+            big += int((absent & dbig[self.md_code]).sum())
+        self.too_large[code] = big
+        if ok.all():
+            return pl.Series(out, dtype=pl.Int64)
+        return pl.Series(np.ma.masked_array(out, mask=~ok), dtype=pl.Int64)
+
+    def string(self, code: int) -> pl.Series:
+        """A String column as ``columns.as_str`` makes it (codes kept for reuse)."""
+        kinds, vals, mask = self._kinds(code)
+        if mask == 1 << ABSENT and not self.reader.defaults:
+            self.codes[code] = (np.full(self.n, -1, np.int64), [])
+            return _nulls(self.n, pl.String)
+        defaults = self._defaults(code)
+        if mask & ~_STR_FAST or any(d is not None and type(d) is not str for d in defaults):
+            return pl.Series(as_str(self._objects(code, kinds, vals)), dtype=pl.String)
+        refs = self.refs() if mask & (1 << REF) else []
+        # the per-line table also holds other columns' bytes values: never referenced here
+        strings = [s if type(s) is str else None for s in self.r["strings"]] \
+            if mask & (1 << STR) else []
+        table: list[str | None] = [*refs, *strings, *defaults]
+        if vals is None:
+            vals = np.zeros(self.n, np.int64)
+        base_str, base_def = len(refs), len(refs) + len(strings)
+        idx = np.where(kinds == REF, vals,
+                       np.where(kinds == STR, vals + base_str,
+                                np.where(kinds == ABSENT, self.md_code.astype(np.int64)
+                                         + base_def, -1)))
+        valid = np.array([t is not None for t in table], bool)
+        ok = idx >= 0
+        if len(table):
+            ok &= valid[np.where(ok, idx, 0)]
+        # dense codes over the distinct values (None excluded), for device_kind
+        uniq: dict[str, int] = {}
+        remap = np.array([uniq.setdefault(t, len(uniq)) if t is not None else -1
+                          for t in table], np.int64)
+        codes = np.where(ok, remap[np.where(ok, idx, 0)] if len(table) else -1, -1)
+        self.codes[code] = (codes, list(uniq))
+        values = pl.Series(list(uniq), dtype=pl.String)
+        if ok.all():
+            return values.gather(codes)
+        if not ok.any():
+            return _nulls(self.n, pl.String)
+        return values.gather(pl.Series(np.ma.masked_array(codes, mask=~ok)))

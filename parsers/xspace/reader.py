@@ -1,0 +1,306 @@
+"""Reader for XProf XSpace files (``*.xplane.pb``, optionally gzipped) written by jax.profiler.
+
+Facts used (shared/reference/xprof.md §1-2): GPU planes are ``/device:GPU:<k>`` and their
+stream lines ``Stream #N`` or the legacy ``Stream #N(Kernel...)``; an event starts at
+``line.timestamp_ns * 1000 + offset_ps`` picoseconds; string stats are usually interned
+(``ref_value`` names an XStatMetadata whose ``name`` is the value); event-metadata stats are
+defaults for every event of that metadata. XLA:CPU traces have no device plane: their ops run on
+host threads and carry ``device_ordinal``, which we treat as the device.
+
+One file becomes one single-host :class:`~tracelens.model.Trace` with rank 0; joining hosts is
+the core's job (``tracelens.combine``).
+
+Two sources of event columns give the same Trace: the C decoder (``parsers.xspace.native``,
+which walks the serialized events and leaves only the small rest to protobuf; the default
+when the extension is built) and ``python_lines.PythonLines``, the per-event reader over
+protobuf messages (the reference, and the fallback with a warning).
+``meta.extra["decoder"]`` names the one that ran.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from parsers.xspace import native
+from parsers.xspace.columns import INT64_MAX, check_column_budget, too_large
+from parsers.xspace.devices import device_row
+from parsers.xspace.planes import PlaneReader, stat_value
+from parsers.xspace.python_lines import PythonLines
+from parsers.xspace.source import LineSource
+from parsers.xspace.space import FORMAT, parse, read_raw
+from tracelens import hardware
+from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+                             STEP_SCHEMA, Trace, TraceMeta, conform)
+
+# An ordinal of 10 digits or more is no GPU's: such a plane is skipped with a warning.
+_GPU_PLANE = re.compile(r"^/device:GPU:(\d{1,9})$")
+_STREAM_LINE = re.compile(r"^Stream #(\d+)(?:\((.*)\))?$")
+
+
+def read(path: Path, decoder: str | None = None, threads: int | None = None,
+         marker: str | None = None) -> Trace:
+    """One XSpace file as a single-host Trace (rank 0, times relative to the profile start).
+
+    ``decoder``: "c" (the C extension, ``parsers.xspace.native``), "python" (the per-event
+    reader over protobuf messages) or None for the C one when it is built. Both give the same
+    Trace; ``meta.extra["decoder"]`` says which one ran, and a warning says when the C one
+    was wanted but is not built. ``threads``: C decoder threads for this file (the caller
+    reading several files at once passes its share of the CPUs; None: up to 4). ``marker``: a
+    regex; host-plane events whose name matches it are kept as host events of kind "marker"
+    (``--step-marker``).
+    """
+    choice = decoder or native.default_decoder()
+    raw = read_raw(path)
+    fallback = None
+    if choice == "c" and not native.available():
+        fallback = native.unavailable_reason()
+        choice = "python"
+    if choice == "c":
+        space, source = native.split(raw, path, threads)
+    elif choice == "python":
+        space, source = parse(raw, path), PythonLines(path)
+    else:
+        raise ValueError(f"unknown XSpace decoder {choice!r} (expected 'c' or 'python')")
+    input_bytes = len(raw)
+    del raw
+    trace = _read_space(path, space, source, input_bytes, marker)
+    if fallback:
+        trace.meta.warn(f"{path.name}: read with the slow pure-Python XSpace reader: "
+                        f"{fallback}")
+    return trace
+
+
+def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
+                marker: str | None = None) -> Trace:
+    meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
+    for msg in list(space.errors) + list(space.warnings):
+        meta.warn(f"{path.name}: profiler reported: {msg}")
+    host = space.hostnames[0] if space.hostnames else path.name.split(".")[0]
+    device_frames: list[pl.DataFrame] = []
+    device_rows: list[dict[str, Any]] = []
+    host_frames: list[pl.DataFrame] = []
+    negative = unknown = 0
+    ignored: dict[str, int] = {}
+    profile_start = None
+    cpu_plane = None
+    modules: list[dict[str, Any]] = []
+    readers, n_planned = _plan_lines(space, source, marker)
+    check_column_budget(path, n_planned, input_bytes)
+    for plane_idx, plane in enumerate(space.planes):
+        m = _GPU_PLANE.match(plane.name)
+        if plane.name == "Task Environment":
+            stats = PlaneReader(plane).plane_stats()
+            start = stats.get("profile_start_time")
+            if type(start) is int and 0 <= start <= INT64_MAX:
+                profile_start = start
+            elif start is not None:  # hosts are then not aligned on this clock: say so
+                meta.warn(f"{path.name}: Task Environment profile_start_time = {start!r} is "
+                          "not a usable nanosecond time: left unknown")
+            continue
+        if plane.name == "/host:CPU":
+            cpu_plane = plane_idx, plane
+            continue
+        if plane.name == "/host:metadata":
+            modules = _read_modules(plane)
+            n_bad = sum(1 for m in modules if m["program_id"] is None)
+            if n_bad:
+                meta.warn(f"{path.name}: {n_bad} HLO modules have no int64 program id (a uint64 "
+                          "fingerprint or none): their HLO cannot be joined to kernels")
+            continue
+        if not m:
+            n = sum(source.count(plane_idx, i, line) for i, line in enumerate(plane.lines))
+            if n and plane.name.startswith("/device:"):
+                ignored[plane.name] = n
+            continue
+        reader = readers[plane_idx]
+        ordinal = int(m.group(1))
+        pstats = reader.plane_stats()
+        row, bad = device_row(ordinal, pstats)
+        device_rows.append(row)
+        for key in bad:
+            meta.warn(f"{path.name}: {plane.name}: plane stat {key} = {pstats[key]!r} is not a "
+                      "usable value: left unknown")
+        # ROCm's memory_bandwidth is about half the real HBM rate: never a peak, but say so.
+        bw_warning = hardware.reported_bandwidth_warning(
+            device_rows[-1]["spec_id"], pstats.get("memory_bandwidth"), f"{path.name}: ")
+        if bw_warning:
+            meta.warn(bw_warning)
+        for line_idx, line in enumerate(plane.lines):
+            lm = _STREAM_LINE.match(line.name)
+            if not lm:
+                n = source.count(plane_idx, line_idx, line)
+                if n:
+                    ignored[f"{plane.name} line '{line.name}'"] = n
+                continue
+            df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line)
+            negative += n_neg
+            unknown += n_unknown
+            if df is None:
+                continue
+            df = df.with_columns(device=pl.lit(ordinal, dtype=pl.Int64),
+                                 stream=pl.lit(line.id, dtype=pl.Int64))
+            device_frames.append(source.device_kind(df, lm.group(2)))
+    steps = pl.DataFrame(schema=STEP_SCHEMA)
+    if cpu_plane is not None:
+        cpu_frames, host_frames, steps, n_neg, n_unknown = _read_host_plane(
+            *cpu_plane, source, readers[cpu_plane[0]], meta, f"{path.name}: ")
+        negative += n_neg
+        unknown += n_unknown
+        if not any(f.height for f in device_frames) and cpu_frames:
+            device_frames = cpu_frames
+            ordinals = sorted(set(pl.concat(cpu_frames, how="diagonal_relaxed")["device"].to_list()))
+            device_rows = [{"device": o, "vendor": "cpu", "arch": None, "product": "CPU",
+                            "compute_units": None, "clock_mhz": None, "memory_bytes": None,
+                            "spec_id": None} for o in ordinals]
+            meta.warn(f"{path.name}: no GPU activity; XLA:CPU ops on host threads are "
+                      f"analyzed as {len(ordinals)} CPU device(s) by their device_ordinal")
+    if negative:
+        meta.warn(f"{path.name}: dropped {negative} events with negative duration")
+    if unknown:
+        meta.warn(f"{path.name}: {unknown} events name an event metadata id the plane does not "
+                  "define; kept as '<unknown event metadata N>'")
+    for what, n in ignored.items():
+        why = "TPU devices are not analyzed" if what.startswith("/device:TPU:") else \
+            "not a device stream"
+        meta.warn(f"{path.name}: ignored {n} events on {what} ({why})")
+    for stat, n in sorted(source.too_large.items()):
+        meta.warn(f"{path.name}: {n} {stat} values are uint64 above 2^63-1, which the "
+                  "model's Int64 column cannot hold: left null")
+    events = _assemble_events(device_frames, host)
+    devices = conform(pl.DataFrame(device_rows, schema_overrides={
+        k: v for k, v in DEVICE_SCHEMA.items() if k != "host" and k != "rank"},
+        infer_schema_length=None).with_columns(host=pl.lit(host), rank=pl.lit(0))
+        if device_rows else pl.DataFrame(), DEVICE_SCHEMA)
+    host_events = conform(pl.concat(host_frames, how="diagonal_relaxed"), HOST_EVENT_SCHEMA) \
+        .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
+        if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
+    source.finish()  # every byte is checked, including lines nothing above needed
+    meta.extra = {"hosts": {host: {"profile_start_ns": profile_start, "path": str(path)}},
+                  "decoder": {str(path): source.decoder}}
+    module_frame = pl.DataFrame(modules, schema={k: v for k, v in MODULE_SCHEMA.items()
+                                                 if k not in ("host", "rank")})
+    return Trace(events=events, host_events=host_events,
+                 steps=steps.with_columns(rank=pl.lit(0, dtype=pl.Int32)),
+                 devices=devices, meta=meta,
+                 modules=conform(module_frame.with_columns(host=pl.lit(host), rank=pl.lit(0)),
+                                 MODULE_SCHEMA))
+
+
+_MODULE_NAME = re.compile(r"^(.*)\((-?\d+)\)$")
+
+
+def _read_modules(plane: Any) -> list[dict[str, Any]]:
+    """``/host:metadata``: one event metadata per compiled module, named ``<module>(<id>)``,
+    with the serialized HloProto in stat ``Hlo Proto``."""
+    ref_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    out = []
+    for md in plane.event_metadata.values():
+        stats = {ref_names.get(st.metadata_id): st for st in md.stats}
+        proto = stats.get("Hlo Proto")
+        if proto is None or proto.WhichOneof("value") != "bytes_value":
+            continue
+        m = _MODULE_NAME.match(md.name)
+        pid_stat = stats.get("program_id")
+        program_id = int(m.group(2)) if m else (
+            stat_value(pid_stat, ref_names) if pid_stat is not None else None)
+        if program_id is not None and (type(program_id) is not int or too_large([program_id])):
+            program_id = None  # a uint64 fingerprint (TPU) or not an integer: unknown
+        out.append({"program_id": program_id, "module": m.group(1) if m else md.name,
+                    "hlo_proto": proto.bytes_value})
+    return sorted(out, key=lambda r: (r["program_id"] is None, r["program_id"] or 0))
+
+
+def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return pl.DataFrame(schema=EVENT_SCHEMA)
+    df = pl.concat(frames, how="diagonal_relaxed").with_columns(
+        host=pl.lit(host), rank=pl.lit(0))
+    return conform(df, EVENT_SCHEMA)
+
+
+def _plan_lines(space: Any, source: LineSource, marker: str | None = None
+                ) -> tuple[dict[int, PlaneReader], int]:
+    """The plane readers ``_read_space`` uses, and the lines it will read, told to the
+    source up front (the C decoder then decodes a plane's lines together, in parallel):
+    the stream lines of GPU planes, and every line of the (last) ``/host:CPU`` plane.
+    Also returns the number of events in those lines."""
+    readers: dict[int, PlaneReader] = {}
+    host_idx = None
+    n_events = 0
+    for plane_idx, plane in enumerate(space.planes):
+        if plane.name == "/host:CPU":
+            host_idx = plane_idx
+        elif plane.name not in ("Task Environment", "/host:metadata") \
+                and _GPU_PLANE.match(plane.name):
+            readers[plane_idx] = PlaneReader(plane)
+            lines = [(i, line) for i, line in enumerate(plane.lines)
+                     if _STREAM_LINE.match(line.name)]
+            n_events += sum(source.count(plane_idx, i, line) for i, line in lines)
+            source.plan(readers[plane_idx], plane_idx, lines, wanted_only=False)
+    if host_idx is not None:
+        plane = space.planes[host_idx]
+        readers[host_idx] = PlaneReader(plane)
+        if marker:
+            regex = re.compile(marker)
+            readers[host_idx].keep = {k for k, n in readers[host_idx].event_names.items()
+                                      if regex.search(n)}
+        lines = list(enumerate(plane.lines))
+        n_events += sum(source.count(host_idx, i, line) for i, line in lines)
+        source.plan(readers[host_idx], host_idx, lines, wanted_only=True)
+    return readers, n_events
+
+
+def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: PlaneReader,
+                     meta: TraceMeta, where: str
+                     ) -> tuple[list[pl.DataFrame], list[pl.DataFrame], pl.DataFrame, int, int]:
+    """XLA:CPU op events (as device frames), API/annotation host events, and steps."""
+    pid = reader.plane_stats().get("process_id")
+    if pid is not None and not (type(pid) is int and 0 <= pid <= INT64_MAX):
+        meta.warn(f"{where}/host:CPU plane stat process_id = {pid!r} is not a usable value: left "
+                  "unknown")
+        pid = None
+    cpu_frames: list[pl.DataFrame] = []
+    host_frames: list[pl.DataFrame] = []
+    step_frames: list[pl.DataFrame] = []
+    negative = unknown = 0
+    marks = sorted({reader.event_names[k] for k in reader.keep})
+    for line_idx, line in enumerate(plane.lines):
+        df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line, wanted_only=True)
+        negative += n_neg
+        unknown += n_unknown
+        if df is None:
+            continue
+        df = df.with_columns(tid=pl.lit(line.id, dtype=pl.Int64))
+        ops = df.filter(pl.col("op").is_not_null() & pl.col("device_ordinal").is_not_null())
+        if ops.height:
+            cpu_frames.append(ops.with_columns(
+                device=pl.col("device_ordinal"), stream=pl.lit(line.id, dtype=pl.Int64),
+                kind=pl.lit("kernel")))
+        steps = df.filter(pl.col("step_num").is_not_null())
+        if steps.height:
+            step_frames.append(steps)
+        api = df.filter(pl.col("correlation_id").is_not_null())
+        if line.name.startswith("Host Threads") or api.height:
+            host_frames.append(api.with_columns(kind=pl.lit("api"), pid=pl.lit(pid, pl.Int64)))
+        if steps.height:
+            host_frames.append(steps.with_columns(kind=pl.lit("step"), pid=pl.lit(pid, pl.Int64)))
+        if marks:
+            found = df.filter(pl.col("name").is_in(marks))
+            if found.height:
+                host_frames.append(found.with_columns(kind=pl.lit("marker"),
+                                                      pid=pl.lit(pid, pl.Int64)))
+    if step_frames:
+        steps_df = (pl.concat(step_frames).group_by("step_num")
+                    .agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+                    .sort("start_ns")
+                    .select(step=pl.col("step_num"), start_ns="start_ns", end_ns="end_ns",
+                            source=pl.lit("step_num")))
+        steps_df = conform(steps_df.with_columns(rank=pl.lit(0)), STEP_SCHEMA)
+    else:
+        steps_df = pl.DataFrame(schema=STEP_SCHEMA)
+    return cpu_frames, host_frames, steps_df, negative, unknown

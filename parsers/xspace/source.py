@@ -1,0 +1,37 @@
+"""The one small interface both line sources implement (``python_lines.PythonLines`` over
+protobuf messages, ``native.FastLines`` over the serialized bytes with the C decoder), so the
+reader builds the same Trace from either."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import polars as pl
+
+from parsers.xspace.planes import PlaneReader
+
+
+class LineSource(Protocol):
+    """Event columns of the lines of one XSpace file."""
+
+    decoder: str  # "python" or "c": recorded in meta.extra["decoder"]
+    too_large: dict[str, int]  # per integer stat: uint64 values the model cannot hold
+
+    def count(self, plane_idx: int, line_idx: int, line: Any) -> int:
+        """Events of a line (before any is read)."""
+
+    def plan(self, reader: PlaneReader, plane_idx: int, lines: list[tuple[int, Any]],
+             wanted_only: bool) -> None:
+        """The lines of a plane ``frame`` will be asked for, told up front."""
+
+    def frame(self, reader: PlaneReader, plane_idx: int, line_idx: int, line: Any,
+              wanted_only: bool = False) -> tuple[pl.DataFrame | None, int, int]:
+        """The line's events as ``columns.line_frame`` builds them (None when none is
+        kept), the number dropped for a negative duration, and the number unnamed.
+        ``wanted_only`` allows leaving out events that carry none of the stats we read."""
+
+    def device_kind(self, df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
+        """``columns.device_kind`` of the frame ``frame`` just returned."""
+
+    def finish(self) -> None:
+        """Check every byte of what was not read."""

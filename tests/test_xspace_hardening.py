@@ -1,0 +1,160 @@
+"""Issue 14: the C XSpace decoder cannot be made to hang (keyed hashes), to balloon (a column
+budget proportional to the input, the same for both decoders), or to overflow by a hostile
+caller (arguments copied as exact ints, dicts, sets and tuples before any Python code runs)."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parsers import xprof, xspace_decode
+from tests.xspace_flood import colliding_ids, empty_events, ordinary_ids, xspace_with_ids
+from tracelens.errors import TraceInputError
+
+pytestmark = pytest.mark.skipif(not xspace_decode.available(),
+                                reason=f"C decoder not built: "
+                                       f"{xspace_decode.unavailable_reason()}")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _best_of(path: Path, runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        t = time.perf_counter()
+        trace = xprof.read(path, decoder="c")
+        best = min(best, time.perf_counter() - t)
+    assert trace.events.height == 40_000
+    return best
+
+
+def test_colliding_metadata_ids_decode_as_fast_as_ordinary_ones(tmp_path: Path) -> None:
+    """40k events whose ids all hashed to one slot of the old unkeyed hash took 2.8 s against
+    0.2 s for ordinary ids (quadratic probing); with the keyed hash they take the same time.
+    The two files have the same size and are timed in the same test: only the ratio counts."""
+    flood, normal = tmp_path / "flood.xplane.pb", tmp_path / "normal.xplane.pb"
+    flood.write_bytes(xspace_with_ids(colliding_ids(40_000)))
+    normal.write_bytes(xspace_with_ids(ordinary_ids(40_000)))
+    assert abs(flood.stat().st_size - normal.stat().st_size) < 0.1 * normal.stat().st_size
+    _best_of(normal, 1)  # warm up
+    assert _best_of(flood) < 10 * _best_of(normal)
+
+
+def test_flood_of_empty_events_is_refused_by_both_decoders(tmp_path: Path) -> None:
+    """2-byte empty events would take 83 bytes of columns each: more than the budget of 16
+    bytes per input byte (+ 64 MiB). Both decoders refuse the file with the same line."""
+    n = 1_400_000
+    assert n * xprof.COLUMN_BYTES_PER_EVENT > (xprof.COLUMN_BUDGET_FACTOR * 2 * n
+                                               + xprof.COLUMN_BUDGET_BASE)
+    p = tmp_path / "empty.xplane.pb"
+    p.write_bytes(empty_events(n))
+    messages = []
+    for decoder in ("c", "python"):
+        with pytest.raises(TraceInputError, match="more than 16 bytes per input byte") as exc:
+            xprof.read(p, decoder=decoder)
+        messages.append(str(exc.value))
+    assert messages[0] == messages[1]
+    # and the extension bounds itself for any caller
+    raw = p.read_bytes()
+    _, lines = xspace_decode.extension().scan(raw)
+    (_, _, off, length, count), = lines
+    assert count == n
+    with pytest.raises(ValueError, match="columns"):
+        xspace_decode.extension().decode(raw, off, length, 0, {}, 7, None, False)
+    with pytest.raises(ValueError, match="columns"):
+        xspace_decode.extension().decode_many(raw, [(off, length, 0, {}, 7, None, False)], 1)
+
+
+def test_budget_constants_agree() -> None:
+    c = xspace_decode.extension()
+    assert c.COLUMN_BUDGET_FACTOR == xprof.COLUMN_BUDGET_FACTOR
+    assert c.COLUMN_BUDGET_BASE == xprof.COLUMN_BUDGET_BASE
+
+
+def test_small_files_of_empty_events_still_read(tmp_path: Path) -> None:
+    p = tmp_path / "few.xplane.pb"
+    p.write_bytes(empty_events(1000))
+    for decoder in ("c", "python"):
+        assert xprof.read(p, decoder=decoder).events.height == 1000
+
+
+class _Growing(int):
+    """An int whose conversion runs Python code that grows the dict being read."""
+
+    target: dict = {}
+
+    def __index__(self) -> int:
+        for i in range(1000):
+            self.target[10_000 + i] = 0
+        return int(self)
+
+
+def test_hostile_arguments_are_refused_before_python_code_runs() -> None:
+    c = xspace_decode.extension()
+    codes: dict = {}
+    _Growing.target = codes
+    codes[_Growing(1)] = 0
+    with pytest.raises(TypeError, match="must be an int"):
+        c.decode(b"", 0, 0, 0, codes, 7, None, False)
+    with pytest.raises(TypeError, match="must be an int"):
+        c.decode(b"", 0, 0, 0, {1: _Growing(0)}, 7, None, False)
+    with pytest.raises(TypeError, match="must be an int"):
+        c.decode(b"", _Growing(0), 0, 0, {}, 7, None, False)
+    with pytest.raises(TypeError, match="must be an int"):
+        c.decode(b"", 0, 0, 0, {}, 7, {_Growing(1)}, False)
+    with pytest.raises(TypeError):
+        c.decode(b"", 0, 0, 0, type("D", (dict,), {})(), 7, None, False)  # dict subclass
+    requests = []
+    requests.append((0, 0, 0, {}, 7, None, False))
+    requests.append((_Growing(0), 0, 0, {}, 7, None, False))
+    _Growing.target = {}
+    with pytest.raises(TypeError, match="must be an int"):
+        c.decode_many(b"", requests, 2)
+    with pytest.raises(TypeError):
+        c.decode_many(b"", [[0, 0, 0, {}, 7, None, False]], 1)  # a list, not a tuple
+    assert len(c.decode_many(b"", [(0, 0, 0, {}, 7, None, False)] * 3, 2)) == 3
+
+
+def test_thread_count_is_the_callers(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from parsers.xprof_write import write
+    from tracelens.synth import Scenario, build, scaled
+
+    sc = replace(scaled(Scenario(device="mi300x", gpus=2, layers=1, seed=4), 500),
+                 host_launches=True)
+    p = tmp_path / "t.xplane.pb"
+    write(build(sc, truth=False).trace, p)
+    one, four = xprof.read(p, decoder="c", threads=1), xprof.read(p, decoder="c", threads=4)
+    assert one.events.equals(four.events) and one.host_events.equals(four.host_events)
+
+
+_DECODE = """
+import pickle, sys
+sys.path.insert(0, {root!r})
+from parsers import xspace_decode
+raw = open({path!r}, "rb").read()
+skel, lines = xspace_decode.extension().scan(raw)
+out = [xspace_decode.extension().decode(raw, off, n, 5, {{1: 0, 2: 1, 3: 2}}, 7, {{1, 2}}, False)
+       for _, _, off, n, _ in lines]
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+def test_output_does_not_depend_on_the_hash_key(tmp_path: Path) -> None:
+    """Each process draws its own key; dense codes follow first appearance, so two processes
+    give the same bytes (strings, refs and metadata ids included)."""
+    from parsers.xprof_write import Activity, InlineStr, build_xspace
+
+    acts = [Activity(0, 1 + i % 3, f"k{i % 50}", i * 10, 5,
+                     {"hlo_op": InlineStr(f"op{i % 70}"), "hlo_module": f"m{i % 9}",
+                      "correlation_id": i}) for i in range(2000)]
+    p = tmp_path / "s.xplane.pb"
+    p.write_bytes(build_xspace(acts))
+    runs = [subprocess.run([sys.executable, "-c", _DECODE.format(root=str(ROOT), path=str(p))],
+                           capture_output=True, check=True).stdout for _ in range(2)]
+    assert runs[0] == runs[1] and pickle.loads(runs[0])
