@@ -33,12 +33,13 @@ def test_the_sample_folder_is_refused_with_its_jobs() -> None:
     res = run_cli("summarize", str(SAMPLES))
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
-    assert res.stderr.startswith(f"error: {SAMPLES}: holds 4 jobs, not one (")
+    assert res.stderr.startswith(f"error: {SAMPLES}: holds 5 jobs, not one (")
     assert ("1) h100_8gpu_moe_ddp.xplane.pb (8× NVIDIA H100 SXM); "
-            "2) mi300x_8gpu_llama_step.xplane.pb (8× AMD Instinct MI300X); "
-            "3) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
+            "2) hlo/planted.xplane.pb (8× CPU); "
+            "3) mi300x_8gpu_llama_step.xplane.pb (8× AMD Instinct MI300X); "
+            "4) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
             "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb} (16× AMD Instinct MI355X); "
-            "4) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); pass one job's "
+            "5) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); pass one job's "
             "files\n") in res.stderr
 
 

@@ -9,6 +9,7 @@ know the parsers.
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -142,14 +143,16 @@ def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[str]]:
     return chosen, notes
 
 
-def _reader_for(fmt: str, path: Path, step_marker: str | None = None
-                ) -> Callable[[Path], Trace]:
+def _reader_for(fmt: str, path: Path, step_marker: str | None = None,
+                threads: int | None = None) -> Callable[[Path], Trace]:
+    """The reader of one file. ``threads``: the XSpace C decoder's threads for it (the
+    caller's share of the CPUs when it reads several files at once)."""
     if fmt == "xspace":
         import functools
 
         from parsers import xprof
         # host annotations matching the marker are kept as host events of kind "marker"
-        return functools.partial(xprof.read, marker=step_marker) if step_marker else xprof.read
+        return functools.partial(xprof.read, marker=step_marker, threads=threads)
     if fmt == "kineto":
         from parsers import kineto
         return kineto.read
@@ -195,10 +198,13 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
             origin.setdefault(f, i)
     files = list(origin)
     formats = [sniff_format(f) for f in files]
-    readers = [(f, _reader_for(fmt, f, step_marker)) for f, fmt in zip(files, formats)]
+    # one place decides the CPUs: files read at once share them, never oversubscribed
+    n = _workers(files)
+    threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else None
+    readers = [(f, _reader_for(fmt, f, step_marker, threads)) for f, fmt in zip(files, formats)]
     iterator = progress(files) if progress else files
     parts = _read_parallel(files, formats, readers, step_marker, iterator) \
-        if _workers(files) > 1 else _read_serial(readers, iterator)
+        if n > 1 else _read_serial(readers, iterator)
     if len(parts) > 1:
         check_one_job([job_facts(part, f, origin[f], args[origin[f]].is_dir())
                        for f, part in zip(files, parts)], args)
