@@ -6,9 +6,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from tracelens.model import Trace  # noqa: E402
+from tracelens.model import Trace
+from tracelens.version import __version__
 
 
 def load(*args, **kwargs) -> Trace:  # thin wrapper: keeps `import tracelens` cheap

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens import __version__
+from tracelens.version import __version__
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_specs,
                                         flops_coverage, mfu, no_cost_data, roofline,
                                         roofline_rows, spec_frame, without_flops)

@@ -19,8 +19,8 @@ from typing import Any
 
 from tracelens.model import Trace
 from tracelens.synth.devices import DEVICE_MODELS, DeviceModel, device_model
-from tracelens.synth.scenario import (LLAMA_LAYER, MOE_LAYER, Scenario, Straggler,
-                                      events_per_device_per_step, scaled)
+from tracelens.synth.program import events_per_device_per_step, scaled
+from tracelens.synth.scenario import LLAMA_LAYER, MOE_LAYER, Scenario, Straggler
 
 __all__ = ["DEVICE_MODELS", "DeviceModel", "LLAMA_LAYER", "MOE_LAYER", "Scenario", "Straggler",
            "Synthetic", "build", "events_per_device_per_step", "scaled"]

@@ -16,7 +16,7 @@ and the durations follow from the same FLOPs, bytes and message sizes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tracelens.synth import recipes as rc
 from tracelens.synth.devices import DeviceModel
@@ -342,3 +342,19 @@ def build_program(sc: Scenario, model: DeviceModel) -> Program:
                   for i in (*blk.items, *blk.colls, *blk.pre_copies, *blk.side_copies))
     assert used == list(range(len(b.specs))), "every spec runs exactly once per step"
     return Program(specs=b.specs, blocks=blocks)
+
+
+def events_per_device_per_step(sc: Scenario) -> int:
+    """Device activities one device runs per step (exact; the scale knob sizes runs with it)."""
+    from tracelens.synth.devices import device_model
+    return build_program(sc, device_model(sc.device)).events_per_step
+
+
+def scaled(sc: Scenario, events_per_device: int) -> Scenario:
+    """The scale knob: ``sc`` with as many steps as it takes to reach ``events_per_device``
+    activities on each device (at least one step). Host launch events are switched off, since
+    benchmarks time the device stream; set ``host_launches`` back with ``dataclasses.replace``.
+    """
+    per_step = events_per_device_per_step(sc)
+    steps = max(1, -(-events_per_device // per_step))
+    return replace(sc, steps=steps, host_launches=False)

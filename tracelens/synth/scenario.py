@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 LLAMA_LAYER: tuple[str, ...] = ("norm", "qkv", "rope", "attn", "out", "residual", "norm",
                                 "gate_up", "swiglu", "down", "residual")
@@ -126,20 +126,3 @@ class Scenario:
             problems.append("host_offsets_ns needs one offset >= 0 per host")
         if problems:
             raise ValueError("invalid scenario: " + "; ".join(problems))
-
-
-def events_per_device_per_step(sc: Scenario) -> int:
-    """Device activities one device runs per step (exact; the scale knob sizes runs with it)."""
-    from tracelens.synth.program import build_program  # local: program imports this module
-    from tracelens.synth.devices import device_model
-    return build_program(sc, device_model(sc.device)).events_per_step
-
-
-def scaled(sc: Scenario, events_per_device: int) -> Scenario:
-    """The scale knob: ``sc`` with as many steps as it takes to reach ``events_per_device``
-    activities on each device (at least one step). Host launch events are switched off, since
-    benchmarks time the device stream; set ``host_launches`` back with ``dataclasses.replace``.
-    """
-    per_step = events_per_device_per_step(sc)
-    steps = max(1, -(-events_per_device // per_step))
-    return replace(sc, steps=steps, host_launches=False)
