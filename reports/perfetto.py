@@ -7,9 +7,9 @@ category, rule, op, module, FLOPs and bytes in ``args``. Step windows are comple
 ``steps`` thread of each device. Counter tracks (``ph: "C"``) show per device when
 communication is exposed and when the device is idle (1 inside the interval, 0 after).
 
-Times are microseconds (fractional, exact to the ns) from the earliest activity or step, whose absolute
-ns value is in ``otherData.t0_ns``: absolute ns since the epoch would lose precision in a
-JSON double.
+Times are microseconds (fractional, exact to the ns) from the earliest activity or step,
+whose absolute ns value is in ``otherData.t0_ns``: absolute ns since the epoch would lose
+precision in a JSON double.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Render ``tracelens compare`` and ``tracelens scaling`` results (terminal, Markdown, JSON, CSV)."""
+"""Render ``tracelens compare`` and ``tracelens scaling`` results (terminal, Markdown, JSON,
+CSV)."""
 
 from __future__ import annotations
 

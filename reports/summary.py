@@ -298,7 +298,8 @@ def render_json(summary: dict[str, Any]) -> str:
 
 def render_csv(summary: dict[str, Any]) -> str:
     """One row per device (``step`` empty) and per device × step: timeline columns, the idle
-    parts (``idle_<part>_ns``), then the exclusive ns of every category (``excl_<category>``, whole-trace rows only), then ``mfu``
+    parts (``idle_<part>_ns``), then the exclusive ns of every category (``excl_<category>``,
+    whole-trace rows only), then ``mfu``
     (empty when unknown)."""
     buf = io.StringIO()
     w = csv.writer(buf)

@@ -599,7 +599,8 @@ BAD_FILES = {
     # rules run as Rust regex (polars), which has no look-around and no backreferences
     "lookahead": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nname = \'^gemm(?!_fusion)\'\n',
                   "look-around"),
-    "lookbehind_op": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nop = \'(?<!cu)dnn\'\n', "look-around"),
+    "lookbehind_op": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nop = \'(?<!cu)dnn\'\n',
+                      "look-around"),
     "backreference": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nname = \'(ab)\\1\'\n',
                       "backreferences"),
     "lookahead_in_map": ('[[rule]]\nid = "a.b"\ncategory = "gemm"\nname = "x"\n'

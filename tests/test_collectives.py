@@ -24,7 +24,7 @@ def _job(delay: int = 300) -> pl.DataFrame:
     ranks starting at t+800; host1/GPU1 computes `delay` ns longer, so it arrives `delay` late
     and the other three wait `delay` inside the all-reduce, which ends together at t+1800."""
     rows = []
-    for step, t in enumerate((0, 10_000)):
+    for t in (0, 10_000):
         for host in range(2):
             for dev in range(2):
                 slow = delay if (host, dev) == (1, 1) else 0

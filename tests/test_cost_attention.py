@@ -18,7 +18,8 @@ from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MOD
 
 B, N, KV, S, D = 2, 16, 4, 2048, 128  # batch, query heads, kv heads (GQA), seq, head dim
 PROGRAM = 5
-FWD = "ck_tile::kentry<ck_tile::gfx950_t, 2, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<bf16>>>"
+FWD = ("ck_tile::kentry<ck_tile::gfx950_t, 2, "
+       "ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<bf16>>>")
 BWD_DOT = "ck_tile::kentry<256, 1, ck_tile::FmhaBwdOGradDotOKernel<bf16>>"
 BWD_MAIN = "ck_tile::kentry<256, 1, ck_tile::FmhaBwdDQDKDVKernel<bf16>>"
 BWD_CONVERT = "ck_tile::kentry<256, 1, ck_tile::FmhaBwdConvertQGradKernel<bf16>>"

@@ -325,7 +325,8 @@ def test_nested_loops_multiply_and_two_call_sites_add_up():
         "%inner (b: (s32[], f32[8])) -> (s32[], f32[8]) {\n  %b = (s32[], f32[8]) parameter(0)\n"
         "  %v = f32[8]{0} get-tuple-element(%b), index=1\n  %i = s32[] get-tuple-element(%b), "
         "index=0\n  %ar = f32[8]{0} all-reduce(%v), channel_id=1, replica_groups={{0,1}}, "
-        "use_global_device_ids=true, to_apply=%add\n  ROOT %t = (s32[], f32[8]) tuple(%i, %ar)\n}\n\n"
+        "use_global_device_ids=true, to_apply=%add\n"
+        "  ROOT %t = (s32[], f32[8]) tuple(%i, %ar)\n}\n\n"
         "%outer (o: (s32[], f32[8])) -> (s32[], f32[8]) {\n  %o = (s32[], f32[8]) parameter(0)\n"
         '  ROOT %w2 = (s32[], f32[8]) while(%o), condition=%cond, body=%inner, '
         'backend_config={"known_trip_count":{"n":"3"}}\n}\n\n'

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import tracelens
 from tests.conftest import SAMPLES
-from tests.synth_helpers import (assert_busbw_matches_truth, timeline_numbers, assert_costs_match_truth,
+from tests.synth_helpers import (assert_busbw_matches_truth, assert_costs_match_truth,
+                                 timeline_numbers,
                                  assert_mfu_matches_truth, assert_step_categories_match,
                                  assert_summary_matches_truth, by_category, collective_rows,
                                  write_and_load)

@@ -89,7 +89,8 @@ def test_uint64_plane_stats_do_not_crash(tmp_path: Path) -> None:
 
 def test_tpu_trace_reads_and_says_no_device_activity(tmp_path: Path) -> None:
     acts = [Activity(d, 1, f"fusion.{i}", i * 100, 50,
-                     {"program_id": UInt64(BIG), "hlo_op": f"fusion.{i}", "flops": UInt64(2**64 - 1),
+                     {"program_id": UInt64(BIG), "hlo_op": f"fusion.{i}",
+                      "flops": UInt64(2**64 - 1),
                       "bytes_accessed": 1.5, "hlo_category": InlineStr("loop fusion")},
                      line_name="XLA Ops") for i in range(5) for d in (0, 1)]
     p = tmp_path / "tpu.xplane.pb"

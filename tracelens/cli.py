@@ -322,7 +322,8 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
         try:
             html.write_text(render_diagnosis(kind, rep), encoding="utf-8")
         except OSError as exc:
-            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}")
+            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
+                from None
 
     _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(csv_rows, csv_cols),
             lambda: render.render_markdown(title, tables),
@@ -456,7 +457,8 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
             html.write_text(render.render_html(rep, f"tracelens hlo {path.name}"),
                             encoding="utf-8")
         except OSError as exc:
-            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}")
+            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
+                from None
     _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
             lambda: render.render_markdown(rep), lambda console: render.render_table(rep, console))
 

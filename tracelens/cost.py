@@ -74,7 +74,8 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
             continue
         rows.append({"host": host, "program_id": pid, "op": op, "module": module.name,
                      "cost_kind": c.kind, "collective": c.collective, "detail": c.detail,
-                     "_flops": c.flops, "_bytes": c.bytes, "_dtype": c.dtype, "_msg_bytes": c.msg_bytes,
+                     "_flops": c.flops, "_bytes": c.bytes, "_dtype": c.dtype,
+                     "_msg_bytes": c.msg_bytes,
                      "_group_size": c.group_size, "_note": c.note or None})
     problems = list(index.problems)
     if missing_module:

@@ -11,8 +11,8 @@ thread (CPU ops nest on their thread):
   launched; its other kernels carry 0 so every op execution counts once. Only *leaf* costed
   ops count (``aten::matmul`` around ``aten::mm`` is a wrapper: the ``mm`` carries the cost);
 - collectives: the ``record_param_comms`` op around the launch of an NCCL/RCCL kernel gives
-  its type and its ``op`` (``Collective name``), ``msg_bytes`` (the larger of the in/out element counts ×
-  the dtype's size: the nccl-tests size for all-gather and reduce-scatter alike),
+  its type and its ``op`` (``Collective name``), ``msg_bytes`` (the larger of the in/out
+  element counts × the dtype's size: the nccl-tests size for all-gather and reduce-scatter alike),
   ``group_size`` and ``dtype``.
 """
 
@@ -54,7 +54,7 @@ def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame
     started at or before the launch and is still open at it; columns prefixed ``prefix``."""
     cols = [c for c in ops.columns if c not in ("pid", "tid", "start_ns", "end_ns")]
     # ties in start: the innermost (shortest) last, so the backward as-of join takes it
-    right = ops.select(l_pid="pid", l_tid="tid", _s="start_ns", _e="end_ns", *cols).sort(
+    right = ops.select(*cols, l_pid="pid", l_tid="tid", _s="start_ns", _e="end_ns").sort(
         ["_s", "_e"], descending=[False, True], maintain_order=True)
     left = ev.select("_i", *_THREAD, "l_ts").filter(pl.col("l_ts").is_not_null()).sort("l_ts")
     j = left.join_asof(right, left_on="l_ts", right_on="_s", by=_THREAD, strategy="backward",

@@ -50,7 +50,8 @@ class PythonLines:
     """Event columns of each line from the protobuf messages, one event at a time.
 
     The reference implementation, and the fallback when the C decoder (``parsers.xspace.native``)
-    is not built. ``frame`` returns the line's events as :func:`~parsers.xspace.columns.line_frame` builds them (or
+    is not built. ``frame`` returns the line's events as
+    :func:`~parsers.xspace.columns.line_frame` builds them (or
     None when the line has no event to keep) and the counts of dropped and unnamed events.
     ``wanted_only`` allows a source to leave out events that carry none of the stats we read
     (the host plane's callers filter on them anyway); this one keeps every event.

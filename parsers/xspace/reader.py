@@ -152,7 +152,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         unknown += n_unknown
         if not any(f.height for f in device_frames) and cpu_frames:
             device_frames = cpu_frames
-            ordinals = sorted(set(pl.concat(cpu_frames, how="diagonal_relaxed")["device"].to_list()))
+            ordinals = sorted(set(
+                pl.concat(cpu_frames, how="diagonal_relaxed")["device"].to_list()))
             device_rows = [{"device": o, "vendor": "cpu", "arch": None, "product": "CPU",
                             "compute_units": None, "clock_mhz": None, "memory_bytes": None,
                             "spec_id": None} for o in ordinals]

@@ -137,8 +137,9 @@ def lens_trace(trace: Trace, program: str | None = None,
 
 
 def lens_dump(modules: list[tuple[Module, Schedule | None]], program: str | None = None,
-              hosts: HostMap = HostMap()) -> HloLensResult:
+              hosts: HostMap | None = None) -> HloLensResult:
     """Static findings of HLO dumps (no timings: every measured cost is null)."""
+    hosts = hosts if hosts is not None else HostMap()
     programs = _select([analyze_module(m, s, hosts) for m, s in modules], program)
     findings = [with_exposure(f, None, "an HLO dump has no timeline")
                 for p in programs for f in p.findings]

@@ -191,7 +191,8 @@ class RuleSet:
 
 
 def _regex_problem(pattern: str) -> str | None:
-    """Why Rust ``regex`` (what polars runs) refuses ``pattern``, in one line; None if it is fine."""
+    """Why Rust ``regex`` (what polars runs) refuses ``pattern``, in one line; None if it is
+    fine."""
     try:
         pl.select(pl.lit("", dtype=pl.String).str.contains(pattern))
     except pl.exceptions.PolarsError as exc:

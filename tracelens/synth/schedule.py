@@ -147,6 +147,7 @@ class _Engine:
                 total = float(self.base[blk.colls].sum())
                 want = np.maximum(b - int(round(self.sc.overlap * total)), a_comp)
             ready = np.maximum(want, self.coll) + self.gaps(self.n)
+            end = ready
             for k, c in enumerate(blk.colls):
                 if k:
                     ready = end + int(self.gaps(1)[0])
