@@ -24,6 +24,7 @@ from parsers.rocprof import agents as agents_mod
 from parsers.rocprof.collectives import collective_types, warnings_for
 from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process
+from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              TraceMeta, conform)
 
@@ -32,12 +33,39 @@ _DIRECTIONS = {"HOST_TO_DEVICE": ("h2d", "dst", 1), "DEVICE_TO_HOST": ("d2h", "s
                "DEVICE_TO_DEVICE": ("d2d", "src", 3), "HOST_TO_HOST": ("h2h", None, 4)}
 
 
+def drop_unusable(df: pl.DataFrame, checks: list[tuple[str, pl.Expr]], what: str,
+                  warn: list[str]) -> pl.DataFrame:
+    """``df`` without the rows the model cannot hold, and one warning that counts them by
+    reason. ``checks`` are (reason, expression true on a bad row); a row is counted under the
+    first reason it fails, so the counts add up to the rows dropped."""
+    if df.is_empty() or not checks:
+        return df
+    flags = df.select([e.fill_null(False).alias(f"_{i}") for i, (_, e) in enumerate(checks)])
+    first = pl.coalesce([pl.when(pl.col(f"_{i}")).then(pl.lit(i)) for i in range(len(checks))])
+    which = flags.select(first.alias("w"))["w"]
+    if which.null_count() == df.height:
+        return df
+    counts = which.drop_nulls().value_counts(sort=False).sort("w")
+    reasons = ", ".join(f"{n} {checks[i][0]}" for i, n in counts.iter_rows())
+    dropped = df.height - which.null_count()
+    warn.append(f"dropped {dropped} {what} the model cannot hold: {reasons}")
+    return df.filter(which.is_null())
+
+
+def _field(p: Process, name: str) -> str:
+    """The name the input format gives a normalized field (for messages)."""
+    return p.fields.get(name, name)
+
+
 def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
-    k = p.dispatches
-    neg = k.filter(pl.col("end") < pl.col("start")).height
-    if neg:
-        warn.append(f"dropped {neg} kernel dispatches that end before they start")
-        k = k.filter(pl.col("end") >= pl.col("start"))
+    f = lambda n: _field(p, n)  # noqa: E731
+    k = drop_unusable(p.dispatches, [
+        (f"without a valid {f('start')}", pl.col("start").is_null()),
+        (f"without a valid {f('end')}", pl.col("end").is_null()),
+        ("that end before they start", pl.col("end") < pl.col("start")),
+        (f"without a valid {f('agent')}", pl.col("agent").is_null()),
+        (f"without a valid {f('queue')}", pl.col("queue").is_null() & pl.col("stream").is_null()),
+    ], "kernel dispatches", warn)
     k = k.join(ordinals, left_on="agent", right_on="node_id", how="left")
     lost = k["device"].null_count()
     if lost:
@@ -48,14 +76,21 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFram
     if unknown:
         warn.append(f"{unknown} dispatches name a kernel id the symbol table lacks; kept as "
                     "'<unknown kernel N>'")
+    kid = pl.col("kernel_id").cast(pl.String).fill_null("?")
     return k.select(
         "device", stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
-        name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", "kernel_id")),
+        name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", kid)),
         start_ns="start", end_ns="end", correlation_id="corr", tid="tid")
 
 
 def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
-    c = p.copies
+    f = lambda n: _field(p, n)  # noqa: E731
+    c = drop_unusable(p.copies, [
+        (f"without a valid {f('start')}", pl.col("start").is_null()),
+        (f"without a valid {f('end')}", pl.col("end").is_null()),
+        ("that end before they start", pl.col("end") < pl.col("start")),
+        (f"without a valid {f('op')}", pl.col("op").is_null()),
+    ], "memory copies", warn)
     if c.is_empty():
         return pl.DataFrame()
     direction = pl.col("op").str.extract(r"(HOST_TO_DEVICE|DEVICE_TO_HOST|DEVICE_TO_DEVICE|"
@@ -78,7 +113,7 @@ def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame
     if lost:
         warn.append(f"skipped {lost} memory copies with no GPU side (host-to-host, or agents "
                     "missing from the agent table)")
-    c = c.filter(pl.col("device").is_not_null() & (pl.col("end") >= pl.col("start")))
+    c = c.filter(pl.col("device").is_not_null())
     return c.select(
         "device",
         stream=pl.when(pl.col("stream").is_not_null()).then(-1 - pl.col("stream"))
@@ -110,6 +145,11 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
     for rank, p in enumerate(procs):
         warn = list(p.warnings)
         host = p.host or "unknown"
+        for attr, what in (("apis", "API records"), ("markers", "ROCTx records")):
+            setattr(p, attr, drop_unusable(getattr(p, attr), [
+                (f"without a valid {_field(p, 'start')}", pl.col("start").is_null()),
+                (f"without a valid {_field(p, 'end')}", pl.col("end").is_null()),
+            ], what, warn))
         ordinals = agents_mod.with_ordinals(p.agents).select("node_id", "device")
         kern = _kernels(p, ordinals, warn)
         sub, stats = collective_types(
@@ -139,6 +179,12 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         processes.append({"rank": rank, "host": host, "pid": p.pid, "init_ns": p.init_ns,
                           "fini_ns": p.fini_ns, **p.info})
         host_info.setdefault(host, {"profile_start_ns": None, "path": str(path)})
+    raw = sum(p.dispatches.height + p.copies.height for p in procs)
+    if raw and not events:
+        why = "; ".join(w.split(": ", 1)[-1] for w in meta.warnings if "dropped" in w
+                        or "skipped" in w)
+        raise TraceInputError(path, f"none of its {raw} kernel dispatches and memory copies "
+                              f"is usable ({why})")
     steps, step_warn = steps_from_markers(pl.concat(markers) if markers else pl.DataFrame(
         schema={"name": pl.String, "start": pl.Int64, "end": pl.Int64, "rank": pl.Int32}),
         step_marker)

@@ -39,6 +39,8 @@ _INTS = ("queue_id", "stream_id", "thread_id", "correlation_id", "start_timestam
          "end_timestamp", "kernel_id", "process_id", "node_id", "logical_node_id", "cu_count",
          "gfx_target_version", "max_engine_clk_fcompute")
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
+_FIELDS = {"start": "Start_Timestamp", "end": "End_Timestamp", "agent": "Agent_Id",
+           "queue": "Queue_Id", "op": "Direction"}
 
 
 def _group(path: Path) -> tuple[str, dict[str, Path]]:
@@ -52,8 +54,9 @@ def _group(path: Path) -> tuple[str, dict[str, Path]]:
     return "", {"kernel_trace": path}  # a lone, renamed CSV: read it as a kernel trace
 
 
-def _table(path: Path, kind: str) -> pl.DataFrame:
-    """One CSV with lower-case column names, integers parsed, required columns checked."""
+def _table(path: Path, kind: str, warnings: list[str]) -> pl.DataFrame:
+    """One CSV with lower-case column names, integers parsed, required columns checked;
+    a value that is not an integer where one belongs is unknown (null) and counted."""
     try:
         df = pl.read_csv(path, infer_schema=False, raise_if_empty=False)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
@@ -69,19 +72,20 @@ def _table(path: Path, kind: str) -> pl.DataFrame:
         titled = ", ".join(c.title() for c in missing)
         raise TraceInputError(path, f"CSV lacks column(s) {titled}: not a rocprofv3 "
                               f"{kind}.csv of a known layout")
+    blank = pl.all_horizontal(pl.all().is_null())
+    df = df.filter(~blank)  # blank lines (the documentation's own sample ends with one)
+    short = df.with_row_index("_row").filter(pl.col(df.columns[-1]).is_null())
+    if short.height:  # e.g. the last row of a file cut off mid-line
+        raise TraceInputError(path, f"row {short['_row'][0] + 2} has fewer fields than the "
+                              "header (truncated or damaged CSV)")
     for col in (c for c in _INTS if c in df.columns):
         text = df[col].str.strip_chars()
         ints = text.cast(pl.Int64, strict=False)
         bad = df.filter(text.is_not_null() & (text != "") & ints.is_null())
-        if bad.height:
-            raise TraceInputError(path, f"column {col.title()}: {bad[col][0]!r} is not an "
-                                  "integer")
+        if bad.height:  # the row is kept; build.py drops it by name if the model needs it
+            warnings.append(f"{path.name}: {bad.height} values of {col.title()} are not "
+                            f"integers (first {bad[col][0]!r}); read as unknown")
         df = df.with_columns(ints.alias(col))
-    for col in ("start_timestamp", "end_timestamp"):
-        missing_ts = df[col].null_count() if col in df.columns else 0
-        if missing_ts:  # e.g. the last row of a file cut off mid-line
-            raise TraceInputError(path, f"{missing_ts} row(s) without a {col.title()} "
-                                  "(truncated or damaged CSV)")
     return df
 
 
@@ -113,26 +117,27 @@ def _synthetic_agents(ids: pl.Series) -> pl.DataFrame:
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
     prefix, files = _group(path)
-    tables = {t: _table(p, t) for t, p in files.items()}
+    warnings: list[str] = []
+    tables = {t: _table(p, t, warnings) for t, p in files.items()}
     kernels = tables.get("kernel_trace")
     if kernels is None:
         raise TraceInputError(path, f"no {prefix}kernel_trace.csv beside it: rocprofv3 CSV "
                               "output needs its kernel trace")
     guids = sorted(kernels["guid"].unique().drop_nulls().to_list()) if (
         "guid" in kernels.columns) else []
-    procs = [_process(tables, path, prefix, g) for g in (guids or [None])]
+    procs = [_process(tables, path, prefix, g, warnings) for g in (guids or [None])]
     return build_trace(procs, path, FORMAT, step_marker)
 
 
 def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
-             guid: str | None) -> Process:
+             guid: str | None, read_warnings: list[str]) -> Process:
     def mine(name: str) -> pl.DataFrame | None:
         df = tables.get(name)
         if df is None or guid is None or "guid" not in df.columns:
             return df
         return df.filter(pl.col("guid") == guid)
 
-    warnings = []
+    warnings = list(read_warnings)
     agents = _agents(mine("agent_info"))
     k = mine("kernel_trace")
     kernel_agents, bad = resolve_refs(k["agent_id"], agents)
@@ -178,7 +183,7 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
                    copies=frame(copies, COPY_SCHEMA),
                    apis=frame(api.filter(~is_marker), API_SCHEMA),
                    markers=frame(api.filter(is_marker), MARKER_SCHEMA), warnings=warnings,
-                   info={"layout": _layout(k)})
+                   info={"layout": _layout(k)}, fields=_FIELDS)
 
 
 def _layout(k: pl.DataFrame) -> str:

@@ -81,3 +81,6 @@ class Process:
     fini_ns: int | None = None
     warnings: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)  # e.g. schema_version, layout
+    fields: dict[str, str] = field(default_factory=dict)
+    """Normalized field -> the format's own name for it (``end`` -> ``End_Timestamp``), so that
+    a warning about dropped rows names the field as the user's file does."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from parsers.rocprof.agents import agent_frame, agent_row
+from parsers.rocprof.agents import as_int, agent_frame, agent_row
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
                                      Process, frame)
@@ -36,6 +36,8 @@ from tracelens.model import Trace
 FORMAT = "rocpd"
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 _REQUIRED = ("rocpd_kernel_dispatch", "rocpd_info_agent")
+_FIELDS = {"start": "start", "end": "end", "agent": "agent_id", "queue": "queue_id",
+           "op": "name_id"}
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
@@ -110,9 +112,30 @@ def _connect(path: Path, db: Path) -> sqlite3.Connection:
     return con
 
 
+def _sanitize(rows: list[tuple], schema: dict[str, pl.DataType], bad: dict[str, int]
+              ) -> list[tuple]:
+    """Rows with each value that does not fit its column's type set to None (counted)."""
+    cols = list(zip(*rows)) if rows else [()] * len(schema)
+    out = []
+    for (name, dtype), values in zip(schema.items(), cols):
+        if dtype == pl.Int64:
+            fixed = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else None
+                     for v in values]
+        elif dtype == pl.String:
+            fixed = [v if isinstance(v, str) else None for v in values]
+        else:
+            fixed = list(values)
+        n = sum(1 for v, f in zip(values, fixed) if v is not None and f is None)
+        if n:
+            bad[name] = bad.get(name, 0) + n
+        out.append(fixed)
+    return list(zip(*out))
+
+
 class _Reader:
     def __init__(self, con: sqlite3.Connection, path: Path) -> None:
         self.con, self.path = con, path
+        self.warnings: list[str] = []
         rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
         self.names = {r[0] for r in rows}
         self.sources = {base: self._source(base) for base in (
@@ -154,11 +177,30 @@ class _Reader:
                                   "not a rocpd schema tracelens knows")
 
     def _frame(self, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
-        """Rows into polars in chunks (fewer live Python tuples than one ``fetchall``)."""
+        """Rows into polars in chunks (fewer live Python tuples than one ``fetchall``).
+
+        SQLite columns hold any type: when a value does not fit its column (text in a
+        timestamp, a real in an id), the rows are read again with every such value made
+        unknown (null) and counted in a warning naming the column, so that the rows the
+        model cannot hold are dropped by name later instead of failing the file."""
+        try:
+            return self._fetch(sql, schema, None)
+        except (pl.exceptions.PolarsError, TypeError, OverflowError, ValueError):
+            bad: dict[str, int] = {}
+            df = self._fetch(sql, schema, bad)
+            for col, n in bad.items():
+                self.warnings.append(f"{n} values of {col} are not of its type "
+                                     f"({schema[col]}); read as unknown")
+            return df
+
+    def _fetch(self, sql: str, schema: dict[str, pl.DataType],
+               bad: dict[str, int] | None) -> pl.DataFrame:
         cur = self.con.execute(sql)
         cur.arraysize = 262_144
         parts = []
         while rows := cur.fetchmany():
+            if bad is not None:
+                rows = _sanitize(rows, schema, bad)
             parts.append(pl.DataFrame(rows, schema=schema, orient="row"))
         return pl.concat(parts, rechunk=True) if parts else pl.DataFrame(schema=schema)
 
@@ -199,7 +241,8 @@ class _Reader:
                 dispatches=frame(mine(dispatches), DISPATCH_SCHEMA),
                 copies=frame(mine(copies), COPY_SCHEMA), apis=frame(mine(apis), API_SCHEMA),
                 markers=frame(mine(markers), MARKER_SCHEMA), init_ns=init, fini_ns=fini,
-                warnings=list(warnings), info={"schema_version": version}))
+                warnings=list(warnings) + self.warnings, info={"schema_version": version},
+                fields=_FIELDS))
         return procs
 
     def _agents(self) -> pl.DataFrame:
@@ -222,7 +265,7 @@ class _Reader:
                              "type": kind, "name": name or extdata.get("name"),
                              "product_name": product or extdata.get("product_name"),
                              "vendor_name": vendor or extdata.get("vendor_name")})
-            row["node_id"], row["pid"] = node, pid
+            row["node_id"], row["pid"] = as_int(node), as_int(pid)
             out.append(row)
         return agent_frame(out).with_columns(
             pid=pl.Series([r["pid"] for r in out], dtype=pl.Int64))
