@@ -98,7 +98,7 @@ def resolve_refs(refs: pl.Series, agents: pl.DataFrame) -> tuple[pl.Series, int]
     s = refs.cast(pl.String).str.strip_chars()
     parts = s.str.extract_groups(r"^(?i:(Agent|GPU|CPU|NIC))?[\s_-]*(\d+)$")
     df = pl.DataFrame({"kind": parts.struct.field("1").str.to_uppercase(),
-                       "num": parts.struct.field("2").cast(pl.Int64)})
+                       "num": parts.struct.field("2").cast(pl.Int64, strict=False)})
     if agents.is_empty():
         agent = df["num"]
     else:
