@@ -15,6 +15,7 @@ lookups run in polars. A value of the wrong type is unknown (null) and counted b
 
 from __future__ import annotations
 
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -76,37 +77,45 @@ def read(path: Path, step_marker: str | None = None) -> Trace:
 
 
 class _Columns:
-    """Columns pulled out of a list of JSON records, one list comprehension per field (no
-    per-record frames or dicts). A value of the wrong type (a string timestamp, a float id,
-    an object where a number belongs) becomes unknown (null) and is counted per field."""
+    """Columns pulled out of a list of JSON records: each field is one C-level pass
+    (``map(dict.get, ...)``), its types are checked with one more (``set(map(type, ...))``),
+    and polars builds the column; no per-record Python code runs unless a field holds a value
+    of the wrong type (a string timestamp, a float or bool id, an object where a number
+    belongs), which then becomes unknown (null) and is counted per field."""
 
     def __init__(self, section: str, recs: Any) -> None:
         self.section = section
         recs = recs if isinstance(recs, list) else []
-        self.recs = [r for r in recs if type(r) is dict]
+        self.recs = recs if _types(recs) <= {dict} else [r for r in recs if type(r) is dict]
         self.bad: dict[str, int] = {}
-        if len(self.recs) < len(recs):
-            self.bad["(record)"] = len(recs) - len(self.recs)
+        self._count("(record)", len(recs) - len(self.recs))
+
+    def get(self, key: str, within: list[Any] | None = None) -> list[Any]:
+        return list(map(dict.get, self.recs if within is None else within, repeat(key)))
 
     def obj(self, values: list[Any], name: str) -> list[Any]:
         """Nested objects: a non-object becomes {} (counted when it was not null)."""
-        out = [v if type(v) is dict else _EMPTY for v in values]
-        self._count(name, len(values) - values.count(None) - sum(type(v) is dict
-                                                                   for v in values))
-        return out
-
-    def get(self, key: str, within: list[Any] | None = None) -> list[Any]:
-        return [r.get(key) for r in (self.recs if within is None else within)]
+        if _types(values) <= {dict}:
+            return values
+        self._count(name, sum(1 for v in values if v is not None and type(v) is not dict))
+        return [v if type(v) is dict else _EMPTY for v in values]
 
     def ints(self, values: list[Any], name: str) -> pl.Series:
+        if _types(values) <= {int, _NONE}:
+            try:  # polars refuses what does not fit in an int64
+                return pl.Series(name, values, dtype=I64)
+            except (TypeError, OverflowError, pl.exceptions.PolarsError):
+                pass
         out = [v if type(v) is int and _MIN <= v <= _MAX else None for v in values]
         self._count(name, out.count(None) - values.count(None))
         return pl.Series(name, out, dtype=I64)
 
     def strs(self, values: list[Any], name: str) -> pl.Series:
-        out = [v if type(v) is str else None for v in values]
-        self._count(name, out.count(None) - values.count(None))
-        return pl.Series(name, out, dtype=pl.String)
+        if not _types(values) <= {str, _NONE}:
+            out = [v if type(v) is str else None for v in values]
+            self._count(name, out.count(None) - values.count(None))
+            values = out
+        return pl.Series(name, values, dtype=pl.String)
 
     def handle(self, key: str, within: list[Any] | None = None) -> pl.Series:
         return self.ints(self.get("handle", self.obj(self.get(key, within), key)),
@@ -122,7 +131,12 @@ class _Columns:
                 "skipped" for name, n in self.bad.items()]
 
 
+def _types(values: list[Any]) -> set[type]:
+    return set(map(type, values))
+
+
 _EMPTY: dict[str, Any] = {}
+_NONE = type(None)
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 
 
