@@ -24,6 +24,7 @@ from parsers.rocprof import agents as agents_mod
 from parsers.rocprof.collectives import collective_types, warnings_for
 from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process
+from tracelens.counters import FLOP_COUNTERS, cost_from_counters
 from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              TraceMeta, conform)
@@ -77,10 +78,51 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFram
         warn.append(f"{unknown} dispatches name a kernel id the symbol table lacks; kept as "
                     "'<unknown kernel N>'")
     kid = pl.col("kernel_id").cast(pl.String).fill_null("?")
+    k = _with_counter_costs(k, p.counters, warn)
     return k.select(
-        "device", stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
+        "device", "flops", "bytes", "dtype", "cost_source",
+        stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
         name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", kid)),
         start_ns="start", end_ns="end", correlation_id="corr", tid="tid")
+
+
+def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]
+                        ) -> pl.DataFrame:
+    """``flops``, ``bytes``, ``dtype``, ``cost_source`` from the dispatches' PMC counters
+    (:func:`tracelens.counters.cost_from_counters`; values summed over hardware instances);
+    null where the counters collected do not determine them, and a warning that says so."""
+    none = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
+            "cost_source": pl.String}
+    c = counters.drop_nulls(["dispatch_id", "counter"])
+    if c.is_empty():
+        return k.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in none.items()])
+    wide = (c.group_by("dispatch_id", "counter").agg(
+                pl.when(pl.col("value").null_count() == 0).then(pl.col("value").sum()))
+            .sort("dispatch_id", "counter")
+            .pivot(on="counter", index="dispatch_id", values="value", sort_columns=True)
+            .rename(lambda n: n if n == "dispatch_id" else f"pmc:{n}"))
+    joined = k.join(wide, on="dispatch_id", how="left", maintain_order="left")
+    pmc = [n for n in wide.columns if n != "dispatch_id"]
+    costed = cost_from_counters(joined.select(pmc).rename(lambda n: n[4:]))
+    out = k.with_columns(costed.select(*none))
+    names = [n[4:] for n in pmc]
+    with_pmc = joined.select(pl.any_horizontal(pl.col(pmc).is_not_null()).sum()).item()
+    n_flops, n_bytes = out["flops"].is_not_null().sum(), out["bytes"].is_not_null().sum()
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    msg = (f"hardware counters ({shown}) on {with_pmc} of {k.height} kernel dispatches: "
+           f"FLOPs from counters on {n_flops}, HBM bytes on {n_bytes}")
+    if not {n.upper() for n in names} & set(FLOP_COUNTERS):
+        msg += ("; FLOPs unknown: no FLOP counter was collected "
+                "(SQ_INSTS_VALU_MFMA_MOPS_*, SQ_INSTS_VALU_{ADD,MUL,FMA,TRANS}_F*)")
+    if n_bytes < with_pmc:
+        msg += ("; HBM bytes need TCC_EA0_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B} + TCC_BUBBLE, "
+                "TCC_EA_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B}, or FETCH_SIZE + WRITE_SIZE")
+    unmatched = c.join(k.select("dispatch_id"), on="dispatch_id", how="anti")[
+        "dispatch_id"].n_unique()
+    if unmatched:
+        msg += f"; {unmatched} dispatch ids with counters match no kernel dispatch"
+    warn.append(msg)
+    return out
 
 
 def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:

@@ -19,14 +19,14 @@ import polars as pl
 
 from parsers.rocprof.agents import agent_frame, resolve_refs
 from parsers.rocprof.build import build_trace
-from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
-                                     Process, frame)
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
+                                     MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
 FORMAT = "rocprof-csv"
 TABLES = ("kernel_trace", "agent_info", "memory_copy_trace", "hip_api_trace",
-          "hsa_api_trace", "rccl_api_trace", "marker_api_trace")
+          "hsa_api_trace", "rccl_api_trace", "marker_api_trace", "counter_collection")
 _REQUIRED = {
     "kernel_trace": ("agent_id", "queue_id", "kernel_name", "start_timestamp",
                      "end_timestamp"),
@@ -34,8 +34,10 @@ _REQUIRED = {
     "memory_copy_trace": ("direction", "source_agent_id", "destination_agent_id",
                           "start_timestamp", "end_timestamp"),
     "api": ("domain", "function", "start_timestamp", "end_timestamp"),
+    "counter_collection": ("dispatch_id", "agent_id", "queue_id", "kernel_name",
+                           "counter_name", "counter_value"),
 }
-_INTS = ("queue_id", "stream_id", "thread_id", "correlation_id", "start_timestamp",
+_INTS = ("queue_id", "stream_id", "thread_id", "correlation_id", "start_timestamp", "dispatch_id",
          "end_timestamp", "kernel_id", "process_id", "node_id", "logical_node_id", "cu_count",
          "gfx_target_version", "max_engine_clk_fcompute")
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
@@ -86,6 +88,14 @@ def _table(path: Path, kind: str, warnings: list[str]) -> pl.DataFrame:
             warnings.append(f"{path.name}: {bad.height} values of {col.title()} are not "
                             f"integers (first {bad[col][0]!r}); read as unknown")
         df = df.with_columns(ints.alias(col))
+    if "counter_value" in df.columns:
+        text = df["counter_value"].str.strip_chars()
+        values = text.cast(pl.Float64, strict=False)
+        bad = df.filter(text.is_not_null() & (text != "") & values.is_null())
+        if bad.height:
+            warnings.append(f"{path.name}: {bad.height} values of Counter_Value are not "
+                            f"numbers (first {bad['counter_value'][0]!r}); read as unknown")
+        df = df.with_columns(values.alias("counter_value"))
     return df
 
 
@@ -120,6 +130,9 @@ def read(path: Path, step_marker: str | None = None) -> Trace:
     warnings: list[str] = []
     tables = {t: _table(p, t, warnings) for t, p in files.items()}
     kernels = tables.get("kernel_trace")
+    if kernels is None and "counter_collection" in tables:  # --pmc without --kernel-trace
+        kernels = _dispatches_of_counters(tables["counter_collection"], path)
+        tables["kernel_trace"] = kernels
     if kernels is None:
         raise TraceInputError(path, f"no {prefix}kernel_trace.csv beside it: rocprofv3 CSV "
                               "output needs its kernel trace")
@@ -127,6 +140,20 @@ def read(path: Path, step_marker: str | None = None) -> Trace:
         "guid" in kernels.columns) else []
     procs = [_process(tables, path, prefix, g, warnings) for g in (guids or [None])]
     return build_trace(procs, path, FORMAT, step_marker)
+
+
+def _dispatches_of_counters(c: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """The kernel dispatches a counter CSV describes (one row per dispatch and counter):
+    ROCm >= 7.0 writes each dispatch's timestamps on its rows; 6.x does not, and then the
+    dispatches have no time and the file cannot stand alone."""
+    missing = [c_ for c_ in ("start_timestamp", "end_timestamp") if c_ not in c.columns]
+    if missing:
+        raise TraceInputError(path, "counter_collection.csv without Start_Timestamp and "
+                              "End_Timestamp (ROCm < 7.0) and no kernel_trace.csv beside it: "
+                              "the dispatches have no time")
+    keys = ["guid", "dispatch_id"] if "guid" in c.columns else ["dispatch_id"]
+    return c.unique(keys, keep="first", maintain_order=True).drop(
+        "counter_name", "counter_value")
 
 
 def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
@@ -151,7 +178,10 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
         agent=kernel_agents, queue="queue_id", stream=_col(k, "stream_id"),
         tid=_col(k, "thread_id"), corr=_col(k, "correlation_id"),
         kernel_id=_col(k, "kernel_id"), name="kernel_name", start="start_timestamp",
-        end="end_timestamp")
+        end="end_timestamp", dispatch_id=_col(k, "dispatch_id"))
+    pmc = mine("counter_collection")
+    counters = frame({}, COUNTER_SCHEMA) if pmc is None else pmc.select(
+        "dispatch_id", counter="counter_name", value="counter_value")
     copies = frame({}, COPY_SCHEMA)
     c = mine("memory_copy_trace")
     if c is not None and c.height:
@@ -183,7 +213,8 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
                    copies=frame(copies, COPY_SCHEMA),
                    apis=frame(api.filter(~is_marker), API_SCHEMA),
                    markers=frame(api.filter(is_marker), MARKER_SCHEMA), warnings=warnings,
-                   info={"layout": _layout(k)}, fields=_FIELDS)
+                   info={"layout": _layout(k)}, fields=_FIELDS,
+                   counters=frame(counters, COUNTER_SCHEMA))
 
 
 def _layout(k: pl.DataFrame) -> str:

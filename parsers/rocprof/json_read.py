@@ -24,8 +24,8 @@ import polars as pl
 
 from parsers.rocprof.agents import agent_frame, agent_row, as_int, as_str
 from parsers.rocprof.build import build_trace
-from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
-                                     Process, empty, frame)
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
+                                     MARKER_SCHEMA, Process, empty, frame)
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
@@ -203,13 +203,53 @@ def _dispatches(buf: dict[str, Any], handles: pl.DataFrame, symbols: pl.DataFram
     kd = pl.DataFrame({
         "agent_handle": c.handle("agent_id", info), "queue": c.handle("queue_id", info),
         "kernel_id": c.ints(c.get("kernel_id", info), "dispatch_info.kernel_id"),
+        "dispatch_id": c.ints(c.get("dispatch_id", info), "dispatch_info.dispatch_id"),
         "stream": c.handle("stream_id"), "tid": api["tid"], "corr": api["corr"],
         "start": api["start"], "end": api["end"]})
     warn += c.warnings()
     return (kd.join(handles, left_on="agent_handle", right_on="handle", how="left")
             .join(symbols, on="kernel_id", how="left")
             .select("agent", "queue", "stream", "tid", "corr", "kernel_id", "name", "start",
-                    "end"))
+                    "end", "dispatch_id"))
+
+
+def _counters(p: dict[str, Any], warn: list[str]) -> pl.DataFrame:
+    """Counter values per dispatch from ``callback_records.counter_collection`` (one record
+    per dispatch: ``dispatch_data.dispatch_info.dispatch_id`` and ``records[{counter_id,
+    value}]``), named through the top-level ``counters`` definitions."""
+    cb = p.get("callback_records")
+    recs = cb.get("counter_collection") if isinstance(cb, dict) else None
+    c = _Columns("counter_collection", recs)
+    if not c.recs:
+        warn += c.warnings()
+        return empty(COUNTER_SCHEMA)
+    defs = _Columns("counters", p.get("counters"))
+    ids = defs.get("id")
+    names = pl.DataFrame({
+        "counter_id": defs.ints([i.get("handle") if type(i) is dict else i for i in ids],
+                                "id.handle"),
+        "counter": defs.strs(defs.get("name"), "name")}).unique("counter_id", keep="first")
+    data = c.obj(c.get("dispatch_data"), "dispatch_data")
+    dispatch = c.ints(c.get("dispatch_id", c.obj(c.get("dispatch_info", data),
+                                                 "dispatch_data.dispatch_info")),
+                      "dispatch_data.dispatch_info.dispatch_id")
+    per = [r if type(r) is list else [] for r in c.get("records")]
+    flat = [v for r in per for v in r]
+    values = _Columns("counter_collection.records", flat)
+    raw = values.get("value")
+    vals = [float(v) if type(v) in (int, float) else None for v in raw]
+    values._count("value", vals.count(None) - raw.count(None))
+    owner = [d for d, r in zip(dispatch.to_list(), per) for v in r if type(v) is dict]
+    out = pl.DataFrame({"dispatch_id": pl.Series(owner, dtype=I64),
+                        "counter_id": values.handle("counter_id"),
+                        "value": pl.Series(vals, dtype=pl.Float64)})
+    warn += c.warnings() + defs.warnings() + values.warnings()
+    out = out.join(names, on="counter_id", how="left", maintain_order="left")
+    lost = out["counter"].null_count()
+    if lost:
+        warn.append(f"{lost} counter values name a counter id the counter definitions lack; "
+                    "skipped")
+    return out.select("dispatch_id", "counter", "value").drop_nulls("counter")
 
 
 def _copies(buf: dict[str, Any], handles: pl.DataFrame, ops: pl.DataFrame,
@@ -275,4 +315,5 @@ def _process(p: dict[str, Any]) -> Process:
         agents=agents, dispatches=frame(dispatches, DISPATCH_SCHEMA),
         copies=frame(copies, COPY_SCHEMA), apis=frame(apis.filter(~is_marker), API_SCHEMA),
         markers=frame(markers, MARKER_SCHEMA), init_ns=as_int(md.get("init_time")),
-        fini_ns=as_int(md.get("fini_time")), warnings=warn, fields=_FIELDS)
+        fini_ns=as_int(md.get("fini_time")), warnings=warn, fields=_FIELDS,
+        counters=_counters(p, warn))

@@ -177,7 +177,7 @@ def _write_records(con: sqlite3.Connection, t: dict[str, str], p: Process,
                     " event_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", regions)
     con.executemany(f"INSERT INTO {t['rocpd_sample']} (id, track_id, timestamp, event_id) "
                     "VALUES (?, ?, ?, ?)", samples)
-    d = p.dispatches.with_row_index("dispatch_id", offset=1).with_columns(
+    d = p.dispatches.drop("dispatch_id").with_row_index("dispatch_id", offset=1).with_columns(
         event=pl.int_range(next_event, next_event + pl.len(), dtype=pl.Int64))
     next_event += d.height
     con.executemany(f"INSERT INTO {t['rocpd_event']} (id, category_id, stack_id, "
