@@ -28,8 +28,8 @@ import polars as pl
 
 from parsers.rocprof.agents import as_int, agent_frame, agent_row
 from parsers.rocprof.build import build_trace
-from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
-                                     Process, frame)
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
+                                     MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
@@ -123,6 +123,8 @@ def _sanitize(rows: list[tuple], schema: dict[str, pl.DataType], bad: dict[str, 
                      for v in values]
         elif dtype == pl.String:
             fixed = [v if isinstance(v, str) else None for v in values]
+        elif dtype == pl.Float64:
+            fixed = [float(v) if type(v) in (int, float) else None for v in values]
         else:
             fixed = list(values)
         n = sum(1 for v, f in zip(values, fixed) if v is not None and f is None)
@@ -141,7 +143,8 @@ class _Reader:
         self.sources = {base: self._source(base) for base in (
             "rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_process",
             "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_event", "rocpd_region",
-            "rocpd_sample", "rocpd_track", "rocpd_kernel_dispatch", "rocpd_memory_copy")}
+            "rocpd_sample", "rocpd_track", "rocpd_kernel_dispatch", "rocpd_memory_copy",
+            "rocpd_info_pmc", "rocpd_pmc_event")}
         missing = [b for b in _REQUIRED if self.sources[b] is None]
         if missing:
             if {"rocpd_op", "rocpd_api_ops"} & self.names:
@@ -229,6 +232,7 @@ class _Reader:
         dispatches = self._dispatches()
         copies = self._copies()
         apis, markers = self._regions()
+        counters = self._counters()
         pids = sorted({p for df in (dispatches, agents) for p in df["pid"].unique().to_list()
                        if p is not None}) or [None]
         procs = []
@@ -241,6 +245,7 @@ class _Reader:
                 dispatches=frame(mine(dispatches), DISPATCH_SCHEMA),
                 copies=frame(mine(copies), COPY_SCHEMA), apis=frame(mine(apis), API_SCHEMA),
                 markers=frame(mine(markers), MARKER_SCHEMA), init_ns=init, fini_ns=fini,
+                counters=frame(mine(counters), COUNTER_SCHEMA),
                 warnings=list(warnings) + self.warnings, info={"schema_version": version},
                 fields=_FIELDS))
         return procs
@@ -274,13 +279,31 @@ class _Reader:
         k = lambda n: self._col("rocpd_kernel_dispatch", "K", n)  # noqa: E731
         corr = "E.stack_id" if self.sources["rocpd_event"] else "NULL"
         sql = (f"SELECT {k('pid')}, K.agent_id, {k('queue_id')}, {k('stream_id')}, {k('tid')}, "
-               f"{corr}, K.kernel_id, K.start, K.\"end\" "
+               f"{corr}, K.kernel_id, K.start, K.\"end\", K.id "
                f"FROM {self.sources['rocpd_kernel_dispatch']} K"
                + (self._join("rocpd_event", "E", "K.event_id") if corr != "NULL" else ""))
         df = self._frame(sql, {"pid": pl.Int64, "agent": pl.Int64, "queue": pl.Int64,
                                "stream": pl.Int64, "tid": pl.Int64, "corr": pl.Int64,
-                               "kernel_id": pl.Int64, "start": pl.Int64, "end": pl.Int64})
+                               "kernel_id": pl.Int64, "start": pl.Int64, "end": pl.Int64,
+                               "dispatch_id": pl.Int64})
         return df.join(self._symbols(), on="kernel_id", how="left")
+
+    def _counters(self) -> pl.DataFrame:
+        """PMC values per dispatch: ``rocpd_pmc_event`` rows (one per counter and hardware
+        instance) tied to a dispatch by ``event_id``, named by ``rocpd_info_pmc``; the
+        dispatch is keyed by its row id, as :meth:`_dispatches` keys it."""
+        schema = {"pid": pl.Int64, "dispatch_id": pl.Int64, "counter": pl.String,
+                  "value": pl.Float64}
+        pmc, info = self.sources["rocpd_pmc_event"], self.sources["rocpd_info_pmc"]
+        if pmc is None or info is None:
+            return pl.DataFrame(schema=schema)
+        k = lambda n: self._col("rocpd_kernel_dispatch", "K", n)  # noqa: E731
+        guid = " AND K.guid = P.guid" if "guid" in self.columns["rocpd_pmc_event"] and (
+            "guid" in self.columns["rocpd_kernel_dispatch"]) else ""
+        sql = (f"SELECT {k('pid')}, K.id, I.name, P.value FROM {pmc} P "
+               f"JOIN {self.sources['rocpd_kernel_dispatch']} K ON K.event_id = P.event_id"
+               f"{guid}" + self._join("rocpd_info_pmc", "I", "P.pmc_id"))
+        return self._frame(sql, schema)
 
     def _symbols(self) -> pl.DataFrame:
         src = self.sources["rocpd_info_kernel_symbol"]
