@@ -140,16 +140,19 @@ _NONE = type(None)
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _api_columns(c: _Columns) -> dict[str, pl.Series]:
-    """The fields every API-like record has: kind, operation, thread, correlation, times."""
+def _api_columns(c: _Columns, names: bool = True) -> dict[str, pl.Series]:
+    """The fields every API-like record has: thread, correlation, times, and (``names``)
+    kind, operation and ancestor."""
     corr = c.obj(c.get("correlation_id"), "correlation_id")
-    return {"kind": c.ints(c.get("kind"), "kind"),
-            "operation": c.ints(c.get("operation"), "operation"),
-            "tid": c.ints(c.get("thread_id"), "thread_id"),
-            "corr": c.ints(c.get("internal", corr), "correlation_id.internal"),
-            "parent": c.ints(c.get("ancestor", corr), "correlation_id.ancestor"),
-            "start": c.ints(c.get("start_timestamp"), "start_timestamp"),
-            "end": c.ints(c.get("end_timestamp"), "end_timestamp")}
+    out = {"tid": c.ints(c.get("thread_id"), "thread_id"),
+           "corr": c.ints(c.get("internal", corr), "correlation_id.internal"),
+           "start": c.ints(c.get("start_timestamp"), "start_timestamp"),
+           "end": c.ints(c.get("end_timestamp"), "end_timestamp")}
+    if names:
+        out.update(kind=c.ints(c.get("kind"), "kind"),
+                   operation=c.ints(c.get("operation"), "operation"),
+                   parent=c.ints(c.get("ancestor", corr), "correlation_id.ancestor"))
+    return out
 
 
 def _names(strings: dict[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -199,7 +202,7 @@ def _dispatches(buf: dict[str, Any], handles: pl.DataFrame, symbols: pl.DataFram
                 warn: list[str]) -> pl.DataFrame:
     c = _Columns("kernel_dispatch", buf.get("kernel_dispatch"))
     info = c.obj(c.get("dispatch_info"), "dispatch_info")
-    api = _api_columns(c)
+    api = _api_columns(c, names=False)
     kd = pl.DataFrame({
         "agent_handle": c.handle("agent_id", info), "queue": c.handle("queue_id", info),
         "kernel_id": c.ints(c.get("kernel_id", info), "dispatch_info.kernel_id"),
