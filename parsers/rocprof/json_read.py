@@ -185,7 +185,7 @@ def _messages(raw: Any) -> pl.DataFrame:
                 pairs.append((item.get("key"), item.get("value")))
             elif isinstance(item, (list, tuple)) and len(item) == 2:
                 pairs.append((item[0], item[1]))
-    keys = [as_int(k) if not isinstance(k, str) else (int(k) if k.isdigit() else None)
+    keys = [as_int(k) if not isinstance(k, str) else (int(k) if k.isdecimal() else None)
             for k, _ in pairs]
     return pl.DataFrame({"corr": keys, "message": [as_str(v) for _, v in pairs]},
                         schema={"corr": I64, "message": pl.String}).drop_nulls("corr")
