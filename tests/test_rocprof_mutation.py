@@ -374,7 +374,7 @@ def test_real_json_with_every_third_end_null(tmp_path: Path) -> None:
 
     doc = json.loads(gzip.decompress(real.read_bytes()))
     recs = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"]
-    for r in recs[::3]:
+    for r in recs[2::3]:  # every third: 14,638 of them
         r["end_timestamp"] = None
     path = tmp_path / "908_results.json"
     path.write_text(json.dumps(doc))
