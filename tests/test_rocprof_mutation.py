@@ -382,3 +382,22 @@ def test_real_json_with_every_third_end_null(tmp_path: Path) -> None:
     assert trace is not None and trace.events.height == 43_915 - 14_638
     assert any("dropped 14638 kernel dispatches the model cannot hold: 14638 without a valid "
                "end_timestamp" in w for w in trace.meta.warnings)
+
+
+@pytest.mark.parametrize("which", ["sample", "real"])
+def test_typed_and_tolerant_json_paths_agree(outputs: dict[str, Path], which: str) -> None:
+    """The msgspec decode (json_typed) and the orjson path give the same frames and warnings
+    on every file the typed schema accepts."""
+    from parsers.rocprof import json_read, json_typed
+    from parsers.rawfile import read_maybe_gzip
+
+    path = outputs["json"] if which == "sample" else REAL_ROCPROF / "mi350x_908_results.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    raw = read_maybe_gzip(path)
+    assert json_typed.decode(raw) is not None  # the fast path is the one taken
+    fast = json_read.read(path)
+    slow = json_read._read_document(path, json_read._parse(path, raw), None)
+    for key in ("events", "host_events", "steps", "devices"):
+        assert getattr(fast, key).equals(getattr(slow, key), null_equal=True), key
+    assert fast.meta.warnings == slow.meta.warnings and fast.meta.extra == slow.meta.extra

@@ -16,13 +16,16 @@ lookups run in polars. A value of the wrong type is unknown (null) and counted b
 from __future__ import annotations
 
 from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import polars as pl
 
 from parsers.rocprof.agents import agent_frame, agent_row, as_int, as_str
+from parsers.rocprof import json_typed
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      MARKER_SCHEMA, Process, empty, frame)
@@ -41,7 +44,10 @@ _FIELDS = {"start": "start_timestamp", "end": "end_timestamp",
 
 def load_document(path: Path) -> Any:
     """Read, un-gzip and parse, with one clear error for each way it fails."""
-    raw = read_maybe_gzip(path)
+    return _parse(path, read_maybe_gzip(path))
+
+
+def _parse(path: Path, raw: bytes) -> Any:
     if not raw.strip():
         raise TraceInputError(path, "empty file")
     try:
@@ -61,7 +67,14 @@ def _not_rocprof(doc: Any) -> str:
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
-    doc = load_document(path)
+    raw = read_maybe_gzip(path)
+    procs = json_typed.decode(raw) if raw.strip() else None
+    if procs is None:  # not of the typed schema: the tolerant path says or counts why
+        return _read_document(path, _parse(path, raw), step_marker)
+    return _read_document(path, {TOP_KEY: procs}, step_marker)
+
+
+def _read_document(path: Path, doc: Any, step_marker: str | None) -> Trace:
     procs = doc.get(TOP_KEY) if isinstance(doc, dict) else None
     if not isinstance(procs, list):
         raise TraceInputError(path, _not_rocprof(doc))
@@ -86,17 +99,25 @@ class _Columns:
     def __init__(self, section: str, recs: Any) -> None:
         self.section = section
         recs = recs if isinstance(recs, list) else []
-        self.recs = recs if _types(recs) <= {dict} else [r for r in recs if type(r) is dict]
+        types = _types(recs)
+        self.recs = recs if types <= {dict} or (len(types) == 1 and issubclass(
+            types.pop(), msgspec.Struct)) else [r for r in recs if type(r) is dict]
         self.bad: dict[str, int] = {}
         self._count("(record)", len(recs) - len(self.recs))
 
     def get(self, key: str, within: list[Any] | None = None) -> list[Any]:
-        return list(map(dict.get, self.recs if within is None else within, repeat(key)))
+        src = self.recs if within is None else within
+        if src and type(src[0]) is not dict:  # msgspec Structs (json_typed)
+            return list(map(attrgetter(key), src))
+        return list(map(dict.get, src, repeat(key)))
 
     def obj(self, values: list[Any], name: str) -> list[Any]:
         """Nested objects: a non-object becomes {} (counted when it was not null)."""
-        if _types(values) <= {dict}:
+        types = _types(values)
+        if types <= {dict}:
             return values
+        if types - {_NONE} and all(issubclass(t, msgspec.Struct) for t in types - {_NONE}):
+            return [_NOTHING if v is None else v for v in values]  # typed: only nulls
         self._count(name, sum(1 for v in values if v is not None and type(v) is not dict))
         return [v if type(v) is dict else _EMPTY for v in values]
 
@@ -135,6 +156,14 @@ def _types(values: list[Any]) -> set[type]:
     return set(map(type, values))
 
 
+class _Nothing:
+    """A missing nested Struct: every field is null."""
+
+    def __getattr__(self, name: str) -> None:
+        return None
+
+
+_NOTHING = _Nothing()
 _EMPTY: dict[str, Any] = {}
 _NONE = type(None)
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
