@@ -54,7 +54,7 @@ def _loads_or_refuses(path: Path) -> tracelens.Trace | None:
 
 # ---- JSON -----------------------------------------------------------------------------
 
-def _mutate_json(doc: dict[str, Any], rng: random.Random) -> None:
+def _mutate_json(doc: dict[str, Any], rng: random.Random, values: list[Any] = WRONG) -> None:
     proc = doc["rocprofiler-sdk-tool"][0]
     buf = proc["buffer_records"]
     lists = [recs for recs in buf.values() if recs] + [proc["agents"], proc["kernel_symbols"]]
@@ -67,7 +67,7 @@ def _mutate_json(doc: dict[str, Any], rng: random.Random) -> None:
         elif action < 0.15:
             del recs[rng.randrange(len(recs)):]
         elif action < 0.2:
-            recs.insert(rng.randrange(len(recs) + 1), rng.choice(WRONG))
+            recs.insert(rng.randrange(len(recs) + 1), rng.choice(values))
         else:
             for r in rng.sample(recs, k=max(1, len(recs) // 4)):
                 if not isinstance(r, dict):
@@ -80,7 +80,7 @@ def _mutate_json(doc: dict[str, Any], rng: random.Random) -> None:
                 if rng.random() < 0.2:
                     del obj[key]
                 else:
-                    obj[key] = rng.choice(WRONG)
+                    obj[key] = rng.choice(values)
         if not recs:
             lists.remove(recs)
             if not lists:
@@ -401,3 +401,36 @@ def test_typed_and_tolerant_json_paths_agree(outputs: dict[str, Path], which: st
     for key in ("events", "host_events", "steps", "devices"):
         assert getattr(fast, key).equals(getattr(slow, key), null_equal=True), key
     assert fast.meta.warnings == slow.meta.warnings and fast.meta.extra == slow.meta.extra
+
+
+def _outcome(read: Any) -> Any:
+    try:
+        t = read()
+    except TraceInputError as exc:
+        return exc.problem
+    return ([getattr(t, k) for k in ("events", "host_events", "steps", "devices")],
+            t.meta.warnings)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_typed_and_tolerant_json_paths_agree_on_damage(outputs: dict[str, Path],
+                                                       tmp_path: Path, seed: int) -> None:
+    """Mutated files: where the typed schema still accepts the file (nulls, deleted fields,
+    shuffled or cut lists), both paths give the same frames, warnings or error."""
+    from parsers.rocprof import json_read, json_typed
+
+    doc = json.loads(outputs["json"].read_text())
+    _mutate_json(doc, random.Random(seed), values=[None])
+    path = tmp_path / "1_results.json"
+    path.write_text(json.dumps(doc))
+    raw = path.read_bytes()
+    if json_typed.decode(raw) is None:
+        pytest.skip("this mutation leaves the typed schema (the tolerant path reads it)")
+    fast = _outcome(lambda: json_read.read(path))
+    slow = _outcome(lambda: json_read._read_document(path, json_read._parse(path, raw), None))
+    if isinstance(fast, str) or isinstance(slow, str):
+        assert fast == slow
+        return
+    for a, b in zip(fast[0], slow[0]):
+        assert a.equals(b, null_equal=True)
+    assert fast[1] == slow[1]
