@@ -56,7 +56,7 @@ def _cases(d: Path, good_db: Path) -> list[tuple[Path, str]]:
     p = bad_num / "9_kernel_trace.csv"
     p.write_text('"Kind","Agent_Id","Queue_Id","Kernel_Name","Start_Timestamp","End_Timestamp"\n'
                  '"KERNEL_DISPATCH",2,1,"k",12abc,20\n')
-    cases.append((p, "Start_Timestamp: '12abc' is not an integer"))
+    cases.append((p, "1 without a valid Start_Timestamp"))
     p = d / "plain.csv"
     p.write_text("a,b,c\n1,2,3\n")
     cases.append((p, "not rocprofv3 output"))
@@ -75,7 +75,7 @@ def _cases(d: Path, good_db: Path) -> list[tuple[Path, str]]:
     p = d / "typed_results.json"
     p.write_text(json.dumps({"rocprofiler-sdk-tool": [{"buffer_records": {
         "kernel_dispatch": [{"start_timestamp": "soon"}]}}]}))
-    cases.append((p, "malformed rocprofv3 JSON"))
+    cases.append((p, "1 without a valid start_timestamp"))
     return cases
 
 

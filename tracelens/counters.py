@@ -11,7 +11,10 @@ Formulas: rocprofiler-compute (shared/reference/rocprof.md §5.4):
 - HBM bytes, MI300/MI350 (``TCC_EA0_*``) = 128 × TCC_BUBBLE + 32 × RDREQ_32B
   + 64 × (RDREQ − BUBBLE − RDREQ_32B) + 32 × (WRREQ − WRREQ_64B) + 64 × WRREQ_64B;
   MI200 (``TCC_EA_*``) = 32 × RDREQ_32B + 64 × (RDREQ − RDREQ_32B) + 64 × WRREQ_64B
-  + 32 × (WRREQ − WRREQ_64B).
+  + 32 × (WRREQ − WRREQ_64B);
+  else 1024 × (``FETCH_SIZE`` + ``WRITE_SIZE``): rocprofiler-sdk's derived counters, in KiB,
+  defined by the same request formulas divided by 1024. ``FETCH_SIZE`` alone is reads only:
+  bytes stay unknown.
 
 **Input schema** (what a reader passes): one row per kernel dispatch, any other columns kept
 as they are; one numeric column per counter, named as rocprofv3 names the counter
@@ -37,6 +40,10 @@ VALU_OPS = {"ADD": 1, "MUL": 1, "TRANS": 1, "FMA": 2}
 HBM_MI300 = ("TCC_EA0_RDREQ", "TCC_EA0_RDREQ_32B", "TCC_EA0_WRREQ", "TCC_EA0_WRREQ_64B",
              "TCC_BUBBLE")
 HBM_MI200 = ("TCC_EA_RDREQ", "TCC_EA_RDREQ_32B", "TCC_EA_WRREQ", "TCC_EA_WRREQ_64B")
+HBM_DERIVED = ("FETCH_SIZE", "WRITE_SIZE")
+FLOP_COUNTERS = tuple(f"SQ_INSTS_VALU_MFMA_MOPS_{t}" for t in MFMA_TYPES) + tuple(
+    f"SQ_INSTS_VALU_{op}_{t}" for t in VALU_TYPES for op in VALU_OPS)
+"""Every counter that contributes FLOPs: a counter set without any leaves FLOPs unknown."""
 
 
 def _canonical(columns: list[str]) -> dict[str, str]:
@@ -82,7 +89,10 @@ def cost_from_counters(df: pl.DataFrame) -> pl.DataFrame:
 
     mi300 = _all_present(cols, HBM_MI300)
     mi200 = _all_present(cols, HBM_MI200)
+    derived = _all_present(cols, HBM_DERIVED)
     bytes_expr = pl.lit(None, dtype=pl.Float64)
+    if derived is not None:
+        bytes_expr = pl.when(derived).then(1024.0 * (c("FETCH_SIZE") + c("WRITE_SIZE")))
     if mi200 is not None:
         b200 = (32 * c("TCC_EA_RDREQ_32B") + 64 * (c("TCC_EA_RDREQ") - c("TCC_EA_RDREQ_32B"))
                 + 64 * c("TCC_EA_WRREQ_64B") + 32 * (c("TCC_EA_WRREQ") - c("TCC_EA_WRREQ_64B")))

@@ -121,7 +121,7 @@ def discover(path: Path) -> tuple[list[Path], list[str]]:
 
 # rocprofv3 output names (shared/reference/rocprof.md §1.3), by preference: one per process.
 _ROCPROF_OUTPUTS = ("_results.db", "_results.json", "_results.json.gz",
-                    "_kernel_trace.csv")
+                    "_kernel_trace.csv", "_counter_collection.csv")
 
 
 def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[str]]:

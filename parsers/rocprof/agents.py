@@ -46,25 +46,36 @@ def gpu_memory(mem_banks: Any) -> int | None:
     if not isinstance(mem_banks, list):
         return None
     sizes = [b.get("size_in_bytes") for b in mem_banks if isinstance(b, dict)
-             and b.get("heap_type") in (1, 2) and isinstance(b.get("size_in_bytes"), int)]
+             and type(b.get("heap_type")) is int and b.get("heap_type") in (1, 2)
+             and as_int(b.get("size_in_bytes")) is not None]
     return max(sizes) if sizes else None
 
 
+def as_int(v: Any) -> int | None:
+    """An int64 value, else None (a bool, float, string or object is not an id or a count)."""
+    return v if type(v) is int and -(1 << 63) <= v < (1 << 63) else None
+
+
+def as_str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
 def agent_row(a: dict[str, Any]) -> dict[str, Any]:
-    """One agent object (JSON ``agents[]`` or rocpd ``extdata``) as an AGENT_SCHEMA row."""
+    """One agent object (JSON ``agents[]`` or rocpd ``extdata``) as an AGENT_SCHEMA row;
+    values of the wrong type are unknown (None)."""
     t = a.get("type")
-    kind = {1: "CPU", 2: "GPU", 3: "NIC"}.get(t, t if isinstance(t, str) else None)
+    kind = {1: "CPU", 2: "GPU", 3: "NIC"}.get(t) if type(t) is int else as_str(t)
     ident = a.get("id")
     clock = a.get("max_engine_clk_fcompute")
     return {
-        "node_id": a.get("node_id"), "logical_index": a.get("logical_node_id"),
-        "type_index": a.get("logical_node_type_id"), "type": kind, "name": a.get("name"),
-        "gfx_target_version": a.get("gfx_target_version"),
-        "product_name": a.get("product_name"), "vendor_name": a.get("vendor_name"),
-        "cu_count": a.get("cu_count"),
-        "clock_mhz": float(clock) if isinstance(clock, (int, float)) and clock > 0 else None,
+        "node_id": as_int(a.get("node_id")), "logical_index": as_int(a.get("logical_node_id")),
+        "type_index": as_int(a.get("logical_node_type_id")), "type": kind,
+        "name": as_str(a.get("name")), "gfx_target_version": as_int(a.get("gfx_target_version")),
+        "product_name": as_str(a.get("product_name")), "vendor_name": as_str(a.get("vendor_name")),
+        "cu_count": as_int(a.get("cu_count")),
+        "clock_mhz": float(clock) if type(clock) in (int, float) and clock > 0 else None,
         "memory_bytes": gpu_memory(a.get("mem_banks")),
-        "handle": ident.get("handle") if isinstance(ident, dict) else None,
+        "handle": as_int(ident.get("handle")) if isinstance(ident, dict) else None,
     }
 
 
@@ -87,7 +98,7 @@ def resolve_refs(refs: pl.Series, agents: pl.DataFrame) -> tuple[pl.Series, int]
     s = refs.cast(pl.String).str.strip_chars()
     parts = s.str.extract_groups(r"^(?i:(Agent|GPU|CPU|NIC))?[\s_-]*(\d+)$")
     df = pl.DataFrame({"kind": parts.struct.field("1").str.to_uppercase(),
-                       "num": parts.struct.field("2").cast(pl.Int64)})
+                       "num": parts.struct.field("2").cast(pl.Int64, strict=False)})
     if agents.is_empty():
         agent = df["num"]
     else:

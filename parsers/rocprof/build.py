@@ -24,6 +24,8 @@ from parsers.rocprof import agents as agents_mod
 from parsers.rocprof.collectives import collective_types, warnings_for
 from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process
+from tracelens.counters import FLOP_COUNTERS, cost_from_counters
+from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              TraceMeta, conform)
 
@@ -32,12 +34,39 @@ _DIRECTIONS = {"HOST_TO_DEVICE": ("h2d", "dst", 1), "DEVICE_TO_HOST": ("d2h", "s
                "DEVICE_TO_DEVICE": ("d2d", "src", 3), "HOST_TO_HOST": ("h2h", None, 4)}
 
 
+def drop_unusable(df: pl.DataFrame, checks: list[tuple[str, pl.Expr]], what: str,
+                  warn: list[str]) -> pl.DataFrame:
+    """``df`` without the rows the model cannot hold, and one warning that counts them by
+    reason. ``checks`` are (reason, expression true on a bad row); a row is counted under the
+    first reason it fails, so the counts add up to the rows dropped."""
+    if df.is_empty() or not checks:
+        return df
+    flags = df.select([e.fill_null(False).alias(f"_{i}") for i, (_, e) in enumerate(checks)])
+    first = pl.coalesce([pl.when(pl.col(f"_{i}")).then(pl.lit(i)) for i in range(len(checks))])
+    which = flags.select(first.alias("w"))["w"]
+    if which.null_count() == df.height:
+        return df
+    counts = which.drop_nulls().value_counts(sort=False).sort("w")
+    reasons = ", ".join(f"{n} {checks[i][0]}" for i, n in counts.iter_rows())
+    dropped = df.height - which.null_count()
+    warn.append(f"dropped {dropped} {what} the model cannot hold: {reasons}")
+    return df.filter(which.is_null())
+
+
+def _field(p: Process, name: str) -> str:
+    """The name the input format gives a normalized field (for messages)."""
+    return p.fields.get(name, name)
+
+
 def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
-    k = p.dispatches
-    neg = k.filter(pl.col("end") < pl.col("start")).height
-    if neg:
-        warn.append(f"dropped {neg} kernel dispatches that end before they start")
-        k = k.filter(pl.col("end") >= pl.col("start"))
+    f = lambda n: _field(p, n)  # noqa: E731
+    k = drop_unusable(p.dispatches, [
+        (f"without a valid {f('start')}", pl.col("start").is_null()),
+        (f"without a valid {f('end')}", pl.col("end").is_null()),
+        ("that end before they start", pl.col("end") < pl.col("start")),
+        (f"without a valid {f('agent')}", pl.col("agent").is_null()),
+        (f"without a valid {f('queue')}", pl.col("queue").is_null() & pl.col("stream").is_null()),
+    ], "kernel dispatches", warn)
     k = k.join(ordinals, left_on="agent", right_on="node_id", how="left")
     lost = k["device"].null_count()
     if lost:
@@ -48,14 +77,62 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFram
     if unknown:
         warn.append(f"{unknown} dispatches name a kernel id the symbol table lacks; kept as "
                     "'<unknown kernel N>'")
+    kid = pl.col("kernel_id").cast(pl.String).fill_null("?")
+    k = _with_counter_costs(k, p.counters, warn)
     return k.select(
-        "device", stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
-        name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", "kernel_id")),
+        "device", "flops", "bytes", "dtype", "cost_source",
+        stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
+        name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", kid)),
         start_ns="start", end_ns="end", correlation_id="corr", tid="tid")
 
 
+def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]
+                        ) -> pl.DataFrame:
+    """``flops``, ``bytes``, ``dtype``, ``cost_source`` from the dispatches' PMC counters
+    (:func:`tracelens.counters.cost_from_counters`; values summed over hardware instances);
+    null where the counters collected do not determine them, and a warning that says so."""
+    none = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
+            "cost_source": pl.String}
+    c = counters.drop_nulls(["dispatch_id", "counter"])
+    if c.is_empty():
+        return k.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in none.items()])
+    wide = (c.group_by("dispatch_id", "counter").agg(
+                pl.when(pl.col("value").null_count() == 0).then(pl.col("value").sum()))
+            .sort("dispatch_id", "counter")
+            .pivot(on="counter", index="dispatch_id", values="value", sort_columns=True)
+            .rename(lambda n: n if n == "dispatch_id" else f"pmc:{n}"))
+    joined = k.join(wide, on="dispatch_id", how="left", maintain_order="left")
+    pmc = [n for n in wide.columns if n != "dispatch_id"]
+    costed = cost_from_counters(joined.select(pmc).rename(lambda n: n[4:]))
+    out = k.with_columns(costed.select(*none))
+    names = [n[4:] for n in pmc]
+    with_pmc = joined.select(pl.any_horizontal(pl.col(pmc).is_not_null()).sum()).item()
+    n_flops, n_bytes = out["flops"].is_not_null().sum(), out["bytes"].is_not_null().sum()
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    msg = (f"hardware counters ({shown}) on {with_pmc} of {k.height} kernel dispatches: "
+           f"FLOPs from counters on {n_flops}, HBM bytes on {n_bytes}")
+    if not {n.upper() for n in names} & set(FLOP_COUNTERS):
+        msg += ("; FLOPs unknown: no FLOP counter was collected "
+                "(SQ_INSTS_VALU_MFMA_MOPS_*, SQ_INSTS_VALU_{ADD,MUL,FMA,TRANS}_F*)")
+    if n_bytes < with_pmc:
+        msg += ("; HBM bytes need TCC_EA0_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B} + TCC_BUBBLE, "
+                "TCC_EA_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B}, or FETCH_SIZE + WRITE_SIZE")
+    unmatched = c.join(k.select("dispatch_id"), on="dispatch_id", how="anti")[
+        "dispatch_id"].n_unique()
+    if unmatched:
+        msg += f"; {unmatched} dispatch ids with counters match no kernel dispatch"
+    warn.append(msg)
+    return out
+
+
 def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
-    c = p.copies
+    f = lambda n: _field(p, n)  # noqa: E731
+    c = drop_unusable(p.copies, [
+        (f"without a valid {f('start')}", pl.col("start").is_null()),
+        (f"without a valid {f('end')}", pl.col("end").is_null()),
+        ("that end before they start", pl.col("end") < pl.col("start")),
+        (f"without a valid {f('op')}", pl.col("op").is_null()),
+    ], "memory copies", warn)
     if c.is_empty():
         return pl.DataFrame()
     direction = pl.col("op").str.extract(r"(HOST_TO_DEVICE|DEVICE_TO_HOST|DEVICE_TO_DEVICE|"
@@ -78,7 +155,7 @@ def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame
     if lost:
         warn.append(f"skipped {lost} memory copies with no GPU side (host-to-host, or agents "
                     "missing from the agent table)")
-    c = c.filter(pl.col("device").is_not_null() & (pl.col("end") >= pl.col("start")))
+    c = c.filter(pl.col("device").is_not_null())
     return c.select(
         "device",
         stream=pl.when(pl.col("stream").is_not_null()).then(-1 - pl.col("stream"))
@@ -110,6 +187,11 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
     for rank, p in enumerate(procs):
         warn = list(p.warnings)
         host = p.host or "unknown"
+        for attr, what in (("apis", "API records"), ("markers", "ROCTx records")):
+            setattr(p, attr, drop_unusable(getattr(p, attr), [
+                (f"without a valid {_field(p, 'start')}", pl.col("start").is_null()),
+                (f"without a valid {_field(p, 'end')}", pl.col("end").is_null()),
+            ], what, warn))
         ordinals = agents_mod.with_ordinals(p.agents).select("node_id", "device")
         kern = _kernels(p, ordinals, warn)
         sub, stats = collective_types(
@@ -139,6 +221,12 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         processes.append({"rank": rank, "host": host, "pid": p.pid, "init_ns": p.init_ns,
                           "fini_ns": p.fini_ns, **p.info})
         host_info.setdefault(host, {"profile_start_ns": None, "path": str(path)})
+    raw = sum(p.dispatches.height + p.copies.height for p in procs)
+    if raw and not events:
+        why = "; ".join(w.split(": ", 1)[-1] for w in meta.warnings if "dropped" in w
+                        or "skipped" in w)
+        raise TraceInputError(path, f"none of its {raw} kernel dispatches and memory copies "
+                              f"is usable ({why})")
     steps, step_warn = steps_from_markers(pl.concat(markers) if markers else pl.DataFrame(
         schema={"name": pl.String, "start": pl.Int64, "end": pl.Int64, "rank": pl.Int32}),
         step_marker)

@@ -19,14 +19,14 @@ import polars as pl
 
 from parsers.rocprof.agents import agent_frame, resolve_refs
 from parsers.rocprof.build import build_trace
-from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
-                                     Process, frame)
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
+                                     MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
 FORMAT = "rocprof-csv"
 TABLES = ("kernel_trace", "agent_info", "memory_copy_trace", "hip_api_trace",
-          "hsa_api_trace", "rccl_api_trace", "marker_api_trace")
+          "hsa_api_trace", "rccl_api_trace", "marker_api_trace", "counter_collection")
 _REQUIRED = {
     "kernel_trace": ("agent_id", "queue_id", "kernel_name", "start_timestamp",
                      "end_timestamp"),
@@ -34,11 +34,15 @@ _REQUIRED = {
     "memory_copy_trace": ("direction", "source_agent_id", "destination_agent_id",
                           "start_timestamp", "end_timestamp"),
     "api": ("domain", "function", "start_timestamp", "end_timestamp"),
+    "counter_collection": ("dispatch_id", "agent_id", "queue_id", "kernel_name",
+                           "counter_name", "counter_value"),
 }
-_INTS = ("queue_id", "stream_id", "thread_id", "correlation_id", "start_timestamp",
+_INTS = ("queue_id", "stream_id", "thread_id", "correlation_id", "start_timestamp", "dispatch_id",
          "end_timestamp", "kernel_id", "process_id", "node_id", "logical_node_id", "cu_count",
          "gfx_target_version", "max_engine_clk_fcompute")
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
+_FIELDS = {"start": "Start_Timestamp", "end": "End_Timestamp", "agent": "Agent_Id",
+           "queue": "Queue_Id", "op": "Direction"}
 
 
 def _group(path: Path) -> tuple[str, dict[str, Path]]:
@@ -52,8 +56,9 @@ def _group(path: Path) -> tuple[str, dict[str, Path]]:
     return "", {"kernel_trace": path}  # a lone, renamed CSV: read it as a kernel trace
 
 
-def _table(path: Path, kind: str) -> pl.DataFrame:
-    """One CSV with lower-case column names, integers parsed, required columns checked."""
+def _table(path: Path, kind: str, warnings: list[str]) -> pl.DataFrame:
+    """One CSV with lower-case column names, integers parsed, required columns checked;
+    a value that is not an integer where one belongs is unknown (null) and counted."""
     try:
         df = pl.read_csv(path, infer_schema=False, raise_if_empty=False)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
@@ -69,19 +74,28 @@ def _table(path: Path, kind: str) -> pl.DataFrame:
         titled = ", ".join(c.title() for c in missing)
         raise TraceInputError(path, f"CSV lacks column(s) {titled}: not a rocprofv3 "
                               f"{kind}.csv of a known layout")
+    blank = pl.all_horizontal(pl.all().is_null())
+    df = df.filter(~blank)  # blank lines (the documentation's own sample ends with one)
+    short = df.with_row_index("_row").filter(pl.col(df.columns[-1]).is_null())
+    if short.height:  # e.g. the last row of a file cut off mid-line
+        raise TraceInputError(path, f"row {short['_row'][0] + 2} has fewer fields than the "
+                              "header (truncated or damaged CSV)")
     for col in (c for c in _INTS if c in df.columns):
         text = df[col].str.strip_chars()
         ints = text.cast(pl.Int64, strict=False)
         bad = df.filter(text.is_not_null() & (text != "") & ints.is_null())
-        if bad.height:
-            raise TraceInputError(path, f"column {col.title()}: {bad[col][0]!r} is not an "
-                                  "integer")
+        if bad.height:  # the row is kept; build.py drops it by name if the model needs it
+            warnings.append(f"{path.name}: {bad.height} values of {col.title()} are not "
+                            f"integers (first {bad[col][0]!r}); read as unknown")
         df = df.with_columns(ints.alias(col))
-    for col in ("start_timestamp", "end_timestamp"):
-        missing_ts = df[col].null_count() if col in df.columns else 0
-        if missing_ts:  # e.g. the last row of a file cut off mid-line
-            raise TraceInputError(path, f"{missing_ts} row(s) without a {col.title()} "
-                                  "(truncated or damaged CSV)")
+    if "counter_value" in df.columns:
+        text = df["counter_value"].str.strip_chars()
+        values = text.cast(pl.Float64, strict=False)
+        bad = df.filter(text.is_not_null() & (text != "") & values.is_null())
+        if bad.height:
+            warnings.append(f"{path.name}: {bad.height} values of Counter_Value are not "
+                            f"numbers (first {bad['counter_value'][0]!r}); read as unknown")
+        df = df.with_columns(values.alias("counter_value"))
     return df
 
 
@@ -113,26 +127,44 @@ def _synthetic_agents(ids: pl.Series) -> pl.DataFrame:
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
     prefix, files = _group(path)
-    tables = {t: _table(p, t) for t, p in files.items()}
+    warnings: list[str] = []
+    tables = {t: _table(p, t, warnings) for t, p in files.items()}
     kernels = tables.get("kernel_trace")
+    if kernels is None and "counter_collection" in tables:  # --pmc without --kernel-trace
+        kernels = _dispatches_of_counters(tables["counter_collection"], path)
+        tables["kernel_trace"] = kernels
     if kernels is None:
         raise TraceInputError(path, f"no {prefix}kernel_trace.csv beside it: rocprofv3 CSV "
                               "output needs its kernel trace")
     guids = sorted(kernels["guid"].unique().drop_nulls().to_list()) if (
         "guid" in kernels.columns) else []
-    procs = [_process(tables, path, prefix, g) for g in (guids or [None])]
+    procs = [_process(tables, path, prefix, g, warnings) for g in (guids or [None])]
     return build_trace(procs, path, FORMAT, step_marker)
 
 
+def _dispatches_of_counters(c: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """The kernel dispatches a counter CSV describes (one row per dispatch and counter):
+    ROCm >= 7.0 writes each dispatch's timestamps on its rows; 6.x does not, and then the
+    dispatches have no time and the file cannot stand alone."""
+    missing = [c_ for c_ in ("start_timestamp", "end_timestamp") if c_ not in c.columns]
+    if missing:
+        raise TraceInputError(path, "counter_collection.csv without Start_Timestamp and "
+                              "End_Timestamp (ROCm < 7.0) and no kernel_trace.csv beside it: "
+                              "the dispatches have no time")
+    keys = ["guid", "dispatch_id"] if "guid" in c.columns else ["dispatch_id"]
+    return c.unique(keys, keep="first", maintain_order=True).drop(
+        "counter_name", "counter_value")
+
+
 def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
-             guid: str | None) -> Process:
+             guid: str | None, read_warnings: list[str]) -> Process:
     def mine(name: str) -> pl.DataFrame | None:
         df = tables.get(name)
         if df is None or guid is None or "guid" not in df.columns:
             return df
         return df.filter(pl.col("guid") == guid)
 
-    warnings = []
+    warnings = list(read_warnings)
     agents = _agents(mine("agent_info"))
     k = mine("kernel_trace")
     kernel_agents, bad = resolve_refs(k["agent_id"], agents)
@@ -146,7 +178,10 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
         agent=kernel_agents, queue="queue_id", stream=_col(k, "stream_id"),
         tid=_col(k, "thread_id"), corr=_col(k, "correlation_id"),
         kernel_id=_col(k, "kernel_id"), name="kernel_name", start="start_timestamp",
-        end="end_timestamp")
+        end="end_timestamp", dispatch_id=_col(k, "dispatch_id"))
+    pmc = mine("counter_collection")
+    counters = frame({}, COUNTER_SCHEMA) if pmc is None else pmc.select(
+        "dispatch_id", counter="counter_name", value="counter_value")
     copies = frame({}, COPY_SCHEMA)
     c = mine("memory_copy_trace")
     if c is not None and c.height:
@@ -178,7 +213,8 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
                    copies=frame(copies, COPY_SCHEMA),
                    apis=frame(api.filter(~is_marker), API_SCHEMA),
                    markers=frame(api.filter(is_marker), MARKER_SCHEMA), warnings=warnings,
-                   info={"layout": _layout(k)})
+                   info={"layout": _layout(k)}, fields=_FIELDS,
+                   counters=frame(counters, COUNTER_SCHEMA))
 
 
 def _layout(k: pl.DataFrame) -> str:

@@ -20,6 +20,7 @@ bare, headers quoted, as rocprofv3 writes them. CSV has no byte counts for copie
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -53,11 +54,11 @@ API_COLUMNS = ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id"
                "Start_Timestamp", "End_Timestamp")
 
 
-def write(trace: Trace, out_dir: Path, layout: str = "7", step_name: str = STEP_NAME
-          ) -> list[Path]:
+def write(trace: Trace, out_dir: Path, layout: str = "7", step_name: str = STEP_NAME,
+          counters: pl.DataFrame | None = None) -> list[Path]:
     if layout not in LAYOUTS:
         raise ValueError(f"unknown CSV layout {layout!r} (one of {', '.join(LAYOUTS)})")
-    procs = export(trace, step_name)
+    procs = export(trace, step_name, counters)
     tables: dict[Path, list[pl.DataFrame]] = {}
     for p in procs:
         prefix = out_dir / "out_" if layout == "rocpd" else (
@@ -78,6 +79,31 @@ def _agent_ref(layout: str, node: pl.Expr, logical: pl.Expr) -> pl.Expr:
     if layout in ("6.2", "6.3"):
         return node
     return pl.format("Agent {}", logical)
+
+
+def _counter_table(p: Process, d: pl.DataFrame, ref: Any, layout: str) -> pl.DataFrame:
+    """``counter_collection.csv``: one row per dispatch and counter, the ROCm 6.2 columns or
+    the >= 7.0 ones (with ``Kernel_Id``, ``Accum_VGPR_Count`` and the dispatch's timestamps;
+    shared/reference/rocprof.md §2.3)."""
+    c = p.counters.join(d.drop("dispatch_id").rename({"Dispatch_Id": "dispatch_id"}),
+                        on="dispatch_id", how="left", maintain_order="left")
+    cols: list[Any] = [pl.col("corr").alias("Correlation_Id"),
+                       pl.col("dispatch_id").alias("Dispatch_Id"), ref("agent").alias("Agent_Id"),
+                       pl.col("queue").alias("Queue_Id"),
+                       pl.lit(p.pid, pl.Int64).alias("Process_Id"),
+                       pl.col("tid").alias("Thread_Id"), pl.lit(65536).alias("Grid_Size")]
+    if layout != "6.2":
+        cols.append(pl.col("kernel_id").alias("Kernel_Id"))
+    cols += [pl.col("name").alias("Kernel_Name"), pl.lit(256).alias("Workgroup_Size"),
+             pl.lit(0).alias("LDS_Block_Size"), pl.lit(0).alias("Scratch_Size"),
+             pl.lit(32).alias("VGPR_Count")]
+    if layout != "6.2":
+        cols.append(pl.lit(0).alias("Accum_VGPR_Count"))
+    cols += [pl.lit(32).alias("SGPR_Count"), pl.col("counter").alias("Counter_Name"),
+             pl.col("value").alias("Counter_Value")]
+    if layout != "6.2":
+        cols += [pl.col("start").alias("Start_Timestamp"), pl.col("end").alias("End_Timestamp")]
+    return c.select(cols)
 
 
 def _tables(p: Process, layout: str) -> dict[str, pl.DataFrame]:
@@ -126,6 +152,8 @@ def _tables(p: Process, layout: str) -> dict[str, pl.DataFrame]:
     api = lambda df, domain: df.select(  # noqa: E731
         Domain=domain, Function="name", Process_Id=pl.lit(p.pid, pl.Int64), Thread_Id="tid",
         Correlation_Id="corr", Start_Timestamp="start", End_Timestamp="end")
+    pmc = _counter_table(p, d, ref, layout)
     return {"agent_info": agents, "kernel_trace": kernels, "memory_copy_trace": copies,
+            "counter_collection": pmc,
             "rccl_api_trace": api(p.apis, "domain"),
             "marker_api_trace": api(p.markers, pl.lit(marker_domain))}

@@ -24,8 +24,8 @@ import polars as pl
 
 from parsers.rocprof.agents import agent_frame, gfx_target_version
 from parsers.rocprof.collectives import TYPE_APIS
-from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
-                                     Process, frame)
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
+                                     MARKER_SCHEMA, Process, frame)
 from tracelens.model import Trace
 
 STEP_NAME = "step {step}"
@@ -77,8 +77,23 @@ def _typed(events: pl.DataFrame) -> pl.DataFrame:
     return events
 
 
-def export(trace: Trace, step_name: str = STEP_NAME) -> list[Process]:
-    """One Process per rank of ``trace`` (ranks in order)."""
+def dispatch_counters(dispatches: pl.DataFrame, counters: pl.DataFrame | None
+                      ) -> pl.DataFrame:
+    """COUNTER_SCHEMA rows for ``dispatches`` (whose dispatch ids are 1, 2, ... in row order,
+    as every writer numbers them): each dispatch gets the ``counter``/``value`` rows that
+    ``counters`` gives for its kernel ``name``."""
+    if counters is None or counters.is_empty():
+        return frame({}, COUNTER_SCHEMA)
+    d = dispatches.select("name").with_row_index("dispatch_id", offset=1)
+    return frame(d.join(counters.select("name", "counter", "value"), on="name", how="inner",
+                        maintain_order="left_right").drop("name"), COUNTER_SCHEMA)
+
+
+def export(trace: Trace, step_name: str = STEP_NAME,
+           counters: pl.DataFrame | None = None) -> list[Process]:
+    """One Process per rank of ``trace`` (ranks in order). ``counters`` (``name``,
+    ``counter``, ``value``): PMC counter values recorded for every dispatch of that kernel
+    name, as ``rocprofv3 --pmc`` would (writers put them in each format's counter records)."""
     ranks = sorted(set(trace.devices["rank"].to_list()) | set(trace.events["rank"].to_list()))
     events = _typed(trace.events)
     out = []
@@ -100,7 +115,8 @@ def export(trace: Trace, step_name: str = STEP_NAME) -> list[Process]:
             "kernel_id", offset=1).with_columns(pl.col("kernel_id").cast(pl.Int64))
         dispatches = kern.join(names, on="name", how="left").select(
             "agent", "queue", "tid", "corr", "kernel_id", "name", start="start_ns",
-            end="end_ns", stream="queue")
+            end="end_ns", stream="queue", dispatch_id=pl.int_range(1, pl.len() + 1,
+                                                                   dtype=pl.Int64))
         cp = ev.filter(pl.col("kind") == "memcpy")
         sub = pl.col("subcategory").fill_null("")
         copies = cp.select(
@@ -134,6 +150,7 @@ def export(trace: Trace, step_name: str = STEP_NAME) -> list[Process]:
             host=hosts[0] if hosts else "localhost", pid=pid, agents=_agents(devs),
             dispatches=frame(dispatches, DISPATCH_SCHEMA), copies=frame(copies, COPY_SCHEMA),
             apis=apis, markers=markers,
+            counters=dispatch_counters(dispatches, counters),
             init_ns=max(0, min(times) - 1_000_000) if times else 0,
             fini_ns=max(times) + 1_000_000 if times else 1,
             info={"queues": queues.select("queue", "device", "stream")}))

@@ -5,54 +5,53 @@ process>]}``; each process has ``metadata`` (node, pid, init/fini time), ``agent
 ``strings`` (kind and operation names: ``buffer_records[kind].operations[operation]``, and
 ROCTx messages by correlation id in ``marker_api``), ``kernel_symbols`` and
 ``buffer_records`` (``kernel_dispatch``, ``memory_copy``, ``*_api``). Kind ids differ between
-SDK versions, so every kind and operation is resolved through ``strings``. Records are turned
-into polars frames in bulk (nested objects become struct columns).
+SDK versions, so every kind and operation is resolved through ``strings``.
+
+Speed: the document is parsed once with orjson; each field of a record list then becomes a
+column with one list comprehension (no per-record dicts or frames are built), and joins and
+lookups run in polars. A value of the wrong type is unknown (null) and counted by field;
+:mod:`parsers.rocprof.build` drops the rows the model cannot hold, naming the field.
 """
 
 from __future__ import annotations
 
-import json
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import orjson
 import polars as pl
 
-from parsers.rocprof.agents import agent_frame, agent_row
+from parsers.rocprof.agents import agent_frame, agent_row, as_int, as_str
+from parsers.rocprof import json_typed
 from parsers.rocprof.build import build_trace
-from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
-                                     Process, empty, frame)
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
+                                     MARKER_SCHEMA, Process, empty, frame)
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
-try:  # optional: about 3x faster than the standard library on large files
-    import orjson as _fast_json
-except ImportError:  # pragma: no cover - depends on the environment
-    _fast_json = None
-
 FORMAT = "rocprof-json"
 TOP_KEY = "rocprofiler-sdk-tool"
 I64 = pl.Int64
-_HANDLE = pl.Struct({"handle": I64})
-_CORR = pl.Struct({"internal": I64, "ancestor": I64})
-_API = {"kind": I64, "operation": I64, "thread_id": I64, "correlation_id": _CORR,
-        "start_timestamp": I64, "end_timestamp": I64}
-_DISPATCH = {"thread_id": I64, "correlation_id": _CORR, "start_timestamp": I64,
-             "end_timestamp": I64, "stream_id": _HANDLE,
-             "dispatch_info": pl.Struct({"agent_id": _HANDLE, "queue_id": _HANDLE,
-                                         "kernel_id": I64})}
-_COPY = {**_API, "src_agent_id": _HANDLE, "dst_agent_id": _HANDLE, "bytes": I64,
-         "stream_id": _HANDLE}
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
+_FIELDS = {"start": "start_timestamp", "end": "end_timestamp",
+           "agent": "dispatch_info.agent_id", "queue": "dispatch_info.queue_id",
+           "op": "operation"}
 
 
 def load_document(path: Path) -> Any:
     """Read, un-gzip and parse, with one clear error for each way it fails."""
-    raw = read_maybe_gzip(path)
+    return _parse(path, read_maybe_gzip(path))
+
+
+def _parse(path: Path, raw: bytes) -> Any:
     if not raw.strip():
         raise TraceInputError(path, "empty file")
     try:
-        return _fast_json.loads(raw) if _fast_json else json.loads(raw)
+        return orjson.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         msg = str(exc).splitlines()[0][:120]
         raise TraceInputError(path, f"corrupt or truncated JSON ({msg})") from None
@@ -68,7 +67,14 @@ def _not_rocprof(doc: Any) -> str:
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
-    doc = load_document(path)
+    raw = read_maybe_gzip(path)
+    procs = json_typed.decode(raw) if raw.strip() else None
+    if procs is None:  # not of the typed schema: the tolerant path says or counts why
+        return _read_document(path, _parse(path, raw), step_marker)
+    return _read_document(path, {TOP_KEY: procs}, step_marker)
+
+
+def _read_document(path: Path, doc: Any, step_marker: str | None) -> Trace:
     procs = doc.get(TOP_KEY) if isinstance(doc, dict) else None
     if not isinstance(procs, list):
         raise TraceInputError(path, _not_rocprof(doc))
@@ -83,27 +89,118 @@ def read(path: Path, step_marker: str | None = None) -> Trace:
     return build_trace(parsed, path, FORMAT, step_marker)
 
 
-def _records(recs: Any, schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    if not isinstance(recs, list) or not recs:
-        return pl.DataFrame(schema=schema)
-    return pl.DataFrame(recs, schema=schema)
+class _Columns:
+    """Columns pulled out of a list of JSON records: each field is one C-level pass
+    (``map(dict.get, ...)``), its types are checked with one more (``set(map(type, ...))``),
+    and polars builds the column; no per-record Python code runs unless a field holds a value
+    of the wrong type (a string timestamp, a float or bool id, an object where a number
+    belongs), which then becomes unknown (null) and is counted per field."""
+
+    def __init__(self, section: str, recs: Any) -> None:
+        self.section = section
+        recs = recs if isinstance(recs, list) else []
+        types = _types(recs)
+        self.recs = recs if types <= {dict} or (len(types) == 1 and issubclass(
+            types.pop(), msgspec.Struct)) else [r for r in recs if type(r) is dict]
+        self.bad: dict[str, int] = {}
+        self._count("(record)", len(recs) - len(self.recs))
+
+    def get(self, key: str, within: list[Any] | None = None) -> list[Any]:
+        src = self.recs if within is None else within
+        if src and type(src[0]) is not dict:  # msgspec Structs (json_typed)
+            return list(map(attrgetter(key), src))
+        return list(map(dict.get, src, repeat(key)))
+
+    def obj(self, values: list[Any], name: str) -> list[Any]:
+        """Nested objects: a non-object becomes {} (counted when it was not null)."""
+        types = _types(values)
+        if types <= {dict}:
+            return values
+        if types - {_NONE} and all(issubclass(t, msgspec.Struct) for t in types - {_NONE}):
+            return [_NOTHING if v is None else v for v in values]  # typed: only nulls
+        self._count(name, sum(1 for v in values if v is not None and type(v) is not dict))
+        return [v if type(v) is dict else _EMPTY for v in values]
+
+    def ints(self, values: list[Any], name: str) -> pl.Series:
+        if _types(values) <= {int, _NONE}:
+            try:  # polars refuses what does not fit in an int64
+                return pl.Series(name, values, dtype=I64)
+            except (TypeError, OverflowError, pl.exceptions.PolarsError):
+                pass
+        out = [v if type(v) is int and _MIN <= v <= _MAX else None for v in values]
+        self._count(name, out.count(None) - values.count(None))
+        return pl.Series(name, out, dtype=I64)
+
+    def strs(self, values: list[Any], name: str) -> pl.Series:
+        if not _types(values) <= {str, _NONE}:
+            out = [v if type(v) is str else None for v in values]
+            self._count(name, out.count(None) - values.count(None))
+            values = out
+        return pl.Series(name, values, dtype=pl.String)
+
+    def handle(self, key: str, within: list[Any] | None = None) -> pl.Series:
+        return self.ints(self.get("handle", self.obj(self.get(key, within), key)),
+                         f"{key}.handle")
+
+    def _count(self, name: str, n: int) -> None:
+        if n:
+            self.bad[name] = self.bad.get(name, 0) + n
+
+    def warnings(self) -> list[str]:
+        return [f"{n} {self.section} records with a {name} of the wrong type; read as unknown"
+                if name != "(record)" else f"{n} {self.section} records that are not objects; "
+                "skipped" for name, n in self.bad.items()]
+
+
+def _types(values: list[Any]) -> set[type]:
+    return set(map(type, values))
+
+
+class _Nothing:
+    """A missing nested Struct: every field is null."""
+
+    def __getattr__(self, name: str) -> None:
+        return None
+
+
+_NOTHING = _Nothing()
+_EMPTY: dict[str, Any] = {}
+_NONE = type(None)
+_MIN, _MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _api_columns(c: _Columns, names: bool = True) -> dict[str, pl.Series]:
+    """The fields every API-like record has: thread, correlation, times, and (``names``)
+    kind, operation and ancestor."""
+    corr = c.obj(c.get("correlation_id"), "correlation_id")
+    out = {"tid": c.ints(c.get("thread_id"), "thread_id"),
+           "corr": c.ints(c.get("internal", corr), "correlation_id.internal"),
+           "start": c.ints(c.get("start_timestamp"), "start_timestamp"),
+           "end": c.ints(c.get("end_timestamp"), "end_timestamp")}
+    if names:
+        out.update(kind=c.ints(c.get("kind"), "kind"),
+                   operation=c.ints(c.get("operation"), "operation"),
+                   parent=c.ints(c.get("ancestor", corr), "correlation_id.ancestor"))
+    return out
 
 
 def _names(strings: dict[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(kind id -> kind name, (kind, operation) -> operation name), from ``strings``."""
-    table = strings.get("buffer_records") or []
+    table = strings.get("buffer_records")
+    table = table if isinstance(table, list) else []
     kinds = pl.DataFrame({"kind": list(range(len(table))),
-                          "domain": [t.get("kind") if isinstance(t, dict) else None
+                          "domain": [as_str(t.get("kind")) if isinstance(t, dict) else None
                                      for t in table]}, schema={"kind": I64, "domain": pl.String})
     ks, os_, names = [], [], []
     for k, t in enumerate(table):
-        for o, name in enumerate((t.get("operations") or []) if isinstance(t, dict) else []):
+        ops = t.get("operations") if isinstance(t, dict) else None
+        for o, name in enumerate(ops if isinstance(ops, list) else []):
             ks.append(k)
             os_.append(o)
-            names.append(name)
-    ops = pl.DataFrame({"kind": ks, "operation": os_, "name": names},
-                       schema={"kind": I64, "operation": I64, "name": pl.String})
-    return kinds, ops
+            names.append(as_str(name))
+    ops_df = pl.DataFrame({"kind": ks, "operation": os_, "name": names},
+                          schema={"kind": I64, "operation": I64, "name": pl.String})
+    return kinds, ops_df
 
 
 def _messages(raw: Any) -> pl.DataFrame:
@@ -117,67 +214,138 @@ def _messages(raw: Any) -> pl.DataFrame:
                 pairs.append((item.get("key"), item.get("value")))
             elif isinstance(item, (list, tuple)) and len(item) == 2:
                 pairs.append((item[0], item[1]))
-    return pl.DataFrame({"corr": [int(k) for k, _ in pairs],
-                         "message": [str(v) for _, v in pairs]},
-                        schema={"corr": I64, "message": pl.String})
+    keys = [as_int(k) if not isinstance(k, str) else (int(k) if k.isdecimal() else None)
+            for k, _ in pairs]
+    return pl.DataFrame({"corr": keys, "message": [as_str(v) for _, v in pairs]},
+                        schema={"corr": I64, "message": pl.String}).drop_nulls("corr")
 
 
-def _api_frame(recs: pl.DataFrame, kinds: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
-    return (recs.unnest("correlation_id")
+def _api_frame(c: _Columns, kinds: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
+    return (pl.DataFrame(_api_columns(c))
             .join(kinds, on="kind", how="left")
             .join(ops, on=["kind", "operation"], how="left")
-            .select("domain", "name", tid="thread_id", corr="internal", parent="ancestor",
-                    start="start_timestamp", end="end_timestamp"))
+            .select("domain", "name", "tid", "corr", "parent", "start", "end"))
+
+
+def _dispatches(buf: dict[str, Any], handles: pl.DataFrame, symbols: pl.DataFrame,
+                warn: list[str]) -> pl.DataFrame:
+    c = _Columns("kernel_dispatch", buf.get("kernel_dispatch"))
+    info = c.obj(c.get("dispatch_info"), "dispatch_info")
+    api = _api_columns(c, names=False)
+    kd = pl.DataFrame({
+        "agent_handle": c.handle("agent_id", info), "queue": c.handle("queue_id", info),
+        "kernel_id": c.ints(c.get("kernel_id", info), "dispatch_info.kernel_id"),
+        "dispatch_id": c.ints(c.get("dispatch_id", info), "dispatch_info.dispatch_id"),
+        "stream": c.handle("stream_id"), "tid": api["tid"], "corr": api["corr"],
+        "start": api["start"], "end": api["end"]})
+    warn += c.warnings()
+    return (kd.join(handles, left_on="agent_handle", right_on="handle", how="left")
+            .join(symbols, on="kernel_id", how="left")
+            .select("agent", "queue", "stream", "tid", "corr", "kernel_id", "name", "start",
+                    "end", "dispatch_id"))
+
+
+def _counters(p: dict[str, Any], warn: list[str]) -> pl.DataFrame:
+    """Counter values per dispatch from ``callback_records.counter_collection`` (one record
+    per dispatch: ``dispatch_data.dispatch_info.dispatch_id`` and ``records[{counter_id,
+    value}]``), named through the top-level ``counters`` definitions."""
+    cb = p.get("callback_records")
+    recs = cb.get("counter_collection") if isinstance(cb, dict) else None
+    c = _Columns("counter_collection", recs)
+    if not c.recs:
+        warn += c.warnings()
+        return empty(COUNTER_SCHEMA)
+    defs = _Columns("counters", p.get("counters"))
+    ids = defs.get("id")
+    names = pl.DataFrame({
+        "counter_id": defs.ints([i.get("handle") if type(i) is dict else i for i in ids],
+                                "id.handle"),
+        "counter": defs.strs(defs.get("name"), "name")}).unique("counter_id", keep="first")
+    data = c.obj(c.get("dispatch_data"), "dispatch_data")
+    dispatch = c.ints(c.get("dispatch_id", c.obj(c.get("dispatch_info", data),
+                                                 "dispatch_data.dispatch_info")),
+                      "dispatch_data.dispatch_info.dispatch_id")
+    per = [r if type(r) is list else [] for r in c.get("records")]
+    flat = [v for r in per for v in r]
+    values = _Columns("counter_collection.records", flat)
+    raw = values.get("value")
+    vals = [float(v) if type(v) in (int, float) else None for v in raw]
+    values._count("value", vals.count(None) - raw.count(None))
+    owner = [d for d, r in zip(dispatch.to_list(), per) for v in r if type(v) is dict]
+    out = pl.DataFrame({"dispatch_id": pl.Series(owner, dtype=I64),
+                        "counter_id": values.handle("counter_id"),
+                        "value": pl.Series(vals, dtype=pl.Float64)})
+    warn += c.warnings() + defs.warnings() + values.warnings()
+    out = out.join(names, on="counter_id", how="left", maintain_order="left")
+    lost = out["counter"].null_count()
+    if lost:
+        warn.append(f"{lost} counter values name a counter id the counter definitions lack; "
+                    "skipped")
+    return out.select("dispatch_id", "counter", "value").drop_nulls("counter")
+
+
+def _copies(buf: dict[str, Any], handles: pl.DataFrame, ops: pl.DataFrame,
+            warn: list[str]) -> pl.DataFrame:
+    c = _Columns("memory_copy", buf.get("memory_copy"))
+    if not c.recs:
+        warn += c.warnings()
+        return empty(COPY_SCHEMA)
+    api = _api_columns(c)
+    mc = pl.DataFrame({
+        "src_handle": c.handle("src_agent_id"), "dst_handle": c.handle("dst_agent_id"),
+        "bytes": c.ints(c.get("bytes"), "bytes"), "stream": c.handle("stream_id"),
+        **{k: api[k] for k in ("kind", "operation", "tid", "corr", "start", "end")}})
+    warn += c.warnings()
+    return (mc.join(handles.rename({"agent": "src_agent"}), left_on="src_handle",
+                    right_on="handle", how="left")
+            .join(handles.rename({"agent": "dst_agent"}), left_on="dst_handle",
+                  right_on="handle", how="left")
+            .join(ops.rename({"name": "op"}), on=["kind", "operation"], how="left")
+            .select("src_agent", "dst_agent", "op", "bytes", "stream", "tid", "corr", "start",
+                    "end"))
+
+
+def _symbols(raw: Any, warn: list[str]) -> pl.DataFrame:
+    c = _Columns("kernel_symbols", raw)
+    ids = c.ints(c.get("kernel_id"), "kernel_id")
+    formatted = c.strs(c.get("formatted_kernel_name"), "formatted_kernel_name")
+    plain = c.strs(c.get("kernel_name"), "kernel_name")
+    warn += c.warnings()
+    return pl.DataFrame({"kernel_id": ids,
+                         "name": pl.Series([f or p for f, p in zip(formatted, plain)],
+                                           dtype=pl.String)}).unique(
+        "kernel_id", keep="first", maintain_order=True)
 
 
 def _process(p: dict[str, Any]) -> Process:
-    md = p.get("metadata") or {}
-    node = md.get("node") or {}
-    agents = agent_frame([agent_row(a) for a in p.get("agents") or [] if isinstance(a, dict)])
-    handles = agents.select(handle="handle", agent="node_id").drop_nulls("handle")
-    strings = p.get("strings") or {}
+    md = p.get("metadata")
+    md = md if isinstance(md, dict) else {}
+    node = md.get("node") if isinstance(md.get("node"), dict) else {}
+    warn: list[str] = []
+    agents_raw = p.get("agents")
+    agents = agent_frame([agent_row(a) for a in (agents_raw if isinstance(agents_raw, list)
+                                                 else []) if isinstance(a, dict)])
+    handles = agents.select("handle", agent="node_id").drop_nulls("handle")
+    strings = p.get("strings") if isinstance(p.get("strings"), dict) else {}
     kinds, ops = _names(strings)
-    syms = [s for s in p.get("kernel_symbols") or [] if isinstance(s, dict)]
-    symbols = pl.DataFrame(
-        {"kernel_id": [s.get("kernel_id") for s in syms],
-         "name": [s.get("formatted_kernel_name") or s.get("kernel_name") for s in syms]},
-        schema={"kernel_id": I64, "name": pl.String}).unique("kernel_id")
-    buf = p.get("buffer_records") or {}
-    kd = _records(buf.get("kernel_dispatch"), _DISPATCH).unnest("dispatch_info")
-    dispatches = (kd.unnest("correlation_id").join(handles, left_on=pl.col("agent_id")
-                                                   .struct.field("handle"),
-                                                   right_on="handle", how="left")
-                  .join(symbols, on="kernel_id", how="left")
-                  .select("agent", "kernel_id", "name",
-                          queue=pl.col("queue_id").struct.field("handle"),
-                          stream=pl.col("stream_id").struct.field("handle"),
-                          tid="thread_id", corr="internal", start="start_timestamp",
-                          end="end_timestamp"))
-    mc = _records(buf.get("memory_copy"), _COPY)
-    copies = empty(COPY_SCHEMA)
-    if mc.height:
-        src = handles.rename({"agent": "src_agent"})
-        dst = handles.rename({"agent": "dst_agent"})
-        copies = (mc.unnest("correlation_id")
-                  .join(src, left_on=pl.col("src_agent_id").struct.field("handle"),
-                        right_on="handle", how="left")
-                  .join(dst, left_on=pl.col("dst_agent_id").struct.field("handle"),
-                        right_on="handle", how="left")
-                  .join(ops.rename({"name": "op"}), on=["kind", "operation"], how="left")
-                  .select("src_agent", "dst_agent", "op", "bytes",
-                          stream=pl.col("stream_id").struct.field("handle"), tid="thread_id",
-                          corr="internal", start="start_timestamp", end="end_timestamp"))
-    api_frames = [_api_frame(_records(recs, _API), kinds, ops) for key, recs in buf.items()
-                  if key.endswith("_api") and isinstance(recs, list) and recs]
+    buf = p.get("buffer_records") if isinstance(p.get("buffer_records"), dict) else {}
+    dispatches = _dispatches(buf, handles, _symbols(p.get("kernel_symbols"), warn), warn)
+    copies = _copies(buf, handles, ops, warn)
+    api_frames = []
+    for key in [k for k in buf if k.endswith("_api")]:
+        c = _Columns(key, buf[key])
+        if c.recs:
+            api_frames.append(_api_frame(c, kinds, ops))
+        warn += c.warnings()
     apis = pl.concat(api_frames) if api_frames else empty(API_SCHEMA)
     is_marker = pl.col("domain").is_in(_MARKER_DOMAINS)
     markers = (apis.filter(is_marker)
                .join(_messages(strings.get("marker_api")), on="corr", how="left")
                .with_columns(name=pl.coalesce("message", "name")))
-    pid = md.get("pid")
     return Process(
-        host=node.get("hostname") or None, pid=pid if isinstance(pid, int) else None,
+        host=as_str(node.get("hostname")) or None, pid=as_int(md.get("pid")),
         agents=agents, dispatches=frame(dispatches, DISPATCH_SCHEMA),
         copies=frame(copies, COPY_SCHEMA), apis=frame(apis.filter(~is_marker), API_SCHEMA),
-        markers=frame(markers, MARKER_SCHEMA),
-        init_ns=md.get("init_time"), fini_ns=md.get("fini_time"))
+        markers=frame(markers, MARKER_SCHEMA), init_ns=as_int(md.get("init_time")),
+        fini_ns=as_int(md.get("fini_time")), warnings=warn, fields=_FIELDS,
+        counters=_counters(p, warn))

@@ -28,8 +28,9 @@ _EMPTY_BUFFERS = ("hip_api", "hsa_api", "memory_allocation", "scratch_memory",
                   "rocdecode_api", "rocjpeg_api", "pc_sample_host_trap", "pc_sample_stochastic")
 
 
-def write(trace: Trace, path: Path, step_name: str = STEP_NAME) -> list[Path]:
-    procs = export(trace, step_name)
+def write(trace: Trace, path: Path, step_name: str = STEP_NAME,
+          counters: pl.DataFrame | None = None) -> list[Path]:
+    procs = export(trace, step_name, counters)
     paths = output_paths(procs, path, "_results.json")
     for p, out in zip(procs, paths):
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -56,23 +57,50 @@ def _api_records(df: pl.DataFrame, kind: str, op_of: Any) -> list[dict[str, Any]
             for r in df.iter_rows(named=True)]
 
 
+def _counter_records(p: Process, infos: list[dict[str, Any]]
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Counter definitions and one ``counter_collection`` record per dispatch with counters
+    (``dispatch_data`` and ``records[{counter_id, value}]``, shared/reference/rocprof.md §2.4)."""
+    if p.counters.is_empty():
+        return [], []
+    names = sorted(set(p.counters["counter"].to_list()))
+    ids = {n: i for i, n in enumerate(names, 1)}
+    defs = [{"id": {"handle": ids[n]}, "name": n, "description": "", "block": "",
+             "expression": "", "is_constant": 0, "is_derived": 0} for n in names]
+    rows = p.dispatches
+    by_dispatch = p.counters.group_by("dispatch_id", maintain_order=True).agg(
+        "counter", "value")
+    records = []
+    for d, cs, vs in by_dispatch.iter_rows():
+        r = rows.row(d - 1, named=True)
+        records.append({"size": 96, "dispatch_data": {
+            "size": 112, "correlation_id": {"internal": r["corr"], "external": 0},
+            "dispatch_info": infos[d - 1], "start_timestamp": r["start"],
+            "end_timestamp": r["end"]}, "thread_id": r["tid"], "arch_vgpr_count": 32,
+            "sgpr_count": 32, "lds_block_size_v": 0,
+            "records": [{"counter_id": {"handle": ids[c]}, "value": v}
+                        for c, v in zip(cs, vs)]})
+    return defs, records
+
+
 def process_object(p: Process) -> dict[str, Any]:
     handles = dict(zip(p.agents["node_id"], p.agents["handle"]))
     symbols = p.dispatches.select("kernel_id", "name").unique("kernel_id").sort("kernel_id")
     table = [_symbol(0, "")] + [_symbol(k, n) for k, n in symbols.iter_rows()]
+    infos = [{"size": 72, "agent_id": {"handle": handles[r["agent"]]},
+              "queue_id": {"handle": r["queue"]}, "kernel_id": r["kernel_id"],
+              "dispatch_id": i, "private_segment_size": 0, "group_segment_size": 0,
+              "workgroup_size": {"x": 256, "y": 1, "z": 1},
+              "grid_size": {"x": 65536, "y": 1, "z": 1}}
+             for i, r in enumerate(p.dispatches.iter_rows(named=True), 1)]
     dispatches = [
         {"size": 184, "kind": kind_id("KERNEL_DISPATCH"),
          "operation": op_id("KERNEL_DISPATCH", "KERNEL_DISPATCH_COMPLETE"),
          "thread_id": r["tid"], "correlation_id": {"internal": r["corr"], "external": 0},
-         "start_timestamp": r["start"], "end_timestamp": r["end"],
-         "dispatch_info": {"size": 72, "agent_id": {"handle": handles[r["agent"]]},
-                           "queue_id": {"handle": r["queue"]}, "kernel_id": r["kernel_id"],
-                           "dispatch_id": i, "private_segment_size": 0,
-                           "group_segment_size": 0,
-                           "workgroup_size": {"x": 256, "y": 1, "z": 1},
-                           "grid_size": {"x": 65536, "y": 1, "z": 1}},
+         "start_timestamp": r["start"], "end_timestamp": r["end"], "dispatch_info": info,
          "stream_id": {"handle": r["stream"]}}
-        for i, r in enumerate(p.dispatches.iter_rows(named=True), 1)]
+        for info, r in zip(infos, p.dispatches.iter_rows(named=True))]
+    counter_defs, counter_records = _counter_records(p, infos)
     copies = [
         {"size": 80, "kind": kind_id("MEMORY_COPY"), "operation": op_id("MEMORY_COPY", r["op"]),
          "thread_id": r["tid"], "correlation_id": {"internal": r["corr"], "external": 0},
@@ -97,7 +125,7 @@ def process_object(p: Process) -> dict[str, Any]:
                                 "csv_output": False, "rocpd_output": False,
                                 "pftrace_output": False, "otf2_output": False,
                                 "kernel_rename": False, "group_by_queue": False}},
-        "agents": agents, "counters": [],
+        "agents": agents, "counters": counter_defs,
         "strings": {"callback_records": strings_table(CALLBACK_KINDS),
                     "buffer_records": strings_table(BUFFER_KINDS), "marker_api": messages,
                     "correlation_id": {"external": []}, "counters": {"dimension_ids": []},
@@ -111,7 +139,7 @@ def process_object(p: Process) -> dict[str, Any]:
                           "uri": f"memory://{p.pid}#offset=0", "load_base": 0, "load_size": 0,
                           "load_delta": 0, "storage_type": 2}],
         "kernel_symbols": table, "host_functions": [], "summary": [],
-        "callback_records": {"counter_collection": []},
+        "callback_records": {"counter_collection": counter_records},
         "buffer_records": {"kernel_dispatch": dispatches,
                            "rccl_api": _api_records(p.apis, "RCCL_API", lambda r: r["name"]),
                            "marker_api": markers, "memory_copy": copies,

@@ -32,8 +32,14 @@ AGENT_SCHEMA: dict[str, pl.DataType] = {
 
 DISPATCH_SCHEMA: dict[str, pl.DataType] = {
     "agent": I64, "queue": I64, "stream": I64, "tid": I64, "corr": I64, "kernel_id": I64,
-    "name": pl.String, "start": I64, "end": I64,
+    "name": pl.String, "start": I64, "end": I64, "dispatch_id": I64,
 }
+
+COUNTER_SCHEMA: dict[str, pl.DataType] = {
+    "dispatch_id": I64, "counter": pl.String, "value": pl.Float64,
+}
+"""Hardware counter values (``--pmc``), one row per dispatch, counter and (where the format
+keeps them) hardware instance; :mod:`parsers.rocprof.build` sums the instances."""
 
 COPY_SCHEMA: dict[str, pl.DataType] = {
     "src_agent": I64, "dst_agent": I64, "op": pl.String, "bytes": I64, "stream": I64,
@@ -77,7 +83,11 @@ class Process:
     copies: pl.DataFrame = field(default_factory=lambda: empty(COPY_SCHEMA))
     apis: pl.DataFrame = field(default_factory=lambda: empty(API_SCHEMA))
     markers: pl.DataFrame = field(default_factory=lambda: empty(MARKER_SCHEMA))
+    counters: pl.DataFrame = field(default_factory=lambda: empty(COUNTER_SCHEMA))
     init_ns: int | None = None
     fini_ns: int | None = None
     warnings: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)  # e.g. schema_version, layout
+    fields: dict[str, str] = field(default_factory=dict)
+    """Normalized field -> the format's own name for it (``end`` -> ``End_Timestamp``), so that
+    a warning about dropped rows names the field as the user's file does."""

@@ -26,16 +26,18 @@ from typing import Any
 
 import polars as pl
 
-from parsers.rocprof.agents import agent_frame, agent_row
+from parsers.rocprof.agents import as_int, agent_frame, agent_row
 from parsers.rocprof.build import build_trace
-from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
-                                     Process, frame)
+from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
+                                     MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
 FORMAT = "rocpd"
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 _REQUIRED = ("rocpd_kernel_dispatch", "rocpd_info_agent")
+_FIELDS = {"start": "start", "end": "end", "agent": "agent_id", "queue": "queue_id",
+           "op": "name_id"}
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
@@ -110,15 +112,39 @@ def _connect(path: Path, db: Path) -> sqlite3.Connection:
     return con
 
 
+def _sanitize(rows: list[tuple], schema: dict[str, pl.DataType], bad: dict[str, int]
+              ) -> list[tuple]:
+    """Rows with each value that does not fit its column's type set to None (counted)."""
+    cols = list(zip(*rows)) if rows else [()] * len(schema)
+    out = []
+    for (name, dtype), values in zip(schema.items(), cols):
+        if dtype == pl.Int64:
+            fixed = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else None
+                     for v in values]
+        elif dtype == pl.String:
+            fixed = [v if isinstance(v, str) else None for v in values]
+        elif dtype == pl.Float64:
+            fixed = [float(v) if type(v) in (int, float) else None for v in values]
+        else:
+            fixed = list(values)
+        n = sum(1 for v, f in zip(values, fixed) if v is not None and f is None)
+        if n:
+            bad[name] = bad.get(name, 0) + n
+        out.append(fixed)
+    return list(zip(*out))
+
+
 class _Reader:
     def __init__(self, con: sqlite3.Connection, path: Path) -> None:
         self.con, self.path = con, path
+        self.warnings: list[str] = []
         rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
         self.names = {r[0] for r in rows}
         self.sources = {base: self._source(base) for base in (
             "rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_process",
             "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_event", "rocpd_region",
-            "rocpd_sample", "rocpd_track", "rocpd_kernel_dispatch", "rocpd_memory_copy")}
+            "rocpd_sample", "rocpd_track", "rocpd_kernel_dispatch", "rocpd_memory_copy",
+            "rocpd_info_pmc", "rocpd_pmc_event")}
         missing = [b for b in _REQUIRED if self.sources[b] is None]
         if missing:
             if {"rocpd_op", "rocpd_api_ops"} & self.names:
@@ -154,11 +180,30 @@ class _Reader:
                                   "not a rocpd schema tracelens knows")
 
     def _frame(self, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
-        """Rows into polars in chunks (fewer live Python tuples than one ``fetchall``)."""
+        """Rows into polars in chunks (fewer live Python tuples than one ``fetchall``).
+
+        SQLite columns hold any type: when a value does not fit its column (text in a
+        timestamp, a real in an id), the rows are read again with every such value made
+        unknown (null) and counted in a warning naming the column, so that the rows the
+        model cannot hold are dropped by name later instead of failing the file."""
+        try:
+            return self._fetch(sql, schema, None)
+        except (pl.exceptions.PolarsError, TypeError, OverflowError, ValueError):
+            bad: dict[str, int] = {}
+            df = self._fetch(sql, schema, bad)
+            for col, n in bad.items():
+                self.warnings.append(f"{n} values of {col} are not of its type "
+                                     f"({schema[col]}); read as unknown")
+            return df
+
+    def _fetch(self, sql: str, schema: dict[str, pl.DataType],
+               bad: dict[str, int] | None) -> pl.DataFrame:
         cur = self.con.execute(sql)
         cur.arraysize = 262_144
         parts = []
         while rows := cur.fetchmany():
+            if bad is not None:
+                rows = _sanitize(rows, schema, bad)
             parts.append(pl.DataFrame(rows, schema=schema, orient="row"))
         return pl.concat(parts, rechunk=True) if parts else pl.DataFrame(schema=schema)
 
@@ -187,6 +232,7 @@ class _Reader:
         dispatches = self._dispatches()
         copies = self._copies()
         apis, markers = self._regions()
+        counters = self._counters()
         pids = sorted({p for df in (dispatches, agents) for p in df["pid"].unique().to_list()
                        if p is not None}) or [None]
         procs = []
@@ -199,7 +245,9 @@ class _Reader:
                 dispatches=frame(mine(dispatches), DISPATCH_SCHEMA),
                 copies=frame(mine(copies), COPY_SCHEMA), apis=frame(mine(apis), API_SCHEMA),
                 markers=frame(mine(markers), MARKER_SCHEMA), init_ns=init, fini_ns=fini,
-                warnings=list(warnings), info={"schema_version": version}))
+                counters=frame(mine(counters), COUNTER_SCHEMA),
+                warnings=list(warnings) + self.warnings, info={"schema_version": version},
+                fields=_FIELDS))
         return procs
 
     def _agents(self) -> pl.DataFrame:
@@ -222,7 +270,7 @@ class _Reader:
                              "type": kind, "name": name or extdata.get("name"),
                              "product_name": product or extdata.get("product_name"),
                              "vendor_name": vendor or extdata.get("vendor_name")})
-            row["node_id"], row["pid"] = node, pid
+            row["node_id"], row["pid"] = as_int(node), as_int(pid)
             out.append(row)
         return agent_frame(out).with_columns(
             pid=pl.Series([r["pid"] for r in out], dtype=pl.Int64))
@@ -231,13 +279,31 @@ class _Reader:
         k = lambda n: self._col("rocpd_kernel_dispatch", "K", n)  # noqa: E731
         corr = "E.stack_id" if self.sources["rocpd_event"] else "NULL"
         sql = (f"SELECT {k('pid')}, K.agent_id, {k('queue_id')}, {k('stream_id')}, {k('tid')}, "
-               f"{corr}, K.kernel_id, K.start, K.\"end\" "
+               f"{corr}, K.kernel_id, K.start, K.\"end\", K.id "
                f"FROM {self.sources['rocpd_kernel_dispatch']} K"
                + (self._join("rocpd_event", "E", "K.event_id") if corr != "NULL" else ""))
         df = self._frame(sql, {"pid": pl.Int64, "agent": pl.Int64, "queue": pl.Int64,
                                "stream": pl.Int64, "tid": pl.Int64, "corr": pl.Int64,
-                               "kernel_id": pl.Int64, "start": pl.Int64, "end": pl.Int64})
+                               "kernel_id": pl.Int64, "start": pl.Int64, "end": pl.Int64,
+                               "dispatch_id": pl.Int64})
         return df.join(self._symbols(), on="kernel_id", how="left")
+
+    def _counters(self) -> pl.DataFrame:
+        """PMC values per dispatch: ``rocpd_pmc_event`` rows (one per counter and hardware
+        instance) tied to a dispatch by ``event_id``, named by ``rocpd_info_pmc``; the
+        dispatch is keyed by its row id, as :meth:`_dispatches` keys it."""
+        schema = {"pid": pl.Int64, "dispatch_id": pl.Int64, "counter": pl.String,
+                  "value": pl.Float64}
+        pmc, info = self.sources["rocpd_pmc_event"], self.sources["rocpd_info_pmc"]
+        if pmc is None or info is None:
+            return pl.DataFrame(schema=schema)
+        k = lambda n: self._col("rocpd_kernel_dispatch", "K", n)  # noqa: E731
+        guid = " AND K.guid = P.guid" if "guid" in self.columns["rocpd_pmc_event"] and (
+            "guid" in self.columns["rocpd_kernel_dispatch"]) else ""
+        sql = (f"SELECT {k('pid')}, K.id, I.name, P.value FROM {pmc} P "
+               f"JOIN {self.sources['rocpd_kernel_dispatch']} K ON K.event_id = P.event_id"
+               f"{guid}" + self._join("rocpd_info_pmc", "I", "P.pmc_id"))
+        return self._frame(sql, schema)
 
     def _symbols(self) -> pl.DataFrame:
         src = self.sources["rocpd_info_kernel_symbol"]

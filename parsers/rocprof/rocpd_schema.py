@@ -84,6 +84,16 @@ TABLES: dict[str, str] = {
                              '"grid_size_x" INTEGER NOT NULL, "grid_size_y" INTEGER NOT NULL, '
                              '"grid_size_z" INTEGER NOT NULL, "region_name_id" INTEGER, '
                              f'"event_id" INTEGER, {_EXT}',
+    "rocpd_info_pmc": f'"id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {_GUID}, '
+                      '"nid" INTEGER NOT NULL, "pid" INTEGER NOT NULL, "agent_id" INTEGER, '
+                      '"target_arch" TEXT, "event_code" INTEGER, "instance_id" INTEGER, '
+                      '"name" TEXT NOT NULL, "symbol" TEXT, "description" TEXT, '
+                      '"long_description" TEXT, "component" TEXT, "units" TEXT, '
+                      '"value_type" TEXT, "block" TEXT, "expression" TEXT, '
+                      f'"is_constant" INTEGER, "is_derived" INTEGER, {_EXT}',
+    "rocpd_pmc_event": f'"id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {_GUID}, '
+                       '"event_id" INTEGER, "pmc_id" INTEGER NOT NULL, "value" REAL DEFAULT 0.0, '
+                       + _EXT,
     "rocpd_memory_copy": f'"id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, {_GUID}, '
                          '"nid" INTEGER NOT NULL, "pid" INTEGER NOT NULL, "tid" INTEGER, '
                          '"start" BIGINT NOT NULL, "end" BIGINT NOT NULL, '

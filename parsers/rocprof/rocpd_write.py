@@ -42,8 +42,9 @@ def output_paths(procs: list[Process], path: Path, suffix: str) -> list[Path]:
     return [path / (p.host or "localhost") / f"{p.pid}{suffix}" for p in procs]
 
 
-def write(trace: Trace, path: Path, step_name: str = STEP_NAME) -> list[Path]:
-    procs = export(trace, step_name)
+def write(trace: Trace, path: Path, step_name: str = STEP_NAME,
+          counters: pl.DataFrame | None = None) -> list[Path]:
+    procs = export(trace, step_name, counters)
     paths = output_paths(procs, path, "_results.db")
     for p, out in zip(procs, paths):
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -90,7 +91,8 @@ def _write_process(con: sqlite3.Connection, p: Process) -> None:
          "rocpd_info_node", "rocpd_info_process", "rocpd_info_thread", "rocpd_info_agent",
          "rocpd_info_queue", "rocpd_info_stream", "rocpd_info_code_object",
          "rocpd_info_kernel_symbol", "rocpd_track", "rocpd_event", "rocpd_region",
-         "rocpd_sample", "rocpd_kernel_dispatch", "rocpd_memory_copy")}
+         "rocpd_sample", "rocpd_kernel_dispatch", "rocpd_memory_copy", "rocpd_info_pmc",
+         "rocpd_pmc_event")}
     con.executemany(f"INSERT INTO {t['rocpd_metadata']} (tag, value) VALUES (?, ?)",
                     [("schema_version", SCHEMA_VERSION), ("uuid", uuid), ("guid", guid)])
     symbols = p.dispatches.select("kernel_id", "name").unique("kernel_id").sort("kernel_id")
@@ -145,6 +147,29 @@ def _write_process(con: sqlite3.Connection, p: Process) -> None:
     _write_records(con, t, p, sid, nid, pid)
 
 
+def _write_counters(con: sqlite3.Connection, t: dict[str, str], p: Process,
+                    events: pl.DataFrame, nid: int, pid: int) -> None:
+    """PMC counters: one ``rocpd_info_pmc`` row per counter, one ``rocpd_pmc_event`` row per
+    dispatch and counter, tied to the dispatch through its ``event_id``."""
+    if p.counters.is_empty():
+        return
+    names = sorted(set(p.counters["counter"].to_list()))
+    ids = {n: i for i, n in enumerate(names, 1)}
+    gpu = p.agents.filter(pl.col("type") == "GPU")
+    agent = gpu["node_id"][0] if gpu.height else None
+    arch = gpu["name"][0] if gpu.height else None
+    con.executemany(f"INSERT INTO {t['rocpd_info_pmc']} (id, nid, pid, agent_id, target_arch, "
+                    "event_code, instance_id, name, symbol, description, component, units, "
+                    "value_type, block, expression, is_constant, is_derived) VALUES "
+                    "(?, ?, ?, ?, ?, 0, 0, ?, ?, '', 'rocprofiler-sdk', '', 'ABS', '', '', 0, 0)",
+                    [(i, nid, pid, agent, arch, n, n) for n, i in ids.items()])
+    rows = p.counters.join(events, on="dispatch_id", how="inner", maintain_order="left")
+    con.executemany(f"INSERT INTO {t['rocpd_pmc_event']} (event_id, pmc_id, value) "
+                    "VALUES (?, ?, ?)",
+                    [(e, ids[c], v) for e, c, v in rows.select("event", "counter", "value")
+                     .iter_rows()])
+
+
 def _write_records(con: sqlite3.Connection, t: dict[str, str], p: Process,
                    sid: dict[str, int], nid: int, pid: int) -> None:
     next_event = 1
@@ -177,7 +202,7 @@ def _write_records(con: sqlite3.Connection, t: dict[str, str], p: Process,
                     " event_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", regions)
     con.executemany(f"INSERT INTO {t['rocpd_sample']} (id, track_id, timestamp, event_id) "
                     "VALUES (?, ?, ?, ?)", samples)
-    d = p.dispatches.with_row_index("dispatch_id", offset=1).with_columns(
+    d = p.dispatches.drop("dispatch_id").with_row_index("dispatch_id", offset=1).with_columns(
         event=pl.int_range(next_event, next_event + pl.len(), dtype=pl.Int64))
     next_event += d.height
     con.executemany(f"INSERT INTO {t['rocpd_event']} (id, category_id, stack_id, "
@@ -193,6 +218,7 @@ def _write_records(con: sqlite3.Connection, t: dict[str, str], p: Process,
         _rows(d.select("dispatch_id", "tid", "agent", "kernel_id",
                        pl.col("dispatch_id").alias("d2"), "queue", "stream", "start", "end",
                        "event")))
+    _write_counters(con, t, p, d.select("dispatch_id", "event"), nid, pid)
     c = p.copies.with_row_index("id", offset=1).with_columns(
         event=pl.int_range(next_event, next_event + pl.len(), dtype=pl.Int64),
         name_id=pl.col("op").replace_strict(sid, default=None, return_dtype=pl.Int64))
