@@ -125,10 +125,13 @@ _ROCPROF_OUTPUTS = ("_results.db", "_results.json", "_results.json.gz",
 
 
 def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[str]]:
-    """One output per process (the preferred format), and a note naming the ones left out."""
+    """One output per process (the preferred format), and a note naming the ones left out.
+    A ``counter_collection.csv`` stands for its process only without a kernel trace beside it
+    (``--pmc`` alone); with one, the CSV reader takes it as part of that CSV set."""
     seen: dict[tuple[Path, str], list[tuple[int, Path]]] = {}
     for p in files:
-        name = "_" + p.name if p.name == "kernel_trace.csv" else p.name
+        name = "_" + p.name if p.name in ("kernel_trace.csv", "counter_collection.csv") \
+            else p.name
         for rank, suffix in enumerate(_ROCPROF_OUTPUTS):
             if name.endswith(suffix):
                 seen.setdefault((p.parent, name[: -len(suffix)]), []).append((rank, p))
@@ -137,6 +140,8 @@ def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[str]]:
     for (folder, _), outs in sorted(seen.items()):
         outs.sort()
         chosen.append(outs[0][1])
+        if outs[0][1].name.endswith("kernel_trace.csv"):  # its CSV set holds the counters
+            outs = [o for o in outs if not o[1].name.endswith("counter_collection.csv")]
         if len(outs) > 1:
             notes.append(f"{folder}: read {outs[0][1].name}; the same rocprofv3 run is also "
                          f"there as {', '.join(p.name for _, p in outs[1:])} (not read)")

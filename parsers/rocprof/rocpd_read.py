@@ -237,7 +237,7 @@ class _Reader:
                        if p is not None}) or [None]
         procs = []
         for pid in pids:
-            def mine(df: pl.DataFrame) -> pl.DataFrame:
+            def mine(df: pl.DataFrame, pid: int | None = pid) -> pl.DataFrame:
                 return df if pid is None or len(pids) == 1 else df.filter(pl.col("pid") == pid)
             host, init, fini = self._process_info(pid)
             procs.append(Process(
