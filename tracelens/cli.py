@@ -61,6 +61,17 @@ def _progress(paths: list[Path], quiet: bool) -> Callable[[Iterable[Path]], Iter
                                transient=True)
 
 
+def _busy(what: str, quiet: bool) -> Any:
+    """A transient spinner on stderr while an analysis runs (only on a terminal): the
+    progress bar covers reading, this covers the rest."""
+    import contextlib
+
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+    return Console(stderr=True).status(what)
+
+
 def _output(fmt: str, as_json: Callable[[], str], as_csv: Callable[[], str],
             as_markdown: Callable[[], str], as_table: Callable[[Any], None]) -> None:
     """Print a result in the requested format; tables go to a rich console at least 120
@@ -235,7 +246,9 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
                  step_marker=step_marker)
     trace, active = _filtered(trace, paths, categories, kernel, hosts, time_window)
     _check_filters(trace, paths, device, step)
-    result = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
+    with _busy("analyzing", quiet):
+        result = build(trace, device=device, step=step, top=top, gpu=gpu,
+                       gpu_specs=extra_specs)
     result["filters"] = {**result["filters"], **active}
     shown = {**result, "warnings": []} if quiet and fmt == "table" else result
     _output(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
@@ -501,7 +514,9 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     trace, active = _filtered(trace, paths, categories, kernel, hosts, time_window)
     _check_filters(trace, paths, device, step)
     steps = trace.steps.filter(pl.col("step") == step) if step is not None else trace.steps
-    summary = build(trace, device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs)
+    with _busy("analyzing", quiet):
+        summary = build(trace, device=device, step=step, top=top, gpu=gpu,
+                        gpu_specs=extra_specs)
     summary["filters"] = {**summary["filters"], **active}
     events = trace.events
     if device is not None:

@@ -19,6 +19,7 @@ from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown
                                         device_breakdown, step_breakdown)
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
+from tracelens.notices import fold_per_host
 
 
 def _timeline_dict(row: dict[str, Any]) -> dict[str, int]:
@@ -108,7 +109,7 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
             if (h, rk, d) not in active_keys]
     headline = _headline(out_devices, idle, devices, steps, per_step)
     gaps = without_flops(events)
-    warnings = list(trace.meta.warnings)
+    warnings = fold_per_host(trace.meta.warnings, _host_names(trace))
     warnings += _coverage_warning(out_devices, gaps, headline["totals"]["busy_ns"])
     return {
         "tracelens_version": __version__,
@@ -130,6 +131,15 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
             (pl.col("end_ns") - pl.col("start_ns")).sum()).item() or 0) if events.height else 0,
         "no_flops": _no_flops_by_category(gaps, headline["totals"]["busy_ns"]),
     }
+
+
+def _host_names(trace: Trace) -> list[str]:
+    """What names a host in warnings: its host name and its file's name (and stem)."""
+    names = [str(h) for h in trace.devices["host"].unique().to_list()]
+    for src in trace.meta.sources:
+        base = Path(src["path"]).name
+        names += [base, base.split(".")[0]]
+    return names
 
 
 def _no_idle() -> dict[str, int]:
