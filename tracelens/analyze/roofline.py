@@ -135,19 +135,35 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
                          name=pl.col("name").cast(pl.Categorical),
                          spec=pl.col("spec").cast(pl.Categorical))
     keys = ["_group", "program_id", "spec"]
-    by_name = (ev.group_by(*keys, "name").agg(_t=pl.col("_dur").sum())
-               .with_columns(pl.col("name").cast(pl.String))
-               .sort(["_t", "name"], descending=[True, False])
-               .group_by(keys, maintain_order=True).agg(kernel=pl.col("name").first()))
     agg = ev.group_by(keys).agg(
         module=pl.col("module").drop_nulls().first(),
-        category=pl.col("category").mode().first().cast(pl.String),
-        dtype=pl.col("dtype").drop_nulls().mode().sort().first(),
         count=pl.len(), sum_ns=pl.col("_dur").sum(),
         flops=pl.when(pl.col("flops").is_not_null().any()).then(pl.col("flops").sum()),
         bytes=pl.when(pl.col("bytes").is_not_null().any()).then(pl.col("bytes").sum()),
         no_cost_count=pl.col("_nocost").sum(),
-    ).join(by_name, on=keys, how="left", nulls_equal=True)
+        kernel=pl.col("name").first(), category=pl.col("category").first(),
+        dtype=pl.col("dtype").drop_nulls().first(),
+        _mixed=(pl.col("name").n_unique() > 1) | (pl.col("category").n_unique() > 1)
+        | (pl.col("dtype").drop_nulls().n_unique() > 1))
+    # Most groups hold one kernel name, category and dtype; only the others need the
+    # longest kernel (ties to the smallest name) and the most common category and dtype
+    # (ties to the smallest), worked out on their rows alone.
+    mixed = agg.filter(pl.col("_mixed")).select(keys)
+    if mixed.height:
+        sub = ev.join(mixed, on=keys, how="semi", nulls_equal=True)
+        by_name = (sub.group_by(*keys, "name").agg(_t=pl.col("_dur").sum())
+                   .with_columns(pl.col("name").cast(pl.String))
+                   .sort(["_t", "name"], descending=[True, False])
+                   .group_by(keys, maintain_order=True).agg(_kernel=pl.col("name").first()))
+        modes = sub.group_by(keys).agg(
+            _category=pl.col("category").cast(pl.String).mode().sort().first(),
+            _dtype=pl.col("dtype").drop_nulls().mode().sort().first())
+        agg = agg.join(by_name, on=keys, how="left", nulls_equal=True) \
+            .join(modes, on=keys, how="left", nulls_equal=True).with_columns(
+            kernel=pl.coalesce(pl.col("_kernel"), pl.col("kernel").cast(pl.String)),
+            category=pl.coalesce(pl.col("_category"), pl.col("category").cast(pl.String)),
+            dtype=pl.when(pl.col("_mixed")).then(pl.col("_dtype")).otherwise(pl.col("dtype")))
+    agg = agg.with_columns(pl.col("kernel", "category").cast(pl.String))
     agg = agg.with_columns(pl.col("_group", "spec").cast(pl.String))
     peaks = specs.select("spec", "hbm_tb_per_s", *[f"peak_{d}" for d in DTYPES]) \
         .unique("spec", keep="first")
