@@ -46,7 +46,7 @@ def trace_events(events: pl.DataFrame, steps: pl.DataFrame, devices: pl.DataFram
     cat = pl.col("category").cast(pl.String)
     args = pl.struct(category=cat, subcategory="subcategory", rule="rule", op="op",
                      module="module", flops="flops", bytes="bytes", dtype="dtype",
-                     correlation_id="correlation_id", step="step")
+                     correlation_id="correlation_id", step="step", launch="launch")
     x = ev.select(name="name", cat=cat, ph=pl.lit("X"), ts=_us("start_ns", t0),
                   dur=(pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64) / 1000.0,
                   pid="pid", tid="stream",
@@ -64,7 +64,8 @@ def trace_events(events: pl.DataFrame, steps: pl.DataFrame, devices: pl.DataFram
                            rule=pl.lit(None, pl.String), op=pl.lit(None, pl.String),
                            module=pl.lit(None, pl.String), flops=pl.lit(None, pl.Float64),
                            bytes=pl.lit(None, pl.Float64), dtype=pl.lit(None, pl.String),
-                           correlation_id=pl.lit(None, pl.Int64), step="step"),
+                           correlation_id=pl.lit(None, pl.Int64), step="step",
+                           launch=pl.lit(None, pl.String)),
             _o=pl.lit(1), _k="start_ns"))
     body = pl.concat(parts, how="vertical_relaxed").sort("pid", "_o", "tid", "_k", "name")
     return body.drop("_o", "_k"), t0

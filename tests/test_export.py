@@ -55,13 +55,39 @@ def test_kernel_stats_by_hand() -> None:
                        "category": ["gemm"] * 4, "subcategory": [None] * 4,
                        "rule": ["r"] * 4, "host": ["h"] * 4, "rank": [0] * 4,
                        "device": [0, 0, 1, 0], "start_ns": [0, 100, 0, 5],
-                       "end_ns": [10, 130, 20, 6]})
+                       "end_ns": [10, 130, 20, 6],
+                       "launch": ["grid=2,1,1", "grid=1,1,1", "grid=2,1,1", None]})
     got = kernel_stats(ev).to_dicts()
     assert [r["name"] for r in got] == ["a", "b"]
-    a = got[0]
+    a, b = got
     assert (a["count"], a["total_ns"], a["min_ns"], a["p50_ns"], a["p90_ns"], a["max_ns"],
             a["devices"]) == (3, 60, 10, 20, 30, 30, 2)
     assert a["mean_ns"] == 20.0
+    assert (a["launch"], a["launches"]) == ("grid=2,1,1", 2)  # the most common of two
+    assert (b["launch"], b["launches"]) == (None, 0)
+
+
+def test_launch_shape_from_every_kernel_details_format() -> None:
+    from parsers.xspace.columns import launch_shape
+
+    kd = pl.Series(["regs:64 static_shared:1024 dynamic_shared:512 grid:128,1,1 "
+                    "block:256,1,1 occ_pct:50",  # CUDA
+                    " grid:32,37,1 block:256,1,1 private_mem:0 group_mem:29568 occ_pct:0",
+                    "regs:0 static_shared:0 dynamic_shared:0 grid:4,1,1 block:64,1,1 "
+                    "private_mem:0", None, "garbage"])
+    assert launch_shape(kd).to_list() == [
+        "grid=128,1,1 block=256,1,1 regs=64 shared=1536",
+        "grid=32,37,1 block=256,1,1 shared=29568",
+        "grid=4,1,1 block=64,1,1 shared=0", None, None]
+
+
+def test_both_xspace_decoders_give_the_same_launch_shapes() -> None:
+    from parsers import xprof
+
+    path = real_trace(GPU_TRACES["gemm08"])
+    c, py = (xprof.read(path, decoder=d).events for d in ("c", "python"))
+    assert c["launch"].null_count() == 0
+    assert c.sort("start_ns", "stream")["launch"].equals(py.sort("start_ns", "stream")["launch"])
 
 
 @pytest.mark.parametrize("table", ["steps", "devices", "collectives"])

@@ -47,9 +47,12 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "cost_note": pl.String,  # why a compute kernel has no FLOPs (null when it has them)
     "msg_bytes": pl.Int64,
     "group_size": pl.Int32,
+    "launch": pl.String,
 }
 """``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
-HLO module names repeat within one trace, so (program_id, op) is the key to the HLO."""
+HLO module names repeat within one trace, so (program_id, op) is the key to the HLO.
+``launch`` (also an addition): the kernel's launch shape as the trace gives it,
+``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` (the parts known), null when the trace has none."""
 
 HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String,

@@ -14,7 +14,7 @@ from tracelens.errors import TraceInputError
 
 # Stats we read from events; everything else is left alone.
 EVENT_STATS = ("correlation_id", "hlo_op", "hlo_module", "program_id", "memcpy_details",
-               "device_ordinal", "step_num")
+               "device_ordinal", "step_num", "kernel_details")
 INT_STATS = ("program_id", "correlation_id", "device_ordinal", "step_num")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _MEMCPY_SUB = {"htod": "h2d", "h2d": "h2d", "dtoh": "d2h", "d2h": "d2h", "dtod": "d2d",
@@ -69,6 +69,7 @@ def line_frame(cols: dict[str, list[Any]], **consts: Any) -> pl.DataFrame:
         "memcpy_details": pl.Series(as_str(cols["memcpy_details"]), dtype=pl.String),
         "device_ordinal": as_int(cols["device_ordinal"]),
         "step_num": as_int(cols["step_num"]),
+        "kernel_details": pl.Series(as_str(cols["kernel_details"]), dtype=pl.String),
     })
     return df.with_columns(**{k: pl.lit(v, dtype=pl.Int64) for k, v in consts.items()})
 
@@ -100,3 +101,31 @@ def device_kind(df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
             pl.col("memcpy_details").str.extract(r"(?:^|\s)size:(\d+)", 1)
             .cast(pl.Float64, strict=False)).otherwise(None),
     )
+
+
+_KD_FIELDS = {f: re.compile(rf"(?:^|\s){f}:(\S+)") for f in (
+    "grid", "block", "regs", "static_shared", "dynamic_shared", "group_mem")}
+
+
+def launch_shape(details: pl.Series) -> pl.Series:
+    """``kernel_details`` (every ROCm and CUDA collector format, xprof.md §1) as the model's
+    ``launch`` text: ``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` with the parts the stat has
+    (shared = static + dynamic shared memory, or ROCm's ``group_mem``: LDS). Worked out once
+    per distinct string (collectors intern them)."""
+    values = details.unique().drop_nulls().to_list()
+    out = {}
+    for v in values:  # a few distinct strings per trace
+        f = {k: (m.group(1) if (m := rx.search(v)) else None) for k, rx in _KD_FIELDS.items()}
+        parts = [f"grid={f['grid']}"] if f["grid"] else []
+        parts += [f"block={f['block']}"] if f["block"] else []
+        parts += [f"regs={f['regs']}"] if f["regs"] and f["regs"] != "0" else []
+        shared = None
+        if f["static_shared"] is not None or f["dynamic_shared"] is not None:
+            nums = [int(x) for x in (f["static_shared"], f["dynamic_shared"])
+                    if x is not None and x.isdigit()]
+            shared = sum(nums) if nums else None
+        elif f["group_mem"] is not None and f["group_mem"].isdigit():
+            shared = int(f["group_mem"])
+        parts += [f"shared={shared}"] if shared is not None else []
+        out[v] = " ".join(parts) or None
+    return details.replace_strict(out, default=None, return_dtype=pl.String).alias("launch")

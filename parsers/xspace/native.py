@@ -189,6 +189,7 @@ class FastLines:
             "memcpy_details": cols.string(EVENT_STATS.index("memcpy_details")),
             "device_ordinal": cols.integer(EVENT_STATS.index("device_ordinal")),
             "step_num": cols.integer(EVENT_STATS.index("step_num")),
+            "kernel_details": cols.string(EVENT_STATS.index("kernel_details")),
         })
         for code, n_big in cols.too_large.items():
             if not n_big:

@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from parsers.xspace import native
-from parsers.xspace.columns import INT64_MAX, check_column_budget, too_large
+from parsers.xspace.columns import INT64_MAX, check_column_budget, launch_shape, too_large
 from parsers.xspace.devices import device_row
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
@@ -221,6 +221,8 @@ def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
         return pl.DataFrame(schema=EVENT_SCHEMA)
     df = pl.concat(frames, how="diagonal_relaxed").with_columns(
         host=pl.lit(host), rank=pl.lit(0))
+    if "kernel_details" in df.columns:
+        df = df.with_columns(launch_shape(df["kernel_details"]))
     return conform(df, EVENT_SCHEMA)
 
 

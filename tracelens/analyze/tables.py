@@ -20,7 +20,9 @@ TABLES: tuple[str, ...] = ("events", "kernels", "steps", "devices", "collectives
 
 def kernel_stats(events: pl.DataFrame) -> pl.DataFrame:
     """Per kernel name (and its category, kind and rule): count, total, mean, min, p50, p90,
-    max of the durations in ns and the number of devices it ran on; by total time, then name.
+    max of the durations in ns, the number of devices it ran on, and its launch shape (the most
+    common one, ties to the smallest; ``launches`` counts the distinct ones); by total time,
+    then name.
 
     Percentiles are the nearest-rank values of the durations (a real kernel's duration, not an
     interpolation)."""
@@ -29,18 +31,21 @@ def kernel_stats(events: pl.DataFrame) -> pl.DataFrame:
     if events.is_empty():
         return events.select(*keys).with_columns(
             *[pl.lit(None, pl.Int64).alias(c) for c in
-              ("count", "total_ns", "min_ns", "p50_ns", "p90_ns", "max_ns", "devices")],
-            mean_ns=pl.lit(None, pl.Float64))
+              ("count", "total_ns", "min_ns", "p50_ns", "p90_ns", "max_ns", "devices",
+               "launches")],
+            mean_ns=pl.lit(None, pl.Float64), launch=pl.lit(None, pl.String))
     dev = pl.struct(DEVICE_KEYS)
-    return events.select(*keys, *DEVICE_KEYS, dur).group_by(keys).agg(
+    return events.select(*keys, *DEVICE_KEYS, "launch", dur).group_by(keys).agg(
         count=pl.len().cast(pl.Int64), total_ns=pl.col("_d").sum(),
         mean_ns=pl.col("_d").mean(), min_ns=pl.col("_d").min(),
         p50_ns=pl.col("_d").quantile(0.5, "nearest").cast(pl.Int64),
         p90_ns=pl.col("_d").quantile(0.9, "nearest").cast(pl.Int64),
         max_ns=pl.col("_d").max(), devices=dev.n_unique().cast(pl.Int64),
+        launch=pl.col("launch").drop_nulls().mode().sort().first(),
+        launches=pl.col("launch").drop_nulls().n_unique().cast(pl.Int64),
     ).sort(["total_ns", "name", "kind", "rule"], descending=[True, False, False, False],
            nulls_last=True).select(*keys, "count", "total_ns", "mean_ns", "min_ns", "p50_ns",
-                                   "p90_ns", "max_ns", "devices")
+                                   "p90_ns", "max_ns", "devices", "launch", "launches")
 
 
 def device_table(trace: Trace) -> pl.DataFrame:
