@@ -12,8 +12,10 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 
+from tests.conftest import CPU_TRACE, real_trace
 from tests.hlo_build import ModuleBuilder, shape
 from tracelens.hlo.dump import _as_hlo_proto, load_dump
 from tracelens.hlo.lens import analyze_module
@@ -21,6 +23,7 @@ from tracelens.hlo.proto import module_from_proto
 from tracelens.hlo.schema import hlo_proto_class
 from tracelens.hlo.text import parse_module
 from tracelens.hlo.tripcount import count, derive, int_range
+from tracelens.loader import load
 
 HLO = Path(__file__).resolve().parents[1] / "sample_traces" / "hlo"
 WHILES = HLO / "module_0004.while_loops.after_optimizations"
@@ -85,6 +88,24 @@ def test_loop_step_without_known_trip_count_keeps_its_four_trips():
     assert [f.kind for f in lens.findings] == ["collective-in-loop"]
     # with the annotation the lens says nothing extra
     assert analyze_module(parse_module(text, program_id=24), None).notes == ()
+
+
+@pytest.mark.parametrize("trace", ["cpu", "planted"])
+def test_trace_embedded_loops_recover_their_counts(trace):
+    """Every while of every HloProto embedded in the real XLA:CPU traces (jax.random's
+    threefry loop, the planted gradient-accumulation loop), stripped and re-derived."""
+    path = real_trace(CPU_TRACE) if trace == "cpu" else HLO / "planted.xplane.pb"
+    modules = load([path]).modules
+    rows = modules.filter(pl.col("hlo_proto").is_not_null()).unique("program_id").sort(
+        "program_id").select("program_id", "hlo_proto").rows()
+    got = []
+    for pid, blob in rows:
+        module = module_from_proto(blob, program_id=pid)
+        for comp, inst in _whiles(module):
+            trips = derive(module, comp, replace(inst, backend_config_text=""))
+            got.append((pid, inst.name, trips.n == derive(module, comp, inst).n, trips.n))
+    assert got == ([(4, "while.24", True, 5), (6, "while.24", True, 5), (8, "while.24", True, 5)]
+                   if trace == "cpu" else [(4, "while.24", True, 5), (24, "while.15", True, 4)])
 
 
 @pytest.mark.parametrize("suffix", ["txt", "hlo.pb"])
