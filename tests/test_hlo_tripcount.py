@@ -366,3 +366,20 @@ def test_proto_literals_of_each_integer_type(dtype):
     ((comp, inst),) = _whiles(module)
     trips = derive(module, comp, inst)
     assert (trips.n, trips.note) == (5, "state element 0 counts from 10 by -2 while > 0: 5 trips")
+
+
+def test_hostile_loops_end_unknown_without_hanging():
+    """Cycles through copies (init and update), a literal outside its type, a literal too long
+    to be a number: each ends as unknown with a reason, never a count or a hang."""
+    cyclic_init = _loop().replace(
+        "  %p = (s32[], f32[8]) tuple(%i1, %x)\n",
+        "  %p = (s32[], f32[8]) copy(%p2)\n  %p2 = (s32[], f32[8]) copy(%p)\n")
+    assert "not a tuple" in _trips(cyclic_init).note
+    cyclic_update = _loop(step="add(%j, %k)").replace(
+        "  %next = s32[] add(%j, %k)\n",
+        "  %next = s32[] add(%j, %k)\n  %j = s32[] copy(%j2)\n  %j2 = s32[] copy(%j)\n")
+    assert "instructions deep" in _trips(cyclic_update).note
+    outside = _trips(_loop(bound="constant(4294967296)"))
+    assert outside.n is None and "outside s32" in outside.note
+    huge = _trips(_loop(bound="constant(" + "9" * 5000 + ")"))
+    assert huge.n is None and "not a decoded scalar" in huge.note

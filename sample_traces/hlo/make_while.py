@@ -20,29 +20,20 @@ next to this script:
 from __future__ import annotations
 
 import glob
-import os
 import shutil
 import sys
-import tempfile
 from functools import partial
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-DUMP = Path(tempfile.mkdtemp(prefix="tracelens_while_dump_"))
-os.environ["XLA_FLAGS"] = (f"--xla_force_host_platform_device_count=8 --xla_dump_to={DUMP} "
-                           "--xla_dump_hlo_as_text --xla_dump_hlo_as_proto")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# make_hlo sets XLA_FLAGS (8 host devices, dump text and proto to DUMP) before importing jax
+from make_hlo import DUMP, HERE, MESH, shard_map  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
-try:
-    from jax import shard_map  # noqa: E402
-except ImportError:  # older JAX
-    from jax.experimental.shard_map import shard_map  # noqa: E402
-
-MESH = Mesh(jax.devices()[:8], ("d",))
 # (init, step, direction, bound): the loop runs while ``i <direction> bound``.
 LOOPS = ((0, 2, "lt", 7), (1, 3, "le", 9), (10, -3, "gt", 0), (4, -2, "ge", -5),
          (0, 4, "ne", 12))

@@ -152,9 +152,9 @@ def scalar_literal(shape: Shape, text: str) -> int | float | bool | None:
         return None
     if shape.dtype == "pred":
         return {"true": True, "false": False}.get(text)
-    if re.fullmatch(r"[su]\d+", shape.dtype):
-        return int(text) if re.fullmatch(r"-?\d+", text) else None
     try:
+        if re.fullmatch(r"[su]\d+", shape.dtype):
+            return int(text) if re.fullmatch(r"-?\d{1,40}", text) else None
         return float(text)
     except ValueError:
         return None

@@ -151,6 +151,9 @@ def _term(module: Module, comp: Computation, name: str, params: Params, depth: i
     if op == "constant":
         if inst.literal is None:
             raise _Unknown(f"constant {name} is not a decoded scalar")
+        bounds = int_range(inst.shape.dtype)
+        if bounds is not None and not bounds[0] <= int(inst.literal) <= bounds[1]:
+            raise _Unknown(f"constant {name} ({inst.literal}) is outside {inst.shape.dtype}")
         return _Const(inst.literal, inst.shape.dtype)
     if op == "get-tuple-element":
         if not ops:
@@ -208,7 +211,9 @@ def _init(module: Module, caller: Computation, inst: Instruction, index: int, wh
         name = inst.operands[0]
         if index >= 0:
             init = caller.instructions.get(name)
-            while init is not None and init.opcode in PASS_THROUGH and init.operands:
+            for _ in range(MAX_DEPTH):  # a copy of the tuple; bounded against a cycle
+                if init is None or init.opcode not in PASS_THROUGH or not init.operands:
+                    break
                 init = caller.instructions.get(init.operands[0])
             if init is None or init.opcode != "tuple" or index >= len(init.operands):
                 raise _Unknown(f"the initial state {name} is not a tuple")
