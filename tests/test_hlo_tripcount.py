@@ -124,7 +124,10 @@ def test_real_data_dependent_bound_stays_unknown(suffix):
     assert c.bytes_per_step is None and "data-dependent" in c.trip_note
     (f,) = lens.findings
     assert f.kind == "collective-in-loop" and f.bytes_per_step is None
-    assert "unknown trip count (while.9: the initial bound" in f.message
+    assert f.message == ("psum.6 (all-reduce, 256 B) runs inside loop while.9 of unknown trip "
+                         "count (the initial bound (state element 2) is not a constant: it is "
+                         "parameter 1 of main.0_spmd (data-dependent)): its bytes per step are "
+                         "unknown")
     assert lens.notes == ("loop while.9 has no known_trip_count; its trip count is unknown: "
                           + trips.note,)
 
@@ -383,3 +386,29 @@ def test_hostile_loops_end_unknown_without_hanging():
     assert outside.n is None and "outside s32" in outside.note
     huge = _trips(_loop(bound="constant(" + "9" * 5000 + ")"))
     assert huge.n is None and "not a decoded scalar" in huge.note
+
+
+def test_an_unknown_outer_loop_is_named_in_the_inner_collectives_reason():
+    inner = _loop().replace("%cond", "%icond").replace("%body", "%ibody").replace(
+        "condition=%icond, body=%ibody", 'condition=%icond, body=%ibody, '
+        'backend_config={"known_trip_count":{"n":"4"}}')
+    # the entry of _loop becomes the outer body: (s32[], f32[8]) in, its while's state out
+    inner = inner.replace("ENTRY %main (x: f32[8], q: s32[]) -> (s32[], f32[8]) {\n"
+                          "  %x = f32[8]{0} parameter(0)\n  %q = s32[] parameter(1)\n",
+                          "%obody (o: (s32[], f32[8])) -> (s32[], f32[8]) {\n"
+                          "  %o = (s32[], f32[8]) parameter(0)\n"
+                          "  %x = f32[8]{0} get-tuple-element(%o), index=1\n")
+    text = inner + (
+        "\n%ocond (c: (s32[], f32[8])) -> pred[] {\n  %c = (s32[], f32[8]) parameter(0)\n"
+        "  %v = f32[8]{0} get-tuple-element(%c), index=1\n  %r = f32[] reduce(%v, %z), "
+        "dimensions={0}, to_apply=%add\n  %z = f32[] constant(0)\n"
+        "  ROOT %gt = pred[] compare(%r, %z), direction=GT\n}\n\n"
+        "ENTRY %main (x: f32[8]) -> (s32[], f32[8]) {\n  %x = f32[8]{0} parameter(0)\n"
+        "  %k = s32[] constant(0)\n  %s = (s32[], f32[8]) tuple(%k, %x)\n"
+        "  ROOT %w1 = (s32[], f32[8]) while(%s), condition=%ocond, body=%obody\n}\n")
+    lens = analyze_module(parse_module(text, program_id=5), None)
+    (c,) = lens.collectives
+    assert (c.loop, c.trip_count, c.executions_per_step) == ("w", None, None)
+    assert c.trip_note.startswith("w1: the condition ocond is not a compare")
+    assert "of unknown trip count (w1: the condition ocond" in lens.findings[0].message
+    assert len(lens.notes) == 1 and lens.notes[0].startswith("loop w1 has no known_trip_count")

@@ -393,7 +393,8 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
         size = human_bytes(c.bytes)
         if c.in_loop and (c.trip_count is None or c.trip_count > 1):
             if c.trip_count is None:
-                why = f" ({c.trip_note})" if c.trip_note else ""
+                note = c.trip_note.removeprefix(f"{c.loop}: ")  # an outer loop keeps its name
+                why = f" ({note})" if note else ""
                 msg = (f"{c.name} ({c.opcode}, {size}) runs inside loop {c.loop} of unknown "
                        f"trip count{why}: its bytes per step are unknown")
             else:
