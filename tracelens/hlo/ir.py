@@ -114,6 +114,13 @@ class Instruction:
     tuple_index: int = 0
     precision_algorithm: int = 0
     op_name: str = ""
+    # Loop trip counts read these (tracelens.hlo.tripcount): a scalar constant's value (None for
+    # arrays or a literal not decoded), a parameter's number, a compare's direction (EQ NE LT LE
+    # GT GE) and its optional comparison type (SIGNED, UNSIGNED, FLOAT, TOTALORDER).
+    literal: int | float | bool | None = None
+    parameter_number: int = 0
+    comparison_direction: str = ""
+    comparison_type: str = ""
 
     @cached_property
     def backend_config(self) -> dict[str, Any]:

@@ -6,7 +6,9 @@ from the HLO alone. The measured half (each finding's exposed time from the trac
 :mod:`tracelens.analyze.hlo_findings`.
 
 Facts (shared/reference/hlo.md): a ``while`` runs its body ``known_trip_count.n`` times
-(``WhileLoopBackendConfig``); the condition is the callee whose root is ``pred[]``; the module's
+(``WhileLoopBackendConfig``), else the count :mod:`tracelens.hlo.tripcount` derives from its
+condition (or unknown, with the reason); the condition is the callee whose root is ``pred[]``;
+the module's
 ``schedule`` (``HloModuleProto`` field 7) lists each computation's instructions in run order, and
 a text dump of a module marked ``is_scheduled=true`` prints them in that order. The program is
 read as compiled: XLA:CPU computes bf16 in f32 and combines small all-reduces into one tuple
@@ -21,6 +23,7 @@ from typing import Callable
 from tracelens.hlo.ir import Computation, Instruction, Module
 from tracelens.hlo.opcost import COLLECTIVES, instruction_cost
 from tracelens.hlo.replica_groups import group_mode
+from tracelens.hlo.tripcount import derive, known_trip_count, while_parts
 
 # Thresholds of the findings (README "tracelens hlo").
 SMALL_BYTES = 1 << 20  # small-collectives: a collective moving less than 1 MiB per execution ...
@@ -61,6 +64,7 @@ class Collective:
     overlap_bytes: float | None
     operands: tuple[str, ...] = ()
     wrapped: str | None = None       # the collective inside an async-start's computation
+    trip_note: str = ""              # why trip_count is None inside a loop
 
     @property
     def op_names(self) -> tuple[str, ...]:
@@ -149,59 +153,61 @@ def collective_op(inst: Instruction, module: Module) -> tuple[str, bool, Instruc
     return None
 
 
-def trip_count(inst: Instruction) -> int | None:
-    """``known_trip_count.n`` of a while (JSON int64s are strings); None when absent."""
-    n = inst.backend_config.get("known_trip_count", {})
-    n = n.get("n") if isinstance(n, dict) else None
-    try:
-        return int(n) if n is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _while_body(inst: Instruction, module: Module) -> str | None:
-    """The body of a while: the callee that is not the ``pred[]``-rooted condition."""
-    for name in inst.called:
-        comp = module.computations.get(name)
-        root = comp.root_instruction if comp else None
-        if root is not None and not (root.shape.dtype == "pred" and not root.shape.dims):
-            return name
-    return None
-
-
 @dataclass(frozen=True)
 class _Context:
     executions: int | None  # per step; None when unknown
     trips: int | None       # product of loop trip counts (1 outside loops)
     loop: str | None        # innermost enclosing while
     in_loop: bool = False
+    trip_note: str = ""     # why ``trips`` is None: the first loop of unknown count on the path
 
 
-def _call_edges(module: Module, comp: Computation) -> list[tuple[str, int | None, str | None]]:
-    """(callee, runs per run of ``comp`` or None, the while when it is a loop body)."""
-    edges: list[tuple[str, int | None, str | None]] = []
+# (callee, runs per run of the caller or None, the while when it is a loop body, why unknown)
+_Edge = tuple[str, int | None, str | None, str]
+
+
+def _call_edges(module: Module, comp: Computation) -> list[_Edge]:
+    """Each computation ``comp`` calls, with how often per run of ``comp``."""
+    edges: list[_Edge] = []
     for inst in comp.instructions.values():
         if inst.opcode == "while":
-            body = _while_body(inst, module)
+            body = while_parts(inst, module)[1]
             if body:
-                edges.append((body, trip_count(inst), inst.name))
+                trips = derive(module, comp, inst)
+                edges.append((body, trips.n, inst.name,
+                              "" if trips.n is not None else f"{inst.name}: {trips.note}"))
         elif inst.opcode == "call":
-            edges += [(c, 1, None) for c in inst.called]
+            edges += [(c, 1, None, "") for c in inst.called]
         elif inst.opcode == "conditional":  # a branch runs 0 or 1 times: unknown
-            edges += [(c, None, None) for c in inst.called]
+            edges += [(c, None, None, f"{inst.name}: a conditional branch") for c in inst.called]
     return [e for e in edges if e[0] in module.computations]
+
+
+def loop_notes(module: Module) -> list[str]:
+    """One line per reachable while without ``known_trip_count``: the count derived from its
+    condition and how, or why it stays unknown."""
+    notes = []
+    for name in sorted(computation_contexts(module)):
+        comp = module.computations[name]
+        for inst in comp.instructions.values():
+            if inst.opcode == "while" and known_trip_count(inst) is None:
+                trips = derive(module, comp, inst)
+                notes.append(f"loop {inst.name} has no known_trip_count; " + (
+                    f"from its condition: {trips.note}" if trips.n is not None
+                    else f"its trip count is unknown: {trips.note}"))
+    return notes
 
 
 def computation_contexts(module: Module) -> dict[str, _Context]:
     """How often each non-fusion computation reachable from the entry runs per program run:
     summed over every call path (XLA normally gives each call site its own clone)."""
-    callers: dict[str, list[tuple[str, int | None, str | None]]] = {}
+    callers: dict[str, list[tuple[str, int | None, str | None, str]]] = {}
     seen, todo = {module.entry}, [module.entry]
     while todo:
         name = todo.pop()
         comp = module.computations.get(name)
-        for callee, factor, loop in (_call_edges(module, comp) if comp else []):
-            callers.setdefault(callee, []).append((name, factor, loop))
+        for callee, factor, loop, why in (_call_edges(module, comp) if comp else []):
+            callers.setdefault(callee, []).append((name, factor, loop, why))
             if callee not in seen:
                 seen.add(callee)
                 todo.append(callee)
@@ -213,18 +219,22 @@ def computation_contexts(module: Module) -> dict[str, _Context]:
         if depth > 64:  # HLO call graphs are acyclic; refuse to recurse on a hostile one
             return _Context(None, None, None)
         paths = []
-        for caller, factor, loop in callers.get(name, []):
+        for caller, factor, loop, why in callers.get(name, []):
             c = ctx(caller, depth + 1)
+            trips_unknown = (loop and factor is None) or c.trips is None
             paths.append(_Context(
                 None if factor is None or c.executions is None else c.executions * factor,
-                None if (loop and factor is None) or c.trips is None
-                else c.trips * (factor if loop else 1),
-                loop or c.loop, bool(loop) or c.in_loop))
+                None if trips_unknown else c.trips * (factor if loop else 1),
+                loop or c.loop, bool(loop) or c.in_loop,
+                (c.trip_note or (why if loop else "")) if trips_unknown else ""))
         execs = [p.executions for p in paths]
+        same_trips = len({p.trips for p in paths}) == 1
         out[name] = _Context(None if None in execs or not paths else sum(execs),
-                             paths[0].trips if len({p.trips for p in paths}) == 1 else None,
+                             paths[0].trips if same_trips else None,
                              paths[0].loop if len({p.loop for p in paths}) == 1 else None,
-                             any(p.in_loop for p in paths))
+                             any(p.in_loop for p in paths),
+                             "its call paths have different trip counts" if not same_trips
+                             else paths[0].trip_note if paths else "")
         return out[name]
 
     for name in sorted(seen):
@@ -333,6 +343,7 @@ def collectives(module: Module, schedule: dict[str, list[str]] | None,
                 is_async=is_async, done=done.name if done is not None else None,
                 computation=comp_name, in_loop=ctx.in_loop, loop=ctx.loop,
                 trip_count=ctx.trips if ctx.in_loop else None,
+                trip_note=ctx.trip_note if ctx.in_loop and ctx.trips is None else "",
                 executions_per_step=execs,
                 bytes_per_step=None if execs is None or cost.msg_bytes is None
                 else execs * cost.msg_bytes,
@@ -382,8 +393,10 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
         size = human_bytes(c.bytes)
         if c.in_loop and (c.trip_count is None or c.trip_count > 1):
             if c.trip_count is None:
+                note = c.trip_note.removeprefix(f"{c.loop}: ")  # an outer loop keeps its name
+                why = f" ({note})" if note else ""
                 msg = (f"{c.name} ({c.opcode}, {size}) runs inside loop {c.loop} of unknown "
-                       "trip count: its bytes per step are unknown")
+                       f"trip count{why}: its bytes per step are unknown")
             else:
                 msg = (f"{c.name} ({c.opcode}, {size}) runs inside the {c.trip_count}-iteration "
                        f"loop {c.loop}: {c.trip_count} × {size} = {human_bytes(c.bytes_per_step)}"
@@ -466,7 +479,7 @@ def analyze_module(module: Module, schedule: dict[str, list[str]] | None,
                    hosts: HostMap = HostMap()) -> ProgramLens:
     """The static lens of one program."""
     colls = collectives(module, schedule, hosts)
-    notes = []
+    notes = loop_notes(module)
     if any(c.is_async for c in colls) and not schedule:
         notes.append("the module carries no schedule: compute between async starts and dones "
                      "is unknown")

@@ -9,6 +9,7 @@ used); proto3 leaves zero-valued scalars off the wire, so a missing ``tuple_inde
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from tracelens.hlo.ir import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
@@ -75,6 +76,39 @@ def replica_groups_from_proto(ins: Any) -> list[list[int]] | None:
     return None
 
 
+# Scalar literal value fields (xla_data.proto LiteralProto): repeated numbers, or little-endian
+# bytes read with a struct format.
+_LITERAL_REPEATED = {"pred": "preds", "s32": "s32s", "s64": "s64s", "u32": "u32s",
+                     "u64": "u64s", "f32": "f32s", "f64": "f64s"}
+_LITERAL_BYTES = {"s8": ("s8s", "<b"), "u8": ("u8s", "<B"), "s16": ("s16s", "<h"),
+                  "u16": ("u16s", "<H"), "f16": ("f16s", "<e"), "bf16": ("bf16s", "<H")}
+
+
+def scalar_literal(ins: Any, shape: Shape) -> int | float | bool | None:
+    """The value of a scalar constant from its ``literal`` (field 8); None for arrays, types
+    without a decoder here, or a literal whose value count is not one."""
+    if ins.opcode != "constant" or shape.is_tuple or shape.dims or not ins.HasField("literal"):
+        return None
+    lit = ins.literal
+    if shape.dtype in _LITERAL_REPEATED:
+        values = getattr(lit, _LITERAL_REPEATED[shape.dtype])
+        if len(values) != 1:
+            return None
+        v = values[0]
+        return bool(v) if shape.dtype == "pred" else (int(v) if shape.dtype[0] in "su"
+                                                      else float(v))
+    if shape.dtype in _LITERAL_BYTES:
+        field, fmt = _LITERAL_BYTES[shape.dtype]
+        raw = getattr(lit, field)
+        if len(raw) != struct.calcsize(fmt):
+            return None
+        (v,) = struct.unpack(fmt, raw)
+        if shape.dtype == "bf16":  # the high half of an f32
+            return struct.unpack("<f", struct.pack("<I", v << 16))[0]
+        return v
+    return None
+
+
 def _backend_config(ins: Any, payloads: list[bytes]) -> str:
     raw = ins.backend_config
     if not raw and ins.HasField("backend_config_payload"):
@@ -101,8 +135,9 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
         comp = Computation(name=c.name, root=names.get(c.root_id, ""),
                            is_fusion=c.is_fusion_computation)
         for i in c.instructions:
+            shape = shape_from_proto(i.shape)
             inst = Instruction(
-                name=i.name, opcode=i.opcode, shape=shape_from_proto(i.shape),
+                name=i.name, opcode=i.opcode, shape=shape,
                 operands=tuple(names[o] for o in i.operand_ids if o in names),
                 called=tuple(comp_names[k] for k in i.called_computation_ids if k in comp_names),
                 dimensions=tuple(i.dimensions),
@@ -127,6 +162,10 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
                 precision_algorithm=i.precision_config.algorithm
                 if i.HasField("precision_config") else 0,
                 op_name=i.metadata.op_name if i.HasField("metadata") else "",
+                literal=scalar_literal(i, shape),
+                parameter_number=i.parameter_number,
+                comparison_direction=i.comparison_direction,
+                comparison_type=i.comparison_type,
             )
             comp.instructions[inst.name] = inst
         module.computations[comp.name] = comp

@@ -3,10 +3,11 @@
 Like ``parsers/xplane_schema.py``: no pip package ships ``hlo_pb2`` and generating one needs
 protoc, so the subset of ``xla/service/hlo.proto`` and ``xla/xla_data.proto`` the cost model
 reads is described here with ``descriptor_pb2`` (package ``xla``, proto3). Field numbers are the
-verified ones of shared/reference/hlo.md §2 (openxla/xla main at ``183fa00c``). Fields we leave
-out (literals, shardings, buffer assignment, ...) are skipped by the protobuf runtime as unknown
-fields. Enums are declared as ``int32`` (same varint wire form); :mod:`tracelens.hlo.types`
-names their values.
+verified ones of shared/reference/hlo.md §2 (openxla/xla main at ``183fa00c``); those of
+``LiteralProto`` (scalar constants, for loop trip counts) were read from ``xla_data.proto`` on
+openxla/xla main. Fields we leave out (shardings, buffer assignment, sub-byte and f8 literal
+values, ...) are skipped by the protobuf runtime as unknown fields. Enums are declared as
+``int32`` (same varint wire form); :mod:`tracelens.hlo.types` names their values.
 
 Replica groups: all four encodings are carried (49, 87 incl. its pre-2026 nested iota at 87.2,
 92, 93); a decoder built from an older schema silently drops 93 (hlo.md §9 pitfall 1).
@@ -23,6 +24,7 @@ _F = descriptor_pb2.FieldDescriptorProto
 _R, _O = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL
 I64, I32, STR, BYTES, BOOL, MSG = (_F.TYPE_INT64, _F.TYPE_INT32, _F.TYPE_STRING, _F.TYPE_BYTES,
                                    _F.TYPE_BOOL, _F.TYPE_MESSAGE)
+U32, U64, FLOAT, DOUBLE = _F.TYPE_UINT32, _F.TYPE_UINT64, _F.TYPE_FLOAT, _F.TYPE_DOUBLE
 
 
 def _m(name: str) -> str:
@@ -69,6 +71,7 @@ _MESSAGES: dict[str, list[tuple]] = {
         ("opcode", 2, STR, _O, None),
         ("shape", 3, MSG, _O, _m("ShapeProto")),
         ("metadata", 7, MSG, _O, _m("OpMetadata")),
+        ("literal", 8, MSG, _O, _m("LiteralProto")),
         ("parameter_number", 9, I64, _O, None),
         ("fusion_kind", 11, STR, _O, None),
         ("tuple_index", 13, I64, _O, None),
@@ -79,6 +82,8 @@ _MESSAGES: dict[str, list[tuple]] = {
         ("dynamic_slice_sizes", 20, I64, _R, None),
         ("channel_id", 26, I64, _O, None),
         ("custom_call_target", 28, STR, _O, None),
+        ("comparison_direction", 63, STR, _O, None),
+        ("comparison_type", 72, STR, _O, None),
         ("dot_dimension_numbers", 30, MSG, _O, _m("DotDimensionNumbers")),
         ("id", 35, I64, _O, None),
         ("operand_ids", 36, I64, _R, None),
@@ -101,6 +106,25 @@ _MESSAGES: dict[str, list[tuple]] = {
         ("mesh_axes_replica_group_list", 93, MSG, _O, _m("MeshAxesReplicaGroupListProto")),
         ("conv_kind", 97, I32, _O, None),
         ("backend_config_payload", 99, MSG, _O, _m("Payload")),
+    ],
+    # xla_data.proto LiteralProto (openxla/xla main): the typed value fields a scalar constant
+    # uses; 16-bit and 8-bit values are little-endian bytes. Sub-byte and f8 fields are left
+    # out (skipped as unknown fields).
+    "LiteralProto": [
+        ("shape", 1, MSG, _O, _m("ShapeProto")),
+        ("preds", 2, BOOL, _R, None),
+        ("u8s", 3, BYTES, _O, None),
+        ("s32s", 4, I32, _R, None),
+        ("s64s", 5, I64, _R, None),
+        ("u32s", 6, U32, _R, None),
+        ("u64s", 7, U64, _R, None),
+        ("f32s", 8, FLOAT, _R, None),
+        ("f64s", 9, DOUBLE, _R, None),
+        ("f16s", 11, BYTES, _O, None),
+        ("bf16s", 13, BYTES, _O, None),
+        ("s8s", 15, BYTES, _O, None),
+        ("u16s", 16, BYTES, _O, None),
+        ("s16s", 17, BYTES, _O, None),
     ],
     "Payload": [
         ("value", 1, BYTES, _O, None),

@@ -144,6 +144,22 @@ def _replica_groups(text: str) -> list[list[int]] | None:
     return None
 
 
+def scalar_literal(shape: Shape, text: str) -> int | float | bool | None:
+    """The value of a scalar ``constant(...)`` as XLA prints it (``4``, ``-3``, ``true``,
+    ``0.0025``, ``-inf``, ``nan``); None for arrays, tuples and anything else."""
+    text = text.strip()
+    if shape.is_tuple or shape.dims or not text:
+        return None
+    if shape.dtype == "pred":
+        return {"true": True, "false": False}.get(text)
+    try:
+        if re.fullmatch(r"[su]\d+", shape.dtype):
+            return int(text) if re.fullmatch(r"-?\d{1,40}", text) else None
+        return float(text)
+    except ValueError:
+        return None
+
+
 def _unquote(v: str) -> str:
     v = v.strip()
     if v.startswith('"') and v.endswith('"'):
@@ -168,6 +184,10 @@ def parse_instruction(line: str) -> tuple[Instruction, bool] | None:
         token = op.split()[-1] if op.split() else op
         operands.append(token.lstrip("%"))
     inst = Instruction(name=m.group(2), opcode=om.group(1), shape=shape, operands=tuple(operands))
+    if inst.opcode == "parameter" and len(operands) == 1 and operands[0].isdigit():
+        inst.parameter_number = int(operands[0])
+    elif inst.opcode == "constant":
+        inst.literal = scalar_literal(shape, body[open_at + 1:close - 1])
     attrs = _split_top(body[close:].lstrip(", "))
     lhs_c = rhs_c = lhs_b = rhs_b = None
     for attr in attrs:
@@ -216,6 +236,10 @@ def parse_instruction(line: str) -> tuple[Instruction, bool] | None:
         elif key == "source_target_pairs":
             inst.source_target_pairs = tuple(tuple(_ints(p)) for p in _split_top(
                 value.strip()[1:-1]))
+        elif key == "direction" and inst.opcode == "compare":
+            inst.comparison_direction = value.strip()
+        elif key == "type" and inst.opcode == "compare":
+            inst.comparison_type = value.strip()
         elif key == "metadata":
             om2 = re.search(r'op_name="((?:[^"\\]|\\.)*)"', value)
             inst.op_name = om2.group(1) if om2 else ""
