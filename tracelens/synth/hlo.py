@@ -21,8 +21,10 @@ What a JAX GPU program's proto holds, as far as the cost model and XProf read it
 Operands are data flow where it exists: an activation operand is the latest value of that
 shape the program computed (through a ``bitcast`` when only the element count matches), else
 an entry parameter; weights are fresh parameters. Fields our runtime schema leaves out but XLA
-needs to rebuild the module (``host_program_shape``, constant literals, comparison direction)
-are appended as raw protobuf fields, which the runtime keeps and re-serializes.
+needs to rebuild the module (``host_program_shape``) are appended as raw protobuf fields,
+which the runtime keeps and re-serializes; constant literals and comparison directions are
+written as raw bytes too, in the fields the schema now decodes (``tracelens.hlo.tripcount``
+reads them).
 """
 
 from __future__ import annotations
