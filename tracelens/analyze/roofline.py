@@ -141,7 +141,8 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
                .group_by(keys, maintain_order=True).agg(kernel=pl.col("name").first()))
     agg = ev.group_by(keys).agg(
         module=pl.col("module").drop_nulls().first(),
-        category=pl.col("category").mode().first().cast(pl.String),
+        # ties go to the first category in CATEGORIES order (mode alone is in hash order)
+        category=pl.col("category").mode().sort().first().cast(pl.String),
         dtype=pl.col("dtype").drop_nulls().mode().sort().first(),
         count=pl.len(), sum_ns=pl.col("_dur").sum(),
         flops=pl.when(pl.col("flops").is_not_null().any()).then(pl.col("flops").sum()),
