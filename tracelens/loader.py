@@ -130,7 +130,7 @@ def _validate(trace: Trace, ctx: Context) -> None:
 
 
 STAGES: list[tuple[str, Callable[[Trace, Context], None]]] = [
-    ("discovery notes", _discovery_notes),
+    ("notes from discovery and reading", _discovery_notes),
     ("rechunk", _rechunk),
     ("clip same-stream overlaps", _clip_overlaps),
     ("classify", _classify),
