@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from parsers.xplane_schema import xspace_class
-from tracelens.model import Trace
+from tracelens.model import HostInfo, Trace, WriterHints
 
 AMD_MI300X_STATS: dict[str, Any] = {
     "device_vendor": "AMD", "clock_rate": 2_100_000, "core_count": 304,
@@ -222,11 +222,11 @@ def _set_plain_stat(plane_builder: _PlaneBuilder, stat: Any, name: str, value: A
         stat.int64_value = int(value)
 
 
-def plane_stats_for(device: dict[str, Any], hints: dict[str, Any]) -> list[tuple[str, Any]]:
+def plane_stats_for(device: dict[str, Any], hints: WriterHints) -> list[tuple[str, Any]]:
     """XSpace plane stats of one ``trace.devices`` row: the device model's own list when the
-    trace carries one (``meta.extra['xspace']['plane_stats']``), else derived from the row."""
-    if hints.get("plane_stats"):
-        return [(str(k), v) for k, v in hints["plane_stats"]]
+    trace carries one (``meta.writer.plane_stats``), else derived from the row."""
+    if hints.plane_stats:
+        return [(str(k), v) for k, v in hints.plane_stats]
     vendor = (device.get("vendor") or "").lower()
     out: list[tuple[str, Any]] = []
     if vendor in ("amd", "nvidia"):
@@ -317,7 +317,7 @@ def _events_line(b: _PlaneBuilder, interner: _Interner, line_id: int, line_name:
 
 
 def _device_plane(trace: Trace, dev: dict[str, Any], ev: pl.DataFrame,
-                  hints: dict[str, Any]) -> bytes:
+                  hints: WriterHints) -> bytes:
     from parsers.xplane_encode import field_bytes
 
     plane = xspace_class()().planes.add()
@@ -330,9 +330,9 @@ def _device_plane(trace: Trace, dev: dict[str, Any], ev: pl.DataFrame,
         b.stat_id(stat)
     interner = _Interner(b)
     vendor = (dev.get("vendor") or "").lower()
-    style = hints.get("line_names") or ("types" if vendor == "nvidia" else "plain")
-    kd_style = hints.get("kernel_details") or ("cuda" if vendor == "nvidia" else "rocm")
-    geometry = trace.meta.extra.get("kernels", {})
+    style = hints.line_names or ("types" if vendor == "nvidia" else "plain")
+    kd_style = hints.kernel_details or ("cuda" if vendor == "nvidia" else "rocm")
+    geometry = hints.kernels
     lines = []
     if ev.height:
         names = ev.filter(pl.col("kind") == "kernel")["name"].unique(maintain_order=True)
@@ -368,13 +368,13 @@ def _device_plane(trace: Trace, dev: dict[str, Any], ev: pl.DataFrame,
         field_bytes(3, line) for line in lines)
 
 
-def _host_plane(trace: Trace, host: str, rank: int, shift: int, info: dict[str, Any]) -> bytes:
+def _host_plane(trace: Trace, host: str, rank: int, shift: int, info: HostInfo) -> bytes:
     from parsers.xplane_encode import field_bytes
 
     plane = xspace_class()().planes.add()
     plane.name = "/host:CPU"
     b = _PlaneBuilder(plane)
-    pid = info.get("pid")
+    pid = info.pid
     hev = trace.host_events.filter(pl.col("rank") == rank)
     if pid is None and hev.height and hev["pid"].drop_nulls().len():
         pid = int(hev["pid"].drop_nulls()[0])
@@ -390,7 +390,7 @@ def _host_plane(trace: Trace, host: str, rank: int, shift: int, info: dict[str, 
         steps = steps.join(marks, on=["start_ns", "end_ns"], how="left",
                            maintain_order="left").unique(["step"], keep="first",
                                                          maintain_order=True)
-        tid = info.get("python_tid") or (int(steps["tid"].drop_nulls()[0])
+        tid = info.python_tid or (int(steps["tid"].drop_nulls()[0])
                                          if steps["tid"].drop_nulls().len() else 1)
         ev = steps.select(name=pl.col("name").fill_null("train"),
                           start_ns=pl.col("start_ns") - shift, end_ns=pl.col("end_ns") - shift,
@@ -438,8 +438,8 @@ def _hosts(trace: Trace) -> list[tuple[str, int]]:
 
 
 def _profile_starts(trace: Trace, hosts: list[tuple[str, int]]) -> dict[str, int]:
-    info = trace.meta.extra.get("hosts", {}) if isinstance(trace.meta.extra, dict) else {}
-    starts = {h: (info.get(h) or {}).get("profile_start_ns") for h, _ in hosts}
+    info = trace.meta.hosts
+    starts = {h: info[h].profile_start_ns if h in info else None for h, _ in hosts}
     if any(v is None for v in starts.values()):
         return {h: DEFAULT_PROFILE_START_NS for h, _ in hosts}
     return {h: int(v) for h, v in starts.items()}
@@ -453,9 +453,8 @@ def host_xspace(trace: Trace, host: str, rank: int, *, shift_ns: int = 0,
     minus ``shift_ns`` (the host's profile start relative to the job's earliest)."""
     from parsers.xplane_encode import field_bytes
 
-    extra = trace.meta.extra if isinstance(trace.meta.extra, dict) else {}
-    hints = extra.get("xspace", {}) or {}
-    info = (extra.get("hosts", {}) or {}).get(host, {}) or {}
+    hints = trace.meta.writer or WriterHints()
+    info = trace.meta.hosts.get(host) or HostInfo()
     planes = []
     modules = trace.modules.filter(pl.col("rank") == rank)
     if modules.height:
@@ -483,7 +482,7 @@ def write(trace: Trace, path: str | Path, *, layout: str = "auto", run: str | No
     own ``Task Environment`` profile start), or "auto" (file for one host, logdir for several).
     ``run`` names the run directory (default: the earliest profile start as
     ``YYYY_MM_DD_HH_MM_SS``). ``compress`` gzips (default: when ``path`` ends in ``.gz``).
-    Profile start times come from ``trace.meta.extra['hosts'][host]['profile_start_ns']`` when
+    Profile start times come from ``trace.meta.hosts[host].profile_start_ns`` when
     every host has one; each host's file then holds times relative to its own start, so a
     reader aligning hosts on wall-clock recovers the trace's clock.
     """

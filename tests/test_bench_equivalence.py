@@ -236,7 +236,7 @@ TRACES = sorted(SAMPLES.glob("*.xplane.pb")) + [SAMPLES / "mi355x_2x8gpu_straggl
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
 def test_cost_annotation_and_top_kernels_unchanged(path: Path) -> None:
     trace = tracelens.load(path)
-    table = trace.meta.extra["op_costs"]
+    table = trace.meta.op_costs
     ev = trace.events
     new = ev.hstack(cost._per_kernel(ev, table)).with_row_index("_row").select(
         "_row", "_is_main", "_flops", "_bytes")
@@ -279,16 +279,17 @@ def test_parallel_read_reports_the_first_bad_file(tmp_path: Path,
 def test_worker_processes_read_other_formats(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Formats other than XSpace are read by spawned processes (Arrow IPC back)."""
-    from tracelens import loader
+    from tracelens import reading
+    from tracelens.formats import reader_for
 
     f = next((SAMPLES / "mi355x_2x8gpu_straggler").rglob("*.xplane.pb"))
-    status, value = loader._read_in_worker("xspace", f, None)
+    status, value = reading.read_in_worker("xspace", f, None)
     assert status == "ok"
-    part = loader._from_worker((status, value))
-    direct = loader._read_one(loader._reader_for("xspace", f), f)
+    part = reading.from_worker((status, value))
+    direct = reading.read_one(lambda p: reader_for("xspace", f).read(p, None, None), f)
     assert_frame_equal(part.events, direct.events)
     assert part.meta.warnings == direct.meta.warnings
     bad = tmp_path / "bad.xplane.pb"
     bad.write_bytes(b"\x0a\xff\xff")
     with pytest.raises(TraceInputError):
-        loader._from_worker(loader._read_in_worker("xspace", bad, None))
+        reading.from_worker(reading.read_in_worker("xspace", bad, None))

@@ -61,7 +61,7 @@ def test_every_gemm_kernel_gets_2mnk_batch_flops(key: str) -> None:
     ev = load(key).events.filter(pl.col("category") == "gemm")
     assert ev.height and ev["name"].str.contains(r"^(Cijk_|gemm_fusion_dot)").all()
     assert set(ev["program_id"].to_list()) == set(GEMM_SHAPES[key])
-    table = load(key).meta.extra["op_costs"]
+    table = load(key).meta.op_costs
     for pid, (m, n, k, b) in GEMM_SHAPES[key].items():
         flops = ev.filter(pl.col("program_id") == pid)["flops"]
         assert flops.null_count() == 0 and (flops == 2.0 * m * n * k * b).all(), pid
@@ -150,7 +150,7 @@ def test_agreement_with_xprof_hlo_stats(key: str) -> None:
       is smaller (reproduced exactly below for the fusions without transcendentals).
     - ``wrapped_convert``: a lone convert, XProf 3 FLOPs, ours 0.
     """
-    ours = {(r["program_id"], r["op"]): r for r in load(key).meta.extra["op_costs"]
+    ours = {(r["program_id"], r["op"]): r for r in load(key).meta.op_costs
             .iter_rows(named=True)}
     explained = {"gemm custom call": 0, "elementwise": 0}
     for x in xprof_hlo_stats(key):
@@ -183,7 +183,7 @@ def test_cpu_trace_matmuls_and_all_reduce() -> None:
     Forward: x·W1 and tanh(·)·W2 (Eigen/YNN fusions); the gradients dot.3/dot.4 feed one
     all-reduce of both weight gradients and the loss over the 4 devices."""
     trace = load("cpu")
-    table = {r["op"]: r for r in trace.meta.extra["op_costs"].iter_rows(named=True)}
+    table = {r["op"]: r for r in trace.meta.op_costs.iter_rows(named=True)}
     assert "(f32[256,256] x f32[256,512])" in table["ynn_fusion.3"]["detail"]
     assert table["ynn_fusion.3"]["_flops"] == 2 * 256 * 512 * 256
     assert "(f32[256,512] x f32[512,128])" in table["ynn_fusion.2"]["detail"]

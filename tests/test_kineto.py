@@ -90,7 +90,7 @@ def test_a100_collectives_get_type_size_group_and_busbw() -> None:
     assert first["msg_bytes"] == 2049000 * 4 and first["dtype"] == "fp32"
     acts = collective_activities(trace.events)
     assert acts["busbw_gb_per_s"].null_count() == 0
-    assert trace.meta.extra["kineto"]["world_size"] == 2
+    assert trace.meta.kineto.world_size == 2
     assert trace.steps["source"].unique().to_list() == ["annotation:cpu-launches"]
     assert trace.steps["step"].to_list() == [4, 5, 6]
 
@@ -111,7 +111,7 @@ def test_step_sources() -> None:
     vllm = tracelens.load(_real("mi300x_inference/vllm_decode_full_graph.json.gz"))
     assert vllm.meta.steps_source == "graph-replay"
     norm = tracelens.load(_real("mi300x_inference/normalization_layers_2gpu.json.gz"))
-    assert norm.steps.is_empty() and norm.meta.extra["kineto"]["steps_source"] == "none"
+    assert norm.steps.is_empty() and norm.meta.kineto.steps_source == "none"
     assert norm.meta.steps_source == "none"
 
 
@@ -232,7 +232,7 @@ def test_rank_directory_is_one_job() -> None:
         pytest.skip("sampled ranks not present")
     trace = tracelens.load(d)
     assert trace.events["rank"].unique().sort().to_list() == [0, 1]
-    assert sorted(trace.meta.extra["hosts"]) == ["rank0", "rank1"]
+    assert sorted(trace.meta.hosts) == ["rank0", "rank1"]
     # no shared clock in Kineto: the two ranks are put on one by their matched SendRecv ends
     assert trace.meta.alignment.startswith("collective ends")
 

@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 import tracelens
+from tracelens.model import HostInfo
 from parsers import rocprof
 from tests.conftest import SAMPLES
 from tests.synth_helpers import timeline_numbers
@@ -158,7 +159,7 @@ def test_processes_on_two_hosts_are_aligned_on_collective_ends(sample, tmp_path:
     back = tracelens.load(tmp_path / "run")
     assert back.meta.alignment.startswith("collective ends")
     assert not any("could not be aligned" in w for w in back.meta.warnings)
-    assert sorted(back.meta.extra["hosts"]) == ["mi300x-node0", "mi300x-node1"]
+    assert sorted(back.meta.hosts) == ["mi300x-node0", "mi300x-node1"]
 
 
 def test_one_file_per_process_is_read_from_an_output_directory(sample, tmp_path: Path) -> None:
@@ -221,9 +222,8 @@ def test_rocpd_convert_csv_holds_processes_apart_by_guid(sample, tmp_path: Path)
     back = tracelens.load(tmp_path / "out_kernel_trace.csv", step_marker=STEP)
     assert back.devices.select("rank").unique().height == 2
     assert back.steps.height == 6
-    assert back.meta.extra["hosts"] == {"unknown": {"profile_start_ns": None,
-                                                    "path": str(tmp_path /
-                                                                "out_kernel_trace.csv")}}
+    assert back.meta.hosts == {"unknown": HostInfo(path=str(tmp_path / "out_kernel_trace.csv"),
+                                                   profile_start_ns=None)}
 
 
 def test_gzipped_database(sample, tmp_path: Path) -> None:

@@ -110,8 +110,7 @@ def test_written_trace_reads_back_as_itself(sc: Scenario, tmp_path: Path) -> Non
         for f in files:
             env = next(p for p in load_xspace(f).planes if p.name == "Task Environment")
             starts[f.name.split(".")[0]] = env.stats[0].uint64_value
-        assert starts == {h: v["profile_start_ns"]
-                          for h, v in src.meta.extra["hosts"].items()}
+        assert starts == {h: v.profile_start_ns for h, v in src.meta.hosts.items()}
 
 
 def test_plane_and_line_names_follow_the_device_model(tmp_path: Path) -> None:

@@ -50,9 +50,9 @@ def assert_same(path: Path) -> object:
         assert_frame_equal(getattr(ref, key), getattr(fast, key))
     assert ref.meta.warnings == fast.meta.warnings
     assert ref.meta.sources == fast.meta.sources
-    assert ref.meta.extra["hosts"] == fast.meta.extra["hosts"]
-    assert ref.meta.extra["decoder"] == {str(path): "python"}
-    assert fast.meta.extra["decoder"] == {str(path): "c"}
+    assert ref.meta.hosts == fast.meta.hosts
+    assert ref.meta.decoder == {str(path): "python"}
+    assert fast.meta.decoder == {str(path): "c"}
     return fast
 
 
@@ -339,8 +339,8 @@ def test_fallback_is_not_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(native, "_c", None)
     monkeypatch.setattr(native, "_IMPORT_ERROR", "not built (test)")
     slow = xprof.read(p)
-    assert slow.meta.extra["decoder"] == {str(p): "python"}
-    assert fast.meta.extra["decoder"] == {str(p): "c"}
+    assert slow.meta.decoder == {str(p): "python"}
+    assert fast.meta.decoder == {str(p): "c"}
     assert slow.meta.warnings[-1].endswith("read with the slow pure-Python XSpace reader: "
                                            "not built (test)")
     assert slow.meta.warnings[:-1] == fast.meta.warnings
@@ -351,7 +351,7 @@ def test_environment_forces_the_python_reader(monkeypatch: pytest.MonkeyPatch) -
     p = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
     monkeypatch.setenv(xspace_decode.ENV, "python")
     trace = xprof.read(p)
-    assert trace.meta.extra["decoder"] == {str(p): "python"}
+    assert trace.meta.decoder == {str(p): "python"}
     assert not any("slow" in w for w in trace.meta.warnings)
 
 
@@ -360,9 +360,9 @@ def test_load_records_the_decoder_of_every_file() -> None:
 
     run = next((SAMPLES / "mi355x_2x8gpu_straggler").rglob("*.xplane.pb")).parent
     trace = tracelens.load(run)
-    assert sorted(trace.meta.extra["decoder"]) == sorted(str(p) for p in
+    assert sorted(trace.meta.decoder) == sorted(str(p) for p in
                                                         run.glob("*.xplane.pb"))
-    assert set(trace.meta.extra["decoder"].values()) == {"c"}
+    assert set(trace.meta.decoder.values()) == {"c"}
 
 
 def test_scale_knob_trace_identical(tmp_path: Path) -> None:

@@ -184,12 +184,12 @@ def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
 def annotate(trace: Trace, hlo_text: Iterable[str | Path] = (),
              table: tuple[pl.DataFrame, list[str]] | None = None) -> Trace:
     """Fill the cost columns of ``trace.events`` from the trace's HLO (and text dumps), keep
-    the per-op table in ``trace.meta.extra["op_costs"]``, and record problems as warnings.
+    the per-op table in ``trace.meta.op_costs``, and record problems as warnings.
     ``table`` is an :func:`op_cost_table` result already computed for these events."""
     table, problems = table if table is not None else op_cost_table(
         trace.events, trace.modules, hlo_text)
     for p in problems:
         trace.meta.warn(p)
     trace.events = annotate_events(trace.events, table)
-    trace.meta.extra["op_costs"] = table
+    trace.meta.op_costs = table
     return trace

@@ -51,18 +51,18 @@ def facts(part: Trace, path: Path, arg: int, in_dir: bool) -> Facts:
     programs = frozenset(
         (m or "", hashlib.sha256(h).hexdigest()) for m, h in
         part.modules.select("module", "hlo_proto").iter_rows() if h is not None)
-    processes = part.meta.extra.get("processes")
+    processes = part.meta.processes
     clock, window = None, None
     if processes:  # rocprofv3: the processes' lifetimes on their host's boot clock
-        host = processes[0].get("host")
-        inits = [p["init_ns"] for p in processes if p.get("init_ns") is not None]
-        finis = [p["fini_ns"] for p in processes if p.get("fini_ns") is not None]
+        host = processes[0].host
+        inits = [p.init_ns for p in processes if p.init_ns is not None]
+        finis = [p.fini_ns for p in processes if p.fini_ns is not None]
         if host and len(inits) == len(finis) == len(processes):
             clock, window = f"boot:{host}", (min(inits), max(finis))
         run_host = host
     else:  # XSpace: events are relative to the profile start (wall-clock ns)
-        start = next(iter(part.meta.extra.get("hosts", {}).values()), {}).get(
-            "profile_start_ns")
+        first = next(iter(part.meta.hosts.values()), None)
+        start = first.profile_start_ns if first is not None else None
         last = part.events["end_ns"].max()
         if start is not None and last is not None:
             clock, window = "wall", (int(start), int(start) + int(last))  # type: ignore

@@ -108,6 +108,71 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
 
 
 @dataclass
+class HostInfo:
+    """One host of a trace: the file it was read from and when its profile started."""
+
+    path: str | None = None
+    # wall-clock ns of the profile start (XSpace ``Task Environment``); None: not recorded
+    profile_start_ns: int | None = None
+    ranks: list[int] = field(default_factory=list)  # its ranks, once hosts are combined
+    paths: list[str] = field(default_factory=list)  # the file of each of those ranks
+    pid: int | None = None  # synthetic traces: the host's process, for the writers
+    python_tid: int | None = None  # synthetic traces: the thread of the step annotations
+
+
+@dataclass
+class RankInfo:
+    """One rank of a job combined from several files (``tracelens.combine``)."""
+
+    rank: int
+    host: str
+    pid: int | None
+    path: str
+    format: str | None
+
+
+@dataclass
+class ProcessInfo:
+    """One rocprofv3 process: a rank, with its lifetime on its host's boot clock."""
+
+    rank: int
+    host: str | None
+    pid: int | None
+    init_ns: int | None
+    fini_ns: int | None
+    details: dict[str, Any] = field(default_factory=dict)  # reader-specific (layout, ...)
+
+
+@dataclass
+class KinetoInfo:
+    """What a PyTorch profiler (Kineto) file says about its job, and how it was read."""
+
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+    timestamps: str  # exact or rounded to the nearest ns, and why
+    steps_source: str  # where the steps came from ("none" when there are none)
+    unlinked_activities: int = 0
+    collective_kernels: int = 0
+    collective_kernels_typed: int = 0
+    collective_kernels_sized: int = 0
+    costed_ops_without_shapes: int = 0
+
+
+@dataclass
+class WriterHints:
+    """What trace writers need beyond the frames to write a synthetic trace faithfully
+    (docs/synthetic.md); readers leave it None."""
+
+    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)  # launch geometry by name
+    plane_stats: list[list[Any]] = field(default_factory=list)
+    line_names: str | None = None
+    kernel_details: str | None = None
+    scenario: dict[str, Any] = field(default_factory=dict)
+    device_model: str | None = None
+
+
+@dataclass
 class TraceMeta:
     """Where a trace came from and every approximation or repair made while reading it."""
 
@@ -117,7 +182,17 @@ class TraceMeta:
     # where trace.steps came from: "annotation", "marker:<regex>",
     # "program:<module>(<program_id>)" or "none" (tracelens.steps)
     steps_source: str = "none"
-    extra: dict[str, Any] = field(default_factory=dict)
+    hosts: dict[str, HostInfo] = field(default_factory=dict)
+    ranks: list[RankInfo] = field(default_factory=list)  # set when several files are combined
+    processes: list[ProcessInfo] = field(default_factory=list)  # rocprofv3: one per rank
+    clock: str | None = None  # rocprofv3: the host clock its timestamps are on
+    decoder: dict[str, str] = field(default_factory=dict)  # XSpace path -> "c" or "python"
+    # the per-op cost table of tracelens.cost.annotate (None before costs are annotated)
+    op_costs: pl.DataFrame | None = None
+    # why hosts could not be put on one clock; the loader tries collective ends before it warns
+    unaligned: str | None = None
+    kineto: KinetoInfo | None = None
+    writer: WriterHints | None = None
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:

@@ -13,7 +13,7 @@ categories used here are kept, and each field becomes a column with one list com
 
 Timestamps are microseconds. Kineto writes them with three decimals (ns resolution) when it
 writes ``baseTimeNanoseconds``; they are converted exactly (integer part and fraction apart,
-so no float product rounds), else rounded to the nearest ns; ``meta.extra["kineto"]`` says
+so no float product rounds), else rounded to the nearest ns; ``meta.kineto`` says
 which.
 """
 
@@ -30,8 +30,8 @@ from parsers.kineto.devices import device_frame
 from parsers.kineto.link import link_activity, steps_frame
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
-from tracelens.model import (EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace, TraceMeta,
-                             conform)
+from tracelens.model import (EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, HostInfo,
+                             KinetoInfo, Trace, TraceMeta, conform)
 
 FORMAT = "kineto"
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
@@ -158,15 +158,14 @@ def _build(path: Path, doc: dict[str, Any]) -> Trace:
         kind=pl.col("cat").replace_strict(HOST_CATS, return_dtype=pl.String)).with_columns(
         host=pl.lit(host), rank=pl.lit(0)), HOST_EVENT_SCHEMA)
     steps, step_source = steps_frame(hst, events, launches)
-    meta.extra = {
-        "hosts": {host: {"profile_start_ns": None, "path": str(path)}},
-        "kineto": {"rank": rank_id, "world_size": dist.get("world_size"),
-                   "backend": dist.get("backend"),
-                   "timestamps": ("exact: microseconds with 3 decimals (baseTimeNanoseconds "
-                                  "present), converted to integer ns" if exact else
-                                  "rounded to the nearest ns (no baseTimeNanoseconds)"),
-                   "steps_source": step_source, **extra},
-    }
+    meta.hosts = {host: HostInfo(path=str(path))}
+    meta.kineto = KinetoInfo(rank=rank_id, world_size=dist.get("world_size"),
+                             backend=dist.get("backend"),
+                             timestamps=("exact: microseconds with 3 decimals "
+                                         "(baseTimeNanoseconds present), converted to integer "
+                                         "ns" if exact else
+                                         "rounded to the nearest ns (no baseTimeNanoseconds)"),
+                             steps_source=step_source, **extra)
     if not events.height:
         meta.warn(f"{path.name}: no device activity (no kernel, gpu_memcpy or gpu_memset "
                   "events)")

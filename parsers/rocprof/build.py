@@ -26,8 +26,8 @@ from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process
 from tracelens.counters import FLOP_COUNTERS, cost_from_counters
 from tracelens.errors import TraceInputError
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
-                             TraceMeta, conform)
+from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
+                             HostInfo, ProcessInfo, Trace, TraceMeta, conform)
 
 CLOCK = "CLOCK_BOOTTIME"
 _DIRECTIONS = {"HOST_TO_DEVICE": ("h2d", "dst", 1), "DEVICE_TO_HOST": ("d2h", "src", 2),
@@ -183,7 +183,8 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
     """One Trace from the processes one input holds; ranks in the order given."""
     meta = TraceMeta(sources=[{"path": str(path), "format": fmt}])
     events, devices, hosts, markers = [], [], [], []
-    processes, host_info = [], {}
+    processes: list[ProcessInfo] = []
+    host_info: dict[str, HostInfo] = {}
     for rank, p in enumerate(procs):
         warn = list(p.warnings)
         host = p.host or "unknown"
@@ -218,9 +219,9 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
             rank=pl.lit(rank, dtype=pl.Int32)))
         for w in warn:
             meta.warn(f"{path.name}: {w}")
-        processes.append({"rank": rank, "host": host, "pid": p.pid, "init_ns": p.init_ns,
-                          "fini_ns": p.fini_ns, **p.info})
-        host_info.setdefault(host, {"profile_start_ns": None, "path": str(path)})
+        processes.append(ProcessInfo(rank=rank, host=host, pid=p.pid, init_ns=p.init_ns,
+                                     fini_ns=p.fini_ns, details=dict(p.info)))
+        host_info.setdefault(host, HostInfo(path=str(path)))
     raw = sum(p.dispatches.height + p.copies.height for p in procs)
     if raw and not events:
         why = "; ".join(w.split(": ", 1)[-1] for w in meta.warnings if "dropped" in w
@@ -232,7 +233,7 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         step_marker)
     for w in step_warn:
         meta.warn(f"{path.name}: {w}")
-    meta.extra = {"hosts": host_info, "processes": processes, "clock": CLOCK}
+    meta.hosts, meta.processes, meta.clock = host_info, processes, CLOCK
     return Trace(
         events=pl.concat(events) if events else pl.DataFrame(schema=EVENT_SCHEMA),
         host_events=pl.concat(hosts) if hosts else pl.DataFrame(schema=HOST_EVENT_SCHEMA),

@@ -77,8 +77,8 @@ def default_decoder() -> str:
 
 
 def default_threads() -> int:
-    """Decoder threads for one file when the caller does not say: up to 4 (the loader, which
-    knows how many files it reads at once, passes its own number)."""
+    """Decoder threads for one file when the caller does not say: up to 4 (``tracelens.reading``,
+    which knows how many files it reads at once, passes its own number)."""
     return max(1, min(4, os.cpu_count() or 1))
 
 

@@ -14,7 +14,7 @@ Two sources of event columns give the same Trace: the C decoder (``parsers.xspac
 which walks the serialized events and leaves only the small rest to protobuf; the default
 when the extension is built) and ``python_lines.PythonLines``, the per-event reader over
 protobuf messages (the reference, and the fallback with a warning).
-``meta.extra["decoder"]`` names the one that ran.
+``meta.decoder`` names the one that ran.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from parsers.xspace.source import LineSource
 from parsers.xspace.space import FORMAT, parse, read_raw
 from tracelens import hardware
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
-                             STEP_SCHEMA, Trace, TraceMeta, conform)
+                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform)
 
 # An ordinal of 10 digits or more is no GPU's: such a plane is skipped with a warning.
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d{1,9})$")
@@ -47,7 +47,7 @@ def read(path: Path, decoder: str | None = None, threads: int | None = None,
 
     ``decoder``: "c" (the C extension, ``parsers.xspace.native``), "python" (the per-event
     reader over protobuf messages) or None for the C one when it is built. Both give the same
-    Trace; ``meta.extra["decoder"]`` says which one ran, and a warning says when the C one
+    Trace; ``meta.decoder`` says which one ran, and a warning says when the C one
     was wanted but is not built. ``threads``: C decoder threads for this file (the caller
     reading several files at once passes its share of the CPUs; None: up to 4). ``marker``: a
     regex; host-plane events whose name matches it are kept as host events of kind "marker"
@@ -180,8 +180,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
     source.finish()  # every byte is checked, including lines nothing above needed
-    meta.extra = {"hosts": {host: {"profile_start_ns": profile_start, "path": str(path)}},
-                  "decoder": {str(path): source.decoder}}
+    meta.hosts = {host: HostInfo(path=str(path), profile_start_ns=profile_start)}
+    meta.decoder = {str(path): source.decoder}
     module_frame = pl.DataFrame(modules, schema={k: v for k, v in MODULE_SCHEMA.items()
                                                  if k not in ("host", "rank")})
     return Trace(events=events, host_events=host_events,

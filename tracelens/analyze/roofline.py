@@ -146,8 +146,9 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
         _mixed=(pl.col("name").n_unique() > 1) | (pl.col("category").n_unique() > 1)
         | (pl.col("dtype").drop_nulls().n_unique() > 1))
     # Most groups hold one kernel name, category and dtype; only the others need the
-    # longest kernel (ties to the smallest name) and the most common category and dtype
-    # (ties to the smallest), worked out on their rows alone.
+    # longest kernel (ties to the smallest name) and the most common category (ties to the
+    # first in CATEGORIES order: mode alone returns ties in hash order) and dtype (ties to the
+    # smallest), worked out on their rows alone.
     mixed = agg.filter(pl.col("_mixed")).select(keys)
     if mixed.height:
         sub = ev.join(mixed, on=keys, how="semi", nulls_equal=True)
@@ -156,7 +157,7 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
                    .sort(["_t", "name"], descending=[True, False])
                    .group_by(keys, maintain_order=True).agg(_kernel=pl.col("name").first()))
         modes = sub.group_by(keys).agg(
-            _category=pl.col("category").cast(pl.String).mode().sort().first(),
+            _category=pl.col("category").mode().sort().first().cast(pl.String),
             _dtype=pl.col("dtype").drop_nulls().mode().sort().first())
         agg = agg.join(by_name, on=keys, how="left", nulls_equal=True) \
             .join(modes, on=keys, how="left", nulls_equal=True).with_columns(

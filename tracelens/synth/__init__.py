@@ -47,6 +47,6 @@ def build(sc: Scenario, truth: bool = True) -> Synthetic:
     trace = assemble(sc, model, prog, rec)
     answer = None
     if truth:
-        starts = {h: v["profile_start_ns"] for h, v in trace.meta.extra["hosts"].items()}
+        starts = {h: v.profile_start_ns for h, v in trace.meta.hosts.items()}
         answer = compute_truth(sc, model, prog, rec, hostnames(sc, model), starts)
     return Synthetic(scenario=sc, trace=trace, truth=answer)

@@ -7,10 +7,10 @@ direction, the collective type of a collective kernel); ``step`` is left to the 
 ``msg_bytes``/``group_size`` of collectives and ``bytes`` of copies are filled (formats that
 carry them, such as RCCL API rows or memcpy records, can write them).
 
-``trace.meta.extra`` carries what formats need beyond the frames (documented in
-docs/synthetic.md): ``hosts`` (rank, ``profile_start_ns``, ``pid``, ``python_tid``),
-``kernels`` (launch geometry by kernel name), ``xspace`` (plane stats, line-name and
-``kernel_details`` styles of the device model) and ``synth`` (the scenario).
+``trace.meta`` carries what formats need beyond the frames (documented in
+docs/synthetic.md): ``hosts`` (rank, ``profile_start_ns``, ``pid``, ``python_tid`` of each)
+and ``writer`` (launch geometry by kernel name, plane stats, line-name and ``kernel_details``
+styles of the device model, and the scenario).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
-                             STEP_SCHEMA, Trace, TraceMeta, conform)
+                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, WriterHints, conform)
 from tracelens.synth.devices import DeviceModel
 from tracelens.synth.hlo import program_proto
 from tracelens.synth.program import Program
@@ -112,16 +112,12 @@ def assemble(sc: Scenario, model: DeviceModel, prog: Program, rec: Records) -> T
     meta = TraceMeta(
         sources=[{"path": f"<synthetic:{sc.name}>", "format": "synthetic"}],
         alignment="synthetic (one clock)",
-        extra={
-            "hosts": {hosts[h]: {"rank": h, "profile_start_ns": sc.profile_start_ns
-                                 + offsets[h], "pid": pids[h], "python_tid": python_tid[h]}
-                      for h in range(sc.hosts)},
-            "kernels": kernels,
-            "xspace": {"plane_stats": [list(kv) for kv in model.plane_stats],
-                       "line_names": model.line_names,
-                       "kernel_details": model.kernel_details},
-            "synth": {"scenario": dataclasses.asdict(sc), "device_model": model.key},
-        })
+        hosts={hosts[h]: HostInfo(profile_start_ns=sc.profile_start_ns + offsets[h],
+                                  ranks=[h], pid=pids[h], python_tid=python_tid[h])
+               for h in range(sc.hosts)},
+        writer=WriterHints(kernels=kernels, plane_stats=[list(kv) for kv in model.plane_stats],
+                           line_names=model.line_names, kernel_details=model.kernel_details,
+                           scenario=dataclasses.asdict(sc), device_model=model.key))
     return Trace(events=events, host_events=host_events, steps=steps, devices=devices,
                  meta=meta, modules=modules)
 

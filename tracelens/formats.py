@@ -1,0 +1,204 @@
+"""Which files a path holds, what format each one is, and the reader of each format.
+
+Discovery walks a directory for the files of one job; sniffing tells a file's format from its
+first bytes (never from its name alone); :data:`READERS` holds one entry per format, so a new
+reader plugs in with one line. With :mod:`tracelens.loader` and the CLI, the only place in the
+core that knows the parsers (each imported when its first file is read).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tracelens.errors import TraceInputError
+from tracelens.model import Trace
+
+XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+_RUN_DIR = re.compile(r"plugins/profile/[^/]+$")
+
+
+def sniff_format(path: Path) -> str:
+    """The format of one file, from its first bytes (and, for gzip, its first inflated bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not head:
+        raise TraceInputError(path, "empty file")
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(4096)
+        except (OSError, EOFError) as exc:
+            raise TraceInputError(path, f"corrupt or truncated gzip data ({exc})") from None
+        if not head:
+            raise TraceInputError(path, "empty file (after gunzip)")
+    if head.startswith(b"SQLite format 3\x00"):
+        return "sqlite"
+    text = head.lstrip()[:4096]
+    if text[:1] in (b"{", b"["):
+        if b"rocprofiler-sdk-tool" in text:
+            return "rocprof-json"
+        if re.search(rb'"(?:schemaVersion|deviceProperties|distributedInfo)"|"args": ?\{"device"',
+                     text):
+            return "kineto"
+        if b"traceEvents" in text:
+            return "chrome-json"
+        return "json"
+    if head[:1] == b"\x0a":
+        return "xspace"
+    if path.name.endswith(XSPACE_SUFFIXES):
+        return "xspace"  # let the XSpace reader say precisely what is wrong
+    if _is_rocprof_csv_header(head):
+        return "rocprof-csv"
+    return "csv" if path.name.lower().endswith(".csv") else "unknown"
+
+
+# Column names of rocprofv3 CSV files (kernel, API, memory-copy and agent tables, every
+# ROCm version and the rocpd-convert variant); a header naming three of them is rocprofv3's.
+_ROCPROF_CSV_COLUMNS = frozenset({
+    "guid", "kind", "agent_id", "queue_id", "stream_id", "thread_id", "dispatch_id",
+    "kernel_id", "kernel_name", "correlation_id", "start_timestamp", "end_timestamp",
+    "domain", "function", "process_id", "direction", "source_agent_id",
+    "destination_agent_id", "node_id", "logical_node_id", "agent_type", "cu_count",
+    "gfx_target_version", "max_engine_clk_fcompute"})
+
+
+def _is_rocprof_csv_header(head: bytes) -> bool:
+    line = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    names = {c.strip().strip('"').strip().lower() for c in line.split(",")}
+    return len(names & _ROCPROF_CSV_COLUMNS) >= 3
+
+
+def find_inputs(path: Path) -> list[Path]:
+    """Trace files behind one path: the file itself, the XSpace files of one profile run, or
+    the rocprofv3 outputs of a directory (one file per process: ``<pid>_results.db``, else
+    ``<pid>_results.json[.gz]``, else ``<pid>_kernel_trace.csv`` standing for its CSV set)."""
+    return discover(path)[0]
+
+
+def discover(path: Path) -> tuple[list[Path], list[str]]:
+    """:func:`find_inputs`, and a note for each rocprofv3 process whose trace the folder
+    also holds in another format (which one was read, which were not)."""
+    if not path.exists():
+        raise TraceInputError(path, "no such file or directory")
+    if path.is_file():
+        return [path], []
+    if not path.is_dir():
+        raise TraceInputError(path, "not a regular file or directory")
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    found = [p for p in files if p.name.endswith(XSPACE_SUFFIXES)]
+    runs = sorted({p.parent for p in found})
+    if len(runs) > 1 and all(_RUN_DIR.search(r.as_posix()) for r in runs):
+        names = ", ".join(r.name for r in runs[:5])
+        raise TraceInputError(path, f"holds {len(runs)} profile runs ({names}"
+                              f"{', ...' if len(runs) > 5 else ''}); pass one run directory")
+    rocprof, notes = _rocprof_outputs(files)
+    found += rocprof
+    found += [p for p in files if p.name.endswith((".json", ".json.gz")) and p not in found
+              and sniff_format(p) == "kineto"]  # PyTorch profiler: one file per rank
+    if not found:
+        raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], "
+                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, or "
+                              "Kineto *.json[.gz])")
+    return sorted(found), notes
+
+
+# rocprofv3 output names (shared/reference/rocprof.md §1.3), by preference: one per process.
+_ROCPROF_OUTPUTS = ("_results.db", "_results.json", "_results.json.gz",
+                    "_kernel_trace.csv", "_counter_collection.csv")
+
+
+def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[str]]:
+    """One output per process (the preferred format), and a note naming the ones left out.
+    A ``counter_collection.csv`` stands for its process only without a kernel trace beside it
+    (``--pmc`` alone); with one, the CSV reader takes it as part of that CSV set."""
+    seen: dict[tuple[Path, str], list[tuple[int, Path]]] = {}
+    for p in files:
+        name = "_" + p.name if p.name in ("kernel_trace.csv", "counter_collection.csv") \
+            else p.name
+        for rank, suffix in enumerate(_ROCPROF_OUTPUTS):
+            if name.endswith(suffix):
+                seen.setdefault((p.parent, name[: -len(suffix)]), []).append((rank, p))
+                break
+    chosen, notes = [], []
+    for (folder, _), outs in sorted(seen.items()):
+        outs.sort()
+        chosen.append(outs[0][1])
+        if outs[0][1].name.endswith("kernel_trace.csv"):  # its CSV set holds the counters
+            outs = [o for o in outs if not o[1].name.endswith("counter_collection.csv")]
+        if len(outs) > 1:
+            notes.append(f"{folder}: read {outs[0][1].name}; the same rocprofv3 run is also "
+                         f"there as {', '.join(p.name for _, p in outs[1:])} (not read)")
+    return chosen, notes
+
+
+@dataclass(frozen=True)
+class Reader:
+    """How one format is read. ``read(path, step_marker, threads)``: ``step_marker`` is the
+    ``--step-marker`` regex (readers that keep matching host annotations use it), ``threads``
+    the native decoder's share of the CPUs (None: its own default). ``native``: the reader
+    spends its time in code that releases the GIL (read several at once in threads); else it
+    parses in Python (worker processes)."""
+
+    read: Callable[[Path, str | None, int | None], Trace]
+    native: bool
+
+
+def _xspace(path: Path, step_marker: str | None, threads: int | None) -> Trace:
+    from parsers import xprof
+    # host annotations matching the marker are kept as host events of kind "marker"
+    return xprof.read(path, marker=step_marker, threads=threads)
+
+
+def _kineto(path: Path, step_marker: str | None, threads: int | None) -> Trace:
+    from parsers import kineto
+    return kineto.read(path)
+
+
+# rocprofv3: ROCTx ranges are host events of kind "marker"; tracelens.steps makes the steps
+def _rocpd(path: Path, step_marker: str | None, threads: int | None) -> Trace:
+    from parsers import rocprof
+    return rocprof.read_rocpd(path)
+
+
+def _rocprof_json(path: Path, step_marker: str | None, threads: int | None) -> Trace:
+    from parsers import rocprof
+    return rocprof.read_json(path)
+
+
+def _rocprof_csv(path: Path, step_marker: str | None, threads: int | None) -> Trace:
+    from parsers import rocprof
+    return rocprof.read_csv(path)
+
+
+READERS: dict[str, Reader] = {
+    "xspace": Reader(_xspace, native=True),
+    "kineto": Reader(_kineto, native=False),
+    "sqlite": Reader(_rocpd, native=False),
+    "rocprof-json": Reader(_rocprof_json, native=False),
+    "rocprof-csv": Reader(_rocprof_csv, native=False),
+}
+"""One reader per format :func:`sniff_format` names."""
+
+_UNSUPPORTED = {
+    "chrome-json": "a Chrome trace JSON (not supported yet; pass the .xplane.pb or the "
+                   "rocprofv3 output)",
+    "json": "JSON of an unknown kind, not a trace format tracelens reads",
+    "csv": "a CSV file that is not rocprofv3 output (no rocprofv3 column names in its header)",
+}
+
+
+def reader_for(fmt: str, path: Path) -> Reader:
+    """The reader of a format, or the input error that says what the file is instead."""
+    reader = READERS.get(fmt)
+    if reader is None:
+        raise TraceInputError(path, _UNSUPPORTED.get(
+            fmt, "not a trace format tracelens reads (expected an XSpace .xplane.pb or "
+                 "rocprofv3 .db/.json/.csv output)"))
+    return reader
