@@ -12,8 +12,8 @@ def test_fold_names_the_hosts_and_counts_them() -> None:
     hosts = [f"node{i}" for i in range(8)]
     ws = [f"node{i}.xplane.pb: clipped {3} overlaps" for i in range(8)] + ["alone"]
     out = fold_per_host(ws, hosts + [f"{h}.xplane.pb" for h in hosts])
-    assert out == ["node0.xplane.pb: clipped 3 overlaps (the same on 8 hosts: node0.xplane.pb, "
-                   "node1.xplane.pb, node2.xplane.pb, node3.xplane.pb, ... 4 more)", "alone"]
+    assert out == ["node0.xplane.pb: clipped 3 overlaps (the same on 8 hosts/files: "
+                   "node0.xplane.pb, node1.xplane.pb, node2.xplane.pb, node3.xplane.pb, ... 4 more)", "alone"]
     # different numbers are different warnings
     assert len(fold_per_host(["a: 1 thing", "b: 2 things"], ["a", "b"])) == 2
     assert fold_per_host(["x"], ["a"]) == ["x"]
@@ -22,4 +22,4 @@ def test_fold_names_the_hosts_and_counts_them() -> None:
 def test_two_host_sample_says_its_bandwidth_note_once() -> None:
     s = tracelens.summarize(tracelens.load(SAMPLES / "mi355x_2x8gpu_straggler"))
     bw = [w for w in s["warnings"] if "memory_bandwidth" in w]
-    assert len(bw) == 1 and "(the same on 2 hosts: " in bw[0]
+    assert len(bw) == 1 and "(the same on 2 hosts/files: " in bw[0]

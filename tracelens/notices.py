@@ -12,7 +12,8 @@ SHOWN_NAMES = 4
 
 def fold_per_host(warnings: Iterable[str], names: Iterable[str]) -> list[str]:
     """``warnings`` with those that differ only in a host or file name (one of ``names``)
-    merged into one: the first one's text, then "(on N hosts: a, b, c, d, ...)". Order: each
+    merged into one: the first one's text, then "(the same on N hosts/files: a, b, c, d, ...)"
+    naming the first host or file each copy mentions. Order: each
     folded warning where its first copy stood; others unchanged."""
     warnings = list(warnings)
     tokens = sorted({n for n in names if n}, key=lambda n: (-len(n), n))
@@ -33,9 +34,8 @@ def fold_per_host(warnings: Iterable[str], names: Iterable[str]) -> list[str]:
         if len(members) == 1:
             out.append(members[0][0])
             continue
-        who = list(dict.fromkeys(tuple(f) for _, f in members))
-        labels = [" ".join(dict.fromkeys(f)) for f in who]
+        labels = list(dict.fromkeys(f[0] for _, f in members))  # the name each one opens with
         more = f", ... {len(labels) - SHOWN_NAMES} more" if len(labels) > SHOWN_NAMES else ""
-        out.append(f"{members[0][0]} (the same on {len(labels)} hosts: "
+        out.append(f"{members[0][0]} (the same on {len(labels)} hosts/files: "
                    f"{', '.join(labels[:SHOWN_NAMES])}{more})")
     return out
