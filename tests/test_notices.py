@@ -13,7 +13,8 @@ def test_fold_names_the_hosts_and_counts_them() -> None:
     ws = [f"node{i}.xplane.pb: clipped {3} overlaps" for i in range(8)] + ["alone"]
     out = fold_per_host(ws, hosts + [f"{h}.xplane.pb" for h in hosts])
     assert out == ["node0.xplane.pb: clipped 3 overlaps (the same on 8 hosts/files: "
-                   "node0.xplane.pb, node1.xplane.pb, node2.xplane.pb, node3.xplane.pb, ... 4 more)", "alone"]
+                   "node0.xplane.pb, node1.xplane.pb, node2.xplane.pb, node3.xplane.pb, "
+                   "... 4 more)", "alone"]
     # different numbers are different warnings
     assert len(fold_per_host(["a: 1 thing", "b: 2 things"], ["a", "b"])) == 2
     assert fold_per_host(["x"], ["a"]) == ["x"]
