@@ -64,9 +64,11 @@ def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame
                                 maintain_order="left").drop("_i")
 
 
-def _costed_ops(ops: pl.DataFrame, args: list[dict[str, Any]]) -> tuple[pl.DataFrame, int]:
+def _costed_ops(ops: pl.DataFrame, shapes: dict[int, tuple[Any, Any, Any]]
+                ) -> tuple[pl.DataFrame, int]:
     """Leaf costed ops with their cost (null where the shapes do not give one); and how many
-    costed ops had no usable shapes."""
+    costed ops had no usable shapes. ``shapes``: ``Input Dims``, ``Input type`` and
+    ``Concrete Inputs`` by ``_row``, for (at least) every row named as a costed op."""
     c = ops.filter(pl.col("name").is_in(list(shapecost.COSTED_OPS))).sort(
         ["pid", "tid", "start_ns", "end_ns", "_row"], descending=[False, False, False, True, False])
     if c.is_empty():
@@ -78,12 +80,10 @@ def _costed_ops(ops: pl.DataFrame, args: list[dict[str, Any]]) -> tuple[pl.DataF
     memo: dict[Any, Any] = {}
     flops, nbytes, dtypes = [], [], []
     for name, row in zip(c["name"].to_list(), c["_row"].to_list()):
-        a = args[row]
-        key = (name, repr(a.get("Input Dims")), repr(a.get("Input type")),
-               repr(a.get("Concrete Inputs")))
+        dims, types, concrete = shapes[row]
+        key = (name, repr(dims), repr(types), repr(concrete))
         if key not in memo:
-            memo[key] = shapecost.op_cost(name, a.get("Input Dims"), a.get("Input type"),
-                                          a.get("Concrete Inputs"))
+            memo[key] = shapecost.op_cost(name, dims, types, concrete)
         got = memo[key]
         flops.append(got.flops if got else None)
         nbytes.append(got.bytes if got else None)
@@ -96,8 +96,8 @@ def _costed_ops(ops: pl.DataFrame, args: list[dict[str, Any]]) -> tuple[pl.DataF
                     "_dtype"), unknown
 
 
-def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]],
-                  args: list[dict[str, Any]]
+def link_activity(dev: pl.DataFrame, hst: pl.DataFrame,
+                  shapes: dict[int, tuple[Any, Any, Any]]
                   ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any]]:
     """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts."""
     warn: list[str] = []
@@ -119,7 +119,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]
     ev = ev.with_columns(_ext=pl.coalesce("External id", "l_ext")).join(
         by_ext, on="_ext", how="left", maintain_order="left")
 
-    costed, no_shapes = _costed_ops(ops, args)
+    costed, no_shapes = _costed_ops(ops, shapes)
     ev = ev.hstack(_enclosing(ev, costed.select("pid", "tid", "start_ns", "end_ns",
                                                 "name", "_uid", "_flops", "_bytes", "_dtype"),
                               "c"))
