@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
+
+import msgspec
 
 import orjson
 import polars as pl
@@ -52,18 +54,11 @@ _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype")
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 Getter = Callable[[int, str], Any]  # (kept row, args key) -> the value
+Selector = Callable[[list[Any]], tuple[list[list[Any]], Getter]]
 
 
-def load_document(path: Path) -> tuple[list[Any], dict[str, Any], bool]:
-    """The events, the document keys the reader uses besides them, and whether the events
-    are typed (msgspec) or plain dicts (the tolerant orjson path)."""
-    raw = read_maybe_gzip(path)
-    got = typed.decode(raw)
-    if got is not None:
-        evs, header = got
-        if evs is None:
-            raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
-        return evs, header, True
+def _tolerant(path: Path, raw: bytes) -> tuple[list[Any], dict[str, Any]]:
+    """The orjson path: the events as dicts, and the header keys present."""
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -71,7 +66,7 @@ def load_document(path: Path) -> tuple[list[Any], dict[str, Any], bool]:
         raise TraceInputError(path, f"corrupt or truncated JSON ({msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
-    return doc["traceEvents"], {k: doc[k] for k in typed.HEADER if k in doc}, False
+    return doc["traceEvents"], {k: doc[k] for k in typed.HEADER if k in doc}
 
 
 def to_ns(us: pl.Series) -> pl.Series:
@@ -96,7 +91,7 @@ def _series(values: Sequence[Any], dtype: pl.DataType) -> pl.Series:
         return pl.Series(values, dtype=dtype, strict=False)
 
 
-def _selected_typed(evs: list[typed.Event]) -> tuple[list[list[Any]], Getter]:
+def _select_typed(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     sel = [e for e in evs if e.cat in _WANTED and e.ph == "X"]
     base = [list(map(attrgetter(k), sel)) for k in _BASE]
     args = [typed.EMPTY if a is None else a for a in map(attrgetter("args"), sel)]
@@ -107,7 +102,7 @@ def _selected_typed(evs: list[typed.Event]) -> tuple[list[list[Any]], Getter]:
     return base, get
 
 
-def _selected_dicts(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
+def _select_dicts(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     sel = [e for e in evs if type(e) is dict and e.get("cat") in _WANTED and e.get("ph") == "X"]
     base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
     args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
@@ -118,13 +113,9 @@ def _selected_dicts(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     return base, get
 
 
-def columns(evs: list[Any], is_typed: bool
-            ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
-    """One row per complete event of a wanted category (``_row`` numbers them), the args
-    used as columns (the collective arguments only on ``record_param_comms`` rows); and the
-    shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
-    a costed op (:mod:`tracelens.shapecost`), by ``_row``."""
-    base, get = (_selected_typed if is_typed else _selected_dicts)(evs)
+def _chunk_frame(evs: list[Any], select: Selector
+                 ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
+    base, get = select(evs)
     types = _BASE_TYPES + (pl.Int64,) * len(_ARGS_INT)
     df = pl.DataFrame([_series(v, t).alias(k)
                        for k, v, t in zip(_BASE + _ARGS_INT, base, types)])
@@ -134,8 +125,7 @@ def columns(evs: list[Any], is_typed: bool
         return df.select(pl.arg_where(cond)).to_series().to_list()
     comm = rows(pl.col("name") == "record_param_comms")
     df = df.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
-                            for k in _COMM_INT + _COMM_STR},
-                         _row=pl.int_range(df.height, dtype=pl.Int64))
+                            for k in _COMM_INT + _COMM_STR})
     if comm:
         df = df.with_columns(df[k].scatter(comm, _series([get(i, k) for i in comm],
                                                          df[k].dtype))
@@ -145,14 +135,42 @@ def columns(evs: list[Any], is_typed: bool
     return df, shapes
 
 
+def columns(chunks: Iterable[list[Any]], select: Selector
+            ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
+    """One row per complete event of a wanted category (``_row`` numbers them), the args
+    used as columns (the collective arguments only on ``record_param_comms`` rows); and the
+    shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
+    a costed op (:mod:`tracelens.shapecost`), by ``_row``. Chunk by chunk, so only one
+    chunk's events need to exist as Python objects at a time."""
+    frames, shapes, n = [], {}, 0
+    for evs in chunks:
+        df, got = _chunk_frame(evs, select)
+        shapes.update((n + i, v) for i, v in got.items())
+        n += df.height
+        frames.append(df)
+    df = frames[0] if len(frames) == 1 else pl.concat(frames)
+    return df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes
+
+
 def read(path: Path) -> Trace:
-    evs, header, is_typed = load_document(path)
+    raw = read_maybe_gzip(path)
+    errors = (TypeError, ValueError, KeyError, AttributeError, OverflowError,
+              pl.exceptions.PolarsError)
     try:
-        df, shapes = columns(evs, is_typed)
-        del evs
+        try:  # the fast path; for anything it does not take, the tolerant path decides
+            raws, header = typed.decode(raw)
+            if raws is None:
+                raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
+            df, shapes = columns(typed.chunks(raws), _select_typed)
+            del raws
+        except (msgspec.ValidationError, msgspec.DecodeError, *errors):
+            evs, header = _tolerant(path, raw)
+            del raw
+            df, shapes = columns([evs], _select_dicts)
+            del evs
+        raw = None
         return _build(path, header, df, shapes)
-    except (TypeError, ValueError, KeyError, AttributeError, OverflowError,
-            pl.exceptions.PolarsError) as exc:
+    except errors as exc:
         raise TraceInputError(path, "malformed Kineto JSON "
                               f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
                               ) from None
