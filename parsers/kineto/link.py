@@ -64,13 +64,14 @@ def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame
                                 maintain_order="left").drop("_i")
 
 
-def _costed_ops(ops: pl.DataFrame, shapes: dict[int, tuple[Any, Any, Any]]
+def _costed_ops(ops: pl.LazyFrame, shapes: dict[int, tuple[Any, Any, Any]]
                 ) -> tuple[pl.DataFrame, int]:
     """Leaf costed ops with their cost (null where the shapes do not give one); and how many
     costed ops had no usable shapes. ``shapes``: ``Input Dims``, ``Input type`` and
     ``Concrete Inputs`` by ``_row``, for (at least) every row named as a costed op."""
     c = ops.filter(pl.col("name").is_in(list(shapecost.COSTED_OPS))).sort(
-        ["pid", "tid", "start_ns", "end_ns", "_row"], descending=[False, False, False, True, False])
+        ["pid", "tid", "start_ns", "end_ns", "_row"], descending=[False, False, False, True, False]
+    ).select("pid", "tid", "start_ns", "end_ns", "name", "_row").collect()
     if c.is_empty():
         return c.select("pid", "tid", "start_ns", "end_ns", "name").with_columns(
             _uid=pl.lit(0, pl.Int64), _flops=pl.lit(None, pl.Float64),
@@ -101,21 +102,22 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame,
                   ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any]]:
     """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts."""
     warn: list[str] = []
-    api = (hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
+    # lazy: only the columns each result uses are filtered and sorted (memory)
+    api = (hst.lazy().filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
                       & pl.col("correlation").is_not_null())
            .sort("start_ns", "_row").unique("correlation", keep="first", maintain_order=True)
            .select("correlation", l_pid="pid", l_tid="tid", l_ts="start_ns",
-                   l_ext="External id", launch="name"))
+                   l_ext="External id", launch="name").collect())
     ev = dev.sort("device", "start_ns", "_row").with_row_index("_i").join(
         api, on="correlation", how="left", maintain_order="left")
     unlinked = ev.filter(pl.col("l_ts").is_null()).height
     if unlinked:
         warn.append(f"{unlinked} of {ev.height} device activities have no runtime call with "
                     "their correlation id: no op, shapes or collective arguments for them")
-    ops = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
+    ops = hst.lazy().filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
     by_ext = (ops.filter(pl.col("External id").is_not_null()).sort("start_ns", "_row")
               .unique("External id", keep="first", maintain_order=True)
-              .select(_ext="External id", _op="name"))
+              .select(_ext="External id", _op="name").collect())
     ev = ev.with_columns(_ext=pl.coalesce("External id", "l_ext")).join(
         by_ext, on="_ext", how="left", maintain_order="left")
 
@@ -143,7 +145,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame,
 
     comms = ops.filter(pl.col("name") == "record_param_comms").select(
         "pid", "tid", "start_ns", "end_ns", coll="Collective name", inn="In msg nelems",
-        out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase())
+        out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase()).collect()
     ev = ev.hstack(_enclosing(ev, comms, "p_"))
     is_coll = is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL)
     size = pl.col("p_cdt").replace_strict({k: v[0] for k, v in _COMM_DTYPES.items()},

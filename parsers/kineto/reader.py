@@ -136,11 +136,12 @@ def _chunk_frame(evs: list[Any], select: Selector
 
 
 def columns(chunks: Iterable[list[Any]], select: Selector
-            ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
+            ) -> list[Any]:
     """One row per complete event of a wanted category (``_row`` numbers them), the args
     used as columns (the collective arguments only on ``record_param_comms`` rows); and the
     shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
-    a costed op (:mod:`tracelens.shapecost`), by ``_row``. Chunk by chunk, so only one
+    a costed op (:mod:`tracelens.shapecost`), by ``_row`` (as a list: see :func:`_build`).
+    Chunk by chunk, so only one
     chunk's events need to exist as Python objects at a time."""
     frames, shapes, n = [], {}, 0
     for evs in chunks:
@@ -149,7 +150,7 @@ def columns(chunks: Iterable[list[Any]], select: Selector
         n += df.height
         frames.append(df)
     df = frames[0] if len(frames) == 1 else pl.concat(frames)
-    return df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes
+    return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes]
 
 
 def read(path: Path) -> Trace:
@@ -161,23 +162,28 @@ def read(path: Path) -> Trace:
             raws, header = typed.decode(raw)
             if raws is None:
                 raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
-            df, shapes = columns(typed.chunks(raws), _select_typed)
+            cols = columns(typed.chunks(raws), _select_typed)
             del raws
         except (msgspec.ValidationError, msgspec.DecodeError, *errors):
             evs, header = _tolerant(path, raw)
             del raw
-            df, shapes = columns([evs], _select_dicts)
+            cols = columns([evs], _select_dicts)
             del evs
         raw = None
-        return _build(path, header, df, shapes)
+        return _build(path, header, cols)
     except errors as exc:
         raise TraceInputError(path, "malformed Kineto JSON "
                               f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
                               ) from None
 
 
-def _build(path: Path, header: dict[str, Any], df: pl.DataFrame,
-           shapes: dict[int, tuple[Any, Any, Any]]) -> Trace:
+def _build(path: Path, header: dict[str, Any],
+           cols: list[Any]) -> Trace:
+    """The Trace from :func:`columns`' frame and shapes, given in a list that this empties,
+    so that no caller keeps the frame alive while its filtered copies are built."""
+    df, shapes = cols
+    cols.clear()
+    df = df.rechunk()  # one chunk per column (after the JSON is freed): filters then copy less
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
     limit = float(1 << 53)
@@ -187,7 +193,9 @@ def _build(path: Path, header: dict[str, Any], df: pl.DataFrame,
         meta.warn(f"{path.name}: skipped {untimed.height} events without a valid ts/dur "
                   f"({untimed.filter(pl.col('cat').is_in(list(DEVICE_CATS))).height} of them "
                   "device activity)")
-    df = df.filter(timed).with_columns(start_ns=to_ns(df.filter(timed)["ts"]))
+    del untimed
+    df = df.filter(timed)
+    df = df.with_columns(start_ns=to_ns(df["ts"]))
     df = df.with_columns(end_ns=pl.col("start_ns") + to_ns(df["dur"]))
     exact = "baseTimeNanoseconds" in header
     dist = header.get("distributedInfo")
@@ -197,6 +205,7 @@ def _build(path: Path, header: dict[str, Any], df: pl.DataFrame,
 
     dev = df.filter(pl.col("cat").is_in(list(DEVICE_CATS)))
     hst = df.filter(pl.col("cat").is_in(list(HOST_CATS)))
+    del df
     no_device = dev["device"].null_count()
     if no_device:
         meta.warn(f"{path.name}: {no_device} device activities without args.device use the "
