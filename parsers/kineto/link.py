@@ -97,13 +97,13 @@ def _costed_ops(ops: pl.LazyFrame, shapes: dict[int, tuple[Any, Any, Any]]
                     "_dtype"), unknown
 
 
-def link_activity(dev: pl.DataFrame, hst: pl.DataFrame,
+def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
                   shapes: dict[int, tuple[Any, Any, Any]]
                   ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any]]:
     """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts."""
     warn: list[str] = []
-    # lazy: only the columns each result uses are filtered and sorted (memory)
-    api = (hst.lazy().filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
+    # lazy (``hst``): only the columns each result uses are filtered and sorted (memory)
+    api = (hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
                       & pl.col("correlation").is_not_null())
            .sort("start_ns", "_row").unique("correlation", keep="first", maintain_order=True)
            .select("correlation", l_pid="pid", l_tid="tid", l_ts="start_ns",
@@ -114,7 +114,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame,
     if unlinked:
         warn.append(f"{unlinked} of {ev.height} device activities have no runtime call with "
                     "their correlation id: no op, shapes or collective arguments for them")
-    ops = hst.lazy().filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
+    ops = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
     by_ext = (ops.filter(pl.col("External id").is_not_null()).sort("start_ns", "_row")
               .unique("External id", keep="first", maintain_order=True)
               .select(_ext="External id", _op="name").collect())
@@ -191,7 +191,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame,
     return events, launches, warn, extra
 
 
-def steps_frame(hst: pl.DataFrame, events: pl.DataFrame, launches: pl.DataFrame
+def steps_frame(hst: pl.LazyFrame, events: pl.DataFrame, launches: pl.DataFrame
                 ) -> tuple[pl.DataFrame, str]:
     """Steps of this rank and a description of where they came from.
 
@@ -203,7 +203,7 @@ def steps_frame(hst: pl.DataFrame, events: pl.DataFrame, launches: pl.DataFrame
     (``graph-replay``). Else there are no steps."""
     marks = hst.filter(pl.col("cat").is_in(["user_annotation", "gpu_user_annotation"])
                        & pl.col("name").str.contains(_STEP)).with_columns(
-        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32))
+        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32)).collect()
     gpu = marks.filter(pl.col("cat") == "gpu_user_annotation").group_by("step").agg(
         pl.col("start_ns").min(), pl.col("end_ns").max()).with_columns(
         source=pl.lit("annotation:gpu"))

@@ -183,7 +183,6 @@ def _build(path: Path, header: dict[str, Any],
     so that no caller keeps the frame alive while its filtered copies are built."""
     df, shapes = cols
     cols.clear()
-    df = df.rechunk()  # one chunk per column (after the JSON is freed): filters then copy less
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
     limit = float(1 << 53)
@@ -204,8 +203,8 @@ def _build(path: Path, header: dict[str, Any],
     host = f"rank{rank_id}" if rank_id is not None else path.name.split(".")[0]
 
     dev = df.filter(pl.col("cat").is_in(list(DEVICE_CATS)))
-    hst = df.filter(pl.col("cat").is_in(list(HOST_CATS)))
-    del df
+    # lazy: each use filters and keeps only the columns it needs (the host side is most rows)
+    hst = df.lazy().filter(pl.col("cat").is_in(list(HOST_CATS)))
     no_device = dev["device"].null_count()
     if no_device:
         meta.warn(f"{path.name}: {no_device} device activities without args.device use the "
@@ -224,7 +223,7 @@ def _build(path: Path, header: dict[str, Any],
     host_events = conform(hst.filter(pl.col("cat") != "gpu_user_annotation").select(
         "name", "pid", "tid", "start_ns", "end_ns", correlation_id="correlation",
         kind=pl.col("cat").replace_strict(HOST_CATS, return_dtype=pl.String)).with_columns(
-        host=pl.lit(host), rank=pl.lit(0)), HOST_EVENT_SCHEMA)
+        host=pl.lit(host), rank=pl.lit(0)).collect(), HOST_EVENT_SCHEMA)
     steps, step_source = steps_frame(hst, events, launches)
     meta.extra = {
         "hosts": {host: {"profile_start_ns": None, "path": str(path)}},

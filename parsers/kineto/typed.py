@@ -92,9 +92,14 @@ def decode(raw: bytes) -> tuple[list[msgspec.Raw] | None, dict[str, Any]]:
 
 def chunks(raws: list[msgspec.Raw]) -> Iterator[list[Event]]:
     """The events, ``CHUNK`` at a time (at least one list, maybe empty): the whole
-    document's events as objects at once would take ~4x the JSON's size."""
-    for a in range(0, max(len(raws), 1), CHUNK):
-        yield _EVENTS.decode(b"[" + b",".join(raws[a:a + CHUNK]) + b"]")
+    document's events as objects at once would take ~4x the JSON's size. Empties
+    ``raws`` as it goes."""
+    while True:
+        part = b"[" + b",".join(raws[:CHUNK]) + b"]"
+        del raws[:CHUNK]
+        yield _EVENTS.decode(part)
+        if not raws:
+            return
 
 
 def lazy(value: Any) -> Any:
