@@ -135,14 +135,12 @@ def _chunk_frame(evs: list[Any], select: Selector
     return df, shapes
 
 
-def columns(chunks: Iterable[list[Any]], select: Selector
-            ) -> list[Any]:
+def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
     """One row per complete event of a wanted category (``_row`` numbers them), the args
     used as columns (the collective arguments only on ``record_param_comms`` rows); and the
     shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
     a costed op (:mod:`tracelens.shapecost`), by ``_row`` (as a list: see :func:`_build`).
-    Chunk by chunk, so only one
-    chunk's events need to exist as Python objects at a time."""
+    Chunk by chunk, so only one chunk's events need to exist as Python objects at a time."""
     frames, shapes, n = [], {}, 0
     for evs in chunks:
         df, got = _chunk_frame(evs, select)
@@ -177,8 +175,7 @@ def read(path: Path) -> Trace:
                               ) from None
 
 
-def _build(path: Path, header: dict[str, Any],
-           cols: list[Any]) -> Trace:
+def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     """The Trace from :func:`columns`' frame and shapes, given in a list that this empties,
     so that no caller keeps the frame alive while its filtered copies are built."""
     df, shapes = cols
