@@ -7,12 +7,14 @@ Inputs: the largest real Kineto trace in ``../shared/traces/kineto`` (xDiT FLUX.
 63 MB of JSON), the A100 NCCL trace, and a synthetic large file (not committed; cached in the
 temp directory): the A100 trace's events repeated ``--copies`` times end to end (timestamps
 shifted by the trace's span, correlation and External ids offset), written uncompressed.
-Each tool runs in a fresh process under ``/usr/bin/time`` (wall seconds, peak RSS):
+Each tool runs in a fresh process under ``/usr/bin/time`` (wall and CPU seconds, peak RSS;
+sizes in decimal MB, RSS as well, so RSS / JSON is a plain ratio):
 
 - ``tracelens``: ``python -m tracelens.cli summarize FILE --format json`` end to end;
 - ``hta``: HTA's ``TraceAnalysis(trace_dir=...)`` load plus ``get_temporal_breakdown`` in its
   own virtual environment (``pip install HolisticTraceAnalysis``);
-- ``floor``: read, gunzip and ``orjson.loads`` the document, nothing else.
+- ``floor``: read, gunzip and ``orjson.loads`` the document, nothing else;
+- ``startup`` (once): importing what ``summarize`` imports, no input: the fixed cost.
 
 Prints a table and writes ``benchmarks/results/kineto.json``.
 """
@@ -37,6 +39,8 @@ KINETO = ROOT.parent / "shared" / "traces" / "kineto"
 FLOOR = ("import gzip, sys, orjson\nraw = open(sys.argv[1], 'rb').read()\n"
          "raw = gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw\n"
          "assert orjson.loads(raw)['traceEvents']\n")
+STARTUP = ("import tracelens.loader, tracelens.analyze.summary, reports.summary, "
+           "parsers.kineto.reader")
 HTA = ("import sys, logging\nlogging.disable(logging.CRITICAL)\n"
        "from hta.trace_analysis import TraceAnalysis\n"
        "ta = TraceAnalysis(trace_dir=sys.argv[1])\n"
@@ -83,12 +87,14 @@ def synthetic(src: Path, copies: int) -> Path:
 
 
 def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> dict:
-    """Wall seconds and peak RSS (MB) of one fresh process (``/usr/bin/time``)."""
+    """Wall and CPU (user + system) seconds and peak RSS (MB, 10^6 bytes) of one fresh
+    process (``/usr/bin/time``)."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
-        res = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", tf.name, *cmd], cwd=cwd,
-                             env=env, capture_output=True, text=True)
-        wall, rss = tf.read().strip().splitlines()[-1].split()
-    out = {"wall_s": float(wall), "rss_mb": int(rss) / 1024, "ok": res.returncode == 0}
+        res = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tf.name, *cmd],
+                             cwd=cwd, env=env, capture_output=True, text=True)
+        wall, user, system, rss = tf.read().strip().splitlines()[-1].split()
+    out = {"wall_s": float(wall), "cpu_s": round(float(user) + float(system), 2),
+           "rss_mb": int(rss) * 1024 / 1e6, "ok": res.returncode == 0}
     if res.returncode:
         out["error"] = (res.stderr.strip().splitlines() or ["?"])[-1][:200]
     return out
@@ -109,7 +115,8 @@ def run(path: Path, hta_python: str | None, repeat: int) -> dict:
         for name, cmd in cmds.items():
             runs = [timed(cmd, cwd=Path(d), env=env) for _ in range(repeat)]
             best = min(runs, key=lambda r: r["wall_s"])
-            best["wall_s"] = statistics.median(r["wall_s"] for r in runs)
+            for key in ("wall_s", "cpu_s", "rss_mb"):
+                best[key] = statistics.median(r[key] for r in runs)
             row[name] = best
     return row
 
@@ -124,19 +131,26 @@ def main() -> None:
     inputs = [KINETO / "mi300x_inference" / "xdit_flux1_aiter_sage_rank0.json.gz",
               KINETO / "a100_nccl_2rank_rank0.json.gz"]
     inputs.append(synthetic(inputs[1], args.copies))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    startup = [timed([sys.executable, "-c", STARTUP], env=env) for _ in range(args.repeat)]
+    start = {k: statistics.median(r[k] for r in startup) for k in ("wall_s", "cpu_s", "rss_mb")}
+    print(f"startup (imports only): {start['wall_s']:.2f} s wall, {start['cpu_s']:.2f} s CPU, "
+          f"{start['rss_mb']:.0f} MB")
     rows = [run(p, hta, args.repeat) for p in inputs]
     for r in rows:
         t, f = r["tracelens"], r["floor"]
         h = r.get("hta", {})
         print(f"{r['file']}: {r['json_mb']:.1f} MB JSON | tracelens {t['wall_s']:.2f} s "
-              f"{t['rss_mb']:.0f} MB | floor {f['wall_s']:.2f} s {f['rss_mb']:.0f} MB | HTA "
-              + (f"{h['wall_s']:.2f} s {h['rss_mb']:.0f} MB" if h.get("ok") else
+              f"({t['cpu_s']:.2f} CPU) {t['rss_mb']:.0f} MB | floor {f['wall_s']:.2f} s "
+              f"({f['cpu_s']:.2f} CPU) {f['rss_mb']:.0f} MB | HTA "
+              + (f"{h['wall_s']:.2f} s ({h['cpu_s']:.2f} CPU) {h['rss_mb']:.0f} MB"
+                 if h.get("ok") else
                  f"failed ({h.get('error', 'not run')})")
               + f" | vs floor {t['wall_s'] / f['wall_s']:.2f}x, RSS/JSON "
               f"{t['rss_mb'] / r['json_mb']:.2f}x"
               + (f", HTA/tracelens {h['wall_s'] / t['wall_s']:.1f}x" if h.get("ok") else ""))
     out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-           "rows": rows}
+           "repeat": args.repeat, "startup": start, "rows": rows}
     (ROOT / "benchmarks" / "results" / "kineto.json").write_text(json.dumps(out, indent=1)
                                                                  + "\n")
 

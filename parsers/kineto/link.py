@@ -64,11 +64,14 @@ def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame
                                 maintain_order="left").drop("_i")
 
 
-def _costed_ops(ops: pl.DataFrame, args: list[dict[str, Any]]) -> tuple[pl.DataFrame, int]:
+def _costed_ops(ops: pl.LazyFrame, shapes: dict[int, tuple[Any, Any, Any]]
+                ) -> tuple[pl.DataFrame, int]:
     """Leaf costed ops with their cost (null where the shapes do not give one); and how many
-    costed ops had no usable shapes."""
+    costed ops had no usable shapes. ``shapes``: ``Input Dims``, ``Input type`` and
+    ``Concrete Inputs`` by ``_row``, for (at least) every row named as a costed op."""
     c = ops.filter(pl.col("name").is_in(list(shapecost.COSTED_OPS))).sort(
-        ["pid", "tid", "start_ns", "end_ns", "_row"], descending=[False, False, False, True, False])
+        ["pid", "tid", "start_ns", "end_ns", "_row"], descending=[False, False, False, True, False]
+    ).select("pid", "tid", "start_ns", "end_ns", "name", "_row").collect()
     if c.is_empty():
         return c.select("pid", "tid", "start_ns", "end_ns", "name").with_columns(
             _uid=pl.lit(0, pl.Int64), _flops=pl.lit(None, pl.Float64),
@@ -78,12 +81,10 @@ def _costed_ops(ops: pl.DataFrame, args: list[dict[str, Any]]) -> tuple[pl.DataF
     memo: dict[Any, Any] = {}
     flops, nbytes, dtypes = [], [], []
     for name, row in zip(c["name"].to_list(), c["_row"].to_list()):
-        a = args[row]
-        key = (name, repr(a.get("Input Dims")), repr(a.get("Input type")),
-               repr(a.get("Concrete Inputs")))
+        dims, types, concrete = shapes[row]
+        key = (name, repr(dims), repr(types), repr(concrete))
         if key not in memo:
-            memo[key] = shapecost.op_cost(name, a.get("Input Dims"), a.get("Input type"),
-                                          a.get("Concrete Inputs"))
+            memo[key] = shapecost.op_cost(name, dims, types, concrete)
         got = memo[key]
         flops.append(got.flops if got else None)
         nbytes.append(got.bytes if got else None)
@@ -96,16 +97,17 @@ def _costed_ops(ops: pl.DataFrame, args: list[dict[str, Any]]) -> tuple[pl.DataF
                     "_dtype"), unknown
 
 
-def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]],
-                  args: list[dict[str, Any]]
+def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
+                  shapes: dict[int, tuple[Any, Any, Any]]
                   ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any]]:
     """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts."""
     warn: list[str] = []
+    # lazy (``hst``): only the columns each result uses are filtered and sorted (memory)
     api = (hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
                       & pl.col("correlation").is_not_null())
            .sort("start_ns", "_row").unique("correlation", keep="first", maintain_order=True)
            .select("correlation", l_pid="pid", l_tid="tid", l_ts="start_ns",
-                   l_ext="External id", launch="name"))
+                   l_ext="External id", launch="name").collect())
     ev = dev.sort("device", "start_ns", "_row").with_row_index("_i").join(
         api, on="correlation", how="left", maintain_order="left")
     unlinked = ev.filter(pl.col("l_ts").is_null()).height
@@ -115,11 +117,11 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]
     ops = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
     by_ext = (ops.filter(pl.col("External id").is_not_null()).sort("start_ns", "_row")
               .unique("External id", keep="first", maintain_order=True)
-              .select(_ext="External id", _op="name"))
+              .select(_ext="External id", _op="name").collect())
     ev = ev.with_columns(_ext=pl.coalesce("External id", "l_ext")).join(
         by_ext, on="_ext", how="left", maintain_order="left")
 
-    costed, no_shapes = _costed_ops(ops, args)
+    costed, no_shapes = _costed_ops(ops, shapes)
     ev = ev.hstack(_enclosing(ev, costed.select("pid", "tid", "start_ns", "end_ns",
                                                 "name", "_uid", "_flops", "_bytes", "_dtype"),
                               "c"))
@@ -143,7 +145,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]
 
     comms = ops.filter(pl.col("name") == "record_param_comms").select(
         "pid", "tid", "start_ns", "end_ns", coll="Collective name", inn="In msg nelems",
-        out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase())
+        out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase()).collect()
     ev = ev.hstack(_enclosing(ev, comms, "p_"))
     is_coll = is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL)
     size = pl.col("p_cdt").replace_strict({k: v[0] for k, v in _COMM_DTYPES.items()},
@@ -189,7 +191,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.DataFrame, sel: list[dict[str, Any]
     return events, launches, warn, extra
 
 
-def steps_frame(hst: pl.DataFrame, events: pl.DataFrame, launches: pl.DataFrame
+def steps_frame(hst: pl.LazyFrame, events: pl.DataFrame, launches: pl.DataFrame
                 ) -> tuple[pl.DataFrame, str]:
     """Steps of this rank and a description of where they came from.
 
@@ -201,7 +203,7 @@ def steps_frame(hst: pl.DataFrame, events: pl.DataFrame, launches: pl.DataFrame
     (``graph-replay``). Else there are no steps."""
     marks = hst.filter(pl.col("cat").is_in(["user_annotation", "gpu_user_annotation"])
                        & pl.col("name").str.contains(_STEP)).with_columns(
-        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32))
+        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32)).collect()
     gpu = marks.filter(pl.col("cat") == "gpu_user_annotation").group_by("step").agg(
         pl.col("start_ns").min(), pl.col("end_ns").max()).with_columns(
         source=pl.lit("annotation:gpu"))

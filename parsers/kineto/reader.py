@@ -1,8 +1,11 @@
 """Reader for PyTorch profiler (Kineto) JSON: one rank's ``*.pt.trace.json[.gz]``.
 
-The document is parsed once with orjson; only the complete (``ph: X``) events of the
-categories used here are kept, and each field becomes a column with one list comprehension
-(no per-event Python beyond that). What each category gives (docs/kineto.md):
+The document is decoded once, by msgspec into typed events that hold only the fields read
+(:mod:`parsers.kineto.typed`); a document that does not fit that schema is parsed by orjson
+instead (the tolerant path: same frames, same warnings). Only the complete (``ph: X``)
+events of the categories used here are kept, and each field becomes a column with one C-level
+pass (no per-event Python beyond selecting the events). What each category gives
+(docs/kineto.md):
 
 - ``kernel``, ``gpu_memcpy``, ``gpu_memset``: device activity; device ``args.device``, stream
   ``args.stream``, ``args.correlation`` (the launching runtime call's id), copy ``bytes``;
@@ -19,16 +22,20 @@ which.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
+import msgspec
+
 import orjson
 import polars as pl
 
+from parsers.kineto import typed
 from parsers.kineto.devices import device_frame
 from parsers.kineto.link import link_activity, steps_frame
 from parsers.rawfile import read_maybe_gzip
+from tracelens import shapecost
 from tracelens.errors import TraceInputError
 from tracelens.model import (EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, HostInfo,
                              KinetoInfo, Trace, TraceMeta, conform)
@@ -40,15 +47,18 @@ HOST_CATS = {"cpu_op": "cpu_op", "Operator": "cpu_op", "cuda_runtime": "api",
              "cuda_driver": "api", "Runtime": "api", "user_annotation": "annotation",
              "gpu_user_annotation": "gpu_annotation"}
 _WANTED = frozenset(DEVICE_CATS) | frozenset(HOST_CATS)
-_BASE = ("cat", "name", "pid", "tid", "ts", "dur", "args")
+_BASE = ("cat", "name", "pid", "tid", "ts", "dur")
+_BASE_TYPES = (pl.String, pl.String, pl.Int64, pl.Int64, pl.Float64, pl.Float64)
 _ARGS_INT = ("device", "stream", "correlation", "External id", "bytes")
 _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype")
+SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
+Getter = Callable[[int, str], Any]  # (kept row, args key) -> the value
+Selector = Callable[[list[Any]], tuple[list[list[Any]], Getter]]
 
 
-
-def load_document(path: Path) -> dict[str, Any]:
-    raw = read_maybe_gzip(path)
+def _tolerant(path: Path, raw: bytes) -> tuple[list[Any], dict[str, Any]]:
+    """The orjson path: the events as dicts, and the header keys present."""
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -56,71 +66,121 @@ def load_document(path: Path) -> dict[str, Any]:
         raise TraceInputError(path, f"corrupt or truncated JSON ({msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
-    return doc
+    return doc["traceEvents"], {k: doc[k] for k in typed.HEADER if k in doc}
 
 
 def to_ns(us: pl.Series) -> pl.Series:
     """Microseconds (int or float, no nulls) to integer ns: integer part × 1000 plus the
-    rounded fraction × 1000, exact for 3-decimal values below 2^43 µs (~100 days)."""
+    fraction × 1000 rounded half to even, exact for 3-decimal values below 2^43 µs
+    (~100 days)."""
     if us.dtype.is_integer():
         return us.cast(pl.Int64) * 1000
-    v = us.cast(pl.Float64).to_numpy()
-    ip = np.floor(v)
-    return pl.Series(us.name, ip.astype(np.int64) * 1000 + np.rint((v - ip) * 1000)
-                     .astype(np.int64))
+    v = us.cast(pl.Float64)
+    ip = v.floor()
+    return (ip.cast(pl.Int64) * 1000 + ((v - ip) * 1000).round(0, mode="half_to_even")
+            .cast(pl.Int64)).alias(us.name)
 
 
-def _number(values: Sequence[Any]) -> pl.Series:
-    """Numbers as Float64 (integers below 2^53 stay exact); anything else null."""
-    return pl.Series(values, dtype=pl.Float64, strict=False)
+def _series(values: Sequence[Any], dtype: pl.DataType) -> pl.Series:
+    """``values`` as ``dtype``, anything not convertible null. The strict constructor is
+    several times faster and gives the same values when it accepts the list; only a list
+    with odd values (a string pid, a float id) takes the lenient one."""
+    try:
+        return pl.Series(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        return pl.Series(values, dtype=dtype, strict=False)
 
 
-def columns(evs: list[Any]) -> tuple[pl.DataFrame, list[dict], list[dict]]:
-    """One row per complete event of a wanted category (``_row`` indexes ``sel``/``args``,
-    the kept events and their args); the args used, as columns.
+def _select_typed(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
+    sel = [e for e in evs if e.cat in _WANTED and e.ph == "X"]
+    base = [list(map(attrgetter(k), sel)) for k in _BASE]
+    args = [typed.EMPTY if a is None else a for a in map(attrgetter("args"), sel)]
+    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_INT]
 
-    One list comprehension per field; the collective arguments only for the
-    ``record_param_comms`` rows (few)."""
+    def get(i: int, key: str) -> Any:
+        return typed.lazy(getattr(args[i], typed.ARG_ATTRS[key]))
+    return base, get
+
+
+def _select_dicts(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     sel = [e for e in evs if type(e) is dict and e.get("cat") in _WANTED and e.get("ph") == "X"]
-    n = len(sel)
     base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
-    args = [a if type(a) is dict else {} for a in base[-1]]
-    data: dict[str, pl.Series] = {
-        "cat": pl.Series(base[0], dtype=pl.String),
-        "name": pl.Series(base[1], dtype=pl.String, strict=False),
-        "pid": pl.Series(base[2], dtype=pl.Int64, strict=False),
-        "tid": pl.Series(base[3], dtype=pl.Int64, strict=False),
-        "ts": _number(base[4]).alias("ts"),
-        "dur": _number(base[5]).alias("dur"),
-    }
-    for key in _ARGS_INT:
-        data[key] = pl.Series([a.get(key) for a in args], dtype=pl.Int64, strict=False)
-    comm = [i for i, name in enumerate(base[1]) if name == "record_param_comms"]
-    for key in _COMM_INT + _COMM_STR:
-        dtype = pl.Int64 if key in _COMM_INT else pl.String
-        col = pl.Series([None] * n, dtype=dtype)
-        if comm:
-            col = col.scatter(comm, pl.Series([args[i].get(key) for i in comm], dtype=dtype,
-                                              strict=False))
-        data[key] = col
-    data["_row"] = pl.Series(np.arange(n, dtype=np.int64))
-    return pl.DataFrame(data), sel, args
+    args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
+    base += [[a.get(k) for a in args] for k in _ARGS_INT]
+
+    def get(i: int, key: str) -> Any:
+        return args[i].get(key)
+    return base, get
+
+
+def _chunk_frame(evs: list[Any], select: Selector
+                 ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
+    base, get = select(evs)
+    types = _BASE_TYPES + (pl.Int64,) * len(_ARGS_INT)
+    df = pl.DataFrame([_series(v, t).alias(k)
+                       for k, v, t in zip(_BASE + _ARGS_INT, base, types)])
+    del base
+
+    def rows(cond: pl.Expr) -> list[int]:
+        return df.select(pl.arg_where(cond)).to_series().to_list()
+    comm = rows(pl.col("name") == "record_param_comms")
+    df = df.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
+                            for k in _COMM_INT + _COMM_STR})
+    if comm:
+        df = df.with_columns(df[k].scatter(comm, _series([get(i, k) for i in comm],
+                                                         df[k].dtype))
+                             for k in _COMM_INT + _COMM_STR)
+    shapes = {i: tuple(get(i, k) for k in SHAPE_KEYS)
+              for i in rows(pl.col("name").is_in(list(shapecost.COSTED_OPS)))}
+    return df, shapes
+
+
+def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
+    """One row per complete event of a wanted category (``_row`` numbers them), the args
+    used as columns (the collective arguments only on ``record_param_comms`` rows); and the
+    shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
+    a costed op (:mod:`tracelens.shapecost`), by ``_row`` (as a list: see :func:`_build`).
+    Chunk by chunk, so only one chunk's events need to exist as Python objects at a time."""
+    frames, shapes, n = [], {}, 0
+    for evs in chunks:
+        df, got = _chunk_frame(evs, select)
+        shapes.update((n + i, v) for i, v in got.items())
+        n += df.height
+        frames.append(df)
+    df = frames[0] if len(frames) == 1 else pl.concat(frames)
+    return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes]
 
 
 def read(path: Path) -> Trace:
-    doc = load_document(path)
+    raw = read_maybe_gzip(path)
+    errors = (TypeError, ValueError, KeyError, AttributeError, OverflowError,
+              pl.exceptions.PolarsError)
     try:
-        return _build(path, doc)
-    except (TypeError, ValueError, KeyError, AttributeError, OverflowError,
-            pl.exceptions.PolarsError) as exc:
+        try:  # the fast path; for anything it does not take, the tolerant path decides
+            raws, header = typed.decode(raw)
+            if raws is None:
+                raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
+            cols = columns(typed.chunks(raws), _select_typed)
+            del raws
+        except (msgspec.ValidationError, msgspec.DecodeError, *errors):
+            evs, header = _tolerant(path, raw)
+            del raw
+            cols = columns([evs], _select_dicts)
+            del evs
+        raw = None
+        return _build(path, header, cols)
+    except errors as exc:
         raise TraceInputError(path, "malformed Kineto JSON "
                               f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
                               ) from None
 
 
-def _build(path: Path, doc: dict[str, Any]) -> Trace:
+def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
+    """The Trace from :func:`columns`' frame and shapes, given in a list that this empties,
+    so that no caller keeps the frame alive while its filtered copies are built."""
+    df, shapes = cols
+    cols.clear()
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
-    df, sel, args = columns(doc["traceEvents"])
     # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
     limit = float(1 << 53)
     timed = ((df["ts"].abs() < limit) & (df["dur"] >= 0) & (df["dur"] < limit)).fill_null(False)
@@ -129,15 +189,19 @@ def _build(path: Path, doc: dict[str, Any]) -> Trace:
         meta.warn(f"{path.name}: skipped {untimed.height} events without a valid ts/dur "
                   f"({untimed.filter(pl.col('cat').is_in(list(DEVICE_CATS))).height} of them "
                   "device activity)")
-    df = df.filter(timed).with_columns(start_ns=to_ns(df.filter(timed)["ts"]))
+    del untimed
+    df = df.filter(timed)
+    df = df.with_columns(start_ns=to_ns(df["ts"]))
     df = df.with_columns(end_ns=pl.col("start_ns") + to_ns(df["dur"]))
-    exact = "baseTimeNanoseconds" in doc
-    dist = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+    exact = "baseTimeNanoseconds" in header
+    dist = header.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
     rank_id = dist.get("rank") if isinstance(dist.get("rank"), int) else None
     host = f"rank{rank_id}" if rank_id is not None else path.name.split(".")[0]
 
     dev = df.filter(pl.col("cat").is_in(list(DEVICE_CATS)))
-    hst = df.filter(pl.col("cat").is_in(list(HOST_CATS)))
+    # lazy: each use filters and keeps only the columns it needs (the host side is most rows)
+    hst = df.lazy().filter(pl.col("cat").is_in(list(HOST_CATS)))
     no_device = dev["device"].null_count()
     if no_device:
         meta.warn(f"{path.name}: {no_device} device activities without args.device use the "
@@ -146,17 +210,17 @@ def _build(path: Path, doc: dict[str, Any]) -> Trace:
                            stream=pl.coalesce("stream", "tid"),
                            kind=pl.col("cat").replace_strict(DEVICE_CATS, return_dtype=pl.String))
     dev = dev.filter(pl.col("device").is_not_null())
-    events, launches, link_warn, extra = link_activity(dev, hst, sel, args)
+    events, launches, link_warn, extra = link_activity(dev, hst, shapes)
     for w in link_warn:
         meta.warn(f"{path.name}: {w}")
     events = conform(events.with_columns(host=pl.lit(host), rank=pl.lit(0)), EVENT_SCHEMA)
-    devices, dev_warn = device_frame(doc, sorted(set(events["device"].to_list())), host)
+    devices, dev_warn = device_frame(header, sorted(set(events["device"].to_list())), host)
     for w in dev_warn:
         meta.warn(f"{path.name}: {w}")
     host_events = conform(hst.filter(pl.col("cat") != "gpu_user_annotation").select(
         "name", "pid", "tid", "start_ns", "end_ns", correlation_id="correlation",
         kind=pl.col("cat").replace_strict(HOST_CATS, return_dtype=pl.String)).with_columns(
-        host=pl.lit(host), rank=pl.lit(0)), HOST_EVENT_SCHEMA)
+        host=pl.lit(host), rank=pl.lit(0)).collect(), HOST_EVENT_SCHEMA)
     steps, step_source = steps_frame(hst, events, launches)
     meta.hosts = {host: HostInfo(path=str(path))}
     meta.kineto = KinetoInfo(rank=rank_id, world_size=dist.get("world_size"),
