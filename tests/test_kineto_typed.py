@@ -52,7 +52,7 @@ def _same(a: object, b: object) -> None:
         assert fa.schema == fb.schema, name
         assert fa.equals(fb, null_equal=True), name
     assert a.meta.warnings == b.meta.warnings
-    assert a.meta.extra == b.meta.extra
+    assert a.meta.kineto == b.meta.kineto
 
 
 @pytest.mark.parametrize("path", REAL, ids=[p.name for p in REAL])
