@@ -14,7 +14,7 @@ import tracelens
 from tracelens.analyze.tables import kernel_stats
 from tracelens.cli import main
 
-from .conftest import GPU_TRACES, REAL_ROCPROF, SAMPLES, real_trace
+from .conftest import CPU_TRACE, GPU_TRACES, REAL_ROCPROF, SAMPLES, real_trace
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 
@@ -143,7 +143,9 @@ def _perfetto(path: Path, tmp_path: Path, gz: bool = False) -> tuple[dict, trace
 
 
 @pytest.mark.parametrize("sample", ["mi300x_8gpu_llama_step.xplane.pb",
-                                    "h100_8gpu_moe_ddp.xplane.pb", "mi355x_2x8gpu_straggler"])
+                                    "h100_8gpu_moe_ddp.xplane.pb", "mi355x_2x8gpu_straggler",
+                                    "mi355x_8gpu_llama_fsdp.xplane.pb",
+                                    "hlo/planted.xplane.pb"])
 def test_perfetto_export_of_samples_is_valid(sample: str, tmp_path: Path) -> None:
     doc, trace = _perfetto(SAMPLES / sample, tmp_path, gz=sample.startswith("h100"))
     counts = validate_trace_events(doc)
@@ -165,9 +167,28 @@ def _activities(doc: dict) -> int:
     return sum(1 for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] != "step")
 
 
-@pytest.mark.parametrize("name", sorted(GPU_TRACES.values()))
+@pytest.mark.parametrize("name", sorted(GPU_TRACES.values()) + [CPU_TRACE])
 def test_perfetto_export_of_real_traces_is_valid(name: str, tmp_path: Path) -> None:
     doc, trace = _perfetto(real_trace(name), tmp_path)
+    validate_trace_events(doc)
+    assert _activities(doc) == trace.events.height
+
+
+KINETO = ["a100_nccl_2rank_rank0.json.gz", "mi250_rocm62_minitoy_train.json.gz",
+          "sampled_128rank_job", "mi300x_inference/normalization_layers_2gpu.json.gz",
+          "mi300x_inference/sglang_qwen3_8b_decode.json.gz",
+          "mi300x_inference/sglang_qwen3_8b_prefilldecode.json.gz",
+          "mi300x_inference/vllm_decode_full_graph.json.gz",
+          "mi300x_inference/vllm_prefilldecode_piecewise_graph.json.gz",
+          "mi300x_inference/xdit_flux1_aiter_sage_rank0.json.gz"]
+
+
+@pytest.mark.parametrize("name", KINETO)
+def test_perfetto_export_of_real_kineto_is_valid(name: str, tmp_path: Path) -> None:
+    path = REAL_ROCPROF.parent / "kineto" / name
+    if not path.exists():
+        pytest.skip(f"real trace {path} not present")
+    doc, trace = _perfetto(path, tmp_path)
     validate_trace_events(doc)
     assert _activities(doc) == trace.events.height
 
