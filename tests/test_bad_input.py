@@ -151,9 +151,9 @@ def test_oversized_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
-    from tracelens.cli import _progress
+    from tracelens.cli_common import progress_bar
 
-    assert _progress([tmp_path], quiet=False) is None  # pytest captures stderr
+    assert progress_bar([tmp_path], quiet=False) is None  # pytest captures stderr
 
 
 def test_mutated_real_traces_load_or_fail_cleanly(tmp_path: Path) -> None:

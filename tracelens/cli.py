@@ -6,207 +6,19 @@ line ``error: <path>: <what is wrong>`` on stderr and no traceback unless ``--de
 
 from __future__ import annotations
 
-import functools
 import sys
-import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import click
 
 from tracelens import __version__
+from tracelens.cli_common import (apply_filters, busy, check_device_and_step,
+                                  check_output_path, common_options, fail_with, filter_options,
+                                  format_option, gpu_options, guarded, html_option,
+                                  load_gpu_specs, load_rule_files, load_trace, print_result,
+                                  step_marker_option)
 from tracelens.errors import TraceInputError
-from tracelens.model import CATEGORIES
-
-FORMATS = ["table", "json", "csv", "markdown"]
-PROGRESS_MIN_BYTES = 20 * 1024 * 1024
-
-
-def _fail(message: str, debug: bool) -> None:
-    if debug:
-        traceback.print_exc()
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
-
-
-def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn input errors into one line on stderr and exit code 2."""
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        debug = bool(kwargs.get("debug"))
-        try:
-            return func(*args, **kwargs)
-        except TraceInputError as exc:
-            _fail(f"{exc.path}: {exc.problem}", debug)
-        except BrokenPipeError:
-            sys.exit(0)
-    return wrapper
-
-
-def _progress(paths: list[Path], quiet: bool) -> Callable[[Iterable[Path]], Iterable[Path]] | None:
-    """A transient progress bar on stderr, only for a terminal and inputs that take a moment."""
-    if quiet or not sys.stderr.isatty():
-        return None
-    try:
-        size = sum(p.stat().st_size for p in paths if p.is_file())
-    except OSError:
-        return None
-    if size < PROGRESS_MIN_BYTES and not any(p.is_dir() for p in paths):
-        return None
-    from rich.console import Console
-    from rich.progress import track
-
-    console = Console(stderr=True)
-    return lambda files: track(list(files), description="reading traces", console=console,
-                               transient=True)
-
-
-def _busy(what: str, quiet: bool) -> Any:
-    """A transient spinner on stderr while an analysis runs (only on a terminal): the
-    progress bar covers reading, this covers the rest."""
-    import contextlib
-
-    if quiet or not sys.stderr.isatty():
-        return contextlib.nullcontext()
-    from rich.console import Console
-    return Console(stderr=True).status(what)
-
-
-def _output(fmt: str, as_json: Callable[[], str], as_csv: Callable[[], str],
-            as_markdown: Callable[[], str], as_table: Callable[[Any], None]) -> None:
-    """Print a result in the requested format; tables go to a rich console at least 120
-    columns wide when stdout is not a terminal (a pipe or a file)."""
-    if fmt == "json":
-        click.echo(as_json())
-    elif fmt == "csv":
-        click.echo(as_csv(), nl=False)
-    elif fmt == "markdown":
-        click.echo(as_markdown())
-    else:
-        from rich.console import Console
-        console = Console(soft_wrap=False)
-        if not console.is_terminal:
-            console.width = max(console.width, 120)
-        as_table(console)
-
-
-def _rules(rules_files: tuple[str, ...]) -> Any:
-    from tracelens.classify import load_rules
-    return load_rules(list(rules_files)) if rules_files else None
-
-
-def gpu_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = click.option("--gpu-specs", "gpu_specs", type=click.Path(path_type=Path),
-                        default=None, help="GPU peaks file (TOML or JSON) adding to or "
-                        "replacing the built-in table (tracelens gpus).")(func)
-    func = click.option("--gpu", default=None,
-                        help="Use this GPU's peaks for every device (tracelens gpus).")(func)
-    return func
-
-
-def _gpu_specs(gpu: str | None, gpu_specs: Path | None) -> Any:
-    """The specs file's entries (None without one); bad files and unknown --gpu fail early."""
-    from tracelens import hardware
-
-    extra = None
-    if gpu_specs is not None:
-        try:
-            extra = hardware.load_specs_file(gpu_specs)
-        except OSError as exc:
-            raise TraceInputError(gpu_specs, f"cannot read: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise TraceInputError(gpu_specs, f"bad GPU specs file: {exc}") from None
-    table = {**hardware.SPECS, **(extra or {})}
-    if gpu is not None and hardware.find_spec(gpu, table) is None:
-        raise click.UsageError(f"--gpu {gpu}: unknown GPU (known: {', '.join(table)})")
-    return extra
-
-
-def _check_regex(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None:
-        import re
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise click.BadParameter(f"not a regular expression: {exc}") from None
-    return value
-
-
-step_marker_option = click.option(
-    "--step-marker", default=None, metavar="REGEX", callback=_check_regex,
-    help="Steps are the host markers matching REGEX (rocprofv3 ROCTx ranges, XSpace host "
-         "annotations; the number from the group 'step' or the first group, else their "
-         "order), else the executions of a program whose module name matches REGEX.")
-format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-                             show_default=True)
-html_option = click.option("--html", type=click.Path(path_type=Path, dir_okay=False),
-                           default=None,
-                           help="Also write the result as a self-contained HTML page.")
-
-
-def _check_filters(trace: Any, paths: tuple[Path, ...], device: int | None,
-                   step: int | None) -> None:
-    """``--device``/``--step`` must name a device or step of the trace: else the one-line
-    input error (exit 2) naming what the trace holds."""
-    where = Path(", ".join(str(p) for p in paths))
-    if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
-        known = sorted(set(trace.steps["step"].to_list()))
-        raise TraceInputError(where, f"step {step} is not in the trace (steps: "
-                              f"{known[:20] if known else 'none'}, from "
-                              f"{trace.meta.steps_source})")
-    if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
-        raise TraceInputError(where, f"device {device} is not in the trace (devices: "
-                              f"{sorted(set(trace.devices['device'].to_list()))})")
-
-
-def _time_window(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
-    if value is None:
-        return None
-    from tracelens.filters import parse_window
-    try:
-        return parse_window(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--category, --kernel, --host, --time: narrow the trace before any analysis."""
-    func = click.option("--time", "time_window", default=None, metavar="START:END",
-                        callback=_time_window,
-                        help="Only this stretch, from the trace's first activity or step "
-                             "(ns, or with ns/us/ms/s; either side may be empty).")(func)
-    func = click.option("--host", "hosts", multiple=True, metavar="NAME",
-                        help="Only this host (repeatable).")(func)
-    func = click.option("--kernel", default=None, metavar="REGEX", callback=_check_regex,
-                        help="Only activities whose name matches REGEX.")(func)
-    func = click.option("--category", "categories", multiple=True,
-                        type=click.Choice(list(CATEGORIES)),
-                        help="Only activities of this category (repeatable).")(func)
-    return func
-
-
-def _filtered(trace: Any, paths: tuple[Path, ...], categories: tuple[str, ...],
-              kernel: str | None, hosts: tuple[str, ...],
-              time_window: tuple[int | None, int | None] | None) -> tuple[Any, dict[str, Any]]:
-    """The trace narrowed by the filter options, and the filters in force (for outputs)."""
-    from tracelens.filters import Filters, apply
-
-    f = Filters(hosts=hosts, categories=categories, kernel=kernel, time=time_window)
-    if not f.active():
-        return trace, {}
-    try:
-        return apply(trace, f), f.active()
-    except ValueError as exc:
-        raise TraceInputError(Path(", ".join(str(p) for p in paths)), str(exc)) from None
-
-
-def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = click.option("--rules", "rules_files", multiple=True, type=click.Path(),
-                        help="Extra classifier rules (TOML); they take precedence.")(func)
-    func = click.option("--quiet", is_flag=True, help="No progress bar or warnings on stderr.")(
-        func)
-    func = click.option("--debug", is_flag=True, help="Show tracebacks.")(func)
-    return func
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -238,22 +50,20 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
               debug: bool) -> None:
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
     from tracelens.analyze.summary import summarize as build
-    from tracelens.loader import load
     from reports import summary as render
 
-    extra_specs = _gpu_specs(gpu, gpu_specs)
-    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
-                 step_marker=step_marker)
-    trace, active = _filtered(trace, paths, categories, kernel, hosts, time_window)
-    _check_filters(trace, paths, device, step)
-    with _busy("analyzing", quiet):
+    extra_specs = load_gpu_specs(gpu, gpu_specs)
+    trace = load_trace(paths, rules_files, quiet, step_marker)
+    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
+    check_device_and_step(trace, paths, device, step)
+    with busy("analyzing", quiet):
         result = build(trace, device=device, step=step, top=top, gpu=gpu,
                        gpu_specs=extra_specs)
     result["filters"] = {**result["filters"], **active}
     shown = {**result, "warnings": []} if quiet and fmt == "table" else result
-    _output(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
-            lambda: render.render_markdown(result, all_rows),
-            lambda console: render.render_table(shown, console, all_rows))
+    print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
+                 lambda: render.render_markdown(result, all_rows),
+                 lambda console: render.render_table(shown, console, all_rows))
 
 
 @main.command()
@@ -267,7 +77,7 @@ def gpus(fmt: str, gpu_specs: Path | None, debug: bool) -> None:
     from tracelens import hardware
     from reports import gpus as render
 
-    specs = {**hardware.SPECS, **(_gpu_specs(None, gpu_specs) or {})}
+    specs = {**hardware.SPECS, **(load_gpu_specs(None, gpu_specs) or {})}
     text = render.render(specs, fmt)
     if text is not None:
         click.echo(text, nl=not text.endswith("\n"))
@@ -285,7 +95,7 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
     """Which category NAME gets, and the rule that decided it."""
     from tracelens.classify import explain as explain_name
 
-    m = explain_name(name, op=op, kind=kind, rules=_rules(rules_files))
+    m = explain_name(name, op=op, kind=kind, rules=load_rule_files(rules_files))
     click.echo(f"category:    {m.category}")
     click.echo(f"subcategory: {m.subcategory or '-'}")
     click.echo(f"rule:        {m.rule_id}")
@@ -309,12 +119,10 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | 
                 rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
     from tracelens.analyze.collectives import collectives_report
-    from tracelens.loader import load
     from reports import collectives as render
 
-    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
-                 step_marker=step_marker)
-    trace, active = _filtered(trace, paths, categories, kernel, hosts, time_window)
+    trace = load_trace(paths, rules_files, quiet, step_marker)
+    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
     from tracelens.analyze.collectives import link_of
 
     rep = collectives_report(trace.events, trace.meta.alignment, top=top,
@@ -322,8 +130,9 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | 
     rep["steps_source"] = trace.meta.steps_source
     if active:
         rep["filters"] = active
-    _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
-            lambda: render.render_markdown(rep), lambda console: render.render_table(rep, console))
+    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
+                 lambda: render.render_markdown(rep),
+                 lambda console: render.render_table(rep, console))
 
 
 def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],
@@ -338,9 +147,10 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
             raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
                 from None
 
-    _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(csv_rows, csv_cols),
-            lambda: render.render_markdown(title, tables),
-            lambda console: render.render_table(tables, console))
+    print_result(fmt, lambda: render.render_json(rep),
+                 lambda: render.render_csv(csv_rows, csv_cols),
+                 lambda: render.render_markdown(title, tables),
+                 lambda console: render.render_table(tables, console))
 
 
 @main.command()
@@ -366,9 +176,9 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     from tracelens.loader import load
     from reports.scaling import compare_tables
 
-    rules = _rules(rules_files)
+    rules = load_rule_files(rules_files)
     (ta, active), (tb, _) = (
-        _filtered(load([p], rules=rules, step_marker=step_marker), (p,), categories, kernel,
+        apply_filters(load([p], rules=rules, step_marker=step_marker), (p,), categories, kernel,
                   hosts, time_window) for p in (base, new))
     rep = build(profile(ta, str(base)), profile(tb, str(new)), top=top)
     if active:
@@ -408,8 +218,8 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
 
     if len(runs) < 2:
         raise click.UsageError("scaling needs at least two runs")
-    rules = _rules(rules_files)
-    loaded = [_filtered(load([r], rules=rules, step_marker=step_marker), (r,), categories,
+    rules = load_rule_files(rules_files)
+    loaded = [apply_filters(load([r], rules=rules, step_marker=step_marker), (r,), categories,
                         kernel, hosts, time_window) for r in runs]
     traces = [t for t, _ in loaded]
     profiles = [profile(t, str(r)) for t, r in zip(traces, runs)]
@@ -460,8 +270,7 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
             name.endswith(".pb") and not name.endswith(".xplane.pb"))):
         result = lens_dump([load_dump(path)], program, hosts)
     else:
-        from tracelens.loader import load
-        trace = load([path], rules=_rules(rules_files), progress=_progress([path], quiet))
+        trace = load_trace((path,), rules_files, quiet)
         result = lens_trace(trace, program, hosts if devices_per_host else None)
     require_programs(result, path, program)
     rep = lens_json(result, top=top)
@@ -472,8 +281,9 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
         except OSError as exc:
             raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
                 from None
-    _output(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
-            lambda: render.render_markdown(rep), lambda console: render.render_table(rep, console))
+    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
+                 lambda: render.render_markdown(rep),
+                 lambda console: render.render_table(rep, console))
 
 
 @main.command()
@@ -504,17 +314,15 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     from tracelens.analyze.collectives import collectives_report
     from tracelens.analyze.summary import summarize as build
     from tracelens.analyze.timeline import clip_to_windows
-    from tracelens.loader import load
     from reports.html import render_html
 
-    _writable(output, paths, "-o")  # fail before reading (possibly large) inputs
-    extra_specs = _gpu_specs(gpu, gpu_specs)
-    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
-                 step_marker=step_marker)
-    trace, active = _filtered(trace, paths, categories, kernel, hosts, time_window)
-    _check_filters(trace, paths, device, step)
+    check_output_path(output, paths, "-o")  # fail before reading (possibly large) inputs
+    extra_specs = load_gpu_specs(gpu, gpu_specs)
+    trace = load_trace(paths, rules_files, quiet, step_marker)
+    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
+    check_device_and_step(trace, paths, device, step)
     steps = trace.steps.filter(pl.col("step") == step) if step is not None else trace.steps
-    with _busy("analyzing", quiet):
+    with busy("analyzing", quiet):
         summary = build(trace, device=device, step=step, top=top, gpu=gpu,
                         gpu_specs=extra_specs)
     summary["filters"] = {**summary["filters"], **active}
@@ -532,20 +340,9 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     try:
         output.write_text(html, encoding="utf-8")
     except OSError as exc:
-        _fail(f"{output}: cannot write the report: {exc.strerror or exc}", debug)
+        fail_with(f"{output}: cannot write the report: {exc.strerror or exc}", debug)
     if not quiet:
         click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)", err=True)
-
-
-def _writable(path: Path, paths: tuple[Path, ...], flag: str) -> None:
-    """Fail before reading the inputs when ``path`` cannot be an output file."""
-    if path.exists() and path.is_dir():
-        raise click.UsageError(f"{flag} {path} is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise TraceInputError(path, f"cannot write: folder {path.parent} does not exist")
-    resolved = path.resolve()
-    if any(p.exists() and p.resolve() == resolved for p in paths):
-        raise click.UsageError(f"{flag} {path} is one of the inputs")
 
 
 @main.command()
@@ -568,22 +365,20 @@ def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: P
            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Take the data away: an event or statistics table, or a timeline for Perfetto."""
     from tracelens.analyze.tables import build_table, counter_intervals
-    from tracelens.loader import load
     from reports.export import format_of, write_table
     from reports.perfetto import write_perfetto
 
     if output is None and perfetto is None:
         raise click.UsageError("give -o FILE (a table) and/or --perfetto FILE (a timeline)")
     if output is not None:
-        _writable(output, paths, "-o")
+        check_output_path(output, paths, "-o")
         if output.suffix and format_of(output) is None:
             raise click.UsageError(f"-o {output}: unknown table format {output.suffix!r} "
                                    "(.parquet, .csv, .jsonl)")
     if perfetto is not None:
-        _writable(perfetto, paths, "--perfetto")
-    trace = load(list(paths), rules=_rules(rules_files), progress=_progress(list(paths), quiet),
-                 step_marker=step_marker)
-    trace, _ = _filtered(trace, paths, categories, kernel, hosts, time_window)
+        check_output_path(perfetto, paths, "--perfetto")
+    trace = load_trace(paths, rules_files, quiet, step_marker)
+    trace, _ = apply_filters(trace, paths, categories, kernel, hosts, time_window)
     try:
         if output is not None:
             df = build_table(trace, table)
@@ -612,17 +407,17 @@ def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
            debug: bool) -> None:
     """Our kernel table next to XProf's own kernel_stats for one XSpace file (needs
     tracelens[xprof]); exit 1 when any kernel's count or time differs."""
-    from tracelens.loader import load, sniff_format
+    from tracelens.loader import sniff_format
     from tracelens.xcheck import compare_kernels, xprof_kernel_stats
     from reports import xcheck as render
 
     if sniff_format(path) != "xspace":
         raise TraceInputError(path, "xcheck compares XSpace files (.xplane.pb) with XProf")
-    trace = load([path], rules=_rules(rules_files), progress=_progress([path], quiet))
+    trace = load_trace((path,), rules_files, quiet)
     rows = compare_kernels(trace.events, xprof_kernel_stats(path))
-    _output(fmt, lambda: render.render_json(rows), lambda: render.render_csv(rows),
-            lambda: render.render_markdown(rows), lambda console: render.render_table(rows,
-                                                                                      console))
+    print_result(fmt, lambda: render.render_json(rows), lambda: render.render_csv(rows),
+                 lambda: render.render_markdown(rows),
+                 lambda console: render.render_table(rows, console))
     if not all(r.agrees for r in rows):
         sys.exit(1)
 

@@ -1,0 +1,228 @@
+"""What every ``tracelens`` command shares: error handling (exit 2 and one line), progress
+on stderr, output dispatch, and the option groups (format, HTML, step marker, filters, GPU
+specs, rules). The commands themselves are in :mod:`tracelens.cli`."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import click
+
+from tracelens.errors import TraceInputError
+from tracelens.model import CATEGORIES
+
+FORMATS = ["table", "json", "csv", "markdown"]
+PROGRESS_MIN_BYTES = 20 * 1024 * 1024
+
+
+def fail_with(message: str, debug: bool) -> None:
+    if debug:
+        traceback.print_exc()
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn input errors into one line on stderr and exit code 2."""
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = bool(kwargs.get("debug"))
+        try:
+            return func(*args, **kwargs)
+        except TraceInputError as exc:
+            fail_with(f"{exc.path}: {exc.problem}", debug)
+        except BrokenPipeError:
+            sys.exit(0)
+    return wrapper
+
+
+def progress_bar(paths: list[Path], quiet: bool
+                 ) -> Callable[[Iterable[Path]], Iterable[Path]] | None:
+    """A transient progress bar on stderr, only for a terminal and inputs that take a moment."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    try:
+        size = sum(p.stat().st_size for p in paths if p.is_file())
+    except OSError:
+        return None
+    if size < PROGRESS_MIN_BYTES and not any(p.is_dir() for p in paths):
+        return None
+    from rich.console import Console
+    from rich.progress import track
+
+    console = Console(stderr=True)
+    return lambda files: track(list(files), description="reading traces", console=console,
+                               transient=True)
+
+
+def busy(what: str, quiet: bool) -> Any:
+    """A transient spinner on stderr while an analysis runs (only on a terminal): the
+    progress bar covers reading, this covers the rest."""
+    import contextlib
+
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+    return Console(stderr=True).status(what)
+
+
+def print_result(fmt: str, as_json: Callable[[], str], as_csv: Callable[[], str],
+            as_markdown: Callable[[], str], as_table: Callable[[Any], None]) -> None:
+    """Print a result in the requested format; tables go to a rich console at least 120
+    columns wide when stdout is not a terminal (a pipe or a file)."""
+    if fmt == "json":
+        click.echo(as_json())
+    elif fmt == "csv":
+        click.echo(as_csv(), nl=False)
+    elif fmt == "markdown":
+        click.echo(as_markdown())
+    else:
+        from rich.console import Console
+        console = Console(soft_wrap=False)
+        if not console.is_terminal:
+            console.width = max(console.width, 120)
+        as_table(console)
+
+
+def load_rule_files(rules_files: tuple[str, ...]) -> Any:
+    from tracelens.classify import load_rules
+    return load_rules(list(rules_files)) if rules_files else None
+
+
+def gpu_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--gpu-specs", "gpu_specs", type=click.Path(path_type=Path),
+                        default=None, help="GPU peaks file (TOML or JSON) adding to or "
+                        "replacing the built-in table (tracelens gpus).")(func)
+    func = click.option("--gpu", default=None,
+                        help="Use this GPU's peaks for every device (tracelens gpus).")(func)
+    return func
+
+
+def load_gpu_specs(gpu: str | None, gpu_specs: Path | None) -> Any:
+    """The specs file's entries (None without one); bad files and unknown --gpu fail early."""
+    from tracelens import hardware
+
+    extra = None
+    if gpu_specs is not None:
+        try:
+            extra = hardware.load_specs_file(gpu_specs)
+        except OSError as exc:
+            raise TraceInputError(gpu_specs, f"cannot read: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise TraceInputError(gpu_specs, f"bad GPU specs file: {exc}") from None
+    table = {**hardware.SPECS, **(extra or {})}
+    if gpu is not None and hardware.find_spec(gpu, table) is None:
+        raise click.UsageError(f"--gpu {gpu}: unknown GPU (known: {', '.join(table)})")
+    return extra
+
+
+def _check_regex(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        import re
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise click.BadParameter(f"not a regular expression: {exc}") from None
+    return value
+
+
+step_marker_option = click.option(
+    "--step-marker", default=None, metavar="REGEX", callback=_check_regex,
+    help="Steps are the host markers matching REGEX (rocprofv3 ROCTx ranges, XSpace host "
+         "annotations; the number from the group 'step' or the first group, else their "
+         "order), else the executions of a program whose module name matches REGEX.")
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+                             show_default=True)
+html_option = click.option("--html", type=click.Path(path_type=Path, dir_okay=False),
+                           default=None,
+                           help="Also write the result as a self-contained HTML page.")
+
+
+def check_device_and_step(trace: Any, paths: tuple[Path, ...], device: int | None,
+                   step: int | None) -> None:
+    """``--device``/``--step`` must name a device or step of the trace: else the one-line
+    input error (exit 2) naming what the trace holds."""
+    where = Path(", ".join(str(p) for p in paths))
+    if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
+        known = sorted(set(trace.steps["step"].to_list()))
+        raise TraceInputError(where, f"step {step} is not in the trace (steps: "
+                              f"{known[:20] if known else 'none'}, from "
+                              f"{trace.meta.steps_source})")
+    if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
+        raise TraceInputError(where, f"device {device} is not in the trace (devices: "
+                              f"{sorted(set(trace.devices['device'].to_list()))})")
+
+
+def _time_window(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    from tracelens.filters import parse_window
+    try:
+        return parse_window(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--category, --kernel, --host, --time: narrow the trace before any analysis."""
+    func = click.option("--time", "time_window", default=None, metavar="START:END",
+                        callback=_time_window,
+                        help="Only this stretch, from the trace's first activity or step "
+                             "(ns, or with ns/us/ms/s; either side may be empty).")(func)
+    func = click.option("--host", "hosts", multiple=True, metavar="NAME",
+                        help="Only this host (repeatable).")(func)
+    func = click.option("--kernel", default=None, metavar="REGEX", callback=_check_regex,
+                        help="Only activities whose name matches REGEX.")(func)
+    func = click.option("--category", "categories", multiple=True,
+                        type=click.Choice(list(CATEGORIES)),
+                        help="Only activities of this category (repeatable).")(func)
+    return func
+
+
+def apply_filters(trace: Any, paths: tuple[Path, ...], categories: tuple[str, ...],
+              kernel: str | None, hosts: tuple[str, ...],
+              time_window: tuple[int | None, int | None] | None) -> tuple[Any, dict[str, Any]]:
+    """The trace narrowed by the filter options, and the filters in force (for outputs)."""
+    from tracelens.filters import Filters, apply
+
+    f = Filters(hosts=hosts, categories=categories, kernel=kernel, time=time_window)
+    if not f.active():
+        return trace, {}
+    try:
+        return apply(trace, f), f.active()
+    except ValueError as exc:
+        raise TraceInputError(Path(", ".join(str(p) for p in paths)), str(exc)) from None
+
+
+def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--rules", "rules_files", multiple=True, type=click.Path(),
+                        help="Extra classifier rules (TOML); they take precedence.")(func)
+    func = click.option("--quiet", is_flag=True, help="No progress bar or warnings on stderr.")(
+        func)
+    func = click.option("--debug", is_flag=True, help="Show tracebacks.")(func)
+    return func
+
+
+def check_output_path(path: Path, paths: tuple[Path, ...], flag: str) -> None:
+    """Fail before reading the inputs when ``path`` cannot be an output file."""
+    if path.exists() and path.is_dir():
+        raise click.UsageError(f"{flag} {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise TraceInputError(path, f"cannot write: folder {path.parent} does not exist")
+    resolved = path.resolve()
+    if any(p.exists() and p.resolve() == resolved for p in paths):
+        raise click.UsageError(f"{flag} {path} is one of the inputs")
+
+
+def load_trace(paths: tuple[Path, ...], rules_files: tuple[str, ...], quiet: bool,
+               step_marker: str | None = None) -> Any:
+    """``tracelens.loader.load`` with the rule files, progress bar and step marker of the
+    command's options."""
+    from tracelens.loader import load
+
+    return load(list(paths), rules=load_rule_files(rules_files),
+                progress=progress_bar(list(paths), quiet), step_marker=step_marker)
