@@ -200,6 +200,6 @@ def test_cost_note_says_why_a_compute_kernel_has_no_flops() -> None:
         "k_nohlo": "the trace has no HLO for program 2 on this host", "k_ok": None,
         "k_bytes": "the hardware counters of this dispatch hold no FLOP counter",
         "nccl": None}
-    counted = trace.events.filter(no_cost_data(trace.events))["name"].to_list()
+    counted = trace.events.filter(no_cost_data())["name"].to_list()
     # (and, as before, any kernel without any cost: the blit and the untyped collective)
     assert counted == ["k_noop", "blit", "k_missing", "k_nohlo", "k_bytes", "nccl"]

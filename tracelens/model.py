@@ -211,10 +211,6 @@ class Trace:
     modules: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MODULE_SCHEMA))
 
 
-def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    return pl.DataFrame(schema=schema)
-
-
 def conform(df: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Add missing columns as typed nulls, cast, and order columns as the schema says."""
     if not df.columns:  # selecting literals from a frame without columns would give one row

@@ -50,9 +50,6 @@ _RESOURCES = {"7": ("LDS_Block_Size", "Scratch_Size", "VGPR_Count", "Accum_VGPR_
                     "SGPR_Count"),
               "rocpd": ("Lds_Block_Size", "Scratch_Size", "Vgpr_Count", "Accum_Vgpr_Count",
                         "Sgpr_Count")}
-API_COLUMNS = ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id",
-               "Start_Timestamp", "End_Timestamp")
-
 
 def write(trace: Trace, out_dir: Path, layout: str = "7", step_name: str = STEP_NAME,
           counters: pl.DataFrame | None = None) -> list[Path]:

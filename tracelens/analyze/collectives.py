@@ -20,15 +20,11 @@ from tracelens.analyze.intervals import on_one_axis
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.model import COMPUTE_CATEGORIES
 
-BUS_FACTOR = {  # busbw = algbw * factor(n), nccl-tests PERFORMANCE.md
-    "all-reduce": "2(n-1)/n", "all-gather": "(n-1)/n", "reduce-scatter": "(n-1)/n",
-    "all-to-all": "(n-1)/n", "collective-permute": "1", "send": "1", "recv": "1",
-    "send-recv": "1", "collective-broadcast": "1",
-}
-
 
 def bus_factor_expr(kind: pl.Expr, n: pl.Expr) -> pl.Expr:
-    """The busbw/algbw factor for a collective type and group size; null when unknown."""
+    """The busbw/algbw factor for a collective type and group size (nccl-tests
+    PERFORMANCE.md: 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and
+    all-to-all, 1 for point-to-point); null when unknown."""
     n = n.cast(pl.Float64)
     return (pl.when(kind == "all-reduce").then(2.0 * (n - 1) / n)
             .when(kind.is_in(["all-gather", "reduce-scatter", "all-to-all"])).then((n - 1) / n)

@@ -76,7 +76,7 @@ def _compute_kernel() -> pl.Expr:
         pl.col("category").cast(pl.String).is_in(COMPUTE_CATEGORIES).fill_null(False)
 
 
-def no_cost_data(events: pl.DataFrame) -> pl.Expr:
+def no_cost_data() -> pl.Expr:
     """Kernels without FLOPs in a compute category (every category but collective and memory),
     and any kernel without any cost (no flops, no bytes, no collective size)."""
     kernel = pl.col("kind") == "kernel"

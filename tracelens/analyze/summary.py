@@ -125,9 +125,9 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
         "collectives": _collectives(events, trace.meta.alignment),
         "hlo_findings": _hlo_findings(trace),
         "roofline": roofline_rows(roofline(events, specs_df), top),
-        "no_cost_data": int(events.select(no_cost_data(events).sum()).item() or 0)
+        "no_cost_data": int(events.select(no_cost_data().sum()).item() or 0)
         if events.height else 0,
-        "no_cost_data_ns": int(events.filter(no_cost_data(events)).select(
+        "no_cost_data_ns": int(events.filter(no_cost_data()).select(
             (pl.col("end_ns") - pl.col("start_ns")).sum()).item() or 0) if events.height else 0,
         "no_flops": _no_flops_by_category(gaps, headline["totals"]["busy_ns"]),
     }
