@@ -209,3 +209,7 @@ def test_launch_shapes_are_read_the_same_on_both_paths(
         ev = trace.events.filter(trace.events["name"] == "k").sort("start_ns", "correlation_id")
         assert ev["launch"].to_list() == ["grid=4,2,1 block=256,1,1 regs=40 shared=400",
                                           None, "shared=0", None, None], tolerant
+        # rows 2, 3 (the empty block), 4, 5; the BIG value of the job is not a kernel's
+        assert [w for w in trace.meta.warnings if "launch-shape" in w] == [
+            "l.json.gz: 4 kernels have a launch-shape arg (grid, block, registers per thread, "
+            "shared memory) that is not an integer (list of them): left out of launch, unknown"]

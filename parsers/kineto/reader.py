@@ -112,6 +112,19 @@ def _dims(values: list[Any]) -> pl.Series:
         pl.element().cast(pl.String)).list.join(",")
 
 
+def _launch(grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any]
+            ) -> list[pl.Series]:
+    """The ``_shape`` text column and ``_bad_shape``: the row had a launch-shape arg that
+    was not of its type (left out of the text, counted by :func:`_build`)."""
+    parts = [_dims(grid), _dims(block), _ints(regs), _ints(shared)]
+    bad = pl.Series([False] * len(grid), dtype=pl.Boolean)
+    for p, v in zip(parts, (grid, block, regs, shared)):
+        bad = bad | (pl.Series([x is not None for x in v], dtype=pl.Boolean) & p.is_null())
+    df = pl.DataFrame({"g": parts[0], "b": parts[1], "r": parts[2], "s": parts[3]})
+    shape = df.select(launch_text(*map(pl.col, "gbrs"))).to_series()
+    return [shape.alias("_shape"), bad.alias("_bad_shape")]
+
+
 def _select_typed(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     sel = [e for e in evs if e.cat in _WANTED and e.ph == "X"]
     base = [list(map(attrgetter(k), sel)) for k in _BASE]
@@ -141,10 +154,7 @@ def _chunk_frame(evs: list[Any], select: Selector
     types = _BASE_TYPES + (pl.Int64,) * len(_ARGS_INT)
     df = pl.DataFrame([_series(v, t).alias(k)
                        for k, v, t in zip(_BASE + _ARGS_INT, base[:n], types)])
-    grid, block, regs, shared = base[n:]
-    df = df.with_columns(_g=_dims(grid), _b=_dims(block), _r=_ints(regs), _s=_ints(shared))
-    df = df.with_columns(_shape=launch_text(*map(pl.col, ("_g", "_b", "_r", "_s")))).drop(
-        "_g", "_b", "_r", "_s")
+    df = df.with_columns(_launch(*base[n:]))
     del base
 
     def rows(cond: pl.Expr) -> list[int]:
@@ -236,6 +246,11 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
                            stream=pl.coalesce("stream", "tid"),
                            kind=pl.col("cat").replace_strict(DEVICE_CATS, return_dtype=pl.String))
     dev = dev.filter(pl.col("device").is_not_null())
+    bad_shape = dev.filter(pl.col("_bad_shape") & (pl.col("kind") == "kernel")).height
+    if bad_shape:
+        meta.warn(f"{path.name}: {bad_shape} kernels have a launch-shape arg (grid, block, "
+                  "registers per thread, shared memory) that is not an integer (list of "
+                  "them): left out of launch, unknown")
     events, launches, link_warn, extra = link_activity(dev, hst, shapes)
     for w in link_warn:
         meta.warn(f"{path.name}: {w}")

@@ -6,8 +6,9 @@ The inverse of :mod:`parsers.rocprof.build`, with what a real rocprofv3 run reco
   ``2 + device``, ``logical_node_type_id = device``) carrying the device's arch, product
   name, compute units, engine clock and memory;
 - kernels and memsets become kernel dispatches, with the grid and workgroup sizes, VGPRs and
-  LDS bytes of their ``launch`` text (numbers as the trace gives them); each (device, stream) gets its own HSA queue
-  and HIP stream id; every device has its own launching host thread (``pid + 1 + device``);
+  LDS bytes of their ``launch`` text (numbers as the trace gives them); each (device,
+  stream) gets its own HSA queue and HIP stream id; every device has its own launching host
+  thread (``pid + 1 + device``);
 - memcpy events become memory copies (direction from the subcategory; size from ``bytes``);
 - a collective kernel whose subcategory is known gets the RCCL API call that launched it
   (``ncclAllGather``...; ``send-recv`` as a ``ncclGroupStart/Send/Recv/GroupEnd`` group) on
