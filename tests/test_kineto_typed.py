@@ -137,6 +137,17 @@ CASES = {
     "an event that is not an object": (_job() + [3, None, "x"], "tolerant"),
     "an unhashable category": (_job() + [_event(cat=["kernel"])], "tolerant"),
     "no events": ([], "typed"),
+    "launch shapes": (_job() + [
+        _event(args={"device": 0, "stream": 7, "grid": [4, 2, 1], "block": [256, 1, 1],
+                     "registers per thread": 40, "shared memory": 400}),
+        _event(args={"device": 0, "stream": 7, "grid": [BIG, 1, 1], "block": "256,1,1",
+                     "registers per thread": BIG, "shared memory": 1.5}),
+        _event(args={"device": 0, "stream": 7, "grid": [1.0, 1, 1], "block": [],
+                     "registers per thread": 0, "shared memory": 0}),
+        _event(args={"device": 0, "stream": 7, "grid": {"x": 1}, "block": [64, None, 1],
+                     "registers per thread": "8"}),
+        _event(args={"device": 0, "stream": 7, "grid": [2, True, 1], "block": [64, 1.0, 1],
+                     "registers per thread": 4.0, "shared memory": False})], "typed"),
 }
 
 
@@ -185,3 +196,20 @@ def test_damaged_documents_give_the_same_error_on_both_paths(
         fast, _ = _read(p, monkeypatch, tolerant=False)
         slow, _ = _read(p, monkeypatch, tolerant=True)
         assert isinstance(fast, str) and fast == slow, name
+
+
+def test_launch_shapes_are_read_the_same_on_both_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernel args ``grid``/``block``/``registers per thread``/``shared memory`` become the
+    model's ``launch`` text; values that are not 64-bit integers (lists of them) are left
+    out, never guessed, and both decodes agree."""
+    path = _write(tmp_path, "l.json.gz", CASES["launch shapes"][0])
+    for tolerant in (False, True):
+        trace, _ = _read(path, monkeypatch, tolerant=tolerant)
+        ev = trace.events.filter(trace.events["name"] == "k").sort("start_ns", "correlation_id")
+        assert ev["launch"].to_list() == ["grid=4,2,1 block=256,1,1 regs=40 shared=400",
+                                          None, "shared=0", None, None], tolerant
+        # rows 2, 3 (the empty block), 4, 5; the BIG value of the job is not a kernel's
+        assert [w for w in trace.meta.warnings if "launch-shape" in w] == [
+            "l.json.gz: 4 kernels have a launch-shape arg (grid, block, registers per thread, "
+            "shared memory) that is not an integer (list of them): left out of launch, unknown"]

@@ -117,6 +117,10 @@ def test_real_counter_csv_reads_as_its_dispatches(name: str) -> None:
     assert ev.height == len(dispatches)
     assert sorted(zip(ev["start_ns"], ev["end_ns"], ev["name"])) == sorted(dispatches.values())
     assert ev["flops"].null_count() == ev["bytes"].null_count() == ev.height
+    # launch: VGPRs and LDS only (Grid_Size/Workgroup_Size here are products, not dimensions)
+    shapes = {(int(r["Start_Timestamp"]), f"regs={r['VGPR_Count']} shared={r['LDS_Block_Size']}"
+               if r["VGPR_Count"] != "0" else f"shared={r['LDS_Block_Size']}") for r in rows}
+    assert set(zip(ev["start_ns"], ev["launch"])) == shapes
     note = next(w for w in trace.meta.warnings if "hardware counters" in w)
     assert f"on {len(dispatches)} of {len(dispatches)} kernel dispatches" in note
     assert "FLOPs unknown: no FLOP counter was collected" in note

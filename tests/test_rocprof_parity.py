@@ -250,3 +250,19 @@ def test_csv_without_agent_info(sample, tmp_path: Path, layout: str) -> None:
     assert any("agent_info.csv: GPU ordinals follow the agent ids" in w
                for w in back.meta.warnings)
     assert not any("not a known product" in w for w in back.meta.warnings)
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+def test_launch_shapes_round_trip(fmt: str, tmp_path: Path) -> None:
+    """Every writer carries each dispatch's grid and workgroup sizes, VGPRs and LDS bytes
+    (from ``launch``) into its format, and the reader gives the same ``launch`` text back;
+    the 6.x CSV layouts have no VGPR column, so ``regs`` is unknown there."""
+    trace = tracelens.load(SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb")  # has regs=
+    WRITERS[fmt][0](trace, tmp_path)
+    back = tracelens.load(tmp_path)
+    keys = ["rank", "device", "start_ns", "kind"]
+    want = trace.events.sort(keys).select(*keys, "launch")
+    assert want["launch"].str.contains("regs=").any()
+    if fmt in ("csv-6.2", "csv-6.3"):
+        want = want.with_columns(pl.col("launch").str.replace(r" regs=\d+", ""))
+    assert back.events.sort(keys).select(*keys, "launch").equals(want)

@@ -60,6 +60,27 @@ def test_every_dispatch_is_read(trace: tracelens.Trace, raw: dict) -> None:
     assert trace.events["host"].unique().to_list() == ["smci350-zts-gtu-c6-25"]
 
 
+def test_launch_shapes_are_the_dispatch_records(trace: tracelens.Trace, raw: dict) -> None:
+    """Each dispatch's ``launch`` is its ``dispatch_info`` grid (work-items, unconverted)
+    and workgroup sizes, its kernel symbol's ``arch_vgpr_count`` and its
+    ``group_segment_size``, read here independently with the standard library."""
+    vgpr = {s["kernel_id"]: s["arch_vgpr_count"] for s in raw["kernel_symbols"]}
+    want = []
+    for d in raw["buffer_records"]["kernel_dispatch"]:
+        i, (g, w) = d["dispatch_info"], (d["dispatch_info"][k] for k in ("grid_size",
+                                                                           "workgroup_size"))
+        regs = f" regs={vgpr[i['kernel_id']]}" if vgpr[i["kernel_id"]] else ""
+        want.append((d["correlation_id"]["internal"], d["start_timestamp"],
+                     f"grid={g['x']},{g['y']},{g['z']} block={w['x']},{w['y']},{w['z']}"
+                     f"{regs} shared={i['group_segment_size']}"))
+    got = trace.events.select("correlation_id", "start_ns", "launch").rows()
+    assert sorted(got) == sorted(want)
+    gemm = trace.events.filter(pl.col("correlation_id") == 2801)
+    assert gemm["name"].str.starts_with("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT64x32x256"
+                                        ).to_list() == [True]
+    assert gemm["launch"].to_list() == ["grid=49152,1,1 block=256,1,1 regs=132 shared=116224"]
+
+
 def test_device_is_an_mi350x(trace: tracelens.Trace) -> None:
     dev = trace.devices.row(0, named=True)
     assert trace.devices.height == 1  # 8 GPU agents; only the one with activity is a device
@@ -118,5 +139,35 @@ def test_real_trace_survives_the_rocpd_writer(trace: tracelens.Trace, summary: d
     again = tracelens.summarize(tracelens.load(tmp_path / "908_results.db"), top=50)
     for key in ("headline", "devices", "idle_devices", "top_kernels"):
         assert again[key] == summary[key], key
+    keys = ["device", "start_ns", "end_ns", "name", "launch"]  # the writer renumbers ids
+    assert tracelens.load(tmp_path / "908_results.db").events.sort(keys).select(keys).equals(
+        trace.events.sort(keys).select(keys))
     assert pl.DataFrame(again["devices"][0]["categories"]).equals(
         pl.DataFrame(summary["devices"][0]["categories"]))
+
+
+def test_documentation_csv_launch_shapes() -> None:
+    """ROCm 6.3 CSV: Grid_Size_* (work-items, 1024x1024) and Workgroup_Size_* (64) as
+    written, LDS from Group_Segment_Size; that layout has no VGPR column: no ``regs``."""
+    path = real_rocprof("docs_snippets/kernel_trace.csv")
+    ev = tracelens.load(path).events
+    assert ev.filter(pl.col("kind") == "kernel")["launch"].to_list() == \
+        ["grid=1024,1024,1 block=64,1,1 shared=0"] * 7
+    assert ev.filter(pl.col("kind") != "kernel")["launch"].null_count() == 2
+
+
+def test_launch_values_of_the_wrong_type_are_unknown_and_counted(tmp_path: Path) -> None:
+    """A grid size that is not an integer leaves that dispatch's grid out (never guessed)
+    and is counted in a warning; the rest of its launch shape stays."""
+    doc = {"rocprofiler-sdk-tool": [json.loads(json.dumps(
+        json.loads(gzip.decompress(real_rocprof(TRACE).read_bytes()))[
+            "rocprofiler-sdk-tool"][0]))]}
+    first = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"][0]
+    first["dispatch_info"]["grid_size"]["y"] = "1"
+    path = tmp_path / "bad_results.json"
+    path.write_text(json.dumps(doc))
+    trace = tracelens.load(path)
+    ev = trace.events.filter(pl.col("correlation_id") == first["correlation_id"]["internal"])
+    assert ev["launch"].to_list() == ["block=512,1,1 regs=8 shared=0"]
+    assert any("1 kernel_dispatch records with a dispatch_info.grid_size.y of the wrong type"
+               in w for w in trace.meta.warnings)

@@ -187,7 +187,8 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
              "costed_ops_without_shapes": no_shapes}
     events = ev.select("device", "stream", "kind", "name", "start_ns", "end_ns", "subcategory",
                        "op", "correlation_id", "flops", "bytes", "dtype", "cost_source",
-                       "msg_bytes", "group_size")
+                       "msg_bytes", "group_size",
+                       launch=pl.when(is_kernel).then(pl.col("_shape")))
     return events, launches, warn, extra
 
 

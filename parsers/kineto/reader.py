@@ -34,6 +34,7 @@ import polars as pl
 from parsers.kineto import typed
 from parsers.kineto.devices import device_frame
 from parsers.kineto.link import link_activity, steps_frame
+from parsers.launch import launch_text
 from parsers.rawfile import read_maybe_gzip
 from tracelens import shapecost
 from tracelens.errors import TraceInputError
@@ -50,6 +51,7 @@ _WANTED = frozenset(DEVICE_CATS) | frozenset(HOST_CATS)
 _BASE = ("cat", "name", "pid", "tid", "ts", "dur")
 _BASE_TYPES = (pl.String, pl.String, pl.Int64, pl.Int64, pl.Float64, pl.Float64)
 _ARGS_INT = ("device", "stream", "correlation", "External id", "bytes")
+_LAUNCH = ("grid", "block", "registers per thread", "shared memory")  # kernels' launch shape
 _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype")
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
@@ -91,11 +93,43 @@ def _series(values: Sequence[Any], dtype: pl.DataType) -> pl.Series:
         return pl.Series(values, dtype=dtype, strict=False)
 
 
+def _ok(x: Any) -> bool:
+    return type(x) is int and -(1 << 63) <= x < 1 << 63
+
+
+def _ints(values: list[Any]) -> pl.Series:
+    """Launch-shape integers as written; anything else (a float, a bool, a string, beyond
+    64 bits) null, not coerced. Checked value by value, not by polars' constructor, whose
+    coercions would depend on the other values of the chunk."""
+    return pl.Series([v if _ok(v) else None for v in values], dtype=pl.Int64)
+
+
+def _dims(values: list[Any]) -> pl.Series:
+    """``grid``/``block`` values (``[x, y, z]``) as ``"X,Y,Z"`` text, null unless a
+    non-empty list of 64-bit integers."""
+    ok = [v if type(v) is list and v and all(map(_ok, v)) else None for v in values]
+    return pl.Series(ok, dtype=pl.List(pl.Int64)).list.eval(
+        pl.element().cast(pl.String)).list.join(",")
+
+
+def _launch(grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any]
+            ) -> list[pl.Series]:
+    """The ``_shape`` text column and ``_bad_shape``: the row had a launch-shape arg that
+    was not of its type (left out of the text, counted by :func:`_build`)."""
+    parts = [_dims(grid), _dims(block), _ints(regs), _ints(shared)]
+    bad = pl.Series([False] * len(grid), dtype=pl.Boolean)
+    for p, v in zip(parts, (grid, block, regs, shared)):
+        bad = bad | (pl.Series([x is not None for x in v], dtype=pl.Boolean) & p.is_null())
+    df = pl.DataFrame({"g": parts[0], "b": parts[1], "r": parts[2], "s": parts[3]})
+    shape = df.select(launch_text(*map(pl.col, "gbrs"))).to_series()
+    return [shape.alias("_shape"), bad.alias("_bad_shape")]
+
+
 def _select_typed(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     sel = [e for e in evs if e.cat in _WANTED and e.ph == "X"]
     base = [list(map(attrgetter(k), sel)) for k in _BASE]
     args = [typed.EMPTY if a is None else a for a in map(attrgetter("args"), sel)]
-    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_INT]
+    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_INT + _LAUNCH]
 
     def get(i: int, key: str) -> Any:
         return typed.lazy(getattr(args[i], typed.ARG_ATTRS[key]))
@@ -106,7 +140,7 @@ def _select_dicts(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     sel = [e for e in evs if type(e) is dict and e.get("cat") in _WANTED and e.get("ph") == "X"]
     base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
     args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
-    base += [[a.get(k) for a in args] for k in _ARGS_INT]
+    base += [[a.get(k) for a in args] for k in _ARGS_INT + _LAUNCH]
 
     def get(i: int, key: str) -> Any:
         return args[i].get(key)
@@ -116,9 +150,11 @@ def _select_dicts(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
 def _chunk_frame(evs: list[Any], select: Selector
                  ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
     base, get = select(evs)
+    n = len(_BASE) + len(_ARGS_INT)
     types = _BASE_TYPES + (pl.Int64,) * len(_ARGS_INT)
     df = pl.DataFrame([_series(v, t).alias(k)
-                       for k, v, t in zip(_BASE + _ARGS_INT, base, types)])
+                       for k, v, t in zip(_BASE + _ARGS_INT, base[:n], types)])
+    df = df.with_columns(_launch(*base[n:]))
     del base
 
     def rows(cond: pl.Expr) -> list[int]:
@@ -210,6 +246,11 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
                            stream=pl.coalesce("stream", "tid"),
                            kind=pl.col("cat").replace_strict(DEVICE_CATS, return_dtype=pl.String))
     dev = dev.filter(pl.col("device").is_not_null())
+    bad_shape = dev.filter(pl.col("_bad_shape") & (pl.col("kind") == "kernel")).height
+    if bad_shape:
+        meta.warn(f"{path.name}: {bad_shape} kernels have a launch-shape arg (grid, block, "
+                  "registers per thread, shared memory) that is not an integer (list of "
+                  "them): left out of launch, unknown")
     events, launches, link_warn, extra = link_activity(dev, hst, shapes)
     for w in link_warn:
         meta.warn(f"{path.name}: {w}")

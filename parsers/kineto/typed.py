@@ -45,6 +45,10 @@ class Args(msgspec.Struct, gc=False):
     input_dims: Raw = msgspec.field(default=None, name="Input Dims")
     input_type: Raw = msgspec.field(default=None, name="Input type")
     concrete: Raw = msgspec.field(default=None, name="Concrete Inputs")
+    grid: Any = None  # kernel launch shape: [x, y, z] lists and integers
+    block: Any = None
+    regs: Any = msgspec.field(default=None, name="registers per thread")
+    shared: Any = msgspec.field(default=None, name="shared memory")
 
 
 class Event(msgspec.Struct, gc=False):
@@ -75,7 +79,8 @@ ARG_ATTRS = {"device": "device", "stream": "stream", "correlation": "correlation
              "In msg nelems": "in_nelems", "Out msg nelems": "out_nelems",
              "Group size": "group_size", "Collective name": "collective", "dtype": "dtype",
              "Input Dims": "input_dims", "Input type": "input_type",
-             "Concrete Inputs": "concrete"}
+             "Concrete Inputs": "concrete", "grid": "grid", "block": "block",
+             "registers per thread": "regs", "shared memory": "shared"}
 _DECODER = msgspec.json.Decoder(Doc)
 _EVENTS = msgspec.json.Decoder(list[Event])
 CHUNK = 1 << 15  # events decoded at a time: their Python objects live only that long

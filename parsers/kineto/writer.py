@@ -54,6 +54,21 @@ def _properties(devices: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def launch_args(launch: str | None) -> dict[str, Any]:
+    """The model's ``launch`` text as Kineto kernel ``args`` (``grid``/``block`` lists,
+    ``registers per thread``, ``shared memory``): what the reader turns back into that text."""
+    out: dict[str, Any] = {}
+    keys = {"grid": "grid", "block": "block", "regs": "registers per thread",
+            "shared": "shared memory"}
+    for part in (launch or "").split():
+        key, _, value = part.partition("=")
+        if key in ("grid", "block"):
+            out[keys[key]] = [int(x) for x in value.split(",")]
+        elif key in keys:
+            out[keys[key]] = int(value)
+    return out
+
+
 def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
                  op_args: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
@@ -65,6 +80,8 @@ def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
                                 "correlation": corr, "External id": corr}
         if e["kind"] != "kernel" and e["bytes"] is not None:
             args["bytes"] = int(e["bytes"])
+        if e["kind"] == "kernel":
+            args.update(launch_args(e.get("launch")))
         out.append({"ph": "X", "cat": _CATS[e["kind"]], "name": e["name"], "pid": e["device"],
                     "tid": e["stream"], "ts": _us(e["start_ns"]),
                     "dur": _us(e["end_ns"] - e["start_ns"]), "args": args})

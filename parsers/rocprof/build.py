@@ -23,7 +23,7 @@ import polars as pl
 from parsers.rocprof import agents as agents_mod
 from parsers.rocprof.collectives import collective_types, warnings_for
 from parsers.rocprof.markers import steps_from_markers
-from parsers.rocprof.records import Process
+from parsers.rocprof.records import Process, launch_expr
 from tracelens.counters import FLOP_COUNTERS, cost_from_counters
 from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
@@ -83,7 +83,8 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFram
         "device", "flops", "bytes", "dtype", "cost_source",
         stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
         name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", kid)),
-        start_ns="start", end_ns="end", correlation_id="corr", tid="tid")
+        start_ns="start", end_ns="end", correlation_id="corr", tid="tid",
+        launch=launch_expr())
 
 
 def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]

@@ -20,7 +20,7 @@ import polars as pl
 from parsers.rocprof.agents import agent_frame, resolve_refs
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
-                                     MARKER_SCHEMA, Process, frame)
+                                     LAUNCH_COLUMNS, MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
@@ -39,7 +39,9 @@ _REQUIRED = {
 }
 _INTS = ("queue_id", "stream_id", "thread_id", "correlation_id", "start_timestamp", "dispatch_id",
          "end_timestamp", "kernel_id", "process_id", "node_id", "logical_node_id", "cu_count",
-         "gfx_target_version", "max_engine_clk_fcompute")
+         "gfx_target_version", "max_engine_clk_fcompute", "grid_size_x", "grid_size_y",
+         "grid_size_z", "workgroup_size_x", "workgroup_size_y", "workgroup_size_z",
+         "lds_block_size", "group_segment_size", "vgpr_count")
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 _FIELDS = {"start": "Start_Timestamp", "end": "End_Timestamp", "agent": "Agent_Id",
            "queue": "Queue_Id", "op": "Direction"}
@@ -178,7 +180,14 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
         agent=kernel_agents, queue="queue_id", stream=_col(k, "stream_id"),
         tid=_col(k, "thread_id"), corr=_col(k, "correlation_id"),
         kernel_id=_col(k, "kernel_id"), name="kernel_name", start="start_timestamp",
-        end="end_timestamp", dispatch_id=_col(k, "dispatch_id"))
+        end="end_timestamp", dispatch_id=_col(k, "dispatch_id"),
+        # launch shape: grid in work-items; LDS is Group_Segment_Size (6.x) or LDS_Block_Size
+        # (>= 7.0); VGPRs only >= 7.0. The counter CSV's Grid_Size/Workgroup_Size are
+        # products, not dimensions: not read.
+        **{c: _col(k, f"{w}_size_{a}") for c, (w, a) in zip(
+            LAUNCH_COLUMNS[:6], [(w, a) for w in ("grid", "workgroup") for a in "xyz"])},
+        vgpr=_col(k, "vgpr_count"),
+        lds=pl.coalesce(_col(k, "lds_block_size"), _col(k, "group_segment_size")))
     pmc = mine("counter_collection")
     counters = frame({}, COUNTER_SCHEMA) if pmc is None else pmc.select(
         "dispatch_id", counter="counter_name", value="counter_value")

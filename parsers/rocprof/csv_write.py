@@ -88,12 +88,15 @@ def _counter_table(p: Process, d: pl.DataFrame, ref: Any, layout: str) -> pl.Dat
                        pl.col("dispatch_id").alias("Dispatch_Id"), ref("agent").alias("Agent_Id"),
                        pl.col("queue").alias("Queue_Id"),
                        pl.lit(p.pid, pl.Int64).alias("Process_Id"),
-                       pl.col("tid").alias("Thread_Id"), pl.lit(65536).alias("Grid_Size")]
+                       pl.col("tid").alias("Thread_Id"),
+                       (pl.col("grid_x") * pl.col("grid_y") * pl.col("grid_z")).alias(
+                           "Grid_Size")]  # sizes here are products (empty when unknown)
     if layout != "6.2":
         cols.append(pl.col("kernel_id").alias("Kernel_Id"))
-    cols += [pl.col("name").alias("Kernel_Name"), pl.lit(256).alias("Workgroup_Size"),
-             pl.lit(0).alias("LDS_Block_Size"), pl.lit(0).alias("Scratch_Size"),
-             pl.lit(32).alias("VGPR_Count")]
+    cols += [pl.col("name").alias("Kernel_Name"),
+             (pl.col("wg_x") * pl.col("wg_y") * pl.col("wg_z")).alias("Workgroup_Size"),
+             pl.col("lds").alias("LDS_Block_Size"), pl.lit(0).alias("Scratch_Size"),
+             pl.col("vgpr").alias("VGPR_Count")]
     if layout != "6.2":
         cols.append(pl.lit(0).alias("Accum_VGPR_Count"))
     cols += [pl.lit(32).alias("SGPR_Count"), pl.col("counter").alias("Counter_Name"),
@@ -132,11 +135,16 @@ def _tables(p: Process, layout: str) -> dict[str, pl.DataFrame]:
     cols += [pl.col("kernel_id").alias("Kernel_Id"), pl.col("name").alias("Kernel_Name"),
              pl.col("corr").alias("Correlation_Id"), pl.col("start").alias("Start_Timestamp"),
              pl.col("end").alias("End_Timestamp")]
+    # the launch shape: an unknown part is an empty cell (read back as unknown)
     if layout in ("6.2", "6.3"):
-        cols += [pl.lit(0).alias("Private_Segment_Size"), pl.lit(0).alias("Group_Segment_Size")]
+        cols += [pl.lit(0).alias("Private_Segment_Size"),
+                 pl.col("lds").alias("Group_Segment_Size")]
     else:
-        cols += [pl.lit(v).alias(c) for c, v in zip(_RESOURCES[layout], (0, 0, 32, 0, 32))]
-    cols += [pl.lit(v).alias(c) for c, v in zip(_SIZES, (256, 1, 1, 65536, 1, 1))]
+        cols += [e.alias(c) for e, c in zip(
+            (pl.col("lds"), pl.lit(0), pl.col("vgpr"), pl.lit(0), pl.lit(32)),
+            _RESOURCES[layout])]
+    cols += [pl.col(c).alias(n) for c, n in zip(("wg_x", "wg_y", "wg_z", "grid_x", "grid_y",
+                                                 "grid_z"), _SIZES)]
     kernels = d.select(cols)
     copy_cols = [pl.lit("MEMORY_COPY").alias("Kind"), pl.col("op").alias("Direction")]
     if layout in ("7", "rocpd"):

@@ -5,8 +5,10 @@ The inverse of :mod:`parsers.rocprof.build`, with what a real rocprofv3 run reco
 - agents: two CPU agents (node ids 0 and 1), then one GPU agent per device ordinal (node id
   ``2 + device``, ``logical_node_type_id = device``) carrying the device's arch, product
   name, compute units, engine clock and memory;
-- kernels and memsets become kernel dispatches; each (device, stream) gets its own HSA queue
-  and HIP stream id; every device has its own launching host thread (``pid + 1 + device``);
+- kernels and memsets become kernel dispatches, with the grid and workgroup sizes, VGPRs and
+  LDS bytes of their ``launch`` text (numbers as the trace gives them); each (device,
+  stream) gets its own HSA queue and HIP stream id; every device has its own launching host
+  thread (``pid + 1 + device``);
 - memcpy events become memory copies (direction from the subcategory; size from ``bytes``);
 - a collective kernel whose subcategory is known gets the RCCL API call that launched it
   (``ncclAllGather``...; ``send-recv`` as a ``ncclGroupStart/Send/Recv/GroupEnd`` group) on
@@ -25,7 +27,7 @@ import polars as pl
 from parsers.rocprof.agents import agent_frame, gfx_target_version
 from parsers.rocprof.collectives import TYPE_APIS
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
-                                     MARKER_SCHEMA, Process, frame)
+                                     MARKER_SCHEMA, Process, frame, launch_columns)
 from tracelens.model import Trace
 
 STEP_NAME = "step {step}"
@@ -113,10 +115,11 @@ def export(trace: Trace, step_name: str = STEP_NAME,
         kern = ev.filter(pl.col("kind") != "memcpy")
         names = kern.select("name").unique(maintain_order=True).with_row_index(
             "kernel_id", offset=1).with_columns(pl.col("kernel_id").cast(pl.Int64))
+        launch = pl.col("launch") if "launch" in kern.columns else pl.lit(None, pl.String)
         dispatches = kern.join(names, on="name", how="left").select(
-            "agent", "queue", "tid", "corr", "kernel_id", "name", start="start_ns",
-            end="end_ns", stream="queue", dispatch_id=pl.int_range(1, pl.len() + 1,
-                                                                   dtype=pl.Int64))
+            "agent", "queue", "tid", "corr", "kernel_id", "name", *launch_columns(launch),
+            start="start_ns", end="end_ns", stream="queue",
+            dispatch_id=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
         cp = ev.filter(pl.col("kind") == "memcpy")
         sub = pl.col("subcategory").fill_null("")
         copies = cp.select(

@@ -28,7 +28,7 @@ from parsers.rocprof.agents import agent_frame, agent_row, as_int, as_str
 from parsers.rocprof import json_typed
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
-                                     MARKER_SCHEMA, Process, empty, frame)
+                                     LAUNCH_COLUMNS, MARKER_SCHEMA, Process, empty, frame)
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
@@ -237,12 +237,25 @@ def _dispatches(buf: dict[str, Any], handles: pl.DataFrame, symbols: pl.DataFram
         "kernel_id": c.ints(c.get("kernel_id", info), "dispatch_info.kernel_id"),
         "dispatch_id": c.ints(c.get("dispatch_id", info), "dispatch_info.dispatch_id"),
         "stream": c.handle("stream_id"), "tid": api["tid"], "corr": api["corr"],
-        "start": api["start"], "end": api["end"]})
+        "start": api["start"], "end": api["end"],
+        "lds": c.ints(c.get("group_segment_size", info), "dispatch_info.group_segment_size"),
+        **_sizes(c, info)})
     warn += c.warnings()
     return (kd.join(handles, left_on="agent_handle", right_on="handle", how="left")
             .join(symbols, on="kernel_id", how="left")
             .select("agent", "queue", "stream", "tid", "corr", "kernel_id", "name", "start",
-                    "end", "dispatch_id"))
+                    "end", "dispatch_id", *LAUNCH_COLUMNS))
+
+
+def _sizes(c: _Columns, info: list[Any]) -> dict[str, pl.Series]:
+    """``dispatch_info.grid_size``/``workgroup_size`` ``{x, y, z}`` as the ``grid_*``/``wg_*``
+    columns (grid in work-items, as recorded)."""
+    out = {}
+    for key, prefix in (("grid_size", "grid_"), ("workgroup_size", "wg_")):
+        dim = c.obj(c.get(key, info), f"dispatch_info.{key}")
+        out.update({prefix + a: c.ints(c.get(a, dim), f"dispatch_info.{key}.{a}")
+                    for a in "xyz"})
+    return out
 
 
 def _counters(p: dict[str, Any], warn: list[str]) -> pl.DataFrame:
@@ -310,10 +323,11 @@ def _symbols(raw: Any, warn: list[str]) -> pl.DataFrame:
     ids = c.ints(c.get("kernel_id"), "kernel_id")
     formatted = c.strs(c.get("formatted_kernel_name"), "formatted_kernel_name")
     plain = c.strs(c.get("kernel_name"), "kernel_name")
+    vgpr = c.ints(c.get("arch_vgpr_count"), "arch_vgpr_count")
     warn += c.warnings()
     return pl.DataFrame({"kernel_id": ids,
                          "name": pl.Series([f or p for f, p in zip(formatted, plain)],
-                                           dtype=pl.String)}).unique(
+                                           dtype=pl.String), "vgpr": vgpr}).unique(
         "kernel_id", keep="first", maintain_order=True)
 
 

@@ -29,11 +29,20 @@ class Corr(msgspec.Struct):
     ancestor: Int = None
 
 
+class Dim(msgspec.Struct):
+    x: Int = None
+    y: Int = None
+    z: Int = None
+
+
 class Info(msgspec.Struct):
     agent_id: Handle | None = None
     queue_id: Handle | None = None
     kernel_id: Int = None
     dispatch_id: Int = None
+    group_segment_size: Int = None
+    workgroup_size: Dim | None = None
+    grid_size: Dim | None = None
 
 
 class Dispatch(msgspec.Struct):
@@ -65,6 +74,7 @@ class Symbol(msgspec.Struct):
     kernel_id: Int = None
     formatted_kernel_name: str | None = None
     kernel_name: str | None = None
+    arch_vgpr_count: Int = None
 
 
 class Proc(msgspec.Struct):

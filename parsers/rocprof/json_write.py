@@ -38,15 +38,27 @@ def write(trace: Trace, path: Path, step_name: str = STEP_NAME,
     return paths
 
 
-def _symbol(kernel_id: int, name: str) -> dict[str, Any]:
+def _symbol(kernel_id: int, name: str, vgpr: int | None) -> dict[str, Any]:
     return {"size": 88 if kernel_id else 0, "kernel_id": kernel_id,
             "code_object_id": 1 if kernel_id else 0, "kernel_name": name,
             "kernel_object": 0, "kernarg_segment_size": 8, "kernarg_segment_alignment": 8,
             "group_segment_size": 0, "private_segment_size": 0, "sgpr_count": 32,
-            "arch_vgpr_count": 32, "accum_vgpr_count": 0, "kernel_code_entry_byte_offset": 0,
+            "arch_vgpr_count": vgpr or 0, "accum_vgpr_count": 0, "kernel_code_entry_byte_offset": 0,
             "kernel_address": {"handle": 0}, "formatted_kernel_name": name or "0",
             "demangled_kernel_name": name or "0",
             "truncated_kernel_name": (name.split("(")[0] if name else "0")}
+
+
+def _launch_info(r: dict[str, Any]) -> dict[str, Any]:
+    """``dispatch_info``'s LDS bytes and sizes of one dispatch row; a part whose value is
+    unknown is left out (the reader then has it as unknown)."""
+    out: dict[str, Any] = {}
+    if r["lds"] is not None:
+        out["group_segment_size"] = r["lds"]
+    for key, prefix in (("workgroup_size", "wg_"), ("grid_size", "grid_")):
+        if all(r[prefix + a] is not None for a in "xyz"):
+            out[key] = {a: r[prefix + a] for a in "xyz"}
+    return out
 
 
 def _api_records(df: pl.DataFrame, kind: str, op_of: Any) -> list[dict[str, Any]]:
@@ -85,13 +97,13 @@ def _counter_records(p: Process, infos: list[dict[str, Any]]
 
 def process_object(p: Process) -> dict[str, Any]:
     handles = dict(zip(p.agents["node_id"], p.agents["handle"]))
-    symbols = p.dispatches.select("kernel_id", "name").unique("kernel_id").sort("kernel_id")
-    table = [_symbol(0, "")] + [_symbol(k, n) for k, n in symbols.iter_rows()]
+    # a kernel's VGPR count is its symbol's (the first dispatch's; 0 when unknown)
+    symbols = p.dispatches.select("kernel_id", "name", "vgpr").unique(
+        "kernel_id", keep="first", maintain_order=True).sort("kernel_id")
+    table = [_symbol(0, "", 0)] + [_symbol(k, n, v) for k, n, v in symbols.iter_rows()]
     infos = [{"size": 72, "agent_id": {"handle": handles[r["agent"]]},
               "queue_id": {"handle": r["queue"]}, "kernel_id": r["kernel_id"],
-              "dispatch_id": i, "private_segment_size": 0, "group_segment_size": 0,
-              "workgroup_size": {"x": 256, "y": 1, "z": 1},
-              "grid_size": {"x": 65536, "y": 1, "z": 1}}
+              "dispatch_id": i, "private_segment_size": 0, **_launch_info(r)}
              for i, r in enumerate(p.dispatches.iter_rows(named=True), 1)]
     dispatches = [
         {"size": 184, "kind": kind_id("KERNEL_DISPATCH"),

@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from parsers.launch import dims, launch_text
+
 I64 = pl.Int64
 
 AGENT_SCHEMA: dict[str, pl.DataType] = {
@@ -30,10 +32,38 @@ AGENT_SCHEMA: dict[str, pl.DataType] = {
     "handle": I64,            # JSON agent_id.handle
 }
 
+LAUNCH_COLUMNS = ("grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z", "vgpr", "lds")
 DISPATCH_SCHEMA: dict[str, pl.DataType] = {
     "agent": I64, "queue": I64, "stream": I64, "tid": I64, "corr": I64, "kernel_id": I64,
     "name": pl.String, "start": I64, "end": I64, "dispatch_id": I64,
+    **{c: I64 for c in LAUNCH_COLUMNS},
 }
+"""``grid_*`` is the grid size in work-items and ``wg_*`` the workgroup size, as rocprofv3
+records them per dispatch; ``vgpr`` the kernel's arch VGPR count; ``lds`` the dispatch's
+group segment (LDS) bytes (CSV >= 7.0: ``LDS_Block_Size``, rounded to the allocation
+granularity). Null where the format lacks them."""
+
+
+def launch_expr() -> pl.Expr:
+    """The model's ``launch`` text from the ``LAUNCH_COLUMNS`` (grid as the trace writes it:
+    work-items, not workgroups). A size with a 0 dimension is not a shape (an HSA dispatch
+    packet needs each to be >= 1; the writers put 0 in rocpd's NOT NULL size columns when
+    the shape is unknown), so it is left out."""
+    def size(cols: tuple[str, ...]) -> pl.Expr:  # an HSA dimension is >= 1: 0 is unrecorded
+        return pl.when(pl.min_horizontal(cols) > 0).then(dims(*map(pl.col, cols)))
+    return launch_text(size(LAUNCH_COLUMNS[:3]), size(LAUNCH_COLUMNS[3:6]), pl.col("vgpr"),
+                       pl.col("lds"))
+
+
+def launch_columns(launch: pl.Expr) -> list[pl.Expr]:
+    """The inverse of :func:`launch_expr` for writers: ``LAUNCH_COLUMNS`` from ``launch``
+    text (a part that is absent, or not three integers, null)."""
+    def part(key: str, i: int, n: int) -> pl.Expr:
+        return launch.str.extract(rf"(?:^| ){key}=" + ",".join([r"(\d+)"] * n) + "(?: |$)",
+                                  i).cast(I64)
+    return [*(part("grid", i, 3).alias(c) for i, c in enumerate(LAUNCH_COLUMNS[:3], 1)),
+            *(part("block", i, 3).alias(c) for i, c in enumerate(LAUNCH_COLUMNS[3:6], 1)),
+            part("regs", 1, 1).alias("vgpr"), part("shared", 1, 1).alias("lds")]
 
 COUNTER_SCHEMA: dict[str, pl.DataType] = {
     "dispatch_id": I64, "counter": pl.String, "value": pl.Float64,

@@ -29,7 +29,7 @@ import polars as pl
 from parsers.rocprof.agents import as_int, agent_frame, agent_row
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
-                                     MARKER_SCHEMA, Process, frame)
+                                     LAUNCH_COLUMNS, MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
@@ -278,14 +278,17 @@ class _Reader:
     def _dispatches(self) -> pl.DataFrame:
         k = lambda n: self._col("rocpd_kernel_dispatch", "K", n)  # noqa: E731
         corr = "E.stack_id" if self.sources["rocpd_event"] else "NULL"
+        # launch shape: grid (work-items) and workgroup sizes, group segment (LDS) bytes
+        sizes = ", ".join(k(f"{w}_size_{a}") for w in ("grid", "workgroup") for a in "xyz")
         sql = (f"SELECT {k('pid')}, K.agent_id, {k('queue_id')}, {k('stream_id')}, {k('tid')}, "
-               f"{corr}, K.kernel_id, K.start, K.\"end\", K.id "
-               f"FROM {self.sources['rocpd_kernel_dispatch']} K"
+               f"{corr}, K.kernel_id, K.start, K.\"end\", K.id, {sizes}, "
+               f"{k('group_segment_size')} FROM {self.sources['rocpd_kernel_dispatch']} K"
                + (self._join("rocpd_event", "E", "K.event_id") if corr != "NULL" else ""))
         df = self._frame(sql, {"pid": pl.Int64, "agent": pl.Int64, "queue": pl.Int64,
                                "stream": pl.Int64, "tid": pl.Int64, "corr": pl.Int64,
                                "kernel_id": pl.Int64, "start": pl.Int64, "end": pl.Int64,
-                               "dispatch_id": pl.Int64})
+                               "dispatch_id": pl.Int64,
+                               **{c: pl.Int64 for c in LAUNCH_COLUMNS if c != "vgpr"}})
         return df.join(self._symbols(), on="kernel_id", how="left")
 
     def _counters(self) -> pl.DataFrame:
@@ -307,12 +310,13 @@ class _Reader:
 
     def _symbols(self) -> pl.DataFrame:
         src = self.sources["rocpd_info_kernel_symbol"]
-        schema = {"kernel_id": pl.Int64, "name": pl.String}
+        schema = {"kernel_id": pl.Int64, "name": pl.String, "vgpr": pl.Int64}
         if src is None:
             return pl.DataFrame(schema=schema)
         s = lambda n: self._col("rocpd_info_kernel_symbol", "S", n)  # noqa: E731
-        return self._frame(f"SELECT S.id, COALESCE({s('display_name')}, {s('kernel_name')}) "
-                           f"FROM {src} S", schema).unique("kernel_id")
+        return self._frame(f"SELECT S.id, COALESCE({s('display_name')}, {s('kernel_name')}), "
+                           f"{s('arch_vgpr_count')} FROM {src} S", schema).unique(
+            "kernel_id", keep="first", maintain_order=True)
 
     def _copies(self) -> pl.DataFrame:
         src = self.sources["rocpd_memory_copy"]

@@ -95,7 +95,9 @@ def _write_process(con: sqlite3.Connection, p: Process) -> None:
          "rocpd_pmc_event")}
     con.executemany(f"INSERT INTO {t['rocpd_metadata']} (tag, value) VALUES (?, ?)",
                     [("schema_version", SCHEMA_VERSION), ("uuid", uuid), ("guid", guid)])
-    symbols = p.dispatches.select("kernel_id", "name").unique("kernel_id").sort("kernel_id")
+    # a kernel's VGPR count is its symbol's: the first dispatch's
+    symbols = p.dispatches.select("kernel_id", "name", "vgpr").unique(
+        "kernel_id", keep="first", maintain_order=True).sort("kernel_id")
     strings = ["", "KERNEL_DISPATCH", "MEMORY_COPY", "RCCL_API", "MARKER_CORE_RANGE_API",
                MARKER_RANGE_OP, MARKER_MARK_OP, *p.apis["name"].to_list(),
                *p.apis["domain"].to_list(), *p.markers["domain"].to_list(),
@@ -139,11 +141,11 @@ def _write_process(con: sqlite3.Connection, p: Process) -> None:
         "kernel_name, display_name, kernel_object, kernarg_segment_size, "
         "kernarg_segment_alignment, group_segment_size, private_segment_size, sgpr_count, "
         "arch_vgpr_count, accum_vgpr_count, extdata) VALUES (?, ?, ?, 1, ?, ?, 0, 8, 8, 0, 0, "
-        "32, 32, 0, ?)",
-        [(k, nid, pid, n, n, json.dumps({"kernel_id": k, "formatted_kernel_name": n,
-                                         "demangled_kernel_name": n,
-                                         "truncated_kernel_name": n.split("(")[0]}))
-         for k, n in symbols.iter_rows()])
+        "32, ?, 0, ?)",
+        [(k, nid, pid, n, n, v, json.dumps({"kernel_id": k, "formatted_kernel_name": n,
+                                            "demangled_kernel_name": n,
+                                            "truncated_kernel_name": n.split("(")[0]}))
+         for k, n, v in symbols.iter_rows()])
     _write_records(con, t, p, sid, nid, pid)
 
 
@@ -214,9 +216,12 @@ def _write_records(con: sqlite3.Connection, t: dict[str, str], p: Process,
         "dispatch_id, queue_id, stream_id, start, end, private_segment_size, "
         "group_segment_size, workgroup_size_x, workgroup_size_y, workgroup_size_z, "
         "grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id) VALUES "
-        f"(?, {nid}, {pid}, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 256, 1, 1, 65536, 1, 1, {sid['']}, ?)",
+        f"(?, {nid}, {pid}, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, {sid['']}, ?)",
+        # sizes are NOT NULL in rocpd: 0 where the launch shape is unknown (read as unknown)
         _rows(d.select("dispatch_id", "tid", "agent", "kernel_id",
                        pl.col("dispatch_id").alias("d2"), "queue", "stream", "start", "end",
+                       "lds", *(pl.col(c).fill_null(0) for c in ("wg_x", "wg_y", "wg_z",
+                                                                 "grid_x", "grid_y", "grid_z")),
                        "event")))
     _write_counters(con, t, p, d.select("dispatch_id", "event"), nid, pid)
     c = p.copies.with_row_index("id", offset=1).with_columns(
