@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 import polars as pl
 
+from parsers.launch import launch_text
 from tracelens.errors import TraceInputError
 
 # Stats we read from events; everything else is left alone.
@@ -103,29 +104,23 @@ def device_kind(df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
     )
 
 
-_KD_FIELDS = {f: re.compile(rf"(?:^|\s){f}:(\S+)") for f in (
-    "grid", "block", "regs", "static_shared", "dynamic_shared", "group_mem")}
-
-
 def launch_shape(details: pl.Series) -> pl.Series:
     """``kernel_details`` (every ROCm and CUDA collector format, xprof.md §1) as the model's
-    ``launch`` text: ``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` with the parts the stat has
-    (shared = static + dynamic shared memory, or ROCm's ``group_mem``: LDS). Worked out once
-    per distinct string (collectors intern them)."""
-    values = details.unique().drop_nulls().to_list()
-    out = {}
-    for v in values:  # a few distinct strings per trace
-        f = {k: (m.group(1) if (m := rx.search(v)) else None) for k, rx in _KD_FIELDS.items()}
-        parts = [f"grid={f['grid']}"] if f["grid"] else []
-        parts += [f"block={f['block']}"] if f["block"] else []
-        parts += [f"regs={f['regs']}"] if f["regs"] and f["regs"] != "0" else []
-        shared = None
-        if f["static_shared"] is not None or f["dynamic_shared"] is not None:
-            nums = [int(x) for x in (f["static_shared"], f["dynamic_shared"])
-                    if x is not None and x.isdigit()]
-            shared = sum(nums) if nums else None
-        elif f["group_mem"] is not None and f["group_mem"].isdigit():
-            shared = int(f["group_mem"])
-        parts += [f"shared={shared}"] if shared is not None else []
-        out[v] = " ".join(parts) or None
-    return details.replace_strict(out, default=None, return_dtype=pl.String).alias("launch")
+    ``launch`` text (:func:`parsers.launch.launch_text`): grid, block, registers, and shared
+    memory = static + dynamic shared memory, or ROCm's ``group_mem`` (LDS). Worked out once
+    per distinct string (collectors intern them), then mapped back."""
+    def field(name: str) -> pl.Expr:
+        return pl.col("kd").str.extract(rf"(?:^|\s){name}:(\S+)", 1)
+
+    def number(name: str) -> pl.Expr:
+        return field(name).cast(pl.Int64, strict=False)
+
+    uniq = pl.DataFrame({"kd": details.unique().drop_nulls()}, schema={"kd": pl.String})
+    static_dyn = pl.when(number("static_shared").is_not_null()
+                         | number("dynamic_shared").is_not_null()).then(
+        pl.sum_horizontal(number("static_shared"), number("dynamic_shared")))
+    uniq = uniq.with_columns(launch=launch_text(
+        field("grid"), field("block"), number("regs"),
+        pl.coalesce(static_dyn, number("group_mem"))))
+    return details.replace_strict(uniq["kd"], uniq["launch"], default=None,
+                                  return_dtype=pl.String).alias("launch")
