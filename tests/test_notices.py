@@ -18,6 +18,11 @@ def test_fold_names_the_hosts_and_counts_them() -> None:
     # different numbers are different warnings
     assert len(fold_per_host(["a: 1 thing", "b: 2 things"], ["a", "b"])) == 2
     assert fold_per_host(["x"], ["a"]) == ["x"]
+    # a short or embedded name is not a host mention
+    ws = ["run a: clipped 2", "run b: clipped 2"]
+    assert fold_per_host(ws, ["a", "b"]) == ws
+    assert fold_per_host(["xnode1y: 1", "xnode2y: 1"], ["node1", "node2"]) == [
+        "xnode1y: 1", "xnode2y: 1"]
 
 
 def test_two_host_sample_says_its_bandwidth_note_once() -> None:

@@ -16,10 +16,12 @@ def fold_per_host(warnings: Iterable[str], names: Iterable[str]) -> list[str]:
     naming the first host or file each copy mentions. Order: each
     folded warning where its first copy stood; others unchanged."""
     warnings = list(warnings)
-    tokens = sorted({n for n in names if n}, key=lambda n: (-len(n), n))
+    # whole names only (not inside a longer word), and none shorter than 3 characters
+    tokens = sorted({n for n in names if n and len(n) >= 3}, key=lambda n: (-len(n), n))
     if len(tokens) < 2 or len(warnings) < 2:
         return warnings
-    pattern = re.compile("|".join(re.escape(t) for t in tokens))
+    pattern = re.compile(r"(?<![\w])(?:" + "|".join(re.escape(t) for t in tokens)
+                         + r")(?![\w])")
     groups: dict[str, list[tuple[str, list[str]]]] = {}
     order: list[str] = []
     for w in warnings:
