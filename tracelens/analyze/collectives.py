@@ -186,8 +186,11 @@ def match_instances(acts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def analyze_collectives(events: pl.DataFrame) -> CollectiveAnalysis:
-    acts = match_instances(collective_activities(events))
+def analyze_collectives(events: pl.DataFrame, acts: pl.DataFrame | None = None
+                        ) -> CollectiveAnalysis:
+    """Instances, skew, waits and stragglers; ``acts``: :func:`collective_activities` of
+    ``events`` when the caller already has them (computed once per command)."""
+    acts = match_instances(acts if acts is not None else collective_activities(events))
     inst_keys = ["instance_key", "occurrence"]
     instances = acts.group_by(inst_keys).agg(
         type=pl.col("type").first(), op=pl.col("op").first(),
@@ -243,13 +246,14 @@ def link_of(devices: pl.DataFrame) -> float | None:
 
 
 def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10,
-                       link_gb_per_s: float | None = None) -> dict:
+                       link_gb_per_s: float | None = None,
+                       acts: pl.DataFrame | None = None) -> dict:
     """The JSON-ready result of ``tracelens collectives`` (keys documented in the README).
 
     busbw counts one direction per GPU (nccl-tests), so it is compared with half the
     aggregate bidirectional link bandwidth of the table: ``busbw_link_pct``.
     """
-    res = analyze_collectives(events)
+    res = analyze_collectives(events, acts)
     half = link_gb_per_s / 2 if link_gb_per_s else None
 
     def link_pct(v: float | None) -> float | None:

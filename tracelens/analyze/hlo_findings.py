@@ -72,8 +72,8 @@ def trace_hosts(trace: Trace) -> HostMap:
     return HostMap(hosts=n) if n == 1 else HostMap(hosts=n or None)
 
 
-def _activities(trace: Trace) -> pl.DataFrame:
-    acts = collective_activities(trace.events)
+def _activities(trace: Trace, acts: pl.DataFrame | None = None) -> pl.DataFrame:
+    acts = acts if acts is not None else collective_activities(trace.events)
     return acts.select("program_id", "op", *DEVICE_STEP, "exposed_ns")
 
 
@@ -120,13 +120,15 @@ def _sync_no_overlap(trace: Trace, acts: pl.DataFrame, lens: ProgramLens) -> lis
 
 
 def lens_trace(trace: Trace, program: str | None = None,
-               hosts: HostMap | None = None) -> HloLensResult:
+               hosts: HostMap | None = None, acts: pl.DataFrame | None = None
+               ) -> HloLensResult:
     """The HLO lens of every program in the trace, findings costed from its timeline.
-    ``hosts`` overrides the trace's own device→host knowledge (:func:`trace_hosts`)."""
+    ``hosts`` overrides the trace's own device→host knowledge (:func:`trace_hosts`);
+    ``acts``: the trace's collective activities when the caller already has them."""
     modules, problems = trace_modules(trace)
     hosts = hosts if hosts is not None else trace_hosts(trace)
     programs = _select([analyze_module(m, s, hosts) for m, s in modules], program)
-    acts = _activities(trace)
+    acts = _activities(trace, acts)
     findings = []
     for lens in programs:
         for f in [*lens.findings, *_sync_no_overlap(trace, acts, lens)]:
@@ -146,12 +148,13 @@ def lens_dump(modules: list[tuple[Module, Schedule | None]], program: str | None
     return HloLensResult(tuple(programs), tuple(sorted(findings, key=_sort_key)), False)
 
 
-def top_findings(trace: Trace, top: int = 3) -> list[Finding]:
+def top_findings(trace: Trace, top: int = 3, acts: pl.DataFrame | None = None
+                 ) -> list[Finding]:
     """The ``top`` findings of a loaded trace by measured exposed time per step (for
     ``summarize``); empty when the trace carries no HLO."""
     if not trace.modules.height:
         return []
-    return list(lens_trace(trace).findings[:top])
+    return list(lens_trace(trace, acts=acts).findings[:top])
 
 
 def finding_for(findings: list[Finding] | tuple[Finding, ...],

@@ -14,6 +14,7 @@ from tracelens.version import __version__
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_specs,
                                         flops_coverage, mfu, no_cost_data, roofline,
                                         roofline_rows, spec_frame, without_flops)
+from tracelens.analyze.collectives import collective_activities
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown,
                                         device_breakdown, step_breakdown)
@@ -49,6 +50,11 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
     ``tracelens.hardware``.
     """
     events, steps = _select(trace, device, step)
+    # the whole trace's collective activities, computed once for the collectives lines (when
+    # no filter narrows the events) and the HLO findings (always the whole trace)
+    unfiltered = events is trace.events
+    whole_acts = collective_activities(trace.events) \
+        if unfiltered or trace.modules.height else None
     devices = trace.devices
     if device is not None:
         devices = devices.filter(pl.col("device") == device)
@@ -122,8 +128,9 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
         "devices": out_devices,
         "idle_devices": idle,
         "top_kernels": _top_kernels(events, top),
-        "collectives": _collectives(events, trace.meta.alignment),
-        "hlo_findings": _hlo_findings(trace),
+        "collectives": _collectives(events, trace.meta.alignment,
+                                    whole_acts if unfiltered else None),
+        "hlo_findings": _hlo_findings(trace, whole_acts),
         "roofline": roofline_rows(roofline(events, specs_df), top),
         "no_cost_data": int(events.select(no_cost_data().sum()).item() or 0)
         if events.height else 0,
@@ -217,11 +224,12 @@ def _coverage_warning(devs: list[dict[str, Any]], gaps: pl.DataFrame, busy: int,
             f"as a share of busy time: {cats}. Largest: {op_text}"]
 
 
-def _collectives(events: pl.DataFrame, alignment: str) -> dict[str, Any]:
+def _collectives(events: pl.DataFrame, alignment: str, acts: pl.DataFrame | None
+                 ) -> dict[str, Any]:
     """The top lines of ``tracelens collectives``: per type, and the devices others waited for."""
     from tracelens.analyze.collectives import collectives_report
 
-    rep = collectives_report(events, alignment, top=0)
+    rep = collectives_report(events, alignment, top=0, acts=acts)
     return {"by_type": rep["by_type"],
             "stragglers": [s for s in rep["stragglers"] if s["times_last"]][:3]}
 
@@ -307,8 +315,9 @@ def _top_kernels(events: pl.DataFrame, top: int) -> list[dict[str, Any]]:
              "devices": int(r["devices"])} for r in agg.iter_rows(named=True)]
 
 
-def _hlo_findings(trace: Trace, top: int = 3) -> list[dict[str, Any]]:
+def _hlo_findings(trace: Trace, acts: pl.DataFrame | None, top: int = 3
+                  ) -> list[dict[str, Any]]:
     """The costliest ``tracelens hlo`` findings of the whole trace (filters do not apply)."""
     from tracelens.analyze.hlo_findings import finding_json, top_findings
 
-    return [finding_json(f) for f in top_findings(trace, top)]
+    return [finding_json(f) for f in top_findings(trace, top, acts)]
