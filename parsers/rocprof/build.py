@@ -58,12 +58,18 @@ def _field(p: Process, name: str) -> str:
     return p.fields.get(name, name)
 
 
+def _time_checks(p: Process) -> list[tuple[str, pl.Expr]]:
+    """The checks every timed record passes: a start, an end, and no end before the start
+    (named as the file names the fields)."""
+    return [(f"without a valid {_field(p, 'start')}", pl.col("start").is_null()),
+            (f"without a valid {_field(p, 'end')}", pl.col("end").is_null()),
+            ("that end before they start", pl.col("end") < pl.col("start"))]
+
+
 def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
     f = lambda n: _field(p, n)  # noqa: E731
     k = drop_unusable(p.dispatches, [
-        (f"without a valid {f('start')}", pl.col("start").is_null()),
-        (f"without a valid {f('end')}", pl.col("end").is_null()),
-        ("that end before they start", pl.col("end") < pl.col("start")),
+        *_time_checks(p),
         (f"without a valid {f('agent')}", pl.col("agent").is_null()),
         (f"without a valid {f('queue')}", pl.col("queue").is_null() & pl.col("stream").is_null()),
     ], "kernel dispatches", warn)
@@ -129,9 +135,7 @@ def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]
 def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
     f = lambda n: _field(p, n)  # noqa: E731
     c = drop_unusable(p.copies, [
-        (f"without a valid {f('start')}", pl.col("start").is_null()),
-        (f"without a valid {f('end')}", pl.col("end").is_null()),
-        ("that end before they start", pl.col("end") < pl.col("start")),
+        *_time_checks(p),
         (f"without a valid {f('op')}", pl.col("op").is_null()),
     ], "memory copies", warn)
     if c.is_empty():
