@@ -1,6 +1,8 @@
-"""Render the ``summarize`` dict as a terminal table, JSON, CSV or Markdown.
+"""Render the typed ``summarize`` result as a terminal table, JSON, CSV or Markdown.
 
-Only formatting happens here; every number comes from ``tracelens.analyze.summary``.
+Only formatting happens here: every number comes from the
+:class:`~tracelens.results.summary.Summary` (sums over devices included), as its JSON
+contract rounds it (:func:`tracelens.results.jsonify.summary_json`).
 Kernel names are untrusted text: rich cells are plain ``Text`` (no markup), Markdown cells
 escape the characters that would break a table.
 """
@@ -19,6 +21,8 @@ from rich.text import Text
 from tracelens.analyze.idle import IDLE_PARTS
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.model import CATEGORIES
+from tracelens.results.jsonify import summary_json
+from tracelens.results.summary import Summary
 
 
 def ms(ns: int | float | None) -> str:
@@ -39,18 +43,6 @@ def short_name(name: str, width: int = 80) -> str:
 
 def _device_label(d: dict[str, Any], many_hosts: bool) -> str:
     return f"{d['host']}/{d['device']}" if many_hosts else str(d["device"])
-
-
-def category_totals(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Categories summed over the reported devices, in exclusive-time order."""
-    acc: dict[str, dict[str, int]] = {}
-    for d in summary["devices"]:
-        for c in d["categories"]:
-            a = acc.setdefault(c["category"], {"count": 0, "sum_ns": 0, "exclusive_ns": 0})
-            for k in a:
-                a[k] += c[k]
-    rows = [{"category": k, **v} for k, v in acc.items()]
-    return sorted(rows, key=lambda r: (-r["exclusive_ns"], CATEGORIES.index(r["category"])))
 
 
 MAX_DEVICE_ROWS = 16
@@ -87,9 +79,10 @@ def representative(items: list[dict[str, Any]], all_rows: bool
     return [(picks[i], items[i]) for i in sorted(picks, key=lambda i: (rank[picks[i]], i))]
 
 
-def _tables(summary: dict[str, Any], all_rows: bool = False
+def _tables(s: Summary, all_rows: bool = False
             ) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) for every table, shared by the terminal and Markdown output."""
+    summary = summary_json(s)
     h = summary["headline"]
     many_hosts = h["hosts"] > 1
     tables = []
@@ -150,11 +143,11 @@ def _tables(summary: dict[str, Any], all_rows: bool = False
         tables.append(("Why idle (shares of idle time; README: idle breakdown)",
                        ["device", "idle ms", "host launch", "sync wait", "launch latency",
                         "no host data"], idle_rows))
-    busy = sum(d["timeline"]["busy_ns"] for d in summary["devices"])
+    busy = s.headline.totals.busy_ns
     tables.append(("Categories (all reported devices)",
                    ["category", "count", "sum ms", "exclusive ms", "of busy"],
-                   [[c["category"], f"{c['count']:,}", ms(c["sum_ns"]), ms(c["exclusive_ns"]),
-                     pct(c["exclusive_ns"], busy)] for c in category_totals(summary)]))
+                   [[c.category, f"{c.count:,}", ms(c.sum_ns), ms(c.exclusive_ns),
+                     pct(c.exclusive_ns, busy)] for c in s.category_totals]))
     step_rows = []
     for role, d in shown:
         for s in d["steps"]:
@@ -236,7 +229,7 @@ def _frac(x: float | None) -> str:
     return "-" if x is None else f"{100.0 * x:.1f}%"
 
 
-def _peaks_line(summary: dict[str, Any]) -> str:
+def _peaks_line(summary: Any) -> str:
     seen: dict[str, str] = {}
     for d in summary["devices"]:
         sp = d.get("spec")
@@ -249,7 +242,7 @@ def _peaks_line(summary: dict[str, Any]) -> str:
     return "; ".join(seen.values())
 
 
-def render_table(summary: dict[str, Any], console: Console, all_rows: bool = False) -> None:
+def render_table(summary: Summary, console: Console, all_rows: bool = False) -> None:
     for title, header, rows in _tables(summary, all_rows):
         table = Table(title=title, title_justify="left", show_header=title != "Summary")
         widths = [max([len(col)] + [len(str(r[i])) for r in rows]) for i, col in enumerate(header)]
@@ -267,9 +260,9 @@ def render_table(summary: dict[str, Any], console: Console, all_rows: bool = Fal
         for row in rows:
             table.add_row(*[Text(str(c)) for c in row])
         console.print(table)
-    if not summary["devices"]:
+    if not summary.devices:
         console.print(Text("No device activity in this trace."))
-    for w in summary["warnings"]:
+    for w in summary.warnings:
         console.print(Text(f"warning: {w}"), style="yellow")
 
 
@@ -278,29 +271,30 @@ def _md_cell(value: str) -> str:
             .replace(">", "&gt;").replace("\n", " "))
 
 
-def render_markdown(summary: dict[str, Any], all_rows: bool = False) -> str:
-    out = [f"# tracelens summary ({', '.join(i['path'] for i in summary['inputs'])})", ""]
-    for title, header, rows in _tables(summary, all_rows):
+def render_markdown(s: Summary, all_rows: bool = False) -> str:
+    out = [f"# tracelens summary ({', '.join(i['path'] for i in s.inputs)})", ""]
+    for title, header, rows in _tables(s, all_rows):
         out += [f"## {title}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
                 "|" + "---|" * len(header)]
         out += ["| " + " | ".join(_md_cell(str(c)) for c in row) + " |" for row in rows]
         out.append("")
-    if not summary["devices"]:
+    if not s.devices:
         out += ["No device activity in this trace.", ""]
-    if summary["warnings"]:
-        out += ["## Warnings", ""] + [f"- {_md_cell(w)}" for w in summary["warnings"]] + [""]
+    if s.warnings:
+        out += ["## Warnings", ""] + [f"- {_md_cell(w)}" for w in s.warnings] + [""]
     return "\n".join(out)
 
 
-def render_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, indent=2)
+def render_json(s: Summary) -> str:
+    return json.dumps(summary_json(s), indent=2)
 
 
-def render_csv(summary: dict[str, Any]) -> str:
+def render_csv(s: Summary) -> str:
     """One row per device (``step`` empty) and per device × step: timeline columns, the idle
     parts (``idle_<part>_ns``), then the exclusive ns of every category (``excl_<category>``,
     whole-trace rows only), then ``mfu``
     (empty when unknown)."""
+    summary = summary_json(s)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["host", "rank", "device", "product", "step", "start_ns", "end_ns",
