@@ -19,7 +19,7 @@ from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_specs,
                                         flops_coverage, mfu, no_cost_data, roofline,
                                         spec_frame, without_flops)
-from tracelens.analyze.summary_merge import clipped_facts
+from tracelens.analyze.summary_merge import clipped_facts, file_facts
 from tracelens.analyze.summary_reduce import reduce_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown,
@@ -67,7 +67,7 @@ def _select(trace: Trace, device: int | None, step: int | None) -> tuple[pl.Data
 
 def summary_partial(trace: Trace, opts: SummaryOptions = SummaryOptions()) -> SummaryPartial:
     """The per-device results and mergeable frames of ``trace`` under ``opts``."""
-    from tracelens.analyze.hlo_findings import top_findings
+    from tracelens.analyze.hlo_findings import lens_timeline
     from tracelens.filters import apply
 
     active_filters: dict[str, Any] = {}
@@ -102,8 +102,11 @@ def summary_partial(trace: Trace, opts: SummaryOptions = SummaryOptions()) -> Su
         gaps=without_flops(events),
         no_cost_data=int(nocost["n"].item() or 0) if nocost is not None else 0,
         no_cost_data_ns=int(nocost["ns"].item() or 0) if nocost is not None else 0,
-        acts=acts, hlo_findings=tuple(top_findings(trace, 3, whole_acts)),
+        acts=acts,
+        # the HLO findings are of the whole trace (filters do not apply)
+        hlo=lens_timeline(trace, whole_acts) if trace.modules.height else None,
         clipped=clipped_facts(trace.meta.warnings),
+        host_facts=file_facts(trace) if len(trace.meta.sources) == 1 else None,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -17,6 +17,7 @@ from tracelens.model import CATEGORIES
 
 if TYPE_CHECKING:
     from tracelens.analyze.summary_types import SummaryPartial
+    from tracelens.model import Trace
 
 _CLIPPED = re.compile(r"^clipped (\d+) same-stream overlaps \(largest (\d+) ns\): an "
                       r"in-order stream cannot run two activities at once$")
@@ -69,9 +70,23 @@ def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
         no_cost_data=sum(p.no_cost_data for p in partials),
         no_cost_data_ns=sum(p.no_cost_data_ns for p in partials),
         acts=_concat([p.acts for p in partials]),
-        hlo_findings=first.hlo_findings,
+        hlo=_concat_lens([p.hlo for p in partials]),
         clipped=(n_clip, max(p.clipped[1] for p in partials)),
     )
+
+
+def _concat_lens(parts: list[Any]) -> Any:
+    """The lens inputs of several parts of one job (hosts distinct)."""
+    from tracelens.analyze.hlo_findings import LensTimeline, program_protos
+
+    parts = [t for t in parts if t is not None]
+    if len(parts) <= 1:
+        return parts[0] if parts else None
+    return LensTimeline(
+        programs=program_protos(_concat([t.programs for t in parts])),
+        hosts=tuple(sorted({h for t in parts for h in t.hosts})),
+        gpus=_concat([t.gpus for t in parts]),
+        compute=_concat([t.compute for t in parts]), acts=_concat([t.acts for t in parts]))
 
 
 def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:
@@ -112,3 +127,121 @@ def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:
     specs = _concat([p.specs for p in partials]).unique("spec", keep="first",
                                                          maintain_order=True)
     return roofline_bounds(agg, specs)
+
+
+def file_facts(trace: "Trace") -> Any:
+    """What :func:`tracelens.combine.combine` reads from a trace of one file."""
+    from tracelens.combine import _part
+    return _part(0, trace)
+
+
+# warnings the loader's stages (tracelens.loader.STAGES) raise on the combined trace after
+# the readers' own: same-stream overlaps clipped (counted over all hosts) and the step
+# marking's (tracelens.steps)
+_STEP_WARNINGS = re.compile(r"^(--step-marker |no ROCTx range matches --step-marker |"
+                            r"\d+ steps from --step-marker |no steps on )")
+
+
+def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | None = None,
+                   alignment: str | None = None) -> "SummaryPartial":
+    """The partial of the job whose files the ``partials`` were read from one by one (each
+    ``summary_partial(load([file]))``, in the order ``load(files)`` would take them), as
+    ``summary_partial(load(files))`` computes it: each part's ranks after the previous
+    parts', a host name two single-host files share renamed ``host#i``, times shifted onto
+    one clock, the warnings the loader computes on the combined trace rebuilt.
+
+    Clocks: by default the wall-clock profile start of each XSpace host, as
+    :mod:`tracelens.combine` does. ``shifts`` (ns to add, per final host name) with the
+    ``alignment`` text replace that, e.g. the per-host offsets from collective ends
+    (:mod:`tracelens.align`); without them hosts that cannot be put on wall-clock stay
+    unaligned and warned about (the loader would first try collective ends).
+    """
+    from tracelens.combine import _alignment
+
+    facts = [p.host_facts for p in partials]
+    if not partials or any(f is None for f in facts):
+        raise ValueError("merge_partials needs partials of traces read from one file each")
+    text, aligned, unaligned = _alignment(facts)
+    if shifts is not None:
+        if alignment is None:
+            raise ValueError("merge_partials: shifts need the alignment text that says how")
+        text, unaligned = alignment, None
+    if len(partials) == 1:
+        return replace(partials[0], alignment=text)
+    single = [f.hosts[0] for f in facts if not f.per_process]
+    dup = {n for n in single if single.count(n) > 1}
+    starts = [f.start for f in facts]
+    t0 = min(s for s in starts if s is not None) if aligned else 0
+    moved, offset = [], 0
+    for i, (p, f) in enumerate(zip(partials, facts)):
+        rename = None if f.per_process else (f.hosts[0] if f.hosts[0] not in dup
+                                             else f"{f.hosts[0]}#{i}")
+        hosts = [rename] if rename else list(f.hosts)
+        if shifts is not None:
+            by_host = {h: int(shifts.get(h, 0)) for h in hosts}
+        else:
+            by_host = {h: (starts[i] - t0) if aligned else 0 for h in hosts}  # type: ignore
+        moved.append(_relabel(p, offset, rename, by_host))
+        offset += f.n_ranks
+    out = concat_partials(moved)
+    return replace(out, alignment=text, host_facts=None,
+                   warnings=_merged_warnings(partials, out.clipped, unaligned))
+
+
+def _merged_warnings(partials: list["SummaryPartial"], clipped: tuple[int, int],
+                     unaligned: str | None) -> tuple[str, ...]:
+    """The readers' warnings of every part (once each, in order), then the stages': the
+    clipped overlaps counted over all parts, the hosts left unaligned, the steps'."""
+    readers: list[str] = []
+    steps: list[str] = []
+    for p in partials:
+        for w in p.warnings:
+            if _CLIPPED.match(w):
+                continue
+            into = steps if _STEP_WARNINGS.match(w) else readers
+            if w not in into:
+                into.append(w)
+    stage = [clipped_warning(*clipped)] if clipped[0] else []
+    stage += [unaligned] if unaligned else []
+    return tuple(readers + [w for w in stage if w not in readers] + steps)
+
+
+def _relabel(p: "SummaryPartial", offset: int, rename: str | None,
+             shift: dict[str, int]) -> "SummaryPartial":
+    """``p`` with its ranks after ``offset``, its host renamed and its times shifted (ns per
+    final host name)."""
+    def frame(df: pl.DataFrame) -> pl.DataFrame:
+        cols: dict[str, pl.Expr] = {}
+        if "rank" in df.columns:
+            cols["rank"] = (pl.col("rank") + offset).cast(pl.Int32)
+        if "host" in df.columns and rename is not None:
+            cols["host"] = pl.lit(rename, pl.String)
+        out = df.with_columns(**cols) if cols else df
+        if "start_ns" in df.columns and "host" in df.columns and any(shift.values()):
+            by = pl.col("host").replace_strict(shift, default=0, return_dtype=pl.Int64)
+            out = out.with_columns(start_ns=pl.col("start_ns") + by,
+                                   end_ns=pl.col("end_ns") + by)
+        return out
+
+    rank_host = {r: rename or h for h, r in p.devices.select("host", "rank").unique().rows()}
+    steps = p.steps.with_columns(rank=(pl.col("rank") + offset).cast(pl.Int32))
+    if any(shift.values()):
+        by_rank = {r + offset: shift.get(h, 0) for r, h in rank_host.items()}
+        by = pl.col("rank").replace_strict(by_rank, default=0, return_dtype=pl.Int64)
+        steps = steps.with_columns(start_ns=pl.col("start_ns") + by,
+                                   end_ns=pl.col("end_ns") + by)
+    rows = []
+    for d in p.device_rows:
+        host = rename or d.host
+        s = shift.get(host, 0)
+        rows.append(replace(d, host=host, rank=d.rank + offset, steps=tuple(
+            replace(st, start_ns=st.start_ns + s, end_ns=st.end_ns + s) for st in d.steps)))
+    files = [n for src in p.inputs for n in (src["path"].rsplit("/", 1)[-1],
+                                              src["path"].rsplit("/", 1)[-1].split(".")[0])]
+    hlo = p.hlo if p.hlo is None else replace(
+        p.hlo, programs=frame(p.hlo.programs), gpus=frame(p.hlo.gpus),
+        compute=frame(p.hlo.compute), acts=frame(p.hlo.acts),
+        hosts=tuple(sorted({rename or h for h in p.hlo.hosts})))
+    return replace(p, devices=frame(p.devices), steps=steps, device_rows=tuple(rows), hlo=hlo,
+                   kernels=frame(p.kernels), specs=frame(p.specs), acts=frame(p.acts),
+                   host_names=tuple(p.host_names if rename is None else [rename, *files]))

@@ -44,13 +44,19 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         steps_source=p.steps_source, warnings=tuple(warnings), filters=dict(p.filters),
         headline=headline, devices=devs, idle_devices=idle,
         top_kernels=_top_kernels(p.kernels, p.kernel_ns, opts.top), collectives_full=coll,
-        hlo_findings=tuple(p.hlo_findings[:3]),
+        hlo_findings=_hlo_findings(p.hlo),
         roofline=tuple(_roofline_row(r) for r in p.roofline.head(opts.top)
                        .iter_rows(named=True)),
         no_cost_data=p.no_cost_data, no_cost_data_ns=p.no_cost_data_ns,
         no_flops=_no_flops_by_category(p.gaps, busy),
         category_totals=_category_totals(devs),
         report_mfu=report_mfu(headline.mfu, devs))
+
+
+def _hlo_findings(hlo: Any, top: int = 3) -> tuple[Any, ...]:
+    """The costliest ``tracelens hlo`` findings of the whole trace."""
+    from tracelens.analyze.hlo_findings import lens_of_timeline
+    return () if hlo is None else lens_of_timeline(hlo).findings[:top]
 
 
 def _share(ns: int, busy: int) -> float | None:

@@ -56,5 +56,8 @@ class SummaryPartial:
     no_cost_data: int
     no_cost_data_ns: int
     acts: pl.DataFrame  # collective activities of the selected events
-    hlo_findings: tuple[Any, ...]  # of the whole trace (filters do not apply)
+    hlo: Any  # tracelens.analyze.hlo_findings.LensTimeline of the whole trace, None w/o HLO
     clipped: tuple[int, int] = (0, 0)  # same-stream overlaps clipped: (count, largest ns)
+    # what tracelens.combine knows of a trace read from one file (hosts, ranks, clock);
+    # None for a trace combined from several files already
+    host_facts: Any = None
