@@ -20,6 +20,7 @@ from rich.text import Text
 
 from tracelens.analyze.idle import IDLE_PARTS
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
+from tracelens.analyze.summary_reduce import OUTLIER_POINTS
 from tracelens.model import CATEGORIES
 from tracelens.results.jsonify import summary_json
 from tracelens.results.summary import Summary
@@ -43,40 +44,6 @@ def short_name(name: str, width: int = 80) -> str:
 
 def _device_label(d: dict[str, Any], many_hosts: bool) -> str:
     return f"{d['host']}/{d['device']}" if many_hosts else str(d["device"])
-
-
-MAX_DEVICE_ROWS = 16
-"""Beyond this many devices, per-device tables show the median, best and worst device and the
-outliers (``--all`` shows every row)."""
-
-OUTLIER_POINTS = 5.0
-"""A device is an outlier when its share of compute, exposed communication, exposed memory or
-idle time differs from the median device's by more than this many percentage points."""
-
-_SHARES = ("compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns")
-
-
-def _shares(t: dict[str, Any]) -> tuple[float, ...]:
-    return tuple(100.0 * t[k] / t["span_ns"] if t["span_ns"] else 0.0 for k in _SHARES)
-
-
-def representative(items: list[dict[str, Any]], all_rows: bool
-                   ) -> list[tuple[str, dict[str, Any]]]:
-    """(role, item) rows for a per-device table: every item, or, past MAX_DEVICE_ROWS, the
-    median, best and worst device by compute share (ties by position) and every outlier."""
-    if all_rows or len(items) <= MAX_DEVICE_ROWS:
-        return [("", d) for d in items]
-    shares = [_shares(d["timeline"]) for d in items]
-    order = sorted(range(len(items)), key=lambda i: (shares[i][0], i))
-    med = order[(len(order) - 1) // 2]
-    best = min(range(len(items)), key=lambda i: (-shares[i][0], i))
-    picks = {med: "median", best: "best", order[0]: "worst"}
-    for i in range(len(items)):
-        if i not in picks and max(abs(a - b) for a, b in zip(shares[i], shares[med])) \
-                > OUTLIER_POINTS:
-            picks[i] = "outlier"
-    rank = {"median": 0, "best": 1, "worst": 2, "outlier": 3}
-    return [(picks[i], items[i]) for i in sorted(picks, key=lambda i: (rank[picks[i]], i))]
 
 
 def _tables(s: Summary, all_rows: bool = False
@@ -117,7 +84,8 @@ def _tables(s: Summary, all_rows: bool = False
     products = {d["product"] or d["arch"] or "-" for d in summary["devices"]}
     show_product = len(products) > 1
     rows = []
-    shown = representative(summary["devices"], all_rows)
+    shown = [(role, summary["devices"][i]) for role, i in (
+        [("", i) for i in range(len(s.devices))] if all_rows else s.device_roles)]
     cut = len(shown) < len(summary["devices"])
     for role, d in shown:
         t = d["timeline"]

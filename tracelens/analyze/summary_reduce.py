@@ -5,7 +5,8 @@ Everything summed, ranked or taken the median of over devices is computed here, 
 from __future__ import annotations
 
 import math
-from typing import Any
+import statistics
+from typing import Any, Sequence
 
 import polars as pl
 
@@ -14,10 +15,11 @@ from tracelens.analyze.roofline import COVERAGE_FLOOR
 from tracelens.analyze.summary_merge import concat_partials
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
-from tracelens.model import CATEGORIES
+from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
 from tracelens.notices import fold_per_host
 from tracelens.results.summary import (CategoryTime, DeviceSummary, HardwareCount, Headline,
-                                       NoFlops, RooflineRow, Summary, Timeline, TopKernel)
+                                       NoFlops, RooflineRow, StepTotal, Summary, Timeline,
+                                       TopKernel)
 from tracelens.version import __version__
 
 
@@ -50,7 +52,9 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         no_cost_data=p.no_cost_data, no_cost_data_ns=p.no_cost_data_ns,
         no_flops=_no_flops_by_category(p.gaps, busy),
         category_totals=_category_totals(devs),
-        report_mfu=report_mfu(headline.mfu, devs))
+        report_mfu=report_mfu(headline.mfu, devs), step_totals=_step_totals(devs),
+        device_roles=device_roles([d.timeline for d in devs]),
+        median_shares=_median_shares(devs))
 
 
 def _hlo_findings(hlo: Any, top: int = 3) -> tuple[Any, ...]:
@@ -190,3 +194,73 @@ def report_mfu(headline_mfu: float | None, devs: tuple[DeviceSummary, ...]
         if ok:
             return ok[len(ok) // 2], label  # type: ignore[return-value]
     return None, ""
+
+
+def _step_totals(devs: tuple[DeviceSummary, ...]) -> tuple[StepTotal, ...]:
+    """Each step's timeline summed over its devices, and their mean MFU."""
+    acc: dict[int, list[Any]] = {}
+    for d in devs:
+        for st in d.steps:
+            a = acc.setdefault(st.step, [0, {k: 0 for k in TIMELINE_COLUMNS}, []])
+            a[0] += 1
+            for k in TIMELINE_COLUMNS:
+                a[1][k] += getattr(st.timeline, k)
+            if st.mfu is not None and math.isfinite(st.mfu):
+                a[2].append(st.mfu)
+    return tuple(StepTotal(step, n, Timeline(**tot), sum(m) / len(m) if m else None)
+                 for step, (n, tot, m) in sorted(acc.items()))
+
+
+MAX_DEVICE_ROWS = 16
+"""Beyond this many devices, per-device tables show the median, best and worst device and the
+outliers (``--all`` shows every row)."""
+
+OUTLIER_POINTS = 5.0
+"""A device is an outlier when its share of compute, exposed communication, exposed memory or
+idle time differs from the median device's by more than this many percentage points."""
+
+_SHARES = ("compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns")
+
+
+def _shares(t: Timeline, cols: Sequence[str] = _SHARES) -> tuple[float, ...]:
+    return tuple(100.0 * getattr(t, k) / t.span_ns if t.span_ns else 0.0 for k in cols)
+
+
+def device_roles(timelines: Sequence[Timeline]) -> tuple[tuple[str, int], ...]:
+    """(role, index) rows for a per-device table: every device ("" role), or, past
+    MAX_DEVICE_ROWS, the median, best and worst device by compute share (ties by position)
+    and every outlier."""
+    if len(timelines) <= MAX_DEVICE_ROWS:
+        return tuple(("", i) for i in range(len(timelines)))
+    shares = [_shares(t) for t in timelines]
+    order = sorted(range(len(shares)), key=lambda i: (shares[i][0], i))
+    med = order[(len(order) - 1) // 2]
+    best = min(range(len(shares)), key=lambda i: (-shares[i][0], i))
+    picks = {med: "median", best: "best", order[0]: "worst"}
+    for i in range(len(shares)):
+        if i not in picks and max(abs(a - b) for a, b in zip(shares[i], shares[med])) \
+                > OUTLIER_POINTS:
+            picks[i] = "outlier"
+    rank = {"median": 0, "best": 1, "worst": 2, "outlier": 3}
+    return tuple((picks[i], i) for i in sorted(picks, key=lambda i: (rank[picks[i]], i)))
+
+
+_HEAT = ("busy_ns", "compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns")
+
+
+def _median_shares(devs: tuple[DeviceSummary, ...]) -> dict[str, float]:
+    """The median over devices of each timeline column's and each present compute category's
+    exclusive share of the device's span (the report's heatmap centre)."""
+    if len(devs) < 2:
+        return {}
+    present = [c for c in COMPUTE_CATEGORIES
+               if any(x.category == c and x.count for d in devs for x in d.categories)]
+    cols: dict[str, list[float]] = {k: [] for k in [*_HEAT, *[f"excl:{c}" for c in present]]}
+    for d in devs:
+        excl = {x.category: x.exclusive_ns for x in d.categories}
+        span = d.timeline.span_ns
+        for k, v in zip(_HEAT, _shares(d.timeline, _HEAT)):
+            cols[k].append(v)
+        for c in present:
+            cols[f"excl:{c}"].append(100.0 * excl.get(c, 0) / span if span else 0.0)
+    return {k: statistics.median(v) for k, v in cols.items()}

@@ -171,11 +171,21 @@ class NoFlops:
 
 
 @dataclass(frozen=True, slots=True)
+class StepTotal:
+    """One step summed over the devices that ran it (the report's per-step bars)."""
+
+    step: int
+    devices: int
+    timeline: Timeline  # summed (no idle breakdown)
+    mfu_mean: float | None  # mean over the devices whose MFU of the step is known
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """The whole ``summarize`` result. ``collectives_full`` is the complete
     ``collectives_report`` of the same events (what ``tracelens report`` renders); the JSON
-    contract's ``collectives`` holds its top lines. ``category_totals``, ``busy_ns`` and
-    ``report_mfu`` are what the renderers show beyond the JSON contract."""
+    contract's ``collectives`` holds its top lines. ``category_totals`` and the fields after
+    it are what the renderers show beyond the JSON contract."""
 
     version: str
     inputs: tuple[dict[str, str], ...]
@@ -195,6 +205,13 @@ class Summary:
     no_flops: tuple[NoFlops, ...]
     category_totals: tuple[CategoryTime, ...]  # over the reported devices, by exclusive time
     report_mfu: tuple[float | None, str]  # the headline's MFU, else the median step's ...
+    step_totals: tuple[StepTotal, ...]  # by step
+    # per-device tables past MAX_DEVICE_ROWS devices: (role, index into devices) of the
+    # median, best and worst device by compute share and the outliers; else every device
+    device_roles: tuple[tuple[str, int], ...]
+    # the median device's share of its span (%): timeline columns ("compute_ns", ...) and
+    # compute categories' exclusive time ("excl:gemm", ...); empty under two devices
+    median_shares: dict[str, float]
 
     @property
     def collectives(self) -> dict[str, Any]:
