@@ -114,3 +114,20 @@ def test_filters_apply_in_the_partial() -> None:
     got = summary_json(reduce_summary([summary_partial(trace, SummaryOptions(filters=f))]))
     want = summary_json(summarize(apply(trace, f)).with_filters(f.active()))
     assert orjson.dumps(got) == orjson.dumps(want)
+
+
+def test_merged_rocprof_processes_of_one_host(tmp_path: Path) -> None:
+    """rocprofv3: one file per process, ranks of one host on its shared clock (no shift)."""
+    from parsers import rocprof
+    from tests.test_rocprof_parity import STEP, _two_ranks
+    from tracelens.loader import discover
+
+    trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    rocprof.write_rocpd(_two_ranks(trace, "mi300x-node0"), tmp_path / "run")
+    files, _ = discover(tmp_path / "run")
+    assert len(files) == 2
+    whole = summary_json(summarize(tracelens.load(tmp_path / "run", step_marker=STEP)))
+    parts = [summary_partial(tracelens.load([f], step_marker=STEP)) for f in files]
+    merged = summary_json(reduce_summary([merge_partials(parts)]))
+    assert orjson.dumps(merged) == orjson.dumps(whole)
+    assert merged["alignment"].startswith("single host: its 2 processes")
