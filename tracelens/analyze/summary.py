@@ -27,7 +27,7 @@ from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown
 from tracelens.filters import Filters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
-from tracelens.results.summary import (CategoryTime, DeviceKey, DeviceSummary, IdleBreakdown,
+from tracelens.results.summary import (CategoryTime, DeviceSummary, IdleBreakdown,
                                        StepSummary, Summary, Timeline)
 
 __all__ = ["SummaryOptions", "SummaryPartial", "reduce_summary", "summarize",
@@ -65,10 +65,12 @@ def _select(trace: Trace, device: int | None, step: int | None) -> tuple[pl.Data
     return events, steps
 
 
-def summary_partial(trace: Trace, opts: SummaryOptions = SummaryOptions()) -> SummaryPartial:
+def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> SummaryPartial:
     """The per-device results and mergeable frames of ``trace`` under ``opts``."""
     from tracelens.analyze.hlo_findings import lens_timeline
     from tracelens.filters import apply
+
+    opts = opts or SummaryOptions()
 
     active_filters: dict[str, Any] = {}
     if opts.filters is not None and opts.filters.active():
@@ -86,8 +88,10 @@ def summary_partial(trace: Trace, opts: SummaryOptions = SummaryOptions()) -> Su
         devices = devices.filter(pl.col("device") == device)
     specs = device_specs(devices, gpu=opts.gpu, extra=opts.gpu_specs)
     specs_df = spec_frame(specs)
-    nocost = events.select(n=no_cost_data().sum(), ns=(pl.col("end_ns") - pl.col("start_ns"))
-                           .filter(no_cost_data()).sum()) if events.height else None
+    dur = pl.col("end_ns") - pl.col("start_ns")
+    # kernels without cost data (count, time) and all activity time, in one pass
+    sums = events.select(n=no_cost_data().sum(), ns=dur.filter(no_cost_data()).sum(),
+                         total=dur.sum()).row(0, named=True) if events.height else {}
     return SummaryPartial(
         inputs=tuple(trace.meta.sources), warnings=tuple(trace.meta.warnings),
         host_names=tuple(_host_names(trace)), alignment=trace.meta.alignment,
@@ -96,12 +100,10 @@ def summary_partial(trace: Trace, opts: SummaryOptions = SummaryOptions()) -> Su
         devices=devices, steps=steps,
         device_rows=_device_rows(trace, events, steps, devices, specs, specs_df, device, step),
         kernels=_kernel_groups(events),
-        kernel_ns=int(events.select((pl.col("end_ns") - pl.col("start_ns")).sum()).item() or 0)
-        if events.height else 0,
-        specs=specs_df, roofline=roofline(events, specs_df), roofline_mix=_roofline_mix(events, specs_df),
-        gaps=without_flops(events),
-        no_cost_data=int(nocost["n"].item() or 0) if nocost is not None else 0,
-        no_cost_data_ns=int(nocost["ns"].item() or 0) if nocost is not None else 0,
+        kernel_ns=int(sums.get("total") or 0),
+        specs=specs_df, roofline=roofline(events, specs_df),
+        roofline_mix=_roofline_mix(events, specs_df), gaps=without_flops(events),
+        no_cost_data=int(sums.get("n") or 0), no_cost_data_ns=int(sums.get("ns") or 0),
         acts=acts,
         # the HLO findings are of the whole trace (filters do not apply)
         hlo=lens_timeline(trace, whole_acts) if trace.modules.height else None,
