@@ -207,22 +207,20 @@ def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | Non
 
 def _kernel_groups(events: pl.DataFrame) -> pl.DataFrame:
     """Activity count and time per (name, category, subcategory, rule) and device: the top
-    kernels' mergeable input."""
-    schema = {"name": pl.String, "category": pl.String, "subcategory": pl.String,
-              "rule": pl.String, "host": pl.String, "rank": pl.Int32, "device": pl.Int32,
-              "count": pl.UInt32, "sum_ns": pl.Int64}
+    kernels' mergeable input. Strings stay categorical (each long kernel name stored once)."""
+    cat = pl.Categorical
+    schema = {"name": cat, "category": cat, "subcategory": cat, "rule": cat, "host": cat,
+              "rank": pl.Int32, "device": pl.Int32, "count": pl.UInt32, "sum_ns": pl.Int64}
     if events.is_empty():
         return pl.DataFrame(schema=schema)
     # grouped on categorical codes (strings hashed once each)
-    cat = pl.Categorical
-    coded = events.select(pl.col("name").cast(cat), "category",
+    coded = events.select(pl.col("name").cast(cat), pl.col("category").cast(pl.String).cast(cat),
                           pl.col("subcategory").cast(cat), pl.col("rule").cast(cat),
                           pl.col("host").cast(cat), "rank", "device",
                           _d=pl.col("end_ns") - pl.col("start_ns"))
     keys = ["name", "category", "subcategory", "rule", *DEVICE_KEYS]
-    return coded.group_by(keys).agg(count=pl.len(), sum_ns=pl.col("_d").sum()) \
-        .with_columns(pl.col("name", "category", "subcategory", "rule", "host")
-                      .cast(pl.String)).cast(schema).sort(keys, nulls_last=True)
+    return coded.group_by(keys).agg(count=pl.len(), sum_ns=pl.col("_d").sum()).cast(schema) \
+        .sort("rank", "device", "sum_ns", descending=[False, False, True])
 
 
 def _roofline_mix(events: pl.DataFrame, specs_df: pl.DataFrame) -> pl.DataFrame:

@@ -215,10 +215,11 @@ def _relabel(p: "SummaryPartial", offset: int, rename: str | None,
         if "rank" in df.columns:
             cols["rank"] = (pl.col("rank") + offset).cast(pl.Int32)
         if "host" in df.columns and rename is not None:
-            cols["host"] = pl.lit(rename, pl.String)
+            cols["host"] = pl.lit(rename, df.schema["host"])
         out = df.with_columns(**cols) if cols else df
         if "start_ns" in df.columns and "host" in df.columns and any(shift.values()):
-            by = pl.col("host").replace_strict(shift, default=0, return_dtype=pl.Int64)
+            by = pl.col("host").cast(pl.String).replace_strict(shift, default=0,
+                                                                return_dtype=pl.Int64)
             out = out.with_columns(start_ns=pl.col("start_ns") + by,
                                    end_ns=pl.col("end_ns") + by)
         return out

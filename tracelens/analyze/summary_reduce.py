@@ -149,6 +149,7 @@ def _top_kernels(kernels: pl.DataFrame, total: int, top: int) -> tuple[TopKernel
     keys = ["name", "category", "subcategory", "rule"]
     agg = (kernels.group_by(keys).agg(pl.col("count").sum(), pl.col("sum_ns").sum(),
                                       devices=pl.len())
+           .with_columns(pl.col(keys).cast(pl.String))
            .sort(["sum_ns", "name"], descending=[True, False]).head(top))
     return tuple(TopKernel(r["name"], r["category"], r["subcategory"], r["rule"],
                            int(r["count"]), int(r["sum_ns"]), r["sum_ns"] / r["count"],
