@@ -33,7 +33,7 @@ from reports import figures_hw as H
 from reports.figures_window import step_timeline_figure
 from reports.palette import color
 from tracelens.analyze.window import TimelineWindow
-from tracelens.results.jsonify import ratio, summary_json
+from tracelens.results.jsonify import ratio, spec_json, summary_json
 from tracelens.results.summary import Summary
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -136,14 +136,15 @@ def build_context(s: Summary, title: str | None, generated: str | None,
                    "exclusive_ns": c.exclusive_ns} for c in s.category_totals]
     h = summary["headline"]
     many_hosts = h["hosts"] > 1
-    link_gb = H.link_peak_gb_per_s(summary)
+    specs = [spec_json(x) for x in s.specs]
+    link_gb = H.link_peak_gb_per_s(specs)
     figs: dict[str, Any] = {
         "timeline": F.timeline_figure(summary),
         "categories": F.category_figure(categories),
         "heatmap": F.heatmap_figure(summary, s.median_shares),
         "steps": F.steps_figure(summary, s.step_totals),
         "kernels": F.kernels_figure(summary["top_kernels"]),
-        "roofline": H.roofline_figure(summary),
+        "roofline": H.roofline_figure(summary, specs),
         "coll_time": H.collective_time_figure(collectives),
         "coll_busbw": H.collective_busbw_figure(collectives, link_gb),
         "step_timeline": step_timeline_figure(window, many_hosts),
@@ -169,7 +170,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
         "categories": categories,
         "figs": figs, "mfu": mfu, "mfu_label": mfu_label,
         "roofline": roof[:50], "roofline_n": len(roof), "roofline_unplaced": unplaced,
-        "roofline_placed": len(placed), "specs": H.device_specs(summary),
+        "roofline_placed": len(placed), "specs": specs,
         "coll": coll,
         # the link bandwidth matters only next to a busbw (it needs message sizes)
         "link_gb": link_gb if figs["coll_busbw"] is not None else None,

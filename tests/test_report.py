@@ -106,7 +106,7 @@ def with_cost_model(summary: Summary, coll: dict) -> tuple[Summary, dict]:
     # the headline MFU unknown: exercise the fallback to the median step's MFU
     s = replace(summary, devices=devices, roofline=tuple(rows), collectives_full=c,
                 headline=replace(summary.headline, mfu=None),
-                report_mfu=report_mfu(None, devices))
+                report_mfu=report_mfu(None, devices), specs=(spec,))
     return s, c
 
 

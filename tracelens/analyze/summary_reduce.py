@@ -54,7 +54,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         category_totals=_category_totals(devs),
         report_mfu=report_mfu(headline.mfu, devs), step_totals=_step_totals(devs),
         device_roles=device_roles([d.timeline for d in devs]),
-        median_shares=_median_shares(devs))
+        median_shares=_median_shares(devs), specs=_specs_by_use(devs))
 
 
 def _hlo_findings(hlo: Any, top: int = 3) -> tuple[Any, ...]:
@@ -195,6 +195,17 @@ def report_mfu(headline_mfu: float | None, devs: tuple[DeviceSummary, ...]
         if ok:
             return ok[len(ok) // 2], label  # type: ignore[return-value]
     return None, ""
+
+
+def _specs_by_use(devs: tuple[DeviceSummary, ...]) -> tuple[Any, ...]:
+    """The distinct specs (by name) of the devices, the most used first (ties: first seen)."""
+    count: dict[str, int] = {}
+    specs: dict[str, Any] = {}
+    for d in devs:
+        if d.spec is not None and d.spec.name:
+            specs.setdefault(d.spec.name, d.spec)
+            count[d.spec.name] = count.get(d.spec.name, 0) + 1
+    return tuple(specs[n] for n in sorted(specs, key=lambda n: -count[n]))
 
 
 def _step_totals(devs: tuple[DeviceSummary, ...]) -> tuple[StepTotal, ...]:

@@ -212,6 +212,7 @@ class Summary:
     # the median device's share of its span (%): timeline columns ("compute_ns", ...) and
     # compute categories' exclusive time ("excl:gemm", ...); empty under two devices
     median_shares: dict[str, float]
+    specs: tuple[GpuSpec, ...]  # the devices' distinct specs, the most used first
 
     @property
     def collectives(self) -> dict[str, Any]:
