@@ -135,8 +135,8 @@ def test_real_trace_report(browser: Browser, tmp_path: Path, key: str) -> None:
         assert "heatmap" in state["rendered"]
     if any(d.steps for d in summary.devices):
         assert "steps" in state["rendered"]
-    if any(isinstance(r.get("intensity"), float) and r["intensity"] > 0
-           and (r.get("tflops_per_s") or 0) > 0 for r in summary.get("roofline") or []):
+    if any(isinstance(r.intensity, float) and r.intensity > 0
+           and (r.tflops_per_s or 0) > 0 for r in summary.roofline):
         assert "roofline" in state["rendered"]
 
 
