@@ -227,11 +227,15 @@ def _roofline_mix(events: pl.DataFrame, specs_df: pl.DataFrame) -> pl.DataFrame:
     """Per roofline group and (kernel name, category, dtype): count and time, from which a
     merge of partials finds each group's longest kernel and most common category and dtype
     exactly as one roofline pass over all hosts would."""
+    cat = pl.Categorical
     ev = events.filter((pl.col("kind") == "kernel") & (pl.col("category") != "collective"))
-    ev = ev.join(specs_df.select(*DEVICE_KEYS, "spec"), on=DEVICE_KEYS, how="left")
+    # per device on categorical codes first, then the device's spec joined to the groups
+    per_device = ev.group_by(*DEVICE_KEYS, op=pl.coalesce("op", "name").cast(cat),
+                             program_id="program_id", name=pl.col("name").cast(cat),
+                             category="category", dtype="dtype").agg(
+        count=pl.len(), sum_ns=(pl.col("end_ns") - pl.col("start_ns")).sum())
     keys = ["op", "program_id", "spec", "name", "category", "dtype"]
-    return ev.group_by(op=pl.coalesce("op", "name").cast(pl.String), program_id="program_id",
-                       spec="spec", name=pl.col("name").cast(pl.String),
-                       category=pl.col("category").cast(pl.String), dtype="dtype").agg(
-        count=pl.len(), sum_ns=(pl.col("end_ns") - pl.col("start_ns")).sum()
-    ).sort(keys, nulls_last=True)
+    return per_device.join(specs_df.select(*DEVICE_KEYS, "spec"), on=DEVICE_KEYS, how="left") \
+        .group_by(keys).agg(pl.col("count").sum(), pl.col("sum_ns").sum()) \
+        .with_columns(pl.col("op", "name", "category").cast(pl.String)) \
+        .sort(keys, nulls_last=True)
