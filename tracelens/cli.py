@@ -49,6 +49,8 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
               gpu_specs: Path | None, rules_files: tuple[str, ...], quiet: bool,
               debug: bool) -> None:
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
+    from dataclasses import replace
+
     from tracelens.analyze.summary import summarize as build
     from reports import summary as render
 
@@ -58,9 +60,8 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     check_device_and_step(trace, paths, device, step)
     with busy("analyzing", quiet):
         result = build(trace, device=device, step=step, top=top, gpu=gpu,
-                       gpu_specs=extra_specs)
-    result["filters"] = {**result["filters"], **active}
-    shown = {**result, "warnings": []} if quiet and fmt == "table" else result
+                       gpu_specs=extra_specs).with_filters(active)
+    shown = replace(result, warnings=()) if quiet and fmt == "table" else result
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
                  lambda console: render.render_table(shown, console, all_rows))
@@ -311,9 +312,7 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
 
     import polars as pl
 
-    from tracelens.analyze.collectives import collectives_report
     from tracelens.analyze.summary import summarize as build
-    from tracelens.analyze.timeline import clip_to_windows
     from reports.html import render_html
 
     check_output_path(output, paths, "-o")  # fail before reading (possibly large) inputs
@@ -321,22 +320,14 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     trace = load_trace(paths, rules_files, quiet, step_marker)
     trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
     check_device_and_step(trace, paths, device, step)
-    steps = trace.steps.filter(pl.col("step") == step) if step is not None else trace.steps
     with busy("analyzing", quiet):
         summary = build(trace, device=device, step=step, top=top, gpu=gpu,
-                        gpu_specs=extra_specs)
-    summary["filters"] = {**summary["filters"], **active}
-    events = trace.events
-    if device is not None:
-        events = events.filter(pl.col("device") == device)
-    if step is not None:
-        events = clip_to_windows(events, steps)
-    coll = collectives_report(events, trace.meta.alignment)
+                        gpu_specs=extra_specs).with_filters(active)
     from tracelens.analyze.window import timeline_window
     shown = trace if device is None else replace(
         trace, events=trace.events.filter(pl.col("device") == device))
     window = timeline_window(shown, step=step, max_devices=4, max_events=1500)
-    html = render_html(summary, coll, title=title, window=window)
+    html = render_html(summary, title=title, window=window)
     try:
         output.write_text(html, encoding="utf-8")
     except OSError as exc:
