@@ -12,15 +12,15 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import SAMPLES
 from tests.synth_helpers import write_and_load
 from tracelens.analyze.summary import (SummaryOptions, reduce_summary, summarize,
                                        summary_partial)
 from tracelens.analyze.summary_merge import merge_partials
 from tracelens.results.jsonify import summary_json
-from tracelens.synth import build
-from tracelens.synth.scenario import Scenario, Straggler
+from tracelens_dev.synth import build
+from tracelens_dev.synth.scenario import Scenario, Straggler
 
 STRAGGLER = sorted((SAMPLES / "mi355x_2x8gpu_straggler").rglob("*.xplane.pb"))
 
@@ -118,12 +118,12 @@ def test_filters_apply_in_the_partial() -> None:
 
 def test_merged_rocprof_processes_of_one_host(tmp_path: Path) -> None:
     """rocprofv3: one file per process, ranks of one host on its shared clock (no shift)."""
-    from parsers import rocprof
+    from tracelens_dev.writers.rocprof import write_rocpd
     from tests.test_rocprof_parity import STEP, _two_ranks
     from tracelens.loader import discover
 
     trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
-    rocprof.write_rocpd(_two_ranks(trace, "mi300x-node0"), tmp_path / "run")
+    write_rocpd(_two_ranks(trace, "mi300x-node0"), tmp_path / "run")
     files, _ = discover(tmp_path / "run")
     assert len(files) == 2
     whole = summary_json(summarize(tracelens.load(tmp_path / "run", step_marker=STEP)))
