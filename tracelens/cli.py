@@ -118,21 +118,21 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | 
                 time_window: tuple[int | None, int | None] | None,
                 rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
-    from tracelens.analyze.collectives import collectives_report
+    from tracelens.analyze.collectives import analyze, link_of
+    from tracelens.results.jsonify_runs import collectives_json
     from reports import collectives as render
 
     trace = load_trace(paths, rules_files, quiet, step_marker)
     trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    from tracelens.analyze.collectives import link_of
-
-    rep = collectives_report(trace.events, trace.meta.alignment, top=top,
-                             link_gb_per_s=link_of(trace.devices))
+    res = analyze(trace.events, trace.meta.alignment, top=top,
+                  link_gb_per_s=link_of(trace.devices))
+    rep: dict[str, Any] = dict(collectives_json(res))
     rep["steps_source"] = trace.meta.steps_source
     if active:
         rep["filters"] = active
-    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
-                 lambda: render.render_markdown(rep),
-                 lambda console: render.render_table(rep, console))
+    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(res),
+                 lambda: render.render_markdown(res),
+                 lambda console: render.render_table(res, console))
 
 
 def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],
