@@ -18,6 +18,7 @@ import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis
 from tracelens.analyze.timeline import DEVICE_KEYS
+from tracelens.instances import with_instance_keys
 from tracelens.model import COMPUTE_CATEGORIES
 from tracelens.results.collectives import (Busbw, Collectives, Instance, OpTotals, Participant,
                                            Straggler, TypeTotals)
@@ -144,30 +145,25 @@ class CollectiveAnalysis:
 
 def collective_activities(events: pl.DataFrame) -> pl.DataFrame:
     """Collective activities with type, exposure, bandwidth and their instance key."""
-    coll = events.filter(pl.col("category") == "collective").sort([*DEVICE_KEYS, "start_ns"])
+    coll = with_instance_keys(events)
+    order = [*events.columns, "type", "dur_ns", "exposed_ns", "instance_key", "occurrence",
+             "algbw_gb_per_s", "busbw_gb_per_s"]
     if coll.is_empty():
         return coll.with_columns(
-            type=pl.lit(None, pl.String), dur_ns=pl.lit(0, pl.Int64),
-            exposed_ns=pl.lit(0, pl.Int64), instance_key=pl.lit(None, pl.String),
-            occurrence=pl.lit(0, pl.Int64), algbw_gb_per_s=pl.lit(None, pl.Float64),
-            busbw_gb_per_s=pl.lit(None, pl.Float64))
+            dur_ns=pl.lit(0, pl.Int64), exposed_ns=pl.lit(0, pl.Int64),
+            algbw_gb_per_s=pl.lit(None, pl.Float64),
+            busbw_gb_per_s=pl.lit(None, pl.Float64)).select(order)
     hidden = _hidden_by_compute(coll, events)
     dur = pl.col("end_ns") - pl.col("start_ns")
-    coll = coll.with_columns(type=pl.col("subcategory").fill_null("unknown"), dur_ns=dur,
-                             _hidden=hidden).with_columns(
-        exposed_ns=pl.col("dur_ns") - pl.col("_hidden"),
-        # k-th execution of this op (or k-th collective of this type when there is no op)
-        instance_key=pl.when(pl.col("op").is_not_null())
-        .then(pl.concat_str(pl.col("module").fill_null(""), pl.lit("/"), pl.col("op")))
-        .otherwise(pl.concat_str(pl.lit("type:"), pl.col("type"))),
-    ).with_columns(occurrence=pl.int_range(pl.len()).over([*DEVICE_KEYS, "instance_key"]))
+    coll = coll.with_columns(dur_ns=dur, _hidden=hidden).with_columns(
+        exposed_ns=pl.col("dur_ns") - pl.col("_hidden"))
     algbw = pl.col("msg_bytes").cast(pl.Float64) / pl.col("dur_ns").cast(pl.Float64)  # GB/s
     return coll.with_columns(
         algbw_gb_per_s=pl.when(pl.col("dur_ns") > 0).then(algbw),
     ).with_columns(
         busbw_gb_per_s=pl.col("algbw_gb_per_s") * bus_factor_expr(pl.col("type"),
                                                                   pl.col("group_size")),
-    ).drop("_hidden")
+    ).select(order)
 
 
 def match_instances(acts: pl.DataFrame) -> pl.DataFrame:
