@@ -171,28 +171,30 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
             time_window: tuple[int | None, int | None] | None, rules_files: tuple[str, ...],
             quiet: bool, debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
-    from tracelens.analyze.compare import compare as build
+    from dataclasses import replace
+
+    from tracelens.analyze.compare import comparison
     from tracelens.analyze.scaling import profile
     from tracelens.loader import load
+    from tracelens.results.jsonify_runs import comparison_json
+    from tracelens.results.runs import Gate
     from reports.scaling import compare_tables
 
     rules = load_rule_files(rules_files)
     (ta, active), (tb, _) = (
         apply_filters(load([p], rules=rules, step_marker=step_marker), (p,), categories, kernel,
                   hosts, time_window) for p in (base, new))
-    rep = build(profile(ta, str(base)), profile(tb, str(new)), top=top)
-    if active:
-        rep["filters"] = active
-    rep["base"]["steps_source"] = ta.meta.steps_source
-    rep["new"]["steps_source"] = tb.meta.steps_source
-    regressed = (fail_above is not None and rep["delta_pct"] is not None
-                 and rep["delta_pct"] > fail_above)
-    rep["fail_above_pct"] = fail_above
-    rep["regression"] = regressed
-    _emit(fmt, rep, "tracelens compare", compare_tables(rep), rep["components"],
+    res = comparison(profile(ta, str(base)), profile(tb, str(new)), top=top)
+    regressed = (fail_above is not None and res.delta_pct is not None
+                 and res.delta_pct > fail_above)
+    res = replace(res, base=replace(res.base, steps_source=ta.meta.steps_source),
+                  new=replace(res.new, steps_source=tb.meta.steps_source),
+                  filters=active or None, gate=Gate(fail_above, regressed))
+    rep: dict[str, Any] = dict(comparison_json(res))
+    _emit(fmt, rep, "tracelens compare", compare_tables(res), rep["components"],
           ["component", "base_ns", "new_ns", "delta_ns"], html=html, kind="compare")
     if regressed:
-        click.echo(f"regression: step time grew {rep['delta_pct']:.1f}% (limit {fail_above}%)",
+        click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",
                    err=True)
         sys.exit(1)
 
@@ -212,8 +214,9 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
             hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
             rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
-    from tracelens.analyze.scaling import profile, transition
+    from tracelens.analyze.scaling import profile, scaling as build
     from tracelens.loader import load
+    from tracelens.results.jsonify_runs import scaling_json
     from reports.scaling import scaling_tables
 
     if len(runs) < 2:
@@ -222,18 +225,13 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
     loaded = [apply_filters(load([r], rules=rules, step_marker=step_marker), (r,), categories,
                         kernel, hosts, time_window) for r in runs]
     traces = [t for t, _ in loaded]
-    profiles = [profile(t, str(r)) for t, r in zip(traces, runs)]
-    rep = {"runs": [{"path": p.path, "devices": p.devices, "hosts": p.hosts, "steps": p.steps,
-                     "steps_source": t.meta.steps_source, "step_ns": p.step_ns,
-                     "components": p.components} for p, t in zip(profiles, traces)],
-           "transitions": [transition(a, b, strong=strong)
-                           for a, b in zip(profiles, profiles[1:])]}
-    if loaded[0][1]:
-        rep["filters"] = loaded[0][1]
-    rows = [{"from": t["from"], "to": t["to"], "component": c["component"],
-             "delta_ns": c["delta_ns"], "share": c["share"]}
-            for t in rep["transitions"] for c in t["causes"]]
-    _emit(fmt, rep, "tracelens scaling", scaling_tables(rep), rows,
+    res = build([profile(t, str(r)) for t, r in zip(traces, runs)],
+                [t.meta.steps_source for t in traces], strong=strong, filters=loaded[0][1])
+    rep: dict[str, Any] = dict(scaling_json(res))
+    rows = [{"from": t.from_path, "to": t.to_path, "component": c.component,
+             "delta_ns": c.delta_ns, "share": c.share}
+            for t in res.transitions for c in t.causes]
+    _emit(fmt, rep, "tracelens scaling", scaling_tables(res), rows,
           ["from", "to", "component", "delta_ns", "share"], html=html, kind="scaling")
 
 

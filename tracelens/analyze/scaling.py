@@ -13,7 +13,7 @@ the same inputs give byte-identical JSON whatever the hash seed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import polars as pl
 
@@ -21,6 +21,7 @@ from tracelens.analyze.collectives import analyze_collectives
 from tracelens.analyze.intervals import exclusive_times
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
 
 COLLECTIVE_ORDER = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute", "collective-broadcast", "send-recv", "send", "recv",
@@ -244,7 +245,7 @@ def _warnings(a: RunProfile, b: RunProfile, eff: float | None, strong: bool) -> 
     return out
 
 
-def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, Any]:
+def scaling_transition(a: RunProfile, b: RunProfile, strong: bool = False) -> Transition:
     """From run a to run b: efficiency, the lost time split into components, and a verdict.
 
     Weak scaling expects the same step time; strong scaling expects it to shrink by the device
@@ -254,28 +255,45 @@ def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, 
     scale = a.devices / b.devices if strong else 1.0
     ideal = a.step_ns * scale
     eff = (ideal / b.step_ns) if b.step_ns else None
-    keys = sorted(set(a.components) | set(b.components))
-    causes = [{"component": k, "delta_ns": b.components.get(k, 0.0)
-               - a.components.get(k, 0.0) * scale} for k in keys]
     lost = b.step_ns - ideal
-    for c in causes:
-        c["share"] = c["delta_ns"] / lost if lost else None
-    causes.sort(key=lambda c: (-c["delta_ns"], c["component"]))
-    for c in causes:
-        kind, _, what = c["component"].partition(":")
-        if kind == "exposed_comm" and what in b.hlo_findings:
-            c["hlo_finding"] = b.hlo_findings[what]
-    out = {"from": a.path, "to": b.path, "devices": [a.devices, b.devices],
-           "efficiency": eff, "mode": "strong" if strong else "weak",
-           "step_ns": [a.step_ns, b.step_ns], "delta_ns": lost,
-           "causes": causes, "busbw": {t: [a.busbw.get(t), b.busbw.get(t)]
-                                       for t in sorted(set(a.busbw) | set(b.busbw))},
-           "arrival_skew_ns": {t: [a.skew_ns.get(t), b.skew_ns.get(t)]
-                               for t in sorted(set(a.skew_ns) | set(b.skew_ns))},
-           "stragglers": [s for s in b.stragglers if s["times_last"]][:5],
-           "warnings": _warnings(a, b, eff, strong)}
-    out["verdict"] = verdict(a, b, causes, lost)
-    return out
+    deltas = sorted(((b.components.get(k, 0.0) - a.components.get(k, 0.0) * scale, k)
+                     for k in set(a.components) | set(b.components)),
+                    key=lambda dk: (-dk[0], dk[1]))
+
+    def finding(k: str) -> str | None:
+        kind, _, what = k.partition(":")
+        return b.hlo_findings.get(what) if kind == "exposed_comm" else None
+    causes = tuple(Cause(component=k, delta_ns=d, share=d / lost if lost else None,
+                         hlo_finding=finding(k)) for d, k in deltas)
+    return Transition(
+        from_path=a.path, to_path=b.path, devices=(a.devices, b.devices), efficiency=eff,
+        mode="strong" if strong else "weak", step_ns=(a.step_ns, b.step_ns), delta_ns=lost,
+        causes=causes, busbw={t: (a.busbw.get(t), b.busbw.get(t))
+                              for t in sorted(set(a.busbw) | set(b.busbw))},
+        arrival_skew_ns={t: (a.skew_ns.get(t), b.skew_ns.get(t))
+                         for t in sorted(set(a.skew_ns) | set(b.skew_ns))},
+        stragglers=tuple(TypeStraggler(**s) for s in b.stragglers if s["times_last"])[:5],
+        warnings=tuple(_warnings(a, b, eff, strong)),
+        verdict=tuple(verdict(a, b, causes, lost)))
+
+
+def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, Any]:
+    """The JSON of :func:`scaling_transition` (README "scaling")."""
+    from tracelens.results.jsonify_runs import transition_json
+
+    return dict(transition_json(scaling_transition(a, b, strong)))
+
+
+def scaling(profiles: list[RunProfile], steps_sources: list[str], strong: bool = False,
+            filters: dict[str, Any] | None = None) -> Scaling:
+    """The ``tracelens scaling`` result: each run and each transition to the next run."""
+    return Scaling(
+        runs=tuple(ScalingRun(path=p.path, devices=p.devices, hosts=p.hosts, steps=p.steps,
+                              steps_source=src, step_ns=p.step_ns, components=p.components)
+                   for p, src in zip(profiles, steps_sources)),
+        transitions=tuple(scaling_transition(a, b, strong)
+                          for a, b in zip(profiles, profiles[1:])),
+        filters=filters or None)
 
 
 def _concentration(a: RunProfile, b: RunProfile, comp: str) -> str:
@@ -308,7 +326,7 @@ def _straggler_text(b: RunProfile, kind: str, delta: float) -> str:
             f"(exposed waiting {per_device})")
 
 
-def verdict(a: RunProfile, b: RunProfile, causes: list[dict[str, Any]],
+def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
             lost: float) -> list[str]:
     """A few ranked sentences naming the causes that explain most of the lost time: the
     causes' own deltas and shares, in their order."""
@@ -319,7 +337,7 @@ def verdict(a: RunProfile, b: RunProfile, causes: list[dict[str, Any]],
                 "per step)"]
     lines = []
     for c in causes:
-        comp, delta, share = c["component"], c["delta_ns"], c["share"]
+        comp, delta, share = c.component, c.delta_ns, c.share
         if share is None or share < VERDICT_MIN_SHARE:
             continue
         kind, _, what = comp.partition(":")
