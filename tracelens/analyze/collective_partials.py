@@ -11,7 +11,7 @@ hosts: the only cross-host step, on the activity rows alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -37,12 +37,16 @@ class CollectivePartial:
 @dataclass(frozen=True)
 class MergedCollectives:
     """The reduce of partials: activities of the whole job on its clock, its devices, what
-    ``meta.alignment`` says and the warning when hosts stayed unaligned."""
+    ``meta.alignment`` says and the warning when hosts stayed unaligned; where each part went
+    (``placements``) and the ns each (placed) host was then shifted by to align it on
+    collective ends (``host_shift``, empty when combine's clock sufficed)."""
 
     acts: pl.DataFrame
     devices: pl.DataFrame
     alignment: str
     unaligned: str | None
+    placements: tuple[Placement, ...] = ()
+    host_shift: dict[str, int] = field(default_factory=dict)
 
 
 def collective_partial(trace: Trace) -> CollectivePartial:
@@ -67,6 +71,7 @@ def merge_collective_partials(parts: list[CollectivePartial]) -> MergedCollectiv
     acts = merge_activities([p.acts for p in parts], how.placements)
     devices = pl.concat([place(p.devices, w) for p, w in zip(parts, how.placements)])
     alignment, unaligned = how.alignment, how.unaligned
+    shift_of: dict[str, int] = {}
     if unaligned:
         hosts = pl.concat([place(p.hosts, w) for p, w in zip(parts, how.placements)])
         found = host_shifts(acts, sorted(set(hosts["host"].to_list())))
@@ -77,7 +82,8 @@ def merge_collective_partials(parts: list[CollectivePartial]) -> MergedCollectiv
                                      end_ns=pl.col("end_ns") + shift)
             unaligned = None
     return MergedCollectives(acts=acts, devices=devices, alignment=alignment,
-                             unaligned=unaligned)
+                             unaligned=unaligned, placements=how.placements,
+                             host_shift=shift_of)
 
 
 def collectives_of_partials(parts: list[CollectivePartial], top: int = 10) -> Collectives:

@@ -1,6 +1,6 @@
 """The documented JSON of the collectives, compare and scaling results: the only place where
-their values are rounded (compare and scaling values are not rounded at all). Keys and their order are the contract (README); ``TypedDict``s
-name them.
+their values are rounded (compare and scaling values are not rounded at all). Keys and their
+order are the contract (README); ``TypedDict``s name them.
 """
 
 from __future__ import annotations
