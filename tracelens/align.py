@@ -60,13 +60,19 @@ def align_on_collectives(trace: Trace) -> bool:
     if found is None:
         return False
     shift_of, trace.meta.alignment = found
-    rank_host = dict(trace.events.select("rank", "host").unique().iter_rows())
-    by_rank = {r: shift_of.get(h, 0) for r, h in rank_host.items()}
     for name in ("events", "host_events", "steps"):
-        df: pl.DataFrame = getattr(trace, name)
-        if df.is_empty():
-            continue
-        shift = pl.col("rank").replace_strict(by_rank, default=0, return_dtype=pl.Int64)
-        setattr(trace, name, df.with_columns(start_ns=pl.col("start_ns") + shift,
-                                             end_ns=pl.col("end_ns") + shift))
+        setattr(trace, name, shift_ranks(getattr(trace, name), trace.events, shift_of))
     return True
+
+
+def shift_ranks(df: pl.DataFrame, events: pl.DataFrame,
+                host_shift: dict[str, int]) -> pl.DataFrame:
+    """``df``'s start/end moved by the shift of each rank's host (ranks and hosts as in
+    ``events``): frames without a host column (steps) are shifted by rank."""
+    if df.is_empty():
+        return df
+    by_rank = {r: host_shift.get(h, 0) for r, h in events.select("rank", "host").unique()
+               .iter_rows()}
+    shift = pl.col("rank").replace_strict(by_rank, default=0, return_dtype=pl.Int64)
+    return df.with_columns(start_ns=pl.col("start_ns") + shift,
+                           end_ns=pl.col("end_ns") + shift)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from tracelens.align import shift_ranks
 from tracelens.analyze.collective_partials import MergedCollectives
 from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from tracelens.analyze.scaling import (RunProfile, hlo_finding_texts, collective_types,
@@ -48,12 +49,7 @@ def placed(trace: Trace, index: int, merged: MergedCollectives) -> Trace:
     where = merged.placements[index]
     events, steps = place(trace.events, where), place(trace.steps, where)
     if merged.host_shift:
-        by_rank = {r: merged.host_shift.get(h, 0)
-                   for r, h in events.select("rank", "host").unique().iter_rows()}
-        shift = pl.col("rank").replace_strict(by_rank, default=0, return_dtype=pl.Int64)
-        events, steps = (df.with_columns(start_ns=pl.col("start_ns") + shift,
-                                         end_ns=pl.col("end_ns") + shift) if df.height else df
-                         for df in (events, steps))
+        events, steps = (shift_ranks(df, events, merged.host_shift) for df in (events, steps))
     return Trace(events=events, host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
                  steps=steps, devices=place(trace.devices, where), meta=trace.meta,
                  modules=place(trace.modules, where))
