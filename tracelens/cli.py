@@ -119,21 +119,21 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | 
                 time_window: tuple[int | None, int | None] | None,
                 rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
-    from tracelens.analyze.collectives import collectives_report
+    from tracelens.analyze.collectives import analyze, link_of
+    from tracelens.results.jsonify import collectives_json
     from reports import collectives as render
 
     trace = load_trace(paths, rules_files, quiet, step_marker)
     trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    from tracelens.analyze.collectives import link_of
-
-    rep = collectives_report(trace.events, trace.meta.alignment, top=top,
-                             link_gb_per_s=link_of(trace.devices))
+    res = analyze(trace.events, trace.meta.alignment, top=top,
+                  link_gb_per_s=link_of(trace.devices))
+    rep: dict[str, Any] = dict(collectives_json(res))
     rep["steps_source"] = trace.meta.steps_source
     if active:
         rep["filters"] = active
-    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
-                 lambda: render.render_markdown(rep),
-                 lambda console: render.render_table(rep, console))
+    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(res),
+                 lambda: render.render_markdown(res),
+                 lambda console: render.render_table(res, console))
 
 
 def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],
@@ -172,28 +172,30 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
             time_window: tuple[int | None, int | None] | None, rules_files: tuple[str, ...],
             quiet: bool, debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
-    from tracelens.analyze.compare import compare as build
+    from dataclasses import replace
+
+    from tracelens.analyze.compare import comparison
     from tracelens.analyze.scaling import profile
     from tracelens.loader import load
+    from tracelens.results.jsonify import comparison_json
+    from tracelens.results.runs import Gate
     from reports.scaling import compare_tables
 
     rules = load_rule_files(rules_files)
     (ta, active), (tb, _) = (
         apply_filters(load([p], rules=rules, step_marker=step_marker), (p,), categories, kernel,
                   hosts, time_window) for p in (base, new))
-    rep = build(profile(ta, str(base)), profile(tb, str(new)), top=top)
-    if active:
-        rep["filters"] = active
-    rep["base"]["steps_source"] = ta.meta.steps_source
-    rep["new"]["steps_source"] = tb.meta.steps_source
-    regressed = (fail_above is not None and rep["delta_pct"] is not None
-                 and rep["delta_pct"] > fail_above)
-    rep["fail_above_pct"] = fail_above
-    rep["regression"] = regressed
-    _emit(fmt, rep, "tracelens compare", compare_tables(rep), rep["components"],
+    res = comparison(profile(ta, str(base)), profile(tb, str(new)), top=top)
+    regressed = (fail_above is not None and res.delta_pct is not None
+                 and res.delta_pct > fail_above)
+    res = replace(res, base=replace(res.base, steps_source=ta.meta.steps_source),
+                  new=replace(res.new, steps_source=tb.meta.steps_source),
+                  filters=active or None, gate=Gate(fail_above, regressed))
+    rep: dict[str, Any] = dict(comparison_json(res))
+    _emit(fmt, rep, "tracelens compare", compare_tables(res), rep["components"],
           ["component", "base_ns", "new_ns", "delta_ns"], html=html, kind="compare")
     if regressed:
-        click.echo(f"regression: step time grew {rep['delta_pct']:.1f}% (limit {fail_above}%)",
+        click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",
                    err=True)
         sys.exit(1)
 
@@ -213,8 +215,9 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
             hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
             rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
-    from tracelens.analyze.scaling import profile, transition
+    from tracelens.analyze.scaling import profile, scaling as build
     from tracelens.loader import load
+    from tracelens.results.jsonify import scaling_json
     from reports.scaling import scaling_tables
 
     if len(runs) < 2:
@@ -223,18 +226,13 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
     loaded = [apply_filters(load([r], rules=rules, step_marker=step_marker), (r,), categories,
                         kernel, hosts, time_window) for r in runs]
     traces = [t for t, _ in loaded]
-    profiles = [profile(t, str(r)) for t, r in zip(traces, runs)]
-    rep = {"runs": [{"path": p.path, "devices": p.devices, "hosts": p.hosts, "steps": p.steps,
-                     "steps_source": t.meta.steps_source, "step_ns": p.step_ns,
-                     "components": p.components} for p, t in zip(profiles, traces)],
-           "transitions": [transition(a, b, strong=strong)
-                           for a, b in zip(profiles, profiles[1:])]}
-    if loaded[0][1]:
-        rep["filters"] = loaded[0][1]
-    rows = [{"from": t["from"], "to": t["to"], "component": c["component"],
-             "delta_ns": c["delta_ns"], "share": c["share"]}
-            for t in rep["transitions"] for c in t["causes"]]
-    _emit(fmt, rep, "tracelens scaling", scaling_tables(rep), rows,
+    res = build([profile(t, str(r)) for t, r in zip(traces, runs)],
+                [t.meta.steps_source for t in traces], strong=strong, filters=loaded[0][1])
+    rep: dict[str, Any] = dict(scaling_json(res))
+    rows = [{"from": t.from_path, "to": t.to_path, "component": c.component,
+             "delta_ns": c.delta_ns, "share": c.share}
+            for t in res.transitions for c in t.causes]
+    _emit(fmt, rep, "tracelens scaling", scaling_tables(res), rows,
           ["from", "to", "component", "delta_ns", "share"], html=html, kind="scaling")
 
 
@@ -258,10 +256,11 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     program and findings (collective in a loop, upcast, no overlap window, small, repeated
     gather, cross-host), each with its measured exposed time per step when PATH is a trace.
     PATH may also be an XLA dump (*.after_optimizations.txt, or a serialized HloProto)."""
-    from tracelens.analyze.hlo_findings import (lens_dump, lens_json, lens_trace,
+    from tracelens.analyze.hlo_findings import (lens_dump, lens_trace,
                                                 require_programs)
     from tracelens.hlo.dump import TEXT_SUFFIXES, load_dump
     from tracelens.hlo.lens import HostMap
+    from tracelens.results.jsonify import lens_json
     from reports import hlo as render
 
     hosts = HostMap(host_of=lambda d: f"host{d // devices_per_host}") \

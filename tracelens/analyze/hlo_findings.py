@@ -11,7 +11,6 @@ with the reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 
@@ -23,18 +22,9 @@ from tracelens.hlo.lens import (Finding, HostMap, ProgramLens, analyze_module, h
                                 with_exposure)
 from tracelens.hlo.proto import module_from_proto
 from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.results.hlo import HloLensResult
 
 DEVICE_STEP = ["host", "rank", "device", "step"]
-
-
-@dataclass(frozen=True)
-class HloLensResult:
-    """Per program its collectives and findings; all findings sorted by measured cost."""
-
-    programs: tuple[ProgramLens, ...]
-    findings: tuple[Finding, ...]
-    timed: bool  # joined to a trace's timeline
-    problems: tuple[str, ...] = ()
 
 
 def _sort_key(f: Finding) -> tuple:
@@ -207,39 +197,6 @@ def finding_for(findings: list[Finding] | tuple[Finding, ...],
         if f.opcode == collective_type:
             return f.message
     return None
-
-
-def finding_json(f: Finding) -> dict[str, Any]:
-    return {"kind": f.kind, "program": f.program, "program_id": f.program_id,
-            "instruction": f.instruction, "instructions": list(f.instructions),
-            "opcode": f.opcode,
-            "message": f.message, "bytes_per_step": f.bytes_per_step,
-            "exposed_ns_per_step": None if f.exposed_ns_per_step is None
-            else round(f.exposed_ns_per_step, 3),
-            "exposed_note": f.exposed_note or None}
-
-
-def lens_json(result: HloLensResult, top: int | None = None) -> dict[str, Any]:
-    """The documented JSON contract of ``tracelens hlo`` (README)."""
-    programs = [{
-        "module": p.module, "program_id": p.program_id, "scheduled": p.scheduled,
-        "notes": list(p.notes),
-        "collectives": [{
-            "name": c.name, "opcode": c.opcode, "dtype": c.dtype, "bytes": c.bytes,
-            "group_size": c.group_size, "async": c.is_async, "done": c.done,
-            "wrapped": c.wrapped,
-            "computation": c.computation, "in_loop": c.in_loop, "loop": c.loop,
-            "trip_count": c.trip_count, "trip_note": c.trip_note or None,
-            "executions_per_step": c.executions_per_step,
-            "bytes_per_step": c.bytes_per_step, "spans_hosts": c.spans_hosts,
-            "overlap_ops": c.overlap_ops, "overlap_flops": c.overlap_flops,
-            "overlap_bytes": c.overlap_bytes,
-            "groups": None if c.groups is None else [list(g) for g in c.groups],
-        } for c in p.collectives]} for p in result.programs]
-    shown = result.findings if top is None else result.findings[:top]
-    return {"programs": programs, "findings": [finding_json(f) for f in shown],
-            "findings_total": len(result.findings), "timed": result.timed,
-            "problems": list(result.problems)}
 
 
 def require_programs(result: HloLensResult, path: object, program: str | None) -> None:

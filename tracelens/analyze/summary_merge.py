@@ -131,8 +131,8 @@ def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:
 
 def file_facts(trace: "Trace") -> Any:
     """What :func:`tracelens.combine.combine` reads from a trace of one file."""
-    from tracelens.combine import _part
-    return _part(0, trace)
+    from tracelens.combine import part_facts
+    return part_facts(trace.meta)
 
 
 # warnings the loader's stages (tracelens.loader.STAGES) raise on the combined trace after
@@ -156,33 +156,25 @@ def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | No
     (:mod:`tracelens.align`); without them hosts that cannot be put on wall-clock stay
     unaligned and warned about (the loader would first try collective ends).
     """
-    from tracelens.combine import _alignment
+    from tracelens.combine import plan_facts
 
     facts = [p.host_facts for p in partials]
     if not partials or any(f is None for f in facts):
         raise ValueError("merge_partials needs partials of traces read from one file each")
-    text, aligned, unaligned = _alignment(facts)
+    how = plan_facts(facts)  # type: ignore[arg-type]
+    text, unaligned = how.alignment, how.unaligned
     if shifts is not None:
         if alignment is None:
             raise ValueError("merge_partials: shifts need the alignment text that says how")
         text, unaligned = alignment, None
     if len(partials) == 1:
         return replace(partials[0], alignment=text)
-    single = [f.hosts[0] for f in facts if not f.per_process]
-    dup = {n for n in single if single.count(n) > 1}
-    starts = [f.start for f in facts]
-    t0 = min(s for s in starts if s is not None) if aligned else 0
-    moved, offset = [], 0
-    for i, (p, f) in enumerate(zip(partials, facts)):
-        rename = None if f.per_process else (f.hosts[0] if f.hosts[0] not in dup
-                                             else f"{f.hosts[0]}#{i}")
-        hosts = [rename] if rename else list(f.hosts)
-        if shifts is not None:
-            by_host = {h: int(shifts.get(h, 0)) for h in hosts}
-        else:
-            by_host = {h: (starts[i] - t0) if aligned else 0 for h in hosts}  # type: ignore
-        moved.append(_relabel(p, offset, rename, by_host))
-        offset += f.n_ranks
+    moved = []
+    for i, (p, f, where) in enumerate(zip(partials, facts, how.placements)):
+        hosts = [where.host] if where.host else [h or f"host{i}" for h in f.hosts]
+        by_host = {h: int(shifts.get(h, 0)) if shifts is not None else where.shift_ns
+                   for h in hosts}
+        moved.append(_relabel(p, where.rank_offset, where.host, by_host))
     out = concat_partials(moved)
     return replace(out, alignment=text, host_facts=None,
                    warnings=_merged_warnings(partials, out.clipped, unaligned))
