@@ -25,4 +25,13 @@ def summarize(trace: Trace, **kwargs) -> dict:
     return dict(summary_json(_summarize(trace, **kwargs)))
 
 
-__all__ = ["Trace", "load", "summarize", "__version__"]
+def __getattr__(name: str) -> object:
+    """``tracelens.TraceAnalysis`` and ``tracelens.load_analysis`` (the facade of
+    :mod:`tracelens.analysis`), imported on first use."""
+    if name in ("TraceAnalysis", "load_analysis"):
+        from tracelens import analysis
+        return getattr(analysis, name)
+    raise AttributeError(f"module 'tracelens' has no attribute {name!r}")
+
+
+__all__ = ["Trace", "TraceAnalysis", "load", "load_analysis", "summarize", "__version__"]

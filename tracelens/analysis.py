@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import polars as pl
 
 from tracelens.model import Trace
+from tracelens.results.collectives import Collectives
+from tracelens.results.runs import Comparison, Scaling
 from tracelens.results.summary import Summary
+
+if TYPE_CHECKING:
+    from tracelens.analyze.scaling import RunProfile
 
 
 class TraceAnalysis:
@@ -124,10 +129,67 @@ class TraceAnalysis:
         >>> a = TraceAnalysis(tracelens.load("sample_traces/mi300x_8gpu_llama_step.xplane.pb"))
         >>> s = a.summary
         >>> s.headline.active_devices, s.headline.steps
-        (8, 1)
+        (8, 3)
         """
         from tracelens.analyze.summary import summarize
         return summarize(self.trace, gpu=self._gpu, gpu_specs=self._gpu_specs)
+
+
+    @cached_property
+    def collectives(self) -> Collectives:
+        """Collectives per type and op (time, exposed time, busbw), the instances of largest
+        arrival skew and the devices others waited for.
+
+        >>> import tracelens
+        >>> a = TraceAnalysis(tracelens.load("sample_traces/mi355x_2x8gpu_straggler"))
+        >>> s = a.collectives.stragglers[0]   # the planted straggler: host 1, GPU 3
+        >>> (s.host, s.device, s.times_last > 0)
+        ('mi355x-node1', 3, True)
+        """
+        from tracelens.analyze.collectives import analyze, link_of
+        return analyze(self.trace.events, self.trace.meta.alignment, top=10,
+                       link_gb_per_s=link_of(self.trace.devices))
+
+    @cached_property
+    def profile(self) -> RunProfile:
+        """The run's step time split into components that add up to it (the input of
+        :func:`compare` and :func:`scaling`).
+
+        >>> import tracelens
+        >>> a = TraceAnalysis(tracelens.load("sample_traces/mi300x_8gpu_llama_step.xplane.pb"))
+        >>> p = a.profile
+        >>> abs(sum(p.components.values()) - p.step_ns) < 1e-6 * p.step_ns
+        True
+        """
+        from tracelens.analyze.scaling import profile
+        src = self.trace.meta.sources
+        return profile(self.trace, str(src[0]["path"]) if len(src) == 1 else "")
+
+
+def compare(base: TraceAnalysis, new: TraceAnalysis, top: int = 15) -> Comparison:
+    """Where ``new`` spends more or less time per step than ``base`` (``tracelens compare``).
+
+    >>> import tracelens
+    >>> a = load_analysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
+    >>> c = compare(a, a)
+    >>> c.delta_ns, len(c.only_base), len(c.only_new)
+    (0.0, 0, 0)
+    """
+    from tracelens.analyze.compare import comparison
+    return comparison(base.profile, new.profile, top=top)
+
+
+def scaling(runs: Sequence[TraceAnalysis], strong: bool = False) -> Scaling:
+    """Why step time changes from each run to the next (``tracelens scaling``).
+
+    >>> a = load_analysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
+    >>> s = scaling([a, a])
+    >>> len(s.transitions), s.transitions[0].delta_ns
+    (1, 0.0)
+    """
+    from tracelens.analyze.scaling import scaling as build
+    return build([r.profile for r in runs], [r.trace.meta.steps_source for r in runs],
+                 strong=strong)
 
 
 def load_analysis(paths: str | Path | Sequence[str | Path], **kwargs: object
