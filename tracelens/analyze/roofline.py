@@ -73,7 +73,7 @@ def clip_costs_to_windows(events: pl.DataFrame, windows: pl.DataFrame) -> pl.Dat
 
 def _compute_kernel() -> pl.Expr:
     return (pl.col("kind") == "kernel") & \
-        pl.col("category").cast(pl.String).is_in(COMPUTE_CATEGORIES).fill_null(False)
+        pl.col("category").is_in(COMPUTE_CATEGORIES).fill_null(False)
 
 
 def no_cost_data() -> pl.Expr:
@@ -92,19 +92,20 @@ def flops_coverage(events: pl.DataFrame) -> pl.DataFrame:
     """Per device: ``compute_kernel_ns`` (summed durations of compute kernels),
     ``covered_ns`` (those that carry FLOPs, helper kernels' 0 included) and
     ``flops_coverage`` = covered / all (null without compute kernels)."""
-    ev = events.filter(_compute_kernel()).select(
+    ev = events.lazy().filter(_compute_kernel()).select(
         *DEVICE_KEYS, _d=_DUR, _has=pl.col("flops").is_not_null())
-    out = ev.group_by(DEVICE_KEYS).agg(
-        compute_kernel_ns=pl.col("_d").sum(),
+    out = _per_device(
+        ev, compute_kernel_ns=pl.col("_d").sum(),
         covered_ns=pl.col("_d").filter(pl.col("_has")).sum())
     return out.with_columns(flops_coverage=pl.when(pl.col("compute_kernel_ns") > 0).then(
-        pl.col("covered_ns") / pl.col("compute_kernel_ns"))).sort(DEVICE_KEYS)
+        pl.col("covered_ns") / pl.col("compute_kernel_ns"))).collect().sort(DEVICE_KEYS)
 
 
 def without_flops(events: pl.DataFrame) -> pl.DataFrame:
     """Compute kernels without FLOPs grouped by category, op (or kernel name) and reason:
     ``count``, ``sum_ns``; longest first, ties by name (deterministic)."""
-    ev = events.filter(_compute_kernel() & pl.col("flops").is_null())
+    ev = events.lazy().filter(_compute_kernel() & pl.col("flops").is_null()) \
+        .select("category", "op", "name", "cost_note", "start_ns", "end_ns").collect()
     schema = {"category": pl.String, "op": pl.String, "cost_note": pl.String,
               "count": pl.UInt32, "sum_ns": pl.Int64}
     if ev.is_empty():
@@ -119,16 +120,17 @@ def without_flops(events: pl.DataFrame) -> pl.DataFrame:
 
 def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
     """One row per op group (see module doc), sorted by time (descending)."""
-    ev = events.filter((pl.col("kind") == "kernel") & (pl.col("category") != "collective")) \
+    ev = events.lazy().filter((pl.col("kind") == "kernel")
+                              & (pl.col("category") != "collective")) \
         .select(*DEVICE_KEYS, "op", "name", "program_id", "module", "category", "dtype",
-                "start_ns", "end_ns", "flops", "bytes")  # what the groups below read
+                "start_ns", "end_ns", "flops", "bytes").collect()  # what the groups read
     cols = ["op", "program_id", "module", "kernel", "category", "spec", "dtype", "count",
             "sum_ns", "flops", "bytes", "intensity", "tflops_per_s", "tb_per_s",
             "peak_tflops", "hbm_tb_per_s", "attainable_tflops_per_s", "bound", "efficiency",
             "no_cost_count"]
     if ev.is_empty():
         return pl.DataFrame(schema={c: pl.String for c in cols}).clear()
-    ev = ev.join(specs.select("host", "rank", "device", "spec"), on=DEVICE_KEYS, how="left")
+    ev = _with_spec(ev, specs)
     # string keys as categoricals: each string is hashed once, the group-bys run on codes
     ev = ev.with_columns(_group=pl.coalesce("op", "name").cast(pl.Categorical), _dur=_DUR,
                          _nocost=pl.col("flops").is_null() & pl.col("bytes").is_null(),
@@ -199,11 +201,11 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
     and step (``windows``: rank, step, start_ns, end_ns). Columns: keys [+ step],
     model_flops, mfu_dtype, peak_tflops, window_ns, mfu, model_kernels_without_cost."""
     keys = list(DEVICE_KEYS)
-    model = events.filter(pl.col("category").cast(pl.String).is_in(MODEL_CATEGORIES)) \
-        .select(*keys, "start_ns", "end_ns", "flops", "bytes", "dtype")
+    model = events.lazy().filter(pl.col("category").is_in(MODEL_CATEGORIES)) \
+        .select(*keys, "start_ns", "end_ns", "flops", "bytes", "dtype").collect()
     if windows is None:
-        spans = events.group_by(keys).agg(window_ns=pl.col("end_ns").max()
-                                          - pl.col("start_ns").min())
+        spans = _per_device(events.lazy(), window_ns=pl.col("end_ns").max()
+                            - pl.col("start_ns").min()).collect()
     else:
         keys.append("step")
         model = clip_costs_to_windows(model, windows) if model.height else \
@@ -230,6 +232,24 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
                                                           * pl.col("peak_tflops") * 1e3)))
     return out.select(*keys, "model_flops", "mfu_dtype", "peak_tflops", "window_ns", "mfu",
                       "model_kernels_without_cost").sort(keys)
+
+
+def _per_device(lf: pl.LazyFrame, **aggs: pl.Expr) -> pl.LazyFrame:
+    """``group_by(DEVICE_KEYS).agg(**aggs)`` with the host grouped as a categorical code
+    (each distinct name hashed once, not every row's); the host comes back a string."""
+    return lf.with_columns(pl.col("host").cast(pl.Categorical)).group_by(DEVICE_KEYS) \
+        .agg(**aggs).with_columns(pl.col("host").cast(pl.String))
+
+
+def _with_spec(ev: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
+    """``ev`` with its device's ``spec`` id: a join on the device keys, or the one value
+    when every device of ``specs`` has the same spec (known or not)."""
+    if specs.select(pl.col("spec").n_unique()).item() == 1 and specs.height:
+        devices = ev.select(pl.col("host").cast(pl.Categorical), "rank", "device").unique()
+        if devices.with_columns(pl.col("host").cast(pl.String)).join(
+                specs.select(DEVICE_KEYS), on=DEVICE_KEYS, how="anti").is_empty():
+            return ev.with_columns(spec=pl.lit(specs["spec"][0], dtype=pl.String))
+    return ev.join(specs.select("host", "rank", "device", "spec"), on=DEVICE_KEYS, how="left")
 
 
 def roofline_rows(df: pl.DataFrame, top: int | None = None) -> list[dict[str, Any]]:
