@@ -16,7 +16,7 @@ from polars.testing import assert_frame_equal
 
 import tracelens
 from tests.conftest import SAMPLES
-from tracelens.analyze import idle
+from tracelens.analyze import idle, roofline
 from tracelens.analyze.intervals import on_one_axis
 from tracelens.model import CATEGORIES, CategoryDtype
 
@@ -95,3 +95,40 @@ def test_idle_intervals_unchanged_on_samples(path: Path) -> None:
     t = tracelens.load(path)
     assert_frame_equal(idle.idle_intervals(t.events, t.host_events),
                        frames_path(t.events, t.host_events))
+
+
+group_row = st.tuples(st.integers(0, 3), st.one_of(st.none(), st.sampled_from(["k1", "k2"])),
+                      st.one_of(st.none(), st.sampled_from(CATEGORIES)),
+                      st.one_of(st.none(), st.sampled_from(["bf16", "fp8", "fp32"])))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(group_row, min_size=1, max_size=30))
+def test_varies_is_more_than_one_distinct_value(rs: list) -> None:
+    df = pl.DataFrame(rs, schema={"g": pl.Int64, "name": pl.String, "category": CategoryDtype,
+                                  "dtype": pl.String}, orient="row")
+    coded = df.with_columns(pl.col("name").cast(pl.Categorical),
+                            _dtype_code=pl.col("dtype").cast(pl.Categorical))
+    fast = coded.group_by("g").agg(
+        a=roofline._varies("name"), b=roofline._varies("category"),
+        c=roofline._varies("_dtype_code", nulls=False)).sort("g")
+    slow = df.group_by("g").agg(
+        a=pl.col("name").n_unique() > 1, b=pl.col("category").n_unique() > 1,
+        c=pl.col("dtype").drop_nulls().n_unique() > 1).sort("g")
+    assert_frame_equal(fast, slow)
+
+
+device = st.tuples(st.sampled_from(["a", "b", None]), st.integers(0, 2), st.integers(0, 2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(device, min_size=1, max_size=12), st.lists(device, max_size=12),
+       st.sampled_from([["mi300x"], [None], ["mi300x", "h100"]]))
+def test_spec_lookup_equals_the_join(evs: list, known: list, ids: list) -> None:
+    keys = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32}
+    ev = pl.DataFrame(evs, schema=keys, orient="row")
+    specs = pl.DataFrame([(*d, ids[i % len(ids)]) for i, d in enumerate(known)],
+                         schema={**keys, "spec": pl.String}, orient="row") \
+        .unique(list(keys), keep="first", maintain_order=True)
+    assert_frame_equal(roofline._with_spec(ev, specs),
+                       ev.join(specs, on=list(keys), how="left"))

@@ -135,8 +135,10 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
     ev = ev.with_columns(_group=pl.coalesce("op", "name").cast(pl.Categorical), _dur=_DUR,
                          _nocost=pl.col("flops").is_null() & pl.col("bytes").is_null(),
                          name=pl.col("name").cast(pl.Categorical),
-                         spec=pl.col("spec").cast(pl.Categorical))
+                         spec=pl.col("spec").cast(pl.Categorical),
+                         _dtype_code=pl.col("dtype").cast(pl.Categorical))
     keys = ["_group", "program_id", "spec"]
+    # eager: each group's float sums run in row order (the same bits every run)
     agg = ev.group_by(keys).agg(
         module=pl.col("module").drop_nulls().first(),
         count=pl.len(), sum_ns=pl.col("_dur").sum(),
@@ -145,8 +147,7 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
         no_cost_count=pl.col("_nocost").sum(),
         kernel=pl.col("name").first(), category=pl.col("category").first(),
         dtype=pl.col("dtype").drop_nulls().first(),
-        _mixed=(pl.col("name").n_unique() > 1) | (pl.col("category").n_unique() > 1)
-        | (pl.col("dtype").drop_nulls().n_unique() > 1))
+        _mixed=_varies("name") | _varies("category") | _varies("_dtype_code", nulls=False))
     # Most groups hold one kernel name, category and dtype; only the others need the
     # longest kernel (ties to the smallest name) and the most common category (ties to the
     # first in CATEGORIES order: mode alone returns ties in hash order) and dtype (ties to the
@@ -234,21 +235,36 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
                       "model_kernels_without_cost").sort(keys)
 
 
+def _varies(col: str, nulls: bool = True) -> pl.Expr:
+    """Within a group: whether categorical or enum ``col`` takes more than one value (with
+    ``nulls``, null counts as a value, as ``n_unique`` counts it), by comparing the smallest
+    and largest code, which is cheaper than counting distinct values."""
+    code = pl.col(col).to_physical()
+    differ = (code.min() != code.max()).fill_null(False)
+    if nulls:
+        n_null = pl.col(col).null_count()
+        differ = differ | ((n_null > 0) & (n_null < pl.len()))
+    return differ
+
+
 def _per_device(lf: pl.LazyFrame, **aggs: pl.Expr) -> pl.LazyFrame:
-    """``group_by(DEVICE_KEYS).agg(**aggs)`` with the host grouped as a categorical code
-    (each distinct name hashed once, not every row's); the host comes back a string."""
-    return lf.with_columns(pl.col("host").cast(pl.Categorical)).group_by(DEVICE_KEYS) \
-        .agg(**aggs).with_columns(pl.col("host").cast(pl.String))
+    """``group_by(DEVICE_KEYS).agg(**aggs)``, lazy (the streaming engine groups ~1.5-2x
+    faster than the eager group-by on millions of rows)."""
+    return lf.group_by(DEVICE_KEYS).agg(**aggs)
 
 
 def _with_spec(ev: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
     """``ev`` with its device's ``spec`` id: a join on the device keys, or the one value
-    when every device of ``specs`` has the same spec (known or not)."""
-    if specs.select(pl.col("spec").n_unique()).item() == 1 and specs.height:
-        devices = ev.select(pl.col("host").cast(pl.Categorical), "rank", "device").unique()
-        if devices.with_columns(pl.col("host").cast(pl.String)).join(
-                specs.select(DEVICE_KEYS), on=DEVICE_KEYS, how="anti").is_empty():
-            return ev.with_columns(spec=pl.lit(specs["spec"][0], dtype=pl.String))
+    when ``specs`` gives every device the same spec (known or not) and lists every
+    combination of the events' hosts, ranks and ordinals (so every event's device)."""
+    if specs.height and specs.select(pl.col("spec").n_unique()).item() == 1:
+        values = [ev[k].unique() for k in DEVICE_KEYS]
+        if values[0].null_count() + values[1].null_count() + values[2].null_count() == 0 \
+                and values[0].len() * values[1].len() * values[2].len() <= 100_000:
+            every = values[0].to_frame().join(values[1].to_frame(), how="cross") \
+                .join(values[2].to_frame(), how="cross")
+            if every.join(specs.select(DEVICE_KEYS), on=DEVICE_KEYS, how="anti").is_empty():
+                return ev.with_columns(spec=pl.lit(specs["spec"][0], dtype=pl.String))
     return ev.join(specs.select("host", "rank", "device", "spec"), on=DEVICE_KEYS, how="left")
 
 
