@@ -104,18 +104,17 @@ def flops_coverage(events: pl.DataFrame) -> pl.DataFrame:
 def without_flops(events: pl.DataFrame) -> pl.DataFrame:
     """Compute kernels without FLOPs grouped by category, op (or kernel name) and reason:
     ``count``, ``sum_ns``; longest first, ties by name (deterministic)."""
-    ev = events.lazy().filter(_compute_kernel() & pl.col("flops").is_null()) \
-        .select("category", "op", "name", "cost_note", "start_ns", "end_ns").collect()
     schema = {"category": pl.String, "op": pl.String, "cost_note": pl.String,
               "count": pl.UInt32, "sum_ns": pl.Int64}
-    if ev.is_empty():
-        return pl.DataFrame(schema=schema)
-    return (ev.group_by(category=pl.col("category").cast(pl.String),
-                        op=pl.coalesce("op", "name"), cost_note=pl.col("cost_note"))
+    # lazy: only the columns read are filtered, and the (integer) sums group in parallel;
+    # the keys are unique per row of the result, so the sort fixes its order
+    return (events.lazy().filter(_compute_kernel() & pl.col("flops").is_null())
+            .group_by(category=pl.col("category").cast(pl.String),
+                      op=pl.coalesce("op", "name"), cost_note=pl.col("cost_note"))
             .agg(count=pl.len(), sum_ns=_DUR.sum())
             .sort(["sum_ns", "category", "op", "cost_note"],
                   descending=[True, False, False, False], nulls_last=True)
-            .cast(schema))
+            .cast(schema).collect())
 
 
 def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
