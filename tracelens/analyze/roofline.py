@@ -106,15 +106,17 @@ def without_flops(events: pl.DataFrame) -> pl.DataFrame:
     ``count``, ``sum_ns``; longest first, ties by name (deterministic)."""
     schema = {"category": pl.String, "op": pl.String, "cost_note": pl.String,
               "count": pl.UInt32, "sum_ns": pl.Int64}
-    # lazy: only the columns read are filtered, and the (integer) sums group in parallel;
-    # the keys are unique per row of the result, so the sort fixes its order
-    return (events.lazy().filter(_compute_kernel() & pl.col("flops").is_null())
-            .group_by(category=pl.col("category").cast(pl.String),
-                      op=pl.coalesce("op", "name"), cost_note=pl.col("cost_note"))
+    ev = events.lazy().filter(_compute_kernel() & pl.col("flops").is_null()) \
+        .select("category", "op", "name", "cost_note", "start_ns", "end_ns").collect()
+    if ev.is_empty():
+        return pl.DataFrame(schema=schema)
+    # eager group-by: the streaming one holds far more memory with many distinct names
+    return (ev.group_by(category=pl.col("category").cast(pl.String),
+                        op=pl.coalesce("op", "name"), cost_note=pl.col("cost_note"))
             .agg(count=pl.len(), sum_ns=_DUR.sum())
             .sort(["sum_ns", "category", "op", "cost_note"],
                   descending=[True, False, False, False], nulls_last=True)
-            .cast(schema).collect())
+            .cast(schema))
 
 
 def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
