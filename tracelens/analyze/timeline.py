@@ -101,10 +101,17 @@ def _prio_sums_on_axis(ordered: pl.DataFrame, groups: pl.DataFrame, keys: list[s
     sets = [(f"u{k}", prio <= k) for k in range(len(CATEGORIES))]
     sets += [("comm", prio == _COLLECTIVE), ("mem", prio == _MEMORY)]
     cols = {}
-    for name, member in sets:
-        prev = np.maximum.accumulate(np.where(member, e, -1))
-        prev = np.r_[np.int64(-1), prev[:-1]]
-        part = np.where(member, np.maximum(e - np.maximum(s, prev), 0), 0)
+    seen = np.empty_like(e)  # the latest end among the set's earlier rows (-1: none)
+    part = np.empty_like(e)
+    for name, member in sets:  # in place: two arrays per pass, not six
+        np.copyto(seen, e)
+        seen[~member] = -1
+        np.maximum.accumulate(seen, out=seen)
+        part[0] = max(s[0], -1)
+        np.maximum(s[1:], seen[:-1], out=part[1:])  # where the row's new coverage starts
+        np.subtract(e, part, out=part)
+        np.maximum(part, 0, out=part)
+        part *= member
         cols[name] = pl.Series(name, np.add.reduceat(part, starts), dtype=pl.Int64)
     unions = runs.with_columns(**cols)
     dur = e - s
