@@ -192,18 +192,20 @@ def idle_breakdown(parts: pl.DataFrame, events: pl.DataFrame,
     one row per device (and step) that has idle time.
     """
     keys = DEVICE_KEYS if steps is None else [*DEVICE_KEYS, "step"]
+    # lazy: the (integer) sums group in parallel and only the columns read are kept
     if steps is None:
-        spans = events.group_by(DEVICE_KEYS).agg(_lo=pl.col("start_ns").min(),
-                                                 _hi=pl.col("end_ns").max())
-        clipped = parts.join(spans, on=DEVICE_KEYS).with_columns(
+        spans = events.lazy().group_by(DEVICE_KEYS).agg(_lo=pl.col("start_ns").min(),
+                                                        _hi=pl.col("end_ns").max())
+        clipped = parts.lazy().join(spans, on=DEVICE_KEYS).with_columns(
             start_ns=pl.max_horizontal("start_ns", "_lo"),
             end_ns=pl.min_horizontal("end_ns", "_hi")).filter(
             pl.col("end_ns") > pl.col("start_ns"))
     elif steps.is_empty() or parts.is_empty():
-        clipped = parts.head(0).with_columns(step=pl.lit(None, dtype=pl.Int32))
+        clipped = parts.lazy().head(0).with_columns(step=pl.lit(None, dtype=pl.Int32))
     else:
-        clipped = clip_to_windows(parts, steps)
-    sums = clipped.group_by(*keys, "part").agg(ns=(pl.col("end_ns") - pl.col("start_ns")).sum())
+        clipped = clip_to_windows(parts, steps).lazy()
+    sums = clipped.group_by(*keys, "part").agg(
+        ns=(pl.col("end_ns") - pl.col("start_ns")).sum()).collect()
     wide = sums.pivot(on="part", index=keys, values="ns") if sums.height else \
         sums.select(keys)
     return wide.select(*keys, *[(pl.col(p) if p in wide.columns else pl.lit(0))
