@@ -130,5 +130,21 @@ def test_spec_lookup_equals_the_join(evs: list, known: list, ids: list) -> None:
     specs = pl.DataFrame([(*d, ids[i % len(ids)]) for i, d in enumerate(known)],
                          schema={**keys, "spec": pl.String}, orient="row") \
         .unique(list(keys), keep="first", maintain_order=True)
-    assert_frame_equal(roofline._with_spec(ev, specs),
-                       ev.join(specs, on=list(keys), how="left"))
+    joined = ev.join(specs, on=list(keys), how="left")["spec"]
+    one = roofline._single_spec(ev, specs)
+    if one is not None:  # the one value is what the join gives every event
+        assert joined.to_list() == [one[0]] * ev.height
+    covered = ev.join(specs, on=list(keys), how="anti").is_empty()
+    if covered and specs["spec"].n_unique() == 1 and ev.null_count().sum_horizontal()[0] == 0 \
+            and ev["host"].n_unique() == 1 and ev["rank"].n_unique() == 1 \
+            and ev["device"].n_unique() == ev.height:
+        assert one is not None  # one host and rank, every device listed: no join
+
+
+def test_roofline_with_one_spec_equals_the_join_path() -> None:
+    t = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    specs = roofline.spec_frame(roofline.device_specs(t.devices))
+    assert roofline._single_spec(t.events, specs) == ("mi300x",)
+    with unittest.mock.patch.object(roofline, "_single_spec", return_value=None):
+        joined = roofline.roofline(t.events, specs)
+    assert_frame_equal(roofline.roofline(t.events, specs), joined)

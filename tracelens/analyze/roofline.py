@@ -121,23 +121,29 @@ def without_flops(events: pl.DataFrame) -> pl.DataFrame:
 
 def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
     """One row per op group (see module doc), sorted by time (descending)."""
-    ev = events.lazy().filter((pl.col("kind") == "kernel")
-                              & (pl.col("category") != "collective")) \
-        .select(*DEVICE_KEYS, "op", "name", "program_id", "module", "category", "dtype",
-                "start_ns", "end_ns", "flops", "bytes").collect()  # what the groups read
     cols = ["op", "program_id", "module", "kernel", "category", "spec", "dtype", "count",
             "sum_ns", "flops", "bytes", "intensity", "tflops_per_s", "tb_per_s",
             "peak_tflops", "hbm_tb_per_s", "attainable_tflops_per_s", "bound", "efficiency",
             "no_cost_count"]
+    kernels = events.lazy().filter((pl.col("kind") == "kernel")
+                                   & (pl.col("category") != "collective"))
+    # only what the groups read, string keys as categoricals (each string hashed once, the
+    # group-bys run on codes): no copy of the other event columns
+    read = [pl.coalesce("op", "name").cast(pl.Categorical).alias("_group"), "program_id",
+            "module", "category", "dtype", pl.col("name").cast(pl.Categorical),
+            pl.col("dtype").cast(pl.Categorical).alias("_dtype_code"), _DUR.alias("_dur"),
+            "flops", "bytes", (pl.col("flops").is_null() & pl.col("bytes").is_null())
+            .alias("_nocost")]
+    one = _single_spec(events, specs)
+    if one is not None:
+        ev = kernels.select(*read, spec=pl.lit(one[0], dtype=pl.String)).collect()
+    else:
+        ev = kernels.select(*DEVICE_KEYS, *read).collect()
+        ev = ev.join(specs.select(*DEVICE_KEYS, "spec"), on=DEVICE_KEYS, how="left") \
+            .drop(DEVICE_KEYS)
     if ev.is_empty():
         return pl.DataFrame(schema={c: pl.String for c in cols}).clear()
-    ev = _with_spec(ev, specs)
-    # string keys as categoricals: each string is hashed once, the group-bys run on codes
-    ev = ev.with_columns(_group=pl.coalesce("op", "name").cast(pl.Categorical), _dur=_DUR,
-                         _nocost=pl.col("flops").is_null() & pl.col("bytes").is_null(),
-                         name=pl.col("name").cast(pl.Categorical),
-                         spec=pl.col("spec").cast(pl.Categorical),
-                         _dtype_code=pl.col("dtype").cast(pl.Categorical))
+    ev = ev.with_columns(pl.col("spec").cast(pl.Categorical))
     keys = ["_group", "program_id", "spec"]
     # eager: each group's float sums run in row order (the same bits every run)
     agg = ev.group_by(keys).agg(
@@ -254,19 +260,21 @@ def _per_device(lf: pl.LazyFrame, **aggs: pl.Expr) -> pl.LazyFrame:
     return lf.group_by(DEVICE_KEYS).agg(**aggs)
 
 
-def _with_spec(ev: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
-    """``ev`` with its device's ``spec`` id: a join on the device keys, or the one value
-    when ``specs`` gives every device the same spec (known or not) and lists every
-    combination of the events' hosts, ranks and ordinals (so every event's device)."""
-    if specs.height and specs.select(pl.col("spec").n_unique()).item() == 1:
-        values = [ev[k].unique() for k in DEVICE_KEYS]
-        if values[0].null_count() + values[1].null_count() + values[2].null_count() == 0 \
-                and values[0].len() * values[1].len() * values[2].len() <= 100_000:
-            every = values[0].to_frame().join(values[1].to_frame(), how="cross") \
-                .join(values[2].to_frame(), how="cross")
-            if every.join(specs.select(DEVICE_KEYS), on=DEVICE_KEYS, how="anti").is_empty():
-                return ev.with_columns(spec=pl.lit(specs["spec"][0], dtype=pl.String))
-    return ev.join(specs.select("host", "rank", "device", "spec"), on=DEVICE_KEYS, how="left")
+def _single_spec(events: pl.DataFrame, specs: pl.DataFrame) -> tuple[str | None] | None:
+    """``(spec,)`` when the join of ``events`` with ``specs`` on the device keys would give
+    every event that one spec (known or not): ``specs`` has one spec value and lists every
+    combination of the events' hosts, ranks and ordinals; else None (join)."""
+    if not specs.height or specs.select(pl.col("spec").n_unique()).item() != 1:
+        return None
+    values = [events[k].unique() for k in DEVICE_KEYS]
+    if any(v.null_count() for v in values) or \
+            values[0].len() * values[1].len() * values[2].len() > 100_000:
+        return None
+    every = values[0].to_frame().join(values[1].to_frame(), how="cross") \
+        .join(values[2].to_frame(), how="cross")
+    if not every.join(specs.select(DEVICE_KEYS), on=DEVICE_KEYS, how="anti").is_empty():
+        return None
+    return (specs["spec"][0],)
 
 
 def roofline_rows(df: pl.DataFrame, top: int | None = None) -> list[dict[str, Any]]:
