@@ -39,8 +39,9 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                   hlo_text: Iterable[str | Path] = ()) -> tuple[pl.DataFrame, list[str]]:
     """One row per distinct (host, program_id, op) of ``events``: the op's cost per
     execution, and the problems met (modules that failed to decode, ops not in the HLO)."""
-    keys = events.select(*KEY).filter(pl.col("op").is_not_null()
-                                      & pl.col("program_id").is_not_null()).unique().sort(KEY)
+    keys = events.lazy().select(*KEY).filter(
+        pl.col("op").is_not_null() & pl.col("program_id").is_not_null()).unique() \
+        .collect().sort(KEY)
     index = HloIndex.from_frames(modules, wanted=keys, text_dumps=hlo_text)
     rows = []
     missing_module: set[tuple[str, int]] = set()
@@ -155,7 +156,7 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
 def cost_note() -> pl.Expr:
     """Why a compute kernel (category not collective or memory) has no FLOPs, null otherwise:
     the op's reason from the HLO cost rules, or what the trace lacks."""
-    compute = pl.col("category").cast(pl.String).is_in(COMPUTE_CATEGORIES).fill_null(False)
+    compute = pl.col("category").is_in(COMPUTE_CATEGORIES).fill_null(False)
     reason = (pl.when(pl.col("cost_note").is_not_null()).then(pl.col("cost_note"))
               .when(pl.col("cost_source") == "counters")
               .then(pl.lit("the hardware counters of this dispatch hold no FLOP counter"))

@@ -21,9 +21,10 @@ boundaries like kernels are).
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
-from tracelens.analyze.intervals import subtract
+from tracelens.analyze.intervals import on_one_axis, subtract
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 
 IDLE_PARTS: tuple[str, ...] = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
@@ -37,17 +38,29 @@ SYNC_CALL = (r"(?i)^(hip|cuda|cu)(Device|Stream|Event|Ctx)Synchronize|"
 _INF = 2**62  # stands for ±infinity (year 2116 in ns since the epoch)
 
 
+_SCHEMA = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "part": pl.String,
+           "start_ns": pl.Int64, "end_ns": pl.Int64}
+
+
 def idle_intervals(events: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFrame:
     """Every idle interval of every device, labelled with its part (see the module doc).
 
-    Columns: host, rank, device, part, start_ns, end_ns. Includes the stretch before a
-    device's first activity and after its last (bounded by ±2^61 ns) so that any window,
-    a step's included, finds its idle time here.
+    Columns: host, rank, device, part, start_ns, end_ns; sorted by device, start and part.
+    Includes the stretch before a device's first activity and after its last (bounded by
+    ±2^62 ns) so that any window, a step's included, finds its idle time here.
     """
-    schema = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "part": pl.String,
-              "start_ns": pl.Int64, "end_ns": pl.Int64}
     if events.is_empty():
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(schema=_SCHEMA)
+    sync = _sync_calls(host_events)
+    # the one-axis path covers traces without synchronizing calls (what cuts gaps further)
+    axis = on_one_axis(events, DEVICE_KEYS, "correlation_id") if sync.is_empty() else None
+    out = _idle_on_axis(*axis, host_events) if axis is not None else None
+    return out if out is not None else _idle_by_frames(events, host_events, sync)
+
+
+def _idle_by_frames(events: pl.DataFrame, host_events: pl.DataFrame,
+                    sync: pl.DataFrame) -> pl.DataFrame:
+    """``idle_intervals`` with per-device frame operations (any times, any sync calls)."""
     gaps = _gaps(events)
     launch = _launch_calls(host_events)
     g = gaps.join(launch, on=["host", "rank", "correlation_id"], how="left",
@@ -58,14 +71,132 @@ def idle_intervals(events: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFr
     host_side = g.filter(has).select(*DEVICE_KEYS, "start_ns", end_ns=cut)
     latency = g.filter(has).select(*DEVICE_KEYS, start_ns=cut, end_ns=pl.col("end_ns"))
     unknown = g.filter(~has).select(*DEVICE_KEYS, "start_ns", "end_ns")
-    sync, pre_launch = _split_by_sync(host_side, _sync_calls(host_events))
+    sync_part, pre_launch = _split_by_sync(host_side, sync)
     parts = [pre_launch.with_columns(part=pl.lit("host_launch")),
-             sync.with_columns(part=pl.lit("sync_wait")),
+             sync_part.with_columns(part=pl.lit("sync_wait")),
              latency.with_columns(part=pl.lit("launch_latency")),
              unknown.with_columns(part=pl.lit("no_host_data"))]
     out = pl.concat([p.select(*DEVICE_KEYS, "part", "start_ns", "end_ns") for p in parts])
-    return out.filter(pl.col("end_ns") > pl.col("start_ns")).cast(schema) \
+    return out.filter(pl.col("end_ns") > pl.col("start_ns")).cast(_SCHEMA) \
         .sort(*DEVICE_KEYS, "start_ns", "part")
+
+
+def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.DataFrame
+                  ) -> pl.DataFrame | None:
+    """``idle_intervals`` without sync calls, on ``on_one_axis``'s shared time axis: the gaps
+    come from one cumulative max, the launch calls from one sorted array of (device's
+    host and rank, correlation id) keys searched by binary search, and the pieces are built
+    in output order (gaps are disjoint and increasing per device), so no string key is
+    hashed or sorted per row. None when the keys do not fit one int64 (the caller falls back).
+    """
+    if groups["host"].null_count() or groups["rank"].null_count():
+        return None  # a null host or rank matches no launch call: the frame path says so
+    rows = _ties_by_end_and_id(rows)
+    s = rows["_s"].to_numpy()
+    g = rows["_g"].to_numpy().astype(np.int64)
+    shift = groups["_shift"].to_numpy()[g]
+    e = rows["_e"].to_numpy()
+    prev = np.empty_like(e)
+    prev[0] = 0
+    prev[1:] = np.maximum.accumulate(e)[:-1]  # never carries over from the previous device
+    first = np.r_[True, g[1:] != g[:-1]]
+    gap = first | (s > prev)
+    corr = rows["correlation_id"].filter(pl.Series(gap))
+    n_dev = groups.height
+    # a device's gaps in time order, then its stretch after the last activity
+    gap_g = np.concatenate([g[gap], np.arange(n_dev)])
+    gap_s = np.concatenate([np.where(first, -_INF, prev - shift)[gap],
+                            groups["_hi"].to_numpy()])
+    gap_e = np.concatenate([(s - shift)[gap], np.full(n_dev, _INF, np.int64)])
+    corr = corr.append(pl.Series([None] * n_dev, dtype=corr.dtype))
+    order = np.argsort(gap_g, kind="stable")
+    gap_g, gap_s, gap_e, corr = gap_g[order], gap_s[order], gap_e[order], corr.gather(order)
+    launch = _launch_ends(groups, gap_g, corr, host_events)
+    if launch is None:
+        return None
+    l_end, has = launch
+    cut = np.minimum(np.maximum(l_end, gap_s), gap_e)
+    # each gap: [start, cut) host_launch and [cut, end) launch_latency, or [start, end)
+    # no_host_data; interleaved so that the pieces stay in start order
+    p_g = np.repeat(gap_g, 2)
+    p_s = np.stack([gap_s, cut]).T.ravel()
+    p_e = np.stack([np.where(has, cut, gap_e), gap_e]).T.ravel()
+    p_part = np.stack([np.where(has, 0, 3), np.full(len(has), 2)]).T.ravel()
+    keep = (p_e > p_s) & np.stack([np.ones(len(has), bool), has]).T.ravel()
+    p_g, p_s, p_e, p_part = p_g[keep], p_s[keep], p_e[keep], p_part[keep]
+    names = pl.Series("part", [*_PART_ORDER], dtype=pl.String)
+    keys = groups.select(DEVICE_KEYS)[p_g]
+    return keys.with_columns(names.gather(p_part), pl.Series("start_ns", p_s, pl.Int64),
+                             pl.Series("end_ns", p_e, pl.Int64)).cast(_SCHEMA)
+
+
+_PART_ORDER = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
+
+
+def _ties_by_end_and_id(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` (sorted by ``_s``) with activities that start together ordered by end, then
+    correlation id (nulls last): the first of them ends the gap. Only the tied rows are
+    sorted (they are few; a full three-key sort of millions of rows costs more)."""
+    s = rows["_s"].to_numpy()
+    same = s[1:] == s[:-1]
+    if not same.any():
+        return rows
+    tied = np.zeros(len(s), bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    pos = np.flatnonzero(tied)
+    corr = rows["correlation_id"].gather(pos)
+    order = np.lexsort((corr.fill_null(0).to_numpy(), corr.is_null().to_numpy(),
+                        rows["_e"].to_numpy()[pos], s[pos]))
+    perm = np.arange(len(s))
+    perm[pos] = pos[order]
+    return rows[perm]
+
+
+def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
+                 host_events: pl.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per gap, the end of the launch call of the activity that ends it, and whether there
+    is one: the latest end among host events with the device's host and rank and that
+    correlation id. Keys are ``pair × 2^b + (id − smallest id)`` with pairs numbered over the
+    devices' (host, rank); None when they would not fit in int64."""
+    he = host_events.filter(pl.col("correlation_id").is_not_null()
+                            & pl.col("host").is_not_null() & pl.col("rank").is_not_null())
+    l_end, found = np.zeros(len(gap_g), np.int64), np.zeros(len(gap_g), bool)
+    if he.is_empty() or not corr.is_not_null().any():
+        return l_end, found
+    hosts = groups["host"].unique().sort().to_list()
+    pairs = groups.select(_pair_key(hosts)).to_series().to_numpy()
+    upairs = np.unique(pairs)
+    lo, hi = int(he["correlation_id"].min()), int(he["correlation_id"].max())  # type: ignore
+    bits = (hi - lo).bit_length()
+    if (len(upairs) << bits) >= 2**62:
+        return None
+    he_pair = he.select(_pair_key(hosts)).to_series().to_numpy()
+    code = np.searchsorted(upairs, he_pair).clip(max=len(upairs) - 1)
+    mine = upairs[code] == he_pair  # host events of a rank without devices match nothing
+    key = (code[mine] << bits) + (he["correlation_id"].to_numpy()[mine] - lo)
+    order = np.argsort(key, kind="stable")
+    key, end = key[order], he["end_ns"].to_numpy()[mine][order]
+    if not len(key):
+        return l_end, found
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ukey, last_end = key[starts], np.maximum.reduceat(end, starts)
+    known = corr.is_not_null().to_numpy()
+    cv = corr.fill_null(lo).to_numpy()
+    known &= (cv >= lo) & (cv <= hi)
+    gkey = (np.searchsorted(upairs, pairs[gap_g]) << bits) + (np.where(known, cv, lo) - lo)
+    at = np.searchsorted(ukey, gkey).clip(max=len(ukey) - 1)
+    found = known & (ukey[at] == gkey)
+    l_end[found] = last_end[at[found]]
+    return l_end, found
+
+
+def _pair_key(hosts: list[str]) -> pl.Expr:
+    """(host, rank) as one int64: the host's index in ``hosts`` (-1: another host) and the
+    rank."""
+    code = pl.col("host").replace_strict(hosts, list(range(len(hosts))), default=-1,
+                                         return_dtype=pl.Int64)
+    return code * 2**32 + pl.col("rank").cast(pl.Int64) + 2**31
 
 
 def idle_breakdown(parts: pl.DataFrame, events: pl.DataFrame,
@@ -78,18 +209,20 @@ def idle_breakdown(parts: pl.DataFrame, events: pl.DataFrame,
     one row per device (and step) that has idle time.
     """
     keys = DEVICE_KEYS if steps is None else [*DEVICE_KEYS, "step"]
+    # lazy: the (integer) sums group in parallel and only the columns read are kept
     if steps is None:
-        spans = events.group_by(DEVICE_KEYS).agg(_lo=pl.col("start_ns").min(),
-                                                 _hi=pl.col("end_ns").max())
-        clipped = parts.join(spans, on=DEVICE_KEYS).with_columns(
+        spans = events.lazy().group_by(DEVICE_KEYS).agg(_lo=pl.col("start_ns").min(),
+                                                        _hi=pl.col("end_ns").max())
+        clipped = parts.lazy().join(spans, on=DEVICE_KEYS).with_columns(
             start_ns=pl.max_horizontal("start_ns", "_lo"),
             end_ns=pl.min_horizontal("end_ns", "_hi")).filter(
             pl.col("end_ns") > pl.col("start_ns"))
     elif steps.is_empty() or parts.is_empty():
-        clipped = parts.head(0).with_columns(step=pl.lit(None, dtype=pl.Int32))
+        clipped = parts.lazy().head(0).with_columns(step=pl.lit(None, dtype=pl.Int32))
     else:
-        clipped = clip_to_windows(parts, steps)
-    sums = clipped.group_by(*keys, "part").agg(ns=(pl.col("end_ns") - pl.col("start_ns")).sum())
+        clipped = clip_to_windows(parts, steps).lazy()
+    sums = clipped.group_by(*keys, "part").agg(
+        ns=(pl.col("end_ns") - pl.col("start_ns")).sum()).collect()
     wide = sums.pivot(on="part", index=keys, values="ns") if sums.height else \
         sums.select(keys)
     return wide.select(*keys, *[(pl.col(p) if p in wide.columns else pl.lit(0))

@@ -54,6 +54,9 @@ def _prio_unions(ev: pl.DataFrame, keys: list[str], by: tuple[str, ...] = ()
             ev.select(*every, "start_ns", "end_ns", "_prio").sort([*every, "start_ns"]),
             every), None
     ordered, groups = axis
+    fast = _prio_sums_on_axis(ordered, groups, keys, by)
+    if fast is not None:
+        return fast
     s, e = pl.col("_s"), pl.col("_e")
     sets = [(f"u{k}", pl.col("_prio") <= k) for k in range(len(CATEGORIES))]
     sets += [("comm", pl.col("_prio") == _COLLECTIVE), ("mem", pl.col("_prio") == _MEMORY)]
@@ -72,6 +75,63 @@ def _prio_unions(ev: pl.DataFrame, keys: list[str], by: tuple[str, ...] = ()
     per_cat = per_cat.join(groups.select(*keys, "_g"), on="_g")
     category = pl.Series("category", CATEGORIES, dtype=CategoryDtype).gather(per_cat["_prio"])
     return unions, per_cat.select(*keys, *by, category, "count", "sum_ns")
+
+
+def _prio_sums_on_axis(ordered: pl.DataFrame, groups: pl.DataFrame, keys: list[str],
+                       by: list[str]) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """``_prio_unions``'s sums with numpy: rows sorted on the shared axis come in runs of one
+    group (and ``by`` value), so every sum is an exact int64 ``add.reduceat`` over the runs
+    and each union one ``maximum.accumulate``. None (use polars) when a ``by`` value repeats
+    in two runs of a group, or a priority or ``by`` value is null."""
+    if ordered.is_empty() or ordered["_prio"].null_count() or any(
+            ordered[b].null_count() for b in by):
+        return None
+    g = ordered["_g"].to_numpy()
+    s, e, prio = ordered["_s"].to_numpy(), ordered["_e"].to_numpy(), ordered["_prio"].to_numpy()
+    change = np.r_[True, g[1:] != g[:-1]]
+    by_values = [ordered[b].to_numpy() for b in by]
+    for v in by_values:
+        change |= np.r_[True, v[1:] != v[:-1]]
+    starts = np.flatnonzero(change)
+    run_g = g[starts]
+    runs = groups.select(keys)[run_g.astype(np.int64)].with_columns(
+        ordered[b].gather(starts) for b in by)
+    if by and runs.select(pl.struct(*keys, *by).is_duplicated().any()).item():
+        return None
+    sets = [(f"u{k}", prio <= k) for k in range(len(CATEGORIES))]
+    sets += [("comm", prio == _COLLECTIVE), ("mem", prio == _MEMORY)]
+    cols = {}
+    seen = np.empty_like(e)  # the latest end among the set's earlier rows (-1: none)
+    part = np.empty_like(e)
+    for name, member in sets:  # in place: two arrays per pass, not six
+        np.copyto(seen, e)
+        seen[~member] = -1
+        np.maximum.accumulate(seen, out=seen)
+        part[0] = max(s[0], -1)
+        np.maximum(s[1:], seen[:-1], out=part[1:])  # where the row's new coverage starts
+        np.subtract(e, part, out=part)
+        np.maximum(part, 0, out=part)
+        part *= member
+        cols[name] = pl.Series(name, np.add.reduceat(part, starts), dtype=pl.Int64)
+    unions = runs.with_columns(**cols)
+    dur = e - s
+    counts = np.bincount((np.cumsum(change) - 1) * len(CATEGORIES) + prio,
+                         minlength=len(starts) * len(CATEGORIES)).reshape(-1, len(CATEGORIES))
+    per_cat = []
+    for k in range(len(CATEGORIES)):
+        count = counts[:, k]
+        has = count > 0
+        if not has.any():
+            continue
+        total = np.add.reduceat(np.where(prio == k, dur, 0), starts)
+        per_cat.append(runs.filter(pl.Series(has)).with_columns(
+            category=pl.lit(CATEGORIES[k], dtype=CategoryDtype),
+            count=pl.Series(count[has], dtype=pl.Int64),
+            sum_ns=pl.Series(total[has], dtype=pl.Int64)))
+    cats = pl.concat(per_cat) if per_cat else runs.head(0).with_columns(
+        category=pl.lit(None, dtype=CategoryDtype), count=pl.lit(0, dtype=pl.Int64),
+        sum_ns=pl.lit(0, dtype=pl.Int64))
+    return unions, cats
 
 
 def _prio_unions_by_level(ordered: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
