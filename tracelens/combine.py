@@ -8,11 +8,16 @@ Clocks: XSpace hosts are aligned on wall-clock when every part knows its profile
 shift, but rocprofv3 records no wall-clock time, so different hosts are left unaligned;
 ``meta.alignment`` says what was done and ``meta.unaligned`` what was not (the loader tries
 collective ends before it warns).
+
+:func:`place` decides all of that from the parts' metadata alone, so that the Dask engine
+(:mod:`tracelens.engine`), whose workers keep each host's events, applies the same placement
+to per-host partials that :func:`combine` applies to whole frames here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import polars as pl
 
@@ -33,8 +38,17 @@ class _Part:
     clock: str | None
 
 
-def _part(i: int, part: Trace) -> _Part:
-    meta = part.meta
+@dataclass(frozen=True)
+class Placement:
+    """Where one part goes in the job: ranks ``offset + local rank``; every row's host set to
+    ``rename`` (None: a rocprofv3 part keeps its processes' host names); times + ``shift``."""
+
+    offset: int
+    rename: str | None
+    shift: int
+
+
+def _part(i: int, meta: TraceMeta) -> _Part:
     if meta.processes:
         procs = tuple(meta.processes)
         return _Part(True, procs, len(procs), tuple(p.host or f"host{i}" for p in procs),
@@ -43,33 +57,34 @@ def _part(i: int, part: Trace) -> _Part:
     return _Part(False, (), 1, (host,), info.profile_start_ns, None)
 
 
-def combine(parts: list[Trace]) -> Trace:
-    """One Trace of the whole job (see the module doc); a single part is returned as it is,
-    with its alignment set."""
-    infos = [_part(i, part) for i, part in enumerate(parts)]
+def place(metas: Sequence[TraceMeta]) -> tuple[TraceMeta, list[Placement]]:
+    """The job's metadata (sources, warnings, hosts, ranks, alignment, what stays unaligned)
+    and each part's placement, from the parts' metadata. One part keeps its own metadata
+    (alignment set) and is placed as it is."""
+    infos = [_part(i, m) for i, m in enumerate(metas)]
     alignment, aligned, warning = _alignment(infos)
-    if len(parts) == 1:
-        parts[0].meta.alignment = alignment
-        parts[0].meta.unaligned = warning
-        return parts[0]
+    if len(metas) == 1:
+        metas[0].alignment = alignment
+        metas[0].unaligned = warning
+        return metas[0], [Placement(0, None, 0)]
     meta = TraceMeta()
-    for part in parts:
-        meta.sources.extend(part.meta.sources)
-        for w in part.meta.warnings:
+    for m in metas:
+        meta.sources.extend(m.sources)
+        for w in m.warnings:
             meta.warn(w)
     meta.alignment = alignment
     single = [info.hosts[0] for info in infos if not info.per_process]
     dup = {n for n in single if single.count(n) > 1}
     starts = [info.start for info in infos]
     t0 = min(s for s in starts if s is not None) if aligned else 0
-    out: dict[str, list[pl.DataFrame]] = {k: [] for k in _FRAMES}
+    placements: list[Placement] = []
     offset = 0
-    for i, (part, info) in enumerate(zip(parts, infos)):
+    for i, (m, info) in enumerate(zip(metas, infos)):
         rename = None
         if not info.per_process:
             rename = info.hosts[0] if info.hosts[0] not in dup else f"{info.hosts[0]}#{i}"
         shift = (starts[i] - t0) if aligned else 0  # type: ignore[operator]
-        source = part.meta.sources[0]
+        source = m.sources[0]
         for local in range(info.n_ranks):
             proc = info.processes[local] if info.per_process else None
             host = rename or (proc.host if proc else None) or f"host{i}"
@@ -79,17 +94,31 @@ def combine(parts: list[Trace]) -> Trace:
             meta.ranks.append(RankInfo(rank=offset + local, host=host,
                                        pid=proc.pid if proc else None, path=source["path"],
                                        format=source.get("format")))
-        for key in out:
-            df: pl.DataFrame = getattr(part, key)
-            cols = {"rank": (pl.col("rank") + offset).cast(pl.Int32)}
-            if "host" in df.columns and rename is not None:
-                cols["host"] = pl.lit(rename)
-            if "start_ns" in df.columns:
-                cols["start_ns"] = pl.col("start_ns") + shift
-                cols["end_ns"] = pl.col("end_ns") + shift
-            out[key].append(df.with_columns(**cols))
+        placements.append(Placement(offset, rename, shift))
         offset += info.n_ranks
     meta.unaligned = warning
+    return meta, placements
+
+
+def placed(df: pl.DataFrame, where: Placement) -> pl.DataFrame:
+    """One part's frame (any with a ``rank`` column) in the job: ranks, host, times."""
+    cols = {"rank": (pl.col("rank") + where.offset).cast(pl.Int32)}
+    if "host" in df.columns and where.rename is not None:
+        cols["host"] = pl.lit(where.rename)
+    if "start_ns" in df.columns and where.shift:
+        cols["start_ns"] = pl.col("start_ns") + where.shift
+        cols["end_ns"] = pl.col("end_ns") + where.shift
+    return df.with_columns(**cols)
+
+
+def combine(parts: list[Trace]) -> Trace:
+    """One Trace of the whole job (see the module doc); a single part is returned as it is,
+    with its alignment set."""
+    meta, placements = place([part.meta for part in parts])
+    if len(parts) == 1:
+        return parts[0]
+    out = {key: [placed(getattr(part, key), where) for part, where in zip(parts, placements)]
+           for key in _FRAMES}
     return Trace(events=pl.concat(out["events"]), host_events=pl.concat(out["host_events"]),
                  steps=pl.concat(out["steps"]) if out["steps"] else pl.DataFrame(
                      schema=STEP_SCHEMA),

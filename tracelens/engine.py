@@ -1,0 +1,317 @@
+"""Where the per-host work of a job runs: in this process, on a local Dask cluster, or on an
+existing one (issue 17).
+
+A job of many hosts is a map and a reduce. The map (:func:`map_host`) reads ONE host file,
+runs the loader's stages on it and returns a :class:`HostPartial`: the host's metadata, its
+job-check facts and small, mergeable partials of the analyses the command asked for (never
+its event frames). The reduce (:func:`reduce_hosts`) places the hosts in the job from their
+metadata alone (:func:`tracelens.combine.place`: ranks, duplicate host names, wall-clock
+shifts) and refuses files that are not one job, exactly as the one-process loader does; the
+command then merges the partials. The in-process path runs the same map and reduce, so the
+engines cannot disagree.
+
+:func:`run_map` decides where the map runs: ``workers`` 1 (or one item) in this process; more
+on a ``distributed.LocalCluster`` of that many single-threaded worker processes on
+127.0.0.1; ``scheduler`` (or ``TRACELENS_SCHEDULER``) on an existing cluster whose workers
+can read the paths. An input error on a worker comes back as the same
+:class:`TraceInputError`, first failing item in input order; a worker that dies is retried
+by Dask, and a file that kills its workers every time fails with its path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+import polars as pl
+
+from tracelens.combine import Placement, place, placed
+from tracelens.errors import TraceInputError
+from tracelens.jobs import Facts, check_one_job
+from tracelens.model import Trace, TraceMeta
+from tracelens.reading import spawn_safe
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+ENV_SCHEDULER = "TRACELENS_SCHEDULER"
+ENV_WORKERS = "TRACELENS_WORKERS"
+LOCAL_MIN_BYTES = 64 << 20  # below this a local cluster takes longer to start than it saves
+RETRIES = 2  # extra tries of an item whose worker died (input errors are not retried)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the map runs
+# ---------------------------------------------------------------------------------------------
+
+def default_workers() -> int:
+    """``TRACELENS_WORKERS`` when set to a positive integer, else the core count: how many
+    host files are read at once, by the engine's workers or the loader's threads alike."""
+    want = os.environ.get(ENV_WORKERS, "").strip()
+    return int(want) if want.isdigit() and int(want) > 0 else (os.cpu_count() or 1)
+
+
+def scheduler_address(scheduler: str | None) -> str | None:
+    """``--scheduler``, else ``TRACELENS_SCHEDULER``, else None (no existing cluster)."""
+    return scheduler or os.environ.get(ENV_SCHEDULER, "").strip() or None
+
+
+def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None,
+            scheduler: str | None = None, retries: int = RETRIES) -> list[R]:
+    """``[fn(x) for x in items]``, in input order, where the module doc says.
+
+    ``fn`` and the items must pickle (a module-level function, a ``functools.partial`` of
+    one). The first item (in input order) that raises :class:`TraceInputError` raises it
+    here, with its path; the items after it are cancelled.
+    """
+    items = list(items)
+    address = scheduler_address(scheduler)
+    n = min(len(items), workers if workers is not None else default_workers())
+    if address is None and n <= 1:
+        return [fn(x) for x in items]
+    with _client(n, address) as client:
+        futures = client.map(_guarded, [fn] * len(items), items, pure=False, retries=retries)
+        try:
+            return [_unwrap(fut, item) for fut, item in zip(futures, items)]
+        finally:
+            client.cancel(futures)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """An input error as a value: not retried (reading the file again fails again), and
+    re-raised by the client in input order."""
+
+    path: str
+    problem: str
+
+
+def _guarded(fn: Callable[[T], R], item: T) -> R | _Failed:
+    try:
+        return fn(item)
+    except TraceInputError as exc:
+        return _Failed(exc.path, exc.problem)
+
+
+def _unwrap(fut: Any, item: Any) -> Any:
+    from distributed import KilledWorker
+
+    try:
+        value = fut.result()
+    except KilledWorker as exc:
+        where = getattr(item, "path", item)
+        raise TraceInputError(where, "its worker died on every try (out of memory?): "
+                              f"{exc}") from None
+    if isinstance(value, _Failed):
+        raise TraceInputError(value.path, value.problem)
+    return value
+
+
+class _client:
+    """A ``distributed.Client`` on a fresh local cluster of ``n`` processes (torn down on
+    exit, Ctrl-C included), or on the cluster at ``address``."""
+
+    def __init__(self, n: int, address: str | None) -> None:
+        self.n, self.address = n, address
+        self.stack: list[Any] = []
+
+    def __enter__(self) -> Any:
+        import tempfile
+
+        from distributed import Client, LocalCluster
+
+        quiet = logging.CRITICAL
+        for name in ("distributed", "dask"):
+            logging.getLogger(name).setLevel(quiet)
+        try:
+            if self.address is not None:
+                client = Client(self.address, set_as_default=False)
+                self.stack.append(client)
+                return client
+            scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-")
+            self.stack.append(scratch)
+            threads = max(1, (os.cpu_count() or 1) // self.n)
+            cluster = LocalCluster(
+                n_workers=self.n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address=None, silence_logs=quiet, local_directory=scratch.name,
+                env={"POLARS_MAX_THREADS": str(threads)})
+            self.stack.append(cluster)
+            client = Client(cluster, set_as_default=False)
+            self.stack.append(client)
+            return client
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        while self.stack:
+            thing = self.stack.pop()
+            try:
+                thing.close() if hasattr(thing, "close") else thing.cleanup()
+            except Exception:  # closing after a failure must not hide the failure
+                pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-host map
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HostFile:
+    """One trace file of the job and what the job check needs about where it was found."""
+
+    path: Path
+    arg: int = 0         # the index of the path argument it was found under
+    in_dir: bool = False  # that argument is a directory
+
+
+@dataclass(frozen=True)
+class MapOptions:
+    """What every host's map needs: the loader's options, the partials to compute and their
+    options (``params``, read by the partial functions)."""
+
+    rules: Any = None  # a tracelens.classify.RuleSet, or None for the built-in rules
+    step_marker: str | None = None
+    partials: tuple[str, ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    threads: int | None = None  # decoder threads (None: the decoder's default)
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+
+@dataclass
+class HostPartial:
+    """What one host sends back: small and typed. ``meta``: the host's metadata as its
+    loader left it (sources, warnings, hosts, processes, clock, decoder, steps source);
+    ``facts``: its job-check facts; ``partials``: name -> the partial the command asked for;
+    ``map_s``: seconds the map took on its worker."""
+
+    path: str
+    meta: TraceMeta
+    facts: Facts
+    partials: dict[str, Any] = field(default_factory=dict)
+    map_s: float = 0.0
+
+
+PartialFn = Callable[[Trace, MapOptions], Any]
+
+
+def _breakdown(trace: Trace, options: MapOptions) -> Any:
+    """Per-device busy/idle/exposed-communication breakdown (the plumbing's first partial:
+    it merges by concatenation once ranks and hosts are placed)."""
+    from tracelens.analyze.timeline import device_breakdown
+
+    return device_breakdown(trace.events)
+
+
+PARTIALS: dict[str, PartialFn] = {"breakdown": _breakdown}
+"""The partials a map can compute, by name: each takes one host's staged trace."""
+
+
+def map_host(host: HostFile, options: MapOptions) -> HostPartial:
+    """Read ONE host file and return its :class:`HostPartial` (see the module doc)."""
+    from tracelens.loader import load_host
+
+    t0 = time.perf_counter()
+    trace, facts = load_host(host.path, host.arg, host.in_dir, options.rules,
+                             options.step_marker, options.threads)
+    unknown = [p for p in options.partials if p not in PARTIALS]
+    if unknown:
+        raise ValueError(f"unknown partials {unknown} (known: {sorted(PARTIALS)})")
+    partials = {name: PARTIALS[name](trace, options) for name in options.partials}
+    trace.meta.op_costs = None  # per-op cost table: the partials carry what they need of it
+    return HostPartial(str(host.path), trace.meta, facts, partials,
+                       round(time.perf_counter() - t0, 6))
+
+
+# ---------------------------------------------------------------------------------------------
+# The host-facts reduce
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Job:
+    """The hosts placed in one job: its metadata (as the one-process loader builds it, but
+    for the collective-end alignment, which needs the collectives partials) and where each
+    host's partials go."""
+
+    meta: TraceMeta
+    placements: list[Placement]
+    hosts: list[HostPartial]
+
+
+def host_files(paths: Sequence[str | Path], step_marker: str | None = None
+               ) -> tuple[list[Path], list[HostFile], list[str]]:
+    """(the path arguments, one HostFile per trace file behind them, the discovery notes)."""
+    from tracelens.loader import discover_files
+
+    args, files, origin, notes = discover_files(paths, step_marker)
+    return args, [HostFile(f, origin[f], args[origin[f]].is_dir()) for f in files], notes
+
+
+def reduce_hosts(hosts: list[HostPartial], args: list[Path], notes: Sequence[str] = ()
+                 ) -> Job:
+    """Check the hosts are one job, place them (ranks, host names, clock shifts) and build
+    the job's metadata, in the order the loader builds it."""
+    if len(hosts) > 1:
+        check_one_job([h.facts for h in hosts], args)
+    meta, placements = place([h.meta for h in hosts])
+    for note in notes:
+        meta.warn(note)
+    decoders = {k: v for h in hosts for k, v in h.meta.decoder.items()}
+    if decoders:
+        meta.decoder = decoders
+    if len(hosts) > 1:  # one host keeps the steps source its loader found
+        sources = sorted({h.meta.steps_source for h in hosts})
+        meta.steps_source = sources[0] if len(sources) == 1 else "+".join(sources)
+    return Job(meta, placements, hosts)
+
+
+def run_hosts(paths: Sequence[str | Path], options: MapOptions, workers: int | None = None,
+              scheduler: str | None = None) -> Job:
+    """Discover, map every host where :func:`engine_workers` says, and reduce."""
+    import functools
+
+    args, files, notes = host_files(paths, options.step_marker)
+    n = engine_workers(files, workers, scheduler)
+    if n > 1 and not scheduler_address(scheduler) and options.threads is None:
+        # a local cluster's workers share this machine's cores (its polars threads likewise)
+        options = replace(options, threads=max(1, (os.cpu_count() or 1) // n))
+    partials = run_map(functools.partial(map_host, options=options), files, n, scheduler)
+    return reduce_hosts(partials, args, notes)
+
+
+def engine_workers(files: Sequence[HostFile], workers: int | None,
+                   scheduler: str | None) -> int:
+    """How many worker processes map ``files``: ``workers`` when given (1: this process);
+    else the default (:func:`default_workers`) for files together at least
+    :data:`LOCAL_MIN_BYTES`, and this process for less, where starting a cluster costs more
+    than it saves (the result is the same either way)."""
+    if workers is not None or scheduler_address(scheduler):
+        return min(len(files), workers or default_workers())
+    size = sum(_size(f.path) for f in files)
+    if len(files) < 2 or size < LOCAL_MIN_BYTES or not spawn_safe():
+        return 1
+    return min(len(files), default_workers())
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def merged_breakdown(job: Job) -> Any:
+    """The stub reduce of the ``breakdown`` partial: each host's frames placed and joined."""
+    from tracelens.analyze.timeline import Breakdown
+
+    parts = [h.partials["breakdown"] for h in job.hosts]
+    return Breakdown(
+        timeline=pl.concat([placed(p.timeline, w) for p, w in zip(parts, job.placements)]),
+        categories=pl.concat([placed(p.categories, w) for p, w in zip(parts, job.placements)]))
+
