@@ -111,6 +111,22 @@ def _unwrap(fut: Any, item: Any) -> Any:
     return value
 
 
+def local_cluster(n: int, scratch: str | None = None) -> Any:
+    """A quiet ``distributed.LocalCluster`` of ``n`` single-threaded worker processes, on
+    127.0.0.1 only (its HTTP endpoints on a free port, no dashboard), each worker's polars
+    limited to its share of the cores; ``scratch``: the workers' spill folder."""
+    from distributed import LocalCluster
+
+    quiet = logging.CRITICAL
+    for name in ("distributed", "dask"):
+        logging.getLogger(name).setLevel(quiet)
+    threads = max(1, (os.cpu_count() or 1) // n)
+    return LocalCluster(
+        n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        silence_logs=quiet, local_directory=scratch, env={"POLARS_MAX_THREADS": str(threads)})
+
+
 class _client:
     """A ``distributed.Client`` on a fresh local cluster of ``n`` processes (torn down on
     exit, Ctrl-C included), or on the cluster at ``address``."""
@@ -122,23 +138,20 @@ class _client:
     def __enter__(self) -> Any:
         import tempfile
 
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
-        quiet = logging.CRITICAL
-        for name in ("distributed", "dask"):
-            logging.getLogger(name).setLevel(quiet)
         try:
             if self.address is not None:
-                client = Client(self.address, set_as_default=False)
+                try:
+                    client = Client(self.address, set_as_default=False)
+                except (OSError, TimeoutError) as exc:
+                    raise TraceInputError(self.address, "cannot reach the Dask scheduler "
+                                          f"({type(exc).__name__}: {exc})") from None
                 self.stack.append(client)
                 return client
             scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-")
             self.stack.append(scratch)
-            threads = max(1, (os.cpu_count() or 1) // self.n)
-            cluster = LocalCluster(
-                n_workers=self.n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address=None, silence_logs=quiet, local_directory=scratch.name,
-                env={"POLARS_MAX_THREADS": str(threads)})
+            cluster = local_cluster(self.n, scratch.name)
             self.stack.append(cluster)
             client = Client(cluster, set_as_default=False)
             self.stack.append(client)
