@@ -226,3 +226,19 @@ def load_trace(paths: tuple[Path, ...], rules_files: tuple[str, ...], quiet: boo
 
     return load(list(paths), rules=load_rule_files(rules_files),
                 progress=progress_bar(list(paths), quiet), step_marker=step_marker)
+
+
+def engine_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--workers, --scheduler: where the per-host map of the command runs
+    (:mod:`tracelens.engine`); the output is byte-identical wherever it runs."""
+    func = click.option(
+        "--scheduler", default=None, metavar="ADDRESS", envvar="TRACELENS_SCHEDULER",
+        help="Run the per-host map on the Dask cluster at ADDRESS (e.g. tcp://10.0.0.1:8786; "
+             "env TRACELENS_SCHEDULER), whose workers can read the same paths and have "
+             "tracelens installed.")(func)
+    func = click.option(
+        "--workers", type=click.IntRange(min=1), default=None, metavar="N",
+        help="Map the host files on a local Dask cluster of N processes; 1: in this process "
+             "(default: TRACELENS_WORKERS, else the core count, for several files of 64 MB or "
+             "more together; in this process below that).")(func)
+    return func

@@ -33,13 +33,12 @@ from tracelens.combine import Placement, place, placed
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
 from tracelens.model import Trace, TraceMeta
-from tracelens.reading import spawn_safe
+from tracelens.reading import default_workers, spawn_safe
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 ENV_SCHEDULER = "TRACELENS_SCHEDULER"
-ENV_WORKERS = "TRACELENS_WORKERS"
 LOCAL_MIN_BYTES = 64 << 20  # below this a local cluster takes longer to start than it saves
 RETRIES = 2  # extra tries of an item whose worker died (input errors are not retried)
 
@@ -47,13 +46,6 @@ RETRIES = 2  # extra tries of an item whose worker died (input errors are not re
 # ---------------------------------------------------------------------------------------------
 # Where the map runs
 # ---------------------------------------------------------------------------------------------
-
-def default_workers() -> int:
-    """``TRACELENS_WORKERS`` when set to a positive integer, else the core count: how many
-    host files are read at once, by the engine's workers or the loader's threads alike."""
-    want = os.environ.get(ENV_WORKERS, "").strip()
-    return int(want) if want.isdigit() and int(want) > 0 else (os.cpu_count() or 1)
-
 
 def scheduler_address(scheduler: str | None) -> str | None:
     """``--scheduler``, else ``TRACELENS_SCHEDULER``, else None (no existing cluster)."""

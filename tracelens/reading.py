@@ -43,11 +43,16 @@ def read_all(files: list[Path], formats: list[str], step_marker: str | None,
 
 
 def workers(files: list[Path]) -> int:
-    """How many files to read at once: one per file up to the CPUs (``TRACELENS_WORKERS``
-    overrides; 1 reads them one after the other)."""
+    """How many files to read at once: one per file up to :func:`default_workers`."""
+    return max(1, min(len(files), default_workers()))
+
+
+def default_workers() -> int:
+    """How many trace files are read at once, here by threads or processes and by the
+    engine's workers alike (``tracelens --workers``): ``TRACELENS_WORKERS`` when it is a
+    positive integer, else the core count; 1 reads them one after the other."""
     want = os.environ.get("TRACELENS_WORKERS", "").strip()
-    limit = int(want) if want.isdigit() and int(want) > 0 else (os.cpu_count() or 1)
-    return max(1, min(len(files), limit))
+    return int(want) if want.isdigit() and int(want) > 0 else (os.cpu_count() or 1)
 
 
 def _bound(fmt: str, f: Path, step_marker: str | None,
