@@ -146,15 +146,22 @@ def check_device_and_step(trace: Any, paths: tuple[Path, ...], device: int | Non
                    step: int | None) -> None:
     """``--device``/``--step`` must name a device or step of the trace: else the one-line
     input error (exit 2) naming what the trace holds."""
+    check_known(paths, device, step, trace.steps["step"].to_list(), trace.meta.steps_source,
+                trace.devices["device"].to_list())
+
+
+def check_known(paths: tuple[Path, ...], device: int | None, step: int | None,
+                steps: list[int], steps_source: str, devices: list[int]) -> None:
+    """:func:`check_device_and_step` from the step numbers and device ordinals alone (what
+    the engine's hosts report)."""
     where = Path(", ".join(str(p) for p in paths))
-    if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
-        known = sorted(set(trace.steps["step"].to_list()))
+    if step is not None and step not in steps:
+        known = sorted(set(steps))
         raise TraceInputError(where, f"step {step} is not in the trace (steps: "
-                              f"{known[:20] if known else 'none'}, from "
-                              f"{trace.meta.steps_source})")
-    if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
+                              f"{known[:20] if known else 'none'}, from {steps_source})")
+    if device is not None and device not in devices:
         raise TraceInputError(where, f"device {device} is not in the trace (devices: "
-                              f"{sorted(set(trace.devices['device'].to_list()))})")
+                              f"{sorted(set(devices))})")
 
 
 def _time_window(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:

@@ -172,6 +172,9 @@ class HostFile:
     path: Path
     arg: int = 0         # the index of the path argument it was found under
     in_dir: bool = False  # that argument is a directory
+    # discovery notes (skipped files), given to the job's last file: warned after every
+    # reader's warnings and before the stages', where the one-process loader warns them
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,12 +197,15 @@ class HostPartial:
     """What one host sends back: small and typed. ``meta``: the host's metadata as its
     loader left it (sources, warnings, hosts, processes, clock, decoder, steps source);
     ``facts``: its job-check facts; ``partials``: name -> the partial the command asked for;
-    ``map_s``: seconds the map took on its worker."""
+    ``steps``/``devices``: its step numbers and device ordinals (what ``--step`` and
+    ``--device`` may name); ``map_s``: seconds the map took on its worker."""
 
     path: str
     meta: TraceMeta
     facts: Facts
     partials: dict[str, Any] = field(default_factory=dict)
+    steps: tuple[int, ...] = ()
+    devices: tuple[int, ...] = ()
     map_s: float = 0.0
 
 
@@ -224,13 +230,15 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
 
     t0 = time.perf_counter()
     trace, facts = load_host(host.path, host.arg, host.in_dir, options.rules,
-                             options.step_marker, options.threads)
+                             options.step_marker, options.threads, host.notes)
     unknown = [p for p in options.partials if p not in PARTIALS]
     if unknown:
         raise ValueError(f"unknown partials {unknown} (known: {sorted(PARTIALS)})")
     partials = {name: PARTIALS[name](trace, options) for name in options.partials}
     trace.meta.op_costs = None  # per-op cost table: the partials carry what they need of it
     return HostPartial(str(host.path), trace.meta, facts, partials,
+                       tuple(trace.steps["step"].unique().sort().to_list()),
+                       tuple(trace.devices["device"].unique().sort().to_list()),
                        round(time.perf_counter() - t0, 6))
 
 
@@ -250,23 +258,24 @@ class Job:
 
 
 def host_files(paths: Sequence[str | Path], step_marker: str | None = None
-               ) -> tuple[list[Path], list[HostFile], list[str]]:
-    """(the path arguments, one HostFile per trace file behind them, the discovery notes)."""
+               ) -> tuple[list[Path], list[HostFile]]:
+    """(the path arguments, one HostFile per trace file behind them); the discovery notes
+    travel with the last file (see :class:`HostFile`)."""
     from tracelens.loader import discover_files
 
     args, files, origin, notes = discover_files(paths, step_marker)
-    return args, [HostFile(f, origin[f], args[origin[f]].is_dir()) for f in files], notes
+    hosts = [HostFile(f, origin[f], args[origin[f]].is_dir()) for f in files]
+    if hosts and notes:
+        hosts[-1] = replace(hosts[-1], notes=tuple(notes))
+    return args, hosts
 
 
-def reduce_hosts(hosts: list[HostPartial], args: list[Path], notes: Sequence[str] = ()
-                 ) -> Job:
+def reduce_hosts(hosts: list[HostPartial], args: list[Path]) -> Job:
     """Check the hosts are one job, place them (ranks, host names, clock shifts) and build
     the job's metadata, in the order the loader builds it."""
     if len(hosts) > 1:
         check_one_job([h.facts for h in hosts], args)
     meta, placements = place([h.meta for h in hosts])
-    for note in notes:
-        meta.warn(note)
     decoders = {k: v for h in hosts for k, v in h.meta.decoder.items()}
     if decoders:
         meta.decoder = decoders
@@ -281,13 +290,13 @@ def run_hosts(paths: Sequence[str | Path], options: MapOptions, workers: int | N
     """Discover, map every host where :func:`engine_workers` says, and reduce."""
     import functools
 
-    args, files, notes = host_files(paths, options.step_marker)
+    args, files = host_files(paths, options.step_marker)
     n = engine_workers(files, workers, scheduler)
     if n > 1 and not scheduler_address(scheduler) and options.threads is None:
         # a local cluster's workers share this machine's cores (its polars threads likewise)
         options = replace(options, threads=max(1, (os.cpu_count() or 1) // n))
     partials = run_map(functools.partial(map_host, options=options), files, n, scheduler)
-    return reduce_hosts(partials, args, notes)
+    return reduce_hosts(partials, args)
 
 
 def engine_workers(files: Sequence[HostFile], workers: int | None,

@@ -85,15 +85,16 @@ def discover_files(paths: str | Path | Sequence[str | Path], step_marker: str | 
 
 
 def load_host(path: Path, arg: int, in_dir: bool, rules: RuleSet | None = None,
-              step_marker: str | None = None, threads: int | None = None
-              ) -> tuple[Trace, JobFacts]:
+              step_marker: str | None = None, threads: int | None = None,
+              notes: Sequence[str] = ()) -> tuple[Trace, JobFacts]:
     """One trace file of a job, read and staged on its own (the engine's per-host map), and
     its job-check facts (taken before the stages, as ``load`` takes them). ``arg``,
     ``in_dir``: its path argument's index and whether that is a directory; ``threads``: the
-    decoder threads it may use."""
+    decoder threads it may use; ``notes``: discovery notes to warn after its own warnings."""
     part = read_all([path], [sniff_format(path)], step_marker, threads=threads)[0]
     found = job_facts(part, path, arg, in_dir)
-    return finish([part], Context(rules=rules, step_marker=step_marker)), found
+    ctx = Context(rules=rules, step_marker=step_marker, notes=list(notes))
+    return finish([part], ctx), found
 
 
 def finish(parts: list[Trace], ctx: Context) -> Trace:
