@@ -3,9 +3,10 @@
     python benchmarks/bench_rocpd.py [--dispatches 2000000] [--repeat 3] [--rebuild] [--stages]
 
 Writes (once, cached under the temp directory) a synthetic rocprofv3 database with
-``parsers.rocprof.write_rocpd``: 8 GPUs, 3 streams each, GEMM/attention/elementwise/reduction
-kernels, RCCL all-gather and reduce-scatter kernels with their RCCL API rows, 100 steps as ROCTx
-ranges. Then times, each in a fresh process, median of ``--repeat`` runs:
+``tracelens_dev.writers.rocprof.write_rocpd``: 8 GPUs, 3 streams each,
+GEMM/attention/elementwise/reduction kernels, RCCL all-gather and reduce-scatter kernels with
+their RCCL API rows, 100 steps as ROCTx ranges. Then times, each in a fresh process, median of
+``--repeat`` runs:
 
 - ``summarize``: ``tracelens summarize DB --format json --step-marker ...`` end to end;
 - ``floor``: a bare ``SELECT`` of the dispatch columns the reader needs, into polars.
@@ -103,9 +104,9 @@ def synthetic_trace(n: int):
 
 
 def build(path: Path, n: int) -> float:
-    from parsers import rocprof
+    from tracelens_dev.writers.rocprof import write_rocpd
     t0 = time.perf_counter()
-    rocprof.write_rocpd(synthetic_trace(n), path)
+    write_rocpd(synthetic_trace(n), path)
     return time.perf_counter() - t0
 
 

@@ -172,8 +172,8 @@ def make_w1(data: Path, per_gpu: int) -> Path:
     """8 GPUs x ``per_gpu`` kernels with host launch events and HLO metadata (seed 1)."""
     from dataclasses import replace
 
-    from parsers.xprof_write import write
-    from tracelens.synth import Scenario, build, scaled
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, build, scaled
 
     path = data / f"w1_8gpu_{per_gpu}.xplane.pb"
     if not path.exists():
@@ -185,8 +185,8 @@ def make_w1(data: Path, per_gpu: int) -> Path:
 
 def make_w4(data: Path, hosts: int, per_gpu: int) -> Path:
     """An XProf log directory: ``hosts`` x 8 GPUs x ``per_gpu`` kernels (seed 4)."""
-    from parsers.xprof_write import write
-    from tracelens.synth import Scenario, build, scaled
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, build, scaled
 
     root = data / f"w4_{hosts}x8_{per_gpu}"
     run_dir = root / "plugins" / "profile" / "bench"
@@ -204,7 +204,7 @@ def make_w2(data: Path, dispatches: int, bench: Any) -> Path:
 
 
 def make_w3(data: Path, dispatches: int, bench: Any) -> Path:
-    from parsers.rocprof import write_json
+    from tracelens_dev.writers.rocprof import write_json
 
     path = data / f"w3_rocprof_{dispatches}_results.json"
     if not path.exists():

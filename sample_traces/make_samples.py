@@ -2,9 +2,9 @@
 
     python sample_traces/make_samples.py [OUTDIR]
 
-Writes every sample of ``tracelens.synth.samples.SAMPLES`` into OUTDIR (default: this folder):
+Writes every sample of ``tracelens_dev.synth.samples.SAMPLES`` into OUTDIR (default: this folder):
 the trace (one ``.xplane.pb``, or an XProf log directory for multi-host samples) and
-``<name>.truth.json``, the ground truth computed from the construction by ``tracelens.synth``
+``<name>.truth.json``, the ground truth computed from the construction by ``tracelens_dev.synth``
 (never by tracelens's analyzers). Running it twice gives byte-identical files.
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from parsers.xprof_write import write  # noqa: E402
-from tracelens.synth import build  # noqa: E402
-from tracelens.synth.samples import SAMPLES  # noqa: E402
+from tracelens_dev.writers.xspace import write  # noqa: E402
+from tracelens_dev.synth import build  # noqa: E402
+from tracelens_dev.synth.samples import SAMPLES  # noqa: E402
 
 
 def main(out: Path = HERE) -> None:

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers.xprof_write import write
+from tracelens_dev.writers.xspace import write
 from tracelens.model import Trace
-from tracelens.synth import Synthetic, build
-from tracelens.synth.scenario import Scenario
+from tracelens_dev.synth import Synthetic, build
+from tracelens_dev.synth.scenario import Scenario
 
 
 def write_and_load(syn: Synthetic, tmp: Path) -> tuple[Trace, list[Path]]:
@@ -145,7 +145,7 @@ def assert_busbw_matches_truth(trace: Trace, truth: dict[str, Any]) -> None:
     k-th execution of an op across all devices, so a per-host collective (the MoE all-to-all)
     on several hosts is one instance whose transfer is the shortest of its groups'."""
     from tracelens.analyze.collectives import analyze_collectives
-    from tracelens.synth.costs import bus_factor
+    from tracelens_dev.synth.costs import bus_factor
 
     groups: dict[tuple[str, int], list[dict]] = {}
     for inst in truth["collective_instances"]:

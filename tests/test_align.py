@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 import tracelens
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tracelens.align import align_on_collectives, collective_end_offsets
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              conform)

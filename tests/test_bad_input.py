@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tracelens.errors import TraceInputError
 
 

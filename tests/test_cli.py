@@ -78,7 +78,7 @@ def test_markdown_and_table_outputs() -> None:
 
 
 def test_untrusted_names_are_escaped_in_markdown(tmp_path: Path) -> None:
-    from parsers.xprof_write import Activity, build_xspace
+    from tracelens_dev.writers.xspace import Activity, build_xspace
 
     p = tmp_path / "evil.xplane.pb"
     p.write_bytes(build_xspace([Activity(0, 1, "x|<script>alert(1)</script>[bold]", 0, 10)]))

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import ROOT, SAMPLES
 from tracelens.cli import main
 

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers.xprof_write import write
+from tracelens_dev.writers.xspace import write
 from tests.hlo_build import ModuleBuilder
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, Trace, conform)

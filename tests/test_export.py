@@ -213,7 +213,7 @@ def test_perfetto_loads_in_trace_processor_when_installed(tmp_path: Path) -> Non
 
 
 def test_hostile_names_stay_json_strings(tmp_path: Path) -> None:
-    from parsers.xprof_write import Activity, build_xspace
+    from tracelens_dev.writers.xspace import Activity, build_xspace
 
     name = '"},{"ph":"X"}\n</script><script>alert(1)</script>'
     path = tmp_path / "hostile.xplane.pb"

@@ -92,8 +92,8 @@ def test_filters_on_the_command_line() -> None:
 
 
 def test_all_rows_past_16_devices(tmp_path) -> None:
-    from parsers.xprof_write import write
-    from tracelens.synth import Scenario, build
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, build
 
     syn = build(Scenario(hosts=3, gpus=8, steps=1, layers=1, seed=3))
     write(syn.trace, tmp_path / "run")

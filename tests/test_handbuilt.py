@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tracelens.model import validate
 from tests.synth_helpers import timeline_numbers
 

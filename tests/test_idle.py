@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers.xprof_write import write
+from tracelens_dev.writers.xspace import write
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze.timeline import DEVICE_KEYS, device_breakdown, step_breakdown
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,

@@ -10,8 +10,9 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers import rocprof, xprof
-from parsers.xprof_write import Activity, build_xspace
+from parsers import xprof
+from tracelens_dev.writers.rocprof import write_json, write_rocpd
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import SAMPLES
 from tests.test_bad_input import run_cli
 from tracelens.errors import TraceInputError
@@ -107,22 +108,22 @@ def small() -> tracelens.Trace:
 def test_rocprof_processes_and_hosts_of_one_job_are_accepted(small: tracelens.Trace,
                                                              tmp_path: Path) -> None:
     two = tracelens.load(STRAGGLER)
-    paths = rocprof.write_rocpd(two, tmp_path / "out")  # out/<host>/<pid>_results.db
+    paths = write_rocpd(two, tmp_path / "out")  # out/<host>/<pid>_results.db
     assert len({p.parent for p in paths}) == 2
     assert tracelens.load(tmp_path / "out").devices["host"].n_unique() == 2
-    rocprof.write_rocpd(small, tmp_path / "one" / "1_results.db")
-    rocprof.write_rocpd(small, tmp_path / "one" / "2_results.db")  # same host, same times
+    write_rocpd(small, tmp_path / "one" / "1_results.db")
+    write_rocpd(small, tmp_path / "one" / "2_results.db")  # same host, same times
     assert tracelens.load(tmp_path / "one").devices["rank"].n_unique() == 2
 
 
 def test_rocprof_processes_at_different_times_are_two_jobs(small: tracelens.Trace,
                                                            tmp_path: Path) -> None:
-    rocprof.write_rocpd(small, tmp_path / "1_results.db")
+    write_rocpd(small, tmp_path / "1_results.db")
     shift = pl.col("start_ns", "end_ns") + 10**10
     later = tracelens.Trace(small.events.with_columns(shift), small.host_events.head(0),
                             small.steps.with_columns(shift), small.devices, small.meta,
                             small.modules)
-    rocprof.write_rocpd(later, tmp_path / "2_results.db")
+    write_rocpd(later, tmp_path / "2_results.db")
     with pytest.raises(TraceInputError, match=r"holds 2 jobs.*1\) 1_results.db .*2\) "
                                               r"2_results.db"):
         tracelens.load(tmp_path)
@@ -130,8 +131,8 @@ def test_rocprof_processes_at_different_times_are_two_jobs(small: tracelens.Trac
 
 def test_one_rocprof_run_in_several_formats_says_which_was_read(small: tracelens.Trace,
                                                                 tmp_path: Path) -> None:
-    rocprof.write_rocpd(small, tmp_path / "7_results.db")
-    rocprof.write_json(small, tmp_path / "7_results.json")
+    write_rocpd(small, tmp_path / "7_results.db")
+    write_json(small, tmp_path / "7_results.json")
     trace = tracelens.load(tmp_path)
     assert [s["format"] for s in trace.meta.sources] == ["rocpd"]
     assert f"{tmp_path}: read 7_results.db; the same rocprofv3 run is also there as " \

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers import kineto
+from tracelens_dev.writers.kineto import write as write_kineto
 from parsers.kineto.reader import to_ns
 from tests.conftest import SAMPLES, SHARED
 from tracelens.analyze.collectives import collective_activities
@@ -126,7 +126,7 @@ def test_record_shapes_give_gemm_flops_once_per_op() -> None:
 def _parity_trace(tmp: Path, sample: Path) -> tuple[dict, dict, tracelens.Trace,
                                                    tracelens.Trace]:
     trace = tracelens.load(sample)
-    kineto.write(trace, tmp / "job")
+    write_kineto(trace, tmp / "job")
     back = tracelens.load(tmp / "job")
     return (tracelens.summarize(trace, top=20), tracelens.summarize(back, top=20), trace, back)
 
@@ -206,7 +206,7 @@ def _two_vendors(tmp: Path) -> tuple[Path, Path]:
                               "source": ["x"] * 3})
         trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(), steps=steps,
                                 devices=devices)
-        out.append(kineto.write(trace, tmp / vendor, op_args={
+        out.append(write_kineto(trace, tmp / vendor, op_args={
             "aten::mm": mm, "aten::_scaled_dot_product_flash_attention": sdpa})[0])
     return out[0], out[1]
 

@@ -1,4 +1,6 @@
-"""The import graph (issue 14): no cycle anywhere, and data flows parsers -> core -> reports.
+"""The import graph (issue 14): no cycle anywhere, data flows parsers -> core -> reports, and
+the development package (``tracelens_dev``: synthetic traces, writers) sits on top: it may use
+any runtime module, no runtime module may use it, and the wheel leaves it out.
 
 Every ``import`` counts, module-level or inside a function: a lazy import still ties the two
 modules together. ``from a import b`` counts as importing ``a.b`` when that is a module.
@@ -7,21 +9,27 @@ modules together. ``from a import b`` counts as importing ``a.b`` when that is a
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
+from setuptools import find_namespace_packages
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("tracelens", "parsers", "reports")
+RUNTIME = ("tracelens", "parsers", "reports")
+DEV = "tracelens_dev"
+PACKAGES = RUNTIME + (DEV,)
 
 # The bottom layer every package may use: the data model and its leaf helpers (no imports of
-# other tracelens modules): errors, the hardware table, the protobuf wire encoder, the
-# version, and two leaf formula modules readers apply while reading (costs from recorded
-# shapes, costs from hardware counters).
+# other tracelens modules): errors, the hardware table, the version, and two leaf formula
+# modules readers apply while reading (costs from recorded shapes, costs from hardware
+# counters).
 BOTTOM = {"tracelens", "tracelens.model", "tracelens.errors", "tracelens.hardware",
-          "tracelens.wire", "tracelens.version", "tracelens.shapecost", "tracelens.counters"}
-# Writers of synthetic traces are development tooling, not readers: they may classify.
-WRITERS = {"parsers.xprof_write", "parsers.kineto.writer", "parsers.rocprof.export",
-           "parsers.rocprof.csv_write", "parsers.rocprof.json_write",
-           "parsers.rocprof.rocpd_write"}
+          "tracelens.version", "tracelens.shapecost", "tracelens.counters"}
 
 
 def _modules() -> dict[str, Path]:
@@ -53,6 +61,49 @@ def _imports(name: str) -> set[str]:
 GRAPH = {m: _imports(m) for m in MODULES}
 
 
+def _package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def test_the_graph_sees_every_package() -> None:
+    assert {_package(m) for m in GRAPH} == set(PACKAGES)
+    assert "tracelens_dev.synth" in GRAPH and "tracelens_dev.writers.xspace" in GRAPH
+
+
+def _dev_references(path: Path) -> list[str]:
+    """Every import of the dev package in a file, and every string naming it passed to a call
+    (``importlib.import_module("tracelens_dev...")``): docstrings may mention it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found.extend(a.name for a in node.names)
+        elif isinstance(node, ast.Call):
+            found.extend(a.value for a in node.args
+                         if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return [f for f in found if _package(f) == DEV]
+
+
+def test_the_runtime_never_uses_the_dev_package() -> None:
+    bad = [(m, ref) for m, path in sorted(MODULES.items()) if _package(m) in RUNTIME
+           for ref in _dev_references(path)]
+    assert bad == []
+
+
+def test_the_wheel_ships_the_runtime_packages_and_not_the_dev_package() -> None:
+    """The packages ``pip install .`` installs, as setuptools discovers them from
+    pyproject.toml (namespace discovery is its default there)."""
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"]["find"]
+    assert find.get("namespaces", True)
+    shipped = set(find_namespace_packages(str(ROOT), include=find.get("include", ["*"]),
+                                          exclude=find.get("exclude", [])))
+    runtime = {m for m, p in MODULES.items() if _package(m) in RUNTIME and p.name == "__init__.py"}
+    assert runtime <= shipped
+    assert {p for p in shipped if _package(p) == DEV} == set()
+
+
 def test_no_import_cycle() -> None:
     done: set[str] = set()
 
@@ -69,8 +120,8 @@ def test_no_import_cycle() -> None:
 
 
 def test_parsers_use_only_the_bottom_layer_and_no_renderer() -> None:
-    bad = [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers") and m not in WRITERS
-           for d in deps if d.startswith("tracelens") and d not in BOTTOM]
+    bad = [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
+           for d in deps if _package(d) in ("tracelens", DEV) and d not in BOTTOM]
     bad += [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
             for d in deps if d.startswith("reports")]
     assert bad == []
@@ -89,10 +140,9 @@ def test_reports_never_read_traces() -> None:
 
 def test_the_core_reaches_parsers_only_through_the_loader_and_renderers_only_from_the_cli(
         ) -> None:
-    core = [m for m in GRAPH if m.startswith("tracelens")]
+    core = [m for m in GRAPH if _package(m) == "tracelens"]
     to_reports = [(m, d) for m in core for d in GRAPH[m]
                   if d.startswith("reports") and m != "tracelens.cli"]
     to_parsers = [(m, d) for m in core for d in GRAPH[m] if d.startswith("parsers")
-                  and m not in ("tracelens.formats", "tracelens.cli")  # the readers' registry
-                  and not m.startswith("tracelens.synth")]
+                  and m not in ("tracelens.formats", "tracelens.cli")]  # the readers' registry
     assert to_reports == [] and to_parsers == []

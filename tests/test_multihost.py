@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 import tracelens
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tracelens.model import validate
 
 T0 = 1_800_000_000_000_000_000

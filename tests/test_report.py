@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import tracelens
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from reports import figures as F
 from reports.html import SIZE_BUDGET_BYTES, plotly_js, render_html, script_json
 from reports.palette import CATEGORY_COLORS, COLORS

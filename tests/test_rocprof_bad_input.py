@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from parsers import rocprof
+from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import SAMPLES
 from tracelens.errors import TraceInputError
 from tests.test_bad_input import _assert_one_line_error, run_cli
@@ -23,7 +23,7 @@ from tests.test_bad_input import _assert_one_line_error, run_cli
 @pytest.fixture(scope="module")
 def good_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("good") / "1_results.db"
-    rocprof.write_rocpd(tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"), path)
+    write_rocpd(tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"), path)
     return path
 
 
@@ -116,9 +116,9 @@ def small_outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     d = tmp_path_factory.mktemp("small")
     trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
     trace.events = trace.events.head(40)
-    rocprof.write_rocpd(trace, d / "1_results.db")
-    rocprof.write_json(trace, d / "1_results.json")
-    files = rocprof.write_csv(trace, d / "csv", layout="7")
+    write_rocpd(trace, d / "1_results.db")
+    write_json(trace, d / "1_results.json")
+    files = write_csv(trace, d / "csv", layout="7")
     kernel_csv = next(f for f in files if f.name.endswith("kernel_trace.csv"))
     return {"1_results.db": (d / "1_results.db").read_bytes(),
             "1_results.json": (d / "1_results.json").read_bytes(),

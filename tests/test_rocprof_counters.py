@@ -12,15 +12,15 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers import rocprof
+from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import REAL_ROCPROF, SAMPLES
 from tests.test_bad_input import _assert_one_line_error, run_cli
 
 WRITERS = {
-    "json": lambda t, d, c: rocprof.write_json(t, d / "1_results.json", counters=c)[0],
-    "rocpd": lambda t, d, c: rocprof.write_rocpd(t, d / "1_results.db", counters=c)[0],
-    "csv-7": lambda t, d, c: _kernel_csv(rocprof.write_csv(t, d, layout="7", counters=c)),
-    "csv-rocpd": lambda t, d, c: _kernel_csv(rocprof.write_csv(t, d, layout="rocpd",
+    "json": lambda t, d, c: write_json(t, d / "1_results.json", counters=c)[0],
+    "rocpd": lambda t, d, c: write_rocpd(t, d / "1_results.db", counters=c)[0],
+    "csv-7": lambda t, d, c: _kernel_csv(write_csv(t, d, layout="7", counters=c)),
+    "csv-rocpd": lambda t, d, c: _kernel_csv(write_csv(t, d, layout="rocpd",
                                                                counters=c)),
 }
 # MI300 HBM counters of the reduction kernel: 128*10 + 32*20 + 64*(100-10-20) + 32*(50-5)
@@ -90,7 +90,7 @@ def test_counters_written_and_read_back_give_exact_costs(sample, tmp_path: Path,
 
 def test_without_counters_nothing_changes(sample, tmp_path: Path) -> None:
     trace = sample[0]
-    path = rocprof.write_json(trace, tmp_path / "1_results.json")[0]
+    path = write_json(trace, tmp_path / "1_results.json")[0]
     back = tracelens.load(path)
     assert back.events["cost_source"].null_count() == back.events.height
     assert not any("hardware counters" in w for w in back.meta.warnings)

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers import rocprof
+from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import REAL_ROCPROF, SAMPLES
 from tests.test_bad_input import _assert_one_line_error, run_cli
 from tracelens.errors import TraceInputError
@@ -34,9 +34,9 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("mut")
     trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
     trace.events = trace.events.sort("start_ns", "device", "stream").head(120)
-    rocprof.write_rocpd(trace, d / "1_results.db")
-    rocprof.write_json(trace, d / "1_results.json")
-    files = rocprof.write_csv(trace, d / "csv", layout="7")
+    write_rocpd(trace, d / "1_results.db")
+    write_json(trace, d / "1_results.json")
+    files = write_csv(trace, d / "csv", layout="7")
     return {"db": d / "1_results.db", "json": d / "1_results.json",
             "csv": next(f for f in files if f.name.endswith("kernel_trace.csv"))}
 

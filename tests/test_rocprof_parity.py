@@ -18,7 +18,7 @@ import pytest
 
 import tracelens
 from tracelens.model import HostInfo
-from parsers import rocprof
+from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import SAMPLES
 from tests.synth_helpers import timeline_numbers
 
@@ -26,12 +26,12 @@ SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 STEP = r"^step (\d+)$"
 COMPARED = ("filters", "headline", "devices", "idle_devices", "top_kernels")
 WRITERS = {
-    "rocpd": (lambda t, d: rocprof.write_rocpd(t, d / "run_results.db"), "rocpd", True),
-    "json": (lambda t, d: rocprof.write_json(t, d / "run_results.json"), "rocprof-json", True),
-    "csv-6.2": (lambda t, d: rocprof.write_csv(t, d, layout="6.2"), "rocprof-csv", True),
-    "csv-6.3": (lambda t, d: rocprof.write_csv(t, d, layout="6.3"), "rocprof-csv", True),
-    "csv-7": (lambda t, d: rocprof.write_csv(t, d, layout="7"), "rocprof-csv", True),
-    "csv-rocpd": (lambda t, d: rocprof.write_csv(t, d, layout="rocpd"), "rocprof-csv", False),
+    "rocpd": (lambda t, d: write_rocpd(t, d / "run_results.db"), "rocpd", True),
+    "json": (lambda t, d: write_json(t, d / "run_results.json"), "rocprof-json", True),
+    "csv-6.2": (lambda t, d: write_csv(t, d, layout="6.2"), "rocprof-csv", True),
+    "csv-6.3": (lambda t, d: write_csv(t, d, layout="6.3"), "rocprof-csv", True),
+    "csv-7": (lambda t, d: write_csv(t, d, layout="7"), "rocprof-csv", True),
+    "csv-rocpd": (lambda t, d: write_csv(t, d, layout="rocpd"), "rocprof-csv", False),
 }
 
 
@@ -92,7 +92,7 @@ def _collectives(trace: tracelens.Trace) -> pl.DataFrame:
 
 
 def test_without_step_marker_there_are_no_steps(sample, tmp_path: Path) -> None:
-    rocprof.write_rocpd(sample[0], tmp_path / "x_results.db")
+    write_rocpd(sample[0], tmp_path / "x_results.db")
     trace = tracelens.load(tmp_path / "x_results.db")
     assert trace.steps.is_empty() and trace.events["step"].null_count() == trace.events.height
     unnumbered = tracelens.load(tmp_path / "x_results.db", step_marker="^step")
@@ -105,7 +105,7 @@ def test_without_step_marker_there_are_no_steps(sample, tmp_path: Path) -> None:
 def test_kind_ids_are_resolved_through_strings(sample, tmp_path: Path) -> None:
     """Another SDK version numbers kinds differently: shuffle them and remap the records."""
     path = tmp_path / "1000_results.json"
-    rocprof.write_json(sample[0], path)
+    write_json(sample[0], path)
     doc = json.loads(path.read_text())
     proc = doc["rocprofiler-sdk-tool"][0]
     table = proc["strings"]["buffer_records"]
@@ -139,8 +139,8 @@ def test_processes_of_one_host_are_ranks_on_one_clock(sample, tmp_path: Path,
                                                       writer: str) -> None:
     two = _two_ranks(sample[0], "mi300x-node0")
     out = tmp_path / "run"
-    {"rocpd": rocprof.write_rocpd, "json": rocprof.write_json,
-     "csv": rocprof.write_csv}[writer](two, out)
+    {"rocpd": write_rocpd, "json": write_json,
+     "csv": write_csv}[writer](two, out)
     back = tracelens.load(out, step_marker=STEP)
     assert back.devices.select("host", "rank").unique().sort("rank").rows() == [
         ("mi300x-node0", 0), ("mi300x-node0", 1)]
@@ -155,7 +155,7 @@ def test_processes_of_one_host_are_ranks_on_one_clock(sample, tmp_path: Path,
 
 def test_processes_on_two_hosts_are_aligned_on_collective_ends(sample, tmp_path: Path) -> None:
     """rocprofv3 has no wall-clock: two hosts are put on one clock by their collective ends."""
-    rocprof.write_rocpd(_two_ranks(sample[0], "mi300x-node1"), tmp_path / "run")
+    write_rocpd(_two_ranks(sample[0], "mi300x-node1"), tmp_path / "run")
     back = tracelens.load(tmp_path / "run")
     assert back.meta.alignment.startswith("collective ends")
     assert not any("could not be aligned" in w for w in back.meta.warnings)
@@ -164,10 +164,10 @@ def test_processes_on_two_hosts_are_aligned_on_collective_ends(sample, tmp_path:
 
 def test_one_file_per_process_is_read_from_an_output_directory(sample, tmp_path: Path) -> None:
     """rocprofv3 -f rocpd json csv: each process once, the database preferred."""
-    csv_files = rocprof.write_csv(sample[0], tmp_path / "out", layout="7")
+    csv_files = write_csv(sample[0], tmp_path / "out", layout="7")
     prefix = csv_files[0].name.split("_")[0]  # the pid
-    rocprof.write_rocpd(sample[0], csv_files[0].parent / f"{prefix}_results.db")
-    rocprof.write_json(sample[0], csv_files[0].parent / f"{prefix}_results.json")
+    write_rocpd(sample[0], csv_files[0].parent / f"{prefix}_results.db")
+    write_json(sample[0], csv_files[0].parent / f"{prefix}_results.json")
     back = tracelens.load(tmp_path / "out")
     assert [s["format"] for s in back.meta.sources] == ["rocpd"]
     shutil.rmtree(tmp_path / "out")
@@ -181,7 +181,7 @@ def test_two_host_sample_round_trips(tmp_path: Path) -> None:
     if not list(run.rglob("*.xplane.pb")):
         pytest.skip(f"{run} holds no XSpace files")
     trace = tracelens.load(run)
-    rocprof.write_rocpd(trace, tmp_path / "run")
+    write_rocpd(trace, tmp_path / "run")
     back = tracelens.load(tmp_path / "run", step_marker=STEP)
     assert back.meta.alignment.startswith("collective ends")
     got, expected = tracelens.summarize(back, top=20), tracelens.summarize(trace, top=20)
@@ -218,7 +218,7 @@ def test_memory_copies_keep_direction_device_and_size(fmt: str, sample, tmp_path
 
 
 def test_rocpd_convert_csv_holds_processes_apart_by_guid(sample, tmp_path: Path) -> None:
-    rocprof.write_csv(_two_ranks(sample[0], "mi300x-node0"), tmp_path, layout="rocpd")
+    write_csv(_two_ranks(sample[0], "mi300x-node0"), tmp_path, layout="rocpd")
     back = tracelens.load(tmp_path / "out_kernel_trace.csv", step_marker=STEP)
     assert back.devices.select("rank").unique().height == 2
     assert back.steps.height == 6
@@ -229,7 +229,7 @@ def test_rocpd_convert_csv_holds_processes_apart_by_guid(sample, tmp_path: Path)
 def test_gzipped_database(sample, tmp_path: Path) -> None:
     import gzip
     db = tmp_path / "1000_results.db"
-    rocprof.write_rocpd(sample[0], db)
+    write_rocpd(sample[0], db)
     gz = tmp_path / "1000_results.db.gz"
     gz.write_bytes(gzip.compress(db.read_bytes()))
     db.unlink()
@@ -241,7 +241,7 @@ def test_gzipped_database(sample, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("layout", ["6.2", "7"])
 def test_csv_without_agent_info(sample, tmp_path: Path, layout: str) -> None:
-    files = rocprof.write_csv(sample[0], tmp_path, layout=layout)
+    files = write_csv(sample[0], tmp_path, layout=layout)
     next(f for f in files if f.name.endswith("agent_info.csv")).unlink()
     back = tracelens.load(tmp_path, step_marker=STEP)
     assert back.events.height == sample[0].events.height

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers import rocprof
+from tracelens_dev.writers.rocprof import write_rocpd
 from tests.conftest import oracle, real_rocprof
 
 TRACE = "mi350x_908_results.json.gz"
@@ -135,7 +135,7 @@ def test_agrees_with_tracelens_where_definitions_agree(summary: dict) -> None:
 
 def test_real_trace_survives_the_rocpd_writer(trace: tracelens.Trace, summary: dict,
                                               tmp_path: Path) -> None:
-    rocprof.write_rocpd(trace, tmp_path / "908_results.db")
+    write_rocpd(trace, tmp_path / "908_results.db")
     again = tracelens.summarize(tracelens.load(tmp_path / "908_results.db"), top=50)
     for key in ("headline", "devices", "idle_devices", "top_kernels"):
         assert again[key] == summary[key], key

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tracelens.cli import main
 
 GEMM = "Cijk_Ailk_Bljk_BBS_BH_MT256x256x64_MI16x16x16x1_SN_1LDSB0.kd"
@@ -169,9 +169,9 @@ def test_html_output_of_compare_and_scaling(tmp_path: Path) -> None:
 
 
 def test_synthetic_straggler_pair_names_the_slow_device(tmp_path: Path) -> None:
-    """tracelens.synth: the same 2 × 8 MI355X job with and without a 20%-slower GPU."""
-    from parsers.xprof_write import write
-    from tracelens.synth import Scenario, Straggler, build
+    """tracelens_dev.synth: the same 2 × 8 MI355X job with and without a 20%-slower GPU."""
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, Straggler, build
 
     common = dict(device="mi355x", hosts=2, gpus=8, layers=4, steps=3, seed=1)
     write(build(Scenario(**common)).trace, tmp_path / "base")
@@ -212,9 +212,9 @@ def test_straggler_wait_is_its_own_cause_and_the_verdict_reads_it(tmp_path: Path
 
 @pytest.fixture(scope="module")
 def synth_8_to_64(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """tracelens.synth: 8 MI355X, then 64 (8 hosts) with node5/GPU3 computing 30% slower."""
-    from parsers.xprof_write import write
-    from tracelens.synth import Scenario, Straggler, build
+    """tracelens_dev.synth: 8 MI355X, then 64 (8 hosts) with node5/GPU3 computing 30% slower."""
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, Straggler, build
 
     root = tmp_path_factory.mktemp("synth_scaling")
     common = dict(device="mi355x", gpus=8, layers=2, steps=3, seed=1, fsdp=False, overlap=1.0,

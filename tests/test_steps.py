@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import tracelens
 from parsers import xprof
-from parsers.xprof_write import Activity, build_xspace
+from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import CPU_TRACE, GPU_TRACES, SAMPLES, real_trace
 from tracelens.cli import main
 

@@ -15,7 +15,7 @@ import tracelens
 from tests.conftest import SAMPLES
 from tests.synth_helpers import hlo_warnings, synthetic
 from tracelens.hlo.proto import module_from_proto
-from tracelens.synth.samples import SAMPLES as SAMPLE_DEFS
+from tracelens_dev.synth.samples import SAMPLES as SAMPLE_DEFS
 
 
 def _module(syn):

@@ -15,14 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from parsers.xplane_encode import Column, encode_events, varint, varint_matrix
+from tracelens_dev.writers.xspace_encode import Column, encode_events, varint, varint_matrix
 from parsers.xplane_schema import xspace_class
 from parsers.xprof import load_xspace
-from parsers.xprof_write import write
+from tracelens_dev.writers.xspace import write
 from tests.conftest import GPU_TRACES, SAMPLES, kernel_stats_by_name, real_trace
 from tests.synth_helpers import synthetic, write_and_load
-from tracelens.synth import Scenario, Straggler, build, events_per_device_per_step, scaled
-from tracelens.synth.samples import SAMPLES as SAMPLE_DEFS
+from tracelens_dev.synth import Scenario, Straggler, build, events_per_device_per_step, scaled
+from tracelens_dev.synth.samples import SAMPLES as SAMPLE_DEFS
 
 IDENTITY = ["host", "rank", "device", "stream", "kind", "name", "start_ns", "end_ns", "op",
             "module", "program_id", "correlation_id"]

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from parsers import xprof, xspace_decode
-from parsers.xplane_encode import field_bytes, field_varint, tag, varint
+from tracelens_dev.writers.xspace_encode import field_bytes, field_varint, tag, varint
 from parsers.xplane_schema import xspace_class
-from parsers.xprof_write import Activity, build_xspace, write
+from tracelens_dev.writers.xspace import Activity, build_xspace, write
 from tests.conftest import REAL_XPROF, SAMPLES
 from tracelens.errors import TraceInputError
-from tracelens.synth import Scenario, build
+from tracelens_dev.synth import Scenario, build
 
 pytestmark = pytest.mark.skipif(not xspace_decode.available(),
                                 reason=f"C decoder not built: "
@@ -367,7 +367,7 @@ def test_load_records_the_decoder_of_every_file() -> None:
 
 def test_scale_knob_trace_identical(tmp_path: Path) -> None:
     """A few thousand events per device with host launches and steps, both decoders."""
-    from tracelens.synth import scaled
+    from tracelens_dev.synth import scaled
 
     sc = replace(scaled(Scenario(device="mi355x", gpus=2, layers=2, seed=3), 3000),
                  host_launches=True)

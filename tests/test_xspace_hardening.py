@@ -122,8 +122,8 @@ def test_hostile_arguments_are_refused_before_python_code_runs() -> None:
 def test_thread_count_is_the_callers(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from parsers.xprof_write import write
-    from tracelens.synth import Scenario, build, scaled
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, build, scaled
 
     sc = replace(scaled(Scenario(device="mi300x", gpus=2, layers=1, seed=4), 500),
                  host_launches=True)
@@ -148,7 +148,7 @@ sys.stdout.buffer.write(pickle.dumps(out))
 def test_output_does_not_depend_on_the_hash_key(tmp_path: Path) -> None:
     """Each process draws its own key; dense codes follow first appearance, so two processes
     give the same bytes (strings, refs and metadata ids included)."""
-    from parsers.xprof_write import Activity, InlineStr, build_xspace
+    from tracelens_dev.writers.xspace import Activity, InlineStr, build_xspace
 
     acts = [Activity(0, 1 + i % 3, f"k{i % 50}", i * 10, 5,
                      {"hlo_op": InlineStr(f"op{i % 70}"), "hlo_module": f"m{i % 9}",

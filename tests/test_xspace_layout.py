@@ -1,5 +1,5 @@
 """Issue 14: ``parsers/xspace/`` has no import cycle, no private import across its modules,
-and imports from the core only the model/errors/hardware/wire layer."""
+and imports from the core only the model/errors/hardware layer (never the dev package)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "parsers" / "xspace"
-CORE_ALLOWED = {"tracelens.model", "tracelens.errors", "tracelens.hardware", "tracelens.wire"}
+CORE_ALLOWED = {"tracelens.model", "tracelens.errors", "tracelens.hardware"}
 
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from parsers import xprof, xspace_decode
-from parsers.xprof_write import Activity, InlineStr, Ref, UInt64, build_xspace
+from tracelens_dev.writers.xspace import Activity, InlineStr, Ref, UInt64, build_xspace
 from tracelens.cli import main
 from tracelens.errors import TraceInputError
 

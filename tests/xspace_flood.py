@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from parsers.xplane_encode import encode_events, line_bytes
+from tracelens_dev.writers.xspace_encode import encode_events, line_bytes
 from parsers.xplane_schema import xspace_class
-from tracelens.wire import field_bytes
+from tracelens_dev.wire import field_bytes
 
 _M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 _MASK = (1 << 64) - 1

@@ -1,4 +1,4 @@
-"""rocprofv3 input and output: the rocpd SQLite database, the JSON and the CSV outputs.
+"""rocprofv3 input: the rocpd SQLite database, the JSON and the CSV outputs.
 
 Readers (each returns a single-file :class:`tracelens.model.Trace`, one rank per process):
 
@@ -7,14 +7,12 @@ Readers (each returns a single-file :class:`tracelens.model.Trace`, one rank per
 - :func:`read_csv` - ``<pid>_kernel_trace.csv`` and its sibling CSV files, every layout of
   ROCm 6.2 to 7.x and ``rocpd convert``.
 
-Writers (used by the synthetic-trace generator and the tests): :func:`write_rocpd`,
-:func:`write_json`, :func:`write_csv`. See docs/rocprof.md.
+The writers (for the tests) are in ``tracelens_dev.writers.rocprof``. See docs/rocprof.md.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tracelens.model import Trace
 
@@ -36,20 +34,4 @@ def read_csv(path: Path, step_marker: str | None = None) -> Trace:
     return csv_read.read(Path(path), step_marker=step_marker)
 
 
-def write_rocpd(trace: Trace, path: Path, **kwargs: Any) -> list[Path]:
-    from parsers.rocprof import rocpd_write
-    return rocpd_write.write(trace, Path(path), **kwargs)
-
-
-def write_json(trace: Trace, path: Path, **kwargs: Any) -> list[Path]:
-    from parsers.rocprof import json_write
-    return json_write.write(trace, Path(path), **kwargs)
-
-
-def write_csv(trace: Trace, out_dir: Path, layout: str = "7", **kwargs: Any) -> list[Path]:
-    from parsers.rocprof import csv_write
-    return csv_write.write(trace, Path(out_dir), layout=layout, **kwargs)
-
-
-__all__ = ["FORMATS", "read_rocpd", "read_json", "read_csv", "write_rocpd", "write_json",
-           "write_csv"]
+__all__ = ["FORMATS", "read_rocpd", "read_json", "read_csv"]

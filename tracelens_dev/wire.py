@@ -1,8 +1,9 @@
 """Protobuf wire-format encoding of single values (tag, varint, length-delimited field).
 
-Shared by the XSpace writer (``parsers.xplane_encode``) and the synthetic HLO builder
-(``tracelens.synth.hlo``). Facts (protobuf encoding spec): tag = field_number << 3 | wire type;
-a varint carries 7 bits per byte, low first, high bit = more; negative ints are their 64-bit
+Shared by the XSpace writer (``tracelens_dev.writers.xspace_encode``) and the synthetic HLO
+builder (``tracelens_dev.synth.hlo``); the readers decode with protobuf or the C extension and
+never need it. Facts (protobuf encoding spec): tag = field_number << 3 | wire type; a varint
+carries 7 bits per byte, low first, high bit = more; negative ints are their 64-bit
 two's complement; a length-delimited field is tag, varint length, payload.
 """
 

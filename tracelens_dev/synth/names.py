@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracelens.synth.devices import DeviceModel
+from tracelens_dev.synth.devices import DeviceModel
 
 _TENSILE_942 = (
     "Cijk_{a}_{b}_BBS_BH_MT{m}x{n}x{k}_MI16x16x16x1_SN_1LDSB{l}_APM1_ABV0_ACED0_AF0EM1_AF1EM1_"

@@ -24,9 +24,9 @@ from typing import Any
 
 import polars as pl
 
-from parsers.rocprof.export import STEP_NAME, export
+from tracelens_dev.writers.rocprof.export import STEP_NAME, export
 from parsers.rocprof.records import Process
-from parsers.rocprof.rocpd_write import identity
+from tracelens_dev.writers.rocprof.rocpd_write import identity
 from tracelens.model import Trace
 
 LAYOUTS = ("6.2", "6.3", "7", "rocpd")

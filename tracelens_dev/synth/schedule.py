@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracelens.synth.program import Block, Program
-from tracelens.synth.scenario import Scenario
+from tracelens_dev.synth.program import Block, Program
+from tracelens_dev.synth.scenario import Scenario
 
 MIN_NS = 1_000
 FIRST_STEP_NS = 100_000

@@ -1,6 +1,6 @@
 """Synthetic training-step traces whose answers are known by construction.
 
-    from tracelens.synth import Scenario, Straggler, build
+    from tracelens_dev.synth import Scenario, Straggler, build
     syn = build(Scenario(device="mi355x", gpus=8, layers=4, steps=3, overlap=0.7, seed=1))
     syn.trace   # an unclassified tracelens.model.Trace: every writer's input
     syn.truth   # the ground truth dict (JSON-ready), computed from the construction
@@ -8,8 +8,9 @@
 A scenario (hosts × GPUs of one device model, a Llama-like or MoE step of layers, FSDP or DDP
 collectives overlapping compute by a chosen amount, optional straggler) becomes a step
 *program* (``program``), is run on every device (``schedule``), and turned into a Trace
-(``frames``) and its ground truth (``truth``). Writers live in ``parsers`` (for XSpace:
-``parsers.xprof_write.write``); this package never imports them. See docs/synthetic.md.
+(``frames``) and its ground truth (``truth``). Writers live in ``tracelens_dev.writers`` (for
+XSpace: ``tracelens_dev.writers.xspace.write``); this package never imports them. See
+docs/synthetic.md.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracelens.model import Trace
-from tracelens.synth.devices import DEVICE_MODELS, DeviceModel, device_model
-from tracelens.synth.program import events_per_device_per_step, scaled
-from tracelens.synth.scenario import LLAMA_LAYER, MOE_LAYER, Scenario, Straggler
+from tracelens_dev.synth.devices import DEVICE_MODELS, DeviceModel, device_model
+from tracelens_dev.synth.program import events_per_device_per_step, scaled
+from tracelens_dev.synth.scenario import LLAMA_LAYER, MOE_LAYER, Scenario, Straggler
 
 __all__ = ["DEVICE_MODELS", "DeviceModel", "LLAMA_LAYER", "MOE_LAYER", "Scenario", "Straggler",
            "Synthetic", "build", "events_per_device_per_step", "scaled"]
@@ -35,10 +36,10 @@ class Synthetic:
 
 def build(sc: Scenario, truth: bool = True) -> Synthetic:
     """The trace of scenario ``sc`` and (unless ``truth=False``, for big runs) its truth."""
-    from tracelens.synth.frames import assemble, hostnames
-    from tracelens.synth.program import build_program
-    from tracelens.synth.schedule import schedule
-    from tracelens.synth.truth import compute_truth
+    from tracelens_dev.synth.frames import assemble, hostnames
+    from tracelens_dev.synth.program import build_program
+    from tracelens_dev.synth.schedule import schedule
+    from tracelens_dev.synth.truth import compute_truth
 
     sc.check()
     model = device_model(sc.device)

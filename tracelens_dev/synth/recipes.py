@@ -4,7 +4,7 @@ construction.
 A *recipe* is one HLO instruction that kernels name (``hlo_op``): a cuBLAS/hipBLASLt GEMM
 custom call, a Triton GEMM fusion, an attention custom call, a loop/input fusion with its body,
 a sort, a copy or a collective, described by the array shapes the scenario chose (bf16
-activations and weights, f32 statistics). :mod:`tracelens.synth.hlo` serializes the recipes
+activations and weights, f32 statistics). :mod:`tracelens_dev.synth.hlo` serializes the recipes
 into the program's ``xla.HloProto``; :meth:`cost` is the ground truth of one execution, written
 here from the construction with the rules of DESIGN §6.2/§6.3 (docs/cost-model.md §3-4), never
 by ``tracelens.hlo``:
@@ -250,7 +250,7 @@ class Attention(Recipe):
 class Body:
     """A fused computation: instructions ``(local, opcode, shape, operand locals, attrs)``;
     the last one is the root. Attributes: ``dimensions``, ``to_apply`` (a reducer key of
-    :mod:`tracelens.synth.hlo`), ``slices`` [(start, limit)], ``dot`` (lhs_c, rhs_c, lhs_b,
+    :mod:`tracelens_dev.synth.hlo`), ``slices`` [(start, limit)], ``dot`` (lhs_c, rhs_c, lhs_b,
     rhs_b), ``value`` (a constant)."""
 
     insts: list[tuple[str, str, Shape, tuple[str, ...], dict]] = field(default_factory=list)

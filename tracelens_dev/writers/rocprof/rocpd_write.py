@@ -21,10 +21,10 @@ from typing import Any, Iterable
 
 import polars as pl
 
-from parsers.rocprof.export import STEP_NAME, export
+from tracelens_dev.writers.rocprof.export import STEP_NAME, export
 from parsers.rocprof.names import MARKER_MARK_OP, MARKER_RANGE_OP
 from parsers.rocprof.records import Process
-from parsers.rocprof.rocpd_schema import SCHEMA_VERSION, ddl
+from tracelens_dev.writers.rocprof.rocpd_schema import SCHEMA_VERSION, ddl
 from tracelens.model import Trace
 
 

@@ -15,7 +15,7 @@ transfer time, the wait (kernel time − transfer: the time the device sat in
 the collective waiting for the last member), and the message bytes; per instance the bus
 bandwidth msg_bytes / transfer × the nccl-tests factor.
 
-Costs (:mod:`tracelens.synth.costs`): every HLO op's FLOPs, bytes, message size and group size
+Costs (:mod:`tracelens_dev.synth.costs`): every HLO op's FLOPs, bytes, message size and group size
 from the shapes the construction chose, what each activity must carry, and MFU per device and
 step.
 """
@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from tracelens.model import CATEGORIES
-from tracelens.synth.costs import (activity_costs_truth, bus_factor, mfu_truth, model_config,
+from tracelens_dev.synth.costs import (activity_costs_truth, bus_factor, mfu_truth, model_config,
                                    ops_truth)
-from tracelens.synth.devices import DeviceModel
-from tracelens.synth.program import Program
-from tracelens.synth.scenario import Scenario
-from tracelens.synth.schedule import Records
+from tracelens_dev.synth.devices import DeviceModel
+from tracelens_dev.synth.program import Program
+from tracelens_dev.synth.scenario import Scenario
+from tracelens_dev.synth.schedule import Records
 
 TRUTH_VERSION = 2
 TIMELINE_KEYS = ("span_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
@@ -161,7 +161,7 @@ def compute_truth(sc: Scenario, model: DeviceModel, prog: Program, rec: Records,
             **mfu, "steps": steps})
     return {
         "truth_version": TRUTH_VERSION,
-        "generator": "tracelens.synth",
+        "generator": "tracelens_dev.synth",
         "scenario": dataclasses.asdict(sc),
         "device_model": model.key,
         "host": hosts[0],

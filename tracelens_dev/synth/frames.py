@@ -22,11 +22,11 @@ import polars as pl
 
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Trace, TraceMeta, WriterHints, conform)
-from tracelens.synth.devices import DeviceModel
-from tracelens.synth.hlo import program_proto
-from tracelens.synth.program import Program
-from tracelens.synth.scenario import Scenario
-from tracelens.synth.schedule import Records
+from tracelens_dev.synth.devices import DeviceModel
+from tracelens_dev.synth.hlo import program_proto
+from tracelens_dev.synth.program import Program
+from tracelens_dev.synth.scenario import Scenario
+from tracelens_dev.synth.schedule import Records
 
 
 def hostnames(sc: Scenario, model: DeviceModel) -> list[str]:

@@ -2,9 +2,10 @@
 build traces whose answers are known by construction.
 
 ``write(trace, path)`` writes any :class:`~tracelens.model.Trace` (synthetic ones from
-``tracelens.synth`` at millions of events: lines are encoded in bulk by ``parsers.xplane_encode``)
-as one file per host or an XProf log directory. ``build_xspace`` builds a small XSpace from a
-list of :class:`Activity` for hand-made test traces.
+``tracelens_dev.synth`` at millions of events: lines are encoded in bulk by
+``tracelens_dev.writers.xspace_encode``) as one file per host or an XProf log directory.
+``build_xspace`` builds a small XSpace from a list of :class:`Activity` for hand-made test
+traces.
 
 It writes what jax.profiler writes for a GPU run (shared/reference/xprof.md §2.2): one
 ``/device:GPU:<k>`` plane per device with plane stats and ``Stream #N`` lines, interned string
@@ -292,7 +293,7 @@ def _events_line(b: _PlaneBuilder, interner: _Interner, line_id: int, line_name:
                  ev: pl.DataFrame, stat_cols: dict[str, tuple[int, pl.Series]]) -> bytes:
     """One line of events (``ev``: name, start_ns, end_ns, sorted) with the given stats:
     {stat name: (value field, values)}; string stats are interned, nulls left out."""
-    from parsers.xplane_encode import Column, encode_events, line_bytes
+    from tracelens_dev.writers.xspace_encode import Column, encode_events, line_bytes
 
     names = ev["name"]
     uniq = names.unique(maintain_order=True).to_list()
@@ -318,7 +319,7 @@ def _events_line(b: _PlaneBuilder, interner: _Interner, line_id: int, line_name:
 
 def _device_plane(trace: Trace, dev: dict[str, Any], ev: pl.DataFrame,
                   hints: WriterHints) -> bytes:
-    from parsers.xplane_encode import field_bytes
+    from tracelens_dev.writers.xspace_encode import field_bytes
 
     plane = xspace_class()().planes.add()
     plane.id = int(dev["device"])
@@ -369,7 +370,7 @@ def _device_plane(trace: Trace, dev: dict[str, Any], ev: pl.DataFrame,
 
 
 def _host_plane(trace: Trace, host: str, rank: int, shift: int, info: HostInfo) -> bytes:
-    from parsers.xplane_encode import field_bytes
+    from tracelens_dev.writers.xspace_encode import field_bytes
 
     plane = xspace_class()().planes.add()
     plane.name = "/host:CPU"
@@ -451,7 +452,7 @@ def host_xspace(trace: Trace, host: str, rank: int, *, shift_ns: int = 0,
     modules), a ``/device:GPU:<k>`` plane per device (idle ones too), ``/host:CPU`` with step
     markers and launch API calls, and ``Task Environment``. Times in the file are the trace's
     minus ``shift_ns`` (the host's profile start relative to the job's earliest)."""
-    from parsers.xplane_encode import field_bytes
+    from tracelens_dev.writers.xspace_encode import field_bytes
 
     hints = trace.meta.writer or WriterHints()
     info = trace.meta.hosts.get(host) or HostInfo()

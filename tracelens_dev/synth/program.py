@@ -9,7 +9,7 @@ for them, as FSDP waits for the next layer's parameters), copies the block waits
 Each :class:`Spec` is one distinct activity of the program: its kernel name, HLO op (unique in
 the program, numbered as XLA numbers instructions), intended category, launch API, geometry and
 base duration on the device model (from FLOPs or bytes and the device's peaks). An op's
-:class:`~tracelens.synth.recipes.Recipe` says what it computes (shapes from the model config,
+:class:`~tracelens_dev.synth.recipes.Recipe` says what it computes (shapes from the model config,
 bf16): the program's HloProto is built from the recipes and the truth's costs come from them,
 and the durations follow from the same FLOPs, bytes and message sizes.
 """
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from tracelens.synth import recipes as rc
-from tracelens.synth.devices import DeviceModel
-from tracelens.synth.names import COLLECTIVE_OPS, Geometry, Names, OpNamer
-from tracelens.synth.recipes import Arr, Recipe, bf16
-from tracelens.synth.scenario import Scenario
+from tracelens_dev.synth import recipes as rc
+from tracelens_dev.synth.devices import DeviceModel
+from tracelens_dev.synth.names import COLLECTIVE_OPS, Geometry, Names, OpNamer
+from tracelens_dev.synth.recipes import Arr, Recipe, bf16
+from tracelens_dev.synth.scenario import Scenario
 
 COMPUTE, COLLECTIVE, COPY = 0, 1, 2  # stream roles
 _MIN_NS = 2_000
@@ -346,7 +346,7 @@ def build_program(sc: Scenario, model: DeviceModel) -> Program:
 
 def events_per_device_per_step(sc: Scenario) -> int:
     """Device activities one device runs per step (exact; the scale knob sizes runs with it)."""
-    from tracelens.synth.devices import device_model
+    from tracelens_dev.synth.devices import device_model
     return build_program(sc, device_model(sc.device)).events_per_step
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracelens.synth.scenario import Scenario, Straggler
+from tracelens_dev.synth.scenario import Scenario, Straggler
 
 _LLAMA_NO_MUL = ("norm", "qkv", "attn", "out", "residual", "norm", "gate_up", "down", "residual")
 

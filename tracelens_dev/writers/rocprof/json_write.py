@@ -17,11 +17,11 @@ from typing import Any
 
 import polars as pl
 
-from parsers.rocprof.export import STEP_NAME, export
+from tracelens_dev.writers.rocprof.export import STEP_NAME, export
 from parsers.rocprof.names import (BUFFER_KINDS, CALLBACK_KINDS, MARKER_MARK_OP,
                                    MARKER_RANGE_OP, kind_id, op_id, strings_table)
 from parsers.rocprof.records import Process
-from parsers.rocprof.rocpd_write import agent_json, output_paths
+from tracelens_dev.writers.rocprof.rocpd_write import agent_json, output_paths
 from tracelens.model import Trace
 
 _EMPTY_BUFFERS = ("hip_api", "hsa_api", "memory_allocation", "scratch_memory",

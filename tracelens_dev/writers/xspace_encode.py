@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracelens.wire import LEN, VARINT, field_bytes, field_varint, tag, varint  # noqa: F401 (re-exported)
+from tracelens_dev.wire import LEN, VARINT, field_bytes, field_varint, tag, varint  # noqa: F401 (re-exported)
 
 
 def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

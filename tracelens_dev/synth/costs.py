@@ -1,5 +1,5 @@
 """Ground truth of the cost model on a synthetic job, from the construction's recipes
-(:mod:`tracelens.synth.recipes`), never from ``tracelens.hlo`` or the analyzers.
+(:mod:`tracelens_dev.synth.recipes`), never from ``tracelens.hlo`` or the analyzers.
 
 Per op: what it computes and its cost per execution. Per activity (op, kind, kernel name):
 the ``flops``, ``bytes``, ``msg_bytes`` and ``group_size`` a reader must give it, following the
@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from tracelens.synth.devices import DeviceModel
-from tracelens.synth.program import Program, Spec
-from tracelens.synth.recipes import Recipe
-from tracelens.synth.scenario import Scenario
-from tracelens.synth.schedule import Records
+from tracelens_dev.synth.devices import DeviceModel
+from tracelens_dev.synth.program import Program, Spec
+from tracelens_dev.synth.recipes import Recipe
+from tracelens_dev.synth.scenario import Scenario
+from tracelens_dev.synth.schedule import Records
 
 MODEL_CATEGORIES = ("gemm", "attention")  # no convolutions in these programs
 
