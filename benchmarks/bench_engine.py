@@ -3,9 +3,10 @@
     python benchmarks/bench_engine.py [--hosts 64] [--per-gpu 20000] [--workers 2]
                                       [--command summarize] [--data DIR] [--load]
 
-Generates the job with ``tracelens.synth`` + ``parsers.xprof_write`` (8 hosts at a time, one
-seed per 8 hosts, distinct host names, one run folder; into ``--data DIR``, default
-``/tmp/tracelens-bench-engine``, reused when there), then measures, each in a fresh process:
+Generates the job with ``tracelens_dev.synth`` + ``tracelens_dev.writers.xspace`` (8 hosts at
+a time, one seed per 8 hosts, distinct host names, one run folder; into ``--data DIR``,
+default ``/tmp/tracelens-bench-engine``, reused when there), then measures, each in a fresh
+process:
 
 - ``in-process``: the command's map and reduce in one process (``--workers 1``);
 - ``cluster-N``: the same on a ``LocalCluster`` of N worker processes (its start included);
@@ -87,8 +88,8 @@ print(json.dumps(out))
 
 def make_job(data: Path, hosts: int, per_gpu: int) -> Path:
     """``hosts`` × 8 GPUs × ``per_gpu`` kernels in one XProf run folder (8 hosts per seed)."""
-    from parsers.xprof_write import write
-    from tracelens.synth import Scenario, build, scaled
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, build, scaled
 
     root = data / f"engine_{hosts}x8_{per_gpu}"
     run_dir = root / "plugins" / "profile" / "bench"

@@ -39,9 +39,9 @@ def cluster():
 def job16(tmp_path_factory):
     """A randomized 16-host job (2 GPUs each): MoE or not, straggler or not, hosts with or
     without a shared wall clock; the draw is printed so a failure can be replayed."""
-    from parsers.xprof_write import write
-    from tracelens.synth import Scenario, build
-    from tracelens.synth.scenario import Straggler
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, build
+    from tracelens_dev.synth.scenario import Straggler
 
     seed = int(os.environ.get("TRACELENS_TEST_SEED", random.SystemRandom().randrange(1 << 16)))
     rng = random.Random(seed)
