@@ -1,4 +1,5 @@
-"""Render the ``tracelens collectives`` result (terminal, Markdown, CSV, JSON)."""
+"""Render the typed ``tracelens collectives`` result (terminal, Markdown, CSV, JSON): formatting
+only, nothing aggregated here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from rich.text import Text
 
 from reports.markdown import md_table
 from reports.summary import ms
+from tracelens.results.collectives import Busbw, Collectives
+from tracelens.results.jsonify import collectives_json
 
 
 def _gbps(v: float | None) -> str:
@@ -28,73 +31,71 @@ def _size(b: int | None) -> str:
     return f"{b} B"
 
 
-def _spread(r: dict[str, Any]) -> str:
-    if r["busbw_gb_per_s"] is None:
+def _spread(b: Busbw) -> str:
+    if b.median is None:
         return "-"
-    return (f"{_gbps(r['busbw_gb_per_s'])} ({_gbps(r['busbw_p10_gb_per_s'])}–"
-            f"{_gbps(r['busbw_p90_gb_per_s'])})")
+    return f"{_gbps(b.median)} ({_gbps(b.p10)}–{_gbps(b.p90)})"
 
 
-def tables(rep: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
-    half = rep.get("link_unidirectional_gb_per_s")
+def tables(c: Collectives) -> list[tuple[str, list[str], list[list[str]]]]:
+    half = c.link_unidirectional_gb_per_s
     out = [("Collectives by type" + (f" (link: {half:,.0f} GB/s per direction)" if half else ""),
             ["type", "count", "time ms", "exposed ms", "busbw GB/s (p10–p90)", "of link"],
-            [[r["type"], f"{r['count']:,}", ms(r["sum_ns"]), ms(r["exposed_ns"]),
-              _spread(r), "-" if r.get("busbw_link_pct") is None
-              else f"{r['busbw_link_pct']:.0f}%"] for r in rep["by_type"]]),
+            [[r.type, f"{r.count:,}", ms(r.sum_ns), ms(r.exposed_ns), _spread(r.busbw),
+              "-" if r.busbw.link_pct is None else f"{r.busbw.link_pct:.0f}%"]
+             for r in c.by_type]),
            ("Collective ops", ["type", "op", "count", "message", "time ms", "exposed ms",
                                "busbw GB/s"],
-            [[r["type"], r["op"] or "-", f"{r['count']:,}", _size(r["msg_bytes"]),
-              ms(r["sum_ns"]), ms(r["exposed_ns"]), _gbps(r["busbw_gb_per_s"])]
-             for r in rep["collectives"]]),
+            [[r.type, r.op or "-", f"{r.count:,}", _size(r.msg_bytes), ms(r.sum_ns),
+              ms(r.exposed_ns), _gbps(r.busbw.median)] for r in c.ops]),
            ("Worst instances (largest arrival skew)",
             ["type", "op", "#", "ranks", "skew ms", "transfer ms", "last to arrive"],
-            [[r["type"], r["op"] or "-", str(r["occurrence"]), str(r["participants"]),
-              ms(r["arrival_skew_ns"]), ms(r["transfer_ns"]),
-              "-" if r["last"] is None else f"{r['last']['host']}/{r['last']['device']}"]
-             for r in rep["worst_instances"]]),
+            [[r.type, r.op or "-", str(r.occurrence), str(r.participants),
+              ms(r.arrival_skew_ns), ms(r.transfer_ns),
+              "-" if r.last is None else f"{r.last.host}/{r.last.device}"]
+             for r in c.worst]),
            ("Stragglers (who arrives last, and how long the others wait for it)",
             ["host/device", "rank", "instances", "last", "others waited ms", "own wait ms"],
-            [[f"{r['host']}/{r['device']}", str(r["rank"]), str(r["instances"]),
-              str(r["times_last"]), ms(r["wait_ns"]), ms(r["own_wait_ns"])]
-             for r in rep["stragglers"]])]
+            [[f"{r.host}/{r.device}", str(r.rank), str(r.instances), str(r.times_last),
+              ms(r.wait_ns), ms(r.own_wait_ns)] for r in c.stragglers])]
     return out
 
 
-def render_table(rep: dict[str, Any], console: Console) -> None:
-    if not rep["instances"]:
+def render_table(c: Collectives, console: Console) -> None:
+    if not c.instances:
         console.print(Text("No collective activity in this trace."))
         return
-    for title, header, rows in tables(rep):
+    for title, header, rows in tables(c):
         table = Table(title=title, title_justify="left")
         for col in header:
             table.add_column(col, no_wrap=True, justify="left" if col in (
                 "type", "op", "host/device", "last to arrive") else "right")
         for row in rows:
-            table.add_row(*[Text(c) for c in row])
+            table.add_row(*[Text(cell) for cell in row])
         console.print(table)
-    console.print(Text(f"alignment across hosts: {rep['alignment']}"))
+    console.print(Text(f"alignment across hosts: {c.alignment}"))
 
 
-def render_markdown(rep: dict[str, Any]) -> str:
+def render_markdown(c: Collectives) -> str:
     parts = ["# tracelens collectives", ""]
-    for title, header, rows in tables(rep):
+    for title, header, rows in tables(c):
         parts += md_table(title, header, rows)
-    parts.append(f"Alignment across hosts: {rep['alignment']}")
+    parts.append(f"Alignment across hosts: {c.alignment}")
     return "\n".join(parts) + "\n"
 
 
 def render_json(rep: dict[str, Any]) -> str:
+    """The JSON contract (``collectives_json`` plus what the CLI adds)."""
     return json.dumps(rep, indent=2)
 
 
-def render_csv(rep: dict[str, Any]) -> str:
-    """The per-op table: one row per (type, op)."""
+def render_csv(c: Collectives) -> str:
+    """The per-op table: one row per (type, op), rounded as in the JSON."""
     buf = io.StringIO()
     cols = ["type", "op", "count", "msg_bytes", "sum_ns", "exposed_ns", "busbw_gb_per_s",
             "busbw_p10_gb_per_s", "busbw_p90_gb_per_s"]
     w = csv.writer(buf)
     w.writerow(cols)
-    for r in rep["collectives"]:
-        w.writerow(["" if r[c] is None else r[c] for c in cols])
+    for r in collectives_json(c)["collectives"]:
+        w.writerow(["" if r[k] is None else r[k] for k in cols])  # type: ignore[literal-required]
     return buf.getvalue()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import math
 import re
-import statistics
 from typing import Any
 
 from reports.palette import color, label
@@ -248,31 +247,27 @@ HEAT_SCALE = [[0.0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4
               [1.0, "#b2182b"]]  # blue below the median device, red above
 
 
-def heatmap_figure(summary: dict[str, Any]) -> Fig | None:
+def heatmap_figure(summary: dict[str, Any], medians: dict[str, float]) -> Fig | None:
+    """Each device's shares of its span; colour: the difference from the median device's
+    (``medians``: :attr:`tracelens.results.summary.Summary.median_shares`)."""
     devs = summary["devices"]
     if len(devs) < 2:
         return None
     many_hosts = summary["headline"]["hosts"] > 1
-    metrics: list[tuple[str, Any]] = [
-        ("busy", lambda d, c: d["timeline"]["busy_ns"]),
-        ("compute", lambda d, c: d["timeline"]["compute_ns"]),
-        ("exposed<br>comm", lambda d, c: d["timeline"]["exposed_comm_ns"]),
-        ("exposed<br>memory", lambda d, c: d["timeline"]["exposed_memory_ns"]),
-        ("idle", lambda d, c: d["timeline"]["idle_ns"]),
-    ]
+    metrics: list[tuple[str, str]] = [
+        ("busy", "busy_ns"), ("compute", "compute_ns"), ("exposed<br>comm", "exposed_comm_ns"),
+        ("exposed<br>memory", "exposed_memory_ns"), ("idle", "idle_ns")]
     # Compute categories' exclusive shares (collective and memory exclusive time are the
-    # exposed columns above).
-    present = [c for c in COMPUTE_CATEGORIES
-               if any(x["category"] == c and x["count"] for d in devs for x in d["categories"])]
-    for c in present:
-        metrics.append((f"{c}<br>excl.", lambda d, cc, c=c: cc.get(c, 0)))
+    # exposed columns above), those present on some device.
+    metrics += [(f"{k[5:]}<br>excl.", k) for k in medians if k.startswith("excl:")]
     rows = []
     for d in devs:
         excl = {x["category"]: x["exclusive_ns"] for x in d["categories"]}
         span = d["timeline"]["span_ns"]
-        rows.append([100.0 * f(d, excl) / span if span else 0.0 for _, f in metrics])
-    cols = list(zip(*rows))
-    med = [statistics.median(c) for c in cols]
+        rows.append([100.0 * (excl.get(k[5:], 0) if k.startswith("excl:")
+                              else d["timeline"][k]) / span if span else 0.0
+                     for _, k in metrics])
+    med = [medians[k] for _, k in metrics]
     z = [[rnd(v - m, 3) for v, m in zip(r, med)] for r in rows]
     lim = max((abs(v) for r in z for v in r), default=0.0) or 1.0
     text = [[f"{v:.1f}" for v in r] for r in rows]
@@ -302,7 +297,9 @@ def _mfu_pct(v: Any) -> float | None:
     return rnd(100.0 * v, 3)
 
 
-def steps_figure(summary: dict[str, Any]) -> Fig | None:
+def steps_figure(summary: dict[str, Any], totals: Any = ()) -> Fig | None:
+    """Per-step bars: per device, or past MAX_STEP_BARS (or for one device) each step summed
+    over its devices (``totals``: :attr:`tracelens.results.summary.Summary.step_totals`)."""
     devs = [d for d in summary["devices"] if d["steps"]]
     if not devs:
         return None
@@ -313,17 +310,9 @@ def steps_figure(summary: dict[str, Any]) -> Fig | None:
     summed = n_bars > MAX_STEP_BARS or len(devs) == 1
     rows: list[tuple[int, str | None, dict[str, int], list[float]]] = []
     if summed:  # one bar per step: the devices added up
-        acc: dict[int, dict[str, int]] = {}
-        mfus: dict[int, list[float]] = {}
-        for d in devs:
-            for s in d["steps"]:
-                a = acc.setdefault(s["step"], {k: 0 for _, k in keys})
-                for _, k in keys:
-                    a[k] += s["timeline"][k]
-                m = _mfu_pct(s.get("mfu"))
-                if m is not None:
-                    mfus.setdefault(s["step"], []).append(m)
-        rows = [(st, None, acc[st], mfus.get(st, [])) for st in sorted(acc)]
+        rows = [(t.step, None, {k: getattr(t.timeline, k) for _, k in keys},
+                 [] if _mfu_pct(t.mfu_mean) is None else [_mfu_pct(t.mfu_mean)])
+                for t in totals]
     else:
         # One host and few devices: "GPU 3"; otherwise compact "3", or "h1·3" for host 1
         # (the section lists the host numbers), so the labels of a step fit side by side.

@@ -18,18 +18,6 @@ MAX_ROOFLINE_POINTS = 300  # largest op groups by time
 
 
 # -- roofline ------------------------------------------------------------------------------
-def device_specs(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Distinct device specs in the summary (the most common first)."""
-    count: dict[str, int] = {}
-    specs: dict[str, dict[str, Any]] = {}
-    for d in summary["devices"]:
-        s = d.get("spec")
-        if isinstance(s, dict) and s.get("name"):
-            specs.setdefault(s["name"], s)
-            count[s["name"]] = count.get(s["name"], 0) + 1
-    return [specs[n] for n in sorted(specs, key=lambda n: -count[n])]
-
-
 def _pos(v: Any) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
 
@@ -54,14 +42,15 @@ def ceilings(spec: dict[str, Any]) -> list[tuple[list[str], float]]:
     return [(by_peak[p], p) for p in sorted(by_peak, reverse=True)]
 
 
-def roofline_figure(summary: dict[str, Any]) -> Fig | None:
+def roofline_figure(summary: dict[str, Any], specs: list[dict[str, Any]]) -> Fig | None:
+    """The op groups against the ceilings of ``specs`` (the devices' distinct specs, the most
+    used first: :attr:`tracelens.results.summary.Summary.specs` as JSON)."""
     rows = summary.get("roofline")
     if not isinstance(rows, list) or not rows:
         return None
     pts, _ = roofline_points(rows)
     if not pts:  # ceilings alone say nothing about the trace
         return None
-    specs = device_specs(summary)
     xs = [r["intensity"] for r in pts]
     ridges = []
     for s in specs:
@@ -168,9 +157,9 @@ LINK_KEYS_GB = ("link_gb_per_s", "link_bw_gb_per_s", "link_bandwidth_gb_per_s",
 LINK_KEYS_TB = ("link_tb_per_s", "link_bw_tb_per_s")
 
 
-def link_peak_gb_per_s(summary: dict[str, Any]) -> float | None:
+def link_peak_gb_per_s(specs: list[dict[str, Any]]) -> float | None:
     """The GPU–GPU link bandwidth of the (most common) device spec, in GB/s, when given."""
-    for s in device_specs(summary):
+    for s in specs:
         for k in LINK_KEYS_GB:
             if _pos(s.get(k)):
                 return float(s[k])

@@ -1,5 +1,6 @@
-"""``tracelens report``: one self-contained HTML file (jinja2 + plotly), from the plain dicts
-of ``tracelens.summarize`` and ``collectives_report``.
+"""``tracelens report``: one self-contained HTML file (jinja2 + plotly), from the typed
+:class:`~tracelens.results.summary.Summary` (its JSON form for what the contract holds, its
+category totals, report MFU and full collectives report for the rest).
 
 Self-contained: plotly.js (the ``plotly.min.js`` bundled with the installed ``plotly`` package)
 is inlined once, with the page's own CSS and JavaScript; the file makes no network request.
@@ -31,8 +32,9 @@ from reports import figures as F
 from reports import figures_hw as H
 from reports.figures_window import step_timeline_figure
 from reports.palette import color
-from reports.summary import category_totals
 from tracelens.analyze.window import TimelineWindow
+from tracelens.results.jsonify import ratio, spec_json, summary_json
+from tracelens.results.summary import Summary
 
 TEMPLATES = Path(__file__).parent / "templates"
 SIZE_BUDGET_BYTES = 5_000_000  # the 8-GPU sample's report (docs/report.md)
@@ -107,23 +109,6 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def headline_mfu(summary: dict[str, Any]) -> tuple[float | None, str]:
-    """MFU for the headline, as a fraction: the summary's own, else the median over steps,
-    else the median over devices (labelled so)."""
-    h = summary["headline"].get("mfu")  # the median device's
-    if _finite(h):
-        return float(h), "MFU (median device)" if len(summary["devices"]) > 1 else "MFU"
-    for label, vals in (
-            ("MFU (median step)", [s.get("mfu") for d in summary["devices"]
-                                   for s in d["steps"]]),
-            ("MFU (median device)" if len(summary["devices"]) > 1 else "MFU",
-             [d.get("mfu") for d in summary["devices"]])):
-        ok = sorted(v for v in vals if _finite(v))
-        if ok:
-            return ok[len(ok) // 2], label
-    return None, ""
-
-
 def _kernel_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"name": k["name"], "short": F.chart_name(k["name"], 110),
              "category": k["category"], "sub": k["subcategory"] or "", "rule": k["rule"] or "",
@@ -144,24 +129,27 @@ def _roofline_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(norm, key=lambda r: -(r["sum_ns"] or 0))
 
 
-def build_context(summary: dict[str, Any], collectives: dict[str, Any] | None,
-                  title: str | None, generated: str | None,
+def build_context(s: Summary, title: str | None, generated: str | None,
                   window: TimelineWindow | None = None) -> dict[str, Any]:
+    summary, collectives = summary_json(s), s.collectives_full
+    categories = [{"category": c.category, "count": c.count, "sum_ns": c.sum_ns,
+                   "exclusive_ns": c.exclusive_ns} for c in s.category_totals]
     h = summary["headline"]
     many_hosts = h["hosts"] > 1
-    link_gb = H.link_peak_gb_per_s(summary)
+    specs = [spec_json(x) for x in s.specs]
+    link_gb = H.link_peak_gb_per_s(specs)
     figs: dict[str, Any] = {
         "timeline": F.timeline_figure(summary),
-        "categories": F.category_figure(category_totals(summary)),
-        "heatmap": F.heatmap_figure(summary),
-        "steps": F.steps_figure(summary),
+        "categories": F.category_figure(categories),
+        "heatmap": F.heatmap_figure(summary, s.median_shares),
+        "steps": F.steps_figure(summary, s.step_totals),
         "kernels": F.kernels_figure(summary["top_kernels"]),
-        "roofline": H.roofline_figure(summary),
+        "roofline": H.roofline_figure(summary, specs),
         "coll_time": H.collective_time_figure(collectives),
         "coll_busbw": H.collective_busbw_figure(collectives, link_gb),
         "step_timeline": step_timeline_figure(window, many_hosts),
     }
-    mfu, mfu_label = headline_mfu(summary)
+    mfu, mfu_label = ratio(s.report_mfu[0]), s.report_mfu[1]
     roof = _roofline_rows(summary)
     placed, unplaced = H.roofline_points(roof)
     inputs = [i.get("path", "?") for i in summary.get("inputs") or []]
@@ -179,10 +167,10 @@ def build_context(summary: dict[str, Any], collectives: dict[str, Any] | None,
                      "label": F.device_label(d, many_hosts)} for d in summary["devices"]],
         "idle_devices": summary.get("idle_devices") or [],
         "hosts": list(F.host_index(summary)),
-        "categories": category_totals(summary),
+        "categories": categories,
         "figs": figs, "mfu": mfu, "mfu_label": mfu_label,
         "roofline": roof[:50], "roofline_n": len(roof), "roofline_unplaced": unplaced,
-        "roofline_placed": len(placed), "specs": H.device_specs(summary),
+        "roofline_placed": len(placed), "specs": specs,
         "coll": coll,
         # the link bandwidth matters only next to a busbw (it needs message sizes)
         "link_gb": link_gb if figs["coll_busbw"] is not None else None,
@@ -201,11 +189,11 @@ def build_context(summary: dict[str, Any], collectives: dict[str, Any] | None,
     }
 
 
-def render_html(summary: dict[str, Any], collectives: dict[str, Any] | None = None,
-                title: str | None = None, generated: str | None = None,
+def render_html(summary: Summary, title: str | None = None, generated: str | None = None,
                 window: TimelineWindow | None = None) -> str:
-    """The report as one HTML document (str); ``window`` adds the step timeline."""
+    """The report as one HTML document (str); ``window`` adds the step timeline. The
+    collectives section comes from ``summary.collectives_full`` (nothing is recomputed)."""
     if generated is None:
         generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    ctx = build_context(summary, collectives, title, generated, window)
+    ctx = build_context(summary, title, generated, window)
     return _env().get_template("report.html.j2").render(**ctx)

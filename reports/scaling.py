@@ -1,5 +1,5 @@
-"""Render ``tracelens compare`` and ``tracelens scaling`` results (terminal, Markdown, JSON,
-CSV)."""
+"""Render the typed ``tracelens compare`` and ``tracelens scaling`` results (terminal,
+Markdown; JSON and CSV of their documented JSON rows): formatting only."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from rich.text import Text
 
 from reports.markdown import md_table
 from reports.summary import short_name
+from tracelens.results.runs import Comparison, KernelChange, KernelOnly, Scaling
 
 Tables = list[tuple[str, list[str], list[list[str]]]]
 
@@ -30,65 +31,67 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{round(100 * x)}%"  # an int: never "-0%"
 
 
-def _kernel_label(k: dict[str, Any]) -> str:
+def _kernel_label(k: KernelChange | KernelOnly) -> str:
     """The kernel's name; the base name too when it differs; how many kernels a row holds."""
-    text = short_name(k["name"])
-    if k.get("base_name") not in (None, k["name"]):
-        text += f" (base: {short_name(k['base_name'], 60)})"
-    n = max(k.get("kernels") or 1, k.get("base_kernels") or 1, k.get("new_kernels") or 1)
-    return text + (f" (+{n - 1} more of this op)" if n > 1 and k.get("match") == "op" else
+    text = short_name(k.name)
+    base_name = getattr(k, "base_name", None)
+    if base_name not in (None, k.name):
+        text += f" (base: {short_name(base_name, 60)})"
+    n = max(getattr(k, "kernels", None) or 1, getattr(k, "base_kernels", None) or 1,
+            getattr(k, "new_kernels", None) or 1)
+    match = getattr(k, "match", None)
+    return text + (f" (+{n - 1} more of this op)" if n > 1 and match == "op" else
                    f" ({n} kernels)" if n > 1 else "")
 
 
-def _match_label(k: dict[str, Any]) -> str:
-    if k["match"] != "op":
+def _match_label(k: KernelChange) -> str:
+    if k.match != "op":
         return "name"
-    return f"op {k['op']}" + (f" in {k['program']}" if k.get("program") else "")
+    return f"op {k.op}" + (f" in {k.program}" if k.program else "")
 
 
-def compare_tables(rep: dict[str, Any]) -> Tables:
-    b, n = rep["base"], rep["new"]
-    head = [["base", f"{b['path']} ({b['devices']} devices, step {_ms(b['step_ns'])} ms)"],
-            ["new", f"{n['path']} ({n['devices']} devices, step {_ms(n['step_ns'])} ms)"],
-            ["step time change", f"{_signed_ms(rep['delta_ns'])} ms ("
-                                 f"{rep['delta_pct']:+.1f}%)" if rep["delta_pct"] is not None
-             else "-"]]
+def compare_tables(c: Comparison) -> Tables:
+    b, n = c.base, c.new
+    head = [["base", f"{b.path} ({b.devices} devices, step {_ms(b.step_ns)} ms)"],
+            ["new", f"{n.path} ({n.devices} devices, step {_ms(n.step_ns)} ms)"],
+            ["step time change", f"{_signed_ms(c.delta_ns)} ms ({c.delta_pct:+.1f}%)"
+             if c.delta_pct is not None else "-"]]
     out: Tables = [("Compare", ["", ""], head)]
-    out.append(("Verdict", ["", ""], [[str(i + 1), v] for i, v in enumerate(rep["verdict"])]))
+    out.append(("Verdict", ["", ""], [[str(i + 1), v] for i, v in enumerate(c.verdict)]))
     out.append(("Step components (ms per step, median step averaged over devices)",
                 ["component", "base", "new", "delta"],
-                [[c["component"], _ms(c["base_ns"]), _ms(c["new_ns"]), _signed_ms(c["delta_ns"])]
-                 for c in rep["components"] if c["base_ns"] or c["new_ns"]]))
-    m = rep["matching"]
+                [[r.component, _ms(r.base_ns), _ms(r.new_ns), _signed_ms(r.delta_ns)]
+                 for r in c.components if r.base_ns or r.new_ns]))
+    m = c.matching
     out.append(("Kernels with the largest change (ms per device-step; matched by HLO op, "
-                f"then name: {m['by_op']} by op, {m['by_name']} by name, {m['changed']} "
-                f"changed, {m['only_base']} only in base, {m['only_new']} only in new)",
+                f"then name: {m.by_op} by op, {m.by_name} by name, {m.changed} "
+                f"changed, {m.only_base} only in base, {m.only_new} only in new)",
                 ["kernel", "category", "matched by", "base", "new", "delta"],
-                [[_kernel_label(k), k["category"] or "-", _match_label(k), _ms(k["base_ns"]),
-                  _ms(k["new_ns"]), _signed_ms(k["delta_ns"])] for k in rep["kernels"]]))
-    for side in ("only_base", "only_new"):
-        if rep[side]:
-            out.append((f"Kernels only in {side[5:]}", ["kernel", "category", "ms per step"],
-                        [[_kernel_label(k), k["category"] or "-", _ms(k["ns_per_step"])]
-                         for k in rep[side]]))
+                [[_kernel_label(k), k.category or "-", _match_label(k), _ms(k.base_ns),
+                  _ms(k.new_ns), _signed_ms(k.delta_ns)] for k in c.kernels]))
+    for side, only in (("base", c.only_base), ("new", c.only_new)):
+        if only:
+            out.append((f"Kernels only in {side}", ["kernel", "category", "ms per step"],
+                        [[_kernel_label(k), k.category or "-", _ms(k.ns_per_step)]
+                         for k in only]))
     return out
 
 
-def scaling_tables(rep: dict[str, Any]) -> Tables:
+def scaling_tables(s: Scaling) -> Tables:
     out: Tables = [("Runs", ["run", "devices", "hosts", "steps", "step ms"],
-                    [[r["path"], str(r["devices"]), str(r["hosts"]), str(r["steps"]),
-                      _ms(r["step_ns"])] for r in rep["runs"]])]
-    for t in rep["transitions"]:
-        title = (f"{t['from']} → {t['to']} ({t['devices'][0]} → {t['devices'][1]} devices, "
-                 f"{t['mode']} scaling efficiency {_pct(t['efficiency'])}, lost "
-                 f"{_signed_ms(t['delta_ns'])} ms per step)")
-        if t.get("warnings"):
-            out.append(("Warnings", ["", ""], [["!", w] for w in t["warnings"]]))
-        out.append((title, ["", ""], [[str(i + 1), v] for i, v in enumerate(t["verdict"])]))
+                    [[r.path, str(r.devices), str(r.hosts), str(r.steps), _ms(r.step_ns)]
+                     for r in s.runs])]
+    for t in s.transitions:
+        title = (f"{t.from_path} → {t.to_path} ({t.devices[0]} → {t.devices[1]} devices, "
+                 f"{t.mode} scaling efficiency {_pct(t.efficiency)}, lost "
+                 f"{_signed_ms(t.delta_ns)} ms per step)")
+        if t.warnings:
+            out.append(("Warnings", ["", ""], [["!", w] for w in t.warnings]))
+        out.append((title, ["", ""], [[str(i + 1), v] for i, v in enumerate(t.verdict)]))
         out.append(("Causes (ms per step and device; shares of the lost time)",
                     ["component", "delta", "share"],
-                    [[c["component"], _signed_ms(c["delta_ns"]), _pct(c["share"])]
-                     for c in t["causes"] if abs(c["delta_ns"]) >= 0.5]))
+                    [[c.component, _signed_ms(c.delta_ns), _pct(c.share)]
+                     for c in t.causes if abs(c.delta_ns) >= 0.5]))
     return out
 
 

@@ -1,6 +1,8 @@
-"""Render the ``summarize`` dict as a terminal table, JSON, CSV or Markdown.
+"""Render the typed ``summarize`` result as a terminal table, JSON, CSV or Markdown.
 
-Only formatting happens here; every number comes from ``tracelens.analyze.summary``.
+Only formatting happens here: every number comes from the
+:class:`~tracelens.results.summary.Summary` (sums over devices included), as its JSON
+contract rounds it (:func:`tracelens.results.jsonify.summary_json`).
 Kernel names are untrusted text: rich cells are plain ``Text`` (no markup), Markdown cells
 escape the characters that would break a table.
 """
@@ -18,7 +20,10 @@ from rich.text import Text
 
 from tracelens.analyze.idle import IDLE_PARTS
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
+from tracelens.analyze.summary_reduce import OUTLIER_POINTS
 from tracelens.model import CATEGORIES
+from tracelens.results.jsonify import summary_json
+from tracelens.results.summary import Summary
 
 
 def ms(ns: int | float | None) -> str:
@@ -41,55 +46,10 @@ def _device_label(d: dict[str, Any], many_hosts: bool) -> str:
     return f"{d['host']}/{d['device']}" if many_hosts else str(d["device"])
 
 
-def category_totals(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Categories summed over the reported devices, in exclusive-time order."""
-    acc: dict[str, dict[str, int]] = {}
-    for d in summary["devices"]:
-        for c in d["categories"]:
-            a = acc.setdefault(c["category"], {"count": 0, "sum_ns": 0, "exclusive_ns": 0})
-            for k in a:
-                a[k] += c[k]
-    rows = [{"category": k, **v} for k, v in acc.items()]
-    return sorted(rows, key=lambda r: (-r["exclusive_ns"], CATEGORIES.index(r["category"])))
-
-
-MAX_DEVICE_ROWS = 16
-"""Beyond this many devices, per-device tables show the median, best and worst device and the
-outliers (``--all`` shows every row)."""
-
-OUTLIER_POINTS = 5.0
-"""A device is an outlier when its share of compute, exposed communication, exposed memory or
-idle time differs from the median device's by more than this many percentage points."""
-
-_SHARES = ("compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns")
-
-
-def _shares(t: dict[str, Any]) -> tuple[float, ...]:
-    return tuple(100.0 * t[k] / t["span_ns"] if t["span_ns"] else 0.0 for k in _SHARES)
-
-
-def representative(items: list[dict[str, Any]], all_rows: bool
-                   ) -> list[tuple[str, dict[str, Any]]]:
-    """(role, item) rows for a per-device table: every item, or, past MAX_DEVICE_ROWS, the
-    median, best and worst device by compute share (ties by position) and every outlier."""
-    if all_rows or len(items) <= MAX_DEVICE_ROWS:
-        return [("", d) for d in items]
-    shares = [_shares(d["timeline"]) for d in items]
-    order = sorted(range(len(items)), key=lambda i: (shares[i][0], i))
-    med = order[(len(order) - 1) // 2]
-    best = min(range(len(items)), key=lambda i: (-shares[i][0], i))
-    picks = {med: "median", best: "best", order[0]: "worst"}
-    for i in range(len(items)):
-        if i not in picks and max(abs(a - b) for a, b in zip(shares[i], shares[med])) \
-                > OUTLIER_POINTS:
-            picks[i] = "outlier"
-    rank = {"median": 0, "best": 1, "worst": 2, "outlier": 3}
-    return [(picks[i], items[i]) for i in sorted(picks, key=lambda i: (rank[picks[i]], i))]
-
-
-def _tables(summary: dict[str, Any], all_rows: bool = False
+def _tables(s: Summary, all_rows: bool = False
             ) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) for every table, shared by the terminal and Markdown output."""
+    summary = summary_json(s)
     h = summary["headline"]
     many_hosts = h["hosts"] > 1
     tables = []
@@ -124,7 +84,8 @@ def _tables(summary: dict[str, Any], all_rows: bool = False
     products = {d["product"] or d["arch"] or "-" for d in summary["devices"]}
     show_product = len(products) > 1
     rows = []
-    shown = representative(summary["devices"], all_rows)
+    shown = [(role, summary["devices"][i]) for role, i in (
+        [("", i) for i in range(len(s.devices))] if all_rows else s.device_roles)]
     cut = len(shown) < len(summary["devices"])
     for role, d in shown:
         t = d["timeline"]
@@ -150,11 +111,11 @@ def _tables(summary: dict[str, Any], all_rows: bool = False
         tables.append(("Why idle (shares of idle time; README: idle breakdown)",
                        ["device", "idle ms", "host launch", "sync wait", "launch latency",
                         "no host data"], idle_rows))
-    busy = sum(d["timeline"]["busy_ns"] for d in summary["devices"])
+    busy = s.headline.totals.busy_ns
     tables.append(("Categories (all reported devices)",
                    ["category", "count", "sum ms", "exclusive ms", "of busy"],
-                   [[c["category"], f"{c['count']:,}", ms(c["sum_ns"]), ms(c["exclusive_ns"]),
-                     pct(c["exclusive_ns"], busy)] for c in category_totals(summary)]))
+                   [[c.category, f"{c.count:,}", ms(c.sum_ns), ms(c.exclusive_ns),
+                     pct(c.exclusive_ns, busy)] for c in s.category_totals]))
     step_rows = []
     for role, d in shown:
         for s in d["steps"]:
@@ -236,7 +197,7 @@ def _frac(x: float | None) -> str:
     return "-" if x is None else f"{100.0 * x:.1f}%"
 
 
-def _peaks_line(summary: dict[str, Any]) -> str:
+def _peaks_line(summary: Any) -> str:
     seen: dict[str, str] = {}
     for d in summary["devices"]:
         sp = d.get("spec")
@@ -249,7 +210,7 @@ def _peaks_line(summary: dict[str, Any]) -> str:
     return "; ".join(seen.values())
 
 
-def render_table(summary: dict[str, Any], console: Console, all_rows: bool = False) -> None:
+def render_table(summary: Summary, console: Console, all_rows: bool = False) -> None:
     for title, header, rows in _tables(summary, all_rows):
         table = Table(title=title, title_justify="left", show_header=title != "Summary")
         widths = [max([len(col)] + [len(str(r[i])) for r in rows]) for i, col in enumerate(header)]
@@ -267,9 +228,9 @@ def render_table(summary: dict[str, Any], console: Console, all_rows: bool = Fal
         for row in rows:
             table.add_row(*[Text(str(c)) for c in row])
         console.print(table)
-    if not summary["devices"]:
+    if not summary.devices:
         console.print(Text("No device activity in this trace."))
-    for w in summary["warnings"]:
+    for w in summary.warnings:
         console.print(Text(f"warning: {w}"), style="yellow")
 
 
@@ -278,29 +239,30 @@ def _md_cell(value: str) -> str:
             .replace(">", "&gt;").replace("\n", " "))
 
 
-def render_markdown(summary: dict[str, Any], all_rows: bool = False) -> str:
-    out = [f"# tracelens summary ({', '.join(i['path'] for i in summary['inputs'])})", ""]
-    for title, header, rows in _tables(summary, all_rows):
+def render_markdown(s: Summary, all_rows: bool = False) -> str:
+    out = [f"# tracelens summary ({', '.join(i['path'] for i in s.inputs)})", ""]
+    for title, header, rows in _tables(s, all_rows):
         out += [f"## {title}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
                 "|" + "---|" * len(header)]
         out += ["| " + " | ".join(_md_cell(str(c)) for c in row) + " |" for row in rows]
         out.append("")
-    if not summary["devices"]:
+    if not s.devices:
         out += ["No device activity in this trace.", ""]
-    if summary["warnings"]:
-        out += ["## Warnings", ""] + [f"- {_md_cell(w)}" for w in summary["warnings"]] + [""]
+    if s.warnings:
+        out += ["## Warnings", ""] + [f"- {_md_cell(w)}" for w in s.warnings] + [""]
     return "\n".join(out)
 
 
-def render_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, indent=2)
+def render_json(s: Summary) -> str:
+    return json.dumps(summary_json(s), indent=2)
 
 
-def render_csv(summary: dict[str, Any]) -> str:
+def render_csv(s: Summary) -> str:
     """One row per device (``step`` empty) and per device × step: timeline columns, the idle
     parts (``idle_<part>_ns``), then the exclusive ns of every category (``excl_<category>``,
     whole-trace rows only), then ``mfu``
     (empty when unknown)."""
+    summary = summary_json(s)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["host", "rank", "device", "product", "step", "start_ns", "end_ns",

@@ -182,7 +182,8 @@ def test_low_coverage_warns_with_categories_ops_and_reasons(tmp_path: Path) -> N
     assert f"custom-call.15 (attention, {share:.1f}%): te_fused_attn_forward_ffi: packed " \
            "sequences" in warning
     from reports import summary as render
-    md = render.render_markdown(s)
+    from tracelens.analyze.summary import summarize
+    md = render.render_markdown(summarize(load(tmp_path, packed_ns=2_000_000)))
     assert "| MFU (median device) | ≥ " in md and "(lower bound: see warnings)" in md
     assert f"| FLOPs coverage | {100 * d['flops_coverage']:.1f}% of compute-kernel time" in md
 
@@ -196,9 +197,10 @@ def test_summarize_json_is_deterministic(tmp_path: Path) -> None:
 
 def test_report_shows_coverage_and_lower_bound(tmp_path: Path) -> None:
     from reports.html import render_html
-    s = tracelens.summarize(load(tmp_path, packed_ns=2_000_000))
+    from tracelens.analyze.summary import summarize
+    s = summarize(load(tmp_path, packed_ns=2_000_000))
     page = render_html(s, generated="test")
-    cov = 100 * s["headline"]["flops_coverage"]
+    cov = 100 * s.headline.flops_coverage
     assert 'id="flops-coverage"' in page and f"{cov:.1f}%" in page
     assert "(lower bound)" in page and "≥ " in page
     assert "FLOPs cover" in page  # the warning, escaped text

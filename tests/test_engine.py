@@ -7,6 +7,7 @@ One module-scoped LocalCluster of 2 worker processes serves every test (``--sche
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import random
@@ -53,6 +54,15 @@ def job16(tmp_path_factory):
     root = tmp_path_factory.mktemp("job16") / "logs"
     write(build(sc, truth=False).trace, root)
     return root
+
+
+def _straggler_copy(tmp_path: Path) -> Path:
+    """The 2-host sample copied into ``tmp_path`` (a log directory): its run folder."""
+    run = tmp_path / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    for src in sorted((STRAGGLER / "plugins" / "profile").glob("*/*.xplane.pb")):
+        (run / src.name).write_bytes(src.read_bytes())
+    return run
 
 
 def _pid_square(x: int) -> tuple[int, int]:
@@ -103,10 +113,7 @@ def test_embedded_local_cluster_leaves_nothing_behind(tmp_path: Path, monkeypatc
 
 def test_unreadable_host_file_fails_with_its_path_from_a_worker(tmp_path: Path,
                                                                 cluster: str) -> None:
-    run = tmp_path / "plugins" / "profile" / "run1"
-    run.mkdir(parents=True)
-    for src in sorted((STRAGGLER / "plugins" / "profile").glob("*/*.xplane.pb")):
-        (run / src.name).write_bytes(src.read_bytes())
+    run = _straggler_copy(tmp_path)
     bad = run / "mi355x-node1.xplane.pb"
     bad.write_bytes(bad.read_bytes()[: bad.stat().st_size // 2])
     with pytest.raises(TraceInputError) as local:
@@ -163,3 +170,116 @@ def test_map_host_sends_back_no_event_frames() -> None:
               if isinstance(v, pl.DataFrame)]
     assert frames and max(df.height for df in frames) * 10 < n_events
     assert len(pickle.dumps(part)) * 3 < f.stat().st_size
+
+
+# -- the commands on the engine: byte-identical wherever the map runs ---------------------------
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+MULTI = {"straggler": STRAGGLER, "rocprof-counters": SHARED / "rocprof" / "counters_gfx1151",
+         "kineto-128rank": SHARED / "kineto" / "sampled_128rank_job"}
+
+
+def _cli(*argv: str) -> str:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    res = CliRunner().invoke(main, list(argv))
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+@pytest.mark.parametrize("name", [*MULTI, "job16"])
+def test_commands_byte_identical_in_process_and_on_a_cluster(name: str, cluster: str,
+                                                             request) -> None:
+    path = request.getfixturevalue("job16") if name == "job16" else MULTI[name]
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    variants = [("summarize", "--format", "json"), ("collectives", "--format", "json")]
+    if name == "straggler":
+        variants += [("summarize", "--format", "csv"),
+                     ("summarize", "--format", "json", "--step", "1", "--device", "1"),
+                     ("collectives", "--format", "json", "--category", "collective")]
+    for argv in variants:
+        here = _cli(*argv, str(path), "--quiet", "--workers", "1")
+        there = _cli(*argv, str(path), "--quiet", "--scheduler", cluster)
+        assert here == there, argv
+
+
+def test_engine_summary_equals_the_one_process_summary(job16: Path) -> None:
+    """The random 16-host job through the per-host map and reduce gives the summary of the
+    whole job loaded in one process, byte for byte."""
+    from reports import summary as render
+    from tracelens.analyze.summary import summarize
+
+    whole = render.render_json(summarize(load([job16])))
+    assert _cli("summarize", str(job16), "--format", "json", "--quiet") == whole + "\n"
+
+
+def test_bad_host_file_exits_2_with_its_path_from_the_cluster(tmp_path: Path,
+                                                              cluster: str) -> None:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    run = _straggler_copy(tmp_path)
+    bad = run / "mi355x-node0.xplane.pb"
+    bad.write_bytes(b"\x0a\xff\xff\xff\x0f" + bad.read_bytes()[:100])
+    res = CliRunner().invoke(main, ["summarize", str(tmp_path), "--scheduler", cluster])
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: {bad}: ") and res.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("starts", [(None, None), (1_795_000_000_000_000_000, None)],
+                         ids=["no-wall-clock", "mixed"])
+def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, starts) -> None:
+    """Hosts without a shared wall clock (none has a profile start, or only one has) are
+    aligned on collective ends from the ends the hosts send (read again from a host that
+    had a start and did not send them) as the one-process loader aligns them."""
+    from tracelens_dev.writers.xspace import Activity, build_xspace
+    from reports import summary as render
+    from tracelens.analyze.summary import summarize
+
+    run = tmp_path / "plugins" / "profile" / "r"
+    run.mkdir(parents=True)
+    for h, (skew, start) in enumerate(zip((0, 5_000_000), starts)):
+        acts = [Activity(0, 2, "ncclDevKernel_Generic_4(x)", skew + t, 400,
+                         {"hlo_op": "all-reduce-start.1"}) for t in (1_000, 9_000, 17_000)]
+        acts += [Activity(0, 1, "loop_add_fusion.kd", skew + t - 500, 450,
+                          {"hlo_op": "loop_add_fusion"}) for t in (1_000, 9_000, 17_000)]
+        (run / f"n{h}.xplane.pb").write_bytes(build_xspace(
+            acts, host=f"n{h}", steps=[(0, skew, skew + 8_000)], profile_start_ns=start))
+    whole = load([tmp_path])
+    assert whole.meta.alignment.startswith("collective ends")
+    assert _cli("summarize", str(tmp_path), "--format", "json", "--quiet") == \
+        render.render_json(summarize(whole)) + "\n"
+    got = json.loads(_cli("collectives", str(tmp_path), "--format", "json", "--quiet"))
+    # a host filter keeps the one-process path: every host kept, the same numbers
+    one = json.loads(_cli("collectives", str(tmp_path), "--format", "json", "--quiet",
+                          "--host", "n0", "--host", "n1"))
+    assert one.pop("filters") == {"host": ["n0", "n1"]}
+    assert got == one and got["alignment"].startswith("collective ends")
+
+
+def _die_once(marker: str) -> int:
+    """Kill its worker process the first time (as an out-of-memory kill would)."""
+    if not Path(marker).exists():
+        Path(marker).write_text("died once")
+        os._exit(1)
+    return 7
+
+
+def _always_die(path: str) -> int:
+    os._exit(1)
+
+
+def test_a_dead_worker_is_retried(tmp_path: Path, cluster: str) -> None:
+    assert run_map(_die_once, [str(tmp_path / "marker"), str(tmp_path / "marker")],
+                   scheduler=cluster) == [7, 7]
+
+
+def test_a_file_that_kills_every_worker_fails_with_its_path(cluster: str) -> None:
+    with pytest.raises(TraceInputError) as info:
+        run_map(_always_die, ["/data/host7.xplane.pb"], scheduler=cluster, retries=0)
+    assert info.value.path == "/data/host7.xplane.pb"
+    assert info.value.problem.startswith("its worker died on every try")

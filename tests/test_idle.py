@@ -155,17 +155,17 @@ def test_subtract_equals_brute_force() -> None:
 
 def test_big_jobs_show_representative_devices() -> None:
     """Past 16 devices the tables show median, best, worst and outliers; --all every row."""
-    from reports.summary import MAX_DEVICE_ROWS, representative
+    from tracelens.analyze.summary_reduce import MAX_DEVICE_ROWS, device_roles
+    from tracelens.results.summary import Timeline
 
-    def dev(i: int, compute: int, idle: int) -> dict:
-        return {"device": i, "timeline": {"span_ns": 100, "compute_ns": compute,
-                                          "exposed_comm_ns": 100 - compute - idle,
-                                          "exposed_memory_ns": 0, "idle_ns": idle}}
-    devs = [dev(i, 60 + (i % 3), 10) for i in range(40)]
-    devs[17] = dev(17, 61, 30)  # idle 20 points above the others: an outlier
-    rows = representative(devs, all_rows=False)
-    roles = {role: d["device"] for role, d in rows}
+    def dev(compute: int, idle: int) -> Timeline:
+        return Timeline(span_ns=100, busy_ns=100 - idle, compute_ns=compute, comm_ns=0,
+                        exposed_comm_ns=100 - compute - idle, overlapped_comm_ns=0,
+                        memory_ns=0, exposed_memory_ns=0, idle_ns=idle)
+    devs = [dev(60 + (i % 3), 10) for i in range(40)]
+    devs[17] = dev(61, 30)  # idle 20 points above the others: an outlier
+    rows = device_roles(devs)
+    roles = {role: i for role, i in rows}
     assert [r for r, _ in rows] == ["median", "best", "worst", "outlier"]
     assert roles["worst"] == 0 and roles["best"] == 2 and roles["outlier"] == 17
-    assert len(representative(devs, all_rows=True)) == 40
-    assert len(representative(devs[:MAX_DEVICE_ROWS], all_rows=False)) == MAX_DEVICE_ROWS
+    assert len(device_roles(devs[:MAX_DEVICE_ROWS])) == MAX_DEVICE_ROWS

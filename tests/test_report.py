@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,11 @@ from reports import figures as F
 from reports.html import SIZE_BUDGET_BYTES, plotly_js, render_html, script_json
 from reports.palette import CATEGORY_COLORS, COLORS
 from tests.conftest import GPU_TRACES, SAMPLES, real_trace
-from tracelens.analyze.collectives import collectives_report
+from tracelens.analyze.summary import summarize
+from tracelens.analyze.summary_reduce import report_mfu
 from tracelens.cli import main
+from tracelens.hardware import GpuSpec
+from tracelens.results.summary import RooflineRow, Summary
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 OWN_BUDGET_BYTES = 250_000  # everything but plotly.js (docs/report.md)
@@ -67,40 +71,42 @@ def xss_logdir(tmp_path: Path) -> Path:
     return tmp_path / "logs"
 
 
-def report_of(path: Path | list[Path], **kw: Any) -> tuple[dict, dict, str]:
-    trace = tracelens.load(path)
-    summary = tracelens.summarize(trace, top=100)
-    coll = collectives_report(trace.events, trace.meta.alignment)
-    return summary, coll, render_html(summary, coll, **kw)
+def report_of(path: Path | list[Path], **kw: Any) -> tuple[Summary, dict, str]:
+    summary = summarize(tracelens.load(path), top=100)
+    return summary, summary.collectives_full, render_html(summary, **kw)
 
 
-def with_cost_model(summary: dict, coll: dict) -> tuple[dict, dict]:
+def with_cost_model(summary: Summary, coll: dict) -> tuple[Summary, dict]:
     """The summary as the cost model extends it (roofline, spec, MFU), built by hand, so the
     report's roofline/MFU/busbw parts are tested whatever the real trace carries."""
-    s, c = copy.deepcopy(summary), copy.deepcopy(coll)
-    spec = {"id": "mi300x", "name": "AMD Instinct MI300X", "hbm_tb_per_s": 5.3,
-            "peak_tflops": {"fp32": 163.4, "bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9},
-            "link_gb_per_s": 896.0}
-    s["headline"]["mfu"] = None  # exercise the fallback to the median step's MFU
-    for d in s["devices"]:
-        d["spec"], d["mfu"], d["mfu_dtype"] = spec, 0.3, "bf16"
-        for i, st in enumerate(d["steps"]):
-            st["mfu"] = 0.30 + 0.01 * i
+    c = copy.deepcopy(coll)
+    spec = GpuSpec(id="mi300x", name="AMD Instinct MI300X", vendor="AMD", arch=None,
+                   hbm_tb_per_s=5.3, link_gb_per_s=896.0,
+                   peak_tflops={"fp32": 163.4, "bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9})
+    devices = tuple(replace(d, spec=spec, mfu=0.3, mfu_dtype="bf16", steps=tuple(
+        replace(st, mfu=0.30 + 0.01 * i) for i, st in enumerate(d.steps)))
+        for d in summary.devices)
     rows = []
-    for i, k in enumerate(s["top_kernels"]):
+    for i, k in enumerate(summary.top_kernels):
         inten = [300.0, 120.0, 2.0, 0.25, 40.0, 800.0, 1.0, 9.0][i % 8]
         tf = min(900.0, inten * 5.3 * 0.6)
-        rows.append({"op": f"fusion.{i}" + XSS["script"], "module": XSS["close"],
-                     "kernel": k["name"], "category": k["category"], "dtype": "bf16",
-                     "count": k["count"], "sum_ns": k["sum_ns"], "flops": 1.0, "bytes": 1.0,
-                     "intensity": inten, "tflops_per_s": tf, "tb_per_s": tf / inten,
-                     "bound": "memory" if inten < 246 else "compute", "efficiency": 0.6})
-    rows.append({"op": "no-cost", "category": "gemm", "count": 1, "sum_ns": 10, "flops": None,
-                 "bytes": None, "intensity": None, "tflops_per_s": None, "tb_per_s": None,
-                 "bound": None, "efficiency": None})
-    s["roofline"] = rows
+        rows.append(RooflineRow(
+            op=f"fusion.{i}" + XSS["script"], program_id=None, module=XSS["close"],
+            kernel=k.name, category=k.category, dtype="bf16", spec="mi300x", count=k.count,
+            sum_ns=k.sum_ns, flops=1.0, bytes=1.0, intensity=inten, tflops_per_s=tf,
+            tb_per_s=tf / inten, attainable_tflops_per_s=None,
+            bound="memory" if inten < 246 else "compute", efficiency=0.6, no_cost_count=0))
+    rows.append(RooflineRow(
+        op="no-cost", program_id=None, module=None, kernel=None, category="gemm", dtype=None,
+        spec=None, count=1, sum_ns=10, flops=None, bytes=None, intensity=None,
+        tflops_per_s=None, tb_per_s=None, attainable_tflops_per_s=None, bound=None,
+        efficiency=None, no_cost_count=1))
     for r in c["by_type"] + c["collectives"]:
         r.update(busbw_gb_per_s=160.0, busbw_p10_gb_per_s=130.0, busbw_p90_gb_per_s=170.0)
+    # the headline MFU unknown: exercise the fallback to the median step's MFU
+    s = replace(summary, devices=devices, roofline=tuple(rows), collectives_full=c,
+                headline=replace(summary.headline, mfu=None),
+                report_mfu=report_mfu(None, devices), specs=(spec,))
     return s, c
 
 
@@ -185,9 +191,9 @@ def test_sample_sections_and_figures() -> None:
     assert len(re.findall(r'<div class="plot" id="fig-(\w+)"', html)) == len(figs)
     # Every bar of the per-device timeline adds up to the device's span.
     tl = figs["timeline"]
-    for i, d in enumerate(summary["devices"]):
+    for i, d in enumerate(summary.devices):
         total = sum(tr["x"][i] for tr in tl["data"])
-        assert total == pytest.approx(d["timeline"]["span_ns"] / 1e6, abs=1e-3)
+        assert total == pytest.approx(d.timeline.span_ns / 1e6, abs=1e-3)
 
 
 def test_sections_appear_only_with_their_data(tmp_path: Path) -> None:
@@ -213,7 +219,7 @@ def test_empty_trace_renders(tmp_path: Path) -> None:
 def test_roofline_mfu_and_link_peak_from_cost_model_keys() -> None:
     summary, coll, _ = report_of(SAMPLE)
     s, c = with_cost_model(summary, coll)
-    html = render_html(s, c)
+    html = render_html(s)
     figs = _figs(html)
     roof = figs["roofline"]
     assert roof["layout"]["xaxis"]["type"] == "log" and roof["layout"]["yaxis"]["type"] == "log"
@@ -228,7 +234,7 @@ def test_roofline_mfu_and_link_peak_from_cost_model_keys() -> None:
     assert len(slope) == 1 and all(y / x == pytest.approx(5.3, rel=1e-4)
                                    for x, y in zip(slope[0]["x"], slope[0]["y"]))
     points = [t for t in roof["data"] if t["mode"] == "markers"]
-    assert sum(len(t["x"]) for t in points) == len(s["roofline"]) - 1  # no-cost row skipped
+    assert sum(len(t["x"]) for t in points) == len(s.roofline) - 1  # no-cost row skipped
     assert all(len(set(t["marker"]["size"])) >= 1 for t in points)
     assert "1 of " in html and "op groups are not plotted" in html
     assert 'id="mfu"' in html and "MFU (median step)" in html and "30.0%" in html
@@ -242,7 +248,7 @@ def test_roofline_mfu_and_link_peak_from_cost_model_keys() -> None:
 def test_category_colours_are_the_same_in_every_chart() -> None:
     summary, coll, _ = report_of(SAMPLE)
     s, c = with_cost_model(summary, coll)
-    figs = _figs(render_html(s, c))
+    figs = _figs(render_html(s))
     seen: dict[str, set[str]] = {}
     for fig in figs.values():
         for tr in fig["data"]:
@@ -261,7 +267,7 @@ def test_category_colours_are_the_same_in_every_chart() -> None:
 def test_every_chart_names_its_units() -> None:
     summary, coll, _ = report_of(SAMPLE)
     s, c = with_cost_model(summary, coll)
-    for name, fig in _figs(render_html(s, c)).items():
+    for name, fig in _figs(render_html(s)).items():
         titles = [fig["layout"][ax]["title"]["text"] for ax in ("xaxis", "yaxis")
                   if ax in fig["layout"]]
         assert any(re.search(r"\((ms|µs|s|GB/s|FLOP/byte|%)|TFLOP/s|% of", t)

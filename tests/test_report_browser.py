@@ -86,7 +86,7 @@ def test_sample_report(browser: Browser, tmp_path: Path) -> None:
     state = load_page(browser, html, tmp_path, "sample")
     assert {"timeline", "categories", "heatmap", "steps", "kernels", "coll_time"} <= set(
         state["rendered"])
-    assert state["kernelRows"] == len(summary["top_kernels"])
+    assert state["kernelRows"] == len(summary.top_kernels)
     # The table sorts and filters.
     browser.evaluate("""(function () {
       var f = document.getElementById("kernel-filter"); f.value = "tensile";
@@ -102,13 +102,13 @@ def test_sample_report(browser: Browser, tmp_path: Path) -> None:
     means = browser.evaluate("""Array.prototype.map.call(
       document.querySelectorAll("#kernel-table tbody tr"),
       function (tr) { return parseFloat(tr.cells[4].textContent.replace(/,/g, "")); })""")
-    assert means == sorted(means, reverse=True) and len(means) == len(summary["top_kernels"])
+    assert means == sorted(means, reverse=True) and len(means) == len(summary.top_kernels)
 
 
 def test_report_with_cost_model_keys(browser: Browser, tmp_path: Path) -> None:
     summary, coll, _ = report_of(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
     s, c = with_cost_model(summary, coll)
-    state = load_page(browser, render_html(s, c), tmp_path, "cost_model")
+    state = load_page(browser, render_html(s), tmp_path, "cost_model")
     assert {"roofline", "coll_busbw", "steps"} <= set(state["rendered"])
     # Roofline hover: op, module and kernel names as text (the op names carry a payload).
     hover = browser.evaluate("""(function () {
@@ -131,19 +131,19 @@ def test_real_trace_report(browser: Browser, tmp_path: Path, key: str) -> None:
     summary, _, html = report_of(path)
     state = load_page(browser, html, tmp_path, key)
     assert {"timeline", "categories", "kernels"} <= set(state["rendered"])
-    if len(summary["devices"]) > 1:
+    if len(summary.devices) > 1:
         assert "heatmap" in state["rendered"]
-    if any(d["steps"] for d in summary["devices"]):
+    if any(d.steps for d in summary.devices):
         assert "steps" in state["rendered"]
-    if any(isinstance(r.get("intensity"), float) and r["intensity"] > 0
-           and (r.get("tflops_per_s") or 0) > 0 for r in summary.get("roofline") or []):
+    if any(isinstance(r.intensity, float) and r.intensity > 0
+           and (r.tflops_per_s or 0) > 0 for r in summary.roofline):
         assert "roofline" in state["rendered"]
 
 
 def test_xss_payloads_stay_text(browser: Browser, tmp_path: Path) -> None:
     logdir = xss_logdir(tmp_path)
     summary, _, html = report_of(logdir)
-    assert summary["headline"]["hosts"] == 2
+    assert summary.headline.hosts == 2
     state = load_page(browser, html, tmp_path, "xss")
     assert state["xss"] is None and state["jsLinks"] == 0
     assert state["title"].startswith("tracelens report — ") and "XSS" != state["title"]

@@ -103,9 +103,11 @@ def test_summarize_contract_and_renderers() -> None:
     assert one["roofline"][0]["flops"] == pytest.approx(1307.4e3 * 500)  # half inside step 1
     json.dumps(s)  # JSON-ready
     from reports import summary as render
-    md = render.render_markdown(s)
+    from tracelens.analyze.summary import summarize
+    typed = summarize(t)
+    md = render.render_markdown(typed)
     assert "## Roofline" in md and "| MFU |" in md and "| 100.0% |" in md
-    rows = list(csv.DictReader(io.StringIO(render.render_csv(s))))
+    rows = list(csv.DictReader(io.StringIO(render.render_csv(typed))))
     assert float(rows[0]["mfu"]) == pytest.approx(d["mfu"])
     assert [float(r["mfu"]) for r in rows[1:]] == pytest.approx([0.5, 0.5])
 

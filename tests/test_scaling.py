@@ -252,8 +252,15 @@ def test_scaling_verdict_equals_the_causes_per_device(synth_8_to_64: tuple[Path,
     # every time in words is per device: none can exceed the step
     for ms in re.findall(r"([0-9][0-9,]*\.[0-9]+) ms", " ".join(t["verdict"])):
         assert float(ms.replace(",", "")) * 1e6 <= step
-    # the table prints the same shares as the verdict
-    causes = next(rows for title, _, rows in scaling_tables(rep) if title.startswith("Causes"))
+    # the typed result is what the JSON says, and its table prints the verdict's shares
+    from tracelens.analyze.scaling import profile, scaling
+    from tracelens.loader import load
+    from tracelens.results.jsonify import scaling_json
+
+    res = scaling([profile(load([p]), str(p)) for p in (n8, n64)],
+                  [r["steps_source"] for r in rep["runs"]])
+    assert json.dumps(scaling_json(res)) == json.dumps(rep)
+    causes = next(rows for title, _, rows in scaling_tables(res) if title.startswith("Causes"))
     shares = {row[0]: row[2] for row in causes}
     for line, c in zip(t["verdict"], named):
         assert line.startswith(shares[c["component"]] + " of the added step time")

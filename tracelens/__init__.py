@@ -1,7 +1,8 @@
 """tracelens: where each training step's GPU time goes, from XProf and rocprofv3 traces.
 
 ``tracelens.load(path)`` returns a :class:`~tracelens.model.Trace` of polars DataFrames;
-``tracelens.summarize(trace)`` the documented summary dict.
+``tracelens.summarize(trace)`` the documented summary dict (typed:
+:func:`tracelens.analyze.summary.summarize`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,20 @@ def load(*args, **kwargs) -> Trace:  # thin wrapper: keeps `import tracelens` ch
 
 
 def summarize(trace: Trace, **kwargs) -> dict:
-    """The summary dict of ``tracelens summarize --format json``."""
+    """The summary dict of ``tracelens summarize --format json`` (the JSON form of
+    :func:`tracelens.analyze.summary.summarize`'s typed Summary)."""
     from tracelens.analyze.summary import summarize as _summarize
-    return _summarize(trace, **kwargs)
+    from tracelens.results.jsonify import summary_json
+    return dict(summary_json(_summarize(trace, **kwargs)))
 
 
-__all__ = ["Trace", "load", "summarize", "__version__"]
+def __getattr__(name: str) -> object:
+    """``tracelens.TraceAnalysis`` and ``tracelens.load_analysis`` (the facade of
+    :mod:`tracelens.analysis`), imported on first use."""
+    if name in ("TraceAnalysis", "load_analysis"):
+        from tracelens import analysis
+        return getattr(analysis, name)
+    raise AttributeError(f"module 'tracelens' has no attribute {name!r}")
+
+
+__all__ = ["Trace", "TraceAnalysis", "load", "load_analysis", "summarize", "__version__"]

@@ -14,7 +14,8 @@ import click
 
 from tracelens import __version__
 from tracelens.cli_common import (apply_filters, busy, check_device_and_step,
-                                  check_output_path, common_options, fail_with, filter_options,
+                                  check_output_path, common_options, engine_collectives,
+                                  engine_options, engine_summary, fail_with, filter_options,
                                   format_option, gpu_options, guarded, html_option,
                                   load_gpu_specs, load_rule_files, load_trace, print_result,
                                   step_marker_option)
@@ -40,27 +41,33 @@ def main() -> None:
 @step_marker_option
 @filter_options
 @gpu_options
+@engine_options
 @common_options
 @guarded
 def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top: int,
               all_rows: bool, fmt: str, step_marker: str | None,
               categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
               time_window: tuple[int | None, int | None] | None, gpu: str | None,
-              gpu_specs: Path | None, rules_files: tuple[str, ...], quiet: bool,
-              debug: bool) -> None:
+              gpu_specs: Path | None, workers: int | None, scheduler: str | None,
+              rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
+    from dataclasses import replace
+
     from tracelens.analyze.summary import summarize as build
     from reports import summary as render
 
     extra_specs = load_gpu_specs(gpu, gpu_specs)
-    trace = load_trace(paths, rules_files, quiet, step_marker)
-    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    check_device_and_step(trace, paths, device, step)
-    with busy("analyzing", quiet):
-        result = build(trace, device=device, step=step, top=top, gpu=gpu,
-                       gpu_specs=extra_specs)
-    result["filters"] = {**result["filters"], **active}
-    shown = {**result, "warnings": []} if quiet and fmt == "table" else result
+    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
+        result = engine_summary(paths, rules_files, step_marker, device, step, top, gpu,
+                                extra_specs, categories, kernel, workers, scheduler)
+    else:
+        trace = load_trace(paths, rules_files, quiet, step_marker)
+        trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
+        check_device_and_step(trace, paths, device, step)
+        with busy("analyzing", quiet):
+            result = build(trace, device=device, step=step, top=top, gpu=gpu,
+                           gpu_specs=extra_specs).with_filters(active)
+    shown = replace(result, warnings=()) if quiet and fmt == "table" else result
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
                  lambda console: render.render_table(shown, console, all_rows))
@@ -111,28 +118,35 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
 @format_option
 @step_marker_option
 @filter_options
+@engine_options
 @common_options
 @guarded
 def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | None,
                 categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
-                time_window: tuple[int | None, int | None] | None,
-                rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+                time_window: tuple[int | None, int | None] | None, workers: int | None,
+                scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
+                debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
-    from tracelens.analyze.collectives import collectives_report
+    from tracelens.analyze.collectives import analyze, link_of
+    from tracelens.results.jsonify import collectives_json
     from reports import collectives as render
 
-    trace = load_trace(paths, rules_files, quiet, step_marker)
-    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    from tracelens.analyze.collectives import link_of
-
-    rep = collectives_report(trace.events, trace.meta.alignment, top=top,
-                             link_gb_per_s=link_of(trace.devices))
-    rep["steps_source"] = trace.meta.steps_source
+    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
+        res, steps_source, active = engine_collectives(
+            paths, rules_files, step_marker, top, categories, kernel, workers, scheduler)
+    else:
+        trace = load_trace(paths, rules_files, quiet, step_marker)
+        trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
+        res = analyze(trace.events, trace.meta.alignment, top=top,
+                      link_gb_per_s=link_of(trace.devices))
+        steps_source = trace.meta.steps_source
+    rep: dict[str, Any] = dict(collectives_json(res))
+    rep["steps_source"] = steps_source
     if active:
         rep["filters"] = active
-    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
-                 lambda: render.render_markdown(rep),
-                 lambda console: render.render_table(rep, console))
+    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(res),
+                 lambda: render.render_markdown(res),
+                 lambda console: render.render_table(res, console))
 
 
 def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],
@@ -171,28 +185,30 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
             time_window: tuple[int | None, int | None] | None, rules_files: tuple[str, ...],
             quiet: bool, debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
-    from tracelens.analyze.compare import compare as build
+    from dataclasses import replace
+
+    from tracelens.analyze.compare import comparison
     from tracelens.analyze.scaling import profile
     from tracelens.loader import load
+    from tracelens.results.jsonify import comparison_json
+    from tracelens.results.runs import Gate
     from reports.scaling import compare_tables
 
     rules = load_rule_files(rules_files)
     (ta, active), (tb, _) = (
         apply_filters(load([p], rules=rules, step_marker=step_marker), (p,), categories, kernel,
                   hosts, time_window) for p in (base, new))
-    rep = build(profile(ta, str(base)), profile(tb, str(new)), top=top)
-    if active:
-        rep["filters"] = active
-    rep["base"]["steps_source"] = ta.meta.steps_source
-    rep["new"]["steps_source"] = tb.meta.steps_source
-    regressed = (fail_above is not None and rep["delta_pct"] is not None
-                 and rep["delta_pct"] > fail_above)
-    rep["fail_above_pct"] = fail_above
-    rep["regression"] = regressed
-    _emit(fmt, rep, "tracelens compare", compare_tables(rep), rep["components"],
+    res = comparison(profile(ta, str(base)), profile(tb, str(new)), top=top)
+    regressed = (fail_above is not None and res.delta_pct is not None
+                 and res.delta_pct > fail_above)
+    res = replace(res, base=replace(res.base, steps_source=ta.meta.steps_source),
+                  new=replace(res.new, steps_source=tb.meta.steps_source),
+                  filters=active or None, gate=Gate(fail_above, regressed))
+    rep: dict[str, Any] = dict(comparison_json(res))
+    _emit(fmt, rep, "tracelens compare", compare_tables(res), rep["components"],
           ["component", "base_ns", "new_ns", "delta_ns"], html=html, kind="compare")
     if regressed:
-        click.echo(f"regression: step time grew {rep['delta_pct']:.1f}% (limit {fail_above}%)",
+        click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",
                    err=True)
         sys.exit(1)
 
@@ -212,8 +228,9 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
             hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
             rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
-    from tracelens.analyze.scaling import profile, transition
+    from tracelens.analyze.scaling import profile, scaling as build
     from tracelens.loader import load
+    from tracelens.results.jsonify import scaling_json
     from reports.scaling import scaling_tables
 
     if len(runs) < 2:
@@ -222,18 +239,13 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
     loaded = [apply_filters(load([r], rules=rules, step_marker=step_marker), (r,), categories,
                         kernel, hosts, time_window) for r in runs]
     traces = [t for t, _ in loaded]
-    profiles = [profile(t, str(r)) for t, r in zip(traces, runs)]
-    rep = {"runs": [{"path": p.path, "devices": p.devices, "hosts": p.hosts, "steps": p.steps,
-                     "steps_source": t.meta.steps_source, "step_ns": p.step_ns,
-                     "components": p.components} for p, t in zip(profiles, traces)],
-           "transitions": [transition(a, b, strong=strong)
-                           for a, b in zip(profiles, profiles[1:])]}
-    if loaded[0][1]:
-        rep["filters"] = loaded[0][1]
-    rows = [{"from": t["from"], "to": t["to"], "component": c["component"],
-             "delta_ns": c["delta_ns"], "share": c["share"]}
-            for t in rep["transitions"] for c in t["causes"]]
-    _emit(fmt, rep, "tracelens scaling", scaling_tables(rep), rows,
+    res = build([profile(t, str(r)) for t, r in zip(traces, runs)],
+                [t.meta.steps_source for t in traces], strong=strong, filters=loaded[0][1])
+    rep: dict[str, Any] = dict(scaling_json(res))
+    rows = [{"from": t.from_path, "to": t.to_path, "component": c.component,
+             "delta_ns": c.delta_ns, "share": c.share}
+            for t in res.transitions for c in t.causes]
+    _emit(fmt, rep, "tracelens scaling", scaling_tables(res), rows,
           ["from", "to", "component", "delta_ns", "share"], html=html, kind="scaling")
 
 
@@ -257,10 +269,11 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     program and findings (collective in a loop, upcast, no overlap window, small, repeated
     gather, cross-host), each with its measured exposed time per step when PATH is a trace.
     PATH may also be an XLA dump (*.after_optimizations.txt, or a serialized HloProto)."""
-    from tracelens.analyze.hlo_findings import (lens_dump, lens_json, lens_trace,
+    from tracelens.analyze.hlo_findings import (lens_dump, lens_trace,
                                                 require_programs)
     from tracelens.hlo.dump import TEXT_SUFFIXES, load_dump
     from tracelens.hlo.lens import HostMap
+    from tracelens.results.jsonify import lens_json
     from reports import hlo as render
 
     hosts = HostMap(host_of=lambda d: f"host{d // devices_per_host}") \
@@ -311,9 +324,7 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
 
     import polars as pl
 
-    from tracelens.analyze.collectives import collectives_report
     from tracelens.analyze.summary import summarize as build
-    from tracelens.analyze.timeline import clip_to_windows
     from reports.html import render_html
 
     check_output_path(output, paths, "-o")  # fail before reading (possibly large) inputs
@@ -321,22 +332,14 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     trace = load_trace(paths, rules_files, quiet, step_marker)
     trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
     check_device_and_step(trace, paths, device, step)
-    steps = trace.steps.filter(pl.col("step") == step) if step is not None else trace.steps
     with busy("analyzing", quiet):
         summary = build(trace, device=device, step=step, top=top, gpu=gpu,
-                        gpu_specs=extra_specs)
-    summary["filters"] = {**summary["filters"], **active}
-    events = trace.events
-    if device is not None:
-        events = events.filter(pl.col("device") == device)
-    if step is not None:
-        events = clip_to_windows(events, steps)
-    coll = collectives_report(events, trace.meta.alignment)
+                        gpu_specs=extra_specs).with_filters(active)
     from tracelens.analyze.window import timeline_window
     shown = trace if device is None else replace(
         trace, events=trace.events.filter(pl.col("device") == device))
     window = timeline_window(shown, step=step, max_devices=4, max_events=1500)
-    html = render_html(summary, coll, title=title, window=window)
+    html = render_html(summary, title=title, window=window)
     try:
         output.write_text(html, encoding="utf-8")
     except OSError as exc:

@@ -249,3 +249,38 @@ def engine_options(func: Callable[..., Any]) -> Callable[..., Any]:
              "(default: TRACELENS_WORKERS, else the core count, for several files of 64 MB or "
              "more together; in this process below that).")(func)
     return func
+
+
+def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
+                   step_marker: str | None, device: int | None, step: int | None, top: int,
+                   gpu: str | None, extra_specs: Any, categories: tuple[str, ...],
+                   kernel: str | None, workers: int | None, scheduler: str | None) -> Any:
+    """``summarize`` as a per-host map and a reduce (:mod:`tracelens.engine`), the
+    per-row filters (category, kernel) applied on each host."""
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.engine_jobs import summary_job, summary_of
+    from tracelens.filters import Filters
+
+    rows = Filters(categories=categories, kernel=kernel)
+    opts = SummaryOptions(device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs,
+                          filters=rows if rows.active() else None)
+    job = summary_job(paths, opts, load_rule_files(rules_files), step_marker, workers,
+                      scheduler)
+    check_known(paths, device, step, [s for h in job.hosts for s in h.steps],
+                job.meta.steps_source, [d for h in job.hosts for d in h.devices])
+    return summary_of(job, opts)
+
+
+def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],
+                       step_marker: str | None, top: int, categories: tuple[str, ...],
+                       kernel: str | None, workers: int | None, scheduler: str | None
+                       ) -> tuple[Any, str, dict[str, Any]]:
+    """``collectives`` as a per-host map and a reduce: (the typed result, the steps source,
+    the filters in force)."""
+    from tracelens.engine_jobs import collectives_job, collectives_of
+    from tracelens.filters import Filters
+
+    rows = Filters(categories=categories, kernel=kernel)
+    job = collectives_job(paths, rows, load_rule_files(rules_files), step_marker, workers,
+                          scheduler)
+    return collectives_of(job, top), job.meta.steps_source, rows.active()

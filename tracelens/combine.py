@@ -8,16 +8,11 @@ Clocks: XSpace hosts are aligned on wall-clock when every part knows its profile
 shift, but rocprofv3 records no wall-clock time, so different hosts are left unaligned;
 ``meta.alignment`` says what was done and ``meta.unaligned`` what was not (the loader tries
 collective ends before it warns).
-
-:func:`place` decides all of that from the parts' metadata alone, so that the Dask engine
-(:mod:`tracelens.engine`), whose workers keep each host's events, applies the same placement
-to per-host partials that :func:`combine` applies to whole frames here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -27,106 +22,136 @@ _FRAMES = ("events", "host_events", "steps", "devices", "modules")
 
 
 @dataclass(frozen=True)
-class _Part:
-    """What combining needs from one parser's output: its hosts, ranks and clock."""
+class PartFacts:
+    """What combining needs from one parser's output: its hosts, ranks and clock (small and
+    picklable: per-host partials carry it so they can be placed like whole parts)."""
 
     per_process: bool  # rocprofv3: one rank per process, on the host's CLOCK_BOOTTIME
     processes: tuple[ProcessInfo, ...]
     n_ranks: int
-    hosts: tuple[str, ...]
+    hosts: tuple[str | None, ...]  # None: the file names no host (``host<i>`` by position)
     start: int | None  # wall-clock profile start (XSpace), else None
     clock: str | None
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where one part goes in the job: ranks ``offset + local rank``; every row's host set to
-    ``rename`` (None: a rocprofv3 part keeps its processes' host names); times + ``shift``."""
-
-    offset: int
-    rename: str | None
-    shift: int
-
-
-def _part(i: int, meta: TraceMeta) -> _Part:
+def part_facts(meta: TraceMeta) -> PartFacts:
+    """The :class:`PartFacts` of one file's trace."""
     if meta.processes:
         procs = tuple(meta.processes)
-        return _Part(True, procs, len(procs), tuple(p.host or f"host{i}" for p in procs),
-                     None, meta.clock)
-    host, info = next(iter(meta.hosts.items())) if meta.hosts else (f"host{i}", HostInfo())
-    return _Part(False, (), 1, (host,), info.profile_start_ns, None)
+        return PartFacts(True, procs, len(procs), tuple(p.host for p in procs), None,
+                         meta.clock)
+    host, info = next(iter(meta.hosts.items())) if meta.hosts else (None, HostInfo())
+    return PartFacts(False, (), 1, (host,), info.profile_start_ns, None)
 
 
-def place(metas: Sequence[TraceMeta]) -> tuple[TraceMeta, list[Placement]]:
-    """The job's metadata (sources, warnings, hosts, ranks, alignment, what stays unaligned)
-    and each part's placement, from the parts' metadata. One part keeps its own metadata
-    (alignment set) and is placed as it is."""
-    infos = [_part(i, m) for i, m in enumerate(metas)]
+def _named(i: int, f: PartFacts) -> PartFacts:
+    """Unnamed hosts named by the part's position, as the job sees them."""
+    return replace(f, hosts=tuple(h or f"host{i}" for h in f.hosts))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one part goes in the job: its first rank, the host name its rows get (None:
+    keep theirs, as rocprofv3 processes and a lone part do) and the ns added to its times."""
+
+    rank_offset: int
+    host: str | None
+    shift_ns: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How parts combine (the module doc): each part's placement, what ``meta.alignment``
+    says and the warning when hosts are left unaligned."""
+
+    placements: tuple[Placement, ...]
+    alignment: str
+    unaligned: str | None
+
+
+def plan(metas: list[TraceMeta]) -> Plan:
+    """The :class:`Plan` for parts with these metas, in order: all :func:`combine` reads of
+    a part besides its frames (so per-host partials can be joined the same way)."""
+    return plan_facts([part_facts(m) for m in metas])
+
+
+def plan_facts(facts: list[PartFacts]) -> Plan:
+    """:func:`plan` from each part's :class:`PartFacts`, in order."""
+    infos = [_named(i, f) for i, f in enumerate(facts)]
     alignment, aligned, warning = _alignment(infos)
-    if len(metas) == 1:
-        metas[0].alignment = alignment
-        metas[0].unaligned = warning
-        return metas[0], [Placement(0, None, 0)]
-    meta = TraceMeta()
-    for m in metas:
-        meta.sources.extend(m.sources)
-        for w in m.warnings:
-            meta.warn(w)
-    meta.alignment = alignment
+    if len(infos) == 1:
+        return Plan((Placement(0, None, 0),), alignment, warning)
     single = [info.hosts[0] for info in infos if not info.per_process]
     dup = {n for n in single if single.count(n) > 1}
     starts = [info.start for info in infos]
     t0 = min(s for s in starts if s is not None) if aligned else 0
-    placements: list[Placement] = []
-    offset = 0
-    for i, (m, info) in enumerate(zip(metas, infos)):
+    out, offset = [], 0
+    for i, info in enumerate(infos):
         rename = None
         if not info.per_process:
             rename = info.hosts[0] if info.hosts[0] not in dup else f"{info.hosts[0]}#{i}"
         shift = (starts[i] - t0) if aligned else 0  # type: ignore[operator]
-        source = m.sources[0]
-        for local in range(info.n_ranks):
-            proc = info.processes[local] if info.per_process else None
-            host = rename or (proc.host if proc else None) or f"host{i}"
-            entry = meta.hosts.setdefault(host, HostInfo(path=source["path"]))
-            entry.ranks.append(offset + local)
-            entry.paths.append(source["path"])
-            meta.ranks.append(RankInfo(rank=offset + local, host=host,
-                                       pid=proc.pid if proc else None, path=source["path"],
-                                       format=source.get("format")))
-        placements.append(Placement(offset, rename, shift))
+        out.append(Placement(offset, rename, shift))
         offset += info.n_ranks
-    meta.unaligned = warning
-    return meta, placements
+    return Plan(tuple(out), alignment, warning)
 
 
-def placed(df: pl.DataFrame, where: Placement) -> pl.DataFrame:
-    """One part's frame (any with a ``rank`` column) in the job: ranks, host, times."""
-    cols = {"rank": (pl.col("rank") + where.offset).cast(pl.Int32)}
-    if "host" in df.columns and where.rename is not None:
-        cols["host"] = pl.lit(where.rename)
-    if "start_ns" in df.columns and where.shift:
-        cols["start_ns"] = pl.col("start_ns") + where.shift
-        cols["end_ns"] = pl.col("end_ns") + where.shift
+def place(df: pl.DataFrame, where: Placement) -> pl.DataFrame:
+    """One part's frame moved to its place in the job: ranks offset, host renamed, times
+    shifted (only the columns it has)."""
+    cols = {"rank": (pl.col("rank") + where.rank_offset).cast(pl.Int32)}
+    if "host" in df.columns and where.host is not None:
+        cols["host"] = pl.lit(where.host)
+    if "start_ns" in df.columns:
+        cols["start_ns"] = pl.col("start_ns") + where.shift_ns
+        cols["end_ns"] = pl.col("end_ns") + where.shift_ns
     return df.with_columns(**cols)
 
 
 def combine(parts: list[Trace]) -> Trace:
     """One Trace of the whole job (see the module doc); a single part is returned as it is,
     with its alignment set."""
-    meta, placements = place([part.meta for part in parts])
+    how = plan([part.meta for part in parts])
     if len(parts) == 1:
+        parts[0].meta.alignment = how.alignment
+        parts[0].meta.unaligned = how.unaligned
         return parts[0]
-    out = {key: [placed(getattr(part, key), where) for part, where in zip(parts, placements)]
+    out = {key: [place(getattr(part, key), where) for part, where in zip(parts, how.placements)]
            for key in _FRAMES}
     return Trace(events=pl.concat(out["events"]), host_events=pl.concat(out["host_events"]),
                  steps=pl.concat(out["steps"]) if out["steps"] else pl.DataFrame(
                      schema=STEP_SCHEMA),
-                 devices=pl.concat(out["devices"]), meta=meta,
+                 devices=pl.concat(out["devices"]), meta=job_meta([p.meta for p in parts], how),
                  modules=pl.concat(out["modules"]))
 
 
-def _alignment(infos: list[_Part]) -> tuple[str, bool, str | None]:
+def job_meta(metas: list[TraceMeta], how: Plan) -> TraceMeta:
+    """The metadata of several parts joined by ``how``: their sources and warnings (once
+    each, in order), hosts and ranks where the plan puts them, its alignment (the engine
+    builds a job's metadata from its hosts' metas with this too)."""
+    meta = TraceMeta()
+    for m in metas:
+        meta.sources.extend(m.sources)
+        for w in m.warnings:
+            meta.warn(w)
+    meta.alignment = how.alignment
+    for i, (m, where) in enumerate(zip(metas, how.placements)):
+        info = _named(i, part_facts(m))
+        source = m.sources[0]
+        for local in range(info.n_ranks):
+            proc = info.processes[local] if info.per_process else None
+            host = where.host or (proc.host if proc else None) or f"host{i}"
+            rank = where.rank_offset + local
+            entry = meta.hosts.setdefault(host, HostInfo(path=source["path"]))
+            entry.ranks.append(rank)
+            entry.paths.append(source["path"])
+            meta.ranks.append(RankInfo(rank=rank, host=host, pid=proc.pid if proc else None,
+                                       path=source["path"], format=source.get("format")))
+    meta.unaligned = how.unaligned
+    return meta
+
+
+def _alignment(infos: list[PartFacts]) -> tuple[str, bool, str | None]:
     """(what ``meta.alignment`` says, whether XSpace wall-clock shifts apply, a warning)."""
     if all(not i.per_process for i in infos):
         if len(infos) == 1:

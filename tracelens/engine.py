@@ -5,7 +5,7 @@ A job of many hosts is a map and a reduce. The map (:func:`map_host`) reads ONE 
 runs the loader's stages on it and returns a :class:`HostPartial`: the host's metadata, its
 job-check facts and small, mergeable partials of the analyses the command asked for (never
 its event frames). The reduce (:func:`reduce_hosts`) places the hosts in the job from their
-metadata alone (:func:`tracelens.combine.place`: ranks, duplicate host names, wall-clock
+metadata alone (:func:`tracelens.combine.plan`: ranks, duplicate host names, wall-clock
 shifts) and refuses files that are not one job, exactly as the one-process loader does; the
 command then merges the partials. The in-process path runs the same map and reduce, so the
 engines cannot disagree.
@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import polars as pl
 
-from tracelens.combine import Placement, place, placed
+from tracelens.combine import Placement, job_meta, place, plan
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
 from tracelens.model import Trace, TraceMeta
@@ -187,6 +187,7 @@ class MapOptions:
     partials: tuple[str, ...] = ()
     params: tuple[tuple[str, Any], ...] = ()
     threads: int | None = None  # decoder threads (None: the decoder's default)
+    ends: bool = False  # send the collective ends even from a host on the wall clock
 
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)
@@ -198,7 +199,10 @@ class HostPartial:
     loader left it (sources, warnings, hosts, processes, clock, decoder, steps source);
     ``facts``: its job-check facts; ``partials``: name -> the partial the command asked for;
     ``steps``/``devices``: its step numbers and device ordinals (what ``--step`` and
-    ``--device`` may name); ``map_s``: seconds the map took on its worker."""
+    ``--device`` may name); ``ends``: its collectives' instance keys and ends (aligning
+    hosts without a shared wall clock, whatever the command's filters; None from a host on
+    the wall clock unless asked), ``active``: its (host, rank) pairs with device activity;
+    ``map_s``: seconds the map took on its worker."""
 
     path: str
     meta: TraceMeta
@@ -206,6 +210,8 @@ class HostPartial:
     partials: dict[str, Any] = field(default_factory=dict)
     steps: tuple[int, ...] = ()
     devices: tuple[int, ...] = ()
+    ends: pl.DataFrame | None = None
+    active: pl.DataFrame = field(default_factory=pl.DataFrame)
     map_s: float = 0.0
 
 
@@ -220,7 +226,26 @@ def _breakdown(trace: Trace, options: MapOptions) -> Any:
     return device_breakdown(trace.events)
 
 
-PARTIALS: dict[str, PartialFn] = {"breakdown": _breakdown}
+def _summary(trace: Trace, options: MapOptions) -> Any:
+    """``summarize``'s partial under the command's SummaryOptions (param ``summary``)."""
+    from tracelens.analyze.summary import summary_partial
+
+    return summary_partial(trace, options.param("summary"))
+
+
+def _collectives(trace: Trace, options: MapOptions) -> Any:
+    """``collectives``' partial, after the per-row filters (param ``filters``)."""
+    from tracelens.analyze.collective_partials import collective_partial
+    from tracelens.filters import apply
+
+    filters = options.param("filters")
+    if filters is not None and filters.active():
+        trace = apply(trace, filters)
+    return collective_partial(trace)
+
+
+PARTIALS: dict[str, PartialFn] = {"breakdown": _breakdown, "summary": _summary,
+                                  "collectives": _collectives}
 """The partials a map can compute, by name: each takes one host's staged trace."""
 
 
@@ -235,11 +260,25 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
     if unknown:
         raise ValueError(f"unknown partials {unknown} (known: {sorted(PARTIALS)})")
     partials = {name: PARTIALS[name](trace, options) for name in options.partials}
+    from tracelens.instances import with_instance_keys
+
+    ends = None
+    if options.ends or not _on_wall_clock(trace.meta):
+        ends = with_instance_keys(trace.events).select("host", "rank", "instance_key",
+                                                       "occurrence", "end_ns")
     trace.meta.op_costs = None  # per-op cost table: the partials carry what they need of it
     return HostPartial(str(host.path), trace.meta, facts, partials,
                        tuple(trace.steps["step"].unique().sort().to_list()),
-                       tuple(trace.devices["device"].unique().sort().to_list()),
+                       tuple(trace.devices["device"].unique().sort().to_list()), ends,
+                       trace.events.select("host", "rank").unique().sort("rank", "host"),
                        round(time.perf_counter() - t0, 6))
+
+
+def _on_wall_clock(meta: TraceMeta) -> bool:
+    """A single-host file with its profile start: combine can place it on the wall clock
+    (rocprofv3 processes and XSpace files without ``profile_start_time`` cannot)."""
+    first = next(iter(meta.hosts.values()), None)
+    return not meta.processes and first is not None and first.profile_start_ns is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +314,13 @@ def reduce_hosts(hosts: list[HostPartial], args: list[Path]) -> Job:
     the job's metadata, in the order the loader builds it."""
     if len(hosts) > 1:
         check_one_job([h.facts for h in hosts], args)
-    meta, placements = place([h.meta for h in hosts])
+    how = plan([h.meta for h in hosts])
+    if len(hosts) == 1:  # one part keeps its own metadata, as combine() keeps it
+        meta = hosts[0].meta
+        meta.alignment, meta.unaligned = how.alignment, how.unaligned
+    else:
+        meta = job_meta([h.meta for h in hosts], how)
+    placements = list(how.placements)
     decoders = {k: v for h in hosts for k, v in h.meta.decoder.items()}
     if decoders:
         meta.decoder = decoders
@@ -296,7 +341,17 @@ def run_hosts(paths: Sequence[str | Path], options: MapOptions, workers: int | N
         # a local cluster's workers share this machine's cores (its polars threads likewise)
         options = replace(options, threads=max(1, (os.cpu_count() or 1) // n))
     partials = run_map(functools.partial(map_host, options=options), files, n, scheduler)
-    return reduce_hosts(partials, args)
+    job = reduce_hosts(partials, args)
+    missing = [i for i, h in enumerate(job.hosts) if h.ends is None]
+    if job.meta.unaligned and missing:
+        # hosts on the wall clock among hosts without one (rare): the job is aligned on
+        # collective ends, which those hosts did not send; they are read again for them
+        again = replace(options, partials=(), ends=True)
+        found = run_map(functools.partial(map_host, options=again),
+                        [files[i] for i in missing], n, scheduler)
+        for i, h in zip(missing, found):
+            job.hosts[i].ends = h.ends
+    return job
 
 
 def engine_workers(files: Sequence[HostFile], workers: int | None,
@@ -326,6 +381,6 @@ def merged_breakdown(job: Job) -> Any:
 
     parts = [h.partials["breakdown"] for h in job.hosts]
     return Breakdown(
-        timeline=pl.concat([placed(p.timeline, w) for p, w in zip(parts, job.placements)]),
-        categories=pl.concat([placed(p.categories, w) for p, w in zip(parts, job.placements)]))
+        timeline=pl.concat([place(p.timeline, w) for p, w in zip(parts, job.placements)]),
+        categories=pl.concat([place(p.categories, w) for p, w in zip(parts, job.placements)]))
 

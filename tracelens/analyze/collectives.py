@@ -18,7 +18,10 @@ import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis
 from tracelens.analyze.timeline import DEVICE_KEYS
+from tracelens.instances import with_instance_keys
 from tracelens.model import COMPUTE_CATEGORIES
+from tracelens.results.collectives import (Busbw, Collectives, Instance, OpTotals, Participant,
+                                           Straggler, TypeTotals)
 
 
 def bus_factor_expr(kind: pl.Expr, n: pl.Expr) -> pl.Expr:
@@ -142,30 +145,25 @@ class CollectiveAnalysis:
 
 def collective_activities(events: pl.DataFrame) -> pl.DataFrame:
     """Collective activities with type, exposure, bandwidth and their instance key."""
-    coll = events.filter(pl.col("category") == "collective").sort([*DEVICE_KEYS, "start_ns"])
+    coll = with_instance_keys(events)
+    order = [*events.columns, "type", "dur_ns", "exposed_ns", "instance_key", "occurrence",
+             "algbw_gb_per_s", "busbw_gb_per_s"]
     if coll.is_empty():
         return coll.with_columns(
-            type=pl.lit(None, pl.String), dur_ns=pl.lit(0, pl.Int64),
-            exposed_ns=pl.lit(0, pl.Int64), instance_key=pl.lit(None, pl.String),
-            occurrence=pl.lit(0, pl.Int64), algbw_gb_per_s=pl.lit(None, pl.Float64),
-            busbw_gb_per_s=pl.lit(None, pl.Float64))
+            dur_ns=pl.lit(0, pl.Int64), exposed_ns=pl.lit(0, pl.Int64),
+            algbw_gb_per_s=pl.lit(None, pl.Float64),
+            busbw_gb_per_s=pl.lit(None, pl.Float64)).select(order)
     hidden = _hidden_by_compute(coll, events)
     dur = pl.col("end_ns") - pl.col("start_ns")
-    coll = coll.with_columns(type=pl.col("subcategory").fill_null("unknown"), dur_ns=dur,
-                             _hidden=hidden).with_columns(
-        exposed_ns=pl.col("dur_ns") - pl.col("_hidden"),
-        # k-th execution of this op (or k-th collective of this type when there is no op)
-        instance_key=pl.when(pl.col("op").is_not_null())
-        .then(pl.concat_str(pl.col("module").fill_null(""), pl.lit("/"), pl.col("op")))
-        .otherwise(pl.concat_str(pl.lit("type:"), pl.col("type"))),
-    ).with_columns(occurrence=pl.int_range(pl.len()).over([*DEVICE_KEYS, "instance_key"]))
+    coll = coll.with_columns(dur_ns=dur, _hidden=hidden).with_columns(
+        exposed_ns=pl.col("dur_ns") - pl.col("_hidden"))
     algbw = pl.col("msg_bytes").cast(pl.Float64) / pl.col("dur_ns").cast(pl.Float64)  # GB/s
     return coll.with_columns(
         algbw_gb_per_s=pl.when(pl.col("dur_ns") > 0).then(algbw),
     ).with_columns(
         busbw_gb_per_s=pl.col("algbw_gb_per_s") * bus_factor_expr(pl.col("type"),
                                                                   pl.col("group_size")),
-    ).drop("_hidden")
+    ).select(order)
 
 
 def match_instances(acts: pl.DataFrame) -> pl.DataFrame:
@@ -232,10 +230,6 @@ def type_summary(acts: pl.DataFrame) -> pl.DataFrame:
            nulls_last=True)
 
 
-def _num(v: float | None, nd: int = 3) -> float | None:
-    return None if v is None else round(float(v), nd)
-
-
 def link_of(devices: pl.DataFrame) -> float | None:
     """The GPU-GPU link bandwidth (GB/s, aggregate over links and both directions, from the
     hardware table) of the trace's devices, when they all share one."""
@@ -245,56 +239,72 @@ def link_of(devices: pl.DataFrame) -> float | None:
     return links.pop() if len(links) == 1 else None
 
 
-def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10,
-                       link_gb_per_s: float | None = None,
-                       acts: pl.DataFrame | None = None) -> dict:
-    """The JSON-ready result of ``tracelens collectives`` (keys documented in the README).
+def collectives_from_activities(acts: pl.DataFrame, alignment: str, top: int = 10,
+                                link_gb_per_s: float | None = None) -> Collectives:
+    """The typed ``tracelens collectives`` result from :func:`collective_activities` rows
+    (of one trace, or merged from per-host partials: nothing else is read).
 
-    busbw counts one direction per GPU (nccl-tests), so it is compared with half the
-    aggregate bidirectional link bandwidth of the table: ``busbw_link_pct``.
+    ``top``: how many instances of largest arrival skew to keep. busbw counts one direction
+    per GPU (nccl-tests), so ``link_pct`` compares it with half the aggregate bidirectional
+    link bandwidth of the hardware table.
     """
-    res = analyze_collectives(events, acts)
+    res = analyze_collectives(acts, acts)
     half = link_gb_per_s / 2 if link_gb_per_s else None
 
-    def link_pct(v: float | None) -> float | None:
-        return None if v is None or not half else round(100.0 * v / half, 1)
-    per_type = [{
-        "type": r["type"], "op": r["op"], "count": int(r["count"]),
-        "msg_bytes": r["msg_bytes"], "sum_ns": int(r["sum_ns"]),
-        "exposed_ns": int(r["exposed_ns"]),
-        "busbw_gb_per_s": _num(r["busbw_gb_per_s"]), "busbw_p10_gb_per_s": _num(r["busbw_p10"]),
-        "busbw_p90_gb_per_s": _num(r["busbw_p90"]),
-        "busbw_link_pct": link_pct(r["busbw_gb_per_s"]),
-    } for r in type_summary(res.activities).iter_rows(named=True)]
+    def busbw(med: float | None, p10: float | None, p90: float | None) -> Busbw:
+        pct = None if med is None or not half else 100.0 * med / half
+        return Busbw(median=med, p10=p10, p90=p90, link_pct=pct)
+
+    ops = tuple(OpTotals(
+        type=r["type"], op=r["op"], count=int(r["count"]), msg_bytes=r["msg_bytes"],
+        sum_ns=int(r["sum_ns"]), exposed_ns=int(r["exposed_ns"]),
+        busbw=busbw(r["busbw_gb_per_s"], r["busbw_p10"], r["busbw_p90"]),
+    ) for r in type_summary(res.activities).iter_rows(named=True))
     worst = res.instances.sort(["arrival_skew_ns", "exposed_ns", "first_start_ns"],
                                descending=[True, True, False]).head(top)
-    worst_rows = [{
-        "type": r["type"], "op": r["op"], "module": r["module"], "occurrence": r["occurrence"],
-        "participants": r["participants"], "start_ns": r["first_start_ns"],
-        "arrival_skew_ns": r["arrival_skew_ns"], "transfer_ns": r["transfer_ns"],
-        "exposed_ns": r["exposed_ns"], "busbw_gb_per_s": _num(r["busbw_gb_per_s"]),
-        "last": None if r["last_device"] is None else {
-            "host": r["last_host"], "rank": r["last_rank"], "device": r["last_device"]},
-    } for r in worst.iter_rows(named=True)]
-    stragglers = [{
-        "host": r["host"], "rank": r["rank"], "device": r["device"],
-        "instances": int(r["instances"]), "times_last": int(r["times_last"]),
-        "wait_ns": int(r["caused_wait_ns"]), "own_wait_ns": int(r["own_wait_ns"]),
-    } for r in res.stragglers.iter_rows(named=True)]
-    acts = res.activities
-    by_type = [{
-        "type": r["type"], "count": int(r["count"]), "sum_ns": int(r["sum_ns"]),
-        "exposed_ns": int(r["exposed_ns"]), "busbw_gb_per_s": _num(r["busbw"]),
-        "busbw_p10_gb_per_s": _num(r["p10"]), "busbw_p90_gb_per_s": _num(r["p90"]),
-        "busbw_link_pct": link_pct(r["busbw"]),
-    } for r in acts.group_by("type").agg(
+    worst_rows = tuple(Instance(
+        type=r["type"], op=r["op"], module=r["module"], occurrence=r["occurrence"],
+        participants=r["participants"], start_ns=r["first_start_ns"],
+        arrival_skew_ns=r["arrival_skew_ns"], transfer_ns=r["transfer_ns"],
+        exposed_ns=r["exposed_ns"], busbw_gb_per_s=r["busbw_gb_per_s"],
+        last=None if r["last_device"] is None else Participant(
+            host=r["last_host"], rank=r["last_rank"], device=r["last_device"]),
+    ) for r in worst.iter_rows(named=True))
+    stragglers = tuple(Straggler(
+        host=r["host"], rank=r["rank"], device=r["device"], instances=int(r["instances"]),
+        times_last=int(r["times_last"]), wait_ns=int(r["caused_wait_ns"]),
+        own_wait_ns=int(r["own_wait_ns"]),
+    ) for r in res.stragglers.iter_rows(named=True))
+    by_type = tuple(TypeTotals(
+        type=r["type"], count=int(r["count"]), sum_ns=int(r["sum_ns"]),
+        exposed_ns=int(r["exposed_ns"]), busbw=busbw(r["busbw"], r["p10"], r["p90"]),
+    ) for r in res.activities.group_by("type").agg(
         count=pl.len(), sum_ns=pl.col("dur_ns").sum(), exposed_ns=pl.col("exposed_ns").sum(),
         busbw=pl.col("busbw_gb_per_s").median(),
         p10=pl.col("busbw_gb_per_s").quantile(0.1, "nearest"),
         p90=pl.col("busbw_gb_per_s").quantile(0.9, "nearest"),
     ).sort(["exposed_ns", "sum_ns", "type"], descending=[True, True, False])
-        .iter_rows(named=True)]
-    return {"by_type": by_type, "collectives": per_type, "worst_instances": worst_rows,
-            "stragglers": stragglers, "alignment": alignment,
-            "instances": res.instances.height, "link_gb_per_s": link_gb_per_s,
-            "link_unidirectional_gb_per_s": half}
+        .iter_rows(named=True))
+    return Collectives(by_type=by_type, ops=ops, worst=worst_rows, stragglers=stragglers,
+                       alignment=alignment, instances=res.instances.height,
+                       link_gb_per_s=link_gb_per_s)
+
+
+def analyze(events: pl.DataFrame, alignment: str, top: int = 10,
+            link_gb_per_s: float | None = None,
+            acts: pl.DataFrame | None = None) -> Collectives:
+    """:func:`collectives_from_activities` of ``events`` (``acts``: their
+    :func:`collective_activities`, when the caller already has them)."""
+    return collectives_from_activities(
+        acts if acts is not None else collective_activities(events), alignment, top,
+        link_gb_per_s)
+
+
+def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10,
+                       link_gb_per_s: float | None = None,
+                       acts: pl.DataFrame | None = None) -> dict:
+    """The JSON-ready result of ``tracelens collectives`` (keys documented in the README):
+    ``collectives_json`` of :func:`analyze`."""
+    from tracelens.results.jsonify import collectives_json
+
+    return dict(collectives_json(analyze(events, alignment, top, link_gb_per_s, acts)))

@@ -22,7 +22,9 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.analyze.scaling import RunProfile, transition
+from tracelens.analyze.scaling import RunProfile, scaling_transition
+from tracelens.results.runs import (ComparedRun, Comparison, ComponentChange, KernelChange,
+                                    KernelOnly, Matching)
 
 _SIDE_COLS = ("program", "op", "name", "ns_per_step", "count_per_step")
 
@@ -91,7 +93,10 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
     return matched, only_a.sort(order), only_b.sort(order)
 
 
-def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> dict[str, Any]:
+def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
+        tuple[KernelChange, ...], tuple[KernelOnly, ...], tuple[KernelOnly, ...], Matching]:
+    """The ``top`` largest kernel changes, the ``top`` costliest kernels of each side found
+    only there, and how the matching went."""
     matched, only_a, only_b = match_kernels(a.kernels, b.kernels)
     matched = matched.with_columns(delta_ns=pl.col("new_ns_per_step")
                                    - pl.col("base_ns_per_step"))
@@ -102,47 +107,53 @@ def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> dict[str, Any]:
     changed = changed.sort([pl.col("delta_ns").abs(), *ident],
                            descending=[True] + [False] * len(ident), nulls_last=True)
 
-    def rows(df: pl.DataFrame, side: str) -> list[dict[str, Any]]:
+    def rows(df: pl.DataFrame, side: str) -> tuple[KernelOnly, ...]:
         p = f"{side}_"
         df = df.sort([p + "ns_per_step", "category", p + "name", p + "op", p + "program"],
                      descending=[True, False, False, False, False], nulls_last=True)
-        return [{"name": r[p + "name"], "category": r["category"], "op": r[p + "op"],
-                 "program": r[p + "program"], "ns_per_step": r[p + "ns_per_step"],
-                 "count_per_step": r[p + "count_per_step"], "kernels": r[p + "kernels"]}
-                for r in df.head(top).iter_rows(named=True)]
+        return tuple(KernelOnly(
+            name=r[p + "name"], category=r["category"], op=r[p + "op"],
+            program=r[p + "program"], ns_per_step=r[p + "ns_per_step"],
+            count_per_step=r[p + "count_per_step"], kernels=r[p + "kernels"])
+            for r in df.head(top).iter_rows(named=True))
 
     by = matched.group_by("match").len().sort("match")
-    return {
-        "kernels": [{"name": r["new_name"], "base_name": r["base_name"],
-                     "category": r["category"], "match": r["match"], "op": r["new_op"],
-                     "base_op": r["base_op"], "program": r["new_program"],
-                     "base_program": r["base_program"], "base_ns": r["base_ns_per_step"],
-                     "new_ns": r["new_ns_per_step"], "delta_ns": r["delta_ns"],
-                     "base_count": r["base_count_per_step"],
-                     "new_count": r["new_count_per_step"],
-                     "base_kernels": r["base_kernels"], "new_kernels": r["new_kernels"]}
-                    for r in changed.head(top).iter_rows(named=True)],
-        "only_base": rows(only_a, "base"), "only_new": rows(only_b, "new"),
-        "matching": {"by_op": int(by.filter(pl.col("match") == "op")["len"].sum()),
-                     "by_name": int(by.filter(pl.col("match") == "name")["len"].sum()),
-                     "changed": changed.height, "only_base": only_a.height,
-                     "only_new": only_b.height},
-    }
+    kernels = tuple(KernelChange(
+        name=r["new_name"], base_name=r["base_name"], category=r["category"],
+        match=r["match"], op=r["new_op"], base_op=r["base_op"], program=r["new_program"],
+        base_program=r["base_program"], base_ns=r["base_ns_per_step"],
+        new_ns=r["new_ns_per_step"], delta_ns=r["delta_ns"],
+        base_count=r["base_count_per_step"], new_count=r["new_count_per_step"],
+        base_kernels=r["base_kernels"], new_kernels=r["new_kernels"])
+        for r in changed.head(top).iter_rows(named=True))
+    matching = Matching(by_op=int(by.filter(pl.col("match") == "op")["len"].sum()),
+                        by_name=int(by.filter(pl.col("match") == "name")["len"].sum()),
+                        changed=changed.height, only_base=only_a.height,
+                        only_new=only_b.height)
+    return kernels, rows(only_a, "base"), rows(only_b, "new"), matching
+
+
+def comparison(a: RunProfile, b: RunProfile, top: int = 15) -> Comparison:
+    """Run b against run a: step time, components, collectives and kernels (module doc)."""
+    t = scaling_transition(a, b)
+    delta_pct = 100.0 * (b.step_ns - a.step_ns) / a.step_ns if a.step_ns else None
+    comps = sorted(set(a.components) | set(b.components))
+    rows = [ComponentChange(component=c, base_ns=a.components.get(c, 0.0),
+                            new_ns=b.components.get(c, 0.0),
+                            delta_ns=b.components.get(c, 0.0) - a.components.get(c, 0.0))
+            for c in comps]
+    kernels, only_base, only_new, matching = _kernel_table(a, b, top)
+    return Comparison(
+        base=ComparedRun(path=a.path, devices=a.devices, steps=a.steps, step_ns=a.step_ns),
+        new=ComparedRun(path=b.path, devices=b.devices, steps=b.steps, step_ns=b.step_ns),
+        delta_ns=b.step_ns - a.step_ns, delta_pct=delta_pct,
+        components=tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.component))),
+        busbw=t.busbw, arrival_skew_ns=t.arrival_skew_ns, kernels=kernels,
+        only_base=only_base, only_new=only_new, matching=matching, verdict=t.verdict)
 
 
 def compare(a: RunProfile, b: RunProfile, top: int = 15) -> dict[str, Any]:
-    t = transition(a, b)
-    delta_pct = 100.0 * (b.step_ns - a.step_ns) / a.step_ns if a.step_ns else None
-    comps = sorted(set(a.components) | set(b.components))
-    rows = [{"component": c, "base_ns": a.components.get(c, 0.0),
-             "new_ns": b.components.get(c, 0.0),
-             "delta_ns": b.components.get(c, 0.0) - a.components.get(c, 0.0)} for c in comps]
-    return {
-        "base": {"path": a.path, "devices": a.devices, "steps": a.steps, "step_ns": a.step_ns},
-        "new": {"path": b.path, "devices": b.devices, "steps": b.steps, "step_ns": b.step_ns},
-        "delta_ns": b.step_ns - a.step_ns, "delta_pct": delta_pct,
-        "components": sorted(rows, key=lambda r: (-abs(r["delta_ns"]), r["component"])),
-        "busbw": t["busbw"], "arrival_skew_ns": t["arrival_skew_ns"],
-        **_kernel_table(a, b, top),
-        "verdict": t["verdict"],
-    }
+    """The JSON of :func:`comparison` (README "compare")."""
+    from tracelens.results.jsonify import comparison_json
+
+    return dict(comparison_json(comparison(a, b, top)))

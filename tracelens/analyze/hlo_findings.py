@@ -11,7 +11,6 @@ with the reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 
@@ -23,18 +22,9 @@ from tracelens.hlo.lens import (Finding, HostMap, ProgramLens, analyze_module, h
                                 with_exposure)
 from tracelens.hlo.proto import module_from_proto
 from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.results.hlo import HloLensResult
 
 DEVICE_STEP = ["host", "rank", "device", "step"]
-
-
-@dataclass(frozen=True)
-class HloLensResult:
-    """Per program its collectives and findings; all findings sorted by measured cost."""
-
-    programs: tuple[ProgramLens, ...]
-    findings: tuple[Finding, ...]
-    timed: bool  # joined to a trace's timeline
-    problems: tuple[str, ...] = ()
 
 
 def _sort_key(f: Finding) -> tuple:
@@ -51,9 +41,19 @@ def _select(programs: list[ProgramLens], program: str | None) -> list[ProgramLen
 
 def trace_modules(trace: Trace) -> tuple[list[tuple[Module, Schedule | None]], list[str]]:
     """Each program of the trace once (the first host's HloProto, hosts in name order)."""
-    rows = trace.modules.filter(pl.col("program_id").is_not_null() & pl.col("hlo_proto")
-                                .is_not_null()).sort("program_id", "host") \
+    return decode_programs(program_protos(trace.modules))
+
+
+def program_protos(modules: pl.DataFrame) -> pl.DataFrame:
+    """Of the modules table, each program's first host's row (hosts in name order)."""
+    return modules.filter(pl.col("program_id").is_not_null() & pl.col("hlo_proto")
+                          .is_not_null()).sort("program_id", "host") \
         .unique("program_id", keep="first", maintain_order=True)
+
+
+def decode_programs(rows: pl.DataFrame
+                    ) -> tuple[list[tuple[Module, Schedule | None]], list[str]]:
+    """The modules and schedules of :func:`program_protos` rows, and what failed to decode."""
     out, problems = [], []
     for pid, name, blob in rows.select("program_id", "module", "hlo_proto").iter_rows():
         try:
@@ -90,15 +90,39 @@ def measured(acts: pl.DataFrame, program_id: int | None,
     return int(in_steps["exposed_ns"].sum()) / pairs, ""
 
 
-def _sync_no_overlap(trace: Trace, acts: pl.DataFrame, lens: ProgramLens) -> list[Finding]:
+@dataclass(frozen=True)
+class LensTimeline:
+    """What the lens reads of a trace's timeline: its programs (:func:`program_protos`), how
+    many hosts, the GPU devices (host, rank, device), the (host, rank, device, step) with
+    compute, and the collective activities (program_id, op, host, rank, device, step,
+    exposed_ns). Small, and per host: concatenating hosts' gives the job's."""
+
+    programs: pl.DataFrame
+    hosts: tuple[str, ...]
+    gpus: pl.DataFrame
+    compute: pl.DataFrame
+    acts: pl.DataFrame
+
+
+def lens_timeline(trace: Trace, acts: pl.DataFrame | None = None) -> LensTimeline:
+    hosts = trace.devices["host"] if trace.devices.height else trace.events["host"]
+    return LensTimeline(
+        programs=program_protos(trace.modules),
+        hosts=tuple(sorted(str(h) for h in hosts.unique().to_list())),
+        gpus=trace.devices.filter(pl.col("vendor").is_not_null() & (pl.col("vendor") != "cpu"))
+        .select("host", "rank", "device"),
+        compute=trace.events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
+                                    & pl.col("step").is_not_null()).select(DEVICE_STEP)
+        .unique().sort(DEVICE_STEP),
+        acts=_activities(trace, acts))
+
+
+def _sync_no_overlap(gpus: pl.DataFrame, compute: pl.DataFrame, acts: pl.DataFrame,
+                     lens: ProgramLens) -> list[Finding]:
     """Synchronous collectives on a GPU that computes in the same step: nothing to hide behind.
     XLA:CPU has only synchronous collectives, so CPU devices are never flagged."""
-    gpus = trace.devices.filter(pl.col("vendor").is_not_null() & (pl.col("vendor") != "cpu")) \
-        .select("host", "rank", "device")
     if not gpus.height:
         return []
-    compute = trace.events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
-                                  & pl.col("step").is_not_null()).select(DEVICE_STEP).unique()
     program = f"{lens.module}({lens.program_id})"
     out = []
     for c in lens.collectives:
@@ -125,14 +149,22 @@ def lens_trace(trace: Trace, program: str | None = None,
     """The HLO lens of every program in the trace, findings costed from its timeline.
     ``hosts`` overrides the trace's own device→host knowledge (:func:`trace_hosts`);
     ``acts``: the trace's collective activities when the caller already has them."""
-    modules, problems = trace_modules(trace)
-    hosts = hosts if hosts is not None else trace_hosts(trace)
+    return lens_of_timeline(lens_timeline(trace, acts), program,
+                            hosts if hosts is not None else trace_hosts(trace))
+
+
+def lens_of_timeline(t: LensTimeline, program: str | None = None,
+                     hosts: HostMap | None = None) -> HloLensResult:
+    """:func:`lens_trace` of what it reads from the trace (see :class:`LensTimeline`)."""
+    modules, problems = decode_programs(t.programs)
+    n = len(t.hosts)
+    hosts = hosts if hosts is not None else HostMap(hosts=n) if n == 1 else \
+        HostMap(hosts=n or None)
     programs = _select([analyze_module(m, s, hosts) for m, s in modules], program)
-    acts = _activities(trace, acts)
     findings = []
     for lens in programs:
-        for f in [*lens.findings, *_sync_no_overlap(trace, acts, lens)]:
-            exposed, note = measured(acts, lens.program_id, f.instructions)
+        for f in [*lens.findings, *_sync_no_overlap(t.gpus, t.compute, t.acts, lens)]:
+            exposed, note = measured(t.acts, lens.program_id, f.instructions)
             findings.append(with_exposure(f, exposed, note))
     return HloLensResult(tuple(programs), tuple(sorted(findings, key=_sort_key)), True,
                          tuple(problems))
@@ -165,39 +197,6 @@ def finding_for(findings: list[Finding] | tuple[Finding, ...],
         if f.opcode == collective_type:
             return f.message
     return None
-
-
-def finding_json(f: Finding) -> dict[str, Any]:
-    return {"kind": f.kind, "program": f.program, "program_id": f.program_id,
-            "instruction": f.instruction, "instructions": list(f.instructions),
-            "opcode": f.opcode,
-            "message": f.message, "bytes_per_step": f.bytes_per_step,
-            "exposed_ns_per_step": None if f.exposed_ns_per_step is None
-            else round(f.exposed_ns_per_step, 3),
-            "exposed_note": f.exposed_note or None}
-
-
-def lens_json(result: HloLensResult, top: int | None = None) -> dict[str, Any]:
-    """The documented JSON contract of ``tracelens hlo`` (README)."""
-    programs = [{
-        "module": p.module, "program_id": p.program_id, "scheduled": p.scheduled,
-        "notes": list(p.notes),
-        "collectives": [{
-            "name": c.name, "opcode": c.opcode, "dtype": c.dtype, "bytes": c.bytes,
-            "group_size": c.group_size, "async": c.is_async, "done": c.done,
-            "wrapped": c.wrapped,
-            "computation": c.computation, "in_loop": c.in_loop, "loop": c.loop,
-            "trip_count": c.trip_count, "trip_note": c.trip_note or None,
-            "executions_per_step": c.executions_per_step,
-            "bytes_per_step": c.bytes_per_step, "spans_hosts": c.spans_hosts,
-            "overlap_ops": c.overlap_ops, "overlap_flops": c.overlap_flops,
-            "overlap_bytes": c.overlap_bytes,
-            "groups": None if c.groups is None else [list(g) for g in c.groups],
-        } for c in p.collectives]} for p in result.programs]
-    shown = result.findings if top is None else result.findings[:top]
-    return {"programs": programs, "findings": [finding_json(f) for f in shown],
-            "findings_total": len(result.findings), "timed": result.timed,
-            "problems": list(result.problems)}
 
 
 def require_programs(result: HloLensResult, path: object, program: str | None) -> None:

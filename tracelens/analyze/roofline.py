@@ -166,6 +166,18 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
             dtype=pl.when(pl.col("_mixed")).then(pl.col("_dtype")).otherwise(pl.col("dtype")))
     agg = agg.with_columns(pl.col("kernel", "category").cast(pl.String))
     agg = agg.with_columns(pl.col("_group", "spec").cast(pl.String))
+    return roofline_bounds(agg, specs)
+
+
+def roofline_bounds(agg: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
+    """The rates, bound and efficiency of op groups summed already (``_group``,
+    ``program_id``, ``spec``, ``module``, ``count``, ``sum_ns``, ``flops``, ``bytes``,
+    ``no_cost_count``, ``kernel``, ``category``, ``dtype``), sorted by time; shared by
+    :func:`roofline` and the merge of per-host summary partials."""
+    cols = ["op", "program_id", "module", "kernel", "category", "spec", "dtype", "count",
+            "sum_ns", "flops", "bytes", "intensity", "tflops_per_s", "tb_per_s",
+            "peak_tflops", "hbm_tb_per_s", "attainable_tflops_per_s", "bound", "efficiency",
+            "no_cost_count"]
     peaks = specs.select("spec", "hbm_tb_per_s", *[f"peak_{d}" for d in DTYPES]) \
         .unique("spec", keep="first")
     agg = agg.join(peaks, on="spec", how="left", nulls_equal=False)

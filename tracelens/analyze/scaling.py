@@ -13,14 +13,15 @@ the same inputs give byte-identical JSON whatever the hash seed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import polars as pl
 
-from tracelens.analyze.collectives import analyze_collectives
+from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from tracelens.analyze.intervals import exclusive_times
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
 
 COLLECTIVE_ORDER = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute", "collective-broadcast", "send-recv", "send", "recv",
@@ -68,18 +69,26 @@ def _waits(acts: pl.DataFrame) -> pl.DataFrame:
         level=pl.lit("straggler_wait:") + pl.col("type"))
 
 
-def component_frame(trace: Trace, acts: pl.DataFrame) -> pl.DataFrame:
+def collective_types(acts: pl.DataFrame) -> list[str]:
+    """The collective types present, in component order."""
+    present = set(acts["type"].drop_nulls().to_list())
+    return [t for t in COLLECTIVE_ORDER if t in present] + sorted(present
+                                                                  - set(COLLECTIVE_ORDER))
+
+
+def component_frame(trace: Trace, acts: pl.DataFrame,
+                    types: list[str] | None = None) -> pl.DataFrame:
     """Per (device, step): span and every component's ns (they add up to the span).
 
     ``acts``: the collective activities with their instance waits
     (``analyze_collectives(...).activities``). Levels, highest priority first: compute per
-    category, straggler wait per type, the rest of each collective type, memory.
+    category, straggler wait per type, the rest of each collective type, memory. ``types``:
+    the collective types that get columns (default: those in ``acts``; a host's part of a
+    job passes the job's).
     """
     ev = trace.events
     windows = _windows(trace)
-    present = set(acts["type"].drop_nulls().to_list())
-    types = [t for t in COLLECTIVE_ORDER if t in present] + sorted(present
-                                                                   - set(COLLECTIVE_ORDER))
+    types = collective_types(acts) if types is None else types
     leveled = pl.concat([
         ev.filter(pl.col("category").cast(pl.String).is_in(list(COMPUTE_CATEGORIES)))
         .select(*DEVICE_KEYS, "start_ns", "end_ns",
@@ -141,31 +150,55 @@ def program_key(ev: pl.DataFrame) -> pl.DataFrame:
         pl.col("module") + "#" + dense.cast(pl.String)).otherwise(pl.col("module")))
 
 
-def kernel_frame(trace: Trace, n_windows: int) -> pl.DataFrame:
-    """Per (category, program, op, normalized name): time and count per device-step, and the
-    first of its names in sort order. Rows sorted by those keys."""
+def kernel_partial(trace: Trace) -> pl.DataFrame:
+    """Per (category, module, program_id, op, normalized name): total ns and count over the
+    trace's step windows (the whole span without steps), and the first name in sort order.
+    Exact integer sums: the parts of several hosts add up (:func:`kernels_of_partials`)."""
     ev = clip_to_windows(trace.events, _windows(trace)) if trace.steps.height else trace.events
-    ev = ev.join(program_key(ev), on=["module", "program_id"], how="left", nulls_equal=True)
-    keys = ["category", "program", "op", "key"]
     return ev.with_columns(category=pl.col("category").cast(pl.String),
-                           key=normalize_kernel_expr()).group_by(keys).agg(
-        name=pl.col("name").min(),
-        ns_per_step=(pl.col("end_ns") - pl.col("start_ns")).sum() / n_windows,
-        count_per_step=pl.len() / n_windows,
+                           key=normalize_kernel_expr()).group_by(
+        "category", "module", "program_id", "op", "key").agg(
+        name=pl.col("name").min(), ns=(pl.col("end_ns") - pl.col("start_ns")).sum(),
+        count=pl.len().cast(pl.Int64))
+
+
+def kernels_of_partials(part: pl.DataFrame, n_windows: int) -> pl.DataFrame:
+    """Per (category, program, op, normalized name): time and count per device-step, and the
+    first of its names in sort order, from :func:`kernel_partial` rows (of one trace or of
+    several hosts concatenated). Rows sorted by those keys."""
+    keys = ["category", "program", "op", "key"]
+    return part.join(program_key(part), on=["module", "program_id"], how="left",
+                     nulls_equal=True).group_by(keys).agg(
+        name=pl.col("name").min(), ns_per_step=pl.col("ns").sum() / n_windows,
+        count_per_step=pl.col("count").sum() / n_windows,
     ).sort(keys, nulls_last=True)
+
+
+def kernel_frame(trace: Trace, n_windows: int) -> pl.DataFrame:
+    """:func:`kernels_of_partials` of the trace's own :func:`kernel_partial`."""
+    return kernels_of_partials(kernel_partial(trace), n_windows)
 
 
 def profile(trace: Trace, path: str = "") -> RunProfile:
     analysis = analyze_collectives(trace.events)
-    acts = analysis.activities
-    comp = component_frame(trace, acts)
+    return profile_of(
+        path, component_frame(trace, analysis.activities), kernel_partial(trace), analysis,
+        devices=trace.events.select(DEVICE_KEYS).unique().height,
+        steps=max(1, trace.steps.select("step").unique().height),
+        hosts=trace.events["host"].n_unique(), hlo_findings=hlo_finding_texts(trace))
+
+
+def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
+               analysis: CollectiveAnalysis, devices: int, steps: int, hosts: int,
+               hlo_findings: dict[str, str]) -> RunProfile:
+    """The profile from its parts: :func:`component_frame` rows of every device, the
+    :func:`kernel_partial` rows of every host, the job's collective analysis and counts."""
     cols = [c for c in comp.columns if c not in (*DEVICE_KEYS, "step")]
     # integer sums divided once: exact, whatever the order of the rows
     per_step = comp.group_by("step").agg([pl.col(c).sum() / pl.len() for c in cols]) \
         .sort("span_ns", "step")
     median = per_step.row((per_step.height - 1) // 2, named=True) if per_step.height else {}
-    n_dev = trace.events.select(DEVICE_KEYS).unique().height
-    n_steps = max(1, trace.steps.select("step").unique().height)
+    acts = analysis.activities
     components = {c: float(median.get(c) or 0.0) for c in cols if c != "span_ns"}
     per_device = {f"{r['host']}/GPU{r['device']}": {c: float(r[c]) for c in components}
                   for r in comp.filter(pl.col("step") == median.get("step")).iter_rows(
@@ -175,22 +208,23 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
     skew = {r["type"]: r["s"] for r in analysis.instances.group_by("type").agg(
         s=pl.col("arrival_skew_ns").median()).sort("type").iter_rows(named=True)}
     return RunProfile(
-        path=path, devices=n_dev, hosts=trace.events["host"].n_unique(), steps=n_steps,
+        path=path, devices=devices, hosts=hosts, steps=steps,
         step_ns=float(median.get("span_ns") or 0.0), components=components,
-        kernels=kernel_frame(trace, max(1, n_dev * n_steps)), busbw=busbw, skew_ns=skew,
-        stragglers=_stragglers(acts, n_dev * n_steps), per_device=per_device,
-        hlo_findings=_hlo_findings(trace))
+        kernels=kernels_of_partials(kernels, max(1, devices * steps)), busbw=busbw,
+        skew_ns=skew, stragglers=_stragglers(acts, devices * steps), per_device=per_device,
+        hlo_findings=hlo_findings)
 
 
-def _hlo_findings(trace: Trace) -> dict[str, str]:
+def hlo_finding_texts(trace: Trace, acts: pl.DataFrame | None = None) -> dict[str, str]:
     """Collective type -> the message of the costliest HLO finding about it (findings come
-    sorted by measured exposed time per step); empty without HLO in the trace."""
+    sorted by measured exposed time per step); empty without HLO in the trace. ``acts``: the
+    trace's collective activities, when the caller has them."""
     if not trace.modules.height:
         return {}
     from tracelens.analyze.hlo_findings import lens_trace
 
     out: dict[str, str] = {}
-    for f in lens_trace(trace).findings:
+    for f in lens_trace(trace, acts=acts).findings:
         if f.opcode:
             out.setdefault(f.opcode, f.message)
     return out
@@ -244,7 +278,7 @@ def _warnings(a: RunProfile, b: RunProfile, eff: float | None, strong: bool) -> 
     return out
 
 
-def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, Any]:
+def scaling_transition(a: RunProfile, b: RunProfile, strong: bool = False) -> Transition:
     """From run a to run b: efficiency, the lost time split into components, and a verdict.
 
     Weak scaling expects the same step time; strong scaling expects it to shrink by the device
@@ -254,28 +288,45 @@ def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, 
     scale = a.devices / b.devices if strong else 1.0
     ideal = a.step_ns * scale
     eff = (ideal / b.step_ns) if b.step_ns else None
-    keys = sorted(set(a.components) | set(b.components))
-    causes = [{"component": k, "delta_ns": b.components.get(k, 0.0)
-               - a.components.get(k, 0.0) * scale} for k in keys]
     lost = b.step_ns - ideal
-    for c in causes:
-        c["share"] = c["delta_ns"] / lost if lost else None
-    causes.sort(key=lambda c: (-c["delta_ns"], c["component"]))
-    for c in causes:
-        kind, _, what = c["component"].partition(":")
-        if kind == "exposed_comm" and what in b.hlo_findings:
-            c["hlo_finding"] = b.hlo_findings[what]
-    out = {"from": a.path, "to": b.path, "devices": [a.devices, b.devices],
-           "efficiency": eff, "mode": "strong" if strong else "weak",
-           "step_ns": [a.step_ns, b.step_ns], "delta_ns": lost,
-           "causes": causes, "busbw": {t: [a.busbw.get(t), b.busbw.get(t)]
-                                       for t in sorted(set(a.busbw) | set(b.busbw))},
-           "arrival_skew_ns": {t: [a.skew_ns.get(t), b.skew_ns.get(t)]
-                               for t in sorted(set(a.skew_ns) | set(b.skew_ns))},
-           "stragglers": [s for s in b.stragglers if s["times_last"]][:5],
-           "warnings": _warnings(a, b, eff, strong)}
-    out["verdict"] = verdict(a, b, causes, lost)
-    return out
+    deltas = sorted(((b.components.get(k, 0.0) - a.components.get(k, 0.0) * scale, k)
+                     for k in set(a.components) | set(b.components)),
+                    key=lambda dk: (-dk[0], dk[1]))
+
+    def finding(k: str) -> str | None:
+        kind, _, what = k.partition(":")
+        return b.hlo_findings.get(what) if kind == "exposed_comm" else None
+    causes = tuple(Cause(component=k, delta_ns=d, share=d / lost if lost else None,
+                         hlo_finding=finding(k)) for d, k in deltas)
+    return Transition(
+        from_path=a.path, to_path=b.path, devices=(a.devices, b.devices), efficiency=eff,
+        mode="strong" if strong else "weak", step_ns=(a.step_ns, b.step_ns), delta_ns=lost,
+        causes=causes, busbw={t: (a.busbw.get(t), b.busbw.get(t))
+                              for t in sorted(set(a.busbw) | set(b.busbw))},
+        arrival_skew_ns={t: (a.skew_ns.get(t), b.skew_ns.get(t))
+                         for t in sorted(set(a.skew_ns) | set(b.skew_ns))},
+        stragglers=tuple(TypeStraggler(**s) for s in b.stragglers if s["times_last"])[:5],
+        warnings=tuple(_warnings(a, b, eff, strong)),
+        verdict=tuple(verdict(a, b, causes, lost)))
+
+
+def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, Any]:
+    """The JSON of :func:`scaling_transition` (README "scaling")."""
+    from tracelens.results.jsonify import transition_json
+
+    return dict(transition_json(scaling_transition(a, b, strong)))
+
+
+def scaling(profiles: list[RunProfile], steps_sources: list[str], strong: bool = False,
+            filters: dict[str, Any] | None = None) -> Scaling:
+    """The ``tracelens scaling`` result: each run and each transition to the next run."""
+    return Scaling(
+        runs=tuple(ScalingRun(path=p.path, devices=p.devices, hosts=p.hosts, steps=p.steps,
+                              steps_source=src, step_ns=p.step_ns, components=p.components)
+                   for p, src in zip(profiles, steps_sources)),
+        transitions=tuple(scaling_transition(a, b, strong)
+                          for a, b in zip(profiles, profiles[1:])),
+        filters=filters or None)
 
 
 def _concentration(a: RunProfile, b: RunProfile, comp: str) -> str:
@@ -308,7 +359,7 @@ def _straggler_text(b: RunProfile, kind: str, delta: float) -> str:
             f"(exposed waiting {per_device})")
 
 
-def verdict(a: RunProfile, b: RunProfile, causes: list[dict[str, Any]],
+def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
             lost: float) -> list[str]:
     """A few ranked sentences naming the causes that explain most of the lost time: the
     causes' own deltas and shares, in their order."""
@@ -319,7 +370,7 @@ def verdict(a: RunProfile, b: RunProfile, causes: list[dict[str, Any]],
                 "per step)"]
     lines = []
     for c in causes:
-        comp, delta, share = c["component"], c["delta_ns"], c["share"]
+        comp, delta, share = c.component, c.delta_ns, c.share
         if share is None or share < VERDICT_MIN_SHARE:
             continue
         kind, _, what = comp.partition(":")

@@ -1,0 +1,65 @@
+"""Typed compare and scaling results (issue 14): the JSON is exactly their conversion, and the
+keys the CLI adds appear only where it sets them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracelens.analyze.compare import compare, comparison
+from tracelens.analyze.scaling import profile, scaling, scaling_transition, transition
+from tracelens.cli import main
+from tracelens.loader import load
+from tracelens.results.jsonify import comparison_json, scaling_json, transition_json
+from tracelens.results.runs import Gate
+
+ROOT = Path(__file__).resolve().parents[1]
+MI300X = ROOT / "sample_traces" / "mi300x_8gpu_llama_step.xplane.pb"
+MI355X = ROOT / "sample_traces" / "mi355x_8gpu_llama_fsdp.xplane.pb"
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return [profile(load([p]), str(p)) for p in (MI300X, MI355X)]
+
+
+def test_comparison_is_typed_and_its_json_is_the_cli_json(profiles) -> None:
+    a, b = profiles
+    c = comparison(a, b, top=5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.delta_ns = 0.0  # type: ignore[misc]
+    assert comparison_json(c) == compare(a, b, top=5)
+    plain = comparison_json(c)
+    assert "steps_source" not in plain["base"] and "regression" not in plain
+    assert "filters" not in plain and len(c.kernels) == 5
+    assert c.delta_ns == b.step_ns - a.step_ns and c.busbw == scaling_transition(a, b).busbw
+    # what the CLI adds, in the CLI's key order
+    cli = dataclasses.replace(c, base=dataclasses.replace(c.base, steps_source="annotation"),
+                              new=dataclasses.replace(c.new, steps_source="annotation"),
+                              gate=Gate(1.0, True))
+    res = CliRunner().invoke(main, ["compare", str(MI300X), str(MI355X), "--format", "json",
+                                    "--top", "5", "--fail-above", "1", "--quiet"])
+    assert res.exit_code == 1
+    got = json.loads(res.stdout[:res.stdout.rindex("}") + 1])
+    got["base"]["path"], got["new"]["path"] = str(MI300X), str(MI355X)
+    assert list(got) == list(comparison_json(cli))
+    assert got == json.loads(json.dumps(comparison_json(cli)))
+
+
+def test_scaling_is_typed_and_causes_carry_findings_only_when_found(profiles) -> None:
+    a, b = profiles
+    s = scaling([a, b], ["annotation", "annotation"], strong=True)
+    t = s.transitions[0]
+    assert t.mode == "strong" and t.devices == (8, 8) and s.filters is None
+    assert transition_json(t) == transition(a, b, strong=True)
+    assert sum(c.delta_ns for c in t.causes) == pytest.approx(t.delta_ns)
+    j = scaling_json(s)
+    assert list(j) == ["runs", "transitions"]
+    for c, cj in zip(t.causes, j["transitions"][0]["causes"]):
+        assert ("hlo_finding" in cj) == (c.hlo_finding is not None)
+    assert j["transitions"][0]["busbw"] == {k: list(v) for k, v in t.busbw.items()}
+    assert "filters" in scaling_json(dataclasses.replace(s, filters={"categories": ["gemm"]}))

@@ -1,0 +1,133 @@
+"""summarize as a per-host map and a reduce: ``reduce_summary([summary_partial(t)])`` is
+``summarize(t)``, and the partials of hosts loaded one by one, merged, give byte for byte the
+summary of the hosts loaded together."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+
+import tracelens
+from tracelens_dev.writers.xspace import Activity, build_xspace
+from tests.conftest import SAMPLES
+from tests.synth_helpers import write_and_load
+from tracelens.analyze.summary import (SummaryOptions, reduce_summary, summarize,
+                                       summary_partial)
+from tracelens.analyze.summary_merge import merge_partials
+from tracelens.results.jsonify import summary_json
+from tracelens_dev.synth import build
+from tracelens_dev.synth.scenario import Scenario, Straggler
+
+STRAGGLER = sorted((SAMPLES / "mi355x_2x8gpu_straggler").rglob("*.xplane.pb"))
+
+
+def _whole_and_merged(files: list[Path], opts: SummaryOptions,
+                      **merge_kw: object) -> tuple[bytes, bytes]:
+    whole = summary_json(summarize(tracelens.load(files), device=opts.device, step=opts.step,
+                                   top=opts.top))
+    parts = [summary_partial(tracelens.load([f]), opts) for f in files]
+    merged = summary_json(reduce_summary([merge_partials(parts, **merge_kw)], opts))
+    return orjson.dumps(whole), orjson.dumps(merged)
+
+
+@pytest.mark.parametrize("opts", [SummaryOptions(), SummaryOptions(step=1),
+                                  SummaryOptions(device=3, top=5)],
+                         ids=["whole", "step1", "device3"])
+def test_merged_hosts_of_the_straggler_sample_are_the_combined_summary(
+        opts: SummaryOptions) -> None:
+    assert len(STRAGGLER) == 2
+    whole, merged = _whole_and_merged(STRAGGLER, opts)
+    assert whole == merged
+
+
+def test_merged_hosts_of_a_synthetic_job(tmp_path: Path) -> None:
+    sc = Scenario(device="mi300x", hosts=3, gpus=2, steps=2, layers=1,
+                  host_offsets_ns=(0, 9, 4_321), straggler=Straggler(2, 1, 1.5), seed=3)
+    _, files = write_and_load(build(sc), tmp_path)
+    files = sorted(files)  # the order tracelens.load takes a directory in
+    whole, merged = _whole_and_merged(files, SummaryOptions(top=20))
+    assert whole == merged
+    assert orjson.loads(merged)["headline"]["hosts"] == 3
+
+
+def _host_file(path: Path, host: str, start: int | None, shift: int = 0) -> Path:
+    acts = [Activity(d, 1, "Cijk_Ailk_Bljk_BBS_BH_MT64x64x64.kd", 1_000 + 10 * d + shift, 500,
+                     {"hlo_op": "custom-call.1"}) for d in range(2)]
+    acts += [Activity(d, 2, "ncclDevKernel_Generic_4(x)", 1_400 + shift, 300,
+                      {"hlo_op": "all-reduce-start.1"}) for d in range(2)]
+    acts += [Activity(0, 1, "Cijk_overlap.kd", 1_200 + shift, 100, {})]  # clipped: overlaps
+    path.write_bytes(build_xspace(acts, host=host, steps=[(0, 900 + shift, 2_000 + shift)],
+                                  profile_start_ns=start))
+    return path
+
+
+def test_duplicate_host_names_and_clipped_overlaps_as_the_loader_says(tmp_path: Path) -> None:
+    # two files naming the same host: host#0 and host#1; the clipped-overlap warning counts
+    # both files' overlaps once, as the loader does on the combined trace
+    files = [_host_file(tmp_path / f"{i}.xplane.pb", "node", 1_800_000_000_000_000_000 + 7 * i)
+             for i in range(2)]
+    whole, merged = _whole_and_merged(files, SummaryOptions())
+    assert whole == merged
+    out = orjson.loads(merged)
+    assert {d["host"] for d in out["devices"]} == {"node#0", "node#1"}
+    assert any(w.startswith("clipped 2 same-stream overlaps") for w in out["warnings"])
+
+
+def test_unaligned_hosts_are_warned_and_shifts_align_them(tmp_path: Path) -> None:
+    files = [_host_file(tmp_path / "a.xplane.pb", "nodeA", None),
+             _host_file(tmp_path / "b.xplane.pb", "nodeB", 5, shift=250)]
+    parts = [summary_partial(tracelens.load([f])) for f in files]
+    out = summary_json(reduce_summary([merge_partials(parts)]))
+    assert out["alignment"] == "none"
+    assert any("could not be aligned" in w for w in out["warnings"])
+    # the collective-end offsets the loader finds (nodeB 250 ns late) as shifts
+    whole = summary_json(summarize(tracelens.load(files)))
+    assert whole["alignment"].startswith("collective ends")
+    shifted = summary_json(reduce_summary([merge_partials(
+        parts, shifts={"nodeA": 0, "nodeB": -250}, alignment=whole["alignment"])]))
+    assert orjson.dumps(shifted) == orjson.dumps(whole)
+
+
+def test_partial_is_picklable_small_and_holds_no_event_frame() -> None:
+    trace = tracelens.load(STRAGGLER)
+    part = summary_partial(trace)
+    back = pickle.loads(pickle.dumps(part))
+    assert orjson.dumps(summary_json(reduce_summary([back]))) == \
+        orjson.dumps(summary_json(summarize(trace)))
+    # grouped frames: one row per group, not per event
+    assert part.kernels.height == trace.events.select(
+        "name", "category", "subcategory", "rule", "host", "rank", "device").unique().height
+    assert part.roofline.height < 100 and part.gaps.height < 10
+    assert part.acts.height == trace.events.filter(pl.col("category") == "collective").height
+    assert len(pickle.dumps(part)) < len(pickle.dumps(trace.events)) // 2
+
+
+def test_filters_apply_in_the_partial() -> None:
+    from tracelens.filters import Filters, apply
+
+    trace = tracelens.load(STRAGGLER)
+    f = Filters(categories=("gemm", "collective"))
+    got = summary_json(reduce_summary([summary_partial(trace, SummaryOptions(filters=f))]))
+    want = summary_json(summarize(apply(trace, f)).with_filters(f.active()))
+    assert orjson.dumps(got) == orjson.dumps(want)
+
+
+def test_merged_rocprof_processes_of_one_host(tmp_path: Path) -> None:
+    """rocprofv3: one file per process, ranks of one host on its shared clock (no shift)."""
+    from tracelens_dev.writers.rocprof import write_rocpd
+    from tests.test_rocprof_parity import STEP, _two_ranks
+    from tracelens.loader import discover
+
+    trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    write_rocpd(_two_ranks(trace, "mi300x-node0"), tmp_path / "run")
+    files, _ = discover(tmp_path / "run")
+    assert len(files) == 2
+    whole = summary_json(summarize(tracelens.load(tmp_path / "run", step_marker=STEP)))
+    parts = [summary_partial(tracelens.load([f], step_marker=STEP)) for f in files]
+    merged = summary_json(reduce_summary([merge_partials(parts)]))
+    assert orjson.dumps(merged) == orjson.dumps(whole)
+    assert merged["alignment"].startswith("single host: its 2 processes")

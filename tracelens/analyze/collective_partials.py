@@ -1,0 +1,93 @@
+"""The collectives analysis split into a per-host map and a global reduce (issue 17).
+
+A host file's partial is its collective activities (:func:`collective_activities`: exposure
+to compute is per device, so it is complete within one host), its devices (for the link
+bandwidth) and the facts :func:`tracelens.combine.plan` needs (its meta). The reduce places
+each partial where :func:`tracelens.combine.combine` would put its host (ranks after the
+previous parts', duplicate host names ``host#i``, wall-clock shifts), aligns hosts on
+collective ends when combine could not (as the loader does), and matches instances across
+hosts: the only cross-host step, on the activity rows alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from tracelens.align import host_shifts
+from tracelens.analyze.collectives import collective_activities, collectives_from_activities, \
+    link_of
+from tracelens.analyze.timeline import DEVICE_KEYS
+from tracelens.combine import Placement, plan, place
+from tracelens.model import Trace, TraceMeta
+from tracelens.results.collectives import Collectives
+
+
+@dataclass(frozen=True)
+class CollectivePartial:
+    """What one host file (one loaded part) contributes to the collectives analysis."""
+
+    meta: TraceMeta  # hosts, processes, profile start: what combine.plan reads
+    acts: pl.DataFrame  # collective_activities(events)
+    devices: pl.DataFrame
+    hosts: pl.DataFrame  # the (host, rank) pairs with device activity
+
+
+@dataclass(frozen=True)
+class MergedCollectives:
+    """The reduce of partials: activities of the whole job on its clock, its devices, what
+    ``meta.alignment`` says and the warning when hosts stayed unaligned; where each part went
+    (``placements``) and the ns each (placed) host was then shifted by to align it on
+    collective ends (``host_shift``, empty when combine's clock sufficed)."""
+
+    acts: pl.DataFrame
+    devices: pl.DataFrame
+    alignment: str
+    unaligned: str | None
+    placements: tuple[Placement, ...] = ()
+    host_shift: dict[str, int] = field(default_factory=dict)
+
+
+def collective_partial(trace: Trace) -> CollectivePartial:
+    """The partial of one host file loaded alone (``tracelens.loader.load([path])``)."""
+    return CollectivePartial(meta=trace.meta, acts=collective_activities(trace.events),
+                             devices=trace.devices,
+                             hosts=trace.events.select("host", "rank").unique())
+
+
+def merge_activities(parts: list[pl.DataFrame], placements: tuple[Placement, ...] | list[
+        Placement]) -> pl.DataFrame:
+    """Per-host activity frames joined as :func:`tracelens.combine.combine` joins events:
+    ranks offset, host renamed, times shifted; rows in device and start order."""
+    placed = [place(df, where) for df, where in zip(parts, placements)]
+    return pl.concat(placed).sort([*DEVICE_KEYS, "start_ns"], maintain_order=True)
+
+
+def merge_collective_partials(parts: list[CollectivePartial]) -> MergedCollectives:
+    """The job's collective activities from its hosts' partials, in the order the files
+    would be given to ``load``; aligned on collective ends when wall-clock is missing."""
+    how = plan([p.meta for p in parts])
+    acts = merge_activities([p.acts for p in parts], how.placements)
+    devices = pl.concat([place(p.devices, w) for p, w in zip(parts, how.placements)])
+    alignment, unaligned = how.alignment, how.unaligned
+    shift_of: dict[str, int] = {}
+    if unaligned:
+        hosts = pl.concat([place(p.hosts, w) for p, w in zip(parts, how.placements)])
+        found = host_shifts(acts, sorted(set(hosts["host"].to_list())))
+        if found is not None:
+            shift_of, alignment = found
+            shift = pl.col("host").replace_strict(shift_of, default=0, return_dtype=pl.Int64)
+            acts = acts.with_columns(start_ns=pl.col("start_ns") + shift,
+                                     end_ns=pl.col("end_ns") + shift)
+            unaligned = None
+    return MergedCollectives(acts=acts, devices=devices, alignment=alignment,
+                             unaligned=unaligned, placements=how.placements,
+                             host_shift=shift_of)
+
+
+def collectives_of_partials(parts: list[CollectivePartial], top: int = 10) -> Collectives:
+    """The ``tracelens collectives`` result of the job, from its hosts' partials."""
+    merged = merge_collective_partials(parts)
+    return collectives_from_activities(merged.acts, merged.alignment, top,
+                                       link_of(merged.devices))

@@ -1,0 +1,91 @@
+"""A run's profile (``compare``, ``scaling``) from per-host partials (issue 17): two rounds.
+
+Round 1 is the collectives partial of every host (:mod:`collective_partials`); its reduce
+matches collective instances across hosts, which gives every activity its wait for the last
+arrival. Round 2 runs per host again with those matched activities: the host's component
+rows per (device, step) (exclusive times are per device), its kernel sums (exact integers)
+and the few facts the counts and the HLO findings need. The final reduce is
+:func:`tracelens.analyze.scaling.profile_of`, as for a whole trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from tracelens.align import shift_ranks
+from tracelens.analyze.collective_partials import MergedCollectives
+from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
+from tracelens.analyze.scaling import (RunProfile, hlo_finding_texts, collective_types,
+                                       component_frame, kernel_partial, profile_of)
+from tracelens.analyze.timeline import DEVICE_KEYS
+from tracelens.combine import place
+from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace
+
+
+@dataclass(frozen=True)
+class ProfilePartial:
+    """One host's round-2 part of the profile, in the job's ranks, host names and clock."""
+
+    comp: pl.DataFrame  # component_frame rows of its devices
+    kernels: pl.DataFrame  # kernel_partial rows
+    active: pl.DataFrame  # its devices with activity (host, rank, device)
+    steps: pl.DataFrame  # its step numbers
+    compute_steps: pl.DataFrame  # (host, rank, device, step, category) of its compute
+    devices: pl.DataFrame
+    modules: pl.DataFrame
+
+
+def match_job(merged: MergedCollectives) -> CollectiveAnalysis:
+    """Round 1's reduce: the job's instances, waits and stragglers."""
+    return analyze_collectives(merged.acts, merged.acts)
+
+
+def placed(trace: Trace, index: int, merged: MergedCollectives) -> Trace:
+    """The host file's trace (loaded alone) moved to its place in the job: as
+    :func:`tracelens.combine.combine`, then as :func:`tracelens.align.align_on_collectives`
+    (per rank, by its host's shift)."""
+    where = merged.placements[index]
+    events, steps = place(trace.events, where), place(trace.steps, where)
+    if merged.host_shift:
+        events, steps = (shift_ranks(df, events, merged.host_shift) for df in (events, steps))
+    return Trace(events=events, host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
+                 steps=steps, devices=place(trace.devices, where), meta=trace.meta,
+                 modules=place(trace.modules, where))
+
+
+def profile_partial(trace: Trace, index: int, merged: MergedCollectives,
+                    job: CollectiveAnalysis) -> ProfilePartial:
+    """Round 2 for the ``index``-th host file (``trace``: it loaded alone), given round 1's
+    merge and :func:`match_job` of it."""
+    t = placed(trace, index, merged)
+    mine = t.events.select("host", "rank").unique()
+    acts = job.activities.join(mine, on=["host", "rank"], how="semi")
+    compute = t.events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
+                              & pl.col("step").is_not_null())
+    return ProfilePartial(
+        comp=component_frame(t, acts, collective_types(job.activities)),
+        kernels=kernel_partial(t), active=t.events.select(DEVICE_KEYS).unique(),
+        steps=t.steps.select("step").unique(),
+        compute_steps=compute.select(*DEVICE_KEYS, "step", "category").unique(),
+        devices=t.devices, modules=t.modules)
+
+
+def profile_of_partials(parts: list[ProfilePartial], merged: MergedCollectives,
+                        job: CollectiveAnalysis, path: str = "") -> RunProfile:
+    """The run's :class:`RunProfile`, equal to ``profile(load(files))``."""
+    active = pl.concat([p.active for p in parts]).unique()
+    modules = pl.concat([p.modules for p in parts])
+    findings: dict[str, str] = {}
+    if modules.height:  # the HLO lens reads modules, devices and compute (device, step)s
+        lens = Trace(events=pl.concat([p.compute_steps for p in parts]),
+                     host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
+                     steps=pl.DataFrame(schema=STEP_SCHEMA),
+                     devices=pl.concat([p.devices for p in parts]), modules=modules)
+        findings = hlo_finding_texts(lens, merged.acts)
+    return profile_of(
+        path, pl.concat([p.comp for p in parts]).sort([*DEVICE_KEYS, "step"]),
+        pl.concat([p.kernels for p in parts]), job, devices=active.height,
+        steps=max(1, pl.concat([p.steps for p in parts]).unique().height),
+        hosts=active["host"].n_unique(), hlo_findings=findings)

@@ -1,0 +1,240 @@
+"""Joining summary partials: :func:`concat_partials` (parts of one job already on one clock,
+distinct ranks) and :func:`merge_partials`, the partial-level twin of
+:func:`tracelens.combine.combine` and the loader's later stages for hosts loaded one by one
+(rank renumbering, duplicate host names, clock shifts, the warnings the loader computes on the
+combined trace)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from tracelens.analyze.roofline import roofline_bounds
+from tracelens.model import CATEGORIES
+
+if TYPE_CHECKING:
+    from tracelens.analyze.summary_types import SummaryPartial
+    from tracelens.model import Trace
+
+_CLIPPED = re.compile(r"^clipped (\d+) same-stream overlaps \(largest (\d+) ns\): an "
+                      r"in-order stream cannot run two activities at once$")
+
+
+def clipped_facts(warnings: list[str] | tuple[str, ...]) -> tuple[int, int]:
+    """(how many same-stream overlaps the loader clipped, the largest in ns) from its
+    warning (``tracelens.loader``), (0, 0) without one."""
+    for w in warnings:
+        m = _CLIPPED.match(w)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+    return 0, 0
+
+
+def clipped_warning(n: int, largest: int) -> str:
+    """The loader's text for ``n`` clipped overlaps (the same sentence, rebuilt)."""
+    return (f"clipped {n} same-stream overlaps (largest {largest} ns): "
+            "an in-order stream cannot run two activities at once")
+
+
+def _concat(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    frames = [f for f in frames if f.width]
+    return pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
+
+
+def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
+    """One partial of several whose ranks are distinct and whose times share one clock:
+    frames concatenated in order, counts summed, roofline groups re-merged, warnings
+    de-duplicated in order; meta facts (alignment, steps source, filters) from the first."""
+    first = partials[0]
+    warnings: list[str] = []
+    for p in partials:
+        warnings += [w for w in p.warnings if w not in warnings]
+    n_clip = sum(p.clipped[0] for p in partials)
+    return replace(
+        first,
+        inputs=tuple(i for p in partials for i in p.inputs), warnings=tuple(warnings),
+        host_names=tuple(dict.fromkeys(n for p in partials for n in p.host_names)),
+        devices=_concat([p.devices for p in partials]),
+        steps=_concat([p.steps for p in partials]),
+        device_rows=tuple(sorted((d for p in partials for d in p.device_rows),
+                                 key=lambda d: (d.rank, d.device))),
+        kernels=_concat([p.kernels for p in partials]),
+        kernel_ns=sum(p.kernel_ns for p in partials),
+        specs=_concat([p.specs for p in partials]),
+        roofline=merge_roofline(partials),
+        roofline_mix=_concat([p.roofline_mix for p in partials]),
+        gaps=_concat([p.gaps for p in partials]),
+        no_cost_data=sum(p.no_cost_data for p in partials),
+        no_cost_data_ns=sum(p.no_cost_data_ns for p in partials),
+        acts=_concat([p.acts for p in partials]),
+        hlo=_concat_lens([p.hlo for p in partials]),
+        clipped=(n_clip, max(p.clipped[1] for p in partials)),
+    )
+
+
+def _concat_lens(parts: list[Any]) -> Any:
+    """The lens inputs of several parts of one job (hosts distinct)."""
+    from tracelens.analyze.hlo_findings import LensTimeline, program_protos
+
+    parts = [t for t in parts if t is not None]
+    if len(parts) <= 1:
+        return parts[0] if parts else None
+    return LensTimeline(
+        programs=program_protos(_concat([t.programs for t in parts])),
+        hosts=tuple(sorted({h for t in parts for h in t.hosts})),
+        gpus=_concat([t.gpus for t in parts]),
+        compute=_concat([t.compute for t in parts]), acts=_concat([t.acts for t in parts]))
+
+
+def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:
+    """The roofline of several partials' op groups, as one pass over all their kernels
+    gives it: counts, time, FLOPs and bytes summed per (op, program, spec), the first known
+    module, the longest kernel name (ties: the smallest), the most common category (ties: the
+    first in CATEGORIES) and dtype (ties: the smallest)."""
+    frames = [p.roofline for p in partials if p.roofline.height]
+    if len(frames) <= 1:
+        return frames[0] if frames else partials[0].roofline
+    keys = ["_group", "program_id", "spec"]
+    rows = pl.concat([f.select("op", "program_id", "spec", "module", "count", "sum_ns",
+                               "flops", "bytes", "no_cost_count") for f in frames],
+                     how="vertical_relaxed").rename({"op": "_group"})
+    agg = rows.group_by(keys, maintain_order=True).agg(
+        module=pl.col("module").drop_nulls().first(), count=pl.col("count").sum(),
+        sum_ns=pl.col("sum_ns").sum(),
+        flops=pl.when(pl.col("flops").is_not_null().any()).then(pl.col("flops").sum()),
+        bytes=pl.when(pl.col("bytes").is_not_null().any()).then(pl.col("bytes").sum()),
+        no_cost_count=pl.col("no_cost_count").sum())
+    mix = pl.concat([p.roofline_mix for p in partials], how="vertical_relaxed") \
+        .rename({"op": "_group"})
+    kernel = (mix.group_by(*keys, "name").agg(pl.col("sum_ns").sum())
+              .sort(["sum_ns", "name"], descending=[True, False])
+              .group_by(keys, maintain_order=True).agg(kernel=pl.col("name").first()))
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    category = (mix.group_by(*keys, "category").agg(pl.col("count").sum())
+                .with_columns(_o=pl.col("category").replace_strict(order, default=len(order)))
+                .sort(["count", "_o"], descending=[True, False])
+                .group_by(keys, maintain_order=True).agg(category=pl.col("category").first()))
+    dtype = (mix.filter(pl.col("dtype").is_not_null())
+             .group_by(*keys, "dtype").agg(pl.col("count").sum())
+             .sort(["count", "dtype"], descending=[True, False])
+             .group_by(keys, maintain_order=True).agg(dtype=pl.col("dtype").first()))
+    agg = agg.join(kernel, on=keys, how="left", nulls_equal=True) \
+        .join(category, on=keys, how="left", nulls_equal=True) \
+        .join(dtype, on=keys, how="left", nulls_equal=True)
+    specs = _concat([p.specs for p in partials]).unique("spec", keep="first",
+                                                         maintain_order=True)
+    return roofline_bounds(agg, specs)
+
+
+def file_facts(trace: "Trace") -> Any:
+    """What :func:`tracelens.combine.combine` reads from a trace of one file."""
+    from tracelens.combine import part_facts
+    return part_facts(trace.meta)
+
+
+# warnings the loader's stages (tracelens.loader.STAGES) raise on the combined trace after
+# the readers' own: same-stream overlaps clipped (counted over all hosts) and the step
+# marking's (tracelens.steps)
+_STEP_WARNINGS = re.compile(r"^(--step-marker |no ROCTx range matches --step-marker |"
+                            r"\d+ steps from --step-marker |no steps on )")
+
+
+def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | None = None,
+                   alignment: str | None = None) -> "SummaryPartial":
+    """The partial of the job whose files the ``partials`` were read from one by one (each
+    ``summary_partial(load([file]))``, in the order ``load(files)`` would take them), as
+    ``summary_partial(load(files))`` computes it: each part's ranks after the previous
+    parts', a host name two single-host files share renamed ``host#i``, times shifted onto
+    one clock, the warnings the loader computes on the combined trace rebuilt.
+
+    Clocks: by default the wall-clock profile start of each XSpace host, as
+    :mod:`tracelens.combine` does. ``shifts`` (ns to add, per final host name) with the
+    ``alignment`` text replace that, e.g. the per-host offsets from collective ends
+    (:mod:`tracelens.align`); without them hosts that cannot be put on wall-clock stay
+    unaligned and warned about (the loader would first try collective ends).
+    """
+    from tracelens.combine import plan_facts
+
+    facts = [p.host_facts for p in partials]
+    if not partials or any(f is None for f in facts):
+        raise ValueError("merge_partials needs partials of traces read from one file each")
+    how = plan_facts(facts)  # type: ignore[arg-type]
+    text, unaligned = how.alignment, how.unaligned
+    if shifts is not None:
+        if alignment is None:
+            raise ValueError("merge_partials: shifts need the alignment text that says how")
+        text, unaligned = alignment, None
+    if len(partials) == 1:
+        return replace(partials[0], alignment=text)
+    moved = []
+    for i, (p, f, where) in enumerate(zip(partials, facts, how.placements)):
+        hosts = [where.host] if where.host else [h or f"host{i}" for h in f.hosts]
+        by_host = {h: int(shifts.get(h, 0)) if shifts is not None else where.shift_ns
+                   for h in hosts}
+        moved.append(_relabel(p, where.rank_offset, where.host, by_host))
+    out = concat_partials(moved)
+    return replace(out, alignment=text, host_facts=None,
+                   warnings=_merged_warnings(partials, out.clipped, unaligned))
+
+
+def _merged_warnings(partials: list["SummaryPartial"], clipped: tuple[int, int],
+                     unaligned: str | None) -> tuple[str, ...]:
+    """The readers' warnings of every part (once each, in order), then the stages': the
+    clipped overlaps counted over all parts, the hosts left unaligned, the steps'."""
+    readers: list[str] = []
+    steps: list[str] = []
+    for p in partials:
+        for w in p.warnings:
+            if _CLIPPED.match(w):
+                continue
+            into = steps if _STEP_WARNINGS.match(w) else readers
+            if w not in into:
+                into.append(w)
+    stage = [clipped_warning(*clipped)] if clipped[0] else []
+    stage += [unaligned] if unaligned else []
+    return tuple(readers + [w for w in stage if w not in readers] + steps)
+
+
+def _relabel(p: "SummaryPartial", offset: int, rename: str | None,
+             shift: dict[str, int]) -> "SummaryPartial":
+    """``p`` with its ranks after ``offset``, its host renamed and its times shifted (ns per
+    final host name)."""
+    def frame(df: pl.DataFrame) -> pl.DataFrame:
+        cols: dict[str, pl.Expr] = {}
+        if "rank" in df.columns:
+            cols["rank"] = (pl.col("rank") + offset).cast(pl.Int32)
+        if "host" in df.columns and rename is not None:
+            cols["host"] = pl.lit(rename, df.schema["host"])
+        out = df.with_columns(**cols) if cols else df
+        if "start_ns" in df.columns and "host" in df.columns and any(shift.values()):
+            by = pl.col("host").cast(pl.String).replace_strict(shift, default=0,
+                                                                return_dtype=pl.Int64)
+            out = out.with_columns(start_ns=pl.col("start_ns") + by,
+                                   end_ns=pl.col("end_ns") + by)
+        return out
+
+    rank_host = {r: rename or h for h, r in p.devices.select("host", "rank").unique().rows()}
+    steps = p.steps.with_columns(rank=(pl.col("rank") + offset).cast(pl.Int32))
+    if any(shift.values()):
+        by_rank = {r + offset: shift.get(h, 0) for r, h in rank_host.items()}
+        by = pl.col("rank").replace_strict(by_rank, default=0, return_dtype=pl.Int64)
+        steps = steps.with_columns(start_ns=pl.col("start_ns") + by,
+                                   end_ns=pl.col("end_ns") + by)
+    rows = []
+    for d in p.device_rows:
+        host = rename or d.host
+        s = shift.get(host, 0)
+        rows.append(replace(d, host=host, rank=d.rank + offset, steps=tuple(
+            replace(st, start_ns=st.start_ns + s, end_ns=st.end_ns + s) for st in d.steps)))
+    files = [n for src in p.inputs for n in (src["path"].rsplit("/", 1)[-1],
+                                              src["path"].rsplit("/", 1)[-1].split(".")[0])]
+    hlo = p.hlo if p.hlo is None else replace(
+        p.hlo, programs=frame(p.hlo.programs), gpus=frame(p.hlo.gpus),
+        compute=frame(p.hlo.compute), acts=frame(p.hlo.acts),
+        hosts=tuple(sorted({rename or h for h in p.hlo.hosts})))
+    return replace(p, devices=frame(p.devices), steps=steps, device_rows=tuple(rows), hlo=hlo,
+                   kernels=frame(p.kernels), specs=frame(p.specs), acts=frame(p.acts),
+                   host_names=tuple(p.host_names if rename is None else [rename, *files]))

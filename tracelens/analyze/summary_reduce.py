@@ -1,0 +1,278 @@
+"""The reduce of ``summarize``: one or more :class:`SummaryPartial` (parts of one job on one
+clock, with distinct ranks) in, the typed :class:`~tracelens.results.summary.Summary` out.
+Everything summed, ranked or taken the median of over devices is computed here, once."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Sequence
+
+import polars as pl
+
+from tracelens.analyze.collectives import collectives_report
+from tracelens.analyze.roofline import COVERAGE_FLOOR
+from tracelens.analyze.summary_merge import concat_partials
+from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
+from tracelens.analyze.timeline import TIMELINE_COLUMNS
+from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
+from tracelens.notices import fold_per_host
+from tracelens.results.summary import (CategoryTime, DeviceSummary, HardwareCount, Headline,
+                                       NoFlops, RooflineRow, StepTotal, Summary, Timeline,
+                                       TopKernel)
+from tracelens.version import __version__
+
+
+def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None = None
+                   ) -> Summary:
+    """The Summary of ``partials`` (see the module doc); a single partial is the usual case
+    (``summarize``), several are concatenated first
+    (:func:`tracelens.analyze.summary_merge.concat_partials`)."""
+    opts = opts or SummaryOptions()
+    if not partials:
+        raise ValueError("reduce_summary needs at least one partial")
+    p = partials[0] if len(partials) == 1 else concat_partials(partials)
+    devs = p.device_rows
+    active = {d.key for d in devs}
+    idle = tuple(k for k in sorted((r["host"], r["rank"], r["device"])
+                                   for r in p.devices.iter_rows(named=True)) if k not in active)
+    headline = _headline(devs, idle, p.devices, p.steps)
+    busy = headline.totals.busy_ns
+    warnings = fold_per_host(p.warnings, p.host_names)
+    warnings += _coverage_warning(devs, p.gaps, busy)
+    coll = collectives_report(p.acts, p.alignment, top=opts.collectives_top, acts=p.acts)
+    return Summary(
+        version=__version__, inputs=p.inputs, alignment=p.alignment,
+        steps_source=p.steps_source, warnings=tuple(warnings), filters=dict(p.filters),
+        headline=headline, devices=devs, idle_devices=idle,
+        top_kernels=_top_kernels(p.kernels, p.kernel_ns, opts.top), collectives_full=coll,
+        hlo_findings=_hlo_findings(p.hlo),
+        roofline=tuple(_roofline_row(r) for r in p.roofline.head(opts.top)
+                       .iter_rows(named=True)),
+        no_cost_data=p.no_cost_data, no_cost_data_ns=p.no_cost_data_ns,
+        no_flops=_no_flops_by_category(p.gaps, busy),
+        category_totals=_category_totals(devs),
+        report_mfu=report_mfu(headline.mfu, devs), step_totals=_step_totals(devs),
+        device_roles=device_roles([d.timeline for d in devs]),
+        median_shares=_median_shares(devs), specs=_specs_by_use(devs))
+
+
+def _hlo_findings(hlo: Any, top: int = 3) -> tuple[Any, ...]:
+    """The costliest ``tracelens hlo`` findings of the whole trace."""
+    from tracelens.analyze.hlo_findings import lens_of_timeline
+    return () if hlo is None else lens_of_timeline(hlo).findings[:top]
+
+
+def _share(ns: int, busy: int) -> float | None:
+    return 100.0 * ns / busy if busy else None
+
+
+def _no_flops_by_category(gaps: pl.DataFrame, busy: int) -> tuple[NoFlops, ...]:
+    """Compute kernels without FLOPs per category: count, summed time, share of busy time."""
+    if gaps.is_empty():
+        return ()
+    per = gaps.group_by("category").agg(pl.col("count").sum(), pl.col("sum_ns").sum()) \
+        .sort(["sum_ns", "category"], descending=[True, False])
+    return tuple(NoFlops(r["category"], int(r["count"]), int(r["sum_ns"]),
+                         _share(int(r["sum_ns"]), busy)) for r in per.iter_rows(named=True))
+
+
+def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame, busy: int,
+                      top: int = 5) -> list[str]:
+    """One warning when some device's FLOPs cover under 95% of its compute-kernel time: the
+    categories and ops without FLOPs, their share of busy time and why; MFU a lower bound."""
+    low = [d for d in devs if d.flops_coverage is not None
+           and d.flops_coverage < COVERAGE_FLOOR]
+    if not low:
+        return []
+    # the lowest as the contract writes it (6 decimals), ties to the first device
+    worst = min(low, key=lambda d: (round(d.flops_coverage, 6), d.rank, d.device))  # type: ignore
+    total = sum(d.compute_kernel_ns for d in devs)
+    covered = sum(d.flops_covered_ns for d in devs)
+    cats = ", ".join(f"{c.category} {round(c.share_of_busy_pct or 0, 3):.1f}%"
+                     for c in _no_flops_by_category(gaps, busy))
+    ops = gaps.group_by("op", "category").agg(pl.col("sum_ns").sum(),
+                                              pl.col("cost_note").drop_nulls().sort().first()) \
+        .sort(["sum_ns", "op"], descending=[True, False]).head(top)
+    by_note: dict[str, list[str]] = {}  # ops sharing a reason listed together, longest first
+    for r in ops.iter_rows(named=True):
+        share = _share(r["sum_ns"], busy)
+        by_note.setdefault(r["cost_note"] or "no reason recorded", []).append(
+            f"{r['op']} ({r['category']}, {round(share, 3) if share else 0:.1f}%)")
+    op_text = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_note.items())
+    worst_cov = round(worst.flops_coverage, 6)  # type: ignore[arg-type]
+    return [f"FLOPs cover {100.0 * covered / total:.1f}% of compute-kernel time ({len(low)} "
+            f"device(s) under {COVERAGE_FLOOR:.0%}, lowest {worst.host}/GPU{worst.device} "
+            f"{100.0 * worst_cov:.1f}%), so MFU is a lower bound. Without FLOPs, "
+            f"as a share of busy time: {cats}. Largest: {op_text}"]
+
+
+def _lower_median(values: list[float | None]) -> float | None:
+    known = sorted(v for v in values if v is not None)
+    return known[(len(known) - 1) // 2] if known else None
+
+
+def _headline(devs: tuple[DeviceSummary, ...], idle: tuple[tuple[str, int, int], ...],
+              devices: pl.DataFrame, steps: pl.DataFrame) -> Headline:
+    tot = {k: sum(getattr(d.timeline, k) for d in devs) for k in TIMELINE_COLUMNS}
+    span = tot["span_ns"]
+
+    def pct(x: int) -> float | None:
+        return 100.0 * x / span if span else None
+
+    products = devices.group_by("product", "arch", "vendor").len().sort("len", descending=True)
+    step_ns = (steps["end_ns"] - steps["start_ns"]) if steps.height else None
+    compute_ns = sum(d.compute_kernel_ns for d in devs)
+    return Headline(
+        hosts=len({d.host for d in devs} | {h for h, _, _ in idle}),
+        devices=len(devs) + len(idle), active_devices=len(devs),
+        hardware=tuple(HardwareCount(r["product"], r["arch"], r["vendor"], r["len"])
+                       for r in products.iter_rows(named=True)),
+        steps=steps["step"].n_unique() if steps.height else 0,
+        median_step_ns=int(step_ns.median()) if step_ns is not None else None,  # type: ignore
+        max_span_ns=max((d.timeline.span_ns for d in devs), default=0),
+        busy_pct=pct(tot["busy_ns"]), compute_pct=pct(tot["compute_ns"]),
+        exposed_comm_pct=pct(tot["exposed_comm_ns"]),
+        exposed_memory_pct=pct(tot["exposed_memory_ns"]), idle_pct=pct(tot["idle_ns"]),
+        # the median device's MFU (model FLOPs / (span × dense peak)); None when unknown
+        mfu=_lower_median([d.mfu for d in devs]),
+        mfu_lower_bound=any(d.mfu_lower_bound for d in devs),
+        flops_coverage=sum(d.flops_covered_ns for d in devs) / compute_ns
+        if compute_ns else None,
+        totals=Timeline(**tot))
+
+
+def _top_kernels(kernels: pl.DataFrame, total: int, top: int) -> tuple[TopKernel, ...]:
+    """The longest (name, category, subcategory, rule) groups over all devices."""
+    if kernels.is_empty():
+        return ()
+    keys = ["name", "category", "subcategory", "rule"]
+    agg = (kernels.group_by(keys).agg(pl.col("count").sum(), pl.col("sum_ns").sum(),
+                                      devices=pl.len())
+           .with_columns(pl.col(keys).cast(pl.String))
+           .sort(["sum_ns", "name"], descending=[True, False]).head(top))
+    return tuple(TopKernel(r["name"], r["category"], r["subcategory"], r["rule"],
+                           int(r["count"]), int(r["sum_ns"]), r["sum_ns"] / r["count"],
+                           100.0 * r["sum_ns"] / total if total else None, int(r["devices"]))
+                 for r in agg.iter_rows(named=True))
+
+
+def _roofline_row(r: dict[str, Any]) -> RooflineRow:
+    return RooflineRow(
+        op=r["op"], program_id=r["program_id"], module=r["module"], kernel=r["kernel"],
+        category=r["category"], dtype=r["dtype"], spec=r["spec"], count=int(r["count"]),
+        sum_ns=int(r["sum_ns"]), flops=r["flops"], bytes=r["bytes"], intensity=r["intensity"],
+        tflops_per_s=r["tflops_per_s"], tb_per_s=r["tb_per_s"],
+        attainable_tflops_per_s=r["attainable_tflops_per_s"], bound=r["bound"],
+        efficiency=r["efficiency"], no_cost_count=int(r["no_cost_count"]))
+
+
+def _category_totals(devs: tuple[DeviceSummary, ...]) -> tuple[CategoryTime, ...]:
+    """Categories summed over the reported devices, in exclusive-time order."""
+    acc: dict[str, list[int]] = {}
+    for d in devs:
+        for c in d.categories:
+            a = acc.setdefault(c.category, [0, 0, 0])
+            a[0] += c.count
+            a[1] += c.sum_ns
+            a[2] += c.exclusive_ns
+    rows = [CategoryTime(k, *v) for k, v in acc.items()]
+    return tuple(sorted(rows, key=lambda r: (-r.exclusive_ns, CATEGORIES.index(r.category))))
+
+
+def report_mfu(headline_mfu: float | None, devs: tuple[DeviceSummary, ...]
+                ) -> tuple[float | None, str]:
+    """MFU for the report's headline: the median device's, else the median over steps, else
+    over devices (labelled so); (None, "") when no MFU is known."""
+    def finite(v: float | None) -> bool:
+        return v is not None and math.isfinite(v)
+    device_label = "MFU (median device)" if len(devs) > 1 else "MFU"
+    if finite(headline_mfu):
+        return float(headline_mfu), device_label  # type: ignore[arg-type]
+    for label, vals in (("MFU (median step)", [s.mfu for d in devs for s in d.steps]),
+                        (device_label, [d.mfu for d in devs])):
+        ok = sorted(v for v in vals if finite(v))
+        if ok:
+            return ok[len(ok) // 2], label  # type: ignore[return-value]
+    return None, ""
+
+
+def _specs_by_use(devs: tuple[DeviceSummary, ...]) -> tuple[Any, ...]:
+    """The distinct specs (by name) of the devices, the most used first (ties: first seen)."""
+    count: dict[str, int] = {}
+    specs: dict[str, Any] = {}
+    for d in devs:
+        if d.spec is not None and d.spec.name:
+            specs.setdefault(d.spec.name, d.spec)
+            count[d.spec.name] = count.get(d.spec.name, 0) + 1
+    return tuple(specs[n] for n in sorted(specs, key=lambda n: -count[n]))
+
+
+def _step_totals(devs: tuple[DeviceSummary, ...]) -> tuple[StepTotal, ...]:
+    """Each step's timeline summed over its devices, and their mean MFU."""
+    acc: dict[int, list[Any]] = {}
+    for d in devs:
+        for st in d.steps:
+            a = acc.setdefault(st.step, [0, {k: 0 for k in TIMELINE_COLUMNS}, []])
+            a[0] += 1
+            for k in TIMELINE_COLUMNS:
+                a[1][k] += getattr(st.timeline, k)
+            if st.mfu is not None and math.isfinite(st.mfu):
+                a[2].append(st.mfu)
+    return tuple(StepTotal(step, n, Timeline(**tot), sum(m) / len(m) if m else None)
+                 for step, (n, tot, m) in sorted(acc.items()))
+
+
+MAX_DEVICE_ROWS = 16
+"""Beyond this many devices, per-device tables show the median, best and worst device and the
+outliers (``--all`` shows every row)."""
+
+OUTLIER_POINTS = 5.0
+"""A device is an outlier when its share of compute, exposed communication, exposed memory or
+idle time differs from the median device's by more than this many percentage points."""
+
+_SHARES = ("compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns")
+
+
+def _shares(t: Timeline, cols: Sequence[str] = _SHARES) -> tuple[float, ...]:
+    return tuple(100.0 * getattr(t, k) / t.span_ns if t.span_ns else 0.0 for k in cols)
+
+
+def device_roles(timelines: Sequence[Timeline]) -> tuple[tuple[str, int], ...]:
+    """(role, index) rows for a per-device table: every device ("" role), or, past
+    MAX_DEVICE_ROWS, the median, best and worst device by compute share (ties by position)
+    and every outlier."""
+    if len(timelines) <= MAX_DEVICE_ROWS:
+        return tuple(("", i) for i in range(len(timelines)))
+    shares = [_shares(t) for t in timelines]
+    order = sorted(range(len(shares)), key=lambda i: (shares[i][0], i))
+    med = order[(len(order) - 1) // 2]
+    best = min(range(len(shares)), key=lambda i: (-shares[i][0], i))
+    picks = {med: "median", best: "best", order[0]: "worst"}
+    for i in range(len(shares)):
+        if i not in picks and max(abs(a - b) for a, b in zip(shares[i], shares[med])) \
+                > OUTLIER_POINTS:
+            picks[i] = "outlier"
+    rank = {"median": 0, "best": 1, "worst": 2, "outlier": 3}
+    return tuple((picks[i], i) for i in sorted(picks, key=lambda i: (rank[picks[i]], i)))
+
+
+_HEAT = ("busy_ns", "compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns")
+
+
+def _median_shares(devs: tuple[DeviceSummary, ...]) -> dict[str, float]:
+    """The median over devices of each timeline column's and each present compute category's
+    exclusive share of the device's span (the report's heatmap centre)."""
+    if len(devs) < 2:
+        return {}
+    present = [c for c in COMPUTE_CATEGORIES
+               if any(x.category == c and x.count for d in devs for x in d.categories)]
+    cols: dict[str, list[float]] = {k: [] for k in [*_HEAT, *[f"excl:{c}" for c in present]]}
+    for d in devs:
+        excl = {x.category: x.exclusive_ns for x in d.categories}
+        span = d.timeline.span_ns
+        for k, v in zip(_HEAT, _shares(d.timeline, _HEAT)):
+            cols[k].append(v)
+        for c in present:
+            cols[f"excl:{c}"].append(100.0 * excl.get(c, 0) / span if span else 0.0)
+    return {k: statistics.median(v) for k, v in cols.items()}

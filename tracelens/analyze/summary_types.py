@@ -1,0 +1,63 @@
+"""The options and the per-trace partial result of ``summarize`` (see
+:mod:`tracelens.analyze.summary` for the map and :mod:`tracelens.analyze.summary_reduce` for
+the reduce)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from tracelens.filters import Filters
+from tracelens.hardware import GpuSpec
+from tracelens.results.summary import DeviceSummary
+
+
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What narrows and parameterizes a summary. ``device`` keeps one GPU ordinal (on every
+    host); ``step`` restricts every number to that step's window; ``filters`` (hosts,
+    categories, kernel regex, time window) are applied to the trace first; ``gpu`` forces a
+    GPU spec and ``gpu_specs`` adds or replaces specs (``tracelens.hardware``); ``top`` rows of
+    top kernels and roofline; ``collectives_top`` worst instances in the full collectives
+    report."""
+
+    device: int | None = None
+    step: int | None = None
+    top: int = 10
+    gpu: str | None = None
+    gpu_specs: dict[str, GpuSpec] | None = None
+    filters: Filters | None = None
+    collectives_top: int = 10
+
+
+@dataclass(frozen=True)
+class SummaryPartial:
+    """What one trace (one host, or several already combined) contributes to a summary.
+    Picklable, and small: no event-level frame except the collective activities ``acts``
+    (the only data that matches across hosts)."""
+
+    inputs: tuple[dict[str, str], ...]
+    warnings: tuple[str, ...]  # the trace's own warnings, unfolded
+    host_names: tuple[str, ...]  # what names a host in warnings (folding)
+    alignment: str
+    steps_source: str
+    filters: dict[str, Any]
+    devices: pl.DataFrame  # the device table (narrowed by ``device``)
+    steps: pl.DataFrame  # the step windows (narrowed by ``step``)
+    device_rows: tuple[DeviceSummary, ...]  # active devices, by (rank, device)
+    kernels: pl.DataFrame  # name, category, subcategory, rule, host, rank, device, count, sum_ns
+    kernel_ns: int  # all activity time of the selected events (top kernels' share base)
+    specs: pl.DataFrame  # tracelens.analyze.roofline.spec_frame of the devices
+    roofline: pl.DataFrame  # tracelens.analyze.roofline.roofline, every group
+    roofline_mix: pl.DataFrame  # op, program_id, spec, name, category, dtype -> count, sum_ns
+    gaps: pl.DataFrame  # tracelens.analyze.roofline.without_flops
+    no_cost_data: int
+    no_cost_data_ns: int
+    acts: pl.DataFrame  # collective activities of the selected events
+    hlo: Any  # tracelens.analyze.hlo_findings.LensTimeline of the whole trace, None w/o HLO
+    clipped: tuple[int, int] = (0, 0)  # same-stream overlaps clipped: (count, largest ns)
+    # what tracelens.combine knows of a trace read from one file (hosts, ranks, clock);
+    # None for a trace combined from several files already
+    host_facts: Any = None

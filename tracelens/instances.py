@@ -1,0 +1,28 @@
+"""Which collective executions are one instance across devices (DESIGN §6.3).
+
+The k-th execution of the same op in the same module on each device (or, when the trace has
+no op, the k-th collective of the same type) is one instance. Here, below the analyzers, so
+that aligning hosts on collective ends (:mod:`tracelens.align`) and the collectives analysis
+match instances the same way.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+_DEVICE = ["host", "rank", "device"]  # as ``tracelens.analyze.timeline.DEVICE_KEYS``
+
+
+def with_instance_keys(events: pl.DataFrame) -> pl.DataFrame:
+    """The collective events, sorted by device and start, with ``type`` (the subcategory, or
+    "unknown"), ``instance_key`` and ``occurrence`` (k, from 0, per device and key)."""
+    coll = events.filter(pl.col("category") == "collective").sort([*_DEVICE, "start_ns"])
+    if coll.is_empty():
+        return coll.with_columns(type=pl.lit(None, pl.String),
+                                 instance_key=pl.lit(None, pl.String),
+                                 occurrence=pl.lit(0, pl.Int64))
+    return coll.with_columns(type=pl.col("subcategory").fill_null("unknown")).with_columns(
+        instance_key=pl.when(pl.col("op").is_not_null())
+        .then(pl.concat_str(pl.col("module").fill_null(""), pl.lit("/"), pl.col("op")))
+        .otherwise(pl.concat_str(pl.lit("type:"), pl.col("type"))),
+    ).with_columns(occurrence=pl.int_range(pl.len()).over([*_DEVICE, "instance_key"]))

@@ -1,0 +1,99 @@
+"""The ``tracelens collectives`` result, unrounded (DESIGN §6.3; JSON in ``jsonify``).
+
+Times are integer ns; bandwidths GB/s floats as computed; ``None`` where unknown (no message
+size, no link bandwidth in the hardware table, no unique last arrival).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class Busbw:
+    """Bus bandwidth over a group's activities: median and nearest-rank p10/p90 (GB/s), and
+    the median's percentage of the per-direction link bandwidth."""
+
+    median: float | None
+    p10: float | None
+    p90: float | None
+    link_pct: float | None
+
+
+@dataclass(frozen=True)
+class TypeTotals:
+    """One collective type: activities, time and exposed (not hidden by compute) time."""
+
+    type: str
+    count: int
+    sum_ns: int
+    exposed_ns: int
+    busbw: Busbw
+
+
+@dataclass(frozen=True)
+class OpTotals:
+    """One (type, HLO op): as :class:`TypeTotals`, with the largest message size."""
+
+    type: str
+    op: str | None
+    count: int
+    msg_bytes: int | None
+    sum_ns: int
+    exposed_ns: int
+    busbw: Busbw
+
+
+@dataclass(frozen=True)
+class Participant:
+    host: str
+    rank: int
+    device: int
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One matched execution of a collective across its participants."""
+
+    type: str
+    op: str | None
+    module: str | None
+    occurrence: int
+    participants: int
+    start_ns: int  # the first participant's start
+    arrival_skew_ns: int
+    transfer_ns: int  # shortest participant duration
+    exposed_ns: int
+    busbw_gb_per_s: float | None
+    last: Participant | None  # the unique last arrival, if any
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """One device: how often it arrived last, the waiting it caused and its own waiting."""
+
+    host: str
+    rank: int
+    device: int
+    instances: int
+    times_last: int
+    wait_ns: int
+    own_wait_ns: int
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """The whole result. ``worst`` holds the ``top`` instances of largest arrival skew;
+    ``instances`` counts all matched instances."""
+
+    by_type: tuple[TypeTotals, ...]
+    ops: tuple[OpTotals, ...]
+    worst: tuple[Instance, ...]
+    stragglers: tuple[Straggler, ...]
+    alignment: str
+    instances: int
+    link_gb_per_s: float | None
+
+    @property
+    def link_unidirectional_gb_per_s(self) -> float | None:
+        """busbw counts one direction per GPU (nccl-tests): half the aggregate link."""
+        return self.link_gb_per_s / 2 if self.link_gb_per_s else None

@@ -1,0 +1,158 @@
+"""The ``tracelens compare`` and ``tracelens scaling`` results (DESIGN §6.4; JSON in
+``jsonify``). Times are ns per step (medians and averages over devices: floats);
+``None`` where a ratio has no denominator or a run lacks the value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One component's change from run a to run b and its share of the lost time."""
+
+    component: str
+    delta_ns: float
+    share: float | None
+    hlo_finding: str | None = None  # the costliest `tracelens hlo` finding about its type
+
+
+@dataclass(frozen=True)
+class TypeStraggler:
+    """One device and collective type of the later run: how often it arrived last and the
+    waiting it caused, in total and per device-step."""
+
+    host: str
+    rank: int
+    device: int
+    type: str
+    instances: int
+    times_last: int
+    wait_ns: int
+    wait_per_step_ns: float
+
+
+@dataclass(frozen=True)
+class Transition:
+    """From run a to run b: efficiency, the lost time split into causes, and the verdict
+    (sentences read off the causes)."""
+
+    from_path: str
+    to_path: str
+    devices: tuple[int, int]
+    efficiency: float | None
+    mode: str  # "weak" or "strong"
+    step_ns: tuple[float, float]
+    delta_ns: float
+    causes: tuple[Cause, ...]
+    busbw: dict[str, tuple[float | None, float | None]]  # type -> (a, b), sorted by type
+    arrival_skew_ns: dict[str, tuple[float | None, float | None]]
+    stragglers: tuple[TypeStraggler, ...]
+    warnings: tuple[str, ...]
+    verdict: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScalingRun:
+    path: str
+    devices: int
+    hosts: int
+    steps: int
+    steps_source: str
+    step_ns: float
+    components: dict[str, float]  # component order (compute, straggler_wait, comm, ...)
+
+
+@dataclass(frozen=True)
+class Scaling:
+    runs: tuple[ScalingRun, ...]
+    transitions: tuple[Transition, ...]
+    filters: dict[str, Any] | None = None  # the CLI's active filters, when any
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    path: str
+    devices: int
+    steps: int
+    step_ns: float
+    steps_source: str | None = None  # set by the CLI
+
+
+@dataclass(frozen=True)
+class ComponentChange:
+    component: str
+    base_ns: float
+    new_ns: float
+    delta_ns: float
+
+
+@dataclass(frozen=True)
+class KernelChange:
+    """A matched kernel (or group of kernels of one op or name) whose time or count changed."""
+
+    name: str
+    base_name: str
+    category: str | None
+    match: str  # "op" or "name"
+    op: str | None
+    base_op: str | None
+    program: str | None
+    base_program: str | None
+    base_ns: float
+    new_ns: float
+    delta_ns: float
+    base_count: float
+    new_count: float
+    base_kernels: int
+    new_kernels: int
+
+
+@dataclass(frozen=True)
+class KernelOnly:
+    """Kernels of one normalized name found in one run only."""
+
+    name: str
+    category: str | None
+    op: str | None
+    program: str | None
+    ns_per_step: float
+    count_per_step: float
+    kernels: int
+
+
+@dataclass(frozen=True)
+class Matching:
+    by_op: int
+    by_name: int
+    changed: int
+    only_base: int
+    only_new: int
+
+
+@dataclass(frozen=True)
+class Gate:
+    """``compare --fail-above``: the limit and whether the step time grew beyond it."""
+
+    fail_above_pct: float | None
+    regression: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: ComparedRun
+    new: ComparedRun
+    delta_ns: float
+    delta_pct: float | None
+    components: tuple[ComponentChange, ...]
+    busbw: dict[str, tuple[float | None, float | None]]
+    arrival_skew_ns: dict[str, tuple[float | None, float | None]]
+    kernels: tuple[KernelChange, ...]  # the ``top`` largest changes
+    only_base: tuple[KernelOnly, ...]
+    only_new: tuple[KernelOnly, ...]
+    matching: Matching
+    verdict: tuple[str, ...]
+    filters: dict[str, Any] | None = None  # the CLI's active filters, when any
+    gate: Gate | None = None  # set by the CLI
