@@ -8,7 +8,8 @@ a time, one seed per 8 hosts, distinct host names, one run folder; into ``--data
 default ``/tmp/tracelens-bench-engine``, reused when there), then measures, each in a fresh
 process:
 
-- ``in-process``: the command's map and reduce in one process (``--workers 1``);
+- ``in-process``: the command's map and reduce in one process (``--workers 1``; the command
+  is ``summarize`` or ``collectives``, through the functions the CLI calls);
 - ``cluster-N``: the same on a ``LocalCluster`` of N worker processes (its start included);
 - with ``--load``, ``load-all``: the one-process loader of every host's events
   (``tracelens.load`` + ``summarize``), the path the engine replaces.
@@ -55,11 +56,18 @@ if mode == "load-all":
     from tracelens.analyze.summary import summarize
     summarize(tracelens.load([data]))
 else:
-    from tracelens.engine import MapOptions, local_cluster, merged_breakdown, run_hosts
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.engine import local_cluster
+    from tracelens.engine_jobs import collectives_job, collectives_of, summary_job, summary_of
+    from tracelens.results.jsonify import collectives_json, summary_json
 
     def run_command(command, paths, workers=None, scheduler=None):
-        job = run_hosts(paths, MapOptions(partials=("breakdown",)), workers, scheduler)
-        return job, merged_breakdown(job).timeline.write_json()
+        if command == "summarize":
+            job = summary_job(paths, SummaryOptions(), None, None, workers, scheduler)
+            return job, json.dumps(summary_json(summary_of(job, SummaryOptions())))
+        job = collectives_job(paths, None, None, None, workers, scheduler)
+        return job, json.dumps(collectives_json(collectives_of(job, 10)))
+
     workers = int(mode.split("-")[1]) if mode.startswith("cluster") else 1
     if workers > 1:
         from distributed import Client
@@ -119,7 +127,7 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=64)
     ap.add_argument("--per-gpu", type=int, default=20_000)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--command", default="summarize")
+    ap.add_argument("--command", default="summarize", choices=["summarize", "collectives"])
     ap.add_argument("--data", type=Path, default=Path("/tmp/tracelens-bench-engine"))
     ap.add_argument("--load", action="store_true", help="also time the one-process loader")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
