@@ -283,3 +283,16 @@ def test_a_file_that_kills_every_worker_fails_with_its_path(cluster: str) -> Non
         run_map(_always_die, ["/data/host7.xplane.pb"], scheduler=cluster, retries=0)
     assert info.value.path == "/data/host7.xplane.pb"
     assert info.value.problem.startswith("its worker died on every try")
+
+
+def test_unreachable_scheduler_is_one_error_line() -> None:
+    import dask
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        res = CliRunner().invoke(main, ["collectives", str(STRAGGLER), "--scheduler",
+                                        "tcp://127.0.0.1:9"])
+    assert res.exit_code == 2
+    assert res.stderr.startswith("error: tcp://127.0.0.1:9: cannot reach the Dask scheduler")

@@ -247,7 +247,8 @@ def engine_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "--workers", type=click.IntRange(min=1), default=None, metavar="N",
         help="Map the host files on a local Dask cluster of N processes; 1: in this process "
              "(default: TRACELENS_WORKERS, else the core count, for several files of 64 MB or "
-             "more together; in this process below that).")(func)
+             "more together; in this process below that). With --host or --time every host "
+             "is loaded in this process instead.")(func)
     return func
 
 
