@@ -130,6 +130,7 @@ def main() -> None:
     ap.add_argument("--command", default="summarize", choices=["summarize", "collectives"])
     ap.add_argument("--data", type=Path, default=Path("/tmp/tracelens-bench-engine"))
     ap.add_argument("--load", action="store_true", help="also time the one-process loader")
+    ap.add_argument("--skip-in-process", action="store_true", help="only the cluster (and --load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -141,7 +142,8 @@ def main() -> None:
     print(f"job: {job} ({len(files)} files, {sum(sizes) / 1e6:.1f} MB, "
           f"made in {time.perf_counter() - t:.1f} s)", flush=True)
     runs = []
-    for mode in ["in-process", f"cluster-{args.workers}"] + (["load-all"] if args.load else []):
+    modes = ([] if args.skip_in_process else ["in-process"]) + [f"cluster-{args.workers}"]
+    for mode in modes + (["load-all"] if args.load else []):
         runs.append(measure(mode, job, args.command))
         print(json.dumps({k: v for k, v in runs[-1].items()
                           if k not in ("map_s", "partial_bytes")}), flush=True)

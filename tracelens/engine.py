@@ -68,9 +68,34 @@ def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
     with _client(n, address) as client:
         futures = client.map(_guarded, [fn] * len(items), items, pure=False, retries=retries)
         try:
-            return [_unwrap(fut, item) for fut, item in zip(futures, items)]
+            return _gather(client, futures, items)
         finally:
-            client.cancel(futures)
+            client.cancel([f for f in futures if f is not None])
+
+
+def _gather(client: Any, futures: list[Any], items: list[Any]) -> list[Any]:
+    """Each result as soon as it is done, its future released at once (a worker keeps a
+    result only until the client has it); the first failure in input order is raised, once
+    the items before it are done, and the items after it are cancelled."""
+    from distributed import as_completed
+
+    index = {f.key: i for i, f in enumerate(futures)}
+    results: list[Any] = [None] * len(futures)
+    first: tuple[int, TraceInputError] | None = None
+    for fut in as_completed(list(futures), loop=client.loop):
+        i = index[fut.key]
+        futures[i] = None
+        if first is not None and i > first[0]:
+            continue  # cancelled: an earlier item failed
+        try:
+            results[i] = _unwrap(fut, items[i])
+        except TraceInputError as exc:
+            first = (i, exc)
+            client.cancel([f for f in futures[i + 1:] if f is not None])
+        del fut
+    if first is not None:
+        raise first[1]
+    return results
 
 
 @dataclass(frozen=True)
