@@ -144,6 +144,10 @@ def local_cluster(n: int, scratch: str | None = None) -> Any:
         silence_logs=quiet, local_directory=scratch, env={"POLARS_MAX_THREADS": str(threads)})
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 class _client:
     """A ``distributed.Client`` on a fresh local cluster of ``n`` processes (torn down on
     exit, Ctrl-C included), or on the cluster at ``address``."""
@@ -151,12 +155,18 @@ class _client:
     def __init__(self, n: int, address: str | None) -> None:
         self.n, self.address = n, address
         self.stack: list[Any] = []
+        self.on_term: Any = None
 
     def __enter__(self) -> Any:
+        import signal
         import tempfile
+        import threading
 
         from distributed import Client
 
+        if threading.current_thread() is threading.main_thread():
+            # SIGTERM unwinds like Ctrl-C: the cluster and its scratch folder go with us
+            self.on_term = signal.signal(signal.SIGTERM, _terminate)
         try:
             if self.address is not None:
                 try:
@@ -178,6 +188,11 @@ class _client:
             raise
 
     def __exit__(self, *exc: object) -> None:
+        if self.on_term is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, self.on_term)
+            self.on_term = None
         while self.stack:
             thing = self.stack.pop()
             try:
