@@ -17,8 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracelens.engine import (HostFile, MapOptions, local_cluster, map_host, merged_breakdown,
-                              run_hosts, run_map)
+from tracelens.engine import HostFile, MapOptions, local_cluster, map_host, run_hosts, run_map
 from tracelens.errors import TraceInputError
 from tracelens.loader import load
 
@@ -119,7 +118,7 @@ def test_unreadable_host_file_fails_with_its_path_from_a_worker(tmp_path: Path,
     with pytest.raises(TraceInputError) as local:
         load([tmp_path])
     with pytest.raises(TraceInputError) as remote:
-        run_hosts([tmp_path], MapOptions(partials=("breakdown",)), scheduler=cluster)
+        run_hosts([tmp_path], MapOptions(partials=("collectives",)), scheduler=cluster)
     assert remote.value.path == local.value.path == str(bad)
     assert remote.value.problem == local.value.problem
 
@@ -134,42 +133,53 @@ def test_unrelated_files_refused_as_the_loader_refuses_them(cluster: str) -> Non
     assert (remote.value.path, remote.value.problem) == (local.value.path, local.value.problem)
 
 
-def _frames(b) -> tuple[pl.DataFrame, pl.DataFrame]:
-    keys = ["host", "rank", "device"]
-    return (b.timeline.drop("first_ns", "last_ns").sort(keys),
-            b.categories.sort(*keys, "category"))
-
-
 @pytest.mark.parametrize("which", ["straggler", "job16"])
-def test_placed_partials_equal_the_one_process_trace(which: str, cluster: str,
-                                                     request) -> None:
-    """The reduce places each host's partial (ranks, renamed hosts) where the one-process
-    loader puts its events, and builds the same job metadata, on either engine."""
-    from tracelens.analyze.timeline import device_breakdown
-
+def test_hosts_placed_as_the_one_process_loader_places_them(which: str, cluster: str,
+                                                            request) -> None:
+    """The reduce builds the job's metadata (hosts, ranks, sources, alignment, decoders)
+    from the hosts' metadata alone as the one-process loader builds it, on either engine."""
     path = STRAGGLER if which == "straggler" else request.getfixturevalue("job16")
     whole = load([path])
-    want = _frames(device_breakdown(whole.events))
-    options = MapOptions(partials=("breakdown",))
     for kw in ({"workers": 1}, {"scheduler": cluster}):
-        job = run_hosts([path], options, **kw)
-        got = _frames(merged_breakdown(job))
-        assert got[0].equals(want[0]) and got[1].equals(want[1]), kw
+        job = run_hosts([path], MapOptions(), **kw)
         assert job.meta.hosts == whole.meta.hosts and job.meta.ranks == whole.meta.ranks
         assert job.meta.sources == whole.meta.sources
         assert job.meta.alignment == whole.meta.alignment
         assert job.meta.decoder == whole.meta.decoder
+        assert sorted({d for h in job.hosts for d in h.devices}) == \
+            sorted(set(whole.devices["device"].to_list()))
+        assert sorted({s for h in job.hosts for s in h.steps}) == \
+            sorted(set(whole.steps["step"].to_list()))
+
+
+def _frames(x: object) -> list[pl.DataFrame]:
+    """Every DataFrame inside a partial (dataclasses, tuples, dicts)."""
+    import dataclasses
+
+    if isinstance(x, pl.DataFrame):
+        return [x]
+    if dataclasses.is_dataclass(x):
+        return [f for fld in dataclasses.fields(x) for f in _frames(getattr(x, fld.name))]
+    if isinstance(x, (list, tuple)):
+        return [f for v in x for f in _frames(v)]
+    if isinstance(x, dict):
+        return [f for v in x.values() for f in _frames(v)]
+    return []
 
 
 def test_map_host_sends_back_no_event_frames() -> None:
-    """The map's result is its partials and metadata: nothing as long as the events."""
+    """What a host sends back holds no frame of its events: per-group sums and its
+    collective rows (which instances match across hosts), each a fraction of them."""
     f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
-    part = map_host(HostFile(f), MapOptions(partials=("breakdown",)))
-    n_events = load([f]).events.height
-    frames = [v for b in part.partials.values() for v in vars(b).values()
-              if isinstance(v, pl.DataFrame)]
-    assert frames and max(df.height for df in frames) * 10 < n_events
-    assert len(pickle.dumps(part)) * 3 < f.stat().st_size
+    from tracelens.analyze.summary_types import SummaryOptions
+
+    part = map_host(HostFile(f), MapOptions(partials=("summary", "collectives"), params=(
+        ("summary", SummaryOptions()),)))
+    whole = load([f])
+    frames = _frames(part)
+    collective = whole.events.filter(pl.col("category") == "collective").height
+    assert part.partials["collectives"].acts.height == collective
+    assert frames and max(df.height for df in frames) * 3 < whole.events.height
 
 
 # -- the commands on the engine: byte-identical wherever the map runs ---------------------------

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import polars as pl
 
-from tracelens.combine import Placement, job_meta, place, plan
+from tracelens.combine import Placement, job_meta, plan
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
 from tracelens.model import Trace, TraceMeta
@@ -258,14 +258,6 @@ class HostPartial:
 PartialFn = Callable[[Trace, MapOptions], Any]
 
 
-def _breakdown(trace: Trace, options: MapOptions) -> Any:
-    """Per-device busy/idle/exposed-communication breakdown (the plumbing's first partial:
-    it merges by concatenation once ranks and hosts are placed)."""
-    from tracelens.analyze.timeline import device_breakdown
-
-    return device_breakdown(trace.events)
-
-
 def _summary(trace: Trace, options: MapOptions) -> Any:
     """``summarize``'s partial under the command's SummaryOptions (param ``summary``)."""
     from tracelens.analyze.summary import summary_partial
@@ -284,8 +276,7 @@ def _collectives(trace: Trace, options: MapOptions) -> Any:
     return collective_partial(trace)
 
 
-PARTIALS: dict[str, PartialFn] = {"breakdown": _breakdown, "summary": _summary,
-                                  "collectives": _collectives}
+PARTIALS: dict[str, PartialFn] = {"summary": _summary, "collectives": _collectives}
 """The partials a map can compute, by name: each takes one host's staged trace."""
 
 
@@ -413,14 +404,4 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def merged_breakdown(job: Job) -> Any:
-    """The stub reduce of the ``breakdown`` partial: each host's frames placed and joined."""
-    from tracelens.analyze.timeline import Breakdown
-
-    parts = [h.partials["breakdown"] for h in job.hosts]
-    return Breakdown(
-        timeline=pl.concat([place(p.timeline, w) for p, w in zip(parts, job.placements)]),
-        categories=pl.concat([place(p.categories, w) for p, w in zip(parts, job.placements)]))
 
