@@ -246,19 +246,11 @@ def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, star
     """Hosts without a shared wall clock (none has a profile start, or only one has) are
     aligned on collective ends from the ends the hosts send (read again from a host that
     had a start and did not send them) as the one-process loader aligns them."""
-    from tracelens_dev.writers.xspace import Activity, build_xspace
     from reports import summary as render
+    from tests.synth_helpers import write_skewed_hosts
     from tracelens.analyze.summary import summarize
 
-    run = tmp_path / "plugins" / "profile" / "r"
-    run.mkdir(parents=True)
-    for h, (skew, start) in enumerate(zip((0, 5_000_000), starts)):
-        acts = [Activity(0, 2, "ncclDevKernel_Generic_4(x)", skew + t, 400,
-                         {"hlo_op": "all-reduce-start.1"}) for t in (1_000, 9_000, 17_000)]
-        acts += [Activity(0, 1, "loop_add_fusion.kd", skew + t - 500, 450,
-                          {"hlo_op": "loop_add_fusion"}) for t in (1_000, 9_000, 17_000)]
-        (run / f"n{h}.xplane.pb").write_bytes(build_xspace(
-            acts, host=f"n{h}", steps=[(0, skew, skew + 8_000)], profile_start_ns=start))
+    write_skewed_hosts(tmp_path, starts)
     whole = load([tmp_path])
     assert whole.meta.alignment.startswith("collective ends")
     assert _cli("summarize", str(tmp_path), "--format", "json", "--quiet") == \
