@@ -298,3 +298,21 @@ def test_unreachable_scheduler_is_one_error_line() -> None:
                                         "tcp://127.0.0.1:9"])
     assert res.exit_code == 2
     assert res.stderr.startswith("error: tcp://127.0.0.1:9: cannot reach the Dask scheduler")
+
+
+def test_discovery_notes_reach_the_output_as_in_one_process(tmp_path: Path) -> None:
+    """A folder whose second rocprofv3 process is also there in another format: the note
+    that says which file was read is in the summary, which equals the one-process one."""
+    from reports import summary as render
+    from tracelens.analyze.summary import summarize
+
+    src = SHARED / "rocprof" / "mi350x_908_results.json.gz"
+    if not src.exists():
+        pytest.skip(f"{src} not present")
+    for name in ("908_results.json.gz", "909_results.json.gz"):
+        (tmp_path / name).write_bytes(src.read_bytes())
+    (tmp_path / "909_kernel_trace.csv").write_text("not read\n")
+    whole = load([tmp_path])
+    assert any("(not read)" in w for w in whole.meta.warnings)
+    assert _cli("summarize", str(tmp_path), "--format", "json", "--quiet") == \
+        render.render_json(summarize(whole)) + "\n"
