@@ -316,3 +316,20 @@ def test_discovery_notes_reach_the_output_as_in_one_process(tmp_path: Path) -> N
     assert any("(not read)" in w for w in whole.meta.warnings)
     assert _cli("summarize", str(tmp_path), "--format", "json", "--quiet") == \
         render.render_json(summarize(whole)) + "\n"
+
+
+def test_engine_workers_decides_where_the_map_runs(tmp_path: Path, monkeypatch) -> None:
+    import tracelens.engine as engine
+
+    files = [HostFile(tmp_path / f"h{i}.xplane.pb") for i in range(4)]
+    for f in files:
+        f.path.write_bytes(b"x" * 10)
+    monkeypatch.delenv("TRACELENS_WORKERS", raising=False)
+    monkeypatch.delenv("TRACELENS_SCHEDULER", raising=False)
+    assert engine.engine_workers(files, None, None) == 1  # 40 bytes: not worth a cluster
+    assert engine.engine_workers(files, 2, None) == 2
+    assert engine.engine_workers(files[:1], 8, None) == 1
+    monkeypatch.setattr(engine, "LOCAL_MIN_BYTES", 40)
+    monkeypatch.setenv("TRACELENS_WORKERS", "3")
+    assert engine.engine_workers(files, None, None) == 3
+    assert engine.engine_workers(files[:2], None, None) == 2

@@ -33,7 +33,7 @@ from tracelens.combine import Placement, job_meta, plan
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
 from tracelens.model import Trace, TraceMeta
-from tracelens.reading import default_workers, spawn_safe
+from tracelens.reading import default_workers, file_size, spawn_safe
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -393,15 +393,8 @@ def engine_workers(files: Sequence[HostFile], workers: int | None,
     than it saves (the result is the same either way)."""
     if workers is not None or scheduler_address(scheduler):
         return min(len(files), workers or default_workers())
-    size = sum(_size(f.path) for f in files)
+    size = sum(file_size(f.path) for f in files)
     if len(files) < 2 or size < LOCAL_MIN_BYTES or not spawn_safe():
         return 1
     return min(len(files), default_workers())
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 

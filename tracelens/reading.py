@@ -97,7 +97,7 @@ def _read_parallel(files: list[Path], formats: list[str],
 
     n = workers(files)
     threads = all(reader_for(fmt, f).native for f, fmt in zip(files, formats))
-    if not threads and (not spawn_safe() or sum(_size(f) for f in files) < _PROCESS_MIN_BYTES):
+    if not threads and (not spawn_safe() or sum(file_size(f) for f in files) < _PROCESS_MIN_BYTES):
         return _read_serial(readers, iterator)  # starting processes would cost more
     pool: Executor
     if threads:
@@ -121,7 +121,8 @@ def _read_parallel(files: list[Path], formats: list[str],
     return parts
 
 
-def _size(f: Path) -> int:
+def file_size(f: Path) -> int:
+    """Its size in bytes; 0 when it cannot be read (its reader says why later)."""
     try:
         return f.stat().st_size
     except OSError:
