@@ -329,7 +329,7 @@ def test_engine_workers_decides_where_the_map_runs(tmp_path: Path, monkeypatch) 
     assert engine.engine_workers(files, None, None) == 1  # 40 bytes: not worth a cluster
     assert engine.engine_workers(files, 2, None) == 2
     assert engine.engine_workers(files[:1], 8, None) == 1
-    monkeypatch.setattr(engine, "LOCAL_MIN_BYTES", 40)
+    monkeypatch.setattr(engine, "LOCAL_MIN_BYTES", 20)
     monkeypatch.setenv("TRACELENS_WORKERS", "3")
     assert engine.engine_workers(files, None, None) == 3
     assert engine.engine_workers(files[:2], None, None) == 2
