@@ -206,6 +206,8 @@ def test_commands_byte_identical_in_process_and_on_a_cluster(name: str, cluster:
     if not path.exists():
         pytest.skip(f"{path} not present")
     variants = [("summarize", "--format", "json"), ("collectives", "--format", "json")]
+    if name in ("straggler", "job16"):  # XSpace: with HLO
+        variants.append(("hlo", "--format", "json"))
     if name == "straggler":
         variants += [("summarize", "--format", "csv"),
                      ("summarize", "--format", "json", "--step", "1", "--device", "1"),
@@ -217,13 +219,19 @@ def test_commands_byte_identical_in_process_and_on_a_cluster(name: str, cluster:
 
 
 def test_engine_summary_equals_the_one_process_summary(job16: Path) -> None:
-    """The random 16-host job through the per-host map and reduce gives the summary of the
-    whole job loaded in one process, byte for byte."""
+    """The random 16-host job through the per-host map and reduce gives the summary and the
+    HLO lens of the whole job loaded in one process, byte for byte."""
+    from reports import hlo as render_hlo
     from reports import summary as render
+    from tracelens.analyze.hlo_findings import lens_trace
     from tracelens.analyze.summary import summarize
+    from tracelens.results.jsonify import lens_json
 
-    whole = render.render_json(summarize(load([job16])))
+    trace = load([job16])
+    whole = render.render_json(summarize(trace))
     assert _cli("summarize", str(job16), "--format", "json", "--quiet") == whole + "\n"
+    lens = render_hlo.render_json(lens_json(lens_trace(trace), top=20))
+    assert _cli("hlo", str(job16), "--format", "json", "--quiet") == lens + "\n"
 
 
 def test_bad_host_file_exits_2_with_its_path_from_the_cluster(tmp_path: Path,

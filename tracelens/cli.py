@@ -261,16 +261,17 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
                    "groups span hosts where the input does not say).")
 @format_option
 @html_option
+@engine_options
 @common_options
 @guarded
 def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None, fmt: str,
-        html: Path | None, rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+        html: Path | None, workers: int | None, scheduler: str | None,
+        rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Why communication costs what it does, read from the compiled HLO: collectives per
     program and findings (collective in a loop, upcast, no overlap window, small, repeated
     gather, cross-host), each with its measured exposed time per step when PATH is a trace.
     PATH may also be an XLA dump (*.after_optimizations.txt, or a serialized HloProto)."""
-    from tracelens.analyze.hlo_findings import (lens_dump, lens_trace,
-                                                require_programs)
+    from tracelens.analyze.hlo_findings import lens_dump, require_programs
     from tracelens.hlo.dump import TEXT_SUFFIXES, load_dump
     from tracelens.hlo.lens import HostMap
     from tracelens.results.jsonify import lens_json
@@ -282,9 +283,11 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     if path.is_file() and (name.endswith(TEXT_SUFFIXES) or (
             name.endswith(".pb") and not name.endswith(".xplane.pb"))):
         result = lens_dump([load_dump(path)], program, hosts)
-    else:
-        trace = load_trace((path,), rules_files, quiet)
-        result = lens_trace(trace, program, hosts if devices_per_host else None)
+    else:  # per host on the engine (README, "Many hosts")
+        from tracelens.engine_jobs import lens_job, lens_of
+
+        job = lens_job([path], load_rule_files(rules_files), workers, scheduler)
+        result = lens_of(job, program, hosts if devices_per_host else None)
     require_programs(result, path, program)
     rep = lens_json(result, top=top)
     if html is not None:

@@ -276,7 +276,15 @@ def _collectives(trace: Trace, options: MapOptions) -> Any:
     return collective_partial(trace)
 
 
-PARTIALS: dict[str, PartialFn] = {"summary": _summary, "collectives": _collectives}
+def _lens(trace: Trace, options: MapOptions) -> Any:
+    """``hlo``'s partial: what the HLO lens reads of the host's timeline."""
+    from tracelens.analyze.hlo_findings import lens_timeline
+
+    return lens_timeline(trace)
+
+
+PARTIALS: dict[str, PartialFn] = {"summary": _summary, "collectives": _collectives,
+                                  "lens": _lens}
 """The partials a map can compute, by name: each takes one host's staged trace."""
 
 

@@ -1,6 +1,6 @@
-"""The commands' reduces on the engine (:mod:`tracelens.engine`): ``summarize`` and
-``collectives`` of a job from its hosts' partials, as the one-process path computes them from
-the combined trace.
+"""The commands' reduces on the engine (:mod:`tracelens.engine`): ``summarize``,
+``collectives`` and ``hlo`` of a job from its hosts' partials, as the one-process path
+computes them from the combined trace.
 
 What the loader does on the combined trace and a host cannot do alone is redone here from the
 partials: hosts without a shared wall clock are aligned on collective ends (the ``ends``
@@ -75,3 +75,25 @@ def collectives_of(job: Job, top: int) -> Any:
         acts = acts.with_columns(start_ns=pl.col("start_ns") + by, end_ns=pl.col("end_ns") + by)
     devices = pl.concat([place(p.devices, w) for p, w in zip(parts, job.placements)])
     return collectives_from_activities(acts, alignment, top, link_of(devices))
+
+
+def lens_job(paths: Sequence[str | Path], rules: Any = None, workers: int | None = None,
+             scheduler: str | None = None) -> Job:
+    """Map every host of ``paths`` to what the HLO lens reads of its timeline."""
+    return run_hosts(paths, MapOptions(rules, None, ("lens",)), workers, scheduler)
+
+
+def lens_of(job: Job, program: str | None = None, hosts: Any = None) -> Any:
+    """The job's :class:`~tracelens.results.hlo.HloLensResult` (``hlo`` on a trace): each
+    host's lens inputs placed (ranks, host names) and joined. Step numbers and exposed times
+    do not depend on the clock, so no shift applies."""
+    from dataclasses import replace
+
+    from tracelens.analyze.hlo_findings import lens_of_timeline
+    from tracelens.analyze.summary_merge import _concat_lens  # the join of the hosts' lens
+
+    placed = [replace(t, programs=place(t.programs, w), gpus=place(t.gpus, w),
+                      compute=place(t.compute, w), acts=place(t.acts, w),
+                      hosts=(w.host,) if w.host is not None else t.hosts)
+              for t, w in zip((h.partials["lens"] for h in job.hosts), job.placements)]
+    return lens_of_timeline(_concat_lens(placed), program, hosts)
