@@ -341,3 +341,30 @@ def test_engine_workers_decides_where_the_map_runs(tmp_path: Path, monkeypatch) 
     monkeypatch.setenv("TRACELENS_WORKERS", "3")
     assert engine.engine_workers(files, None, None) == 3
     assert engine.engine_workers(files[:2], None, None) == 2
+
+
+def test_sigterm_tears_the_local_cluster_down(job16: Path, tmp_path: Path) -> None:
+    """A command stopped while its local cluster runs leaves no worker process and no
+    scratch folder behind (SIGTERM unwinds as Ctrl-C does)."""
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path(__file__).parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "tracelens.cli", "summarize", str(job16),
+                             "--workers", "2", "--format", "json"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    me = psutil.Process(proc.pid)
+    children: list[psutil.Process] = []
+    deadline = time.monotonic() + 120  # a guard against a hang, not a measured time
+    while proc.poll() is None and time.monotonic() < deadline and len(children) < 2:
+        children = [c for c in me.children(recursive=True) if "spawn_main" in " ".join(
+            c.cmdline())] if me.is_running() else []
+        time.sleep(0.1)
+    assert proc.poll() is None, "finished before its workers were seen"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) != 0
+    _, alive = psutil.wait_procs(children, timeout=60)
+    assert alive == [] and not list(tmp_path.glob("tracelens-dask-*"))

@@ -144,48 +144,61 @@ def local_cluster(n: int, scratch: str | None = None) -> Any:
         silence_logs=quiet, local_directory=scratch, env={"POLARS_MAX_THREADS": str(threads)})
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 class _client:
     """A ``distributed.Client`` on a fresh local cluster of ``n`` processes (torn down on
-    exit, Ctrl-C included), or on the cluster at ``address``."""
+    exit, Ctrl-C included), or on the cluster at ``address``.
+
+    SIGTERM unwinds like Ctrl-C, so the cluster and its scratch folder go with us; one that
+    arrives while the cluster starts waits until it has started (a half-started cluster
+    cannot be closed, and its workers would write into a removed folder)."""
 
     def __init__(self, n: int, address: str | None) -> None:
         self.n, self.address = n, address
         self.stack: list[Any] = []
         self.on_term: Any = None
+        self.starting, self.stopped = True, False
+
+    def _terminate(self, signum: int, frame: Any) -> None:
+        self.stopped = True
+        if not self.starting:
+            raise SystemExit(128 + signum)
 
     def __enter__(self) -> Any:
         import signal
         import tempfile
         import threading
 
-        from distributed import Client
-
         if threading.current_thread() is threading.main_thread():
-            # SIGTERM unwinds like Ctrl-C: the cluster and its scratch folder go with us
-            self.on_term = signal.signal(signal.SIGTERM, _terminate)
+            self.on_term = signal.signal(signal.SIGTERM, self._terminate)
         try:
-            if self.address is not None:
-                try:
-                    client = Client(self.address, set_as_default=False)
-                except (OSError, TimeoutError) as exc:
-                    raise TraceInputError(self.address, "cannot reach the Dask scheduler "
-                                          f"({type(exc).__name__}: {exc})") from None
-                self.stack.append(client)
-                return client
-            scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-")
-            self.stack.append(scratch)
-            cluster = local_cluster(self.n, scratch.name)
-            self.stack.append(cluster)
-            client = Client(cluster, set_as_default=False)
-            self.stack.append(client)
+            client = self._start(tempfile)
+            self.starting = False
+            if self.stopped:
+                raise SystemExit(128 + signal.SIGTERM)
             return client
         except BaseException:
             self.__exit__(None, None, None)
             raise
+
+    def _start(self, tempfile: Any) -> Any:
+        from distributed import Client
+
+        if self.address is not None:
+            try:
+                client = Client(self.address, set_as_default=False)
+            except (OSError, TimeoutError) as exc:
+                raise TraceInputError(self.address, "cannot reach the Dask scheduler "
+                                      f"({type(exc).__name__}: {exc})") from None
+            self.stack.append(client)
+            return client
+        scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-",
+                                              ignore_cleanup_errors=True)
+        self.stack.append(scratch)
+        cluster = local_cluster(self.n, scratch.name)
+        self.stack.append(cluster)
+        client = Client(cluster, set_as_default=False)
+        self.stack.append(client)
+        return client
 
     def __exit__(self, *exc: object) -> None:
         if self.on_term is not None:
