@@ -103,11 +103,20 @@ def test_first_input_error_in_input_order_with_its_path(cluster: str) -> None:
 
 
 def test_embedded_local_cluster_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
+    """Neither in the working folder nor in the temporary one (Dask's own lock files
+    included)."""
+    import tempfile
+
+    work, temp = tmp_path / "work", tmp_path / "temp"
+    work.mkdir()
+    temp.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     got = run_map(_pid_square, [1, 2, 3, 4], workers=2)
     assert [r for r, _ in got] == [1, 4, 9, 16]
     assert os.getpid() not in {pid for _, pid in got}
-    assert list(tmp_path.iterdir()) == []
+    assert list(work.iterdir()) == [] and list(temp.iterdir()) == []
 
 
 def test_unreadable_host_file_fails_with_its_path_from_a_worker(tmp_path: Path,

@@ -148,18 +148,18 @@ class _client:
     """A ``distributed.Client`` on a fresh local cluster of ``n`` processes (torn down on
     exit, Ctrl-C included), or on the cluster at ``address``.
 
-    SIGTERM unwinds like Ctrl-C, so the cluster and its scratch folder go with us; one that
-    arrives while the cluster starts waits until it has started (a half-started cluster
+    SIGTERM unwinds like Ctrl-C, so the cluster and its scratch folder go with us; either
+    arriving while the cluster starts waits until it has started (a half-started cluster
     cannot be closed, and its workers would write into a removed folder)."""
 
     def __init__(self, n: int, address: str | None) -> None:
         self.n, self.address = n, address
         self.stack: list[Any] = []
         self.on_term: Any = None
-        self.starting, self.stopped = True, False
+        self.starting, self.stopped = True, 0
 
     def _terminate(self, signum: int, frame: Any) -> None:
-        self.stopped = True
+        self.stopped = signum
         if not self.starting:
             raise SystemExit(128 + signum)
 
@@ -168,15 +168,25 @@ class _client:
         import tempfile
         import threading
 
-        if threading.current_thread() is threading.main_thread():
-            self.on_term = signal.signal(signal.SIGTERM, self._terminate)
+        on_int = None
+        if threading.current_thread() is threading.main_thread():  # an ignored signal stays so
+            if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+                self.on_term = signal.signal(signal.SIGTERM, self._terminate)
+            if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+                on_int = signal.signal(signal.SIGINT, self._terminate)
         try:
             client = self._start(tempfile)
             self.starting = False
+            if on_int is not None:
+                signal.signal(signal.SIGINT, on_int)
+            if self.stopped == signal.SIGINT:
+                raise KeyboardInterrupt
             if self.stopped:
-                raise SystemExit(128 + signal.SIGTERM)
+                raise SystemExit(128 + self.stopped)
             return client
         except BaseException:
+            if on_int is not None:
+                signal.signal(signal.SIGINT, on_int)
             self.__exit__(None, None, None)
             raise
 
@@ -191,10 +201,13 @@ class _client:
                                       f"({type(exc).__name__}: {exc})") from None
             self.stack.append(client)
             return client
+        import dask
+
         scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-",
                                               ignore_cleanup_errors=True)
         self.stack.append(scratch)
-        cluster = local_cluster(self.n, scratch.name)
+        with dask.config.set({"temporary-directory": scratch.name}):  # its lock files too
+            cluster = local_cluster(self.n, scratch.name)
         self.stack.append(cluster)
         client = Client(cluster, set_as_default=False)
         self.stack.append(client)
