@@ -70,8 +70,10 @@ else:
 
     workers = int(mode.split("-")[1]) if mode.startswith("cluster") else 1
     if workers > 1:
+        import shutil, tempfile
         from distributed import Client
-        cluster = local_cluster(workers)
+        scratch = tempfile.mkdtemp(prefix="tracelens-bench-dask-")
+        cluster = local_cluster(workers, scratch)
         client = Client(cluster, set_as_default=False)
         out["cluster_start_s"] = round(time.perf_counter() - t0, 3)
         def warm(_dask_worker=None):
@@ -80,7 +82,7 @@ else:
         out["worker_rss_after_imports_bytes"] = sorted(client.run(warm).values())
         job, result = run_command(command, [data], scheduler=cluster.scheduler_address)
         out["worker_peak_rss_bytes"] = sorted(client.run(peak).values())
-        client.close(); cluster.close()
+        client.close(); cluster.close(); shutil.rmtree(scratch, ignore_errors=True)
     else:
         job, result = run_command(command, [data], workers=1)
     out["hosts"] = len(job.hosts)

@@ -26,12 +26,12 @@ STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
     """A 2-process LocalCluster for the module; its address is what ``--scheduler`` takes."""
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import it
-    with local_cluster(2) as c:
+    with local_cluster(2, str(tmp_path_factory.mktemp("dask"))) as c:
         yield c.scheduler_address
 
 

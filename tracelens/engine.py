@@ -131,17 +131,25 @@ def _unwrap(fut: Any, item: Any) -> Any:
 def local_cluster(n: int, scratch: str | None = None) -> Any:
     """A quiet ``distributed.LocalCluster`` of ``n`` single-threaded worker processes, on
     127.0.0.1 only (its HTTP endpoints on a free port, no dashboard), each worker's polars
-    limited to its share of the cores; ``scratch``: the workers' spill folder."""
+    limited to its share of the cores; ``scratch``: the folder for the workers' spill and
+    Dask's lock files (None: Dask's default, under the system's temporary folder)."""
+    import contextlib
+
+    import dask
     from distributed import LocalCluster
 
     quiet = logging.CRITICAL
     for name in ("distributed", "dask"):
         logging.getLogger(name).setLevel(quiet)
     threads = max(1, (os.cpu_count() or 1) // n)
-    return LocalCluster(
-        n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-        silence_logs=quiet, local_directory=scratch, env={"POLARS_MAX_THREADS": str(threads)})
+    where = dask.config.set({"temporary-directory": scratch}) if scratch else \
+        contextlib.nullcontext()
+    with where:
+        return LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+            silence_logs=quiet, local_directory=scratch,
+            env={"POLARS_MAX_THREADS": str(threads)})
 
 
 class _client:
@@ -201,13 +209,10 @@ class _client:
                                       f"({type(exc).__name__}: {exc})") from None
             self.stack.append(client)
             return client
-        import dask
-
         scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-",
                                               ignore_cleanup_errors=True)
         self.stack.append(scratch)
-        with dask.config.set({"temporary-directory": scratch.name}):  # its lock files too
-            cluster = local_cluster(self.n, scratch.name)
+        cluster = local_cluster(self.n, scratch.name)
         self.stack.append(cluster)
         client = Client(cluster, set_as_default=False)
         self.stack.append(client)
