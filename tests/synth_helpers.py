@@ -15,6 +15,25 @@ from tracelens_dev.synth import Synthetic, build
 from tracelens_dev.synth.scenario import Scenario
 
 
+def write_skewed_hosts(root: Path, starts: tuple[int | None, ...]) -> Path:
+    """An XProf log directory of hosts ``n0``, ``n1``, ... whose clocks are 5 ms apart
+    (``n<h>`` at h × 5 ms), each one GPU running three all-reduces after an add fusion,
+    with the profile start given (None: no Task Environment, no wall clock)."""
+    from tracelens_dev.writers.xspace import Activity, build_xspace
+
+    run = root / "plugins" / "profile" / "r"
+    run.mkdir(parents=True)
+    for h, start in enumerate(starts):
+        skew = h * 5_000_000
+        acts = [Activity(0, 2, "ncclDevKernel_Generic_4(x)", skew + t, 400,
+                         {"hlo_op": "all-reduce-start.1"}) for t in (1_000, 9_000, 17_000)]
+        acts += [Activity(0, 1, "loop_add_fusion.kd", skew + t - 500, 450,
+                          {"hlo_op": "loop_add_fusion"}) for t in (1_000, 9_000, 17_000)]
+        (run / f"n{h}.xplane.pb").write_bytes(build_xspace(
+            acts, host=f"n{h}", steps=[(0, skew, skew + 8_000)], profile_start_ns=start))
+    return run
+
+
 def write_and_load(syn: Synthetic, tmp: Path) -> tuple[Trace, list[Path]]:
     """Write the synthetic trace as XSpace (a file for one host, a log dir for several) and
     read it back through ``tracelens.load``."""

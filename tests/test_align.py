@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 import tracelens
-from tracelens_dev.writers.xspace import Activity, build_xspace
+from tests.synth_helpers import write_skewed_hosts
 from tracelens.align import align_on_collectives, collective_end_offsets
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              conform)
@@ -48,15 +48,7 @@ def test_alignment_shifts_events_and_steps_and_says_so() -> None:
 def test_loader_aligns_hosts_without_profile_start(tmp_path: Path) -> None:
     """Two XSpace hosts without Task Environment, clocks 5 ms apart: load aligns them on their
     all-reduce ends instead of leaving them apart."""
-    run = tmp_path / "plugins" / "profile" / "r"
-    run.mkdir(parents=True)
-    for h, skew in ((0, 0), (1, 5_000_000)):
-        acts = [Activity(0, 2, "ncclDevKernel_Generic_4(x)", skew + t, 400,
-                         {"hlo_op": "all-reduce-start.1"}) for t in (1_000, 9_000, 17_000)]
-        acts += [Activity(0, 1, "loop_add_fusion.kd", skew + t - 500, 450,
-                          {"hlo_op": "loop_add_fusion"}) for t in (1_000, 9_000, 17_000)]
-        (run / f"n{h}.xplane.pb").write_bytes(build_xspace(
-            acts, host=f"n{h}", steps=[(0, skew, skew + 8_000)], profile_start_ns=None))
+    write_skewed_hosts(tmp_path, (None, None))
     trace = tracelens.load(tmp_path)
     assert trace.meta.alignment.startswith("collective ends")
     assert not any("could not be aligned" in w for w in trace.meta.warnings)

@@ -129,7 +129,7 @@ def test_parsers_use_only_the_bottom_layer_and_no_renderer() -> None:
 
 # the modules that read traces: the loader in parts (formats holds the readers) and the CLI
 READING = ("tracelens.loader", "tracelens.formats", "tracelens.reading", "tracelens.combine",
-           "tracelens.cli")
+           "tracelens.engine", "tracelens.cli")
 
 
 def test_reports_never_read_traces() -> None:

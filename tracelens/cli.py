@@ -14,7 +14,8 @@ import click
 
 from tracelens import __version__
 from tracelens.cli_common import (apply_filters, busy, check_device_and_step,
-                                  check_output_path, common_options, fail_with, filter_options,
+                                  check_output_path, common_options, engine_collectives,
+                                  engine_options, engine_summary, fail_with, filter_options,
                                   format_option, gpu_options, guarded, html_option,
                                   load_gpu_specs, load_rule_files, load_trace, print_result,
                                   step_marker_option)
@@ -40,14 +41,15 @@ def main() -> None:
 @step_marker_option
 @filter_options
 @gpu_options
+@engine_options
 @common_options
 @guarded
 def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top: int,
               all_rows: bool, fmt: str, step_marker: str | None,
               categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
               time_window: tuple[int | None, int | None] | None, gpu: str | None,
-              gpu_specs: Path | None, rules_files: tuple[str, ...], quiet: bool,
-              debug: bool) -> None:
+              gpu_specs: Path | None, workers: int | None, scheduler: str | None,
+              rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
     from dataclasses import replace
 
@@ -55,12 +57,16 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     from reports import summary as render
 
     extra_specs = load_gpu_specs(gpu, gpu_specs)
-    trace = load_trace(paths, rules_files, quiet, step_marker)
-    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    check_device_and_step(trace, paths, device, step)
-    with busy("analyzing", quiet):
-        result = build(trace, device=device, step=step, top=top, gpu=gpu,
-                       gpu_specs=extra_specs).with_filters(active)
+    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
+        result = engine_summary(paths, rules_files, step_marker, device, step, top, gpu,
+                                extra_specs, categories, kernel, workers, scheduler)
+    else:
+        trace = load_trace(paths, rules_files, quiet, step_marker)
+        trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
+        check_device_and_step(trace, paths, device, step)
+        with busy("analyzing", quiet):
+            result = build(trace, device=device, step=step, top=top, gpu=gpu,
+                           gpu_specs=extra_specs).with_filters(active)
     shown = replace(result, warnings=()) if quiet and fmt == "table" else result
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
@@ -112,23 +118,30 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
 @format_option
 @step_marker_option
 @filter_options
+@engine_options
 @common_options
 @guarded
 def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | None,
                 categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
-                time_window: tuple[int | None, int | None] | None,
-                rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+                time_window: tuple[int | None, int | None] | None, workers: int | None,
+                scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
+                debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
     from tracelens.analyze.collectives import analyze, link_of
     from tracelens.results.jsonify import collectives_json
     from reports import collectives as render
 
-    trace = load_trace(paths, rules_files, quiet, step_marker)
-    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    res = analyze(trace.events, trace.meta.alignment, top=top,
-                  link_gb_per_s=link_of(trace.devices))
+    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
+        res, steps_source, active = engine_collectives(
+            paths, rules_files, step_marker, top, categories, kernel, workers, scheduler)
+    else:
+        trace = load_trace(paths, rules_files, quiet, step_marker)
+        trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
+        res = analyze(trace.events, trace.meta.alignment, top=top,
+                      link_gb_per_s=link_of(trace.devices))
+        steps_source = trace.meta.steps_source
     rep: dict[str, Any] = dict(collectives_json(res))
-    rep["steps_source"] = trace.meta.steps_source
+    rep["steps_source"] = steps_source
     if active:
         rep["filters"] = active
     print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(res),
@@ -248,16 +261,17 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
                    "groups span hosts where the input does not say).")
 @format_option
 @html_option
+@engine_options
 @common_options
 @guarded
 def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None, fmt: str,
-        html: Path | None, rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+        html: Path | None, workers: int | None, scheduler: str | None,
+        rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Why communication costs what it does, read from the compiled HLO: collectives per
     program and findings (collective in a loop, upcast, no overlap window, small, repeated
     gather, cross-host), each with its measured exposed time per step when PATH is a trace.
     PATH may also be an XLA dump (*.after_optimizations.txt, or a serialized HloProto)."""
-    from tracelens.analyze.hlo_findings import (lens_dump, lens_trace,
-                                                require_programs)
+    from tracelens.analyze.hlo_findings import lens_dump, require_programs
     from tracelens.hlo.dump import TEXT_SUFFIXES, load_dump
     from tracelens.hlo.lens import HostMap
     from tracelens.results.jsonify import lens_json
@@ -269,9 +283,11 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     if path.is_file() and (name.endswith(TEXT_SUFFIXES) or (
             name.endswith(".pb") and not name.endswith(".xplane.pb"))):
         result = lens_dump([load_dump(path)], program, hosts)
-    else:
-        trace = load_trace((path,), rules_files, quiet)
-        result = lens_trace(trace, program, hosts if devices_per_host else None)
+    else:  # per host on the engine (README, "Many hosts")
+        from tracelens.engine_jobs import lens_job, lens_of
+
+        job = lens_job([path], load_rule_files(rules_files), workers, scheduler)
+        result = lens_of(job, program, hosts if devices_per_host else None)
     require_programs(result, path, program)
     rep = lens_json(result, top=top)
     if html is not None:

@@ -146,15 +146,22 @@ def check_device_and_step(trace: Any, paths: tuple[Path, ...], device: int | Non
                    step: int | None) -> None:
     """``--device``/``--step`` must name a device or step of the trace: else the one-line
     input error (exit 2) naming what the trace holds."""
+    check_known(paths, device, step, trace.steps["step"].to_list(), trace.meta.steps_source,
+                trace.devices["device"].to_list())
+
+
+def check_known(paths: tuple[Path, ...], device: int | None, step: int | None,
+                steps: list[int], steps_source: str, devices: list[int]) -> None:
+    """:func:`check_device_and_step` from the step numbers and device ordinals alone (what
+    the engine's hosts report)."""
     where = Path(", ".join(str(p) for p in paths))
-    if step is not None and not trace.steps.filter(trace.steps["step"] == step).height:
-        known = sorted(set(trace.steps["step"].to_list()))
+    if step is not None and step not in steps:
+        known = sorted(set(steps))
         raise TraceInputError(where, f"step {step} is not in the trace (steps: "
-                              f"{known[:20] if known else 'none'}, from "
-                              f"{trace.meta.steps_source})")
-    if device is not None and not trace.devices.filter(trace.devices["device"] == device).height:
+                              f"{known[:20] if known else 'none'}, from {steps_source})")
+    if device is not None and device not in devices:
         raise TraceInputError(where, f"device {device} is not in the trace (devices: "
-                              f"{sorted(set(trace.devices['device'].to_list()))})")
+                              f"{sorted(set(devices))})")
 
 
 def _time_window(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
@@ -226,3 +233,55 @@ def load_trace(paths: tuple[Path, ...], rules_files: tuple[str, ...], quiet: boo
 
     return load(list(paths), rules=load_rule_files(rules_files),
                 progress=progress_bar(list(paths), quiet), step_marker=step_marker)
+
+
+def engine_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--workers, --scheduler: where the per-host map of the command runs
+    (:mod:`tracelens.engine`); the output is byte-identical wherever it runs."""
+    func = click.option(
+        "--scheduler", default=None, metavar="ADDRESS", envvar="TRACELENS_SCHEDULER",
+        help="Run the per-host map on the Dask cluster at ADDRESS (e.g. tcp://10.0.0.1:8786; "
+             "env TRACELENS_SCHEDULER), whose workers can read the same paths and have "
+             "tracelens installed.")(func)
+    func = click.option(
+        "--workers", type=click.IntRange(min=1), default=None, metavar="N",
+        help="Map the host files on a local Dask cluster of N processes; 1: in this process "
+             "(default: TRACELENS_WORKERS, else the core count, for several files of 64 MB or "
+             "more together; in this process below that). With --host or --time every host "
+             "is loaded in this process instead.")(func)
+    return func
+
+
+def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
+                   step_marker: str | None, device: int | None, step: int | None, top: int,
+                   gpu: str | None, extra_specs: Any, categories: tuple[str, ...],
+                   kernel: str | None, workers: int | None, scheduler: str | None) -> Any:
+    """``summarize`` as a per-host map and a reduce (:mod:`tracelens.engine`), the
+    per-row filters (category, kernel) applied on each host."""
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.engine_jobs import summary_job, summary_of
+    from tracelens.filters import Filters
+
+    rows = Filters(categories=categories, kernel=kernel)
+    opts = SummaryOptions(device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs,
+                          filters=rows if rows.active() else None)
+    job = summary_job(paths, opts, load_rule_files(rules_files), step_marker, workers,
+                      scheduler)
+    check_known(paths, device, step, [s for h in job.hosts for s in h.steps],
+                job.meta.steps_source, [d for h in job.hosts for d in h.devices])
+    return summary_of(job, opts)
+
+
+def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],
+                       step_marker: str | None, top: int, categories: tuple[str, ...],
+                       kernel: str | None, workers: int | None, scheduler: str | None
+                       ) -> tuple[Any, str, dict[str, Any]]:
+    """``collectives`` as a per-host map and a reduce: (the typed result, the steps source,
+    the filters in force)."""
+    from tracelens.engine_jobs import collectives_job, collectives_of
+    from tracelens.filters import Filters
+
+    rows = Filters(categories=categories, kernel=kernel)
+    job = collectives_job(paths, rows, load_rule_files(rules_files), step_marker, workers,
+                          scheduler)
+    return collectives_of(job, top), job.meta.steps_source, rows.active()

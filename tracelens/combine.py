@@ -116,16 +116,28 @@ def combine(parts: list[Trace]) -> Trace:
         parts[0].meta.alignment = how.alignment
         parts[0].meta.unaligned = how.unaligned
         return parts[0]
+    out = {key: [place(getattr(part, key), where) for part, where in zip(parts, how.placements)]
+           for key in _FRAMES}
+    return Trace(events=pl.concat(out["events"]), host_events=pl.concat(out["host_events"]),
+                 steps=pl.concat(out["steps"]) if out["steps"] else pl.DataFrame(
+                     schema=STEP_SCHEMA),
+                 devices=pl.concat(out["devices"]), meta=job_meta([p.meta for p in parts], how),
+                 modules=pl.concat(out["modules"]))
+
+
+def job_meta(metas: list[TraceMeta], how: Plan) -> TraceMeta:
+    """The metadata of several parts joined by ``how``: their sources and warnings (once
+    each, in order), hosts and ranks where the plan puts them, its alignment (the engine
+    builds a job's metadata from its hosts' metas with this too)."""
     meta = TraceMeta()
-    for part in parts:
-        meta.sources.extend(part.meta.sources)
-        for w in part.meta.warnings:
+    for m in metas:
+        meta.sources.extend(m.sources)
+        for w in m.warnings:
             meta.warn(w)
     meta.alignment = how.alignment
-    out: dict[str, list[pl.DataFrame]] = {k: [] for k in _FRAMES}
-    for i, (part, where) in enumerate(zip(parts, how.placements)):
-        info = _named(i, part_facts(part.meta))
-        source = part.meta.sources[0]
+    for i, (m, where) in enumerate(zip(metas, how.placements)):
+        info = _named(i, part_facts(m))
+        source = m.sources[0]
         for local in range(info.n_ranks):
             proc = info.processes[local] if info.per_process else None
             host = where.host or (proc.host if proc else None) or f"host{i}"
@@ -135,14 +147,8 @@ def combine(parts: list[Trace]) -> Trace:
             entry.paths.append(source["path"])
             meta.ranks.append(RankInfo(rank=rank, host=host, pid=proc.pid if proc else None,
                                        path=source["path"], format=source.get("format")))
-        for key in out:
-            out[key].append(place(getattr(part, key), where))
     meta.unaligned = how.unaligned
-    return Trace(events=pl.concat(out["events"]), host_events=pl.concat(out["host_events"]),
-                 steps=pl.concat(out["steps"]) if out["steps"] else pl.DataFrame(
-                     schema=STEP_SCHEMA),
-                 devices=pl.concat(out["devices"]), meta=meta,
-                 modules=pl.concat(out["modules"]))
+    return meta
 
 
 def _alignment(infos: list[PartFacts]) -> tuple[str, bool, str | None]:

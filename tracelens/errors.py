@@ -10,3 +10,8 @@ class TraceInputError(Exception):
         super().__init__(f"{path}: {problem}")
         self.path = str(path)
         self.problem = problem
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        """Pickle as (path, problem): the error crosses process boundaries (a Dask worker's
+        failure reaches the client) and must arrive with its path, not fail to unpickle."""
+        return (type(self), (self.path, self.problem))

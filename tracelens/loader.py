@@ -22,6 +22,7 @@ from tracelens.classify import RuleSet, classify
 from tracelens.combine import combine
 from tracelens.cost import annotate, op_cost_table, with_hlo_kind
 from tracelens.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
+from tracelens.jobs import Facts as JobFacts
 from tracelens.jobs import check_one_job
 from tracelens.jobs import facts as job_facts
 from tracelens.model import Trace, validate
@@ -56,23 +57,48 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
     Raises :class:`TraceInputError` for any input that cannot be read; nothing partial is
     returned.
     """
+    args, files, origin, notes = discover_files(paths, step_marker)
+    parts = read_all(files, [sniff_format(f) for f in files], step_marker, progress)
+    if len(parts) > 1:
+        check_one_job([job_facts(part, f, origin[f], args[origin[f]].is_dir())
+                       for f, part in zip(files, parts)], args)
+    return finish(parts, Context(rules=rules, step_marker=step_marker, notes=notes))
+
+
+def discover_files(paths: str | Path | Sequence[str | Path], step_marker: str | None = None
+                   ) -> tuple[list[Path], list[Path], dict[Path, int], list[str]]:
+    """(the path arguments, the trace files behind them, each file's first argument, the
+    discovery notes): what ``load`` reads, decided before any file is opened."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if step_marker is not None:
         re.compile(step_marker)  # a bad pattern is the caller's error, not the file's
     args = [Path(p) for p in paths]
     origin: dict[Path, int] = {}  # each file's first path argument
-    ctx = Context(rules=rules, step_marker=step_marker)
+    notes: list[str] = []
     for i, arg in enumerate(args):
         found, skipped = discover(arg)
-        ctx.notes += skipped
+        notes += skipped
         for f in found:
             origin.setdefault(f, i)
-    files = list(origin)
-    parts = read_all(files, [sniff_format(f) for f in files], step_marker, progress)
-    if len(parts) > 1:
-        check_one_job([job_facts(part, f, origin[f], args[origin[f]].is_dir())
-                       for f, part in zip(files, parts)], args)
+    return args, list(origin), origin, notes
+
+
+def load_host(path: Path, arg: int, in_dir: bool, rules: RuleSet | None = None,
+              step_marker: str | None = None, threads: int | None = None,
+              notes: Sequence[str] = ()) -> tuple[Trace, JobFacts]:
+    """One trace file of a job, read and staged on its own (the engine's per-host map), and
+    its job-check facts (taken before the stages, as ``load`` takes them). ``arg``,
+    ``in_dir``: its path argument's index and whether that is a directory; ``threads``: the
+    decoder threads it may use; ``notes``: discovery notes to warn after its own warnings."""
+    part = read_all([path], [sniff_format(path)], step_marker, threads=threads)[0]
+    found = job_facts(part, path, arg, in_dir)
+    ctx = Context(rules=rules, step_marker=step_marker, notes=list(notes))
+    return finish([part], ctx), found
+
+
+def finish(parts: list[Trace], ctx: Context) -> Trace:
+    """The parts combined onto one clock and through every stage."""
     ctx.decoders = {k: v for part in parts for k, v in part.meta.decoder.items()}
     trace = combine(parts)
     for _, stage in STAGES:

@@ -26,12 +26,15 @@ _FRAMES = ("events", "host_events", "steps", "devices", "modules")
 
 
 def read_all(files: list[Path], formats: list[str], step_marker: str | None,
-             progress: Callable[[Iterable[Path]], Iterable[Path]] | None = None
-             ) -> list[Trace]:
+             progress: Callable[[Iterable[Path]], Iterable[Path]] | None = None,
+             threads: int | None = None) -> list[Trace]:
     """One Trace per file, in order; the first file that cannot be read raises its
-    :class:`TraceInputError` (a format without a reader raises before any file is read)."""
+    :class:`TraceInputError` (a format without a reader raises before any file is read).
+    ``threads``: each native decoder's threads (default: the CPUs shared among the files
+    read at once)."""
     n = workers(files)
-    threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else None
+    if threads is None:
+        threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else None
     readers = [(f, _bound(fmt, f, step_marker, threads)) for f, fmt in zip(files, formats)]
     iterator = progress(files) if progress else files
     if n > 1:
@@ -40,11 +43,16 @@ def read_all(files: list[Path], formats: list[str], step_marker: str | None,
 
 
 def workers(files: list[Path]) -> int:
-    """How many files to read at once: one per file up to the CPUs (``TRACELENS_WORKERS``
-    overrides; 1 reads them one after the other)."""
+    """How many files to read at once: one per file up to :func:`default_workers`."""
+    return max(1, min(len(files), default_workers()))
+
+
+def default_workers() -> int:
+    """How many trace files are read at once, here by threads or processes and by the
+    engine's workers alike (``tracelens --workers``): ``TRACELENS_WORKERS`` when it is a
+    positive integer, else the core count; 1 reads them one after the other."""
     want = os.environ.get("TRACELENS_WORKERS", "").strip()
-    limit = int(want) if want.isdigit() and int(want) > 0 else (os.cpu_count() or 1)
-    return max(1, min(len(files), limit))
+    return int(want) if want.isdigit() and int(want) > 0 else (os.cpu_count() or 1)
 
 
 def _bound(fmt: str, f: Path, step_marker: str | None,
@@ -68,7 +76,7 @@ def _read_serial(readers: list[tuple[Path, Callable[[Path], Trace]]],
     return [read_one(reader, f) for f, (_, reader) in zip(iterator, readers)]
 
 
-def _spawn_safe() -> bool:
+def spawn_safe() -> bool:
     """Worker processes start with ``spawn``, which imports the caller's main script again:
     a script calling ``load`` outside an ``if __name__ == "__main__":`` block would recurse.
     A REPL, notebook or ``python -c`` has no file to re-import."""
@@ -89,7 +97,7 @@ def _read_parallel(files: list[Path], formats: list[str],
 
     n = workers(files)
     threads = all(reader_for(fmt, f).native for f, fmt in zip(files, formats))
-    if not threads and (not _spawn_safe() or sum(_size(f) for f in files) < _PROCESS_MIN_BYTES):
+    if not threads and (not spawn_safe() or sum(file_size(f) for f in files) < _PROCESS_MIN_BYTES):
         return _read_serial(readers, iterator)  # starting processes would cost more
     pool: Executor
     if threads:
@@ -113,7 +121,8 @@ def _read_parallel(files: list[Path], formats: list[str],
     return parts
 
 
-def _size(f: Path) -> int:
+def file_size(f: Path) -> int:
+    """Its size in bytes; 0 when it cannot be read (its reader says why later)."""
     try:
         return f.stat().st_size
     except OSError:

@@ -1,0 +1,161 @@
+"""The engine (issue 17) on an XProf log directory of 64 hosts × 8 GPUs × 20k kernels.
+
+    python benchmarks/bench_engine.py [--hosts 64] [--per-gpu 20000] [--workers 2]
+                                      [--command summarize] [--data DIR] [--load]
+
+Generates the job with ``tracelens_dev.synth`` + ``tracelens_dev.writers.xspace`` (8 hosts at
+a time, one seed per 8 hosts, distinct host names, one run folder; into ``--data DIR``,
+default ``/tmp/tracelens-bench-engine``, reused when there), then measures, each in a fresh
+process:
+
+- ``in-process``: the command's map and reduce in one process (``--workers 1``; the command
+  is ``summarize`` or ``collectives``, through the functions the CLI calls);
+- ``cluster-N``: the same on a ``LocalCluster`` of N worker processes (its start included);
+- with ``--load``, ``load-all``: the one-process loader of every host's events
+  (``tracelens.load`` + ``summarize``), the path the engine replaces.
+
+For each: wall time, CPU time (this process and its children) / wall, the client's peak RSS,
+each worker's peak RSS (``resource.getrusage`` in the worker via ``client.run``) and its RSS
+after imports, each host's map time on its worker and the pickled size of what it sent back.
+Prints the numbers as JSON and writes them to ``benchmarks/results/engine.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+MEASURE = r"""
+import json, os, pickle, resource, sys, time
+mode, data, command = sys.argv[1], sys.argv[2], sys.argv[3]
+t0 = time.perf_counter()
+
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+def peak(_dask_worker=None):
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+def now():
+    import psutil
+    return psutil.Process().memory_info().rss
+
+out = {"mode": mode}
+if mode == "load-all":
+    import tracelens
+    from tracelens.analyze.summary import summarize
+    summarize(tracelens.load([data]))
+else:
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.engine import local_cluster
+    from tracelens.engine_jobs import collectives_job, collectives_of, summary_job, summary_of
+    from tracelens.results.jsonify import collectives_json, summary_json
+
+    def run_command(command, paths, workers=None, scheduler=None):
+        if command == "summarize":
+            job = summary_job(paths, SummaryOptions(), None, None, workers, scheduler)
+            return job, json.dumps(summary_json(summary_of(job, SummaryOptions())))
+        job = collectives_job(paths, None, None, None, workers, scheduler)
+        return job, json.dumps(collectives_json(collectives_of(job, 10)))
+
+    workers = int(mode.split("-")[1]) if mode.startswith("cluster") else 1
+    if workers > 1:
+        import shutil, tempfile
+        from distributed import Client
+        scratch = tempfile.mkdtemp(prefix="tracelens-bench-dask-")
+        cluster = local_cluster(workers, scratch)
+        client = Client(cluster, set_as_default=False)
+        out["cluster_start_s"] = round(time.perf_counter() - t0, 3)
+        def warm(_dask_worker=None):
+            import tracelens.loader, tracelens.engine, polars  # what a map imports first
+            return now()
+        out["worker_rss_after_imports_bytes"] = sorted(client.run(warm).values())
+        job, result = run_command(command, [data], scheduler=cluster.scheduler_address)
+        out["worker_peak_rss_bytes"] = sorted(client.run(peak).values())
+        client.close(); cluster.close(); shutil.rmtree(scratch, ignore_errors=True)
+    else:
+        job, result = run_command(command, [data], workers=1)
+    out["hosts"] = len(job.hosts)
+    out["map_s"] = [h.map_s for h in job.hosts]
+    out["partial_bytes"] = [len(pickle.dumps(h)) for h in job.hosts]
+    out["result_bytes"] = len(result)
+out["wall_s"] = round(time.perf_counter() - t0, 3)
+out["cpu_s"] = round(cpu(), 3)
+out["client_peak_rss_bytes"] = peak()
+print(json.dumps(out))
+"""
+
+
+def make_job(data: Path, hosts: int, per_gpu: int) -> Path:
+    """``hosts`` × 8 GPUs × ``per_gpu`` kernels in one XProf run folder (8 hosts per seed)."""
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, build, scaled
+
+    root = data / f"engine_{hosts}x8_{per_gpu}"
+    run_dir = root / "plugins" / "profile" / "bench"
+    if run_dir.exists() and len(list(run_dir.glob("*.xplane.pb"))) == hosts:
+        return run_dir
+    for first in range(0, hosts, 8):
+        n = min(8, hosts - first)
+        names = tuple(f"node{i:04d}" for i in range(first, first + n))
+        sc = scaled(Scenario(device="mi355x", hosts=n, gpus=8, layers=32, seed=17 + first,
+                             hostnames=names), per_gpu)
+        write(build(sc, truth=False).trace, root, layout="logdir", run="bench")
+        print(f"  wrote hosts {first}..{first + n - 1}", flush=True)
+    return run_dir
+
+
+def measure(mode: str, data: Path, command: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([PY, "-c", MEASURE, mode, str(data), command], env=env, cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode:
+        return {"mode": mode, "error": proc.stderr.strip().splitlines()[-1:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hosts", type=int, default=64)
+    ap.add_argument("--per-gpu", type=int, default=20_000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--command", default="summarize", choices=["summarize", "collectives"])
+    ap.add_argument("--data", type=Path, default=Path("/tmp/tracelens-bench-engine"))
+    ap.add_argument("--load", action="store_true", help="also time the one-process loader")
+    ap.add_argument("--skip-in-process", action="store_true", help="only the cluster (and --load)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    args.data.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    job = make_job(args.data, args.hosts, args.per_gpu)
+    files = sorted(job.glob("*.xplane.pb"))
+    sizes = [f.stat().st_size for f in files]
+    print(f"job: {job} ({len(files)} files, {sum(sizes) / 1e6:.1f} MB, "
+          f"made in {time.perf_counter() - t:.1f} s)", flush=True)
+    runs = []
+    modes = ([] if args.skip_in_process else ["in-process"]) + [f"cluster-{args.workers}"]
+    for mode in modes + (["load-all"] if args.load else []):
+        runs.append(measure(mode, job, args.command))
+        print(json.dumps({k: v for k, v in runs[-1].items()
+                          if k not in ("map_s", "partial_bytes")}), flush=True)
+    report = {"workload": f"{args.hosts} hosts × 8 GPUs × {args.per_gpu:,} kernels",
+              "command": args.command, "files": len(files), "file_bytes": sizes,
+              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
+                         f"{platform.python_version()}", "runs": runs}
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

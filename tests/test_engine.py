@@ -1,0 +1,379 @@
+"""The engine (issue 17): the per-host map and the reduce give the same job in this process
+and on a Dask cluster; input errors from a worker arrive with their path.
+
+One module-scoped LocalCluster of 2 worker processes serves every test (``--scheduler`` /
+``scheduler=``); one test starts the embedded cluster of ``--workers 2`` itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import random
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tracelens.engine import HostFile, MapOptions, local_cluster, map_host, run_hosts, run_map
+from tracelens.errors import TraceInputError
+from tracelens.loader import load
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A 2-process LocalCluster for the module; its address is what ``--scheduler`` takes."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import it
+    with local_cluster(2, str(tmp_path_factory.mktemp("dask"))) as c:
+        yield c.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def job16(tmp_path_factory):
+    """A randomized 16-host job (2 GPUs each): MoE or not, straggler or not, hosts with or
+    without a shared wall clock; the draw is printed so a failure can be replayed."""
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import Scenario, build
+    from tracelens_dev.synth.scenario import Straggler
+
+    seed = int(os.environ.get("TRACELENS_TEST_SEED", random.SystemRandom().randrange(1 << 16)))
+    rng = random.Random(seed)
+    sc = Scenario(hosts=16, gpus=2, layers=2, steps=2, seed=seed, moe=rng.random() < 0.5,
+                  overlap=rng.choice([0.0, 0.5, 0.9]),
+                  straggler=Straggler(host=rng.randrange(16), device=0, slowdown=1.5)
+                  if rng.random() < 0.5 else None)
+    print(f"job16: TRACELENS_TEST_SEED={seed} {sc}")
+    root = tmp_path_factory.mktemp("job16") / "logs"
+    write(build(sc, truth=False).trace, root)
+    return root
+
+
+def _straggler_copy(tmp_path: Path) -> Path:
+    """The 2-host sample copied into ``tmp_path`` (a log directory): its run folder."""
+    run = tmp_path / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    for src in sorted((STRAGGLER / "plugins" / "profile").glob("*/*.xplane.pb")):
+        (run / src.name).write_bytes(src.read_bytes())
+    return run
+
+
+def _pid_square(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+def _fail_on_odd(x: int) -> int:
+    if x % 2:
+        raise TraceInputError(f"/no/such/file{x}", "broken on purpose")
+    return x
+
+
+def test_trace_input_error_pickles_with_its_path() -> None:
+    exc = pickle.loads(pickle.dumps(TraceInputError("/a/host1.xplane.pb", "truncated")))
+    assert (exc.path, exc.problem) == ("/a/host1.xplane.pb", "truncated")
+
+
+def test_run_map_keeps_input_order_on_workers(cluster: str) -> None:
+    items = list(range(40, 0, -1))
+    first = run_map(_pid_square, items, scheduler=cluster)
+    assert [r for r, _ in first] == [x * x for x in items]
+    assert {pid for _, pid in first} - {os.getpid()}  # it did run elsewhere
+    assert [r for r, _ in run_map(_pid_square, items, scheduler=cluster)] == \
+        [r for r, _ in first]
+
+
+def test_run_map_in_process_for_one_worker() -> None:
+    got = run_map(_pid_square, [3, 1, 2], workers=1)
+    assert got == [(9, os.getpid()), (1, os.getpid()), (4, os.getpid())]
+
+
+def test_first_input_error_in_input_order_with_its_path(cluster: str) -> None:
+    with pytest.raises(TraceInputError) as info:
+        run_map(_fail_on_odd, [2, 4, 7, 8, 3], scheduler=cluster)
+    assert (info.value.path, info.value.problem) == ("/no/such/file7", "broken on purpose")
+    with pytest.raises(TraceInputError) as local:
+        run_map(_fail_on_odd, [2, 4, 7, 8, 3], workers=1)
+    assert local.value.path == info.value.path
+
+
+def test_embedded_local_cluster_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:
+    """Neither in the working folder nor in the temporary one (Dask's own lock files
+    included)."""
+    import tempfile
+
+    work, temp = tmp_path / "work", tmp_path / "temp"
+    work.mkdir()
+    temp.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    got = run_map(_pid_square, [1, 2, 3, 4], workers=2)
+    assert [r for r, _ in got] == [1, 4, 9, 16]
+    assert os.getpid() not in {pid for _, pid in got}
+    assert list(work.iterdir()) == [] and list(temp.iterdir()) == []
+
+
+def test_unreadable_host_file_fails_with_its_path_from_a_worker(tmp_path: Path,
+                                                                cluster: str) -> None:
+    run = _straggler_copy(tmp_path)
+    bad = run / "mi355x-node1.xplane.pb"
+    bad.write_bytes(bad.read_bytes()[: bad.stat().st_size // 2])
+    with pytest.raises(TraceInputError) as local:
+        load([tmp_path])
+    with pytest.raises(TraceInputError) as remote:
+        run_hosts([tmp_path], MapOptions(partials=("collectives",)), scheduler=cluster)
+    assert remote.value.path == local.value.path == str(bad)
+    assert remote.value.problem == local.value.problem
+
+
+def test_unrelated_files_refused_as_the_loader_refuses_them(cluster: str) -> None:
+    paths = [SAMPLES / "h100_8gpu_moe_ddp.xplane.pb", SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"]
+    with pytest.raises(TraceInputError) as local:
+        load(paths)
+    with pytest.raises(TraceInputError) as remote:
+        run_hosts(paths, MapOptions(), scheduler=cluster)
+    assert "holds 2 jobs" in remote.value.problem
+    assert (remote.value.path, remote.value.problem) == (local.value.path, local.value.problem)
+
+
+@pytest.mark.parametrize("which", ["straggler", "job16"])
+def test_hosts_placed_as_the_one_process_loader_places_them(which: str, cluster: str,
+                                                            request) -> None:
+    """The reduce builds the job's metadata (hosts, ranks, sources, alignment, decoders)
+    from the hosts' metadata alone as the one-process loader builds it, on either engine."""
+    path = STRAGGLER if which == "straggler" else request.getfixturevalue("job16")
+    whole = load([path])
+    for kw in ({"workers": 1}, {"scheduler": cluster}):
+        job = run_hosts([path], MapOptions(), **kw)
+        assert job.meta.hosts == whole.meta.hosts and job.meta.ranks == whole.meta.ranks
+        assert job.meta.sources == whole.meta.sources
+        assert job.meta.alignment == whole.meta.alignment
+        assert job.meta.decoder == whole.meta.decoder
+        assert sorted({d for h in job.hosts for d in h.devices}) == \
+            sorted(set(whole.devices["device"].to_list()))
+        assert sorted({s for h in job.hosts for s in h.steps}) == \
+            sorted(set(whole.steps["step"].to_list()))
+
+
+def _frames(x: object) -> list[pl.DataFrame]:
+    """Every DataFrame inside a partial (dataclasses, tuples, dicts)."""
+    import dataclasses
+
+    if isinstance(x, pl.DataFrame):
+        return [x]
+    if dataclasses.is_dataclass(x):
+        return [f for fld in dataclasses.fields(x) for f in _frames(getattr(x, fld.name))]
+    if isinstance(x, (list, tuple)):
+        return [f for v in x for f in _frames(v)]
+    if isinstance(x, dict):
+        return [f for v in x.values() for f in _frames(v)]
+    return []
+
+
+def test_map_host_sends_back_no_event_frames() -> None:
+    """What a host sends back holds no frame of its events: per-group sums and its
+    collective rows (which instances match across hosts), each a fraction of them."""
+    f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
+    from tracelens.analyze.summary_types import SummaryOptions
+
+    part = map_host(HostFile(f), MapOptions(partials=("summary", "collectives"), params=(
+        ("summary", SummaryOptions()),)))
+    whole = load([f])
+    frames = _frames(part)
+    collective = whole.events.filter(pl.col("category") == "collective").height
+    assert part.partials["collectives"].acts.height == collective
+    assert frames and max(df.height for df in frames) * 3 < whole.events.height
+
+
+# -- the commands on the engine: byte-identical wherever the map runs ---------------------------
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+MULTI = {"straggler": STRAGGLER, "rocprof-counters": SHARED / "rocprof" / "counters_gfx1151",
+         "kineto-128rank": SHARED / "kineto" / "sampled_128rank_job"}
+
+
+def _cli(*argv: str) -> str:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    res = CliRunner().invoke(main, list(argv))
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+@pytest.mark.parametrize("name", [*MULTI, "job16"])
+def test_commands_byte_identical_in_process_and_on_a_cluster(name: str, cluster: str,
+                                                             request) -> None:
+    path = request.getfixturevalue("job16") if name == "job16" else MULTI[name]
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    variants = [("summarize", "--format", "json"), ("collectives", "--format", "json")]
+    if name in ("straggler", "job16"):  # XSpace: with HLO
+        variants.append(("hlo", "--format", "json"))
+    if name == "straggler":
+        variants += [("summarize", "--format", "csv"),
+                     ("summarize", "--format", "json", "--step", "1", "--device", "1"),
+                     ("collectives", "--format", "json", "--category", "collective")]
+    for argv in variants:
+        here = _cli(*argv, str(path), "--quiet", "--workers", "1")
+        there = _cli(*argv, str(path), "--quiet", "--scheduler", cluster)
+        assert here == there, argv
+
+
+def test_engine_summary_equals_the_one_process_summary(job16: Path) -> None:
+    """The random 16-host job through the per-host map and reduce gives the summary and the
+    HLO lens of the whole job loaded in one process, byte for byte."""
+    from reports import hlo as render_hlo
+    from reports import summary as render
+    from tracelens.analyze.hlo_findings import lens_trace
+    from tracelens.analyze.summary import summarize
+    from tracelens.results.jsonify import lens_json
+
+    trace = load([job16])
+    whole = render.render_json(summarize(trace))
+    assert _cli("summarize", str(job16), "--format", "json", "--quiet") == whole + "\n"
+    lens = render_hlo.render_json(lens_json(lens_trace(trace), top=20))
+    assert _cli("hlo", str(job16), "--format", "json", "--quiet") == lens + "\n"
+
+
+def test_bad_host_file_exits_2_with_its_path_from_the_cluster(tmp_path: Path,
+                                                              cluster: str) -> None:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    run = _straggler_copy(tmp_path)
+    bad = run / "mi355x-node0.xplane.pb"
+    bad.write_bytes(b"\x0a\xff\xff\xff\x0f" + bad.read_bytes()[:100])
+    res = CliRunner().invoke(main, ["summarize", str(tmp_path), "--scheduler", cluster])
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: {bad}: ") and res.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("starts", [(None, None), (1_795_000_000_000_000_000, None)],
+                         ids=["no-wall-clock", "mixed"])
+def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, starts) -> None:
+    """Hosts without a shared wall clock (none has a profile start, or only one has) are
+    aligned on collective ends from the ends the hosts send (read again from a host that
+    had a start and did not send them) as the one-process loader aligns them."""
+    from reports import summary as render
+    from tests.synth_helpers import write_skewed_hosts
+    from tracelens.analyze.summary import summarize
+
+    write_skewed_hosts(tmp_path, starts)
+    whole = load([tmp_path])
+    assert whole.meta.alignment.startswith("collective ends")
+    assert _cli("summarize", str(tmp_path), "--format", "json", "--quiet") == \
+        render.render_json(summarize(whole)) + "\n"
+    got = json.loads(_cli("collectives", str(tmp_path), "--format", "json", "--quiet"))
+    # a host filter keeps the one-process path: every host kept, the same numbers
+    one = json.loads(_cli("collectives", str(tmp_path), "--format", "json", "--quiet",
+                          "--host", "n0", "--host", "n1"))
+    assert one.pop("filters") == {"host": ["n0", "n1"]}
+    assert got == one and got["alignment"].startswith("collective ends")
+
+
+def _die_once(marker: str) -> int:
+    """Kill its worker process the first time (as an out-of-memory kill would)."""
+    if not Path(marker).exists():
+        Path(marker).write_text("died once")
+        os._exit(1)
+    return 7
+
+
+def _always_die(path: str) -> int:
+    os._exit(1)
+
+
+def test_a_dead_worker_is_retried(tmp_path: Path, cluster: str) -> None:
+    assert run_map(_die_once, [str(tmp_path / "marker"), str(tmp_path / "marker")],
+                   scheduler=cluster) == [7, 7]
+
+
+def test_a_file_that_kills_every_worker_fails_with_its_path(cluster: str) -> None:
+    with pytest.raises(TraceInputError) as info:
+        run_map(_always_die, ["/data/host7.xplane.pb"], scheduler=cluster, retries=0)
+    assert info.value.path == "/data/host7.xplane.pb"
+    assert info.value.problem.startswith("its worker died on every try")
+
+
+def test_unreachable_scheduler_is_one_error_line() -> None:
+    import dask
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        res = CliRunner().invoke(main, ["collectives", str(STRAGGLER), "--scheduler",
+                                        "tcp://127.0.0.1:9"])
+    assert res.exit_code == 2
+    assert res.stderr.startswith("error: tcp://127.0.0.1:9: cannot reach the Dask scheduler")
+
+
+def test_discovery_notes_reach_the_output_as_in_one_process(tmp_path: Path) -> None:
+    """A folder whose second rocprofv3 process is also there in another format: the note
+    that says which file was read is in the summary, which equals the one-process one."""
+    from reports import summary as render
+    from tracelens.analyze.summary import summarize
+
+    src = SHARED / "rocprof" / "mi350x_908_results.json.gz"
+    if not src.exists():
+        pytest.skip(f"{src} not present")
+    for name in ("908_results.json.gz", "909_results.json.gz"):
+        (tmp_path / name).write_bytes(src.read_bytes())
+    (tmp_path / "909_kernel_trace.csv").write_text("not read\n")
+    whole = load([tmp_path])
+    assert any("(not read)" in w for w in whole.meta.warnings)
+    assert _cli("summarize", str(tmp_path), "--format", "json", "--quiet") == \
+        render.render_json(summarize(whole)) + "\n"
+
+
+def test_engine_workers_decides_where_the_map_runs(tmp_path: Path, monkeypatch) -> None:
+    import tracelens.engine as engine
+
+    files = [HostFile(tmp_path / f"h{i}.xplane.pb") for i in range(4)]
+    for f in files:
+        f.path.write_bytes(b"x" * 10)
+    monkeypatch.delenv("TRACELENS_WORKERS", raising=False)
+    monkeypatch.delenv("TRACELENS_SCHEDULER", raising=False)
+    assert engine.engine_workers(files, None, None) == 1  # 40 bytes: not worth a cluster
+    assert engine.engine_workers(files, 2, None) == 2
+    assert engine.engine_workers(files[:1], 8, None) == 1
+    monkeypatch.setattr(engine, "LOCAL_MIN_BYTES", 20)
+    monkeypatch.setenv("TRACELENS_WORKERS", "3")
+    assert engine.engine_workers(files, None, None) == 3
+    assert engine.engine_workers(files[:2], None, None) == 2
+
+
+def test_sigterm_tears_the_local_cluster_down(job16: Path, tmp_path: Path) -> None:
+    """A command stopped while its local cluster runs leaves no worker process and no
+    scratch folder behind (SIGTERM unwinds as Ctrl-C does)."""
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path(__file__).parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "tracelens.cli", "summarize", str(job16),
+                             "--workers", "2", "--format", "json"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    me = psutil.Process(proc.pid)
+    children: list[psutil.Process] = []
+    deadline = time.monotonic() + 120  # a guard against a hang, not a measured time
+    while proc.poll() is None and time.monotonic() < deadline and len(children) < 2:
+        children = [c for c in me.children(recursive=True) if "spawn_main" in " ".join(
+            c.cmdline())] if me.is_running() else []
+        time.sleep(0.1)
+    assert proc.poll() is None, "finished before its workers were seen"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) != 0
+    _, alive = psutil.wait_procs(children, timeout=60)
+    assert alive == [] and not list(tmp_path.glob("tracelens-dask-*"))

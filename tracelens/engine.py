@@ -1,0 +1,439 @@
+"""Where the per-host work of a job runs: in this process, on a local Dask cluster, or on an
+existing one (issue 17).
+
+A job of many hosts is a map and a reduce. The map (:func:`map_host`) reads ONE host file,
+runs the loader's stages on it and returns a :class:`HostPartial`: the host's metadata, its
+job-check facts and small, mergeable partials of the analyses the command asked for (never
+its event frames). The reduce (:func:`reduce_hosts`) places the hosts in the job from their
+metadata alone (:func:`tracelens.combine.plan`: ranks, duplicate host names, wall-clock
+shifts) and refuses files that are not one job, exactly as the one-process loader does; the
+command then merges the partials. The in-process path runs the same map and reduce, so the
+engines cannot disagree.
+
+:func:`run_map` decides where the map runs: ``workers`` 1 (or one item) in this process; more
+on a ``distributed.LocalCluster`` of that many single-threaded worker processes on
+127.0.0.1; ``scheduler`` (or ``TRACELENS_SCHEDULER``) on an existing cluster whose workers
+can read the paths. An input error on a worker comes back as the same
+:class:`TraceInputError`, first failing item in input order; a worker that dies is retried
+by Dask, and a file that kills its workers every time fails with its path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+import polars as pl
+
+from tracelens.combine import Placement, job_meta, plan
+from tracelens.errors import TraceInputError
+from tracelens.jobs import Facts, check_one_job
+from tracelens.model import Trace, TraceMeta
+from tracelens.reading import default_workers, file_size, spawn_safe
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+ENV_SCHEDULER = "TRACELENS_SCHEDULER"
+LOCAL_MIN_BYTES = 64 << 20  # below this a local cluster takes longer to start than it saves
+RETRIES = 2  # extra tries of an item whose worker died (input errors are not retried)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the map runs
+# ---------------------------------------------------------------------------------------------
+
+def scheduler_address(scheduler: str | None) -> str | None:
+    """``--scheduler``, else ``TRACELENS_SCHEDULER``, else None (no existing cluster)."""
+    return scheduler or os.environ.get(ENV_SCHEDULER, "").strip() or None
+
+
+def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None,
+            scheduler: str | None = None, retries: int = RETRIES) -> list[R]:
+    """``[fn(x) for x in items]``, in input order, where the module doc says.
+
+    ``fn`` and the items must pickle (a module-level function, a ``functools.partial`` of
+    one). The first item (in input order) that raises :class:`TraceInputError` raises it
+    here, with its path; the items after it are cancelled.
+    """
+    items = list(items)
+    address = scheduler_address(scheduler)
+    n = min(len(items), workers if workers is not None else default_workers())
+    if address is None and n <= 1:
+        return [fn(x) for x in items]
+    with _client(n, address) as client:
+        futures = client.map(_guarded, [fn] * len(items), items, pure=False, retries=retries)
+        try:
+            return _gather(client, futures, items)
+        finally:
+            client.cancel([f for f in futures if f is not None])
+
+
+def _gather(client: Any, futures: list[Any], items: list[Any]) -> list[Any]:
+    """Each result as soon as it is done, its future released at once (a worker keeps a
+    result only until the client has it); the first failure in input order is raised, once
+    the items before it are done, and the items after it are cancelled."""
+    from distributed import as_completed
+
+    index = {f.key: i for i, f in enumerate(futures)}
+    results: list[Any] = [None] * len(futures)
+    first: tuple[int, TraceInputError] | None = None
+    for fut in as_completed(list(futures), loop=client.loop):
+        i = index[fut.key]
+        futures[i] = None
+        if first is not None and i > first[0]:
+            continue  # cancelled: an earlier item failed
+        try:
+            results[i] = _unwrap(fut, items[i])
+        except TraceInputError as exc:
+            first = (i, exc)
+            client.cancel([f for f in futures[i + 1:] if f is not None])
+        del fut
+    if first is not None:
+        raise first[1]
+    return results
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """An input error as a value: not retried (reading the file again fails again), and
+    re-raised by the client in input order."""
+
+    path: str
+    problem: str
+
+
+def _guarded(fn: Callable[[T], R], item: T) -> R | _Failed:
+    try:
+        return fn(item)
+    except TraceInputError as exc:
+        return _Failed(exc.path, exc.problem)
+
+
+def _unwrap(fut: Any, item: Any) -> Any:
+    from distributed import KilledWorker
+
+    try:
+        value = fut.result()
+    except KilledWorker as exc:
+        where = getattr(item, "path", item)
+        raise TraceInputError(where, "its worker died on every try (out of memory?): "
+                              f"{exc}") from None
+    if isinstance(value, _Failed):
+        raise TraceInputError(value.path, value.problem)
+    return value
+
+
+def local_cluster(n: int, scratch: str | None = None) -> Any:
+    """A quiet ``distributed.LocalCluster`` of ``n`` single-threaded worker processes, on
+    127.0.0.1 only (its HTTP endpoints on a free port, no dashboard), each worker's polars
+    limited to its share of the cores; ``scratch``: the folder for the workers' spill and
+    Dask's lock files (None: Dask's default, under the system's temporary folder)."""
+    import contextlib
+
+    import dask
+    from distributed import LocalCluster
+
+    quiet = logging.CRITICAL
+    for name in ("distributed", "dask"):
+        logging.getLogger(name).setLevel(quiet)
+    threads = max(1, (os.cpu_count() or 1) // n)
+    where = dask.config.set({"temporary-directory": scratch}) if scratch else \
+        contextlib.nullcontext()
+    with where:
+        return LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+            silence_logs=quiet, local_directory=scratch,
+            env={"POLARS_MAX_THREADS": str(threads)})
+
+
+class _client:
+    """A ``distributed.Client`` on a fresh local cluster of ``n`` processes (torn down on
+    exit, Ctrl-C included), or on the cluster at ``address``.
+
+    SIGTERM unwinds like Ctrl-C, so the cluster and its scratch folder go with us; either
+    arriving while the cluster starts waits until it has started (a half-started cluster
+    cannot be closed, and its workers would write into a removed folder)."""
+
+    def __init__(self, n: int, address: str | None) -> None:
+        self.n, self.address = n, address
+        self.stack: list[Any] = []
+        self.on_term: Any = None
+        self.starting, self.stopped = True, 0
+
+    def _terminate(self, signum: int, frame: Any) -> None:
+        self.stopped = signum
+        if not self.starting:
+            raise SystemExit(128 + signum)
+
+    def __enter__(self) -> Any:
+        import signal
+        import tempfile
+        import threading
+
+        on_int = None
+        if threading.current_thread() is threading.main_thread():  # an ignored signal stays so
+            if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+                self.on_term = signal.signal(signal.SIGTERM, self._terminate)
+            if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+                on_int = signal.signal(signal.SIGINT, self._terminate)
+        try:
+            client = self._start(tempfile)
+            self.starting = False
+            if on_int is not None:
+                signal.signal(signal.SIGINT, on_int)
+            if self.stopped == signal.SIGINT:
+                raise KeyboardInterrupt
+            if self.stopped:
+                raise SystemExit(128 + self.stopped)
+            return client
+        except BaseException:
+            if on_int is not None:
+                signal.signal(signal.SIGINT, on_int)
+            self.__exit__(None, None, None)
+            raise
+
+    def _start(self, tempfile: Any) -> Any:
+        from distributed import Client
+
+        if self.address is not None:
+            try:
+                client = Client(self.address, set_as_default=False)
+            except (OSError, TimeoutError) as exc:
+                raise TraceInputError(self.address, "cannot reach the Dask scheduler "
+                                      f"({type(exc).__name__}: {exc})") from None
+            self.stack.append(client)
+            return client
+        scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-",
+                                              ignore_cleanup_errors=True)
+        self.stack.append(scratch)
+        cluster = local_cluster(self.n, scratch.name)
+        self.stack.append(cluster)
+        client = Client(cluster, set_as_default=False)
+        self.stack.append(client)
+        return client
+
+    def __exit__(self, *exc: object) -> None:
+        if self.on_term is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, self.on_term)
+            self.on_term = None
+        while self.stack:
+            thing = self.stack.pop()
+            try:
+                thing.close() if hasattr(thing, "close") else thing.cleanup()
+            except Exception:  # closing after a failure must not hide the failure
+                pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-host map
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HostFile:
+    """One trace file of the job and what the job check needs about where it was found."""
+
+    path: Path
+    arg: int = 0         # the index of the path argument it was found under
+    in_dir: bool = False  # that argument is a directory
+    # discovery notes (skipped files), given to the job's last file: warned after every
+    # reader's warnings and before the stages', where the one-process loader warns them
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MapOptions:
+    """What every host's map needs: the loader's options, the partials to compute and their
+    options (``params``, read by the partial functions)."""
+
+    rules: Any = None  # a tracelens.classify.RuleSet, or None for the built-in rules
+    step_marker: str | None = None
+    partials: tuple[str, ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    threads: int | None = None  # decoder threads (None: the decoder's default)
+    ends: bool = False  # send the collective ends even from a host on the wall clock
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+
+@dataclass
+class HostPartial:
+    """What one host sends back: small and typed. ``meta``: the host's metadata as its
+    loader left it (sources, warnings, hosts, processes, clock, decoder, steps source);
+    ``facts``: its job-check facts; ``partials``: name -> the partial the command asked for;
+    ``steps``/``devices``: its step numbers and device ordinals (what ``--step`` and
+    ``--device`` may name); ``ends``: its collectives' instance keys and ends (aligning
+    hosts without a shared wall clock, whatever the command's filters; None from a host on
+    the wall clock unless asked), ``active``: its (host, rank) pairs with device activity;
+    ``map_s``: seconds the map took on its worker."""
+
+    path: str
+    meta: TraceMeta
+    facts: Facts
+    partials: dict[str, Any] = field(default_factory=dict)
+    steps: tuple[int, ...] = ()
+    devices: tuple[int, ...] = ()
+    ends: pl.DataFrame | None = None
+    active: pl.DataFrame = field(default_factory=pl.DataFrame)
+    map_s: float = 0.0
+
+
+PartialFn = Callable[[Trace, MapOptions], Any]
+
+
+def _summary(trace: Trace, options: MapOptions) -> Any:
+    """``summarize``'s partial under the command's SummaryOptions (param ``summary``)."""
+    from tracelens.analyze.summary import summary_partial
+
+    return summary_partial(trace, options.param("summary"))
+
+
+def _collectives(trace: Trace, options: MapOptions) -> Any:
+    """``collectives``' partial, after the per-row filters (param ``filters``)."""
+    from tracelens.analyze.collective_partials import collective_partial
+    from tracelens.filters import apply
+
+    filters = options.param("filters")
+    if filters is not None and filters.active():
+        trace = apply(trace, filters)
+    return collective_partial(trace)
+
+
+def _lens(trace: Trace, options: MapOptions) -> Any:
+    """``hlo``'s partial: what the HLO lens reads of the host's timeline."""
+    from tracelens.analyze.hlo_findings import lens_timeline
+
+    return lens_timeline(trace)
+
+
+PARTIALS: dict[str, PartialFn] = {"summary": _summary, "collectives": _collectives,
+                                  "lens": _lens}
+"""The partials a map can compute, by name: each takes one host's staged trace."""
+
+
+def map_host(host: HostFile, options: MapOptions) -> HostPartial:
+    """Read ONE host file and return its :class:`HostPartial` (see the module doc)."""
+    from tracelens.loader import load_host
+
+    t0 = time.perf_counter()
+    trace, facts = load_host(host.path, host.arg, host.in_dir, options.rules,
+                             options.step_marker, options.threads, host.notes)
+    unknown = [p for p in options.partials if p not in PARTIALS]
+    if unknown:
+        raise ValueError(f"unknown partials {unknown} (known: {sorted(PARTIALS)})")
+    partials = {name: PARTIALS[name](trace, options) for name in options.partials}
+    from tracelens.instances import with_instance_keys
+
+    ends = None
+    if options.ends or not _on_wall_clock(trace.meta):
+        ends = with_instance_keys(trace.events).select("host", "rank", "instance_key",
+                                                       "occurrence", "end_ns")
+    trace.meta.op_costs = None  # per-op cost table: the partials carry what they need of it
+    return HostPartial(str(host.path), trace.meta, facts, partials,
+                       tuple(trace.steps["step"].unique().sort().to_list()),
+                       tuple(trace.devices["device"].unique().sort().to_list()), ends,
+                       trace.events.select("host", "rank").unique().sort("rank", "host"),
+                       round(time.perf_counter() - t0, 6))
+
+
+def _on_wall_clock(meta: TraceMeta) -> bool:
+    """A single-host file with its profile start: combine can place it on the wall clock
+    (rocprofv3 processes and XSpace files without ``profile_start_time`` cannot)."""
+    first = next(iter(meta.hosts.values()), None)
+    return not meta.processes and first is not None and first.profile_start_ns is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# The host-facts reduce
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Job:
+    """The hosts placed in one job: its metadata (as the one-process loader builds it, but
+    for the collective-end alignment, which needs the collectives partials) and where each
+    host's partials go."""
+
+    meta: TraceMeta
+    placements: list[Placement]
+    hosts: list[HostPartial]
+
+
+def host_files(paths: Sequence[str | Path], step_marker: str | None = None
+               ) -> tuple[list[Path], list[HostFile]]:
+    """(the path arguments, one HostFile per trace file behind them); the discovery notes
+    travel with the last file (see :class:`HostFile`)."""
+    from tracelens.loader import discover_files
+
+    args, files, origin, notes = discover_files(paths, step_marker)
+    hosts = [HostFile(f, origin[f], args[origin[f]].is_dir()) for f in files]
+    if hosts and notes:
+        hosts[-1] = replace(hosts[-1], notes=tuple(notes))
+    return args, hosts
+
+
+def reduce_hosts(hosts: list[HostPartial], args: list[Path]) -> Job:
+    """Check the hosts are one job, place them (ranks, host names, clock shifts) and build
+    the job's metadata, in the order the loader builds it."""
+    if len(hosts) > 1:
+        check_one_job([h.facts for h in hosts], args)
+    how = plan([h.meta for h in hosts])
+    if len(hosts) == 1:  # one part keeps its own metadata, as combine() keeps it
+        meta = hosts[0].meta
+        meta.alignment, meta.unaligned = how.alignment, how.unaligned
+    else:
+        meta = job_meta([h.meta for h in hosts], how)
+    placements = list(how.placements)
+    decoders = {k: v for h in hosts for k, v in h.meta.decoder.items()}
+    if decoders:
+        meta.decoder = decoders
+    if len(hosts) > 1:  # one host keeps the steps source its loader found
+        sources = sorted({h.meta.steps_source for h in hosts})
+        meta.steps_source = sources[0] if len(sources) == 1 else "+".join(sources)
+    return Job(meta, placements, hosts)
+
+
+def run_hosts(paths: Sequence[str | Path], options: MapOptions, workers: int | None = None,
+              scheduler: str | None = None) -> Job:
+    """Discover, map every host where :func:`engine_workers` says, and reduce."""
+    import functools
+
+    args, files = host_files(paths, options.step_marker)
+    n = engine_workers(files, workers, scheduler)
+    if n > 1 and not scheduler_address(scheduler) and options.threads is None:
+        # a local cluster's workers share this machine's cores (its polars threads likewise)
+        options = replace(options, threads=max(1, (os.cpu_count() or 1) // n))
+    partials = run_map(functools.partial(map_host, options=options), files, n, scheduler)
+    job = reduce_hosts(partials, args)
+    missing = [i for i, h in enumerate(job.hosts) if h.ends is None]
+    if job.meta.unaligned and missing:
+        # hosts on the wall clock among hosts without one (rare): the job is aligned on
+        # collective ends, which those hosts did not send; they are read again for them
+        again = replace(options, partials=(), ends=True)
+        found = run_map(functools.partial(map_host, options=again),
+                        [files[i] for i in missing], n, scheduler)
+        for i, h in zip(missing, found):
+            job.hosts[i].ends = h.ends
+    return job
+
+
+def engine_workers(files: Sequence[HostFile], workers: int | None,
+                   scheduler: str | None) -> int:
+    """How many worker processes map ``files``: ``workers`` when given (1: this process);
+    else the default (:func:`default_workers`) for files together at least
+    :data:`LOCAL_MIN_BYTES`, and this process for less, where starting a cluster costs more
+    than it saves (the result is the same either way)."""
+    if workers is not None or scheduler_address(scheduler):
+        return min(len(files), workers or default_workers())
+    size = sum(file_size(f.path) for f in files)
+    if len(files) < 2 or size < LOCAL_MIN_BYTES or not spawn_safe():
+        return 1
+    return min(len(files), default_workers())
+
