@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracelens.align import host_shifts
-from tracelens.analyze.collectives import collective_activities, collectives_from_activities, \
+from tracelens.analyze.collectives import collectives_from_activities, partial_activities, \
     link_of
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, plan, place
@@ -29,7 +29,7 @@ class CollectivePartial:
     """What one host file (one loaded part) contributes to the collectives analysis."""
 
     meta: TraceMeta  # hosts, processes, profile start: what combine.plan reads
-    acts: pl.DataFrame  # collective_activities(events)
+    acts: pl.DataFrame  # partial_activities(events)
     devices: pl.DataFrame
     hosts: pl.DataFrame  # the (host, rank) pairs with device activity
 
@@ -51,7 +51,7 @@ class MergedCollectives:
 
 def collective_partial(trace: Trace) -> CollectivePartial:
     """The partial of one host file loaded alone (``tracelens.loader.load([path])``)."""
-    return CollectivePartial(meta=trace.meta, acts=collective_activities(trace.events),
+    return CollectivePartial(meta=trace.meta, acts=partial_activities(trace.events),
                              devices=trace.devices,
                              hosts=trace.events.select("host", "rank").unique())
 

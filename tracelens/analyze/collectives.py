@@ -56,7 +56,8 @@ def compute_segments(events: pl.DataFrame) -> pl.DataFrame:
 def _segments_on_axis(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """Compute segments on ``on_one_axis``'s shared axis: ``_g``, ``seg_s``, ``seg_e``
     (shifted), ``before``; and the groups. None when the axis does not fit in int64."""
-    comp = events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES)))
+    comp = events.select(*DEVICE_KEYS, "start_ns", "end_ns", "category") \
+        .filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES)))  # only what is read
     axis = on_one_axis(comp, DEVICE_KEYS)
     if axis is None:
         return None
@@ -164,6 +165,21 @@ def collective_activities(events: pl.DataFrame) -> pl.DataFrame:
         busbw_gb_per_s=pl.col("algbw_gb_per_s") * bus_factor_expr(pl.col("type"),
                                                                   pl.col("group_size")),
     ).select(order)
+
+
+PARTIAL_COLUMNS: tuple[str, ...] = (
+    *DEVICE_KEYS, "stream", "start_ns", "end_ns", "op", "module", "program_id", "step",
+    "msg_bytes", "group_size", "type", "dur_ns", "exposed_ns", "instance_key", "occurrence",
+    "algbw_gb_per_s", "busbw_gb_per_s")
+"""The activity columns the reduces of per-host partials read (summary, collectives, HLO
+findings, alignment, profiles): the rest (kernel name, costs, launch shape, ...) stays on
+the host, so a partial carries a fraction of the event bytes."""
+
+
+def partial_activities(events: pl.DataFrame) -> pl.DataFrame:
+    """:func:`collective_activities` narrowed to :data:`PARTIAL_COLUMNS`: the cross-host data
+    of a per-host partial."""
+    return collective_activities(events).select(PARTIAL_COLUMNS)
 
 
 def match_instances(acts: pl.DataFrame) -> pl.DataFrame:

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.analyze.collectives import collective_activities
+from tracelens.analyze.collectives import partial_activities
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_specs,
                                         flops_coverage, mfu, no_cost_data, roofline,
@@ -80,9 +80,9 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
     unfiltered = events is trace.events
     # the whole trace's collective activities, computed once for the collectives (when no
     # filter narrows the events) and the HLO findings (always the whole trace)
-    whole_acts = collective_activities(trace.events) \
+    whole_acts = partial_activities(trace.events) \
         if unfiltered or trace.modules.height else None
-    acts = whole_acts if unfiltered else collective_activities(events)
+    acts = whole_acts if unfiltered else partial_activities(events)
     devices = trace.devices
     if device is not None:
         devices = devices.filter(pl.col("device") == device)
