@@ -90,10 +90,10 @@ def lens_of(job: Job, program: str | None = None, hosts: Any = None) -> Any:
     from dataclasses import replace
 
     from tracelens.analyze.hlo_findings import lens_of_timeline
-    from tracelens.analyze.summary_merge import _concat_lens  # the join of the hosts' lens
+    from tracelens.analyze.summary_merge import concat_lens
 
     placed = [replace(t, programs=place(t.programs, w), gpus=place(t.gpus, w),
                       compute=place(t.compute, w), acts=place(t.acts, w),
                       hosts=(w.host,) if w.host is not None else t.hosts)
               for t, w in zip((h.partials["lens"] for h in job.hosts), job.placements)]
-    return lens_of_timeline(_concat_lens(placed), program, hosts)
+    return lens_of_timeline(concat_lens(placed), program, hosts)

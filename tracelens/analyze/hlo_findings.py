@@ -73,7 +73,11 @@ def trace_hosts(trace: Trace) -> HostMap:
 
 
 def _activities(trace: Trace, acts: pl.DataFrame | None = None) -> pl.DataFrame:
-    acts = acts if acts is not None else collective_activities(trace.events)
+    return lens_activities(acts if acts is not None else collective_activities(trace.events))
+
+
+def lens_activities(acts: pl.DataFrame) -> pl.DataFrame:
+    """The columns of collective activities the lens reads."""
     return acts.select("program_id", "op", *DEVICE_STEP, "exposed_ns")
 
 
@@ -95,13 +99,14 @@ class LensTimeline:
     """What the lens reads of a trace's timeline: its programs (:func:`program_protos`), how
     many hosts, the GPU devices (host, rank, device), the (host, rank, device, step) with
     compute, and the collective activities (program_id, op, host, rank, device, step,
-    exposed_ns). Small, and per host: concatenating hosts' gives the job's."""
+    exposed_ns; None in a summary partial whose own activities are the same rows, so they
+    are not sent twice). Small, and per host: concatenating hosts' gives the job's."""
 
     programs: pl.DataFrame
     hosts: tuple[str, ...]
     gpus: pl.DataFrame
     compute: pl.DataFrame
-    acts: pl.DataFrame
+    acts: pl.DataFrame | None
 
 
 def lens_timeline(trace: Trace, acts: pl.DataFrame | None = None) -> LensTimeline:

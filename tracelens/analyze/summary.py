@@ -67,7 +67,6 @@ def _select(trace: Trace, device: int | None, step: int | None) -> tuple[pl.Data
 
 def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> SummaryPartial:
     """The per-device results and mergeable frames of ``trace`` under ``opts``."""
-    from tracelens.analyze.hlo_findings import lens_timeline
     from tracelens.filters import apply
 
     opts = opts or SummaryOptions()
@@ -106,7 +105,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         no_cost_data=int(sums.get("n") or 0), no_cost_data_ns=int(sums.get("ns") or 0),
         acts=acts,
         # the HLO findings are of the whole trace (filters do not apply)
-        hlo=lens_timeline(trace, whole_acts) if trace.modules.height else None,
+        hlo=_lens(trace, whole_acts, unfiltered) if trace.modules.height else None,
         clipped=clipped_facts(trace.meta.warnings),
         host_facts=file_facts(trace) if len(trace.meta.sources) == 1 else None,
     )
@@ -169,6 +168,17 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
 def _timeline(row: dict[str, Any], idle: IdleBreakdown | None) -> Timeline:
     return Timeline(*(int(row[k]) for k in TIMELINE_COLUMNS),
                     idle_breakdown=idle or IdleBreakdown())
+
+
+def _lens(trace: Trace, whole_acts: pl.DataFrame | None, same: bool) -> Any:
+    """The HLO lens inputs; their activity rows left out when they are the partial's own
+    ``acts`` (``same``): :func:`tracelens.analyze.summary_merge.lens_of` puts them back."""
+    from dataclasses import replace
+
+    from tracelens.analyze.hlo_findings import lens_timeline
+
+    lens = lens_timeline(trace, whole_acts)
+    return replace(lens, acts=None) if same else lens
 
 
 def _host_names(trace: Trace) -> list[str]:

@@ -70,12 +70,22 @@ def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
         no_cost_data=sum(p.no_cost_data for p in partials),
         no_cost_data_ns=sum(p.no_cost_data_ns for p in partials),
         acts=_concat([p.acts for p in partials]),
-        hlo=_concat_lens([p.hlo for p in partials]),
+        hlo=concat_lens([lens_of(p) for p in partials]),
         clipped=(n_clip, max(p.clipped[1] for p in partials)),
     )
 
 
-def _concat_lens(parts: list[Any]) -> Any:
+def lens_of(p: "SummaryPartial") -> Any:
+    """The partial's HLO lens inputs with their activity rows (taken from ``p.acts`` where
+    the partial left them out, see ``summary._lens``)."""
+    from tracelens.analyze.hlo_findings import lens_activities
+
+    if p.hlo is None or p.hlo.acts is not None:
+        return p.hlo
+    return replace(p.hlo, acts=lens_activities(p.acts))
+
+
+def concat_lens(parts: list[Any]) -> Any:
     """The lens inputs of several parts of one job (hosts distinct)."""
     from tracelens.analyze.hlo_findings import LensTimeline, program_protos
 
@@ -233,7 +243,8 @@ def _relabel(p: "SummaryPartial", offset: int, rename: str | None,
                                               src["path"].rsplit("/", 1)[-1].split(".")[0])]
     hlo = p.hlo if p.hlo is None else replace(
         p.hlo, programs=frame(p.hlo.programs), gpus=frame(p.hlo.gpus),
-        compute=frame(p.hlo.compute), acts=frame(p.hlo.acts),
+        compute=frame(p.hlo.compute),
+        acts=None if p.hlo.acts is None else frame(p.hlo.acts),
         hosts=tuple(sorted({rename or h for h in p.hlo.hosts})))
     return replace(p, devices=frame(p.devices), steps=steps, device_rows=tuple(rows), hlo=hlo,
                    kernels=frame(p.kernels), specs=frame(p.specs), acts=frame(p.acts),

@@ -12,7 +12,7 @@ import polars as pl
 
 from tracelens.analyze.collectives import collectives_report
 from tracelens.analyze.roofline import COVERAGE_FLOOR
-from tracelens.analyze.summary_merge import concat_partials
+from tracelens.analyze.summary_merge import concat_partials, lens_of
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
@@ -46,7 +46,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         steps_source=p.steps_source, warnings=tuple(warnings), filters=dict(p.filters),
         headline=headline, devices=devs, idle_devices=idle,
         top_kernels=_top_kernels(p.kernels, p.kernel_ns, opts.top), collectives_full=coll,
-        hlo_findings=_hlo_findings(p.hlo),
+        hlo_findings=_hlo_findings(lens_of(p)),
         roofline=tuple(_roofline_row(r) for r in p.roofline.head(opts.top)
                        .iter_rows(named=True)),
         no_cost_data=p.no_cost_data, no_cost_data_ns=p.no_cost_data_ns,
