@@ -16,7 +16,7 @@ from polars.testing import assert_frame_equal
 import tracelens
 from tests.conftest import SAMPLES
 from tracelens import cost, prepare
-from tracelens.analyze import collectives, summary, timeline
+from tracelens.analyze import collectives, summary, summary_reduce, timeline
 from tracelens.errors import TraceInputError
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES, CategoryDtype
 
@@ -242,8 +242,9 @@ def test_cost_annotation_and_top_kernels_unchanged(path: Path) -> None:
         "_row", "_is_main", "_flops", "_bytes")
     assert_frame_equal(new, old_mark_main_annotate(ev, table))
     old_top = old_top_kernels(ev, 10)
-    got = summary._top_kernels(ev, 10)
-    assert [(r["name"], r["count"], r["sum_ns"], r["devices"]) for r in got] == \
+    total = int(ev.select((pl.col("end_ns") - pl.col("start_ns")).sum()).item())
+    got = summary_reduce._top_kernels(summary._kernel_groups(ev), total, 10)
+    assert [(k.name, k.count, k.sum_ns, k.devices) for k in got] == \
         [(r["name"], r["count"], r["sum_ns"], r["devices"])
          for r in old_top.iter_rows(named=True)]
     win = trace.steps
