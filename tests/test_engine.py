@@ -377,3 +377,58 @@ def test_sigterm_tears_the_local_cluster_down(job16: Path, tmp_path: Path) -> No
     assert proc.wait(timeout=120) != 0
     _, alive = psutil.wait_procs(children, timeout=60)
     assert alive == [] and not list(tmp_path.glob("tracelens-dask-*"))
+
+
+# -- compare and scaling: each run's profile in two rounds of per-host maps ---------------------
+
+def _loaded_profile(path: Path, filters=None, rules=None, step_marker=None, workers=None,
+                    scheduler=None):
+    """The one-process path the engine replaces: the run loaded whole, filtered, profiled."""
+    from tracelens.analyze.scaling import profile
+    from tracelens.filters import apply
+
+    trace = load([path], rules=rules, step_marker=step_marker)
+    if filters is not None and filters.active():
+        trace = apply(trace, filters)
+    return profile(trace, str(path)), trace.meta.steps_source
+
+
+def test_compare_and_scaling_byte_identical_on_the_engine(job16: Path, cluster: str,
+                                                           tmp_path: Path, monkeypatch) -> None:
+    """The 2-host straggler sample, the random 16-host job and hosts without a shared wall
+    clock (aligned on collective ends, which round 2 must apply to its host's events):
+    compare and scaling, with and without per-row filters, in this process, on the cluster
+    and by loading each run whole give the same output, byte for byte."""
+    import tracelens.engine_runs as engine_runs
+    from tests.synth_helpers import write_skewed_hosts
+
+    s, j = str(STRAGGLER), str(job16)
+    skewed = str(write_skewed_hosts(tmp_path, (None, None, None)))
+    variants = [("compare", s, j, "--format", "json"),
+                ("scaling", j, s, "--format", "json", "--category", "collective",
+                 "--category", "gemm"),
+                ("compare", skewed, s, "--format", "csv", "--kernel", "Generic|fusion"),
+                ("scaling", s, skewed, "--format", "json")]
+    got = {v: [_cli(*v, "--quiet", "--workers", "1"), _cli(*v, "--quiet", "--scheduler", cluster)]
+           for v in variants}
+    monkeypatch.setattr(engine_runs, "run_profile", _loaded_profile)
+    for v, (here, there) in got.items():
+        assert here == there == _cli(*v, "--quiet"), v
+    assert json.loads(got[variants[1]][0])["filters"] == {"category": ["collective", "gemm"]}
+    assert load([Path(skewed)]).meta.alignment.startswith("collective ends")
+
+
+def test_compare_host_files_fail_with_their_path_from_the_cluster(tmp_path: Path,
+                                                                  cluster: str) -> None:
+    """A broken host file in either round-1 run is one error line naming it, exit 2."""
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    run = _straggler_copy(tmp_path)
+    bad = run / "mi355x-node1.xplane.pb"
+    bad.write_bytes(bad.read_bytes()[: bad.stat().st_size // 2])
+    res = CliRunner().invoke(main, ["compare", str(STRAGGLER), str(tmp_path), "--scheduler",
+                                    cluster])
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: {bad}: ") and res.stderr.count("\n") == 1

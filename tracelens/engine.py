@@ -403,13 +403,26 @@ def reduce_hosts(hosts: list[HostPartial], args: list[Path]) -> Job:
 def run_hosts(paths: Sequence[str | Path], options: MapOptions, workers: int | None = None,
               scheduler: str | None = None) -> Job:
     """Discover, map every host where :func:`engine_workers` says, and reduce."""
-    import functools
-
     args, files = host_files(paths, options.step_marker)
+    return run_files(args, files, options, workers, scheduler)
+
+
+def map_plan(files: Sequence[HostFile], options: MapOptions, workers: int | None,
+             scheduler: str | None) -> tuple[int, MapOptions]:
+    """(how many workers map ``files``, the options they map with): a local cluster's
+    workers share this machine's cores, so each decodes with its share of them."""
     n = engine_workers(files, workers, scheduler)
     if n > 1 and not scheduler_address(scheduler) and options.threads is None:
-        # a local cluster's workers share this machine's cores (its polars threads likewise)
         options = replace(options, threads=max(1, (os.cpu_count() or 1) // n))
+    return n, options
+
+
+def run_files(args: list[Path], files: list[HostFile], options: MapOptions,
+              workers: int | None = None, scheduler: str | None = None) -> Job:
+    """:func:`run_hosts` of files already discovered (:func:`host_files`)."""
+    import functools
+
+    n, options = map_plan(files, options, workers, scheduler)
     partials = run_map(functools.partial(map_host, options=options), files, n, scheduler)
     job = reduce_hosts(partials, args)
     missing = [i for i, h in enumerate(job.hosts) if h.ends is None]
