@@ -381,16 +381,19 @@ def test_sigterm_tears_the_local_cluster_down(job16: Path, tmp_path: Path) -> No
 
 # -- compare and scaling: each run's profile in two rounds of per-host maps ---------------------
 
-def _loaded_profile(path: Path, filters=None, rules=None, step_marker=None, workers=None,
-                    scheduler=None):
-    """The one-process path the engine replaces: the run loaded whole, filtered, profiled."""
+def _loaded_profiles(paths, filters=None, rules=None, step_marker=None, workers=None,
+                     scheduler=None):
+    """The one-process path the engine replaces: each run loaded whole, filtered, profiled."""
     from tracelens.analyze.scaling import profile
     from tracelens.filters import apply
 
-    trace = load([path], rules=rules, step_marker=step_marker)
-    if filters is not None and filters.active():
-        trace = apply(trace, filters)
-    return profile(trace, str(path)), trace.meta.steps_source
+    out = []
+    for path in paths:
+        trace = load([path], rules=rules, step_marker=step_marker)
+        if filters is not None and filters.active():
+            trace = apply(trace, filters)
+        out.append((profile(trace, str(path)), trace.meta.steps_source))
+    return out
 
 
 def test_compare_and_scaling_byte_identical_on_the_engine(job16: Path, cluster: str,
@@ -411,7 +414,7 @@ def test_compare_and_scaling_byte_identical_on_the_engine(job16: Path, cluster: 
                 ("scaling", s, skewed, "--format", "json")]
     got = {v: [_cli(*v, "--quiet", "--workers", "1"), _cli(*v, "--quiet", "--scheduler", cluster)]
            for v in variants}
-    monkeypatch.setattr(engine_runs, "run_profile", _loaded_profile)
+    monkeypatch.setattr(engine_runs, "run_profiles", _loaded_profiles)
     for v, (here, there) in got.items():
         assert here == there == _cli(*v, "--quiet"), v
     assert json.loads(got[variants[1]][0])["filters"] == {"category": ["collective", "gemm"]}
@@ -432,3 +435,20 @@ def test_compare_host_files_fail_with_their_path_from_the_cluster(tmp_path: Path
                                     cluster])
     assert res.exit_code == 2
     assert res.stderr.startswith(f"error: {bad}: ") and res.stderr.count("\n") == 1
+
+
+def test_compare_maps_both_rounds_of_both_runs_on_one_client(cluster: str,
+                                                              monkeypatch) -> None:
+    """One cluster start (or connection) per command, not one per round and run."""
+    import tracelens.engine as engine
+
+    opened = []
+
+    class Counted(engine._client):
+        def __init__(self, n, address):
+            opened.append(address)
+            super().__init__(n, address)
+
+    monkeypatch.setattr(engine, "_client", Counted)
+    _cli("compare", str(STRAGGLER), str(STRAGGLER), "--format", "json", "--scheduler", cluster)
+    assert opened == [cluster]

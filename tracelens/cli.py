@@ -179,11 +179,10 @@ def _profiles(runs: tuple[Path, ...], step_marker: str | None, categories: tuple
 
     rules = load_rule_files(rules_files)
     if not hosts and time_window is None:
-        from tracelens.engine_runs import run_profile
+        from tracelens.engine_runs import run_profiles
 
         rows = Filters(categories=categories, kernel=kernel)
-        return [run_profile(r, rows, rules, step_marker, workers, scheduler)
-                for r in runs], rows.active()
+        return run_profiles(runs, rows, rules, step_marker, workers, scheduler), rows.active()
     from tracelens.analyze.scaling import profile
     from tracelens.loader import load
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import polars as pl
 
@@ -24,7 +24,8 @@ from tracelens.analyze.profile_partials import (ProfilePartial, host_profile_par
                                                 match_job, profile_of_partials)
 from tracelens.analyze.scaling import RunProfile, collective_types
 from tracelens.combine import Placement, place
-from tracelens.engine import HostFile, MapOptions, host_files, map_plan, run_files, run_map
+from tracelens.engine import (HostFile, MapOptions, engine_client, engine_workers, host_files,
+                              map_plan, run_files, run_map)
 from tracelens.engine_jobs import merged_of
 
 
@@ -58,15 +59,27 @@ def map_profile(task: ProfileTask, options: MapOptions) -> ProfilePartial:
                                 list(task.types))
 
 
-def run_profile(path: Path, filters: Any = None, rules: Any = None,
-                step_marker: str | None = None, workers: int | None = None,
-                scheduler: str | None = None) -> tuple[RunProfile, str]:
-    """(the run's :class:`RunProfile`, its steps source), equal to ``profile(apply(load(
+def run_profiles(paths: Sequence[Path], filters: Any = None, rules: Any = None,
+                 step_marker: str | None = None, workers: int | None = None,
+                 scheduler: str | None = None) -> list[tuple[RunProfile, str]]:
+    """Per run: (its :class:`RunProfile`, its steps source), equal to ``profile(apply(load(
     [path]), filters), str(path))``; ``filters``: a :class:`tracelens.filters.Filters` of
-    categories and kernel names only (a host filter and a time window are job-wide)."""
-    args, files = host_files([path], step_marker)
+    categories and kernel names only (a host filter and a time window are job-wide). Every
+    run's host files are found first; the rounds of all runs share one cluster, sized by
+    :func:`engine_workers` for all of them."""
+    found = [host_files([p], step_marker) for p in paths]
+    n = engine_workers([f for _, files in found for f in files], workers, scheduler)
+    with engine_client(n, scheduler) as client:
+        return [_run_profile(p, args, files, filters, rules, step_marker, n, scheduler, client)
+                for p, (args, files) in zip(paths, found)]
+
+
+def _run_profile(path: Path, args: list[Path], files: list[HostFile], filters: Any,
+                 rules: Any, step_marker: str | None, n: int, scheduler: str | None,
+                 client: Any) -> tuple[RunProfile, str]:
+    """The two rounds of one run (the module doc) on ``client`` (None: in this process)."""
     options = MapOptions(rules, step_marker, ("collectives",), (("filters", filters),))
-    job = run_files(args, files, options, workers, scheduler)
+    job = run_files(args, files, options, n, scheduler, client)
     merged = merged_of(job)
     analysis = match_job(merged)
     types = tuple(collective_types(analysis.activities))
@@ -77,7 +90,8 @@ def run_profile(path: Path, filters: Any = None, rules: Any = None,
         tasks.append(ProfileTask(
             f, where, {k: v for k, v in merged.host_shift.items() if k in own},
             analysis.activities.join(mine, on=["host", "rank"], how="semi"), types))
-    n, again = map_plan(files, MapOptions(rules, step_marker, params=options.params), workers,
+    m, again = map_plan(files, MapOptions(rules, step_marker, params=options.params), n,
                         scheduler)
-    parts = run_map(functools.partial(map_profile, options=again), tasks, n, scheduler)
+    parts = run_map(functools.partial(map_profile, options=again), tasks, m, scheduler,
+                    client=client)
     return profile_of_partials(parts, merged, analysis, str(path)), job.meta.steps_source
