@@ -398,8 +398,9 @@ def _loaded_profiles(paths, filters=None, rules=None, step_marker=None, workers=
 
 def test_compare_and_scaling_byte_identical_on_the_engine(job16: Path, cluster: str,
                                                            tmp_path: Path, monkeypatch) -> None:
-    """The 2-host straggler sample, the random 16-host job and hosts without a shared wall
-    clock (aligned on collective ends, which round 2 must apply to its host's events):
+    """The 2-host straggler sample, the random 16-host job, hosts without a shared wall
+    clock (aligned on collective ends, which round 2 must apply to its host's events) and a
+    single file:
     compare and scaling, with and without per-row filters, in this process, on the cluster
     and by loading each run whole give the same output, byte for byte."""
     import tracelens.engine_runs as engine_runs
@@ -411,7 +412,9 @@ def test_compare_and_scaling_byte_identical_on_the_engine(job16: Path, cluster: 
                 ("scaling", j, s, "--format", "json", "--category", "collective",
                  "--category", "gemm"),
                 ("compare", skewed, s, "--format", "csv", "--kernel", "Generic|fusion"),
-                ("scaling", s, skewed, "--format", "json")]
+                ("scaling", s, skewed, "--format", "json"),
+                ("scaling", str(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"), s, "--format",
+                 "json", "--category", "gemm")]  # a run of one file: one round
     got = {v: [_cli(*v, "--quiet", "--workers", "1"), _cli(*v, "--quiet", "--scheduler", cluster)]
            for v in variants}
     monkeypatch.setattr(engine_runs, "run_profiles", _loaded_profiles)
@@ -452,3 +455,17 @@ def test_compare_maps_both_rounds_of_both_runs_on_one_client(cluster: str,
     monkeypatch.setattr(engine, "_client", Counted)
     _cli("compare", str(STRAGGLER), str(STRAGGLER), "--format", "json", "--scheduler", cluster)
     assert opened == [cluster]
+
+
+def test_a_run_of_one_file_is_read_once(monkeypatch) -> None:
+    """Round 2 re-reads host files only for runs of several: one file holds every
+    participant of its collectives."""
+    import tracelens.loader as loader
+
+    read = []
+    real = loader.load_host
+    monkeypatch.setattr(loader, "load_host", lambda path, *a: read.append(path) or real(path, *a))
+    one, two = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb", STRAGGLER
+    _cli("compare", str(one), str(two), "--format", "json", "--workers", "1")
+    assert [p.name for p in read] == [one.name] + ["mi355x-node0.xplane.pb",
+                                                   "mi355x-node1.xplane.pb"] * 2

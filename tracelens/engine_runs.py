@@ -46,17 +46,28 @@ class ProfileTask:
 
 def map_profile(task: ProfileTask, options: MapOptions) -> ProfilePartial:
     """Round 2 on one host: read its file again, filter its rows, its profile partial."""
+    return host_profile_partial(_read(task.host, options), task.where, task.host_shift,
+                                task.acts, list(task.types))
+
+
+def map_run(host: HostFile, options: MapOptions) -> tuple[RunProfile, str]:
+    """A run that is one host file in one round: it holds every participant of its
+    collectives, so the file is read once and profiled whole, as in one process."""
+    from tracelens.analyze.scaling import profile
+
+    trace = _read(host, options)
+    return profile(trace, str(options.param("path"))), trace.meta.steps_source
+
+
+def _read(host: HostFile, options: MapOptions) -> Any:
+    """The host file read and staged on its own, then narrowed by the per-row filters."""
     from tracelens.filters import apply
     from tracelens.loader import load_host
 
-    h = task.host
-    trace, _ = load_host(h.path, h.arg, h.in_dir, options.rules, options.step_marker,
-                         options.threads, h.notes)
+    trace, _ = load_host(host.path, host.arg, host.in_dir, options.rules, options.step_marker,
+                         options.threads, host.notes)
     filters = options.param("filters")
-    if filters is not None and filters.active():
-        trace = apply(trace, filters)
-    return host_profile_partial(trace, task.where, task.host_shift, task.acts,
-                                list(task.types))
+    return apply(trace, filters) if filters is not None and filters.active() else trace
 
 
 def run_profiles(paths: Sequence[Path], filters: Any = None, rules: Any = None,
@@ -77,8 +88,14 @@ def run_profiles(paths: Sequence[Path], filters: Any = None, rules: Any = None,
 def _run_profile(path: Path, args: list[Path], files: list[HostFile], filters: Any,
                  rules: Any, step_marker: str | None, n: int, scheduler: str | None,
                  client: Any) -> tuple[RunProfile, str]:
-    """The two rounds of one run (the module doc) on ``client`` (None: in this process)."""
+    """The two rounds of one run (the module doc) on ``client`` (None: in this process);
+    one round for a run of one file (:func:`map_run`)."""
     options = MapOptions(rules, step_marker, ("collectives",), (("filters", filters),))
+    if len(files) == 1:
+        m, whole = map_plan(files, MapOptions(rules, step_marker, params=(
+            ("filters", filters), ("path", path))), n, scheduler)
+        return run_map(functools.partial(map_run, options=whole), files, m, scheduler,
+                       client=client)[0]
     job = run_files(args, files, options, n, scheduler, client)
     merged = merged_of(job)
     analysis = match_job(merged)
