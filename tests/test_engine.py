@@ -377,3 +377,95 @@ def test_sigterm_tears_the_local_cluster_down(job16: Path, tmp_path: Path) -> No
     assert proc.wait(timeout=120) != 0
     _, alive = psutil.wait_procs(children, timeout=60)
     assert alive == [] and not list(tmp_path.glob("tracelens-dask-*"))
+
+
+# -- compare and scaling: each run's profile in two rounds of per-host maps ---------------------
+
+def _loaded_profiles(paths, filters=None, rules=None, step_marker=None, workers=None,
+                     scheduler=None):
+    """The one-process path the engine replaces: each run loaded whole, filtered, profiled."""
+    from tracelens.analyze.scaling import profile
+    from tracelens.filters import apply
+
+    out = []
+    for path in paths:
+        trace = load([path], rules=rules, step_marker=step_marker)
+        if filters is not None and filters.active():
+            trace = apply(trace, filters)
+        out.append((profile(trace, str(path)), trace.meta.steps_source))
+    return out
+
+
+def test_compare_and_scaling_byte_identical_on_the_engine(job16: Path, cluster: str,
+                                                           tmp_path: Path, monkeypatch) -> None:
+    """The 2-host straggler sample, the random 16-host job, hosts without a shared wall
+    clock (aligned on collective ends, which round 2 must apply to its host's events) and a
+    single file:
+    compare and scaling, with and without per-row filters, in this process, on the cluster
+    and by loading each run whole give the same output, byte for byte."""
+    import tracelens.engine_runs as engine_runs
+    from tests.synth_helpers import write_skewed_hosts
+
+    s, j = str(STRAGGLER), str(job16)
+    skewed = str(write_skewed_hosts(tmp_path, (None, None, None)))
+    variants = [("compare", s, j, "--format", "json"),
+                ("scaling", j, s, "--format", "json", "--category", "collective",
+                 "--category", "gemm"),
+                ("compare", skewed, s, "--format", "csv", "--kernel", "Generic|fusion"),
+                ("scaling", s, skewed, "--format", "json"),
+                ("scaling", str(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"), s, "--format",
+                 "json", "--category", "gemm")]  # a run of one file: one round
+    got = {v: [_cli(*v, "--quiet", "--workers", "1"), _cli(*v, "--quiet", "--scheduler", cluster)]
+           for v in variants}
+    monkeypatch.setattr(engine_runs, "run_profiles", _loaded_profiles)
+    for v, (here, there) in got.items():
+        assert here == there == _cli(*v, "--quiet"), v
+    assert json.loads(got[variants[1]][0])["filters"] == {"category": ["collective", "gemm"]}
+    assert load([Path(skewed)]).meta.alignment.startswith("collective ends")
+
+
+def test_compare_host_files_fail_with_their_path_from_the_cluster(tmp_path: Path,
+                                                                  cluster: str) -> None:
+    """A broken host file in either round-1 run is one error line naming it, exit 2."""
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    run = _straggler_copy(tmp_path)
+    bad = run / "mi355x-node1.xplane.pb"
+    bad.write_bytes(bad.read_bytes()[: bad.stat().st_size // 2])
+    res = CliRunner().invoke(main, ["compare", str(STRAGGLER), str(tmp_path), "--scheduler",
+                                    cluster])
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: {bad}: ") and res.stderr.count("\n") == 1
+
+
+def test_compare_maps_both_rounds_of_both_runs_on_one_client(cluster: str,
+                                                              monkeypatch) -> None:
+    """One cluster start (or connection) per command, not one per round and run."""
+    import tracelens.engine as engine
+
+    opened = []
+
+    class Counted(engine._client):
+        def __init__(self, n, address):
+            opened.append(address)
+            super().__init__(n, address)
+
+    monkeypatch.setattr(engine, "_client", Counted)
+    _cli("compare", str(STRAGGLER), str(STRAGGLER), "--format", "json", "--scheduler", cluster)
+    assert opened == [cluster]
+
+
+def test_a_run_of_one_file_is_read_once(monkeypatch) -> None:
+    """Round 2 re-reads host files only for runs of several: one file holds every
+    participant of its collectives."""
+    import tracelens.loader as loader
+
+    read = []
+    real = loader.load_host
+    monkeypatch.setattr(loader, "load_host", lambda path, *a: read.append(path) or real(path, *a))
+    one, two = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb", STRAGGLER
+    _cli("compare", str(one), str(two), "--format", "json", "--workers", "1")
+    assert [p.name for p in read] == [one.name] + ["mi355x-node0.xplane.pb",
+                                                   "mi355x-node1.xplane.pb"] * 2

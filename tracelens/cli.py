@@ -167,6 +167,33 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
                  lambda console: render.render_table(tables, console))
 
 
+def _profiles(runs: tuple[Path, ...], step_marker: str | None, categories: tuple[str, ...],
+              kernel: str | None, hosts: tuple[str, ...],
+              time_window: tuple[int | None, int | None] | None, workers: int | None,
+              scheduler: str | None, rules_files: tuple[str, ...]
+              ) -> tuple[list[tuple[Any, str]], dict[str, Any]]:
+    """Each run's (RunProfile, steps source) and the filters in force: per host on the
+    engine (README, "Many hosts"), or every host of a run loaded in this process for
+    ``--host`` or ``--time`` (decided on the whole run)."""
+    from tracelens.filters import Filters
+
+    rules = load_rule_files(rules_files)
+    if not hosts and time_window is None:
+        from tracelens.engine_runs import run_profiles
+
+        rows = Filters(categories=categories, kernel=kernel)
+        return run_profiles(runs, rows, rules, step_marker, workers, scheduler), rows.active()
+    from tracelens.analyze.scaling import profile
+    from tracelens.loader import load
+
+    found, active = [], {}
+    for r in runs:
+        trace, active = apply_filters(load([r], rules=rules, step_marker=step_marker), (r,),
+                                      categories, kernel, hosts, time_window)
+        found.append((profile(trace, str(r)), trace.meta.steps_source))
+    return found, active
+
+
 @main.command()
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
@@ -177,32 +204,31 @@ def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list
 @html_option
 @step_marker_option
 @filter_options
+@engine_options
 @common_options
 @guarded
 def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
             html: Path | None, step_marker: str | None, categories: tuple[str, ...],
             kernel: str | None, hosts: tuple[str, ...],
-            time_window: tuple[int | None, int | None] | None, rules_files: tuple[str, ...],
-            quiet: bool, debug: bool) -> None:
+            time_window: tuple[int | None, int | None] | None, workers: int | None,
+            scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
+            debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
     from dataclasses import replace
 
     from tracelens.analyze.compare import comparison
-    from tracelens.analyze.scaling import profile
-    from tracelens.loader import load
     from tracelens.results.jsonify import comparison_json
     from tracelens.results.runs import Gate
     from reports.scaling import compare_tables
 
-    rules = load_rule_files(rules_files)
-    (ta, active), (tb, _) = (
-        apply_filters(load([p], rules=rules, step_marker=step_marker), (p,), categories, kernel,
-                  hosts, time_window) for p in (base, new))
-    res = comparison(profile(ta, str(base)), profile(tb, str(new)), top=top)
+    ((pa, sa), (pb, sb)), active = _profiles((base, new), step_marker, categories, kernel,
+                                             hosts, time_window, workers, scheduler,
+                                             rules_files)
+    res = comparison(pa, pb, top=top)
     regressed = (fail_above is not None and res.delta_pct is not None
                  and res.delta_pct > fail_above)
-    res = replace(res, base=replace(res.base, steps_source=ta.meta.steps_source),
-                  new=replace(res.new, steps_source=tb.meta.steps_source),
+    res = replace(res, base=replace(res.base, steps_source=sa),
+                  new=replace(res.new, steps_source=sb),
                   filters=active or None, gate=Gate(fail_above, regressed))
     rep: dict[str, Any] = dict(comparison_json(res))
     _emit(fmt, rep, "tracelens compare", compare_tables(res), rep["components"],
@@ -221,26 +247,24 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
 @html_option
 @step_marker_option
 @filter_options
+@engine_options
 @common_options
 @guarded
 def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
             step_marker: str | None, categories: tuple[str, ...], kernel: str | None,
             hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
-            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+            workers: int | None, scheduler: str | None, rules_files: tuple[str, ...],
+            quiet: bool, debug: bool) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
-    from tracelens.analyze.scaling import profile, scaling as build
-    from tracelens.loader import load
+    from tracelens.analyze.scaling import scaling as build
     from tracelens.results.jsonify import scaling_json
     from reports.scaling import scaling_tables
 
     if len(runs) < 2:
         raise click.UsageError("scaling needs at least two runs")
-    rules = load_rule_files(rules_files)
-    loaded = [apply_filters(load([r], rules=rules, step_marker=step_marker), (r,), categories,
-                        kernel, hosts, time_window) for r in runs]
-    traces = [t for t, _ in loaded]
-    res = build([profile(t, str(r)) for t, r in zip(traces, runs)],
-                [t.meta.steps_source for t in traces], strong=strong, filters=loaded[0][1])
+    found, active = _profiles(runs, step_marker, categories, kernel, hosts, time_window,
+                              workers, scheduler, rules_files)
+    res = build([p for p, _ in found], [s for _, s in found], strong=strong, filters=active)
     rep: dict[str, Any] = dict(scaling_json(res))
     rows = [{"from": t.from_path, "to": t.to_path, "component": c.component,
              "delta_ns": c.delta_ns, "share": c.share}

@@ -53,8 +53,10 @@ def scheduler_address(scheduler: str | None) -> str | None:
 
 
 def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None,
-            scheduler: str | None = None, retries: int = RETRIES) -> list[R]:
-    """``[fn(x) for x in items]``, in input order, where the module doc says.
+            scheduler: str | None = None, retries: int = RETRIES,
+            client: Any = None) -> list[R]:
+    """``[fn(x) for x in items]``, in input order, where the module doc says; ``client``:
+    a client of :func:`engine_client` to map on (several maps, one cluster start).
 
     ``fn`` and the items must pickle (a module-level function, a ``functools.partial`` of
     one). The first item (in input order) that raises :class:`TraceInputError` raises it
@@ -63,14 +65,32 @@ def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
     items = list(items)
     address = scheduler_address(scheduler)
     n = min(len(items), workers if workers is not None else default_workers())
+    if client is not None:
+        return _map_on(client, fn, items, retries)
     if address is None and n <= 1:
         return [fn(x) for x in items]
     with _client(n, address) as client:
-        futures = client.map(_guarded, [fn] * len(items), items, pure=False, retries=retries)
-        try:
-            return _gather(client, futures, items)
-        finally:
-            client.cancel([f for f in futures if f is not None])
+        return _map_on(client, fn, items, retries)
+
+
+def engine_client(n: int, scheduler: str | None) -> Any:
+    """A context giving the client that :func:`run_map` calls may share: on the cluster at
+    ``scheduler`` (or ``TRACELENS_SCHEDULER``), else on a local cluster of ``n`` processes
+    for ``n`` > 1, else None (map in this process)."""
+    import contextlib
+
+    address = scheduler_address(scheduler)
+    if address is None and n <= 1:
+        return contextlib.nullcontext(None)
+    return _client(n, address)
+
+
+def _map_on(client: Any, fn: Callable[[T], R], items: list[T], retries: int) -> list[R]:
+    futures = client.map(_guarded, [fn] * len(items), items, pure=False, retries=retries)
+    try:
+        return _gather(client, futures, items)
+    finally:
+        client.cancel([f for f in futures if f is not None])
 
 
 def _gather(client: Any, futures: list[Any], items: list[Any]) -> list[Any]:
@@ -403,14 +423,30 @@ def reduce_hosts(hosts: list[HostPartial], args: list[Path]) -> Job:
 def run_hosts(paths: Sequence[str | Path], options: MapOptions, workers: int | None = None,
               scheduler: str | None = None) -> Job:
     """Discover, map every host where :func:`engine_workers` says, and reduce."""
-    import functools
-
     args, files = host_files(paths, options.step_marker)
+    return run_files(args, files, options, workers, scheduler)
+
+
+def map_plan(files: Sequence[HostFile], options: MapOptions, workers: int | None,
+             scheduler: str | None) -> tuple[int, MapOptions]:
+    """(how many workers map ``files``, the options they map with): a local cluster's
+    workers share this machine's cores, so each decodes with its share of them."""
     n = engine_workers(files, workers, scheduler)
     if n > 1 and not scheduler_address(scheduler) and options.threads is None:
-        # a local cluster's workers share this machine's cores (its polars threads likewise)
         options = replace(options, threads=max(1, (os.cpu_count() or 1) // n))
-    partials = run_map(functools.partial(map_host, options=options), files, n, scheduler)
+    return n, options
+
+
+def run_files(args: list[Path], files: list[HostFile], options: MapOptions,
+              workers: int | None = None, scheduler: str | None = None,
+              client: Any = None) -> Job:
+    """:func:`run_hosts` of files already discovered (:func:`host_files`), on ``client``
+    when given (:func:`engine_client`)."""
+    import functools
+
+    n, options = map_plan(files, options, workers, scheduler)
+    partials = run_map(functools.partial(map_host, options=options), files, n, scheduler,
+                       client=client)
     job = reduce_hosts(partials, args)
     missing = [i for i, h in enumerate(job.hosts) if h.ends is None]
     if job.meta.unaligned and missing:
@@ -418,7 +454,7 @@ def run_hosts(paths: Sequence[str | Path], options: MapOptions, workers: int | N
         # collective ends, which those hosts did not send; they are read again for them
         again = replace(options, partials=(), ends=True)
         found = run_map(functools.partial(map_host, options=again),
-                        [files[i] for i in missing], n, scheduler)
+                        [files[i] for i in missing], n, scheduler, client=client)
         for i, h in zip(missing, found):
             job.hosts[i].ends = h.ends
     return job

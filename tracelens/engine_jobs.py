@@ -59,22 +59,34 @@ def summary_of(job: Job, opts: Any) -> Any:
     return reduce_summary([merged], opts)
 
 
-def collectives_of(job: Job, top: int) -> Any:
-    """The job's typed collectives result (:func:`collectives_from_activities` of every
-    host's activities, placed and aligned)."""
-    from tracelens.analyze.collective_partials import merge_activities
-    from tracelens.analyze.collectives import collectives_from_activities, link_of
+def merged_of(job: Job) -> Any:
+    """The job's :class:`~tracelens.analyze.collective_partials.MergedCollectives`: every
+    host's collective activities (its ``collectives`` partial) placed, and aligned on
+    collective ends as the loader aligns them (from the ends of all its events, whatever
+    the command's filters)."""
+    from tracelens.analyze.collective_partials import MergedCollectives, merge_activities
 
     parts = [h.partials["collectives"] for h in job.hosts]
     acts = merge_activities([p.acts for p in parts], job.placements)
-    alignment = job.meta.alignment
-    found = shifts(job)
-    if found is not None:
-        shift_of, alignment = found
-        by = pl.col("host").replace_strict(shift_of, default=0, return_dtype=pl.Int64)
-        acts = acts.with_columns(start_ns=pl.col("start_ns") + by, end_ns=pl.col("end_ns") + by)
     devices = pl.concat([place(p.devices, w) for p, w in zip(parts, job.placements)])
-    return collectives_from_activities(acts, alignment, top, link_of(devices))
+    found = shifts(job)
+    if found is None:
+        return MergedCollectives(acts, devices, job.meta.alignment, job.meta.unaligned,
+                                 tuple(job.placements))
+    shift_of, alignment = found
+    by = pl.col("host").replace_strict(shift_of, default=0, return_dtype=pl.Int64)
+    acts = acts.with_columns(start_ns=pl.col("start_ns") + by, end_ns=pl.col("end_ns") + by)
+    return MergedCollectives(acts, devices, alignment, None, tuple(job.placements), shift_of)
+
+
+def collectives_of(job: Job, top: int) -> Any:
+    """The job's typed collectives result (:func:`collectives_from_activities` of every
+    host's activities, placed and aligned)."""
+    from tracelens.analyze.collectives import collectives_from_activities, link_of
+
+    merged = merged_of(job)
+    return collectives_from_activities(merged.acts, merged.alignment, top,
+                                       link_of(merged.devices))
 
 
 def lens_job(paths: Sequence[str | Path], rules: Any = None, workers: int | None = None,

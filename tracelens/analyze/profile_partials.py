@@ -20,7 +20,7 @@ from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collective
 from tracelens.analyze.scaling import (RunProfile, hlo_finding_texts, collective_types,
                                        component_frame, kernel_partial, profile_of)
 from tracelens.analyze.timeline import DEVICE_KEYS
-from tracelens.combine import place
+from tracelens.combine import Placement, place
 from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace
 
 
@@ -42,14 +42,13 @@ def match_job(merged: MergedCollectives) -> CollectiveAnalysis:
     return analyze_collectives(merged.acts, merged.acts)
 
 
-def placed(trace: Trace, index: int, merged: MergedCollectives) -> Trace:
+def placed(trace: Trace, where: Placement, host_shift: dict[str, int]) -> Trace:
     """The host file's trace (loaded alone) moved to its place in the job: as
-    :func:`tracelens.combine.combine`, then as :func:`tracelens.align.align_on_collectives`
-    (per rank, by its host's shift)."""
-    where = merged.placements[index]
+    :func:`tracelens.combine.combine` (``where``), then as
+    :func:`tracelens.align.align_on_collectives` (per rank, by its host's shift)."""
     events, steps = place(trace.events, where), place(trace.steps, where)
-    if merged.host_shift:
-        events, steps = (shift_ranks(df, events, merged.host_shift) for df in (events, steps))
+    if host_shift:
+        events, steps = (shift_ranks(df, events, host_shift) for df in (events, steps))
     return Trace(events=events, host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
                  steps=steps, devices=place(trace.devices, where), meta=trace.meta,
                  modules=place(trace.modules, where))
@@ -59,13 +58,22 @@ def profile_partial(trace: Trace, index: int, merged: MergedCollectives,
                     job: CollectiveAnalysis) -> ProfilePartial:
     """Round 2 for the ``index``-th host file (``trace``: it loaded alone), given round 1's
     merge and :func:`match_job` of it."""
-    t = placed(trace, index, merged)
+    return host_profile_partial(trace, merged.placements[index], merged.host_shift,
+                                job.activities, collective_types(job.activities))
+
+
+def host_profile_partial(trace: Trace, where: Placement, host_shift: dict[str, int],
+                         acts: pl.DataFrame, types: list[str]) -> ProfilePartial:
+    """Round 2 of one host file from only what it needs of round 1 (what the engine sends a
+    worker): its placement, the hosts' shifts, matched activities that include its own rows
+    (others' are ignored) and the job's collective types (every host gets their columns)."""
+    t = placed(trace, where, host_shift)
     mine = t.events.select("host", "rank").unique()
-    acts = job.activities.join(mine, on=["host", "rank"], how="semi")
+    acts = acts.join(mine, on=["host", "rank"], how="semi")
     compute = t.events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
                               & pl.col("step").is_not_null())
     return ProfilePartial(
-        comp=component_frame(t, acts, collective_types(job.activities)),
+        comp=component_frame(t, acts, types),
         kernels=kernel_partial(t), active=t.events.select(DEVICE_KEYS).unique(),
         steps=t.steps.select("step").unique(),
         compute_steps=compute.select(*DEVICE_KEYS, "step", "category").unique(),
