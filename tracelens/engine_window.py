@@ -44,7 +44,7 @@ class WindowOptions:
 @dataclass(frozen=True)
 class WindowPart:
     """One host's round-1 part, in its own time and ranks: ``steps`` (host, rank, step,
-    start_ns, end_ns), ``busy`` (DEVICE_KEYS, step, ``_t``), ``first`` (host, start_ns,
+    start_ns, end_ns), ``busy`` (DEVICE_KEYS, step, ``_t``), ``first`` (host, rank, start_ns,
     end_ns; only from a host without steps) and ``empty`` (its activities' schema)."""
 
     steps: pl.DataFrame
@@ -75,7 +75,7 @@ def window_part(trace: Trace, opts: WindowOptions) -> WindowPart:
     clipped = clip_to_windows(ev, steps)
     busy = clipped.group_by(*DEVICE_KEYS, "step").agg(
         _t=(pl.col("end_ns") - pl.col("start_ns")).sum())
-    first = first_stretch(ev.select("host", "start_ns", "end_ns"),
+    first = first_stretch(ev.select("host", "rank", "start_ns", "end_ns"),
                           0 if steps.height else opts.max_events)
     return WindowPart(steps, busy, first, ev.head(0))
 
@@ -141,7 +141,7 @@ def window_of(job: Job, options: MapOptions, opts: WindowOptions, workers: int |
     steps = pl.concat([_to_job(p.steps, w, shift_of) for p, w in placed]).drop("host")
     step, lo, hi = window_bounds(steps, opts.step, lambda: first_stretch(pl.concat(
         [_to_job(p.first, w, shift_of) for p, w in placed]), opts.max_events))
-    steps = steps.filter(pl.col("step") == step)
+    steps = steps.filter(pl.col("step") == step) if step is not None else steps.head(0)
     busy = shown = None
     if step is not None:
         busy = pl.concat([place(p.busy, w) for p, w in placed]).filter(
