@@ -263,7 +263,8 @@ def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.engine import MapOptions
     from tracelens.engine_jobs import summary_job, summary_of
-    from tracelens.engine_window import WindowOptions, window_of
+    from tracelens.analyze.window_parts import WindowOptions
+    from tracelens.engine_window import window_of
     from tracelens.filters import Filters
 
     rows = Filters(categories=categories, kernel=kernel)

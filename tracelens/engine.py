@@ -316,7 +316,7 @@ def _lens(trace: Trace, options: MapOptions) -> Any:
 
 def _window(trace: Trace, options: MapOptions) -> Any:
     """``report``'s step-timeline choice (param ``window``, a WindowOptions)."""
-    from tracelens.engine_window import window_part
+    from tracelens.analyze.window_parts import window_part
 
     return window_part(trace, options.param("window"))
 

@@ -16,68 +16,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
-from tracelens.analyze.window import (COLUMNS, TimelineWindow, device_busy, finish_window,
-                                      first_stretch, in_window, shown_devices, window_bounds)
+from tracelens.analyze.timeline import DEVICE_KEYS
+from tracelens.analyze.window import (TimelineWindow, device_busy, finish_window, first_stretch,
+                                      in_window, shown_devices, window_bounds)
+from tracelens.analyze.window_parts import WindowOptions, WindowPart, window_activities
 from tracelens.combine import Placement, place
 from tracelens.engine import HostFile, Job, MapOptions, engine_workers, map_options, run_map
-from tracelens.model import Trace
-
-
-@dataclass(frozen=True)
-class WindowOptions:
-    """What picks the window: ``report``'s ``--device``/``--step``, its per-row filters
-    (a :class:`tracelens.filters.Filters` of categories and kernel names, or None) and the
-    caps."""
-
-    device: int | None = None
-    step: int | None = None
-    filters: Any = None
-    max_devices: int = 4
-    max_events: int = 1500
-
-
-@dataclass(frozen=True)
-class WindowPart:
-    """One host's round-1 part, in its own time and ranks: ``steps`` (host, rank, step,
-    start_ns, end_ns), ``busy`` (DEVICE_KEYS, step, ``_t``), ``first`` (host, rank, start_ns,
-    end_ns; only from a host without steps) and ``empty`` (its activities' schema)."""
-
-    steps: pl.DataFrame
-    busy: pl.DataFrame
-    first: pl.DataFrame
-    empty: pl.DataFrame
-
-
-def _activities(trace: Trace, opts: WindowOptions) -> pl.DataFrame:
-    """The activities the window is drawn from: after the per-row filters and ``--device``,
-    as ``report`` narrows the whole trace."""
-    from tracelens.filters import apply
-
-    if opts.filters is not None and opts.filters.active():
-        trace = apply(trace, opts.filters)
-    ev = trace.events
-    if opts.device is not None:
-        ev = ev.filter(pl.col("device") == opts.device)
-    return ev.select(COLUMNS)
-
-
-def window_part(trace: Trace, opts: WindowOptions) -> WindowPart:
-    """The host's round-1 part (see the module doc)."""
-    ev = _activities(trace, opts)
-    hosts = trace.devices.select("rank", "host").unique()
-    steps = trace.steps.select("rank", "step", "start_ns", "end_ns").join(
-        hosts, on="rank", how="left").select("host", "rank", "step", "start_ns", "end_ns")
-    clipped = clip_to_windows(ev, steps)
-    busy = clipped.group_by(*DEVICE_KEYS, "step").agg(
-        _t=(pl.col("end_ns") - pl.col("start_ns")).sum())
-    first = first_stretch(ev.select("host", "rank", "start_ns", "end_ns"),
-                          0 if steps.height else opts.max_events)
-    return WindowPart(steps, busy, first, ev.head(0))
 
 
 def _to_job(df: pl.DataFrame, where: Placement, shift_of: dict[str, int] | None
@@ -119,7 +66,7 @@ def window_events(r2: _Round2, options: MapOptions, opts: WindowOptions
     host = r2.host
     trace, _ = load_host(host.path, host.arg, host.in_dir, options.rules, options.step_marker,
                          options.threads, host.notes)
-    ev = in_window(_to_job(_activities(trace, opts), r2.where, r2.shift_of), r2.steps, r2.step,
+    ev = in_window(_to_job(window_activities(trace, opts), r2.where, r2.shift_of), r2.steps, r2.step,
                    r2.lo, r2.hi)
     busy = device_busy(ev)
     shown = r2.shown if r2.shown is not None else shown_devices(busy, opts.max_devices)
