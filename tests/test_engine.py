@@ -259,10 +259,12 @@ def test_bad_host_file_exits_2_with_its_path_from_the_cluster(tmp_path: Path,
 
 @pytest.mark.parametrize("starts", [(None, None), (1_795_000_000_000_000_000, None)],
                          ids=["no-wall-clock", "mixed"])
-def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, starts) -> None:
+def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, starts,
+                                                            tmp_path_factory) -> None:
     """Hosts without a shared wall clock (none has a profile start, or only one has) are
     aligned on collective ends from the ends the hosts send (read again from a host that
-    had a start and did not send them) as the one-process loader aligns them."""
+    had a start and did not send them) as the one-process loader aligns them; ``report``'s
+    step timeline is drawn in the aligned time, with steps and without."""
     from reports import summary as render
     from tests.synth_helpers import write_skewed_hosts
     from tracelens.analyze.summary import summarize
@@ -278,6 +280,11 @@ def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, star
                           "--host", "n0", "--host", "n1"))
     assert one.pop("filters") == {"host": ["n0", "n1"]}
     assert got == one and got["alignment"].startswith("collective ends")
+    out = tmp_path_factory.mktemp("page")
+    for marker in (None, "no such marker"):
+        argv = ("--step-marker", marker) if marker else ()
+        assert _report_page(tmp_path, out, *argv) == _report_loaded(tmp_path,
+                                                                    step_marker=marker)
 
 
 def _die_once(marker: str) -> int:

@@ -66,8 +66,8 @@ def window_events(r2: _Round2, options: MapOptions, opts: WindowOptions
     host = r2.host
     trace, _ = load_host(host.path, host.arg, host.in_dir, options.rules, options.step_marker,
                          options.threads, host.notes)
-    ev = in_window(_to_job(window_activities(trace, opts), r2.where, r2.shift_of), r2.steps, r2.step,
-                   r2.lo, r2.hi)
+    ev = _to_job(window_activities(trace, opts), r2.where, r2.shift_of)
+    ev = in_window(ev, r2.steps, r2.step, r2.lo, r2.hi)
     busy = device_busy(ev)
     shown = r2.shown if r2.shown is not None else shown_devices(busy, opts.max_devices)
     return busy, ev.join(shown, on=DEVICE_KEYS)
