@@ -259,10 +259,12 @@ def test_bad_host_file_exits_2_with_its_path_from_the_cluster(tmp_path: Path,
 
 @pytest.mark.parametrize("starts", [(None, None), (1_795_000_000_000_000_000, None)],
                          ids=["no-wall-clock", "mixed"])
-def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, starts) -> None:
+def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, starts,
+                                                            tmp_path_factory) -> None:
     """Hosts without a shared wall clock (none has a profile start, or only one has) are
     aligned on collective ends from the ends the hosts send (read again from a host that
-    had a start and did not send them) as the one-process loader aligns them."""
+    had a start and did not send them) as the one-process loader aligns them; ``report``'s
+    step timeline is drawn in the aligned time, with steps and without."""
     from reports import summary as render
     from tests.synth_helpers import write_skewed_hosts
     from tracelens.analyze.summary import summarize
@@ -278,6 +280,11 @@ def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, star
                           "--host", "n0", "--host", "n1"))
     assert one.pop("filters") == {"host": ["n0", "n1"]}
     assert got == one and got["alignment"].startswith("collective ends")
+    out = tmp_path_factory.mktemp("page")
+    for marker in (None, "no such marker"):
+        argv = ("--step-marker", marker) if marker else ()
+        assert _report_page(tmp_path, out, *argv) == _report_loaded(tmp_path,
+                                                                    step_marker=marker)
 
 
 def _die_once(marker: str) -> int:
@@ -469,3 +476,69 @@ def test_a_run_of_one_file_is_read_once(monkeypatch) -> None:
     _cli("compare", str(one), str(two), "--format", "json", "--workers", "1")
     assert [p.name for p in read] == [one.name] + ["mi355x-node0.xplane.pb",
                                                    "mi355x-node1.xplane.pb"] * 2
+
+
+# -- report on the engine: the summary and the step-timeline window ------------------------------
+
+def _report_page(path: Path, tmp_path: Path, *argv: str) -> bytes:
+    """The report's HTML, the generation time (the only line that may differ) blanked."""
+    import re
+
+    out = tmp_path / "report.html"
+    _cli("report", str(path), "-o", str(out), "--quiet", *argv)
+    return re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d UTC", b"T", out.read_bytes())
+
+
+def _report_loaded(path: Path, step: int | None = None, device: int | None = None,
+                   step_marker: str | None = None) -> bytes:
+    """The report's HTML from the whole job loaded in one process (the path of --host)."""
+    import re
+
+    from reports.html import render_html
+    from tracelens.cli import _report_in_process
+
+    summary, window = _report_in_process((path,), (), True, step_marker, device, step, 100,
+                                         None, None, (), None, (), None)
+    return re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d UTC", b"T",
+                  render_html(summary, window=window).encode())
+
+
+@pytest.mark.parametrize("name", ["straggler", "job16"])
+def test_report_byte_identical_in_process_on_a_cluster_and_loaded_whole(
+        name: str, cluster: str, request, tmp_path: Path) -> None:
+    """``report`` per host (in this process, on a cluster) writes the page the whole job
+    loaded in one process gives: the median step, a chosen step, one device; without steps
+    (a marker that matches nothing) the first activities' stretch."""
+    path = request.getfixturevalue("job16") if name == "job16" else STRAGGLER
+    step = sorted(set(load([path]).steps["step"].to_list()))[-1]
+    for step_, device, marker in [(None, None, None), (step, None, None), (None, 1, None),
+                                  (None, None, "no such marker")]:
+        argv = [*(("--step", str(step_)) if step_ is not None else ()),
+                *(("--device", str(device)) if device is not None else ()),
+                *(("--step-marker", marker) if marker else ())]
+        whole = _report_loaded(path, step_, device, marker)
+        assert _report_page(path, tmp_path, *argv, "--workers", "1") == whole, argv
+        assert _report_page(path, tmp_path, *argv, "--scheduler", cluster) == whole, argv
+
+
+def test_report_reads_again_only_the_hosts_of_the_shown_devices(job16: Path,
+                                                               monkeypatch) -> None:
+    """Round 1 reads every host once; round 2 only the hosts owning one of the (at most 4)
+    devices the step timeline shows."""
+    import tracelens.loader as loader
+    from tracelens.cli_common import engine_summary
+
+    read: list[str] = []
+    real = loader.load_host
+
+    def counting(path, *args, **kw):
+        read.append(Path(path).name)
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(loader, "load_host", counting)
+    _, window = engine_summary((job16,), (), None, None, None, 10, None, None, (), None, 1,
+                               None, window=True)
+    first, again = read[:16], read[16:]
+    assert sorted(first) == sorted(set(first)) and len(first) == 16
+    shown = sorted(set(window.events["host"].to_list()))
+    assert 1 <= len(again) <= 4 and sorted({f.split(".")[0] for f in again}) == shown

@@ -338,34 +338,30 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
 @step_marker_option
 @filter_options
 @gpu_options
+@engine_options
 @common_options
 @guarded
 def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int | None,
            step: int | None, top: int, step_marker: str | None, categories: tuple[str, ...],
            kernel: str | None, hosts: tuple[str, ...],
            time_window: tuple[int | None, int | None] | None, gpu: str | None,
-           gpu_specs: Path | None, rules_files: tuple[str, ...], quiet: bool,
-           debug: bool) -> None:
-    """One self-contained HTML report (charts and tables; opens offline)."""
-    from dataclasses import replace
-
-    import polars as pl
-
-    from tracelens.analyze.summary import summarize as build
+           gpu_specs: Path | None, workers: int | None, scheduler: str | None,
+           rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+    """One self-contained HTML report (charts and tables; opens offline). Per host on the
+    engine (--workers, --scheduler), the hosts of the step timeline's devices read twice;
+    with --host or --time every host is loaded in this process."""
     from reports.html import render_html
 
     check_output_path(output, paths, "-o")  # fail before reading (possibly large) inputs
     extra_specs = load_gpu_specs(gpu, gpu_specs)
-    trace = load_trace(paths, rules_files, quiet, step_marker)
-    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    check_device_and_step(trace, paths, device, step)
-    with busy("analyzing", quiet):
-        summary = build(trace, device=device, step=step, top=top, gpu=gpu,
-                        gpu_specs=extra_specs).with_filters(active)
-    from tracelens.analyze.window import timeline_window
-    shown = trace if device is None else replace(
-        trace, events=trace.events.filter(pl.col("device") == device))
-    window = timeline_window(shown, step=step, max_devices=4, max_events=1500)
+    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
+        summary, window = engine_summary(paths, rules_files, step_marker, device, step, top,
+                                         gpu, extra_specs, categories, kernel, workers,
+                                         scheduler, window=True)
+    else:
+        summary, window = _report_in_process(paths, rules_files, quiet, step_marker, device,
+                                             step, top, gpu, extra_specs, categories,
+                                             kernel, hosts, time_window)
     html = render_html(summary, title=title, window=window)
     try:
         output.write_text(html, encoding="utf-8")
@@ -373,6 +369,31 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
         fail_with(f"{output}: cannot write the report: {exc.strerror or exc}", debug)
     if not quiet:
         click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)", err=True)
+
+
+def _report_in_process(paths: tuple[Path, ...], rules_files: tuple[str, ...], quiet: bool,
+                       step_marker: str | None, device: int | None, step: int | None,
+                       top: int, gpu: str | None, extra_specs: Any,
+                       categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
+                       time_window: tuple[int | None, int | None] | None) -> tuple[Any, Any]:
+    """``report``'s summary and window from the whole job loaded here (the host and time
+    filters are job-wide)."""
+    from dataclasses import replace
+
+    import polars as pl
+
+    from tracelens.analyze.summary import summarize as build
+    from tracelens.analyze.window import timeline_window
+
+    trace = load_trace(paths, rules_files, quiet, step_marker)
+    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
+    check_device_and_step(trace, paths, device, step)
+    with busy("analyzing", quiet):
+        summary = build(trace, device=device, step=step, top=top, gpu=gpu,
+                        gpu_specs=extra_specs).with_filters(active)
+    shown = trace if device is None else replace(
+        trace, events=trace.events.filter(pl.col("device") == device))
+    return summary, timeline_window(shown, step=step, max_devices=4, max_events=1500)
 
 
 @main.command()

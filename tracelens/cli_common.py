@@ -255,21 +255,30 @@ def engine_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
                    step_marker: str | None, device: int | None, step: int | None, top: int,
                    gpu: str | None, extra_specs: Any, categories: tuple[str, ...],
-                   kernel: str | None, workers: int | None, scheduler: str | None) -> Any:
+                   kernel: str | None, workers: int | None, scheduler: str | None,
+                   window: bool = False) -> Any:
     """``summarize`` as a per-host map and a reduce (:mod:`tracelens.engine`), the
-    per-row filters (category, kernel) applied on each host."""
+    per-row filters (category, kernel) applied on each host. With ``window``: (the summary,
+    ``report``'s step-timeline window, chosen as :mod:`tracelens.engine_window` says)."""
     from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.engine import MapOptions
     from tracelens.engine_jobs import summary_job, summary_of
+    from tracelens.analyze.window_parts import WindowOptions
+    from tracelens.engine_window import window_of
     from tracelens.filters import Filters
 
     rows = Filters(categories=categories, kernel=kernel)
     opts = SummaryOptions(device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs,
                           filters=rows if rows.active() else None)
-    job = summary_job(paths, opts, load_rule_files(rules_files), step_marker, workers,
-                      scheduler)
+    shown = WindowOptions(device, step, rows if rows.active() else None) if window else None
+    rules = load_rule_files(rules_files)
+    job = summary_job(paths, opts, rules, step_marker, workers, scheduler, shown)
     check_known(paths, device, step, [s for h in job.hosts for s in h.steps],
                 job.meta.steps_source, [d for h in job.hosts for d in h.devices])
-    return summary_of(job, opts)
+    if shown is None:
+        return summary_of(job, opts)
+    return summary_of(job, opts), window_of(job, MapOptions(rules, step_marker), shown,
+                                            workers, scheduler)
 
 
 def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],

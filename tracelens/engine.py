@@ -334,8 +334,15 @@ def _lens(trace: Trace, options: MapOptions) -> Any:
     return lens_timeline(trace)
 
 
+def _window(trace: Trace, options: MapOptions) -> Any:
+    """``report``'s step-timeline choice (param ``window``, a WindowOptions)."""
+    from tracelens.analyze.window_parts import window_part
+
+    return window_part(trace, options.param("window"))
+
+
 PARTIALS: dict[str, PartialFn] = {"summary": _summary, "collectives": _collectives,
-                                  "lens": _lens}
+                                  "lens": _lens, "window": _window}
 """The partials a map can compute, by name: each takes one host's staged trace."""
 
 
@@ -384,6 +391,7 @@ class Job:
     meta: TraceMeta
     placements: list[Placement]
     hosts: list[HostPartial]
+    files: list[HostFile] = field(default_factory=list)  # what each host was read from
 
 
 def host_files(paths: Sequence[str | Path], step_marker: str | None = None
@@ -432,9 +440,7 @@ def map_plan(files: Sequence[HostFile], options: MapOptions, workers: int | None
     """(how many workers map ``files``, the options they map with): a local cluster's
     workers share this machine's cores, so each decodes with its share of them."""
     n = engine_workers(files, workers, scheduler)
-    if n > 1 and not scheduler_address(scheduler) and options.threads is None:
-        options = replace(options, threads=max(1, (os.cpu_count() or 1) // n))
-    return n, options
+    return n, map_options(options, n, scheduler)
 
 
 def run_files(args: list[Path], files: list[HostFile], options: MapOptions,
@@ -448,6 +454,7 @@ def run_files(args: list[Path], files: list[HostFile], options: MapOptions,
     partials = run_map(functools.partial(map_host, options=options), files, n, scheduler,
                        client=client)
     job = reduce_hosts(partials, args)
+    job.files = files
     missing = [i for i, h in enumerate(job.hosts) if h.ends is None]
     if job.meta.unaligned and missing:
         # hosts on the wall clock among hosts without one (rare): the job is aligned on
@@ -458,6 +465,14 @@ def run_files(args: list[Path], files: list[HostFile], options: MapOptions,
         for i, h in zip(missing, found):
             job.hosts[i].ends = h.ends
     return job
+
+
+def map_options(options: MapOptions, n: int, scheduler: str | None) -> MapOptions:
+    """``options`` for a map on ``n`` workers: on a local cluster they share this machine's
+    cores (the decoder's threads and polars' likewise)."""
+    if n > 1 and not scheduler_address(scheduler) and options.threads is None:
+        return replace(options, threads=max(1, (os.cpu_count() or 1) // n))
+    return options
 
 
 def engine_workers(files: Sequence[HostFile], workers: int | None,

@@ -19,13 +19,23 @@ from tracelens.combine import place
 from tracelens.engine import Job, MapOptions, run_hosts
 
 
+def summary_options(opts: Any, rules: Any = None, step_marker: str | None = None,
+                    window: Any = None) -> MapOptions:
+    """The map of ``summarize`` under ``opts`` (a
+    :class:`tracelens.analyze.summary_types.SummaryOptions`); with ``window`` (a
+    :class:`tracelens.engine_window.WindowOptions`) also ``report``'s window part."""
+    if window is None:
+        return MapOptions(rules, step_marker, ("summary",), (("summary", opts),))
+    return MapOptions(rules, step_marker, ("summary", "window"),
+                      (("summary", opts), ("window", window)))
+
+
 def summary_job(paths: Sequence[str | Path], opts: Any, rules: Any = None,
                 step_marker: str | None = None, workers: int | None = None,
-                scheduler: str | None = None) -> Job:
-    """Map every host of ``paths`` to its summary partial under ``opts``
-    (:class:`tracelens.analyze.summary_types.SummaryOptions`)."""
-    return run_hosts(paths, MapOptions(rules, step_marker, ("summary",), (("summary", opts),)),
-                     workers, scheduler)
+                scheduler: str | None = None, window: Any = None) -> Job:
+    """Map every host of ``paths`` to its summary partial (see :func:`summary_options`)."""
+    return run_hosts(paths, summary_options(opts, rules, step_marker, window), workers,
+                     scheduler)
 
 
 def collectives_job(paths: Sequence[str | Path], filters: Any = None, rules: Any = None,

@@ -11,6 +11,7 @@ ones; what is left out is counted and said). Without steps the window is the fir
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import polars as pl
 
@@ -44,36 +45,78 @@ def median_step(steps: pl.DataFrame) -> int | None:
     return int(per["step"][(per.height - 1) // 2])
 
 
-def timeline_window(trace: Trace, step: int | None = None, max_devices: int = 8,
-                    max_events: int = 20_000) -> TimelineWindow | None:
-    """The window to draw (None when the trace has no device activity)."""
-    ev = trace.events.select(*DEVICE_KEYS, "stream", "name", "category", "start_ns", "end_ns")
-    if ev.is_empty():
-        return None
-    step = step if step is not None else median_step(trace.steps)
+COLUMNS = [*DEVICE_KEYS, "stream", "name", "category", "start_ns", "end_ns"]
+_DUR = pl.col("end_ns") - pl.col("start_ns")
+
+
+def first_stretch(ev: pl.DataFrame, max_events: int) -> pl.DataFrame:
+    """The first ``max_events`` activities by start (ties by end): the window without steps
+    spans them. Taking each host's first ``max_events`` and then the first of those gives
+    the same bounds."""
+    return ev.sort("start_ns", "end_ns").head(max_events)
+
+
+def window_bounds(steps: pl.DataFrame, step: int | None,
+                  first: Callable[[], pl.DataFrame]) -> tuple[int | None, int, int]:
+    """(the step drawn, the window's start and end): ``step``, else the median one, spans
+    its windows on every rank; without steps the stretch of the activities ``first()``
+    gives (:func:`first_stretch`)."""
+    step = step if step is not None else median_step(steps)
+    src = steps.filter(pl.col("step") == step) if step is not None else first()
+    return step, int(src["start_ns"].min()), int(src["end_ns"].max())  # type: ignore[arg-type]
+
+
+def in_window(ev: pl.DataFrame, steps: pl.DataFrame, step: int | None, lo: int, hi: int
+              ) -> pl.DataFrame:
+    """The activities of the window: clipped to each rank's window of ``step``, or (no
+    steps) every one overlapping [lo, hi), whole."""
     if step is not None:
-        win = trace.steps.filter(pl.col("step") == step)
-        ev = clip_to_windows(ev, win)
-        lo, hi = int(win["start_ns"].min()), int(win["end_ns"].max())  # type: ignore[arg-type]
-    else:
-        first = ev.sort("start_ns").head(max_events)
-        lo, hi = int(first["start_ns"].min()), int(first["end_ns"].max())  # type: ignore[arg-type]
-        ev = ev.filter((pl.col("start_ns") < hi) & (pl.col("end_ns") > lo))
-    dur = pl.col("end_ns") - pl.col("start_ns")
-    busy = ev.group_by(DEVICE_KEYS).agg(_t=dur.sum()).sort(
-        ["_t", "rank", "device", "host"], descending=[True, False, False, False])
-    shown = busy.head(max_devices).select(DEVICE_KEYS)
-    ev = ev.join(shown, on=DEVICE_KEYS)
+        return clip_to_windows(ev, steps.filter(pl.col("step") == step)).drop("step")
+    return ev.filter((pl.col("start_ns") < hi) & (pl.col("end_ns") > lo))
+
+
+def device_busy(ev: pl.DataFrame) -> pl.DataFrame:
+    """Summed activity time per device (DEVICE_KEYS, ``_t``)."""
+    return ev.group_by(DEVICE_KEYS).agg(_t=_DUR.sum())
+
+
+def shown_devices(busy: pl.DataFrame, max_devices: int) -> pl.DataFrame:
+    """The ``max_devices`` busiest devices (then by rank, ordinal, host)."""
+    return busy.sort(["_t", "rank", "device", "host"], descending=[True, False, False, False]) \
+        .head(max_devices).select(DEVICE_KEYS)
+
+
+def finish_window(ev: pl.DataFrame, step: int | None, lo: int, hi: int, shown: pl.DataFrame,
+                  devices_total: int, max_events: int) -> TimelineWindow:
+    """The window from the activities of the shown devices in it (``ev``, any row order):
+    their exposed communication, then the cap to the ``max_events`` longest."""
     total = ev.height
     # exposure from every activity in the window, before the cap drops short ones
     comp = ev.filter(pl.col("category").is_in(COMPUTE_CATEGORIES))
     comm = ev.filter(pl.col("category") == "collective")
     exposed = subtract(comm, comp, DEVICE_KEYS)
-    if total > max_events:  # keep the longest activities (ties by start, name)
-        ev = ev.with_columns(_d=dur).sort(["_d", "start_ns", "name"],
-                                          descending=[True, False, False]).head(max_events) \
-            .drop("_d")
-    ev = ev.sort(*DEVICE_KEYS, "stream", "start_ns", "name")
-    return TimelineWindow(step=step, start_ns=lo, end_ns=hi, events=ev.drop("step", strict=False),
-                          exposed=exposed, devices_shown=shown.height,
-                          devices_total=busy.height, events_total=total)
+    if total > max_events:  # keep the longest activities (ties by start, name, the rest)
+        ev = ev.with_columns(_d=_DUR).sort(
+            ["_d", "start_ns", "name", *DEVICE_KEYS, "stream", "end_ns", "category"],
+            descending=[True, *[False] * 8]).head(max_events).drop("_d")
+    ev = ev.sort(*DEVICE_KEYS, "stream", "start_ns", "name", "end_ns", "category")
+    return TimelineWindow(step=step, start_ns=lo, end_ns=hi, events=ev, exposed=exposed,
+                          devices_shown=shown.height, devices_total=devices_total,
+                          events_total=total)
+
+
+def timeline_window(trace: Trace, step: int | None = None, max_devices: int = 8,
+                    max_events: int = 20_000) -> TimelineWindow | None:
+    """The window to draw (None when the trace has no device activity). The engine
+    (:mod:`tracelens.engine_jobs`) makes the same choice from per-host parts with the same
+    functions."""
+    ev = trace.events.select(COLUMNS)
+    if ev.is_empty():
+        return None
+    step, lo, hi = window_bounds(trace.steps, step, lambda: first_stretch(
+        ev.select("start_ns", "end_ns"), max_events))
+    ev = in_window(ev, trace.steps, step, lo, hi)
+    busy = device_busy(ev)
+    shown = shown_devices(busy, max_devices)
+    return finish_window(ev.join(shown, on=DEVICE_KEYS), step, lo, hi, shown, busy.height,
+                         max_events)
