@@ -542,3 +542,19 @@ def test_report_reads_again_only_the_hosts_of_the_shown_devices(job16: Path,
     assert sorted(first) == sorted(set(first)) and len(first) == 16
     shown = sorted(set(window.events["host"].to_list()))
     assert 1 <= len(again) <= 4 and sorted({f.split(".")[0] for f in again}) == shown
+
+
+def test_hosts_that_mark_steps_differently_are_said() -> None:
+    """Files whose steps come from different sources (annotations on some, none on others)
+    are marked per file on the engine; the summary says so instead of naming one file's
+    source for the whole job."""
+    folder = SHARED / "kineto" / "mi300x_inference"
+    if not folder.exists():
+        pytest.skip(f"real traces {folder} not present (shared/ is not beside this checkout)")
+    got = json.loads(_cli("summarize", str(folder), "--format", "json", "--workers", "1"))
+    mixed = [w for w in got["warnings"] if w.startswith("steps were marked per host file")]
+    assert len(mixed) == 1 and "none: " in mixed[0] and "graph-replay: " in mixed[0]
+    assert got["steps_source"] == "annotation:cpu-launches+graph-replay+none"
+    one = json.loads(_cli("summarize", str(SAMPLES / "mi355x_2x8gpu_straggler"),
+                          "--format", "json", "--workers", "1"))
+    assert not [w for w in one["warnings"] if w.startswith("steps were marked")]

@@ -9,6 +9,9 @@ every host sends, whatever the command's filters), then the partials are placed 
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -66,7 +69,24 @@ def summary_of(job: Job, opts: Any) -> Any:
     parts = [h.partials["summary"] for h in job.hosts]
     found = shifts(job)
     merged = merge_partials(parts, found[0], found[1]) if found else merge_partials(parts)
+    mixed = mixed_steps_warning(job)
+    if mixed:
+        merged = replace(merged, steps_source=job.meta.steps_source,
+                         warnings=(*merged.warnings, mixed))
     return reduce_summary([merged], opts)
+
+
+def mixed_steps_warning(job: Job) -> str | None:
+    """Hosts that marked their steps from different sources (some annotated, others falling
+    back to a program of their own or to none) are each host's own choice here; loading the
+    whole job in one process marks steps once for all hosts and can choose differently. Said,
+    not hidden."""
+    counts = Counter(h.meta.steps_source for h in job.hosts)
+    if len(counts) < 2:
+        return None
+    each = ", ".join(f"{src}: {n} host file(s)" for src, n in sorted(counts.items()))
+    return (f"steps were marked per host file and the files disagree ({each}); marking them "
+            "once for the whole job (tracelens.load of all files) can give other steps")
 
 
 def merged_of(job: Job) -> Any:
