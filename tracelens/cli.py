@@ -28,6 +28,23 @@ def main() -> None:
     """Where each training step's GPU time goes, from XProf and rocprofv3 traces."""
 
 
+def _summary_here(paths: tuple[Path, ...], rules_files: tuple[str, ...], quiet: bool,
+                  step_marker: str | None, categories: tuple[str, ...], kernel: str | None,
+                  hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
+                  device: int | None, step: int | None, top: int, gpu: str | None,
+                  extra_specs: Any) -> tuple[Any, Any]:
+    """(the trace, its typed Summary) with every host loaded in this process: the path of
+    ``summarize`` and ``report`` when a host filter or time window (job-wide) is given."""
+    from tracelens.analyze.summary import summarize as build
+
+    trace = load_trace(paths, rules_files, quiet, step_marker)
+    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
+    check_device_and_step(trace, paths, device, step)
+    with busy("analyzing", quiet):
+        return trace, build(trace, device=device, step=step, top=top, gpu=gpu,
+                            gpu_specs=extra_specs).with_filters(active)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--device", type=int, default=None, help="Only this device ordinal (every host).")
@@ -53,7 +70,6 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
     from dataclasses import replace
 
-    from tracelens.analyze.summary import summarize as build
     from reports import summary as render
 
     extra_specs = load_gpu_specs(gpu, gpu_specs)
@@ -61,12 +77,8 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
         result = engine_summary(paths, rules_files, step_marker, device, step, top, gpu,
                                 extra_specs, categories, kernel, workers, scheduler)
     else:
-        trace = load_trace(paths, rules_files, quiet, step_marker)
-        trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-        check_device_and_step(trace, paths, device, step)
-        with busy("analyzing", quiet):
-            result = build(trace, device=device, step=step, top=top, gpu=gpu,
-                           gpu_specs=extra_specs).with_filters(active)
+        _, result = _summary_here(paths, rules_files, quiet, step_marker, categories, kernel,
+                                  hosts, time_window, device, step, top, gpu, extra_specs)
     shown = replace(result, warnings=()) if quiet and fmt == "table" else result
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
@@ -382,15 +394,10 @@ def _report_in_process(paths: tuple[Path, ...], rules_files: tuple[str, ...], qu
 
     import polars as pl
 
-    from tracelens.analyze.summary import summarize as build
     from tracelens.analyze.window import timeline_window
 
-    trace = load_trace(paths, rules_files, quiet, step_marker)
-    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    check_device_and_step(trace, paths, device, step)
-    with busy("analyzing", quiet):
-        summary = build(trace, device=device, step=step, top=top, gpu=gpu,
-                        gpu_specs=extra_specs).with_filters(active)
+    trace, summary = _summary_here(paths, rules_files, quiet, step_marker, categories, kernel,
+                                   hosts, time_window, device, step, top, gpu, extra_specs)
     shown = trace if device is None else replace(
         trace, events=trace.events.filter(pl.col("device") == device))
     return summary, timeline_window(shown, step=step, max_devices=4, max_events=1500)
