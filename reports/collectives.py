@@ -14,21 +14,13 @@ from rich.text import Text
 
 from reports.markdown import md_table
 from reports.summary import ms
+from reports.units import size
 from tracelens.results.collectives import Busbw, Collectives
 from tracelens.results.jsonify import collectives_json
 
 
 def _gbps(v: float | None) -> str:
     return "-" if v is None else f"{v:,.1f}"
-
-
-def _size(b: int | None) -> str:
-    if b is None:
-        return "-"
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= div:
-            return f"{b / div:,.1f} {unit}"
-    return f"{b} B"
 
 
 def _spread(b: Busbw) -> str:
@@ -46,7 +38,7 @@ def tables(c: Collectives) -> list[tuple[str, list[str], list[list[str]]]]:
              for r in c.by_type]),
            ("Collective ops", ["type", "op", "count", "message", "time ms", "exposed ms",
                                "busbw GB/s"],
-            [[r.type, r.op or "-", f"{r.count:,}", _size(r.msg_bytes), ms(r.sum_ns),
+            [[r.type, r.op or "-", f"{r.count:,}", size(r.msg_bytes), ms(r.sum_ns),
               ms(r.exposed_ns), _gbps(r.busbw.median)] for r in c.ops]),
            ("Worst instances (largest arrival skew)",
             ["type", "op", "#", "ranks", "skew ms", "transfer ms", "last to arrive"],

@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from reports.collectives import _size
 from reports.html import TEMPLATES
 from reports.markdown import md_table
 from reports.summary import ms
+from reports.units import size
 
 Tables = list[tuple[str, list[str], list[list[str]]]]
 CSV_COLUMNS = ["kind", "program", "instruction", "bytes_per_step", "exposed_ns_per_step",
@@ -42,7 +42,7 @@ def tables(rep: dict[str, Any]) -> Tables:
                 f"first; {how})",
                 ["kind", "program", "instruction", "bytes/step", "exposed ms/step",
                  "what to do"],
-                [[f["kind"], f["program"], f["instruction"], _size(f["bytes_per_step"]),
+                [[f["kind"], f["program"], f["instruction"], size(f["bytes_per_step"]),
                   ms(f["exposed_ns_per_step"]) if f["exposed_ns_per_step"] is not None
                   else "-", f["message"]] for f in rep["findings"]]))
     for p in rep["programs"]:
@@ -52,10 +52,10 @@ def tables(rep: dict[str, Any]) -> Tables:
                     + ("" if p["scheduled"] else " (no schedule)"),
                     ["name", "opcode", "dtype", "bytes", "group", "async", "loop", "trips",
                      "runs/step", "bytes/step", "cross-host", "overlap FLOPs"],
-                    [[c["name"], c["opcode"], _opt(c["dtype"]), _size(c["bytes"]),
+                    [[c["name"], c["opcode"], _opt(c["dtype"]), size(c["bytes"]),
                       _opt(c["group_size"]), "yes" if c["async"] else "no",
                       c["loop"] or "-", _opt(c["trip_count"]), _opt(c["executions_per_step"]),
-                      _size(c["bytes_per_step"]), _yes(c["spans_hosts"]),
+                      size(c["bytes_per_step"]), _yes(c["spans_hosts"]),
                       _flops(c["overlap_flops"])] for c in p["collectives"]]))
     quiet = sum(1 for p in rep["programs"] if not p["collectives"])
     if quiet:

@@ -32,6 +32,7 @@ from reports import figures as F
 from reports import figures_hw as H
 from reports.figures_window import step_timeline_figure
 from reports.palette import color
+from reports.units import size
 from tracelens.analyze.window import TimelineWindow
 from tracelens.results.jsonify import ratio, spec_json, summary_json
 from tracelens.results.summary import Summary
@@ -93,15 +94,6 @@ def dur(ns: Any) -> Markup:
 
 def gbps(v: Any) -> str:
     return num(v, ",.1f")
-
-
-def size(b: Any) -> str:
-    if not isinstance(b, (int, float)):
-        return "-"
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= div:
-            return f"{b / div:,.1f} {unit}"
-    return f"{int(b)} B"
 
 
 # -- context -------------------------------------------------------------------------------
