@@ -63,14 +63,11 @@ def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
     here, with its path; the items after it are cancelled.
     """
     items = list(items)
-    address = scheduler_address(scheduler)
-    n = min(len(items), workers if workers is not None else default_workers())
     if client is not None:
         return _map_on(client, fn, items, retries)
-    if address is None and n <= 1:
-        return [fn(x) for x in items]
-    with _client(n, address) as client:
-        return _map_on(client, fn, items, retries)
+    n = min(len(items), workers if workers is not None else default_workers())
+    with engine_client(n, scheduler) as own:
+        return [fn(x) for x in items] if own is None else _map_on(own, fn, items, retries)
 
 
 def engine_client(n: int, scheduler: str | None) -> Any:
