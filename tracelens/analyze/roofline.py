@@ -119,12 +119,12 @@ def without_flops(events: pl.DataFrame) -> pl.DataFrame:
             .cast(schema))
 
 
-def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
-    """One row per op group (see module doc), sorted by time (descending)."""
-    cols = ["op", "program_id", "module", "kernel", "category", "spec", "dtype", "count",
-            "sum_ns", "flops", "bytes", "intensity", "tflops_per_s", "tb_per_s",
-            "peak_tflops", "hbm_tb_per_s", "attainable_tflops_per_s", "bound", "efficiency",
-            "no_cost_count"]
+def roofline_frame(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
+    """The kernel rows the roofline groups, narrowed to what its groups read (``_group``,
+    ``program_id``, ``module``, ``category``, ``dtype``, ``name``, ``_dtype_code``, ``_dur``,
+    ``flops``, ``bytes``, ``_nocost``, ``spec``), string keys categorical: built once and
+    shared by :func:`roofline` and ``summarize``'s roofline mix (no second scan of the
+    events)."""
     kernels = events.lazy().filter((pl.col("kind") == "kernel")
                                    & (pl.col("category") != "collective"))
     # only what the groups read, string keys as categoricals (each string hashed once, the
@@ -141,9 +141,20 @@ def roofline(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
         ev = kernels.select(*DEVICE_KEYS, *read).collect()
         ev = ev.join(specs.select(*DEVICE_KEYS, "spec"), on=DEVICE_KEYS, how="left") \
             .drop(DEVICE_KEYS)
+    return ev.with_columns(pl.col("spec").cast(pl.Categorical))
+
+
+def roofline(events: pl.DataFrame, specs: pl.DataFrame,
+             frame: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per op group (see module doc), sorted by time (descending); ``frame``:
+    :func:`roofline_frame` of the same arguments, when the caller has it already."""
+    cols = ["op", "program_id", "module", "kernel", "category", "spec", "dtype", "count",
+            "sum_ns", "flops", "bytes", "intensity", "tflops_per_s", "tb_per_s",
+            "peak_tflops", "hbm_tb_per_s", "attainable_tflops_per_s", "bound", "efficiency",
+            "no_cost_count"]
+    ev = roofline_frame(events, specs) if frame is None else frame
     if ev.is_empty():
         return pl.DataFrame(schema={c: pl.String for c in cols}).clear()
-    ev = ev.with_columns(pl.col("spec").cast(pl.Categorical))
     keys = ["_group", "program_id", "spec"]
     # eager: each group's float sums run in row order (the same bits every run)
     agg = ev.group_by(keys).agg(

@@ -18,6 +18,7 @@ from tracelens.analyze.collectives import partial_activities
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_specs,
                                         flops_coverage, mfu, no_cost_data, roofline,
+                                        roofline_frame,
                                         spec_frame, without_flops)
 from tracelens.analyze.summary_merge import clipped_facts, file_facts
 from tracelens.analyze.summary_reduce import reduce_summary
@@ -91,6 +92,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
     # kernels without cost data (count, time) and all activity time, in one pass
     sums = events.select(n=no_cost_data().sum(), ns=dur.filter(no_cost_data()).sum(),
                          total=dur.sum()).row(0, named=True) if events.height else {}
+    groups = roofline_frame(events, specs_df)  # the roofline's rows, read twice
     return SummaryPartial(
         inputs=tuple(trace.meta.sources), warnings=tuple(trace.meta.warnings),
         host_names=tuple(_host_names(trace)), alignment=trace.meta.alignment,
@@ -100,8 +102,8 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         device_rows=_device_rows(trace, events, steps, devices, specs, specs_df, device, step),
         kernels=_kernel_groups(events),
         kernel_ns=int(sums.get("total") or 0),
-        specs=specs_df, roofline=roofline(events, specs_df),
-        roofline_mix=_roofline_mix(events, specs_df), gaps=without_flops(events),
+        specs=specs_df, roofline=roofline(events, specs_df, frame=groups),
+        roofline_mix=_roofline_mix(groups), gaps=without_flops(events),
         no_cost_data=int(sums.get("n") or 0), no_cost_data_ns=int(sums.get("ns") or 0),
         acts=acts,
         # the HLO findings are of the whole trace (filters do not apply)
@@ -233,19 +235,15 @@ def _kernel_groups(events: pl.DataFrame) -> pl.DataFrame:
         .sort("rank", "device", "sum_ns", descending=[False, False, True])
 
 
-def _roofline_mix(events: pl.DataFrame, specs_df: pl.DataFrame) -> pl.DataFrame:
+def _roofline_mix(frame: pl.DataFrame) -> pl.DataFrame:
     """Per roofline group and (kernel name, category, dtype): count and time, from which a
     merge of partials finds each group's longest kernel and most common category and dtype
-    exactly as one roofline pass over all hosts would."""
-    cat = pl.Categorical
-    ev = events.filter((pl.col("kind") == "kernel") & (pl.col("category") != "collective"))
-    # per device on categorical codes first, then the device's spec joined to the groups
-    per_device = ev.group_by(*DEVICE_KEYS, op=pl.coalesce("op", "name").cast(cat),
-                             program_id="program_id", name=pl.col("name").cast(cat),
-                             category="category", dtype="dtype").agg(
-        count=pl.len(), sum_ns=(pl.col("end_ns") - pl.col("start_ns")).sum())
+    exactly as one roofline pass over all hosts would. ``frame`` is the roofline's own
+    (:func:`~tracelens.analyze.roofline.roofline_frame`: every row has its device's spec
+    already, keys are categorical codes), so this is one group-by of integer sums."""
     keys = ["op", "program_id", "spec", "name", "category", "dtype"]
-    return per_device.join(specs_df.select(*DEVICE_KEYS, "spec"), on=DEVICE_KEYS, how="left") \
-        .group_by(keys).agg(pl.col("count").sum(), pl.col("sum_ns").sum()) \
-        .with_columns(pl.col("op", "name", "category").cast(pl.String)) \
+    return frame.group_by(op="_group", program_id="program_id", spec="spec", name="name",
+                          category="category", dtype="_dtype_code").agg(
+        count=pl.len(), sum_ns=pl.col("_dur").sum()) \
+        .with_columns(pl.col("op", "spec", "name", "category", "dtype").cast(pl.String)) \
         .sort(keys, nulls_last=True)
