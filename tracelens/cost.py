@@ -104,8 +104,9 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     coded = events.select(pl.col("host").cast(cat), "rank", "device", "program_id",
                           pl.col("op").cast(cat), pl.col("name").cast(cat),
                           _d=pl.col("end_ns") - pl.col("start_ns"))
-    per_name = coded.filter(pl.col("op").is_not_null()).group_by(*keys, "name") \
-        .agg(_t=pl.col("_d").sum())
+    # lazy: integer sums are exact in any order (the names are sorted below)
+    per_name = coded.lazy().filter(pl.col("op").is_not_null()).group_by(*keys, "name") \
+        .agg(_t=pl.col("_d").sum()).collect()
     named = per_name.with_columns(_name=pl.col("name").cast(pl.String))
     main = (named.sort(["_t", "_name"], descending=[True, False])
             .group_by(keys, maintain_order=True)

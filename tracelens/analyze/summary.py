@@ -225,14 +225,15 @@ def _kernel_groups(events: pl.DataFrame) -> pl.DataFrame:
               "rank": pl.Int32, "device": pl.Int32, "count": pl.UInt32, "sum_ns": pl.Int64}
     if events.is_empty():
         return pl.DataFrame(schema=schema)
-    # grouped on categorical codes (strings hashed once each)
-    coded = events.select(pl.col("name").cast(cat), pl.col("category").cast(pl.String).cast(cat),
+    # grouped on categorical codes (strings hashed once each); lazy: integer sums are exact
+    # in any order (the row order is not part of the result: the reduce sorts its groups)
+    coded = events.lazy().select(pl.col("name").cast(cat), pl.col("category").cast(pl.String).cast(cat),
                           pl.col("subcategory").cast(cat), pl.col("rule").cast(cat),
                           pl.col("host").cast(cat), "rank", "device",
                           _d=pl.col("end_ns") - pl.col("start_ns"))
     keys = ["name", "category", "subcategory", "rule", *DEVICE_KEYS]
-    return coded.group_by(keys).agg(count=pl.len(), sum_ns=pl.col("_d").sum()).cast(schema) \
-        .sort("rank", "device", "sum_ns", descending=[False, False, True])
+    return coded.group_by(keys).agg(count=pl.len(), sum_ns=pl.col("_d").sum()).collect() \
+        .cast(schema).sort("rank", "device", "sum_ns", descending=[False, False, True])
 
 
 def _roofline_mix(frame: pl.DataFrame) -> pl.DataFrame:

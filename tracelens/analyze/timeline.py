@@ -198,9 +198,11 @@ def _breakdown(ev: pl.DataFrame, keys: list[str], spans: pl.DataFrame,
 
 def device_breakdown(events: pl.DataFrame) -> Breakdown:
     """Whole-trace breakdown per device with activity; span = first start → last end."""
-    spans = events.group_by(DEVICE_KEYS).agg(
+    # lazy: integer min/max are exact in any order, and the lazy group-by is several times
+    # faster than the eager one on the string host key (rows are sorted by keys later)
+    spans = events.lazy().group_by(DEVICE_KEYS).agg(
         first_ns=pl.col("start_ns").min(), last_ns=pl.col("end_ns").max()
-    ).with_columns(span_ns=pl.col("last_ns") - pl.col("first_ns"))
+    ).with_columns(span_ns=pl.col("last_ns") - pl.col("first_ns")).collect()
     return _breakdown(events, DEVICE_KEYS, spans)
 
 
