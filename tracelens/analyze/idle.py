@@ -42,18 +42,23 @@ _SCHEMA = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "part": pl.S
            "start_ns": pl.Int64, "end_ns": pl.Int64}
 
 
-def idle_intervals(events: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFrame:
+def idle_intervals(events: pl.DataFrame, host_events: pl.DataFrame,
+                   axis: tuple[pl.DataFrame, pl.DataFrame] | None = None) -> pl.DataFrame:
     """Every idle interval of every device, labelled with its part (see the module doc).
 
     Columns: host, rank, device, part, start_ns, end_ns; sorted by device, start and part.
     Includes the stretch before a device's first activity and after its last (bounded by
-    ±2^62 ns) so that any window, a step's included, finds its idle time here.
+    ±2^62 ns) so that any window, a step's included, finds its idle time here. ``axis``:
+    ``on_one_axis(events, DEVICE_KEYS, "correlation_id", ...)``, when the caller has it.
     """
     if events.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
     sync = _sync_calls(host_events)
     # the one-axis path covers traces without synchronizing calls (what cuts gaps further)
-    axis = on_one_axis(events, DEVICE_KEYS, "correlation_id") if sync.is_empty() else None
+    if sync.is_empty() and axis is None:
+        axis = on_one_axis(events, DEVICE_KEYS, "correlation_id")
+    elif not sync.is_empty():
+        axis = None
     out = _idle_on_axis(*axis, host_events) if axis is not None else None
     return out if out is not None else _idle_by_frames(events, host_events, sync)
 

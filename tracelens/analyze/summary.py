@@ -23,8 +23,8 @@ from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, d
 from tracelens.analyze.summary_merge import clipped_facts, file_facts
 from tracelens.analyze.summary_reduce import reduce_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
-from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Breakdown,
-                                        device_breakdown, step_breakdown)
+from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Breakdown,
+                                        device_axis, device_breakdown, step_breakdown)
 from tracelens.filters import Filters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
@@ -120,12 +120,14 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
     """One typed row per active device, in (rank, device) order."""
     active = events.select(DEVICE_KEYS).unique()
     per_step = step_breakdown(events, steps, active)
+    axis = None
     if step is not None:
         whole = Breakdown(per_step.timeline.drop("step", "start_ns", "end_ns"),
                           per_step.categories.drop("step"))
-    else:
-        whole = device_breakdown(events)
-    idle_whole, idle_step = _idle(trace, device, steps, step)
+    else:  # one sort of the device's events for the breakdown and the idle gaps
+        axis = device_axis(events) if events.height else None
+        whole = device_breakdown(events, axis)
+    idle_whole, idle_step = _idle(trace, device, steps, step, events, axis)
     dev_info = {(r["host"], r["rank"], r["device"]): r for r in devices.iter_rows(named=True)}
     by_step = mfu(events, specs_df, steps) if steps.height else None
     mfu_dev = {(r["host"], r["rank"], r["device"]): r for r in (
@@ -192,16 +194,21 @@ def _host_names(trace: Trace) -> list[str]:
     return names
 
 
-def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | None
+def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | None,
+          selected: pl.DataFrame, axis: Axis | None
           ) -> tuple[dict[tuple, IdleBreakdown], dict[tuple, IdleBreakdown]]:
     """Idle parts per device (whole window, or the one selected step) and per device × step.
 
     Gaps are attributed on the unclipped events: the activity that ends a gap at a step's
-    end lies in the next step."""
-    events = trace.events
-    if device is not None:
-        events = events.filter(pl.col("device") == device)
-    parts = idle_intervals(events, trace.host_events)
+    end lies in the next step. Without a step, ``selected`` (the partial's events) are
+    those events, and ``axis`` their :func:`device_axis` (None: computed here)."""
+    if step is None:
+        events = selected
+    else:
+        events = trace.events
+        if device is not None:
+            events = events.filter(pl.col("device") == device)
+    parts = idle_intervals(events, trace.host_events, axis)
     cols = [f"{p}_ns" for p in IDLE_PARTS]
 
     def typed(r: dict[str, Any]) -> IdleBreakdown:
@@ -227,10 +234,10 @@ def _kernel_groups(events: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema=schema)
     # grouped on categorical codes (strings hashed once each); lazy: integer sums are exact
     # in any order (the row order is not part of the result: the reduce sorts its groups)
-    coded = events.lazy().select(pl.col("name").cast(cat), pl.col("category").cast(pl.String).cast(cat),
-                          pl.col("subcategory").cast(cat), pl.col("rule").cast(cat),
-                          pl.col("host").cast(cat), "rank", "device",
-                          _d=pl.col("end_ns") - pl.col("start_ns"))
+    coded = events.lazy().select(
+        pl.col("name").cast(cat), pl.col("category").cast(pl.String).cast(cat),
+        pl.col("subcategory").cast(cat), pl.col("rule").cast(cat), pl.col("host").cast(cat),
+        "rank", "device", _d=pl.col("end_ns") - pl.col("start_ns"))
     keys = ["name", "category", "subcategory", "rule", *DEVICE_KEYS]
     return coded.group_by(keys).agg(count=pl.len(), sum_ns=pl.col("_d").sum()).collect() \
         .cast(schema).sort("rank", "device", "sum_ns", descending=[False, False, True])

@@ -21,6 +21,8 @@ DEVICE_KEYS = ["host", "rank", "device"]
 TIMELINE_COLUMNS = ["span_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
                     "overlapped_comm_ns", "memory_ns", "exposed_memory_ns", "idle_ns"]
 _COLLECTIVE = CATEGORIES.index("collective")
+_PRIO = pl.col("category").to_physical().cast(pl.Int32)  # a category's priority: its index
+Axis = tuple[pl.DataFrame, pl.DataFrame]  # ``intervals.on_one_axis``'s (rows, groups)
 _MEMORY = CATEGORIES.index("memory")
 
 
@@ -33,8 +35,8 @@ class Breakdown:
     categories: pl.DataFrame
 
 
-def _prio_unions(ev: pl.DataFrame, keys: list[str], by: tuple[str, ...] = ()
-                 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def _prio_unions(ev: pl.DataFrame, keys: list[str], by: tuple[str, ...] = (),
+                 axis: Axis | None = None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """Per group of ``keys`` (+ ``by``): u0..u7 = |∪ events with priority ≤ k|, comm = |COMM|,
     mem = |MEM|; and per group and category the count and summed duration (None on the
     fallback path).
@@ -45,9 +47,10 @@ def _prio_unions(ev: pl.DataFrame, keys: list[str], by: tuple[str, ...] = ()
     the rows of one group and different ``by`` values never overlap in time (step windows of
     one device), so a running max never carries from one to the other. Falls back to one
     union per level and group when times are too large to lay the groups end to end in int64.
+    ``axis``: ``on_one_axis(ev, keys, "_prio", ...)`` when the caller has it already.
     """
     by = list(by)
-    axis = on_one_axis(ev, keys, "_prio", *by)
+    axis = axis if axis is not None else on_one_axis(ev, keys, "_prio", *by)
     if axis is None:
         every = [*keys, *by]
         return _prio_unions_by_level(
@@ -152,12 +155,12 @@ def _prio_unions_by_level(ordered: pl.DataFrame, keys: list[str]) -> pl.DataFram
 
 
 def _breakdown(ev: pl.DataFrame, keys: list[str], spans: pl.DataFrame,
-               by: tuple[str, ...] = ()) -> Breakdown:
+               by: tuple[str, ...] = (), axis: Axis | None = None) -> Breakdown:
     """Core computation; ``spans`` has keys + span_ns for every group to report. The last
     ``len(by)`` keys may be left to ``_prio_unions``'s ``by`` (see there when that holds)."""
-    ev = ev.with_columns(_prio=pl.col("category").to_physical().cast(pl.Int32))
+    ev = ev.with_columns(_prio=_PRIO)
     axis_keys = keys[:len(keys) - len(by)]
-    u, sums = _prio_unions(ev, axis_keys, by) if ev.height else (None, None)
+    u, sums = _prio_unions(ev, axis_keys, by, axis) if ev.height else (None, None)
     tl = spans
     if u is not None:
         tl = tl.join(u, on=keys, how="left", nulls_equal=True)
@@ -196,8 +199,21 @@ def _breakdown(ev: pl.DataFrame, keys: list[str], spans: pl.DataFrame,
     return Breakdown(timeline=timeline, categories=cats)
 
 
-def device_breakdown(events: pl.DataFrame) -> Breakdown:
-    """Whole-trace breakdown per device with activity; span = first start → last end."""
+def device_axis(events: pl.DataFrame) -> Axis | None:
+    """``on_one_axis`` of ``events`` per device with the priority and correlation id: the
+    one sort that :func:`device_breakdown` and ``idle.idle_intervals`` can share (None when
+    the times do not fit one int64 axis: each then works per device)."""
+    return on_one_axis(events.with_columns(_prio=_PRIO), DEVICE_KEYS, "_prio",
+                       "correlation_id")
+
+
+def device_breakdown(events: pl.DataFrame, axis: Axis | None = None) -> Breakdown:
+    """Whole-trace breakdown per device with activity; span = first start → last end.
+    ``axis``: :func:`device_axis` of ``events``, when the caller has it already."""
+    if axis is not None and events.height:  # the axis's groups hold each device's span
+        spans = axis[1].select(*DEVICE_KEYS, first_ns="_lo", last_ns="_hi",
+                               span_ns=pl.col("_hi") - pl.col("_lo"))
+        return _breakdown(events, DEVICE_KEYS, spans, axis=axis)
     # lazy: integer min/max are exact in any order, and the lazy group-by is several times
     # faster than the eager one on the string host key (rows are sorted by keys later)
     spans = events.lazy().group_by(DEVICE_KEYS).agg(
