@@ -226,22 +226,30 @@ def roofline_bounds(agg: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
                                                            descending=[True, False])
 
 
-def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None = None
+def model_kernels(events: pl.DataFrame) -> pl.DataFrame:
+    """The model kernels (``MODEL_CATEGORIES``) with the columns :func:`mfu` reads."""
+    return events.lazy().filter(pl.col("category").is_in(MODEL_CATEGORIES)) \
+        .select(*DEVICE_KEYS, "start_ns", "end_ns", "flops", "bytes", "dtype").collect()
+
+
+def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None = None,
+        model: pl.DataFrame | None = None, spans: pl.DataFrame | None = None
         ) -> pl.DataFrame:
     """MFU per device (``windows`` None: the device's first start → last end) or per device
     and step (``windows``: rank, step, start_ns, end_ns). Columns: keys [+ step],
-    model_flops, mfu_dtype, peak_tflops, window_ns, mfu, model_kernels_without_cost."""
+    model_flops, mfu_dtype, peak_tflops, window_ns, mfu, model_kernels_without_cost.
+    ``model``: :func:`model_kernels` of ``events``, and ``spans`` (device keys and
+    ``window_ns``, whole-trace only) when the caller has them already."""
     keys = list(DEVICE_KEYS)
-    model = events.lazy().filter(pl.col("category").is_in(MODEL_CATEGORIES)) \
-        .select(*keys, "start_ns", "end_ns", "flops", "bytes", "dtype").collect()
+    model = model_kernels(events) if model is None else model
     if windows is None:
         spans = _per_device(events.lazy(), window_ns=pl.col("end_ns").max()
-                            - pl.col("start_ns").min()).collect()
+                            - pl.col("start_ns").min()).collect() if spans is None else spans
     else:
         keys.append("step")
         model = clip_costs_to_windows(model, windows) if model.height else \
             model.with_columns(step=pl.lit(None, dtype=pl.Int32))
-        spans = events.select(keys[:3]).unique().join(
+        spans = events.lazy().select(keys[:3]).unique().collect().join(
             windows.select("rank", "step", window_ns=pl.col("end_ns") - pl.col("start_ns")),
             on="rank")
     per_dtype = model.filter(pl.col("flops").is_not_null()).group_by(*keys, "dtype") \
