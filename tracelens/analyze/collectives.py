@@ -17,11 +17,13 @@ import numpy as np
 import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis
-from tracelens.analyze.timeline import DEVICE_KEYS
+from tracelens.analyze.timeline import DEVICE_KEYS, Axis
 from tracelens.instances import with_instance_keys
-from tracelens.model import COMPUTE_CATEGORIES
+from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
 from tracelens.results.collectives import (Busbw, Collectives, Instance, OpTotals, Participant,
                                            Straggler, TypeTotals)
+
+_COMPUTE_PRIOS = [CATEGORIES.index(c) for c in COMPUTE_CATEGORIES]  # ``_prio`` on an axis
 
 
 def bus_factor_expr(kind: pl.Expr, n: pl.Expr) -> pl.Expr:
@@ -53,15 +55,22 @@ def compute_segments(events: pl.DataFrame) -> pl.DataFrame:
                                  before="before")], how="horizontal")
 
 
-def _segments_on_axis(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+def _segments_on_axis(events: pl.DataFrame, axis: Axis | None = None
+                      ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """Compute segments on ``on_one_axis``'s shared axis: ``_g``, ``seg_s``, ``seg_e``
-    (shifted), ``before``; and the groups. None when the axis does not fit in int64."""
-    comp = events.select(*DEVICE_KEYS, "start_ns", "end_ns", "category") \
-        .filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES)))  # only what is read
-    axis = on_one_axis(comp, DEVICE_KEYS)
-    if axis is None:
-        return None
-    rows, groups = axis
+    (shifted), ``before``; and the groups. None when the axis does not fit in int64.
+    ``axis``: ``timeline.device_axis`` of ``events`` (every activity, with ``_prio``), when
+    the caller has it: its compute rows are the compute axis (devices stay apart on it)."""
+    if axis is not None:
+        rows, groups = axis
+        rows = rows.filter(pl.col("_prio").is_in(_COMPUTE_PRIOS))
+    else:
+        comp = events.select(*DEVICE_KEYS, "start_ns", "end_ns", "category") \
+            .filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES)))  # only what is read
+        found = on_one_axis(comp, DEVICE_KEYS)
+        if found is None:
+            return None
+        rows, groups = found
     # A segment starts where a start passes every end before it; it ends at the running max
     # of the ends just before the next segment starts (earlier segments all end before it).
     prev_end = pl.col("_e").cum_max().shift(1)
@@ -75,9 +84,10 @@ def _segments_on_axis(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
         .over("_g")), groups
 
 
-def _hidden_by_compute(coll: pl.DataFrame, events: pl.DataFrame) -> pl.Series:
+def _hidden_by_compute(coll: pl.DataFrame, events: pl.DataFrame, axis: Axis | None = None
+                       ) -> pl.Series:
     """Per collective activity, the compute time on its device inside its interval."""
-    found = _segments_on_axis(events)
+    found = _segments_on_axis(events, axis)
     if found is None:
         seg = compute_segments(events)
         return _covered_until(coll, seg, "end_ns") - _covered_until(coll, seg, "start_ns")
@@ -144,8 +154,9 @@ class CollectiveAnalysis:
     stragglers: pl.DataFrame
 
 
-def collective_activities(events: pl.DataFrame) -> pl.DataFrame:
-    """Collective activities with type, exposure, bandwidth and their instance key."""
+def collective_activities(events: pl.DataFrame, axis: Axis | None = None) -> pl.DataFrame:
+    """Collective activities with type, exposure, bandwidth and their instance key.
+    ``axis``: ``timeline.device_axis(events)``, when the caller has it (one sort fewer)."""
     coll = with_instance_keys(events)
     order = [*events.columns, "type", "dur_ns", "exposed_ns", "instance_key", "occurrence",
              "algbw_gb_per_s", "busbw_gb_per_s"]
@@ -154,7 +165,7 @@ def collective_activities(events: pl.DataFrame) -> pl.DataFrame:
             dur_ns=pl.lit(0, pl.Int64), exposed_ns=pl.lit(0, pl.Int64),
             algbw_gb_per_s=pl.lit(None, pl.Float64),
             busbw_gb_per_s=pl.lit(None, pl.Float64)).select(order)
-    hidden = _hidden_by_compute(coll, events)
+    hidden = _hidden_by_compute(coll, events, axis)
     dur = pl.col("end_ns") - pl.col("start_ns")
     coll = coll.with_columns(dur_ns=dur, _hidden=hidden).with_columns(
         exposed_ns=pl.col("dur_ns") - pl.col("_hidden"))
@@ -176,10 +187,18 @@ findings, alignment, profiles): the rest (kernel name, costs, launch shape, ...)
 the host, so a partial carries a fraction of the event bytes."""
 
 
-def partial_activities(events: pl.DataFrame) -> pl.DataFrame:
+_ACTIVITY_READS: tuple[str, ...] = (
+    *DEVICE_KEYS, "stream", "start_ns", "end_ns", "category", "subcategory", "op", "module",
+    "program_id", "step", "msg_bytes", "group_size")
+"""The event columns :func:`partial_activities` reads: its output columns and what the
+instance keys, the hidden compute time and the bandwidths are computed from."""
+
+
+def partial_activities(events: pl.DataFrame, axis: Axis | None = None) -> pl.DataFrame:
     """:func:`collective_activities` narrowed to :data:`PARTIAL_COLUMNS`: the cross-host data
-    of a per-host partial."""
-    return collective_activities(events).select(PARTIAL_COLUMNS)
+    of a per-host partial. Computed on the columns it reads alone (the collective rows'
+    other event columns are never copied)."""
+    return collective_activities(events.select(_ACTIVITY_READS), axis).select(PARTIAL_COLUMNS)
 
 
 def match_instances(acts: pl.DataFrame) -> pl.DataFrame:

@@ -116,9 +116,10 @@ def lens_timeline(trace: Trace, acts: pl.DataFrame | None = None) -> LensTimelin
         hosts=tuple(sorted(str(h) for h in hosts.unique().to_list())),
         gpus=trace.devices.filter(pl.col("vendor").is_not_null() & (pl.col("vendor") != "cpu"))
         .select("host", "rank", "device"),
-        compute=trace.events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
-                                    & pl.col("step").is_not_null()).select(DEVICE_STEP)
-        .unique().sort(DEVICE_STEP),
+        # lazy: only the four key columns of the compute rows are read, not all of them
+        compute=trace.events.lazy().filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
+                                           & pl.col("step").is_not_null()).select(DEVICE_STEP)
+        .unique().collect().sort(DEVICE_STEP),
         acts=_activities(trace, acts))
 
 

@@ -79,9 +79,13 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
     unfiltered = events is trace.events
     # the whole trace's collective activities, computed once for the collectives (when no
     # filter narrows the events) and the HLO findings (always the whole trace)
-    whole_acts = partial_activities(trace.events) \
+    # one sort of the selected events per device, shared by the collectives' compute
+    # segments, the device breakdown, the idle gaps and the MFU spans (not for one step:
+    # those passes read the step's clipped events)
+    axis = device_axis(events) if step is None and events.height else None
+    whole_acts = partial_activities(trace.events, axis if unfiltered else None) \
         if unfiltered or trace.modules.height else None
-    acts = whole_acts if unfiltered else partial_activities(events)
+    acts = whole_acts if unfiltered else partial_activities(events, axis)
     devices = trace.devices
     if device is not None:
         devices = devices.filter(pl.col("device") == device)
@@ -98,7 +102,8 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         steps_source=trace.meta.steps_source,
         filters={"device": device, "step": step, **active_filters},
         devices=devices, steps=steps,
-        device_rows=_device_rows(trace, events, steps, devices, specs, specs_df, device, step),
+        device_rows=_device_rows(trace, events, steps, devices, specs, specs_df, device, step,
+                                 axis),
         kernels=_kernel_groups(events),
         kernel_ns=int(sums.get("total") or 0),
         specs=specs_df, roofline=roofline(events, specs_df, frame=groups),
@@ -114,17 +119,16 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
 
 def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
                  devices: pl.DataFrame, specs: dict[tuple, GpuSpec | None],
-                 specs_df: pl.DataFrame, device: int | None, step: int | None
-                 ) -> tuple[DeviceSummary, ...]:
-    """One typed row per active device, in (rank, device) order."""
+                 specs_df: pl.DataFrame, device: int | None, step: int | None,
+                 axis: Axis | None) -> tuple[DeviceSummary, ...]:
+    """One typed row per active device, in (rank, device) order; ``axis``: the
+    :func:`device_axis` of ``events`` (None with a step, or when it does not fit)."""
     active = events.select(DEVICE_KEYS).unique()
     per_step = step_breakdown(events, steps, active)
-    axis = None
     if step is not None:
         whole = Breakdown(per_step.timeline.drop("step", "start_ns", "end_ns"),
                           per_step.categories.drop("step"))
-    else:  # one sort of the device's events for the breakdown and the idle gaps
-        axis = device_axis(events) if events.height else None
+    else:
         whole = device_breakdown(events, axis)
     idle_whole, idle_step = _idle(trace, device, steps, step, events, axis)
     dev_info = {(r["host"], r["rank"], r["device"]): r for r in devices.iter_rows(named=True)}
