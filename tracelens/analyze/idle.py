@@ -164,8 +164,9 @@ def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
     is one: the latest end among host events with the device's host and rank and that
     correlation id. Keys are ``pair × 2^b + (id − smallest id)`` with pairs numbered over the
     devices' (host, rank); None when they would not fit in int64."""
-    he = host_events.filter(pl.col("correlation_id").is_not_null()
-                            & pl.col("host").is_not_null() & pl.col("rank").is_not_null())
+    he = host_events.lazy().select("host", "rank", "correlation_id", "end_ns").filter(
+        pl.col("correlation_id").is_not_null() & pl.col("host").is_not_null()
+        & pl.col("rank").is_not_null()).collect()  # only the columns read are copied
     l_end, found = np.zeros(len(gap_g), np.int64), np.zeros(len(gap_g), bool)
     if he.is_empty() or not corr.is_not_null().any():
         return l_end, found

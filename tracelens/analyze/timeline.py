@@ -103,10 +103,14 @@ def _prio_sums_on_axis(ordered: pl.DataFrame, groups: pl.DataFrame, keys: list[s
         return None
     sets = [(f"u{k}", prio <= k) for k in range(len(CATEGORIES))]
     sets += [("comm", prio == _COLLECTIVE), ("mem", prio == _MEMORY)]
-    cols = {}
+    cols: dict[str, pl.Series] = {}
     seen = np.empty_like(e)  # the latest end among the set's earlier rows (-1: none)
     part = np.empty_like(e)
-    for name, member in sets:  # in place: two arrays per pass, not six
+    present = np.bincount(prio, minlength=len(CATEGORIES)) > 0
+    for k, (name, member) in enumerate(sets):  # in place: two arrays per pass, not six
+        if 0 < k < len(CATEGORIES) and not present[k]:  # the same set as the level below
+            cols[name] = cols[f"u{k - 1}"].alias(name)
+            continue
         np.copyto(seen, e)
         seen[~member] = -1
         np.maximum.accumulate(seen, out=seen)
