@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracelens.analyze.packed import is_packed, strings_back, unpack_summary
 from tracelens.analyze.roofline import roofline_bounds
 from tracelens.model import CATEGORIES
 
@@ -178,16 +179,52 @@ def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | No
             raise ValueError("merge_partials: shifts need the alignment text that says how")
         text, unaligned = alignment, None
     if len(partials) == 1:
-        return replace(partials[0], alignment=text)
-    moved = []
+        return replace(unpack_summary(partials[0]), alignment=text)
+    moved, programs, strings = [], None, set()
+    blocks: list[pl.DataFrame] = []
+    pending: list[pl.DataFrame] = []
     for i, (p, f, where) in enumerate(zip(partials, facts, how.placements)):
         hosts = [where.host] if where.host else [h or f"host{i}" for h in f.hosts]
         by_host = {h: int(shifts.get(h, 0)) if shifts is not None else where.shift_ns
                    for h in hosts}
-        moved.append(_relabel(p, where.rank_offset, where.host, by_host))
+        if is_packed(p):  # one host unpacked at a time, its strings left Categorical
+            strings.update(p.acts.strings)
+            p = unpack_summary(p, strings=False)
+        m = _relabel(p, where.rank_offset, where.host, by_host)
+        m = replace(m, hlo=lens_of(m))  # its lens rows taken before its acts move on
+        if m.hlo is not None:  # the job's programs folded as they come (see _fold_programs)
+            programs = _fold_programs(programs, m.hlo.programs)
+            m = replace(m, hlo=replace(m.hlo, programs=m.hlo.programs.head(0)))
+        # activity rows joined in blocks of hosts as they come (in input order): a few
+        # contiguous frames instead of one small one per host
+        pending.append(m.acts)
+        if len(pending) == _BLOCK:
+            blocks, pending = [*blocks, _concat(pending).rechunk()], []
+        moved.append(replace(m, acts=m.acts.head(0)))
     out = concat_partials(moved)
-    return replace(out, alignment=text, host_facts=None,
+    del moved
+    cols = sorted(strings)
+    hlo = out.hlo if out.hlo is None else replace(
+        out.hlo, programs=programs,
+        acts=None if out.hlo.acts is None else strings_back(out.hlo.acts, cols))
+    # the activity rows keep their strings Categorical: the collectives reduce gives the
+    # same result on them (its sorts on strings are lexical either way), in less memory
+    return replace(out, alignment=text, host_facts=None, hlo=hlo,
+                   acts=_concat([*blocks, *pending]),
                    warnings=_merged_warnings(partials, out.clipped, unaligned))
+
+
+_BLOCK = 16  # hosts' activity rows per contiguous block in merge_partials
+
+
+def _fold_programs(running: pl.DataFrame | None, more: pl.DataFrame) -> pl.DataFrame:
+    """``program_protos`` of two parts' programs: each program's row of the first host in
+    name order, the same whether all parts are joined at once or one after the other (a
+    placed host name is in one part only), so each host's copy of a program can go as
+    soon as it has been compared."""
+    from tracelens.analyze.hlo_findings import program_protos
+
+    return more if running is None else program_protos(_concat([running, more]))
 
 
 def _merged_warnings(partials: list["SummaryPartial"], clipped: tuple[int, int],
