@@ -83,7 +83,9 @@ def lens_of(p: "SummaryPartial") -> Any:
 
     if p.hlo is None or p.hlo.acts is not None:
         return p.hlo
-    return replace(p.hlo, acts=lens_activities(p.acts))
+    # a merged partial's rows keep their strings Categorical (merge_partials); the lens's
+    # are String as in one process
+    return replace(p.hlo, acts=strings_back(lens_activities(p.acts), ("op", "host")))
 
 
 def concat_lens(parts: list[Any]) -> Any:
@@ -209,12 +211,9 @@ def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | No
     cols = sorted(strings)
     acts = _concat([*blocks, *pending])
     del blocks, pending
-    if defer:
-        from tracelens.analyze.hlo_findings import lens_activities
-
-        lens_acts = lens_activities(acts)
-    else:
-        lens_acts = None if out.hlo is None else out.hlo.acts
+    # deferred: the lens rows are taken from the joined rows when the lens runs (lens_of),
+    # after the collectives reduce has freed its memory
+    lens_acts = None if defer or out.hlo is None else out.hlo.acts
     hlo = out.hlo if out.hlo is None else replace(
         out.hlo, programs=programs,
         acts=None if lens_acts is None else strings_back(lens_acts, cols))
@@ -231,11 +230,10 @@ def _empty(df: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(schema=df.schema)
 
 
-_BLOCK = 16
-_NOT_REDUCED = ("stream", "end_ns", "program_id", "step", "algbw_gb_per_s")
-"""Activity columns the summary's reduce no longer reads once the lens rows are taken (the
-collectives reduce reads the others): dropped from a merged partial, 2 M rows for 128
-hosts."""  # hosts' activity rows per contiguous block in merge_partials
+_BLOCK = 16  # hosts' activity rows per contiguous block in merge_partials
+_NOT_REDUCED = ("stream", "end_ns", "algbw_gb_per_s")
+"""Activity columns the summary's reduce does not read (the collectives reduce and the HLO
+lens read the others): dropped from a merged partial, 2 M rows for 128 hosts."""
 
 
 def _fold_programs(running: pl.DataFrame | None, more: pl.DataFrame) -> pl.DataFrame:
