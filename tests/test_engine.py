@@ -571,3 +571,26 @@ def test_hosts_that_mark_steps_differently_are_said() -> None:
     one = json.loads(_cli("summarize", str(SAMPLES / "mi355x_2x8gpu_straggler"),
                           "--format", "json", "--workers", "1"))
     assert not [w for w in one["warnings"] if w.startswith("steps were marked")]
+
+
+def test_a_packed_summary_partial_unpacks_to_the_same_frames(loaded) -> None:
+    """What a host sends packed (compressed frames, strings as Categorical) unpacks to the
+    frames it packed, value for value and type for type, and a program that two hosts send
+    alike is one object in the process that receives both."""
+    import dataclasses
+
+    from tracelens.analyze.packed import pack_summary, unpack_summary
+    from tracelens.analyze.summary import summary_partial
+
+    f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
+    part = summary_partial(loaded(f))
+    packed = pickle.loads(pickle.dumps(pack_summary(part)))
+    again = unpack_summary(packed)
+    for fld in dataclasses.fields(part):
+        want, got = getattr(part, fld.name), getattr(again, fld.name)
+        if isinstance(want, pl.DataFrame):
+            assert got.schema == want.schema and got.equals(want), fld.name
+    assert again.hlo.programs.equals(part.hlo.programs) and part.hlo.programs.height
+    other = pickle.loads(pickle.dumps(pack_summary(part)))
+    assert [b.data for b in other.hlo.programs.protos] == part.hlo.programs["hlo_proto"].to_list()
+    assert all(a is b for a, b in zip(other.hlo.programs.protos, packed.hlo.programs.protos))
