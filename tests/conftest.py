@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,18 @@ def real_rocprof(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"real trace {path} not present (shared/ is not beside this checkout)")
     return path
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``tracelens ARGS`` run in this process by click's CliRunner, returned as a finished
+    process (exit code, stdout and stderr apart): a tenth of a second instead of a fresh
+    interpreter. An exception other than the exit is raised here, where a subprocess would
+    print a traceback. Tests of the process boundary itself (the entry point, hash seeds)
+    use ``tests.test_bad_input.run_cli``."""
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    res = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return subprocess.CompletedProcess(["tracelens", *args], res.exit_code, res.stdout,
+                                       res.stderr)

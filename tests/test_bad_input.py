@@ -1,4 +1,8 @@
-"""Bad input: exit code 2 and one line ``error: <path>: <problem>`` on stderr, no traceback."""
+"""Bad input: exit code 2 and one line ``error: <path>: <problem>`` on stderr, no traceback.
+
+Most cases run the command in this process (``tests.conftest.cli``); a few run the real
+entry point, ``python -m tracelens.cli``, in a fresh interpreter (``run_cli``): its exit
+code, and nothing else on its stderr."""
 
 from __future__ import annotations
 
@@ -13,11 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tracelens
+from tests.conftest import cli
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tracelens.errors import TraceInputError
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m tracelens.cli ARGS`` in a fresh interpreter (the process boundary)."""
     return subprocess.run([sys.executable, "-m", "tracelens.cli", *args], capture_output=True,
                           text=True, timeout=120)
 
@@ -66,7 +72,7 @@ def _cases(tmp: Path) -> list[tuple[Path, str]]:
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
     for path, words in _cases(tmp_path):
-        _assert_one_line_error(run_cli("summarize", str(path)), path, words)
+        _assert_one_line_error(cli("summarize", str(path)), path, words)
 
 
 def test_bad_input_among_good_fails_whole(tmp_path: Path) -> None:
@@ -90,16 +96,16 @@ def test_two_profile_runs_in_one_logdir(tmp_path: Path) -> None:
         d = tmp_path / "plugins" / "profile" / run
         d.mkdir(parents=True)
         (d / "h.xplane.pb").write_bytes(_small_trace())
-    _assert_one_line_error(run_cli("summarize", str(tmp_path)), tmp_path, "2 profile runs")
+    _assert_one_line_error(cli("summarize", str(tmp_path)), tmp_path, "2 profile runs")
 
 
 def test_no_device_activity_is_not_an_error(tmp_path: Path) -> None:
     p = tmp_path / "idle.xplane.pb"
     p.write_bytes(build_xspace([], device_stats={0: {"device_vendor": "AMD"}}))
-    res = run_cli("summarize", str(p))
+    res = cli("summarize", str(p))
     assert res.returncode == 0, res.stderr
     assert "No device activity" in res.stdout
-    res = run_cli("summarize", "--format", "json", str(p))
+    res = cli("summarize", "--format", "json", str(p))
     out = json.loads(res.stdout)
     assert out["devices"] == [] and out["idle_devices"] == [{"host": "host0", "rank": 0,
                                                              "device": 0}]
@@ -109,7 +115,7 @@ def test_inputs_are_never_written_next_to(tmp_path: Path) -> None:
     p = tmp_path / "t.xplane.pb"
     p.write_bytes(_small_trace())
     before = sorted(tmp_path.iterdir())
-    assert run_cli("summarize", "--format", "json", str(p)).returncode == 0
+    assert cli("summarize", "--format", "json", str(p)).returncode == 0
     assert sorted(tmp_path.iterdir()) == before
 
 

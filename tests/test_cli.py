@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import GPU_TRACES, SAMPLES, real_trace
-from tests.test_bad_input import run_cli
+from tests.conftest import GPU_TRACES, SAMPLES, cli, real_trace
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.cli import main
 
@@ -103,7 +102,7 @@ def test_unknown_step_or_device_is_one_error_line(command: str, flag: str, value
                                                    problem: str, tmp_path: Path) -> None:
     """Not click's usage text: the documented ``error: <path>: <problem>`` line, exit 2."""
     extra = ["-o", str(tmp_path / "r.html")] if command == "report" else []
-    res = run_cli(command, str(SAMPLE), flag, value, *extra)
+    res = cli(command, str(SAMPLE), flag, value, *extra)
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr == f"error: {SAMPLE}: {problem}\n"
     assert not (tmp_path / "r.html").exists()

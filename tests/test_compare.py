@@ -34,6 +34,28 @@ def run_in_process(args: list[str], seed: str) -> bytes:
     return res.stdout
 
 
+_RUN_EACH = """
+import json, sys
+from tracelens.cli import main
+for args in json.loads(sys.argv[1]):
+    main.main(args, standalone_mode=False)
+    sys.stdout.write("\\0")
+    sys.stdout.flush()
+"""
+
+
+def run_each_in_process(commands: list[list[str]], seed: str) -> list[bytes]:
+    """Several ``tracelens ARGS`` one after the other in one fresh interpreter with
+    PYTHONHASHSEED=seed (one start instead of one per command): each one's stdout."""
+    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "-c", _RUN_EACH, json.dumps(commands)],
+                         capture_output=True, env=env, cwd=ROOT, timeout=600)
+    assert res.returncode == 0, res.stderr.decode()
+    *outs, rest = res.stdout.split(b"\0")
+    assert rest == b"" and len(outs) == len(commands), res.stdout[-2000:]
+    return outs
+
+
 def compare_json(base: Path, new: Path, *extra: str) -> dict:
     res = CliRunner().invoke(main, ["compare", str(base), str(new), "--format", "json", *extra])
     assert res.exit_code == 0, res.output

@@ -55,6 +55,19 @@ def job16(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="module")
+def loaded():
+    """``load([path])`` of a job, read once for the module: the one-process reference
+    several tests compare with (nothing here changes a loaded trace)."""
+    cache: dict[Path, object] = {}
+
+    def get(path: Path):
+        if path not in cache:
+            cache[path] = load([path])
+        return cache[path]
+    return get
+
+
 def _straggler_copy(tmp_path: Path) -> Path:
     """The 2-host sample copied into ``tmp_path`` (a log directory): its run folder."""
     run = tmp_path / "plugins" / "profile" / "run1"
@@ -144,11 +157,11 @@ def test_unrelated_files_refused_as_the_loader_refuses_them(cluster: str) -> Non
 
 @pytest.mark.parametrize("which", ["straggler", "job16"])
 def test_hosts_placed_as_the_one_process_loader_places_them(which: str, cluster: str,
-                                                            request) -> None:
+                                                            request, loaded) -> None:
     """The reduce builds the job's metadata (hosts, ranks, sources, alignment, decoders)
     from the hosts' metadata alone as the one-process loader builds it, on either engine."""
     path = STRAGGLER if which == "straggler" else request.getfixturevalue("job16")
-    whole = load([path])
+    whole = loaded(path)
     for kw in ({"workers": 1}, {"scheduler": cluster}):
         job = run_hosts([path], MapOptions(), **kw)
         assert job.meta.hosts == whole.meta.hosts and job.meta.ranks == whole.meta.ranks
@@ -227,7 +240,7 @@ def test_commands_byte_identical_in_process_and_on_a_cluster(name: str, cluster:
         assert here == there, argv
 
 
-def test_engine_summary_equals_the_one_process_summary(job16: Path) -> None:
+def test_engine_summary_equals_the_one_process_summary(job16: Path, loaded) -> None:
     """The random 16-host job through the per-host map and reduce gives the summary and the
     HLO lens of the whole job loaded in one process, byte for byte."""
     from reports import hlo as render_hlo
@@ -236,7 +249,7 @@ def test_engine_summary_equals_the_one_process_summary(job16: Path) -> None:
     from tracelens.analyze.summary import summarize
     from tracelens.results.jsonify import lens_json
 
-    trace = load([job16])
+    trace = loaded(job16)
     whole = render.render_json(summarize(trace))
     assert _cli("summarize", str(job16), "--format", "json", "--quiet") == whole + "\n"
     lens = render_hlo.render_json(lens_json(lens_trace(trace), top=20))
@@ -505,12 +518,12 @@ def _report_loaded(path: Path, step: int | None = None, device: int | None = Non
 
 @pytest.mark.parametrize("name", ["straggler", "job16"])
 def test_report_byte_identical_in_process_on_a_cluster_and_loaded_whole(
-        name: str, cluster: str, request, tmp_path: Path) -> None:
+        name: str, cluster: str, request, tmp_path: Path, loaded) -> None:
     """``report`` per host (in this process, on a cluster) writes the page the whole job
     loaded in one process gives: the median step, a chosen step, one device; without steps
     (a marker that matches nothing) the first activities' stretch."""
     path = request.getfixturevalue("job16") if name == "job16" else STRAGGLER
-    step = sorted(set(load([path]).steps["step"].to_list()))[-1]
+    step = sorted(set(loaded(path).steps["step"].to_list()))[-1]
     for step_, device, marker in [(None, None, None), (step, None, None), (None, 1, None),
                                   (None, None, "no such marker")]:
         argv = [*(("--step", str(step_)) if step_ is not None else ()),
@@ -558,3 +571,26 @@ def test_hosts_that_mark_steps_differently_are_said() -> None:
     one = json.loads(_cli("summarize", str(SAMPLES / "mi355x_2x8gpu_straggler"),
                           "--format", "json", "--workers", "1"))
     assert not [w for w in one["warnings"] if w.startswith("steps were marked")]
+
+
+def test_a_packed_summary_partial_unpacks_to_the_same_frames(loaded) -> None:
+    """What a host sends packed (compressed frames, strings as Categorical) unpacks to the
+    frames it packed, value for value and type for type, and a program that two hosts send
+    alike is one object in the process that receives both."""
+    import dataclasses
+
+    from tracelens.analyze.packed import pack_summary, unpack_summary
+    from tracelens.analyze.summary import summary_partial
+
+    f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
+    part = summary_partial(loaded(f))
+    packed = pickle.loads(pickle.dumps(pack_summary(part)))
+    again = unpack_summary(packed)
+    for fld in dataclasses.fields(part):
+        want, got = getattr(part, fld.name), getattr(again, fld.name)
+        if isinstance(want, pl.DataFrame):
+            assert got.schema == want.schema and got.equals(want), fld.name
+    assert again.hlo.programs.equals(part.hlo.programs) and part.hlo.programs.height
+    other = pickle.loads(pickle.dumps(pack_summary(part)))
+    assert [b.data for b in other.hlo.programs.protos] == part.hlo.programs["hlo_proto"].to_list()
+    assert all(a is b for a, b in zip(other.hlo.programs.protos, packed.hlo.programs.protos))

@@ -122,6 +122,24 @@ def test_find_spec_by_id_name_or_alias() -> None:
     assert find_spec("tpu-v5") is None
 
 
+def test_find_spec_refuses_a_name_two_gpus_answer_to() -> None:
+    # "A100" is the 40 GB and the 80 GB card (different HBM bandwidth): never the first one
+    with pytest.raises(ValueError, match="a100-40gb"):
+        find_spec("A100")
+    assert find_spec("a100").id == "a100"  # an id as written
+    assert find_spec("A100 40GB").id == "a100-40gb"
+
+
+def test_cli_gpu_ambiguous_name_is_a_usage_error(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+    sample = sorted(Path("sample_traces").glob("*.xplane.pb"))[0]
+    res = CliRunner().invoke(main, ["summarize", str(sample), "--gpu", "A100"])
+    assert res.exit_code == 2
+    assert "names 2 GPUs" in res.output and "a100-40gb" in res.output
+
+
 def test_gpu_override_and_nvidia_uses_the_table() -> None:
     s = spec_for_device("mi300x", "gfx942", 304, 2100.0, gpu="H200")
     assert s.id == "h200" and s.peak("bf16") == 989.4 and "--gpu" in s.source

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import CPU_TRACE, real_trace
+from tests.conftest import CPU_TRACE, cli, real_trace
 from tests.hlo_build import ModuleBuilder
 from tracelens.analyze.collectives import collective_activities
 from tracelens.analyze.hlo_findings import (finding_for, lens_dump, lens_trace, measured,
@@ -384,12 +384,15 @@ def test_top_findings_and_finding_for():
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from tracelens.cli import main; main()",
-                           "hlo", *args], capture_output=True, text=True, cwd=ROOT)
+    """``tracelens hlo ARGS`` in this process."""
+    return cli("hlo", *args)
 
 
 def test_cli_json_contract_and_determinism(tmp_path):
-    out = _cli(str(PLANTED), "--format", "json")
+    # a fresh interpreter (its own hash seed) gives what this process gives
+    out = subprocess.run([sys.executable, "-c", "from tracelens.cli import main; main()",
+                          "hlo", str(PLANTED), "--format", "json"], capture_output=True,
+                         text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)
     coll = {"name", "opcode", "dtype", "bytes", "group_size", "async", "computation", "in_loop",
@@ -412,15 +415,12 @@ def test_cli_json_contract_and_determinism(tmp_path):
 
 
 def test_summarize_and_report_show_the_top_findings(tmp_path):
-    out = subprocess.run([sys.executable, "-c", "from tracelens.cli import main; main()",
-                          "summarize", str(PLANTED), "--format", "json"], capture_output=True,
-                         text=True, cwd=ROOT)
+    out = cli("summarize", str(PLANTED), "--format", "json")
     found = json.loads(out.stdout)["hlo_findings"]
     assert [(f["kind"], f["instruction"]) for f in found] == [
         ("collective-in-loop", "psum.13"), ("upcast-collective", "psum.7")]
     html = tmp_path / "r.html"
-    subprocess.run([sys.executable, "-c", "from tracelens.cli import main; main()", "report",
-                    str(PLANTED), "-o", str(html), "--quiet"], check=True, cwd=ROOT)
+    assert cli("report", str(PLANTED), "-o", str(html), "--quiet").returncode == 0
     text = html.read_text()
     assert "psum.13 [jit_loop_step(24)]" in text and "upcast-collective" in text
 

@@ -13,8 +13,7 @@ import tracelens
 from parsers import xprof
 from tracelens_dev.writers.rocprof import write_json, write_rocpd
 from tracelens_dev.writers.xspace import Activity, build_xspace
-from tests.conftest import SAMPLES
-from tests.test_bad_input import run_cli
+from tests.conftest import SAMPLES, cli
 from tracelens.errors import TraceInputError
 from tracelens.jobs import check_one_job, facts
 
@@ -31,7 +30,7 @@ def _host(host: str, start: int | None) -> bytes:
 
 
 def test_the_sample_folder_is_refused_with_its_jobs() -> None:
-    res = run_cli("summarize", str(SAMPLES))
+    res = cli("summarize", str(SAMPLES))
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert res.stderr.startswith(f"error: {SAMPLES}: holds 5 jobs, not one (")
@@ -67,7 +66,7 @@ def test_same_program_on_different_device_kinds_is_one_job() -> None:
 def test_disjoint_wall_clock_windows_are_two_jobs(tmp_path: Path) -> None:
     (tmp_path / "a.xplane.pb").write_bytes(_host("nodeA", T0))
     (tmp_path / "b.xplane.pb").write_bytes(_host("nodeB", T0 + 3_600 * 10**9))
-    res = run_cli("summarize", str(tmp_path))
+    res = cli("summarize", str(tmp_path))
     assert res.returncode == 2
     assert res.stderr == (f"error: {tmp_path}: holds 2 jobs, not one (different run folders, "
                           "device kinds without a shared program, or disjoint time windows): "

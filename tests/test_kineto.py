@@ -13,9 +13,8 @@ import pytest
 import tracelens
 from tracelens_dev.writers.kineto import write as write_kineto
 from parsers.kineto.reader import to_ns
-from tests.conftest import SAMPLES, SHARED
+from tests.conftest import SAMPLES, SHARED, cli
 from tracelens.analyze.collectives import collective_activities
-from tests.test_bad_input import run_cli
 from tests.test_rocprof_parity import _without_host
 
 KINETO = SHARED / "traces" / "kineto"
@@ -226,7 +225,7 @@ def test_same_model_on_h100_and_mi300x_compares_op_by_op(tmp_path: Path) -> None
                     .iter_rows())
         assert cats == {"aten::mm": "gemm",
                         "aten::_scaled_dot_product_flash_attention": "attention"}
-    res = run_cli("compare", "--format", "json", str(h100), str(mi300x))
+    res = cli("compare", "--format", "json", str(h100), str(mi300x))
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     # both ops pair across vendors by op (GEMM with GEMM, attention with attention), and
@@ -244,7 +243,7 @@ def test_cli_commands_accept_kineto(command: str, tmp_path: Path) -> None:
         args += ["-o", str(tmp_path / "r.html")]
     if command == "scaling":
         args = [command, str(path), str(path)]
-    res = run_cli(*args)
+    res = cli(*args)
     assert res.returncode == 0, res.stderr
 
 
@@ -281,7 +280,7 @@ def _bad(tmp: Path) -> list[tuple[Path, str]]:
 
 def test_bad_kineto_input_exits_2_with_one_line(tmp_path: Path) -> None:
     for path, words in _bad(tmp_path):
-        res = run_cli("summarize", str(path))
+        res = cli("summarize", str(path))
         assert res.returncode == 2, (path, res.stdout, res.stderr)
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error: {path}") and words in lines[0], \
@@ -299,7 +298,7 @@ def test_events_without_ts_are_counted_and_no_activity_is_not_an_error(tmp_path:
          "args": {"device": 0, "stream": 7}},
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": -2.0,
          "args": {"device": 0, "stream": 7}}]}).encode())
-    res = run_cli("summarize", str(p))
+    res = cli("summarize", str(p))
     assert res.returncode == 0, res.stderr
     assert "No device activity" in res.stdout
     trace = tracelens.load(p)

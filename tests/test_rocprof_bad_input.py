@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import tracelens
 from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, cli
 from tracelens.errors import TraceInputError
-from tests.test_bad_input import _assert_one_line_error, run_cli
+from tests.test_bad_input import _assert_one_line_error
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def _cases(d: Path, good_db: Path) -> list[tuple[Path, str]]:
 
 def test_bad_rocprof_inputs_exit_2_with_one_line(tmp_path: Path, good_db: Path) -> None:
     for path, words in _cases(tmp_path, good_db):
-        _assert_one_line_error(run_cli("summarize", str(path)), path, words)
+        _assert_one_line_error(cli("summarize", str(path)), path, words)
 
 
 def test_inputs_are_never_modified_and_nothing_is_written_beside_them(
@@ -95,8 +95,8 @@ def test_inputs_are_never_modified_and_nothing_is_written_beside_them(
               if p.is_file()}
     listing = sorted(tmp_path.rglob("*"))
     for path, _ in cases:
-        run_cli("summarize", str(path))
-    res = run_cli("summarize", str(copy), "--step-marker", r"^step (\d+)$", "--format", "json")
+        cli("summarize", str(path))
+    res = cli("summarize", str(copy), "--step-marker", r"^step (\d+)$", "--format", "json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["headline"]["steps"] == 3
     after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*")
@@ -106,7 +106,7 @@ def test_inputs_are_never_modified_and_nothing_is_written_beside_them(
 
 
 def test_bad_step_marker_is_a_usage_error(good_db: Path) -> None:
-    res = run_cli("summarize", str(good_db), "--step-marker", "(")
+    res = cli("summarize", str(good_db), "--step-marker", "(")
     assert res.returncode == 2 and "not a regular expression" in res.stderr
     assert "Traceback" not in res.stderr
 

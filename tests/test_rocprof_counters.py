@@ -13,8 +13,8 @@ import pytest
 
 import tracelens
 from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
-from tests.conftest import REAL_ROCPROF, SAMPLES
-from tests.test_bad_input import _assert_one_line_error, run_cli
+from tests.conftest import REAL_ROCPROF, SAMPLES, cli
+from tests.test_bad_input import _assert_one_line_error
 
 WRITERS = {
     "json": lambda t, d, c: write_json(t, d / "1_results.json", counters=c)[0],
@@ -149,4 +149,4 @@ def test_counter_csv_without_timestamps_alone_is_refused(tmp_path: Path) -> None
                     '"Thread_Id","Grid_Size","Kernel_Name","Workgroup_Size","LDS_Block_Size",'
                     '"Scratch_Size","VGPR_Count","SGPR_Count","Counter_Name","Counter_Value"\n'
                     '1,1,2,1,7,7,64,"k",64,0,0,8,16,"SQ_WAVES",4\n')
-    _assert_one_line_error(run_cli("summarize", str(path)), path, "the dispatches have no time")
+    _assert_one_line_error(cli("summarize", str(path)), path, "the dispatches have no time")

@@ -20,8 +20,8 @@ import pytest
 
 import tracelens
 from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
-from tests.conftest import REAL_ROCPROF, SAMPLES
-from tests.test_bad_input import _assert_one_line_error, run_cli
+from tests.conftest import REAL_ROCPROF, SAMPLES, cli
+from tests.test_bad_input import _assert_one_line_error
 from tracelens.errors import TraceInputError
 from tracelens.model import validate
 
@@ -242,7 +242,7 @@ def test_null_end_timestamps_are_dropped_and_counted(outputs: dict[str, Path],
     wanted = f"dropped {n} kernel dispatches the model cannot hold: {n} without a valid " \
              f"{_END_NAMES[form]}"
     assert any(wanted in w for w in trace.meta.warnings), trace.meta.warnings
-    res = run_cli("summarize", str(path), "--format", "json")
+    res = cli("summarize", str(path), "--format", "json")
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
     assert any(wanted in w for w in json.loads(res.stdout)["warnings"])
 
@@ -253,7 +253,7 @@ def test_nothing_usable_is_one_line_exit_2(outputs: dict[str, Path], tmp_path: P
         r["start_timestamp"] = "soon"
     path = tmp_path / "1_results.json"
     path.write_text(json.dumps(doc))
-    _assert_one_line_error(run_cli("summarize", str(path)), path,
+    _assert_one_line_error(cli("summarize", str(path)), path,
                            "without a valid start_timestamp")
 
 
@@ -338,12 +338,12 @@ def test_csv_row_missing_fields_is_refused(outputs: dict[str, Path], tmp_path: P
             text = "\n".join(lines) + "\n\n"
         (dst / f.name).write_text(text)
     path = dst / outputs["csv"].name
-    _assert_one_line_error(run_cli("summarize", str(path)), path,
+    _assert_one_line_error(cli("summarize", str(path)), path,
                            "row 4 has fewer fields than the header")
 
 
 def _cli_ok(path: Path) -> None:
-    res = run_cli("summarize", str(path))
+    res = cli("summarize", str(path))
     assert res.returncode in (0, 2) and "Traceback" not in res.stderr, res.stderr
     if res.returncode == 2:
         assert len(res.stderr.strip().splitlines()) == 1

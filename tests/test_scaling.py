@@ -274,16 +274,16 @@ def test_scaling_verdict_equals_the_causes_per_device(synth_8_to_64: tuple[Path,
 
 def test_scaling_json_is_identical_across_processes(synth_8_to_64: tuple[Path, Path],
                                                     tmp_path: Path) -> None:
-    from tests.test_compare import run_in_process
+    from tests.test_compare import run_each_in_process
 
-    args = ["scaling", *map(str, synth_8_to_64), "--format", "json"]
-    assert run_in_process(args, "1") == run_in_process(args, "3")
     # two stragglers taking turns: tied in every straggler column but their names
     base = job(tmp_path / "a", hosts=2, steps=4)
     new = job(tmp_path / "b", hosts=2, steps=4, straggler=[(0, 5), (1, 2)], delay=50_000)
-    args = ["scaling", str(base), str(new), "--format", "json"]
-    out = run_in_process(args, "1")
-    assert run_in_process(args, "2") == out
+    commands = [["scaling", *map(str, synth_8_to_64), "--format", "json"],
+                ["scaling", str(base), str(new), "--format", "json"]]
+    first = run_each_in_process(commands, "1")
+    assert run_each_in_process(commands, "2") == first
+    out = first[1]
     first, second = json.loads(out)["transitions"][0]["stragglers"][:2]
     assert (first["host"], first["device"], second["host"], second["device"]) == \
         ("node0", 5, "node1", 2)

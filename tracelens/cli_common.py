@@ -115,8 +115,13 @@ def load_gpu_specs(gpu: str | None, gpu_specs: Path | None) -> Any:
         except ValueError as exc:
             raise TraceInputError(gpu_specs, f"bad GPU specs file: {exc}") from None
     table = {**hardware.SPECS, **(extra or {})}
-    if gpu is not None and hardware.find_spec(gpu, table) is None:
-        raise click.UsageError(f"--gpu {gpu}: unknown GPU (known: {', '.join(table)})")
+    if gpu is not None:
+        try:
+            known = hardware.find_spec(gpu, table)
+        except ValueError as exc:
+            raise click.UsageError(f"--gpu {gpu}: {exc}") from None
+        if known is None:
+            raise click.UsageError(f"--gpu {gpu}: unknown GPU (known: {', '.join(table)})")
     return extra
 
 

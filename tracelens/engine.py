@@ -307,10 +307,12 @@ PartialFn = Callable[[Trace, MapOptions], Any]
 
 
 def _summary(trace: Trace, options: MapOptions) -> Any:
-    """``summarize``'s partial under the command's SummaryOptions (param ``summary``)."""
+    """``summarize``'s partial under the command's SummaryOptions (param ``summary``), packed
+    to travel and wait small (:mod:`tracelens.analyze.packed`)."""
+    from tracelens.analyze.packed import pack_summary
     from tracelens.analyze.summary import summary_partial
 
-    return summary_partial(trace, options.param("summary"))
+    return pack_summary(summary_partial(trace, options.param("summary")))
 
 
 def _collectives(trace: Trace, options: MapOptions) -> Any:

@@ -294,15 +294,21 @@ def _norm(text: str) -> str:
 
 def find_spec(name: str, table: dict[str, GpuSpec] | None = None) -> GpuSpec | None:
     """A spec by id, name or alias, case and punctuation ignored (``mi300x``, ``MI300X``,
-    ``AMD Instinct MI300X``, ``h100-sxm``)."""
+    ``AMD Instinct MI300X``, ``h100-sxm``); None when nothing matches.
+
+    An id as written wins. A name that several specs answer to (``A100``: the 40 and 80 GB
+    cards) raises ValueError naming them: the peaks differ, so the choice is the user's."""
     table = SPECS if table is None else table
+    if name in table:
+        return table[name]
     key = _norm(name)
-    for spec in table.values():
-        names = (spec.id, spec.name, *spec.aliases,
-                 re.sub(r"^(AMD Instinct|NVIDIA)\s+", "", spec.name))
-        if key in {_norm(n) for n in names}:
-            return spec
-    return None
+    found = [spec for spec in table.values()
+             if key in {_norm(n) for n in (spec.id, spec.name, *spec.aliases,
+                                           re.sub(r"^(AMD Instinct|NVIDIA)\s+", "", spec.name))}]
+    if len(found) > 1:
+        raise ValueError(f"{name!r} names {len(found)} GPUs: "
+                         + ", ".join(f"{s.id} ({s.name})" for s in found) + "; give its id")
+    return found[0] if found else None
 
 
 _SPEC_KEYS = {"name", "vendor", "arch", "peak_tflops", "hbm_tb_per_s", "memory_gb",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracelens.analyze.packed import is_packed, strings_back, unpack_summary
 from tracelens.analyze.roofline import roofline_bounds
 from tracelens.model import CATEGORIES
 
@@ -82,7 +83,9 @@ def lens_of(p: "SummaryPartial") -> Any:
 
     if p.hlo is None or p.hlo.acts is not None:
         return p.hlo
-    return replace(p.hlo, acts=lens_activities(p.acts))
+    # a merged partial's rows keep their strings Categorical (merge_partials); the lens's
+    # are String as in one process
+    return replace(p.hlo, acts=strings_back(lens_activities(p.acts), ("op", "host")))
 
 
 def concat_lens(parts: list[Any]) -> Any:
@@ -178,16 +181,69 @@ def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | No
             raise ValueError("merge_partials: shifts need the alignment text that says how")
         text, unaligned = alignment, None
     if len(partials) == 1:
-        return replace(partials[0], alignment=text)
-    moved = []
+        return replace(unpack_summary(partials[0]), alignment=text)
+    moved, programs, strings = [], None, set()
+    # every host's lens rows are its activity rows' columns: taken from the joined rows
+    defer = all(p.hlo is not None and p.hlo.acts is None for p in partials)
+    blocks: list[pl.DataFrame] = []
+    pending: list[pl.DataFrame] = []
     for i, (p, f, where) in enumerate(zip(partials, facts, how.placements)):
         hosts = [where.host] if where.host else [h or f"host{i}" for h in f.hosts]
         by_host = {h: int(shifts.get(h, 0)) if shifts is not None else where.shift_ns
                    for h in hosts}
-        moved.append(_relabel(p, where.rank_offset, where.host, by_host))
+        if is_packed(p):  # one host unpacked at a time, its strings left Categorical
+            strings.update(p.acts.strings)
+            p = unpack_summary(p, strings=False)
+        m = _relabel(p, where.rank_offset, where.host, by_host)
+        if not defer:  # its own lens rows, taken before its acts move on
+            m = replace(m, hlo=lens_of(m))
+        if m.hlo is not None:  # the job's programs folded as they come (see _fold_programs)
+            programs = _fold_programs(programs, m.hlo.programs)
+            m = replace(m, hlo=replace(m.hlo, programs=_empty(m.hlo.programs)))
+        # activity rows joined in blocks of hosts as they come (in input order): a few
+        # contiguous frames instead of one small one per host
+        pending.append(m.acts)
+        if len(pending) == _BLOCK:
+            blocks, pending = [*blocks, _concat(pending).rechunk()], []
+        moved.append(replace(m, acts=_empty(m.acts)))
     out = concat_partials(moved)
-    return replace(out, alignment=text, host_facts=None,
+    del moved
+    cols = sorted(strings)
+    acts = _concat([*blocks, *pending])
+    del blocks, pending
+    # deferred: the lens rows are taken from the joined rows when the lens runs (lens_of),
+    # after the collectives reduce has freed its memory
+    lens_acts = None if defer or out.hlo is None else out.hlo.acts
+    hlo = out.hlo if out.hlo is None else replace(
+        out.hlo, programs=programs,
+        acts=None if lens_acts is None else strings_back(lens_acts, cols))
+    # the activity rows keep their strings Categorical: the collectives reduce gives the
+    # same result on them (its sorts on strings are lexical either way), in less memory
+    acts = acts.drop(_NOT_REDUCED, strict=False)
+    return replace(out, alignment=text, host_facts=None, hlo=hlo, acts=acts,
                    warnings=_merged_warnings(partials, out.clipped, unaligned))
+
+
+def _empty(df: pl.DataFrame) -> pl.DataFrame:
+    """``df``'s columns without rows or buffers (``head(0)`` and ``clear()`` are slices that
+    keep the whole buffers alive)."""
+    return pl.DataFrame(schema=df.schema)
+
+
+_BLOCK = 16  # hosts' activity rows per contiguous block in merge_partials
+_NOT_REDUCED = ("stream", "end_ns", "algbw_gb_per_s")
+"""Activity columns the summary's reduce does not read (the collectives reduce and the HLO
+lens read the others): dropped from a merged partial, 2 M rows for 128 hosts."""
+
+
+def _fold_programs(running: pl.DataFrame | None, more: pl.DataFrame) -> pl.DataFrame:
+    """``program_protos`` of two parts' programs: each program's row of the first host in
+    name order, the same whether all parts are joined at once or one after the other (a
+    placed host name is in one part only), so each host's copy of a program can go as
+    soon as it has been compared."""
+    from tracelens.analyze.hlo_findings import program_protos
+
+    return more if running is None else program_protos(_concat([running, more]))
 
 
 def _merged_warnings(partials: list["SummaryPartial"], clipped: tuple[int, int],
