@@ -92,11 +92,13 @@ def test_debug_shows_traceback(tmp_path: Path) -> None:
 
 
 def test_two_profile_runs_in_one_logdir(tmp_path: Path) -> None:
+    """The same host's file in two runs of one log directory: two jobs (tests/test_jobs.py
+    has the runs that are one job)."""
     for run in ("2026_01_01_00_00_00", "2026_01_02_00_00_00"):
         d = tmp_path / "plugins" / "profile" / run
         d.mkdir(parents=True)
         (d / "h.xplane.pb").write_bytes(_small_trace())
-    _assert_one_line_error(cli("summarize", str(tmp_path)), tmp_path, "2 profile runs")
+    _assert_one_line_error(cli("summarize", str(tmp_path)), tmp_path, "holds 2 jobs")
 
 
 def test_no_device_activity_is_not_an_error(tmp_path: Path) -> None:

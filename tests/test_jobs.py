@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -11,9 +12,10 @@ import pytest
 
 import tracelens
 from parsers import xprof
+from parsers.xplane_schema import xspace_class
 from tracelens_dev.writers.rocprof import write_json, write_rocpd
 from tracelens_dev.writers.xspace import Activity, build_xspace
-from tests.conftest import SAMPLES, cli
+from tests.conftest import SAMPLES, SHARED, cli
 from tracelens.errors import TraceInputError
 from tracelens.jobs import check_one_job, facts
 
@@ -33,13 +35,14 @@ def test_the_sample_folder_is_refused_with_its_jobs() -> None:
     res = cli("summarize", str(SAMPLES))
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
-    assert res.stderr.startswith(f"error: {SAMPLES}: holds 5 jobs, not one (")
+    assert res.stderr.startswith(f"error: {SAMPLES}: holds 6 jobs, not one (")
     assert ("1) h100_8gpu_moe_ddp.xplane.pb (8× NVIDIA H100 SXM); "
-            "2) hlo/planted.xplane.pb (8× CPU); "
-            "3) mi300x_8gpu_llama_step.xplane.pb (8× AMD Instinct MI300X); "
-            "4) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
+            "2) hlo/comm_types.xplane.pb (8× CPU); "
+            "3) hlo/planted.xplane.pb (8× CPU); "
+            "4) mi300x_8gpu_llama_step.xplane.pb (8× AMD Instinct MI300X); "
+            "5) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
             "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb} (16× AMD Instinct MI355X); "
-            "5) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); pass one job's "
+            "6) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); pass one job's "
             "files\n") in res.stderr
 
 
@@ -95,6 +98,96 @@ def test_several_run_folders_are_several_jobs(tmp_path: Path) -> None:
     # named one by one, the same two files are what the user says they are: one job
     assert tracelens.load([tmp_path / "r1" / "a.xplane.pb",
                            tmp_path / "r2" / "a.xplane.pb"]).devices.height == 4
+
+
+JAX_2PROC = Path(__file__).resolve().parent / "data" / "jax_2proc"
+KINETO_128 = SHARED / "traces" / "kineto" / "sampled_128rank_job"
+HLO_PB = SAMPLES / "hlo" / "upcast_step.hlo.pb"
+
+
+def _summary(paths: list[Path] | Path) -> dict:
+    res = cli("summarize", "--format", "json", *map(str, paths if isinstance(paths, list)
+                                                       else [paths]))
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    out.pop("inputs")
+    return out
+
+
+def test_one_log_directory_per_process_is_one_job() -> None:
+    """A real two-process jax.distributed job, each process profiling into its own log
+    directory (same host name, same run folder name, same program): refused as "2 profile
+    runs" before; now the same job as its two files named one by one."""
+    files = sorted(JAX_2PROC.rglob("*.xplane.pb"))
+    assert len(files) == 2 and files[0].parent.name == files[1].parent.name
+    trace = tracelens.load(JAX_2PROC)
+    assert trace.devices["host"].unique().sort().to_list() == ["vm#0", "vm#1"]
+    assert trace.devices.height == 4
+    # what tells the processes apart: the process_id plane stat, read here with protobuf
+    pids = []
+    for f in files:
+        space = xspace_class()()
+        space.ParseFromString(f.read_bytes())
+        plane = next(p for p in space.planes if p.name == "/host:CPU")
+        names = {k: m.name for k, m in plane.stat_metadata.items()}
+        pids += [s.int64_value or s.uint64_value for s in plane.stats
+                 if names[s.metadata_id] == "process_id"]
+    assert len(set(pids)) == 2
+    assert sorted(xprof.read(f).meta.hosts["vm"].pid for f in files) == sorted(pids)
+    assert _summary(JAX_2PROC) == _summary(files)
+
+
+def test_the_same_process_in_two_run_folders_is_two_jobs(tmp_path: Path) -> None:
+    """A copy of one process's run (same host, process and window) is no second process."""
+    run = next(JAX_2PROC.rglob("*.xplane.pb")).parent
+    for name in ("2026_01_01_00_00_00", "2026_01_01_00_00_01"):
+        shutil.copytree(run, tmp_path / "plugins" / "profile" / name)
+    with pytest.raises(TraceInputError, match="holds 2 jobs"):
+        tracelens.load(tmp_path)
+
+
+def test_hosts_whose_run_folders_are_a_second_apart_are_one_job(tmp_path: Path) -> None:
+    """Each host of a multi-host job names its run folder after its own clock: different
+    hosts with a shared program and overlapping windows are one job; without the shared
+    program, or on disjoint windows, they are not."""
+    hlo = HLO_PB.read_bytes()
+    acts = [Activity(d, 1, "Cijk_gemm.kd", 1_000, 500, {"hlo_op": "custom-call.1"})
+            for d in range(2)]
+
+    def write(folder: str, host: str, start: int, modules: list) -> None:
+        d = tmp_path / folder / "plugins" / "profile" / f"2026_01_01_00_00_0{host[-1]}"
+        d.mkdir(parents=True)
+        (d / f"{host}.xplane.pb").write_bytes(build_xspace(
+            acts, host=host, profile_start_ns=start, modules=modules))
+
+    write("job", "node0", T0, [("jit_step(1)", hlo, 1)])
+    write("job", "node1", T0 + 700, [("jit_step(1)", hlo, 1)])
+    assert tracelens.load(tmp_path / "job").devices["host"].unique().sort().to_list() == \
+        ["node0", "node1"]
+    write("noprog", "node0", T0, [])
+    write("noprog", "node1", T0 + 700, [])
+    with pytest.raises(TraceInputError, match="holds 2 jobs"):
+        tracelens.load(tmp_path / "noprog")
+    write("apart", "node0", T0, [("jit_step(1)", hlo, 1)])
+    write("apart", "node1", T0 + 3_600 * 10**9, [("jit_step(1)", hlo, 1)])
+    with pytest.raises(TraceInputError, match="holds 2 jobs"):
+        tracelens.load(tmp_path / "apart")
+
+
+def test_kineto_ranks_in_their_own_folders_are_one_job(tmp_path: Path) -> None:
+    """Ranks 0 and 1 of the real 128-rank job, each in a folder of its own, are the job they
+    are in one folder; the same rank twice is not."""
+    if not KINETO_128.exists():
+        pytest.skip(f"real trace {KINETO_128} not present (shared/ is not beside this checkout)")
+    for r in (0, 1):
+        (tmp_path / "job" / f"rank{r}").mkdir(parents=True)
+        shutil.copy(KINETO_128 / f"rank-{r}.json.gz", tmp_path / "job" / f"rank{r}")
+    assert _summary(tmp_path / "job") == _summary(KINETO_128)
+    for r in ("a", "b"):
+        (tmp_path / "twice" / r).mkdir(parents=True)
+        shutil.copy(KINETO_128 / "rank-0.json.gz", tmp_path / "twice" / r)
+    with pytest.raises(TraceInputError, match="holds 2 jobs"):
+        tracelens.load(tmp_path / "twice")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
-_RUN_DIR = re.compile(r"plugins/profile/[^/]+$")
 
 
 def sniff_format(path: Path) -> str:
@@ -92,12 +91,9 @@ def discover(path: Path) -> tuple[list[Path], list[str]]:
     if not path.is_dir():
         raise TraceInputError(path, "not a regular file or directory")
     files = sorted(p for p in path.rglob("*") if p.is_file())
+    # several profile runs are several jobs unless their files say they were recorded together
+    # (tracelens.jobs): hosts of one job may name their run folders a second apart
     found = [p for p in files if p.name.endswith(XSPACE_SUFFIXES)]
-    runs = sorted({p.parent for p in found})
-    if len(runs) > 1 and all(_RUN_DIR.search(r.as_posix()) for r in runs):
-        names = ", ".join(r.name for r in runs[:5])
-        raise TraceInputError(path, f"holds {len(runs)} profile runs ({names}"
-                              f"{', ...' if len(runs) > 5 else ''}); pass one run directory")
     rocprof, notes = _rocprof_outputs(files)
     found += rocprof
     found += [p for p in files if p.name.endswith((".json", ".json.gz")) and p not in found

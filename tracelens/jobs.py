@@ -6,7 +6,12 @@ nothing says otherwise; they are different jobs when:
 
 - they sit in different run folders of one directory argument (an XProf log directory's
   ``plugins/profile/<run>/``; for rocprofv3, the folder above ``<hostname>/`` when the file
-  sits in a folder named after the host it records; else the file's own folder);
+  sits in a folder named after the host it records; else the file's own folder), unless
+  they are two processes of one job recorded at once: different processes (XSpace: host
+  and ``process_id``) with a shared program and overlapping windows on the wall clock, or
+  different ranks of one Kineto ``distributedInfo`` world whose windows are not disjoint.
+  That is how real jobs are laid out: a log directory per process or rank, and hosts that
+  named their run folder after a clock a second apart;
 - their devices are of different kinds (product, else arch) and they share no program
   (same module name and byte-identical HLO);
 - their time windows are disjoint on a clock both share (XSpace: wall-clock from each
@@ -41,6 +46,9 @@ class Facts:
     clock: str | None                       # a clock the window is on ("wall", "boot:<host>")
     window: tuple[int, int] | None
     hardware: tuple[tuple[str, int], ...]   # (device kind, count), for the message
+    # which process wrote the file: XSpace (host, process_id or None), Kineto ("rank", N)
+    member: tuple[str, int | None] | None = None
+    world: int | None = None                # Kineto distributedInfo world size
 
 
 def facts(part: Trace, path: Path, arg: int, in_dir: bool) -> Facts:
@@ -72,17 +80,46 @@ def facts(part: Trace, path: Path, arg: int, in_dir: bool) -> Facts:
         run = path.parent
         if run_host and run.name == run_host:
             run = run.parent
-    return Facts(path, arg, run, kinds, programs, clock, window, hardware)
+    member, world = _member(part)
+    return Facts(path, arg, run, kinds, programs, clock, window, hardware, member, world)
 
 
-def _different(a: Facts, b: Facts) -> bool:
-    if a.arg == b.arg and a.run is not None and b.run is not None and a.run != b.run:
-        return True
-    if a.kinds and b.kinds and not a.kinds & b.kinds and not a.programs & b.programs:
-        return True
+def _member(part: Trace) -> tuple[tuple[str, int | None] | None, int | None]:
+    """Which process of a job wrote this file, and the Kineto world size (None: unknown)."""
+    kin = part.meta.kineto
+    if kin is not None:
+        if kin.rank is not None and kin.world_size is not None and kin.world_size > 1:
+            return ("rank", kin.rank), kin.world_size
+        return None, None
+    if part.meta.processes or len(part.meta.hosts) != 1:
+        return None, None  # rocprofv3 (its run folder knows hosts) or an already combined trace
+    host, info = next(iter(part.meta.hosts.items()))
+    return (host, info.pid), None
+
+
+def _disjoint(a: Facts, b: Facts) -> bool:
     if a.clock is not None and a.clock == b.clock and a.window and b.window:
         return a.window[1] < b.window[0] or b.window[1] < a.window[0]
     return False
+
+
+def _recorded_together(a: Facts, b: Facts) -> bool:
+    """Two processes of one job, each with its own run folder (see the module docstring)."""
+    if a.member is None or b.member is None or a.member == b.member:
+        return False
+    if a.world is not None or b.world is not None:
+        return a.world == b.world and not _disjoint(a, b)
+    return bool(a.programs & b.programs) and a.clock == "wall" == b.clock \
+        and a.window is not None and b.window is not None and not _disjoint(a, b)
+
+
+def _different(a: Facts, b: Facts) -> bool:
+    if a.arg == b.arg and a.run is not None and b.run is not None and a.run != b.run \
+            and not _recorded_together(a, b):
+        return True
+    if a.kinds and b.kinds and not a.kinds & b.kinds and not a.programs & b.programs:
+        return True
+    return _disjoint(a, b)
 
 
 def check_one_job(items: list[Facts], args: list[Path]) -> None:

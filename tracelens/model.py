@@ -116,7 +116,7 @@ class HostInfo:
     profile_start_ns: int | None = None
     ranks: list[int] = field(default_factory=list)  # its ranks, once hosts are combined
     paths: list[str] = field(default_factory=list)  # the file of each of those ranks
-    pid: int | None = None  # synthetic traces: the host's process, for the writers
+    pid: int | None = None  # the process that wrote the file (XSpace process_id), if recorded
     python_tid: int | None = None  # synthetic traces: the thread of the step annotations
 
 

@@ -145,8 +145,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                                  stream=pl.lit(line.id, dtype=pl.Int64))
             device_frames.append(source.device_kind(df, lm.group(2)))
     steps = pl.DataFrame(schema=STEP_SCHEMA)
+    pid = None
     if cpu_plane is not None:
-        cpu_frames, host_frames, steps, n_neg, n_unknown = _read_host_plane(
+        cpu_frames, host_frames, steps, n_neg, n_unknown, pid = _read_host_plane(
             *cpu_plane, source, readers[cpu_plane[0]], meta, f"{path.name}: ")
         negative += n_neg
         unknown += n_unknown
@@ -180,7 +181,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
     source.finish()  # every byte is checked, including lines nothing above needed
-    meta.hosts = {host: HostInfo(path=str(path), profile_start_ns=profile_start)}
+    meta.hosts = {host: HostInfo(path=str(path), profile_start_ns=profile_start, pid=pid)}
     meta.decoder = {str(path): source.decoder}
     module_frame = pl.DataFrame(modules, schema={k: v for k, v in MODULE_SCHEMA.items()
                                                  if k not in ("host", "rank")})
@@ -260,8 +261,10 @@ def _plan_lines(space: Any, source: LineSource, marker: str | None = None
 
 def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: PlaneReader,
                      meta: TraceMeta, where: str
-                     ) -> tuple[list[pl.DataFrame], list[pl.DataFrame], pl.DataFrame, int, int]:
-    """XLA:CPU op events (as device frames), API/annotation host events, and steps."""
+                     ) -> tuple[list[pl.DataFrame], list[pl.DataFrame], pl.DataFrame, int, int,
+                                int | None]:
+    """XLA:CPU op events (as device frames), API/annotation host events, steps, and the
+    process id the plane records (which process of a host wrote the file)."""
     pid = reader.plane_stats().get("process_id")
     if pid is not None and not (type(pid) is int and 0 <= pid <= INT64_MAX):
         meta.warn(f"{where}/host:CPU plane stat process_id = {pid!r} is not a usable value: left "
@@ -306,4 +309,4 @@ def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: Pla
         steps_df = conform(steps_df.with_columns(rank=pl.lit(0)), STEP_SCHEMA)
     else:
         steps_df = pl.DataFrame(schema=STEP_SCHEMA)
-    return cpu_frames, host_frames, steps_df, negative, unknown
+    return cpu_frames, host_frames, steps_df, negative, unknown, pid
