@@ -834,3 +834,40 @@ def test_hand_built_set_without_fallback_on_both_paths() -> None:
                                                                 "gemm.tensile"]
     assert few["rule"].equals(many["rule"].tail(5))
     assert explain("unknown_1", rules=rules).rule_id == "other.fallback"
+
+
+def _events(names: list[str], ops: list[str | None]) -> pl.DataFrame:
+    return pl.DataFrame({"kind": ["kernel"] * len(names), "name": names, "op": ops,
+                         "hlo": [None] * len(names)}, schema_overrides={"kind": KindDtype})
+
+
+def test_answers_kept_across_calls_equal_fresh_ones(monkeypatch) -> None:
+    """A RuleSet keeps its answers (the hosts of one job name the same kernels): a second
+    host's rows already seen are not run through the rules again, new ones are, and every
+    answer equals that of a rule set that never saw the first host."""
+    first = _events([f"ncclDevKernel_AllReduce_{i}" for i in range(40)] +
+                    [f"loop_add_fusion_{i}.kd" for i in range(40)],
+                    [None] * 40 + [f"add.{i}" for i in range(40)])
+    second = _events([f"loop_add_fusion_{i}.kd" for i in range(40)] +
+                     [f"Cijk_Ailk_gemm_{i}.kd" for i in range(40)] +
+                     [f"loop_add_fusion_{i}.kd" for i in range(40)],
+                     [f"add.{i}" for i in range(40)] + [None] * 40 +
+                     [f"add.{i}" for i in range(40)])
+    kept = RuleSet(load_rules().rules)
+    classify(first, kept)
+    ran: list[int] = []
+    real = RuleSet._decide_rows
+
+    def counting(self, keys):
+        ran.append(keys.height)
+        return real(self, keys)
+    monkeypatch.setattr(RuleSet, "_decide_rows", counting)
+    got = classify(second, kept)
+    assert ran == [40]  # only the 40 GEMM names were new
+    fresh = classify(second, RuleSet(load_rules().rules))
+    assert got.equals(fresh)
+    assert got["category"].cast(pl.String).to_list() == \
+        ["elementwise"] * 40 + ["gemm"] * 40 + ["elementwise"] * 40
+    ran.clear()
+    again = classify(first, kept)  # everything known: no rule runs
+    assert ran == [] and again.equals(classify(first, RuleSet(load_rules().rules)))

@@ -20,7 +20,7 @@ from tracelens.hlo.dump import Schedule, schedule_from_proto
 from tracelens.hlo.ir import Module
 from tracelens.hlo.lens import (Finding, HostMap, ProgramLens, analyze_module, human_bytes,
                                 with_exposure)
-from tracelens.hlo.proto import module_from_proto
+from tracelens.hlo.index import decoded_module
 from tracelens.model import COMPUTE_CATEGORIES, Trace
 from tracelens.results.hlo import HloLensResult
 
@@ -56,11 +56,15 @@ def decode_programs(rows: pl.DataFrame
     """The modules and schedules of :func:`program_protos` rows, and what failed to decode."""
     out, problems = [], []
     for pid, name, blob in rows.select("program_id", "module", "hlo_proto").iter_rows():
-        try:
-            out.append((module_from_proto(blob, program_id=pid), schedule_from_proto(blob)))
-        except Exception as exc:  # a damaged module is that module's problem
-            problems.append(f"HLO of module {name}({pid}) could not be decoded "
-                            f"({type(exc).__name__}: {exc})")
+        found: Module | Exception = decoded_module(blob, pid)
+        if not isinstance(found, Exception):
+            try:
+                out.append((found, schedule_from_proto(blob)))
+                continue
+            except Exception as exc:  # a damaged module is that module's problem
+                found = exc
+        problems.append(f"HLO of module {name}({pid}) could not be decoded "
+                        f"({type(found).__name__}: {found})")
     return out, problems
 
 

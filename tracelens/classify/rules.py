@@ -99,6 +99,7 @@ class Rule:
 
 
 _FEW_ROWS = 32  # up to this many rows, all conditions run in one query (see RuleSet.decide)
+_KNOWN_ROWS = 1_000_000  # distinct rows whose answers a RuleSet keeps
 _INPUT_SCHEMA = {"kind": pl.String, "name": pl.String, "op": pl.String, "hlo": pl.String}
 
 
@@ -109,12 +110,15 @@ class RuleSet:
     rules: tuple[Rule, ...]
     sources: tuple[str, ...] = ()
     _fallback: Rule = field(init=False, repr=False, compare=False)
+    # the answers given so far: kind, name, op, hlo, rule (UInt32), subcategory (decide)
+    _known: pl.DataFrame | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         fallback = next((r for r in self.rules if r.id == FALLBACK_ID), None)
         if fallback is None:  # a hand-built set still labels every event
             fallback = Rule(FALLBACK_ID, "other", "No rule recognised this kernel.", {})
         object.__setattr__(self, "_fallback", fallback)
+        object.__setattr__(self, "_known", None)
 
     @property
     def fallback(self) -> Rule:
@@ -122,16 +126,51 @@ class RuleSet:
         return self._fallback
 
     def decide(self, keys: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
-        """For each row of ``keys`` (String columns kind, name, op, hlo): the index of the
-        deciding rule in ``self.rules`` (``len(self.rules)`` for the fallback when it is not
-        one of them) and the subcategory that rule gives (null when it gives none).
+        """For each row of ``keys`` (String columns kind, name, op, hlo; distinct rows): the
+        index of the deciding rule in ``self.rules`` (``len(self.rules)`` for the fallback
+        when it is not one of them) and the subcategory that rule gives (null when it gives
+        none).
+
+        The answers are kept: the host files of one job name the same kernels, and one process
+        classifies every host it reads (in one process or on an engine worker), so a row seen
+        before is looked up (one join) instead of run through the rules again (up to
+        ``_KNOWN_ROWS`` rows, then the memory starts anew). See :meth:`_decide_rows` for the
+        rules themselves."""
+        keys = keys.select(pl.col(c).cast(t) for c, t in _INPUT_SCHEMA.items())
+        if keys.height <= _FEW_ROWS:
+            return self._decide_rows(keys)
+        known = self._known
+        if known is None:
+            index, sub = self._decide_rows(keys)
+            self._remember(keys, index, sub)
+            return index, sub
+        found = keys.join(known, on=list(_INPUT_SCHEMA), how="left", nulls_equal=True,
+                          maintain_order="left")
+        new = found["rule"].is_null()
+        if not new.any():
+            return found["rule"].rename("rule"), found["subcategory"]
+        rows = new.arg_true()
+        index, sub = self._decide_rows(keys[rows])
+        self._remember(keys[rows], index, sub)
+        return (found["rule"].scatter(rows, index).rename("rule"),
+                found["subcategory"].scatter(rows, sub))
+
+    def _remember(self, keys: pl.DataFrame, index: pl.Series, sub: pl.Series) -> None:
+        new = keys.with_columns(rule=index.cast(pl.UInt32), subcategory=sub.cast(pl.String)) \
+            .unique(list(_INPUT_SCHEMA), keep="first", maintain_order=True)
+        known = self._known
+        if known is not None and known.height + new.height <= _KNOWN_ROWS:
+            new = pl.concat([known, new])
+        object.__setattr__(self, "_known", new.rechunk())
+
+    def _decide_rows(self, keys: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+        """:meth:`decide` without the memory of earlier answers.
 
         Rules are tried in order, each as one Rust-regex pass over the rows that no earlier rule
         matched (so the first matching rule wins, and common names stop early); on a few rows
         (``explain``) one query evaluates every condition and takes the first true one.
         Subcategory maps run only on the rows of the rules that use them.
         """
-        keys = keys.select(pl.col(c).cast(t) for c, t in _INPUT_SCHEMA.items())
         fallback = self.rules.index(self._fallback) if self._fallback in self.rules \
             else len(self.rules)
         if keys.height <= _FEW_ROWS:  # one query beats one per rule (explain, tiny traces)

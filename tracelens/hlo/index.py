@@ -9,6 +9,7 @@ every host that has none of its own.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -18,6 +19,17 @@ import polars as pl
 from tracelens.hlo.ir import Computation, Instruction, Module
 from tracelens.hlo.proto import module_from_proto
 from tracelens.hlo.text import load_text_dump
+
+
+@functools.lru_cache(maxsize=64)
+def decoded_module(blob: bytes, program_id: int) -> Module | Exception:
+    """One HloProto decoded once per process: hosts of one job carry the same programs, in one
+    file and across the host files a process reads (the engine maps many hosts per process).
+    Modules are read-only once built, so they are shared."""
+    try:
+        return module_from_proto(blob, program_id=program_id)
+    except Exception as exc:  # a damaged module is that module's problem
+        return exc
 
 
 @dataclass
@@ -37,18 +49,9 @@ class HloIndex:
         if wanted is not None:
             rows = rows.join(wanted.select("host", "program_id").unique(),
                              on=["host", "program_id"], how="semi")
-        # Hosts of one job carry the same program: each distinct HloProto is decoded once
-        # and its Module shared (modules are read-only once built).
-        decoded: dict[tuple[bytes, int], Module | Exception] = {}
         for host, pid, name, blob in rows.select("host", "program_id", "module",
                                                  "hlo_proto").iter_rows():
-            key = (blob, pid)
-            if key not in decoded:
-                try:
-                    decoded[key] = module_from_proto(blob, program_id=pid)
-                except Exception as exc:  # a damaged module is that module's problem
-                    decoded[key] = exc
-            found = decoded[key]
+            found = decoded_module(blob, pid)
             if isinstance(found, Exception):
                 index.problems.append(f"HLO of module {name}({pid}) on {host} could not be "
                                       f"decoded ({type(found).__name__}: {found})")
