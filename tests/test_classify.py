@@ -836,7 +836,7 @@ def test_hand_built_set_without_fallback_on_both_paths() -> None:
     assert explain("unknown_1", rules=rules).rule_id == "other.fallback"
 
 
-def _events(names: list[str], ops: list[str | None]) -> pl.DataFrame:
+def _name_rows(names: list[str], ops: list[str | None]) -> pl.DataFrame:
     return pl.DataFrame({"kind": ["kernel"] * len(names), "name": names, "op": ops,
                          "hlo": [None] * len(names)}, schema_overrides={"kind": KindDtype})
 
@@ -845,10 +845,10 @@ def test_answers_kept_across_calls_equal_fresh_ones(monkeypatch) -> None:
     """A RuleSet keeps its answers (the hosts of one job name the same kernels): a second
     host's rows already seen are not run through the rules again, new ones are, and every
     answer equals that of a rule set that never saw the first host."""
-    first = _events([f"ncclDevKernel_AllReduce_{i}" for i in range(40)] +
+    first = _name_rows([f"ncclDevKernel_AllReduce_{i}" for i in range(40)] +
                     [f"loop_add_fusion_{i}.kd" for i in range(40)],
                     [None] * 40 + [f"add.{i}" for i in range(40)])
-    second = _events([f"loop_add_fusion_{i}.kd" for i in range(40)] +
+    second = _name_rows([f"loop_add_fusion_{i}.kd" for i in range(40)] +
                      [f"Cijk_Ailk_gemm_{i}.kd" for i in range(40)] +
                      [f"loop_add_fusion_{i}.kd" for i in range(40)],
                      [f"add.{i}" for i in range(40)] + [None] * 40 +

@@ -115,3 +115,30 @@ def test_other_under_two_percent_of_kernel_time(real: pl.DataFrame) -> None:
     assert over == {}
     toy = real.filter(pl.col("trace") == TOY, pl.col("name") != "")
     assert set(toy["rule"]) == {"other.fallback"}  # unknown stays unknown, not guessed
+
+
+# Real JAX traces of this repository (tests/data, sample_traces/hlo): XLA:CPU names events by
+# their HLO op, so the name is XLA's own guess at what the op is and its HLO is beside it.
+OWN_JAX = [Path(__file__).resolve().parent / "data" / "jax_cnn" / "cnn_step.xplane.pb",
+           Path(__file__).resolve().parents[1] / "sample_traces" / "hlo" / "planted.xplane.pb"]
+BODY_CATEGORY = {"reduction": "reduction", "sort": "other", "gemm": "gemm",
+                 "conv": "convolution", "attention": "attention"}
+
+
+@pytest.mark.parametrize("path", OWN_JAX, ids=lambda p: p.name)
+def test_an_xla_name_never_overrides_what_its_hlo_body_computes(path: Path) -> None:
+    """``wrapped_reduce-window`` (max pooling, on the CNN trace) reads like an elementwise
+    fusion by name and was counted as elementwise; its HLO body reduces. Wherever the HLO says
+    an op reduces, sorts, or runs a dot, convolution or attention, the category follows it."""
+    trace = tracelens.load(path)
+    ev = with_hlo_kind(trace.events, op_cost_table(trace.events, trace.modules)[0])
+    checked = ev.filter(pl.col("hlo").is_in(list(BODY_CATEGORY)))
+    assert checked.height
+    wrong = checked.filter(pl.col("category").cast(pl.String) !=
+                           pl.col("hlo").replace_strict(BODY_CATEGORY)) \
+        .select("name", "hlo", "category", "rule").unique()
+    assert wrong.height == 0, wrong
+    if path.name == "cnn_step.xplane.pb":
+        pool = ev.filter(pl.col("name") == "wrapped_reduce-window")
+        assert pool.height and set(pool["hlo"]) == {"reduction"}
+        assert set(pool["category"].cast(pl.String)) == {"reduction"}
