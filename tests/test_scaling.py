@@ -309,3 +309,45 @@ def test_scaling_warns_on_decreasing_devices_and_efficiency_above_100(
     out = tmp_path / "w.html"
     CliRunner().invoke(main, ["scaling", str(small), str(fast), "--html", str(out)])
     assert "is above 100%" in out.read_text()
+
+
+def test_verdict_busbw_of_small_collectives_is_not_rounded_to_zero() -> None:
+    """Collectives of a few KiB (a CPU trace, small gradients) run at well under 1 GB/s: the
+    verdict said "busbw fell from 0 to 0 GB/s"."""
+    import polars as pl
+
+    from tracelens.analyze.scaling import RunProfile, verdict
+    from tracelens.results.runs import Cause
+
+    def run(step_ns: float, exposed: float, busbw: float) -> RunProfile:
+        return RunProfile("r", 8, 1, 3, step_ns, {"exposed_comm:all-gather": exposed},
+                          pl.DataFrame(), {"all-gather": busbw}, {})
+
+    a, b = run(1e6, 1e5, 0.4212), run(2e6, 1.1e6, 0.0731)
+    lines = verdict(a, b, [Cause("exposed_comm:all-gather", 1e6, 1.0)], 1e6)
+    assert lines == ["100% of the added step time is exposed all-gather; busbw fell from 0.421 "
+                     "to 0.0731 GB/s"]
+    a, b = run(1e6, 1e5, 271.27), run(2e6, 1.1e6, 39.66)  # large values stay whole GB/s
+    assert verdict(a, b, [Cause("exposed_comm:all-gather", 1e6, 1.0)], 1e6)[0].endswith(
+        "busbw fell from 271 to 40 GB/s")
+
+
+def test_verdict_says_why_its_shares_exceed_100_percent() -> None:
+    """Shares are of the net added step time: when other components shrank (a real JAX CPU
+    pair: elementwise -1.47 ms, idle -1.43 ms), the listed shares add to more than 100%, and
+    the verdict says which components offset the growth."""
+    import polars as pl
+
+    from tracelens.analyze.scaling import RunProfile, verdict
+    from tracelens.results.runs import Cause
+
+    def run(step_ns: float) -> RunProfile:
+        return RunProfile("r", 8, 1, 3, step_ns, {}, pl.DataFrame(), {}, {})
+
+    causes = [Cause("exposed_comm:all-gather", 0.8e6, 0.8), Cause("compute:gemm", 0.6e6, 0.6),
+              Cause("idle", -0.1e6, -0.1), Cause("compute:elementwise", -0.3e6, -0.3)]
+    lines = verdict(run(1e6), run(2e6), causes, 1e6)
+    assert lines[-1] == ("these shares add to more than 100% because other components shrank: "
+                         "elementwise compute -0.300 ms per step, idle time -0.100 ms per step")
+    assert len(lines) == 3
+    assert len(verdict(run(1e6), run(2e6), causes[1:], 1e6)) == 1  # 60%: nothing to explain

@@ -359,6 +359,12 @@ def _straggler_text(b: RunProfile, kind: str, delta: float) -> str:
             f"(exposed waiting {per_device})")
 
 
+def _gb_per_s(value: float) -> str:
+    """Whole GB/s where that says something; three significant digits below 10 GB/s (small
+    collectives), so a change never reads "fell from 0 to 0"."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.3g}"
+
+
 def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
             lost: float) -> list[str]:
     """A few ranked sentences naming the causes that explain most of the lost time: the
@@ -368,11 +374,12 @@ def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
     if lost < 0:
         return [f"step time did not grow ({a.step_ns / 1e6:.3f} → {b.step_ns / 1e6:.3f} ms "
                 "per step)"]
-    lines = []
+    lines, listed = [], 0.0
     for c in causes:
         comp, delta, share = c.component, c.delta_ns, c.share
-        if share is None or share < VERDICT_MIN_SHARE:
+        if share is None or share < VERDICT_MIN_SHARE or len(lines) == 4:
             continue
+        listed += share
         kind, _, what = comp.partition(":")
         text = f"{100 * share:.0f}% of the added step time is "
         if kind == "straggler_wait":
@@ -382,10 +389,17 @@ def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
         if kind == "exposed_comm":
             before, after = a.busbw.get(what), b.busbw.get(what)
             if before and after:
-                text += (f"; busbw {'fell' if after < before else 'rose'} from {before:,.0f} "
-                         f"to {after:,.0f} GB/s")
+                text += (f"; busbw {'fell' if after < before else 'rose'} from "
+                         f"{_gb_per_s(before)} to {_gb_per_s(after)} GB/s")
             if what in b.hlo_findings:  # why the compiler put it there (tracelens hlo)
                 text += f"; {b.hlo_findings[what]}"
         lines.append(text)
-    return lines[:4] or [f"step time grew {lost / 1e6:.3f} ms per step with no single "
-                         f"component above {100 * VERDICT_MIN_SHARE:.0f}% of it"]
+    if not lines:
+        return [f"step time grew {lost / 1e6:.3f} ms per step with no single "
+                f"component above {100 * VERDICT_MIN_SHARE:.0f}% of it"]
+    if listed > 1.0:  # say why the shares add to more than 100%
+        shrank = sorted((c for c in causes if c.delta_ns < 0), key=lambda c: c.delta_ns)[:2]
+        lines.append("these shares add to more than 100% because other components shrank: "
+                     + ", ".join(f"{_component_label(c.component)} {c.delta_ns / 1e6:.3f} ms "
+                                 "per step" for c in shrank))
+    return lines
