@@ -15,6 +15,7 @@ from tracelens_dev.writers.kineto import write as write_kineto
 from parsers.kineto.reader import to_ns
 from tests.conftest import SAMPLES, SHARED, cli
 from tracelens.analyze.collectives import collective_activities
+from tracelens.formats import sniff_format
 from tests.test_rocprof_parity import _without_host
 
 KINETO = SHARED / "traces" / "kineto"
@@ -304,3 +305,25 @@ def test_events_without_ts_are_counted_and_no_activity_is_not_an_error(tmp_path:
     trace = tracelens.load(p)
     assert any("3 events without a valid ts/dur" in w for w in trace.meta.warnings)
     assert trace.devices["spec_id"].to_list() == ["mi300x"]
+
+
+def test_a_trace_whose_events_come_before_its_header_is_read(tmp_path: Path) -> None:
+    """A Kineto trace re-saved by a script with ``traceEvents`` first (no schemaVersion or
+    deviceProperties in its first bytes) was refused as "a Chrome trace JSON"; Kineto's event
+    categories tell it apart, and it gives the same summary as the original."""
+    path = _real("a100_nccl_2rank_rank0.json.gz")
+    doc = json.load(gzip.open(path))
+    moved = tmp_path / path.name
+    with gzip.open(moved, "wt") as fh:
+        json.dump({"traceEvents": doc.pop("traceEvents"), **doc}, fh)
+    assert sniff_format(moved) == "kineto"
+    res_a, res_b = cli("summarize", "--format", "json", str(path)), \
+        cli("summarize", "--format", "json", str(moved))
+    assert res_a.returncode == res_b.returncode == 0, res_b.stderr
+    a, b = json.loads(res_a.stdout), json.loads(res_b.stdout)
+    assert a.pop("inputs") != b.pop("inputs") and a == b
+    # a Chrome trace of another tool (JAX's trace viewer JSON) is still refused
+    other = tmp_path / "vm.trace.json"
+    other.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "pid": 1, "tid": 2, "name": "fusion.1", "ts": 1.0, "dur": 2.0}]}))
+    assert sniff_format(other) == "chrome-json"

@@ -18,13 +18,15 @@ from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+_SNIFF_BYTES = 1 << 16
 
 
 def sniff_format(path: Path) -> str:
-    """The format of one file, from its first bytes (and, for gzip, its first inflated bytes)."""
+    """The format of one file, from its first bytes (and, for gzip, its first inflated bytes):
+    headers from the first 4 KiB, a JSON trace's first events from the first 64 KiB."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(4096)
+            head = fh.read(_SNIFF_BYTES)
     except OSError as exc:
         raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
     if not head:
@@ -32,7 +34,7 @@ def sniff_format(path: Path) -> str:
     if head[:2] == b"\x1f\x8b":
         try:
             with gzip.open(path, "rb") as fh:
-                head = fh.read(4096)
+                head = fh.read(_SNIFF_BYTES)
         except (OSError, EOFError) as exc:
             raise TraceInputError(path, f"corrupt or truncated gzip data ({exc})") from None
         if not head:
@@ -47,7 +49,8 @@ def sniff_format(path: Path) -> str:
                      text):
             return "kineto"
         if b"traceEvents" in text:
-            return "chrome-json"
+            # the events before the header (a trace re-saved by a script): Kineto's categories
+            return "kineto" if _KINETO_EVENT.search(head) else "chrome-json"
         return "json"
     if head[:1] == b"\x0a":
         return "xspace"
@@ -57,6 +60,11 @@ def sniff_format(path: Path) -> str:
         return "rocprof-csv"
     return "csv" if path.name.lower().endswith(".csv") else "unknown"
 
+
+# Event categories only the PyTorch profiler writes (cpu_op, kernel, cuda_runtime, ...)
+_KINETO_EVENT = re.compile(rb'"cat": ?"(?:cpu_op|kernel|cuda_runtime|cuda_driver|gpu_memcpy|'
+                           rb'gpu_memset|gpu_user_annotation|user_annotation|python_function|'
+                           rb'ac2g|cpu_instant_event)"')
 
 # Column names of rocprofv3 CSV files (kernel, API, memory-copy and agent tables, every
 # ROCm version and the rocpd-convert variant); a header naming three of them is rocprofv3's.
