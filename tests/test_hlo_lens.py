@@ -447,3 +447,35 @@ def test_truncated_entry_computation_is_an_input_error(tmp_path):
 def test_cli_unknown_program_is_an_input_error():
     out = _cli(str(LOOP), "--program", "nope")
     assert out.returncode == 2 and "no program named or numbered 'nope'" in out.stderr
+
+
+def test_an_xla_dump_directory_is_read_module_by_module(tmp_path: Path):
+    """``tracelens hlo DIR`` on an ``--xla_dump_to`` directory (it said "directory holds no
+    trace files"): one optimized module per id, its HloProto preferred to its text (it carries
+    the schedule), with the backend-prefixed names of a real JAX 0.10 dump
+    (``cpu_after_optimizations``); buffer assignments, memory reports, the modules before
+    optimization and LLVM IR are not programs."""
+    dump = tmp_path / "xla_dump"
+    dump.mkdir()
+    for src in (LOOP, UPCAST, SMALL, HLO / "module_0004.while_loops.after_optimizations.txt",
+                HLO / "module_0004.while_loops.after_optimizations.hlo.pb"):
+        name = src.name.replace(".after_optimizations", ".cpu_after_optimizations")
+        (dump / name).write_bytes(src.read_bytes())
+    for decoy in ("module_0024.loop_step.cpu_after_optimizations-buffer-assignment.txt",
+                  "module_0024.loop_step.cpu_after_optimizations-memory-usage-report.txt",
+                  "module_0024.loop_step.before_optimizations.txt",
+                  "module_0024.loop_step.loop_step_kernel_module.ir-with-opt.ll",
+                  "module_0024.loop_step.debug_options"):
+        (dump / decoy).write_text("not an optimized module\n")
+    res = cli("hlo", "--format", "json", str(dump))
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert [p["program_id"] for p in got["programs"]] == [4, 24, 26, 28]
+    one_by_one = [json.loads(cli("hlo", "--format", "json", str(f)).stdout)
+                  for f in (HLO / "module_0004.while_loops.after_optimizations.hlo.pb",
+                            LOOP, UPCAST, SMALL)]
+    assert got["programs"] == [r["programs"][0] for r in one_by_one]
+    key = ("kind", "program", "instruction", "bytes_per_step")
+    assert sorted(tuple(f[k] for k in key) for f in got["findings"]) == sorted(
+        tuple(f[k] for k in key) for r in one_by_one for f in r["findings"])
+    assert got["findings"]

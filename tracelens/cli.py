@@ -306,9 +306,11 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     """Why communication costs what it does, read from the compiled HLO: collectives per
     program and findings (collective in a loop, upcast, no overlap window, small, repeated
     gather, cross-host), each with its measured exposed time per step when PATH is a trace.
-    PATH may also be an XLA dump (*.after_optimizations.txt, or a serialized HloProto)."""
+    PATH may also be an XLA dump: a file (*.after_optimizations.txt, or a serialized HloProto)
+    or a --xla_dump_to directory (its optimized modules)."""
     from tracelens.analyze.hlo_findings import lens_dump, require_programs
-    from tracelens.hlo.dump import TEXT_SUFFIXES, load_dump
+    from tracelens.formats import XSPACE_SUFFIXES
+    from tracelens.hlo.dump import TEXT_SUFFIXES, find_dumps, load_dump
     from tracelens.hlo.lens import HostMap
     from tracelens.results.jsonify import lens_json
     from reports import hlo as render
@@ -316,9 +318,13 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     hosts = HostMap(host_of=lambda d: f"host{d // devices_per_host}") \
         if devices_per_host else HostMap()
     name = path.name.lower()
+    dumps = find_dumps(path) if path.is_dir() and not any(
+        p.name.endswith(XSPACE_SUFFIXES) for p in path.rglob("*")) else []
     if path.is_file() and (name.endswith(TEXT_SUFFIXES) or (
             name.endswith(".pb") and not name.endswith(".xplane.pb"))):
         result = lens_dump([load_dump(path)], program, hosts)
+    elif dumps:  # an XLA dump directory
+        result = lens_dump([load_dump(p) for p in dumps], program, hosts)
     else:  # per host on the engine (README, "Many hosts")
         from tracelens.engine_jobs import lens_job, lens_of
 

@@ -8,6 +8,7 @@ computation's instructions in schedule order.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
@@ -20,6 +21,12 @@ from tracelens.hlo.text import parse_module, _FILE_ID
 
 Schedule = dict[str, list[str]]  # computation name -> instruction names in run order
 TEXT_SUFFIXES = (".txt", ".hlo")
+# The optimized module of an XLA dump directory (--xla_dump_to): module_0004.jit_f.
+# after_optimizations.txt, or with the backend before it (cpu_after_optimizations,
+# sm_9.0_gpu_after_optimizations, gfx942_gpu_after_optimizations); .hlo.pb with
+# --xla_dump_hlo_as_proto. Buffer assignments, memory reports, LLVM IR and the passes before
+# optimization are other files.
+_OPTIMIZED = re.compile(r"^module_(\d+)\..*[._]after_optimizations\.(txt|hlo\.pb)$")
 
 
 def schedule_from_proto(data: bytes) -> Schedule | None:
@@ -64,6 +71,20 @@ def _varint(n: int) -> bytes:
         out.append(byte | (0x80 if n else 0))
         if not n:
             return bytes(out)
+
+
+def find_dumps(directory: Path) -> list[Path]:
+    """The optimized module files of an XLA dump directory, one per module: its serialized
+    ``HloProto`` when dumped (it carries the schedule), else its text; in module order."""
+    best: dict[tuple[int, str], Path] = {}
+    for p in sorted(directory.rglob("module_*")):
+        m = _OPTIMIZED.match(p.name)
+        if m is None or not p.is_file():
+            continue
+        key = (int(m.group(1)), str(p.parent))
+        if key not in best or m.group(2) == "hlo.pb":
+            best[key] = p
+    return [best[k] for k in sorted(best)]
 
 
 def load_dump(path: Path) -> tuple[Module, Schedule | None]:
