@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -121,6 +122,23 @@ def _roofline_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(norm, key=lambda r: -(r["sum_ns"] or 0))
 
 
+def _input_names(paths: list[str]) -> list[str]:
+    """File names for the title; where they repeat (one log directory per process, every file
+    ``<host>.xplane.pb``), each with the first folder that tells it apart: ``p0/…/vm.xplane.pb``."""
+    names = [Path(p).name for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    try:
+        base = Path(os.path.commonpath(paths))
+    except ValueError:  # absolute and relative paths mixed
+        return [str(p) for p in paths]
+    out = []
+    for p in paths:
+        parts = Path(p).relative_to(base).parts if Path(p) != base else (Path(p).name,)
+        out.append("/".join(parts) if len(parts) <= 2 else f"{parts[0]}/…/{parts[-1]}")
+    return out
+
+
 def build_context(s: Summary, title: str | None, generated: str | None,
                   window: TimelineWindow | None = None) -> dict[str, Any]:
     summary, collectives = summary_json(s), s.collectives_full
@@ -146,7 +164,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
     placed, unplaced = H.roofline_points(roof)
     inputs = [i.get("path", "?") for i in summary.get("inputs") or []]
     if title is None:
-        title = "tracelens report — " + ", ".join(Path(p).name for p in inputs[:3]) + (
+        title = "tracelens report — " + ", ".join(_input_names(inputs)[:3]) + (
             f" (+{len(inputs) - 3})" if len(inputs) > 3 else "")
     hw = ", ".join(f"{x['count']}× {x['product'] or x['arch'] or 'unknown device'}"
                    for x in h["hardware"]) or "unknown"

@@ -319,3 +319,14 @@ def test_cli_errors_exit_2(tmp_path: Path, case: str) -> None:
         assert re.match(r"error: .+: .+", line), line
     assert not (tmp_path / "r.html").exists()
     assert bad.read_bytes() == b"\x00garbage"
+
+
+def test_title_tells_apart_inputs_of_the_same_name(tmp_path: Path) -> None:
+    """One log directory per process: every file is ``vm.xplane.pb``, and the title read
+    "vm.xplane.pb, vm.xplane.pb"."""
+    data = Path(__file__).resolve().parent / "data" / "jax_2proc"
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", str(data), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "<title>tracelens report — p0/…/vm.xplane.pb, p1/…/vm.xplane.pb</title>" in \
+        out.read_text(encoding="utf-8")
