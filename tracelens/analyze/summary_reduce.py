@@ -102,7 +102,8 @@ def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame, busy:
     op_text = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_note.items())
     worst_cov = round(worst.flops_coverage, 6)  # type: ignore[arg-type]
     return [f"FLOPs cover {100.0 * covered / total:.1f}% of compute-kernel time ({len(low)} "
-            f"device(s) under {COVERAGE_FLOOR:.0%}, lowest {worst.host}/GPU{worst.device} "
+            f"device(s) under {COVERAGE_FLOOR:.0%}, lowest {worst.host}/"
+            f"{'CPU' if worst.vendor == 'cpu' else 'GPU'}{worst.device} "
             f"{100.0 * worst_cov:.1f}%), so MFU is a lower bound. Without FLOPs, "
             f"as a share of busy time: {cats}. Largest: {op_text}"]
 
