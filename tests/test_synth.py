@@ -148,10 +148,22 @@ def test_random_scenarios_reproduce_truth(sc: Scenario, tmp_path_factory) -> Non
     # No repair was needed: no same-stream overlap, nothing dropped, ignored or unknown.
     assert not [w for w in trace.meta.warnings
                 if any(k in w for k in ("clipped", "dropped", "ignored", "unknown event"))]
-    assert_summary_matches_truth(tracelens.summarize(trace), syn.truth)
+    summary = tracelens.summarize(trace)
+    # Markers that end before the device runs the step (fixed short ones, or async_markers:
+    # the host's dispatch) can hold under half of the step program's device time:
+    # tracelens.steps then takes the program's executions as the steps (the async dispatch
+    # rule, tests/test_steps.py), which the truth, made of the markers, is not.
+    markers = summary["steps_source"] == "annotation"
+    if not markers:
+        assert sc.step_marker_ns is not None or sc.async_markers
+        assert summary["steps_source"].startswith("program:")
+        assert any(w.startswith("the step annotations hold only") for w in summary["warnings"])
+    assert_summary_matches_truth(summary, syn.truth, steps=markers)
     assert_costs_match_truth(trace, syn.truth)
-    assert_mfu_matches_truth(trace, syn.truth)
+    assert_mfu_matches_truth(trace, syn.truth, steps=markers)
     assert_busbw_matches_truth(trace, syn.truth)
+    if not markers:
+        return
     step = syn.truth["devices"][0]["steps"][-1]
     got = tracelens.summarize(trace, step=step["step"])
     for d in got["devices"]:

@@ -120,10 +120,16 @@ def test_truth_costs_by_hand() -> None:
     p = 4096 * (4096 + 2 * 8 * 128) + 4096 * 4096 + 3 * 4096 * 14336
     assert _op(fsdp, "all-gather-start.1")["msg_bytes"] == 2 * -(-p // 8) * 8
     assert _op(fsdp, "reduce-scatter.1")["msg_bytes"] == 2 * -(-p // 8) * 8
-    # CK attention through Transformer Engine: FLOPs unknown, recorded as null.
+    # CK attention through Transformer Engine, with the shape attributes TE writes: Q
+    # bf16[1,4096,32,128], causal; forward Q·Kᵀ + P·V halved, backward 2.5× that.
     te = [o for o in fsdp["ops"] if o["kind"] == "attention"]
-    assert te and all(o["flops"] is None and o["bytes"] > 0 for o in te)
-    assert fsdp["model"]["model_ops_without_flops"] == len(te)
+    fwd = [o for o in te if "forward" in o["what"]]
+    bwd = [o for o in te if "backward" in o["what"]]
+    causal_fwd = 2 * 1 * 32 * 4096 * 4096 * (128 + 128) // 2
+    assert fwd and all(o["flops"] == causal_fwd and o["bytes"] > 0 for o in fwd)
+    assert bwd and all(o["flops"] == 5 * causal_fwd // 2 for o in bwd)
+    assert len(fwd) + len(bwd) == len(te)
+    assert fsdp["model"]["model_ops_without_flops"] == 0
 
 
 @pytest.mark.parametrize("name", [s.name for s in SAMPLE_DEFS])

@@ -115,7 +115,7 @@ class TraceAnalysis:
         >>> import tracelens
         >>> a = TraceAnalysis(tracelens.load("sample_traces/mi300x_8gpu_llama_step.xplane.pb"))
         >>> round(a.mfu.row(0, named=True)["mfu"], 4)
-        0.2887
+        0.3187
         """
         from tracelens.analyze.roofline import mfu
         return mfu(self.trace.events, self._specs)

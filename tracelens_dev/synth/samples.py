@@ -27,7 +27,8 @@ SAMPLES: tuple[Sample, ...] = (
         name="mi300x_8gpu_llama_step", device="mi300x", gpus=8, steps=3, layers=4,
         hidden=2048, ffn=5632, heads=16, kv_heads=8, seq=2048, layer_roles=_LLAMA_NO_MUL,
         grad_norm=False, optimizer=False, overlap=0.6, step_marker_ns=6_000_000,
-        straggler=Straggler(host=0, device=5, slowdown=1.08), seed=3), "file",
+        straggler=Straggler(host=0, device=5, slowdown=1.08), seed=3, te_attributes="full"),
+        "file",
         "1 host × 8 MI300X, 3 steps marked with step_num (fixed 6 ms markers), 4 Llama-style "
         "layers forward and backward (hipBLASLt GEMMs, CK flash attention, XLA add and "
         "reduce fusions; no multiply fusions), FSDP all-gather/reduce-scatter on the RCCL "
@@ -35,7 +36,8 @@ SAMPLES: tuple[Sample, ...] = (
         "GPU 5 computes 8% slower: its peers wait for it inside the collectives."),
     Sample("mi355x_8gpu_llama_fsdp", Scenario(
         name="mi355x_8gpu_llama_fsdp", device="mi355x", gpus=8, steps=3, layers=4,
-        hidden=4096, ffn=14336, heads=32, kv_heads=8, seq=4096, overlap=0.7, seed=11),
+        hidden=4096, ffn=14336, heads=32, kv_heads=8, seq=4096, overlap=0.7, seed=11,
+        te_attributes="full"),
         "file",
         "1 host × 8 MI355X (newest collector: plain `Stream #N` lines, gpu_device_name), 3 "
         "steps of 4 Llama layers with RoPE and SwiGLU, FSDP all-gather/reduce-scatter 70% "
@@ -45,7 +47,7 @@ SAMPLES: tuple[Sample, ...] = (
         name="mi355x_2x8gpu_straggler", device="mi355x", hosts=2, gpus=8, steps=2, layers=3,
         hidden=2048, ffn=8192, heads=16, kv_heads=4, seq=8192, batch=2, overlap=0.9,
         straggler=Straggler(host=1, device=3, slowdown=1.3),
-        host_offsets_ns=(0, 37_250), seed=5), "logdir",
+        host_offsets_ns=(0, 37_250), seed=5, te_attributes="full"), "logdir",
         "XProf log directory, 2 hosts × 8 MI355X (profile starts 37.25 µs apart), 2 steps of 3 "
         "Llama layers, FSDP across both hosts. Host 1 GPU 3 computes 30% slower: every other "
         "GPU's collective kernels start earlier and end with the straggler's (the planted "

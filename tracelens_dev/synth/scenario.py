@@ -47,7 +47,7 @@ class Scenario:
     finishes (so kernels straddle step boundaries). ``seed`` makes it all deterministic.
     ``te_attributes``: the attribute dictionary of the AMD (Transformer Engine) attention calls:
     ``"full"`` as TE writes it (batch, heads, sequence lengths, head dims: the cost model knows
-    the FLOPs), ``"minimal"`` without the shape attributes (FLOPs null; the bundled samples).
+    the FLOPs; the bundled AMD samples), ``"minimal"`` without the shape attributes (FLOPs null).
     """
 
     name: str = "synthetic"
