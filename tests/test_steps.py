@@ -289,3 +289,17 @@ def test_annotated_steps_stay_when_other_work_runs_outside_them(tmp_path: Path) 
     # per device: jit_train 3 × 400 + jit_eval 2 × 250 inside, of 1200 + 500 + 5000 + 20
     assert any(w.startswith(f"the step annotations hold {100 * 1700 / 6720:.1f}% of device "
                             "time") for w in trace.meta.warnings), trace.meta.warnings
+
+
+def test_step_marker_ranges_say_how_much_device_time_they_hold(tmp_path: Path) -> None:
+    """--step-marker ranges are host ranges too: the share of device time inside them is
+    given when it is under 90% (kept as the steps: the user chose them)."""
+    notes = [(7, "step 10", 0, 900), (7, "step 11", 1000, 900), (8, "step 11", 1100, 1000)]
+    trace = tracelens.load(write(tmp_path, train_job(), annotations=notes),
+                           step_marker=r"^step (\d+)$")
+    assert windows(trace) == [(0, 10, 0, 900, "marker"), (0, 11, 1000, 2100, "marker")]
+    # inside [0, 900) and [1000, 2100): GPU 0 400 + 400 + 40 + 50 + 500 eval, GPU 1 (10 ns
+    # later) 400 + 400 + 40 + 40 + 500, of 6720 each (jit_init's 5000 runs after them)
+    share = 100 * (1390 + 1380) / (2 * 6720)
+    assert f"the --step-marker '^step (\\\\d+)$' ranges hold {share:.1f}% of device time" in \
+        " ".join(trace.meta.warnings), trace.meta.warnings

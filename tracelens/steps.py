@@ -139,6 +139,11 @@ def _from_marker(trace: Trace, pattern: str) -> tuple[pl.DataFrame, str]:
     steps = marker_steps(trace.host_events.filter(pl.col("kind") == "marker"), regex)
     if steps.height:
         _warn_overlaps(trace, steps, pattern)
+        share = inside_share(trace.events.select("rank", "start_ns", "end_ns"), steps)
+        if share is not None and share < WARN_INSIDE:  # host ranges: the device may lag
+            trace.meta.warn(f"the --step-marker {pattern!r} ranges hold {100 * share:.1f}% of "
+                            "device time: they are host ranges, and work launched in one "
+                            "that runs after it ends (or outside every range) is in no step")
         return steps, source
     modules = trace.events.select("program_id", "module").unique().drop_nulls()
     wanted = [p for p, m in modules.iter_rows() if regex.search(m)]
