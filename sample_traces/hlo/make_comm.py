@@ -17,14 +17,12 @@ only the HLO opcode says what each one is.
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # the checkout, for tracelens_dev
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 
 import jax  # noqa: E402
@@ -32,6 +30,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
+
+from tracelens_dev.jax_trace import record  # noqa: E402
 
 try:
     from jax import shard_map
@@ -52,19 +52,15 @@ def main() -> None:
     step = jax.jit(shard_map(per_device, mesh=mesh, in_specs=P("d"), out_specs=P("d")))
     x = jax.device_put(jnp.arange(8 * 4096, dtype=jnp.float32), NamedSharding(mesh, P("d")))
     step(x).block_until_ready()  # compiled before the trace
-    out = Path(tempfile.mkdtemp(prefix="tracelens_comm_"))
-    jax.profiler.start_trace(str(out))
-    for i in range(3):
-        with jax.profiler.StepTraceAnnotation("train", step_num=i):
-            x = step(x)
-            x.block_until_ready()
-    jax.profiler.stop_trace()
-    found = glob.glob(str(out / "plugins/profile/*/*.xplane.pb"))
-    if len(found) != 1:
-        sys.exit(f"expected one .xplane.pb under {out}, found {found}")
-    shutil.copyfile(found[0], HERE / "comm_types.xplane.pb")
-    shutil.rmtree(out)
-    print(f"wrote {HERE / 'comm_types.xplane.pb'} with jax {jax.__version__}")
+
+    def steps() -> None:
+        nonlocal x
+        for i in range(3):
+            with jax.profiler.StepTraceAnnotation("train", step_num=i):
+                x = step(x)
+                x.block_until_ready()
+
+    record(HERE / "comm_types.xplane.pb", steps)
 
 
 if __name__ == "__main__":

@@ -15,16 +15,15 @@ tracer is off (the file stays small).
 
 from __future__ import annotations
 
-import glob
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2]))  # the checkout, for tracelens_dev
+from tracelens_dev.jax_trace import record  # noqa: E402
 
 
 @jax.jit
@@ -38,21 +37,15 @@ def main() -> None:
     w, x = jnp.ones((512, 512)) * 0.01, jnp.ones((512, 512))
     w, x = step(w, x)  # compiled before the trace
     w.block_until_ready()
-    out = Path(tempfile.mkdtemp(prefix="tracelens_async_"))
-    options = jax.profiler.ProfileOptions()
-    options.python_tracer_level = 0
-    jax.profiler.start_trace(str(out), profiler_options=options)
-    for i in range(5):
-        with jax.profiler.StepTraceAnnotation("train", step_num=i):
-            w, x = step(w, x)  # no block_until_ready: the next step is dispatched at once
-    w.block_until_ready()
-    jax.profiler.stop_trace()
-    found = glob.glob(str(out / "plugins/profile/*/*.xplane.pb"))
-    if len(found) != 1:
-        sys.exit(f"expected one .xplane.pb under {out}, found {found}")
-    shutil.copyfile(found[0], HERE / "async_steps.xplane.pb")
-    shutil.rmtree(out)
-    print(f"wrote {HERE / 'async_steps.xplane.pb'} with jax {jax.__version__}")
+
+    def steps() -> None:
+        nonlocal w, x
+        for i in range(5):
+            with jax.profiler.StepTraceAnnotation("train", step_num=i):
+                w, x = step(w, x)  # no block_until_ready: the next step is dispatched at once
+        w.block_until_ready()
+
+    record(HERE / "async_steps.xplane.pb", steps, python_tracer=False)
 
 
 if __name__ == "__main__":

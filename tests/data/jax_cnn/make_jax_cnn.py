@@ -16,18 +16,18 @@ stays small); the XLA:CPU ops and the step annotations are all there.
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2]))  # the checkout, for tracelens_dev
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+
+from tracelens_dev.jax_trace import record  # noqa: E402
 
 
 def loss(params, x):
@@ -56,21 +56,15 @@ def main() -> None:
     x = jnp.ones((2, 4, 16, 16, 4))
     params = step(params, x)  # compiled before the trace
     jax.block_until_ready(params)
-    out = Path(tempfile.mkdtemp(prefix="tracelens_cnn_"))
-    options = jax.profiler.ProfileOptions()
-    options.python_tracer_level = 0  # no Python function events: a small file
-    jax.profiler.start_trace(str(out), profiler_options=options)
-    for i in range(2):
-        with jax.profiler.StepTraceAnnotation("train", step_num=i):
-            params = step(params, x)
-            jax.block_until_ready(params)
-    jax.profiler.stop_trace()
-    found = glob.glob(str(out / "plugins/profile/*/*.xplane.pb"))
-    if len(found) != 1:
-        sys.exit(f"expected one .xplane.pb under {out}, found {found}")
-    shutil.copyfile(found[0], HERE / "cnn_step.xplane.pb")
-    shutil.rmtree(out)
-    print(f"wrote {HERE / 'cnn_step.xplane.pb'} with jax {jax.__version__}")
+
+    def steps() -> None:
+        nonlocal params
+        for i in range(2):
+            with jax.profiler.StepTraceAnnotation("train", step_num=i):
+                params = step(params, x)
+                jax.block_until_ready(params)
+
+    record(HERE / "cnn_step.xplane.pb", steps, python_tracer=False)
 
 
 if __name__ == "__main__":
