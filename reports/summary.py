@@ -210,8 +210,14 @@ def _peaks_line(summary: Any) -> str:
     return "; ".join(seen.values())
 
 
+def _shown(tables: Any) -> Any:
+    """The tables worth printing: the headline, and the others that have rows (a trace without
+    device activity is the headline and one line saying so, not a page of empty tables)."""
+    return [(t, h, r) for t, h, r in tables if r or t == "Summary"]
+
+
 def render_table(summary: Summary, console: Console, all_rows: bool = False) -> None:
-    for title, header, rows in _tables(summary, all_rows):
+    for title, header, rows in _shown(_tables(summary, all_rows)):
         table = Table(title=title, title_justify="left", show_header=title != "Summary")
         widths = [max([len(col)] + [len(str(r[i])) for r in rows]) for i, col in enumerate(header)]
         flex = next((c for c in ("kernel", "op") if c in header), None)
@@ -241,7 +247,7 @@ def _md_cell(value: str) -> str:
 
 def render_markdown(s: Summary, all_rows: bool = False) -> str:
     out = [f"# tracelens summary ({', '.join(i['path'] for i in s.inputs)})", ""]
-    for title, header, rows in _tables(s, all_rows):
+    for title, header, rows in _shown(_tables(s, all_rows)):
         out += [f"## {title}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
                 "|" + "---|" * len(header)]
         out += ["| " + " | ".join(_md_cell(str(c)) for c in row) + " |" for row in rows]
