@@ -42,6 +42,9 @@ def sniff_format(path: Path) -> str:
     if head.startswith(b"SQLite format 3\x00"):
         return "sqlite"
     text = head.lstrip()[:4096]
+    foreign = _foreign_by_name(path.name)
+    if foreign:
+        return foreign
     if text[:1] in (b"{", b"["):
         if b"rocprofiler-sdk-tool" in text:
             return "rocprof-json"
@@ -50,12 +53,17 @@ def sniff_format(path: Path) -> str:
             return "kineto"
         if b"traceEvents" in text:
             # the events before the header (a trace re-saved by a script): Kineto's categories
-            return "kineto" if _KINETO_EVENT.search(head) else "chrome-json"
+            if _KINETO_EVENT.search(head):
+                return "kineto"
+            return "rocprof-v1-json" if _ROCPROF_V1_JSON.search(head) else "chrome-json"
         return "json"
     if head[:1] == b"\x0a":
         return "xspace"
     if path.name.endswith(XSPACE_SUFFIXES):
         return "xspace"  # let the XSpace reader say precisely what is wrong
+    foreign = _foreign_csv(head)
+    if foreign:
+        return foreign
     if _is_rocprof_csv_header(head):
         return "rocprof-csv"
     return "csv" if path.name.lower().endswith(".csv") else "unknown"
@@ -76,10 +84,43 @@ _ROCPROF_CSV_COLUMNS = frozenset({
     "gfx_target_version", "max_engine_clk_fcompute"})
 
 
-def _is_rocprof_csv_header(head: bytes) -> bool:
+def _header_names(head: bytes) -> set[str]:
     line = head.split(b"\n", 1)[0].decode("utf-8", "replace")
-    names = {c.strip().strip('"').strip().lower() for c in line.split(",")}
-    return len(names & _ROCPROF_CSV_COLUMNS) >= 3
+    return {c.strip().strip('"').strip().lower() for c in line.split(",")}
+
+
+def _is_rocprof_csv_header(head: bytes) -> bool:
+    return len(_header_names(head) & _ROCPROF_CSV_COLUMNS) >= 3
+
+
+# Outputs of other tools (shared/reference/rocprof.md §2.6-2.8), told apart so the error says
+# what the file is and what to give instead. Each is a format name of _UNSUPPORTED.
+_FOREIGN_SUFFIXES = {
+    ".pftrace": "pftrace", ".perfetto-trace": "pftrace", ".otf2": "otf2",
+    ".nsys-rep": "nsys", ".qdrep": "nsys", ".ncu-rep": "ncu",
+}
+# (columns that must all be in the header, format): most specific first
+_FOREIGN_CSV = (
+    ({"kernelname", "beginns", "endns"}, "rocprof-v1-csv"),
+    ({"name", "calls", "totaldurationns"}, "stats-csv"),
+    ({"gpu_id", "kernel_name", "counter_name", "counter_value"}, "rocprof-compute-csv"),
+    ({"gpu_id", "kernel_name", "start_timestamp", "end_timestamp"}, "rocprof-v2-csv"),
+)
+# rocprof (v1) results.json: a Chrome trace whose processes are named "CPU HIP API", "GPU<n>"...
+_ROCPROF_V1_JSON = re.compile(rb'"name": ?"(?:CPU HIP API|CPU HSA API|Markers and Ranges)"')
+
+
+def _foreign_by_name(name: str) -> str | None:
+    lower = name.lower().removesuffix(".gz")
+    return next((fmt for suffix, fmt in _FOREIGN_SUFFIXES.items() if lower.endswith(suffix)),
+                None)
+
+
+def _foreign_csv(head: bytes) -> str | None:
+    names = _header_names(head)
+    if "agent_id" in names:  # rocprofv3's own tables (the counter CSV also has Kernel_Name)
+        return None
+    return next((fmt for need, fmt in _FOREIGN_CSV if need <= names), None)
 
 
 def find_inputs(path: Path) -> list[Path]:
@@ -190,11 +231,27 @@ READERS: dict[str, Reader] = {
 }
 """One reader per format :func:`sniff_format` names."""
 
+_V3 = "rocprofv3 output (--kernel-trace or --sys-trace: the rocpd .db, .json or .csv files)"
 _UNSUPPORTED = {
     "chrome-json": "a Chrome trace JSON (not supported yet; pass the .xplane.pb or the "
                    "rocprofv3 output)",
     "json": "JSON of an unknown kind, not a trace format tracelens reads",
     "csv": "a CSV file that is not rocprofv3 output (no rocprofv3 column names in its header)",
+    "rocprof-v1-csv": f"rocprof (v1) results.csv, not read: tracelens reads {_V3}",
+    "rocprof-v1-json": f"rocprof (v1) results.json (a Chrome trace), not read: tracelens reads "
+                       f"{_V3}",
+    "rocprof-v2-csv": f"rocprofv2 CSV output, not read: tracelens reads {_V3}",
+    "rocprof-compute-csv": "rocprof-compute (Omniperf) counter data (pmc_perf.csv), not read: "
+                           f"tracelens reads {_V3}",
+    "stats-csv": "a statistics table (--stats: Name, Calls, TotalDurationNs), which has no "
+                 "per-dispatch times; pass the kernel_trace.csv or the .db/.json beside it",
+    "pftrace": "a Perfetto trace (.pftrace), not read: its kernel times are moved where "
+               "kernels overlap on a track; pass rocprofv3's rocpd .db, .json or .csv output",
+    "otf2": "an OTF2 archive, not read; pass rocprofv3's rocpd .db, .json or .csv output",
+    "nsys": "an Nsight Systems report, not read; pass a PyTorch profiler (Kineto) JSON or a "
+            "jax.profiler .xplane.pb",
+    "ncu": "an Nsight Compute report (per-kernel metrics, no timeline), not read; pass a "
+           "PyTorch profiler (Kineto) JSON or a jax.profiler .xplane.pb",
 }
 
 
@@ -203,6 +260,6 @@ def reader_for(fmt: str, path: Path) -> Reader:
     reader = READERS.get(fmt)
     if reader is None:
         raise TraceInputError(path, _UNSUPPORTED.get(
-            fmt, "not a trace format tracelens reads (expected an XSpace .xplane.pb or "
-                 "rocprofv3 .db/.json/.csv output)"))
+            fmt, "not a trace format tracelens reads (expected an XSpace .xplane.pb, a "
+                 "PyTorch profiler (Kineto) JSON, or rocprofv3 .db/.json/.csv output)"))
     return reader

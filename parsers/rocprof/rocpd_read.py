@@ -151,6 +151,13 @@ class _Reader:
                 raise TraceInputError(path, "an RPD database (rocmProfileData/rpd_tracer: "
                                       "rocpd_op, rocpd_api_ops), a different format from "
                                       "rocprofv3's rocpd; profile with rocprofv3 instead")
+            if "CUPTI_ACTIVITY_KIND_KERNEL" in self.names:
+                raise TraceInputError(path, "an Nsight Systems SQLite export "
+                                      "(CUPTI_ACTIVITY_KIND_KERNEL), not read; pass a PyTorch "
+                                      "profiler (Kineto) JSON or a jax.profiler .xplane.pb")
+            if {"KERN", "OPS"} <= {n.upper() for n in self.names}:
+                raise TraceInputError(path, "a rocprof (v1) results.db (tables KERN, OPS), "
+                                      "not read; profile with rocprofv3 instead")
             raise TraceInputError(path, "a SQLite database that is not a rocprofv3 rocpd "
                                   f"database (no {' or '.join(missing)} table)")
         self.columns = {b: self._columns(s) for b, s in self.sources.items() if s}
