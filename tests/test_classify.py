@@ -55,6 +55,24 @@ CASES = [
     ("void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemmMultiD_ABScale_xdl_cshuffle_v3<ck::"
      "tensor_layout::gemm::RowMajor>>()", None, "gemm", None, "gemm.ck"),
     ("_ZN5aiter19fmha_fwd_hd128_bf16E", None, "attention", "fwd", "attention.aiter"),
+    # SGLang's Triton attention backend (extend and split-KV decode); other _fwd names are not
+    ("_fwd_kernel", None, "attention", "fwd", "attention.triton_lightllm"),
+    ("_fwd_grouped_kernel_stage1", None, "attention", "fwd", "attention.triton_lightllm"),
+    ("_fwd_kernel_stage2", None, "attention", "fwd", "attention.triton_lightllm"),
+    ("_layer_norm_fwd_fused", None, "reduction", "norm", "reduction.norm"),
+    # PyTorch memory-efficient attention (F/B) and FlashAttention-3 on Hopper
+    ("fmha_cutlassF_bf16_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::"
+     "bfloat16_t, cutlass::arch::Sm80, true, 64, 128, 128, true, true>::Params)", None,
+     "attention", "fwd", "attention.flash"),
+    ("fmha_cutlassB_bf16_aligned_128x64_k128_sm80(PyTorchMemEffAttention::AttentionBackwardKernel"
+     "<cutlass::arch::Sm80, cutlass::bfloat16_t, true, false, true, 128, 64, 128, false>::Params)",
+     None, "attention", "bwd", "attention.flash"),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::"
+     "CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>>>>>>(flash::FlashAttnFwdSm90::Params)",
+     None, "attention", "fwd", "attention.flash"),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnBwdSm90<flash::"
+     "CollectiveMainloopBwdSm90<2>>>>(flash::FlashAttnBwdSm90::Params)", None, "attention",
+     "bwd", "attention.flash"),
     ("aiter::fmha_bwd_hd128_bf16_causal_a16_psskddv", None, "attention", "bwd", "attention.aiter"),
     ("_ZN5aiter42pa_bf16_pertokenFp8_gqa10_1tg_4w_mtp3_msk1E", None, "attention", "fwd",
      "attention.aiter"),
