@@ -15,6 +15,7 @@ from tracelens_dev.writers.kineto import write as write_kineto
 from parsers.kineto.reader import to_ns
 from tests.conftest import SAMPLES, SHARED, cli
 from tracelens.analyze.collectives import collective_activities
+from tracelens.errors import TraceInputError
 from tracelens.formats import sniff_format
 from tests.test_rocprof_parity import _without_host
 
@@ -327,3 +328,41 @@ def test_a_trace_whose_events_come_before_its_header_is_read(tmp_path: Path) -> 
     other.write_text(json.dumps({"traceEvents": [
         {"ph": "X", "pid": 1, "tid": 2, "name": "fusion.1", "ts": 1.0, "dur": 2.0}]}))
     assert sniff_format(other) == "chrome-json"
+
+
+def test_nan_and_infinity_written_by_python_json_are_unknown_values(tmp_path: Path) -> None:
+    """Python's ``json.dump`` writes float nan/inf as NaN/Infinity, which JSON (and orjson)
+    does not allow: a re-saved trace holding one was refused as "corrupt or truncated JSON".
+    Those values are now unknown and counted: in an argument nothing reads the summary is
+    the original's; in a kernel's dur that kernel is skipped, as any event without a valid
+    dur is."""
+    from dataclasses import replace
+
+    from tracelens.analyze.summary import summarize
+
+    path = _real("a100_nccl_2rank_rank0.json.gz")
+    doc = json.load(gzip.open(path))
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    for e in kernels[:3]:
+        e["args"]["est. achieved occupancy %"] = float("nan")
+    kernels[3]["args"]["blocks per SM"] = float("-inf")
+    saved = tmp_path / "nan.json"
+    saved.write_text(json.dumps(doc))
+    assert "NaN" in saved.read_text() and "-Infinity" in saved.read_text()
+    a, b = tracelens.load(path), tracelens.load(saved)
+    assert any("4 NaN/Infinity values" in w for w in b.meta.warnings)
+    sa, sb = summarize(a), summarize(b)
+    assert sa.warnings != sb.warnings
+    assert replace(sa, inputs=(), warnings=()) == replace(sb, inputs=(), warnings=())
+
+    kernels[0]["dur"] = float("nan")
+    saved.write_text(json.dumps(doc))
+    c = tracelens.load(saved)
+    assert any("5 NaN/Infinity values" in w for w in c.meta.warnings)
+    assert any("skipped 1 events without a valid ts/dur (1 of them device activity)" in w
+               for w in c.meta.warnings)
+    assert c.events.height == a.events.height - 1
+    # a document broken otherwise keeps its error
+    saved.write_text(json.dumps(doc)[:-100])
+    with pytest.raises(TraceInputError, match="corrupt or truncated JSON"):
+        tracelens.load(saved)

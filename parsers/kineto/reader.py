@@ -22,12 +22,13 @@ which.
 
 from __future__ import annotations
 
+import json
+import re
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import msgspec
-
 import orjson
 import polars as pl
 
@@ -61,14 +62,41 @@ Selector = Callable[[list[Any]], tuple[list[list[Any]], Getter]]
 
 def _tolerant(path: Path, raw: bytes) -> tuple[list[Any], dict[str, Any]]:
     """The orjson path: the events as dicts, and the header keys present."""
+    constants = 0
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        msg = str(exc).splitlines()[0][:120]
-        raise TraceInputError(path, f"corrupt or truncated JSON ({msg})") from None
+        doc, constants = _with_constants(raw)
+        if doc is None:
+            msg = str(exc).splitlines()[0][:120]
+            raise TraceInputError(path, f"corrupt or truncated JSON ({msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
-    return doc["traceEvents"], {k: doc[k] for k in typed.HEADER if k in doc}
+    header = {k: doc[k] for k in typed.HEADER if k in doc}
+    if constants:
+        header[NOT_JSON] = constants
+    return doc["traceEvents"], header
+
+
+NOT_JSON = "_not_json_constants"  # header key: NaN/Infinity values read as unknown
+_CONSTANT = re.compile(rb"[:,\[]\s*(?:NaN|-?Infinity)\s*[,}\]]")
+
+
+def _with_constants(raw: bytes) -> tuple[Any, int]:
+    """A document that is JSON but for NaN/Infinity values (what Python's ``json.dump``
+    writes for float nan/inf: a trace re-saved by a script), parsed with those values as
+    unknown (None) and counted; (None, 0) when that is not what kept orjson from parsing it."""
+    if not _CONSTANT.search(raw):
+        return None, 0
+    seen = [0]
+
+    def unknown(_: str) -> None:
+        seen[0] += 1
+        return None
+    try:
+        return json.loads(raw, parse_constant=unknown), seen[0]
+    except (ValueError, RecursionError):
+        return None, 0
 
 
 def to_ns(us: pl.Series) -> pl.Series:
@@ -217,6 +245,9 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     df, shapes = cols
     cols.clear()
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
+    if header.get(NOT_JSON):
+        meta.warn(f"{path.name}: {header[NOT_JSON]} NaN/Infinity values, which JSON does not "
+                  "allow (Python's json module writes them), read as unknown")
     # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
     limit = float(1 << 53)
     timed = ((df["ts"].abs() < limit) & (df["dur"] >= 0) & (df["dur"] < limit)).fill_null(False)
