@@ -121,3 +121,60 @@ def test_clip_to_windows_conserves_time_inside_windows(rows: list) -> None:
 def test_union_lengths_nested_and_disjoint() -> None:
     df = pl.DataFrame({"g": [1, 1, 1, 1], "start_ns": [0, 2, 3, 20], "end_ns": [10, 4, 12, 21]})
     assert union_lengths(df, ["g"])["union_ns"].to_list() == [13]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 12), st.integers(0, 12),
+                          st.sampled_from(CATEGORIES), st.integers(0, 1), st.integers(0, 1)),
+                min_size=1, max_size=30),
+       st.lists(st.integers(2, 25), min_size=1, max_size=5), st.booleans(), st.booleans())
+def test_device_and_step_breakdowns_equal_the_two_breakdowns(
+        placed: list, lengths: list, straddle: bool, second_rank: bool) -> None:
+    """The one-sweep path (no activity straddles a step window) gives exactly the frames of
+    ``device_breakdown`` and ``step_breakdown``; with a straddling activity, or an activity
+    in a gap, start or end at a window's edge, or of length 0, the answer stays theirs."""
+    from polars.testing import assert_frame_equal
+
+    from tracelens.analyze.timeline import (_step_rows, device_and_step_breakdowns,
+                                            device_axis)
+
+    windows, t = [], 7
+    for i, n in enumerate(lengths):
+        windows.append((t, t + n))
+        t += n + (i % 2) * 4  # some steps abut, others leave a gap
+    rows = []  # (start, end, category, device, rank): inside window w, or in the gap before it
+    for w, a, b, cat, dev, rank in placed:
+        lo, hi = windows[w % len(windows)]
+        start = lo + min(a, hi - lo)
+        end = min(hi, start + b)
+        if a >= 11:  # just after the window: in the gap, in the next window, or after all
+            start, end = hi + a - 11, hi + a - 10
+        if rank and not second_rank:
+            rank = 0
+        rows.append((start, end, cat, dev, rank))
+    rows.append((0, 3, "gemm", 0, 0))  # before the first window
+    if straddle:
+        lo, hi = windows[0]
+        rows.append((hi - 1, hi + 2, "collective", 1, 0))
+    ev = pl.DataFrame({
+        "host": ["h"] * len(rows), "rank": [r[4] for r in rows], "device": [r[3] for r in rows],
+        "start_ns": [r[0] for r in rows], "end_ns": [r[1] for r in rows],
+        "category": [r[2] for r in rows], "correlation_id": list(range(len(rows)))},
+        schema_overrides={"rank": pl.Int32, "device": pl.Int32, "category": CategoryDtype,
+                          "start_ns": pl.Int64, "end_ns": pl.Int64})
+    ranks = [0, 1] if second_rank else [0]
+    steps = pl.DataFrame({"rank": [r for r in ranks for _ in windows],
+                          "step": [i for _ in ranks for i in range(len(windows))],
+                          "start_ns": [w[0] for _ in ranks for w in windows],
+                          "end_ns": [w[1] for _ in ranks for w in windows]},
+                         schema_overrides={"rank": pl.Int32, "step": pl.Int32})
+    active = ev.select("host", "rank", "device").unique()
+    axis = device_axis(ev)
+    whole, per_step = device_and_step_breakdowns(ev, steps, active, axis)
+    want_whole, want_step = device_breakdown(ev, axis), step_breakdown(ev, steps, active)
+    assert_frame_equal(whole.timeline, want_whole.timeline)
+    assert_frame_equal(whole.categories, want_whole.categories)
+    assert_frame_equal(per_step.timeline, want_step.timeline)
+    assert_frame_equal(per_step.categories, want_step.categories)
+    # the one-sweep path is taken exactly when nothing straddles a window
+    assert (_step_rows(axis, steps) is None) == straddle

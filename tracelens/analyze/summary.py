@@ -23,7 +23,8 @@ from tracelens.analyze.summary_merge import clipped_facts, file_facts
 from tracelens.analyze.summary_reduce import reduce_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Breakdown,
-                                        device_axis, device_breakdown, step_breakdown)
+                                        device_and_step_breakdowns, device_axis,
+                                        step_breakdown)
 from tracelens.filters import Filters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
@@ -124,12 +125,12 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
     """One typed row per active device, in (rank, device) order; ``axis``: the
     :func:`device_axis` of ``events`` (None with a step, or when it does not fit)."""
     active = events.select(DEVICE_KEYS).unique()
-    per_step = step_breakdown(events, steps, active)
     if step is not None:
+        per_step = step_breakdown(events, steps, active)
         whole = Breakdown(per_step.timeline.drop("step", "start_ns", "end_ns"),
                           per_step.categories.drop("step"))
     else:
-        whole = device_breakdown(events, axis)
+        whole, per_step = device_and_step_breakdowns(events, steps, active, axis)
     idle_whole, idle_step = _idle(trace, device, steps, step, events, axis)
     dev_info = {(r["host"], r["rank"], r["device"]): r for r in devices.iter_rows(named=True)}
     model = model_kernels(events)  # read by both MFUs

@@ -90,26 +90,46 @@ def _prio_sums_on_axis(ordered: pl.DataFrame, groups: pl.DataFrame, keys: list[s
             ordered[b].null_count() for b in by):
         return None
     g = ordered["_g"].to_numpy()
-    s, e, prio = ordered["_s"].to_numpy(), ordered["_e"].to_numpy(), ordered["_prio"].to_numpy()
     change = np.r_[True, g[1:] != g[:-1]]
-    by_values = [ordered[b].to_numpy() for b in by]
-    for v in by_values:
+    for b in by:
+        v = ordered[b].to_numpy()
         change |= np.r_[True, v[1:] != v[:-1]]
     starts = np.flatnonzero(change)
-    run_g = g[starts]
-    runs = groups.select(keys)[run_g.astype(np.int64)].with_columns(
+    runs = groups.select(keys)[g[starts].astype(np.int64)].with_columns(
         ordered[b].gather(starts) for b in by)
     if by and runs.select(pl.struct(*keys, *by).is_duplicated().any()).item():
         return None
+    (sums, counts, totals), = _run_sums(
+        ordered["_s"].to_numpy(), ordered["_e"].to_numpy(), ordered["_prio"].to_numpy(),
+        [(None, starts, np.cumsum(change) - 1)])
+    return _sum_frames(runs, sums, counts, totals)
+
+
+_Layout = tuple["np.ndarray | None", np.ndarray, np.ndarray]  # (rows, run starts, run of row)
+
+
+def _run_sums(s: np.ndarray, e: np.ndarray, prio: np.ndarray, layouts: list[_Layout]
+              ) -> list[tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray | None]]]:
+    """Per layout (the rows it reads, None for all, in runs: each run's first position among
+    them and each row's run): the ten union sums per run, the count per run and category, and
+    the summed duration per run and category (None where the category has no row).
+
+    Rows are sorted on the axis (by group, then start), so a row's new coverage of a set is
+    its end minus the later of its start and the latest end among the set's earlier rows. A
+    layout whose runs are windows that no row crosses (rows outside them left out) gets the
+    same parts as if only its rows were swept: an earlier row outside the windows ends before
+    the window of a later row begins, so it never raises that row's covered start."""
     sets = [(f"u{k}", prio <= k) for k in range(len(CATEGORIES))]
     sets += [("comm", prio == _COLLECTIVE), ("mem", prio == _MEMORY)]
-    cols: dict[str, pl.Series] = {}
+    out: list[tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray | None]]] = [
+        ({}, np.zeros(0, np.int64), []) for _ in layouts]
     seen = np.empty_like(e)  # the latest end among the set's earlier rows (-1: none)
     part = np.empty_like(e)
     present = np.bincount(prio, minlength=len(CATEGORIES)) > 0
     for k, (name, member) in enumerate(sets):  # in place: two arrays per pass, not six
         if 0 < k < len(CATEGORIES) and not present[k]:  # the same set as the level below
-            cols[name] = cols[f"u{k - 1}"].alias(name)
+            for sums, _, _ in out:
+                sums[name] = sums[f"u{k - 1}"]
             continue
         np.copyto(seen, e)
         seen[~member] = -1
@@ -119,21 +139,36 @@ def _prio_sums_on_axis(ordered: pl.DataFrame, groups: pl.DataFrame, keys: list[s
         np.subtract(e, part, out=part)
         np.maximum(part, 0, out=part)
         part *= member
-        cols[name] = pl.Series(name, np.add.reduceat(part, starts), dtype=pl.Int64)
-    unions = runs.with_columns(**cols)
+        for (rows, starts, _), (sums, _, _) in zip(layouts, out):
+            sums[name] = np.add.reduceat(part if rows is None else part[rows], starts) \
+                if len(starts) else np.zeros(0, np.int64)
     dur = e - s
-    counts = np.bincount((np.cumsum(change) - 1) * len(CATEGORIES) + prio,
-                         minlength=len(starts) * len(CATEGORIES)).reshape(-1, len(CATEGORIES))
+    n_cat = len(CATEGORIES)
+    for i, (rows, starts, run_of_row) in enumerate(layouts):
+        p = prio if rows is None else prio[rows]
+        d = dur if rows is None else dur[rows]
+        counts = np.bincount(run_of_row * n_cat + p, minlength=len(starts) * n_cat) \
+            .reshape(-1, n_cat)
+        totals: list[np.ndarray | None] = [
+            np.add.reduceat(np.where(p == k, d, 0), starts) if counts[:, k].any() else None
+            for k in range(n_cat)]
+        out[i] = (out[i][0], counts, totals)
+    return out
+
+
+def _sum_frames(runs: pl.DataFrame, sums: dict[str, np.ndarray], counts: np.ndarray,
+                totals: list[np.ndarray | None]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`_run_sums`' arrays of one layout as ``_prio_unions``' two frames, ``runs``
+    holding each run's keys."""
+    unions = runs.with_columns(pl.Series(n, v, dtype=pl.Int64) for n, v in sums.items())
     per_cat = []
-    for k in range(len(CATEGORIES)):
-        count = counts[:, k]
-        has = count > 0
-        if not has.any():
+    for k, total in enumerate(totals):
+        if total is None:
             continue
-        total = np.add.reduceat(np.where(prio == k, dur, 0), starts)
+        has = counts[:, k] > 0
         per_cat.append(runs.filter(pl.Series(has)).with_columns(
             category=pl.lit(CATEGORIES[k], dtype=CategoryDtype),
-            count=pl.Series(count[has], dtype=pl.Int64),
+            count=pl.Series(counts[has, k], dtype=pl.Int64),
             sum_ns=pl.Series(total[has], dtype=pl.Int64)))
     cats = pl.concat(per_cat) if per_cat else runs.head(0).with_columns(
         category=pl.lit(None, dtype=CategoryDtype), count=pl.lit(0, dtype=pl.Int64),
@@ -159,12 +194,17 @@ def _prio_unions_by_level(ordered: pl.DataFrame, keys: list[str]) -> pl.DataFram
 
 
 def _breakdown(ev: pl.DataFrame, keys: list[str], spans: pl.DataFrame,
-               by: tuple[str, ...] = (), axis: Axis | None = None) -> Breakdown:
+               by: tuple[str, ...] = (), axis: Axis | None = None,
+               sums_of: tuple[pl.DataFrame, pl.DataFrame] | None = None) -> Breakdown:
     """Core computation; ``spans`` has keys + span_ns for every group to report. The last
-    ``len(by)`` keys may be left to ``_prio_unions``'s ``by`` (see there when that holds)."""
-    ev = ev.with_columns(_prio=_PRIO)
-    axis_keys = keys[:len(keys) - len(by)]
-    u, sums = _prio_unions(ev, axis_keys, by, axis) if ev.height else (None, None)
+    ``len(by)`` keys may be left to ``_prio_unions``'s ``by`` (see there when that holds).
+    ``sums_of``: ``_prio_unions``' two frames when the caller has them (``ev`` is not read)."""
+    if sums_of is not None:
+        u, sums = sums_of
+    else:
+        ev = ev.with_columns(_prio=_PRIO)
+        axis_keys = keys[:len(keys) - len(by)]
+        u, sums = _prio_unions(ev, axis_keys, by, axis) if ev.height else (None, None)
     tl = spans
     if u is not None:
         tl = tl.join(u, on=keys, how="left", nulls_equal=True)
@@ -299,15 +339,103 @@ def step_breakdown(events: pl.DataFrame, steps: pl.DataFrame,
                                      "end_ns": pl.Int64})
         return _breakdown(events.head(0).with_columns(step=pl.lit(None, dtype=pl.Int32)), keys,
                           empty.with_columns(span_ns=pl.lit(0, dtype=pl.Int64)))
-    active = devices.select(DEVICE_KEYS).unique()
-    spans = active.join(steps.select("rank", "step", "start_ns", "end_ns"), on="rank") \
-        .with_columns(span_ns=pl.col("end_ns") - pl.col("start_ns"))
     clipped = clip_to_windows(events.select(*DEVICE_KEYS, "start_ns", "end_ns", "category"),
                               steps)  # the columns _breakdown reads
     # Pieces of one device in different steps never overlap when the steps of a rank do not:
     # then the device's time axis serves every step at once.
+    return _breakdown(clipped, keys, _step_spans(steps, devices),
+                      by=("step",) if _disjoint(steps) else ())
+
+
+def _step_spans(steps: pl.DataFrame, devices: pl.DataFrame) -> pl.DataFrame:
+    active = devices.select(DEVICE_KEYS).unique()
+    return active.join(steps.select("rank", "step", "start_ns", "end_ns"), on="rank") \
+        .with_columns(span_ns=pl.col("end_ns") - pl.col("start_ns"))
+
+
+def _disjoint(steps: pl.DataFrame) -> bool:
+    """Whether no two step windows of a rank overlap."""
     w = steps.select("rank", "start_ns", "end_ns").sort("rank", "start_ns")
-    disjoint = w.select(((pl.col("rank") != pl.col("rank").shift(-1))
-                         | (pl.col("end_ns") <= pl.col("start_ns").shift(-1))).fill_null(True)
-                        .all()).item()
-    return _breakdown(clipped, keys, spans, by=("step",) if disjoint else ())
+    return w.select(((pl.col("rank") != pl.col("rank").shift(-1))
+                     | (pl.col("end_ns") <= pl.col("start_ns").shift(-1))).fill_null(True)
+                    .all()).item()
+
+
+def device_and_step_breakdowns(events: pl.DataFrame, steps: pl.DataFrame,
+                               devices: pl.DataFrame, axis: Axis | None
+                               ) -> tuple[Breakdown, Breakdown]:
+    """``device_breakdown(events, axis)`` and ``step_breakdown(events, steps, devices)``.
+
+    From one sweep of the device axis when the steps of a rank do not overlap and every
+    activity lies inside one step window of its rank or outside all of them (the usual
+    trace: no kernel straddles a step boundary): the per-step sums are then the whole sweep's
+    parts summed over each window's rows (see :func:`_run_sums`), and no activity needs
+    clipping. Otherwise each breakdown is computed on its own."""
+    found = _step_rows(axis, steps) if axis is not None and events.height \
+        and steps.height and _disjoint(steps) else None
+    if found is None:
+        return device_breakdown(events, axis), step_breakdown(events, steps, devices)
+    (rows, groups), (inside, win) = axis, found
+    g = rows["_g"].to_numpy()
+    whole_change = np.r_[True, g[1:] != g[:-1]]
+    whole_starts = np.flatnonzero(whole_change)
+    g_in, win_in = g[inside], win[inside]
+    change = np.r_[True, (g_in[1:] != g_in[:-1]) | (win_in[1:] != win_in[:-1])] \
+        if len(inside) else np.zeros(0, bool)
+    starts = np.flatnonzero(change)
+    w_step = steps.select("rank", "step", "start_ns").sort("rank", "start_ns")["step"]
+    step_runs = groups.select(DEVICE_KEYS)[g_in[starts].astype(np.int64)].with_columns(
+        w_step.gather(win_in[starts]).alias("step"))
+    if step_runs.select(pl.struct(*DEVICE_KEYS, "step").is_duplicated().any()).item():
+        return device_breakdown(events, axis), step_breakdown(events, steps, devices)
+    whole_sums, step_sums = _run_sums(
+        rows["_s"].to_numpy(), rows["_e"].to_numpy(), rows["_prio"].to_numpy(),
+        [(None, whole_starts, np.cumsum(whole_change) - 1),
+         (inside, starts, np.cumsum(change) - 1)])
+    spans = groups.select(*DEVICE_KEYS, first_ns="_lo", last_ns="_hi",
+                          span_ns=pl.col("_hi") - pl.col("_lo"))
+    whole = _breakdown(events, DEVICE_KEYS, spans, sums_of=_sum_frames(
+        groups.select(DEVICE_KEYS)[g[whole_starts].astype(np.int64)], *whole_sums))
+    per_step = _breakdown(events, [*DEVICE_KEYS, "step"], _step_spans(steps, devices),
+                          sums_of=_sum_frames(step_runs, *step_sums))
+    return whole, per_step
+
+
+def _step_rows(axis: Axis, steps: pl.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """For :func:`device_and_step_breakdowns`: the axis rows inside a step window (with a
+    positive length, as :func:`clip_to_windows` keeps them), in axis order, and per axis row
+    its window (a row of ``steps`` sorted by rank and start; -1 outside). None when an
+    activity crosses a window's start or end, or a priority is null."""
+    rows, groups = axis
+    if rows.is_empty() or rows["_prio"].null_count():
+        return None
+    w = steps.select("rank", "start_ns", "end_ns").sort("rank", "start_ns")
+    w_rank = w["rank"].to_numpy()
+    ws, we = w["start_ns"].to_numpy(), w["end_ns"].to_numpy()
+    cut = np.flatnonzero(np.r_[True, w_rank[1:] != w_rank[:-1], True])
+    by_rank = {int(w_rank[a]): (int(a), int(b)) for a, b in zip(cut[:-1], cut[1:])}
+    g = rows["_g"].to_numpy()
+    s, e = rows["_s"].to_numpy(), rows["_e"].to_numpy()
+    g_rank = groups["rank"].to_list()
+    g_shift = groups["_shift"].to_numpy()
+    win = np.full(len(g), -1, np.int64)
+    bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:]):  # one group (device) per run of rows
+        gi = int(g[a])
+        span = by_rank.get(g_rank[gi]) if g_rank[gi] is not None else None
+        if span is None:
+            continue  # no step on this device's rank: every row outside
+        lo, hi = span
+        w_s, w_e = ws[lo:hi], we[lo:hi]
+        s0, e0 = s[a:b] - g_shift[gi], e[a:b] - g_shift[gi]
+        idx = np.searchsorted(w_s, s0, side="right") - 1  # the last window starting ≤ s0
+        at = np.maximum(idx, 0)
+        starts_in = (idx >= 0) & (s0 < w_e[at])
+        if (starts_in & (e0 > w_e[at])).any():
+            return None  # runs past the end of its window
+        nxt = np.minimum(idx + 1, len(w_s) - 1)
+        if (~starts_in & (idx + 1 < len(w_s)) & (e0 > w_s[nxt])).any():
+            return None  # starts outside, ends inside the next window
+        keep = starts_in & (e0 > s0)
+        win[a:b][keep] = idx[keep] + lo
+    return np.flatnonzero(win >= 0), win
