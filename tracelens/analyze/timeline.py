@@ -407,9 +407,9 @@ def _step_rows(axis: Axis, steps: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]
     its window (a row of ``steps`` sorted by rank and start; -1 outside). None when an
     activity crosses a window's start or end, or a priority is null."""
     rows, groups = axis
-    if rows.is_empty() or rows["_prio"].null_count():
-        return None
     w = steps.select("rank", "start_ns", "end_ns").sort("rank", "start_ns")
+    if rows.is_empty() or rows["_prio"].null_count() or w.null_count().sum_horizontal().item():
+        return None
     w_rank = w["rank"].to_numpy()
     ws, we = w["start_ns"].to_numpy(), w["end_ns"].to_numpy()
     cut = np.flatnonzero(np.r_[True, w_rank[1:] != w_rank[:-1], True])
