@@ -5,7 +5,6 @@ that is not rocprofv3 output" (shared/reference/rocprof.md §2.6-2.8)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 import tracelens
 from tests.conftest import SAMPLES, cli
 from tests.test_bad_input import _assert_one_line_error
+from tests.test_rocprof_bad_input import _sqlite
 from tracelens.errors import TraceInputError
 from tracelens.formats import sniff_format
 
@@ -31,15 +31,6 @@ V1_JSON = {"traceEvents": [
     {"args": {"name": "CPU HIP API"}, "ph": "M", "pid": 2, "name": "process_name"},
     {"ph": "X", "pid": 2, "tid": 1, "ts": 0, "dur": 3, "name": "hipLaunchKernel"}],
     "otherData": {}}
-
-
-def _sqlite(path: Path, *tables: str) -> Path:
-    con = sqlite3.connect(path)
-    for t in tables:
-        con.execute(f"CREATE TABLE {t} (id INTEGER PRIMARY KEY)")
-    con.commit()
-    con.close()
-    return path
 
 
 def _cases(d: Path) -> list[tuple[Path, str]]:
