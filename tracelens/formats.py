@@ -1,9 +1,11 @@
 """Which files a path holds, what format each one is, and the reader of each format.
 
 Discovery walks a directory for the files of one job; sniffing tells a file's format from its
-first bytes (never from its name alone); :data:`READERS` holds one entry per format, so a new
-reader plugs in with one line. With :mod:`tracelens.loader` and the CLI, the only place in the
-core that knows the parsers (each imported when its first file is read).
+first bytes, never from its name alone, except for other tools' binary files (a Perfetto
+trace is a protobuf like an XSpace), which are named by their suffix to say what they are.
+:data:`READERS` holds one entry per format, so a new reader plugs in with one line. With
+:mod:`tracelens.loader` and the CLI, the only place in the core that knows the parsers (each
+imported when its first file is read).
 """
 
 from __future__ import annotations
@@ -42,9 +44,6 @@ def sniff_format(path: Path) -> str:
     if head.startswith(b"SQLite format 3\x00"):
         return "sqlite"
     text = head.lstrip()[:4096]
-    foreign = _foreign_by_name(path.name)
-    if foreign:
-        return foreign
     if text[:1] in (b"{", b"["):
         if b"rocprofiler-sdk-tool" in text:
             return "rocprof-json"
@@ -57,6 +56,9 @@ def sniff_format(path: Path) -> str:
                 return "kineto"
             return "rocprof-v1-json" if _ROCPROF_V1_JSON.search(head) else "chrome-json"
         return "json"
+    foreign = _foreign_by_name(path.name)  # binary files of other tools that may look like
+    if foreign:                            # an XSpace (a Perfetto trace is a protobuf too)
+        return foreign
     if head[:1] == b"\x0a":
         return "xspace"
     if path.name.endswith(XSPACE_SUFFIXES):
