@@ -65,26 +65,37 @@ def inside_share(events: pl.DataFrame, steps: pl.DataFrame) -> float | None:
     inside = 0
     rank = events["rank"].to_numpy()
     start, end = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
+    one_rank = events["rank"].n_unique() == 1
     for (r,), win in steps.sort("start_ns").group_by("rank", maintain_order=True):
         ws, we = win["start_ns"].to_numpy(), win["end_ns"].to_numpy()
         # the union of the windows, as disjoint sorted runs
         reach = np.maximum.accumulate(we)
         new_run = np.r_[True, ws[1:] > reach[:-1]]
         runs = ws[new_run], np.maximum.reduceat(we, np.flatnonzero(new_run))
-        sel = rank == r
-        inside += int((_window_time_before(end[sel], *runs)
-                       - _window_time_before(start[sel], *runs)).sum())
+        if one_rank:  # every event is of this rank, or of none that has windows
+            mine = rank[:1] == r
+            s_r, e_r = (start, end) if mine.all() else (start[:0], end[:0])
+        else:
+            sel = rank == r
+            s_r, e_r = start[sel], end[sel]
+        inside += _window_time_sum(e_r, *runs) - _window_time_sum(s_r, *runs)
     return inside / total
 
 
-def _window_time_before(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """For each time in ``t``: how much of the disjoint sorted runs [starts, ends) lies
-    before it."""
+def _window_time_sum(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
+    """Summed over the times ``t``: how much of the disjoint sorted runs [starts, ends) lies
+    before each (few temporaries: this runs over every event)."""
+    if not len(t):
+        return 0
     covered = np.r_[0, np.cumsum(ends - starts)]  # run time before each run
     i = np.searchsorted(starts, t, side="right") - 1
-    j = np.maximum(i, 0)
-    part = np.clip(t - starts[j], 0, ends[j] - starts[j])
-    return np.where(i >= 0, covered[j] + part, 0)
+    before = i < 0
+    np.maximum(i, 0, out=i)
+    part = t - starts[i]
+    np.clip(part, 0, (ends - starts)[i], out=part)
+    part += covered[i]
+    part[before] = 0
+    return int(part.sum())
 
 
 def _dispatch_only(trace: Trace, steps: pl.DataFrame, source: str
