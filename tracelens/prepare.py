@@ -74,13 +74,20 @@ def assign_steps(events: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     start = events["start_ns"].to_numpy()
     idx = np.full(events.height, -1, np.int64)
     cuts = np.flatnonzero(np.r_[True, w_rank[1:] != w_rank[:-1], True])
+    one_rank = events["rank"].n_unique() == 1  # then no per-rank selection (a copy) is needed
     for a, b in zip(cuts[:-1], cuts[1:]):
-        sel = np.flatnonzero(rank == w_rank[a])
-        if not len(sel):
-            continue
-        i = np.searchsorted(w_start[a:b], start[sel], side="right") - 1
-        inside = (i >= 0) & (start[sel] < w_end[a:b][np.maximum(i, 0)])
-        idx[sel[inside]] = i[inside] + a
+        if one_rank:
+            if not rank[0] == w_rank[a]:
+                continue
+            sel, times = slice(None), start
+        else:
+            sel = np.flatnonzero(rank == w_rank[a])
+            if not len(sel):
+                continue
+            times = start[sel]
+        i = np.searchsorted(w_start[a:b], times, side="right") - 1
+        inside = (i >= 0) & (times < w_end[a:b][np.maximum(i, 0)])
+        idx[sel] = np.where(inside, i + a, idx[sel])
     found = idx >= 0
     step = w_step.gather(np.maximum(idx, 0))
     if not found.all():
