@@ -1,7 +1,8 @@
 """Which files a path holds, what format each one is, and the reader of each format.
 
 Discovery walks a directory for the files of one job; sniffing tells a file's format from its
-first bytes, never from its name alone, except for other tools' binary files (a Perfetto
+content (a JSON document from its top-level keys, wherever they are), never from its name
+alone, except for other tools' binary files (a Perfetto
 trace is a protobuf like an XSpace), which are named by their suffix to say what they are.
 :data:`READERS` holds one entry per format, so a new reader plugs in with one line. With
 :mod:`tracelens.loader` and the CLI, the only place in the core that knows the parsers (each
@@ -11,12 +12,13 @@ imported when its first file is read).
 from __future__ import annotations
 
 import gzip
-import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable
 
 from tracelens.errors import TraceInputError
+from tracelens.json_kind import json_kind
 from tracelens.model import Trace
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
@@ -25,37 +27,37 @@ _SNIFF_BYTES = 1 << 16
 
 def sniff_format(path: Path) -> str:
     """The format of one file, from its first bytes (and, for gzip, its first inflated bytes):
-    headers from the first 4 KiB, a JSON trace's first events from the first 64 KiB."""
+    SQLite, protobuf and CSV headers from the first 64 KiB; a JSON document from its
+    top-level keys wherever they are (:mod:`tracelens.json_kind`)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
+            if head[:2] == b"\x1f\x8b":
+                return _sniff_gzip(path)
+            return _sniff(path, head, fh)
     except OSError as exc:
         raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _sniff_gzip(path: Path) -> str:
+    try:
+        with gzip.open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+            if not head:
+                raise TraceInputError(path, "empty file (after gunzip)")
+            return _sniff(path, head, fh)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceInputError(path, f"corrupt or truncated gzip data ({exc})") from None
+
+
+def _sniff(path: Path, head: bytes, rest: IO[bytes]) -> str:
+    """The format of a file whose first bytes are ``head``, ``rest`` the stream after them."""
     if not head:
         raise TraceInputError(path, "empty file")
-    if head[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as fh:
-                head = fh.read(_SNIFF_BYTES)
-        except (OSError, EOFError) as exc:
-            raise TraceInputError(path, f"corrupt or truncated gzip data ({exc})") from None
-        if not head:
-            raise TraceInputError(path, "empty file (after gunzip)")
     if head.startswith(b"SQLite format 3\x00"):
         return "sqlite"
-    text = head.lstrip()[:4096]
-    if text[:1] in (b"{", b"["):
-        if b"rocprofiler-sdk-tool" in text:
-            return "rocprof-json"
-        if re.search(rb'"(?:schemaVersion|deviceProperties|distributedInfo)"|"args": ?\{"device"',
-                     text):
-            return "kineto"
-        if b"traceEvents" in text:
-            # the events before the header (a trace re-saved by a script): Kineto's categories
-            if _KINETO_EVENT.search(head):
-                return "kineto"
-            return "rocprof-v1-json" if _ROCPROF_V1_JSON.search(head) else "chrome-json"
-        return "json"
+    if head.lstrip()[:1] in (b"{", b"["):
+        return json_kind(rest, head)
     foreign = _foreign_by_name(path.name)  # binary files of other tools that may look like
     if foreign:                            # an XSpace (a Perfetto trace is a protobuf too)
         return foreign
@@ -70,11 +72,6 @@ def sniff_format(path: Path) -> str:
         return "rocprof-csv"
     return "csv" if path.name.lower().endswith(".csv") else "unknown"
 
-
-# Event categories only the PyTorch profiler writes (cpu_op, kernel, cuda_runtime, ...)
-_KINETO_EVENT = re.compile(rb'"cat": ?"(?:cpu_op|kernel|cuda_runtime|cuda_driver|gpu_memcpy|'
-                           rb'gpu_memset|gpu_user_annotation|user_annotation|python_function|'
-                           rb'ac2g|cpu_instant_event)"')
 
 # Column names of rocprofv3 CSV files (kernel, API, memory-copy and agent tables, every
 # ROCm version and the rocpd-convert variant); a header naming three of them is rocprofv3's.
@@ -108,8 +105,6 @@ _FOREIGN_CSV = (
     ({"gpu_id", "kernel_name", "counter_name", "counter_value"}, "rocprof-compute-csv"),
     ({"gpu_id", "kernel_name", "start_timestamp", "end_timestamp"}, "rocprof-v2-csv"),
 )
-# rocprof (v1) results.json: a Chrome trace whose processes are named "CPU HIP API", "GPU<n>"...
-_ROCPROF_V1_JSON = re.compile(rb'"name": ?"(?:CPU HIP API|CPU HSA API|Markers and Ranges)"')
 
 
 def _foreign_by_name(name: str) -> str | None:
