@@ -120,3 +120,17 @@ def test_real_kineto_trace_rewritten_reads_the_same(path: Path, tmp_path: Path) 
     assert a.pop("inputs")[0]["format"] == b.pop("inputs")[0]["format"] == "kineto"
     assert json.dumps(a).replace(str(path.parent), "") == \
         json.dumps(b).replace(str(tmp_path), "")
+
+
+@pytest.mark.parametrize("name", ["t.json.gz", "t.xplane.pb.gz", "kernel_trace.csv.gz"])
+def test_damaged_deflate_stream_in_the_sniff_window_is_one_error(tmp_path: Path,
+                                                                name: str) -> None:
+    """Before, ``zlib.error`` escaped ``sniff_format`` as a traceback on every gzip format."""
+    from tracelens.errors import TraceInputError
+
+    packed = bytearray(gzip.compress(bytes(range(256)) * 64))
+    packed[12:20] = b"\xff" * 8  # inside the deflate stream, just after the header
+    p = tmp_path / name
+    p.write_bytes(bytes(packed))
+    with pytest.raises(TraceInputError, match="corrupt or truncated gzip"):
+        sniff_format(p)
