@@ -194,3 +194,14 @@ def test_mutated_real_traces_load_or_fail_cleanly(tmp_path: Path) -> None:
             assert not exc.problem.startswith("unreadable"), exc.problem  # no reader crash
             outcomes["error"] += 1
     assert outcomes["ok"] and outcomes["error"]
+
+
+def test_control_characters_in_a_file_name_are_escaped(tmp_path: Path) -> None:
+    """A file name with a newline (or another control character) still gives one line: the
+    character is written as its escape, as ``repr`` writes it (issue 25 item 12c)."""
+    p = tmp_path / "two\nlines\x07.xplane.pb"
+    p.write_bytes(b"")
+    res = run_cli("summarize", str(p))
+    shown = str(p).replace("\n", "\\n").replace("\x07", "\\x07")
+    _assert_one_line_error(res, Path(shown), "empty file")
+    assert TraceInputError(p, "bad\nvalue").problem == "bad\\nvalue"

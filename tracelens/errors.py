@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with each control character (a newline in a file name, a NUL in a value)
+    written as its escape (``\\n``, ``\\x00``), so that the message stays one line. Text
+    without control characters is unchanged, so escaping twice changes nothing."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
 
 class TraceInputError(Exception):
     """An input file or directory that cannot be read as a trace."""
 
     def __init__(self, path: object, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = str(path)
-        self.problem = problem
+        self.path = one_line(str(path))
+        self.problem = one_line(problem)
+        super().__init__(f"{self.path}: {self.problem}")
 
     def __reduce__(self) -> tuple[type, tuple[str, str]]:
         """Pickle as (path, problem): the error crosses process boundaries (a Dask worker's
