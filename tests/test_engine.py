@@ -21,6 +21,10 @@ from tracelens.engine import HostFile, MapOptions, local_cluster, map_host, run_
 from tracelens.errors import TraceInputError
 from tracelens.loader import load
 
+# a hung cluster test fails with every thread's stack instead of hanging CI (issue 25 D14);
+# the thread method: Dask's threads keep a signal from reaching a blocked main thread
+pytestmark = pytest.mark.timeout(300, method="thread")
+
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"
 
@@ -594,3 +598,55 @@ def test_a_packed_summary_partial_unpacks_to_the_same_frames(loaded) -> None:
     other = pickle.loads(pickle.dumps(pack_summary(part)))
     assert [b.data for b in other.hlo.programs.protos] == part.hlo.programs["hlo_proto"].to_list()
     assert all(a is b for a, b in zip(other.hlo.programs.protos, packed.hlo.programs.protos))
+
+
+# -- nothing waits forever (issue 25 D14) --------------------------------------------------------
+
+def _sleep(s: float) -> float:
+    import time
+
+    time.sleep(s)
+    return s
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_a_scheduler_without_workers_is_one_error_line(monkeypatch) -> None:
+    from click.testing import CliRunner
+    from distributed import LocalCluster
+
+    from tracelens.cli import main
+
+    monkeypatch.setenv("TRACELENS_WORKER_WAIT_S", "2")
+    with LocalCluster(n_workers=0, processes=True, dashboard_address=None,
+                      host="127.0.0.1") as empty:
+        res = CliRunner().invoke(main, ["summarize", str(STRAGGLER), "--scheduler",
+                                        empty.scheduler_address])
+    assert res.exit_code == 2, res.output
+    assert res.stderr == (f"error: {empty.scheduler_address}: no workers joined within 2 s "
+                          "(TRACELENS_WORKER_WAIT_S raises the limit)\n")
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_every_worker_lost_mid_map_is_an_error(monkeypatch, tmp_path: Path) -> None:
+    """A fresh cluster (the module's must keep its workers): its only worker closed while
+    its task sleeps; no worker joins again."""
+    import threading
+
+    from distributed import Client
+
+    monkeypatch.setenv("TRACELENS_WORKER_WAIT_S", "2")
+    with local_cluster(1, str(tmp_path)) as c, Client(c, set_as_default=False) as client:
+        threading.Timer(2.0, lambda: c.scale(0)).start()
+        with pytest.raises(TraceInputError) as info:
+            run_map(_sleep, [600.0], client=client)
+    assert info.value.problem.startswith("every worker was lost and none joined within 2 s")
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_a_stalled_item_fails_naming_it(cluster: str, monkeypatch) -> None:
+    monkeypatch.setenv("TRACELENS_STALL_S", "2")
+    with pytest.raises(TraceInputError) as info:
+        run_map(_sleep, [0.0, 600.0], scheduler=cluster)
+    assert info.value.path == "600.0"
+    assert info.value.problem == ("no item finished within 2 s, 1 still running: 600.0 "
+                                  "(TRACELENS_STALL_S raises the limit)")

@@ -16,6 +16,13 @@ on a ``distributed.LocalCluster`` of that many single-threaded worker processes 
 can read the paths. An input error on a worker comes back as the same
 :class:`TraceInputError`, first failing item in input order; a worker that dies is retried
 by Dask, and a file that kills its workers every time fails with its path.
+
+Nothing waits forever (issue 25 D14): a cluster (local or at ``scheduler``) with no worker
+after ``TRACELENS_WORKER_WAIT_S`` seconds (default 60: a worker process starts in a few) is
+an error naming its address; a map whose cluster has had no worker for that long (every
+worker lost) fails; and a map in which no item has finished for ``TRACELENS_STALL_S``
+seconds (default 1800: one host file of several GB maps in minutes, so only a stuck task
+waits that long) fails naming the items still running.
 """
 
 from __future__ import annotations
@@ -41,6 +48,21 @@ R = TypeVar("R")
 ENV_SCHEDULER = "TRACELENS_SCHEDULER"
 LOCAL_MIN_BYTES = 64 << 20  # below this a local cluster takes longer to start than it saves
 RETRIES = 2  # extra tries of an item whose worker died (input errors are not retried)
+ENV_WORKER_WAIT = "TRACELENS_WORKER_WAIT_S"
+ENV_STALL = "TRACELENS_STALL_S"
+WORKER_WAIT_S = 60.0  # a worker process joins in seconds; a minute is a cluster without any
+STALL_S = 1800.0  # no item done for 30 min: longer than any one host file's map takes
+POLL_S = 1.0  # how often a waiting map looks at the cluster
+
+
+def limit_s(name: str, default: float) -> float:
+    """The positive number of seconds in environment variable ``name``, else ``default``."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,12 +116,10 @@ def _gather(client: Any, futures: list[Any], items: list[Any]) -> list[Any]:
     """Each result as soon as it is done, its future released at once (a worker keeps a
     result only until the client has it); the first failure in input order is raised, once
     the items before it are done, and the items after it are cancelled."""
-    from distributed import as_completed
-
     index = {f.key: i for i, f in enumerate(futures)}
     results: list[Any] = [None] * len(futures)
     first: tuple[int, TraceInputError] | None = None
-    for fut in as_completed(list(futures), loop=client.loop):
+    for fut in _completed(client, list(futures), items):
         i = index[fut.key]
         futures[i] = None
         if first is not None and i > first[0]:
@@ -113,6 +133,68 @@ def _gather(client: Any, futures: list[Any], items: list[Any]) -> list[Any]:
     if first is not None:
         raise first[1]
     return results
+
+
+def _completed(client: Any, futures: list[Any], items: list[Any]) -> Any:
+    """The futures as they finish, waiting in steps of :data:`POLL_S`: an error when the
+    cluster has had no worker for ``TRACELENS_WORKER_WAIT_S`` or no future has finished for
+    ``TRACELENS_STALL_S`` (see the module doc), never an unbounded wait."""
+    import threading
+
+    lost_s, stall_s = limit_s(ENV_WORKER_WAIT, WORKER_WAIT_S), limit_s(ENV_STALL, STALL_S)
+    pending = set(futures)
+    item = {f.key: x for f, x in zip(futures, items)}
+    finished = threading.Event()  # set by each future as it finishes
+    for f in futures:
+        f.add_done_callback(lambda _: finished.set())
+    last = time.monotonic()
+    no_workers: float | None = None
+    while pending:
+        finished.clear()
+        done = [f for f in futures if f in pending and f.done()]  # in input order
+        if not done:
+            finished.wait(POLL_S)
+            done = [f for f in futures if f in pending and f.done()]
+        now = time.monotonic()
+        if done:
+            last = now
+            pending.difference_update(done)
+            yield from done
+            continue
+        if _workers(client):
+            no_workers = None
+        else:
+            no_workers = now if no_workers is None else no_workers
+            if now - no_workers >= lost_s:
+                raise TraceInputError(_where(client), f"every worker was lost and none joined "
+                                      f"within {lost_s:g} s ({ENV_WORKER_WAIT} raises the limit)")
+        if now - last >= stall_s:
+            running = sorted(str(getattr(item[f.key], "path", item[f.key])) for f in pending)
+            raise TraceInputError(running[0], f"no item finished within {stall_s:g} s, "
+                                  f"{len(running)} still running: {', '.join(running)} "
+                                  f"({ENV_STALL} raises the limit)")
+
+
+def _workers(client: Any) -> int:
+    """How many workers the client's scheduler has now (0 when it cannot say)."""
+    try:
+        return len(client.scheduler_info().get("workers", {}))
+    except Exception:  # a scheduler that cannot answer has no worker we can use
+        return 0
+
+
+def _where(client: Any) -> str:
+    return str(getattr(client.scheduler, "address", None) or "the Dask cluster")
+
+
+def _wait_for_workers(client: Any, address: str) -> None:
+    """At least one worker within ``TRACELENS_WORKER_WAIT_S``, else one error line."""
+    wait_s = limit_s(ENV_WORKER_WAIT, WORKER_WAIT_S)
+    try:
+        client.wait_for_workers(1, timeout=wait_s)
+    except TimeoutError:
+        raise TraceInputError(address, f"no workers joined within {wait_s:g} s "
+                              f"({ENV_WORKER_WAIT} raises the limit)") from None
 
 
 @dataclass(frozen=True)
@@ -166,6 +248,7 @@ def local_cluster(n: int, scratch: str | None = None) -> Any:
             n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
             dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             silence_logs=quiet, local_directory=scratch,
+            timeout=limit_s(ENV_WORKER_WAIT, WORKER_WAIT_S),
             env={"POLARS_MAX_THREADS": str(threads)})
 
 
@@ -225,6 +308,7 @@ class _client:
                 raise TraceInputError(self.address, "cannot reach the Dask scheduler "
                                       f"({type(exc).__name__}: {exc})") from None
             self.stack.append(client)
+            _wait_for_workers(client, self.address)
             return client
         scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-",
                                               ignore_cleanup_errors=True)
