@@ -366,3 +366,19 @@ def test_nan_and_infinity_written_by_python_json_are_unknown_values(tmp_path: Pa
     saved.write_text(json.dumps(doc)[:-100])
     with pytest.raises(TraceInputError, match="corrupt or truncated JSON"):
         tracelens.load(saved)
+
+
+@pytest.mark.parametrize("name, host", [
+    ("h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "h100_Qwen_Qwen1.5-0.5B-Chat__1016005"),
+    ("node1.cluster_4242.1700000000123.pt.trace.json.gz", "node1.cluster_4242"),
+])
+def test_host_name_keeps_the_dots_of_the_file_name(tmp_path: Path, name: str,
+                                                   host: str) -> None:
+    """Issue 25 A4: the host was the file name cut at its first dot (``h100_Qwen_Qwen1``)."""
+    from tracelens.loader import load
+
+    src = _real("mi250_rocm62_minitoy_train.json.gz")
+    copy = tmp_path / name
+    copy.write_bytes(src.read_bytes())
+    trace = load([copy])
+    assert set(trace.events["host"].unique()) == {host}

@@ -215,6 +215,19 @@ def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
     return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes]
 
 
+_TRACE_SUFFIX = re.compile(r"(?:\.pt)?(?:\.trace)?\.json(?:\.gz)?$|\.gz$", re.IGNORECASE)
+_HANDLER_STAMP = re.compile(r"\.\d{10,}$")  # tensorboard_trace_handler's .<ms since epoch>
+
+
+def host_from_file_name(name: str) -> str:
+    """The host of a trace without a rank: its file name less the trace suffix
+    (``.pt.trace.json.gz``, ``.json``, ...) and the millisecond stamp PyTorch's trace handler
+    adds after ``<host>_<pid>``; the dots of the rest stay (``Qwen1.5-0.5B-Chat__1016005``
+    was cut to ``Qwen1`` before, a host name ``node1.cluster`` to ``node1``)."""
+    stem = _TRACE_SUFFIX.sub("", name)
+    return _HANDLER_STAMP.sub("", stem) or name
+
+
 def read(path: Path) -> Trace:
     raw = read_maybe_gzip(path)
     errors = (TypeError, ValueError, KeyError, AttributeError, OverflowError,
@@ -264,7 +277,7 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     dist = header.get("distributedInfo")
     dist = dist if isinstance(dist, dict) else {}
     rank_id = dist.get("rank") if isinstance(dist.get("rank"), int) else None
-    host = f"rank{rank_id}" if rank_id is not None else path.name.split(".")[0]
+    host = f"rank{rank_id}" if rank_id is not None else host_from_file_name(path.name)
 
     dev = df.filter(pl.col("cat").is_in(list(DEVICE_CATS)))
     # lazy: each use filters and keeps only the columns it needs (the host side is most rows)
