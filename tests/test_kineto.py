@@ -382,3 +382,25 @@ def test_host_name_keeps_the_dots_of_the_file_name(tmp_path: Path, name: str,
     copy.write_bytes(src.read_bytes())
     trace = load([copy])
     assert set(trace.events["host"].unique()) == {host}
+
+
+@pytest.mark.parametrize("tolerant", [False, True])
+def test_events_without_a_name_are_dropped_and_counted(tmp_path: Path, tolerant: bool) -> None:
+    """Issue 25 D13: null kernel names ended in ``AssertionError: trace violates the model:
+    events.name: 5 nulls``; now they are skipped, counted, and the rest is read. With
+    ``tolerant`` a NaN elsewhere sends the document down the dict path."""
+    from tracelens.loader import load
+
+    doc = json.loads(gzip.decompress(_real("a100_nccl_2rank_rank0.json.gz").read_bytes()))
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    for e in kernels[:5]:
+        e["name"] = None
+    text = json.dumps(doc)
+    if tolerant:
+        text = text.replace('"traceEvents"', '"extra": NaN, "traceEvents"', 1)
+    p = tmp_path / "t.json"
+    p.write_text(text)
+    trace = load([p])
+    assert trace.events.filter(pl.col("kind") == "kernel").height == len(kernels) - 5
+    assert "t.json: skipped 5 events without a name (5 of them device activity)" \
+        in trace.meta.warnings

@@ -271,6 +271,14 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
                   "device activity)")
     del untimed
     df = df.filter(timed)
+    unnamed = df["name"].is_null()
+    if unnamed.any():  # a name is what every analysis groups by: unknown, so not used
+        lost = df.filter(unnamed)
+        meta.warn(f"{path.name}: skipped {lost.height} events without a name "
+                  f"({lost.filter(pl.col('cat').is_in(list(DEVICE_CATS))).height} of them "
+                  "device activity)")
+        df = df.filter(~unnamed)
+        del lost
     df = df.with_columns(start_ns=to_ns(df["ts"]))
     df = df.with_columns(end_ns=pl.col("start_ns") + to_ns(df["dur"]))
     exact = "baseTimeNanoseconds" in header
