@@ -46,6 +46,8 @@ REFERENCE = {
               "int8": 733}, 0.864, 48, None),
     "gh200": ({"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
                "fp8": 1978.9, "int8": 1978.9}, 4.0, 96, 900),
+    "h800": ({"fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
+              "int8": 1978.9}, 3.35, 80, 400),
 }
 
 
@@ -189,3 +191,25 @@ def test_rocm_memory_bandwidth_stat_is_only_a_warning() -> None:
     assert reported_bandwidth_warning("mi300x", 5.3e12) is None
     assert reported_bandwidth_warning("mi300x", None) is None
     assert reported_bandwidth_warning(None, 2.6e12) is None
+
+
+@pytest.mark.parametrize("name, want", [
+    ("NVIDIA H800", "NVIDIA H800"),           # H100's properties, its own name and links
+    ("NVIDIA H20", None),                     # a model the table lacks: never an H100
+    ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
+    ("", "NVIDIA H100 SXM"),                  # no name: the properties decide
+])
+def test_kineto_device_named_by_the_trace(name: str, want: str | None) -> None:
+    """Issue 25 A3: a Kineto ``deviceProperties`` entry named ``NVIDIA H800`` was reported as
+    ``NVIDIA H100 SXM`` (900 GB/s NVLink instead of 400) because its SMs and memory match."""
+    from parsers.kineto.devices import device_frame
+
+    props = [{"id": 0, "name": name, "computeMajor": 9, "computeMinor": 0, "numSms": 132,
+              "totalGlobalMem": 85_000_000_000, "warpSize": 32}]
+    frame, warnings = device_frame({"deviceProperties": props}, [0], "h")
+    row = frame.row(0, named=True)
+    assert row["product"] == (want or name)
+    if want is None:
+        assert row["spec_id"] is None and any("peaks unknown" in w for w in warnings)
+    else:
+        assert SPECS[row["spec_id"]].name == want

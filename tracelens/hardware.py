@@ -59,6 +59,8 @@ PRODUCTS: tuple[Product, ...] = (
     Product("h200", "NVIDIA H200 SXM", "nvidia", "sm_90", 132, min_memory_gib=100),
     Product("b200", "NVIDIA B200", "nvidia", "sm_100", 148),
     Product("gh200", "NVIDIA GH200 (96GB)", "nvidia", "sm_90", 132, name_only=True),
+    # H800 has H100's 132 SMs and 80 GB: by properties it is an H100; only its name tells
+    Product("h800", "NVIDIA H800", "nvidia", "sm_90", 132, name_only=True),
     # A100 SXM4 40 GB vs 80 GB by memory size (the PCIe cards have the same SMs and memory).
     Product("a100-40gb", "NVIDIA A100 40GB", "nvidia", "sm_80", 108, max_memory_gib=60),
     Product("a100", "NVIDIA A100 80GB", "nvidia", "sm_80", 108, min_memory_gib=60),
@@ -99,6 +101,22 @@ def identify_by_name(name: str | None, memory_bytes: int | None = None) -> Produ
         found = [p for p in found if memory_bytes is not None
                  and p.min_memory_gib <= memory_bytes / GIB < p.max_memory_gib]
     return found[0] if len(found) == 1 else None
+
+
+# A word of a device name that names a GPU model (H800, A800, MI308X, V100, L40S), not a
+# memory size, form factor or ISA (80GB, SXM4, HBM3, PCIe, gfx942)
+_MODEL_WORD = re.compile(r"^[a-z]{1,3}\d{2,4}[a-z]{0,2}$")
+_NOT_MODEL = re.compile(r"^(?:gfx|sxm|hbm|sm|pcie|nvl)")
+
+
+def names_another_model(name: str | None, product: Product) -> bool:
+    """The trace's device name names a model that is not ``product`` (``NVIDIA H800`` for
+    properties that match an H100): the name, not the properties, says what the GPU is."""
+    words = {w for w in re.split(r"[^a-z0-9]+", (name or "").lower())
+             if _MODEL_WORD.match(w) and not _NOT_MODEL.match(w)}
+    known = {_norm(a) for a in SPECS[product.spec_id].aliases} | {
+        _norm(w) for w in re.split(r"[^A-Za-z0-9]+", product.name) if w}
+    return bool(words) and not words & known
 
 
 def identify(vendor: str | None, arch: str | None, compute_units: int | None,
@@ -153,6 +171,8 @@ _SRC_L40S = ("NVIDIA L40S datasheet, nvidia.com/en-us/data-center/l40s/ (dense =
 _SRC_GH200 = ("NVIDIA GH200 Grace Hopper Superchip datasheet, "
               "nvidia.com/en-us/data-center/grace-hopper-superchip/ (GPU part, dense = "
               "sparse / 2; the same H100 GPU and clocks as our h100 row)",)
+_SRC_H800 = ("NVIDIA H800 SXM5 product brief (tensor rates as H100 SXM5, dense = sparse / 2; "
+             "NVLink 400 GB/s)",)
 _HOPPER = {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
            "int8": 1978.9}
 
@@ -274,6 +294,13 @@ SPECS: dict[str, GpuSpec] = {s.id: s for s in (
             hbm_tb_per_s=3.35, memory_gb=80, link_gb_per_s=900, compute_units=132,
             sources=_SRC_NV, aliases=("H100", "H100 SXM5", "H100-SXM"),
             notes="fp64 = FP64 Tensor; fp32 = non-tensor FP32; NVLink 4 (18 links)"),
+    GpuSpec("h800", "NVIDIA H800", "nvidia", "sm_90",
+            {"fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
+             "int8": 1978.9},
+            hbm_tb_per_s=3.35, memory_gb=80, link_gb_per_s=400, compute_units=132,
+            sources=_SRC_H800, aliases=("H800", "H800 SXM5"),
+            notes="the H100 SXM die and tensor rates for the China market; NVLink cut to "
+                  "400 GB/s (8 links) and FP64 cut (its rate is not confirmed here: absent)"),
     GpuSpec("h200", "NVIDIA H200 SXM", "nvidia", "sm_90",
             {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
              "fp8": 1978.9, "int8": 1978.9},

@@ -77,10 +77,14 @@ def device_frame(doc: dict[str, Any], active: list[int], host: str
         vendor = _vendor(name, p, rocm) if p else None
         arch = _arch(vendor, p)
         cus, mem = _int(p.get("numSms")), _int(p.get("totalGlobalMem"))
-        product = hardware.identify(vendor, arch, cus, None, mem)
-        if product is None and name:
-            same = [q for q in hardware.PRODUCTS if q.name.lower() == name.lower()]
-            product = same[0] if len(same) == 1 else None
+        product = hardware.identify_by_name(name, mem) if name else None
+        if product is None:
+            product = hardware.identify(vendor, arch, cus, None, mem)
+            if product is not None and hardware.names_another_model(name, product):
+                warnings.append(f"device {d}: the trace names it {name!r}, which the peak "
+                                f"table lacks; its properties match {product.name}, not "
+                                "used: peaks unknown")
+                product = None
         if p and product is not None and not name:
             warnings.append(f"device {d}: deviceProperties has an empty name; identified as "
                             f"{product.name} from {cus} CUs, {mem / hardware.GIB:.0f} GiB and "
