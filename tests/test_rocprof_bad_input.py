@@ -143,3 +143,21 @@ def test_fuzzed_outputs_load_or_fail_cleanly(small_outputs: dict[str, bytes], tm
         tracelens.load(path)
     except TraceInputError as exc:
         assert exc.problem and "\n" not in exc.problem
+
+
+def test_damaged_deflate_in_a_db_gz_is_one_error_and_leaves_no_copy(
+        tmp_path: Path, good_db: Path, monkeypatch) -> None:
+    """A damaged deflate stream past the sniff window ended in a ``zlib.error`` traceback
+    from the inflated copy of a ``.db.gz``; now one error line, and the copy is removed."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    packed = bytearray(gzip.compress(good_db.read_bytes() * 4))
+    at = len(packed) // 2  # far past the sniff's first 64 KiB of inflated bytes
+    packed[at:at + 64] = b"\xff" * 64
+    p = tmp_path / "1_results.db.gz"
+    p.write_bytes(bytes(packed))
+    with pytest.raises(TraceInputError, match="corrupt or truncated gzip data"):
+        tracelens.load([p])
+    assert list(scratch.iterdir()) == []

@@ -21,6 +21,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +75,12 @@ class _local_copy:
         try:
             with gzip.open(self.path, "rb") as src, self.tmp:
                 shutil.copyfileobj(src, self.tmp)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             self.__exit__()
             raise TraceInputError(self.path, f"corrupt or truncated gzip data ({exc})") from None
+        except BaseException:  # Ctrl-C or a full disk mid-copy: the copy goes too
+            self.__exit__()
+            raise
         return Path(self.tmp.name)
 
     def __exit__(self, *exc: Any) -> None:
