@@ -650,3 +650,14 @@ def test_a_stalled_item_fails_naming_it(cluster: str, monkeypatch) -> None:
     assert info.value.path == "600.0"
     assert info.value.problem == ("no item finished within 2 s, 1 still running: 600.0 "
                                   "(TRACELENS_STALL_S raises the limit)")
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "-5", "inf"])
+def test_a_bad_limit_is_an_error_naming_its_variable(monkeypatch, raw: str) -> None:
+    from tracelens.engine import limit_s
+
+    monkeypatch.setenv("TRACELENS_STALL_S", raw)
+    with pytest.raises(TraceInputError, match="must be a positive number of seconds"):
+        limit_s("TRACELENS_STALL_S", 1800.0)
+    monkeypatch.setenv("TRACELENS_STALL_S", "2.5")
+    assert limit_s("TRACELENS_STALL_S", 1800.0) == 2.5

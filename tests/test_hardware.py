@@ -198,18 +198,21 @@ def test_rocm_memory_bandwidth_stat_is_only_a_warning() -> None:
     ("NVIDIA H20", None),                     # a model the table lacks: never an H100
     ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
     ("", "NVIDIA H100 SXM"),                  # no name: the properties decide
-])
+    ("NVIDIA H100 PCIe", None),               # 114 SMs: not the 132-SM SXM part its name
+])                                            # word says
 def test_kineto_device_named_by_the_trace(name: str, want: str | None) -> None:
     """Issue 25 A3: a Kineto ``deviceProperties`` entry named ``NVIDIA H800`` was reported as
     ``NVIDIA H100 SXM`` (900 GB/s NVLink instead of 400) because its SMs and memory match."""
     from parsers.kineto.devices import device_frame
 
-    props = [{"id": 0, "name": name, "computeMajor": 9, "computeMinor": 0, "numSms": 132,
+    sms = 114 if "PCIe" in name else 132
+    props = [{"id": 0, "name": name, "computeMajor": 9, "computeMinor": 0, "numSms": sms,
               "totalGlobalMem": 85_000_000_000, "warpSize": 32}]
     frame, warnings = device_frame({"deviceProperties": props}, [0], "h")
     row = frame.row(0, named=True)
     assert row["product"] == (want or name)
     if want is None:
-        assert row["spec_id"] is None and any("peaks unknown" in w for w in warnings)
+        assert row["spec_id"] is None and any(
+            "peaks unknown" in w or "not a known product" in w for w in warnings)
     else:
         assert SPECS[row["spec_id"]].name == want

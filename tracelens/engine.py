@@ -56,13 +56,18 @@ POLL_S = 1.0  # how often a waiting map looks at the cluster
 
 
 def limit_s(name: str, default: float) -> float:
-    """The positive number of seconds in environment variable ``name``, else ``default``."""
+    """The positive number of seconds in environment variable ``name`` (``default`` when it
+    is unset); any other value is an error naming the variable, not a silent default."""
     raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
     try:
         value = float(raw)
     except ValueError:
-        return default
-    return value if value > 0 else default
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise TraceInputError(name, f"must be a positive number of seconds, not {raw!r}")
+    return value
 
 
 # ---------------------------------------------------------------------------------------------
