@@ -112,6 +112,18 @@ CASES = [
      "all-reduce", "collective.custom_allreduce"),
     ("void primus_turbo::deep_ep::intranode::cached_notify_combine<8>(void**, int*)", None,
      "collective", "all-to-all", "collective.deep_ep"),
+    # communication other than NCCL/RCCL (issue 25 B5): these were other.fallback
+    ("void dpsk::ep::internode::dispatch<true, 8, 4>(int4*, float*, int*, void*)", None,
+     "collective", "all-to-all", "collective.ep_all_to_all"),
+    ("void dpsk::ep::internode::cached_notify<8>(int, int*, int*, void**, int)", None,
+     "collective", "all-to-all", "collective.ep_all_to_all"),
+    ("void mori::moe::EpCombineInterNodeKernel<__hip_bfloat16>(mori::moe::EpDispatchCombineArgs"
+     "<__hip_bfloat16>)", None, "collective", "all-to-all", "collective.ep_all_to_all"),
+    ("void pplx::dispatchKernel<unsigned int, 8>(int, pplx::DispatchArgs)", None, "collective",
+     "all-to-all", "collective.ep_all_to_all"),
+    ("void nvshmemi_proxy_progress_kernel()", None, "collective", None, "collective.shmem"),
+    ("void userbuffers_fp16_sum_inplace_gpu_rr_rs(int, int, int, int, int, int, void**, int)",
+     None, "collective", None, "collective.userbuffers"),
     ("some_kernel", "collective-permute-done.1", "collective", "collective-permute",
      "collective.hlo"),
     # memory (runtime blits)
