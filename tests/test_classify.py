@@ -901,3 +901,30 @@ def test_answers_kept_across_calls_equal_fresh_ones(monkeypatch) -> None:
     ran.clear()
     again = classify(first, kept)  # everything known: no rule runs
     assert ran == [] and again.equals(classify(first, RuleSet(load_rules().rules)))
+
+
+def test_ep_kernels_count_as_exposed_communication(tmp_path: Path) -> None:
+    """Issue 25 B5: a trace whose communication is DeepEP's (``dpsk::ep::``) said "exposed
+    communication 0.0%" (the kernels were ``other``). The real A100 trace with its NCCL
+    kernels renamed to DeepEP's spelling keeps exactly the exposed share of the original."""
+    import gzip
+    import json
+
+    from tests.conftest import SHARED, cli
+
+    src = SHARED / "traces" / "kineto" / "a100_nccl_2rank_rank0.json.gz"
+    if not src.exists():
+        pytest.skip(f"{src} not present")
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    renamed = 0
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel" and str(e.get("name", "")).startswith("ncclKernel"):
+            e["name"] = "void dpsk::ep::internode::dispatch<true, 8, 4>(int4*, float*)"
+            renamed += 1
+    assert renamed
+    copy = tmp_path / src.name
+    copy.write_bytes(gzip.compress(json.dumps(doc).encode(), compresslevel=1))
+    want, got = (json.loads(cli("summarize", str(p), "--format", "json", "--quiet").stdout)
+                 ["headline"] for p in (src, copy))
+    assert want["exposed_comm_pct"] > 0
+    assert got["exposed_comm_pct"] == want["exposed_comm_pct"]
