@@ -153,3 +153,17 @@ def devices(agents: pl.DataFrame, active: set[int], host: str, rank: int
 def agent_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return frame(pl.DataFrame(rows, infer_schema_length=None, strict=False)
                  if rows else pl.DataFrame(), AGENT_SCHEMA)
+
+
+def unique_agents(agents: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
+    """One row per agent id (per process where the table has ``pid``): a repeated row would
+    multiply every dispatch joined to it. The first is kept and the others counted."""
+    keys = [c for c in ("node_id", "pid") if c in agents.columns]
+    first = agents.select(pl.struct(keys).is_first_distinct()
+                          | pl.col("node_id").is_null())[:, 0]
+    repeated = agents.height - int(first.sum())
+    if not repeated:
+        return agents
+    warn.append(f"dropped {repeated} agent rows that repeat an agent id already listed "
+                "(the first row of each id is kept)")
+    return agents.filter(first)

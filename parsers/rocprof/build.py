@@ -58,18 +58,48 @@ def _field(p: Process, name: str) -> str:
     return p.fields.get(name, name)
 
 
-def _time_checks(p: Process) -> list[tuple[str, pl.Expr]]:
-    """The checks every timed record passes: a start, an end, and no end before the start
-    (named as the file names the fields)."""
+_DAY_NS = 86_400 * 10**9
+_LATEST_NS = 1 << 62  # ~146 years of ns: past any boot or epoch clock reading of today
+_LONGEST_NS = 1 << 53  # ~104 days: a recorded window longer than this is itself damaged
+
+
+def profiling_window(p: Process) -> tuple[int, int, str]:
+    """The times a record of this process can have: the process's own init..fini window
+    when the file records a plausible one, else 0..2^62 ns (CSV has no window; a damaged
+    one is not used). A timestamp outside it (INT64_MIN, INT64_MAX, a stray high bit)
+    would stretch every span to centuries, so its record is dropped and counted."""
+    init, fini = p.init_ns, p.fini_ns
+    if init is not None and fini is not None and 0 <= init <= fini and (
+            fini - init) <= _LONGEST_NS:
+        return init, fini, f"outside the process's profiling window ({init}..{fini} ns)"
+    return 0, _LATEST_NS, "with a negative timestamp or one past 2^62 ns"
+
+
+def _time_checks(p: Process, window: tuple[int, int, str]) -> list[tuple[str, pl.Expr]]:
+    """The checks every timed record passes: a start, an end, both inside the process's
+    profiling window, and no end before the start (named as the file names the fields)."""
+    lo, hi, why = window
+    outside = ~pl.col("start").is_between(lo, hi) | ~pl.col("end").is_between(lo, hi)
     return [(f"without a valid {_field(p, 'start')}", pl.col("start").is_null()),
             (f"without a valid {_field(p, 'end')}", pl.col("end").is_null()),
+            (why, outside),
             ("that end before they start", pl.col("end") < pl.col("start"))]
 
 
-def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
+def _device_checks(p: Process, window: tuple[int, int, str]) -> list[tuple[str, pl.Expr]]:
+    """:func:`_time_checks`, and for device work without a recorded window, no duration
+    over a day (a kernel or copy that long is a damaged timestamp, not a measurement)."""
+    checks = _time_checks(p, window)
+    if window[1] == _LATEST_NS:
+        checks.append(("that last more than a day", pl.col("end") - pl.col("start") > _DAY_NS))
+    return checks
+
+
+def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str],
+             checks: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
     f = lambda n: _field(p, n)  # noqa: E731
     k = drop_unusable(p.dispatches, [
-        *_time_checks(p),
+        *checks,
         (f"without a valid {f('agent')}", pl.col("agent").is_null()),
         (f"without a valid {f('queue')}", pl.col("queue").is_null() & pl.col("stream").is_null()),
     ], "kernel dispatches", warn)
@@ -132,10 +162,11 @@ def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]
     return out
 
 
-def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
+def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str],
+            checks: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
     f = lambda n: _field(p, n)  # noqa: E731
     c = drop_unusable(p.copies, [
-        *_time_checks(p),
+        *checks,
         (f"without a valid {f('op')}", pl.col("op").is_null()),
     ], "memory copies", warn)
     if c.is_empty():
@@ -193,20 +224,21 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
     for rank, p in enumerate(procs):
         warn = list(p.warnings)
         host = p.host or "unknown"
+        window = profiling_window(p)
+        checks = _device_checks(p, window)
+        p.agents = agents_mod.unique_agents(p.agents, warn)
         for attr, what in (("apis", "API records"), ("markers", "ROCTx records")):
-            setattr(p, attr, drop_unusable(getattr(p, attr), [
-                (f"without a valid {_field(p, 'start')}", pl.col("start").is_null()),
-                (f"without a valid {_field(p, 'end')}", pl.col("end").is_null()),
-            ], what, warn))
+            setattr(p, attr, drop_unusable(getattr(p, attr), _time_checks(p, window)[:3],
+                                                 what, warn))
         ordinals = agents_mod.with_ordinals(p.agents).select("node_id", "device")
-        kern = _kernels(p, ordinals, warn)
+        kern = _kernels(p, ordinals, warn, checks)
         sub, stats = collective_types(
             kern.select("tid", "correlation_id", "name", "start_ns").rename(
                 {"correlation_id": "corr", "start_ns": "start"}).with_columns(rank=pl.lit(0)),
             p.apis.with_columns(rank=pl.lit(0)))
         warn += warnings_for(stats, f"process {p.pid}" if p.pid is not None else "process")
         kern = kern.with_columns(subcategory=sub)
-        frames = [f for f in (kern, _copies(p, ordinals, warn)) if f.height]
+        frames = [f for f in (kern, _copies(p, ordinals, warn, checks)) if f.height]
         if frames:
             ev = pl.concat(frames, how="diagonal_relaxed").with_columns(
                 host=pl.lit(host), rank=pl.lit(rank))
@@ -230,7 +262,7 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
     raw = sum(p.dispatches.height + p.copies.height for p in procs)
     if raw and not events:
         why = "; ".join(w.split(": ", 1)[-1] for w in meta.warnings if "dropped" in w
-                        or "skipped" in w)
+                        or "skipped" in w or w.endswith("are not read"))
         raise TraceInputError(path, f"none of its {raw} kernel dispatches and memory copies "
                               f"is usable ({why})")
     steps, step_warn = steps_from_markers(pl.concat(markers) if markers else pl.DataFrame(

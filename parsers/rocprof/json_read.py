@@ -24,7 +24,7 @@ import msgspec
 import orjson
 import polars as pl
 
-from parsers.rocprof.agents import agent_frame, agent_row, as_int, as_str
+from parsers.rocprof.agents import agent_frame, agent_row, as_int, as_str, unique_agents
 from parsers.rocprof import json_typed
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
@@ -86,6 +86,10 @@ def _read_document(path: Path, doc: Any, step_marker: str | None) -> Trace:
         raise TraceInputError(path, "malformed rocprofv3 JSON "
                               f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
                               ) from None
+    damaged = [w for proc in parsed for w in proc.warnings if w.endswith("are not read")]
+    if damaged and not any(proc.dispatches.height or proc.copies.height for proc in parsed):
+        raise TraceInputError(path, f"rocprofv3 JSON with no readable kernel dispatch or "
+                              f"memory copy ({damaged[0]})")
     return build_trace(parsed, path, FORMAT, step_marker)
 
 
@@ -331,18 +335,37 @@ def _symbols(raw: Any, warn: list[str]) -> pl.DataFrame:
         "kernel_id", keep="first", maintain_order=True)
 
 
+def _container(obj: dict[str, Any], key: str, kind: type, warn: list[str],
+               where: str = "") -> Any:
+    """``obj[key]`` when it is of the container type the format gives it, else an empty one
+    and a warning: a list where an object belongs (or a string where a list does) holds no
+    record that can be read, and an empty trace must not look like a whole one."""
+    value = obj.get(key)
+    if value is None or type(value) is kind:
+        return kind() if value is None else value
+    warn.append(f"{where}{key} is a JSON {_JSON_TYPES.get(type(value), type(value).__name__)}"
+                f", not {'an object' if kind is dict else 'a list'}: its records are not read")
+    return kind()
+
+
+_JSON_TYPES = {dict: "object", list: "list", str: "string", int: "number", float: "number",
+               bool: "boolean"}
+
+
 def _process(p: dict[str, Any]) -> Process:
     md = p.get("metadata")
     md = md if isinstance(md, dict) else {}
     node = md.get("node") if isinstance(md.get("node"), dict) else {}
     warn: list[str] = []
-    agents_raw = p.get("agents")
-    agents = agent_frame([agent_row(a) for a in (agents_raw if isinstance(agents_raw, list)
-                                                 else []) if isinstance(a, dict)])
+    agents_raw = _container(p, "agents", list, warn)
+    agents = unique_agents(agent_frame([agent_row(a) for a in agents_raw
+                                        if isinstance(a, dict)]), warn)
     handles = agents.select("handle", agent="node_id").drop_nulls("handle")
-    strings = p.get("strings") if isinstance(p.get("strings"), dict) else {}
+    strings = _container(p, "strings", dict, warn)
     kinds, ops = _names(strings)
-    buf = p.get("buffer_records") if isinstance(p.get("buffer_records"), dict) else {}
+    buf = _container(p, "buffer_records", dict, warn)
+    for key in ("kernel_dispatch", "memory_copy", *[k for k in buf if k.endswith("_api")]):
+        _container(buf, key, list, warn, "buffer_records.")
     dispatches = _dispatches(buf, handles, _symbols(p.get("kernel_symbols"), warn), warn)
     copies = _copies(buf, handles, ops, warn)
     api_frames = []

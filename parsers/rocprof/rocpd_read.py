@@ -41,13 +41,24 @@ _FIELDS = {"start": "start", "end": "end", "agent": "agent_id", "queue": "queue_
            "op": "name_id"}
 
 
+_UUID = r"_[0-9A-Fa-f]{8}(?:_[0-9A-Fa-f]{4}){3}_[0-9A-Fa-f]{12}"
+_SECONDS_ENV = "TRACELENS_SQLITE_SECONDS"
+_SECONDS = 600.0
+
+
 def read(path: Path, step_marker: str | None = None) -> Trace:
     with _local_copy(path) as db:
         _check_size(path, db)
         con = _connect(path, db)
+        clock = _Deadline(con)
         try:
-            procs = _Reader(con, path).processes()
+            _check_integrity(path, con)
+            procs = _read_sets(con, path)
         except sqlite3.DatabaseError as exc:
+            if clock.expired:
+                raise TraceInputError(path, f"reading the SQLite database took more than "
+                                      f"{clock.seconds:g} s (set {_SECONDS_ENV} to allow "
+                                      "longer)") from None
             raise TraceInputError(path, f"corrupt or truncated SQLite database ({exc})") from None
         except UnicodeDecodeError:
             raise TraceInputError(path, "corrupt SQLite database (text that is not UTF-8)"
@@ -116,6 +127,71 @@ def _connect(path: Path, db: Path) -> sqlite3.Connection:
     return con
 
 
+class _Deadline:
+    """A progress handler that interrupts any statement once the read has run for
+    ``TRACELENS_SQLITE_SECONDS`` (default 600): no query on a hostile database (a recursive
+    CTE, a cross join) can run forever."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        import os
+        import time
+        try:
+            self.seconds = float(os.environ.get(_SECONDS_ENV, _SECONDS))
+        except ValueError:
+            self.seconds = _SECONDS
+        self._now = time.monotonic
+        self._end = self._now() + self.seconds
+        self.expired = False
+        con.set_progress_handler(self._tick, 10_000)
+
+    def _tick(self) -> int:
+        self.expired = self._now() > self._end
+        return int(self.expired)
+
+
+def _check_integrity(path: Path, con: sqlite3.Connection) -> None:
+    """SQLite's own structural check: a damaged b-tree (rows out of order, a bad page) reads
+    as a fraction of its rows without any error, so a file that fails it is refused."""
+    problems = [r[0] for r in con.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        lines = [x for p in problems for x in str(p).splitlines() if not x.startswith("***")]
+        raise TraceInputError(path, "damaged SQLite database (PRAGMA quick_check: "
+                              f"{'; '.join(lines)[:200]}); rows may be missing, so it is "
+                              "not read")
+
+
+def _read_sets(con: sqlite3.Connection, path: Path) -> list[Process]:
+    """Every set of rocpd tables, each read once. rocprofv3 writes one set per process
+    (``<table>_<uuid>``); a merged database holds several. Only objects of type ``table``
+    are read: the views rocprofv3 adds beside them are redundant, and a view could hold
+    any query. A set whose process (guid) or dispatches repeat an earlier set's is skipped
+    and counted, since reading it would double every dispatch."""
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    pat = re.compile(r"rocpd_kernel_dispatch(" + _UUID + ")?$")
+    suffixes = sorted(m.group(1) or "" for t in tables if (m := pat.match(t)))
+    if not suffixes:
+        _Reader(con, path, tables, "")  # raises: says what the database is instead
+    procs: list[Process] = []
+    seen: dict[Any, str] = {}
+    skipped = []
+    for suffix in suffixes:
+        reader = _Reader(con, path, tables, suffix)
+        key = reader.fingerprint()
+        if key in seen:
+            skipped.append(f"{suffix.lstrip('_') or '(no uuid)'} repeats "
+                           f"{seen[key].lstrip('_') or '(no uuid)'}")
+            continue
+        seen[key] = suffix
+        procs += reader.processes()
+    if len(suffixes) > 1:
+        note = (f"{len(suffixes)} sets of rocpd tables (one per uuid), each read once"
+                + (f"; {len(skipped)} skipped as copies of another set "
+                   f"({', '.join(skipped)})" if skipped else ""))
+        for p in procs:
+            p.warnings.append(note)
+    return procs
+
+
 def _sanitize(rows: list[tuple], schema: dict[str, pl.DataType], bad: dict[str, int]
               ) -> list[tuple]:
     """Rows with each value that does not fit its column's type set to None (counted)."""
@@ -139,11 +215,13 @@ def _sanitize(rows: list[tuple], schema: dict[str, pl.DataType], bad: dict[str, 
 
 
 class _Reader:
-    def __init__(self, con: sqlite3.Connection, path: Path) -> None:
-        self.con, self.path = con, path
+    """One set of rocpd tables (those named ``<base><suffix>``)."""
+
+    def __init__(self, con: sqlite3.Connection, path: Path, tables: set[str],
+                 suffix: str) -> None:
+        self.con, self.path, self.suffix = con, path, suffix
         self.warnings: list[str] = []
-        rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-        self.names = {r[0] for r in rows}
+        self.names = tables
         self.sources = {base: self._source(base) for base in (
             "rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_process",
             "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_event", "rocpd_region",
@@ -167,15 +245,24 @@ class _Reader:
         self.columns = {b: self._columns(s) for b, s in self.sources.items() if s}
 
     def _source(self, base: str) -> str | None:
-        """The un-suffixed view, else the UNION of the ``<base>_<uuid>`` tables."""
-        if base in self.names:
-            return f'"{base}"'
-        pat = re.compile(re.escape(base) + r"_[0-9A-Fa-f]{8}(?:_[0-9A-Fa-f]{4}){3}_"
-                         r"[0-9A-Fa-f]{12}$")
-        tables = sorted(n for n in self.names if pat.match(n))
-        if not tables:
-            return None
-        return "(" + " UNION ALL ".join(f'SELECT * FROM "{t}"' for t in tables) + ")"
+        """This set's table of ``base``: ``<base><suffix>``, else a plain ``<base>`` table
+        (a database written without uuids); views are never read."""
+        for name in (base + self.suffix, base):
+            if name in self.names:
+                return f'"{name}"'
+        return None
+
+    def fingerprint(self) -> tuple[Any, ...]:
+        """What identifies the process a set records: its guid when the metadata has one,
+        else its dispatches' count and time sums."""
+        meta = self.sources["rocpd_metadata"]
+        if meta and {"tag", "value"} <= self.columns["rocpd_metadata"]:
+            guid = self.con.execute(f"SELECT value FROM {meta} WHERE tag = 'guid'").fetchone()
+            if guid and guid[0]:
+                return ("guid", guid[0])
+        return ("dispatches", *self.con.execute(
+            f'SELECT count(*), total(start), total("end") FROM '
+            f"{self.sources['rocpd_kernel_dispatch']}").fetchone())
 
     def _columns(self, source: str) -> set[str]:
         cur = self.con.execute(f"SELECT * FROM {source} LIMIT 0")
