@@ -20,23 +20,16 @@ import pytest
 
 import tracelens
 from tests.conftest import SAMPLES
-from tests.test_rocprof_mutation import _tables, _unconstrained
+from tests.test_rocprof_mutation import _tables, _unconstrained, small_outputs
 from tracelens.errors import TraceInputError
-from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
+from tracelens_dev.writers.rocprof import write_rocpd
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("damage")
-    trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
-    trace.events = trace.events.sort("start_ns", "device", "stream").head(200)
-    write_rocpd(trace, d / "1_results.db")
-    write_json(trace, d / "1_results.json")
-    files = write_csv(trace, d / "csv", layout="7")
-    return {"db": d / "1_results.db", "json": d / "1_results.json",
-            "csv": next(f for f in files if f.name.endswith("kernel_trace.csv"))}
+    return small_outputs(tmp_path_factory.mktemp("damage"), 200)
 
 
 def _copy(src: Path, tmp: Path) -> Path:
@@ -88,6 +81,20 @@ def _uuid_tables(con: sqlite3.Connection) -> list[str]:
                                       "AND name LIKE 'rocpd_%'")]
 
 
+def _second_uuid_set(con: sqlite3.Connection, distinct: bool) -> None:
+    """Every uuid table copied under a second uuid; ``distinct``: with another guid (a second
+    process), else an exact copy."""
+    for t in _uuid_tables(con):
+        other = t[:-36] + "00000000_0000_7000_8000_000000000000"
+        con.execute(f'CREATE TABLE "{other}" AS SELECT * FROM "{t}"')
+        if not distinct:
+            continue
+        if "guid" in {r[1] for r in con.execute(f'PRAGMA table_info("{other}")')}:
+            con.execute(f'UPDATE "{other}" SET guid = \'other\'')
+        if t.startswith("rocpd_metadata_"):
+            con.execute(f"UPDATE \"{other}\" SET value = 'other' WHERE tag = 'guid'")
+
+
 def test_second_set_of_uuid_tables_is_read_once(small: dict[str, Path],
                                                 tmp_path: Path) -> None:
     """A copy of every table under a second uuid, and the views gone: the rows are not
@@ -95,9 +102,7 @@ def test_second_set_of_uuid_tables_is_read_once(small: dict[str, Path],
     base = _base(small, "db")
     path = _copy(small["db"], tmp_path)
     con = sqlite3.connect(path)
-    for t in _uuid_tables(con):
-        other = t[:-36] + "00000000_0000_7000_8000_000000000000"
-        con.execute(f'CREATE TABLE "{other}" AS SELECT * FROM "{t}"')
+    _second_uuid_set(con, distinct=False)
     for (v,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'view'").fetchall():
         con.execute(f'DROP VIEW "{v}"')
     con.commit()
@@ -113,13 +118,7 @@ def test_two_distinct_sets_are_two_processes(small: dict[str, Path], tmp_path: P
     base = _base(small, "db")
     path = _copy(small["db"], tmp_path)
     con = sqlite3.connect(path)
-    for t in _uuid_tables(con):
-        other = t[:-36] + "00000000_0000_7000_8000_000000000000"
-        con.execute(f'CREATE TABLE "{other}" AS SELECT * FROM "{t}"')
-        if "guid" in {r[1] for r in con.execute(f'PRAGMA table_info("{other}")')}:
-            con.execute(f'UPDATE "{other}" SET guid = \'other\'')
-        if t.startswith("rocpd_metadata_"):
-            con.execute(f"UPDATE \"{other}\" SET value = 'other' WHERE tag = 'guid'")
+    _second_uuid_set(con, distinct=True)
     con.commit()
     con.close()
     trace = tracelens.load(path)

@@ -31,9 +31,13 @@ SEEDS = range(20)
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("mut")
+    return small_outputs(tmp_path_factory.mktemp("mut"), 120)
+
+
+def small_outputs(d: Path, events: int) -> dict[str, Path]:
+    """The rocpd, JSON and CSV outputs of the MI300X sample's first ``events`` activities."""
     trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
-    trace.events = trace.events.sort("start_ns", "device", "stream").head(120)
+    trace.events = trace.events.sort("start_ns", "device", "stream").head(events)
     write_rocpd(trace, d / "1_results.db")
     write_json(trace, d / "1_results.json")
     files = write_csv(trace, d / "csv", layout="7")
