@@ -289,23 +289,46 @@ def test_bad_kineto_input_exits_2_with_one_line(tmp_path: Path) -> None:
             lines
 
 
-def test_events_without_ts_are_counted_and_no_activity_is_not_an_error(tmp_path: Path) -> None:
+_MI300X_PROPS = [{"id": 0, "name": "AMD Instinct MI300X", "numSms": 304,
+                  "totalGlobalMem": 192 << 30, "computeMajor": 9, "computeMinor": 4,
+                  "warpSize": 64}]
+
+
+def test_events_without_ts_are_counted_and_all_unusable_is_refused(tmp_path: Path) -> None:
+    """Device activity that is all unusable is nothing to analyse (exit 2, with the reason);
+    one usable activity is read, the others counted."""
+    bad = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 2.0,
+            "args": {"device": 0, "stream": 7}},
+           {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1e300, "dur": 2.0,
+            "args": {"device": 0, "stream": 7}},
+           {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": -2.0,
+            "args": {"device": 0, "stream": 7}}]
     p = tmp_path / "untimed.json"
-    p.write_bytes(json.dumps({"schemaVersion": 1, "deviceProperties": [
-        {"id": 0, "name": "AMD Instinct MI300X", "numSms": 304, "totalGlobalMem": 192 << 30,
-         "computeMajor": 9, "computeMinor": 4, "warpSize": 64}], "traceEvents": [
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 2.0,
-         "args": {"device": 0, "stream": 7}},
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1e300, "dur": 2.0,
-         "args": {"device": 0, "stream": 7}},
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": -2.0,
-         "args": {"device": 0, "stream": 7}}]}).encode())
+    p.write_bytes(json.dumps({"schemaVersion": 1, "deviceProperties": _MI300X_PROPS,
+                              "traceEvents": bad}).encode())
+    res = cli("summarize", str(p))
+    assert res.returncode == 2, res.stdout
+    assert res.stderr.count("\n") == 1 and "none of its 3 device activities is usable" in \
+        res.stderr and "3 events without a valid ts/dur" in res.stderr, res.stderr
+    good = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 9.0, "dur": 2.0,
+            "args": {"device": 0, "stream": 7}}
+    p.write_bytes(json.dumps({"schemaVersion": 1, "deviceProperties": _MI300X_PROPS,
+                              "traceEvents": [*bad, good]}).encode())
+    trace = tracelens.load(p)
+    assert trace.events.height == 1
+    assert any("3 events without a valid ts/dur" in w for w in trace.meta.warnings)
+    assert trace.devices["spec_id"].to_list() == ["mi300x"]
+
+
+def test_a_trace_without_device_activity_is_not_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "cpu_only.json"
+    p.write_bytes(json.dumps({"schemaVersion": 1, "deviceProperties": _MI300X_PROPS,
+                              "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add",
+                                               "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}]}
+                             ).encode())
     res = cli("summarize", str(p))
     assert res.returncode == 0, res.stderr
     assert "No device activity" in res.stdout
-    trace = tracelens.load(p)
-    assert any("3 events without a valid ts/dur" in w for w in trace.meta.warnings)
-    assert trace.devices["spec_id"].to_list() == ["mi300x"]
 
 
 def test_a_trace_whose_events_come_before_its_header_is_read(tmp_path: Path) -> None:

@@ -32,9 +32,9 @@ def _read(path: Path, monkeypatch: pytest.MonkeyPatch, tolerant: bool) -> tuple[
             m.setattr(typed, "decode", refuse)
         orig = reader._select_dicts
 
-        def spy(evs: list) -> tuple:
+        def spy(evs: list, lost: object) -> tuple:
             used.append("tolerant")
-            return orig(evs)
+            return orig(evs, lost)
         m.setattr(reader, "_select_dicts", spy)
         try:
             trace = reader.read(path)
@@ -135,18 +135,18 @@ CASES = {
     "a name that is not a string": (_job() + [_event(name=5)], "tolerant"),
     "args that are not an object": (_job() + [_event(args="x")], "tolerant"),
     "an event that is not an object": (_job() + [3, None, "x"], "tolerant"),
-    "an unhashable category": (_job() + [_event(cat=["kernel"])], "tolerant"),
+    "an unhashable category": (_job() + [_event(cat=["kernel"])], "typed"),
     "no events": ([], "typed"),
     "launch shapes": (_job() + [
-        _event(args={"device": 0, "stream": 7, "grid": [4, 2, 1], "block": [256, 1, 1],
+        _event(ts=25.0, args={"device": 0, "stream": 7, "grid": [4, 2, 1], "block": [256, 1, 1],
                      "registers per thread": 40, "shared memory": 400}),
-        _event(args={"device": 0, "stream": 7, "grid": [BIG, 1, 1], "block": "256,1,1",
+        _event(ts=30.0, args={"device": 0, "stream": 7, "grid": [BIG, 1, 1], "block": "256,1,1",
                      "registers per thread": BIG, "shared memory": 1.5}),
-        _event(args={"device": 0, "stream": 7, "grid": [1.0, 1, 1], "block": [],
+        _event(ts=35.0, args={"device": 0, "stream": 7, "grid": [1.0, 1, 1], "block": [],
                      "registers per thread": 0, "shared memory": 0}),
-        _event(args={"device": 0, "stream": 7, "grid": {"x": 1}, "block": [64, None, 1],
+        _event(ts=40.0, args={"device": 0, "stream": 7, "grid": {"x": 1}, "block": [64, None, 1],
                      "registers per thread": "8"}),
-        _event(args={"device": 0, "stream": 7, "grid": [2, True, 1], "block": [64, 1.0, 1],
+        _event(ts=45.0, args={"device": 0, "stream": 7, "grid": [2, True, 1], "block": [64, 1.0, 1],
                      "registers per thread": 4.0, "shared memory": False})], "typed"),
 }
 

@@ -26,13 +26,15 @@ import json
 import re
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import msgspec
 import orjson
 import polars as pl
 
-from parsers.kineto import typed
+from collections import Counter
+
+from parsers.kineto import checks, typed
 from parsers.kineto.devices import device_frame
 from parsers.kineto.link import link_activity, steps_frame
 from parsers.launch import launch_text
@@ -57,7 +59,8 @@ _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype")
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 Getter = Callable[[int, str], Any]  # (kept row, args key) -> the value
-Selector = Callable[[list[Any]], tuple[list[list[Any]], Getter]]
+Selector = Callable[[list[Any], Counter[str]], tuple[list[list[Any]], Getter]]
+_DEVICE = frozenset(DEVICE_CATS)
 
 
 def _tolerant(path: Path, raw: bytes) -> tuple[list[Any], dict[str, Any]]:
@@ -111,16 +114,6 @@ def to_ns(us: pl.Series) -> pl.Series:
             .cast(pl.Int64)).alias(us.name)
 
 
-def _series(values: Sequence[Any], dtype: pl.DataType) -> pl.Series:
-    """``values`` as ``dtype``, anything not convertible null. The strict constructor is
-    several times faster and gives the same values when it accepts the list; only a list
-    with odd values (a string pid, a float id) takes the lenient one."""
-    try:
-        return pl.Series(values, dtype=dtype)
-    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
-        return pl.Series(values, dtype=dtype, strict=False)
-
-
 def _ok(x: Any) -> bool:
     return type(x) is int and -(1 << 63) <= x < 1 << 63
 
@@ -153,8 +146,8 @@ def _launch(grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any
     return [shape.alias("_shape"), bad.alias("_bad_shape")]
 
 
-def _select_typed(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
-    sel = [e for e in evs if e.cat in _WANTED and e.ph == "X"]
+def _select_typed(evs: list[Any], lost: Counter[str]) -> tuple[list[list[Any]], Getter]:
+    sel = checks.selected(evs, False, _WANTED, _DEVICE, lost)
     base = [list(map(attrgetter(k), sel)) for k in _BASE]
     args = [typed.EMPTY if a is None else a for a in map(attrgetter("args"), sel)]
     base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_INT + _LAUNCH]
@@ -164,8 +157,8 @@ def _select_typed(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     return base, get
 
 
-def _select_dicts(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
-    sel = [e for e in evs if type(e) is dict and e.get("cat") in _WANTED and e.get("ph") == "X"]
+def _select_dicts(evs: list[Any], lost: Counter[str]) -> tuple[list[list[Any]], Getter]:
+    sel = checks.selected(evs, True, _WANTED, _DEVICE, lost)
     base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
     args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
     base += [[a.get(k) for a in args] for k in _ARGS_INT + _LAUNCH]
@@ -175,12 +168,20 @@ def _select_dicts(evs: list[Any]) -> tuple[list[list[Any]], Getter]:
     return base, get
 
 
-def _chunk_frame(evs: list[Any], select: Selector
+def _field(key: str) -> str:
+    return key if key in _BASE else f"args.{key}"
+
+
+def _chunk_frame(evs: list[Any], select: Selector, lost: Counter[str]
                  ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
-    base, get = select(evs)
+    base, get = select(evs, lost)
     n = len(_BASE) + len(_ARGS_INT)
     types = _BASE_TYPES + (pl.Int64,) * len(_ARGS_INT)
-    df = pl.DataFrame([_series(v, t).alias(k)
+    # the args read as columns are used on device activity: counted there (ROCm's runtime
+    # calls write ``stream: "0x0"`` and ``bytes: "256"``, which nothing reads)
+    device = [c in _DEVICE for c in base[0]]
+    df = pl.DataFrame([checks.typed_series(v, t, _field(k), lost,
+                                           None if k in _BASE else device).alias(k)
                        for k, v, t in zip(_BASE + _ARGS_INT, base[:n], types)])
     df = df.with_columns(_launch(*base[n:]))
     del base
@@ -191,9 +192,9 @@ def _chunk_frame(evs: list[Any], select: Selector
     df = df.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
                             for k in _COMM_INT + _COMM_STR})
     if comm:
-        df = df.with_columns(df[k].scatter(comm, _series([get(i, k) for i in comm],
-                                                         df[k].dtype))
-                             for k in _COMM_INT + _COMM_STR)
+        df = df.with_columns(df[k].scatter(comm, checks.typed_series(
+            [get(i, k) for i in comm], df[k].dtype, _field(k), lost))
+            for k in _COMM_INT + _COMM_STR)
     shapes = {i: tuple(get(i, k) for k in SHAPE_KEYS)
               for i in rows(pl.col("name").is_in(list(shapecost.COSTED_OPS)))}
     return df, shapes
@@ -204,15 +205,17 @@ def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
     used as columns (the collective arguments only on ``record_param_comms`` rows); and the
     shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
     a costed op (:mod:`tracelens.shapecost`), by ``_row`` (as a list: see :func:`_build`).
-    Chunk by chunk, so only one chunk's events need to exist as Python objects at a time."""
+    Chunk by chunk, so only one chunk's events need to exist as Python objects at a time.
+    Last, what was skipped or read as unknown, by field (:mod:`parsers.kineto.checks`)."""
     frames, shapes, n = [], {}, 0
+    lost: Counter[str] = Counter()
     for evs in chunks:
-        df, got = _chunk_frame(evs, select)
+        df, got = _chunk_frame(evs, select, lost)
         shapes.update((n + i, v) for i, v in got.items())
         n += df.height
         frames.append(df)
     df = frames[0] if len(frames) == 1 else pl.concat(frames)
-    return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes]
+    return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes, lost]
 
 
 _TRACE_SUFFIX = re.compile(r"(?:\.pt)?(?:\.trace)?\.json(?:\.gz)?$|\.gz$", re.IGNORECASE)
@@ -252,12 +255,36 @@ def read(path: Path) -> Trace:
                               ) from None
 
 
+_SAME = ("kind", "name", "device", "stream", "start_ns", "end_ns", "correlation",
+         "External id", "bytes", "_shape")
+
+
+def _usable(path: Path, dev: pl.DataFrame, meta: TraceMeta) -> pl.DataFrame:
+    """Device activity with a device and a stream, each recorded once: the others are
+    skipped and counted (an activity without either cannot be placed; one written twice,
+    field for field, would count its time twice)."""
+    placed = pl.col("device").is_not_null() & pl.col("stream").is_not_null()
+    unplaced = dev.height - dev.select(placed.sum()).item()
+    if unplaced:
+        meta.warn(f"{path.name}: skipped {unplaced} device activities without a usable device "
+                  "or stream (args.device/pid, args.stream/tid not integers)")
+        dev = dev.filter(placed)
+    once = dev.unique(subset=list(_SAME), keep="first", maintain_order=True)
+    if once.height != dev.height:
+        meta.warn(f"{path.name}: skipped {dev.height - once.height} device activities recorded "
+                  "twice (the same event, field for field)")
+    return once
+
+
 def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     """The Trace from :func:`columns`' frame and shapes, given in a list that this empties,
     so that no caller keeps the frame alive while its filtered copies are built."""
-    df, shapes = cols
+    df, shapes, lost = cols
     cols.clear()
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
+    for w in checks.warnings(path.name, lost):
+        meta.warn(w)
+    device_seen = df.filter(pl.col("cat").is_in(list(DEVICE_CATS))).height + lost["ph(device)"]
     if header.get(NOT_JSON):
         meta.warn(f"{path.name}: {header[NOT_JSON]} NaN/Infinity values, which JSON does not "
                   "allow (Python's json module writes them), read as unknown")
@@ -297,7 +324,7 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     dev = dev.with_columns(device=pl.coalesce("device", "pid").cast(pl.Int32),
                            stream=pl.coalesce("stream", "tid"),
                            kind=pl.col("cat").replace_strict(DEVICE_CATS, return_dtype=pl.String))
-    dev = dev.filter(pl.col("device").is_not_null())
+    dev = _usable(path, dev, meta)
     bad_shape = dev.filter(pl.col("_bad_shape") & (pl.col("kind") == "kernel")).height
     if bad_shape:
         meta.warn(f"{path.name}: {bad_shape} kernels have a launch-shape arg (grid, block, "
@@ -323,6 +350,9 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
                                          "ns" if exact else
                                          "rounded to the nearest ns (no baseTimeNanoseconds)"),
                              steps_source=step_source, **extra)
+    if not events.height and device_seen:
+        raise TraceInputError(path, f"none of its {device_seen} device activities is usable "
+                              f"({'; '.join(meta.warnings)[:300]})")
     if not events.height:
         meta.warn(f"{path.name}: no device activity (no kernel, gpu_memcpy or gpu_memset "
                   "events)")
