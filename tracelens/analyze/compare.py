@@ -142,15 +142,14 @@ def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
 
 def check_comparable(p: RunProfile, filters: dict[str, Any] | None = None) -> None:
     """Refuse (exit 2, naming the file) a side with nothing to compare: no device with
-    activity, or no device time (its activities in the step windows last 0 ns in all, or its
-    median step does). Compared, it would read as "step time did not change (0.000 ms)" or as
-    a step of pure idle time; ``filters``: the active ones, said when they left nothing."""
+    activity, or no device time (its activities in the step windows last 0 ns in all).
+    Compared, it would read as "step time did not change (0.000 ms)" or as a step of pure
+    idle time; ``filters``: the active ones, said when they are what left nothing."""
     busy = float(p.kernels["ns_per_step"].sum()) if p.kernels.height else 0.0
     if p.devices and p.step_ns > 0 and busy > 0:
         return
     what = ("no device with activity (0 analysable devices: no kernel, copy or collective)"
-            if not p.devices else "no device time (its device activities last 0 ns in all)"
-            if busy <= 0 else "no device time (its median step lasts 0 ns)")
+            if not p.devices else "no device time (its device activities last 0 ns in all)")
     after = f" after the filters {_filter_text(filters)}" if filters else ""
     raise TraceInputError(p.path, f"nothing to compare: {what}{after}")
 
