@@ -347,3 +347,13 @@ def test_filters_that_leave_nothing_are_said(tmp_path: Path) -> None:
     assert res.stderr.strip() == (f"error: {real}: nothing to compare: no device with activity "
                                   "(0 analysable devices: no kernel, copy or collective) after "
                                   "the filters (category: gemm)")
+
+
+def test_quiet_drops_the_warnings_table_not_the_json_list() -> None:
+    """--quiet means no warnings on the terminal (as in summarize); the JSON keeps them."""
+    _need(A100, MI300X_NORM)
+    args = ["compare", str(A100), str(MI300X_NORM), "--quiet"]
+    table = CliRunner().invoke(main, args, terminal_width=400)
+    assert table.exit_code == 0 and "1× NVIDIA A100 40GB" in table.stdout
+    assert "Warnings" not in table.stdout and "different vendors" not in table.stdout
+    assert compare_json(A100, MI300X_NORM, "--quiet")["warnings"]
