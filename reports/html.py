@@ -36,7 +36,7 @@ from reports.palette import color
 from reports.units import size
 from tracelens.analyze.window import TimelineWindow
 from tracelens.results.jsonify import ratio, spec_json, summary_json
-from tracelens.results.summary import Summary
+from tracelens.results.summary import HardwareCount, Summary, hardware_text
 
 TEMPLATES = Path(__file__).parent / "templates"
 SIZE_BUDGET_BYTES = 5_000_000  # the 8-GPU sample's report (docs/report.md)
@@ -166,8 +166,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
     if title is None:
         title = "tracelens report — " + ", ".join(_input_names(inputs)[:3]) + (
             f" (+{len(inputs) - 3})" if len(inputs) > 3 else "")
-    hw = ", ".join(f"{x['count']}× {x['product'] or x['arch'] or 'unknown device'}"
-                   for x in h["hardware"]) or "unknown"
+    hw = hardware_text(HardwareCount(**x) for x in h["hardware"])
     coll = collectives if collectives and collectives.get("instances") else None
     return {
         "title": title, "summary": summary, "h": h, "hardware": hw,

@@ -12,6 +12,7 @@ from markupsafe import Markup
 from reports import figures as F
 from reports.html import TEMPLATES, _env, plotly_js, script_json
 from reports.palette import color
+from tracelens.results.summary import HardwareCount, hardware_text
 
 
 STRAGGLER_WAIT_COLOR = "#7b1a1a"  # dark red: communication time spent waiting for a peer
@@ -55,11 +56,14 @@ def render_diagnosis(kind: str, rep: dict[str, Any], title: str | None = None,
     if generated is None:
         generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     figs: dict[str, Any] = {}
+    hardware: dict[str, str] = {}
     if kind == "compare":
         figs["delta0"] = delta_figure(rep["components"], "NEW − BASE, per component")
         sections = [{"fig": "delta0", "title": "NEW − BASE", "verdict": rep["verdict"],
                      "rows": rep["components"], "delta_ns": rep["delta_ns"]}]
         inputs = [rep["base"]["path"], rep["new"]["path"]]
+        hardware = {side: hardware_text(HardwareCount(**x) for x in rep[side]["hardware"])
+                    for side in ("base", "new")}
     else:
         sections = []
         for i, t in enumerate(rep["transitions"]):
@@ -70,7 +74,7 @@ def render_diagnosis(kind: str, rep: dict[str, Any], title: str | None = None,
                              "delta_ns": t["delta_ns"], "t": t})
         inputs = [r["path"] for r in rep["runs"]]
     ctx = {
-        "kind": kind, "rep": rep, "sections": sections, "inputs": inputs,
+        "kind": kind, "rep": rep, "sections": sections, "inputs": inputs, "hardware": hardware,
         "title": title or f"tracelens {kind}", "generated": generated,
         "label": _component_label,
         "data_json": Markup(script_json({"figures": {k: v for k, v in figs.items() if v},

@@ -15,6 +15,7 @@ from rich.text import Text
 from reports.markdown import md_table
 from reports.summary import short_name
 from tracelens.results.runs import Comparison, KernelChange, KernelOnly, Scaling
+from tracelens.results.summary import hardware_text
 
 Tables = list[tuple[str, list[str], list[list[str]]]]
 
@@ -53,10 +54,14 @@ def _match_label(k: KernelChange) -> str:
 def compare_tables(c: Comparison) -> Tables:
     b, n = c.base, c.new
     head = [["base", f"{b.path} ({b.devices} devices, step {_ms(b.step_ns)} ms)"],
+            ["base hardware", hardware_text(b.hardware)],
             ["new", f"{n.path} ({n.devices} devices, step {_ms(n.step_ns)} ms)"],
+            ["new hardware", hardware_text(n.hardware)],
             ["step time change", f"{_signed_ms(c.delta_ns)} ms ({c.delta_pct:+.1f}%)"
              if c.delta_pct is not None else "-"]]
     out: Tables = [("Compare", ["", ""], head)]
+    if c.warnings:
+        out.append(("Warnings", ["", ""], [["!", w] for w in c.warnings]))
     out.append(("Verdict", ["", ""], [[str(i + 1), v] for i, v in enumerate(c.verdict)]))
     out.append(("Step components (ms per step, median step averaged over devices)",
                 ["component", "base", "new", "delta"],

@@ -23,7 +23,7 @@ from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.analyze.summary_reduce import OUTLIER_POINTS
 from tracelens.model import CATEGORIES
 from tracelens.results.jsonify import summary_json
-from tracelens.results.summary import Summary
+from tracelens.results.summary import HardwareCount, Summary, hardware_text
 
 
 def ms(ns: int | float | None) -> str:
@@ -53,8 +53,7 @@ def _tables(s: Summary, all_rows: bool = False
     h = summary["headline"]
     many_hosts = h["hosts"] > 1
     tables = []
-    hw = ", ".join(f"{x['count']}× {x['product'] or x['arch'] or 'unknown device'}"
-                   for x in h["hardware"]) or "unknown"
+    hw = hardware_text(HardwareCount(**x) for x in h["hardware"])
     head = [
         ["hardware", hw],
         ["devices", f"{h['active_devices']} active of {h['devices']}"

@@ -200,3 +200,160 @@ def test_matching_does_not_depend_on_row_order(tmp_path: Path) -> None:
                             b.sample(fraction=1.0, shuffle=True, seed=seed + 10))
         for x, y in zip(ref, got):
             assert x.equals(y)
+
+
+# --- what was compared (issue 25 C10): hardware, mismatches, warnings, nothing to compare ---
+
+KINETO = ROOT.parent / "shared" / "traces" / "kineto"
+A100 = KINETO / "a100_nccl_2rank_rank0.json.gz"  # 1× NVIDIA A100 40GB (CUDA)
+MI300X_NORM = KINETO / "mi300x_inference" / "normalization_layers_2gpu.json.gz"  # 1× MI300X
+STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"  # 2 host files, 16× MI355X
+
+
+def _need(*paths: Path) -> None:
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        pytest.skip(f"trace not here: {', '.join(missing)}")
+
+
+def _reader_warnings(path: Path) -> list[str]:
+    import tracelens
+
+    return list(tracelens.load(path).meta.warnings)
+
+
+def _kineto_side(path: Path, kernels: list[tuple[int, int]]) -> Path:
+    """One A100 (rank 0, device 0) with ``kernels`` as (start, end) ns on a stream, and one
+    CPU op: a Kineto file our writer builds, with the CPU op added as the profiler records
+    it (the writer writes device activity only)."""
+    import orjson
+
+    import tracelens
+    from tracelens_dev.writers.kineto import write as write_kineto
+
+    ev = pl.DataFrame({"kind": ["kernel"] * len(kernels),
+                       "name": [f"elementwise_kernel_{i}" for i in range(len(kernels))],
+                       "start_ns": [s for s, _ in kernels], "end_ns": [e for _, e in kernels]},
+                      schema={"kind": pl.String, "name": pl.String, "start_ns": pl.Int64,
+                              "end_ns": pl.Int64}).with_columns(
+        host=pl.lit("h"), rank=pl.lit(0), device=pl.lit(0), stream=pl.lit(7),
+        op=pl.lit(None, pl.String), category=pl.lit(None, pl.String),
+        subcategory=pl.lit(None, pl.String), bytes=pl.lit(None, pl.Float64),
+        msg_bytes=pl.lit(None, pl.Int64), group_size=pl.lit(None, pl.Int32),
+        dtype=pl.lit(None, pl.String))
+    devices = pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "vendor": "nvidia",
+                             "arch": "sm_80", "product": "NVIDIA A100 40GB",
+                             "compute_units": 108, "clock_mhz": None,
+                             "memory_bytes": 40 << 30, "spec_id": None}])
+    trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(),
+                            steps=pl.DataFrame(schema={"rank": pl.Int32, "step": pl.Int32,
+                                                       "start_ns": pl.Int64,
+                                                       "end_ns": pl.Int64}),
+                            devices=devices)
+    out = write_kineto(trace, path)[0]
+    doc = orjson.loads(out.read_bytes())
+    doc["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1000,
+                               "tid": 1, "ts": 1.0, "dur": 5.0, "args": {}})
+    out.write_bytes(orjson.dumps(doc))
+    return out
+
+
+def test_compare_shows_each_sides_hardware_and_warns_across_vendors() -> None:
+    """A100 (CUDA) against MI300X (ROCm): both sides' hardware, as summarize's headline
+    counts it, and one warning that the vendors differ; every reader warning of each side,
+    prefixed with its side, in JSON, the terminal table and Markdown."""
+    _need(A100, MI300X_NORM)
+    rep = compare_json(A100, MI300X_NORM)
+    assert rep["base"]["hardware"] == [{"product": "NVIDIA A100 40GB", "arch": "sm_80",
+                                        "vendor": "nvidia", "count": 1}]
+    assert rep["new"]["hardware"] == [{"product": "AMD Instinct MI300X", "arch": "gfx942",
+                                       "vendor": "amd", "count": 1}]
+    summary = CliRunner().invoke(main, ["summarize", str(A100), "--format", "json"])
+    assert json.loads(summary.stdout)["headline"]["hardware"] == rep["base"]["hardware"]
+    mismatch = [w for w in rep["warnings"] if not w.startswith(("base: ", "new: "))]
+    assert len(mismatch) == 1 and "different vendors" in mismatch[0]
+    assert "1× NVIDIA A100 40GB" in mismatch[0] and "1× AMD Instinct MI300X" in mismatch[0]
+    base_w, new_w = _reader_warnings(A100), _reader_warnings(MI300X_NORM)
+    assert base_w  # the A100 trace has no input shapes: its reader says so
+    assert rep["warnings"] == mismatch + [f"base: {w}" for w in base_w] + [
+        f"new: {w}" for w in new_w]
+    for fmt in ("table", "markdown"):
+        res = CliRunner().invoke(main, ["compare", str(A100), str(MI300X_NORM), "--format",
+                                        fmt], terminal_width=400)
+        assert res.exit_code == 0, res.output
+        flat = " ".join(res.stdout.split())
+        assert "1× NVIDIA A100 40GB" in flat and "1× AMD Instinct MI300X" in flat
+        assert "different vendors" in flat and f"base: {base_w[0][:60]}" in flat
+
+
+def test_compare_warns_on_the_same_product_in_other_numbers(tmp_path: Path) -> None:
+    """8× MI300X against 1× MI300X: the same hardware, a different device count."""
+    _need(MI300X, MI300X_NORM)
+    rep = compare_json(MI300X, MI300X_NORM)
+    assert [h["count"] for h in (*rep["base"]["hardware"], *rep["new"]["hardware"])] == [8, 1]
+    mismatch = [w for w in rep["warnings"] if not w.startswith(("base: ", "new: "))]
+    assert len(mismatch) == 1 and "different device counts (base: 8, new: 1" in mismatch[0]
+    html = tmp_path / "c.html"
+    res = CliRunner().invoke(main, ["compare", str(MI300X), str(MI300X_NORM), "--html",
+                                    str(html), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    page = html.read_text()
+    assert "Hardware: base 8× AMD Instinct MI300X; new 1× AMD Instinct MI300X" in page
+    assert "different device counts" in page
+
+
+def test_compare_with_itself_warns_of_no_mismatch() -> None:
+    _need(MI300X)
+    rep = compare_json(MI300X, MI300X)
+    own = _reader_warnings(MI300X)
+    assert rep["warnings"] == [f"base: {w}" for w in own] + [f"new: {w}" for w in own]
+
+
+def test_a_run_of_several_host_files_says_a_repeated_warning_once() -> None:
+    """The 2-host straggler sample: each host's reader warns about its bandwidth stat; the
+    run says it once, naming both files, as summarize does (on the engine, per host)."""
+    _need(MI300X, STRAGGLER)
+    rep = compare_json(MI300X, STRAGGLER)
+    summary = CliRunner().invoke(main, ["summarize", str(STRAGGLER), "--format", "json"])
+    folded = [w for w in json.loads(summary.stdout)["warnings"] if "memory_bandwidth" in w]
+    assert len(folded) == 1 and "the same on 2 hosts/files" in folded[0]
+    assert [w for w in rep["warnings"] if w.startswith("new: ")] == [f"new: {folded[0]}"]
+    assert rep["new"]["hardware"][0]["count"] == 16
+    assert any("different hardware" in w for w in rep["warnings"])
+
+
+@pytest.mark.parametrize("kernels,problem", [
+    ([], "no device with activity (0 analysable devices"),  # CPU events only
+    ([(1_000, 1_000), (50_000, 50_000)], "no device time"),  # activity that lasts 0 ns
+])
+def test_nothing_to_compare_is_refused_naming_the_file(tmp_path: Path, kernels: list,
+                                                       problem: str) -> None:
+    """Once "step time did not change (0.000 ms)": now exit 2, one line naming the side."""
+    empty = _kineto_side(tmp_path / "empty", kernels)
+    real = _kineto_side(tmp_path / "real", [(1_000, 400_000), (500_000, 900_000)])
+    for args in ([empty, real], [real, empty], [empty, empty]):
+        res = CliRunner().invoke(main, ["compare", *map(str, args), "--format", "json"])
+        assert res.exit_code == 2, res.output
+        assert res.stdout == ""
+        assert res.stderr == f"error: {empty}: nothing to compare: {problem}" + \
+            res.stderr.split(problem, 1)[1] and res.stderr.count("\n") == 1
+    assert compare_json(real, real)["delta_ns"] == 0  # the other side alone compares
+
+
+def test_filters_that_leave_nothing_are_said(tmp_path: Path) -> None:
+    real = _kineto_side(tmp_path / "real", [(1_000, 400_000), (500_000, 900_000)])
+    res = CliRunner().invoke(main, ["compare", str(real), str(real), "--category", "gemm"])
+    assert res.exit_code == 2
+    assert res.stderr.strip() == (f"error: {real}: nothing to compare: no device with activity "
+                                  "(0 analysable devices: no kernel, copy or collective) after "
+                                  "the filters (category: gemm)")
+
+
+def test_quiet_drops_the_warnings_table_not_the_json_list() -> None:
+    """--quiet means no warnings on the terminal (as in summarize); the JSON keeps them."""
+    _need(A100, MI300X_NORM)
+    args = ["compare", str(A100), str(MI300X_NORM), "--quiet"]
+    table = CliRunner().invoke(main, args, terminal_width=400)
+    assert table.exit_code == 0 and "1× NVIDIA A100 40GB" in table.stdout
+    assert "Warnings" not in table.stdout and "different vendors" not in table.stdout
+    assert compare_json(A100, MI300X_NORM, "--quiet")["warnings"]

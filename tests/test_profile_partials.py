@@ -18,7 +18,7 @@ from tracelens.formats import discover
 from tracelens.loader import load
 
 FIELDS = ("path", "devices", "hosts", "steps", "step_ns", "components", "busbw", "skew_ns",
-          "stragglers", "per_device", "hlo_findings")
+          "stragglers", "per_device", "hlo_findings", "hardware", "warnings")
 
 
 def _both(path: Path) -> tuple[RunProfile, RunProfile]:

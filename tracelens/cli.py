@@ -228,7 +228,7 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     """Where NEW spends more (or less) time per step than BASE."""
     from dataclasses import replace
 
-    from tracelens.analyze.compare import comparison
+    from tracelens.analyze.compare import check_comparable, comparison
     from tracelens.results.jsonify import comparison_json
     from tracelens.results.runs import Gate
     from reports.scaling import compare_tables
@@ -236,6 +236,8 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     ((pa, sa), (pb, sb)), active = _profiles((base, new), step_marker, categories, kernel,
                                              hosts, time_window, workers, scheduler,
                                              rules_files)
+    for p in (pa, pb):
+        check_comparable(p, active)
     res = comparison(pa, pb, top=top)
     regressed = (fail_above is not None and res.delta_pct is not None
                  and res.delta_pct > fail_above)
@@ -243,7 +245,8 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
                   new=replace(res.new, steps_source=sb),
                   filters=active or None, gate=Gate(fail_above, regressed))
     rep: dict[str, Any] = dict(comparison_json(res))
-    _emit(fmt, rep, "tracelens compare", compare_tables(res), rep["components"],
+    shown = replace(res, warnings=()) if quiet and fmt == "table" else res
+    _emit(fmt, rep, "tracelens compare", compare_tables(shown), rep["components"],
           ["component", "base_ns", "new_ns", "delta_ns"], html=html, kind="compare")
     if regressed:
         click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",

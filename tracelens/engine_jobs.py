@@ -9,7 +9,6 @@ every host sends, whatever the command's filters), then the partials are placed 
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 
 from pathlib import Path
@@ -20,6 +19,7 @@ import polars as pl
 from tracelens.align import host_shifts
 from tracelens.combine import place
 from tracelens.engine import Job, MapOptions, run_hosts
+from tracelens.notices import steps_disagree
 
 
 def summary_options(opts: Any, rules: Any = None, step_marker: str | None = None,
@@ -77,16 +77,8 @@ def summary_of(job: Job, opts: Any) -> Any:
 
 
 def mixed_steps_warning(job: Job) -> str | None:
-    """Hosts that marked their steps from different sources (some annotated, others falling
-    back to a program of their own or to none) are each host's own choice here; loading the
-    whole job in one process marks steps once for all hosts and can choose differently. Said,
-    not hidden."""
-    counts = Counter(h.meta.steps_source for h in job.hosts)
-    if len(counts) < 2:
-        return None
-    each = ", ".join(f"{src}: {n} host file(s)" for src, n in sorted(counts.items()))
-    return (f"steps were marked per host file and the files disagree ({each}); marking them "
-            "once for the whole job (tracelens.load of all files) can give other steps")
+    """:func:`tracelens.notices.steps_disagree` of the job's host files."""
+    return steps_disagree([h.meta.steps_source for h in job.hosts])
 
 
 def merged_of(job: Job) -> Any:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
+from pathlib import PurePath
 from typing import Iterable
 
 SHOWN_NAMES = 4
@@ -41,3 +43,26 @@ def fold_per_host(warnings: Iterable[str], names: Iterable[str]) -> list[str]:
         out.append(f"{members[0][0]} (the same on {len(labels)} hosts/files: "
                    f"{', '.join(labels[:SHOWN_NAMES])}{more})")
     return out
+
+
+def host_and_file_names(hosts: Iterable[object], paths: Iterable[str]) -> list[str]:
+    """What names a host in warnings (the ``names`` of :func:`fold_per_host`): its host
+    names, sorted, then each file's name and its stem."""
+    names = sorted(str(h) for h in hosts)
+    for path in paths:
+        base = PurePath(path).name
+        names += [base, base.split(".")[0]]
+    return names
+
+
+def steps_disagree(sources: Iterable[str]) -> str | None:
+    """Host files that marked their steps from different sources (some annotated, others
+    falling back to a program of their own or to none) are each host's own choice on the
+    engine; loading the whole job in one process marks steps once for all hosts and can
+    choose differently. Said, not hidden (None when they agree)."""
+    counts = Counter(sources)
+    if len(counts) < 2:
+        return None
+    each = ", ".join(f"{src}: {n} host file(s)" for src, n in sorted(counts.items()))
+    return (f"steps were marked per host file and the files disagree ({each}); marking them "
+            "once for the whole job (tracelens.load of all files) can give other steps")

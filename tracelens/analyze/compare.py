@@ -12,6 +12,11 @@ only within one category, in this order (README "compare"):
    kernel of that name left on a side counted together;
 3. the rest is unmatched (``only_base`` / ``only_new``).
 
+Before any of that, each side must have something to compare (a device with activity and a
+step that lasts): else it is refused, naming the file. The result says what was compared: each
+side's hardware, a warning where the two differ (vendor, product, device count), and every
+warning of each side's readers and loader, prefixed ``base:``/``new:``.
+
 Every output list has a total order, ties broken by name, so the JSON is byte-identical from
 run to run.
 """
@@ -23,6 +28,8 @@ from typing import Any
 import polars as pl
 
 from tracelens.analyze.scaling import RunProfile, scaling_transition
+from tracelens.errors import TraceInputError
+from tracelens.results.summary import hardware_text
 from tracelens.results.runs import (ComparedRun, Comparison, ComponentChange, KernelChange,
                                     KernelOnly, Matching)
 
@@ -133,8 +140,58 @@ def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
     return kernels, rows(only_a, "base"), rows(only_b, "new"), matching
 
 
+def check_comparable(p: RunProfile, filters: dict[str, Any] | None = None) -> None:
+    """Refuse (exit 2, naming the file) a side with nothing to compare: no device with
+    activity, or no device time (its activities in the step windows last 0 ns in all).
+    Compared, it would read as "step time did not change (0.000 ms)" or as a step of pure
+    idle time; ``filters``: the active ones, said when they are what left nothing."""
+    busy = float(p.kernels["ns_per_step"].sum()) if p.kernels.height else 0.0
+    if p.devices and p.step_ns > 0 and busy > 0:
+        return
+    what = ("no device with activity (0 analysable devices: no kernel, copy or collective)"
+            if not p.devices else "no device time (its device activities last 0 ns in all)")
+    after = f" after the filters {_filter_text(filters)}" if filters else ""
+    raise TraceInputError(p.path, f"nothing to compare: {what}{after}")
+
+
+def _filter_text(filters: dict[str, Any]) -> str:
+    """``(category: gemm, kernel: nccl)``: the active filters as the JSON names them."""
+    return "(" + ", ".join(
+        f"{k}: {','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
+        for k, v in sorted(filters.items())) + ")"
+
+
+def hardware_warnings(a: RunProfile, b: RunProfile) -> list[str]:
+    """What differs between the two runs' hardware: vendor, else product (or arch), and the
+    number of devices with activity; a side whose devices are unknown cannot be checked."""
+    out = []
+    sides = f"base: {hardware_text(a.hardware)}, new: {hardware_text(b.hardware)}"
+    unknown = [s for s, p in (("base", a), ("new", b))
+               if not p.hardware or any(h.kind is None for h in p.hardware)]
+    vendors = [{h.vendor for h in p.hardware if h.vendor} for p in (a, b)]
+    kinds = [{h.kind for h in p.hardware if h.kind} for p in (a, b)]
+    if unknown:
+        out.append(f"the hardware of {' and '.join(unknown)} is not known ({sides}): whether "
+                   "both runs are on the same hardware cannot be checked")
+    if all(vendors) and vendors[0] != vendors[1]:
+        out.append(f"the runs are on different vendors' hardware ({sides}): kernel names and "
+                   "libraries differ, so few kernels match by name, and the step-time change "
+                   "includes the hardware's")
+    elif all(kinds) and kinds[0] != kinds[1]:
+        out.append(f"the runs are on different hardware ({sides}): the step-time change "
+                   "includes the hardware's")
+    if a.devices != b.devices:
+        out.append(f"the runs have different device counts (base: {a.devices}, new: "
+                   f"{b.devices} with activity): components are averaged over devices, and "
+                   "a change of parallelism changes them too (`tracelens scaling` diagnoses "
+                   "scaling)")
+    return out
+
+
 def comparison(a: RunProfile, b: RunProfile, top: int = 15) -> Comparison:
     """Run b against run a: step time, components, collectives and kernels (module doc)."""
+    check_comparable(a)
+    check_comparable(b)
     t = scaling_transition(a, b)
     delta_pct = 100.0 * (b.step_ns - a.step_ns) / a.step_ns if a.step_ns else None
     comps = sorted(set(a.components) | set(b.components))
@@ -143,9 +200,14 @@ def comparison(a: RunProfile, b: RunProfile, top: int = 15) -> Comparison:
                             delta_ns=b.components.get(c, 0.0) - a.components.get(c, 0.0))
             for c in comps]
     kernels, only_base, only_new, matching = _kernel_table(a, b, top)
+    warnings = (*hardware_warnings(a, b), *[f"base: {w}" for w in a.warnings],
+                *[f"new: {w}" for w in b.warnings])
     return Comparison(
-        base=ComparedRun(path=a.path, devices=a.devices, steps=a.steps, step_ns=a.step_ns),
-        new=ComparedRun(path=b.path, devices=b.devices, steps=b.steps, step_ns=b.step_ns),
+        base=ComparedRun(path=a.path, devices=a.devices, steps=a.steps, step_ns=a.step_ns,
+                         hardware=a.hardware),
+        new=ComparedRun(path=b.path, devices=b.devices, steps=b.steps, step_ns=b.step_ns,
+                        hardware=b.hardware),
+        warnings=warnings,
         delta_ns=b.step_ns - a.step_ns, delta_pct=delta_pct,
         components=tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.component))),
         busbw=t.busbw, arrival_skew_ns=t.arrival_skew_ns, kernels=kernels,

@@ -18,10 +18,14 @@ from tracelens.align import shift_ranks
 from tracelens.analyze.collective_partials import MergedCollectives
 from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from tracelens.analyze.scaling import (RunProfile, hlo_finding_texts, collective_types,
-                                       component_frame, kernel_partial, profile_of)
+                                       component_frame, kernel_partial, profile_of,
+                                       run_warnings)
+from tracelens.analyze.summary_merge import merged_warnings
+from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, place
 from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace
+from tracelens.notices import steps_disagree
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,10 @@ class ProfilePartial:
     compute_steps: pl.DataFrame  # (host, rank, device, step, category) of its compute
     devices: pl.DataFrame
     modules: pl.DataFrame
+    # its file's reader and loader warnings, paths and steps source (the run's warnings)
+    warnings: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    steps_source: str = "none"
 
 
 def match_job(merged: MergedCollectives) -> CollectiveAnalysis:
@@ -77,7 +85,9 @@ def host_profile_partial(trace: Trace, where: Placement, host_shift: dict[str, i
         kernels=kernel_partial(t), active=t.events.select(DEVICE_KEYS).unique(),
         steps=t.steps.select("step").unique(),
         compute_steps=compute.select(*DEVICE_KEYS, "step", "category").unique(),
-        devices=t.devices, modules=t.modules)
+        devices=t.devices, modules=t.modules, warnings=tuple(trace.meta.warnings),
+        paths=tuple(src["path"] for src in trace.meta.sources),
+        steps_source=trace.meta.steps_source)
 
 
 def profile_of_partials(parts: list[ProfilePartial], merged: MergedCollectives,
@@ -85,15 +95,27 @@ def profile_of_partials(parts: list[ProfilePartial], merged: MergedCollectives,
     """The run's :class:`RunProfile`, equal to ``profile(load(files))``."""
     active = pl.concat([p.active for p in parts]).unique()
     modules = pl.concat([p.modules for p in parts])
+    devices = pl.concat([p.devices for p in parts])
     findings: dict[str, str] = {}
     if modules.height:  # the HLO lens reads modules, devices and compute (device, step)s
         lens = Trace(events=pl.concat([p.compute_steps for p in parts]),
                      host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
                      steps=pl.DataFrame(schema=STEP_SCHEMA),
-                     devices=pl.concat([p.devices for p in parts]), modules=modules)
+                     devices=devices, modules=modules)
         findings = hlo_finding_texts(lens, merged.acts)
     return profile_of(
         path, pl.concat([p.comp for p in parts]).sort([*DEVICE_KEYS, "step"]),
         pl.concat([p.kernels for p in parts]), job, devices=active.height,
         steps=max(1, pl.concat([p.steps for p in parts]).unique().height),
-        hosts=active["host"].n_unique(), hlo_findings=findings)
+        hosts=active["host"].n_unique(), hlo_findings=findings,
+        hardware=hardware_counts(devices), warnings=_warnings(parts, devices, merged))
+
+
+def _warnings(parts: list[ProfilePartial], devices: pl.DataFrame,
+              merged: MergedCollectives) -> tuple[str, ...]:
+    """The run's warnings as loading its files at once gives them (as ``summarize`` on the
+    engine rebuilds them), then the host files' disagreeing step sources."""
+    found = merged_warnings([p.warnings for p in parts], unaligned=merged.unaligned)
+    mixed = steps_disagree([p.steps_source for p in parts])
+    return run_warnings([*found, *([mixed] if mixed else [])], devices,
+                        [x for p in parts for x in p.paths])

@@ -19,9 +19,12 @@ import polars as pl
 
 from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from tracelens.analyze.intervals import exclusive_times
+from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.notices import fold_per_host, host_and_file_names
 from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
+from tracelens.results.summary import HardwareCount
 
 COLLECTIVE_ORDER = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute", "collective-broadcast", "send-recv", "send", "recv",
@@ -45,6 +48,10 @@ class RunProfile:
     per_device: dict[str, dict[str, float]] = field(default_factory=dict)  # median step
     # collective type -> the costliest `tracelens hlo` finding about it (programs with HLO)
     hlo_findings: dict[str, str] = field(default_factory=dict)
+    # its device table's hardware (as summarize's headline counts it) and the readers' and
+    # loader's warnings, folded per host (what ``compare`` says it compared)
+    hardware: tuple[HardwareCount, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def _windows(trace: Trace) -> pl.DataFrame:
@@ -185,14 +192,27 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
         path, component_frame(trace, analysis.activities), kernel_partial(trace), analysis,
         devices=trace.events.select(DEVICE_KEYS).unique().height,
         steps=max(1, trace.steps.select("step").unique().height),
-        hosts=trace.events["host"].n_unique(), hlo_findings=hlo_finding_texts(trace))
+        hosts=trace.events["host"].n_unique(), hlo_findings=hlo_finding_texts(trace),
+        hardware=hardware_counts(trace.devices),
+        warnings=run_warnings(trace.meta.warnings, trace.devices,
+                              [s["path"] for s in trace.meta.sources]))
+
+
+def run_warnings(warnings: Sequence[str], devices: pl.DataFrame,
+                 paths: Sequence[str]) -> tuple[str, ...]:
+    """The run's warnings, those repeated per host or file said once (as ``summarize``
+    folds them)."""
+    names = host_and_file_names(devices["host"].unique().to_list(), paths)
+    return tuple(fold_per_host(warnings, names))
 
 
 def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
                analysis: CollectiveAnalysis, devices: int, steps: int, hosts: int,
-               hlo_findings: dict[str, str]) -> RunProfile:
+               hlo_findings: dict[str, str], hardware: tuple[HardwareCount, ...] = (),
+               warnings: tuple[str, ...] = ()) -> RunProfile:
     """The profile from its parts: :func:`component_frame` rows of every device, the
-    :func:`kernel_partial` rows of every host, the job's collective analysis and counts."""
+    :func:`kernel_partial` rows of every host, the job's collective analysis and counts,
+    its hardware and warnings."""
     cols = [c for c in comp.columns if c not in (*DEVICE_KEYS, "step")]
     # integer sums divided once: exact, whatever the order of the rows
     per_step = comp.group_by("step").agg([pl.col(c).sum() / pl.len() for c in cols]) \
@@ -212,7 +232,7 @@ def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
         step_ns=float(median.get("span_ns") or 0.0), components=components,
         kernels=kernels_of_partials(kernels, max(1, devices * steps)), busbw=busbw,
         skew_ns=skew, stragglers=_stragglers(acts, devices * steps), per_device=per_device,
-        hlo_findings=hlo_findings)
+        hlo_findings=hlo_findings, hardware=hardware, warnings=warnings)
 
 
 def hlo_finding_texts(trace: Trace, acts: pl.DataFrame | None = None) -> dict[str, str]:

@@ -28,6 +28,7 @@ from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Bre
 from tracelens.filters import Filters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
+from tracelens.notices import host_and_file_names
 from tracelens.results.summary import (CategoryTime, DeviceSummary, IdleBreakdown,
                                        StepSummary, Summary, Timeline)
 
@@ -194,11 +195,8 @@ def _lens(trace: Trace, whole_acts: pl.DataFrame | None, same: bool) -> Any:
 
 def _host_names(trace: Trace) -> list[str]:
     """What names a host in warnings: its host name and its file's name (and stem)."""
-    names = [str(h) for h in trace.devices["host"].unique().sort().to_list()]
-    for src in trace.meta.sources:
-        base = Path(src["path"]).name
-        names += [base, base.split(".")[0]]
-    return names
+    return host_and_file_names(trace.devices["host"].unique().to_list(),
+                               [src["path"] for src in trace.meta.sources])
 
 
 def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | None,

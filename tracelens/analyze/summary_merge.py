@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import polars as pl
 
@@ -221,7 +221,8 @@ def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | No
     # same result on them (its sorts on strings are lexical either way), in less memory
     acts = acts.drop(_NOT_REDUCED, strict=False)
     return replace(out, alignment=text, host_facts=None, hlo=hlo, acts=acts,
-                   warnings=_merged_warnings(partials, out.clipped, unaligned))
+                   warnings=merged_warnings([p.warnings for p in partials], out.clipped,
+                                            unaligned))
 
 
 def _empty(df: pl.DataFrame) -> pl.DataFrame:
@@ -246,19 +247,24 @@ def _fold_programs(running: pl.DataFrame | None, more: pl.DataFrame) -> pl.DataF
     return more if running is None else program_protos(_concat([running, more]))
 
 
-def _merged_warnings(partials: list["SummaryPartial"], clipped: tuple[int, int],
-                     unaligned: str | None) -> tuple[str, ...]:
-    """The readers' warnings of every part (once each, in order), then the stages': the
-    clipped overlaps counted over all parts, the hosts left unaligned, the steps'."""
+def merged_warnings(per_file: Sequence[Sequence[str]], clipped: tuple[int, int] | None = None,
+                    unaligned: str | None = None) -> tuple[str, ...]:
+    """The readers' warnings of every part (``per_file``: each file's, read alone; once each,
+    in order), then the stages' as loading all files at once raises them: the clipped
+    overlaps counted over all parts (``clipped``: (count, largest ns); by default summed from
+    each part's own warning), the hosts left unaligned, the steps'."""
     readers: list[str] = []
     steps: list[str] = []
-    for p in partials:
-        for w in p.warnings:
+    for warnings in per_file:
+        for w in warnings:
             if _CLIPPED.match(w):
                 continue
             into = steps if _STEP_WARNINGS.match(w) else readers
             if w not in into:
                 into.append(w)
+    if clipped is None:
+        facts = [clipped_facts(w) for w in per_file]
+        clipped = (sum(n for n, _ in facts), max((m for _, m in facts), default=0))
     stage = [clipped_warning(*clipped)] if clipped[0] else []
     stage += [unaligned] if unaligned else []
     return tuple(readers + [w for w in stage if w not in readers] + steps)

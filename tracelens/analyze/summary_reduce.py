@@ -113,6 +113,16 @@ def _lower_median(values: list[float | None]) -> float | None:
     return known[(len(known) - 1) // 2] if known else None
 
 
+def hardware_counts(devices: pl.DataFrame) -> tuple[HardwareCount, ...]:
+    """How many devices of each (product, arch, vendor) a trace's device table holds, the
+    most common first, ties by name: the headline's hardware, and each side's in ``compare``."""
+    rows = devices.group_by("product", "arch", "vendor").len().sort(
+        ["len", "product", "arch", "vendor"], descending=[True, False, False, False],
+        nulls_last=True)
+    return tuple(HardwareCount(r["product"], r["arch"], r["vendor"], r["len"])
+                 for r in rows.iter_rows(named=True))
+
+
 def _headline(devs: tuple[DeviceSummary, ...], idle: tuple[tuple[str, int, int], ...],
               devices: pl.DataFrame, steps: pl.DataFrame) -> Headline:
     tot = {k: sum(getattr(d.timeline, k) for d in devs) for k in TIMELINE_COLUMNS}
@@ -121,14 +131,12 @@ def _headline(devs: tuple[DeviceSummary, ...], idle: tuple[tuple[str, int, int],
     def pct(x: int) -> float | None:
         return 100.0 * x / span if span else None
 
-    products = devices.group_by("product", "arch", "vendor").len().sort("len", descending=True)
     step_ns = (steps["end_ns"] - steps["start_ns"]) if steps.height else None
     compute_ns = sum(d.compute_kernel_ns for d in devs)
     return Headline(
         hosts=len({d.host for d in devs} | {h for h, _, _ in idle}),
         devices=len(devs) + len(idle), active_devices=len(devs),
-        hardware=tuple(HardwareCount(r["product"], r["arch"], r["vendor"], r["len"])
-                       for r in products.iter_rows(named=True)),
+        hardware=hardware_counts(devices),
         steps=steps["step"].n_unique() if steps.height else 0,
         median_step_ns=int(step_ns.median()) if step_ns is not None else None,  # type: ignore
         max_span_ns=max((d.timeline.span_ns for d in devs), default=0),

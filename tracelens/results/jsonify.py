@@ -10,15 +10,16 @@ its share of the link to 1. ``compare`` and ``scaling``: values as computed.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Optional, TypedDict
+from typing import Any, Iterable, Optional, TypedDict
 
 from tracelens.hardware import GpuSpec
 from tracelens.hlo.lens import Finding
 from tracelens.results.collectives import Busbw, Collectives, Instance, Participant
 from tracelens.results.hlo import HloLensResult
 from tracelens.results.runs import Cause, ComparedRun, Comparison, Scaling, Transition
-from tracelens.results.summary import (IdleBreakdown, NoFlops, RooflineRow, StepSummary,
-                                       Summary, Timeline, TopKernel, DeviceSummary, Headline)
+from tracelens.results.summary import (HardwareCount, IdleBreakdown, NoFlops, RooflineRow,
+                                       StepSummary, Summary, Timeline, TopKernel,
+                                       DeviceSummary, Headline)
 
 
 class IdleJSON(TypedDict):
@@ -231,10 +232,15 @@ def device_json(d: DeviceSummary) -> DeviceJSON:
             "mfu_lower_bound": d.mfu_lower_bound}
 
 
+def hardware_json(counts: Iterable[HardwareCount]) -> list[HardwareJSON]:
+    """The headline's (and each ``compare`` side's) ``hardware`` list."""
+    return [{"product": x.product, "arch": x.arch, "vendor": x.vendor, "count": x.count}
+            for x in counts]
+
+
 def headline_json(h: Headline) -> HeadlineJSON:
     return {"hosts": h.hosts, "devices": h.devices, "active_devices": h.active_devices,
-            "hardware": [{"product": x.product, "arch": x.arch, "vendor": x.vendor,
-                          "count": x.count} for x in h.hardware],
+            "hardware": hardware_json(h.hardware),
             "steps": h.steps, "median_step_ns": h.median_step_ns,
             "max_span_ns": h.max_span_ns, "busy_pct": percent(h.busy_pct),
             "compute_pct": percent(h.compute_pct),
@@ -439,6 +445,7 @@ class ScalingJSON(TypedDict, total=False):
 class ComparedRunJSON(TypedDict, total=False):
     path: str
     devices: int
+    hardware: list[HardwareJSON]
     steps: int
     step_ns: float
     steps_source: str  # only from the CLI
@@ -447,6 +454,7 @@ class ComparedRunJSON(TypedDict, total=False):
 class ComparisonJSON(TypedDict, total=False):
     base: ComparedRunJSON
     new: ComparedRunJSON
+    warnings: list[str]  # hardware mismatches, then "base: ..." and "new: ..." warnings
     delta_ns: float
     delta_pct: Optional[float]
     components: list[dict[str, Any]]  # ComponentChange fields
@@ -494,7 +502,8 @@ def scaling_json(s: Scaling) -> ScalingJSON:
 
 
 def _run(r: ComparedRun) -> ComparedRunJSON:
-    out: ComparedRunJSON = {"path": r.path, "devices": r.devices, "steps": r.steps,
+    out: ComparedRunJSON = {"path": r.path, "devices": r.devices,
+                            "hardware": hardware_json(r.hardware), "steps": r.steps,
                             "step_ns": r.step_ns}
     if r.steps_source is not None:
         out["steps_source"] = r.steps_source
@@ -504,7 +513,8 @@ def _run(r: ComparedRun) -> ComparedRunJSON:
 def comparison_json(c: Comparison) -> ComparisonJSON:
     """``tracelens compare --format json``."""
     out: ComparisonJSON = {
-        "base": _run(c.base), "new": _run(c.new), "delta_ns": c.delta_ns,
+        "base": _run(c.base), "new": _run(c.new), "warnings": list(c.warnings),
+        "delta_ns": c.delta_ns,
         "delta_pct": c.delta_pct, "components": [asdict(r) for r in c.components],
         "busbw": _pairs(c.busbw), "arrival_skew_ns": _pairs(c.arrival_skew_ns),
         "kernels": [asdict(k) for k in c.kernels],

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tracelens.results.summary import HardwareCount
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -79,6 +81,7 @@ class ComparedRun:
     steps: int
     step_ns: float
     steps_source: str | None = None  # set by the CLI
+    hardware: tuple[HardwareCount, ...] = ()  # as summarize's headline counts it
 
 
 @dataclass(frozen=True)
@@ -154,5 +157,7 @@ class Comparison:
     only_new: tuple[KernelOnly, ...]
     matching: Matching
     verdict: tuple[str, ...]
+    # the hardware mismatches, then each side's warnings ("base: ...", "new: ...")
+    warnings: tuple[str, ...] = ()
     filters: dict[str, Any] | None = None  # the CLI's active filters, when any
     gate: Gate | None = None  # set by the CLI

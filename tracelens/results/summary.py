@@ -9,7 +9,7 @@ take medians themselves).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from tracelens.hardware import GpuSpec
 
@@ -99,6 +99,17 @@ class HardwareCount:
     arch: str | None
     vendor: str | None
     count: int
+
+    @property
+    def kind(self) -> str | None:
+        """What the device is, as far as the trace says: its product, else its arch."""
+        return self.product or self.arch
+
+
+def hardware_text(counts: Iterable[HardwareCount]) -> str:
+    """``2× NVIDIA A100 40GB, 1× gfx942``: the headline's hardware line (also ``compare``'s
+    and its warnings'); ``unknown`` for no device."""
+    return ", ".join(f"{c.count}× {c.kind or 'unknown device'}" for c in counts) or "unknown"
 
 
 @dataclass(frozen=True, slots=True)
