@@ -32,6 +32,7 @@ from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
 from parsers.xspace.source import LineSource
 from parsers.xspace.space import FORMAT, parse, read_raw
+from parsers.xspace.window import drop_outside, profile_window
 from tracelens import hardware
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform)
@@ -86,7 +87,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     negative = unknown = 0
     ignored: dict[str, int] = {}
     profile_start = None
-    cpu_plane = None
+    window = profile_window({})
+    cpu_planes: list[tuple[int, Any]] = []
     modules: list[dict[str, Any]] = []
     readers, n_planned = _plan_lines(space, source, marker)
     check_column_budget(path, n_planned, input_bytes)
@@ -94,6 +96,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         m = _GPU_PLANE.match(plane.name)
         if plane.name == "Task Environment":
             stats = PlaneReader(plane).plane_stats()
+            window = profile_window(stats)
             start = stats.get("profile_start_time")
             if type(start) is int and 0 <= start <= INT64_MAX:
                 profile_start = start
@@ -102,7 +105,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                           "not a usable nanosecond time: left unknown")
             continue
         if plane.name == "/host:CPU":
-            cpu_plane = plane_idx, plane
+            cpu_planes.append((plane_idx, plane))
             continue
         if plane.name == "/host:metadata":
             modules = _read_modules(plane)
@@ -144,22 +147,19 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             df = df.with_columns(device=pl.lit(ordinal, dtype=pl.Int64),
                                  stream=pl.lit(line.id, dtype=pl.Int64))
             device_frames.append(source.device_kind(df, lm.group(2)))
-    steps = pl.DataFrame(schema=STEP_SCHEMA)
-    pid = None
-    if cpu_plane is not None:
-        cpu_frames, host_frames, steps, n_neg, n_unknown, pid = _read_host_plane(
-            *cpu_plane, source, readers[cpu_plane[0]], meta, f"{path.name}: ")
-        negative += n_neg
-        unknown += n_unknown
-        if not any(f.height for f in device_frames) and cpu_frames:
-            device_frames = cpu_frames
-            ordinals = sorted(set(
-                pl.concat(cpu_frames, how="diagonal_relaxed")["device"].to_list()))
-            device_rows = [{"device": o, "vendor": "cpu", "arch": None, "product": "CPU",
-                            "compute_units": None, "clock_mhz": None, "memory_bytes": None,
-                            "spec_id": None} for o in ordinals]
-            meta.warn(f"{path.name}: no GPU activity; XLA:CPU ops on host threads are "
-                      f"analyzed as {len(ordinals)} CPU device(s) by their device_ordinal")
+    cpu_frames, host_frames, steps, pid, n_neg, n_unknown = _read_host_planes(
+        cpu_planes, source, readers, meta, f"{path.name}: ")
+    negative += n_neg
+    unknown += n_unknown
+    if not any(f.height for f in device_frames) and cpu_frames:
+        device_frames = cpu_frames
+        ordinals = sorted(set(
+            pl.concat(cpu_frames, how="diagonal_relaxed")["device"].to_list()))
+        device_rows = [{"device": o, "vendor": "cpu", "arch": None, "product": "CPU",
+                        "compute_units": None, "clock_mhz": None, "memory_bytes": None,
+                        "spec_id": None} for o in ordinals]
+        meta.warn(f"{path.name}: no GPU activity; XLA:CPU ops on host threads are "
+                  f"analyzed as {len(ordinals)} CPU device(s) by their device_ordinal")
     if negative:
         meta.warn(f"{path.name}: dropped {negative} events with negative duration")
     if unknown:
@@ -172,7 +172,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     for stat, n in sorted(source.too_large.items()):
         meta.warn(f"{path.name}: {n} {stat} values are uint64 above 2^63-1, which the "
                   "model's Int64 column cannot hold: left null")
-    events = _assemble_events(device_frames, host)
+    events, outside = drop_outside(_assemble_events(device_frames, host), window)
     devices = conform(pl.DataFrame(device_rows, schema_overrides={
         k: v for k, v in DEVICE_SCHEMA.items() if k != "host" and k != "rank"},
         infer_schema_length=None).with_columns(host=pl.lit(host), rank=pl.lit(0))
@@ -180,6 +180,11 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     host_events = conform(pl.concat(host_frames, how="diagonal_relaxed"), HOST_EVENT_SCHEMA) \
         .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
+    host_events, host_outside = drop_outside(host_events, window)
+    steps, steps_outside = drop_outside(steps, window)
+    if outside or host_outside or steps_outside:
+        meta.warn(f"{path.name}: dropped {outside} device events, {host_outside} host events "
+                  f"and {steps_outside} steps {window[2]}")
     source.finish()  # every byte is checked, including lines nothing above needed
     meta.hosts = {host: HostInfo(path=str(path), profile_start_ns=profile_start, pid=pid)}
     meta.decoder = {str(path): source.decoder}
@@ -231,14 +236,14 @@ def _plan_lines(space: Any, source: LineSource, marker: str | None = None
                 ) -> tuple[dict[int, PlaneReader], int]:
     """The plane readers ``_read_space`` uses, and the lines it will read, told to the
     source up front (the C decoder then decodes a plane's lines together, in parallel):
-    the stream lines of GPU planes, and every line of the (last) ``/host:CPU`` plane.
+    the stream lines of GPU planes, and every line of each ``/host:CPU`` plane.
     Also returns the number of events in those lines."""
     readers: dict[int, PlaneReader] = {}
-    host_idx = None
+    host_planes = []
     n_events = 0
     for plane_idx, plane in enumerate(space.planes):
         if plane.name == "/host:CPU":
-            host_idx = plane_idx
+            host_planes.append(plane_idx)
         elif plane.name not in ("Task Environment", "/host:metadata") \
                 and _GPU_PLANE.match(plane.name):
             readers[plane_idx] = PlaneReader(plane)
@@ -246,7 +251,7 @@ def _plan_lines(space: Any, source: LineSource, marker: str | None = None
                      if _STREAM_LINE.match(line.name)]
             n_events += sum(source.count(plane_idx, i, line) for i, line in lines)
             source.plan(readers[plane_idx], plane_idx, lines, wanted_only=False)
-    if host_idx is not None:
+    for host_idx in host_planes:
         plane = space.planes[host_idx]
         readers[host_idx] = PlaneReader(plane)
         if marker:
@@ -257,6 +262,41 @@ def _plan_lines(space: Any, source: LineSource, marker: str | None = None
         n_events += sum(source.count(host_idx, i, line) for i, line in lines)
         source.plan(readers[host_idx], host_idx, lines, wanted_only=True)
     return readers, n_events
+
+
+def _read_host_planes(planes: list[tuple[int, Any]], source: LineSource,
+                      readers: dict[int, PlaneReader], meta: TraceMeta, where: str
+                      ) -> tuple[list[pl.DataFrame], list[pl.DataFrame], pl.DataFrame, int | None,
+                                 int, int]:
+    """Every ``/host:CPU`` plane (a file normally has one; a merged or re-saved one can hold
+    more, each with its own metadata ids): XLA:CPU op frames, host-event frames, the steps
+    of them all, the process id when the planes agree on one, and the counts of events
+    dropped for a negative duration and of unknown metadata ids."""
+    cpu: list[pl.DataFrame] = []
+    host: list[pl.DataFrame] = []
+    steps: list[pl.DataFrame] = []
+    pids: set[int | None] = set()
+    negative = unknown = 0
+    for plane_idx, plane in planes:
+        c, h, st, n_neg, n_unknown, pid = _read_host_plane(
+            plane_idx, plane, source, readers[plane_idx], meta, where)
+        cpu += c
+        host += h
+        steps.append(st)
+        pids.add(pid)
+        negative += n_neg
+        unknown += n_unknown
+    if len(planes) > 1:
+        meta.warn(f"{where}{len(planes)} /host:CPU planes: all are read"
+                  + ("" if len(pids) == 1 else f" (process ids {sorted(map(str, pids))}: the "
+                     "host's process id is left unknown)"))
+    if not planes:
+        return cpu, host, pl.DataFrame(schema=STEP_SCHEMA), None, 0, 0
+    merged = steps[0] if len(steps) == 1 else conform(
+        pl.concat(steps).group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max(),
+                                              pl.col("source").first(), pl.col("rank").first())
+        .sort("start_ns"), STEP_SCHEMA)
+    return cpu, host, merged, pids.pop() if len(pids) == 1 else None, negative, unknown
 
 
 def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: PlaneReader,
