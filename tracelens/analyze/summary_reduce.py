@@ -16,6 +16,7 @@ from tracelens.analyze.summary_merge import concat_partials, lens_of
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
+from tracelens.names import brief_name
 from tracelens.notices import fold_per_host
 from tracelens.results.summary import (CategoryTime, DeviceSummary, HardwareCount, Headline,
                                        NoFlops, RooflineRow, StepTotal, Summary, Timeline,
@@ -39,7 +40,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
     headline = _headline(devs, idle, p.devices, p.steps)
     busy = headline.totals.busy_ns
     warnings = fold_per_host(p.warnings, p.host_names)
-    warnings += _coverage_warning(devs, p.gaps, busy)
+    warnings += _coverage_warning(devs, p.gaps, report_mfu(headline.mfu, devs)[0] is not None)
     coll = collectives_report(p.acts, p.alignment, top=opts.collectives_top, acts=p.acts)
     return Summary(
         version=__version__, inputs=p.inputs, alignment=p.alignment,
@@ -77,10 +78,13 @@ def _no_flops_by_category(gaps: pl.DataFrame, busy: int) -> tuple[NoFlops, ...]:
                          _share(int(r["sum_ns"]), busy)) for r in per.iter_rows(named=True))
 
 
-def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame, busy: int,
-                      top: int = 5) -> list[str]:
+def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame,
+                      mfu_known: bool, top: int = 4) -> list[str]:
     """One warning when some device's FLOPs cover under 95% of its compute-kernel time: the
-    categories and ops without FLOPs, their share of busy time and why; MFU a lower bound."""
+    categories and the longest kernels (short names, :func:`tracelens.names.brief_name`)
+    without FLOPs with their reason (``cost_note``, in the reader's terms), the rest as
+    "and N more". Shares are of compute-kernel time summed over streams, as the coverage is
+    (a share of busy time, a union over streams, would pass 100% with concurrent kernels)."""
     low = [d for d in devs if d.flops_coverage is not None
            and d.flops_coverage < COVERAGE_FLOOR]
     if not low:
@@ -89,23 +93,34 @@ def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame, busy:
     worst = min(low, key=lambda d: (round(d.flops_coverage, 6), d.rank, d.device))  # type: ignore
     total = sum(d.compute_kernel_ns for d in devs)
     covered = sum(d.flops_covered_ns for d in devs)
-    cats = ", ".join(f"{c.category} {round(c.share_of_busy_pct or 0, 3):.1f}%"
-                     for c in _no_flops_by_category(gaps, busy))
-    ops = gaps.group_by("op", "category").agg(pl.col("sum_ns").sum(),
-                                              pl.col("cost_note").drop_nulls().sort().first()) \
-        .sort(["sum_ns", "op"], descending=[True, False]).head(top)
+
+    def share(ns: int) -> str:
+        return f"{round(100.0 * ns / total, 3) if total else 0:.1f}%"
+    cats = ", ".join(f"{r['category']} {share(r['sum_ns'])}" for r in gaps.group_by(
+        "category").agg(pl.col("sum_ns").sum()).sort(["sum_ns", "category"], descending=[
+            True, False]).iter_rows(named=True))
+    names = gaps.select(pl.col("op").unique())["op"]  # one short name per distinct op
+    short = pl.DataFrame({"op": names, "_label": [brief_name(n) for n in names.to_list()]})
+    ops = (gaps.join(short, on="op", how="left")
+           .sort(["sum_ns", "op", "cost_note"], descending=[True, False, False], nulls_last=True)
+           .group_by("_label", "category", maintain_order=True)
+           .agg(pl.col("sum_ns").sum(), pl.col("cost_note").drop_nulls().first())
+           .sort(["sum_ns", "_label", "category"], descending=[True, False, False]))
     by_note: dict[str, list[str]] = {}  # ops sharing a reason listed together, longest first
-    for r in ops.iter_rows(named=True):
-        share = _share(r["sum_ns"], busy)
+    for r in ops.head(top).iter_rows(named=True):
         by_note.setdefault(r["cost_note"] or "no reason recorded", []).append(
-            f"{r['op']} ({r['category']}, {round(share, 3) if share else 0:.1f}%)")
+            f"{r['_label']} ({r['category']}, {share(r['sum_ns'])})")
     op_text = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_note.items())
+    rest = ops.slice(top)
+    if rest.height:
+        op_text += f"; and {rest.height} more ({rest['sum_ns'].sum() / 1e6:,.3f} ms)"
     worst_cov = round(worst.flops_coverage, 6)  # type: ignore[arg-type]
     return [f"FLOPs cover {100.0 * covered / total:.1f}% of compute-kernel time ({len(low)} "
             f"device(s) under {COVERAGE_FLOOR:.0%}, lowest {worst.host}/"
             f"{'CPU' if worst.vendor == 'cpu' else 'GPU'}{worst.device} "
-            f"{100.0 * worst_cov:.1f}%), so MFU is a lower bound. Without FLOPs, "
-            f"as a share of busy time: {cats}. Largest: {op_text}"]
+            f"{100.0 * worst_cov:.1f}%), so MFU is "
+            f"{'a lower bound' if mfu_known else 'unknown'}. Without FLOPs, as a share of "
+            f"compute-kernel time (summed over streams): {cats}. Longest: {op_text}"]
 
 
 def _lower_median(values: list[float | None]) -> float | None:
