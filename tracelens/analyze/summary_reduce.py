@@ -54,7 +54,8 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         no_flops=_no_flops_by_category(p.gaps, busy),
         category_totals=_category_totals(devs),
         report_mfu=report_mfu(headline.mfu, devs), step_totals=_step_totals(devs),
-        device_roles=device_roles([d.timeline for d in devs]),
+        device_roles=device_roles([d.timeline for d in devs],
+                                  straggler_index(devs, coll.get("stragglers") or ())),
         median_shares=_median_shares(devs), specs=_specs_by_use(devs))
 
 
@@ -240,8 +241,8 @@ def _step_totals(devs: tuple[DeviceSummary, ...]) -> tuple[StepTotal, ...]:
 
 
 MAX_DEVICE_ROWS = 16
-"""Beyond this many devices, per-device tables show the median, best and worst device and the
-outliers (``--all`` shows every row)."""
+"""Beyond this many devices, per-device tables show the median, slowest and fastest device and
+the outliers (``--all`` shows every row)."""
 
 OUTLIER_POINTS = 5.0
 """A device is an outlier when its share of compute, exposed communication, exposed memory or
@@ -254,22 +255,47 @@ def _shares(t: Timeline, cols: Sequence[str] = _SHARES) -> tuple[float, ...]:
     return tuple(100.0 * getattr(t, k) / t.span_ns if t.span_ns else 0.0 for k in cols)
 
 
-def device_roles(timelines: Sequence[Timeline]) -> tuple[tuple[str, int], ...]:
+def straggler_index(devs: Sequence[DeviceSummary], stragglers: Sequence[dict[str, Any]]
+                    ) -> int | None:
+    """Index in ``devs`` of the device that arrived last in most (over half) of its
+    collectives (``stragglers``: the collectives report's rows, most last arrivals first);
+    None without collective arrival data or without such a device."""
+    if not stragglers:
+        return None
+    top = stragglers[0]
+    if not top["instances"] or 2 * top["times_last"] <= top["instances"]:
+        return None
+    key = (top["host"], top["rank"], top["device"])
+    return next((i for i, d in enumerate(devs) if (d.host, d.rank, d.device) == key), None)
+
+
+def device_roles(timelines: Sequence[Timeline], straggler: int | None = None
+                 ) -> tuple[tuple[str, int], ...]:
     """(role, index) rows for a per-device table: every device ("" role), or, past
-    MAX_DEVICE_ROWS, the median, best and worst device by compute share (ties by position)
-    and every outlier."""
+    MAX_DEVICE_ROWS, the median, slowest and fastest device and every outlier.
+
+    Devices of one job wait for each other in exposed communication: the slowest is the one
+    the others wait for, ``straggler`` (the last arrival in most collectives) when known, else
+    the device with the smallest exposed-communication share (the least waiting; ties: the
+    longest span, then position); the fastest the one waiting most (ties: the shortest span,
+    then position), never the slowest. The median device is the median of the others by that
+    waiting."""
     if len(timelines) <= MAX_DEVICE_ROWS:
         return tuple(("", i) for i in range(len(timelines)))
     shares = [_shares(t) for t in timelines]
-    order = sorted(range(len(shares)), key=lambda i: (shares[i][0], i))
-    med = order[(len(order) - 1) // 2]
-    best = min(range(len(shares)), key=lambda i: (-shares[i][0], i))
-    picks = {med: "median", best: "best", order[0]: "worst"}
-    for i in range(len(shares)):
+    wait = [s[1] for s in shares]
+    span = [t.span_ns for t in timelines]
+    n = range(len(shares))
+    slowest = straggler if straggler is not None else min(n, key=lambda i: (wait[i], -span[i], i))
+    fastest = min((i for i in n if i != slowest), key=lambda i: (-wait[i], span[i], i))
+    rest = sorted((i for i in n if i not in (slowest, fastest)), key=lambda i: (wait[i], i))
+    med = rest[(len(rest) - 1) // 2]
+    picks = {med: "median", slowest: "slowest", fastest: "fastest"}
+    for i in n:
         if i not in picks and max(abs(a - b) for a, b in zip(shares[i], shares[med])) \
                 > OUTLIER_POINTS:
             picks[i] = "outlier"
-    rank = {"median": 0, "best": 1, "worst": 2, "outlier": 3}
+    rank = {"median": 0, "slowest": 1, "fastest": 2, "outlier": 3}
     return tuple((picks[i], i) for i in sorted(picks, key=lambda i: (rank[picks[i]], i)))
 
 
