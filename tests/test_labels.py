@@ -73,3 +73,12 @@ def test_filters_in_the_headline() -> None:
     md = cli("summarize", path, "--format", "markdown", "--time", "2ms:").stdout
     assert "| filters | time 2.000 ms– |" in md
     assert "| filters |" not in cli("summarize", path, "--format", "markdown").stdout
+
+
+def test_collectives_says_its_filters() -> None:
+    path = str(SAMPLES / "mi355x_2x8gpu_straggler")
+    out = cli("collectives", path, "--time", "1ms:4ms").stdout
+    assert out.splitlines()[0] == "filters: time 1.000–4.000 ms"
+    md = cli("collectives", path, "--format", "markdown", "--category", "collective").stdout
+    assert "Filters: category collective" in md
+    assert "ilters" not in cli("collectives", path, "--format", "markdown").stdout
