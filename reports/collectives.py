@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from reports.markdown import md_table
-from reports.summary import ms
+from reports.markdown import md_cell, md_table
+from reports.summary import filters_text, ms
 from reports.units import size
 from tracelens.results.collectives import Busbw, Collectives
 from tracelens.results.jsonify import collectives_json
@@ -53,7 +53,11 @@ def tables(c: Collectives) -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
-def render_table(c: Collectives, console: Console) -> None:
+def render_table(c: Collectives, console: Console,
+                 filters: dict[str, Any] | None = None) -> None:
+    """The tables, after the filters in force (``filters``: the JSON's record) when any."""
+    if filters_text(filters or {}):
+        console.print(Text(f"filters: {filters_text(filters or {})}"))
     if not c.instances:
         console.print(Text("No collective activity in this trace."))
         return
@@ -68,8 +72,10 @@ def render_table(c: Collectives, console: Console) -> None:
     console.print(Text(f"alignment across hosts: {c.alignment}"))
 
 
-def render_markdown(c: Collectives) -> str:
+def render_markdown(c: Collectives, filters: dict[str, Any] | None = None) -> str:
     parts = ["# tracelens collectives", ""]
+    if filters_text(filters or {}):
+        parts += [f"Filters: {md_cell(filters_text(filters or {}))}", ""]
     for title, header, rows in tables(c):
         parts += md_table(title, header, rows)
     parts.append(f"Alignment across hosts: {c.alignment}")

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from typing import Any
 
 from reports.palette import color, label
+from tracelens import names
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
 
 Fig = dict[str, Any]
@@ -34,63 +34,12 @@ def ptext(s: object) -> str:
 
 def short(name: str, width: int = LABEL_CHARS) -> str:
     """Start and end of a long name (Tensile names run to 640 characters)."""
-    if len(name) <= width:
-        return name
-    tail = width // 3
-    return name[: width - tail - 1] + "…" + name[-tail:]
-
-
-def _collapse_templates(name: str, keep_depth: int = 1) -> str:
-    """``a<b, c<d<e>>>`` -> ``a<b, c<…>>``: template arguments deeper than ``keep_depth``
-    become ``…`` (names with unbalanced brackets are returned as they are)."""
-    out, depth = [], 0
-    for ch in name:
-        if ch == "<":
-            depth += 1
-            if depth == keep_depth + 1:
-                out.append("<…")
-            elif depth <= keep_depth:
-                out.append(ch)
-        elif ch == ">":
-            if depth == 0:
-                return name
-            if depth <= keep_depth + 1:
-                out.append(">")
-            depth -= 1
-        elif depth <= keep_depth:
-            out.append(ch)
-    return "".join(out) if depth == 0 else name
-
-
-def _drop_params(name: str) -> str:
-    """Cut a trailing top-level parameter list: ``f<T>(int, float)`` -> ``f<T>``."""
-    depth = 0
-    for i, ch in enumerate(name):
-        if ch in "<(":
-            if ch == "(" and depth == 0 and i > 0:
-                return name[:i]
-            depth += 1
-        elif ch in ">)":
-            depth = max(depth - 1, 0)
-    return name
+    return names.short(name, width)
 
 
 def chart_name(name: str, width: int = LABEL_CHARS) -> str:
-    """A kernel name short enough for a chart axis that still tells kernels apart: Tensile
-    names keep their tile (``MT…_MI…``), C++ names lose the return type, namespaces,
-    parameters and nested template arguments; then :func:`short`. Hover and tables show
-    the full name."""
-    if len(name) <= width:
-        return name
-    m = re.match(r"(Cijk_.*?_MT\w+?_MI\d+(?:x\d+)+)_", name)
-    if m:
-        return short(f"{m.group(1)}…{name.rsplit('_', 1)[-1]}", width)
-    s = re.sub(r"^(?:void|static|__global__)\s+", "", name)
-    s = _collapse_templates(s)
-    s = re.sub(r"\b[A-Za-z_]\w*::", "", s)
-    if len(s) > width:
-        s = _drop_params(s)
-    return short(s, width)
+    """A kernel name short enough for a chart axis (:func:`tracelens.names.chart_name`)."""
+    return names.chart_name(name, width)
 
 
 def wrapped(name: str, width: int = HOVER_LINE) -> str:

@@ -42,6 +42,17 @@ def short_name(name: str, width: int = 80) -> str:
     return name[: width - tail - 1] + "…" + name[-tail:]
 
 
+def filters_text(filters: dict[str, Any]) -> str:
+    """The filters in force (the JSON's ``filters``) in words, ``"; "`` between them: every
+    number of the output is of what they keep, so the headline says them (empty: none)."""
+    def text(key: str, value: Any) -> str:
+        if key == "time_ns":  # ns from the trace's zero, either side open
+            a, b = (("" if v is None else ms(v)) for v in value)
+            return f"time {a}–{b} ms" if a and b else f"time {a} ms–" if a else f"time –{b} ms"
+        return f"{key} {', '.join(map(str, value)) if isinstance(value, list) else value}"
+    return "; ".join(text(k, v) for k, v in filters.items() if v is not None and v != [])
+
+
 def _device_label(d: dict[str, Any], many_hosts: bool) -> str:
     return f"{d['host']}/{d['device']}" if many_hosts else str(d["device"])
 
@@ -76,9 +87,9 @@ def _tables(s: Summary, all_rows: bool = False
     if summary.get("no_cost_data"):
         head.append(["no FLOPs or cost data", f"{summary['no_cost_data']:,} kernels "
                                               f"({ms(summary.get('no_cost_data_ns'))} ms)"])
-    filt = summary.get("filters", {})
-    if filt.get("device") is not None or filt.get("step") is not None:
-        head.append(["filters", ", ".join(f"{k} {v}" for k, v in filt.items() if v is not None)])
+    filters = filters_text(summary.get("filters") or {})
+    if filters:
+        head.append(["filters", filters])
     tables.append(("Summary", ["", ""], head))
     products = {d["product"] or d["arch"] or "-" for d in summary["devices"]}
     show_product = len(products) > 1
@@ -96,9 +107,10 @@ def _tables(s: Summary, all_rows: bool = False
                        pct(t["idle_ns"], t["span_ns"]), ms(t["comm_ns"]), ms(t["memory_ns"]),
                        _mfu_text(d.get("mfu"), d.get("mfu_lower_bound"), short=True)])
     tables.append(("Per-device timeline (shares of span)" + (
-        f"; {len(shown)} of {len(summary['devices'])} devices: median, best, worst by compute "
-        f"share and those with a share more than {OUTLIER_POINTS:g} points from the median "
-        "(--all for every device)" if cut else ""),
+        f"; {len(shown)} of {len(summary['devices'])} devices: median, slowest and fastest "
+        "(the slowest arrives last in most collectives, else waits least in exposed "
+        "communication; the fastest waits most) and those with a share more than "
+        f"{OUTLIER_POINTS:g} points from the median (--all for every device)" if cut else ""),
                    ["device"] + (["product"] if show_product else [])
                    + ["span ms", "busy ms", "compute", "exp. comm", "exp. mem", "idle",
                       "comm ms", "mem ms", "MFU"], rows))

@@ -154,7 +154,8 @@ def test_subtract_equals_brute_force() -> None:
 
 
 def test_big_jobs_show_representative_devices() -> None:
-    """Past 16 devices the tables show median, best, worst and outliers; --all every row."""
+    """Past 16 devices the tables show the median, slowest and fastest device and outliers;
+    --all every row."""
     from tracelens.analyze.summary_reduce import MAX_DEVICE_ROWS, device_roles
     from tracelens.results.summary import Timeline
 
@@ -164,8 +165,10 @@ def test_big_jobs_show_representative_devices() -> None:
                         memory_ns=0, exposed_memory_ns=0, idle_ns=idle)
     devs = [dev(60 + (i % 3), 10) for i in range(40)]
     devs[17] = dev(61, 30)  # idle 20 points above the others: an outlier
+    devs[5] = dev(88, 10)  # waits least in exposed communication (2%): the others wait for it
     rows = device_roles(devs)
     roles = {role: i for role, i in rows}
-    assert [r for r, _ in rows] == ["median", "best", "worst", "outlier"]
-    assert roles["worst"] == 0 and roles["best"] == 2 and roles["outlier"] == 17
+    assert [r for r, _ in rows] == ["median", "slowest", "fastest", "outlier"]
+    # the fastest waits most (30%: every third device from 0, the first by position)
+    assert roles["slowest"] == 5 and roles["fastest"] == 0 and roles["outlier"] == 17
     assert len(device_roles(devs[:MAX_DEVICE_ROWS])) == MAX_DEVICE_ROWS

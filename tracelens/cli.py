@@ -157,8 +157,8 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | 
     if active:
         rep["filters"] = active
     print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(res),
-                 lambda: render.render_markdown(res),
-                 lambda console: render.render_table(res, console))
+                 lambda: render.render_markdown(res, active),
+                 lambda console: render.render_table(res, console, active))
 
 
 def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],

@@ -75,13 +75,15 @@ def _costed_ops(ops: pl.LazyFrame, shapes: dict[int, tuple[Any, Any, Any]]
     if c.is_empty():
         return c.select("pid", "tid", "start_ns", "end_ns", "name").with_columns(
             _uid=pl.lit(0, pl.Int64), _flops=pl.lit(None, pl.Float64),
-            _bytes=pl.lit(None, pl.Float64), _dtype=pl.lit(None, pl.String)), 0
+            _bytes=pl.lit(None, pl.Float64), _dtype=pl.lit(None, pl.String),
+            _shaped=pl.lit(False)), 0
     nxt = pl.col("start_ns").shift(-1).over("pid", "tid")
     c = c.filter(~(nxt < pl.col("end_ns")).fill_null(False))  # contains a costed op: wrapper
     memo: dict[Any, Any] = {}
-    flops, nbytes, dtypes = [], [], []
+    flops, nbytes, dtypes, shaped = [], [], [], []
     for name, row in zip(c["name"].to_list(), c["_row"].to_list()):
         dims, types, concrete = shapes[row]
+        shaped.append(bool(dims))
         key = (name, repr(dims), repr(types), repr(concrete))
         if key not in memo:
             memo[key] = shapecost.op_cost(name, dims, types, concrete)
@@ -91,10 +93,37 @@ def _costed_ops(ops: pl.LazyFrame, shapes: dict[int, tuple[Any, Any, Any]]
         dtypes.append(got.dtype if got else None)
     c = c.with_columns(_flops=pl.Series(flops, dtype=pl.Float64),
                        _bytes=pl.Series(nbytes, dtype=pl.Float64),
-                       _dtype=pl.Series(dtypes, dtype=pl.String), _uid=pl.col("_row"))
+                       _dtype=pl.Series(dtypes, dtype=pl.String), _uid=pl.col("_row"),
+                       _shaped=pl.Series(shaped, dtype=pl.Boolean))
     unknown = c["_flops"].null_count()
     return c.select("pid", "tid", "start_ns", "end_ns", "name", "_uid", "_flops", "_bytes",
-                    "_dtype"), unknown
+                    "_dtype", "_shaped"), unknown
+
+
+NO_FLOPS = {  # why a kernel has no FLOPs, in the profiler's own terms (cost_note)
+    "unlinked": "no runtime launch with its correlation id in the trace (no op, no shapes)",
+    "graph": "launched by a graph replay: no ATen op or shapes recorded for it",
+    "no_op": "no ATen op recorded around its launch",
+    "no_shapes": "its ATen op has no recorded input shapes (record_shapes off?)",
+    "bad_shapes": "its ATen op's recorded shapes do not determine its FLOPs",
+    "no_rule": "op not in the cost model (shapes give FLOPs for GEMM, attention and "
+               "convolution ops only)",
+}
+"""The reasons :func:`link_activity` writes in ``cost_note`` for a kernel without FLOPs
+(kept by :func:`tracelens.cost.cost_note` for compute kernels, dropped for the others)."""
+
+
+def _cost_note() -> pl.Expr:
+    """Why a kernel has no FLOPs, from what the linking found (null when it has FLOPs)."""
+    return (pl.when((pl.col("kind") != "kernel") | pl.col("flops").is_not_null()).then(None)
+            .when(pl.col("l_ts").is_null()).then(pl.lit(NO_FLOPS["unlinked"]))
+            .when(pl.col("_has") & ~pl.col("c_shaped").fill_null(False))
+            .then(pl.lit(NO_FLOPS["no_shapes"]))
+            .when(pl.col("_has")).then(pl.lit(NO_FLOPS["bad_shapes"]))
+            .when(pl.col("op").is_null() & pl.col("launch").str.contains("(?i)graphlaunch")
+                  .fill_null(False)).then(pl.lit(NO_FLOPS["graph"]))
+            .when(pl.col("op").is_null()).then(pl.lit(NO_FLOPS["no_op"]))
+            .otherwise(pl.lit(NO_FLOPS["no_rule"])))
 
 
 def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
@@ -123,7 +152,8 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
 
     costed, no_shapes = _costed_ops(ops, shapes)
     ev = ev.hstack(_enclosing(ev, costed.select("pid", "tid", "start_ns", "end_ns",
-                                                "name", "_uid", "_flops", "_bytes", "_dtype"),
+                                                "name", "_uid", "_flops", "_bytes", "_dtype",
+                                                "_shaped"),
                               "c"))
     is_kernel = pl.col("kind") == "kernel"
     # the longest kernel of each costed-op execution carries its cost (ties: the first)
@@ -180,6 +210,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
     if no_shapes:
         warn.append(f"{no_shapes} costed ATen ops (GEMM, attention, convolution) have no usable "
                     "Input Dims/Input type (record_shapes off?): their kernels get no FLOPs")
+    ev = ev.with_columns(cost_note=_cost_note())
     launches = ev.select("_i", "l_pid", "l_tid", "l_ts", "launch", "start_ns", "end_ns",
                          "device")
     extra = {"unlinked_activities": unlinked, "collective_kernels": n_coll,
@@ -187,7 +218,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
              "costed_ops_without_shapes": no_shapes}
     events = ev.select("device", "stream", "kind", "name", "start_ns", "end_ns", "subcategory",
                        "op", "correlation_id", "flops", "bytes", "dtype", "cost_source",
-                       "msg_bytes", "group_size",
+                       "msg_bytes", "group_size", "cost_note",
                        launch=pl.when(is_kernel).then(pl.col("_shape")))
     return events, launches, warn, extra
 

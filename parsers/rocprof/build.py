@@ -116,11 +116,18 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str],
     kid = pl.col("kernel_id").cast(pl.String).fill_null("?")
     k = _with_counter_costs(k, p.counters, warn)
     return k.select(
-        "device", "flops", "bytes", "dtype", "cost_source",
+        "device", "flops", "bytes", "dtype", "cost_source", "cost_note",
         stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
         name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", kid)),
         start_ns="start", end_ns="end", correlation_id="corr", tid="tid",
         launch=launch_expr())
+
+
+NO_FLOPS = {  # why a dispatch has no FLOPs, in rocprofv3's terms (the events' cost_note)
+    "no_counters": "no hardware counters recorded (FLOPs need rocprofv3 --pmc with "
+                   "SQ_INSTS_VALU_* counters)",
+    "no_flop_counter": "the counters collected hold no FLOP counter (SQ_INSTS_VALU_*)",
+}
 
 
 def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]
@@ -132,7 +139,8 @@ def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]
             "cost_source": pl.String}
     c = counters.drop_nulls(["dispatch_id", "counter"])
     if c.is_empty():
-        return k.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in none.items()])
+        return k.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in none.items()]
+                              + [pl.lit(NO_FLOPS["no_counters"]).alias("cost_note")])
     wide = (c.group_by("dispatch_id", "counter").agg(
                 pl.when(pl.col("value").null_count() == 0).then(pl.col("value").sum()))
             .sort("dispatch_id", "counter")
@@ -141,7 +149,10 @@ def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]
     joined = k.join(wide, on="dispatch_id", how="left", maintain_order="left")
     pmc = [n for n in wide.columns if n != "dispatch_id"]
     costed = cost_from_counters(joined.select(pmc).rename(lambda n: n[4:]))
-    out = k.with_columns(costed.select(*none))
+    out = k.with_columns(costed.select(*none)).with_columns(
+        cost_note=pl.when(pl.col("flops").is_not_null()).then(None)
+        .when(joined.select(pl.any_horizontal(pl.col(pmc).is_not_null())).to_series())
+        .then(pl.lit(NO_FLOPS["no_flop_counter"])).otherwise(pl.lit(NO_FLOPS["no_counters"])))
     names = [n[4:] for n in pmc]
     with_pmc = joined.select(pl.any_horizontal(pl.col(pmc).is_not_null()).sum()).item()
     n_flops, n_bytes = out["flops"].is_not_null().sum(), out["bytes"].is_not_null().sum()

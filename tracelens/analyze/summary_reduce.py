@@ -16,6 +16,7 @@ from tracelens.analyze.summary_merge import concat_partials, lens_of
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
+from tracelens.names import brief_name
 from tracelens.notices import fold_per_host
 from tracelens.results.summary import (CategoryTime, DeviceSummary, HardwareCount, Headline,
                                        NoFlops, RooflineRow, StepTotal, Summary, Timeline,
@@ -39,7 +40,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
     headline = _headline(devs, idle, p.devices, p.steps)
     busy = headline.totals.busy_ns
     warnings = fold_per_host(p.warnings, p.host_names)
-    warnings += _coverage_warning(devs, p.gaps, busy)
+    warnings += _coverage_warning(devs, p.gaps, report_mfu(headline.mfu, devs)[0] is not None)
     coll = collectives_report(p.acts, p.alignment, top=opts.collectives_top, acts=p.acts)
     return Summary(
         version=__version__, inputs=p.inputs, alignment=p.alignment,
@@ -53,7 +54,8 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         no_flops=_no_flops_by_category(p.gaps, busy),
         category_totals=_category_totals(devs),
         report_mfu=report_mfu(headline.mfu, devs), step_totals=_step_totals(devs),
-        device_roles=device_roles([d.timeline for d in devs]),
+        device_roles=device_roles([d.timeline for d in devs],
+                                  straggler_index(devs, coll.get("stragglers") or ())),
         median_shares=_median_shares(devs), specs=_specs_by_use(devs))
 
 
@@ -77,10 +79,13 @@ def _no_flops_by_category(gaps: pl.DataFrame, busy: int) -> tuple[NoFlops, ...]:
                          _share(int(r["sum_ns"]), busy)) for r in per.iter_rows(named=True))
 
 
-def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame, busy: int,
-                      top: int = 5) -> list[str]:
+def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame,
+                      mfu_known: bool, top: int = 4) -> list[str]:
     """One warning when some device's FLOPs cover under 95% of its compute-kernel time: the
-    categories and ops without FLOPs, their share of busy time and why; MFU a lower bound."""
+    categories and the longest kernels (short names, :func:`tracelens.names.brief_name`)
+    without FLOPs with their reason (``cost_note``, in the reader's terms), the rest as
+    "and N more". Shares are of compute-kernel time summed over streams, as the coverage is
+    (a share of busy time, a union over streams, would pass 100% with concurrent kernels)."""
     low = [d for d in devs if d.flops_coverage is not None
            and d.flops_coverage < COVERAGE_FLOOR]
     if not low:
@@ -89,23 +94,34 @@ def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame, busy:
     worst = min(low, key=lambda d: (round(d.flops_coverage, 6), d.rank, d.device))  # type: ignore
     total = sum(d.compute_kernel_ns for d in devs)
     covered = sum(d.flops_covered_ns for d in devs)
-    cats = ", ".join(f"{c.category} {round(c.share_of_busy_pct or 0, 3):.1f}%"
-                     for c in _no_flops_by_category(gaps, busy))
-    ops = gaps.group_by("op", "category").agg(pl.col("sum_ns").sum(),
-                                              pl.col("cost_note").drop_nulls().sort().first()) \
-        .sort(["sum_ns", "op"], descending=[True, False]).head(top)
+
+    def share(ns: int) -> str:
+        return f"{round(100.0 * ns / total, 3) if total else 0:.1f}%"
+    cats = ", ".join(f"{r['category']} {share(r['sum_ns'])}" for r in gaps.group_by(
+        "category").agg(pl.col("sum_ns").sum()).sort(["sum_ns", "category"], descending=[
+            True, False]).iter_rows(named=True))
+    names = gaps.select(pl.col("op").unique())["op"]  # one short name per distinct op
+    short = pl.DataFrame({"op": names, "_label": [brief_name(n) for n in names.to_list()]})
+    ops = (gaps.join(short, on="op", how="left")
+           .sort(["sum_ns", "op", "cost_note"], descending=[True, False, False], nulls_last=True)
+           .group_by("_label", "category", maintain_order=True)
+           .agg(pl.col("sum_ns").sum(), pl.col("cost_note").drop_nulls().first())
+           .sort(["sum_ns", "_label", "category"], descending=[True, False, False]))
     by_note: dict[str, list[str]] = {}  # ops sharing a reason listed together, longest first
-    for r in ops.iter_rows(named=True):
-        share = _share(r["sum_ns"], busy)
+    for r in ops.head(top).iter_rows(named=True):
         by_note.setdefault(r["cost_note"] or "no reason recorded", []).append(
-            f"{r['op']} ({r['category']}, {round(share, 3) if share else 0:.1f}%)")
+            f"{r['_label']} ({r['category']}, {share(r['sum_ns'])})")
     op_text = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_note.items())
+    rest = ops.slice(top)
+    if rest.height:
+        op_text += f"; and {rest.height} more ({rest['sum_ns'].sum() / 1e6:,.3f} ms)"
     worst_cov = round(worst.flops_coverage, 6)  # type: ignore[arg-type]
     return [f"FLOPs cover {100.0 * covered / total:.1f}% of compute-kernel time ({len(low)} "
             f"device(s) under {COVERAGE_FLOOR:.0%}, lowest {worst.host}/"
             f"{'CPU' if worst.vendor == 'cpu' else 'GPU'}{worst.device} "
-            f"{100.0 * worst_cov:.1f}%), so MFU is a lower bound. Without FLOPs, "
-            f"as a share of busy time: {cats}. Largest: {op_text}"]
+            f"{100.0 * worst_cov:.1f}%), so MFU is "
+            f"{'a lower bound' if mfu_known else 'unknown'}. Without FLOPs, as a share of "
+            f"compute-kernel time (summed over streams): {cats}. Longest: {op_text}"]
 
 
 def _lower_median(values: list[float | None]) -> float | None:
@@ -233,8 +249,8 @@ def _step_totals(devs: tuple[DeviceSummary, ...]) -> tuple[StepTotal, ...]:
 
 
 MAX_DEVICE_ROWS = 16
-"""Beyond this many devices, per-device tables show the median, best and worst device and the
-outliers (``--all`` shows every row)."""
+"""Beyond this many devices, per-device tables show the median, slowest and fastest device and
+the outliers (``--all`` shows every row)."""
 
 OUTLIER_POINTS = 5.0
 """A device is an outlier when its share of compute, exposed communication, exposed memory or
@@ -247,22 +263,47 @@ def _shares(t: Timeline, cols: Sequence[str] = _SHARES) -> tuple[float, ...]:
     return tuple(100.0 * getattr(t, k) / t.span_ns if t.span_ns else 0.0 for k in cols)
 
 
-def device_roles(timelines: Sequence[Timeline]) -> tuple[tuple[str, int], ...]:
+def straggler_index(devs: Sequence[DeviceSummary], stragglers: Sequence[dict[str, Any]]
+                    ) -> int | None:
+    """Index in ``devs`` of the device that arrived last in most (over half) of its
+    collectives (``stragglers``: the collectives report's rows, most last arrivals first);
+    None without collective arrival data or without such a device."""
+    if not stragglers:
+        return None
+    top = stragglers[0]
+    if not top["instances"] or 2 * top["times_last"] <= top["instances"]:
+        return None
+    key = (top["host"], top["rank"], top["device"])
+    return next((i for i, d in enumerate(devs) if (d.host, d.rank, d.device) == key), None)
+
+
+def device_roles(timelines: Sequence[Timeline], straggler: int | None = None
+                 ) -> tuple[tuple[str, int], ...]:
     """(role, index) rows for a per-device table: every device ("" role), or, past
-    MAX_DEVICE_ROWS, the median, best and worst device by compute share (ties by position)
-    and every outlier."""
+    MAX_DEVICE_ROWS, the median, slowest and fastest device and every outlier.
+
+    Devices of one job wait for each other in exposed communication: the slowest is the one
+    the others wait for, ``straggler`` (the last arrival in most collectives) when known, else
+    the device with the smallest exposed-communication share (the least waiting; ties: the
+    longest span, then position); the fastest the one waiting most (ties: the shortest span,
+    then position), never the slowest. The median device is the median of the others by that
+    waiting."""
     if len(timelines) <= MAX_DEVICE_ROWS:
         return tuple(("", i) for i in range(len(timelines)))
     shares = [_shares(t) for t in timelines]
-    order = sorted(range(len(shares)), key=lambda i: (shares[i][0], i))
-    med = order[(len(order) - 1) // 2]
-    best = min(range(len(shares)), key=lambda i: (-shares[i][0], i))
-    picks = {med: "median", best: "best", order[0]: "worst"}
-    for i in range(len(shares)):
+    wait = [s[1] for s in shares]
+    span = [t.span_ns for t in timelines]
+    n = range(len(shares))
+    slowest = straggler if straggler is not None else min(n, key=lambda i: (wait[i], -span[i], i))
+    fastest = min((i for i in n if i != slowest), key=lambda i: (-wait[i], span[i], i))
+    rest = sorted((i for i in n if i not in (slowest, fastest)), key=lambda i: (wait[i], i))
+    med = rest[(len(rest) - 1) // 2]
+    picks = {med: "median", slowest: "slowest", fastest: "fastest"}
+    for i in n:
         if i not in picks and max(abs(a - b) for a, b in zip(shares[i], shares[med])) \
                 > OUTLIER_POINTS:
             picks[i] = "outlier"
-    rank = {"median": 0, "best": 1, "worst": 2, "outlier": 3}
+    rank = {"median": 0, "slowest": 1, "fastest": 2, "outlier": 3}
     return tuple((picks[i], i) for i in sorted(picks, key=lambda i: (rank[picks[i]], i)))
 
 
