@@ -98,3 +98,19 @@ def test_every_host_plane_is_read(tmp_path: Path, decoder: str) -> None:
     assert split.events.sort(cols).select(cols).equals(whole.events.sort(cols).select(cols))
     assert split.host_events.height == whole.host_events.height
     assert any("2 /host:CPU planes: all are read" in w for w in split.meta.warnings)
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_dangling_metadata_ids_share_one_unknown_name(tmp_path: Path, decoder: str) -> None:
+    """Events naming metadata the plane does not define keep their time under one name: a
+    made-up name per id (``<unknown event metadata N>``) gave 1M distinct names, and each
+    per-name group-by of the analyses crawled (58 s for 1M events; 15 s for 200k)."""
+    from tests.xspace_flood import ordinary_ids, xspace_with_ids
+
+    p = tmp_path / "dangling.xplane.pb"
+    p.write_bytes(xspace_with_ids(ordinary_ids(5_000)))
+    trace = xprof.read(p, decoder=decoder)
+    assert trace.events.height == 5_000
+    assert trace.events["name"].unique().to_list() == ["<unknown event metadata>"]
+    assert any("5000 events name an event metadata id the plane does not define; kept, "
+               "named '<unknown event metadata>'" in w for w in trace.meta.warnings)

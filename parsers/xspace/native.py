@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from parsers.xspace.columns import EVENT_STATS, as_int, as_str, device_kind, too_large
+from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, device_kind,
+                                    too_large)
 from parsers.xspace.space import parse
 from tracelens.errors import TraceInputError
 
@@ -173,8 +174,7 @@ class FastLines:
             # (the reference reader then has no frame either); with it, a frame of no rows.
             if not wanted_only or not md_counts.sum():
                 return None, r["negative"], unknown
-        names = [nm if nm is not None else f"<unknown event metadata {int(m)}>"
-                 for nm, m in zip(names, md_ids)]
+        names = [UNKNOWN_NAME if nm is None else nm for nm in names]
         cols = _Columns(r, reader, md_ids)
         md_code = cols.md_code
         df = pl.DataFrame({

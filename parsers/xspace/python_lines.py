@@ -8,8 +8,8 @@ from typing import Any
 
 import polars as pl
 
-from parsers.xspace.columns import (EVENT_STATS, INT64_MAX, INT64_MIN, INT_STATS, device_kind,
-                                    line_frame, too_large)
+from parsers.xspace.columns import (EVENT_STATS, INT64_MAX, INT64_MIN, INT_STATS, UNKNOWN_NAME,
+                                    device_kind, line_frame, too_large)
 from parsers.xspace.planes import PlaneReader
 from tracelens.errors import TraceInputError
 
@@ -29,7 +29,7 @@ def line_columns(reader: PlaneReader, line: Any) -> dict[str, list[Any]]:
         name = event_names.get(ev.metadata_id)
         if name is None:  # dangling reference: keep the time, say the name is unknown
             unknown += 1
-            name = f"<unknown event metadata {ev.metadata_id}>"
+            name = UNKNOWN_NAME
         names.append(name)
         starts.append(start_ps // 1000)
         ends.append((start_ps + dur) // 1000)

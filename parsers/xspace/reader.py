@@ -164,7 +164,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         meta.warn(f"{path.name}: dropped {negative} events with negative duration")
     if unknown:
         meta.warn(f"{path.name}: {unknown} events name an event metadata id the plane does not "
-                  "define; kept as '<unknown event metadata N>'")
+                  "define; kept, named '<unknown event metadata>'")
     for what, n in ignored.items():
         why = "TPU devices are not analyzed" if what.startswith("/device:TPU:") else \
             "not a device stream"
