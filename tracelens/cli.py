@@ -478,7 +478,7 @@ def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
     if sniff_format(path) != "xspace":
         raise TraceInputError(path, "xcheck compares XSpace files (.xplane.pb) with XProf")
     trace = load_trace((path,), rules_files, quiet)
-    rows = compare_kernels(trace.events, xprof_kernel_stats(path))
+    rows = compare_kernels(trace.events, xprof_kernel_stats(path), trace.meta.clips)
     print_result(fmt, lambda: render.render_json(rows), lambda: render.render_csv(rows),
                  lambda: render.render_markdown(rows),
                  lambda console: render.render_table(rows, console))
