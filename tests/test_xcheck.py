@@ -111,3 +111,14 @@ def test_xprof_itself_agrees_despite_the_clip(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["xcheck", str(f), "--format", "json"])
     assert r.exit_code == 0, r.stdout
     assert json.loads(r.stdout)["clipped"]["us"] == 0.193
+
+
+def test_a_cpu_trace_is_refused_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real XLA:CPU trace: XProf's kernel_stats lists GPU kernels only (it returns no row
+    for the trace's CPU ops), so every kernel 'disagreed' before; now exit 2, saying why."""
+    f = Path(__file__).resolve().parent / "data" / "jax_async" / "async_steps.xplane.pb"
+    monkeypatch.setattr(xcheck, "xprof_kernel_stats", lambda path: {})
+    r = CliRunner().invoke(main, ["xcheck", str(f)])
+    assert r.exit_code == 2, r.stdout
+    assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
+    assert "CPU" in r.stderr and "kernel_stats" in r.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from tracelens.errors import TraceInputError
+from tracelens.model import Trace
 
 REL_TOLERANCE = 1e-3
 """Summed durations agree when within this relative difference (XProf rounds to 1 ns in µs)."""
@@ -61,6 +62,16 @@ def xprof_kernel_stats(path: Path) -> dict[str, tuple[int, float]]:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise TraceInputError(path, f"XProf could not convert it: {last}")
     return kernel_stats_by_name(json.loads(done.stdout)) if done.stdout.strip() else {}
+
+
+def refuse_cpu_only(trace: Trace, path: Path) -> None:
+    """XProf's ``kernel_stats`` lists GPU kernels only: on a trace whose devices are all XLA:CPU
+    it has no row, and every op would be a disagreement that is not one."""
+    vendors = trace.devices["vendor"]
+    if trace.devices.height and (vendors == "cpu").all():
+        raise TraceInputError(path, "XProf's kernel_stats lists GPU kernels only, and all "
+                                    f"{trace.devices.height} devices of this trace are XLA:CPU "
+                                    "devices: nothing to cross-check")
 
 
 @dataclass(frozen=True)
