@@ -19,7 +19,7 @@ from reports.units import size
 
 Tables = list[tuple[str, list[str], list[list[str]]]]
 CSV_COLUMNS = ["kind", "program", "instruction", "bytes_per_step", "exposed_ns_per_step",
-               "message"]
+               "compilations", "executed", "message"]
 
 
 def _opt(v: Any) -> str:
@@ -34,22 +34,32 @@ def _yes(v: bool | None) -> str:
     return "unknown" if v is None else ("yes" if v else "no")
 
 
+def _program(f: dict[str, Any]) -> str:
+    """The finding's program, with how many compilations of its module it stands for and
+    whether any of them ran."""
+    n = f.get("compilations", 1)
+    return (f["program"] + (f" ×{n} compilations" if n > 1 else "")
+            + (" (never ran)" if f.get("executed") is False else ""))
+
+
 def tables(rep: dict[str, Any]) -> Tables:
     out: Tables = []
     how = "exposed time per step per device from the trace" if rep["timed"] else \
         "an HLO dump has no timings"
     out.append((f"Findings ({len(rep['findings'])} of {rep['findings_total']}, costliest "
-                f"first; {how})",
+                f"first, programs that never ran in this trace last; {how})",
                 ["kind", "program", "instruction", "bytes/step", "exposed ms/step",
                  "what to do"],
-                [[f["kind"], f["program"], f["instruction"], size(f["bytes_per_step"]),
+                [[f["kind"], _program(f), f["instruction"], size(f["bytes_per_step"]),
                   ms(f["exposed_ns_per_step"]) if f["exposed_ns_per_step"] is not None
                   else "-", f["message"]] for f in rep["findings"]]))
-    for p in rep["programs"]:
+    # programs that never ran in this trace last (stable: in program order otherwise)
+    for p in sorted(rep["programs"], key=lambda p: p.get("executed") is False):
         if not p["collectives"]:
             continue
         out.append((f"Collectives of {p['module']}({p['program_id']})"
-                    + ("" if p["scheduled"] else " (no schedule)"),
+                    + ("" if p["scheduled"] else " (no schedule)")
+                    + (" (never ran in this trace)" if p.get("executed") is False else ""),
                     ["name", "opcode", "dtype", "bytes", "group", "async", "loop", "trips",
                      "runs/step", "bytes/step", "cross-host", "overlap FLOPs"],
                     [[c["name"], c["opcode"], _opt(c["dtype"]), size(c["bytes"]),
@@ -57,9 +67,15 @@ def tables(rep: dict[str, Any]) -> Tables:
                       c["loop"] or "-", _opt(c["trip_count"]), _opt(c["executions_per_step"]),
                       size(c["bytes_per_step"]), _yes(c["spans_hosts"]),
                       _flops(c["overlap_flops"])] for c in p["collectives"]]))
-    quiet = sum(1 for p in rep["programs"] if not p["collectives"])
+    notes = [[f"{p['module']}({p['program_id']})", n] for p in rep["programs"]
+             for n in p["notes"]]
+    if notes:
+        out.append(("Notes", ["program", "note"], notes))
+    quiet = [p for p in rep["programs"] if not p["collectives"]]
     if quiet:
-        out.append(("Programs without collectives", ["", ""], [["programs", str(quiet)]]))
+        idle = sum(p.get("executed") is False for p in quiet)
+        out.append(("Programs without collectives", ["", ""], [["programs", str(len(quiet))]]
+                    + ([["never ran in this trace", str(idle)]] if idle else [])))
     if rep["problems"]:
         out.append(("Problems", ["", ""], [[str(i + 1), s] for i, s in
                                            enumerate(rep["problems"])]))

@@ -475,13 +475,14 @@ def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
     """Our kernel table next to XProf's own kernel_stats for one XSpace file (needs
     tracelens[xprof]); exit 1 when any kernel's count or time differs."""
     from tracelens.loader import sniff_format
-    from tracelens.xcheck import compare_kernels, xprof_kernel_stats
+    from tracelens.xcheck import compare_kernels, refuse_cpu_only, xprof_kernel_stats
     from reports import xcheck as render
 
     if sniff_format(path) != "xspace":
         raise TraceInputError(path, "xcheck compares XSpace files (.xplane.pb) with XProf")
     trace = load_trace((path,), rules_files, quiet)
-    rows = compare_kernels(trace.events, xprof_kernel_stats(path))
+    refuse_cpu_only(trace, path)
+    rows = compare_kernels(trace.events, xprof_kernel_stats(path), trace.meta.clips)
     print_result(fmt, lambda: render.render_json(rows), lambda: render.render_csv(rows),
                  lambda: render.render_markdown(rows),
                  lambda console: render.render_table(rows, console))

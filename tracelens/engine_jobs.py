@@ -128,6 +128,7 @@ def lens_of(job: Job, program: str | None = None, hosts: Any = None) -> Any:
 
     placed = [replace(t, programs=place(t.programs, w), gpus=place(t.gpus, w),
                       compute=place(t.compute, w), acts=place(t.acts, w),
+                      ran=None if t.ran is None else place(t.ran, w),
                       hosts=(w.host,) if w.host is not None else t.hosts)
               for t, w in zip((h.partials["lens"] for h in job.hosts), job.placements)]
     return lens_of_timeline(concat_lens(placed), program, hosts)

@@ -26,7 +26,7 @@ from tracelens.jobs import Facts as JobFacts
 from tracelens.jobs import check_one_job
 from tracelens.jobs import facts as job_facts
 from tracelens.model import Trace, validate
-from tracelens.prepare import assign_steps, clip_stream_overlaps
+from tracelens.prepare import assign_steps, clip_and_record
 from tracelens.reading import read_all
 from tracelens.steps import mark_steps
 
@@ -120,8 +120,10 @@ def _rechunk(trace: Trace, ctx: Context) -> None:
 
 
 def _clip_overlaps(trace: Trace, ctx: Context) -> None:
-    trace.events, n_clipped, max_clip = clip_stream_overlaps(trace.events)
-    if n_clipped:
+    trace.events, trace.meta.clips = clip_and_record(trace.events)
+    if not trace.meta.clips.is_empty():
+        n_clipped = int(trace.meta.clips["clipped"].sum())
+        max_clip = int(trace.meta.clips["largest_ns"].max())  # type: ignore[arg-type]
         trace.meta.warn(f"clipped {n_clipped} same-stream overlaps (largest {max_clip} ns): "
                         "an in-order stream cannot run two activities at once")
 

@@ -189,6 +189,9 @@ class TraceMeta:
     decoder: dict[str, str] = field(default_factory=dict)  # XSpace path -> "c" or "python"
     # the per-op cost table of tracelens.cost.annotate (None before costs are annotated)
     op_costs: pl.DataFrame | None = None
+    # what the same-stream clip took per (kind, name) (tracelens.prepare.CLIP_SCHEMA), as
+    # loaded, before any filter; None before the loader's clip stage
+    clips: pl.DataFrame | None = None
     # why hosts could not be put on one clock; the loader tries collective ends before it warns
     unaligned: str | None = None
     kineto: KinetoInfo | None = None

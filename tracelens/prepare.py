@@ -45,6 +45,33 @@ def clip_stream_overlaps(events: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     """
     if events.is_empty():
         return events, 0, 0
+    ev = _with_clip(events)
+    stats = ev.select(n=(pl.col("_clip") > 0).sum(), mx=pl.col("_clip").max()).row(0)
+    return ev.drop("_clip"), int(stats[0] or 0), int(stats[1] or 0)
+
+
+CLIP_SCHEMA: dict[str, pl.DataType] = {"kind": pl.String, "name": pl.String,
+                                       "clipped": pl.UInt32, "clip_ns": pl.Int64,
+                                       "largest_ns": pl.Int64}
+"""What the same-stream clip took, per (kind, name): how many activities it shortened, by how
+many ns in all and at most (``trace.meta.clips``)."""
+
+
+def clip_and_record(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`clip_stream_overlaps`, with what it took per (kind, name) (:data:`CLIP_SCHEMA`,
+    sorted by kind and name): a comparison with another tool's unclipped times (``tracelens
+    xcheck``) can add exactly that back instead of calling the repair a disagreement."""
+    if events.is_empty():
+        return events, pl.DataFrame(schema=CLIP_SCHEMA)
+    ev = _with_clip(events)
+    clips = ev.filter(pl.col("_clip") > 0).group_by("kind", "name").agg(
+        clipped=pl.len(), clip_ns=pl.col("_clip").sum(), largest_ns=pl.col("_clip").max())
+    return ev.drop("_clip"), clips.cast(CLIP_SCHEMA).sort("kind", "name")  # type: ignore[arg-type]
+
+
+def _with_clip(events: pl.DataFrame) -> pl.DataFrame:
+    """The events sorted by stream and start, each end clipped to the next start of its
+    stream, and ``_clip``: the ns taken (0 for most)."""
     order = [*STREAM_KEYS, "start_ns", "end_ns"]
     ev = events if _is_sorted(events, order) else _sort_by_stream(events)
     # sorted by stream, so the next row is the next activity of the stream when the keys match
@@ -53,9 +80,7 @@ def clip_stream_overlaps(events: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     next_start = pl.when(same_stream).then(pl.col("start_ns").shift(-1))
     clipped_end = pl.when(next_start.is_not_null() & (next_start < pl.col("end_ns"))) \
         .then(next_start).otherwise(pl.col("end_ns"))
-    ev = ev.with_columns(_clip=pl.col("end_ns") - clipped_end, end_ns=clipped_end)
-    stats = ev.select(n=(pl.col("_clip") > 0).sum(), mx=pl.col("_clip").max()).row(0)
-    return ev.drop("_clip"), int(stats[0] or 0), int(stats[1] or 0)
+    return ev.with_columns(_clip=pl.col("end_ns") - clipped_end, end_ns=clipped_end)
 
 
 def assign_steps(events: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:

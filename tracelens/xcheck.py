@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from tracelens.errors import TraceInputError
+from tracelens.model import Trace
 
 REL_TOLERANCE = 1e-3
 """Summed durations agree when within this relative difference (XProf rounds to 1 ns in µs)."""
@@ -63,15 +64,28 @@ def xprof_kernel_stats(path: Path) -> dict[str, tuple[int, float]]:
     return kernel_stats_by_name(json.loads(done.stdout)) if done.stdout.strip() else {}
 
 
+def refuse_cpu_only(trace: Trace, path: Path) -> None:
+    """XProf's ``kernel_stats`` lists GPU kernels only: on a trace whose devices are all XLA:CPU
+    it has no row, and every op would be a disagreement that is not one."""
+    vendors = trace.devices["vendor"]
+    if trace.devices.height and (vendors == "cpu").all():
+        raise TraceInputError(path, "XProf's kernel_stats lists GPU kernels only, and all "
+                                    f"{trace.devices.height} devices of this trace are XLA:CPU "
+                                    "devices: nothing to cross-check")
+
+
 @dataclass(frozen=True)
 class KernelCheck:
-    """One kernel name: our count and total µs, XProf's, and whether they agree."""
+    """One kernel name: our count and total µs as read (before the loader's same-stream clip,
+    as XProf sees them), the µs that clip took (0.0: none), XProf's count and total µs, and
+    whether they agree."""
 
     name: str
     ours_count: int | None
     xprof_count: int | None
     ours_us: float | None
     xprof_us: float | None
+    clipped_us: float | None = None
 
     @property
     def agrees(self) -> bool:
@@ -82,15 +96,30 @@ class KernelCheck:
         return self.ours_count == self.xprof_count and close
 
 
-def compare_kernels(events: pl.DataFrame, theirs: dict[str, tuple[int, float]]
-                    ) -> list[KernelCheck]:
+def compare_kernels(events: pl.DataFrame, theirs: dict[str, tuple[int, float]],
+                    clips: pl.DataFrame | None = None) -> list[KernelCheck]:
     """Every kernel name of either side (XProf lists kernels, not memory copies),
-    disagreements first, then by name."""
+    disagreements first, then by name. ``clips``: what the loader's same-stream clip took
+    (``trace.meta.clips``); XProf does not clip, so that much is added back to our times
+    before they are compared (and shown as ``clipped_us``), never a tolerance."""
     kernels = events.filter(pl.col("kind") == "kernel")
-    ours = {r["name"]: (int(r["n"]), r["ns"] / 1000.0) for r in kernels.group_by("name").agg(
-        n=pl.len(), ns=(pl.col("end_ns") - pl.col("start_ns")).sum()).iter_rows(named=True)}
+    taken: dict[str, int] = {}
+    if clips is not None:
+        taken = dict(clips.filter(pl.col("kind") == "kernel").select("name", "clip_ns").iter_rows())
+    ours = {r["name"]: (int(r["n"]), (r["ns"] + taken.get(r["name"], 0)) / 1000.0,
+                        taken.get(r["name"], 0) / 1000.0)
+            for r in kernels.group_by("name").agg(
+                n=pl.len(), ns=(pl.col("end_ns") - pl.col("start_ns")).sum())
+            .iter_rows(named=True)}
     rows = []
     for name in set(ours) | set(theirs):
-        (oc, ous), (xc, xus) = ours.get(name, (None, None)), theirs.get(name, (None, None))
-        rows.append(KernelCheck(name, oc, xc, ous, xus))
+        (oc, ous, cus), (xc, xus) = ours.get(name, (None, None, None)), \
+            theirs.get(name, (None, None))
+        rows.append(KernelCheck(name, oc, xc, ous, xus, cus))
     return sorted(rows, key=lambda r: (r.agrees, r.name))
+
+
+def clipped_total(rows: list[KernelCheck]) -> tuple[int, float]:
+    """(how many kernel names the same-stream clip shortened, the µs it took from them)."""
+    cut = [r.clipped_us for r in rows if r.clipped_us]
+    return len(cut), sum(cut)  # type: ignore[arg-type]

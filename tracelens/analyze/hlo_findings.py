@@ -10,7 +10,8 @@ with the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
 
 import polars as pl
 
@@ -28,7 +29,8 @@ DEVICE_STEP = ["host", "rank", "device", "step"]
 
 
 def _sort_key(f: Finding) -> tuple:
-    return (f.exposed_ns_per_step is None, -(f.exposed_ns_per_step or 0.0),
+    """Findings of programs that never ran here last, then the costliest measured first."""
+    return (f.executed is False, f.exposed_ns_per_step is None, -(f.exposed_ns_per_step or 0.0),
             f.bytes_per_step is None, -(f.bytes_per_step or 0), f.kind,
             f.program_id if f.program_id is not None else -1, f.instruction)
 
@@ -85,10 +87,14 @@ def lens_activities(acts: pl.DataFrame) -> pl.DataFrame:
     return acts.select("program_id", "op", *DEVICE_STEP, "exposed_ns")
 
 
-def measured(acts: pl.DataFrame, program_id: int | None,
+def measured(acts: pl.DataFrame, program_id: int | None | Sequence[int | None],
              names: tuple[str, ...]) -> tuple[float | None, str]:
-    """Exposed ns per step per device of these instructions, or None and why."""
-    mine = acts.filter((pl.col("program_id") == program_id) & pl.col("op").is_in(list(names)))
+    """Exposed ns per step per device of these instructions, or None and why; several
+    program ids: over the executions of every one (the compilations of one module)."""
+    ids = [program_id] if program_id is None or isinstance(program_id, int) else \
+        list(program_id)
+    mine = acts.filter(pl.col("program_id").is_in([i for i in ids if i is not None])
+                       & pl.col("op").is_in(list(names)))
     if not mine.height:
         return None, "not in the trace's timeline (no collective activity of this op)"
     in_steps = mine.filter(pl.col("step").is_not_null())
@@ -111,6 +117,18 @@ class LensTimeline:
     gpus: pl.DataFrame
     compute: pl.DataFrame
     acts: pl.DataFrame | None
+    # (host, rank, program_id) of every program with device events; None: not read
+    ran: pl.DataFrame | None = None
+
+
+def ran_programs(trace: Trace) -> pl.DataFrame | None:
+    """(host, rank, program_id) of each program that has device events in the trace; None
+    when its events carry no program ids (a frame of the lens's columns only)."""
+    if "program_id" not in trace.events.columns:
+        return None
+    return trace.events.lazy().filter(pl.col("program_id").is_not_null()) \
+        .select("host", "rank", "program_id").unique().collect().sort("host", "rank",
+                                                                       "program_id")
 
 
 def lens_timeline(trace: Trace, acts: pl.DataFrame | None = None) -> LensTimeline:
@@ -124,7 +142,7 @@ def lens_timeline(trace: Trace, acts: pl.DataFrame | None = None) -> LensTimelin
         compute=trace.events.lazy().filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
                                            & pl.col("step").is_not_null()).select(DEVICE_STEP)
         .unique().collect().sort(DEVICE_STEP),
-        acts=_activities(trace, acts))
+        acts=_activities(trace, acts), ran=ran_programs(trace))
 
 
 def _sync_no_overlap(gpus: pl.DataFrame, compute: pl.DataFrame, acts: pl.DataFrame,
@@ -170,14 +188,51 @@ def lens_of_timeline(t: LensTimeline, program: str | None = None,
     n = len(t.hosts)
     hosts = hosts if hosts is not None else HostMap(hosts=n) if n == 1 else \
         HostMap(hosts=n or None)
-    programs = _select([analyze_module(m, s, hosts) for m, s in modules], program)
-    findings = []
-    for lens in programs:
-        for f in [*lens.findings, *_sync_no_overlap(t.gpus, t.compute, t.acts, lens)]:
-            exposed, note = measured(t.acts, lens.program_id, f.instructions)
-            findings.append(with_exposure(f, exposed, note))
-    return HloLensResult(tuple(programs), tuple(sorted(findings, key=_sort_key)), True,
+    ran = None if t.ran is None or not t.ran.height else \
+        set(t.ran["program_id"].unique().to_list())
+    programs = [replace(p, executed=None if ran is None else p.program_id in ran)
+                for p in _select([analyze_module(m, s, hosts) for m, s in modules], program)]
+    found = [(lens, f) for lens in programs
+             for f in [*lens.findings, *_sync_no_overlap(t.gpus, t.compute, t.acts, lens)]]
+
+    def cost(ids: tuple[int | None, ...], names: tuple[str, ...], executed: bool | None
+             ) -> tuple[float | None, str]:
+        if executed is False:
+            return None, ("its program never ran in this trace (no device events of program "
+                          + ", ".join(str(i) for i in ids) + ")")
+        return measured(t.acts, ids, names)
+
+    return HloLensResult(tuple(programs), merge_compilations(found, cost), True,
                          tuple(problems))
+
+
+def merge_compilations(found: list[tuple[ProgramLens, Finding]],
+                       cost: Callable[[tuple[int | None, ...], tuple[str, ...], bool | None],
+                                      tuple[float | None, str]]) -> tuple[Finding, ...]:
+    """One finding per (module, kind, instruction) over the compilations of the module (a
+    jitted function compiled for two shapes is two programs with the same findings), sorted.
+    The message and bytes are those of the first compilation that ran (else the first),
+    the cost ``cost(program ids, instructions, executed)`` is over all of them."""
+    groups: dict[tuple[str, str, str], list[tuple[ProgramLens, Finding]]] = {}
+    for lens, f in found:
+        groups.setdefault((lens.module, f.kind, f.instruction), []).append((lens, f))
+    out = []
+    for group in groups.values():
+        ran = [lens.executed for lens, _ in group]
+        lens, first = min(group, key=lambda lf: (lf[0].executed is not True,
+                                                 lf[0].executed is None, _pid(lf[0])))
+        executed = True if True in ran else None if None in ran else False
+        ids = tuple(sorted({lf[0].program_id for lf in group}, key=lambda i: -1 if i is None
+                           else i))
+        names = tuple(sorted({n for _, f in group for n in f.instructions}))
+        exposed, note = cost(ids, names or first.instructions, executed)
+        out.append(replace(with_exposure(first, exposed, note), program_ids=ids,
+                           executed=executed))
+    return tuple(sorted(out, key=_sort_key))
+
+
+def _pid(lens: ProgramLens) -> int:
+    return -1 if lens.program_id is None else lens.program_id
 
 
 def lens_dump(modules: list[tuple[Module, Schedule | None]], program: str | None = None,
@@ -185,9 +240,9 @@ def lens_dump(modules: list[tuple[Module, Schedule | None]], program: str | None
     """Static findings of HLO dumps (no timings: every measured cost is null)."""
     hosts = hosts if hosts is not None else HostMap()
     programs = _select([analyze_module(m, s, hosts) for m, s in modules], program)
-    findings = [with_exposure(f, None, "an HLO dump has no timeline")
-                for p in programs for f in p.findings]
-    return HloLensResult(tuple(programs), tuple(sorted(findings, key=_sort_key)), False)
+    findings = merge_compilations([(p, f) for p in programs for f in p.findings],
+                                  lambda ids, names, ran: (None, "an HLO dump has no timeline"))
+    return HloLensResult(tuple(programs), findings, False)
 
 
 def top_findings(trace: Trace, top: int = 3, acts: pl.DataFrame | None = None

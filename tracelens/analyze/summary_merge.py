@@ -99,7 +99,8 @@ def concat_lens(parts: list[Any]) -> Any:
         programs=program_protos(_concat([t.programs for t in parts])),
         hosts=tuple(sorted({h for t in parts for h in t.hosts})),
         gpus=_concat([t.gpus for t in parts]),
-        compute=_concat([t.compute for t in parts]), acts=_concat([t.acts for t in parts]))
+        compute=_concat([t.compute for t in parts]), acts=_concat([t.acts for t in parts]),
+        ran=None if any(t.ran is None for t in parts) else _concat([t.ran for t in parts]))
 
 
 def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:

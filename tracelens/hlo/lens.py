@@ -65,6 +65,7 @@ class Collective:
     operands: tuple[str, ...] = ()
     wrapped: str | None = None       # the collective inside an async-start's computation
     trip_note: str = ""              # why trip_count is None inside a loop
+    promoted: str | None = None      # its reducer when XLA promoted its type (``*_promoted``)
 
     @property
     def op_names(self) -> tuple[str, ...]:
@@ -87,6 +88,9 @@ class Finding:
     opcode: str | None = None           # the collective type it is about (None: several)
     exposed_ns_per_step: float | None = None
     exposed_note: str = ""              # why exposed_ns_per_step is null, when it is
+    # the programs (compilations of its module) it was found in, itself first when alone
+    program_ids: tuple[int | None, ...] = ()
+    executed: bool | None = None        # any of them ran in the trace (None: cannot tell)
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ class ProgramLens:
     findings: tuple[Finding, ...]
     scheduled: bool
     notes: tuple[str, ...] = ()
+    executed: bool | None = None  # it has device events in the trace (None: cannot tell)
 
 
 @dataclass(frozen=True)
@@ -350,8 +355,29 @@ def collectives(module: Module, schedule: dict[str, list[str]] | None,
                 spans_hosts=hosts.spans(_device_groups(module, base)),
                 overlap_ops=ops, overlap_flops=flops, overlap_bytes=nbytes,
                 operands=base.operands if base is inst else inst.operands,
-                wrapped=None if base is inst else base.name))
+                wrapped=None if base is inst else base.name, promoted=_promoted(base)))
     return out
+
+
+PROMOTED_SUFFIX = "_promoted"
+"""XLA's AllReducePromotion pass clones an all-reduce's or reduce-scatter's reducer under
+this suffix when it widens the collective's type (XLA:CPU: bf16 to f32)."""
+
+
+def _promoted(inst: Instruction) -> str | None:
+    """The reducer of an all-reduce or reduce-scatter that XLA promoted itself, else None."""
+    if inst.opcode.removesuffix("-start") not in ("all-reduce", "reduce-scatter"):
+        return None
+    return next((c for c in inst.called if c.endswith(PROMOTED_SUFFIX)), None)
+
+
+def promotion_notes(colls: list[Collective]) -> list[str]:
+    """One line per collective XLA promoted: what it is, since no upcast finding is raised
+    for it (the program asked for the narrow type; the compiler widened it)."""
+    return [f"{c.name} ({c.opcode}) moves {c.dtype or 'a wider type'}: XLA widened it itself "
+            f"(AllReducePromotion, reducer {c.promoted}), as XLA:CPU does with a bf16 "
+            f"{c.opcode}; not an upcast in the program, so no advice"
+            for c in colls if c.promoted]
 
 
 def upcast_source(module: Module, comp: Computation, name: str,
@@ -404,7 +430,8 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
                        "moves the data once")
             add("collective-in-loop", c, msg, c.bytes_per_step)
         comp = module.computations[c.computation]
-        up = [(o, upcast_source(module, comp, o)) for o in c.operands]
+        # XLA's own promotion is no upcast of the program's (promotion_notes says what it is)
+        up = [] if c.promoted else [(o, upcast_source(module, comp, o)) for o in c.operands]
         up = [(o, s) for o, s in up if s is not None]
         if up:
             shapes = {o: comp.instructions[o].shape for o, _ in up}
@@ -479,7 +506,7 @@ def analyze_module(module: Module, schedule: dict[str, list[str]] | None,
                    hosts: HostMap = HostMap()) -> ProgramLens:
     """The static lens of one program."""
     colls = collectives(module, schedule, hosts)
-    notes = loop_notes(module)
+    notes = loop_notes(module) + promotion_notes(colls)
     if any(c.is_async for c in colls) and not schedule:
         notes.append("the module carries no schedule: compute between async starts and dones "
                      "is unknown")

@@ -538,14 +538,16 @@ def finding_json(f: Finding) -> dict[str, Any]:
             "message": f.message, "bytes_per_step": f.bytes_per_step,
             "exposed_ns_per_step": None if f.exposed_ns_per_step is None
             else round(f.exposed_ns_per_step, 3),
-            "exposed_note": f.exposed_note or None}
+            "exposed_note": f.exposed_note or None,
+            "compilations": len(f.program_ids) or 1, "program_ids": list(f.program_ids),
+            "executed": f.executed}
 
 
 def lens_json(result: HloLensResult, top: int | None = None) -> dict[str, Any]:
     """The documented JSON contract of ``tracelens hlo`` (README)."""
     programs = [{
         "module": p.module, "program_id": p.program_id, "scheduled": p.scheduled,
-        "notes": list(p.notes),
+        "executed": p.executed, "notes": list(p.notes),
         "collectives": [{
             "name": c.name, "opcode": c.opcode, "dtype": c.dtype, "bytes": c.bytes,
             "group_size": c.group_size, "async": c.is_async, "done": c.done,
