@@ -273,6 +273,19 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
                       "model_kernels_without_cost").sort(keys)
 
 
+def median_step_mfu(by_step: pl.DataFrame) -> pl.DataFrame:
+    """Per device of ``by_step`` (:func:`mfu` per step): the MFU of its median step (the
+    lower median of its steps' known MFUs, so one step's own value; null when none is
+    known). With steps this is the device's MFU in every output (README, MFU): one window
+    per number, the same steps the per-step rows and chart show, never the whole span, whose
+    idle warm-up and tail would pull it down."""
+    keys = list(DEVICE_KEYS)
+    known = pl.col("mfu").filter(pl.col("mfu").is_finite()).sort()
+    return by_step.group_by(keys).agg(_m=known).select(
+        *keys, mfu=pl.col("_m").list.get((pl.col("_m").list.len() - 1) // 2,
+                                         null_on_oob=True)).sort(keys)
+
+
 def _varies(col: str, nulls: bool = True) -> pl.Expr:
     """Within a group: whether categorical or enum ``col`` takes more than one value (with
     ``nulls``, null counts as a value, as ``n_unique`` counts it), by comparing the smallest
