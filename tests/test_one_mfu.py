@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 import tracelens
+from tracelens.analysis import TraceAnalysis
 from tests.conftest import cli, real_trace
 
 GEMM = "mi300x_jax08_gemm.xplane.pb"  # jit_dot(49) runs 3 times in a 9.5 ms span
@@ -32,6 +33,9 @@ def test_with_steps_the_headline_mfu_is_the_median_steps() -> None:
     span = dev["model_flops"] / (dev["timeline"]["span_ns"]
                                  * dev["spec"]["peak_tflops"][dev["mfu_dtype"]] * 1e3)
     assert s["headline"]["mfu"] > 2 * span
+    # the Python API's per-device MFU is the same number
+    (row,) = TraceAnalysis(trace).mfu.iter_rows(named=True)
+    assert (round(row["mfu"], 6), row["mfu_basis"]) == (dev["mfu"], "median step")
 
 
 def test_without_steps_the_mfu_is_over_the_span() -> None:
