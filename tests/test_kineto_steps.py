@@ -20,32 +20,41 @@ STEP_NS = 16 * MS  # the CPU-side ProfilerStep of the ROCm trace in the issue: ~
 GPU_NS = 17_000  # its GPU-side ProfilerStep annotations: 16-18 µs
 
 
-def _rocm_job(tmp: Path, name: str, kernel_ns: int = 900_000, good_gpu: bool = False
-              ) -> Path:
-    """One MI300X, 3 steps of 16 kernels 1 ms apart. Steps are written twice, as Kineto on
-    ROCm records them: GPU-side ``ProfilerStep#N`` annotations of 17 µs at each step's start
-    (``good_gpu``: over the whole step) and CPU-side ones around the step's launches."""
+def _rocm_job(tmp: Path, name: str, kernel_ns: int = 900_000, good_gpu: bool = False,
+              ranks: int = 1) -> Path:
+    """One MI300X per rank, 3 steps of 16 kernels 1 ms apart. Steps are written twice, as
+    Kineto on ROCm records them: GPU-side ``ProfilerStep#N`` annotations of 17 µs at each
+    step's start (``good_gpu``: over the whole step; on ranks after the first when there are
+    several) and CPU-side ones around the step's launches. The first rank's file, or the
+    folder of them."""
     rows = [("kernel", f"Cijk_gemm_{j % 2}", k * STEP_NS + j * MS,
-             k * STEP_NS + j * MS + kernel_ns, "aten::mm") for k in range(3) for j in range(16)]
-    ev = pl.DataFrame(rows, schema=["kind", "name", "start_ns", "end_ns", "op"],
+             k * STEP_NS + j * MS + kernel_ns, "aten::mm", r)
+            for r in range(ranks) for k in range(3) for j in range(16)]
+    ev = pl.DataFrame(rows, schema=["kind", "name", "start_ns", "end_ns", "op", "rank"],
                       orient="row").with_columns(
-        host=pl.lit("h"), rank=pl.lit(0), device=pl.lit(0), stream=pl.lit(7),
+        host=pl.format("rank{}", "rank"), device=pl.lit(0), stream=pl.lit(7),
         category=pl.lit(None, pl.String), subcategory=pl.lit(None, pl.String),
         bytes=pl.lit(None, pl.Float64), msg_bytes=pl.lit(None, pl.Int64),
         group_size=pl.lit(None, pl.Int32), dtype=pl.lit(None, pl.String))
-    devices = pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "vendor": "amd",
+    devices = pl.DataFrame([{"host": f"rank{r}", "rank": r, "device": 0, "vendor": "amd",
                              "arch": "gfx942", "product": "AMD Instinct MI300X",
                              "compute_units": 304, "clock_mhz": None,
-                             "memory_bytes": 192 * 2**30, "spec_id": None}])
+                             "memory_bytes": 192 * 2**30, "spec_id": None}
+                            for r in range(ranks)])
     starts = [k * STEP_NS for k in range(3)]
-    gpu_end = [s + (15 * MS + kernel_ns if good_gpu else GPU_NS) for s in starts]
-    cpu_end = [s + 15 * MS + kernel_ns for s in starts]  # the span of its kernels
-    steps = pl.DataFrame({"rank": [0] * 6, "step": [0, 1, 2] * 2, "start_ns": starts * 2,
-                          "end_ns": gpu_end + cpu_end,
-                          "source": ["annotation:gpu"] * 3 + ["annotation:cpu-launches"] * 3})
-    trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(), steps=steps,
+    parts = []
+    for r in range(ranks):
+        good = good_gpu or r > 0
+        gpu_end = [s + (15 * MS + kernel_ns if good else GPU_NS) for s in starts]
+        cpu_end = [s + 15 * MS + kernel_ns for s in starts]  # the span of its kernels
+        parts.append(pl.DataFrame({
+            "rank": [r] * 6, "step": [0, 1, 2] * 2, "start_ns": starts * 2,
+            "end_ns": gpu_end + cpu_end,
+            "source": ["annotation:gpu"] * 3 + ["annotation:cpu-launches"] * 3}))
+    trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(), steps=pl.concat(parts),
                             devices=devices)
-    return write_kineto(trace, tmp / name)[0]
+    paths = write_kineto(trace, tmp / name)
+    return paths[0] if ranks == 1 else tmp / name
 
 
 def test_17us_gpu_annotations_give_way_to_the_cpu_side_steps(tmp_path: Path) -> None:
@@ -111,3 +120,13 @@ def test_mi250_gpu_window_that_misses_the_backward_pass_gives_way() -> None:
                             "(annotation:cpu+annotation:gpu) hold 61.8% of device time "
                             "(under 90%, and a later source holds more)")
                for w in trace.meta.warnings)
+
+
+def test_each_rank_keeps_its_own_source_and_the_warning_says_which(tmp_path: Path) -> None:
+    trace = tracelens.load(_rocm_job(tmp_path, "job", ranks=3))
+    sources = dict(trace.steps.group_by("rank").agg(pl.col("source").first()).iter_rows())
+    assert sources == {0: "annotation:cpu-launches", 1: "annotation:gpu",
+                       2: "annotation:gpu"}
+    assert trace.meta.steps_source == "annotation:cpu-launches+annotation:gpu"
+    (warning,) = [w for w in trace.meta.warnings if "ProfilerStep" in w]
+    assert "of device time on 1 of 3 ranks (0) (under half)" in warning
