@@ -21,12 +21,13 @@ GPU_NS = 17_000  # its GPU-side ProfilerStep annotations: 16-18 µs
 
 
 def _rocm_job(tmp: Path, name: str, kernel_ns: int = 900_000, good_gpu: bool = False,
-              ranks: int = 1) -> Path:
+              ranks: int = 1, cpu_at: int | None = None) -> Path:
     """One MI300X per rank, 3 steps of 16 kernels 1 ms apart. Steps are written twice, as
     Kineto on ROCm records them: GPU-side ``ProfilerStep#N`` annotations of 17 µs at each
     step's start (``good_gpu``: over the whole step; on ranks after the first when there are
     several) and CPU-side ones around the step's launches. The first rank's file, or the
-    folder of them."""
+    folder of them. ``cpu_at``: the CPU-side steps are 1 ms ranges from there instead,
+    launching nothing."""
     rows = [("kernel", f"Cijk_gemm_{j % 2}", k * STEP_NS + j * MS,
              k * STEP_NS + j * MS + kernel_ns, "aten::mm", r)
             for r in range(ranks) for k in range(3) for j in range(16)]
@@ -47,8 +48,12 @@ def _rocm_job(tmp: Path, name: str, kernel_ns: int = 900_000, good_gpu: bool = F
         good = good_gpu or r > 0
         gpu_end = [s + (15 * MS + kernel_ns if good else GPU_NS) for s in starts]
         cpu_end = [s + 15 * MS + kernel_ns for s in starts]  # the span of its kernels
+        cpu_start = starts
+        if cpu_at is not None:
+            cpu_start = [cpu_at + 2 * k * MS for k in range(3)]
+            cpu_end = [t + MS for t in cpu_start]
         parts.append(pl.DataFrame({
-            "rank": [r] * 6, "step": [0, 1, 2] * 2, "start_ns": starts * 2,
+            "rank": [r] * 6, "step": [0, 1, 2] * 2, "start_ns": starts + cpu_start,
             "end_ns": gpu_end + cpu_end,
             "source": ["annotation:gpu"] * 3 + ["annotation:cpu-launches"] * 3}))
     trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(), steps=pl.concat(parts),
@@ -130,3 +135,16 @@ def test_each_rank_keeps_its_own_source_and_the_warning_says_which(tmp_path: Pat
     assert trace.meta.steps_source == "annotation:cpu-launches+annotation:gpu"
     (warning,) = [w for w in trace.meta.warnings if "ProfilerStep" in w]
     assert "of device time on 1 of 3 ranks (0) (under half)" in warning
+
+
+def test_no_source_that_holds_half_gives_no_steps_and_says_so(tmp_path: Path) -> None:
+    # the CPU-side steps lie after all activity (on both clocks) and launched nothing
+    trace = tracelens.load(_rocm_job(tmp_path, "job", cpu_at=10 * STEP_NS))
+    assert trace.meta.kineto.steps_source == "annotation:gpu > annotation:cpu"
+    assert trace.steps.is_empty() and trace.meta.steps_source == "none"
+    assert trace.events["step"].null_count() == trace.events.height
+    share = 100 * 3 * GPU_NS / (48 * 900_000)
+    assert ("no step source holds half of device time (the GPU-side ProfilerStep annotations "
+            f"(annotation:gpu) {share:.1f}%, the CPU-side ProfilerStep annotations "
+            "(annotation:cpu) 0.0%): they cannot be the steps, so there are none"
+            in trace.meta.warnings)
