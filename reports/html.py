@@ -33,9 +33,10 @@ from reports import figures as F
 from reports import figures_hw as H
 from reports.figures_window import step_timeline_figure
 from reports.palette import color
+from reports.summary import mfu_label as headline_mfu_label
 from reports.units import size
 from tracelens.analyze.window import TimelineWindow
-from tracelens.results.jsonify import ratio, spec_json, summary_json
+from tracelens.results.jsonify import spec_json, summary_json
 from tracelens.results.summary import HardwareCount, Summary, hardware_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -159,7 +160,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
         "coll_busbw": H.collective_busbw_figure(collectives, link_gb),
         "step_timeline": step_timeline_figure(window, many_hosts),
     }
-    mfu, mfu_label = ratio(s.report_mfu[0]), s.report_mfu[1]
+    mfu, mfu_label = h["mfu"], headline_mfu_label(h)  # the headline's, as every output
     roof = _roofline_rows(summary)
     placed, unplaced = H.roofline_points(roof)
     inputs = [i.get("path", "?") for i in summary.get("inputs") or []]

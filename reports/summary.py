@@ -78,7 +78,7 @@ def _tables(s: Summary, all_rows: bool = False
          f"{h['exposed_comm_pct']:.1f}%" if h["exposed_comm_pct"] is not None else "-"],
         ["exposed memory",
          f"{h['exposed_memory_pct']:.1f}%" if h["exposed_memory_pct"] is not None else "-"],
-        ["MFU (median device)", _mfu_text(h.get("mfu"), h.get("mfu_lower_bound"))],
+        [mfu_label(h), _mfu_text(h.get("mfu"), h.get("mfu_lower_bound"))],
         ["FLOPs coverage", _coverage_text(h)],
     ]
     peaks = _peaks_line(summary)
@@ -187,6 +187,16 @@ def _num(x: float | None, scale: float = 1.0) -> str:
         return "-"
     v = x * scale
     return f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def mfu_label(h: dict[str, Any]) -> str:
+    """What the headline MFU is, for every output that shows it (terminal, Markdown, HTML):
+    the median step's with steps (of the median device when there are several), else over
+    the span (``headline.mfu_basis``)."""
+    many = h.get("active_devices", 0) > 1
+    if h.get("mfu_basis") == "median step":
+        return "MFU (median step, median device)" if many else "MFU (median step)"
+    return "MFU (median device)" if many else "MFU"
 
 
 def _mfu_text(x: float | None, lower_bound: bool | None, short: bool = False) -> str:

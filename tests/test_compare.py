@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import ROOT, SAMPLES
 from tracelens.cli import main
+from tracelens.model import STEP_SCHEMA
 
 MI300X = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 MI355X = SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb"
@@ -218,7 +219,6 @@ def _need(*paths: Path) -> None:
 
 def _reader_warnings(path: Path) -> list[str]:
     import tracelens
-
     return list(tracelens.load(path).meta.warnings)
 
 
@@ -246,9 +246,7 @@ def _kineto_side(path: Path, kernels: list[tuple[int, int]]) -> Path:
                              "compute_units": 108, "clock_mhz": None,
                              "memory_bytes": 40 << 30, "spec_id": None}])
     trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(),
-                            steps=pl.DataFrame(schema={"rank": pl.Int32, "step": pl.Int32,
-                                                       "start_ns": pl.Int64,
-                                                       "end_ns": pl.Int64}),
+                            steps=pl.DataFrame(schema=STEP_SCHEMA),
                             devices=devices)
     out = write_kineto(trace, path)[0]
     doc = orjson.loads(out.read_bytes())

@@ -23,7 +23,6 @@ from reports.html import SIZE_BUDGET_BYTES, plotly_js, render_html, script_json
 from reports.palette import CATEGORY_COLORS, COLORS
 from tests.conftest import GPU_TRACES, SAMPLES, real_trace
 from tracelens.analyze.summary import summarize
-from tracelens.analyze.summary_reduce import report_mfu
 from tracelens.cli import main
 from tracelens.hardware import GpuSpec
 from tracelens.results.summary import RooflineRow, Summary
@@ -103,10 +102,10 @@ def with_cost_model(summary: Summary, coll: dict) -> tuple[Summary, dict]:
         efficiency=None, no_cost_count=1))
     for r in c["by_type"] + c["collectives"]:
         r.update(busbw_gb_per_s=160.0, busbw_p10_gb_per_s=130.0, busbw_p90_gb_per_s=170.0)
-    # the headline MFU unknown: exercise the fallback to the median step's MFU
+    # the headline MFU of a trace with steps: the median step's (the card says so)
     s = replace(summary, devices=devices, roofline=tuple(rows), collectives_full=c,
-                headline=replace(summary.headline, mfu=None),
-                report_mfu=report_mfu(None, devices), specs=(spec,))
+                headline=replace(summary.headline, mfu=0.3, mfu_basis="median step"),
+                specs=(spec,))
     return s, c
 
 
@@ -237,7 +236,8 @@ def test_roofline_mfu_and_link_peak_from_cost_model_keys() -> None:
     assert sum(len(t["x"]) for t in points) == len(s.roofline) - 1  # no-cost row skipped
     assert all(len(set(t["marker"]["size"])) >= 1 for t in points)
     assert "1 of " in html and "op groups are not plotted" in html
-    assert 'id="mfu"' in html and "MFU (median step)" in html and "30.0%" in html
+    assert 'id="mfu"' in html and "MFU (median step, median device)" in html \
+        and "30.0%" in html
     assert any(t["name"] == "MFU (%)" for t in figs["steps"]["data"])
     bus = figs["coll_busbw"]
     assert bus["layout"]["shapes"][0]["x0"] == 896.0

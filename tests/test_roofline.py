@@ -4,6 +4,7 @@ contract of the new keys, the renderers, and the ``gpus``/``--gpu`` command line
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 import io
 import json
 from pathlib import Path
@@ -95,8 +96,15 @@ def test_summarize_contract_and_renderers() -> None:
     d = s["devices"][0]
     assert {"name", "peak_tflops", "hbm_tb_per_s"} <= set(d["spec"])
     assert d["spec"]["peak_tflops"]["bf16"] == 1307.4 and d["spec"]["hbm_tb_per_s"] == 5.3
-    assert d["mfu"] == pytest.approx(1000 / 1990, rel=1e-5)  # window: first start → last end
     assert [st["mfu"] for st in d["steps"]] == pytest.approx([0.5, 0.5])
+    # with steps, the device's (and the headline's) MFU is its median step's
+    assert d["mfu"] == s["headline"]["mfu"] == pytest.approx(0.5)
+    assert s["headline"]["mfu_basis"] == "median step"
+    # without, over the span: first start → last end
+    bare = replace(t, steps=t.steps.head(0))
+    spanned = tracelens.summarize(bare)
+    assert spanned["devices"][0]["mfu"] == pytest.approx(1000 / 1990, rel=1e-5)
+    assert spanned["headline"]["mfu_basis"] == "span"
     assert s["no_cost_data"] == 1 and s["no_cost_data_ns"] == 100
     one = tracelens.summarize(t, step=1)
     assert one["devices"][0]["mfu"] == pytest.approx(0.5)

@@ -110,15 +110,18 @@ class TraceAnalysis:
 
     @cached_property
     def mfu(self) -> pl.DataFrame:
-        """Per device: model FLOPs / (span × dense peak of the dominant dtype).
+        """Per device: model FLOPs / (window × dense peak of the dominant dtype), the window
+        being the device's median step when the trace has steps, else its span (the MFU
+        ``summarize`` shows; ``mfu_basis`` says which).
 
         >>> import tracelens
         >>> a = TraceAnalysis(tracelens.load("sample_traces/mi300x_8gpu_llama_step.xplane.pb"))
-        >>> round(a.mfu.row(0, named=True)["mfu"], 4)
-        0.3187
+        >>> r = a.mfu.row(0, named=True)
+        >>> round(r["mfu"], 4), r["mfu_basis"]
+        (0.3263, 'median step')
         """
-        from tracelens.analyze.roofline import mfu
-        return mfu(self.trace.events, self._specs)
+        from tracelens.analyze.roofline import device_mfu
+        return device_mfu(self.trace.events, self._specs, self.trace.steps)
 
     @cached_property
     def summary(self) -> Summary:

@@ -73,7 +73,12 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
     "source": pl.String,
+    # a reader that offers several step sources (Kineto: GPU-side ProfilerStep annotations,
+    # then CPU-side ones, then graph replays) gives each source's rows, numbered in its order
+    # of preference (0 first); tracelens.steps keeps one per rank. Null: the reader's only one
+    "candidate": pl.Int32,
 }
+"""``trace.steps``: one window per (rank, step)."""
 
 DEVICE_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String,
@@ -151,7 +156,9 @@ class KinetoInfo:
     world_size: int | None
     backend: str | None
     timestamps: str  # exact or rounded to the nearest ns, and why
-    steps_source: str  # where the steps came from ("none" when there are none)
+    # the step sources the file offers, in order of preference, joined with " > " ("none":
+    # none); tracelens.steps chooses one (meta.steps_source)
+    steps_source: str
     unlinked_activities: int = 0
     collective_kernels: int = 0
     collective_kernels_typed: int = 0

@@ -7,7 +7,9 @@ device time among those that run at least twice; else no steps. ``trace.meta.ste
 names the source in every output: ``"marker:<regex>"``, ``"annotation"``,
 ``"program:<module>(<program_id>)"`` or ``"none"``; a reader that knows where its steps
 came from says so (Kineto: ``"annotation:gpu"``, ``"annotation:cpu"``,
-``"annotation:cpu-launches"``, ``"graph-replay"``).
+``"annotation:cpu-launches"``, ``"graph-replay"``). A reader that offers several step
+sources (Kineto) gives them all as candidates, in order (``trace.steps["candidate"]``); each
+rank keeps one of them (:func:`choose_candidates`).
 
 A program's executions on one rank (a host for XSpace): on each device, the program's first
 kernel is its earliest one (by start, then stream, op, name) and is identified by its
@@ -22,6 +24,7 @@ then a guess.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -33,7 +36,9 @@ _FIRST_KERNEL = ["start_ns", "stream", "op", "name"]
 # the host's dispatch windows (the steps then come from the program's executions); holding
 # less of all device time than WARN_INSIDE, a warning says how much they leave out. Measured:
 # 5.7% of the program's time on the real asynchronous loop (tests/data/jax_async); 83-100% of
-# all device time on every other real and sample trace with annotations.
+# all device time on every other real and sample trace with annotations. The same floors pick
+# among a reader's candidate sources (choose_candidates): on Kineto traces, 61.8% for the real
+# MI250 trace's GPU-side ProfilerStep (its CPU-side ones: 100%), 96-100% on every other one.
 MIN_INSIDE = 0.5
 WARN_INSIDE = 0.9
 
@@ -46,7 +51,10 @@ def mark_steps(trace: Trace, step_marker: str | None = None) -> None:
             trace.meta.warn(f"--step-marker {step_marker!r} replaces the trace's own "
                             f"{trace.steps['step'].n_unique()} annotated steps")
     elif trace.steps.height:
-        steps, source = trace.steps, _annotation_source(trace.steps)
+        steps = trace.steps
+        if steps["candidate"].drop_nulls().n_unique() > 0:
+            steps = choose_candidates(trace, steps)
+        source = _annotation_source(steps) if steps.height else "none"
         if source == "annotation":  # XSpace step_num: host-side windows, see _dispatch_only
             steps, source = _dispatch_only(trace, steps, source)
     else:
@@ -62,7 +70,15 @@ def inside_share(events: pl.DataFrame, steps: pl.DataFrame) -> float | None:
     total = int((events["end_ns"] - events["start_ns"]).sum()) if events.height else 0
     if not total:
         return None
-    inside = 0
+    return sum(inside_ns(events, steps).values()) / total
+
+
+def inside_ns(events: pl.DataFrame, steps: pl.DataFrame) -> dict[int, int]:
+    """Per rank with step windows: the events' summed time inside them (see
+    :func:`inside_share`)."""
+    out: dict[int, int] = {}
+    if not events.height:
+        return out
     rank = events["rank"].to_numpy()
     start, end = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
     one_rank = events["rank"].n_unique() == 1
@@ -78,8 +94,8 @@ def inside_share(events: pl.DataFrame, steps: pl.DataFrame) -> float | None:
         else:
             sel = rank == r
             s_r, e_r = start[sel], end[sel]
-        inside += _window_time_sum(e_r, *runs) - _window_time_sum(s_r, *runs)
-    return inside / total
+        out[r] = _window_time_sum(e_r, *runs) - _window_time_sum(s_r, *runs)
+    return out
 
 
 def _window_time_sum(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
@@ -135,6 +151,104 @@ def _dispatch_only(trace: Trace, steps: pl.DataFrame, source: str
                     "work dispatched in one step that runs after its annotation ends), and "
                     "per-step numbers leave it out")
     return steps, source
+
+
+_DESCRIBE = {"annotation:gpu": "GPU-side ProfilerStep annotations",
+             "annotation:cpu-launches": "CPU-side ProfilerStep annotations",
+             "annotation:cpu": "CPU-side ProfilerStep annotations",
+             "graph-replay": "graph replays"}
+
+
+def choose_candidates(trace: Trace, steps: pl.DataFrame) -> pl.DataFrame:
+    """One step source per rank among the reader's candidates (STEP_SCHEMA ``candidate``):
+    the first that holds at least ``WARN_INSIDE`` of the rank's device time, else the first
+    that holds at least ``MIN_INSIDE``, else none: a source holding less than half cannot
+    be the steps (GPU-side ProfilerStep annotations of 17 µs in 16 ms CPU-side steps), and
+    one that leaves out a tenth gives way to a later one that does not (a GPU-side window
+    that ends before most of the work its CPU-side step launched). Every source passed over,
+    and a kept one under ``WARN_INSIDE``, is said in a warning with its share. A rank
+    without device time keeps its first candidate. Rows without a candidate stay."""
+    fixed = steps.filter(pl.col("candidate").is_null())
+    offered = steps.filter(pl.col("candidate").is_not_null())
+    ev = trace.events.select("rank", "start_ns", "end_ns")
+    totals = dict(ev.group_by("rank").agg((pl.col("end_ns") - pl.col("start_ns")).sum())
+                  .iter_rows())
+    # (rank, candidate) -> (label, share of the rank's device time; None: no device time)
+    found: dict[tuple[int, int], tuple[str, float | None]] = {}
+    for (c,), rows in sorted(offered.partition_by("candidate", as_dict=True).items()):
+        inside = inside_ns(ev, rows)
+        for (r,), mine in rows.partition_by("rank", as_dict=True).items():
+            total = totals.get(r)
+            found[(r, c)] = (_annotation_source(mine),
+                             inside.get(r, 0) / total if total else None)
+    keep: list[tuple[int, int]] = []
+    said: dict[tuple[Any, ...], list[tuple[int, list[float | None]]]] = {}
+    for r in sorted({r for r, _ in found}):
+        cands = sorted((c, *found[(r, c)]) for rr, c in found if rr == r)
+        pick = _pick([share for _, _, share in cands])
+        if pick is not None:
+            keep.append((r, cands[pick][0]))
+        upto = cands if pick is None else cands[:pick + 1]
+        key = (tuple(label for _, label, _ in upto), pick is None)
+        said.setdefault(key, []).append((r, [share for _, _, share in upto]))
+    n_ranks = len({r for r, _ in found})
+    for (labels, none), per_rank in said.items():
+        _warn_choice(trace, labels, none, per_rank, n_ranks)
+    chosen = offered.join(pl.DataFrame(keep, schema={"rank": pl.Int32, "candidate": pl.Int32},
+                                       orient="row"), on=["rank", "candidate"], how="semi")
+    return pl.concat([fixed, chosen])
+
+
+def _pick(shares: list[float | None]) -> int | None:
+    """The index :func:`choose_candidates` keeps among shares in order, None: none."""
+    if any(s is None for s in shares):
+        return 0
+    for floor in (WARN_INSIDE, MIN_INSIDE):
+        for i, s in enumerate(shares):
+            if s is not None and s >= floor:
+                return i
+    return None
+
+
+def _warn_choice(trace: Trace, labels: tuple[str, ...], none: bool,
+                 per_rank: list[tuple[int, list[float | None]]], n_ranks: int) -> None:
+    """The warning for ranks that passed over the same step sources (shares as a range)."""
+    def pct(i: int) -> str:
+        vals = sorted(f"{100 * s[i]:.1f}" for _, s in per_rank if s[i] is not None)
+        if not vals:
+            return "no device time"
+        lo, hi = min(vals, key=float), max(vals, key=float)
+        return f"{lo}%" if lo == hi else f"{lo}-{hi}%"
+
+    def name(i: int) -> str:
+        label = labels[i]
+        desc = next((v for k, v in _DESCRIBE.items() if k in label.split("+")), None)
+        return f"the {desc} ({label})" if desc else f"the steps from {label}"
+
+    ranks = [r for r, _ in per_rank]
+    where = "" if n_ranks == 1 else (f" on all {n_ranks} ranks" if len(ranks) == n_ranks else
+                                     f" on {len(ranks)} of {n_ranks} ranks ({_few(ranks)})")
+    if none:
+        held = ", ".join(f"{name(i)} {pct(i)}" for i in range(len(labels)))
+        trace.meta.warn(f"no step source holds half of device time{where} ({held}): they "
+                        "cannot be the steps, so there are none")
+        return
+    last = len(labels) - 1
+    for i in range(last):
+        why = "under half" if all(s[i] is not None and s[i] < MIN_INSIDE  # type: ignore
+                                  for _, s in per_rank) else \
+            f"under {WARN_INSIDE:.0%}, and a later source holds more"
+        trace.meta.warn(f"{name(i)} hold {pct(i)} of device time{where} ({why}): not used "
+                        f"as the steps; the steps are {name(last)} instead, which hold "
+                        f"{pct(last)}")
+    if any(s[last] is not None and s[last] < WARN_INSIDE for _, s in per_rank):
+        trace.meta.warn(f"the steps ({labels[last]}) hold {pct(last)} of device time{where}: "
+                        "the rest runs outside every step (before the first, after the last, "
+                        "or between them), and per-step numbers leave it out")
+
+
+def _few(ranks: list[int], n: int = 8) -> str:
+    return ", ".join(map(str, ranks[:n])) + (", ..." if len(ranks) > n else "")
 
 
 def _annotation_source(steps: pl.DataFrame) -> str:

@@ -225,45 +225,61 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
 
 def steps_frame(hst: pl.LazyFrame, events: pl.DataFrame, launches: pl.DataFrame
                 ) -> tuple[pl.DataFrame, str]:
-    """Steps of this rank and a description of where they came from.
+    """Every step source of this rank, as candidates in order of preference (STEP_SCHEMA's
+    ``candidate``), and a description of them; :mod:`tracelens.steps` keeps one.
 
-    ``ProfilerStep#N`` on the GPU side (``gpu_user_annotation``: what the device ran for the
-    step, source ``annotation:gpu``); else the CPU-side ``user_annotation``, whose device
-    window is the span of the activity launched during it (``annotation:cpu-launches``; the
-    CPU window itself, ``annotation:cpu``, when it launched nothing). Without any
-    ProfilerStep, each CUDA/HIP graph replay with device activity is a step
-    (``graph-replay``). Else there are no steps."""
+    0. ``ProfilerStep#N`` on the GPU side (``gpu_user_annotation``: what the device ran for
+       the step, source ``annotation:gpu``), with the CPU-side window (below) for a step
+       that has no GPU-side one;
+    1. the CPU-side ``user_annotation`` ``ProfilerStep#N``, whose device window is the span
+       of the activity launched during it (``annotation:cpu-launches``; the CPU window
+       itself, ``annotation:cpu``, when it launched nothing);
+    2. each CUDA/HIP graph replay with device activity (``graph-replay``).
+
+    Only the sources the trace has are given; none: no steps ("none")."""
     marks = hst.filter(pl.col("cat").is_in(["user_annotation", "gpu_user_annotation"])
                        & pl.col("name").str.contains(_STEP)).with_columns(
         step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32)).collect()
     gpu = marks.filter(pl.col("cat") == "gpu_user_annotation").group_by("step").agg(
         pl.col("start_ns").min(), pl.col("end_ns").max()).with_columns(
         source=pl.lit("annotation:gpu"))
-    cpu = (marks.filter(pl.col("cat") == "user_annotation")
-           .join(gpu.select("step"), on="step", how="anti")
-           .sort("start_ns", "_row").unique("step", keep="first", maintain_order=True))
-    parts = [gpu]
-    if cpu.height:
-        win = cpu.select("step", c_s="start_ns", c_e="end_ns").sort("c_s")
-        launched = (launches.filter(pl.col("l_ts").is_not_null()).sort("l_ts")
-                    .join_asof(win, left_on="l_ts", right_on="c_s", strategy="backward",
-                               check_sortedness=False)
-                    .filter(pl.col("l_ts") < pl.col("c_e"))
-                    .group_by("step").agg(d_s=pl.col("start_ns").min(),
-                                          d_e=pl.col("end_ns").max()))
-        cpu = win.join(launched, on="step", how="left").select(
-            "step", start_ns=pl.coalesce("d_s", "c_s"), end_ns=pl.coalesce("d_e", "c_e"),
-            source=pl.when(pl.col("d_s").is_not_null()).then(pl.lit("annotation:cpu-launches"))
-            .otherwise(pl.lit("annotation:cpu")))
-        parts.append(cpu)
-    steps = pl.concat([p.select("step", "start_ns", "end_ns", "source") for p in parts])
-    if steps.is_empty():
-        graphs = (launches.filter(pl.col("launch").str.contains(r"GraphLaunch"))
-                  .group_by("l_pid", "l_tid", "l_ts").agg(pl.col("start_ns").min(),
-                                                          pl.col("end_ns").max())
-                  .sort("l_ts", "l_pid", "l_tid"))
-        steps = graphs.select(step=pl.int_range(pl.len(), dtype=pl.Int32), start_ns="start_ns",
-                              end_ns="end_ns", source=pl.lit("graph-replay"))
-    steps = steps.sort("step").with_columns(rank=pl.lit(0, pl.Int32)).select(list(STEP_SCHEMA))
-    sources = sorted(set(steps["source"].to_list()))
-    return steps.cast(STEP_SCHEMA), ", ".join(sources) if sources else "none"
+    cpu = _cpu_steps(marks.filter(pl.col("cat") == "user_annotation"), launches)
+    graphs = (launches.filter(pl.col("launch").str.contains(r"GraphLaunch"))
+              .group_by("l_pid", "l_tid", "l_ts").agg(pl.col("start_ns").min(),
+                                                      pl.col("end_ns").max())
+              .sort("l_ts", "l_pid", "l_tid"))
+    graphs = graphs.select(step=pl.int_range(pl.len(), dtype=pl.Int32), start_ns="start_ns",
+                           end_ns="end_ns", source=pl.lit("graph-replay"))
+    cols = ["step", "start_ns", "end_ns", "source"]
+    cands = []
+    if gpu.height:
+        cands.append(pl.concat([gpu.select(cols),
+                                cpu.join(gpu.select("step"), on="step", how="anti")]))
+    cands += [c for c in (cpu, graphs) if c.height]
+    if not cands:
+        return pl.DataFrame(schema=STEP_SCHEMA), "none"
+    steps = pl.concat([c.select(cols).sort("step").with_columns(
+        candidate=pl.lit(i, pl.Int32)) for i, c in enumerate(cands)])
+    steps = steps.with_columns(rank=pl.lit(0, pl.Int32)).select(list(STEP_SCHEMA))
+    described = [", ".join(sorted(set(c["source"].to_list()))) for c in cands]
+    return steps.cast(STEP_SCHEMA), " > ".join(described)
+
+
+def _cpu_steps(cpu: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
+    """The CPU-side ProfilerStep windows: each step's device window is the span of the
+    activity launched during it, else (it launched nothing) the CPU window itself."""
+    cpu = cpu.sort("start_ns", "_row").unique("step", keep="first", maintain_order=True)
+    if cpu.is_empty():
+        return pl.DataFrame(schema={"step": pl.Int32, "start_ns": pl.Int64,
+                                    "end_ns": pl.Int64, "source": pl.String})
+    win = cpu.select("step", c_s="start_ns", c_e="end_ns").sort("c_s")
+    launched = (launches.filter(pl.col("l_ts").is_not_null()).sort("l_ts")
+                .join_asof(win, left_on="l_ts", right_on="c_s", strategy="backward",
+                           check_sortedness=False)
+                .filter(pl.col("l_ts") < pl.col("c_e"))
+                .group_by("step").agg(d_s=pl.col("start_ns").min(),
+                                      d_e=pl.col("end_ns").max()))
+    return win.join(launched, on="step", how="left").select(
+        "step", start_ns=pl.coalesce("d_s", "c_s"), end_ns=pl.coalesce("d_e", "c_e"),
+        source=pl.when(pl.col("d_s").is_not_null()).then(pl.lit("annotation:cpu-launches"))
+        .otherwise(pl.lit("annotation:cpu")))

@@ -273,6 +273,39 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
                       "model_kernels_without_cost").sort(keys)
 
 
+def device_mfu(events: pl.DataFrame, specs: pl.DataFrame, steps: pl.DataFrame | None = None,
+               by_step: pl.DataFrame | None = None, model: pl.DataFrame | None = None,
+               spans: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per device, the MFU every output shows (README "One MFU"): with steps its median
+    step's (:func:`median_step_mfu`; ``by_step``: :func:`mfu` per step when the caller has
+    it, else computed from ``steps``), else over its span; a device without steps keeps its
+    span's. Columns of :func:`mfu` (``model_flops``, ``mfu_dtype``, ``window_ns`` over the
+    span) and ``mfu_basis``: ``"median step"`` or ``"span"``."""
+    span = mfu(events, specs, model=model, spans=spans)
+    if by_step is None and steps is not None and steps.height:
+        by_step = mfu(events, specs, steps, model)
+    if by_step is None:
+        return span.with_columns(mfu_basis=pl.lit("span"))
+    med = median_step_mfu(by_step).with_columns(_has=pl.lit(True))
+    return span.join(med.rename({"mfu": "_med"}), on=list(DEVICE_KEYS), how="left").with_columns(
+        mfu=pl.when(pl.col("_has")).then(pl.col("_med")).otherwise(pl.col("mfu")),
+        mfu_basis=pl.when(pl.col("_has")).then(pl.lit("median step")).otherwise(pl.lit("span")),
+    ).drop("_med", "_has")
+
+
+def median_step_mfu(by_step: pl.DataFrame) -> pl.DataFrame:
+    """Per device of ``by_step`` (:func:`mfu` per step): the MFU of its median step (the
+    lower median of its steps' known MFUs, so one step's own value; null when none is
+    known). With steps this is the device's MFU in every output (README, MFU): one window
+    per number, the same steps the per-step rows and chart show, never the whole span, whose
+    idle warm-up and tail would pull it down."""
+    keys = list(DEVICE_KEYS)
+    known = pl.col("mfu").filter(pl.col("mfu").is_finite()).sort()
+    return by_step.group_by(keys).agg(_m=known).select(
+        *keys, mfu=pl.col("_m").list.get((pl.col("_m").list.len() - 1) // 2,
+                                         null_on_oob=True)).sort(keys)
+
+
 def _varies(col: str, nulls: bool = True) -> pl.Expr:
     """Within a group: whether categorical or enum ``col`` takes more than one value (with
     ``nulls``, null counts as a value, as ``n_unique`` counts it), by comparing the smallest

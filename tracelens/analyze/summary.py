@@ -16,9 +16,10 @@ import polars as pl
 
 from tracelens.analyze.collectives import partial_activities
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
-from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_specs,
-                                        flops_coverage, mfu, model_kernels, no_cost_data,
-                                        roofline, roofline_frame, spec_frame, without_flops)
+from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_mfu,
+                                        device_specs, flops_coverage, mfu, model_kernels,
+                                        no_cost_data, roofline, roofline_frame, spec_frame,
+                                        without_flops)
 from tracelens.analyze.summary_merge import clipped_facts, file_facts
 from tracelens.analyze.summary_reduce import reduce_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
@@ -138,9 +139,11 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
     by_step = mfu(events, specs_df, steps, model) if steps.height else None
     spans = axis[1].select(*DEVICE_KEYS, window_ns=pl.col("_hi") - pl.col("_lo")) \
         if axis is not None else None  # each device's first start → last end
+    # one step: its own MFU; else each device's median step's, or its span's (device_mfu)
     mfu_dev = {(r["host"], r["rank"], r["device"]): r for r in (
         by_step if step is not None and by_step is not None
-        else mfu(events, specs_df, model=model, spans=spans)).iter_rows(named=True)}
+        else device_mfu(events, specs_df, by_step=by_step, model=model, spans=spans)
+    ).iter_rows(named=True)}
     mfu_step = {(r["host"], r["rank"], r["device"], r["step"]): r["mfu"] for r in (
         by_step.iter_rows(named=True) if by_step is not None else [])}
     coverage = {(r["host"], r["rank"], r["device"]): r for r in

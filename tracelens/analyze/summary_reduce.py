@@ -40,7 +40,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
     headline = _headline(devs, idle, p.devices, p.steps)
     busy = headline.totals.busy_ns
     warnings = fold_per_host(p.warnings, p.host_names)
-    warnings += _coverage_warning(devs, p.gaps, report_mfu(headline.mfu, devs)[0] is not None)
+    warnings += _coverage_warning(devs, p.gaps, headline.mfu is not None)
     coll = collectives_report(p.acts, p.alignment, top=opts.collectives_top, acts=p.acts)
     return Summary(
         version=__version__, inputs=p.inputs, alignment=p.alignment,
@@ -53,7 +53,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         no_cost_data=p.no_cost_data, no_cost_data_ns=p.no_cost_data_ns,
         no_flops=_no_flops_by_category(p.gaps, busy),
         category_totals=_category_totals(devs),
-        report_mfu=report_mfu(headline.mfu, devs), step_totals=_step_totals(devs),
+        step_totals=_step_totals(devs),
         device_roles=device_roles([d.timeline for d in devs],
                                   straggler_index(devs, coll.get("stragglers") or ())),
         median_shares=_median_shares(devs), specs=_specs_by_use(devs))
@@ -159,12 +159,13 @@ def _headline(devs: tuple[DeviceSummary, ...], idle: tuple[tuple[str, int, int],
         busy_pct=pct(tot["busy_ns"]), compute_pct=pct(tot["compute_ns"]),
         exposed_comm_pct=pct(tot["exposed_comm_ns"]),
         exposed_memory_pct=pct(tot["exposed_memory_ns"]), idle_pct=pct(tot["idle_ns"]),
-        # the median device's MFU (model FLOPs / (span × dense peak)); None when unknown
+        # the median device's MFU (each device's median step's, else its span's, see
+        # roofline.median_step_mfu); None when unknown
         mfu=_lower_median([d.mfu for d in devs]),
         mfu_lower_bound=any(d.mfu_lower_bound for d in devs),
         flops_coverage=sum(d.flops_covered_ns for d in devs) / compute_ns
         if compute_ns else None,
-        totals=Timeline(**tot))
+        totals=Timeline(**tot), mfu_basis="median step" if steps.height else "span")
 
 
 def _top_kernels(kernels: pl.DataFrame, total: int, top: int) -> tuple[TopKernel, ...]:
@@ -203,23 +204,6 @@ def _category_totals(devs: tuple[DeviceSummary, ...]) -> tuple[CategoryTime, ...
             a[2] += c.exclusive_ns
     rows = [CategoryTime(k, *v) for k, v in acc.items()]
     return tuple(sorted(rows, key=lambda r: (-r.exclusive_ns, CATEGORIES.index(r.category))))
-
-
-def report_mfu(headline_mfu: float | None, devs: tuple[DeviceSummary, ...]
-                ) -> tuple[float | None, str]:
-    """MFU for the report's headline: the median device's, else the median over steps, else
-    over devices (labelled so); (None, "") when no MFU is known."""
-    def finite(v: float | None) -> bool:
-        return v is not None and math.isfinite(v)
-    device_label = "MFU (median device)" if len(devs) > 1 else "MFU"
-    if finite(headline_mfu):
-        return float(headline_mfu), device_label  # type: ignore[arg-type]
-    for label, vals in (("MFU (median step)", [s.mfu for d in devs for s in d.steps]),
-                        (device_label, [d.mfu for d in devs])):
-        ok = sorted(v for v in vals if finite(v))
-        if ok:
-            return ok[len(ok) // 2], label  # type: ignore[return-value]
-    return None, ""
 
 
 def _specs_by_use(devs: tuple[DeviceSummary, ...]) -> tuple[Any, ...]:

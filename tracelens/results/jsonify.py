@@ -101,6 +101,7 @@ class HeadlineJSON(TypedDict):
     idle_pct: float | None
     mfu: float | None
     mfu_lower_bound: bool
+    mfu_basis: str
     flops_coverage: float | None
     totals: TotalsJSON
 
@@ -247,7 +248,8 @@ def headline_json(h: Headline) -> HeadlineJSON:
             "exposed_comm_pct": percent(h.exposed_comm_pct),
             "exposed_memory_pct": percent(h.exposed_memory_pct),
             "idle_pct": percent(h.idle_pct), "mfu": ratio(h.mfu),
-            "mfu_lower_bound": h.mfu_lower_bound, "flops_coverage": ratio(h.flops_coverage),
+            "mfu_lower_bound": h.mfu_lower_bound, "mfu_basis": h.mfu_basis,
+            "flops_coverage": ratio(h.flops_coverage),
             "totals": totals_json(h.totals)}
 
 

@@ -132,6 +132,9 @@ class Headline:
     mfu_lower_bound: bool
     flops_coverage: float | None
     totals: Timeline  # summed over the active devices (no idle breakdown)
+    # what each device's MFU is over: "median step" (the trace has steps: the device's median
+    # step's MFU) or "span" (its first start to last end)
+    mfu_basis: str = "span"
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +218,6 @@ class Summary:
     no_cost_data_ns: int
     no_flops: tuple[NoFlops, ...]
     category_totals: tuple[CategoryTime, ...]  # over the reported devices, by exclusive time
-    report_mfu: tuple[float | None, str]  # the headline's MFU, else the median step's ...
     step_totals: tuple[StepTotal, ...]  # by step
     # per-device tables past MAX_DEVICE_ROWS devices: (role, index into devices) of the
     # median, best and worst device by compute share and the outliers; else every device

@@ -6,8 +6,11 @@ the same device activity. Per rank: ``deviceProperties`` from the device rows,
 ``pid = device``, ``tid = stream``, launched by a runtime call (``cudaLaunchKernel`` or
 ``hipLaunchKernel``) with its correlation id on one CPU thread; collectives inside a
 ``record_param_comms`` op with their type, size, dtype and group; steps as GPU-side
-``ProfilerStep#N`` annotations. ``op_args`` (op name -> the ``args`` of its CPU op, e.g.
-``Input Dims``) wraps the launches of events with that ``op`` in a ``cpu_op`` of that name.
+``ProfilerStep#N`` annotations, those whose ``source`` is ``annotation:cpu*`` as CPU-side
+ones around the launches of the activity starting in their window (the reader gives that
+activity's span back; a window without activity is written as it is). ``op_args`` (op
+name -> the ``args`` of its CPU op, e.g. ``Input Dims``) wraps the launches of events with
+that ``op`` in a ``cpu_op`` of that name.
 CPU events are laid out one launch every 10 µs (the CPU timeline is not what is compared).
 """
 
@@ -102,8 +105,20 @@ def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
                         "args": {"Collective name": _TYPES[e["subcategory"]],
                                  "In msg nelems": n, "Out msg nelems": n, "dtype": name,
                                  "Group size": e["group_size"]}})
+    cpu_side = pl.col("source").fill_null("").str.starts_with("annotation:cpu")
+    launched = ev.sort("start_ns", "device", "stream").with_row_index("_i").select(
+        "_i", "start_ns")
+    for s in steps.filter(cpu_side).iter_rows(named=True):
+        # a CPU-side ProfilerStep: around the launches of the activity starting in its window
+        # (the reader's device window is that activity's span), else the window itself
+        mine = launched.filter(pl.col("start_ns").is_between(s["start_ns"], s["end_ns"],
+                                                             closed="left"))["_i"]
+        lo, hi = ((t0 + int(mine.min()) * 10_000 + 1_500, t0 + int(mine.max()) * 10_000 + 3_500)
+                  if mine.len() else (s["start_ns"], s["end_ns"]))
+        out.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s['step']}",
+                    "pid": pid, "tid": 1, "ts": _us(lo), "dur": _us(hi - lo), "args": {}})
     for d in ev["device"].unique().sort().to_list():
-        for s in steps.iter_rows(named=True):
+        for s in steps.filter(~cpu_side).iter_rows(named=True):
             out.append({"ph": "X", "cat": "gpu_user_annotation",
                         "name": f"ProfilerStep#{s['step']}", "pid": d, "tid": 0,
                         "ts": _us(s["start_ns"]), "dur": _us(s["end_ns"] - s["start_ns"]),

@@ -1,0 +1,67 @@
+"""One MFU (issue 25 C8): with steps, the headline MFU is the median step's, and every output
+(JSON, terminal, Markdown, HTML card) shows that one value under the label that says so;
+without steps it is over the span."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+
+import tracelens
+from tracelens.analysis import TraceAnalysis
+from tests.conftest import cli, real_trace
+
+GEMM = "mi300x_jax08_gemm.xplane.pb"  # jit_dot(49) runs 3 times in a 9.5 ms span
+
+
+def _lower_median(values: list[float]) -> float:
+    known = sorted(v for v in values if v is not None)
+    return known[(len(known) - 1) // 2]
+
+
+def test_with_steps_the_headline_mfu_is_the_median_steps() -> None:
+    trace = tracelens.load(real_trace(GEMM))
+    s = tracelens.summarize(trace)
+    (dev,) = s["devices"]
+    by_step = [st["mfu"] for st in dev["steps"]]
+    assert len(by_step) == 3 and s["headline"]["mfu_basis"] == "median step"
+    assert s["headline"]["mfu"] == dev["mfu"] == _lower_median(by_step)
+    # the span's MFU (idle before, between and after the steps) is another, lower number
+    span = dev["model_flops"] / (dev["timeline"]["span_ns"]
+                                 * dev["spec"]["peak_tflops"][dev["mfu_dtype"]] * 1e3)
+    assert s["headline"]["mfu"] > 2 * span
+    # the Python API's per-device MFU is the same number
+    (row,) = TraceAnalysis(trace).mfu.iter_rows(named=True)
+    assert (round(row["mfu"], 6), row["mfu_basis"]) == (dev["mfu"], "median step")
+
+
+def test_without_steps_the_mfu_is_over_the_span() -> None:
+    trace = tracelens.load(real_trace(GEMM))
+    trace.steps = trace.steps.head(0)
+    trace.events = trace.events.with_columns(step=pl.lit(None, trace.events["step"].dtype))
+    s = tracelens.summarize(trace)
+    (dev,) = s["devices"]
+    span = dev["model_flops"] / (dev["timeline"]["span_ns"]
+                                 * dev["spec"]["peak_tflops"][dev["mfu_dtype"]] * 1e3)
+    assert s["headline"]["mfu_basis"] == "span"
+    assert abs(s["headline"]["mfu"] - span) < 1e-6
+
+
+def test_every_output_shows_the_same_mfu(tmp_path: Path) -> None:
+    path = str(real_trace(GEMM))
+    res = cli("summarize", "--format", "json", path)
+    assert res.returncode == 0, res.stderr
+    mfu = json.loads(res.stdout)["headline"]["mfu"]
+    shown = f"{100 * mfu:.1f}%"
+    term = cli("summarize", path).stdout
+    assert re.search(rf"MFU \(median step\)\s*│\s*{re.escape(shown)}", term)
+    md = cli("summarize", "--format", "markdown", path).stdout
+    assert re.search(rf"\| MFU \(median step\) \| {re.escape(shown)} \|", md)
+    out = tmp_path / "r.html"
+    assert cli("report", path, "-o", str(out)).returncode == 0
+    card = re.search(r'id="mfu"><span class="k">([^<]*)</span><span class="v">([^<]*)<',
+                     out.read_text("utf-8"))
+    assert card and card.groups() == ("MFU (median step)", shown)
