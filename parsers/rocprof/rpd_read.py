@@ -30,8 +30,7 @@ from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
                                      Process, frame)
 from parsers.rocprof.agents import agent_frame
-from parsers.rocprof.rocpd_read import (_SECONDS_ENV, _check_integrity, _check_size,
-                                        _connect, _Deadline, _local_copy, _sanitize)
+from parsers.rocprof.sqlite_db import read_db, sanitize
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
@@ -45,27 +44,7 @@ _DIRECTION = r"^(?:Copy|MEMORY_COPY_)(Host|Device|HOST|DEVICE)_?To_?(Host|Device
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
-    with _local_copy(path) as db:
-        _check_size(path, db)
-        con = _connect(path, db)
-        clock = _Deadline(con)
-        try:
-            _check_integrity(path, con)
-            procs = _Rpd(con, path).processes()
-        except sqlite3.DatabaseError as exc:
-            if clock.expired:
-                raise TraceInputError(path, f"reading the SQLite database took more than "
-                                      f"{clock.seconds:g} s (set {_SECONDS_ENV} to allow "
-                                      "longer)") from None
-            raise TraceInputError(path, f"corrupt or truncated SQLite database ({exc})") from None
-        except UnicodeDecodeError:
-            raise TraceInputError(path, "corrupt SQLite database (text that is not UTF-8)"
-                                  ) from None
-        except (pl.exceptions.PolarsError, TypeError, OverflowError) as exc:
-            raise TraceInputError(path, "RPD values of an unexpected type "
-                                  f"({str(exc).splitlines()[0][:120]})") from None
-        finally:
-            con.close()
+    procs = read_db(path, lambda con: _Rpd(con, path).processes(), "RPD")
     return build_trace(procs, path, FORMAT, step_marker)
 
 
@@ -82,24 +61,24 @@ class _Rpd:
                 raise TraceInputError(path, f"an RPD database without a {need} table "
                                       "(not rpd_tracer output)")
         self.columns = {t: self._columns(t) for t in self.tables if t.startswith("rocpd_")}
-        self._need("rocpd_op", "id", "gpuid", "queueid", "start", "end", "description_id",
-                   "optype_id")
+        self._need("rocpd_op", "id", "gpuId", "queueId", "start", "end", "description_id",
+                   "opType_id")
         self._need("rocpd_string", "id", "string")
         if "rocpd_api" in self.tables:
-            self._need("rocpd_api", "id", "pid", "tid", "start", "end", "apiname_id")
+            self._need("rocpd_api", "id", "pid", "tid", "start", "end", "apiName_id")
 
     def _columns(self, table: str) -> set[str]:
         cur = self.con.execute(f'SELECT * FROM "{table}" LIMIT 0')
         return {d[0].lower() for d in cur.description}
 
     def _need(self, table: str, *cols: str) -> None:
-        lacking = [c for c in cols if c not in self.columns[table]]
+        lacking = [c for c in cols if c.lower() not in self.columns[table]]
         if lacking:
             raise TraceInputError(self.path, f"{table} lacks column(s) {', '.join(lacking)}: "
                                   "not an RPD schema tracelens knows")
 
     def _has(self, table: str, *cols: str) -> bool:
-        return table in self.tables and set(cols) <= self.columns[table]
+        return table in self.tables and {c.lower() for c in cols} <= self.columns[table]
 
     def _frame(self, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
         """Rows into polars; a value that does not fit its column's type is read as unknown
@@ -109,7 +88,7 @@ class _Rpd:
             return pl.DataFrame(rows, schema=schema, orient="row")
         except (pl.exceptions.PolarsError, TypeError, OverflowError, ValueError):
             bad: dict[str, int] = {}
-            df = pl.DataFrame(_sanitize(rows, schema, bad), schema=schema, orient="row")
+            df = pl.DataFrame(sanitize(rows, schema, bad), schema=schema, orient="row")
             for col, n in bad.items():
                 self.warnings.append(f"{n} values of {col} are not of its type "
                                      f"({schema[col]}); read as unknown")
@@ -245,10 +224,11 @@ class _Rpd:
                                  f"are not read ({parts})")
 
     def _dispatches(self, k: pl.DataFrame) -> pl.DataFrame:
-        """Kernels; launch geometry only where the API call enqueued this one op (a graph
-        launch enqueues many, and its kernelapi row describes none of them)."""
+        """Kernels; launch geometry only for a ``KernelExecution`` op that its API call
+        enqueued alone: a graph launch (``Task`` ops) has one kernelapi row, of zero sizes,
+        that describes none of its kernels."""
         k = k.join(self._launches(), on="api_id", how="left", maintain_order="left")
-        many = pl.col("n_ops").fill_null(0) != 1
+        many = (pl.col("n_ops").fill_null(0) != 1) | (pl.col("op_type") != "KernelExecution")
         launch = [c for c in DISPATCH_SCHEMA if c.startswith(("grid_", "wg_"))] + ["vgpr", "lds"]
         return k.with_columns(
             [pl.when(many).then(None).otherwise(pl.col(c)).alias(c) for c in launch]).select(

@@ -1,7 +1,8 @@
-"""A Trace as rocprofv3 output: the rocpd SQLite database, the JSON and the CSV files.
+"""A Trace as rocprofv3 output: the rocpd SQLite database, the JSON and the CSV files; and
+as rocmProfileData's RPD database.
 
-:func:`write_rocpd`, :func:`write_rpd` (rocmProfileData), :func:`write_json`, :func:`write_csv` (every CSV layout of ROCm 6.2 to
-7.x and ``rocpd convert``). See docs/rocprof.md.
+:func:`write_rocpd`, :func:`write_rpd`, :func:`write_json`, :func:`write_csv` (every CSV
+layout of ROCm 6.2 to 7.x and ``rocpd convert``). See docs/rocprof.md.
 """
 
 from __future__ import annotations
