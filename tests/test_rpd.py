@@ -257,3 +257,28 @@ def test_rocpd_reader_hands_an_rpd_file_over(files) -> None:
     trace = read_rocpd(files["rpd"])
     assert [s["format"] for s in trace.meta.sources] == ["rpd"]
     assert trace.events.height == tracelens.load(files["rpd"]).events.height
+
+
+def test_a_directory_holding_an_rpd_file_is_read(files, tmp_path: Path) -> None:
+    """Before, a directory holding only ``trace.rpd`` held "no trace files"."""
+    (tmp_path / "run").mkdir()
+    _copy(files["rpd"], tmp_path / "run")
+    trace = tracelens.load(tmp_path / "run")
+    assert trace.events.height == tracelens.load(files["rpd"]).events.height
+
+
+def test_each_pid_is_a_rank(files, tmp_path: Path) -> None:
+    """rpd_tracer writes every process of a run into one file: each ``rocpd_api.pid`` is a
+    rank, its device work found through the calls that enqueued it."""
+    one = files["source"]
+    two = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    two.events = pl.concat([one.events, one.events.with_columns(rank=pl.lit(1, pl.Int32))])
+    two.devices = pl.concat([one.devices, one.devices.with_columns(rank=pl.lit(1, pl.Int32))])
+    two.steps = pl.concat([one.steps, one.steps.with_columns(rank=pl.lit(1, pl.Int32))])
+    write_rpd(two, tmp_path / "two.rpd", step_name=STEP_NAME)
+    back = tracelens.load(tmp_path / "two.rpd", step_marker=STEP)
+    assert back.events.group_by("rank").len().sort("rank")["len"].to_list() == [
+        one.events.height] * 2
+    pids = [p.pid for p in back.meta.processes]
+    assert len(set(pids)) == 2 and pids == sorted(pids)
+    assert back.steps.group_by("rank").len()["len"].to_list() == [one.steps.height] * 2

@@ -23,6 +23,7 @@ from tracelens.json_kind import json_kind
 from tracelens.model import Trace
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+RPD_SUFFIXES = (".rpd", ".rpd.gz")
 _SNIFF_BYTES = 1 << 16
 
 
@@ -153,7 +154,8 @@ def _foreign_csv(head: bytes) -> str | None:
 def find_inputs(path: Path) -> list[Path]:
     """Trace files behind one path: the file itself, the XSpace files of one profile run, or
     the rocprofv3 outputs of a directory (one file per process: ``<pid>_results.db``, else
-    ``<pid>_results.json[.gz]``, else ``<pid>_kernel_trace.csv`` standing for its CSV set)."""
+    ``<pid>_results.json[.gz]``, else ``<pid>_kernel_trace.csv`` standing for its CSV set),
+    and its ``rpd_tracer`` ``*.rpd[.gz]`` files."""
     return discover(path)[0]
 
 
@@ -172,12 +174,13 @@ def discover(path: Path) -> tuple[list[Path], list[str]]:
     found = [p for p in files if p.name.endswith(XSPACE_SUFFIXES)]
     rocprof, notes = _rocprof_outputs(files)
     found += rocprof
+    found += [p for p in files if p.name.endswith(RPD_SUFFIXES)]  # rpd_tracer: one per run
     found += [p for p in files if p.name.endswith((".json", ".json.gz")) and p not in found
               and sniff_format(p) == "kineto"]  # PyTorch profiler: one file per rank
     if not found:
         raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], "
-                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, or "
-                              "Kineto *.json[.gz])")
+                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, "
+                              "rpd_tracer *.rpd, or Kineto *.json[.gz])")
     return sorted(found), notes
 
 
