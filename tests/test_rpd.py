@@ -282,3 +282,28 @@ def test_each_pid_is_a_rank(files, tmp_path: Path) -> None:
     pids = [p.pid for p in back.meta.processes]
     assert len(set(pids)) == 2 and pids == sorted(pids)
     assert back.steps.group_by("rank").len()["len"].to_list() == [one.steps.height] * 2
+
+
+def _edit(src: Path, tmp: Path, *sql: str) -> Path:
+    path = _copy(src, tmp)
+    con = sqlite3.connect(path)
+    for q in sql:
+        con.execute(q)
+    con.commit()
+    con.close()
+    return path
+
+
+def test_rocprofiler_sdk_copy_types_and_kernel_names_from_the_launch(files,
+                                                                     tmp_path: Path) -> None:
+    """rpd_tracer's rocprofiler-sdk source names copy ops ``MEMORY_COPY_*``; a kernel op
+    with an empty description is named by its launch call's kernelapi row."""
+    path = _edit(files["rpd"], tmp_path,
+                 "UPDATE rocpd_string SET string = 'MEMORY_COPY_HOST_TO_DEVICE' "
+                 "WHERE string = 'CopyHostToDevice'",
+                 "UPDATE rocpd_op SET description_id = 1 WHERE opType_id = (SELECT id FROM "
+                 "rocpd_string WHERE string = 'KernelExecution')")
+    back, base = tracelens.load(path), tracelens.load(files["rpd"])
+    keys = ["device", "start_ns", "kind"]
+    assert back.events.select(*keys, "subcategory", "name").sort(keys).equals(
+        base.events.select(*keys, "subcategory", "name").sort(keys))

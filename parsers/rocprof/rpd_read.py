@@ -40,7 +40,7 @@ MARKER_API = "UserMarker"
 _KNOWN_VERSIONS = ("1", "2")
 _FIELDS = {"start": "rocpd_op.start", "end": "rocpd_op.end", "agent": "gpuId",
            "queue": "queueId", "op": "opType"}
-_DIRECTION = r"^(?:Copy|MEMORY_COPY_)(Host|Device|HOST|DEVICE)_?To_?(Host|Device|HOST|DEVICE)"
+_DIRECTION = r"(?i)^(?:copy|memory_copy_)(host|device)_?to_?(host|device)"
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
@@ -147,16 +147,18 @@ class _Rpd:
         cols = {"api_id": "api_ptr_id", "grid_x": "gridX", "grid_y": "gridY",
                 "grid_z": "gridZ", "wg_x": "workgroupX", "wg_y": "workgroupY",
                 "wg_z": "workgroupZ", "lds": "groupSegmentSize"}
-        schema = {c: pl.Int64 for c in [*cols, "vgpr"]}
+        schema = {**{c: pl.Int64 for c in [*cols, "vgpr"]}, "kernel_name": pl.String}
         if not self._has("rocpd_kernelapi", "api_ptr_id"):
             return pl.DataFrame(schema=schema)
         code = self._has("rocpd_kernelcodeobject", "id", "vgpr")
+        named = self._has("rocpd_kernelapi", "kernelName_id")
         parts = [self._int("K", "rocpd_kernelapi", c) for c in cols.values()]
         sql = (f"SELECT {', '.join(parts)}, "
-               f"{self._int('C', 'rocpd_kernelcodeobject', 'vgpr') if code else 'NULL'} "
-               "FROM rocpd_kernelapi K"
+               f"{self._int('C', 'rocpd_kernelcodeobject', 'vgpr') if code else 'NULL'}, "
+               f"{'S.string' if named else 'NULL'} FROM rocpd_kernelapi K"
                + (" LEFT JOIN rocpd_kernelcodeobject C ON C.id = "
-                  f"{self._int('K', 'rocpd_kernelapi', 'codeObject_id')}" if code else ""))
+                  f"{self._int('K', 'rocpd_kernelapi', 'codeObject_id')}" if code else "")
+               + (" LEFT JOIN rocpd_string S ON S.id = K.kernelName_id" if named else ""))
         return self._frame(sql, schema).unique("api_id", keep="first", maintain_order=True)
 
     def _copy_sizes(self) -> pl.DataFrame:
@@ -224,9 +226,10 @@ class _Rpd:
                                  f"are not read ({parts})")
 
     def _dispatches(self, k: pl.DataFrame) -> pl.DataFrame:
-        """Kernels; launch geometry only for a ``KernelExecution`` op that its API call
-        enqueued alone: a graph launch (``Task`` ops) has one kernelapi row, of zero sizes,
-        that describes none of its kernels."""
+        """Kernels, named by the op's description (else by the kernelapi row of the call
+        that launched it alone); launch geometry only for a ``KernelExecution`` op that its
+        API call enqueued alone: a graph launch (``Task`` ops) has one kernelapi row, of zero
+        sizes, that describes none of its kernels."""
         k = k.join(self._launches(), on="api_id", how="left", maintain_order="left")
         many = (pl.col("n_ops").fill_null(0) != 1) | (pl.col("op_type") != "KernelExecution")
         launch = [c for c in DISPATCH_SCHEMA if c.startswith(("grid_", "wg_"))] + ["vgpr", "lds"]
@@ -234,7 +237,9 @@ class _Rpd:
             [pl.when(many).then(None).otherwise(pl.col(c)).alias(c) for c in launch]).select(
             "pid", "agent", "queue", "tid", *launch, corr="api_id", start="start", end="end",
             stream="queue", dispatch_id="op_id",
-            name=pl.when(pl.col("description") != "").then(pl.col("description")))
+            name=pl.coalesce(pl.when(pl.col("description") != "").then("description"),
+                             pl.when(~many & (pl.col("kernel_name") != ""))
+                             .then("kernel_name")))
 
     def _copies(self, c: pl.DataFrame) -> pl.DataFrame:
         """Copies, direction from the op type (``CopyHostToDevice`` ->
@@ -252,12 +257,13 @@ class _Rpd:
 
 
 def _api_rows(calls: pl.DataFrame) -> pl.DataFrame:
-    """API calls; the domain is the file's where it records one, else RCCL for ``nccl*``/
-    ``rccl*`` names (what the collective typing looks for) and HIP otherwise."""
-    named = (pl.when(pl.col("name").str.contains(r"^(?:nccl|rccl)"))
-             .then(pl.lit("RCCL_API")).otherwise(pl.lit("HIP_API")))
-    return calls.with_columns(domain=pl.when(pl.col("domain").fill_null("") != "")
-                              .then(pl.col("domain")).otherwise(named))
+    """API calls; the domain is RCCL for ``nccl*``/``rccl*`` names (what the collective
+    typing looks for), else the file's where it records one (newer ``rpd_tracer``:
+    ``domain_id``), else HIP."""
+    return calls.with_columns(
+        domain=pl.when(pl.col("name").str.contains(r"^(?:nccl|rccl)")).then(pl.lit("RCCL_API"))
+        .when(pl.col("domain").fill_null("") != "").then(pl.col("domain"))
+        .otherwise(pl.lit("HIP_API")))
 
 
 def _agents(dispatches: pl.DataFrame, copies: pl.DataFrame) -> pl.DataFrame:
