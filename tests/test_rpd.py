@@ -307,3 +307,54 @@ def test_rocprofiler_sdk_copy_types_and_kernel_names_from_the_launch(files,
     keys = ["device", "start_ns", "kind"]
     assert back.events.select(*keys, "subcategory", "name").sort(keys).equals(
         base.events.select(*keys, "subcategory", "name").sort(keys))
+
+
+# ---- seeded mutations: every one loads (dropped rows counted) or is refused in one line --
+
+_MUTATED = {"rocpd_op": ("gpuId", "queueId", "start", "end", "description_id", "opType_id"),
+            "rocpd_api": ("pid", "tid", "start", "end", "apiName_id", "args_id"),
+            "rocpd_api_ops": ("api_id", "op_id"), "rocpd_string": ("string",),
+            "rocpd_kernelapi": ("gridX", "workgroupY", "groupSegmentSize", "codeObject_id"),
+            "rocpd_copyapi": ("size",), "rocpd_metadata": ("value",)}
+_VALUES = ["x", "", 1.5, -1, 1 << 62, b"\x00\xff"]
+
+
+@pytest.fixture(scope="module")
+def small_rpd(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    trace = _source()
+    trace.events = trace.events.sort("start_ns", "device", "stream").head(300)
+    path = tmp_path_factory.mktemp("small") / "small.rpd"
+    write_rpd(trace, path, step_name=STEP_NAME, task_kernels=TASKS, extra_ops=OTHER)
+    return path
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_mutated_rpd_loads_or_is_refused(small_rpd: Path, tmp_path: Path, seed: int) -> None:
+    import random
+
+    from tests.test_rocprof_mutation import _loads_or_refuses
+    rng = random.Random(seed)
+    path = _copy(small_rpd, tmp_path)
+    con = sqlite3.connect(path)
+    for _ in range(rng.randint(1, 5)):
+        table = rng.choice(sorted(_MUTATED))
+        col = rng.choice(_MUTATED[table])
+        key = "api_ptr_id" if table in ("rocpd_kernelapi", "rocpd_copyapi") else "id"
+        ids = [r[0] for r in con.execute(f'SELECT "{key}" FROM "{table}"')]
+        for i in rng.sample(ids, min(len(ids), rng.randint(1, 20))):
+            con.execute(f'UPDATE "{table}" SET "{col}" = ? WHERE "{key}" = ?',
+                        (rng.choice(_VALUES), i))
+    con.commit()
+    con.close()
+    _loads_or_refuses(path)
+
+
+def test_a_gpu_id_that_is_no_ordinal_is_dropped_and_counted(files, tmp_path: Path) -> None:
+    """Found by the mutations: a gpuId of 2^62 failed the device column (int32) with a
+    polars error; such work is dropped and counted."""
+    path = _edit(files["rpd"], tmp_path, "UPDATE rocpd_op SET gpuId = 4611686018427387904 "
+                 "WHERE id IN (SELECT id FROM rocpd_op ORDER BY id LIMIT 2)")
+    trace = tracelens.load(path)
+    assert trace.events.height == tracelens.load(files["rpd"]).events.height - 2
+    assert any("dropped 2 kernel dispatches on agents that are not GPUs of the agent table"
+               in w for w in trace.meta.warnings), trace.meta.warnings

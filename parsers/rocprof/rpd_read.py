@@ -38,6 +38,7 @@ FORMAT = "rpd"
 KERNEL_TYPES = ("KernelExecution", "Task")
 MARKER_API = "UserMarker"
 _KNOWN_VERSIONS = ("1", "2")
+_MAX_GPU = 1 << 16
 _FIELDS = {"start": "rocpd_op.start", "end": "rocpd_op.end", "agent": "gpuId",
            "queue": "queueId", "op": "opType"}
 _DIRECTION = r"(?i)^(?:copy|memory_copy_)(host|device)_?to_?(host|device)"
@@ -268,8 +269,10 @@ def _api_rows(calls: pl.DataFrame) -> pl.DataFrame:
 
 def _agents(dispatches: pl.DataFrame, copies: pl.DataFrame) -> pl.DataFrame:
     """One GPU agent per ``gpuId`` the process's work ran on (RPD has no agent table: the
-    product is unknown); the node id is the gpuId, the GPU ordinal too."""
+    product is unknown); the node id is the gpuId, the GPU ordinal too. A negative gpuId, or
+    one past ``_MAX_GPU``, is no ordinal: its work is dropped and counted by the builder as
+    work on an agent the agent table lacks."""
     ids = sorted({g for g in dispatches["agent"].to_list() + copies["src_agent"].to_list()
-                  if g is not None and g >= 0})
+                  if g is not None and 0 <= g < _MAX_GPU})
     return agent_frame([{"node_id": g, "logical_index": g, "type_index": g, "type": "GPU"}
                         for g in ids])
