@@ -101,6 +101,7 @@ def test_round_trip_equals_the_trace_it_came_from(files) -> None:
     as the rocpd writer's queues, launch shapes where one call launched one kernel."""
     source, back = files["source"], tracelens.load(files["rpd"], step_marker=STEP)
     assert [s["format"] for s in back.meta.sources] == ["rpd"]
+    assert back.meta.clock == "CLOCK_MONOTONIC"  # rpd_tracer's clocktime_ns
     assert _events(back).equals(_events(source))
     rocpd = tracelens.load(files["db"], step_marker=STEP)
     keys = ["device", "start_ns", "name"]

@@ -35,6 +35,7 @@ from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
 FORMAT = "rpd"
+CLOCK = "CLOCK_MONOTONIC"  # rpd_tracer's clocktime_ns (roctracer/rocprofiler-sdk times)
 KERNEL_TYPES = ("KernelExecution", "Task")
 MARKER_API = "UserMarker"
 _KNOWN_VERSIONS = ("1", "2")
@@ -46,7 +47,9 @@ _DIRECTION = r"(?i)^(?:copy|memory_copy_)(host|device)_?to_?(host|device)"
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
     procs = read_db(path, lambda con: _Rpd(con, path).processes(), "RPD")
-    return build_trace(procs, path, FORMAT, step_marker)
+    trace = build_trace(procs, path, FORMAT, step_marker)
+    trace.meta.clock = CLOCK
+    return trace
 
 
 class _Rpd:
