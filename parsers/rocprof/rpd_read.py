@@ -58,6 +58,7 @@ class _Rpd:
     def __init__(self, con: sqlite3.Connection, path: Path) -> None:
         self.con, self.path = con, path
         self.warnings: list[str] = []
+        self._strings: dict[str, pl.DataFrame] = {}
         self.tables = {r[0] for r in con.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         for need in ("rocpd_op", "rocpd_string"):
@@ -85,18 +86,38 @@ class _Rpd:
         return table in self.tables and {c.lower() for c in cols} <= self.columns[table]
 
     def _frame(self, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
-        """Rows into polars; a value that does not fit its column's type is read as unknown
-        (null) and counted, as the rocpd reader does, so the row is dropped by name later."""
-        rows = self.con.execute(sql).fetchall()
-        try:
-            return pl.DataFrame(rows, schema=schema, orient="row")
-        except (pl.exceptions.PolarsError, TypeError, OverflowError, ValueError):
-            bad: dict[str, int] = {}
-            df = pl.DataFrame(sanitize(rows, schema, bad), schema=schema, orient="row")
-            for col, n in bad.items():
-                self.warnings.append(f"{n} values of {col} are not of its type "
-                                     f"({schema[col]}); read as unknown")
-            return df
+        """Rows into polars in chunks; a value that does not fit its column's type is read
+        as unknown (null) and counted, as the rocpd reader does, so that its row is dropped
+        by name later."""
+        bad: dict[str, int] = {}
+        cur = self.con.execute(sql)
+        cur.arraysize = 262_144
+        parts = []
+        while rows := cur.fetchmany():
+            try:
+                parts.append(pl.DataFrame(rows, schema=schema, orient="row"))
+            except (pl.exceptions.PolarsError, TypeError, OverflowError, ValueError):
+                parts.append(pl.DataFrame(sanitize(rows, schema, bad), schema=schema,
+                                          orient="row"))
+        for col, n in bad.items():
+            self.warnings.append(f"{n} values of {col} are not of its type ({schema[col]}); "
+                                 "read as unknown")
+        return pl.concat(parts, rechunk=True) if parts else pl.DataFrame(schema=schema)
+
+    def _named(self, df: pl.DataFrame, ids: dict[str, str], table: str = "rocpd_string"
+               ) -> pl.DataFrame:
+        """``df`` with each string-id column replaced by its string (``{id_col: name}``),
+        joined in polars: a string shared by many rows is then stored once, where a SQL
+        join would make one Python copy per row."""
+        if table not in self._strings:
+            self._strings[table] = self._frame(
+                f'SELECT id, string FROM "{table}"', {"id": pl.Int64, "string": pl.String}
+            ).unique("id", keep="first", maintain_order=True)
+        strings = self._strings[table]
+        for col, name in ids.items():
+            df = df.join(strings.rename({"id": col, "string": name}), on=col, how="left",
+                         maintain_order="left").drop(col)
+        return df
 
     def _int(self, alias: str, table: str, col: str) -> str:
         """An integer column, NULL where the value is text (rpd_tracer writes '' in some
@@ -108,12 +129,11 @@ class _Rpd:
     # ---- tables ------------------------------------------------------------------------
 
     def _ops(self) -> pl.DataFrame:
-        return self._frame(
-            'SELECT O.id, O.gpuId, O.queueId, O.start, O."end", D.string, T.string '
-            'FROM rocpd_op O LEFT JOIN rocpd_string D ON D.id = O.description_id '
-            "LEFT JOIN rocpd_string T ON T.id = O.opType_id",
+        ops = self._frame(
+            'SELECT id, gpuId, queueId, start, "end", description_id, opType_id FROM rocpd_op',
             {"op_id": pl.Int64, "agent": pl.Int64, "queue": pl.Int64, "start": pl.Int64,
-             "end": pl.Int64, "description": pl.String, "op_type": pl.String})
+             "end": pl.Int64, "description_id": pl.Int64, "opType_id": pl.Int64})
+        return self._named(ops, {"description_id": "description", "opType_id": "op_type"})
 
     def _links(self) -> pl.DataFrame:
         """op id -> the API call that enqueued it (the first link where an op has several,
@@ -131,39 +151,36 @@ class _Rpd:
 
     def _apis(self) -> pl.DataFrame:
         schema = {"corr": pl.Int64, "pid": pl.Int64, "tid": pl.Int64, "start": pl.Int64,
-                  "end": pl.Int64, "name": pl.String, "args": pl.String, "domain": pl.String}
+                  "end": pl.Int64, "name_id": pl.Int64, "args_id": pl.Int64,
+                  "domain_id": pl.Int64}
+        names = {"name_id": "name", "domain_id": "domain"}
         if "rocpd_api" not in self.tables:
-            return pl.DataFrame(schema=schema)
+            return self._named(pl.DataFrame(schema=schema), {**names, "args_id": "args"})
+        c = lambda n: f'"{n}"' if n.lower() in self.columns["rocpd_api"] else "NULL"  # noqa: E731
+        apis = self._named(self._frame(
+            f'SELECT id, pid, tid, start, "end", apiName_id, {c("args_id")}, {c("domain_id")} '
+            "FROM rocpd_api", schema), names)
         # newer rpd_tracer keeps args in rocpd_ustring
-        args_table = "rocpd_ustring" if self._has("rocpd_ustring", "id", "string") \
-            else "rocpd_string"
-        has_args = "args_id" in self.columns["rocpd_api"]
-        has_domain = "domain_id" in self.columns["rocpd_api"]
-        sql = ('SELECT A.id, A.pid, A.tid, A.start, A."end", N.string, '
-               f"{'G.string' if has_args else 'NULL'}, {'M.string' if has_domain else 'NULL'} "
-               "FROM rocpd_api A LEFT JOIN rocpd_string N ON N.id = A.apiName_id"
-               + (f' LEFT JOIN "{args_table}" G ON G.id = A.args_id' if has_args else "")
-               + (" LEFT JOIN rocpd_string M ON M.id = A.domain_id" if has_domain else ""))
-        return self._frame(sql, schema)
+        args = "rocpd_ustring" if self._has("rocpd_ustring", "id", "string") else "rocpd_string"
+        return self._named(apis, {"args_id": "args"}, args)
 
     def _launches(self) -> pl.DataFrame:
         """Launch geometry by API id (``rocpd_kernelapi``), VGPRs from its code object."""
         cols = {"api_id": "api_ptr_id", "grid_x": "gridX", "grid_y": "gridY",
                 "grid_z": "gridZ", "wg_x": "workgroupX", "wg_y": "workgroupY",
                 "wg_z": "workgroupZ", "lds": "groupSegmentSize"}
-        schema = {**{c: pl.Int64 for c in [*cols, "vgpr"]}, "kernel_name": pl.String}
+        schema = {c: pl.Int64 for c in [*cols, "vgpr", "kernel_name_id"]}
         if not self._has("rocpd_kernelapi", "api_ptr_id"):
-            return pl.DataFrame(schema=schema)
+            return self._named(pl.DataFrame(schema=schema), {"kernel_name_id": "kernel_name"})
         code = self._has("rocpd_kernelcodeobject", "id", "vgpr")
-        named = self._has("rocpd_kernelapi", "kernelName_id")
         parts = [self._int("K", "rocpd_kernelapi", c) for c in cols.values()]
         sql = (f"SELECT {', '.join(parts)}, "
                f"{self._int('C', 'rocpd_kernelcodeobject', 'vgpr') if code else 'NULL'}, "
-               f"{'S.string' if named else 'NULL'} FROM rocpd_kernelapi K"
+               f"{self._int('K', 'rocpd_kernelapi', 'kernelName_id')} FROM rocpd_kernelapi K"
                + (" LEFT JOIN rocpd_kernelcodeobject C ON C.id = "
-                  f"{self._int('K', 'rocpd_kernelapi', 'codeObject_id')}" if code else "")
-               + (" LEFT JOIN rocpd_string S ON S.id = K.kernelName_id" if named else ""))
-        return self._frame(sql, schema).unique("api_id", keep="first", maintain_order=True)
+                  f"{self._int('K', 'rocpd_kernelapi', 'codeObject_id')}" if code else ""))
+        launches = self._frame(sql, schema).unique("api_id", keep="first", maintain_order=True)
+        return self._named(launches, {"kernel_name_id": "kernel_name"})
 
     def _copy_sizes(self) -> pl.DataFrame:
         schema = {"api_id": pl.Int64, "bytes": pl.Int64}
