@@ -388,3 +388,18 @@ def test_one_long_name_shared_by_every_op_is_stored_once(files, tmp_path: Path) 
     events, peak_kib = map(int, res.stdout.split())
     assert events == files["source"].events.height
     assert peak_kib < 1 << 20  # 1 GiB; the names alone would be 2.7 GiB
+
+
+def test_newer_files_keep_marker_text_in_rocpd_ustring(files, tmp_path: Path) -> None:
+    """Newer rpd_tracer builds write ``args`` into ``rocpd_ustring``; the messages are read
+    from there (the same ids in ``rocpd_string`` are other strings)."""
+    marker = "(SELECT id FROM rocpd_string WHERE string = 'UserMarker')"
+    path = _edit(files["rpd"], tmp_path,
+                 "CREATE TABLE rocpd_ustring (id INTEGER PRIMARY KEY, string TEXT)",
+                 "INSERT INTO rocpd_ustring (id, string) SELECT A.id, S.string FROM rocpd_api A "
+                 f"JOIN rocpd_string S ON S.id = A.args_id WHERE A.apiName_id = {marker}",
+                 f"UPDATE rocpd_api SET args_id = id WHERE apiName_id = {marker}",
+                 "UPDATE rocpd_string SET string = 'stale' WHERE string LIKE 'ProfilerStep#%' "
+                 "OR string = 'aten::mm'")
+    names = lambda t: sorted(t.host_events.filter(pl.col("kind") == "marker")["name"])  # noqa
+    assert names(tracelens.load(path)) == names(tracelens.load(files["rpd"]))
