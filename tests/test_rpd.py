@@ -273,3 +273,26 @@ def test_newer_files_keep_marker_text_in_rocpd_ustring(files, tmp_path: Path) ->
                  "OR string = 'aten::mm'")
     names = lambda t: sorted(t.host_events.filter(pl.col("kind") == "marker")["name"])  # noqa
     assert names(tracelens.load(path)) == names(tracelens.load(files["rpd"]))
+
+
+def test_schema_1_launch_and_copy_rows_keyed_by_op(files, tmp_path: Path) -> None:
+    """Schema 1 keeps launch shapes in ``rocpd_kernelop`` and copy sizes in
+    ``rocpd_copyop``, keyed by op id: the file, rewritten so, reads the same."""
+    kernel = "(SELECT id FROM rocpd_string WHERE string = 'KernelExecution')"
+    path = _edit(
+        files["rpd"], tmp_path,
+        'CREATE TABLE rocpd_kernelop AS SELECT L.op_id AS op_ptr_id, K.gridX, K.gridY, '
+        "K.gridZ AS gridz, K.workgroupX, K.workgroupY, K.workgroupZ, K.groupSegmentSize, "
+        "K.privateSegmentSize, K.codeObject_id, K.kernelName_id FROM rocpd_kernelapi K "
+        "JOIN rocpd_api_ops L ON L.api_id = K.api_ptr_id JOIN rocpd_op O ON O.id = L.op_id "
+        f"WHERE O.opType_id = {kernel}",
+        "CREATE TABLE rocpd_copyop AS SELECT L.op_id AS op_ptr_id, C.size FROM rocpd_copyapi "
+        "C JOIN rocpd_api_ops L ON L.api_id = C.api_ptr_id",
+        "DROP TABLE rocpd_kernelapi", "DROP TABLE rocpd_copyapi",
+        "UPDATE rocpd_metadata SET value = '1' WHERE tag = 'schema_version'")
+    keys = ["device", "start_ns", "name"]
+    cols = [*keys, "launch", "bytes", "kind"]
+    back, base = tracelens.load(path), tracelens.load(files["rpd"])
+    assert back.events.select(cols).sort(keys).equals(base.events.select(cols).sort(keys))
+    assert back.events["launch"].null_count() < back.events.height
+    assert not [w for w in back.meta.warnings if "schema version" in w]

@@ -141,7 +141,8 @@ class _Rpd:
         schema = {"api_id": pl.Int64, "op_id": pl.Int64}
         if not self._has("rocpd_api_ops", "api_id", "op_id"):
             return pl.DataFrame(schema={**schema, "n_ops": pl.UInt32})
-        links = self._frame("SELECT api_id, op_id FROM rocpd_api_ops ORDER BY id", schema)
+        order = " ORDER BY id" if self._has("rocpd_api_ops", "id") else ""
+        links = self._frame(f"SELECT api_id, op_id FROM rocpd_api_ops{order}", schema)
         links = links.drop_nulls()
         first = links.unique("op_id", keep="first", maintain_order=True)
         if first.height < links.height:
@@ -164,31 +165,34 @@ class _Rpd:
         args = "rocpd_ustring" if self._has("rocpd_ustring", "id", "string") else "rocpd_string"
         return self._named(apis, {"args_id": "args"}, args)
 
-    def _launches(self) -> pl.DataFrame:
-        """Launch geometry by API id (``rocpd_kernelapi``), VGPRs from its code object."""
-        cols = {"api_id": "api_ptr_id", "grid_x": "gridX", "grid_y": "gridY",
-                "grid_z": "gridZ", "wg_x": "workgroupX", "wg_y": "workgroupY",
-                "wg_z": "workgroupZ", "lds": "groupSegmentSize"}
+    def _launches(self, table: str, key: str) -> pl.DataFrame:
+        """Launch geometry, VGPRs (from the code object) and kernel name, keyed ``key``:
+        ``rocpd_kernelapi`` by API id (schema 2), ``rocpd_kernelop`` by op id (schema 1)."""
+        cols = {key: "api_ptr_id" if key == "api_id" else "op_ptr_id", "grid_x": "gridX",
+                "grid_y": "gridY", "grid_z": "gridZ", "wg_x": "workgroupX",
+                "wg_y": "workgroupY", "wg_z": "workgroupZ", "lds": "groupSegmentSize"}
         schema = {c: pl.Int64 for c in [*cols, "vgpr", "kernel_name_id"]}
-        if not self._has("rocpd_kernelapi", "api_ptr_id"):
+        if not self._has(table, cols[key]):
             return self._named(pl.DataFrame(schema=schema), {"kernel_name_id": "kernel_name"})
         code = self._has("rocpd_kernelcodeobject", "id", "vgpr")
-        parts = [self._int("K", "rocpd_kernelapi", c) for c in cols.values()]
+        parts = [self._int("K", table, c) for c in cols.values()]
         sql = (f"SELECT {', '.join(parts)}, "
                f"{self._int('C', 'rocpd_kernelcodeobject', 'vgpr') if code else 'NULL'}, "
-               f"{self._int('K', 'rocpd_kernelapi', 'kernelName_id')} FROM rocpd_kernelapi K"
+               f'{self._int("K", table, "kernelName_id")} FROM "{table}" K'
                + (" LEFT JOIN rocpd_kernelcodeobject C ON C.id = "
-                  f"{self._int('K', 'rocpd_kernelapi', 'codeObject_id')}" if code else ""))
-        launches = self._frame(sql, schema).unique("api_id", keep="first", maintain_order=True)
+                  f"{self._int('K', table, 'codeObject_id')}" if code else ""))
+        launches = self._frame(sql, schema).unique(key, keep="first", maintain_order=True)
         return self._named(launches, {"kernel_name_id": "kernel_name"})
 
-    def _copy_sizes(self) -> pl.DataFrame:
-        schema = {"api_id": pl.Int64, "bytes": pl.Int64}
-        if not self._has("rocpd_copyapi", "api_ptr_id", "size"):
+    def _copy_sizes(self, table: str, key: str) -> pl.DataFrame:
+        """Copy sizes: ``rocpd_copyapi`` by API id (schema 2), ``rocpd_copyop`` by op id."""
+        col = "api_ptr_id" if key == "api_id" else "op_ptr_id"
+        schema = {key: pl.Int64, "bytes": pl.Int64}
+        if not self._has(table, col, "size"):
             return pl.DataFrame(schema=schema)
-        return self._frame(f"SELECT {self._int('C', 'rocpd_copyapi', 'api_ptr_id')}, "
-                           f"{self._int('C', 'rocpd_copyapi', 'size')} FROM rocpd_copyapi C",
-                           schema).unique("api_id", keep="first", maintain_order=True)
+        return self._frame(f"SELECT {self._int('C', table, col)}, "
+                           f'{self._int("C", table, "size")} FROM "{table}" C',
+                           schema).unique(key, keep="first", maintain_order=True)
 
     def _version(self) -> str | None:
         if not self._has("rocpd_metadata", "tag", "value"):
@@ -247,26 +251,36 @@ class _Rpd:
                                  f"are not read ({parts})")
 
     def _dispatches(self, k: pl.DataFrame) -> pl.DataFrame:
-        """Kernels, named by the op's description (else by the kernelapi row of the call
-        that launched it alone); launch geometry only for a ``KernelExecution`` op that its
-        API call enqueued alone: a graph launch (``Task`` ops) has one kernelapi row, of zero
-        sizes, that describes none of its kernels."""
-        k = k.join(self._launches(), on="api_id", how="left", maintain_order="left")
-        many = (pl.col("n_ops").fill_null(0) != 1) | (pl.col("op_type") != "KernelExecution")
+        """Kernels, named by the op's description (else by the launch row's kernel name);
+        launch geometry from the op's own ``rocpd_kernelop`` row (schema 1), else from the
+        ``rocpd_kernelapi`` row of its call, only for a ``KernelExecution`` op that the call
+        enqueued alone: a graph launch (``Task`` ops) has one kernelapi row, of zero sizes,
+        that describes none of its kernels."""
         launch = [c for c in DISPATCH_SCHEMA if c.startswith(("grid_", "wg_"))] + ["vgpr", "lds"]
-        return k.with_columns(
-            [pl.when(many).then(None).otherwise(pl.col(c)).alias(c) for c in launch]).select(
+        by_op = self._launches("rocpd_kernelop", "op_id").rename(
+            lambda c: c if c == "op_id" else f"{c}_op")
+        k = (k.join(self._launches("rocpd_kernelapi", "api_id"), on="api_id", how="left",
+                    maintain_order="left")
+             .join(by_op, on="op_id", how="left", maintain_order="left"))
+        many = (pl.col("n_ops").fill_null(0) != 1) | (pl.col("op_type") != "KernelExecution")
+        own = lambda c: pl.col(f"{c}_op")  # noqa: E731
+        api = lambda c: pl.when(~many).then(pl.col(c))  # noqa: E731
+        return k.with_columns([pl.coalesce(own(c), api(c)).alias(c) for c in launch]).select(
             "pid", "agent", "queue", "tid", *launch, corr="api_id", start="start", end="end",
             stream="queue", dispatch_id="op_id",
             name=pl.coalesce(pl.when(pl.col("description") != "").then("description"),
-                             pl.when(~many & (pl.col("kernel_name") != ""))
-                             .then("kernel_name")))
+                             pl.when(own("kernel_name") != "").then(own("kernel_name")),
+                             pl.when(api("kernel_name") != "").then(api("kernel_name"))))
 
     def _copies(self, c: pl.DataFrame) -> pl.DataFrame:
         """Copies, direction from the op type (``CopyHostToDevice`` ->
         ``MEMORY_COPY_HOST_TO_DEVICE``, the name the rocprofv3 readers give); bytes from the
-        copy call where it enqueued this one op."""
-        c = c.join(self._copy_sizes(), on="api_id", how="left", maintain_order="left")
+        op's ``rocpd_copyop`` row (schema 1), else from the copy call where it enqueued this
+        one op."""
+        c = (c.join(self._copy_sizes("rocpd_copyapi", "api_id"), on="api_id", how="left",
+                    maintain_order="left")
+             .join(self._copy_sizes("rocpd_copyop", "op_id").rename({"bytes": "bytes_op"}),
+                   on="op_id", how="left", maintain_order="left"))
         parts = pl.col("op_type").str.extract_groups(_DIRECTION)
         direction = pl.format("MEMORY_COPY_{}_TO_{}",
                               parts.struct.field("1").str.to_uppercase(),
@@ -274,7 +288,7 @@ class _Rpd:
         return c.select(
             "pid", "tid", "start", "end", op=pl.coalesce(direction, "op_type"),
             src_agent="agent", dst_agent="agent", stream="queue", corr="api_id",
-            bytes=pl.when(pl.col("n_ops") == 1).then(pl.col("bytes")))
+            bytes=pl.coalesce("bytes_op", pl.when(pl.col("n_ops") == 1).then(pl.col("bytes"))))
 
 
 def _api_rows(calls: pl.DataFrame) -> pl.DataFrame:
