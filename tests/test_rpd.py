@@ -275,8 +275,8 @@ def test_newer_files_keep_marker_text_in_rocpd_ustring(files, tmp_path: Path) ->
     assert names(tracelens.load(path)) == names(tracelens.load(files["rpd"]))
 
 
-def test_schema_1_launch_and_copy_rows_keyed_by_op(files, tmp_path: Path) -> None:
-    """Schema 1 keeps launch shapes in ``rocpd_kernelop`` and copy sizes in
+def test_older_launch_and_copy_rows_keyed_by_op(files, tmp_path: Path) -> None:
+    """Older files keep launch shapes in ``rocpd_kernelop`` and copy sizes in
     ``rocpd_copyop``, keyed by op id: the file, rewritten so, reads the same."""
     kernel = "(SELECT id FROM rocpd_string WHERE string = 'KernelExecution')"
     path = _edit(

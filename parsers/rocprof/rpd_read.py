@@ -167,7 +167,7 @@ class _Rpd:
 
     def _launches(self, table: str, key: str) -> pl.DataFrame:
         """Launch geometry, VGPRs (from the code object) and kernel name, keyed ``key``:
-        ``rocpd_kernelapi`` by API id (schema 2), ``rocpd_kernelop`` by op id (schema 1)."""
+        ``rocpd_kernelapi`` by API id, ``rocpd_kernelop`` by op id (older files)."""
         cols = {key: "api_ptr_id" if key == "api_id" else "op_ptr_id", "grid_x": "gridX",
                 "grid_y": "gridY", "grid_z": "gridZ", "wg_x": "workgroupX",
                 "wg_y": "workgroupY", "wg_z": "workgroupZ", "lds": "groupSegmentSize"}
@@ -252,7 +252,7 @@ class _Rpd:
 
     def _dispatches(self, k: pl.DataFrame) -> pl.DataFrame:
         """Kernels, named by the op's description (else by the launch row's kernel name);
-        launch geometry from the op's own ``rocpd_kernelop`` row (schema 1), else from the
+        launch geometry from the op's own ``rocpd_kernelop`` row (older files), else from the
         ``rocpd_kernelapi`` row of its call, only for a ``KernelExecution`` op that the call
         enqueued alone: a graph launch (``Task`` ops) has one kernelapi row, of zero sizes,
         that describes none of its kernels."""
@@ -275,7 +275,7 @@ class _Rpd:
     def _copies(self, c: pl.DataFrame) -> pl.DataFrame:
         """Copies, direction from the op type (``CopyHostToDevice`` ->
         ``MEMORY_COPY_HOST_TO_DEVICE``, the name the rocprofv3 readers give); bytes from the
-        op's ``rocpd_copyop`` row (schema 1), else from the copy call where it enqueued this
+        op's ``rocpd_copyop`` row (older files), else from the copy call where it enqueued this
         one op."""
         c = (c.join(self._copy_sizes("rocpd_copyapi", "api_id"), on="api_id", how="left",
                     maintain_order="left")
