@@ -39,7 +39,8 @@ def _sqlite(path: Path, *tables: str) -> Path:
 def _cases(d: Path, good_db: Path) -> list[tuple[Path, str]]:
     cases = [(_sqlite(d / "other.db", "customers", "orders"), "not a rocprofv3 rocpd database"),
              (_sqlite(d / "trace.rpd", "rocpd_op", "rocpd_api_ops", "rocpd_string"),
-              "an RPD database")]
+              "rocpd_op lacks column(s) gpuId, queueId, start, end, description_id, "
+              "opType_id: not an RPD schema")]
     raw = good_db.read_bytes()
     p = d / "truncated_results.db"
     p.write_bytes(raw[: len(raw) // 2])

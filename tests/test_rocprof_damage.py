@@ -48,12 +48,13 @@ def _base(small: dict[str, Path], kind: str) -> tracelens.Trace:
 
 # ---- rocpd: integrity ------------------------------------------------------------------
 
-def _swap_children(path: Path, base: str) -> None:
+def _swap_children(path: Path, base: str, exact: bool = False) -> None:
     """Swap the first two child pointers of ``base``'s root (an interior b-tree page): every
-    row is still there but out of rowid order, as a damaged disk or copy leaves it."""
+    row is still there but out of rowid order, as a damaged disk or copy leaves it. The
+    table is ``base_<uuid>``, or ``base`` itself when ``exact``."""
     con = sqlite3.connect(path)
     root = con.execute("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name "
-                       "LIKE ?", (base + "_%",)).fetchone()[0]
+                       "LIKE ?", (base if exact else base + "_%",)).fetchone()[0]
     size = con.execute("PRAGMA page_size").fetchone()[0]
     con.close()
     raw = bytearray(path.read_bytes())

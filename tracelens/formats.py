@@ -12,6 +12,7 @@ imported when its first file is read).
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from tracelens.json_kind import json_kind
 from tracelens.model import Trace
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+RPD_SUFFIXES = (".rpd", ".rpd.gz")
 _SNIFF_BYTES = 1 << 16
 
 
@@ -45,17 +47,18 @@ def _sniff_gzip(path: Path) -> str:
             head = fh.read(_SNIFF_BYTES)
             if not head:
                 raise TraceInputError(path, "empty file (after gunzip)")
-            return _sniff(path, head, fh)
+            return _sniff(path, head, fh, gz=True)
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceInputError(path, f"corrupt or truncated gzip data ({exc})") from None
 
 
-def _sniff(path: Path, head: bytes, rest: IO[bytes]) -> str:
-    """The format of a file whose first bytes are ``head``, ``rest`` the stream after them."""
+def _sniff(path: Path, head: bytes, rest: IO[bytes], gz: bool = False) -> str:
+    """The format of a file whose first bytes are ``head``, ``rest`` the stream after them
+    (``gz``: inflated from a gzip file)."""
     if not head:
         raise TraceInputError(path, "empty file")
     if head.startswith(b"SQLite format 3\x00"):
-        return "sqlite"
+        return _sqlite_kind(path, head, gz)
     if head.lstrip()[:1] in (b"{", b"["):
         return json_kind(rest, head)
     foreign = _foreign_by_name(path.name)  # binary files of other tools that may look like
@@ -71,6 +74,34 @@ def _sniff(path: Path, head: bytes, rest: IO[bytes]) -> str:
     if _is_rocprof_csv_header(head):
         return "rocprof-csv"
     return "csv" if path.name.lower().endswith(".csv") else "unknown"
+
+
+_RPD_TABLE = re.compile(rb'CREATE TABLE (?:IF NOT EXISTS )?"?rocpd_op"?\s*\(')
+
+
+def _sqlite_kind(path: Path, head: bytes, gz: bool) -> str:
+    """``rpd`` for a rocmProfileData database (a ``rocpd_op`` table and no rocprofv3
+    ``rocpd_kernel_dispatch``), else ``sqlite`` (rocprofv3's rocpd; its reader says what
+    any other database is). The table list is read with SQLite, read-only and bounded; a
+    gzipped database is told from the schema text in its first inflated bytes."""
+    if gz:  # the inflated head is all there is to look at without inflating the file
+        return "rpd" if _RPD_TABLE.search(head) and b"rocpd_kernel_dispatch" not in head \
+            else "sqlite"
+    import sqlite3
+    try:
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return "sqlite"
+    try:
+        con.set_progress_handler(lambda: 1, 1_000_000)  # a damaged schema cannot loop
+        names = {r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except (sqlite3.Error, UnicodeDecodeError):
+        return "sqlite"
+    finally:
+        con.close()
+    return "rpd" if "rocpd_op" in names and not any(
+        n.startswith("rocpd_kernel_dispatch") for n in names) else "sqlite"
 
 
 # Column names of rocprofv3 CSV files (kernel, API, memory-copy and agent tables, every
@@ -123,7 +154,8 @@ def _foreign_csv(head: bytes) -> str | None:
 def find_inputs(path: Path) -> list[Path]:
     """Trace files behind one path: the file itself, the XSpace files of one profile run, or
     the rocprofv3 outputs of a directory (one file per process: ``<pid>_results.db``, else
-    ``<pid>_results.json[.gz]``, else ``<pid>_kernel_trace.csv`` standing for its CSV set)."""
+    ``<pid>_results.json[.gz]``, else ``<pid>_kernel_trace.csv`` standing for its CSV set),
+    and its ``rpd_tracer`` ``*.rpd[.gz]`` files."""
     return discover(path)[0]
 
 
@@ -142,12 +174,13 @@ def discover(path: Path) -> tuple[list[Path], list[str]]:
     found = [p for p in files if p.name.endswith(XSPACE_SUFFIXES)]
     rocprof, notes = _rocprof_outputs(files)
     found += rocprof
+    found += [p for p in files if p.name.endswith(RPD_SUFFIXES)]  # rpd_tracer: one per run
     found += [p for p in files if p.name.endswith((".json", ".json.gz")) and p not in found
               and sniff_format(p) == "kineto"]  # PyTorch profiler: one file per rank
     if not found:
         raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], "
-                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, or "
-                              "Kineto *.json[.gz])")
+                              "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, "
+                              "rpd_tracer *.rpd, or Kineto *.json[.gz])")
     return sorted(found), notes
 
 
@@ -209,6 +242,11 @@ def _rocpd(path: Path, step_marker: str | None, threads: int | None) -> Trace:
     return rocprof.read_rocpd(path)
 
 
+def _rpd(path: Path, step_marker: str | None, threads: int | None) -> Trace:
+    from parsers import rocprof
+    return rocprof.read_rpd(path)
+
+
 def _rocprof_json(path: Path, step_marker: str | None, threads: int | None) -> Trace:
     from parsers import rocprof
     return rocprof.read_json(path)
@@ -223,6 +261,7 @@ READERS: dict[str, Reader] = {
     "xspace": Reader(_xspace, native=True),
     "kineto": Reader(_kineto, native=False),
     "sqlite": Reader(_rocpd, native=False),
+    "rpd": Reader(_rpd, native=False),
     "rocprof-json": Reader(_rocprof_json, native=False),
     "rocprof-csv": Reader(_rocprof_csv, native=False),
 }

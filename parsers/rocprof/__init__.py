@@ -3,6 +3,7 @@
 Readers (each returns a single-file :class:`tracelens.model.Trace`, one rank per process):
 
 - :func:`read_rocpd` - ``<pid>_results.db`` (the default since ROCm 7.0), opened read-only;
+- :func:`read_rpd` - rocmProfileData (``rpd_tracer``) ``.rpd`` databases, opened read-only;
 - :func:`read_json` - ``<pid>_results.json[.gz]`` (``rocprofiler-sdk-tool``);
 - :func:`read_csv` - ``<pid>_kernel_trace.csv`` and its sibling CSV files, every layout of
   ROCm 6.2 to 7.x and ``rocpd convert``.
@@ -16,12 +17,17 @@ from pathlib import Path
 
 from tracelens.model import Trace
 
-FORMATS = ("rocpd", "rocprof-json", "rocprof-csv")
+FORMATS = ("rocpd", "rpd", "rocprof-json", "rocprof-csv")
 
 
 def read_rocpd(path: Path, step_marker: str | None = None) -> Trace:
     from parsers.rocprof import rocpd_read
     return rocpd_read.read(Path(path), step_marker=step_marker)
+
+
+def read_rpd(path: Path, step_marker: str | None = None) -> Trace:
+    from parsers.rocprof import rpd_read
+    return rpd_read.read(Path(path), step_marker=step_marker)
 
 
 def read_json(path: Path, step_marker: str | None = None) -> Trace:
@@ -34,4 +40,4 @@ def read_csv(path: Path, step_marker: str | None = None) -> Trace:
     return csv_read.read(Path(path), step_marker=step_marker)
 
 
-__all__ = ["FORMATS", "read_rocpd", "read_json", "read_csv"]
+__all__ = ["FORMATS", "read_rocpd", "read_rpd", "read_json", "read_csv"]

@@ -10,18 +10,15 @@ ones. The convenience views (``kernels``, ``regions``) use inner joins that sile
 with dangling references, so the base views are read and joined here with left joins.
 
 The file is opened read-only and immutable (no journal, lock or ``-shm`` file is created
-beside it); an RPD database (rocmProfileData's ``rocpd_op``/``rocpd_api_ops``) is refused by
-name, being a different format.
+beside it); an RPD database (rocmProfileData's ``rocpd_op``/``rocpd_api_ops``), a different
+format, is handed to :mod:`parsers.rocprof.rpd_read` (the format sniffer routes it there
+already; this covers a direct call and a gzipped file whose schema the sniffer did not see).
 """
 
 from __future__ import annotations
 
-import gzip
 import re
-import shutil
 import sqlite3
-import tempfile
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +26,7 @@ import polars as pl
 
 from parsers.rocprof.agents import as_int, agent_frame, agent_row
 from parsers.rocprof.build import build_trace
+from parsers.rocprof.sqlite_db import read_db, sanitize
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
@@ -42,122 +40,23 @@ _FIELDS = {"start": "start", "end": "end", "agent": "agent_id", "queue": "queue_
 
 
 _UUID = r"_[0-9A-Fa-f]{8}(?:_[0-9A-Fa-f]{4}){3}_[0-9A-Fa-f]{12}"
-_SECONDS_ENV = "TRACELENS_SQLITE_SECONDS"
-_SECONDS = 600.0
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
-    with _local_copy(path) as db:
-        _check_size(path, db)
-        con = _connect(path, db)
-        clock = _Deadline(con)
-        try:
-            _check_integrity(path, con)
-            procs = _read_sets(con, path)
-        except sqlite3.DatabaseError as exc:
-            if clock.expired:
-                raise TraceInputError(path, f"reading the SQLite database took more than "
-                                      f"{clock.seconds:g} s (set {_SECONDS_ENV} to allow "
-                                      "longer)") from None
-            raise TraceInputError(path, f"corrupt or truncated SQLite database ({exc})") from None
-        except UnicodeDecodeError:
-            raise TraceInputError(path, "corrupt SQLite database (text that is not UTF-8)"
-                                  ) from None
-        except (pl.exceptions.PolarsError, TypeError, OverflowError) as exc:
-            raise TraceInputError(path, "rocpd values of an unexpected type "
-                                  f"({str(exc).splitlines()[0][:120]})") from None
-        finally:
-            con.close()
-    return build_trace(procs, path, FORMAT, step_marker)
-
-
-class _local_copy:
-    """The database file itself, or (for ``.db.gz``) an inflated copy in the temp directory."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self.tmp = path, None
-
-    def __enter__(self) -> Path:
-        with open(self.path, "rb") as fh:
-            gz = fh.read(2) == b"\x1f\x8b"
-        if not gz:
-            return self.path
-        self.tmp = tempfile.NamedTemporaryFile(suffix=".db", delete=False)
-        try:
-            with gzip.open(self.path, "rb") as src, self.tmp:
-                shutil.copyfileobj(src, self.tmp)
-        except (OSError, EOFError, zlib.error) as exc:
-            self.__exit__()
-            raise TraceInputError(self.path, f"corrupt or truncated gzip data ({exc})") from None
-        except BaseException:  # Ctrl-C or a full disk mid-copy: the copy goes too
-            self.__exit__()
-            raise
-        return Path(self.tmp.name)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.tmp is not None:
-            Path(self.tmp.name).unlink(missing_ok=True)
-
-
-def _check_size(path: Path, db: Path) -> None:
-    """A truncated file: the header's page count times page size exceeds the file size."""
-    with open(db, "rb") as fh:
-        head = fh.read(100)
-    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
-        raise TraceInputError(path, "not a SQLite database (bad header)")
-    page = int.from_bytes(head[16:18], "big")
-    page = 65536 if page == 1 else page
-    pages = int.from_bytes(head[28:32], "big")
-    valid = head[24:28] == head[92:96]  # in-header size is valid for this change counter
-    size = db.stat().st_size
-    if valid and pages and page * pages > size:
-        raise TraceInputError(path, f"truncated SQLite database (its header says "
-                              f"{page * pages} bytes, the file has {size})")
-
-
-def _connect(path: Path, db: Path) -> sqlite3.Connection:
-    uri = db.resolve().as_uri() + "?mode=ro&immutable=1"
-    con = sqlite3.connect(uri, uri=True)
     try:
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        con.close()
-        detail = exc if isinstance(exc, sqlite3.DatabaseError) else "text that is not UTF-8"
-        raise TraceInputError(path, f"corrupt or truncated SQLite database ({detail})") from None
-    return con
+        return _read(path, step_marker)
+    except _IsRpd:
+        from parsers.rocprof import rpd_read
+        return rpd_read.read(path, step_marker)
 
 
-class _Deadline:
-    """A progress handler that interrupts any statement once the read has run for
-    ``TRACELENS_SQLITE_SECONDS`` (default 600): no query on a hostile database (a recursive
-    CTE, a cross join) can run forever."""
-
-    def __init__(self, con: sqlite3.Connection) -> None:
-        import os
-        import time
-        try:
-            self.seconds = float(os.environ.get(_SECONDS_ENV, _SECONDS))
-        except ValueError:
-            self.seconds = _SECONDS
-        self._now = time.monotonic
-        self._end = self._now() + self.seconds
-        self.expired = False
-        con.set_progress_handler(self._tick, 10_000)
-
-    def _tick(self) -> int:
-        self.expired = self._now() > self._end
-        return int(self.expired)
+class _IsRpd(Exception):
+    """The database is rocmProfileData's RPD, read by :mod:`parsers.rocprof.rpd_read`."""
 
 
-def _check_integrity(path: Path, con: sqlite3.Connection) -> None:
-    """SQLite's own structural check: a damaged b-tree (rows out of order, a bad page) reads
-    as a fraction of its rows without any error, so a file that fails it is refused."""
-    problems = [r[0] for r in con.execute("PRAGMA quick_check(3)")]
-    if problems != ["ok"]:
-        lines = [x for p in problems for x in str(p).splitlines() if not x.startswith("***")]
-        raise TraceInputError(path, "damaged SQLite database (PRAGMA quick_check: "
-                              f"{'; '.join(lines)[:200]}); rows may be missing, so it is "
-                              "not read")
+def _read(path: Path, step_marker: str | None) -> Trace:
+    procs = read_db(path, lambda con: _read_sets(con, path), "rocpd")
+    return build_trace(procs, path, FORMAT, step_marker)
 
 
 def _read_sets(con: sqlite3.Connection, path: Path) -> list[Process]:
@@ -192,28 +91,6 @@ def _read_sets(con: sqlite3.Connection, path: Path) -> list[Process]:
     return procs
 
 
-def _sanitize(rows: list[tuple], schema: dict[str, pl.DataType], bad: dict[str, int]
-              ) -> list[tuple]:
-    """Rows with each value that does not fit its column's type set to None (counted)."""
-    cols = list(zip(*rows)) if rows else [()] * len(schema)
-    out = []
-    for (name, dtype), values in zip(schema.items(), cols):
-        if dtype == pl.Int64:
-            fixed = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else None
-                     for v in values]
-        elif dtype == pl.String:
-            fixed = [v if isinstance(v, str) else None for v in values]
-        elif dtype == pl.Float64:
-            fixed = [float(v) if type(v) in (int, float) else None for v in values]
-        else:
-            fixed = list(values)
-        n = sum(1 for v, f in zip(values, fixed) if v is not None and f is None)
-        if n:
-            bad[name] = bad.get(name, 0) + n
-        out.append(fixed)
-    return list(zip(*out))
-
-
 class _Reader:
     """One set of rocpd tables (those named ``<base><suffix>``)."""
 
@@ -229,10 +106,8 @@ class _Reader:
             "rocpd_info_pmc", "rocpd_pmc_event")}
         missing = [b for b in _REQUIRED if self.sources[b] is None]
         if missing:
-            if {"rocpd_op", "rocpd_api_ops"} & self.names:
-                raise TraceInputError(path, "an RPD database (rocmProfileData/rpd_tracer: "
-                                      "rocpd_op, rocpd_api_ops), a different format from "
-                                      "rocprofv3's rocpd; profile with rocprofv3 instead")
+            if "rocpd_op" in self.names:
+                raise _IsRpd()
             if "CUPTI_ACTIVITY_KIND_KERNEL" in self.names:
                 raise TraceInputError(path, "an Nsight Systems SQLite export "
                                       "(CUPTI_ACTIVITY_KIND_KERNEL), not read; pass a PyTorch "
@@ -301,7 +176,7 @@ class _Reader:
         parts = []
         while rows := cur.fetchmany():
             if bad is not None:
-                rows = _sanitize(rows, schema, bad)
+                rows = sanitize(rows, schema, bad)
             parts.append(pl.DataFrame(rows, schema=schema, orient="row"))
         return pl.concat(parts, rechunk=True) if parts else pl.DataFrame(schema=schema)
 

@@ -1,0 +1,163 @@
+"""Opening a SQLite trace database safely, for the rocpd and RPD readers alike.
+
+A ``.db.gz`` is inflated into the temp directory (removed on every exit path); the file is
+opened read-only and immutable (no journal, lock or ``-shm`` file beside it); a truncated
+file is refused from its header, a damaged b-tree by ``PRAGMA quick_check``; a progress
+handler bounds every statement (``TRACELENS_SQLITE_SECONDS``); values that do not fit their
+column's type are made unknown and counted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sqlite3
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import polars as pl
+
+from tracelens.errors import TraceInputError
+
+SECONDS_ENV = "TRACELENS_SQLITE_SECONDS"
+SECONDS = 600.0
+T = TypeVar("T")
+
+
+class local_copy:
+    """The database file itself, or (for ``.db.gz``) an inflated copy in the temp directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.tmp = path, None
+
+    def __enter__(self) -> Path:
+        with open(self.path, "rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+        if not gz:
+            return self.path
+        self.tmp = tempfile.NamedTemporaryFile(suffix=".db", delete=False)
+        try:
+            with gzip.open(self.path, "rb") as src, self.tmp:
+                shutil.copyfileobj(src, self.tmp)
+        except (OSError, EOFError, zlib.error) as exc:
+            self.__exit__()
+            raise TraceInputError(self.path, f"corrupt or truncated gzip data ({exc})") from None
+        except BaseException:  # Ctrl-C or a full disk mid-copy: the copy goes too
+            self.__exit__()
+            raise
+        return Path(self.tmp.name)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.tmp is not None:
+            Path(self.tmp.name).unlink(missing_ok=True)
+
+
+def check_size(path: Path, db: Path) -> None:
+    """A truncated file: the header's page count times page size exceeds the file size."""
+    with open(db, "rb") as fh:
+        head = fh.read(100)
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        raise TraceInputError(path, "not a SQLite database (bad header)")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    valid = head[24:28] == head[92:96]  # in-header size is valid for this change counter
+    size = db.stat().st_size
+    if valid and pages and page * pages > size:
+        raise TraceInputError(path, f"truncated SQLite database (its header says "
+                              f"{page * pages} bytes, the file has {size})")
+
+
+def connect(path: Path, db: Path) -> sqlite3.Connection:
+    uri = db.resolve().as_uri() + "?mode=ro&immutable=1"
+    con = sqlite3.connect(uri, uri=True)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        con.close()
+        detail = exc if isinstance(exc, sqlite3.DatabaseError) else "text that is not UTF-8"
+        raise TraceInputError(path, f"corrupt or truncated SQLite database ({detail})") from None
+    return con
+
+
+class Deadline:
+    """A progress handler that interrupts any statement once the read has run for
+    ``TRACELENS_SQLITE_SECONDS`` (default 600): no query on a hostile database (a recursive
+    CTE, a cross join) can run forever."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        import os
+        import time
+        try:
+            self.seconds = float(os.environ.get(SECONDS_ENV, SECONDS))
+        except ValueError:
+            self.seconds = SECONDS
+        self._now = time.monotonic
+        self._end = self._now() + self.seconds
+        self.expired = False
+        con.set_progress_handler(self._tick, 10_000)
+
+    def _tick(self) -> int:
+        self.expired = self._now() > self._end
+        return int(self.expired)
+
+
+def check_integrity(path: Path, con: sqlite3.Connection) -> None:
+    """SQLite's own structural check: a damaged b-tree (rows out of order, a bad page) reads
+    as a fraction of its rows without any error, so a file that fails it is refused."""
+    problems = [r[0] for r in con.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        lines = [x for p in problems for x in str(p).splitlines() if not x.startswith("***")]
+        raise TraceInputError(path, "damaged SQLite database (PRAGMA quick_check: "
+                              f"{'; '.join(lines)[:200]}); rows may be missing, so it is "
+                              "not read")
+
+
+def sanitize(rows: list[tuple], schema: dict[str, pl.DataType], bad: dict[str, int]
+              ) -> list[tuple]:
+    """Rows with each value that does not fit its column's type set to None (counted)."""
+    cols = list(zip(*rows)) if rows else [()] * len(schema)
+    out = []
+    for (name, dtype), values in zip(schema.items(), cols):
+        if dtype == pl.Int64:
+            fixed = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else None
+                     for v in values]
+        elif dtype == pl.String:
+            fixed = [v if isinstance(v, str) else None for v in values]
+        elif dtype == pl.Float64:
+            fixed = [float(v) if type(v) in (int, float) else None for v in values]
+        else:
+            fixed = list(values)
+        n = sum(1 for v, f in zip(values, fixed) if v is not None and f is None)
+        if n:
+            bad[name] = bad.get(name, 0) + n
+        out.append(fixed)
+    return list(zip(*out))
+
+
+def read_db(path: Path, read: Callable[[sqlite3.Connection], T], what: str) -> T:
+    """``read(con)`` on the database at ``path``, opened safely; every SQLite, text or
+    type failure (and the time bound) becomes one input error naming the file."""
+    with local_copy(path) as db:
+        check_size(path, db)
+        con = connect(path, db)
+        clock = Deadline(con)
+        try:
+            check_integrity(path, con)
+            return read(con)
+        except sqlite3.DatabaseError as exc:
+            if clock.expired:
+                raise TraceInputError(path, f"reading the SQLite database took more than "
+                                      f"{clock.seconds:g} s (set {SECONDS_ENV} to allow "
+                                      "longer)") from None
+            raise TraceInputError(path, f"corrupt or truncated SQLite database ({exc})") from None
+        except UnicodeDecodeError:
+            raise TraceInputError(path, "corrupt SQLite database (text that is not UTF-8)"
+                                  ) from None
+        except (pl.exceptions.PolarsError, TypeError, OverflowError) as exc:
+            raise TraceInputError(path, f"{what} values of an unexpected type "
+                                  f"({str(exc).splitlines()[0][:120]})") from None
+        finally:
+            con.close()
