@@ -19,6 +19,7 @@ import polars as pl
 
 from tracelens.errors import TraceInputError
 from tracelens.formats import reader_for
+from tracelens.long_names import cap_long_names
 from tracelens.model import Trace
 
 _PROCESS_MIN_BYTES = 64 << 20  # below this, worker processes take longer to start than to help
@@ -64,7 +65,9 @@ def _bound(fmt: str, f: Path, step_marker: str | None,
 def read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
     """One file; an exception other than an input error is that file's problem too."""
     try:
-        return reader(f)
+        trace = reader(f)
+        cap_long_names(trace, f.name)
+        return trace
     except TraceInputError:
         raise
     except Exception as exc:  # a file that breaks the reader is that file's problem
