@@ -1,13 +1,15 @@
 """How many bytes a reader may hold: the inflation budget that refuses a decompression bomb
 (an 11 MB gzip of 11 GiB) or a plain file too large for the machine, before it exhausts memory.
 
-A gzip input may inflate to ``min(100 x its size + 64 MiB, 1/4 of available memory)``: real
-traces inflate 2.5-4.7x (XSpace), 9.9-16.5x (Kineto), 23x (rocprofv3 JSON), 26x (a counter
-CSV), so 100x never refuses one, while a bomb (about 1000x) is refused after inflating at most
-100x its size. A plain input may hold 1/4 of available memory: reading a trace takes about
-2.5-4x its text (measured on the shared Kineto and rocprofv3 JSON traces), so a text of a
-quarter of the available memory is about what still fits. ``TRACELENS_MAX_INFLATE`` (bytes,
-or with a K, M, G or T suffix) replaces the budget; a value that is not a size is an error.
+A gzip input may inflate to ``min(100 x its size + 64 MiB, 1/4 of available memory)``, checked
+as it is read: at every point the inflated bytes stay within 100 x the compressed bytes read
+so far + 64 MiB, so that a bomb (about 1000:1) is refused after about 70 MiB, not 100x its
+size. Real traces inflate 2.5-4.7x (XSpace), 9.9-16.5x (Kineto), 23x (rocprofv3 JSON), 26x (a
+counter CSV): 100x never refuses one. A plain input may hold 1/4 of available memory: reading
+a trace takes about 2.5-4x its text (measured on the shared Kineto and rocprofv3 JSON
+traces), so a text of a quarter of the available memory is about what still fits.
+``TRACELENS_MAX_INFLATE`` (bytes, or with a K, M, G or T suffix) replaces the budget; a value
+that is not a positive size is an error.
 """
 
 from __future__ import annotations

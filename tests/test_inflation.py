@@ -112,8 +112,10 @@ def test_real_sized_bomb_is_refused_in_little_memory(tmp_path: Path) -> None:
 
 
 def test_bad_env_value_is_exit_2(tmp_path: Path) -> None:
-    path = real_trace("mi300x_jax08_gemm.xplane.pb")
-    for bad in ("lots", "0", "-5", "1x"):
+    """A value that is not a size is an error for every reader, a plain rocpd ``.db`` (which
+    has no size bound) included, never a silent default."""
+    paths = [real_trace("mi300x_jax08_gemm.xplane.pb"), small_outputs(tmp_path, 40)["db"]]
+    for path, bad in zip(paths * 2, ("lots", "0", "-5", "1x")):
         res = run_cli("summarize", str(path), env={ENV: bad})
         assert res.returncode == 2, res.stderr
         assert res.stderr.strip().splitlines() == [

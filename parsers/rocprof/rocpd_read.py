@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from parsers.budget import env_limit
 from parsers.rawfile import inflate_to, is_gzip
 from parsers.rocprof.agents import as_int, agent_frame, agent_row
 from parsers.rocprof.build import build_trace
@@ -78,6 +79,7 @@ class _local_copy:
         self.path, self.tmp = path, None
 
     def __enter__(self) -> Path:
+        env_limit()  # a bad TRACELENS_MAX_INFLATE is an error here too, not ignored
         if not is_gzip(self.path):
             return self.path
         try:
