@@ -195,3 +195,47 @@ def test_truncated_gzip_is_still_damage_not_budget(tmp_path: Path) -> None:
     path.write_bytes(packed[: len(packed) // 2])
     res = run_cli("summarize", str(path), env={})
     _assert_refused(res, path, "corrupt or truncated gzip data")
+
+
+def _db_gz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A real small rocpd ``.db.gz`` and an empty temp directory the reader will use."""
+    db = tmp_path / "1_results.db.gz"
+    db.write_bytes(gzip.compress(small_outputs(tmp_path / "small", 40)["db"].read_bytes()))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp))
+    return db, tmp
+
+
+def test_full_disk_is_said_and_the_copy_removed(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A temp directory without room is not 'corrupt gzip data': the error says where the
+    copy was going, and the part written is removed."""
+    from parsers.rocprof import rocpd_read
+    db, tmp = _db_gz(tmp_path, monkeypatch)
+
+    def full(path: Path, dst: object) -> int:
+        dst.write(b"SQLite format 3\x00")  # type: ignore[attr-defined]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rocpd_read, "inflate_to", full)
+    with pytest.raises(TraceInputError, match="cannot write its inflated copy in the temp "
+                       r"directory \(No space left on device; set TMPDIR"):
+        tracelens.load(db)
+    assert list(tmp.iterdir()) == []
+
+
+def test_interrupt_mid_read_removes_the_copy(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the inflated database is being read: the copy goes too."""
+    from parsers.rocprof import rocpd_read
+    db, tmp = _db_gz(tmp_path, monkeypatch)
+
+    def interrupted(*args: object) -> None:
+        assert len(list(tmp.iterdir())) == 1  # the copy is there while it is read
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rocpd_read, "_check_integrity", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tracelens.load(db)
+    assert list(tmp.iterdir()) == []
