@@ -29,24 +29,48 @@ def is_gzip(path: Path) -> bool:
         raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
-def read_maybe_gzip(path: Path) -> bytes:
+def read_maybe_gzip(path: Path, text: bool = False) -> bytes:
     """The file's bytes, decompressed when they start with the gzip magic. Raises
     :class:`TraceInputError` for an empty, unreadable or damaged file, and for one past the
-    inflation budget (a plain file is refused before it is read)."""
-    if not is_gzip(path):
-        try:
-            check_plain(path, path.stat().st_size)
+    inflation budget (a plain file is refused before it is read). ``text``: the file is
+    JSON, which holds no NUL byte: the first one ends the read (a sparse or zero-filled
+    file is refused after one chunk, not after gigabytes of zeros)."""
+    out = _JsonText(path) if text else io.BytesIO()
+    if is_gzip(path):
+        inflate_to(path, out)
+        if not out.tell():
+            raise TraceInputError(path, "empty file (after gunzip)")
+        return out.getvalue()  # the buffer itself, not a copy (BytesIO hands it over)
+    try:
+        check_plain(path, path.stat().st_size)
+        if text:
+            with open(path, "rb") as fh:
+                while chunk := fh.read(CHUNK):
+                    out.write(chunk)
+            raw = out.getvalue()
+        else:
             raw = path.read_bytes()
-        except OSError as exc:
-            raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
-        if not raw:
-            raise TraceInputError(path, "empty file")
-        return raw
-    out = io.BytesIO()
-    inflate_to(path, out)
-    if not out.tell():
-        raise TraceInputError(path, "empty file (after gunzip)")
-    return out.getvalue()  # the buffer itself, not a copy (BytesIO hands it over)
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not raw:
+        raise TraceInputError(path, "empty file")
+    return raw
+
+
+class _JsonText(io.BytesIO):
+    """The bytes of a JSON document, refused at the first NUL byte written (JSON has none:
+    a control character must be escaped even inside a string)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def write(self, chunk: bytes) -> int:  # type: ignore[override]
+        at = chunk.find(0)
+        if at >= 0:
+            raise TraceInputError(self.path, f"a NUL byte at offset {self.tell() + at:,}: "
+                                  "not JSON text (a zero-filled or sparse file?)")
+        return super().write(chunk)
 
 
 def inflate_to(path: Path, dst: BinaryIO) -> int:

@@ -89,13 +89,12 @@ def test_bomb_is_refused_and_leaves_nothing(tmp_path: Path, fmt: str) -> None:
     assert list(tmp.iterdir()) == []
 
 
-def test_real_sized_bomb_is_refused_in_little_memory(tmp_path: Path) -> None:
-    """An 11 MB Kineto gzip holding 11 GiB, under the default budget: refused after about
-    64 MiB of inflation (the ratio is checked as the stream is read), in under 500 MB. The
-    child's address space is capped so that a reader without a budget fails here instead of
-    taking the machine's memory."""
-    bomb = write_bomb(tmp_path / "rank0.pt.trace.json.gz", "kineto", 11 << 30)
-    assert bomb.stat().st_size < 16 << 20
+def run_measured(path: Path, budget: str | None = None
+                 ) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``tracelens summarize PATH`` under ``budget`` (None: the default), and its peak RSS in
+    bytes. The
+    child's address space is capped (3 GiB) so that a reader without a budget fails here
+    instead of taking the machine's memory."""
     code = ("import resource, subprocess, sys\n"
             "cap = 3 << 30\n"
             "r = subprocess.run([sys.executable, '-m', 'tracelens.cli', 'summarize', sys.argv[1]],"
@@ -105,10 +104,33 @@ def test_real_sized_bomb_is_refused_in_little_memory(tmp_path: Path) -> None:
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
             "sys.exit(r.returncode)\n")
     env = {k: v for k, v in os.environ.items() if k != ENV}
-    res = subprocess.run([sys.executable, "-c", code, str(bomb)], capture_output=True,
+    env.update({ENV: budget} if budget else {})
+    res = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
                          text=True, timeout=300, env={**env, "PYTHONPATH": str(ROOT)})
+    return res, int(res.stdout or 0) * 1024  # ru_maxrss is in KiB on Linux
+
+
+def test_real_sized_bomb_is_refused_in_little_memory(tmp_path: Path) -> None:
+    """An 11 MB Kineto gzip holding 11 GiB, under the default budget: refused after about
+    64 MiB of inflation (the ratio is checked as the stream is read), in under 500 MB."""
+    bomb = write_bomb(tmp_path / "rank0.pt.trace.json.gz", "kineto", 11 << 30)
+    assert bomb.stat().st_size < 16 << 20
+    res, rss = run_measured(bomb)
     _assert_refused(res, bomb, "100 x the compressed bytes read", ENV)
-    assert int(res.stdout) * 1024 < 500 << 20  # ru_maxrss is in KiB on Linux
+    assert rss < 500 << 20
+
+
+def test_sparse_json_is_refused_at_its_first_zeros(tmp_path: Path) -> None:
+    """A 3 GiB sparse JSON (a header, then holes that read as zeros) within the budget (8 GiB
+    here, so that the test does not depend on the machine's memory): refused at its first
+    NUL byte, in under 500 MB, not after reading 3 GiB and failing to parse them."""
+    path = tmp_path / "rank0.pt.trace.json"
+    with open(path, "wb") as fh:
+        fh.write(b'{"schemaVersion": 1, "traceEvents": [')
+        fh.truncate(3 << 30)
+    res, rss = run_measured(path, "8G")
+    _assert_refused(res, path, "a NUL byte at offset 37: not JSON text")
+    assert rss < 500 << 20
 
 
 def test_bad_env_value_is_exit_2(tmp_path: Path) -> None:
