@@ -232,7 +232,7 @@ def host_from_file_name(name: str) -> str:
 
 
 def read(path: Path) -> Trace:
-    raw = read_maybe_gzip(path)
+    raw = read_maybe_gzip(path, text=True)
     errors = (TypeError, ValueError, KeyError, AttributeError, OverflowError,
               pl.exceptions.PolarsError)
     try:

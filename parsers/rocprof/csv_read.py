@@ -17,6 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
+from parsers.budget import human, memory_budget
+from parsers.rawfile import is_gzip, read_maybe_gzip
 from parsers.rocprof.agents import agent_frame, resolve_refs
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
@@ -42,6 +44,7 @@ _INTS = ("queue_id", "stream_id", "thread_id", "correlation_id", "start_timestam
          "gfx_target_version", "max_engine_clk_fcompute", "grid_size_x", "grid_size_y",
          "grid_size_z", "workgroup_size_x", "workgroup_size_y", "workgroup_size_z",
          "lds_block_size", "group_segment_size", "vgpr_count")
+CELL_BYTES = 16  # a polars string view per cell, beside the text itself
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 _FIELDS = {"start": "Start_Timestamp", "end": "End_Timestamp", "agent": "Agent_Id",
            "queue": "Queue_Id", "op": "Direction"}
@@ -61,8 +64,9 @@ def _group(path: Path) -> tuple[str, dict[str, Path]]:
 def _table(path: Path, kind: str, warnings: list[str]) -> pl.DataFrame:
     """One CSV with lower-case column names, integers parsed, required columns checked;
     a value that is not an integer where one belongs is unknown (null) and counted."""
+    source = _source(path)
     try:
-        df = pl.read_csv(path, infer_schema=False, raise_if_empty=False)
+        df = pl.read_csv(source, infer_schema=False, raise_if_empty=False)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
         raise TraceInputError(path, "malformed CSV "
                               f"({str(exc).splitlines()[0][:120]})") from None
@@ -99,6 +103,55 @@ def _table(path: Path, kind: str, warnings: list[str]) -> pl.DataFrame:
                             f"numbers (first {bad['counter_value'][0]!r}); read as unknown")
         df = df.with_columns(values.alias("counter_value"))
     return df
+
+
+def _source(path: Path) -> Path | bytes:
+    """What polars reads: the file itself (memory-mapped), or for a gzip its inflated bytes
+    (inflated here, within the inflation budget, not by polars without one); either is
+    refused when the frame it makes would pass the memory budget (``parsers.budget``)."""
+    gz = is_gzip(path)
+    raw = read_maybe_gzip(path) if gz else None
+    try:
+        size = len(raw) if raw is not None else path.stat().st_size
+        budget = memory_budget()
+        if budget is None or _frame_bytes(size, size + 1, 1) <= budget.limit:
+            return raw if raw is not None else path  # small enough at any cell count
+        lines, columns = _shape(raw if raw is not None else path)
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    need = _frame_bytes(size, lines, columns)
+    if need > budget.limit:
+        raise budget.refuse(path, f"{human(size)} of CSV in {lines:,} lines of {columns} "
+                            f"fields, about {human(need)} to hold in memory",
+                            "too large to read on this machine")
+    return raw if raw is not None else path
+
+
+def _frame_bytes(size: int, lines: int, columns: int) -> int:
+    """What polars holds for a CSV of ``size`` bytes read as text: the text and a 16-byte
+    view per cell (measured: 91 MB for 10 MB of one-byte cells, 5M of them)."""
+    return size + CELL_BYTES * lines * columns
+
+
+def _shape(source: Path | bytes) -> tuple[int, int]:
+    """Lines and header fields of a CSV, counted in chunks (a plain file is not held)."""
+    if isinstance(source, bytes):
+        return _lines(source.count(b"\n"), source[-1:]), _fields(source)
+    newlines, columns, last = 0, 0, b""
+    with open(source, "rb") as fh:
+        while chunk := fh.read(16 << 20):
+            columns = columns or _fields(chunk)
+            newlines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return _lines(newlines, last), max(columns, 1)
+
+
+def _lines(newlines: int, last: bytes) -> int:
+    return newlines + (last not in (b"", b"\n"))
+
+
+def _fields(head: bytes) -> int:
+    return head.split(b"\n", 1)[0].count(b",") + 1
 
 
 def _col(df: pl.DataFrame, name: str, dtype: pl.DataType = pl.Int64) -> pl.Expr:

@@ -44,7 +44,7 @@ _FIELDS = {"start": "start_timestamp", "end": "end_timestamp",
 
 def load_document(path: Path) -> Any:
     """Read, un-gzip and parse, with one clear error for each way it fails."""
-    return _parse(path, read_maybe_gzip(path))
+    return _parse(path, read_maybe_gzip(path, text=True))
 
 
 def _parse(path: Path, raw: bytes) -> Any:
@@ -67,7 +67,7 @@ def _not_rocprof(doc: Any) -> str:
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
-    raw = read_maybe_gzip(path)
+    raw = read_maybe_gzip(path, text=True)
     procs = json_typed.decode(raw) if raw.strip() else None
     if procs is None:  # not of the typed schema: the tolerant path says or counts why
         return _read_document(path, _parse(path, raw), step_marker)

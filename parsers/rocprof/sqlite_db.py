@@ -9,16 +9,15 @@ column's type are made unknown and counted.
 
 from __future__ import annotations
 
-import gzip
-import shutil
 import sqlite3
 import tempfile
-import zlib
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import polars as pl
 
+from parsers.budget import env_limit
+from parsers.rawfile import inflate_to, is_gzip
 from tracelens.errors import TraceInputError
 
 SECONDS_ENV = "TRACELENS_SQLITE_SECONDS"
@@ -27,24 +26,28 @@ T = TypeVar("T")
 
 
 class local_copy:
-    """The database file itself, or (for ``.db.gz``) an inflated copy in the temp directory."""
+    """The database file itself, or (for ``.db.gz``) an inflated copy in the temp directory,
+    bounded by the inflation budget (``parsers.budget``) and removed on every way out: the
+    read's end, a refusal past the budget, damaged gzip data, a full disk, Ctrl-C."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.tmp = path, None
 
     def __enter__(self) -> Path:
-        with open(self.path, "rb") as fh:
-            gz = fh.read(2) == b"\x1f\x8b"
-        if not gz:
+        env_limit()  # a bad TRACELENS_MAX_INFLATE is an error here too, not ignored
+        if not is_gzip(self.path):
             return self.path
-        self.tmp = tempfile.NamedTemporaryFile(suffix=".db", delete=False)
         try:
-            with gzip.open(self.path, "rb") as src, self.tmp:
-                shutil.copyfileobj(src, self.tmp)
-        except (OSError, EOFError, zlib.error) as exc:
+            self.tmp = tempfile.NamedTemporaryFile(prefix="tracelens-", suffix=".db",
+                                                   delete=False)
+            with self.tmp:
+                inflate_to(self.path, self.tmp)
+        except OSError as exc:  # inflate_to reports the input's own failures itself
             self.__exit__()
-            raise TraceInputError(self.path, f"corrupt or truncated gzip data ({exc})") from None
-        except BaseException:  # Ctrl-C or a full disk mid-copy: the copy goes too
+            raise TraceInputError(self.path, "cannot write its inflated copy in the temp "
+                                  f"directory ({exc.strerror or exc}; set TMPDIR to a "
+                                  "directory with room)") from None
+        except BaseException:  # a refusal, Ctrl-C: the copy goes too
             self.__exit__()
             raise
         return Path(self.tmp.name)
