@@ -22,7 +22,8 @@ ROCPROF_908 = SHARED / "traces" / "rocprof" / "mi350x_908_results.json.gz"
 CIJK = ("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1"
         "_AMAS3_ASE_ASGT_ASLT_ASM_ASAE01_ASCE01_ASEM1_AAC0_BL1_BS1_CLR1_WG32_8_1_WGM1.kd")
 RCCL_GENERIC = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
-_EIGEN_MAP = "Eigen::TensorMap<Eigen::Tensor<float const, 1, 1, long>, 16, Eigen::MakePointer> const"
+_EIGEN_MAP = ("Eigen::TensorMap<Eigen::Tensor<float const, 1, 1, long>, 16, Eigen::MakePointer> "
+              "const")
 # kernel name -> (category, subcategory, rule id); also the names of tests/test_name_dtype.py's
 # written B200 and V100 traces
 B6_NAMES: dict[str, tuple[str, str | None, str]] = {
@@ -50,17 +51,19 @@ B6_NAMES: dict[str, tuple[str, str | None, str]] = {
     "cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<cutlass::bfloat16_t, "
     "cutlass::bfloat16_t, 4, true>)": ("reduction", "moe-finalize", "reduction.moe_dev_finalize"),
     "void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<Eigen::TensorAssignOp<Eigen::"
-    "TensorMap<Eigen::Tensor<float, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::TensorCwiseBinaryOp"
-    f"<Eigen::internal::scalar_sum_op<float const, float const>, {_EIGEN_MAP}, {_EIGEN_MAP}> const> "
-    "const, Eigen::GpuDevice>, long>(Eigen::TensorEvaluator<...>, long)":
+    "TensorMap<Eigen::Tensor<float, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::"
+    "TensorCwiseBinaryOp<Eigen::internal::scalar_sum_op<float const, float const>, "
+    f"{_EIGEN_MAP}, {_EIGEN_MAP}> const> const, Eigen::GpuDevice>, long>(Eigen::TensorEvaluator"
+    "<...>, long)":
         ("elementwise", None, "elementwise.eigen"),
     "void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<Eigen::TensorAssignOp<Eigen::"
     "TensorMap<Eigen::Tensor<float, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::TensorReductionOp<"
     "Eigen::internal::MaxReducer<float>, Eigen::IndexList<Eigen::type2index<1l> > const, "
     f"{_EIGEN_MAP}, Eigen::MakePointer> const> const, Eigen::GpuDevice>, long>(...)":
         ("reduction", None, "reduction.eigen"),
-    "void Eigen::internal::FullReductionKernel<256, 128, Eigen::TensorReductionEvaluatorBase<Eigen::"
-    "TensorReductionOp<Eigen::internal::SumReducer<float>, Eigen::IndexList<Eigen::type2index<0l> >"
+    "void Eigen::internal::FullReductionKernel<256, 128, Eigen::TensorReductionEvaluatorBase<"
+    "Eigen::TensorReductionOp<Eigen::internal::SumReducer<float>, Eigen::IndexList<Eigen::"
+    "type2index<0l> >"
     f" const, {_EIGEN_MAP}, Eigen::MakePointer> const, Eigen::GpuDevice>, "
     "Eigen::internal::SumReducer<float>, long>(Eigen::internal::SumReducer<float>, ...)":
         ("reduction", None, "reduction.eigen"),
