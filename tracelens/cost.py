@@ -127,14 +127,25 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         pl.col("_is_main").fill_null(True), *out[1:])
 
 
+def _name_dtype(ev: pl.DataFrame) -> pl.Series:
+    """The dtype a GEMM kernel's name says, on the GEMM kernels that no other source gives one
+    (the others stay null: their names are not even read)."""
+    need = ev.select(((pl.col("kind") == "kernel") & (pl.col("category") == "gemm")
+                      & pl.col("dtype").is_null() & pl.col("_dtype").is_null())
+                     .fill_null(False)).to_series()
+    out = pl.Series("_name_dtype", [None] * ev.height, dtype=pl.String)
+    if need.any():
+        out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need)))
+    return out
+
+
 def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     """Fill the cost columns of ``events`` from an :func:`op_cost_table` (counters win)."""
     if events.is_empty():
         return events
     cols = events.columns
     ev = events.hstack(_per_kernel(events, table))
-    gemm = (pl.col("kind") == "kernel") & (pl.col("category") == "gemm")
-    ev = ev.with_columns(_name_dtype=pl.when(gemm).then(name_dtypes(ev["name"])))
+    ev = ev.with_columns(_name_dtype=_name_dtype(ev))
     helper = ~pl.col("_is_main") & pl.col("_flops").is_not_null()
     hlo_flops = pl.when(helper).then(0.0).otherwise(pl.col("_flops"))
     hlo_bytes = pl.when(~pl.col("_is_main") & pl.col("_bytes").is_not_null()).then(0.0) \

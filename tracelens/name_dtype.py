@@ -81,8 +81,10 @@ def dtype_from_name(name: pl.Expr) -> pl.Expr:
 
 
 def name_dtypes(names: pl.Series) -> pl.Series:
-    """:func:`dtype_from_name` over a column, evaluated once per distinct name."""
-    distinct = names.unique().to_frame("name").with_columns(
-        _dt=dtype_from_name(pl.col("name")))
-    return names.to_frame("name").join(distinct, on="name", how="left", nulls_equal=True,
-                                       maintain_order="left")["_dt"]
+    """:func:`dtype_from_name` over a column, evaluated once per distinct name (names are
+    compared as categoricals: hashing millions of long kernel names once, not per join)."""
+    coded = names.cast(pl.Categorical).to_frame("name")
+    distinct = coded.unique().with_columns(
+        _dt=dtype_from_name(pl.col("name").cast(pl.String)))
+    return coded.join(distinct, on="name", how="left", nulls_equal=True,
+                      maintain_order="left")["_dt"]
