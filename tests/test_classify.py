@@ -50,6 +50,15 @@ B6_NAMES: dict[str, tuple[str, str | None, str]] = {
     "void moe::dev::finalize::finalizeKernel<moe::dev::finalize::KernelParams<cutlass::bfloat16_t, "
     "cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<cutlass::bfloat16_t, "
     "cutlass::bfloat16_t, 4, true>)": ("reduction", "moe-finalize", "reduction.moe_dev_finalize"),
+    # a real B200 vLLM DeepSeek trace's names: FlashInfer's CuTe DSL MXFP8 quantization (was
+    # gemm.nvidia by its kernel_cutlass_ prefix) and top-k selection kernels (were other)
+    "kernel_cutlass_kernel_flashinferquantizationkernelsmxfp8_quantizeMXFP8QuantizeSwizzledKernel_"
+    "object_at__tensorptrbf16gmem": ("elementwise", "quantize", "elementwise.cute_quantize"),
+    "_dsv4_topk_kernel": ("reduction", "topk", "reduction.topk"),
+    "void at::native::mbtopk::computeBlockDigitCounts<float, unsigned int, unsigned int, 2>(at::"
+    "cuda::detail::TensorInfo<float const, unsigned int>)": ("reduction", "topk", "reduction.topk"),
+    "void vllm::cooperative::cooperative_topk_cs2<512u>(vllm::cooperative::CooperativeTopKParams"
+    "<512u>)": ("reduction", "topk", "reduction.topk"),
     "void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<Eigen::TensorAssignOp<Eigen::"
     "TensorMap<Eigen::Tensor<float, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::"
     "TensorCwiseBinaryOp<Eigen::internal::scalar_sum_op<float const, float const>, "
@@ -495,6 +504,7 @@ CASES = [
     # llama.cpp softmax (the ggml-cuda kernel name; the shared gfx1151 rows have no softmax)
     ("soft_max_f32", None, "reduction", "softmax", "reduction.softmax"),
     ("totally_unknown_kernel", None, "other", None, "other.fallback"),
+    ("stopKernel", None, "other", None, "other.fallback"),  # 'topK' inside a word is not top-k
     # issue 25 B6: MoE and low-precision GEMMs (B200 TRT-LLM/FlashInfer), TensorFlow's Eigen
     # kernels (all were other.fallback, the finalize one gemm.nvidia by its cutlass:: argument)
     *[(n, None, *want) for n, want in B6_NAMES.items()],
