@@ -78,6 +78,15 @@ B6_NAMES: dict[str, tuple[str, str | None, str]] = {
         ("reduction", None, "reduction.eigen"),
     "void tensorflow::functor::RowReduceKernel<float const*, float*, cub::Sum>(float const*, "
     "float*, int, int, cub::Sum, float)": ("reduction", None, "reduction.tf_reduce"),
+    "void tensorflow::BiasNHWCKernel<float>(int, float const*, float const*, float*, int)":
+        ("elementwise", None, "elementwise.tf"),
+    "void tensorflow::concat_fixed_kernel<float, int>(tensorflow::GpuDeviceArrayStruct<float "
+    "const*, 8>, float*, int, int)": ("elementwise", "data-movement", "elementwise.tf"),
+    "void tensorflow::BiasGradNHWC_SharedAtomics<float>(int, float const*, float*, int)":
+        ("reduction", None, "reduction.tf_bias_grad"),
+    "void tensorflow::(anonymous namespace)::GenerateNormalizedProb<float, float>(float const*, "
+    "float const*, float const*, float*, int, int, bool)":
+        ("reduction", "softmax", "reduction.tf_softmax"),
     "void Eigen::internal::EigenContractionKernel<Eigen::TensorEvaluator<...>, Eigen::GpuDevice>"
     "(...)": ("gemm", None, "gemm.eigen"),
 }
