@@ -513,7 +513,14 @@ CASES = [
     # llama.cpp softmax (the ggml-cuda kernel name; the shared gfx1151 rows have no softmax)
     ("soft_max_f32", None, "reduction", "softmax", "reduction.softmax"),
     ("totally_unknown_kernel", None, "other", None, "other.fallback"),
-    ("stopKernel", None, "other", None, "other.fallback"),  # 'topK' inside a word is not top-k
+    ("stopKernel", None, "other", None, "other.fallback"),
+    # cuDNN's CUTLASS convolution kernels of the real A100 trace (were gemm.nvidia by 'cutlass')
+    ("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_64x256_32x4_"
+     "nhwc_align4>(cutlass_tensorop_s1688dgrad_optimized_tf32_64x256_32x4_nhwc_align4::Params)",
+     None, "convolution", "bwd-data", "convolution.name"),
+    ("void cutlass_cudnn_train::Kernel<cutlass_cudnn_train::reduction::kernel::ReduceSplitK<"
+     "cutlass_cudnn_train::MatrixShape<4, 128>, float> >(Params)", None, "convolution", None,
+     "convolution.name"),  # 'topK' inside a word is not top-k
     # issue 25 B6: MoE and low-precision GEMMs (B200 TRT-LLM/FlashInfer), TensorFlow's Eigen
     # kernels (all were other.fallback, the finalize one gemm.nvidia by its cutlass:: argument)
     *[(n, None, *want) for n, want in B6_NAMES.items()],

@@ -119,3 +119,20 @@ def test_dtype_from_the_name_only_where_nothing_better_says_it(tmp_path: Path) -
     out = json.loads(cli("summarize", str(path), "--format", "json", "--quiet").stdout)
     rows = {r["kernel"]: r["dtype"] for r in out["roofline"]}
     assert rows[fp8] == "fp8" and rows[half_name] == "fp16"
+
+
+REAL = [("xprof/mi300x_jax08_gemm.xplane.pb", {"hlo"}),  # every dtype from the HLO
+        ("kineto/mi300x_inference/sglang_qwen3_8b_decode.json.gz", {"name"}),  # Cijk_*_BBS_
+        ("kineto/sampled_128rank_job", {"shapes"})]  # aten::mm input types, names not read
+
+
+@pytest.mark.parametrize(("path", "sources"), REAL, ids=[r[0].split("/")[-1] for r in REAL])
+def test_dtype_sources_on_real_traces(path: str, sources: set[str]) -> None:
+    from tests.conftest import SHARED
+    full = SHARED / "traces" / path
+    if not full.exists():
+        pytest.skip(f"{full} not present")
+    gemm = tracelens.load(full).events.filter(pl.col("category") == "gemm",
+                                              pl.col("dtype").is_not_null())
+    assert gemm.height and set(gemm["dtype_source"]) == sources
+    assert (gemm["dtype_source"] == "name").sum() == 0 or set(gemm["dtype"]) == {"bf16"}
