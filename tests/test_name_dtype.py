@@ -13,6 +13,8 @@ import pytest
 
 import tracelens
 from tests.conftest import cli
+from tracelens import hardware
+from tracelens.analyze.roofline import device_specs, roofline, spec_frame
 from tests.test_classify import B6_NAMES
 from tracelens.name_dtype import dtype_from_name
 from tracelens_dev.writers.kineto import write as write_kineto
@@ -56,6 +58,7 @@ def test_dtype_from_name(name: str, dtype: str | None) -> None:
 def _write(tmp: Path, product: str, arch: str, names: list[str],
            op_args: dict | None = None, ops: list[str | None] | None = None) -> Path:
     """One rank, one device: ``names`` back to back, 100 µs each, three times over."""
+    cus, memory = {"sm_100": (148, 180 << 30), "sm_70": (80, 16 << 30)}[arch]
     rows = []
     t = 0
     for _ in range(3):
@@ -69,8 +72,8 @@ def _write(tmp: Path, product: str, arch: str, names: list[str],
         bytes=pl.lit(None, pl.Float64), msg_bytes=pl.lit(None, pl.Int64),
         group_size=pl.lit(None, pl.Int32), dtype=pl.lit(None, pl.String))
     devices = pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "vendor": "nvidia",
-                             "arch": arch, "product": product, "compute_units": 132,
-                             "clock_mhz": None, "memory_bytes": 80 << 30, "spec_id": None}])
+                             "arch": arch, "product": product, "compute_units": cus,
+                             "clock_mhz": None, "memory_bytes": memory, "spec_id": None}])
     steps = pl.DataFrame({"rank": [0], "step": [0], "start_ns": [0], "end_ns": [t],
                           "source": ["x"]})
     trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(), steps=steps,
@@ -119,6 +122,13 @@ def test_dtype_from_the_name_only_where_nothing_better_says_it(tmp_path: Path) -
     out = json.loads(cli("summarize", str(path), "--format", "json", "--quiet").stdout)
     rows = {r["kernel"]: r["dtype"] for r in out["roofline"]}
     assert rows[fp8] == "fp8" and rows[half_name] == "fp16"
+    # the fp8 GEMM's roofline row takes the B200's fp8 peak, not none
+    trace = tracelens.load(path)
+    specs = spec_frame(device_specs(trace.devices))
+    peaks = dict(roofline(trace.events, specs).select("kernel", "peak_tflops").iter_rows())
+    b200 = hardware.SPECS["b200"]
+    assert peaks[fp8] == b200.peak("fp8") and peaks[half_name] == b200.peak("fp16")
+    assert peaks["nvjet_tst_64x8_h_bz"] is None
 
 
 REAL = [("xprof/mi300x_jax08_gemm.xplane.pb", {"hlo"}),  # every dtype from the HLO
