@@ -22,6 +22,74 @@ ROCPROF_908 = SHARED / "traces" / "rocprof" / "mi350x_908_results.json.gz"
 CIJK = ("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1"
         "_AMAS3_ASE_ASGT_ASLT_ASM_ASAE01_ASCE01_ASEM1_AAC0_BL1_BS1_CLR1_WG32_8_1_WGM1.kd")
 RCCL_GENERIC = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
+_EIGEN_MAP = ("Eigen::TensorMap<Eigen::Tensor<float const, 1, 1, long>, 16, Eigen::MakePointer> "
+              "const")
+# kernel name -> (category, subcategory, rule id); also the names of tests/test_name_dtype.py's
+# written B200 and V100 traces
+B6_NAMES: dict[str, tuple[str, str | None, str]] = {
+    "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x256x256u2_s3_et128x256_m256x256x32_cga1x1x1_16dp256b_TN_"
+    "transOut_schedS_bN_sm100f": ("gemm", None, "gemm.trtllm_gen"),
+    "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_Ab32_Bb32_t128x8x512_s3_et128x8_m128x8x32_c1x1x1_rM_TN_"
+    "transOut_schedS_bN_sm100f": ("gemm", None, "gemm.trtllm_gen"),
+    "bmm_E4m3_E4m3E4m3_Fp32_t128x128x128_s4_et128x128_m128x128x32_cga1x1x1_16dp256b_TN_schedS_"
+    "sm100f": ("gemm", None, "gemm.trtllm_gen"),
+    "void moe::dev::routing::routingRenormalize::routingIndicesClusterKernel<moe::dev::routing::"
+    "routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 8, true> >(moe::dev::routing::"
+    "routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 8, true>)":
+        ("reduction", "moe-routing", "reduction.moe_dev_routing"),
+    "void moe::dev::routing::routingDeepSeek::routingMainKernel<moe::dev::routing::routingDeepSeek"
+    "::KernelParams<float, __nv_bfloat16, 8, true> >(moe::dev::routing::routingDeepSeek::"
+    "KernelParams<float, __nv_bfloat16, 8, true>)":
+        ("reduction", "moe-routing", "reduction.moe_dev_routing"),
+    "void moe::dev::activation::activationKernel<moe::dev::activation::KernelParams<__nv_fp8_e4m3,"
+    " 128, true> >(moe::dev::activation::KernelParams<__nv_fp8_e4m3, 128, true>)":
+        ("elementwise", "activation", "elementwise.moe_dev"),
+    "void moe::dev::permute::permuteKernel<moe::dev::permute::KernelParams<cutlass::bfloat16_t, "
+    "true> >(moe::dev::permute::KernelParams<cutlass::bfloat16_t, true>)":
+        ("elementwise", "data-movement", "elementwise.moe_dev"),
+    "void moe::dev::finalize::finalizeKernel<moe::dev::finalize::KernelParams<cutlass::bfloat16_t, "
+    "cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<cutlass::bfloat16_t, "
+    "cutlass::bfloat16_t, 4, true>)": ("reduction", "moe-finalize", "reduction.moe_dev_finalize"),
+    # a real B200 vLLM DeepSeek trace's names: FlashInfer's CuTe DSL MXFP8 quantization (was
+    # gemm.nvidia by its kernel_cutlass_ prefix) and top-k selection kernels (were other)
+    "kernel_cutlass_kernel_flashinferquantizationkernelsmxfp8_quantizeMXFP8QuantizeSwizzledKernel_"
+    "object_at__tensorptrbf16gmem": ("elementwise", "quantize", "elementwise.cute_quantize"),
+    "_dsv4_topk_kernel": ("reduction", "topk", "reduction.topk"),
+    "void at::native::mbtopk::computeBlockDigitCounts<float, unsigned int, unsigned int, 2>(at::"
+    "cuda::detail::TensorInfo<float const, unsigned int>)": ("reduction", "topk", "reduction.topk"),
+    "void vllm::cooperative::cooperative_topk_cs2<512u>(vllm::cooperative::CooperativeTopKParams"
+    "<512u>)": ("reduction", "topk", "reduction.topk"),
+    "void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<Eigen::TensorAssignOp<Eigen::"
+    "TensorMap<Eigen::Tensor<float, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::"
+    "TensorCwiseBinaryOp<Eigen::internal::scalar_sum_op<float const, float const>, "
+    f"{_EIGEN_MAP}, {_EIGEN_MAP}> const> const, Eigen::GpuDevice>, long>(Eigen::TensorEvaluator"
+    "<...>, long)":
+        ("elementwise", None, "elementwise.eigen"),
+    "void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<Eigen::TensorAssignOp<Eigen::"
+    "TensorMap<Eigen::Tensor<float, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::TensorReductionOp<"
+    "Eigen::internal::MaxReducer<float>, Eigen::IndexList<Eigen::type2index<1l> > const, "
+    f"{_EIGEN_MAP}, Eigen::MakePointer> const> const, Eigen::GpuDevice>, long>(...)":
+        ("reduction", None, "reduction.eigen"),
+    "void Eigen::internal::FullReductionKernel<256, 128, Eigen::TensorReductionEvaluatorBase<"
+    "Eigen::TensorReductionOp<Eigen::internal::SumReducer<float>, Eigen::IndexList<Eigen::"
+    "type2index<0l> >"
+    f" const, {_EIGEN_MAP}, Eigen::MakePointer> const, Eigen::GpuDevice>, "
+    "Eigen::internal::SumReducer<float>, long>(Eigen::internal::SumReducer<float>, ...)":
+        ("reduction", None, "reduction.eigen"),
+    "void tensorflow::functor::RowReduceKernel<float const*, float*, cub::Sum>(float const*, "
+    "float*, int, int, cub::Sum, float)": ("reduction", None, "reduction.tf_reduce"),
+    "void tensorflow::BiasNHWCKernel<float>(int, float const*, float const*, float*, int)":
+        ("elementwise", None, "elementwise.tf"),
+    "void tensorflow::concat_fixed_kernel<float, int>(tensorflow::GpuDeviceArrayStruct<float "
+    "const*, 8>, float*, int, int)": ("elementwise", "data-movement", "elementwise.tf"),
+    "void tensorflow::BiasGradNHWC_SharedAtomics<float>(int, float const*, float*, int)":
+        ("reduction", None, "reduction.tf_bias_grad"),
+    "void tensorflow::(anonymous namespace)::GenerateNormalizedProb<float, float>(float const*, "
+    "float const*, float const*, float*, int, int, bool)":
+        ("reduction", "softmax", "reduction.tf_softmax"),
+    "void Eigen::internal::EigenContractionKernel<Eigen::TensorEvaluator<...>, Eigen::GpuDevice>"
+    "(...)": ("gemm", None, "gemm.eigen"),
+}
 
 # (kernel name, HLO op, category, subcategory, rule id)
 CASES = [
@@ -445,6 +513,17 @@ CASES = [
     # llama.cpp softmax (the ggml-cuda kernel name; the shared gfx1151 rows have no softmax)
     ("soft_max_f32", None, "reduction", "softmax", "reduction.softmax"),
     ("totally_unknown_kernel", None, "other", None, "other.fallback"),
+    ("stopKernel", None, "other", None, "other.fallback"),
+    # cuDNN's CUTLASS convolution kernels of the real A100 trace (were gemm.nvidia by 'cutlass')
+    ("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_64x256_32x4_"
+     "nhwc_align4>(cutlass_tensorop_s1688dgrad_optimized_tf32_64x256_32x4_nhwc_align4::Params)",
+     None, "convolution", "bwd-data", "convolution.name"),
+    ("void cutlass_cudnn_train::Kernel<cutlass_cudnn_train::reduction::kernel::ReduceSplitK<"
+     "cutlass_cudnn_train::MatrixShape<4, 128>, float> >(Params)", None, "convolution", None,
+     "convolution.name"),  # 'topK' inside a word is not top-k
+    # issue 25 B6: MoE and low-precision GEMMs (B200 TRT-LLM/FlashInfer), TensorFlow's Eigen
+    # kernels (all were other.fallback, the finalize one gemm.nvidia by its cutlass:: argument)
+    *[(n, None, *want) for n, want in B6_NAMES.items()],
 ]
 
 

@@ -25,6 +25,7 @@ import polars as pl
 from tracelens.hlo.index import HloIndex
 from tracelens.hlo.opcost import instruction_cost
 from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.name_dtype import name_dtypes
 
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
@@ -126,12 +127,25 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         pl.col("_is_main").fill_null(True), *out[1:])
 
 
+def _name_dtype(ev: pl.DataFrame) -> pl.Series:
+    """The dtype a GEMM kernel's name says, on the GEMM kernels that no other source gives one
+    (the others stay null: their names are not even read)."""
+    need = ev.select(((pl.col("kind") == "kernel") & (pl.col("category") == "gemm")
+                      & pl.col("dtype").is_null() & pl.col("_dtype").is_null())
+                     .fill_null(False)).to_series()
+    out = pl.Series("_name_dtype", [None] * ev.height, dtype=pl.String)
+    if need.any():
+        out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need)))
+    return out
+
+
 def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     """Fill the cost columns of ``events`` from an :func:`op_cost_table` (counters win)."""
     if events.is_empty():
         return events
     cols = events.columns
     ev = events.hstack(_per_kernel(events, table))
+    ev = ev.with_columns(_name_dtype=_name_dtype(ev))
     helper = ~pl.col("_is_main") & pl.col("_flops").is_not_null()
     hlo_flops = pl.when(helper).then(0.0).otherwise(pl.col("_flops"))
     hlo_bytes = pl.when(~pl.col("_is_main") & pl.col("_bytes").is_not_null()).then(0.0) \
@@ -145,7 +159,12 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.coalesce(hlo_flops, pl.col("flops"))),
         bytes=pl.when(counters | ~kernel).then(pl.col("bytes"))
         .otherwise(pl.coalesce(hlo_bytes, pl.col("bytes"))),
-        dtype=pl.coalesce(pl.col("dtype"), pl.col("_dtype")),
+        dtype=pl.coalesce(pl.col("dtype"), pl.col("_dtype"), pl.col("_name_dtype")),
+        dtype_source=pl.when(pl.col("dtype").is_not_null()).then(
+            pl.when(pl.col("cost_source").is_in(["shapes", "counters"]))
+            .then(pl.col("cost_source")).otherwise(pl.lit("trace")))
+        .when(pl.col("_dtype").is_not_null()).then(pl.lit("hlo"))
+        .when(pl.col("_name_dtype").is_not_null()).then(pl.lit("name")),
         cost_source=pl.when(pl.col("cost_source").is_not_null()).then(pl.col("cost_source"))
         .when(has_hlo & kernel).then(pl.lit("hlo")).otherwise(None),
         msg_bytes=pl.coalesce(pl.col("msg_bytes"), pl.col("_msg_bytes")),

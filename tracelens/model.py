@@ -43,6 +43,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "flops": pl.Float64,
     "bytes": pl.Float64,
     "dtype": pl.String,
+    "dtype_source": pl.String,  # where dtype comes from: hlo, shapes, counters, trace, name
     "cost_source": pl.String,
     "cost_note": pl.String,  # why a compute kernel has no FLOPs (null when it has them)
     "msg_bytes": pl.Int64,
