@@ -53,6 +53,11 @@ def filters_text(filters: dict[str, Any]) -> str:
     return "; ".join(text(k, v) for k, v in filters.items() if v is not None and v != [])
 
 
+def hosts_word(h: dict[str, Any]) -> str:
+    """"hosts", or "ranks" where the trace names no host (Kineto: ``rank<N>``, file names)."""
+    return "hosts" if h.get("hosts_named", True) else "ranks"
+
+
 def _device_label(d: dict[str, Any], many_hosts: bool) -> str:
     return f"{d['host']}/{d['device']}" if many_hosts else str(d["device"])
 
@@ -68,7 +73,7 @@ def _tables(s: Summary, all_rows: bool = False
     head = [
         ["hardware", hw],
         ["devices", f"{h['active_devices']} active of {h['devices']}"
-                    + (f" on {h['hosts']} hosts" if many_hosts else "")],
+                    + (f" on {h['hosts']} {hosts_word(h)}" if many_hosts else "")],
         ["steps", f"{h['steps']}" + (f" (median {ms(h['median_step_ns'])} ms)"
                                      if h["median_step_ns"] is not None else "")
          + f", from {summary.get('steps_source', 'none')}"],

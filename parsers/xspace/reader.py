@@ -35,7 +35,8 @@ from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, profile_window
 from tracelens import hardware
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
-                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform)
+                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform,
+                             host_from_file_name)
 
 # An ordinal of 10 digits or more is no GPU's: such a plane is skipped with a warning.
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d{1,9})$")
@@ -80,7 +81,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for msg in list(space.errors) + list(space.warnings):
         meta.warn(f"{path.name}: profiler reported: {msg}")
-    host = space.hostnames[0] if space.hostnames else path.name.split(".")[0]
+    host = next((h for h in space.hostnames if h), None) or host_from_file_name(path.name)
     device_frames: list[pl.DataFrame] = []
     device_rows: list[dict[str, Any]] = []
     host_frames: list[pl.DataFrame] = []
