@@ -1,7 +1,10 @@
 """Which GPU a device is, and its peak rates: the roofline ceilings (DESIGN §6.2).
 
-Identification (:func:`identify`) uses what the trace says about a device (arch, CUs, clock,
-memory); a device matching no row, or several, stays unidentified (null), never a guess.
+Identification (:func:`identify_device`) takes the trace's own product name first (when it
+agrees with the vendor, arch and SMs/CUs the trace gives), then what the trace says about the
+device (:func:`identify`: arch, CUs, clock, memory; :func:`identify_by_capability` when the
+vendor is not said); a device matching no row, or several, stays unidentified (null), never a
+guess, and a name the table lacks is kept with peaks unknown.
 
 Peaks (:data:`SPECS`) are **dense** (no sparsity) TFLOP/s per dtype, HBM TB/s, memory and
 GPU–GPU link bandwidth, with sources (shared/reference/rocprof.md §5.2 and §5.3, which cite
