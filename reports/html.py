@@ -33,11 +33,12 @@ from reports import figures as F
 from reports import figures_hw as H
 from reports.figures_window import step_timeline_figure
 from reports.palette import color
+from reports.summary import hardware_card
 from reports.summary import mfu_label as headline_mfu_label
 from reports.units import size
 from tracelens.analyze.window import TimelineWindow
 from tracelens.results.jsonify import spec_json, summary_json
-from tracelens.results.summary import HardwareCount, Summary, hardware_text
+from tracelens.results.summary import Summary
 
 TEMPLATES = Path(__file__).parent / "templates"
 SIZE_BUDGET_BYTES = 5_000_000  # the 8-GPU sample's report (docs/report.md)
@@ -167,7 +168,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
     if title is None:
         title = "tracelens report — " + ", ".join(_input_names(inputs)[:3]) + (
             f" (+{len(inputs) - 3})" if len(inputs) > 3 else "")
-    hw = hardware_text(HardwareCount(**x) for x in h["hardware"])
+    hw = hardware_card(summary)
     coll = collectives if collectives and collectives.get("instances") else None
     return {
         "title": title, "summary": summary, "h": h, "hardware": hw,

@@ -53,6 +53,11 @@ def filters_text(filters: dict[str, Any]) -> str:
     return "; ".join(text(k, v) for k, v in filters.items() if v is not None and v != [])
 
 
+def hosts_word(h: dict[str, Any]) -> str:
+    """"hosts", or "ranks" where the trace names no host (Kineto: ``rank<N>``, file names)."""
+    return "hosts" if h.get("hosts_named", True) else "ranks"
+
+
 def _device_label(d: dict[str, Any], many_hosts: bool) -> str:
     return f"{d['host']}/{d['device']}" if many_hosts else str(d["device"])
 
@@ -68,7 +73,7 @@ def _tables(s: Summary, all_rows: bool = False
     head = [
         ["hardware", hw],
         ["devices", f"{h['active_devices']} active of {h['devices']}"
-                    + (f" on {h['hosts']} hosts" if many_hosts else "")],
+                    + (f" on {h['hosts']} {hosts_word(h)}" if many_hosts else "")],
         ["steps", f"{h['steps']}" + (f" (median {ms(h['median_step_ns'])} ms)"
                                      if h["median_step_ns"] is not None else "")
          + f", from {summary.get('steps_source', 'none')}"],
@@ -218,6 +223,29 @@ def _frac(x: float | None) -> str:
     return "-" if x is None else f"{100.0 * x:.1f}%"
 
 
+def peaks_unknown(summary: Any) -> list[str]:
+    """The names of the active devices' products (or archs) that have no peak at all: no
+    spec (a device the table lacks keeps its name) or a spec without FLOP or HBM peaks."""
+    out: list[str] = []
+    for d in summary["devices"]:
+        sp, name = d.get("spec"), d.get("product") or d.get("arch")
+        if sp and (sp["peak_tflops"] or sp.get("hbm_tb_per_s")):
+            continue
+        name = sp["name"] if sp else name
+        if name and name not in out:
+            out.append(name)
+    return out
+
+
+def hardware_card(summary: Any) -> str:
+    """The HTML card's hardware: :func:`hardware_text` with each product that has no peaks
+    marked ``(peaks unknown)`` (the terminal's peaks line says the same)."""
+    lacking = set(peaks_unknown(summary))
+    counts = [HardwareCount(**x) for x in summary["headline"]["hardware"]]
+    return ", ".join(hardware_text([c]) + (" (peaks unknown)" if c.kind in lacking else "")
+                     for c in counts) or "unknown"
+
+
 def _peaks_line(summary: Any) -> str:
     seen: dict[str, str] = {}
     for d in summary["devices"]:
@@ -227,8 +255,10 @@ def _peaks_line(summary: Any) -> str:
         pk = sp["peak_tflops"]
         parts = [f"{dt} {pk[dt]:g} TFLOP/s" for dt in ("bf16", "fp8") if pk.get(dt)]
         hbm = f"HBM {sp['hbm_tb_per_s']:g} TB/s" if sp.get("hbm_tb_per_s") else "HBM unknown"
-        seen[sp["id"]] = f"{sp['name']}: " + ", ".join(parts + [hbm])
-    return "; ".join(seen.values())
+        if pk or sp.get("hbm_tb_per_s"):
+            seen[sp["id"]] = f"{sp['name']}: " + ", ".join(parts + [hbm])
+    lines = list(seen.values()) + [f"{n}: peaks unknown" for n in peaks_unknown(summary)]
+    return "; ".join(lines)
 
 
 def _shown(tables: Any) -> Any:

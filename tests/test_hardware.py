@@ -48,14 +48,26 @@ REFERENCE = {
                "fp8": 1978.9, "int8": 1978.9}, 4.0, 96, 900),
     "h800": ({"fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
               "int8": 1978.9}, 3.35, 80, 400),
+    # Issue 25 A3: the table's gaps (datasheet figures, dense = the starred sparse one / 2)
+    "h100-pcie": ({"fp64": 51, "fp32": 51, "tf32": 378, "fp16": 756.5, "bf16": 756.5,
+                   "fp8": 1513, "int8": 1513}, 2.0, 80, 600),
+    "h100-nvl": ({"fp64": 60, "fp32": 60, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5,
+                  "fp8": 1670.5, "int8": 1670.5}, 3.9, 94, 600),
+    "h20": ({"fp64": 1, "fp32": 44, "tf32": 74, "fp16": 148, "bf16": 148, "fp8": 296,
+             "int8": 296}, 4.0, 96, 900),
+    "a800": ({"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312,
+              "int8": 624}, 2.039, 80, 400),
+    "a800-40gb": ({"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312,
+                   "int8": 624}, 1.555, 40, 400),
+    "mi308x": ({}, None, None, None),  # 80 CUs only: FLOPs from the trace's clock, else unknown
 }
 
 
 def test_every_table_entry_has_peaks_and_memory() -> None:
     """``tracelens gpus`` shows no gap in FLOPs, HBM or memory for any built-in GPU."""
     for gid, s in SPECS.items():
-        if gid == "mi300a":
-            continue  # HBM bandwidth not in our references: documented as unknown
+        if gid in ("mi300a", "mi308x"):
+            continue  # HBM bandwidth (MI308X: clock and memory too) unsourced: unknown
         assert s.peak_tflops and s.hbm_tb_per_s and s.memory_gb, gid
     assert set(REFERENCE) | {"mi300a"} == set(SPECS)
 
@@ -71,7 +83,8 @@ def test_new_products_identified_by_properties_or_name() -> None:
     assert hardware.identify_by_name("NVIDIA GH200 480GB").spec_id == "gh200"
     assert hardware.identify_by_name("Tesla V100-SXM2-16GB").spec_id == "v100"
     assert hardware.identify_by_name("NVIDIA A100-SXM4-80GB", 80 * GIB).spec_id == "a100"
-    assert hardware.identify_by_name("NVIDIA A100-SXM4-80GB") is None  # memory decides
+    assert hardware.identify_by_name("NVIDIA A100 PCIe") is None  # memory decides
+    assert hardware.identify_by_name("NVIDIA A100-SXM4-80GB").spec_id == "a100"  # name says
     assert hardware.identify_by_name("NVIDIA H100 80GB HBM3").spec_id == "h100"
     assert hardware.identify_by_name("gfx942") is None
     assert hardware.vendor_from_name("Tesla V100-SXM2-16GB") == "nvidia"
@@ -198,8 +211,9 @@ def test_rocm_memory_bandwidth_stat_is_only_a_warning() -> None:
     ("NVIDIA H20", None),                     # a model the table lacks: never an H100
     ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
     ("", "NVIDIA H100 SXM"),                  # no name: the properties decide
-    ("NVIDIA H100 PCIe", None),               # 114 SMs: not the 132-SM SXM part its name
-])                                            # word says
+    ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),  # 114 SMs: not the 132-SM SXM part
+    ("NVIDIA H800 PCIe", None),               # an H100 PCIe's properties, a model we lack
+])
 def test_kineto_device_named_by_the_trace(name: str, want: str | None) -> None:
     """Issue 25 A3: a Kineto ``deviceProperties`` entry named ``NVIDIA H800`` was reported as
     ``NVIDIA H100 SXM`` (900 GB/s NVLink instead of 400) because its SMs and memory match."""
@@ -216,3 +230,39 @@ def test_kineto_device_named_by_the_trace(name: str, want: str | None) -> None:
             "peaks unknown" in w or "not a known product" in w for w in warnings)
     else:
         assert SPECS[row["spec_id"]].name == want
+
+
+@pytest.mark.parametrize("name, sms, gib, want", [
+    ("NVIDIA H20", 78, 95.0, "h20"),
+    ("", 78, 95.0, "h20"),                    # no name: 78 SMs of sm_90 are only an H20
+    ("NVIDIA H100 NVL", 132, 93.6, "h100-nvl"),
+    ("", 132, 93.6, None),                    # 94 GB and 132 SMs: NVL or GH200, never a guess
+    ("NVIDIA H100 PCIe", 114, 79.6, "h100-pcie"),
+    ("NVIDIA A800-SXM4-80GB", 108, 79.3, "a800"),
+    ("NVIDIA A800 40GB Active", 108, 39.4, "a800-40gb"),
+    ("", 108, 79.3, "a100"),                  # an A800 without its name is an A100: the name
+])                                            # decides, as for H800
+def test_table_gaps_are_identified_name_first(name: str, sms: int, gib: float,
+                                              want: str | None) -> None:
+    """Issue 25 A3: H20, H100 PCIe/NVL and A800 were not in the table (an H20 was unknown, an
+    H100 NVL an H100 SXM, an A800 an A100 with 600 GB/s NVLink)."""
+    arch = "sm_80" if sms == 108 else "sm_90"
+    product, unused = hardware.identify_device(name, "nvidia", arch, sms, None,
+                                               int(gib * GIB))
+    assert (product.spec_id if product else None) == want and unused is None
+
+
+def test_mi308x_is_identified_by_its_80_cus_and_derives_flops_from_the_clock() -> None:
+    p, _ = hardware.identify_device("AMD Instinct MI308X", "amd", "gfx942", 80, None, None)
+    assert p is not None and p.spec_id == "mi308x"
+    assert identify("amd", "gfx942", 80, 2100.0, 192 * GIB).spec_id == "mi308x"
+    assert spec_for_device("mi308x", "gfx942", 80, None).peak_tflops == {}  # no clock: unknown
+    assert spec_for_device("mi308x", "gfx942", 80, 2100.0).peak("bf16") == round(
+        80 * 2100 * 2048 / 1e6, 1)
+
+
+def test_a_device_without_vendor_is_identified_by_its_capability_under_one_reading() -> None:
+    assert hardware.identify_by_capability(7, 0, 80, 1530.0, 16 * GIB).spec_id == "v100"
+    assert hardware.identify_by_capability(9, 0, 132, 1980.0, 80 * GIB).spec_id == "h100"
+    assert hardware.identify_by_capability(9, 4, 304, 2100.0, 192 * GIB).spec_id == "mi300x"
+    assert hardware.identify_by_capability(9, 0, 120, 1502.0, 32 * GIB) is None  # MI100: none

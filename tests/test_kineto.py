@@ -429,3 +429,26 @@ def test_events_without_a_name_are_dropped_and_counted(tmp_path: Path, tolerant:
     assert trace.events.filter(pl.col("kind") == "kernel").height == len(kernels) - 5
     assert "t.json: skipped 5 events without a name (5 of them device activity)" \
         in trace.meta.warnings
+
+
+def test_a_gpu_the_table_lacks_keeps_its_name_with_peaks_unknown(tmp_path: Path) -> None:
+    """Issue 25 A3: the real A100 trace with its deviceProperties renamed ``NVIDIA H800 PCIe``
+    (114 SMs: an H100 PCIe's properties, a model the table lacks) shows that name and says
+    its peaks are unknown: the peaks line left the device out, the HTML said nothing."""
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    doc = json.loads(gzip.decompress(_real("a100_nccl_2rank_rank0.json.gz").read_bytes()))
+    for p in doc["deviceProperties"]:
+        p.update(name="NVIDIA H800 PCIe", computeMajor=9, computeMinor=0, numSms=114,
+                 totalGlobalMem=85_000_000_000)
+    path = tmp_path / "h800pcie.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    r = CliRunner().invoke(main, ["summarize", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "NVIDIA H800 PCIe" in r.output and "NVIDIA H800 PCIe: peaks unknown" in r.output
+    html = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["report", str(path), "-o", str(html)])
+    assert r.exit_code == 0, r.output
+    assert "1× NVIDIA H800 PCIe (peaks unknown)" in html.read_text()

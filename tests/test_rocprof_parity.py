@@ -62,9 +62,12 @@ def _comparable(summary: dict) -> dict:
 
 
 def _without_host(summary: dict) -> dict:
+    """A summary less what a format that records no host changes: host names, and whether
+    the hosts are named at all (a Kineto file's ranks are ranks, ``hosts_named`` false)."""
     out = _comparable(summary)
     for d in out["devices"] + out["idle_devices"]:
         d.pop("host")
+    out["headline"].pop("hosts_named", None)
     return out
 
 

@@ -171,3 +171,24 @@ def test_launch_values_of_the_wrong_type_are_unknown_and_counted(tmp_path: Path)
     assert ev["launch"].to_list() == ["block=512,1,1 regs=8 shared=0"]
     assert any("1 kernel_dispatch records with a dispatch_info.grid_size.y of the wrong type"
                in w for w in trace.meta.warnings)
+
+
+def test_the_agents_marketing_name_decides_first(tmp_path: Path) -> None:
+    """Issue 25 A3, name first: the real MI350X JSON with its GPU agents' marketing name set to
+    ``AMD Instinct MI355X`` (clock 2200 MHz, as a power-capped MI355X runs) is reported as the
+    MI355X the trace names; the properties alone said MI350X, and a name the table lacks with
+    an MI350X's properties keeps that name with peaks unknown."""
+    doc = json.loads(gzip.decompress(real_rocprof("mi350x_908_results.json.gz").read_bytes()))
+    for name, want in (("AMD Instinct MI355X", "mi355x"), ("AMD Instinct MI350P", None)):
+        for agent in doc["rocprofiler-sdk-tool"][0]["agents"]:
+            if agent.get("name") == "gfx950":
+                agent["product_name"] = name
+        path = tmp_path / "renamed_results.json"
+        path.write_text(json.dumps(doc))
+        trace = tracelens.load(path)
+        assert set(trace.devices["spec_id"].to_list()) == {want}
+        assert set(trace.devices["product"].to_list()) == {
+            "AMD Instinct MI355X" if want else name}
+        if want is None:
+            assert any("which the peak table lacks" in w and "peaks unknown" in w
+                       for w in trace.meta.warnings)

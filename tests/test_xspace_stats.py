@@ -139,6 +139,83 @@ def test_tensorflow_v100_planes_are_named_from_their_strings(tmp_path: Path,
     assert t.devices["spec_id"].to_list() == [None] * 8
 
 
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_tensorflow_v100_planes_without_name_or_vendor_are_v100s(tmp_path: Path,
+                                                                 decoder: str) -> None:
+    """Issue 25 A3: a TensorFlow XSpace of V100s (compute capability 7.0, 80 SMs, 1530 MHz,
+    16.9 GB, no device_vendor, no name) was '8× unknown device' with no peaks: 7.0 with 80
+    SMs is only NVIDIA's reading of the capability, and only a V100 there."""
+    p = tmp_path / "v100.xplane.pb"
+    p.write_bytes(_v100_space(None, None))
+    t = xprof.read(p, decoder=decoder)
+    assert t.devices["spec_id"].to_list() == ["v100"] * 8
+    assert t.devices["vendor"].to_list() == ["nvidia"] * 8
+    assert t.devices["arch"].to_list() == ["sm_70"] * 8
+    assert any("devices 0-7: no device_vendor stat: identified as NVIDIA V100 from compute "
+               "capability 7.0 and 80 cores" in w for w in t.meta.warnings), t.meta.warnings
+    r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_decode.ENV: decoder})
+    assert r.exit_code == 0 and "8× NVIDIA V100" in r.output, r.output
+    assert "NVIDIA V100: HBM 0.9 TB/s" in r.output  # peaks, none before
+    # 9.0 with 120 cores is no product under either reading (an MI100 of old ROCm TF): unknown
+    p.write_bytes(_v100_space(None, None, (9, 0), 120))
+    t = xprof.read(p, decoder=decoder)
+    assert t.devices["spec_id"].to_list() == [None] * 8
+    assert t.devices["vendor"].to_list() == [None] * 8
+
+
+def _named_plane_and_idle_ones(first: dict[str, object], idle: dict[str, object]) -> bytes:
+    acts = [Activity(0, 2, "Cijk_Alik_Bljk_BBS_BH_MT256x256x64", 100, 50,
+                     line_name="Stream #2")]
+    return build_xspace(acts, device_stats={0: first, **{d: idle for d in range(1, 8)}})
+
+
+MI355X = {"device_vendor": "AMD", "clock_rate": 2_400_000, "core_count": 256,
+          "memory_bandwidth": UInt64(4_096_000_000_000), "memory_size": UInt64(309_220_868_096),
+          "compute_cap_major": 9, "compute_cap_minor": 5, "gpu_device_name": InlineStr("gfx950")}
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_idle_planes_with_the_same_stats_get_the_same_identification(tmp_path: Path,
+                                                                     decoder: str) -> None:
+    """Issue 25 A3: on a real MI355X trace the 7 GPUs without activity were '7× unknown
+    device' though their planes say device_vendor=AMD: only GPU 0's plane carried the
+    capability stats. A plane whose every stat agrees with an identified sibling's is that
+    product; one whose stats disagree, or a vendor alone beside two products, stays unknown."""
+    p = tmp_path / "mi355x.xplane.pb"
+    p.write_bytes(_named_plane_and_idle_ones(MI355X, {"device_vendor": InlineStr("AMD")}))
+    t = xprof.read(p, decoder=decoder)
+    assert t.devices["spec_id"].to_list() == ["mi355x"] * 8
+    assert t.devices["product"].to_list() == ["AMD Instinct MI355X"] * 8
+    assert t.devices["compute_units"].to_list() == [256] + [None] * 7  # nothing invented
+    assert any("devices 1-7: identified as AMD Instinct MI355X like device 0 of the same "
+               "file" in w and "theirs lack arch, compute_units, clock_mhz, memory_bytes" in w
+               for w in t.meta.warnings), t.meta.warnings
+    r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_decode.ENV: decoder})
+    assert r.exit_code == 0 and "8× AMD Instinct MI355X" in r.output, r.output
+    # a disagreeing stat (another core count) is not the sibling's product
+    p.write_bytes(_named_plane_and_idle_ones(MI355X, {"device_vendor": InlineStr("AMD"),
+                                                      "core_count": 304}))
+    t = xprof.read(p, decoder=decoder)
+    assert t.devices["spec_id"].to_list() == ["mi355x"] + [None] * 7
+    # a product the plane's name says (H800: an H100 by its stats) is shared the same way
+    h800 = {"device_vendor": InlineStr("Nvidia"), "core_count": 132, "clock_rate": 1_980_000,
+            "memory_size": UInt64(85_000_000_000), "compute_cap_major": 9,
+            "compute_cap_minor": 0, "gpu_device_name": InlineStr("NVIDIA H800")}
+    p.write_bytes(_named_plane_and_idle_ones(h800, {"device_vendor": InlineStr("Nvidia"),
+                                                    "core_count": 132}))
+    t = xprof.read(p, decoder=decoder)
+    assert t.devices["spec_id"].to_list() == ["h800"] * 8
+    # beside two products a vendor alone says nothing: unknown
+    p.write_bytes(build_xspace([], device_stats={0: MI355X, 1: dict(MI355X, core_count=304,
+                                                                    clock_rate=2_100_000,
+                                                                    compute_cap_minor=4,
+                                                                    gpu_device_name=InlineStr(
+                                                                        "gfx942")),
+                                                 2: {"device_vendor": InlineStr("AMD")}}))
+    t = xprof.read(p, decoder=decoder)
+    assert t.devices["spec_id"].to_list()[2] is None
+
+
 def test_name_never_overrides_what_the_trace_says(tmp_path: Path) -> None:
     """A V100 name on a plane whose vendor says AMD identifies nothing (no guess)."""
     p = tmp_path / "odd.xplane.pb"

@@ -138,11 +138,12 @@ def job_meta(metas: list[TraceMeta], how: Plan) -> TraceMeta:
     for i, (m, where) in enumerate(zip(metas, how.placements)):
         info = _named(i, part_facts(m))
         source = m.sources[0]
+        named = all(h.named for h in m.hosts.values())
         for local in range(info.n_ranks):
             proc = info.processes[local] if info.per_process else None
             host = where.host or (proc.host if proc else None) or f"host{i}"
             rank = where.rank_offset + local
-            entry = meta.hosts.setdefault(host, HostInfo(path=source["path"]))
+            entry = meta.hosts.setdefault(host, HostInfo(path=source["path"], named=named))
             entry.ranks.append(rank)
             entry.paths.append(source["path"])
             meta.ranks.append(RankInfo(rank=rank, host=host, pid=proc.pid if proc else None,

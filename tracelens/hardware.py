@@ -1,7 +1,10 @@
 """Which GPU a device is, and its peak rates: the roofline ceilings (DESIGN §6.2).
 
-Identification (:func:`identify`) uses what the trace says about a device (arch, CUs, clock,
-memory); a device matching no row, or several, stays unidentified (null), never a guess.
+Identification (:func:`identify_device`) takes the trace's own product name first (when it
+agrees with the vendor, arch and SMs/CUs the trace gives), then what the trace says about the
+device (:func:`identify`: arch, CUs, clock, memory; :func:`identify_by_capability` when the
+vendor is not said); a device matching no row, or several, stays unidentified (null), never a
+guess, and a name the table lacks is kept with peaks unknown.
 
 Peaks (:data:`SPECS`) are **dense** (no sparsity) TFLOP/s per dtype, HBM TB/s, memory and
 GPU–GPU link bandwidth, with sources (shared/reference/rocprof.md §5.2 and §5.3, which cite
@@ -55,8 +58,13 @@ PRODUCTS: tuple[Product, ...] = (
     Product("mi210", "AMD Instinct MI210", "amd", "gfx90a", 104),
     # GH200's GPU has H100's 132 SMs and 96 or 144 GB: only its name tells it apart
     # (identify_by_name); by properties alone a 132-SM sm_90 device stays H100 or H200.
-    Product("h100", "NVIDIA H100 SXM", "nvidia", "sm_90", 132, max_memory_gib=100),
+    # The 80 GB H100 reports ~79.6 GiB, the H200 ~132 GiB; the 94 GB H100 NVL and the 96 GB
+    # GH200 lie between and are told by name only: a 132-SM device of 85-100 GiB is unknown.
+    Product("h100", "NVIDIA H100 SXM", "nvidia", "sm_90", 132, max_memory_gib=85),
     Product("h200", "NVIDIA H200 SXM", "nvidia", "sm_90", 132, min_memory_gib=100),
+    Product("h100-pcie", "NVIDIA H100 PCIe", "nvidia", "sm_90", 114),
+    Product("h100-nvl", "NVIDIA H100 NVL", "nvidia", "sm_90", 132, name_only=True),
+    Product("h20", "NVIDIA H20 (96GB)", "nvidia", "sm_90", 78, max_memory_gib=100),
     Product("b200", "NVIDIA B200", "nvidia", "sm_100", 148),
     Product("gh200", "NVIDIA GH200 (96GB)", "nvidia", "sm_90", 132, name_only=True),
     # H800 has H100's 132 SMs and 80 GB: by properties it is an H100; only its name tells
@@ -64,6 +72,12 @@ PRODUCTS: tuple[Product, ...] = (
     # A100 SXM4 40 GB vs 80 GB by memory size (the PCIe cards have the same SMs and memory).
     Product("a100-40gb", "NVIDIA A100 40GB", "nvidia", "sm_80", 108, max_memory_gib=60),
     Product("a100", "NVIDIA A100 80GB", "nvidia", "sm_80", 108, min_memory_gib=60),
+    # A800 is an A100 with NVLink cut to 400 GB/s: only its name tells them apart
+    Product("a800-40gb", "NVIDIA A800 40GB", "nvidia", "sm_80", 108, max_memory_gib=60,
+            name_only=True),
+    Product("a800", "NVIDIA A800 80GB", "nvidia", "sm_80", 108, min_memory_gib=60,
+            name_only=True),
+    Product("mi308x", "AMD Instinct MI308X", "amd", "gfx942", 80),
     Product("v100", "NVIDIA V100", "nvidia", "sm_70", 80),
     Product("l40s", "NVIDIA L40S", "nvidia", "sm_89", 142),
 )
@@ -90,16 +104,64 @@ def vendor_from_name(name: str | None) -> str | None:
 
 
 def identify_by_name(name: str | None, memory_bytes: int | None = None) -> Product | None:
-    """The one product whose model word (an alias of its spec: ``V100``, ``A100``, ``GH200``)
-    is a word of the device's name; memory size decides between same-name products (A100
-    40 vs 80 GB) and must then be known. None when no product or several match."""
+    """The one product whose model name (an alias of its spec: ``V100``, ``H100 PCIe``,
+    ``A100 80GB``) is one to three consecutive words of the device's name; the longest
+    alias named wins (``NVIDIA H100 NVL`` is the H100 NVL, not the H100 SXM ``H100`` names);
+    memory size decides between products named alike (``A100``: 40 vs 80 GB) and must then
+    be known. None when no product or several match."""
     if not name:
         return None
-    words = {_norm(w) for w in re.split(r"[^A-Za-z0-9]+", name) if w}
-    found = [p for p in PRODUCTS if words & {_norm(a) for a in SPECS[p.spec_id].aliases}]
+    words = [_norm(w) for w in re.split(r"[^A-Za-z0-9]+", name) if w]
+    keys = {"".join(words[i:i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
+    hits = {p: max((len(a) for a in map(_norm, SPECS[p.spec_id].aliases) if a in keys),
+                   default=0) for p in PRODUCTS}
+    longest = max(hits.values(), default=0)
+    found = [p for p, n in hits.items() if n and n == longest]
     if len(found) > 1:
         found = [p for p in found if memory_bytes is not None
                  and p.min_memory_gib <= memory_bytes / GIB < p.max_memory_gib]
+    return found[0] if len(found) == 1 else None
+
+
+def agrees(product: Product, vendor: str | None, arch: str | None,
+           compute_units: int | None) -> bool:
+    """The product a name says is consistent with the properties the trace gives (``NVIDIA
+    H100 PCIe`` with 114 SMs is not the 132-SM H100 SXM a bare ``H100`` would be)."""
+    return (vendor is None or product.vendor == vendor) and (
+        arch is None or product.arch == arch) and (
+        compute_units is None or product.compute_units is None
+        or product.compute_units == compute_units)
+
+
+def identify_device(name: str | None, vendor: str | None, arch: str | None,
+                    compute_units: int | None, clock_mhz: float | None,
+                    memory_bytes: int | None) -> tuple[Product | None, Product | None]:
+    """Name first, then properties: (the product the device's own name says when it agrees
+    with its properties, else the one its properties match (:func:`identify`), None). When
+    the name names another model (``NVIDIA H800 PCIe`` on an H100 PCIe's properties) the
+    table lacks that model: (None, the product the properties match, not used): the name
+    stays, peaks unknown."""
+    product = identify_by_name(name, memory_bytes) if name else None
+    if product is not None and not agrees(product, vendor, arch, compute_units):
+        product = None
+    if product is None:
+        product = identify(vendor, arch, compute_units, clock_mhz, memory_bytes)
+        if product is not None and names_another_model(name, product):
+            return None, product
+    return product, None
+
+
+def identify_by_capability(major: int, minor: int, compute_units: int | None,
+                           clock_mhz: float | None, memory_bytes: int | None
+                           ) -> Product | None:
+    """A device whose trace gives no vendor (TensorFlow's XSpace planes): the one product its
+    compute capability, SMs/CUs, clock and memory match under either vendor's reading of the
+    capability (NVIDIA ``sm_<major><minor>``, AMD's gcnArch, :data:`AMD_ARCH_BY_CAP`); None
+    when neither or both match (7.0 with 80 SMs is only a V100)."""
+    found = [p for p in (identify("nvidia", f"sm_{major}{minor}", compute_units, clock_mhz,
+                                  memory_bytes),
+                         identify("amd", AMD_ARCH_BY_CAP.get((major, minor)), compute_units,
+                                  clock_mhz, memory_bytes)) if p is not None]
     return found[0] if len(found) == 1 else None
 
 
@@ -173,6 +235,16 @@ _SRC_GH200 = ("NVIDIA GH200 Grace Hopper Superchip datasheet, "
               "sparse / 2; the same H100 GPU and clocks as our h100 row)",)
 _SRC_H800 = ("NVIDIA H800 SXM5 product brief (tensor rates as H100 SXM5, dense = sparse / 2; "
              "NVLink 400 GB/s)",)
+_SRC_H100_FORMS = ("NVIDIA H100 Tensor Core GPU datasheet, nvidia.com/en-us/data-center/h100/ "
+                   "(H100 PCIe and H100 NVL columns; dense = sparse / 2)",)
+_SRC_H20 = ("NVIDIA H20 product brief as partners publish it (nvidia.com has no public H20 "
+            "datasheet): 96 GB HBM3 at 4.0 TB/s, NVLink 900 GB/s; dense FP64 1, FP32 44, TF32 "
+            "74, FP16/BF16 148, FP8/INT8 296", "78 SMs: CUDA device queries of the H20")
+_SRC_A800 = ("NVIDIA A800 40GB Active and A800 80GB product briefs (the A100's tensor rates and "
+             "HBM, NVLink 400 GB/s; dense = sparse / 2)",)
+_SRC_MI308X = ("ROCm/rocMLIR pull request #1927 (MI308X: gfx942, 80 CUs)",
+               "rocprofiler-compute gfx942 0200_system_speed_of_light.yaml (per-CU rates)")
+_AMPERE = {"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624}
 _HOPPER = {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
            "int8": 1978.9}
 
@@ -258,14 +330,12 @@ SPECS: dict[str, GpuSpec] = {s.id: s for s in (
             clock_mhz=1700, sources=_SRC_MI200, aliases=("MI210",),
             notes="datasheet: 45.3 TF FP64/FP32 matrix, 181 TF FP16/BF16, 64 GB HBM2e at "
                   "1.6384 TB/s, up to 3 Infinity Fabric links, 300 GB/s peak aggregate"),
-    GpuSpec("a100", "NVIDIA A100 80GB", "nvidia", "sm_80",
-            {"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624},
+    GpuSpec("a100", "NVIDIA A100 80GB", "nvidia", "sm_80", dict(_AMPERE),
             hbm_tb_per_s=2.039, memory_gb=80, link_gb_per_s=600, compute_units=108,
             sources=_SRC_A100, aliases=("A100", "A100 80GB", "A100-SXM4-80GB"),
             notes="SXM4 80GB (PCIe 80GB: 1.935 TB/s); fp64 = FP64 Tensor, fp32 = non-tensor "
                   "FP32; NVLink 3 600 GB/s"),
-    GpuSpec("a100-40gb", "NVIDIA A100 40GB", "nvidia", "sm_80",
-            {"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624},
+    GpuSpec("a100-40gb", "NVIDIA A100 40GB", "nvidia", "sm_80", dict(_AMPERE),
             hbm_tb_per_s=1.555, memory_gb=40, link_gb_per_s=600, compute_units=108,
             sources=_SRC_A100, aliases=("A100", "A100 40GB", "A100-SXM4-40GB"),
             notes="SXM4 40GB; NVLink 3 600 GB/s"),
@@ -301,6 +371,39 @@ SPECS: dict[str, GpuSpec] = {s.id: s for s in (
             sources=_SRC_H800, aliases=("H800", "H800 SXM5"),
             notes="the H100 SXM die and tensor rates for the China market; NVLink cut to "
                   "400 GB/s (8 links) and FP64 cut (its rate is not confirmed here: absent)"),
+    GpuSpec("h100-pcie", "NVIDIA H100 PCIe", "nvidia", "sm_90",
+            {"fp64": 51, "fp32": 51, "tf32": 378, "fp16": 756.5, "bf16": 756.5, "fp8": 1513,
+             "int8": 1513},
+            hbm_tb_per_s=2.0, memory_gb=80, link_gb_per_s=600, compute_units=114,
+            sources=_SRC_H100_FORMS, aliases=("H100 PCIe", "H100-PCIe"),
+            notes="114 SMs, 80 GB HBM2e at 2 TB/s; fp64 = FP64 Tensor; NVLink bridge 600 GB/s"),
+    GpuSpec("h100-nvl", "NVIDIA H100 NVL", "nvidia", "sm_90",
+            {"fp64": 60, "fp32": 60, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5,
+             "fp8": 1670.5, "int8": 1670.5},
+            hbm_tb_per_s=3.9, memory_gb=94, link_gb_per_s=600, compute_units=132,
+            sources=_SRC_H100_FORMS, aliases=("H100 NVL",),
+            notes="one GPU of the NVL pair: 94 GB HBM3 at 3.9 TB/s; fp64 = FP64 Tensor; "
+                  "NVLink bridge 600 GB/s"),
+    GpuSpec("h20", "NVIDIA H20 (96GB)", "nvidia", "sm_90",
+            {"fp64": 1, "fp32": 44, "tf32": 74, "fp16": 148, "bf16": 148, "fp8": 296,
+             "int8": 296},
+            hbm_tb_per_s=4.0, memory_gb=96, link_gb_per_s=900, compute_units=78,
+            sources=_SRC_H20, aliases=("H20",),
+            notes="Hopper for the China market, tensor rates capped; the later 141 GB part "
+                  "is not this entry (use --gpu-specs)"),
+    GpuSpec("a800", "NVIDIA A800 80GB", "nvidia", "sm_80", dict(_AMPERE),
+            hbm_tb_per_s=2.039, memory_gb=80, link_gb_per_s=400, compute_units=108,
+            sources=_SRC_A800, aliases=("A800", "A800 80GB", "A800-SXM4-80GB"),
+            notes="SXM4 80GB (PCIe 80GB: 1.935 TB/s); NVLink 3 cut to 400 GB/s"),
+    GpuSpec("a800-40gb", "NVIDIA A800 40GB", "nvidia", "sm_80", dict(_AMPERE),
+            hbm_tb_per_s=1.555, memory_gb=40, link_gb_per_s=400, compute_units=108,
+            sources=_SRC_A800, aliases=("A800", "A800 40GB"),
+            notes="A800 40GB Active (PCIe); NVLink bridge 400 GB/s"),
+    GpuSpec("mi308x", "AMD Instinct MI308X", "amd", "gfx942", {},
+            compute_units=80, sources=_SRC_MI308X, aliases=("MI308X",),
+            notes="clock, HBM size and bandwidth and link are in no source we have: unknown; "
+                  "FLOP peaks are derived from the trace's CUs x clock where it records the "
+                  "clock (XSpace, rocprofv3), else unknown"),
     GpuSpec("h200", "NVIDIA H200 SXM", "nvidia", "sm_90",
             {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4,
              "fp8": 1978.9, "int8": 1978.9},

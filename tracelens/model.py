@@ -6,6 +6,7 @@ is null, never guessed. Times are integer nanoseconds in the trace's clock.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,11 +114,30 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
 }
 
 
+# the trace suffixes a host's file name ends with (XSpace, Kineto, gzipped or not), and the
+# millisecond stamp PyTorch's tensorboard_trace_handler adds after ``<host>_<pid>``
+_TRACE_SUFFIX = re.compile(r"(?:\.xplane\.pb|(?:\.pt)?(?:\.trace)?\.json)(?:\.gz)?$|\.gz$",
+                           re.IGNORECASE)
+_HANDLER_STAMP = re.compile(r"\.\d{10,}$")
+
+
+def host_from_file_name(name: str) -> str:
+    """The host a trace file names when the trace itself names none: the file name less the
+    trace suffix (``.xplane.pb``, ``.pt.trace.json.gz``, ``.json``, ...) and PyTorch's
+    trace-handler stamp; the dots of the rest stay (``Qwen1.5-0.5B-Chat__1016005`` was cut
+    to ``Qwen1`` before, a host name ``node1.cluster`` to ``node1``)."""
+    stem = _TRACE_SUFFIX.sub("", name)
+    return _HANDLER_STAMP.sub("", stem) or name
+
+
 @dataclass
 class HostInfo:
     """One host of a trace: the file it was read from and when its profile started."""
 
     path: str | None = None
+    # False: the trace names no host and the reader made the name up (Kineto: ``rank<N>`` or
+    # the file name), so it names a rank: counts say "ranks", not "hosts"
+    named: bool = True
     # wall-clock ns of the profile start (XSpace ``Task Environment``); None: not recorded
     profile_start_ns: int | None = None
     ranks: list[int] = field(default_factory=list)  # its ranks, once hosts are combined

@@ -8,6 +8,8 @@ from collections import Counter
 from pathlib import PurePath
 from typing import Iterable
 
+from tracelens.model import host_from_file_name
+
 SHOWN_NAMES = 4
 """How many of the hosts (or files) a folded warning names before it just counts them."""
 
@@ -51,7 +53,7 @@ def host_and_file_names(hosts: Iterable[object], paths: Iterable[str]) -> list[s
     names = sorted(str(h) for h in hosts)
     for path in paths:
         base = PurePath(path).name
-        names += [base, base.split(".")[0]]
+        names += [base, host_from_file_name(base)]  # the stem keeps its dots
     return names
 
 

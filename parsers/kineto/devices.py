@@ -48,14 +48,6 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
-def _agrees(product: hardware.Product, vendor: str | None, arch: str | None,
-            cus: int | None) -> bool:
-    """The product a name says is consistent with the properties the trace gives."""
-    return (vendor is None or product.vendor == vendor) and (
-        arch is None or product.arch == arch) and (
-        cus is None or product.compute_units is None or product.compute_units == cus)
-
-
 def device_frame(doc: dict[str, Any], active: list[int], host: str
                  ) -> tuple[pl.DataFrame, list[str]]:
     """DEVICE_SCHEMA rows for the devices with activity (every listed device when none has
@@ -85,16 +77,11 @@ def device_frame(doc: dict[str, Any], active: list[int], host: str
         vendor = _vendor(name, p, rocm) if p else None
         arch = _arch(vendor, p)
         cus, mem = _int(p.get("numSms")), _int(p.get("totalGlobalMem"))
-        product = hardware.identify_by_name(name, mem) if name else None
-        if product is not None and not _agrees(product, vendor, arch, cus):
-            product = None  # "NVIDIA H100 PCIe" with 114 SMs is not the 132-SM H100 SXM
-        if product is None:
-            product = hardware.identify(vendor, arch, cus, None, mem)
-            if product is not None and hardware.names_another_model(name, product):
-                warnings.append(f"device {d}: the trace names it {name!r}, which the peak "
-                                f"table lacks; its properties match {product.name}, not "
-                                "used: peaks unknown")
-                product = None
+        product, unused = hardware.identify_device(name, vendor, arch, cus, None, mem)
+        if unused is not None:
+            warnings.append(f"device {d}: the trace names it {name!r}, which the peak table "
+                            f"lacks; its properties match {unused.name}, not used: peaks "
+                            "unknown")
         if p and product is not None and not name:
             warnings.append(f"device {d}: deviceProperties has an empty name; identified as "
                             f"{product.name} from {cus} CUs, {mem / hardware.GIB:.0f} GiB and "

@@ -42,7 +42,7 @@ from parsers.rawfile import read_maybe_gzip
 from tracelens import shapecost
 from tracelens.errors import TraceInputError
 from tracelens.model import (EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, HostInfo,
-                             KinetoInfo, Trace, TraceMeta, conform)
+                             KinetoInfo, Trace, TraceMeta, conform, host_from_file_name)
 
 FORMAT = "kineto"
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
@@ -218,19 +218,6 @@ def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
     return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes, lost]
 
 
-_TRACE_SUFFIX = re.compile(r"(?:\.pt)?(?:\.trace)?\.json(?:\.gz)?$|\.gz$", re.IGNORECASE)
-_HANDLER_STAMP = re.compile(r"\.\d{10,}$")  # tensorboard_trace_handler's .<ms since epoch>
-
-
-def host_from_file_name(name: str) -> str:
-    """The host of a trace without a rank: its file name less the trace suffix
-    (``.pt.trace.json.gz``, ``.json``, ...) and the millisecond stamp PyTorch's trace handler
-    adds after ``<host>_<pid>``; the dots of the rest stay (``Qwen1.5-0.5B-Chat__1016005``
-    was cut to ``Qwen1`` before, a host name ``node1.cluster`` to ``node1``)."""
-    stem = _TRACE_SUFFIX.sub("", name)
-    return _HANDLER_STAMP.sub("", stem) or name
-
-
 def read(path: Path) -> Trace:
     raw = read_maybe_gzip(path, text=True)
     errors = (TypeError, ValueError, KeyError, AttributeError, OverflowError,
@@ -342,7 +329,8 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
         kind=pl.col("cat").replace_strict(HOST_CATS, return_dtype=pl.String)).with_columns(
         host=pl.lit(host), rank=pl.lit(0)).collect(), HOST_EVENT_SCHEMA)
     steps, step_source = steps_frame(hst, events, launches)
-    meta.hosts = {host: HostInfo(path=str(path))}
+    # Kineto records no host name: rank<N> or the file's name names a rank, not a host
+    meta.hosts = {host: HostInfo(path=str(path), named=False)}
     meta.kineto = KinetoInfo(rank=rank_id, world_size=dist.get("world_size"),
                              backend=dist.get("backend"),
                              timestamps=("exact: microseconds with 3 decimals "

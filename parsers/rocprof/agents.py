@@ -128,14 +128,15 @@ def devices(agents: pl.DataFrame, active: set[int], host: str, rank: int
         vendor_raw = (a["vendor_name"] or "").strip().lower()
         vendor = "amd" if vendor_raw in ("amd", "advanced micro devices, inc.") or (
             arch and arch.startswith("gfx")) else (vendor_raw or None)
-        product = hardware.identify(vendor, arch, a["cu_count"], a["clock_mhz"],
-                                    a["memory_bytes"])
-        name = a["product_name"] or None
-        if product is None and name:  # the driver's marketing name, when it is a known product
-            same = [p for p in hardware.PRODUCTS if p.name.lower() == name.strip().lower()
-                    and p.arch == arch]
-            product = same[0] if len(same) == 1 else None
-        if product is None and (arch or name or a["cu_count"]):  # else nothing is known
+        name = (a["product_name"] or "").strip() or None  # the driver's marketing name
+        # name first, then properties (the README's identification rules)
+        product, unused = hardware.identify_device(name, vendor, arch, a["cu_count"],
+                                                   a["clock_mhz"], a["memory_bytes"])
+        if unused is not None:
+            warnings.append(f"GPU agent {a['node_id']}: the trace names it {name!r}, which "
+                            f"the peak table lacks; its properties match {unused.name}, not "
+                            "used: peaks unknown")
+        elif product is None and (arch or name or a["cu_count"]):  # else nothing is known
             warnings.append(f"GPU agent {a['node_id']} ({name or arch or 'unknown'}, "
                             f"{a['cu_count']} CUs, {a['clock_mhz']} MHz) is not a known "
                             "product: no hardware spec")

@@ -27,7 +27,7 @@ import polars as pl
 
 from parsers.xspace import native
 from parsers.xspace.columns import INT64_MAX, check_column_budget, launch_shape, too_large
-from parsers.xspace.devices import device_row
+from parsers.xspace.devices import device_row, share_identification
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
 from parsers.xspace.source import LineSource
@@ -35,7 +35,8 @@ from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, profile_window
 from tracelens import hardware
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
-                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform)
+                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform,
+                             host_from_file_name)
 
 # An ordinal of 10 digits or more is no GPU's: such a plane is skipped with a warning.
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d{1,9})$")
@@ -80,11 +81,12 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for msg in list(space.errors) + list(space.warnings):
         meta.warn(f"{path.name}: profiler reported: {msg}")
-    host = space.hostnames[0] if space.hostnames else path.name.split(".")[0]
+    host = next((h for h in space.hostnames if h), None) or host_from_file_name(path.name)
     device_frames: list[pl.DataFrame] = []
     device_rows: list[dict[str, Any]] = []
     host_frames: list[pl.DataFrame] = []
     negative = unknown = 0
+    found: dict[str, list[int]] = {}  # how a product was found -> the devices
     ignored: dict[str, int] = {}
     profile_start = None
     window = profile_window({})
@@ -122,8 +124,10 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         reader = readers[plane_idx]
         ordinal = int(m.group(1))
         pstats = reader.plane_stats()
-        row, bad = device_row(ordinal, pstats)
+        row, bad, how = device_row(ordinal, pstats)
         device_rows.append(row)
+        if how:
+            found.setdefault(how, []).append(ordinal)
         for key in bad:
             meta.warn(f"{path.name}: {plane.name}: plane stat {key} = {pstats[key]!r} is not a "
                       "usable value: left unknown")
@@ -147,6 +151,12 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             df = df.with_columns(device=pl.lit(ordinal, dtype=pl.Int64),
                                  stream=pl.lit(line.id, dtype=pl.Int64))
             device_frames.append(source.device_kind(df, lm.group(2)))
+    for how, ordinals in found.items():
+        meta.warn(f"{path.name}: {_devices_text(ordinals)}: {how}")
+    for ordinals, product, like, missing in share_identification(device_rows):
+        meta.warn(f"{path.name}: {_devices_text(ordinals)}: identified as {product} like "
+                  f"{_devices_text(like)} of the same file, whose plane stats agree with every "
+                  f"stat theirs give (theirs lack {', '.join(missing) or 'nothing'})")
     cpu_frames, host_frames, steps, pid, n_neg, n_unknown = _read_host_planes(
         cpu_planes, source, readers, meta, f"{path.name}: ")
     negative += n_neg
@@ -195,6 +205,16 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                  devices=devices, meta=meta,
                  modules=conform(module_frame.with_columns(host=pl.lit(host), rank=pl.lit(0)),
                                  MODULE_SCHEMA))
+
+
+def _devices_text(ordinals: list[int]) -> str:
+    """``device 3`` or ``devices 1-7`` / ``devices 0, 2`` (GPU ordinals of one file)."""
+    o = sorted(ordinals)
+    if len(o) == 1:
+        return f"device {o[0]}"
+    if o == list(range(o[0], o[-1] + 1)):
+        return f"devices {o[0]}-{o[-1]}"
+    return "devices " + ", ".join(map(str, o))
 
 
 _MODULE_NAME = re.compile(r"^(.*)\((-?\d+)\)$")

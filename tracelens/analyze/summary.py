@@ -117,6 +117,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         hlo=_lens(trace, whole_acts, unfiltered) if trace.modules.height else None,
         clipped=clipped_facts(trace.meta.warnings),
         host_facts=file_facts(trace) if len(trace.meta.sources) == 1 else None,
+        hosts_named=all(h.named for h in trace.meta.hosts.values()),
     )
 
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from tracelens.analyze.packed import is_packed, strings_back, unpack_summary
 from tracelens.analyze.roofline import roofline_bounds
-from tracelens.model import CATEGORIES
+from tracelens.model import CATEGORIES, host_from_file_name
 
 if TYPE_CHECKING:
     from tracelens.analyze.summary_types import SummaryPartial
@@ -73,6 +73,7 @@ def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
         acts=_concat([p.acts for p in partials]),
         hlo=concat_lens([lens_of(p) for p in partials]),
         clipped=(n_clip, max(p.clipped[1] for p in partials)),
+        hosts_named=all(p.hosts_named for p in partials),
     )
 
 
@@ -303,7 +304,7 @@ def _relabel(p: "SummaryPartial", offset: int, rename: str | None,
         rows.append(replace(d, host=host, rank=d.rank + offset, steps=tuple(
             replace(st, start_ns=st.start_ns + s, end_ns=st.end_ns + s) for st in d.steps)))
     files = [n for src in p.inputs for n in (src["path"].rsplit("/", 1)[-1],
-                                              src["path"].rsplit("/", 1)[-1].split(".")[0])]
+                                              host_from_file_name(src["path"].rsplit("/", 1)[-1]))]
     hlo = p.hlo if p.hlo is None else replace(
         p.hlo, programs=frame(p.hlo.programs), gpus=frame(p.hlo.gpus),
         compute=frame(p.hlo.compute),

@@ -37,7 +37,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
     active = {d.key for d in devs}
     idle = tuple(k for k in sorted((r["host"], r["rank"], r["device"])
                                    for r in p.devices.iter_rows(named=True)) if k not in active)
-    headline = _headline(devs, idle, p.devices, p.steps)
+    headline = _headline(devs, idle, p.devices, p.steps, p.hosts_named)
     busy = headline.totals.busy_ns
     warnings = fold_per_host(p.warnings, p.host_names)
     warnings += _coverage_warning(devs, p.gaps, headline.mfu is not None)
@@ -140,7 +140,8 @@ def hardware_counts(devices: pl.DataFrame) -> tuple[HardwareCount, ...]:
 
 
 def _headline(devs: tuple[DeviceSummary, ...], idle: tuple[tuple[str, int, int], ...],
-              devices: pl.DataFrame, steps: pl.DataFrame) -> Headline:
+              devices: pl.DataFrame, steps: pl.DataFrame, hosts_named: bool = True
+              ) -> Headline:
     tot = {k: sum(getattr(d.timeline, k) for d in devs) for k in TIMELINE_COLUMNS}
     span = tot["span_ns"]
 
@@ -165,7 +166,8 @@ def _headline(devs: tuple[DeviceSummary, ...], idle: tuple[tuple[str, int, int],
         mfu_lower_bound=any(d.mfu_lower_bound for d in devs),
         flops_coverage=sum(d.flops_covered_ns for d in devs) / compute_ns
         if compute_ns else None,
-        totals=Timeline(**tot), mfu_basis="median step" if steps.height else "span")
+        totals=Timeline(**tot), mfu_basis="median step" if steps.height else "span",
+        hosts_named=hosts_named)
 
 
 def _top_kernels(kernels: pl.DataFrame, total: int, top: int) -> tuple[TopKernel, ...]:

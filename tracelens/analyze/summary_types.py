@@ -61,3 +61,5 @@ class SummaryPartial:
     # what tracelens.combine knows of a trace read from one file (hosts, ranks, clock);
     # None for a trace combined from several files already
     host_facts: Any = None
+    # False when a host name was made up by a reader (Kineto ranks): they count as ranks
+    hosts_named: bool = True

@@ -88,6 +88,7 @@ class HardwareJSON(TypedDict):
 
 class HeadlineJSON(TypedDict):
     hosts: int
+    hosts_named: bool  # False: the trace names no host (Kineto), hosts counts its ranks
     devices: int
     active_devices: int
     hardware: list[HardwareJSON]
@@ -240,7 +241,8 @@ def hardware_json(counts: Iterable[HardwareCount]) -> list[HardwareJSON]:
 
 
 def headline_json(h: Headline) -> HeadlineJSON:
-    return {"hosts": h.hosts, "devices": h.devices, "active_devices": h.active_devices,
+    return {"hosts": h.hosts, "hosts_named": h.hosts_named, "devices": h.devices,
+            "active_devices": h.active_devices,
             "hardware": hardware_json(h.hardware),
             "steps": h.steps, "median_step_ns": h.median_step_ns,
             "max_span_ns": h.max_span_ns, "busy_pct": percent(h.busy_pct),

@@ -135,6 +135,8 @@ class Headline:
     # what each device's MFU is over: "median step" (the trace has steps: the device's median
     # step's MFU) or "span" (its first start to last end)
     mfu_basis: str = "span"
+    # False: the trace names no host (Kineto), ``hosts`` counts its ranks
+    hosts_named: bool = True
 
 
 @dataclass(frozen=True, slots=True)
