@@ -224,7 +224,8 @@ CASES = [
     ("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 10>()",
      None, "reduction", "softmax", "reduction.softmax"),
     ("void rocprim::ROCPRIM_400001_NS::detail::radix_sort_block_sort_kernel<rocprim::"
-     "ROCPRIM_400001_NS::detail::lookback_scan_state<long>>()", None, "other", None, "other.sort"),
+     "ROCPRIM_400001_NS::detail::lookback_scan_state<long>>()", None, "reduction", "sort",
+     "reduction.sort"),
     # Triton / Inductor
     ("triton_poi_fused_add_mul_silu_0", None, "elementwise", None, "elementwise.triton_inductor"),
     ("triton_poi_fused_convolution_relu_1", None, "elementwise", None,
@@ -613,8 +614,10 @@ def test_rocprof_908_dispatched_kernels() -> None:
                            "op": pl.Series([None] * len(names), dtype=pl.String),
                            "subcategory": pl.Series([None] * len(names), dtype=pl.String)})
     out = classify(events)
-    # the only deliberate `other`: rocPRIM sort/merge/partition (documented in other.sort)
-    assert set(out.filter(pl.col("category") == "other")["rule"]) == {"other.sort"}
+    # rocPRIM sort/merge/partition were the only `other` (other.sort): now reduction sort
+    assert out.filter(pl.col("category") == "other").height == 0
+    assert out.filter(pl.col("subcategory") == "sort")["rule"].unique().to_list() == [
+        "reduction.sort"]
     by_rule = dict(out.group_by("rule").len().iter_rows())
     assert by_rule["gemm.tensile"] == 14
     assert by_rule["collective.rccl_generic"] == 1

@@ -121,7 +121,7 @@ def test_other_under_two_percent_of_kernel_time(real: pl.DataFrame) -> None:
 # their HLO op, so the name is XLA's own guess at what the op is and its HLO is beside it.
 OWN_JAX = [Path(__file__).resolve().parent / "data" / "jax_cnn" / "cnn_step.xplane.pb",
            Path(__file__).resolve().parents[1] / "sample_traces" / "hlo" / "planted.xplane.pb"]
-BODY_CATEGORY = {"reduction": "reduction", "sort": "other", "gemm": "gemm",
+BODY_CATEGORY = {"reduction": "reduction", "sort": "reduction", "gemm": "gemm",
                  "conv": "convolution", "attention": "attention"}
 
 
