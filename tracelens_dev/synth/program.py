@@ -153,7 +153,7 @@ class _Builder:
     def sort(self) -> int:
         op = self.ops("sort")
         recipe = rc.Sort(op, bf16(self.tokens, self.sc.experts))
-        return self._add(Spec("kernel", self.names.xla_kernel(op), op, "other", COMPUTE,
+        return self._add(Spec("kernel", self.names.xla_kernel(op), op, "reduction", COMPUTE,
                               self.names.launch_api("xla"),
                               self._mem_ns(recipe.cost().bytes, 0.3),
                               self.names.geometry("xla", self.tokens * self.sc.experts),
