@@ -95,6 +95,32 @@ DEVICE_SCHEMA: dict[str, pl.DataType] = {
     "spec_id": pl.String,
 }
 
+DEVICE_FACTS_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String,
+    "rank": pl.Int32,
+    "device": pl.Int32,
+    "name": pl.String,  # the device's own name as the trace gives it (null: none or empty)
+    "vendor": pl.String,  # as the trace says it (XSpace: the raw device_vendor, lower case)
+    "arch": pl.String,  # when the trace gives it directly (rocprofv3: the gfx target)
+    "compute_major": pl.Int64,  # compute capability (ROCm: HIP's gcnArch, 9.4 = gfx942)
+    "compute_minor": pl.Int64,
+    "compute_units": pl.Int32,
+    "clock_mhz": pl.Float64,
+    "memory_bytes": pl.Int64,
+    "memory_bandwidth": pl.Float64,  # bytes/s, when the trace reports it (ROCm XSpace)
+    "described": pl.Boolean,  # Kineto: the file has a deviceProperties entry for it
+    "agent": pl.Int64,  # rocprofv3: the HSA agent node id (how warnings name the GPU)
+    # null: a GPU to identify; "replaced": identified for its notes, then left out (XSpace GPU
+    # planes of a file whose XLA:CPU devices are analyzed instead); "cpu": such a CPU device
+    "role": pl.String,
+    "notes_at": pl.Int32,  # where its identification notes go in the file's warnings
+    "file_notes_at": pl.Int32,  # where notes about several devices of the file go
+}
+"""What a reader hands over in ``trace.devices`` (facts only): :mod:`tracelens.devices`
+identifies each product from them right after reading and turns the frame into
+DEVICE_SCHEMA. ``notes_at`` keeps each identification note where the reader would have
+warned it (the count of the file's warnings at that point)."""
+
 MODULE_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String,
     "rank": pl.Int32,

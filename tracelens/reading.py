@@ -17,6 +17,7 @@ from typing import Callable, Iterable
 
 import polars as pl
 
+from tracelens.devices import identify_devices
 from tracelens.errors import TraceInputError
 from tracelens.formats import reader_for
 from tracelens.long_names import cap_long_names
@@ -63,9 +64,12 @@ def _bound(fmt: str, f: Path, step_marker: str | None,
 
 
 def read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
-    """One file; an exception other than an input error is that file's problem too."""
+    """One file, with the stages that belong to each file as it was read (device
+    identification: its notes go among the reader's warnings); an exception other than an
+    input error is that file's problem too."""
     try:
         trace = reader(f)
+        identify_devices(trace)
         cap_long_names(trace, f.name)
         return trace
     except TraceInputError:

@@ -321,7 +321,8 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     for w in link_warn:
         meta.warn(f"{path.name}: {w}")
     events = conform(events.with_columns(host=pl.lit(host), rank=pl.lit(0)), EVENT_SCHEMA)
-    devices, dev_warn = device_frame(header, sorted(set(events["device"].to_list())), host)
+    devices, dev_warn = device_frame(header, sorted(set(events["device"].to_list())), host,
+                                     len(meta.warnings))
     for w in dev_warn:
         meta.warn(f"{path.name}: {w}")
     host_events = conform(hst.filter(pl.col("cat") != "gpu_user_annotation").select(

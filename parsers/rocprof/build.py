@@ -26,8 +26,8 @@ from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process, launch_expr
 from tracelens.counters import FLOP_COUNTERS, cost_from_counters
 from tracelens.errors import TraceInputError
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
-                             HostInfo, ProcessInfo, Trace, TraceMeta, conform)
+from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA,
+                             STEP_SCHEMA, HostInfo, ProcessInfo, Trace, TraceMeta, conform)
 
 CLOCK = "CLOCK_BOOTTIME"
 _DIRECTIONS = {"HOST_TO_DEVICE": ("h2d", "dst", 1), "DEVICE_TO_HOST": ("d2h", "src", 2),
@@ -259,14 +259,14 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
             active = set()
         active_nodes = set(ordinals.filter(pl.col("device").is_in(sorted(active)))[
             "node_id"].to_list())
-        dev, dev_warn = agents_mod.devices(p.agents, active_nodes, host, rank)
-        devices.append(dev)
-        warn += dev_warn
         hosts.append(_host_events(p, host, rank))
         markers.append(p.markers.select("name", "start", "end").with_columns(
             rank=pl.lit(rank, dtype=pl.Int32)))
         for w in warn:
             meta.warn(f"{path.name}: {w}")
+        # the process's identification notes follow its other warnings (tracelens.devices)
+        devices.append(agents_mod.devices(p.agents, active_nodes, host, rank,
+                                          len(meta.warnings)))
         processes.append(ProcessInfo(rank=rank, host=host, pid=p.pid, init_ns=p.init_ns,
                                      fini_ns=p.fini_ns, details=dict(p.info)))
         host_info.setdefault(host, HostInfo(path=str(path)))
@@ -286,5 +286,5 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         events=pl.concat(events) if events else pl.DataFrame(schema=EVENT_SCHEMA),
         host_events=pl.concat(hosts) if hosts else pl.DataFrame(schema=HOST_EVENT_SCHEMA),
         steps=steps if steps.height else pl.DataFrame(schema=STEP_SCHEMA),
-        devices=pl.concat(devices) if devices else pl.DataFrame(schema=DEVICE_SCHEMA),
+        devices=pl.concat(devices) if devices else pl.DataFrame(schema=DEVICE_FACTS_SCHEMA),
         meta=meta)
