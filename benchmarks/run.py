@@ -313,10 +313,10 @@ def lap(name):
     global t
     now = time.perf_counter(); out[name] = round(now - t, 3); t = now
 try:  # code of issue 26 and later identifies devices after the reader (tracelens.reading)
-    from tracelens.devices import identify_devices
+    from tracelens.reading import file_stages
 except ImportError:
-    identify_devices = lambda trace: None
-trace = xprof.read(Path(sys.argv[1])); identify_devices(trace)
+    file_stages = lambda trace: trace
+trace = file_stages(xprof.read(Path(sys.argv[1])))
 lap("read (XSpace decode + frames)")
 trace = combine([trace]); trace.events = trace.events.rechunk()
 trace.events, _, _ = clip_stream_overlaps(trace.events); lap("combine + clip overlaps")

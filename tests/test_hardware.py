@@ -225,7 +225,7 @@ def test_kineto_device_named_by_the_trace(name: str, want: str | None) -> None:
               "totalGlobalMem": 85_000_000_000, "warpSize": 32}]
     facts, _ = device_frame({"deviceProperties": props}, [0], "h")
     frame, notes = identify_frame(facts, "kineto", "h.json")
-    warnings = [text for _, text in notes]
+    warnings = [text for _, _, text in notes]
     row = frame.row(0, named=True)
     assert row["product"] == (want or name)
     if want is None:

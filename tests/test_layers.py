@@ -26,11 +26,10 @@ PACKAGES = RUNTIME + (DEV,)
 
 # What a parser may use of the core (issue 26): the data model and the errors. Parsers report
 # facts (device names and properties, recorded shapes, counter values); identifying devices
-# and costing kernels are load stages of the core (tracelens.devices, ...).
+# and costing kernels are load stages of the core (tracelens.devices, tracelens.counters).
 PARSER_CORE = {"tracelens.model", "tracelens.errors"}
-# Readers that still cost what they read; issue 26 moves these into core stages too.
-PARSER_EXCEPTIONS = {("parsers.rocprof.build", "tracelens.counters"),
-                     ("parsers.kineto.link", "tracelens.shapecost"),
+# The Kineto reader still costs the shapes it reads; issue 26 moves that into a core stage too.
+PARSER_EXCEPTIONS = {("parsers.kineto.link", "tracelens.shapecost"),
                      ("parsers.kineto.reader", "tracelens.shapecost")}
 
 

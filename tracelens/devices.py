@@ -24,19 +24,24 @@ from tracelens import hardware
 from tracelens.model import DEVICE_FACTS_SCHEMA, DEVICE_SCHEMA, Trace, conform
 
 Row = dict[str, Any]
-Note = tuple[int, str]  # (where in the file's warnings, the text)
+Note = tuple[int, int, str]  # (where in the file's warnings, rank, the text)
 
 
 def identify_devices(trace: Trace) -> None:
-    """Replace a reader's device facts with identified ``DEVICE_SCHEMA`` rows, and insert the
-    identification notes into its warnings. A trace whose devices are identified already
-    (built by hand, or read back) is left as it is."""
+    """:func:`device_notes`, its notes inserted into the trace's warnings."""
+    insert_notes(trace.meta.warnings, device_notes(trace))
+
+
+def device_notes(trace: Trace) -> list[Note]:
+    """Replace a reader's device facts with identified ``DEVICE_SCHEMA`` rows; the notes to
+    insert into its warnings (:func:`insert_notes`). A trace whose devices are identified
+    already (built by hand, or read back) is left as it is."""
     if "notes_at" not in trace.devices.columns:
-        return
+        return []
     source = trace.meta.sources[0] if trace.meta.sources else {}
     trace.devices, notes = identify_frame(trace.devices, source.get("format", ""),
                                           Path(source.get("path", "")).name)
-    insert_notes(trace.meta.warnings, notes)
+    return notes
 
 
 def identify_frame(facts: pl.DataFrame, fmt: str, file_name: str
@@ -53,10 +58,11 @@ def identify_frame(facts: pl.DataFrame, fmt: str, file_name: str
 
 
 def insert_notes(warnings: list[str], notes: list[Note]) -> None:
-    """Each note at its place (positions count the reader's warnings; notes of one place keep
-    their order), unless the same text is warned already (``TraceMeta.warn``'s rule)."""
+    """Each note at its place: positions count the reader's warnings; at one place, lower
+    ranks first, and notes of one rank in the order given. A text warned already is not
+    repeated (``TraceMeta.warn``'s rule)."""
     shift = 0
-    for pos, text in sorted(notes, key=lambda n: n[0]):
+    for pos, _, text in sorted(notes, key=lambda n: n[:2]):
         if text in warnings:
             continue
         warnings.insert(pos + shift, text)
@@ -93,16 +99,16 @@ def _kineto(facts: list[Row], where: str) -> tuple[list[Row], list[Note]]:
         cus, mem = r["compute_units"], r["memory_bytes"]
         product, unused = hardware.identify_device(name, vendor, arch, cus, None, mem)
         if unused is not None:
-            notes.append((pos, f"{where}device {d}: the trace names it {name!r}, which the peak "
+            notes.append((pos, 0, f"{where}device {d}: the trace names it {name!r}, which the peak "
                                f"table lacks; its properties match {unused.name}, not used: "
                                "peaks unknown"))
         if r["described"] and product is not None and not name:
-            notes.append((pos, f"{where}device {d}: deviceProperties has an empty name; "
+            notes.append((pos, 0, f"{where}device {d}: deviceProperties has an empty name; "
                                f"identified as {product.name} from {cus} CUs, "
                                f"{mem / hardware.GIB:.0f} GiB and compute capability "
                                f"{r['compute_major']}.{r['compute_minor']} ({arch})"))
         elif r["described"] and product is None:
-            notes.append((pos, f"{where}device {d} ({name or 'no name'}, "
+            notes.append((pos, 0, f"{where}device {d} ({name or 'no name'}, "
                                f"{arch or 'arch unknown'}, {cus} CUs/SMs, {mem} bytes) is not a "
                                "known product: no hardware spec"))
         rows.append(_row(r, vendor, arch, product, name or None))
@@ -114,14 +120,15 @@ def _rocprof(facts: list[Row], where: str) -> tuple[list[Row], list[Note]]:
     rows, notes = [], []
     for r in facts:
         name, arch, cus, clock = r["name"], r["arch"], r["compute_units"], r["clock_mhz"]
+        pos, rank = r["notes_at"], r["rank"]
         product, unused = hardware.identify_device(name, r["vendor"], arch, cus, clock,
                                                    r["memory_bytes"])
         if unused is not None:
-            notes.append((r["notes_at"], f"{where}GPU agent {r['agent']}: the trace names it "
+            notes.append((pos, rank, f"{where}GPU agent {r['agent']}: the trace names it "
                           f"{name!r}, which the peak table lacks; its properties match "
                           f"{unused.name}, not used: peaks unknown"))
         elif product is None and (arch or name or cus):  # else nothing is known
-            notes.append((r["notes_at"], f"{where}GPU agent {r['agent']} "
+            notes.append((pos, rank, f"{where}GPU agent {r['agent']} "
                           f"({name or arch or 'unknown'}, {cus} CUs, {clock} MHz) is not a "
                           "known product: no hardware spec"))
         rows.append(_row(r, r["vendor"], arch, product, name))
@@ -173,12 +180,13 @@ def _xspace(facts: list[Row], where: str) -> tuple[list[Row], list[Note]]:
         # ROCm's memory_bandwidth is about half the real HBM rate: never a peak, but say so
         bw = hardware.reported_bandwidth_warning(row["spec_id"], r["memory_bandwidth"], where)
         if bw:
-            notes.append((r["notes_at"], bw))
+            notes.append((r["notes_at"], r["rank"], bw))
     at = max((r["file_notes_at"] for r in gpus), default=0)
-    notes += [(at, f"{where}{devices_text(ordinals)}: {how}") for how, ordinals in found.items()]
+    notes += [(at, 0, f"{where}{devices_text(ordinals)}: {how}")
+              for how, ordinals in found.items()]
     for ordinals, product, like, missing in share_identification(rows):
         lack = ", ".join(missing) or "nothing"
-        notes.append((at, f"{where}{devices_text(ordinals)}: identified as {product} like "
+        notes.append((at, 0, f"{where}{devices_text(ordinals)}: identified as {product} like "
                           f"{devices_text(like)} of the same file, whose plane stats agree with "
                           f"every stat theirs give (theirs lack {lack})"))
     listed = [row for row, r in zip(rows, gpus) if r["role"] != "replaced"]

@@ -227,6 +227,21 @@ class WriterHints:
 
 
 @dataclass
+class KernelCounters:
+    """Hardware counters one process recorded for its kernel dispatches (rocprofv3 ``--pmc``),
+    as a reader hands them over: ``tracelens.counters.cost_counters`` costs the kernels from
+    them right after reading, then drops them."""
+
+    rank: int
+    # one row per kernel event of the rank, in the reader's order; one column per counter
+    # collected (its name as rocprofv3 writes it, values summed over hardware instances;
+    # null: not collected for that dispatch). No column: the process recorded no counters
+    values: pl.DataFrame
+    unmatched: int = 0  # dispatch ids with counters that match no kernel dispatch
+    notes_at: int = 0  # where its note goes in the file's warnings
+
+
+@dataclass
 class TraceMeta:
     """Where a trace came from and every approximation or repair made while reading it."""
 
@@ -250,6 +265,8 @@ class TraceMeta:
     unaligned: str | None = None
     kineto: KinetoInfo | None = None
     writer: WriterHints | None = None
+    # a reader's counter facts per process, until the core costs the kernels from them
+    counters: list[KernelCounters] = field(default_factory=list)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
