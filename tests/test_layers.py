@@ -26,11 +26,9 @@ PACKAGES = RUNTIME + (DEV,)
 
 # What a parser may use of the core (issue 26): the data model and the errors. Parsers report
 # facts (device names and properties, recorded shapes, counter values); identifying devices
-# and costing kernels are load stages of the core (tracelens.devices, tracelens.counters).
+# and costing kernels are load stages of the core (tracelens.devices, tracelens.counters,
+# tracelens.shapecost: tracelens.reading.file_stages).
 PARSER_CORE = {"tracelens.model", "tracelens.errors"}
-# The Kineto reader still costs the shapes it reads; issue 26 moves that into a core stage too.
-PARSER_EXCEPTIONS = {("parsers.kineto.link", "tracelens.shapecost"),
-                     ("parsers.kineto.reader", "tracelens.shapecost")}
 
 
 def _modules() -> dict[str, Path]:
@@ -122,13 +120,10 @@ def test_no_import_cycle() -> None:
 
 def test_parsers_use_only_the_model_and_errors_of_the_core_and_no_renderer() -> None:
     bad = [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
-           for d in deps if _package(d) in ("tracelens", DEV) and d not in PARSER_CORE
-           and (m, d) not in PARSER_EXCEPTIONS]
+           for d in deps if _package(d) in ("tracelens", DEV) and d not in PARSER_CORE]
     bad += [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
             for d in deps if d.startswith("reports")]
     assert bad == []
-    stale = [(m, d) for m, d in sorted(PARSER_EXCEPTIONS) if d not in GRAPH.get(m, set())]
-    assert stale == [], "no longer imported: remove from PARSER_EXCEPTIONS"
 
 
 # the modules that read traces: the loader in parts (formats holds the readers) and the CLI

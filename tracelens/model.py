@@ -226,6 +226,38 @@ class WriterHints:
     device_model: str | None = None
 
 
+COSTED_ATEN_OPS: frozenset[str] = frozenset({
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+    "aten::_scaled_mm",
+    "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention",
+    "aten::_scaled_dot_product_flash_attention_backward",
+    "aten::_scaled_dot_product_efficient_attention_backward",
+    "aten::_scaled_dot_product_cudnn_attention_backward",
+    "aten::convolution", "aten::_convolution", "aten::convolution_backward",
+})
+"""The ATen ops whose FLOPs come from their recorded shapes (GEMM, attention, convolution:
+``tracelens.shapecost`` has a rule for each); a reader keeps these ops' shapes."""
+
+
+@dataclass
+class OpShapes:
+    """The recorded shapes of costed ATen ops (:data:`COSTED_ATEN_OPS`) and the kernels they
+    launched, as a reader hands them over: ``tracelens.shapecost.cost_shapes`` costs the
+    kernels from them right after reading, then drops them."""
+
+    # one entry per leaf costed op execution (its uid): (name, Input Dims, Input type,
+    # Concrete Inputs), as the profiler recorded them
+    ops: dict[int, tuple[str, Any, Any, Any]] = field(default_factory=dict)
+    # one row per kernel launched inside one: ``row`` (its index in trace.events as read),
+    # ``uid`` (the op), ``main`` (the op's longest kernel, which carries its cost; the others
+    # carry 0 so every execution counts once), ``collective`` (its dtype is the collective's)
+    kernels: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema={
+        "row": pl.UInt32, "uid": pl.Int64, "main": pl.Boolean, "collective": pl.Boolean}))
+    notes_at: int = 0  # where its note goes in the file's warnings
+
+
 @dataclass
 class KernelCounters:
     """Hardware counters one process recorded for its kernel dispatches (rocprofv3 ``--pmc``),
@@ -267,6 +299,7 @@ class TraceMeta:
     writer: WriterHints | None = None
     # a reader's counter facts per process, until the core costs the kernels from them
     counters: list[KernelCounters] = field(default_factory=list)
+    shapes: OpShapes | None = None  # a reader's shape facts, until the core costs them
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:

@@ -23,6 +23,7 @@ from tracelens.errors import TraceInputError
 from tracelens.formats import reader_for
 from tracelens.long_names import cap_long_names
 from tracelens.model import Trace
+from tracelens.shapecost import cost_shapes
 
 _PROCESS_MIN_BYTES = 64 << 20  # below this, worker processes take longer to start than to help
 _FRAMES = ("events", "host_events", "steps", "devices", "modules")
@@ -78,10 +79,12 @@ def read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
 
 
 def file_stages(trace: Trace) -> Trace:
-    """The load stages that belong to each file as its reader left it: counter costs
-    (:func:`tracelens.counters.cost_counters`) and device identification
+    """The load stages that belong to each file as its reader left it: costs from hardware
+    counters (:func:`tracelens.counters.cost_counters`) and from recorded shapes
+    (:func:`tracelens.shapecost.cost_shapes`), and device identification
     (:mod:`tracelens.devices`); their notes go where the reader's warnings put them."""
     notes = cost_counters(trace)
+    notes += cost_shapes(trace)
     notes += device_notes(trace)
     insert_notes(trace.meta.warnings, notes)
     return trace
