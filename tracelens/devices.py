@@ -1,8 +1,8 @@
 """Device identification, a load stage of the core (issue 26): readers hand over what a trace
 says about each GPU (``DEVICE_FACTS_SCHEMA``: names, vendor, arch, capability, CUs, clock,
 memory), this finds the product and its spec in :mod:`tracelens.hardware` and turns the frame
-into ``DEVICE_SCHEMA`` rows, right after each file is read (:func:`tracelens.reading.read_one`,
-in threads, worker processes and Dask workers alike).
+into ``DEVICE_SCHEMA`` rows, right after each file is read
+(:func:`tracelens.reading.file_stages`, in threads, worker processes and Dask workers alike).
 
 Name first, then properties (:func:`tracelens.hardware.identify_device`). What cannot be
 identified is warned, each note where the reader's own warnings put it (``notes_at``), so the
