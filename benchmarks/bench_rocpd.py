@@ -121,6 +121,7 @@ def stages(path: Path) -> dict[str, float]:
     from parsers import rocprof
     from tracelens.analyze.summary import summarize
     from tracelens.classify import classify
+    from tracelens.reading import file_stages
     from tracelens.loader import combine
     from tracelens.model import validate
     from tracelens.prepare import assign_steps, clip_stream_overlaps
@@ -132,6 +133,7 @@ def stages(path: Path) -> dict[str, float]:
         out[name] = round(now - t, 3)
         t = now
     trace = rocprof.read_rocpd(path, step_marker=STEP_MARKER)
+    file_stages(trace)  # counter costs and device identification, as reading does
     lap("read rocpd (SQL + build)")
     trace = combine([trace])
     trace.events, _, _ = clip_stream_overlaps(trace.events)

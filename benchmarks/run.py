@@ -312,7 +312,12 @@ out, t = {"import": time.perf_counter() - t0}, time.perf_counter()
 def lap(name):
     global t
     now = time.perf_counter(); out[name] = round(now - t, 3); t = now
-trace = xprof.read(Path(sys.argv[1])); lap("read (XSpace decode + frames)")
+try:  # code of issue 26 and later identifies devices after the reader (tracelens.reading)
+    from tracelens.reading import file_stages
+except ImportError:
+    file_stages = lambda trace: trace
+trace = file_stages(xprof.read(Path(sys.argv[1])))
+lap("read (XSpace decode + frames)")
 trace = combine([trace]); trace.events = trace.events.rechunk()
 trace.events, _, _ = clip_stream_overlaps(trace.events); lap("combine + clip overlaps")
 costs = op_cost_table(trace.events, trace.modules); lap("HLO cost table")

@@ -218,11 +218,14 @@ def test_kineto_device_named_by_the_trace(name: str, want: str | None) -> None:
     """Issue 25 A3: a Kineto ``deviceProperties`` entry named ``NVIDIA H800`` was reported as
     ``NVIDIA H100 SXM`` (900 GB/s NVLink instead of 400) because its SMs and memory match."""
     from parsers.kineto.devices import device_frame
+    from tracelens.devices import identify_frame
 
     sms = 114 if "PCIe" in name else 132
     props = [{"id": 0, "name": name, "computeMajor": 9, "computeMinor": 0, "numSms": sms,
               "totalGlobalMem": 85_000_000_000, "warpSize": 32}]
-    frame, warnings = device_frame({"deviceProperties": props}, [0], "h")
+    facts, _ = device_frame({"deviceProperties": props}, [0], "h")
+    frame, notes = identify_frame(facts, "kineto", "h.json")
+    warnings = [text for _, _, text in notes]
     row = frame.row(0, named=True)
     assert row["product"] == (want or name)
     if want is None:

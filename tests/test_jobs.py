@@ -16,6 +16,7 @@ from parsers.xplane_schema import xspace_class
 from tracelens_dev.writers.rocprof import write_json, write_rocpd
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import SAMPLES, SHARED, cli
+from tracelens.devices import identify_devices
 from tracelens.errors import TraceInputError
 from tracelens.jobs import check_one_job, facts
 
@@ -59,6 +60,7 @@ def test_same_program_on_different_device_kinds_is_one_job() -> None:
     """A job mixing device kinds is accepted when the files share a program (module and
     identical HLO); only the device kind differs here."""
     part = xprof.read(MI300X)
+    identify_devices(part)  # as reading does for every file, before the job check
     other = replace(facts(part, Path("b"), 0, False), kinds=frozenset({"NVIDIA H100 SXM"}))
     check_one_job([facts(part, Path("a"), 0, False), other], [Path("x")])
     unrelated = replace(other, programs=frozenset())

@@ -452,3 +452,21 @@ def test_a_gpu_the_table_lacks_keeps_its_name_with_peaks_unknown(tmp_path: Path)
     r = CliRunner().invoke(main, ["report", str(path), "-o", str(html)])
     assert r.exit_code == 0, r.output
     assert "1× NVIDIA H800 PCIe (peaks unknown)" in html.read_text()
+
+
+def test_a_worker_process_sends_the_file_costed_and_identified() -> None:
+    """Issue 26: shape costs and device identification are core stages that run right after
+    the reader, in the reading worker too (tracelens.reading.file_stages): what comes back is
+    costed and identified, and the reader's facts are used up, not shipped."""
+    from tracelens.reading import from_worker, read_in_worker
+
+    path = _real("mi250_rocm62_minitoy_train.json.gz")
+    part = from_worker(read_in_worker("kineto", path, None))
+    assert part.meta.shapes is None and part.meta.counters == []
+    assert part.events.filter(pl.col("cost_source") == "shapes").height == 3
+    assert "spec_id" in part.devices.columns and "notes_at" not in part.devices.columns
+    assert part.meta.warnings[0].startswith(f"{path.name}: device 2 (AMD Radeon Graphics")
+    flops = part.events.filter(pl.col("cost_source") == "shapes")["flops"].sum()
+    whole = tracelens.load(path)
+    assert flops > 0 and whole.events.filter(pl.col("cost_source") == "shapes")[
+        "flops"].sum() == flops

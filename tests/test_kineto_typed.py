@@ -17,6 +17,7 @@ import pytest
 from parsers.kineto import reader, typed
 from tests.conftest import SHARED
 from tracelens.errors import TraceInputError
+from tracelens.reading import file_stages
 
 KINETO = SHARED / "traces" / "kineto"
 REAL = sorted(KINETO.rglob("*.json.gz")) if KINETO.exists() else []
@@ -37,7 +38,7 @@ def _read(path: Path, monkeypatch: pytest.MonkeyPatch, tolerant: bool) -> tuple[
             return orig(evs, lost)
         m.setattr(reader, "_select_dicts", spy)
         try:
-            trace = reader.read(path)
+            trace = file_stages(reader.read(path))  # costs and devices, as reading does
         except TraceInputError as exc:
             return str(exc), used[-1] if used else "typed"
     return trace, used[-1] if used else "typed"

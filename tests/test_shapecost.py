@@ -84,3 +84,12 @@ def test_convolution_forward_and_backward() -> None:
 @pytest.mark.parametrize("name", sorted(COSTED_OPS))
 def test_every_costed_op_refuses_garbage(name: str) -> None:
     assert op_cost(name, [["x"], [-1]], [1, 2], [None]) is None
+
+
+def test_the_models_costed_ops_are_the_ops_with_a_rule() -> None:
+    """Readers keep the shapes of the model's COSTED_ATEN_OPS (issue 26: they no longer import
+    the cost model); each has a rule here, and no rule is left out of the list."""
+    from tracelens import shapecost
+
+    ruled = set(shapecost._GEMM) | set(shapecost._ATTENTION) | set(shapecost._CONV)
+    assert ruled == set(COSTED_OPS)

@@ -14,7 +14,9 @@ from click.testing import CliRunner
 from parsers import xprof, xspace_decode
 from tracelens_dev.writers.xspace import Activity, InlineStr, Ref, UInt64, build_xspace
 from tracelens.cli import main
+from tracelens.devices import identify_devices
 from tracelens.errors import TraceInputError
+from tracelens.model import Trace
 
 BIG = 9646411105960254074  # the uint64 of the real TPU trace that failed (> 2**63)
 DECODERS = ["python", "c"] if xspace_decode.available() else ["python"]
@@ -32,11 +34,18 @@ def _acts() -> list[Activity]:
             for i in range(len(VALUES))]
 
 
+def _read(path: Path, decoder: str) -> Trace:
+    """The reader's trace with its devices identified, as ``tracelens.load`` reads a file."""
+    t = xprof.read(path, decoder=decoder)
+    identify_devices(t)
+    return t
+
+
 def _read_all(path: Path) -> list[object]:
     out: list[object] = []
     for d in DECODERS:
         try:
-            out.append(xprof.read(path, decoder=d))
+            out.append(_read(path, decoder=d))
         except TraceInputError as exc:
             out.append(exc)
     return out
@@ -125,7 +134,7 @@ def test_tensorflow_v100_planes_are_named_from_their_strings(tmp_path: Path,
                                                              decoder: str) -> None:
     p = tmp_path / "v100.xplane.pb"
     p.write_bytes(_v100_space("Tesla V100-SXM2-16GB", None))
-    t = xprof.read(p, decoder=decoder)
+    t = _read(p, decoder=decoder)
     assert t.devices["product"].to_list() == ["NVIDIA V100"] * 8
     assert t.devices["spec_id"].to_list() == ["v100"] * 8
     assert t.devices["vendor"].to_list() == ["nvidia"] * 8
@@ -134,7 +143,7 @@ def test_tensorflow_v100_planes_are_named_from_their_strings(tmp_path: Path,
     assert r.exit_code == 0 and "8× NVIDIA V100" in r.output, r.output
     # an unknown product keeps the trace's own name, never "unknown device"
     p.write_bytes(_v100_space("Tesla K80", None, (3, 7), 13))
-    t = xprof.read(p, decoder=decoder)
+    t = _read(p, decoder=decoder)
     assert t.devices["product"].to_list() == ["Tesla K80"] * 8
     assert t.devices["spec_id"].to_list() == [None] * 8
 
@@ -147,7 +156,7 @@ def test_tensorflow_v100_planes_without_name_or_vendor_are_v100s(tmp_path: Path,
     SMs is only NVIDIA's reading of the capability, and only a V100 there."""
     p = tmp_path / "v100.xplane.pb"
     p.write_bytes(_v100_space(None, None))
-    t = xprof.read(p, decoder=decoder)
+    t = _read(p, decoder=decoder)
     assert t.devices["spec_id"].to_list() == ["v100"] * 8
     assert t.devices["vendor"].to_list() == ["nvidia"] * 8
     assert t.devices["arch"].to_list() == ["sm_70"] * 8
@@ -158,7 +167,7 @@ def test_tensorflow_v100_planes_without_name_or_vendor_are_v100s(tmp_path: Path,
     assert "NVIDIA V100: HBM 0.9 TB/s" in r.output  # peaks, none before
     # 9.0 with 120 cores is no product under either reading (an MI100 of old ROCm TF): unknown
     p.write_bytes(_v100_space(None, None, (9, 0), 120))
-    t = xprof.read(p, decoder=decoder)
+    t = _read(p, decoder=decoder)
     assert t.devices["spec_id"].to_list() == [None] * 8
     assert t.devices["vendor"].to_list() == [None] * 8
 
@@ -183,7 +192,7 @@ def test_idle_planes_with_the_same_stats_get_the_same_identification(tmp_path: P
     product; one whose stats disagree, or a vendor alone beside two products, stays unknown."""
     p = tmp_path / "mi355x.xplane.pb"
     p.write_bytes(_named_plane_and_idle_ones(MI355X, {"device_vendor": InlineStr("AMD")}))
-    t = xprof.read(p, decoder=decoder)
+    t = _read(p, decoder=decoder)
     assert t.devices["spec_id"].to_list() == ["mi355x"] * 8
     assert t.devices["product"].to_list() == ["AMD Instinct MI355X"] * 8
     assert t.devices["compute_units"].to_list() == [256] + [None] * 7  # nothing invented
@@ -195,7 +204,7 @@ def test_idle_planes_with_the_same_stats_get_the_same_identification(tmp_path: P
     # a disagreeing stat (another core count) is not the sibling's product
     p.write_bytes(_named_plane_and_idle_ones(MI355X, {"device_vendor": InlineStr("AMD"),
                                                       "core_count": 304}))
-    t = xprof.read(p, decoder=decoder)
+    t = _read(p, decoder=decoder)
     assert t.devices["spec_id"].to_list() == ["mi355x"] + [None] * 7
     # a product the plane's name says (H800: an H100 by its stats) is shared the same way
     h800 = {"device_vendor": InlineStr("Nvidia"), "core_count": 132, "clock_rate": 1_980_000,
@@ -203,7 +212,7 @@ def test_idle_planes_with_the_same_stats_get_the_same_identification(tmp_path: P
             "compute_cap_minor": 0, "gpu_device_name": InlineStr("NVIDIA H800")}
     p.write_bytes(_named_plane_and_idle_ones(h800, {"device_vendor": InlineStr("Nvidia"),
                                                     "core_count": 132}))
-    t = xprof.read(p, decoder=decoder)
+    t = _read(p, decoder=decoder)
     assert t.devices["spec_id"].to_list() == ["h800"] * 8
     # beside two products a vendor alone says nothing: unknown
     p.write_bytes(build_xspace([], device_stats={0: MI355X, 1: dict(MI355X, core_count=304,
@@ -212,15 +221,32 @@ def test_idle_planes_with_the_same_stats_get_the_same_identification(tmp_path: P
                                                                     gpu_device_name=InlineStr(
                                                                         "gfx942")),
                                                  2: {"device_vendor": InlineStr("AMD")}}))
-    t = xprof.read(p, decoder=decoder)
+    t = _read(p, decoder=decoder)
     assert t.devices["spec_id"].to_list()[2] is None
+
+
+def test_identification_notes_keep_the_order_of_the_file(tmp_path: Path) -> None:
+    """Issue 26: devices are identified after the reader (tracelens.devices), and each note
+    goes where the reader warned about that plane: plane 0's unusable stat, its bandwidth
+    note (the same text for plane 1, said once), plane 1's unusable stat."""
+    import tracelens
+
+    odd = dict(MI355X, compute_cap_major=InlineStr("nine"))
+    p = tmp_path / "mi355x.xplane.pb"
+    p.write_bytes(build_xspace([Activity(d, 2, "k", 100, 50) for d in (0, 1)],
+                               device_stats={0: odd, 1: odd}))
+    t = tracelens.load(p)
+    assert t.devices["spec_id"].to_list() == ["mi355x"] * 2
+    got = [w for w in t.meta.warnings if "plane stat" in w or "memory_bandwidth" in w]
+    assert [w.split(": ")[1] for w in got] == ["/device:GPU:0", "AMD Instinct MI355X",
+                                              "/device:GPU:1"], got
 
 
 def test_name_never_overrides_what_the_trace_says(tmp_path: Path) -> None:
     """A V100 name on a plane whose vendor says AMD identifies nothing (no guess)."""
     p = tmp_path / "odd.xplane.pb"
     p.write_bytes(_v100_space("Tesla V100-SXM2-16GB", "AMD"))
-    t = xprof.read(p, decoder=DECODERS[-1])
+    t = _read(p, decoder=DECODERS[-1])
     assert t.devices["spec_id"].to_list() == [None] * 8
 
 

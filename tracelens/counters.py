@@ -31,7 +31,11 @@ bytes is known, else null).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
+
+from tracelens.model import Trace
 
 MFMA_TYPES = {"F16": "fp16", "BF16": "bf16", "F32": "fp32", "F64": "fp64", "F8": "fp8",
               "F6F4": "fp4", "XF32": "tf32", "I8": "int8"}
@@ -123,3 +127,72 @@ def cost_from_counters(df: pl.DataFrame) -> pl.DataFrame:
         cost_source=pl.when(pl.col("flops").is_not_null() | pl.col("bytes").is_not_null())
         .then(pl.lit("counters")).otherwise(None))
     return out
+
+
+NO_FLOPS = {  # why a dispatch has no FLOPs, in rocprofv3's terms (the events' cost_note)
+    "no_counters": "no hardware counters recorded (FLOPs need rocprofv3 --pmc with "
+                   "SQ_INSTS_VALU_* counters)",
+    "no_flop_counter": "the counters collected hold no FLOP counter (SQ_INSTS_VALU_*)",
+}
+_COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
+          "cost_source": pl.String, "cost_note": pl.String}
+
+
+def cost_counters(trace: Trace) -> list[tuple[int, int, str]]:
+    """The load stage of counter costs (issue 26): ``flops``, ``bytes``, ``dtype``,
+    ``cost_source`` and ``cost_note`` of each kernel of a rank whose reader handed over its
+    counters (``trace.meta.counters``, then dropped), right after reading; null where the
+    counters collected do not determine them. Returns one note per process that recorded
+    counters, (where in the file's warnings, rank, text), for :func:`tracelens.devices`'s
+    ``insert_notes``."""
+    facts, trace.meta.counters = trace.meta.counters, []
+    if not facts:
+        return []
+    where = f"{Path(trace.meta.sources[0]['path']).name}: "
+    parts, notes = [], []
+    for f in facts:
+        costed, note = _costed(f.values, f.unmatched)
+        parts.append(costed.with_columns(rank=pl.lit(f.rank, dtype=pl.Int32)))
+        if note:
+            notes.append((f.notes_at, f.rank, where + note))
+    costs = pl.concat(parts, how="vertical")
+    kernels = trace.events.with_row_index("_i").filter(pl.col("kind") == "kernel")
+    if not kernels["rank"].equals(costs["rank"]):  # the reader's order: a parser bug
+        raise AssertionError("counter facts do not follow the reader's kernel events")
+    idx = kernels["_i"]
+    trace.events = trace.events.with_columns(
+        trace.events[name].cast(dtype).scatter(idx, costs[name].cast(dtype))
+        for name, dtype in _COSTS.items())
+    return notes
+
+
+def _costed(values: pl.DataFrame, unmatched: int) -> tuple[pl.DataFrame, str | None]:
+    """The cost columns of one process's kernels from their counter columns, and its note
+    (None: the process recorded no counters)."""
+    names = values.columns
+    if not names:
+        return pl.DataFrame({"flops": [None] * values.height}, schema={"flops": pl.Float64}
+                            ).with_columns(bytes=pl.lit(None, pl.Float64),
+                                           dtype=pl.lit(None, pl.String),
+                                           cost_source=pl.lit(None, pl.String),
+                                           cost_note=pl.lit(NO_FLOPS["no_counters"])), None
+    any_pmc = pl.any_horizontal(pl.col(names).is_not_null())
+    out = cost_from_counters(values).select(
+        "flops", "bytes", "dtype", "cost_source",
+        cost_note=pl.when(pl.col("flops").is_not_null()).then(None)
+        .when(any_pmc).then(pl.lit(NO_FLOPS["no_flop_counter"]))
+        .otherwise(pl.lit(NO_FLOPS["no_counters"])))
+    with_pmc = values.select(any_pmc.sum()).item()
+    n_flops, n_bytes = out["flops"].is_not_null().sum(), out["bytes"].is_not_null().sum()
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    msg = (f"hardware counters ({shown}) on {with_pmc} of {values.height} kernel dispatches: "
+           f"FLOPs from counters on {n_flops}, HBM bytes on {n_bytes}")
+    if not {n.upper() for n in names} & set(FLOP_COUNTERS):
+        msg += ("; FLOPs unknown: no FLOP counter was collected "
+                "(SQ_INSTS_VALU_MFMA_MOPS_*, SQ_INSTS_VALU_{ADD,MUL,FMA,TRANS}_F*)")
+    if n_bytes < with_pmc:
+        msg += ("; HBM bytes need TCC_EA0_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B} + TCC_BUBBLE, "
+                "TCC_EA_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B}, or FETCH_SIZE + WRITE_SIZE")
+    if unmatched:
+        msg += f"; {unmatched} dispatch ids with counters match no kernel dispatch"
+    return out, msg

@@ -4,9 +4,9 @@ Discovery walks a directory for the files of one job; sniffing tells a file's fo
 content (a JSON document from its top-level keys, wherever they are), never from its name
 alone, except for other tools' binary files (a Perfetto
 trace is a protobuf like an XSpace), which are named by their suffix to say what they are.
-:data:`READERS` holds one entry per format, so a new reader plugs in with one line. With
-:mod:`tracelens.loader` and the CLI, the only place in the core that knows the parsers (each
-imported when its first file is read).
+:data:`READERS` holds one entry per format, so a new reader plugs in with one line. The only
+place in the core that knows the parsers (each imported when its first file is read;
+``tests/test_layers.py`` checks it).
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 
 The loader in parts: :mod:`tracelens.formats` finds the trace files behind each path and
 sniffs each one's format (the registry of readers); :mod:`tracelens.reading` reads them
-(threads or processes, never oversubscribed); :mod:`tracelens.combine` joins hosts onto one
-clock; then :data:`STAGES`, one ordered list of named steps, repairs, classifies, costs,
-aligns and marks steps. ``discover``, ``find_inputs``, ``sniff_format`` and ``combine`` are
-re-exported here for existing callers.
+(threads or processes, never oversubscribed) and runs the stages of each file as its reader
+left it (``reading.file_stages``: counter and shape costs, device identification);
+:mod:`tracelens.combine` joins hosts onto one clock; then :data:`STAGES`, one ordered list
+of named steps, repairs, classifies, costs, aligns and marks steps. ``discover``,
+``find_inputs``, ``sniff_format`` and ``combine`` are re-exported here for existing callers.
 """
 
 from __future__ import annotations

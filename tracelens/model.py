@@ -95,6 +95,32 @@ DEVICE_SCHEMA: dict[str, pl.DataType] = {
     "spec_id": pl.String,
 }
 
+DEVICE_FACTS_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String,
+    "rank": pl.Int32,
+    "device": pl.Int32,
+    "name": pl.String,  # the device's own name as the trace gives it (null: none or empty)
+    "vendor": pl.String,  # as the trace says it (XSpace: the raw device_vendor, lower case)
+    "arch": pl.String,  # when the trace gives it directly (rocprofv3: the gfx target)
+    "compute_major": pl.Int64,  # compute capability (ROCm: HIP's gcnArch, 9.4 = gfx942)
+    "compute_minor": pl.Int64,
+    "compute_units": pl.Int32,
+    "clock_mhz": pl.Float64,
+    "memory_bytes": pl.Int64,
+    "memory_bandwidth": pl.Float64,  # bytes/s, when the trace reports it (ROCm XSpace)
+    "described": pl.Boolean,  # Kineto: the file has a deviceProperties entry for it
+    "agent": pl.Int64,  # rocprofv3: the HSA agent node id (how warnings name the GPU)
+    # null: a GPU to identify; "replaced": identified for its notes, then left out (XSpace GPU
+    # planes of a file whose XLA:CPU devices are analyzed instead); "cpu": such a CPU device
+    "role": pl.String,
+    "notes_at": pl.Int32,  # where its identification notes go in the file's warnings
+    "file_notes_at": pl.Int32,  # where notes about several devices of the file go
+}
+"""What a reader hands over in ``trace.devices`` (facts only): :mod:`tracelens.devices`
+identifies each product from them right after reading and turns the frame into
+DEVICE_SCHEMA. ``notes_at`` keeps each identification note where the reader would have
+warned it (the count of the file's warnings at that point)."""
+
 MODULE_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String,
     "rank": pl.Int32,
@@ -200,6 +226,53 @@ class WriterHints:
     device_model: str | None = None
 
 
+COSTED_ATEN_OPS: frozenset[str] = frozenset({
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+    "aten::_scaled_mm",
+    "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention",
+    "aten::_scaled_dot_product_flash_attention_backward",
+    "aten::_scaled_dot_product_efficient_attention_backward",
+    "aten::_scaled_dot_product_cudnn_attention_backward",
+    "aten::convolution", "aten::_convolution", "aten::convolution_backward",
+})
+"""The ATen ops whose FLOPs come from their recorded shapes (GEMM, attention, convolution:
+``tracelens.shapecost`` has a rule for each); a reader keeps these ops' shapes."""
+
+
+@dataclass
+class OpShapes:
+    """The recorded shapes of costed ATen ops (:data:`COSTED_ATEN_OPS`) and the kernels they
+    launched, as a reader hands them over: ``tracelens.shapecost.cost_shapes`` costs the
+    kernels from them right after reading, then drops them."""
+
+    # one entry per leaf costed op execution (its uid): (name, Input Dims, Input type,
+    # Concrete Inputs), as the profiler recorded them
+    ops: dict[int, tuple[str, Any, Any, Any]] = field(default_factory=dict)
+    # one row per kernel launched inside one: ``row`` (its index in trace.events as read),
+    # ``uid`` (the op), ``main`` (the op's longest kernel, which carries its cost; the others
+    # carry 0 so every execution counts once), ``collective`` (its dtype is the collective's)
+    kernels: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema={
+        "row": pl.UInt32, "uid": pl.Int64, "main": pl.Boolean, "collective": pl.Boolean}))
+    notes_at: int = 0  # where its note goes in the file's warnings
+
+
+@dataclass
+class KernelCounters:
+    """Hardware counters one process recorded for its kernel dispatches (rocprofv3 ``--pmc``),
+    as a reader hands them over: ``tracelens.counters.cost_counters`` costs the kernels from
+    them right after reading, then drops them."""
+
+    rank: int
+    # one row per kernel event of the rank, in the reader's order; one column per counter
+    # collected (its name as rocprofv3 writes it, values summed over hardware instances;
+    # null: not collected for that dispatch). No column: the process recorded no counters
+    values: pl.DataFrame
+    unmatched: int = 0  # dispatch ids with counters that match no kernel dispatch
+    notes_at: int = 0  # where its note goes in the file's warnings
+
+
 @dataclass
 class TraceMeta:
     """Where a trace came from and every approximation or repair made while reading it."""
@@ -224,6 +297,9 @@ class TraceMeta:
     unaligned: str | None = None
     kineto: KinetoInfo | None = None
     writer: WriterHints | None = None
+    # a reader's counter facts per process, until the core costs the kernels from them
+    counters: list[KernelCounters] = field(default_factory=list)
+    shapes: OpShapes | None = None  # a reader's shape facts, until the core costs them
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:

@@ -17,10 +17,13 @@ from typing import Callable, Iterable
 
 import polars as pl
 
+from tracelens.counters import cost_counters
+from tracelens.devices import device_notes, insert_notes
 from tracelens.errors import TraceInputError
 from tracelens.formats import reader_for
 from tracelens.long_names import cap_long_names
 from tracelens.model import Trace
+from tracelens.shapecost import cost_shapes
 
 _PROCESS_MIN_BYTES = 64 << 20  # below this, worker processes take longer to start than to help
 _FRAMES = ("events", "host_events", "steps", "devices", "modules")
@@ -63,15 +66,28 @@ def _bound(fmt: str, f: Path, step_marker: str | None,
 
 
 def read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
-    """One file; an exception other than an input error is that file's problem too."""
+    """One file through :func:`file_stages`; an exception other than an input error is that
+    file's problem too."""
     try:
-        trace = reader(f)
+        trace = file_stages(reader(f))
         cap_long_names(trace, f.name)
         return trace
     except TraceInputError:
         raise
     except Exception as exc:  # a file that breaks the reader is that file's problem
         raise TraceInputError(f, f"unreadable ({type(exc).__name__}: {exc})") from exc
+
+
+def file_stages(trace: Trace) -> Trace:
+    """The load stages that belong to each file as its reader left it: costs from hardware
+    counters (:func:`tracelens.counters.cost_counters`) and from recorded shapes
+    (:func:`tracelens.shapecost.cost_shapes`), and device identification
+    (:mod:`tracelens.devices`); their notes go where the reader's warnings put them."""
+    notes = cost_counters(trace)
+    notes += cost_shapes(trace)
+    notes += device_notes(trace)
+    insert_notes(trace.meta.warnings, notes)
+    return trace
 
 
 def _read_serial(readers: list[tuple[Path, Callable[[Path], Trace]]],

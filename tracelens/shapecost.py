@@ -17,7 +17,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
+
+import polars as pl
+
+from tracelens.model import COSTED_ATEN_OPS, Trace
 
 _DTYPES: dict[str, tuple[str, int]] = {
     "float": ("fp32", 4), "double": ("fp64", 8), "c10::half": ("fp16", 2),
@@ -50,8 +55,9 @@ _ATTENTION = {
 _GEMM = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
          "aten::linear", "aten::_scaled_mm")
 _CONV = ("aten::convolution", "aten::_convolution", "aten::convolution_backward")
-COSTED_OPS: frozenset[str] = frozenset(_GEMM) | frozenset(_ATTENTION) | frozenset(_CONV)
-"""The ATen ops whose FLOPs come from their shapes."""
+COSTED_OPS: frozenset[str] = COSTED_ATEN_OPS
+"""The ATen ops whose FLOPs come from their shapes (the model's list, which readers use to
+keep their shapes: every one has a rule here, tests/test_shapecost.py checks it)."""
 
 
 def _shape(dims: Sequence[Any], i: int) -> list[int] | None:
@@ -212,3 +218,73 @@ def op_cost(name: str, dims: Any, types: Any, concrete: Any) -> ShapeCost | None
     if name in _CONV:
         return _conv(name, dims, types, conc)
     return None
+
+
+NO_SHAPES = "its ATen op has no recorded input shapes (record_shapes off?)"
+BAD_SHAPES = "its ATen op's recorded shapes do not determine its FLOPs"
+_COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
+          "cost_source": pl.String, "cost_note": pl.String}
+
+
+def cost_shapes(trace: Trace) -> list[tuple[int, int, str]]:
+    """The load stage of shape costs (issue 26): ``flops``, ``bytes``, ``dtype``,
+    ``cost_source`` ("shapes") and ``cost_note`` of each kernel a costed ATen op launched,
+    from the op's recorded shapes the reader handed over (``trace.meta.shapes``, then
+    dropped), right after reading: the op's cost on its longest kernel, 0 on its others.
+    Returns the note counting the ops whose shapes give no cost, (where in the file's
+    warnings, rank, text), for :func:`tracelens.devices.insert_notes`."""
+    facts, trace.meta.shapes = trace.meta.shapes, None
+    if facts is None:
+        return []
+    memo: dict[Any, ShapeCost | None] = {}
+    uids, flops, nbytes, dtypes, shaped = [], [], [], [], []
+    for uid, (name, dims, types, concrete) in facts.ops.items():
+        key = (name, repr(dims), repr(types), repr(concrete))
+        if key not in memo:
+            memo[key] = op_cost(name, dims, types, concrete)
+        got = memo[key]
+        uids.append(uid)
+        shaped.append(bool(dims))
+        flops.append(got.flops if got else None)
+        nbytes.append(got.bytes if got else None)
+        dtypes.append(got.dtype if got else None)
+    unknown = sum(f is None for f in flops)
+    if trace.meta.kineto is not None:
+        trace.meta.kineto.costed_ops_without_shapes = unknown
+    ops = pl.DataFrame({"uid": uids, "c_flops": flops, "c_bytes": nbytes, "c_dtype": dtypes,
+                        "c_shaped": shaped},
+                       schema={"uid": pl.Int64, "c_flops": pl.Float64, "c_bytes": pl.Float64,
+                               "c_dtype": pl.String, "c_shaped": pl.Boolean})
+    if facts.kernels.height:
+        _scatter(trace, facts.kernels.join(ops, on="uid", how="left", maintain_order="left"))
+    if not unknown:
+        return []
+    where = f"{Path(trace.meta.sources[0]['path']).name}: " if trace.meta.sources else ""
+    return [(facts.notes_at, 0, f"{where}{unknown} costed ATen ops (GEMM, attention, "
+             "convolution) have no usable Input Dims/Input type (record_shapes off?): their "
+             "kernels get no FLOPs")]
+
+
+def _scatter(trace: Trace, k: pl.DataFrame) -> None:
+    """The cost columns of the kernels ``k`` (row, main, collective and their op's cost)
+    written into ``trace.events`` at their rows."""
+    main = pl.col("main")
+    known = pl.col("c_flops").is_not_null()
+    costs = k.select(
+        flops=pl.when(known).then(pl.when(main).then(pl.col("c_flops")).otherwise(0.0)),
+        bytes=pl.when(pl.col("c_bytes").is_not_null())
+        .then(pl.when(main).then(pl.col("c_bytes")).otherwise(0.0)),
+        cost_source=pl.when(known).then(pl.lit("shapes")),
+        cost_note=pl.when(known).then(None)
+        .when(~pl.col("c_shaped").fill_null(False)).then(pl.lit(NO_SHAPES))
+        .otherwise(pl.lit(BAD_SHAPES)))
+    ev = trace.events
+    rows = k["row"]
+    # a collective kernel's dtype is the collective's (the reader's), else the op's
+    dtype = pl.DataFrame({"coll": k["collective"], "theirs": ev["dtype"].gather(rows),
+                          "ops": k["c_dtype"]}).select(
+        pl.when("coll").then("theirs").otherwise("ops"))[:, 0]
+    cols = {name: ev[name].cast(dt).scatter(rows, costs[name].cast(dt))
+            for name, dt in _COSTS.items() if name != "dtype"}
+    cols["dtype"] = ev["dtype"].scatter(rows, dtype.cast(pl.String))
+    trace.events = ev.with_columns(**cols)

@@ -4,8 +4,9 @@ Kineto records ``name``, ``numSms`` (SMs, or CUs on ROCm), ``totalGlobalMem`` (b
 ``computeMajor``/``computeMinor`` (on ROCm: HIP's gcnArch, 9.4 = gfx942) and ``warpSize``; no
 clock. The vendor is NVIDIA when the name says so; AMD when the name says so, when the
 document has ROCm keys (``roctracer_version``, ``hip_runtime_version``), or when the warp
-size is 64 (NVIDIA GPUs have 32). Some ROCm builds write empty names (the vLLM traces): the
-product is then identified from CUs, memory and gfx version alone, and a warning says so.
+size is 64 (NVIDIA GPUs have 32). These are the facts; :mod:`tracelens.devices` identifies
+the product (some ROCm builds write empty names, the vLLM traces: then from CUs, memory and
+gfx version alone, and a warning says so).
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens import hardware
-from tracelens.model import DEVICE_SCHEMA, conform
+from tracelens.model import DEVICE_FACTS_SCHEMA, conform
 
 _ROCM_KEYS = ("roctracer_version", "hip_runtime_version", "hip_driver_version")
 
@@ -33,26 +33,21 @@ def _vendor(name: str, props: dict[str, Any], rocm: bool) -> str | None:
     return None
 
 
-def _arch(vendor: str | None, props: dict[str, Any]) -> str | None:
-    major, minor = props.get("computeMajor"), props.get("computeMinor")
-    if not isinstance(major, int) or not isinstance(minor, int):
-        return None
-    if vendor == "nvidia":
-        return f"sm_{major}{minor}"
-    if vendor == "amd":
-        return hardware.AMD_ARCH_BY_CAP.get((major, minor))  # 9.0 is several archs: unknown
-    return None
-
-
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
-def device_frame(doc: dict[str, Any], active: list[int], host: str
+def _int64(v: Any) -> int | None:
+    return v if isinstance(v, int) and -(1 << 63) <= v < (1 << 63) else None
+
+
+def device_frame(doc: dict[str, Any], active: list[int], host: str, notes_at: int = 0
                  ) -> tuple[pl.DataFrame, list[str]]:
-    """DEVICE_SCHEMA rows for the devices with activity (every listed device when none has
-    any, so an idle rank still shows its GPUs), and identification warnings. A single
-    ``deviceProperties`` entry describes a single active device whatever their ids."""
+    """DEVICE_FACTS_SCHEMA rows for the devices with activity (every listed device when none
+    has any, so an idle rank still shows its GPUs), and warnings about the entries. A single
+    ``deviceProperties`` entry describes a single active device whatever their ids.
+    ``notes_at``: how many warnings the file has before these (its identification notes
+    follow them)."""
     raw = doc.get("deviceProperties")
     props = {p["id"]: p for p in raw if isinstance(p, dict) and isinstance(p.get("id"), int)} \
         if isinstance(raw, list) else {}
@@ -74,28 +69,14 @@ def device_frame(doc: dict[str, Any], active: list[int], host: str
     for d in wanted:
         p = props.get(d, {})
         name = str(p.get("name") or "").strip()
-        vendor = _vendor(name, p, rocm) if p else None
-        arch = _arch(vendor, p)
-        cus, mem = _int(p.get("numSms")), _int(p.get("totalGlobalMem"))
-        product, unused = hardware.identify_device(name, vendor, arch, cus, None, mem)
-        if unused is not None:
-            warnings.append(f"device {d}: the trace names it {name!r}, which the peak table "
-                            f"lacks; its properties match {unused.name}, not used: peaks "
-                            "unknown")
-        if p and product is not None and not name:
-            warnings.append(f"device {d}: deviceProperties has an empty name; identified as "
-                            f"{product.name} from {cus} CUs, {mem / hardware.GIB:.0f} GiB and "
-                            f"compute capability {p.get('computeMajor')}."
-                            f"{p.get('computeMinor')} ({arch})")
-        elif p and product is None:
-            warnings.append(f"device {d} ({name or 'no name'}, {arch or 'arch unknown'}, "
-                            f"{cus} CUs/SMs, {mem} bytes) is not a known product: no "
-                            "hardware spec")
-        rows.append({"host": host, "rank": 0, "device": d, "vendor": vendor, "arch": arch,
-                     "product": product.name if product else (name or None),
-                     "compute_units": cus, "clock_mhz": None, "memory_bytes": mem,
-                     "spec_id": product.spec_id if product else None})
+        major, minor = p.get("computeMajor"), p.get("computeMinor")
+        rows.append({"host": host, "rank": 0, "device": d, "name": name or None,
+                     "vendor": _vendor(name, p, rocm) if p else None,
+                     "compute_major": _int64(major), "compute_minor": _int64(minor),
+                     "compute_units": _int(p.get("numSms")),
+                     "memory_bytes": _int(p.get("totalGlobalMem")), "described": bool(p),
+                     "notes_at": notes_at + len(warnings)})
     if not rows:
-        return pl.DataFrame(schema=DEVICE_SCHEMA), warnings
-    return conform(pl.DataFrame(rows, schema_overrides=DEVICE_SCHEMA, infer_schema_length=None),
-                   DEVICE_SCHEMA), warnings
+        return pl.DataFrame(schema=DEVICE_FACTS_SCHEMA), warnings
+    return conform(pl.DataFrame(rows, schema_overrides=DEVICE_FACTS_SCHEMA,
+                                infer_schema_length=None), DEVICE_FACTS_SCHEMA), warnings

@@ -5,11 +5,12 @@ launched it (``cudaLaunchKernel``, ``hipExtModuleLaunchKernel``, ``cudaGraphLaun
 That call gives the launching thread and time. From there, with time containment on the
 thread (CPU ops nest on their thread):
 
-- ``op``: the costed ATen op around the launch (:mod:`tracelens.shapecost`), else the CPU op
-  whose ``External id`` the activity (or its launch) carries;
-- FLOPs/bytes (``cost_source = "shapes"``): the costed op's, on the longest kernel it
-  launched; its other kernels carry 0 so every op execution counts once. Only *leaf* costed
-  ops count (``aten::matmul`` around ``aten::mm`` is a wrapper: the ``mm`` carries the cost);
+- ``op``: the costed ATen op around the launch (``tracelens.model.COSTED_ATEN_OPS``), else the
+  CPU op whose ``External id`` the activity (or its launch) carries;
+- FLOPs/bytes (``cost_source = "shapes"``): the costed op's recorded shapes go to the core
+  (``OpShapes``), which costs the longest kernel it launched; its other kernels carry 0 so
+  every op execution counts once. Only *leaf* costed ops count (``aten::matmul`` around
+  ``aten::mm`` is a wrapper: the ``mm`` carries the cost);
 - collectives: the ``record_param_comms`` op around the launch of an NCCL/RCCL kernel gives
   its type and its ``op`` (``Collective name``), ``msg_bytes`` (the larger of the in/out
   element counts × the dtype's size: the nccl-tests size for all-gather and reduce-scatter alike),
@@ -22,8 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens import shapecost
-from tracelens.model import STEP_SCHEMA
+from tracelens.model import COSTED_ATEN_OPS, STEP_SCHEMA, OpShapes
 
 COLLECTIVE_KERNEL = r"(?i)nccl|rccl|msccl|cross_device_reduce|all_?reduce|all_?gather|" \
                     r"reduce_?scatter"
@@ -65,61 +65,42 @@ def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame
 
 
 def _costed_ops(ops: pl.LazyFrame, shapes: dict[int, tuple[Any, Any, Any]]
-                ) -> tuple[pl.DataFrame, int]:
-    """Leaf costed ops with their cost (null where the shapes do not give one); and how many
-    costed ops had no usable shapes. ``shapes``: ``Input Dims``, ``Input type`` and
-    ``Concrete Inputs`` by ``_row``, for (at least) every row named as a costed op."""
-    c = ops.filter(pl.col("name").is_in(list(shapecost.COSTED_OPS))).sort(
+                ) -> tuple[pl.DataFrame, dict[int, tuple[str, Any, Any, Any]]]:
+    """Leaf costed ops (:data:`tracelens.model.COSTED_ATEN_OPS`: ``aten::matmul`` around
+    ``aten::mm`` is a wrapper), and each one's recorded shapes by its uid, for the core's
+    shape costs. ``shapes``: ``Input Dims``, ``Input type`` and ``Concrete Inputs`` by
+    ``_row``, for (at least) every row named as a costed op."""
+    c = ops.filter(pl.col("name").is_in(list(COSTED_ATEN_OPS))).sort(
         ["pid", "tid", "start_ns", "end_ns", "_row"], descending=[False, False, False, True, False]
     ).select("pid", "tid", "start_ns", "end_ns", "name", "_row").collect()
     if c.is_empty():
         return c.select("pid", "tid", "start_ns", "end_ns", "name").with_columns(
-            _uid=pl.lit(0, pl.Int64), _flops=pl.lit(None, pl.Float64),
-            _bytes=pl.lit(None, pl.Float64), _dtype=pl.lit(None, pl.String),
-            _shaped=pl.lit(False)), 0
+            _uid=pl.lit(0, pl.Int64)), {}
     nxt = pl.col("start_ns").shift(-1).over("pid", "tid")
     c = c.filter(~(nxt < pl.col("end_ns")).fill_null(False))  # contains a costed op: wrapper
-    memo: dict[Any, Any] = {}
-    flops, nbytes, dtypes, shaped = [], [], [], []
-    for name, row in zip(c["name"].to_list(), c["_row"].to_list()):
-        dims, types, concrete = shapes[row]
-        shaped.append(bool(dims))
-        key = (name, repr(dims), repr(types), repr(concrete))
-        if key not in memo:
-            memo[key] = shapecost.op_cost(name, dims, types, concrete)
-        got = memo[key]
-        flops.append(got.flops if got else None)
-        nbytes.append(got.bytes if got else None)
-        dtypes.append(got.dtype if got else None)
-    c = c.with_columns(_flops=pl.Series(flops, dtype=pl.Float64),
-                       _bytes=pl.Series(nbytes, dtype=pl.Float64),
-                       _dtype=pl.Series(dtypes, dtype=pl.String), _uid=pl.col("_row"),
-                       _shaped=pl.Series(shaped, dtype=pl.Boolean))
-    unknown = c["_flops"].null_count()
-    return c.select("pid", "tid", "start_ns", "end_ns", "name", "_uid", "_flops", "_bytes",
-                    "_dtype", "_shaped"), unknown
+    found = {row: (name, *shapes[row]) for name, row in zip(c["name"].to_list(),
+                                                            c["_row"].to_list())}
+    return c.select("pid", "tid", "start_ns", "end_ns", "name", _uid="_row"), found
 
 
 NO_FLOPS = {  # why a kernel has no FLOPs, in the profiler's own terms (cost_note)
     "unlinked": "no runtime launch with its correlation id in the trace (no op, no shapes)",
     "graph": "launched by a graph replay: no ATen op or shapes recorded for it",
     "no_op": "no ATen op recorded around its launch",
-    "no_shapes": "its ATen op has no recorded input shapes (record_shapes off?)",
-    "bad_shapes": "its ATen op's recorded shapes do not determine its FLOPs",
     "no_rule": "op not in the cost model (shapes give FLOPs for GEMM, attention and "
                "convolution ops only)",
 }
 """The reasons :func:`link_activity` writes in ``cost_note`` for a kernel without FLOPs
-(kept by :func:`tracelens.cost.cost_note` for compute kernels, dropped for the others)."""
+(kept by :func:`tracelens.cost.cost_note` for compute kernels, dropped for the others); a
+kernel a costed op launched gets its reason from the core's shape costs
+(``tracelens.shapecost.cost_shapes``)."""
 
 
 def _cost_note() -> pl.Expr:
     """Why a kernel has no FLOPs, from what the linking found (null when it has FLOPs)."""
     return (pl.when((pl.col("kind") != "kernel") | pl.col("flops").is_not_null()).then(None)
+            .when(pl.col("_has")).then(None)  # the core's shape costs say (tracelens.shapecost)
             .when(pl.col("l_ts").is_null()).then(pl.lit(NO_FLOPS["unlinked"]))
-            .when(pl.col("_has") & ~pl.col("c_shaped").fill_null(False))
-            .then(pl.lit(NO_FLOPS["no_shapes"]))
-            .when(pl.col("_has")).then(pl.lit(NO_FLOPS["bad_shapes"]))
             .when(pl.col("op").is_null() & pl.col("launch").str.contains("(?i)graphlaunch")
                   .fill_null(False)).then(pl.lit(NO_FLOPS["graph"]))
             .when(pl.col("op").is_null()).then(pl.lit(NO_FLOPS["no_op"]))
@@ -128,8 +109,9 @@ def _cost_note() -> pl.Expr:
 
 def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
                   shapes: dict[int, tuple[Any, Any, Any]]
-                  ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any]]:
-    """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts."""
+                  ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any], OpShapes]:
+    """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts, and
+    the shapes of the costed ops that launched kernels (the core costs those kernels)."""
     warn: list[str] = []
     # lazy (``hst``): only the columns each result uses are filtered and sorted (memory)
     api = (hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
@@ -150,11 +132,8 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
     ev = ev.with_columns(_ext=pl.coalesce("External id", "l_ext")).join(
         by_ext, on="_ext", how="left", maintain_order="left")
 
-    costed, no_shapes = _costed_ops(ops, shapes)
-    ev = ev.hstack(_enclosing(ev, costed.select("pid", "tid", "start_ns", "end_ns",
-                                                "name", "_uid", "_flops", "_bytes", "_dtype",
-                                                "_shaped"),
-                              "c"))
+    costed, op_shapes = _costed_ops(ops, shapes)
+    ev = ev.hstack(_enclosing(ev, costed, "c"))
     is_kernel = pl.col("kind") == "kernel"
     # the longest kernel of each costed-op execution carries its cost (ties: the first)
     ev = ev.with_columns(_has=is_kernel & pl.col("c_uid").is_not_null(),
@@ -162,14 +141,8 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
     best = (ev.filter("_has").sort(["_d", "_i"], descending=[True, False])
             .group_by("c_uid", maintain_order=True).agg(_main_i=pl.col("_i").first()))
     ev = ev.join(best, on="c_uid", how="left", maintain_order="left")
-    main = pl.col("_i") == pl.col("_main_i")
     ev = ev.with_columns(
-        flops=pl.when(pl.col("_has") & pl.col("c_flops").is_not_null())
-        .then(pl.when(main).then(pl.col("c_flops")).otherwise(0.0)),
-        _cbytes=pl.when(pl.col("_has") & pl.col("c_bytes").is_not_null())
-        .then(pl.when(main).then(pl.col("c_bytes")).otherwise(0.0)),
-        cost_source=pl.when(pl.col("_has") & pl.col("c_flops").is_not_null())
-        .then(pl.lit("shapes")),
+        flops=pl.lit(None, pl.Float64), cost_source=pl.lit(None, pl.String),
         op=pl.when(pl.col("_has")).then(pl.col("cname")).otherwise(pl.col("_op")),
     )
 
@@ -191,10 +164,8 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
         msg_bytes=pl.when(is_coll).then(pl.max_horizontal("p_inn", "p_out") * size),
         group_size=pl.when(is_coll).then(pl.col("p_gs")).cast(pl.Int32),
         dtype=pl.when(is_coll).then(pl.col("p_cdt").replace_strict(
-            {k: v[1] for k, v in _COMM_DTYPES.items()}, default=None, return_dtype=pl.String))
-        .otherwise(pl.when(pl.col("_has")).then(pl.col("c_dtype"))),
-        bytes=pl.when(pl.col("kind") == "kernel").then(pl.col("_cbytes"))
-        .otherwise(pl.col("bytes").cast(pl.Float64)),
+            {k: v[1] for k, v in _COMM_DTYPES.items()}, default=None, return_dtype=pl.String)),
+        bytes=pl.when(pl.col("kind") != "kernel").then(pl.col("bytes").cast(pl.Float64)),
         correlation_id="correlation",
     )
     n_coll = ev.filter(is_coll).height
@@ -207,20 +178,19 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
     if n_coll and sized < n_coll:
         warn.append(f"{n_coll - sized} of {n_coll} collective kernels have no message size "
                     "(no record_param_comms sizes or an unknown dtype): busbw unknown")
-    if no_shapes:
-        warn.append(f"{no_shapes} costed ATen ops (GEMM, attention, convolution) have no usable "
-                    "Input Dims/Input type (record_shapes off?): their kernels get no FLOPs")
     ev = ev.with_columns(cost_note=_cost_note())
+    kernels = ev.filter("_has").select(row=pl.col("_i").cast(pl.UInt32), uid="c_uid",
+                                       main=pl.col("_i") == pl.col("_main_i"),
+                                       collective=is_coll)
     launches = ev.select("_i", "l_pid", "l_tid", "l_ts", "launch", "start_ns", "end_ns",
                          "device")
     extra = {"unlinked_activities": unlinked, "collective_kernels": n_coll,
-             "collective_kernels_typed": typed, "collective_kernels_sized": sized,
-             "costed_ops_without_shapes": no_shapes}
+             "collective_kernels_typed": typed, "collective_kernels_sized": sized}
     events = ev.select("device", "stream", "kind", "name", "start_ns", "end_ns", "subcategory",
                        "op", "correlation_id", "flops", "bytes", "dtype", "cost_source",
                        "msg_bytes", "group_size", "cost_note",
                        launch=pl.when(is_kernel).then(pl.col("_shape")))
-    return events, launches, warn, extra
+    return events, launches, warn, extra, OpShapes(ops=op_shapes, kernels=kernels)
 
 
 def steps_frame(hst: pl.LazyFrame, events: pl.DataFrame, launches: pl.DataFrame

@@ -39,10 +39,10 @@ from parsers.kineto.devices import device_frame
 from parsers.kineto.link import link_activity, steps_frame
 from parsers.launch import launch_text
 from parsers.rawfile import read_maybe_gzip
-from tracelens import shapecost
 from tracelens.errors import TraceInputError
-from tracelens.model import (EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, HostInfo,
-                             KinetoInfo, Trace, TraceMeta, conform, host_from_file_name)
+from tracelens.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
+                             HostInfo, KinetoInfo, Trace, TraceMeta, conform,
+                             host_from_file_name)
 
 FORMAT = "kineto"
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
@@ -196,7 +196,7 @@ def _chunk_frame(evs: list[Any], select: Selector, lost: Counter[str]
             [get(i, k) for i in comm], df[k].dtype, _field(k), lost))
             for k in _COMM_INT + _COMM_STR)
     shapes = {i: tuple(get(i, k) for k in SHAPE_KEYS)
-              for i in rows(pl.col("name").is_in(list(shapecost.COSTED_OPS)))}
+              for i in rows(pl.col("name").is_in(list(COSTED_ATEN_OPS)))}
     return df, shapes
 
 
@@ -204,7 +204,7 @@ def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
     """One row per complete event of a wanted category (``_row`` numbers them), the args
     used as columns (the collective arguments only on ``record_param_comms`` rows); and the
     shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
-    a costed op (:mod:`tracelens.shapecost`), by ``_row`` (as a list: see :func:`_build`).
+    a costed op (``tracelens.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see :func:`_build`).
     Chunk by chunk, so only one chunk's events need to exist as Python objects at a time.
     Last, what was skipped or read as unknown, by field (:mod:`parsers.kineto.checks`)."""
     frames, shapes, n = [], {}, 0
@@ -317,11 +317,13 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
         meta.warn(f"{path.name}: {bad_shape} kernels have a launch-shape arg (grid, block, "
                   "registers per thread, shared memory) that is not an integer (list of "
                   "them): left out of launch, unknown")
-    events, launches, link_warn, extra = link_activity(dev, hst, shapes)
+    events, launches, link_warn, extra, meta.shapes = link_activity(dev, hst, shapes)
     for w in link_warn:
         meta.warn(f"{path.name}: {w}")
+    meta.shapes.notes_at = len(meta.warnings)  # the shape costs' note follows these
     events = conform(events.with_columns(host=pl.lit(host), rank=pl.lit(0)), EVENT_SCHEMA)
-    devices, dev_warn = device_frame(header, sorted(set(events["device"].to_list())), host)
+    devices, dev_warn = device_frame(header, sorted(set(events["device"].to_list())), host,
+                                     len(meta.warnings))
     for w in dev_warn:
         meta.warn(f"{path.name}: {w}")
     host_events = conform(hst.filter(pl.col("cat") != "gpu_user_annotation").select(

@@ -16,8 +16,7 @@ from typing import Any
 import polars as pl
 
 from parsers.rocprof.records import AGENT_SCHEMA, frame
-from tracelens import hardware
-from tracelens.model import DEVICE_SCHEMA, conform
+from tracelens.model import DEVICE_FACTS_SCHEMA, conform
 
 _GFX = re.compile(r"^gfx[0-9a-f]+$")
 
@@ -118,37 +117,26 @@ def resolve_refs(refs: pl.Series, agents: pl.DataFrame) -> tuple[pl.Series, int]
     return agent.alias("agent"), bad
 
 
-def devices(agents: pl.DataFrame, active: set[int], host: str, rank: int
-            ) -> tuple[pl.DataFrame, list[str]]:
-    """DEVICE_SCHEMA rows for the GPU agents with activity, and identification warnings."""
+def devices(agents: pl.DataFrame, active: set[int], host: str, rank: int, notes_at: int = 0
+            ) -> pl.DataFrame:
+    """DEVICE_FACTS_SCHEMA rows for the GPU agents with activity (:mod:`tracelens.devices`
+    identifies them; ``notes_at``: where in the file's warnings its notes go)."""
     gpus = with_ordinals(agents).filter(pl.col("node_id").is_in(sorted(active)))
-    rows, warnings = [], []
+    rows = []
     for a in gpus.sort("device").iter_rows(named=True):
         arch = arch_of(a["name"], a["gfx_target_version"])
         vendor_raw = (a["vendor_name"] or "").strip().lower()
         vendor = "amd" if vendor_raw in ("amd", "advanced micro devices, inc.") or (
             arch and arch.startswith("gfx")) else (vendor_raw or None)
-        name = (a["product_name"] or "").strip() or None  # the driver's marketing name
-        # name first, then properties (the README's identification rules)
-        product, unused = hardware.identify_device(name, vendor, arch, a["cu_count"],
-                                                   a["clock_mhz"], a["memory_bytes"])
-        if unused is not None:
-            warnings.append(f"GPU agent {a['node_id']}: the trace names it {name!r}, which "
-                            f"the peak table lacks; its properties match {unused.name}, not "
-                            "used: peaks unknown")
-        elif product is None and (arch or name or a["cu_count"]):  # else nothing is known
-            warnings.append(f"GPU agent {a['node_id']} ({name or arch or 'unknown'}, "
-                            f"{a['cu_count']} CUs, {a['clock_mhz']} MHz) is not a known "
-                            "product: no hardware spec")
         rows.append({"host": host, "rank": rank, "device": a["device"], "vendor": vendor,
-                     "arch": arch, "product": product.name if product else name,
+                     "arch": arch, "name": (a["product_name"] or "").strip() or None,
                      "compute_units": a["cu_count"], "clock_mhz": a["clock_mhz"],
-                     "memory_bytes": a["memory_bytes"],
-                     "spec_id": product.spec_id if product else None})
+                     "memory_bytes": a["memory_bytes"], "agent": a["node_id"],
+                     "notes_at": notes_at})
     if not rows:
-        return pl.DataFrame(schema=DEVICE_SCHEMA), warnings
-    return conform(pl.DataFrame(rows, schema_overrides=DEVICE_SCHEMA, infer_schema_length=None),
-                   DEVICE_SCHEMA), warnings
+        return pl.DataFrame(schema=DEVICE_FACTS_SCHEMA)
+    return conform(pl.DataFrame(rows, schema_overrides=DEVICE_FACTS_SCHEMA,
+                                infer_schema_length=None), DEVICE_FACTS_SCHEMA)
 
 
 def agent_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:

@@ -24,10 +24,10 @@ from parsers.rocprof import agents as agents_mod
 from parsers.rocprof.collectives import collective_types, warnings_for
 from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process, launch_expr
-from tracelens.counters import FLOP_COUNTERS, cost_from_counters
 from tracelens.errors import TraceInputError
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
-                             HostInfo, ProcessInfo, Trace, TraceMeta, conform)
+from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA,
+                             STEP_SCHEMA, HostInfo, KernelCounters, ProcessInfo, Trace,
+                             TraceMeta, conform)
 
 CLOCK = "CLOCK_BOOTTIME"
 _DIRECTIONS = {"HOST_TO_DEVICE": ("h2d", "dst", 1), "DEVICE_TO_HOST": ("d2h", "src", 2),
@@ -114,63 +114,32 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str],
         warn.append(f"{unknown} dispatches name a kernel id the symbol table lacks; kept as "
                     "'<unknown kernel N>'")
     kid = pl.col("kernel_id").cast(pl.String).fill_null("?")
-    k = _with_counter_costs(k, p.counters, warn)
     return k.select(
-        "device", "flops", "bytes", "dtype", "cost_source", "cost_note",
+        "device", "dispatch_id",
         stream=pl.coalesce("queue", "stream"), kind=pl.lit("kernel"),
         name=pl.col("name").fill_null(pl.format("<unknown kernel {}>", kid)),
         start_ns="start", end_ns="end", correlation_id="corr", tid="tid",
         launch=launch_expr())
 
 
-NO_FLOPS = {  # why a dispatch has no FLOPs, in rocprofv3's terms (the events' cost_note)
-    "no_counters": "no hardware counters recorded (FLOPs need rocprofv3 --pmc with "
-                   "SQ_INSTS_VALU_* counters)",
-    "no_flop_counter": "the counters collected hold no FLOP counter (SQ_INSTS_VALU_*)",
-}
-
-
-def _with_counter_costs(k: pl.DataFrame, counters: pl.DataFrame, warn: list[str]
-                        ) -> pl.DataFrame:
-    """``flops``, ``bytes``, ``dtype``, ``cost_source`` from the dispatches' PMC counters
-    (:func:`tracelens.counters.cost_from_counters`; values summed over hardware instances);
-    null where the counters collected do not determine them, and a warning that says so."""
-    none = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
-            "cost_source": pl.String}
+def counter_facts(k: pl.DataFrame, counters: pl.DataFrame, rank: int) -> KernelCounters:
+    """The dispatches' PMC counters, one row per kernel of ``k`` (in its order) and one column
+    per counter (values summed over hardware instances; null where an instance is missing or
+    the counter was not collected), for the core's counter costs (tracelens.counters)."""
     c = counters.drop_nulls(["dispatch_id", "counter"])
     if c.is_empty():
-        return k.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in none.items()]
-                              + [pl.lit(NO_FLOPS["no_counters"]).alias("cost_note")])
+        return KernelCounters(rank=rank, values=pl.DataFrame(height=k.height))
     wide = (c.group_by("dispatch_id", "counter").agg(
                 pl.when(pl.col("value").null_count() == 0).then(pl.col("value").sum()))
             .sort("dispatch_id", "counter")
             .pivot(on="counter", index="dispatch_id", values="value", sort_columns=True)
             .rename(lambda n: n if n == "dispatch_id" else f"pmc:{n}"))
-    joined = k.join(wide, on="dispatch_id", how="left", maintain_order="left")
-    pmc = [n for n in wide.columns if n != "dispatch_id"]
-    costed = cost_from_counters(joined.select(pmc).rename(lambda n: n[4:]))
-    out = k.with_columns(costed.select(*none)).with_columns(
-        cost_note=pl.when(pl.col("flops").is_not_null()).then(None)
-        .when(joined.select(pl.any_horizontal(pl.col(pmc).is_not_null())).to_series())
-        .then(pl.lit(NO_FLOPS["no_flop_counter"])).otherwise(pl.lit(NO_FLOPS["no_counters"])))
-    names = [n[4:] for n in pmc]
-    with_pmc = joined.select(pl.any_horizontal(pl.col(pmc).is_not_null()).sum()).item()
-    n_flops, n_bytes = out["flops"].is_not_null().sum(), out["bytes"].is_not_null().sum()
-    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-    msg = (f"hardware counters ({shown}) on {with_pmc} of {k.height} kernel dispatches: "
-           f"FLOPs from counters on {n_flops}, HBM bytes on {n_bytes}")
-    if not {n.upper() for n in names} & set(FLOP_COUNTERS):
-        msg += ("; FLOPs unknown: no FLOP counter was collected "
-                "(SQ_INSTS_VALU_MFMA_MOPS_*, SQ_INSTS_VALU_{ADD,MUL,FMA,TRANS}_F*)")
-    if n_bytes < with_pmc:
-        msg += ("; HBM bytes need TCC_EA0_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B} + TCC_BUBBLE, "
-                "TCC_EA_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B}, or FETCH_SIZE + WRITE_SIZE")
+    joined = k.select("dispatch_id").join(wide, on="dispatch_id", how="left",
+                                          maintain_order="left")
     unmatched = c.join(k.select("dispatch_id"), on="dispatch_id", how="anti")[
         "dispatch_id"].n_unique()
-    if unmatched:
-        msg += f"; {unmatched} dispatch ids with counters match no kernel dispatch"
-    warn.append(msg)
-    return out
+    return KernelCounters(rank=rank, values=joined.drop("dispatch_id").rename(
+        lambda n: n[4:]), unmatched=unmatched)
 
 
 def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str],
@@ -243,6 +212,9 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
                                                  what, warn))
         ordinals = agents_mod.with_ordinals(p.agents).select("node_id", "device")
         kern = _kernels(p, ordinals, warn, checks)
+        counted = counter_facts(kern, p.counters, rank)  # the core costs them, noted here
+        counted_at = len(warn)
+        kern = kern.drop("dispatch_id")
         sub, stats = collective_types(
             kern.select("tid", "correlation_id", "name", "start_ns").rename(
                 {"correlation_id": "corr", "start_ns": "start"}).with_columns(rank=pl.lit(0)),
@@ -259,14 +231,19 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
             active = set()
         active_nodes = set(ordinals.filter(pl.col("device").is_in(sorted(active)))[
             "node_id"].to_list())
-        dev, dev_warn = agents_mod.devices(p.agents, active_nodes, host, rank)
-        devices.append(dev)
-        warn += dev_warn
         hosts.append(_host_events(p, host, rank))
         markers.append(p.markers.select("name", "start", "end").with_columns(
             rank=pl.lit(rank, dtype=pl.Int32)))
-        for w in warn:
+        for i, w in enumerate(warn):
+            if i == counted_at:
+                counted.notes_at = len(meta.warnings)
             meta.warn(f"{path.name}: {w}")
+        if counted_at == len(warn):
+            counted.notes_at = len(meta.warnings)
+        meta.counters.append(counted)
+        # the process's identification notes follow its other warnings (tracelens.devices)
+        devices.append(agents_mod.devices(p.agents, active_nodes, host, rank,
+                                          len(meta.warnings)))
         processes.append(ProcessInfo(rank=rank, host=host, pid=p.pid, init_ns=p.init_ns,
                                      fini_ns=p.fini_ns, details=dict(p.info)))
         host_info.setdefault(host, HostInfo(path=str(path)))
@@ -286,5 +263,5 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         events=pl.concat(events) if events else pl.DataFrame(schema=EVENT_SCHEMA),
         host_events=pl.concat(hosts) if hosts else pl.DataFrame(schema=HOST_EVENT_SCHEMA),
         steps=steps if steps.height else pl.DataFrame(schema=STEP_SCHEMA),
-        devices=pl.concat(devices) if devices else pl.DataFrame(schema=DEVICE_SCHEMA),
+        devices=pl.concat(devices) if devices else pl.DataFrame(schema=DEVICE_FACTS_SCHEMA),
         meta=meta)

@@ -27,14 +27,13 @@ import polars as pl
 
 from parsers.xspace import native
 from parsers.xspace.columns import INT64_MAX, check_column_budget, launch_shape, too_large
-from parsers.xspace.devices import device_row, share_identification
+from parsers.xspace.devices import device_row
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
 from parsers.xspace.source import LineSource
 from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, profile_window
-from tracelens import hardware
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform,
                              host_from_file_name)
 
@@ -86,7 +85,6 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     device_rows: list[dict[str, Any]] = []
     host_frames: list[pl.DataFrame] = []
     negative = unknown = 0
-    found: dict[str, list[int]] = {}  # how a product was found -> the devices
     ignored: dict[str, int] = {}
     profile_start = None
     window = profile_window({})
@@ -124,18 +122,11 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         reader = readers[plane_idx]
         ordinal = int(m.group(1))
         pstats = reader.plane_stats()
-        row, bad, how = device_row(ordinal, pstats)
-        device_rows.append(row)
-        if how:
-            found.setdefault(how, []).append(ordinal)
+        row, bad = device_row(ordinal, pstats)
         for key in bad:
             meta.warn(f"{path.name}: {plane.name}: plane stat {key} = {pstats[key]!r} is not a "
                       "usable value: left unknown")
-        # ROCm's memory_bandwidth is about half the real HBM rate: never a peak, but say so.
-        bw_warning = hardware.reported_bandwidth_warning(
-            device_rows[-1]["spec_id"], pstats.get("memory_bandwidth"), f"{path.name}: ")
-        if bw_warning:
-            meta.warn(bw_warning)
+        device_rows.append(dict(row, notes_at=len(meta.warnings)))  # its notes follow these
         for line_idx, line in enumerate(plane.lines):
             lm = _STREAM_LINE.match(line.name)
             if not lm:
@@ -151,12 +142,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             df = df.with_columns(device=pl.lit(ordinal, dtype=pl.Int64),
                                  stream=pl.lit(line.id, dtype=pl.Int64))
             device_frames.append(source.device_kind(df, lm.group(2)))
-    for how, ordinals in found.items():
-        meta.warn(f"{path.name}: {_devices_text(ordinals)}: {how}")
-    for ordinals, product, like, missing in share_identification(device_rows):
-        meta.warn(f"{path.name}: {_devices_text(ordinals)}: identified as {product} like "
-                  f"{_devices_text(like)} of the same file, whose plane stats agree with every "
-                  f"stat theirs give (theirs lack {', '.join(missing) or 'nothing'})")
+    for row in device_rows:  # notes about several planes (tracelens.devices) go here
+        row["file_notes_at"] = len(meta.warnings)
     cpu_frames, host_frames, steps, pid, n_neg, n_unknown = _read_host_planes(
         cpu_planes, source, readers, meta, f"{path.name}: ")
     negative += n_neg
@@ -165,9 +152,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         device_frames = cpu_frames
         ordinals = sorted(set(
             pl.concat(cpu_frames, how="diagonal_relaxed")["device"].to_list()))
-        device_rows = [{"device": o, "vendor": "cpu", "arch": None, "product": "CPU",
-                        "compute_units": None, "clock_mhz": None, "memory_bytes": None,
-                        "spec_id": None} for o in ordinals]
+        device_rows = [dict(r, role="replaced") for r in device_rows] + [
+            {"device": o, "vendor": "cpu", "name": "CPU", "role": "cpu"} for o in ordinals]
         meta.warn(f"{path.name}: no GPU activity; XLA:CPU ops on host threads are "
                   f"analyzed as {len(ordinals)} CPU device(s) by their device_ordinal")
     if negative:
@@ -184,9 +170,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                   "model's Int64 column cannot hold: left null")
     events, outside = drop_outside(_assemble_events(device_frames, host), window)
     devices = conform(pl.DataFrame(device_rows, schema_overrides={
-        k: v for k, v in DEVICE_SCHEMA.items() if k != "host" and k != "rank"},
+        k: v for k, v in DEVICE_FACTS_SCHEMA.items() if k != "host" and k != "rank"},
         infer_schema_length=None).with_columns(host=pl.lit(host), rank=pl.lit(0))
-        if device_rows else pl.DataFrame(), DEVICE_SCHEMA)
+        if device_rows else pl.DataFrame(), DEVICE_FACTS_SCHEMA)
     host_events = conform(pl.concat(host_frames, how="diagonal_relaxed"), HOST_EVENT_SCHEMA) \
         .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
@@ -205,16 +191,6 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                  devices=devices, meta=meta,
                  modules=conform(module_frame.with_columns(host=pl.lit(host), rank=pl.lit(0)),
                                  MODULE_SCHEMA))
-
-
-def _devices_text(ordinals: list[int]) -> str:
-    """``device 3`` or ``devices 1-7`` / ``devices 0, 2`` (GPU ordinals of one file)."""
-    o = sorted(ordinals)
-    if len(o) == 1:
-        return f"device {o[0]}"
-    if o == list(range(o[0], o[-1] + 1)):
-        return f"devices {o[0]}-{o[-1]}"
-    return "devices " + ", ".join(map(str, o))
 
 
 _MODULE_NAME = re.compile(r"^(.*)\((-?\d+)\)$")
