@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError  # cheap: no descriptors
 
 from tracelens.errors import TraceInputError
 from tracelens.hlo.ir import Module
 from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.schema import hlo_proto_class
 from tracelens.hlo.text import parse_module, _FILE_ID
 
 Schedule = dict[str, list[str]]  # computation name -> instruction names in run order
@@ -31,6 +30,8 @@ _OPTIMIZED = re.compile(r"^module_(\d+)\..*[._]after_optimizations\.(txt|hlo\.pb
 
 def schedule_from_proto(data: bytes) -> Schedule | None:
     """The module's schedule by names; None when the proto carries none."""
+    from tracelens.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
+
     proto = hlo_proto_class()()
     proto.ParseFromString(data)
     hm = proto.hlo_module
@@ -49,6 +50,8 @@ def schedule_from_proto(data: bytes) -> Schedule | None:
 
 def _as_hlo_proto(data: bytes) -> bytes:
     """``data`` as an ``HloProto``: a bare ``HloModuleProto`` is wrapped as its field 1."""
+    from tracelens.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
+
     proto = hlo_proto_class()()
     try:
         proto.ParseFromString(data)

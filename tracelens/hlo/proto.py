@@ -15,7 +15,6 @@ from typing import Any
 from tracelens.hlo.ir import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
                               WindowDim)
 from tracelens.hlo.replica_groups import iota_groups, mesh_axes_groups
-from tracelens.hlo.schema import hlo_proto_class
 from tracelens.hlo.types import type_name
 
 
@@ -119,6 +118,8 @@ def _backend_config(ins: Any, payloads: list[bytes]) -> str:
 
 def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
     """Decode one serialized HloProto. ``program_id`` defaults to ``HloModuleProto.id``."""
+    from tracelens.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
+
     proto = hlo_proto_class()()
     proto.ParseFromString(data)
     hm = proto.hlo_module
