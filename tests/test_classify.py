@@ -738,6 +738,30 @@ def test_validation_errors_name_the_file(tmp_path: Path, case: str) -> None:
     assert "\n" not in str(info.value)
 
 
+def test_builtin_rules_pass_the_rust_regex_check(tmp_path: Path) -> None:
+    """The packaged rules skip the regex check at start-up (it costs ~35 ms of Rust regex
+    compilation); here they get it, as a user's copy of the file would."""
+    from importlib import resources
+
+    from tracelens.classify import rules as rules_mod
+
+    text = resources.files("tracelens.classify").joinpath("rules.toml").read_text()
+    copy = tmp_path / "copy.toml"
+    copy.write_text(text.replace('id = "', 'id = "copy.'))  # ids may not repeat built-in ones
+    checked: list[str] = []
+    real = rules_mod._regex_problem
+
+    def check(pattern: str) -> str | None:
+        checked.append(pattern)
+        return real(pattern)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rules_mod, "_regex_problem", check)
+        user = load_rules([copy])
+    assert len(user) == 2 * len(load_rules())
+    assert len(set(checked)) > 100  # every pattern of the copy went through the check
+
+
 def test_lookaround_error_names_the_rule_and_the_way_out(tmp_path: Path) -> None:
     path = tmp_path / "site.toml"
     path.write_text('[[rule]]\nid = "site.gemm"\ncategory = "gemm"\nname = \'^gemm(?!_fusion)\'\n')
