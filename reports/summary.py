@@ -12,11 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from tracelens.analyze.idle import IDLE_PARTS
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
@@ -24,6 +20,9 @@ from tracelens.analyze.summary_reduce import OUTLIER_POINTS
 from tracelens.model import CATEGORIES
 from tracelens.results.jsonify import summary_json
 from tracelens.results.summary import HardwareCount, Summary, hardware_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def ms(ns: int | float | None) -> str:
@@ -268,6 +267,9 @@ def _shown(tables: Any) -> Any:
 
 
 def render_table(summary: Summary, console: Console, all_rows: bool = False) -> None:
+    from rich.table import Table  # rich only for the terminal: JSON, CSV and Markdown skip it
+    from rich.text import Text
+
     for title, header, rows in _shown(_tables(summary, all_rows)):
         table = Table(title=title, title_justify="left", show_header=title != "Summary")
         widths = [max([len(col)] + [len(str(r[i])) for r in rows]) for i, col in enumerate(header)]

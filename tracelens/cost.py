@@ -22,8 +22,6 @@ from typing import Iterable
 
 import polars as pl
 
-from tracelens.hlo.index import HloIndex
-from tracelens.hlo.opcost import instruction_cost
 from tracelens.model import COMPUTE_CATEGORIES, Trace
 from tracelens.name_dtype import name_dtypes
 
@@ -43,6 +41,11 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     keys = events.lazy().select(*KEY).filter(
         pl.col("op").is_not_null() & pl.col("program_id").is_not_null()).unique() \
         .collect().sort(KEY)
+    if keys.is_empty() and not hlo_text:  # no HLO op to cost: the HLO decoders stay unloaded
+        return pl.DataFrame([], schema=OP_COST_SCHEMA), []
+    from tracelens.hlo.index import HloIndex
+    from tracelens.hlo.opcost import instruction_cost
+
     index = HloIndex.from_frames(modules, wanted=keys, text_dumps=hlo_text)
     rows = []
     missing_module: set[tuple[str, int]] = set()

@@ -80,10 +80,10 @@ def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
 def lens_of(p: "SummaryPartial") -> Any:
     """The partial's HLO lens inputs with their activity rows (taken from ``p.acts`` where
     the partial left them out, see ``summary._lens``)."""
-    from tracelens.analyze.hlo_findings import lens_activities
-
     if p.hlo is None or p.hlo.acts is not None:
         return p.hlo
+    from tracelens.analyze.hlo_findings import lens_activities
+
     # a merged partial's rows keep their strings Categorical (merge_partials); the lens's
     # are String as in one process
     return replace(p.hlo, acts=strings_back(lens_activities(p.acts), ("op", "host")))
@@ -91,11 +91,11 @@ def lens_of(p: "SummaryPartial") -> Any:
 
 def concat_lens(parts: list[Any]) -> Any:
     """The lens inputs of several parts of one job (hosts distinct)."""
-    from tracelens.analyze.hlo_findings import LensTimeline, program_protos
-
     parts = [t for t in parts if t is not None]
     if len(parts) <= 1:
         return parts[0] if parts else None
+    from tracelens.analyze.hlo_findings import LensTimeline, program_protos
+
     return LensTimeline(
         programs=program_protos(_concat([t.programs for t in parts])),
         hosts=tuple(sorted({h for t in parts for h in t.hosts})),

@@ -61,8 +61,10 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
 
 def _hlo_findings(hlo: Any, top: int = 3) -> tuple[Any, ...]:
     """The costliest ``tracelens hlo`` findings of the whole trace."""
+    if hlo is None:
+        return ()
     from tracelens.analyze.hlo_findings import lens_of_timeline
-    return () if hlo is None else lens_of_timeline(hlo).findings[:top]
+    return lens_of_timeline(hlo).findings[:top]
 
 
 def _share(ns: int, busy: int) -> float | None:

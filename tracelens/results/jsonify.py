@@ -10,16 +10,18 @@ its share of the link to 1. ``compare`` and ``scaling``: values as computed.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Iterable, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Iterable, Optional, TypedDict
 
 from tracelens.hardware import GpuSpec
-from tracelens.hlo.lens import Finding
-from tracelens.results.collectives import Busbw, Collectives, Instance, Participant
-from tracelens.results.hlo import HloLensResult
-from tracelens.results.runs import Cause, ComparedRun, Comparison, Scaling, Transition
 from tracelens.results.summary import (HardwareCount, IdleBreakdown, NoFlops, RooflineRow,
                                        StepSummary, Summary, Timeline, TopKernel,
                                        DeviceSummary, Headline)
+
+if TYPE_CHECKING:  # annotations only: summarize need not import the HLO lens or compare
+    from tracelens.hlo.lens import Finding
+    from tracelens.results.collectives import Busbw, Collectives, Instance, Participant
+    from tracelens.results.hlo import HloLensResult
+    from tracelens.results.runs import Cause, ComparedRun, Comparison, Scaling, Transition
 
 
 class IdleJSON(TypedDict):
