@@ -6,6 +6,7 @@ line ``error: <path>: <what is wrong>`` on stderr and no traceback unless ``--de
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,18 @@ from tracelens.errors import TraceInputError
 @click.version_option(__version__, prog_name="tracelens")
 def main() -> None:
     """Where each training step's GPU time goes, from XProf and rocprofv3 traces."""
+    _fewer_collections()
+
+
+def _fewer_collections() -> None:
+    """Raise the garbage collector's first threshold (700 allocations) to 100,000 while the
+    command runs, as mypy does; restored when it ends (in-process callers, tests). A command
+    imports ~100k long-lived objects (numpy, the analyses) that the collector otherwise
+    scans again and again: 60 ms of a 0.6 s ``summarize`` of a small Kineto trace, 170 ms of
+    a 1.6 MB rocprofv3 JSON one. Only cyclic garbage waits longer; tracelens makes little."""
+    old = gc.get_threshold()
+    gc.set_threshold(100_000, *old[1:])
+    click.get_current_context().call_on_close(lambda: gc.set_threshold(*old))
 
 
 def _summary_here(paths: tuple[Path, ...], rules_files: tuple[str, ...], quiet: bool,
