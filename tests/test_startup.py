@@ -35,8 +35,6 @@ NEVER = ("google.protobuf.descriptor", "google.protobuf.descriptor_pb2",
 
 
 def _modules_after(tmp_path: Path, *args: str) -> set[str]:
-    if not KINETO.exists():
-        pytest.skip(f"real trace {KINETO} not present")
     out = tmp_path / "modules.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     res = subprocess.run([sys.executable, "-c", RUN, str(out), *args], cwd=ROOT, env=env,
@@ -48,11 +46,20 @@ def _modules_after(tmp_path: Path, *args: str) -> set[str]:
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_summarize_kineto_imports_no_protobuf_hlo_report_or_dask(tmp_path: Path,
                                                                   fmt: str) -> None:
+    if not KINETO.exists():
+        pytest.skip(f"real trace {KINETO} not present")
     loaded = _modules_after(tmp_path, "summarize", str(KINETO), "--format", fmt)
     assert "parsers.kineto.reader" in loaded  # the run did read the file
     assert not sorted(m for m in loaded if m in NEVER or m.split(".")[0] in NEVER)
     # rich renders the terminal table; the other formats do without it
     assert ("rich.table" in loaded) == (fmt == "table")
+
+
+def test_help_imports_no_polars(tmp_path: Path) -> None:
+    """``import tracelens`` and the option choices need no polars (nor numpy)."""
+    loaded = _modules_after(tmp_path, "--help")
+    assert "tracelens.cli" in loaded and "click" in loaded
+    assert not sorted(m for m in loaded if m.split(".")[0] in ("polars", "numpy", "rich"))
 
 
 def test_commands_run_with_a_raised_collector_threshold_and_restore_it(

@@ -7,8 +7,12 @@
 
 from __future__ import annotations
 
-from tracelens.model import Trace
+from typing import TYPE_CHECKING
+
 from tracelens.version import __version__
+
+if TYPE_CHECKING:
+    from tracelens.model import Trace
 
 
 def load(*args, **kwargs) -> Trace:  # thin wrapper: keeps `import tracelens` cheap
@@ -26,8 +30,12 @@ def summarize(trace: Trace, **kwargs) -> dict:
 
 
 def __getattr__(name: str) -> object:
-    """``tracelens.TraceAnalysis`` and ``tracelens.load_analysis`` (the facade of
-    :mod:`tracelens.analysis`), imported on first use."""
+    """``tracelens.Trace`` (:mod:`tracelens.model`), ``tracelens.TraceAnalysis`` and
+    ``tracelens.load_analysis`` (the facade of :mod:`tracelens.analysis`), imported on first
+    use: ``import tracelens`` (and so ``tracelens --help``) does not import polars."""
+    if name == "Trace":
+        from tracelens.model import Trace
+        return Trace
     if name in ("TraceAnalysis", "load_analysis"):
         from tracelens import analysis
         return getattr(analysis, name)

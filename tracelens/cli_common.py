@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 import click
 
 from tracelens.errors import TraceInputError
-from tracelens.model import CATEGORIES
+from tracelens.categories import CATEGORIES  # not the model: --help needs no polars
 
 FORMATS = ["table", "json", "csv", "markdown"]
 PROGRESS_MIN_BYTES = 20 * 1024 * 1024

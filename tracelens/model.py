@@ -12,14 +12,7 @@ from typing import Any
 
 import polars as pl
 
-CATEGORIES: tuple[str, ...] = (
-    "gemm", "attention", "convolution", "elementwise", "reduction", "other",
-    "collective", "memory",
-)
-"""Categories in exclusive-time priority order (highest first), DESIGN §5 and §6.1."""
-
-COMPUTE_CATEGORIES: tuple[str, ...] = CATEGORIES[:6]
-KINDS: tuple[str, ...] = ("kernel", "memcpy", "memset")
+from tracelens.categories import CATEGORIES, COMPUTE_CATEGORIES, KINDS  # noqa: F401 (re-export)
 
 CategoryDtype = pl.Enum(list(CATEGORIES))
 KindDtype = pl.Enum(list(KINDS))
