@@ -18,8 +18,9 @@ over the rounds. Measured side by side:
 
 Bytecode: the imports are timed from ``.pyc`` files, as an installed package has them. The
 caches go to a private ``PYTHONPYCACHEPREFIX`` (the checkout is not touched) that a warm-up
-round fills; ``--no-pyc`` uses an empty one and writes nothing, so every run compiles the
-sources (what a checkout with ``PYTHONDONTWRITEBYTECODE=1`` pays).
+round fills. ``--no-pyc`` sets ``PYTHONDONTWRITEBYTECODE=1`` and no prefix: the installed
+packages load from their own ``.pyc`` files and the checkout's modules are compiled on every
+run (when the checkout has no ``__pycache__``), what this project's checkouts pay.
 
 Prints a Markdown table and writes ``benchmarks/results/startup.json``.
 """
@@ -79,10 +80,12 @@ def once(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
 
 def env_for(code: Path, cache: Path, no_pyc: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
-    env.update(PYTHONPATH=str(code), PYTHONPYCACHEPREFIX=str(cache))
+           if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(code)
     if no_pyc:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = str(cache)
     return env
 
 
