@@ -71,13 +71,14 @@ def selected(events: list[Any], dicts: bool, wanted: frozenset[str],
         objects = events
         cats = list(map(_CAT, objects))
         phs = list(map(_PH, objects))
+    keys = list(zip(cats, phs))
     try:
-        pairs = Counter(zip(cats, phs))
+        pairs = Counter(keys)
     except TypeError:  # an unhashable cat or ph
         return _odd_pairs(objects, cats, phs, wanted, device_cats, lost)
     _count(pairs, wanted, device_cats, lost)
     keep = frozenset((c, "X") for c in wanted)
-    return list(compress(objects, map(keep.__contains__, zip(cats, phs))))
+    return list(compress(objects, map(keep.__contains__, keys)))
 
 
 def _count(pairs: Counter[tuple[Any, Any]], wanted: frozenset[str],
