@@ -57,6 +57,8 @@ _WANTED = frozenset(DEVICE_CATS) | frozenset(HOST_CATS)
 _BASE = ("cat", "name", "pid", "tid", "ts", "dur")
 _BASE_TYPES = (pl.String, pl.String, pl.Int64, pl.Int64, pl.Float64, pl.Float64)
 _ARGS_INT = ("device", "stream", "correlation", "External id", "bytes")
+_ARGS_DEV = ("device", "stream", "bytes")  # read on device activity only: taken there only
+_ARGS_ALL = tuple(k for k in _ARGS_INT if k not in _ARGS_DEV)
 _LAUNCH = ("grid", "block", "registers per thread", "shared memory")  # kernels' launch shape
 _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype")
@@ -174,10 +176,10 @@ def _select_typed(evs: list[Any], lost: Counter[str]
     sel = checks.selected(evs, False, _WANTED, _DEVICE, lost)
     base = [list(map(attrgetter(k), sel)) for k in _BASE]
     args = [typed.EMPTY if a is None else a for a in map(attrgetter("args"), sel)]
-    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_INT]
+    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_ALL]
     rows = _device_rows(base[0])
     dev = [args[i] for i in rows]
-    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), dev)) for k in _LAUNCH]
+    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), dev)) for k in _ARGS_DEV + _LAUNCH]
 
     def get(i: int, key: str) -> Any:
         return typed.lazy(getattr(args[i], typed.ARG_ATTRS[key]))
@@ -189,9 +191,9 @@ def _select_dicts(evs: list[Any], lost: Counter[str]
     sel = checks.selected(evs, True, _WANTED, _DEVICE, lost)
     base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
     args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
-    base += [[a.get(k) for a in args] for k in _ARGS_INT]
+    base += [[a.get(k) for a in args] for k in _ARGS_ALL]
     rows = _device_rows(base[0])
-    base += [[args[i].get(k) for i in rows] for k in _LAUNCH]
+    base += [[args[i].get(k) for i in rows] for k in _ARGS_DEV + _LAUNCH]
 
     def get(i: int, key: str) -> Any:
         return args[i].get(key)
@@ -205,17 +207,24 @@ def _field(key: str) -> str:
 def _chunk_frame(evs: list[Any], select: Selector, lost: Counter[str]
                  ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
     base, dev_rows, get = select(evs, lost)
-    n = len(_BASE) + len(_ARGS_INT)
-    types = _BASE_TYPES + (pl.Int64,) * len(_ARGS_INT)
+    height, n = len(base[0]), len(_BASE) + len(_ARGS_ALL)
     # the args read as columns are used on device activity: counted there (ROCm's runtime
-    # calls write ``stream: "0x0"`` and ``bytes: "256"``, which nothing reads)
-    device = [False] * len(base[0])
+    # calls write ``stream: "0x0"`` and ``bytes: "256"``, which nothing reads); device,
+    # stream and bytes are only taken there (null on the host side, where nothing reads them)
+    device = [False] * height
     for i in dev_rows:
         device[i] = True
-    df = pl.DataFrame([checks.typed_series(v, t, _field(k), lost,
-                                           None if k in _BASE else device).alias(k)
-                       for k, v, t in zip(_BASE + _ARGS_INT, base[:n], types)])
-    df = df.with_columns(_launch(df.height, dev_rows, *base[n:]))
+    cols = {k: checks.typed_series(v, t, _field(k), lost, None if k in _BASE else device)
+            for k, v, t in zip(_BASE + _ARGS_ALL, base[:n],
+                               _BASE_TYPES + (pl.Int64,) * len(_ARGS_ALL))}
+    for k, v in zip(_ARGS_DEV, base[n:]):
+        cols[k] = pl.repeat(None, height, dtype=pl.Int64, eager=True)
+        if dev_rows:
+            cols[k] = cols[k].scatter(dev_rows, checks.typed_series(v, pl.Int64, _field(k),
+                                                                    lost))
+    df = pl.DataFrame([cols[k].alias(k) for k in _BASE + _ARGS_INT])
+    del cols
+    df = df.with_columns(_launch(height, dev_rows, *base[n + len(_ARGS_DEV):]))
     del base
 
     def rows(cond: pl.Expr) -> list[int]:
