@@ -110,3 +110,30 @@ def test_launch_shapes_of_equal_values_of_other_types_are_not_merged() -> None:
     shape, bad = reader._launch(2, [1], [[huge, 1, 1]], [[2, 1, 1]], [huge], [8])
     assert shape.to_list() == [None, "block=2,1,1 shared=8"]
     assert bad.to_list() == [False, True]
+
+
+def test_device_args_are_counted_on_device_activity_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """device, stream and bytes are taken on device rows only: ROCm's runtime calls write
+    ``stream: "0x0"`` and ``bytes: "256"`` (never read, never counted); a kernel's string
+    stream is read as unknown and counted, on both paths and across chunks."""
+    runtime = {"device": "0", "stream": "0x0", "bytes": "256", "correlation": 1}
+    events = [_event(cat="cuda_runtime", name="hipLaunchKernel", ts=9.0, args=runtime),
+              _event(args={"device": 0, "stream": "7", "correlation": 1}),
+              _event(cat="cuda_runtime", name="hipMemcpy", ts=19.0,
+                     args={**runtime, "correlation": 2}),
+              _event(cat="gpu_memcpy", name="Memcpy HtoD", ts=20.0,
+                     args={"device": 0, "stream": 7, "bytes": 2.5, "correlation": 2})] * 3
+    path = _write(tmp_path, "r.json.gz", events)
+    monkeypatch.setattr(typed, "CHUNK", 3)
+    for decode in (typed.decode, None):
+        if decode is None:  # the tolerant path
+            def refuse(raw: bytes) -> None:
+                raise reader.msgspec.ValidationError("forced")
+            monkeypatch.setattr(typed, "decode", refuse)
+        trace = reader.read(path)
+        assert [w for w in trace.meta.warnings if "wrong type" in w] == [
+            "r.json.gz: 6 values of the wrong type read as unknown (by field: args.bytes 3, "
+            "args.stream 3)"]
+        assert trace.events.height == 2  # each written three times: counted once
+        assert trace.events.filter(trace.events["kind"] == "memcpy")["bytes"].null_count() == 1
