@@ -110,6 +110,11 @@ def test_launch_shapes_of_equal_values_of_other_types_are_not_merged() -> None:
     shape, bad = reader._launch(2, [1], [[huge, 1, 1]], [[2, 1, 1]], [huge], [8])
     assert shape.to_list() == [None, "block=2,1,1 shared=8"]
     assert bad.to_list() == [False, True]
+    deep: list = []
+    for _ in range(5000):  # deeper than repr goes
+        deep = [deep]
+    shape, bad = reader._launch(1, [0], [deep], [[2, 1, 1]], [None], [None])
+    assert shape.to_list() == ["block=2,1,1"] and bad.to_list() == [True]
 
 
 def test_device_args_are_counted_on_device_activity_only(

@@ -150,7 +150,8 @@ def _launch(n: int, rows: list[int], grid: list[Any], block: list[Any], regs: li
     quads = list(zip(grid, block, regs, shared))
     try:
         keys: Any = list(map(repr, quads))
-    except ValueError:  # an integer too long to print: every row on its own
+    except (ValueError, RecursionError):  # an integer too long to print, or a value
+        # nested about as deep as the decoder allows: every row on its own
         keys = range(len(quads))
     first = dict(zip(keys, quads))
     at = dict(zip(first, range(len(first))))
