@@ -1,7 +1,7 @@
 """Benchmark: ``tracelens summarize`` on Kineto JSON against HTA and a bare ``orjson.loads``.
 
     python benchmarks/bench_kineto.py [--hta-python /work/venv-hta/bin/python] [--copies 16]
-                                      [--repeat 1]
+                                      [--repeat 1] [--before DIR]
 
 Inputs: the largest real Kineto trace in ``../shared/traces/kineto`` (xDiT FLUX.1 on MI300X,
 63 MB of JSON), the A100 NCCL trace, and a synthetic large file (not committed; cached in the
@@ -14,6 +14,12 @@ sizes in decimal MB, RSS as well, so RSS / JSON is a plain ratio):
 - ``hta``: HTA's ``TraceAnalysis(trace_dir=...)`` load plus ``get_temporal_breakdown`` in its
   own virtual environment (``pip install HolisticTraceAnalysis``);
 - ``floor``: read, gunzip and ``orjson.loads`` the document, nothing else;
+- ``floor_nogc``: the same with the garbage collector off (what a reader that pauses it
+  during its bulk decode can reach: the collector scans the growing document again and again);
+- ``before`` (with ``--before DIR``, a checkout of an earlier commit): its ``summarize``,
+  in the same run, so a change is measured against the same load.
+
+Each round runs every tool once, in turn, so a change of load hits all of them alike.
 - ``startup`` (once): importing what ``summarize`` imports, no input: the fixed cost.
 
 Prints a table and writes ``benchmarks/results/kineto.json``.
@@ -39,6 +45,7 @@ KINETO = ROOT.parent / "shared" / "traces" / "kineto"
 FLOOR = ("import gzip, sys, orjson\nraw = open(sys.argv[1], 'rb').read()\n"
          "raw = gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw\n"
          "assert orjson.loads(raw)['traceEvents']\n")
+FLOOR_NOGC = "import gc\ngc.disable()\n" + FLOOR
 STARTUP = ("import tracelens.loader, tracelens.analyze.summary, reports.summary, "
            "parsers.kineto.reader")
 HTA = ("import sys, logging\nlogging.disable(logging.CRITICAL)\n"
@@ -100,23 +107,30 @@ def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> d
     return out
 
 
-def run(path: Path, hta_python: str | None, repeat: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def run(path: Path, hta_python: str | None, repeat: int, before: Path | None = None) -> dict:
     size = len(gzip.decompress(path.read_bytes())) if path.name.endswith(".gz") \
         else path.stat().st_size
     row: dict = {"file": path.name, "json_mb": size / 1e6}
-    cmds = {"tracelens": [sys.executable, "-m", "tracelens.cli", "summarize", str(path),
-                          "--format", "json"],
-            "floor": [sys.executable, "-c", FLOOR, str(path)]}
+    summarize = [sys.executable, "-m", "tracelens.cli", "summarize", str(path), "--format",
+                 "json"]
+    cmds = {"tracelens": (summarize, ROOT), "floor": ([sys.executable, "-c", FLOOR, str(path)],
+                                                      ROOT),
+            "floor_nogc": ([sys.executable, "-c", FLOOR_NOGC, str(path)], ROOT)}
+    if before:
+        cmds["before"] = (summarize, before)
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / path.name).symlink_to(path.resolve())
         if hta_python:
-            cmds["hta"] = [hta_python, "-c", HTA, d]
-        for name, cmd in cmds.items():
-            runs = [timed(cmd, cwd=Path(d), env=env) for _ in range(repeat)]
-            best = min(runs, key=lambda r: r["wall_s"])
+            cmds["hta"] = ([hta_python, "-c", HTA, d], ROOT)
+        runs: dict[str, list[dict]] = {name: [] for name in cmds}
+        for _ in range(repeat):  # in turn: a change of load hits every tool alike
+            for name, (cmd, tree) in cmds.items():
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                runs[name].append(timed(cmd, cwd=Path(d), env=env))
+        for name, got in runs.items():
+            best = min(got, key=lambda r: r["wall_s"])
             for key in ("wall_s", "cpu_s", "rss_mb"):
-                best[key] = statistics.median(r[key] for r in runs)
+                best[key] = statistics.median(r[key] for r in got)
             row[name] = best
     return row
 
@@ -126,17 +140,21 @@ def main() -> None:
     ap.add_argument("--hta-python", default="/work/venv-hta/bin/python")
     ap.add_argument("--copies", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a checkout of an earlier commit, run in the same rounds")
+    ap.add_argument("--only", default=None, help="only the inputs whose name contains this")
     args = ap.parse_args()
     hta = args.hta_python if Path(args.hta_python).exists() else None
     inputs = [KINETO / "mi300x_inference" / "xdit_flux1_aiter_sage_rank0.json.gz",
               KINETO / "a100_nccl_2rank_rank0.json.gz"]
     inputs.append(synthetic(inputs[1], args.copies))
+    inputs = [p for p in inputs if args.only is None or args.only in p.name]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     startup = [timed([sys.executable, "-c", STARTUP], env=env) for _ in range(args.repeat)]
     start = {k: statistics.median(r[k] for r in startup) for k in ("wall_s", "cpu_s", "rss_mb")}
     print(f"startup (imports only): {start['wall_s']:.2f} s wall, {start['cpu_s']:.2f} s CPU, "
           f"{start['rss_mb']:.0f} MB")
-    rows = [run(p, hta, args.repeat) for p in inputs]
+    rows = [run(p, hta, args.repeat, args.before) for p in inputs]
     for r in rows:
         t, f = r["tracelens"], r["floor"]
         h = r.get("hta", {})
@@ -149,8 +167,15 @@ def main() -> None:
               + f" | vs floor {t['wall_s'] / f['wall_s']:.2f}x, RSS/JSON "
               f"{t['rss_mb'] / r['json_mb']:.2f}x"
               + (f", HTA/tracelens {h['wall_s'] / t['wall_s']:.1f}x" if h.get("ok") else ""))
+        g = r["floor_nogc"]
+        print(f"    CPU s: tracelens {t['cpu_s']:.2f}, floor {f['cpu_s']:.2f}, floor without gc "
+              f"{g['cpu_s']:.2f}" + (f", HTA {h['cpu_s']:.2f} (HTA/tracelens "
+                                     f"{h['cpu_s'] / t['cpu_s']:.1f}x)" if h.get("ok") else "")
+              + (f", before {r['before']['cpu_s']:.2f} ({r['before']['rss_mb']:.0f} MB)"
+                 if "before" in r else ""))
     out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-           "repeat": args.repeat, "startup": start, "rows": rows}
+           "repeat": args.repeat, "before": str(args.before) if args.before else None,
+           "startup": start, "rows": rows}
     (ROOT / "benchmarks" / "results" / "kineto.json").write_text(json.dumps(out, indent=1)
                                                                  + "\n")
 

@@ -11,6 +11,8 @@ into the reader's warnings.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import compress
+from operator import attrgetter
 from typing import Any, Sequence
 
 import polars as pl
@@ -18,6 +20,7 @@ import polars as pl
 # the Python types a column of each dtype takes as they are (bool is not a number here)
 _TAKES = ((pl.String, (str,)), (pl.Int64, (int,)), (pl.Float64, (int, float)))
 _I64 = (-(1 << 63), 1 << 63)
+_CAT, _PH = attrgetter("cat"), attrgetter("ph")
 
 
 def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
@@ -55,7 +58,9 @@ def selected(events: list[Any], dicts: bool, wanted: frozenset[str],
     wanted category that is not complete (``ph``; device ones also as ``ph(device)``), a
     complete event without a category (``no cat``), an event of no wanted category
     without a phase (``no ph``).
-    ``events`` are parsed JSON values (``dicts``) or typed structs with those attributes."""
+    ``events`` are parsed JSON values (``dicts``) or typed structs with those attributes.
+    One C-level pass counts the (cat, ph) pairs and one keeps the wanted ones (no per-event
+    Python); a cat or ph that cannot be hashed (a list, an object) takes :func:`_odd_pairs`."""
     if dicts:
         objects = [e for e in events if type(e) is dict]
         if len(objects) != len(events):
@@ -64,8 +69,42 @@ def selected(events: list[Any], dicts: bool, wanted: frozenset[str],
         phs = [e.get("ph") for e in objects]
     else:
         objects = events
-        cats = [e.cat for e in objects]
-        phs = [e.ph for e in objects]
+        cats = list(map(_CAT, objects))
+        phs = list(map(_PH, objects))
+    keys = list(zip(cats, phs))
+    try:
+        pairs = Counter(keys)
+    except TypeError:  # an unhashable cat or ph
+        return _odd_pairs(objects, cats, phs, wanted, device_cats, lost)
+    _count(pairs, wanted, device_cats, lost)
+    keep = frozenset((c, "X") for c in wanted)
+    return list(compress(objects, map(keep.__contains__, keys)))
+
+
+def _count(pairs: Counter[tuple[Any, Any]], wanted: frozenset[str],
+           device_cats: frozenset[str], lost: Counter[str]) -> None:
+    """:func:`selected`'s counts from the (cat, ph) histogram: each odd event once, under
+    the first of these that it is. (Counter keys merge equal values of different types,
+    e.g. 1 and True, but never a string with a non-string or None with anything else, so
+    each key's class below is that of every event it counts.)"""
+    for (c, p), n in pairs.items():
+        is_str = type(c) is str
+        if c is not None and not is_str:
+            lost["cat"] += n
+        elif p != "X" and is_str and c in wanted:
+            lost["ph"] += n
+            if c in device_cats:
+                lost["ph(device)"] += n
+        elif c is None and p == "X":  # Kineto gives every complete event a category
+            lost["no cat"] += n
+        elif type(p) is not str and (c is None or c not in wanted):
+            lost["no ph"] += n  # every trace event has a phase: of one without, nothing known
+
+
+def _odd_pairs(objects: list[Any], cats: list[Any], phs: list[Any],
+               wanted: frozenset[str], device_cats: frozenset[str],
+               lost: Counter[str]) -> list[Any]:
+    """:func:`selected` value by value, for a document with an unhashable cat or ph."""
     keep = [e for e, c, p in zip(objects, cats, phs) if p == "X" and type(c) is str and c in wanted]
     # each odd event counted once, under the first of these that it is
     odd_cat = sum(1 for c in cats if c is not None and type(c) is not str)

@@ -22,11 +22,14 @@ which.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+from contextlib import contextmanager
+from itertools import compress
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import msgspec
 import orjson
@@ -54,12 +57,14 @@ _WANTED = frozenset(DEVICE_CATS) | frozenset(HOST_CATS)
 _BASE = ("cat", "name", "pid", "tid", "ts", "dur")
 _BASE_TYPES = (pl.String, pl.String, pl.Int64, pl.Int64, pl.Float64, pl.Float64)
 _ARGS_INT = ("device", "stream", "correlation", "External id", "bytes")
+_ARGS_DEV = ("device", "stream", "bytes")  # read on device activity only: taken there only
+_ARGS_ALL = tuple(k for k in _ARGS_INT if k not in _ARGS_DEV)
 _LAUNCH = ("grid", "block", "registers per thread", "shared memory")  # kernels' launch shape
 _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype")
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 Getter = Callable[[int, str], Any]  # (kept row, args key) -> the value
-Selector = Callable[[list[Any], Counter[str]], tuple[list[list[Any]], Getter]]
+Selector = Callable[[list[Any], Counter[str]], tuple[list[list[Any]], list[int], Getter]]
 _DEVICE = frozenset(DEVICE_CATS)
 
 
@@ -118,54 +123,82 @@ def _ok(x: Any) -> bool:
     return type(x) is int and -(1 << 63) <= x < 1 << 63
 
 
-def _ints(values: list[Any]) -> pl.Series:
-    """Launch-shape integers as written; anything else (a float, a bool, a string, beyond
-    64 bits) null, not coerced. Checked value by value, not by polars' constructor, whose
-    coercions would depend on the other values of the chunk."""
-    return pl.Series([v if _ok(v) else None for v in values], dtype=pl.Int64)
+def _int(v: Any) -> Any:
+    """A launch-shape integer as written; anything else (a float, a bool, a string, beyond
+    64 bits) None, not coerced (checked value by value, not by polars' constructor, whose
+    coercions would depend on the other values of the chunk)."""
+    return v if _ok(v) else None
 
 
-def _dims(values: list[Any]) -> pl.Series:
-    """``grid``/``block`` values (``[x, y, z]``) as ``"X,Y,Z"`` text, null unless a
-    non-empty list of 64-bit integers."""
-    ok = [v if type(v) is list and v and all(map(_ok, v)) else None for v in values]
-    return pl.Series(ok, dtype=pl.List(pl.Int64)).list.eval(
-        pl.element().cast(pl.String)).list.join(",")
+def _dims(v: Any) -> str | None:
+    """A ``grid``/``block`` value (``[x, y, z]``) as ``"X,Y,Z"`` text, None unless a
+    non-empty list of 64-bit integers (``str`` of an int is polars' Int64 -> String)."""
+    return ",".join(map(str, v)) if type(v) is list and v and all(map(_ok, v)) else None
 
 
-def _launch(grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any]
-            ) -> list[pl.Series]:
-    """The ``_shape`` text column and ``_bad_shape``: the row had a launch-shape arg that
-    was not of its type (left out of the text, counted by :func:`_build`)."""
-    parts = [_dims(grid), _dims(block), _ints(regs), _ints(shared)]
-    bad = pl.Series([False] * len(grid), dtype=pl.Boolean)
-    for p, v in zip(parts, (grid, block, regs, shared)):
-        bad = bad | (pl.Series([x is not None for x in v], dtype=pl.Boolean) & p.is_null())
-    df = pl.DataFrame({"g": parts[0], "b": parts[1], "r": parts[2], "s": parts[3]})
-    shape = df.select(launch_text(*map(pl.col, "gbrs"))).to_series()
-    return [shape.alias("_shape"), bad.alias("_bad_shape")]
+def _launch(n: int, rows: list[int], grid: list[Any], block: list[Any], regs: list[Any],
+            shared: list[Any]) -> list[pl.Series]:
+    """The ``_shape`` text column and ``_bad_shape`` (the row had a launch-shape arg that
+    was not of its type: left out of the text, counted by :func:`_build`) of ``n`` rows, from
+    the launch-shape args of the device-activity ``rows`` (the only rows they are read on).
+    Kernels repeat a few shapes: each distinct one (by ``repr``, which tells ``1`` from
+    ``True`` and ``1.0``) is checked once."""
+    shape = pl.repeat(None, n, dtype=pl.String, eager=True).alias("_shape")
+    bad = pl.repeat(False, n, dtype=pl.Boolean, eager=True).alias("_bad_shape")
+    if not rows:
+        return [shape, bad]
+    quads = list(zip(grid, block, regs, shared))
+    try:
+        keys: Any = list(map(repr, quads))
+    except (ValueError, RecursionError):  # an integer too long to print, or a value
+        # nested about as deep as the decoder allows: every row on its own
+        keys = range(len(quads))
+    first = dict(zip(keys, quads))
+    at = dict(zip(first, range(len(first))))
+    parts = [[f(q[j]) for q in first.values()]
+             for j, f in enumerate((_dims, _dims, _int, _int))]
+    flags = [any(v is not None and p is None for v, p in zip(q, got))
+             for q, got in zip(first.values(), zip(*parts))]
+    df = pl.DataFrame({"g": pl.Series(parts[0], dtype=pl.String),
+                       "b": pl.Series(parts[1], dtype=pl.String),
+                       "r": pl.Series(parts[2], dtype=pl.Int64),
+                       "s": pl.Series(parts[3], dtype=pl.Int64),
+                       "bad": pl.Series(flags, dtype=pl.Boolean)})
+    df = df.select(launch_text(*map(pl.col, "gbrs")), "bad")[list(map(at.__getitem__, keys))]
+    return [shape.scatter(rows, df.to_series(0)), bad.scatter(rows, df["bad"])]
 
 
-def _select_typed(evs: list[Any], lost: Counter[str]) -> tuple[list[list[Any]], Getter]:
+def _device_rows(cats: list[Any]) -> list[int]:
+    return list(compress(range(len(cats)), map(_DEVICE.__contains__, cats)))
+
+
+def _select_typed(evs: list[Any], lost: Counter[str]
+                  ) -> tuple[list[list[Any]], list[int], Getter]:
     sel = checks.selected(evs, False, _WANTED, _DEVICE, lost)
     base = [list(map(attrgetter(k), sel)) for k in _BASE]
     args = [typed.EMPTY if a is None else a for a in map(attrgetter("args"), sel)]
-    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_INT + _LAUNCH]
+    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_ALL]
+    rows = _device_rows(base[0])
+    dev = [args[i] for i in rows]
+    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), dev)) for k in _ARGS_DEV + _LAUNCH]
 
     def get(i: int, key: str) -> Any:
         return typed.lazy(getattr(args[i], typed.ARG_ATTRS[key]))
-    return base, get
+    return base, rows, get
 
 
-def _select_dicts(evs: list[Any], lost: Counter[str]) -> tuple[list[list[Any]], Getter]:
+def _select_dicts(evs: list[Any], lost: Counter[str]
+                  ) -> tuple[list[list[Any]], list[int], Getter]:
     sel = checks.selected(evs, True, _WANTED, _DEVICE, lost)
     base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
     args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
-    base += [[a.get(k) for a in args] for k in _ARGS_INT + _LAUNCH]
+    base += [[a.get(k) for a in args] for k in _ARGS_ALL]
+    rows = _device_rows(base[0])
+    base += [[args[i].get(k) for i in rows] for k in _ARGS_DEV + _LAUNCH]
 
     def get(i: int, key: str) -> Any:
         return args[i].get(key)
-    return base, get
+    return base, rows, get
 
 
 def _field(key: str) -> str:
@@ -174,16 +207,25 @@ def _field(key: str) -> str:
 
 def _chunk_frame(evs: list[Any], select: Selector, lost: Counter[str]
                  ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
-    base, get = select(evs, lost)
-    n = len(_BASE) + len(_ARGS_INT)
-    types = _BASE_TYPES + (pl.Int64,) * len(_ARGS_INT)
+    base, dev_rows, get = select(evs, lost)
+    height, n = len(base[0]), len(_BASE) + len(_ARGS_ALL)
     # the args read as columns are used on device activity: counted there (ROCm's runtime
-    # calls write ``stream: "0x0"`` and ``bytes: "256"``, which nothing reads)
-    device = [c in _DEVICE for c in base[0]]
-    df = pl.DataFrame([checks.typed_series(v, t, _field(k), lost,
-                                           None if k in _BASE else device).alias(k)
-                       for k, v, t in zip(_BASE + _ARGS_INT, base[:n], types)])
-    df = df.with_columns(_launch(*base[n:]))
+    # calls write ``stream: "0x0"`` and ``bytes: "256"``, which nothing reads); device,
+    # stream and bytes are only taken there (null on the host side, where nothing reads them)
+    device = [False] * height
+    for i in dev_rows:
+        device[i] = True
+    cols = {k: checks.typed_series(v, t, _field(k), lost, None if k in _BASE else device)
+            for k, v, t in zip(_BASE + _ARGS_ALL, base[:n],
+                               _BASE_TYPES + (pl.Int64,) * len(_ARGS_ALL))}
+    for k, v in zip(_ARGS_DEV, base[n:]):
+        cols[k] = pl.repeat(None, height, dtype=pl.Int64, eager=True)
+        if dev_rows:
+            cols[k] = cols[k].scatter(dev_rows, checks.typed_series(v, pl.Int64, _field(k),
+                                                                    lost))
+    df = pl.DataFrame([cols[k].alias(k) for k in _BASE + _ARGS_INT])
+    del cols
+    df = df.with_columns(_launch(height, dev_rows, *base[n + len(_ARGS_DEV):]))
     del base
 
     def rows(cond: pl.Expr) -> list[int]:
@@ -218,22 +260,38 @@ def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
     return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes, lost]
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off for the bulk decode and column building (and back
+    as it was after, also on an error): the hundreds of thousands of objects they allocate
+    are all alive until the chunk is dropped, so every collection the allocations trigger
+    would scan them for nothing (a third of the reader's CPU time on a large trace)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def read(path: Path) -> Trace:
     raw = read_maybe_gzip(path, text=True)
     errors = (TypeError, ValueError, KeyError, AttributeError, OverflowError,
               pl.exceptions.PolarsError)
     try:
-        try:  # the fast path; for anything it does not take, the tolerant path decides
-            raws, header = typed.decode(raw)
-            if raws is None:
-                raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
-            cols = columns(typed.chunks(raws), _select_typed)
-            del raws
-        except (msgspec.ValidationError, msgspec.DecodeError, *errors):
-            evs, header = _tolerant(path, raw)
-            del raw
-            cols = columns([evs], _select_dicts)
-            del evs
+        with paused_gc():
+            try:  # the fast path; for anything it does not take, the tolerant path decides
+                raws, header = typed.decode(raw)
+                if raws is None:
+                    raise TraceInputError(path, "not a Kineto trace: no 'traceEvents' list")
+                cols = columns(typed.chunks(raws), _select_typed)
+                del raws
+            except (msgspec.ValidationError, msgspec.DecodeError, *errors):
+                evs, header = _tolerant(path, raw)
+                del raw
+                cols = columns([evs], _select_dicts)
+                del evs
         raw = None
         return _build(path, header, cols)
     except errors as exc:

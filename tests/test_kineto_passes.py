@@ -1,0 +1,144 @@
+"""The Kineto reader's fast passes: the garbage collector paused during the bulk decode, the
+selection counted from one (cat, ph) histogram, launch shapes checked once per distinct one.
+
+Each fast form must count, keep and spell exactly what the value-by-value form does; the
+outputs are pinned by the golden fixtures, these tests pin the forms against their references.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parsers.kineto import checks, reader, typed
+from tests.conftest import SHARED
+from tests.test_kineto_typed import _event, _write
+from tracelens.errors import TraceInputError
+
+XDIT = SHARED / "traces" / "kineto" / "mi300x_inference" / "xdit_flux1_aiter_sage_rank0.json.gz"
+
+
+def _spy_gc(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """``gc.isenabled()`` each time a chunk's events are selected."""
+    seen: list[bool] = []
+    orig = checks.selected
+
+    def spy(*a: object, **k: object) -> list:
+        seen.append(gc.isenabled())
+        return orig(*a, **k)  # type: ignore[arg-type]
+    monkeypatch.setattr(checks, "selected", spy)
+    return seen
+
+
+@pytest.mark.skipif(not XDIT.exists(), reason="needs ../shared")
+def test_gc_is_paused_during_the_bulk_decode_and_back_after(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """229k events: the collector would scan the live chunk again and again for nothing."""
+    assert gc.isenabled()
+    seen = _spy_gc(monkeypatch)
+    monkeypatch.setattr(typed, "CHUNK", 1 << 16)
+    trace = reader.read(XDIT)
+    assert trace.events.height and len(seen) > 1
+    assert not any(seen)
+    assert gc.isenabled()
+
+
+def test_gc_is_back_after_an_error_and_stays_off_if_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _spy_gc(monkeypatch)
+    bad = _write(tmp_path, "b.json.gz", [_event(cat="cpu_op", name="op")])  # no device activity
+    good = _write(tmp_path, "g.json.gz", [_event()])
+    with pytest.raises(TraceInputError):
+        reader.read(tmp_path / "missing.json")
+    with pytest.raises(TraceInputError):
+        (tmp_path / "t.json").write_bytes(b'{"traceEvents": [')
+        reader.read(tmp_path / "t.json")
+    assert gc.isenabled()
+    reader.read(bad)
+    assert gc.isenabled() and seen == [False]
+    gc.disable()
+    try:
+        reader.read(good)
+        assert not gc.isenabled()  # a caller that paused it keeps it paused
+    finally:
+        gc.enable()
+
+
+VALUES = st.sampled_from([None, "X", "x", "i", "kernel", "cpu_op", "gpu_memcpy", "ac2g", "",
+                          1, True, 0, False, 1.0, 2.5, "1"])
+ODD = st.one_of(VALUES, st.just([1]), st.just({"a": 1}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(VALUES, VALUES), max_size=40), st.booleans(),
+       st.lists(st.tuples(ODD, ODD), max_size=3))
+def test_selection_counts_as_the_value_by_value_form(pairs: list, dicts: bool,
+                                                     odd: list) -> None:
+    """Counter keys merge 1, True and 1.0: never a string with anything else, so every
+    count and every kept event is the reference's; unhashable values take the reference."""
+    for extra in ([], odd):
+        rows = pairs + extra
+        evs = ([{"cat": c, "ph": p} for c, p in rows] if dicts else
+               [SimpleNamespace(cat=c, ph=p) for c, p in rows])
+        wanted = frozenset(reader._WANTED)
+        got, want = Counter(), Counter()
+        kept = checks.selected(evs, dicts, wanted, reader._DEVICE, got)
+        ref = checks._odd_pairs(evs, [c for c, _ in rows], [p for _, p in rows], wanted,
+                                reader._DEVICE, want)
+        assert [id(e) for e in kept] == [id(e) for e in ref]
+        assert +got == +want
+
+
+def test_launch_shapes_of_equal_values_of_other_types_are_not_merged() -> None:
+    """Each distinct shape is checked once: 1, True and 1.0 are equal and hash alike, but
+    only 1 is a launch-shape integer; an integer too long to print still gets its row."""
+    huge = 10 ** 5000
+    quads = [([1, 1, 1], [64, 1, 1], 1, 1), ([True, 1, 1], [64, 1, 1], True, 1.0),
+             ([1.0, 1, 1], [64, 1, 1], 1, 1), ([1, 1, 1], [64, 1, 1], 1, 1),
+             ([True, 1, 1], [64, 1, 1], True, 1.0), (None, None, None, None)]
+    full = "grid=1,1,1 block=64,1,1 regs=1 shared=1"
+    want = [full, "block=64,1,1", "block=64,1,1 regs=1 shared=1", full, "block=64,1,1"]
+    shape, bad = reader._launch(8, [0, 1, 2, 3, 4, 7], *map(list, zip(*quads)))
+    assert shape.to_list() == want[:5] + [None, None, None]
+    assert bad.to_list() == [False, True, True, False, True, False, False, False]
+    shape, bad = reader._launch(2, [1], [[huge, 1, 1]], [[2, 1, 1]], [huge], [8])
+    assert shape.to_list() == [None, "block=2,1,1 shared=8"]
+    assert bad.to_list() == [False, True]
+    deep: list = []
+    for _ in range(5000):  # deeper than repr goes
+        deep = [deep]
+    shape, bad = reader._launch(1, [0], [deep], [[2, 1, 1]], [None], [None])
+    assert shape.to_list() == ["block=2,1,1"] and bad.to_list() == [True]
+
+
+def test_device_args_are_counted_on_device_activity_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """device, stream and bytes are taken on device rows only: ROCm's runtime calls write
+    ``stream: "0x0"`` and ``bytes: "256"`` (never read, never counted); a kernel's string
+    stream is read as unknown and counted, on both paths and across chunks."""
+    runtime = {"device": "0", "stream": "0x0", "bytes": "256", "correlation": 1}
+    events = [_event(cat="cuda_runtime", name="hipLaunchKernel", ts=9.0, args=runtime),
+              _event(args={"device": 0, "stream": "7", "correlation": 1}),
+              _event(cat="cuda_runtime", name="hipMemcpy", ts=19.0,
+                     args={**runtime, "correlation": 2}),
+              _event(cat="gpu_memcpy", name="Memcpy HtoD", ts=20.0,
+                     args={"device": 0, "stream": 7, "bytes": 2.5, "correlation": 2})] * 3
+    path = _write(tmp_path, "r.json.gz", events)
+    monkeypatch.setattr(typed, "CHUNK", 3)
+    for decode in (typed.decode, None):
+        if decode is None:  # the tolerant path
+            def refuse(raw: bytes) -> None:
+                raise reader.msgspec.ValidationError("forced")
+            monkeypatch.setattr(typed, "decode", refuse)
+        trace = reader.read(path)
+        assert [w for w in trace.meta.warnings if "wrong type" in w] == [
+            "r.json.gz: 6 values of the wrong type read as unknown (by field: args.bytes 3, "
+            "args.stream 3)"]
+        assert trace.events.height == 2  # each written three times: counted once
+        assert trace.events.filter(trace.events["kind"] == "memcpy")["bytes"].null_count() == 1
