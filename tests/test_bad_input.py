@@ -63,6 +63,14 @@ def _cases(tmp: Path) -> list[tuple[Path, str]]:
     cases.append((p, "gzip"))
     p = tmp / "missing.xplane.pb"
     cases.append((p, "no such file"))
+    deep = "[" * 100_000 + "]" * 100_000  # past every JSON decoder's depth limit
+    p = tmp / "deep.pt.trace.json"
+    p.write_text('{"schemaVersion": 1, "traceEvents": [' + deep + "]}")
+    cases.append((p, "nested too deeply"))
+    p = tmp / "1_results.json"
+    p.write_text('{"rocprofiler-sdk-tool": [{"metadata": {"pid": 1}, "buffer_records": '
+                 '{"kernel_dispatch": [' + deep + "]}}]}")
+    cases.append((p, "nested too deeply"))
     d = tmp / "emptydir"
     d.mkdir()
     (d / "notes.txt").write_text("x")

@@ -74,6 +74,9 @@ def read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
         return trace
     except TraceInputError:
         raise
+    except RecursionError:  # msgspec, orjson and protobuf stop at ~1,000 levels of nesting
+        raise TraceInputError(f, "nested too deeply to be a trace (a JSON or protobuf value "
+                              "nested past the decoder's depth limit)") from None
     except Exception as exc:  # a file that breaks the reader is that file's problem
         raise TraceInputError(f, f"unreadable ({type(exc).__name__}: {exc})") from exc
 
