@@ -201,6 +201,27 @@ def test_rocpd_reader_hands_an_rpd_file_over(files) -> None:
     assert trace.events.height == tracelens.load(files["rpd"]).events.height
 
 
+def test_a_gzipped_rpd_read_by_the_rocpd_reader_is_inflated_once(
+        files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hand-over reads the RPD tables on the connection already open: the ``.db.gz``
+    is inflated once, not once per reader."""
+    import gzip
+
+    from parsers.rocprof import read_rocpd, sqlite_db
+    gz = tmp_path / "trace.db.gz"
+    gz.write_bytes(gzip.compress(files["rpd"].read_bytes()))
+    calls = []
+    inflate = sqlite_db.inflate_to
+
+    def counted(*args: object) -> int:
+        calls.append(1)
+        return inflate(*args)
+    monkeypatch.setattr(sqlite_db, "inflate_to", counted)
+    trace = read_rocpd(gz)
+    assert [s["format"] for s in trace.meta.sources] == ["rpd"] and len(calls) == 1
+    assert trace.events.height == tracelens.load(files["rpd"]).events.height
+
+
 def test_a_directory_holding_an_rpd_file_is_read(files, tmp_path: Path) -> None:
     """Before, a directory holding only ``trace.rpd`` held "no trace files"."""
     (tmp_path / "run").mkdir()

@@ -43,20 +43,26 @@ _UUID = r"_[0-9A-Fa-f]{8}(?:_[0-9A-Fa-f]{4}){3}_[0-9A-Fa-f]{12}"
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
-    try:
-        return _read(path, step_marker)
-    except _IsRpd:
-        from parsers.rocprof import rpd_read
-        return rpd_read.read(path, step_marker)
+    """The rocpd database, or (when the sniffer could not tell, e.g. a ``.db.gz`` whose
+    schema is past its first bytes) an RPD one, read on the same open connection: the file
+    is opened, and a ``.db.gz`` inflated, once."""
+    from parsers.rocprof import rpd_read
+
+    rpd = []
+
+    def sets(con: sqlite3.Connection) -> list[Process]:
+        try:
+            return _read_sets(con, path)
+        except _IsRpd:
+            rpd.append(True)
+            return rpd_read.processes(con, path)
+    procs = read_db(path, sets, "rocpd")
+    return rpd_read.build(procs, path, step_marker) if rpd else \
+        build_trace(procs, path, FORMAT, step_marker)
 
 
 class _IsRpd(Exception):
     """The database is rocmProfileData's RPD, read by :mod:`parsers.rocprof.rpd_read`."""
-
-
-def _read(path: Path, step_marker: str | None) -> Trace:
-    procs = read_db(path, lambda con: _read_sets(con, path), "rocpd")
-    return build_trace(procs, path, FORMAT, step_marker)
 
 
 def _read_sets(con: sqlite3.Connection, path: Path) -> list[Process]:

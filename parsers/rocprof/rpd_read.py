@@ -46,7 +46,15 @@ _DIRECTION = r"(?i)^(?:copy|memory_copy_)(host|device)_?to_?(host|device)"
 
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
-    procs = read_db(path, lambda con: _Rpd(con, path).processes(), "RPD")
+    return build(read_db(path, lambda con: processes(con, path), "RPD"), path, step_marker)
+
+
+def processes(con: sqlite3.Connection, path: Path) -> list[Process]:
+    """The per-process records of the RPD database open on ``con``."""
+    return _Rpd(con, path).processes()
+
+
+def build(procs: list[Process], path: Path, step_marker: str | None) -> Trace:
     trace = build_trace(procs, path, FORMAT, step_marker)
     trace.meta.clock = CLOCK
     return trace
