@@ -183,3 +183,24 @@ def assert_busbw_matches_truth(trace: Trace, truth: dict[str, Any]) -> None:
         want = w[0]["busbw_gb_per_s"] if len(w) == 1 else \
             w[0]["msg_bytes"] / transfer * bus_factor(w[0]["type"], w[0]["group_size"])
         assert r["busbw_gb_per_s"] == pytest.approx(want, rel=1e-12, abs=1e-12), r["op"]
+
+
+def writer_events(rows: list[tuple], columns: tuple[str, ...] = (
+        "kind", "name", "start_ns", "end_ns", "op"), host: str | pl.Expr = "h") -> pl.DataFrame:
+    """Device activity for the trace writers from ``rows`` (of ``columns``): device 0,
+    stream 7, rank 0 unless given, every model column the rows do not set unknown."""
+    ev = pl.DataFrame(rows, schema=list(columns), orient="row")
+    fill = {"host": pl.lit(host) if isinstance(host, str) else host, "rank": pl.lit(0),
+            "device": pl.lit(0), "stream": pl.lit(7), "op": pl.lit(None, pl.String),
+            "category": pl.lit(None, pl.String), "subcategory": pl.lit(None, pl.String),
+            "bytes": pl.lit(None, pl.Float64), "msg_bytes": pl.lit(None, pl.Int64),
+            "group_size": pl.lit(None, pl.Int32), "dtype": pl.lit(None, pl.String)}
+    return ev.with_columns(**{k: v for k, v in fill.items() if k not in columns})
+
+
+def writer_device(vendor: str, arch: str, product: str, compute_units: int, memory: int,
+                  host: str = "h", rank: int = 0) -> dict[str, Any]:
+    """One row of a devices frame for the trace writers (clock and spec unknown)."""
+    return {"host": host, "rank": rank, "device": 0, "vendor": vendor, "arch": arch,
+            "product": product, "compute_units": compute_units, "clock_mhz": None,
+            "memory_bytes": memory, "spec_id": None}

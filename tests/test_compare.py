@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from tracelens_dev.writers.xspace import Activity, build_xspace
+from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import ROOT, SAMPLES
 from tracelens.cli import main
 from tracelens.model import STEP_SCHEMA
@@ -231,20 +232,12 @@ def _kineto_side(path: Path, kernels: list[tuple[int, int]]) -> Path:
     import tracelens
     from tracelens_dev.writers.kineto import write as write_kineto
 
-    ev = pl.DataFrame({"kind": ["kernel"] * len(kernels),
-                       "name": [f"elementwise_kernel_{i}" for i in range(len(kernels))],
-                       "start_ns": [s for s, _ in kernels], "end_ns": [e for _, e in kernels]},
-                      schema={"kind": pl.String, "name": pl.String, "start_ns": pl.Int64,
-                              "end_ns": pl.Int64}).with_columns(
-        host=pl.lit("h"), rank=pl.lit(0), device=pl.lit(0), stream=pl.lit(7),
-        op=pl.lit(None, pl.String), category=pl.lit(None, pl.String),
-        subcategory=pl.lit(None, pl.String), bytes=pl.lit(None, pl.Float64),
-        msg_bytes=pl.lit(None, pl.Int64), group_size=pl.lit(None, pl.Int32),
-        dtype=pl.lit(None, pl.String))
-    devices = pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "vendor": "nvidia",
-                             "arch": "sm_80", "product": "NVIDIA A100 40GB",
-                             "compute_units": 108, "clock_mhz": None,
-                             "memory_bytes": 40 << 30, "spec_id": None}])
+    ev = writer_events([("kernel", f"elementwise_kernel_{i}", s, e)
+                        for i, (s, e) in enumerate(kernels)],
+                       ("kind", "name", "start_ns", "end_ns")).cast(
+        {"kind": pl.String, "name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64})
+    devices = pl.DataFrame([writer_device("nvidia", "sm_80", "NVIDIA A100 40GB", 108,
+                                          40 << 30)])
     trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(),
                             steps=pl.DataFrame(schema=STEP_SCHEMA),
                             devices=devices)

@@ -13,6 +13,7 @@ import pytest
 import tracelens
 from tracelens_dev.writers.kineto import write as write_kineto
 from parsers.kineto.reader import to_ns
+from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import SAMPLES, SHARED, cli
 from tracelens.analyze.collectives import collective_activities
 from tracelens.errors import TraceInputError
@@ -194,15 +195,8 @@ def _two_vendors(tmp: Path) -> tuple[Path, Path]:
             rows.append(("kernel", names[vendor][0], t, t + 400_000, "aten::mm"))
             rows.append(("kernel", names[vendor][1], t + 400_000, t + 700_000,
                          "aten::_scaled_dot_product_flash_attention"))
-        ev = pl.DataFrame(rows, schema=["kind", "name", "start_ns", "end_ns", "op"],
-                          orient="row").with_columns(
-            host=pl.lit("h"), rank=pl.lit(0), device=pl.lit(0), stream=pl.lit(7),
-            category=pl.lit(None, pl.String), subcategory=pl.lit(None, pl.String),
-            bytes=pl.lit(None, pl.Float64), msg_bytes=pl.lit(None, pl.Int64),
-            group_size=pl.lit(None, pl.Int32), dtype=pl.lit(None, pl.String))
-        devices = pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "vendor": vendor,
-                                 "arch": arch, "product": product, "compute_units": cus,
-                                 "clock_mhz": None, "memory_bytes": mem, "spec_id": None}])
+        ev = writer_events(rows)
+        devices = pl.DataFrame([writer_device(vendor, arch, product, cus, mem)])
         steps = pl.DataFrame({"rank": [0, 0, 0], "step": [0, 1, 2],
                               "start_ns": [0, 1_000_000, 2_000_000],
                               "end_ns": [1_000_000, 2_000_000, 3_000_000],

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 import tracelens
+from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import cli
 from tests.test_kineto import _real
 from tracelens_dev.writers.kineto import write as write_kineto
@@ -31,16 +32,10 @@ def _rocm_job(tmp: Path, name: str, kernel_ns: int = 900_000, good_gpu: bool = F
     rows = [("kernel", f"Cijk_gemm_{j % 2}", k * STEP_NS + j * MS,
              k * STEP_NS + j * MS + kernel_ns, "aten::mm", r)
             for r in range(ranks) for k in range(3) for j in range(16)]
-    ev = pl.DataFrame(rows, schema=["kind", "name", "start_ns", "end_ns", "op", "rank"],
-                      orient="row").with_columns(
-        host=pl.format("rank{}", "rank"), device=pl.lit(0), stream=pl.lit(7),
-        category=pl.lit(None, pl.String), subcategory=pl.lit(None, pl.String),
-        bytes=pl.lit(None, pl.Float64), msg_bytes=pl.lit(None, pl.Int64),
-        group_size=pl.lit(None, pl.Int32), dtype=pl.lit(None, pl.String))
-    devices = pl.DataFrame([{"host": f"rank{r}", "rank": r, "device": 0, "vendor": "amd",
-                             "arch": "gfx942", "product": "AMD Instinct MI300X",
-                             "compute_units": 304, "clock_mhz": None,
-                             "memory_bytes": 192 * 2**30, "spec_id": None}
+    ev = writer_events(rows, ("kind", "name", "start_ns", "end_ns", "op", "rank"),
+                       host=pl.format("rank{}", "rank"))
+    devices = pl.DataFrame([writer_device("amd", "gfx942", "AMD Instinct MI300X", 304,
+                                          192 * 2**30, host=f"rank{r}", rank=r)
                             for r in range(ranks)])
     starts = [k * STEP_NS for k in range(3)]
     parts = []

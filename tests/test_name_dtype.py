@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 import tracelens
+from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import cli
 from tracelens import hardware
 from tracelens.analyze.roofline import device_specs, roofline, spec_frame
@@ -65,15 +66,8 @@ def _write(tmp: Path, product: str, arch: str, names: list[str],
         for i, name in enumerate(names):
             rows.append(("kernel", name, t, t + 100_000, (ops or [None] * len(names))[i]))
             t += 100_000
-    ev = pl.DataFrame(rows, schema=["kind", "name", "start_ns", "end_ns", "op"],
-                      orient="row").with_columns(
-        host=pl.lit("h"), rank=pl.lit(0), device=pl.lit(0), stream=pl.lit(7),
-        category=pl.lit(None, pl.String), subcategory=pl.lit(None, pl.String),
-        bytes=pl.lit(None, pl.Float64), msg_bytes=pl.lit(None, pl.Int64),
-        group_size=pl.lit(None, pl.Int32), dtype=pl.lit(None, pl.String))
-    devices = pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "vendor": "nvidia",
-                             "arch": arch, "product": product, "compute_units": cus,
-                             "clock_mhz": None, "memory_bytes": memory, "spec_id": None}])
+    ev = writer_events(rows)
+    devices = pl.DataFrame([writer_device("nvidia", arch, product, cus, memory)])
     steps = pl.DataFrame({"rank": [0], "step": [0], "start_ns": [0], "end_ns": [t],
                           "source": ["x"]})
     trace = tracelens.Trace(events=ev, host_events=pl.DataFrame(), steps=steps,
