@@ -56,7 +56,38 @@ def test_events_outside_the_profile_window_are_dropped_and_counted(tmp_path: Pat
     assert [w for w in bad.meta.warnings if "outside the profile" in w] == [
         f"bad.xplane.pb: dropped {first_line + 3} device events, 0 host events and 0 steps "
         "outside the profile's 18585434 ns window (Task Environment "
-        "profile_start_time..profile_stop_time)"]
+        "profile_start_time..profile_stop_time, times relative to its start)"]
+
+
+def _absolute(space: Any) -> None:
+    """Every line on the absolute clock (what a writer that does not normalize times to
+    the profile start gives)."""
+    start = next(p for p in space.planes if p.name == "Task Environment")
+    stats = {space_stat.metadata_id: space_stat for space_stat in start.stats}
+    names = {k: v.name for k, v in start.stat_metadata.items()}
+    (t0,) = [st.uint64_value or st.int64_value for k, st in stats.items()
+             if names.get(k) == "profile_start_time"]
+    for p in space.planes:
+        for line in p.lines:
+            line.timestamp_ns += t0
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_events_on_an_absolute_clock_are_judged_on_it(tmp_path: Path, decoder: str) -> None:
+    """A file whose times are not relative to the profile start keeps every event (none is
+    taken for damage), and its damaged ones still go."""
+    src = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
+    whole = xprof.read(src, decoder=decoder)
+    absolute = xprof.read(_rewrite(src, tmp_path / "abs.xplane.pb", _absolute), decoder=decoder)
+    assert absolute.events.height == whole.events.height
+    assert not any("dropped" in w for w in absolute.meta.warnings), absolute.meta.warnings
+
+    def damaged(space: Any) -> None:
+        _absolute(space)
+        _damage_times(space)
+    bad = xprof.read(_rewrite(src, tmp_path / "bad.xplane.pb", damaged), decoder=decoder)
+    assert bad.events.height < whole.events.height
+    assert any("times absolute" in w for w in bad.meta.warnings), bad.meta.warnings
 
 
 def test_without_a_window_implausible_times_are_dropped(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
 from parsers.xspace.source import LineSource
 from parsers.xspace.space import FORMAT, parse, read_raw
-from parsers.xspace.window import drop_outside, profile_window
+from parsers.xspace.window import drop_outside, event_window, profile_span
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform,
                              host_from_file_name)
@@ -87,7 +87,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     negative = unknown = 0
     ignored: dict[str, int] = {}
     profile_start = None
-    window = profile_window({})
+    span = None
     cpu_planes: list[tuple[int, Any]] = []
     modules: list[dict[str, Any]] = []
     readers, n_planned = _plan_lines(space, source, marker)
@@ -96,7 +96,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         m = _GPU_PLANE.match(plane.name)
         if plane.name == "Task Environment":
             stats = PlaneReader(plane).plane_stats()
-            window = profile_window(stats)
+            span = profile_span(stats)
             start = stats.get("profile_start_time")
             if type(start) is int and 0 <= start <= INT64_MAX:
                 profile_start = start
@@ -168,7 +168,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     for stat, n in sorted(source.too_large.items()):
         meta.warn(f"{path.name}: {n} {stat} values are uint64 above 2^63-1, which the "
                   "model's Int64 column cannot hold: left null")
-    events, outside = drop_outside(_assemble_events(device_frames, host), window)
+    events = _assemble_events(device_frames, host)
     devices = conform(pl.DataFrame(device_rows, schema_overrides={
         k: v for k, v in DEVICE_FACTS_SCHEMA.items() if k != "host" and k != "rank"},
         infer_schema_length=None).with_columns(host=pl.lit(host), rank=pl.lit(0))
@@ -176,11 +176,13 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     host_events = conform(pl.concat(host_frames, how="diagonal_relaxed"), HOST_EVENT_SCHEMA) \
         .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
+    window = event_window(span, (events if events.height else host_events)["start_ns"])
+    events, outside = drop_outside(events, window)
     host_events, host_outside = drop_outside(host_events, window)
     steps, steps_outside = drop_outside(steps, window)
     if outside or host_outside or steps_outside:
         meta.warn(f"{path.name}: dropped {outside} device events, {host_outside} host events "
-                  f"and {steps_outside} steps {window[2]}")
+                  f"and {steps_outside} steps {window.why}")
     source.finish()  # every byte is checked, including lines nothing above needed
     meta.hosts = {host: HostInfo(path=str(path), profile_start_ns=profile_start, pid=pid)}
     meta.decoder = {str(path): source.decoder}
