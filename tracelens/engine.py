@@ -40,10 +40,13 @@ from tracelens.combine import Placement, job_meta, plan
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
 from tracelens.model import Trace, TraceMeta
+from tracelens.protocol import Analysis, JobPlan, Task
 from tracelens.reading import default_workers, file_size, spawn_safe
 
 T = TypeVar("T")
 R = TypeVar("R")
+Opt = TypeVar("Opt")
+P = TypeVar("P")
 
 ENV_SCHEDULER = "TRACELENS_SCHEDULER"
 LOCAL_MIN_BYTES = 64 << 20  # below this a local cluster takes longer to start than it saves
@@ -365,6 +368,7 @@ class MapOptions:
     params: tuple[tuple[str, Any], ...] = ()
     threads: int | None = None  # decoder threads (None: the decoder's default)
     ends: bool = False  # send the collective ends even from a host on the wall clock
+    tasks: tuple[Task[Any], ...] = ()  # the analyses whose partials every host computes
 
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)
@@ -390,6 +394,7 @@ class HostPartial:
     ends: pl.DataFrame | None = None
     active: pl.DataFrame = field(default_factory=pl.DataFrame)
     map_s: float = 0.0
+    parts: tuple[object, ...] = ()  # one partial per task of MapOptions.tasks, in order
 
 
 PartialFn = Callable[[Trace, MapOptions], Any]
@@ -445,6 +450,7 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
     if unknown:
         raise ValueError(f"unknown partials {unknown} (known: {sorted(PARTIALS)})")
     partials = {name: PARTIALS[name](trace, options) for name in options.partials}
+    parts = tuple(t.analysis.partial(trace, t.options) for t in options.tasks)
     from tracelens.instances import with_instance_keys
 
     ends = None
@@ -456,7 +462,7 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
                        tuple(trace.steps["step"].unique().sort().to_list()),
                        tuple(trace.devices["device"].unique().sort().to_list()), ends,
                        trace.events.select("host", "rank").unique().sort("rank", "host"),
-                       round(time.perf_counter() - t0, 6))
+                       round(time.perf_counter() - t0, 6), parts)
 
 
 def _on_wall_clock(meta: TraceMeta) -> bool:
@@ -576,3 +582,64 @@ def engine_workers(files: Sequence[HostFile], workers: int | None,
         return 1
     return min(len(files), default_workers())
 
+
+
+# ---------------------------------------------------------------------------------------------
+# One way to run an analysis on files (tracelens.protocol)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How every host file is read: the classification rules (None: built-in) and the step
+    marker (None: the reader's own steps)."""
+
+    rules: Any = None  # a tracelens.classify.RuleSet
+    step_marker: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Where the hosts' partials are computed: ``workers`` processes (None: decided from the
+    files' size, 1: this process) or the cluster at ``scheduler`` (README, "Many hosts")."""
+
+    workers: int | None = None
+    scheduler: str | None = None
+
+
+def job_plan(job: Job) -> JobPlan:
+    """The :class:`~tracelens.protocol.JobPlan` of a reduced job: placements and, for hosts
+    without a shared wall clock, their alignment on collective ends."""
+    from tracelens.align import host_shifts
+    from tracelens.combine import place
+
+    shifts: tuple[tuple[str, int], ...] = ()
+    alignment, unaligned = job.meta.alignment, job.meta.unaligned
+    if unaligned and len(job.hosts) > 1:
+        ends = pl.concat([place(h.ends, w) for h, w in zip(job.hosts, job.placements)])
+        active = pl.concat([place(h.active, w) for h, w in zip(job.hosts, job.placements)])
+        found = host_shifts(ends, sorted(set(active["host"].to_list())))
+        if found is not None:
+            shifts, alignment, unaligned = tuple(sorted(found[0].items())), found[1], None
+    return JobPlan(tuple(job.placements), alignment, unaligned, shifts,
+                   tuple(h.meta.steps_source for h in job.hosts))
+
+
+def run_tasks(tasks: Sequence[Task[Any]], paths: Sequence[str | Path],
+              load: LoadOptions = LoadOptions(), engine: EngineOptions = EngineOptions()
+              ) -> tuple[tuple[object, ...], Job]:
+    """(each task's result, the job): every host read once, where :func:`engine_workers`
+    says, each task's partial computed on it, merged on the job's plan and finished."""
+    job = run_hosts(paths, MapOptions(load.rules, load.step_marker, tasks=tuple(tasks)),
+                    engine.workers, engine.scheduler)
+    where = job_plan(job)
+    results = tuple(t.analysis.finish(t.analysis.merge([h.parts[i] for h in job.hosts], where),
+                                      t.options) for i, t in enumerate(tasks))
+    return results, job
+
+
+def run(analysis: Analysis[Opt, P, R], paths: Sequence[str | Path], options: Opt,
+        load: LoadOptions = LoadOptions(), engine: EngineOptions = EngineOptions()) -> R:
+    """``analysis`` on the trace files behind ``paths``: the only place that decides
+    whether the hosts are read in this process or on Dask (:func:`engine_workers`)."""
+    results, _ = run_tasks((Task(analysis, options),), paths, load, engine)
+    return results[0]  # type: ignore[return-value]
