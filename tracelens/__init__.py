@@ -36,10 +36,14 @@ def __getattr__(name: str) -> object:
     if name == "Trace":
         from tracelens.model import Trace
         return Trace
+    if name == "to_json":
+        from tracelens.results.encode import to_json
+        return to_json
     if name in ("TraceAnalysis", "load_analysis"):
         from tracelens import analysis
         return getattr(analysis, name)
     raise AttributeError(f"module 'tracelens' has no attribute {name!r}")
 
 
-__all__ = ["Trace", "TraceAnalysis", "load", "load_analysis", "summarize", "__version__"]
+__all__ = ["Trace", "TraceAnalysis", "load", "load_analysis", "summarize", "to_json",
+           "__version__"]
