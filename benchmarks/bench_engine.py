@@ -58,15 +58,21 @@ if mode == "load-all":
 else:
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.engine import local_cluster
-    from tracelens.engine_jobs import collectives_job, collectives_of, summary_job, summary_of
+    from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
+    from tracelens.analyze.summary_analysis import SummaryAnalysis
+    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
+    from tracelens.protocol import Task
     from tracelens.results.jsonify import collectives_json, summary_json
 
     def run_command(command, paths, workers=None, scheduler=None):
+        engine = EngineOptions(workers, scheduler)
         if command == "summarize":
-            job = summary_job(paths, SummaryOptions(), None, None, workers, scheduler)
-            return job, json.dumps(summary_json(summary_of(job, SummaryOptions())))
-        job = collectives_job(paths, None, None, None, workers, scheduler)
-        return job, json.dumps(collectives_json(collectives_of(job, 10)))
+            (res,), job = run_tasks([Task(SummaryAnalysis(), SummaryOptions())], paths,
+                                    LoadOptions(), engine)
+            return job, json.dumps(summary_json(res))
+        (res,), job = run_tasks([Task(CollectivesAnalysis(), CollectivesOptions())], paths,
+                                LoadOptions(), engine)
+        return job, json.dumps(collectives_json(res))
 
     workers = int(mode.split("-")[1]) if mode.startswith("cluster") else 1
     if workers > 1:

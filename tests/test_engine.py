@@ -18,6 +18,8 @@ import polars as pl
 import pytest
 
 from tracelens.engine import HostFile, MapOptions, local_cluster, map_host, run_hosts, run_map
+from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
+from tracelens.protocol import Task
 from tracelens.errors import TraceInputError
 from tracelens.loader import load
 
@@ -144,7 +146,9 @@ def test_unreadable_host_file_fails_with_its_path_from_a_worker(tmp_path: Path,
     with pytest.raises(TraceInputError) as local:
         load([tmp_path])
     with pytest.raises(TraceInputError) as remote:
-        run_hosts([tmp_path], MapOptions(partials=("collectives",)), scheduler=cluster)
+        run_hosts([tmp_path], MapOptions(tasks=(Task(CollectivesAnalysis(),
+                                                     CollectivesOptions()),)),
+                  scheduler=cluster)
     assert remote.value.path == local.value.path == str(bad)
     assert remote.value.problem == local.value.problem
 
@@ -199,12 +203,15 @@ def test_map_host_sends_back_no_event_frames() -> None:
     f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
     from tracelens.analyze.summary_types import SummaryOptions
 
-    part = map_host(HostFile(f), MapOptions(partials=("summary", "collectives"), params=(
-        ("summary", SummaryOptions()),)))
+    from tracelens.analyze.summary_analysis import SummaryAnalysis
+
+    part = map_host(HostFile(f), MapOptions(tasks=(
+        Task(SummaryAnalysis(), SummaryOptions()),
+        Task(CollectivesAnalysis(), CollectivesOptions()))))
     whole = load([f])
     frames = _frames(part)
     collective = whole.events.filter(pl.col("category") == "collective").height
-    assert part.partials["collectives"].acts.height == collective
+    assert part.parts[1].acts.height == collective
     assert frames and max(df.height for df in frames) * 3 < whole.events.height
 
 
@@ -427,7 +434,7 @@ def test_compare_and_scaling_byte_identical_on_the_engine(job16: Path, cluster: 
     single file:
     compare and scaling, with and without per-row filters, in this process, on the cluster
     and by loading each run whole give the same output, byte for byte."""
-    import tracelens.engine_runs as engine_runs
+    import tracelens.analyze.profile_partials as engine_runs
     from tests.synth_helpers import write_skewed_hosts
 
     s, j = str(STRAGGLER), str(job16)

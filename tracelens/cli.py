@@ -204,7 +204,7 @@ def _profiles(runs: tuple[Path, ...], step_marker: str | None, categories: tuple
 
     rules = load_rule_files(rules_files)
     if not hosts and time_window is None:
-        from tracelens.engine_runs import run_profiles
+        from tracelens.analyze.profile_partials import run_profiles
 
         rows = Filters(categories=categories, kernel=kernel)
         return run_profiles(runs, rows, rules, step_marker, workers, scheduler), rows.active()
@@ -342,10 +342,12 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     elif dumps:  # an XLA dump directory
         result = lens_dump([load_dump(p) for p in dumps], program, hosts)
     else:  # per host on the engine (README, "Many hosts")
-        from tracelens.engine_jobs import lens_job, lens_of
+        from tracelens.analyze.hlo_findings import LensAnalysis, LensOptions
+        from tracelens.engine import EngineOptions, LoadOptions, run
 
-        job = lens_job([path], load_rule_files(rules_files), workers, scheduler)
-        result = lens_of(job, program, hosts if devices_per_host else None)
+        result = run(LensAnalysis(), [path],
+                     LensOptions(program, hosts if devices_per_host else None),
+                     LoadOptions(load_rule_files(rules_files)), EngineOptions(workers, scheduler))
     require_programs(result, path, program)
     rep = lens_json(result, top=top)
     if html is not None:

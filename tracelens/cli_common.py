@@ -262,28 +262,37 @@ def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
                    gpu: str | None, extra_specs: Any, categories: tuple[str, ...],
                    kernel: str | None, workers: int | None, scheduler: str | None,
                    window: bool = False) -> Any:
-    """``summarize`` as a per-host map and a reduce (:mod:`tracelens.engine`), the
-    per-row filters (category, kernel) applied on each host. With ``window``: (the summary,
-    ``report``'s step-timeline window, chosen as :mod:`tracelens.engine_window` says)."""
+    """``summarize`` as a per-host map and a reduce (:func:`tracelens.engine.run_tasks`),
+    the per-row filters (category, kernel) applied on each host. With ``window``: (the
+    summary, ``report``'s step-timeline window: its hosts' files read a second time for the
+    shown devices' activities)."""
+    from tracelens.analyze.summary_analysis import SummaryAnalysis
     from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.engine import MapOptions
-    from tracelens.engine_jobs import summary_job, summary_of
-    from tracelens.analyze.window_parts import WindowOptions
-    from tracelens.engine_window import window_of
+    from tracelens.analyze.window_parts import Round2, WindowChoice, WindowEvents, WindowOptions
+    from tracelens.engine import EngineOptions, LoadOptions, run_again, run_tasks
     from tracelens.filters import Filters
+    from tracelens.protocol import Task
 
     rows = Filters(categories=categories, kernel=kernel)
     opts = SummaryOptions(device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs,
                           filters=rows if rows.active() else None)
+    load = LoadOptions(load_rule_files(rules_files), step_marker)
+    engine = EngineOptions(workers, scheduler)
+    tasks: list[Task[Any]] = [Task(SummaryAnalysis(), opts)]
     shown = WindowOptions(device, step, rows if rows.active() else None) if window else None
-    rules = load_rule_files(rules_files)
-    job = summary_job(paths, opts, rules, step_marker, workers, scheduler, shown)
-    check_known(paths, device, step, [s for h in job.hosts for s in h.steps],
-                job.meta.steps_source, [d for h in job.hosts for d in h.devices])
+    if shown is not None:
+        tasks.append(Task(WindowChoice(), shown))
+    results, job = run_tasks(tasks, paths, load, engine, check=lambda job: check_known(
+        paths, device, step, [s for h in job.hosts for s in h.steps], job.meta.steps_source,
+        [d for h in job.hosts for d in h.devices]))
     if shown is None:
-        return summary_of(job, opts)
-    return summary_of(job, opts), window_of(job, MapOptions(rules, step_marker), shown,
-                                            workers, scheduler)
+        return results[0]
+    chosen = results[1]
+    if chosen is None:
+        return results[0], None
+    return results[0], run_again(WindowEvents(), job,
+                                 [(i, Round2(i, chosen, shown)) for i in chosen.owners],
+                                 Round2(-1, chosen, shown), load, engine)
 
 
 def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],
@@ -292,10 +301,13 @@ def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],
                        ) -> tuple[Any, str, dict[str, Any]]:
     """``collectives`` as a per-host map and a reduce: (the typed result, the steps source,
     the filters in force)."""
-    from tracelens.engine_jobs import collectives_job, collectives_of
+    from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
+    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
     from tracelens.filters import Filters
+    from tracelens.protocol import Task
 
     rows = Filters(categories=categories, kernel=kernel)
-    job = collectives_job(paths, rows, load_rule_files(rules_files), step_marker, workers,
-                          scheduler)
-    return collectives_of(job, top), job.meta.steps_source, rows.active()
+    results, job = run_tasks([Task(CollectivesAnalysis(), CollectivesOptions(rows, top))],
+                             paths, LoadOptions(load_rule_files(rules_files), step_marker),
+                             EngineOptions(workers, scheduler))
+    return results[0], job.meta.steps_source, rows.active()

@@ -32,16 +32,19 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import polars as pl
 
 from tracelens.combine import Placement, job_meta, plan
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
-from tracelens.model import Trace, TraceMeta
+from tracelens.model import TraceMeta
 from tracelens.protocol import Analysis, JobPlan, Task
 from tracelens.reading import default_workers, file_size, spawn_safe
+
+if TYPE_CHECKING:
+    from tracelens.classify import RuleSet
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -359,26 +362,21 @@ class HostFile:
 
 @dataclass(frozen=True)
 class MapOptions:
-    """What every host's map needs: the loader's options, the partials to compute and their
-    options (``params``, read by the partial functions)."""
+    """What every host's map needs: the loader's options and the tasks (analyses and their
+    options, :class:`tracelens.protocol.Task`) whose partials it computes."""
 
-    rules: Any = None  # a tracelens.classify.RuleSet, or None for the built-in rules
+    rules: RuleSet | None = None  # None: the built-in rules
     step_marker: str | None = None
-    partials: tuple[str, ...] = ()
-    params: tuple[tuple[str, Any], ...] = ()
     threads: int | None = None  # decoder threads (None: the decoder's default)
     ends: bool = False  # send the collective ends even from a host on the wall clock
     tasks: tuple[Task[Any], ...] = ()  # the analyses whose partials every host computes
-
-    def param(self, name: str, default: Any = None) -> Any:
-        return dict(self.params).get(name, default)
 
 
 @dataclass
 class HostPartial:
     """What one host sends back: small and typed. ``meta``: the host's metadata as its
     loader left it (sources, warnings, hosts, processes, clock, decoder, steps source);
-    ``facts``: its job-check facts; ``partials``: name -> the partial the command asked for;
+    ``facts``: its job-check facts; ``parts``: each task's partial, in task order;
     ``steps``/``devices``: its step numbers and device ordinals (what ``--step`` and
     ``--device`` may name); ``ends``: its collectives' instance keys and ends (aligning
     hosts without a shared wall clock, whatever the command's filters; None from a host on
@@ -388,55 +386,12 @@ class HostPartial:
     path: str
     meta: TraceMeta
     facts: Facts
-    partials: dict[str, Any] = field(default_factory=dict)
     steps: tuple[int, ...] = ()
     devices: tuple[int, ...] = ()
     ends: pl.DataFrame | None = None
     active: pl.DataFrame = field(default_factory=pl.DataFrame)
     map_s: float = 0.0
     parts: tuple[object, ...] = ()  # one partial per task of MapOptions.tasks, in order
-
-
-PartialFn = Callable[[Trace, MapOptions], Any]
-
-
-def _summary(trace: Trace, options: MapOptions) -> Any:
-    """``summarize``'s partial under the command's SummaryOptions (param ``summary``), packed
-    to travel and wait small (:mod:`tracelens.analyze.packed`)."""
-    from tracelens.analyze.packed import pack_summary
-    from tracelens.analyze.summary import summary_partial
-
-    return pack_summary(summary_partial(trace, options.param("summary")))
-
-
-def _collectives(trace: Trace, options: MapOptions) -> Any:
-    """``collectives``' partial, after the per-row filters (param ``filters``)."""
-    from tracelens.analyze.collective_partials import collective_partial
-    from tracelens.filters import apply
-
-    filters = options.param("filters")
-    if filters is not None and filters.active():
-        trace = apply(trace, filters)
-    return collective_partial(trace)
-
-
-def _lens(trace: Trace, options: MapOptions) -> Any:
-    """``hlo``'s partial: what the HLO lens reads of the host's timeline."""
-    from tracelens.analyze.hlo_findings import lens_timeline
-
-    return lens_timeline(trace)
-
-
-def _window(trace: Trace, options: MapOptions) -> Any:
-    """``report``'s step-timeline choice (param ``window``, a WindowOptions)."""
-    from tracelens.analyze.window_parts import window_part
-
-    return window_part(trace, options.param("window"))
-
-
-PARTIALS: dict[str, PartialFn] = {"summary": _summary, "collectives": _collectives,
-                                  "lens": _lens, "window": _window}
-"""The partials a map can compute, by name: each takes one host's staged trace."""
 
 
 def map_host(host: HostFile, options: MapOptions) -> HostPartial:
@@ -446,10 +401,6 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
     t0 = time.perf_counter()
     trace, facts = load_host(host.path, host.arg, host.in_dir, options.rules,
                              options.step_marker, options.threads, host.notes)
-    unknown = [p for p in options.partials if p not in PARTIALS]
-    if unknown:
-        raise ValueError(f"unknown partials {unknown} (known: {sorted(PARTIALS)})")
-    partials = {name: PARTIALS[name](trace, options) for name in options.partials}
     parts = tuple(t.analysis.partial(trace, t.options) for t in options.tasks)
     from tracelens.instances import with_instance_keys
 
@@ -458,7 +409,7 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
         ends = with_instance_keys(trace.events).select("host", "rank", "instance_key",
                                                        "occurrence", "end_ns")
     trace.meta.op_costs = None  # per-op cost table: the partials carry what they need of it
-    return HostPartial(str(host.path), trace.meta, facts, partials,
+    return HostPartial(str(host.path), trace.meta, facts,
                        tuple(trace.steps["step"].unique().sort().to_list()),
                        tuple(trace.devices["device"].unique().sort().to_list()), ends,
                        trace.events.select("host", "rank").unique().sort("rank", "host"),
@@ -486,6 +437,7 @@ class Job:
     placements: list[Placement]
     hosts: list[HostPartial]
     files: list[HostFile] = field(default_factory=list)  # what each host was read from
+    plan: JobPlan | None = None  # set by run_tasks (job_plan: computed once per job)
 
 
 def host_files(paths: Sequence[str | Path], step_marker: str | None = None
@@ -553,7 +505,7 @@ def run_files(args: list[Path], files: list[HostFile], options: MapOptions,
     if job.meta.unaligned and missing:
         # hosts on the wall clock among hosts without one (rare): the job is aligned on
         # collective ends, which those hosts did not send; they are read again for them
-        again = replace(options, partials=(), ends=True)
+        again = replace(options, tasks=(), ends=True)
         found = run_map(functools.partial(map_host, options=again),
                         [files[i] for i in missing], n, scheduler, client=client)
         for i, h in zip(missing, found):
@@ -593,7 +545,7 @@ class LoadOptions:
     """How every host file is read: the classification rules (None: built-in) and the step
     marker (None: the reader's own steps)."""
 
-    rules: Any = None  # a tracelens.classify.RuleSet
+    rules: RuleSet | None = None
     step_marker: str | None = None
 
 
@@ -612,7 +564,7 @@ def job_plan(job: Job) -> JobPlan:
     from tracelens.align import host_shifts
     from tracelens.combine import place
 
-    shifts: tuple[tuple[str, int], ...] = ()
+    shifts: tuple[tuple[str, int], ...] | None = None
     alignment, unaligned = job.meta.alignment, job.meta.unaligned
     if unaligned and len(job.hosts) > 1:
         ends = pl.concat([place(h.ends, w) for h, w in zip(job.hosts, job.placements)])
@@ -625,16 +577,65 @@ def job_plan(job: Job) -> JobPlan:
 
 
 def run_tasks(tasks: Sequence[Task[Any]], paths: Sequence[str | Path],
-              load: LoadOptions = LoadOptions(), engine: EngineOptions = EngineOptions()
+              load: LoadOptions = LoadOptions(), engine: EngineOptions = EngineOptions(),
+              client: Any = None, check: Callable[[Job], None] | None = None,
+              found: tuple[list[Path], list[HostFile]] | None = None
               ) -> tuple[tuple[object, ...], Job]:
     """(each task's result, the job): every host read once, where :func:`engine_workers`
-    says, each task's partial computed on it, merged on the job's plan and finished."""
-    job = run_hosts(paths, MapOptions(load.rules, load.step_marker, tasks=tuple(tasks)),
-                    engine.workers, engine.scheduler)
-    where = job_plan(job)
+    says (on ``client`` when given: :func:`engine_client`), each task's partial computed on
+    it, merged on the job's plan and finished. ``check`` sees the job after the map, before
+    any merge (a command's own checks of what the hosts reported: ``--step``, ``--device``);
+    ``found``: the files of ``paths`` already discovered (:func:`host_files`)."""
+    args, files = found if found is not None else host_files(paths, load.step_marker)
+    job = run_files(args, files, MapOptions(load.rules, load.step_marker, tasks=tuple(tasks)),
+                    engine.workers, engine.scheduler, client)
+    if check is not None:
+        check(job)
+    where = job.plan = job_plan(job)
     results = tuple(t.analysis.finish(t.analysis.merge([h.parts[i] for h in job.hosts], where),
                                       t.options) for i, t in enumerate(tasks))
     return results, job
+
+
+@dataclass(frozen=True)
+class _Again:
+    """A later round's item: one host file of a job and the task to compute on it."""
+
+    host: HostFile
+    task: Task[Any]
+
+    @property
+    def path(self) -> Path:  # what a failed worker's error names (_unwrap)
+        return self.host.path
+
+
+def _map_again(item: _Again, options: MapOptions) -> object:
+    from tracelens.loader import load_host
+
+    host = item.host
+    trace, _ = load_host(host.path, host.arg, host.in_dir, options.rules, options.step_marker,
+                         options.threads, host.notes)
+    return item.task.analysis.partial(trace, item.task.options)
+
+
+def run_again(analysis: Analysis[Opt, P, R], job: Job, per_host: Sequence[tuple[int, Opt]],
+              options: Opt, load: LoadOptions = LoadOptions(),
+              engine: EngineOptions = EngineOptions(), client: Any = None) -> R:
+    """A later round of a multi-round analysis: host ``i``'s file read again for each
+    ``(i, its options)`` of ``per_host`` (what it needs of the earlier rounds), ``analysis``'s
+    partial computed on it, then merged (on the plan of those hosts) and finished under
+    ``options``."""
+    import functools
+
+    items = [_Again(job.files[i], Task(analysis, o)) for i, o in per_host]
+    n = engine_workers([it.host for it in items], engine.workers, engine.scheduler)
+    mapped = map_options(MapOptions(load.rules, load.step_marker), n, engine.scheduler)
+    parts = run_map(functools.partial(_map_again, options=mapped), items, n, engine.scheduler,
+                    client=client)
+    where = job.plan or job_plan(job)
+    sub = replace(where, placements=tuple(where.placements[i] for i, _ in per_host),
+                  steps_sources=tuple(where.steps_sources[i] for i, _ in per_host))
+    return analysis.finish(analysis.merge(parts, sub), options)  # type: ignore[arg-type]
 
 
 def run(analysis: Analysis[Opt, P, R], paths: Sequence[str | Path], options: Opt,

@@ -39,14 +39,14 @@ class JobPlan:
     ``placements[i]``: host i's rank offset, host name and wall-clock shift (what
     :func:`tracelens.combine.place` applies to a frame); ``shifts``: ns to add per (placed)
     host name when the hosts share no wall clock and were aligned on collective ends, else
-    empty; ``alignment``: how the job is aligned, in words (``meta.alignment``);
+    None; ``alignment``: how the job is aligned, in words (``meta.alignment``);
     ``unaligned``: the warning when they could not be; ``steps_sources``: each host's step
     source."""
 
     placements: tuple[Placement, ...]
     alignment: str = ""
     unaligned: str | None = None
-    shifts: tuple[tuple[str, int], ...] = ()
+    shifts: tuple[tuple[str, int], ...] | None = None
     steps_sources: tuple[str, ...] = ()
 
     def place(self, df: pl.DataFrame, i: int) -> pl.DataFrame:
@@ -54,7 +54,7 @@ class JobPlan:
         shifted by the wall-clock placement and the collective-end alignment."""
         out = place(df, self.placements[i])
         if self.shifts and "start_ns" in out.columns and "host" in out.columns:
-            by = pl.col("host").replace_strict(dict(self.shifts), default=0,
+            by = pl.col("host").cast(pl.String).replace_strict(dict(self.shifts), default=0,
                                                return_dtype=pl.Int64)
             out = out.with_columns(start_ns=pl.col("start_ns") + by,
                                    end_ns=pl.col("end_ns") + by)
@@ -68,7 +68,22 @@ class JobPlan:
     def of_trace(trace: Trace) -> "JobPlan":
         """The plan of a trace already combined by the loader: one part, already placed."""
         return JobPlan((Placement(0, None, 0),), trace.meta.alignment,
-                       trace.meta.unaligned, (), (trace.meta.steps_source,))
+                       trace.meta.unaligned, None, (trace.meta.steps_source,))
+
+    @property
+    def shift_of(self) -> dict[str, int] | None:
+        """:attr:`shifts` as a mapping (None: the hosts were not aligned on collective
+        ends)."""
+        return None if self.shifts is None else dict(self.shifts)
+
+    @property
+    def steps_source(self) -> str:
+        """The job's step source: one host keeps its own; several hosts their distinct
+        sources joined with ``+``."""
+        if len(self.steps_sources) == 1:
+            return self.steps_sources[0]
+        found = sorted(set(self.steps_sources))
+        return found[0] if len(found) == 1 else "+".join(found)
 
 
 class Analysis(Protocol[Opt, P, R]):

@@ -12,6 +12,7 @@ hosts: the only cross-host step, on the activity rows alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import polars as pl
 
@@ -20,7 +21,9 @@ from tracelens.analyze.collectives import collectives_from_activities, partial_a
     link_of
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, plan, place
+from tracelens.filters import Filters
 from tracelens.model import Trace, TraceMeta
+from tracelens.protocol import JobPlan
 from tracelens.results.collectives import Collectives
 
 
@@ -47,6 +50,8 @@ class MergedCollectives:
     unaligned: str | None
     placements: tuple[Placement, ...] = ()
     host_shift: dict[str, int] = field(default_factory=dict)
+    # each host's (host, rank) pairs with device activity after the filters, placed
+    host_ranks: tuple[pl.DataFrame, ...] = ()
 
 
 def collective_partial(trace: Trace) -> CollectivePartial:
@@ -91,3 +96,49 @@ def collectives_of_partials(parts: list[CollectivePartial], top: int = 10) -> Co
     merged = merge_collective_partials(parts)
     return collectives_from_activities(merged.acts, merged.alignment, top,
                                        link_of(merged.devices))
+
+
+@dataclass(frozen=True)
+class CollectivesOptions:
+    """``collectives``' options: the per-row filters applied on each host (a
+    :class:`tracelens.filters.Filters` of categories and kernel names, or None; a host filter
+    and a time window are job-wide) and how many worst instances to list."""
+
+    filters: Filters | None = None
+    top: int = 10
+
+
+class MergeCollectives:
+    """The job's collective activities placed and aligned (:class:`MergedCollectives`): the
+    first round of ``collectives``, ``compare`` and ``scaling``; its ``finish`` returns the
+    merged activities for the analyses built on them."""
+
+    def partial(self, trace: Trace, options: CollectivesOptions) -> CollectivePartial:
+        from tracelens.filters import apply
+
+        if options.filters is not None and options.filters.active():
+            trace = apply(trace, options.filters)
+        return collective_partial(trace)
+
+    def merge(self, parts: Sequence[CollectivePartial], plan: JobPlan) -> MergedCollectives:
+        acts = merge_activities([plan.place(p.acts, i) for i, p in enumerate(parts)],
+                                [Placement(0, None, 0)] * len(parts))
+        devices = pl.concat([place(p.devices, w) for p, w in zip(parts, plan.placements)])
+        return MergedCollectives(acts, devices, plan.alignment, plan.unaligned,
+                                 plan.placements, plan.shift_of or {},
+                                 tuple(place(p.hosts, w) for p, w in zip(parts,
+                                                                         plan.placements)))
+
+    def finish(self, part: MergedCollectives, options: CollectivesOptions
+               ) -> MergedCollectives:
+        return part
+
+
+class CollectivesAnalysis(MergeCollectives):
+    """``tracelens collectives``: per-type time, exposure and busbw, worst instances and
+    stragglers of the job (:func:`collectives_from_activities` of the merged activities)."""
+
+    def finish(self, part: MergedCollectives,  # type: ignore[override]
+               options: CollectivesOptions) -> Collectives:
+        return collectives_from_activities(part.acts, part.alignment, options.top,
+                                           link_of(part.devices))

@@ -11,7 +11,7 @@ with the reason.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import polars as pl
 
@@ -24,6 +24,9 @@ from tracelens.hlo.lens import (Finding, HostMap, ProgramLens, analyze_module, h
 from tracelens.hlo.index import decoded_module
 from tracelens.model import COMPUTE_CATEGORIES, Trace
 from tracelens.results.hlo import HloLensResult
+
+if TYPE_CHECKING:
+    from tracelens.protocol import JobPlan
 
 DEVICE_STEP = ["host", "rank", "device", "step"]
 
@@ -268,3 +271,35 @@ def require_programs(result: HloLensResult, path: object, program: str | None) -
     """A ``--program`` that matches nothing is an input error, not an empty report."""
     if program is not None and not result.programs:
         raise TraceInputError(path, f"no program named or numbered {program!r} in it")
+
+
+@dataclass(frozen=True)
+class LensOptions:
+    """``hlo``'s options on a trace: one program (name or id) or all, and the device-to-host
+    map (None: the job's own hosts)."""
+
+    program: str | None = None
+    hosts: HostMap | None = None
+
+
+class LensAnalysis:
+    """The HLO lens of a job on the Analysis protocol: each host's :class:`LensTimeline`,
+    placed (ranks, host names; step numbers and exposed times do not depend on the clock, so
+    no shift applies) and joined, then :func:`lens_of_timeline`."""
+
+    def partial(self, trace: Trace, options: LensOptions) -> LensTimeline:
+        return lens_timeline(trace)
+
+    def merge(self, parts: Sequence[LensTimeline], plan: "JobPlan") -> LensTimeline:
+        from tracelens.analyze.summary_merge import concat_lens
+        from tracelens.combine import place
+
+        placed = [replace(t, programs=place(t.programs, w), gpus=place(t.gpus, w),
+                          compute=place(t.compute, w), acts=place(t.acts, w),
+                          ran=None if t.ran is None else place(t.ran, w),
+                          hosts=(w.host,) if w.host is not None else t.hosts)
+                  for t, w in zip(parts, plan.placements)]
+        return concat_lens(placed)
+
+    def finish(self, part: LensTimeline, options: LensOptions) -> HloLensResult:
+        return lens_of_timeline(part, options.program, options.hosts)

@@ -11,11 +11,14 @@ and the few facts the counts and the HLO findings need. The final reduce is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 import polars as pl
 
 from tracelens.align import shift_ranks
-from tracelens.analyze.collective_partials import MergedCollectives
+from tracelens.analyze.collective_partials import (CollectivesOptions, MergeCollectives,
+                                                   MergedCollectives)
 from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from tracelens.analyze.scaling import (RunProfile, hlo_finding_texts, collective_types,
                                        component_frame, kernel_partial, profile_of,
@@ -25,7 +28,13 @@ from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, place
 from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace
+from tracelens.filters import Filters
 from tracelens.notices import steps_disagree
+
+if TYPE_CHECKING:
+    from tracelens.classify import RuleSet
+    from tracelens.engine import EngineOptions, HostFile, LoadOptions
+    from tracelens.protocol import JobPlan
 
 
 @dataclass(frozen=True)
@@ -119,3 +128,121 @@ def _warnings(parts: list[ProfilePartial], devices: pl.DataFrame,
     mixed = steps_disagree([p.steps_source for p in parts])
     return run_warnings([*found, *([mixed] if mixed else [])], devices,
                         [x for p in parts for x in p.paths])
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """A run's profile: its per-row filters (categories, kernel names) and the name it
+    carries (its path as given)."""
+
+    filters: Filters | None = None
+    path: str = ""
+
+
+def _narrowed(trace: Trace, filters: Filters | None) -> Trace:
+    from tracelens.filters import apply
+
+    return apply(trace, filters) if filters is not None and filters.active() else trace
+
+
+class WholeProfile:
+    """A run that is one host file: it holds every participant of its collectives, so it is
+    profiled whole in one round, as in one process."""
+
+    def partial(self, trace: Trace, options: ProfileOptions) -> tuple[RunProfile, str]:
+        from tracelens.analyze.scaling import profile
+
+        return profile(_narrowed(trace, options.filters), options.path), \
+            trace.meta.steps_source
+
+    def merge(self, parts: Sequence[tuple[RunProfile, str]], plan: "JobPlan"
+              ) -> tuple[RunProfile, str]:
+        return parts[0]
+
+    def finish(self, part: tuple[RunProfile, str], options: ProfileOptions
+               ) -> tuple[RunProfile, str]:
+        return part
+
+
+@dataclass(frozen=True)
+class HostRound:
+    """Round 2's options for one host: what it needs of round 1, and no other host's rows
+    (its placement, its hosts' clock shifts, its matched collective activities, the job's
+    collective types)."""
+
+    filters: Filters | None
+    where: Placement
+    host_shift: dict[str, int]
+    acts: pl.DataFrame
+    types: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunRound:
+    """Round 2's finish options: round 1's merge and match, and the run's name."""
+
+    merged: MergedCollectives
+    job: CollectiveAnalysis
+    path: str
+
+
+class HostProfile:
+    """Round 2 of a run of several host files: each host's :class:`ProfilePartial`, then
+    :func:`profile_of_partials`."""
+
+    def partial(self, trace: Trace, options: HostRound) -> ProfilePartial:
+        return host_profile_partial(_narrowed(trace, options.filters), options.where,
+                                    options.host_shift, options.acts, list(options.types))
+
+    def merge(self, parts: Sequence[ProfilePartial], plan: "JobPlan") -> list[ProfilePartial]:
+        return list(parts)
+
+    def finish(self, part: list[ProfilePartial], options: RunRound) -> RunProfile:
+        return profile_of_partials(part, options.merged, options.job, options.path)
+
+
+def run_profiles(paths: Sequence[Path], filters: Filters | None = None,
+                 rules: RuleSet | None = None, step_marker: str | None = None,
+                 workers: int | None = None, scheduler: str | None = None
+                 ) -> list[tuple[RunProfile, str]]:
+    """Per run: (its :class:`RunProfile`, its steps source), equal to ``profile(apply(load(
+    [path]), filters), str(path))``; ``filters``: categories and kernel names only (a host
+    filter and a time window are job-wide). Every run's host files are found first; the
+    rounds of all runs share one cluster, sized by :func:`~tracelens.engine.engine_workers`
+    for all of them."""
+    from tracelens.engine import (EngineOptions, LoadOptions, engine_client, engine_workers,
+                                  host_files)
+
+    load = LoadOptions(rules, step_marker)
+    found = [host_files([p], step_marker) for p in paths]
+    n = engine_workers([f for _, files in found for f in files], workers, scheduler)
+    with engine_client(n, scheduler) as client:
+        return [_run_profile(p, found_p, filters, load, EngineOptions(n, scheduler), client)
+                for p, found_p in zip(paths, found)]
+
+
+def _run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
+                 filters: Filters | None, load: "LoadOptions", engine: "EngineOptions",
+                 client: object) -> tuple[RunProfile, str]:
+    """The rounds of one run (the module doc) on ``client`` (None: in this process)."""
+    from tracelens.engine import run_again, run_tasks
+    from tracelens.protocol import Task
+
+    if len(found[1]) == 1:
+        results, _ = run_tasks([Task(WholeProfile(), ProfileOptions(filters, str(path)))],
+                               [path], load, engine, client, found=found)
+        return results[0]  # type: ignore[return-value]
+    results, job = run_tasks([Task(MergeCollectives(), CollectivesOptions(filters))], [path],
+                             load, engine, client, found=found)
+    merged: MergedCollectives = results[0]  # type: ignore[assignment]
+    analysis = match_job(merged)
+    types = tuple(collective_types(analysis.activities))
+    per_host = []
+    for i, (mine, where) in enumerate(zip(merged.host_ranks, job.placements)):
+        own = set(mine["host"].to_list())
+        per_host.append((i, HostRound(
+            filters, where, {k: v for k, v in merged.host_shift.items() if k in own},
+            analysis.activities.join(mine, on=["host", "rank"], how="semi"), types)))
+    profile = run_again(HostProfile(), job, per_host, RunRound(merged, analysis, str(path)),
+                        load, engine, client)
+    return profile, job.meta.steps_source

@@ -108,8 +108,8 @@ def finish_window(ev: pl.DataFrame, step: int | None, lo: int, hi: int, shown: p
 def timeline_window(trace: Trace, step: int | None = None, max_devices: int = 8,
                     max_events: int = 20_000) -> TimelineWindow | None:
     """The window to draw (None when the trace has no device activity). The engine
-    (:mod:`tracelens.engine_jobs`) makes the same choice from per-host parts with the same
-    functions."""
+    (:class:`tracelens.analyze.window_parts.WindowChoice`) makes the same choice from
+    per-host parts with the same functions."""
     ev = trace.events.select(COLUMNS)
     if ev.is_empty():
         return None
