@@ -412,15 +412,14 @@ def test_sigterm_tears_the_local_cluster_down(job16: Path, tmp_path: Path) -> No
 
 # -- compare and scaling: each run's profile in two rounds of per-host maps ---------------------
 
-def _loaded_profiles(paths, filters=None, rules=None, step_marker=None, workers=None,
-                     scheduler=None):
+def _loaded_profiles(paths, filters=None, load_options=None, engine=None):
     """The one-process path the engine replaces: each run loaded whole, filtered, profiled."""
     from tracelens.analyze.scaling import profile
     from tracelens.filters import apply
 
     out = []
     for path in paths:
-        trace = load([path], rules=rules, step_marker=step_marker)
+        trace = load([path], rules=load_options.rules, step_marker=load_options.step_marker)
         if filters is not None and filters.active():
             trace = apply(trace, filters)
         out.append((profile(trace, str(path)), trace.meta.steps_source))
@@ -518,11 +517,17 @@ def _report_loaded(path: Path, step: int | None = None, device: int | None = Non
     """The report's HTML from the whole job loaded in one process (the path of --host)."""
     import re
 
-    from reports.html import render_html
-    from tracelens.cli import _report_in_process
+    from dataclasses import replace
 
-    summary, window = _report_in_process((path,), (), True, step_marker, device, step, 100,
-                                         None, None, (), None, (), None)
+    from reports.html import render_html
+    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.window import timeline_window
+
+    trace = load([path], step_marker=step_marker)
+    summary = summarize(trace, device=device, step=step, top=100)
+    shown = trace if device is None else replace(
+        trace, events=trace.events.filter(pl.col("device") == device))
+    window = timeline_window(shown, step=step, max_devices=4, max_events=1500)
     return re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d UTC", b"T",
                   render_html(summary, window=window).encode())
 

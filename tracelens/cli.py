@@ -14,11 +14,11 @@ from typing import Any
 import click
 
 from tracelens import __version__
-from tracelens.cli_common import (apply_filters, busy, check_device_and_step,
-                                  check_output_path, common_options, engine_collectives,
-                                  engine_options, engine_summary, fail_with, filter_options,
-                                  format_option, gpu_options, guarded, html_option,
-                                  load_gpu_specs, load_rule_files, load_trace, print_result,
+from tracelens.cli_common import (JobInputs, apply_filters, check_output_path,
+                                  common_options, engine_collectives, engine_options,
+                                  engine_summary, fail_with, filter_options, format_option,
+                                  gpu_options, guarded, html_option, load_gpu_specs,
+                                  load_rule_files, load_trace, print_result,
                                   step_marker_option)
 from tracelens.errors import TraceInputError
 
@@ -39,23 +39,6 @@ def _fewer_collections() -> None:
     old = gc.get_threshold()
     gc.set_threshold(100_000, *old[1:])
     click.get_current_context().call_on_close(lambda: gc.set_threshold(*old))
-
-
-def _summary_here(paths: tuple[Path, ...], rules_files: tuple[str, ...], quiet: bool,
-                  step_marker: str | None, categories: tuple[str, ...], kernel: str | None,
-                  hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
-                  device: int | None, step: int | None, top: int, gpu: str | None,
-                  extra_specs: Any) -> tuple[Any, Any]:
-    """(the trace, its typed Summary) with every host loaded in this process: the path of
-    ``summarize`` and ``report`` when a host filter or time window (job-wide) is given."""
-    from tracelens.analyze.summary import summarize as build
-
-    trace = load_trace(paths, rules_files, quiet, step_marker)
-    trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    check_device_and_step(trace, paths, device, step)
-    with busy("analyzing", quiet):
-        return trace, build(trace, device=device, step=step, top=top, gpu=gpu,
-                            gpu_specs=extra_specs).with_filters(active)
 
 
 @main.command()
@@ -86,12 +69,9 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     from reports import summary as render
 
     extra_specs = load_gpu_specs(gpu, gpu_specs)
-    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
-        result = engine_summary(paths, rules_files, step_marker, device, step, top, gpu,
-                                extra_specs, categories, kernel, workers, scheduler)
-    else:
-        _, result = _summary_here(paths, rules_files, quiet, step_marker, categories, kernel,
-                                  hosts, time_window, device, step, top, gpu, extra_specs)
+    result = engine_summary(JobInputs(paths, rules_files, step_marker, categories, kernel,
+                                      hosts, time_window, workers, scheduler, quiet),
+                            device, step, top, gpu, extra_specs)
     shown = replace(result, warnings=()) if quiet and fmt == "table" else result
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
@@ -152,19 +132,13 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | 
                 scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
                 debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
-    from tracelens.analyze.collectives import analyze, link_of
     from tracelens.results.jsonify import collectives_json
     from reports import collectives as render
 
-    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
-        res, steps_source, active = engine_collectives(
-            paths, rules_files, step_marker, top, categories, kernel, workers, scheduler)
-    else:
-        trace = load_trace(paths, rules_files, quiet, step_marker)
-        trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-        res = analyze(trace.events, trace.meta.alignment, top=top,
-                      link_gb_per_s=link_of(trace.devices))
-        steps_source = trace.meta.steps_source
+    job_in = JobInputs(paths, rules_files, step_marker, categories, kernel, hosts,
+                       time_window, workers, scheduler, quiet)
+    res, steps_source = engine_collectives(job_in, top)
+    active = job_in.active()
     rep: dict[str, Any] = dict(collectives_json(res))
     rep["steps_source"] = steps_source
     if active:
@@ -197,26 +171,13 @@ def _profiles(runs: tuple[Path, ...], step_marker: str | None, categories: tuple
               time_window: tuple[int | None, int | None] | None, workers: int | None,
               scheduler: str | None, rules_files: tuple[str, ...]
               ) -> tuple[list[tuple[Any, str]], dict[str, Any]]:
-    """Each run's (RunProfile, steps source) and the filters in force: per host on the
-    engine (README, "Many hosts"), or every host of a run loaded in this process for
-    ``--host`` or ``--time`` (decided on the whole run)."""
-    from tracelens.filters import Filters
+    """Each run's (RunProfile, steps source) and the filters in force (per host on the
+    engine, or each run loaded whole for the job-wide ``--host``/``--time``)."""
+    from tracelens.analyze.profile_partials import run_profiles
 
-    rules = load_rule_files(rules_files)
-    if not hosts and time_window is None:
-        from tracelens.analyze.profile_partials import run_profiles
-
-        rows = Filters(categories=categories, kernel=kernel)
-        return run_profiles(runs, rows, rules, step_marker, workers, scheduler), rows.active()
-    from tracelens.analyze.scaling import profile
-    from tracelens.loader import load
-
-    found, active = [], {}
-    for r in runs:
-        trace, active = apply_filters(load([r], rules=rules, step_marker=step_marker), (r,),
-                                      categories, kernel, hosts, time_window)
-        found.append((profile(trace, str(r)), trace.meta.steps_source))
-    return found, active
+    job_in = JobInputs(runs, rules_files, step_marker, categories, kernel, hosts, time_window,
+                       workers, scheduler, True)
+    return run_profiles(runs, job_in.rows(), job_in.load(), job_in.engine()), job_in.active()
 
 
 @main.command()
@@ -390,14 +351,10 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
 
     check_output_path(output, paths, "-o")  # fail before reading (possibly large) inputs
     extra_specs = load_gpu_specs(gpu, gpu_specs)
-    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
-        summary, window = engine_summary(paths, rules_files, step_marker, device, step, top,
-                                         gpu, extra_specs, categories, kernel, workers,
-                                         scheduler, window=True)
-    else:
-        summary, window = _report_in_process(paths, rules_files, quiet, step_marker, device,
-                                             step, top, gpu, extra_specs, categories,
-                                             kernel, hosts, time_window)
+    summary, window = engine_summary(JobInputs(paths, rules_files, step_marker, categories,
+                                               kernel, hosts, time_window, workers, scheduler,
+                                               quiet),
+                                     device, step, top, gpu, extra_specs, window=True)
     html = render_html(summary, title=title, window=window)
     try:
         output.write_text(html, encoding="utf-8")
@@ -405,26 +362,6 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
         fail_with(f"{output}: cannot write the report: {exc.strerror or exc}", debug)
     if not quiet:
         click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)", err=True)
-
-
-def _report_in_process(paths: tuple[Path, ...], rules_files: tuple[str, ...], quiet: bool,
-                       step_marker: str | None, device: int | None, step: int | None,
-                       top: int, gpu: str | None, extra_specs: Any,
-                       categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
-                       time_window: tuple[int | None, int | None] | None) -> tuple[Any, Any]:
-    """``report``'s summary and window from the whole job loaded here (the host and time
-    filters are job-wide)."""
-    from dataclasses import replace
-
-    import polars as pl
-
-    from tracelens.analyze.window import timeline_window
-
-    trace, summary = _summary_here(paths, rules_files, quiet, step_marker, categories, kernel,
-                                   hosts, time_window, device, step, top, gpu, extra_specs)
-    shown = trace if device is None else replace(
-        trace, events=trace.events.filter(pl.col("device") == device))
-    return summary, timeline_window(shown, step=step, max_devices=4, max_events=1500)
 
 
 @main.command()

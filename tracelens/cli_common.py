@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -257,27 +258,69 @@ def engine_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
-                   step_marker: str | None, device: int | None, step: int | None, top: int,
-                   gpu: str | None, extra_specs: Any, categories: tuple[str, ...],
-                   kernel: str | None, workers: int | None, scheduler: str | None,
-                   window: bool = False) -> Any:
-    """``summarize`` as a per-host map and a reduce (:func:`tracelens.engine.run_tasks`),
-    the per-row filters (category, kernel) applied on each host. With ``window``: (the
+@dataclass(frozen=True)
+class JobInputs:
+    """What every analysis command reads and where: the paths, the loader's options, the
+    filters (per row: ``categories``, ``kernel``; job-wide: ``hosts``, ``time``) and the
+    engine's options -- gathered once from the command line."""
+
+    paths: tuple[Path, ...]
+    rules_files: tuple[str, ...] = ()
+    step_marker: str | None = None
+    categories: tuple[str, ...] = ()
+    kernel: str | None = None
+    hosts: tuple[str, ...] = ()
+    time: tuple[int | None, int | None] | None = None
+    workers: int | None = None
+    scheduler: str | None = None
+    quiet: bool = False
+
+    def load(self) -> Any:
+        """The engine's :class:`~tracelens.engine.LoadOptions` (the job-wide filters make
+        it load the job whole, with the progress bar)."""
+        from tracelens.engine import LoadOptions
+
+        progress = progress_bar(list(self.paths), self.quiet) if self.hosts or \
+            self.time is not None else None
+        return LoadOptions(load_rule_files(self.rules_files), self.step_marker, self.hosts,
+                           self.time, progress)
+
+    def engine(self) -> Any:
+        from tracelens.engine import EngineOptions
+
+        return EngineOptions(self.workers, self.scheduler)
+
+    def rows(self) -> Any:
+        """The per-row filters (a :class:`tracelens.filters.Filters`)."""
+        from tracelens.filters import Filters
+
+        return Filters(categories=self.categories, kernel=self.kernel)
+
+    def active(self) -> dict[str, object]:
+        """Every filter in force, for the outputs' ``filters`` record."""
+        from tracelens.filters import Filters
+
+        return Filters(hosts=self.hosts, categories=self.categories, kernel=self.kernel,
+                       time=self.time).active()
+
+
+def engine_summary(job_in: JobInputs, device: int | None, step: int | None, top: int,
+                   gpu: str | None, extra_specs: Any, window: bool = False) -> Any:
+    """``summarize`` (:func:`tracelens.engine.run_tasks`: per host, or the job loaded whole
+    for job-wide filters), the per-row filters applied on each host. With ``window``: (the
     summary, ``report``'s step-timeline window: its hosts' files read a second time for the
     shown devices' activities)."""
     from tracelens.analyze.summary_analysis import SummaryAnalysis
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.analyze.window_parts import Round2, WindowChoice, WindowEvents, WindowOptions
-    from tracelens.engine import EngineOptions, LoadOptions, run_again, run_tasks
-    from tracelens.filters import Filters
+    from tracelens.engine import run_again, run_tasks
     from tracelens.protocol import Task
 
-    rows = Filters(categories=categories, kernel=kernel)
+    rows = job_in.rows()
+    paths = job_in.paths
     opts = SummaryOptions(device=device, step=step, top=top, gpu=gpu, gpu_specs=extra_specs,
                           filters=rows if rows.active() else None)
-    load = LoadOptions(load_rule_files(rules_files), step_marker)
-    engine = EngineOptions(workers, scheduler)
+    load, engine = job_in.load(), job_in.engine()
     tasks: list[Task[Any]] = [Task(SummaryAnalysis(), opts)]
     shown = WindowOptions(device, step, rows if rows.active() else None) if window else None
     if shown is not None:
@@ -285,29 +328,25 @@ def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
     results, job = run_tasks(tasks, paths, load, engine, check=lambda job: check_known(
         paths, device, step, [s for h in job.hosts for s in h.steps], job.meta.steps_source,
         [d for h in job.hosts for d in h.devices]))
+    summary = results[0].with_filters(job_in.active())  # type: ignore[attr-defined]
     if shown is None:
-        return results[0]
+        return summary
     chosen = results[1]
     if chosen is None:
-        return results[0], None
-    return results[0], run_again(WindowEvents(), job,
-                                 [(i, Round2(i, chosen, shown)) for i in chosen.owners],
-                                 Round2(-1, chosen, shown), load, engine)
+        return summary, None
+    return summary, run_again(WindowEvents(), job,
+                              [(i, Round2(i, chosen, shown)) for i in chosen.owners],
+                              Round2(-1, chosen, shown), load, engine)
 
 
-def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],
-                       step_marker: str | None, top: int, categories: tuple[str, ...],
-                       kernel: str | None, workers: int | None, scheduler: str | None
-                       ) -> tuple[Any, str, dict[str, Any]]:
-    """``collectives`` as a per-host map and a reduce: (the typed result, the steps source,
-    the filters in force)."""
+def engine_collectives(job_in: JobInputs, top: int) -> tuple[Any, str]:
+    """``collectives`` (per host, or the job loaded whole for job-wide filters): (the typed
+    result, the steps source)."""
     from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
-    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
-    from tracelens.filters import Filters
+    from tracelens.engine import run_tasks
     from tracelens.protocol import Task
 
-    rows = Filters(categories=categories, kernel=kernel)
-    results, job = run_tasks([Task(CollectivesAnalysis(), CollectivesOptions(rows, top))],
-                             paths, LoadOptions(load_rule_files(rules_files), step_marker),
-                             EngineOptions(workers, scheduler))
-    return results[0], job.meta.steps_source, rows.active()
+    results, job = run_tasks([Task(CollectivesAnalysis(),
+                                   CollectivesOptions(job_in.rows(), top))],
+                             job_in.paths, job_in.load(), job_in.engine())
+    return results[0], job.meta.steps_source

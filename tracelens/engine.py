@@ -39,7 +39,7 @@ import polars as pl
 from tracelens.combine import Placement, job_meta, plan
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
-from tracelens.model import TraceMeta
+from tracelens.model import Trace, TraceMeta
 from tracelens.protocol import Analysis, JobPlan, Task
 from tracelens.reading import default_workers, file_size, spawn_safe
 
@@ -385,7 +385,7 @@ class HostPartial:
 
     path: str
     meta: TraceMeta
-    facts: Facts
+    facts: Facts | None  # None: the job was loaded whole in this process
     steps: tuple[int, ...] = ()
     devices: tuple[int, ...] = ()
     ends: pl.DataFrame | None = None
@@ -438,6 +438,7 @@ class Job:
     hosts: list[HostPartial]
     files: list[HostFile] = field(default_factory=list)  # what each host was read from
     plan: JobPlan | None = None  # set by run_tasks (job_plan: computed once per job)
+    trace: Trace | None = None  # the whole job, when it was loaded in this process
 
 
 def host_files(paths: Sequence[str | Path], step_marker: str | None = None
@@ -457,7 +458,7 @@ def reduce_hosts(hosts: list[HostPartial], args: list[Path]) -> Job:
     """Check the hosts are one job, place them (ranks, host names, clock shifts) and build
     the job's metadata, in the order the loader builds it."""
     if len(hosts) > 1:
-        check_one_job([h.facts for h in hosts], args)
+        check_one_job([h.facts for h in hosts if h.facts is not None], args)
     how = plan([h.meta for h in hosts])
     if len(hosts) == 1:  # one part keeps its own metadata, as combine() keeps it
         meta = hosts[0].meta
@@ -542,11 +543,20 @@ def engine_workers(files: Sequence[HostFile], workers: int | None,
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How every host file is read: the classification rules (None: built-in) and the step
-    marker (None: the reader's own steps)."""
+    """How the job is read: the classification rules (None: built-in), the step marker
+    (None: the reader's own steps) and the job-wide filters, which need every host at once
+    (``hosts`` kept, a ``time`` window from the job's zero: ``--host``, ``--time``); with them
+    the job is loaded whole in this process (``progress``: the loader's progress callback)."""
 
     rules: RuleSet | None = None
     step_marker: str | None = None
+    hosts: tuple[str, ...] = ()
+    time: tuple[int | None, int | None] | None = None
+    progress: Callable[..., object] | None = field(default=None, compare=False)
+
+    @property
+    def job_wide(self) -> bool:
+        return bool(self.hosts) or self.time is not None
 
 
 @dataclass(frozen=True)
@@ -586,6 +596,14 @@ def run_tasks(tasks: Sequence[Task[Any]], paths: Sequence[str | Path],
     it, merged on the job's plan and finished. ``check`` sees the job after the map, before
     any merge (a command's own checks of what the hosts reported: ``--step``, ``--device``);
     ``found``: the files of ``paths`` already discovered (:func:`host_files`)."""
+    if load.job_wide:
+        job = _job_here(paths, load)
+        if check is not None:
+            check(job)
+        assert job.trace is not None and job.plan is not None
+        return tuple(t.analysis.finish(t.analysis.merge([t.analysis.partial(job.trace, t.options)],
+                                                        job.plan), t.options)
+                     for t in tasks), job
     args, files = found if found is not None else host_files(paths, load.step_marker)
     job = run_files(args, files, MapOptions(load.rules, load.step_marker, tasks=tuple(tasks)),
                     engine.workers, engine.scheduler, client)
@@ -627,6 +645,10 @@ def run_again(analysis: Analysis[Opt, P, R], job: Job, per_host: Sequence[tuple[
     ``options``."""
     import functools
 
+    if job.trace is not None:  # the job loaded whole here: nothing to read again
+        parts = [analysis.partial(job.trace, o) for _, o in per_host]
+        return analysis.finish(analysis.merge(parts, job.plan or JobPlan.of_trace(job.trace)),
+                               options)
     items = [_Again(job.files[i], Task(analysis, o)) for i, o in per_host]
     n = engine_workers([it.host for it in items], engine.workers, engine.scheduler)
     mapped = map_options(MapOptions(load.rules, load.step_marker), n, engine.scheduler)
@@ -636,6 +658,25 @@ def run_again(analysis: Analysis[Opt, P, R], job: Job, per_host: Sequence[tuple[
     sub = replace(where, placements=tuple(where.placements[i] for i, _ in per_host),
                   steps_sources=tuple(where.steps_sources[i] for i, _ in per_host))
     return analysis.finish(analysis.merge(parts, sub), options)  # type: ignore[arg-type]
+
+
+def _job_here(paths: Sequence[str | Path], load: LoadOptions) -> Job:
+    """The job loaded whole in this process and narrowed by the job-wide filters: one
+    part, already combined and aligned by the loader."""
+    from tracelens.filters import Filters, apply
+    from tracelens.loader import load as load_job
+
+    trace = load_job(list(paths), rules=load.rules, progress=load.progress,
+                     step_marker=load.step_marker)
+    try:
+        trace = apply(trace, Filters(hosts=load.hosts, time=load.time))
+    except ValueError as exc:
+        raise TraceInputError(Path(", ".join(str(p) for p in paths)), str(exc)) from None
+    host = HostPartial(", ".join(str(p) for p in paths), trace.meta, None,
+                       tuple(trace.steps["step"].to_list()),
+                       tuple(trace.devices["device"].to_list()))
+    return Job(trace.meta, [Placement(0, None, 0)], [host], plan=JobPlan.of_trace(trace),
+               trace=trace)
 
 
 def run(analysis: Analysis[Opt, P, R], paths: Sequence[str | Path], options: Opt,

@@ -32,7 +32,6 @@ from tracelens.filters import Filters
 from tracelens.notices import steps_disagree
 
 if TYPE_CHECKING:
-    from tracelens.classify import RuleSet
     from tracelens.engine import EngineOptions, HostFile, LoadOptions
     from tracelens.protocol import JobPlan
 
@@ -202,23 +201,26 @@ class HostProfile:
 
 
 def run_profiles(paths: Sequence[Path], filters: Filters | None = None,
-                 rules: RuleSet | None = None, step_marker: str | None = None,
-                 workers: int | None = None, scheduler: str | None = None
+                 load: "LoadOptions | None" = None, engine: "EngineOptions | None" = None
                  ) -> list[tuple[RunProfile, str]]:
     """Per run: (its :class:`RunProfile`, its steps source), equal to ``profile(apply(load(
-    [path]), filters), str(path))``; ``filters``: categories and kernel names only (a host
-    filter and a time window are job-wide). Every run's host files are found first; the
-    rounds of all runs share one cluster, sized by :func:`~tracelens.engine.engine_workers`
-    for all of them."""
+    [path]), filters), str(path))``; ``filters``: categories and kernel names (the job-wide
+    ones are in ``load``: each run is then loaded whole). Every run's host files are found
+    first; the rounds of all runs share one cluster, sized by
+    :func:`~tracelens.engine.engine_workers` for all of them."""
     from tracelens.engine import (EngineOptions, LoadOptions, engine_client, engine_workers,
                                   host_files)
 
-    load = LoadOptions(rules, step_marker)
-    found = [host_files([p], step_marker) for p in paths]
-    n = engine_workers([f for _, files in found for f in files], workers, scheduler)
-    with engine_client(n, scheduler) as client:
-        return [_run_profile(p, found_p, filters, load, EngineOptions(n, scheduler), client)
-                for p, found_p in zip(paths, found)]
+    load = load or LoadOptions()
+    engine = engine or EngineOptions()
+    if load.job_wide:
+        return [_run_profile(p, ([p], []), filters, load, engine, None) for p in paths]
+    found = [host_files([p], load.step_marker) for p in paths]
+    n = engine_workers([f for _, files in found for f in files], engine.workers,
+                       engine.scheduler)
+    with engine_client(n, engine.scheduler) as client:
+        return [_run_profile(p, found_p, filters, load, EngineOptions(n, engine.scheduler),
+                             client) for p, found_p in zip(paths, found)]
 
 
 def _run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
@@ -228,7 +230,7 @@ def _run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
     from tracelens.engine import run_again, run_tasks
     from tracelens.protocol import Task
 
-    if len(found[1]) == 1:
+    if len(found[1]) == 1 or load.job_wide:  # loaded whole: one round
         results, _ = run_tasks([Task(WholeProfile(), ProfileOptions(filters, str(path)))],
                                [path], load, engine, client, found=found)
         return results[0]  # type: ignore[return-value]

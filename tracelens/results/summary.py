@@ -238,5 +238,11 @@ class Summary:
                 "stragglers": [s for s in rep["stragglers"] if s["times_last"]][:3]}
 
     def with_filters(self, extra: dict[str, Any]) -> "Summary":
+        """The summary with more filters recorded, in the one order every path writes:
+        ``device``, ``step``, then :meth:`tracelens.filters.Filters.active`'s."""
         from dataclasses import replace
-        return replace(self, filters={**self.filters, **extra})
+        merged = {**self.filters, **extra}
+        order = ("device", "step", "host", "category", "kernel", "time_ns")
+        return replace(self, filters={k: merged[k] for k in
+                                      sorted(merged, key=lambda k: (order.index(k)
+                                                                    if k in order else 99))})
