@@ -39,11 +39,11 @@ def __getattr__(name: str) -> object:
     if name == "to_json":
         from tracelens.results.encode import to_json
         return to_json
-    if name in ("TraceAnalysis", "load_analysis"):
+    if name in ("TraceAnalysis", "load_analysis", "compare", "scaling"):
         from tracelens import analysis
         return getattr(analysis, name)
     raise AttributeError(f"module 'tracelens' has no attribute {name!r}")
 
 
-__all__ = ["Trace", "TraceAnalysis", "load", "load_analysis", "summarize", "to_json",
-           "__version__"]
+__all__ = ["Trace", "TraceAnalysis", "compare", "load", "load_analysis", "scaling",
+           "summarize", "to_json", "__version__"]

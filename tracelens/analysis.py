@@ -12,37 +12,81 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Sequence, TypeVar
 
 import polars as pl
 
 from tracelens.model import Trace
 from tracelens.results.collectives import Collectives
+from tracelens.results.hlo import HloLensResult
 from tracelens.results.runs import Comparison, Scaling
 from tracelens.results.summary import Summary
 
 if TYPE_CHECKING:
     from tracelens.analyze.scaling import RunProfile
+    from tracelens.analyze.window import TimelineWindow
+    from tracelens.classify import RuleSet
+    from tracelens.protocol import Analysis
+
+Opt = TypeVar("Opt")
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 class TraceAnalysis:
-    """Answers about one trace, each computed on first use and kept.
+    """Answers about one job, each computed on first use and kept.
+
+    ``source``: trace file(s) or folder(s) (what ``tracelens summarize`` takes), or a
+    :class:`~tracelens.model.Trace` already loaded. From paths, the job-level answers
+    (:attr:`summary`, :attr:`collectives`, :attr:`hlo`, :attr:`profile`, :meth:`window`) run
+    per host on the engine, in this process or on Dask (``workers``, ``scheduler``, as
+    ``--workers``/``--scheduler``: a 128-host job from a notebook never holds every host's
+    events at once); the frame answers (:attr:`timeline`, :attr:`kernels`, ...) need the
+    events and load the whole job here on first use (:attr:`trace`).
 
     >>> import tracelens
-    >>> a = TraceAnalysis(tracelens.load("sample_traces/mi300x_8gpu_llama_step.xplane.pb"))
+    >>> a = TraceAnalysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
     >>> a.timeline.select("device", "busy_ns", "exposed_comm_ns").head(2).rows()
     [(0, 16674187, 6320112), (1, 16659881, 6309093)]
     >>> a.timeline is a.timeline   # computed once
     True
+    >>> a.summary.headline.active_devices == TraceAnalysis(a.trace).summary.headline.active_devices
+    True
     """
 
-    def __init__(self, trace: Trace, gpu: str | None = None,
-                 gpu_specs: str | Path | None = None) -> None:
+    def __init__(self, source: "Trace | str | Path | Sequence[str | Path]",
+                 gpu: str | None = None, gpu_specs: str | Path | None = None, *,
+                 rules: "RuleSet | None" = None, step_marker: str | None = None,
+                 workers: int | None = None, scheduler: str | None = None) -> None:
         """``gpu`` forces one GPU spec for every device, ``gpu_specs`` adds specs from a
-        TOML/JSON file (as ``--gpu`` and ``--gpu-specs``)."""
-        self.trace = trace
+        TOML/JSON file (as ``--gpu`` and ``--gpu-specs``); ``rules``: classification rules
+        (:func:`tracelens.classify.load_rules`); ``step_marker``: as ``--step-marker``."""
+        self._paths: tuple[str | Path, ...] = ()
+        if isinstance(source, Trace):
+            self.__dict__["trace"] = source
+        else:
+            self._paths = (source,) if isinstance(source, (str, Path)) else tuple(source)
         self._gpu = gpu
         self._gpu_specs = gpu_specs
+        self._rules = rules
+        self._step_marker = step_marker
+        self._workers = workers
+        self._scheduler = scheduler
+
+    @cached_property
+    def trace(self) -> Trace:
+        """The whole job loaded in this process (the frame answers read its events)."""
+        from tracelens.loader import load
+        return load(list(self._paths), rules=self._rules, step_marker=self._step_marker)
+
+    def _run(self, analysis: "Analysis[Opt, P, R]", options: Opt) -> R:
+        """``analysis`` on the engine from the paths, or on the loaded trace."""
+        if "trace" in self.__dict__ or not self._paths:
+            from tracelens.protocol import run_trace
+            return run_trace(analysis, self.trace, options)
+        from tracelens.engine import EngineOptions, LoadOptions, run
+        return run(analysis, self._paths, options, LoadOptions(self._rules, self._step_marker),
+                   EngineOptions(self._workers, self._scheduler))
 
     @cached_property
     def _breakdown(self):  # type: ignore[no-untyped-def]
@@ -126,7 +170,7 @@ class TraceAnalysis:
     @cached_property
     def summary(self) -> Summary:
         """The typed result behind ``tracelens summarize`` (its JSON form is
-        :func:`tracelens.results.jsonify.summary_json`).
+        :func:`tracelens.to_json`: what ``tracelens summarize --format json`` prints).
 
         >>> import tracelens
         >>> a = TraceAnalysis(tracelens.load("sample_traces/mi300x_8gpu_llama_step.xplane.pb"))
@@ -134,8 +178,9 @@ class TraceAnalysis:
         >>> s.headline.active_devices, s.headline.steps
         (8, 3)
         """
-        from tracelens.analyze.summary import summarize
-        return summarize(self.trace, gpu=self._gpu, gpu_specs=self._gpu_specs)
+        from tracelens.analyze.summary import options
+        from tracelens.analyze.summary_analysis import SummaryAnalysis
+        return self._run(SummaryAnalysis(), options(gpu=self._gpu, gpu_specs=self._gpu_specs))
 
 
     @cached_property
@@ -149,9 +194,74 @@ class TraceAnalysis:
         >>> (s.host, s.device, s.times_last > 0)
         ('mi355x-node1', 3, True)
         """
-        from tracelens.analyze.collectives import analyze, link_of
-        return analyze(self.trace.events, self.trace.meta.alignment, top=10,
-                       link_gb_per_s=link_of(self.trace.devices))
+        from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
+        return self._run(CollectivesAnalysis(), CollectivesOptions(top=10))
+
+    @cached_property
+    def hlo(self) -> HloLensResult:
+        """The HLO lens (``tracelens hlo``): each compiled program's collectives and the
+        findings, costed with their measured exposed time per step.
+
+        >>> a = TraceAnalysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
+        >>> len(a.hlo.programs) > 0
+        True
+        """
+        from tracelens.analyze.hlo_findings import LensAnalysis, LensOptions
+        return self._run(LensAnalysis(), LensOptions())
+
+    def window(self, step: int | None = None, device: int | None = None,
+               max_devices: int = 4, max_events: int = 1500) -> "TimelineWindow | None":
+        """The stretch of the timeline ``report`` draws: ``step``'s window (default: the
+        median step), the busiest ``max_devices`` devices (or ``device`` on every host),
+        at most ``max_events`` activities; None without device activity.
+
+        >>> a = TraceAnalysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
+        >>> w = a.window()
+        >>> w.end_ns > w.start_ns and w.events.height > 0
+        True
+        """
+        from tracelens.analyze.window_parts import (Round2, WindowChoice, WindowEvents,
+                                                    WindowOptions, window_of_trace)
+        opts = WindowOptions(device, step, None, max_devices, max_events)
+        if "trace" in self.__dict__ or not self._paths:
+            return window_of_trace(self.trace, opts)
+        from tracelens.engine import EngineOptions, LoadOptions, run_again, run_tasks
+        from tracelens.protocol import Task
+        load = LoadOptions(self._rules, self._step_marker)
+        engine = EngineOptions(self._workers, self._scheduler)
+        (chosen,), job = run_tasks([Task(WindowChoice(), opts)], self._paths, load, engine)
+        if chosen is None:
+            return None
+        return run_again(WindowEvents(), job, [(i, Round2(i, chosen, opts))
+                                               for i in chosen.owners],
+                         Round2(-1, chosen, opts), load, engine)
+
+    @cached_property
+    def kernels(self) -> pl.DataFrame:
+        """Per kernel name (with its kind, category and rule): count, total, mean, min, p50,
+        p90 and max ns, devices it ran on and its launch shape (``export --table kernels``).
+
+        >>> a = TraceAnalysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
+        >>> k = a.kernels.row(0, named=True)
+        >>> k["total_ns"] == a.kernels["total_ns"].max()
+        True
+        """
+        from tracelens.analyze.tables import kernel_stats
+        return kernel_stats(self.trace.events)
+
+    @cached_property
+    def idle(self) -> pl.DataFrame:
+        """Per device: why it was idle, in ns (host launch, sync wait, launch latency, no
+        host data); the parts add up to the timeline's ``idle_ns``.
+
+        >>> a = TraceAnalysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
+        >>> i, t = a.idle.row(0, named=True), a.timeline.row(0, named=True)
+        >>> sum(v for k, v in i.items() if k.endswith("_ns")) == t["idle_ns"]
+        True
+        """
+        from tracelens.analyze.idle import idle_breakdown, idle_intervals
+        ev = self.trace.events
+        return idle_breakdown(idle_intervals(ev, self.trace.host_events), ev)
 
     @cached_property
     def profile(self) -> RunProfile:
@@ -164,9 +274,25 @@ class TraceAnalysis:
         >>> abs(sum(p.components.values()) - p.step_ns) < 1e-6 * p.step_ns
         True
         """
-        from tracelens.analyze.scaling import profile
-        src = self.trace.meta.sources
-        return profile(self.trace, str(src[0]["path"]) if len(src) == 1 else "")
+        if "trace" in self.__dict__ or len(self._paths) != 1:
+            from tracelens.analyze.scaling import profile
+            src = self.trace.meta.sources
+            return profile(self.trace, str(src[0]["path"]) if len(src) == 1 else "")
+        return self._run_profile()[0]
+
+    def _run_profile(self) -> "tuple[RunProfile, str]":
+        from tracelens.analyze.profile_partials import run_profiles
+        from tracelens.engine import EngineOptions, LoadOptions
+        return run_profiles([Path(self._paths[0])], None,
+                            LoadOptions(self._rules, self._step_marker),
+                            EngineOptions(self._workers, self._scheduler))[0]
+
+    @property
+    def steps_source(self) -> str:
+        """Where the step windows came from (``steps_source`` in every JSON output)."""
+        if "trace" in self.__dict__ or not self._paths:
+            return self.trace.meta.steps_source
+        return self.summary.steps_source
 
 
 def compare(base: TraceAnalysis, new: TraceAnalysis, top: int = 15) -> Comparison:
@@ -191,12 +317,12 @@ def scaling(runs: Sequence[TraceAnalysis], strong: bool = False) -> Scaling:
     (1, 0.0)
     """
     from tracelens.analyze.scaling import scaling as build
-    return build([r.profile for r in runs], [r.trace.meta.steps_source for r in runs],
-                 strong=strong)
+    return build([r.profile for r in runs], [r.steps_source for r in runs], strong=strong)
 
 
 def load_analysis(paths: str | Path | Sequence[str | Path], **kwargs: object
                   ) -> TraceAnalysis:
-    """``TraceAnalysis(tracelens.load(paths))``; keyword arguments go to ``load``."""
+    """``TraceAnalysis(tracelens.load(paths))``: every host loaded here at once; keyword
+    arguments go to ``load``."""
     from tracelens.loader import load
     return TraceAnalysis(load(paths, **kwargs))  # type: ignore[arg-type]

@@ -161,3 +161,16 @@ class WindowEvents:
         ev = pl.concat([c.empty, *(e for _, e in part)]).join(shown, on=DEVICE_KEYS)
         return finish_window(ev, c.step, c.lo, c.hi, shown, busy.height,
                              options.options.max_events)
+
+
+def window_of_trace(trace: Trace, options: WindowOptions) -> TimelineWindow | None:
+    """Both rounds on a trace already loaded (every host here): the window
+    :func:`tracelens.analyze.window.timeline_window` draws for it."""
+    plan = JobPlan.of_trace(trace)
+    choice = WindowChoice()
+    chosen = choice.finish(choice.merge([choice.partial(trace, options)], plan), options)
+    if chosen is None:
+        return None
+    events, again = WindowEvents(), Round2(0, chosen, options)
+    return events.finish(events.merge([events.partial(trace, again)
+                                       for _ in chosen.owners], plan), again)
