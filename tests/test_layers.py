@@ -145,3 +145,20 @@ def test_the_core_reaches_parsers_only_through_the_reader_registry_and_renderers
     to_parsers = [(m, d) for m in core for d in GRAPH[m] if d.startswith("parsers")
                   and m != "tracelens.formats"]  # the readers' registry
     assert to_reports == [] and to_parsers == []
+
+
+def test_every_test_module_has_a_registered_layer() -> None:
+    """``pytest -m parsers`` (core, engine, reports, cli) runs one layer: each test module
+    maps to a layer registered in pyproject.toml (tests/conftest.py, LAYERS)."""
+    import tomllib
+
+    from tests.conftest import layer_of
+
+    root = Path(__file__).resolve().parent
+    markers = {m.split(":")[0] for m in tomllib.loads(
+        (root.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]}
+    layers = {p.stem: layer_of(p.stem) for p in root.glob("test_*.py")}
+    assert set(layers.values()) <= markers and "slow" in markers
+    assert layers["test_xspace_decode"] == "parsers" and layers["test_engine"] == "engine"
+    assert layers["test_golden"] == "cli" and layers["test_report"] == "reports"
+    assert layers["test_classify"] == "core"

@@ -282,6 +282,26 @@ class LensOptions:
     hosts: HostMap | None = None
 
 
+def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    frames = [f for f in frames if f.width]
+    return pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
+
+
+def concat_lens(parts: Sequence[LensTimeline | None]) -> LensTimeline | None:
+    """The lens inputs of several parts of one job (hosts distinct)."""
+    found = [t for t in parts if t is not None]
+    if len(found) <= 1:
+        return found[0] if found else None
+    return LensTimeline(
+        programs=program_protos(_stack([t.programs for t in found])),
+        hosts=tuple(sorted({h for t in found for h in t.hosts})),
+        gpus=_stack([t.gpus for t in found]),
+        compute=_stack([t.compute for t in found]),
+        acts=_stack([t.acts for t in found if t.acts is not None]),
+        ran=None if any(t.ran is None for t in found) else _stack([t.ran for t in found
+                                                                   if t.ran is not None]))
+
+
 class LensAnalysis:
     """The HLO lens of a job on the Analysis protocol: each host's :class:`LensTimeline`,
     placed (ranks, host names; step numbers and exposed times do not depend on the clock, so
@@ -291,7 +311,6 @@ class LensAnalysis:
         return lens_timeline(trace)
 
     def merge(self, parts: Sequence[LensTimeline], plan: "JobPlan") -> LensTimeline:
-        from tracelens.analyze.summary_merge import concat_lens
         from tracelens.combine import place
 
         placed = [replace(t, programs=place(t.programs, w), gpus=place(t.gpus, w),

@@ -49,6 +49,8 @@ def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
     """One partial of several whose ranks are distinct and whose times share one clock:
     frames concatenated in order, counts summed, roofline groups re-merged, warnings
     de-duplicated in order; meta facts (alignment, steps source, filters) from the first."""
+    from tracelens.analyze.hlo_findings import concat_lens
+
     first = partials[0]
     warnings: list[str] = []
     for p in partials:
@@ -87,21 +89,6 @@ def lens_of(p: "SummaryPartial") -> Any:
     # a merged partial's rows keep their strings Categorical (merge_partials); the lens's
     # are String as in one process
     return replace(p.hlo, acts=strings_back(lens_activities(p.acts), ("op", "host")))
-
-
-def concat_lens(parts: list[Any]) -> Any:
-    """The lens inputs of several parts of one job (hosts distinct)."""
-    parts = [t for t in parts if t is not None]
-    if len(parts) <= 1:
-        return parts[0] if parts else None
-    from tracelens.analyze.hlo_findings import LensTimeline, program_protos
-
-    return LensTimeline(
-        programs=program_protos(_concat([t.programs for t in parts])),
-        hosts=tuple(sorted({h for t in parts for h in t.hosts})),
-        gpus=_concat([t.gpus for t in parts]),
-        compute=_concat([t.compute for t in parts]), acts=_concat([t.acts for t in parts]),
-        ran=None if any(t.ran is None for t in parts) else _concat([t.ran for t in parts]))
 
 
 def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:
