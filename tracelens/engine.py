@@ -370,6 +370,9 @@ class MapOptions:
     threads: int | None = None  # decoder threads (None: the decoder's default)
     ends: bool = False  # send the collective ends even from a host on the wall clock
     tasks: tuple[Task[Any], ...] = ()  # the analyses whose partials every host computes
+    # pack each partial to travel and wait small (an analysis's optional ``pack``): False
+    # only for one file mapped in this process, whose partial is merged at once
+    pack: bool = True
 
 
 @dataclass
@@ -401,7 +404,8 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
     t0 = time.perf_counter()
     trace, facts = load_host(host.path, host.arg, host.in_dir, options.rules,
                              options.step_marker, options.threads, host.notes)
-    parts = tuple(t.analysis.partial(trace, t.options) for t in options.tasks)
+    parts = tuple(_packed(t.analysis, t.analysis.partial(trace, t.options), options.pack)
+                  for t in options.tasks)
     from tracelens.instances import with_instance_keys
 
     ends = None
@@ -414,6 +418,13 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
                        tuple(trace.devices["device"].unique().sort().to_list()), ends,
                        trace.events.select("host", "rank").unique().sort("rank", "host"),
                        round(time.perf_counter() - t0, 6), parts)
+
+
+def _packed(analysis: object, part: object, pack: bool) -> object:
+    """``part`` packed by its analysis's optional ``pack(part)`` (a transport form its
+    ``merge`` reads back: :mod:`tracelens.analyze.packed`), when ``pack``."""
+    how = getattr(analysis, "pack", None)
+    return how(part) if pack and how is not None else part
 
 
 def _on_wall_clock(meta: TraceMeta) -> bool:
@@ -498,6 +509,8 @@ def run_files(args: list[Path], files: list[HostFile], options: MapOptions,
     import functools
 
     n, options = map_plan(files, options, workers, scheduler)
+    if n == 1 and len(files) == 1 and client is None and not scheduler_address(scheduler):
+        options = replace(options, pack=False)  # merged here at once: nothing travels
     partials = run_map(functools.partial(map_host, options=options), files, n, scheduler,
                        client=client)
     job = reduce_hosts(partials, args)

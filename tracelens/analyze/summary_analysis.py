@@ -23,7 +23,11 @@ class SummaryAnalysis:
     def partial(self, trace: Trace, options: SummaryOptions) -> SummaryPartial:
         from tracelens.analyze.summary import summary_partial
 
-        return pack_summary(summary_partial(trace, options))
+        return summary_partial(trace, options)
+
+    def pack(self, part: SummaryPartial) -> SummaryPartial:
+        """The partial to travel and wait small (:mod:`tracelens.analyze.packed`)."""
+        return pack_summary(part)
 
     def merge(self, parts: Sequence[SummaryPartial], plan: JobPlan) -> SummaryPartial:
         from tracelens.analyze.summary_merge import merge_partials
