@@ -10,7 +10,7 @@ separately loaded hosts are joined by :func:`tracelens.analyze.summary_merge.mer
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import polars as pl
 
@@ -30,6 +30,8 @@ from tracelens.filters import Filters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
 from tracelens.notices import host_and_file_names
+if TYPE_CHECKING:
+    from tracelens.analyze.hlo_findings import LensTimeline
 from tracelens.results.summary import (CategoryTime, DeviceSummary, IdleBreakdown,
                                        StepSummary, Summary, Timeline)
 
@@ -181,12 +183,12 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
     return tuple(out)
 
 
-def _timeline(row: dict[str, Any], idle: IdleBreakdown | None) -> Timeline:
-    return Timeline(*(int(row[k]) for k in TIMELINE_COLUMNS),
+def _timeline(row: Mapping[str, object], idle: IdleBreakdown | None) -> Timeline:
+    return Timeline(*(int(row[k]) for k in TIMELINE_COLUMNS),  # type: ignore[call-overload]
                     idle_breakdown=idle or IdleBreakdown())
 
 
-def _lens(trace: Trace, whole_acts: pl.DataFrame | None, same: bool) -> Any:
+def _lens(trace: Trace, whole_acts: pl.DataFrame | None, same: bool) -> "LensTimeline":
     """The HLO lens inputs; their activity rows left out when they are the partial's own
     ``acts`` (``same``): :func:`tracelens.analyze.summary_merge.lens_of` puts them back."""
     from dataclasses import replace

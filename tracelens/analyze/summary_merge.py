@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import polars as pl
 
@@ -17,7 +17,9 @@ from tracelens.analyze.roofline import roofline_bounds
 from tracelens.model import CATEGORIES, host_from_file_name
 
 if TYPE_CHECKING:
+    from tracelens.analyze.hlo_findings import LensTimeline
     from tracelens.analyze.summary_types import SummaryPartial
+    from tracelens.combine import PartFacts
     from tracelens.model import Trace
 
 _CLIPPED = re.compile(r"^clipped (\d+) same-stream overlaps \(largest (\d+) ns\): an "
@@ -79,7 +81,7 @@ def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
     )
 
 
-def lens_of(p: "SummaryPartial") -> Any:
+def lens_of(p: "SummaryPartial") -> "LensTimeline | None":
     """The partial's HLO lens inputs with their activity rows (taken from ``p.acts`` where
     the partial left them out, see ``summary._lens``)."""
     if p.hlo is None or p.hlo.acts is not None:
@@ -131,7 +133,7 @@ def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:
     return roofline_bounds(agg, specs)
 
 
-def file_facts(trace: "Trace") -> Any:
+def file_facts(trace: "Trace") -> "PartFacts":
     """What :func:`tracelens.combine.combine` reads from a trace of one file."""
     from tracelens.combine import part_facts
     return part_facts(trace.meta)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import polars as pl
 
@@ -22,6 +22,11 @@ from tracelens.results.summary import (CategoryTime, DeviceSummary, HardwareCoun
                                        NoFlops, RooflineRow, StepTotal, Summary, Timeline,
                                        TopKernel)
 from tracelens.version import __version__
+
+if TYPE_CHECKING:
+    from tracelens.analyze.hlo_findings import LensTimeline
+    from tracelens.hardware import GpuSpec
+    from tracelens.hlo.lens import Finding
 
 
 def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None = None
@@ -59,7 +64,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         median_shares=_median_shares(devs), specs=_specs_by_use(devs))
 
 
-def _hlo_findings(hlo: Any, top: int = 3) -> tuple[Any, ...]:
+def _hlo_findings(hlo: "LensTimeline | None", top: int = 3) -> "tuple[Finding, ...]":
     """The costliest ``tracelens hlo`` findings of the whole trace."""
     if hlo is None:
         return ()
@@ -210,10 +215,10 @@ def _category_totals(devs: tuple[DeviceSummary, ...]) -> tuple[CategoryTime, ...
     return tuple(sorted(rows, key=lambda r: (-r.exclusive_ns, CATEGORIES.index(r.category))))
 
 
-def _specs_by_use(devs: tuple[DeviceSummary, ...]) -> tuple[Any, ...]:
+def _specs_by_use(devs: tuple[DeviceSummary, ...]) -> tuple[GpuSpec, ...]:
     """The distinct specs (by name) of the devices, the most used first (ties: first seen)."""
     count: dict[str, int] = {}
-    specs: dict[str, Any] = {}
+    specs: dict[str, GpuSpec] = {}
     for d in devs:
         if d.spec is not None and d.spec.name:
             specs.setdefault(d.spec.name, d.spec)

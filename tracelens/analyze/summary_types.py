@@ -5,13 +5,17 @@ the reduce)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from tracelens.filters import Filters
 from tracelens.hardware import GpuSpec
 from tracelens.results.summary import DeviceSummary
+
+if TYPE_CHECKING:
+    from tracelens.analyze.hlo_findings import LensTimeline
+    from tracelens.combine import PartFacts
 
 
 @dataclass(frozen=True)
@@ -56,10 +60,10 @@ class SummaryPartial:
     no_cost_data: int
     no_cost_data_ns: int
     acts: pl.DataFrame  # collective activities of the selected events
-    hlo: Any  # tracelens.analyze.hlo_findings.LensTimeline of the whole trace, None w/o HLO
+    hlo: "LensTimeline | None"  # the lens inputs of the whole trace, None without HLO
     clipped: tuple[int, int] = (0, 0)  # same-stream overlaps clipped: (count, largest ns)
     # what tracelens.combine knows of a trace read from one file (hosts, ranks, clock);
     # None for a trace combined from several files already
-    host_facts: Any = None
+    host_facts: "PartFacts | None" = None
     # False when a host name was made up by a reader (Kineto ranks): they count as ranks
     hosts_named: bool = True
