@@ -1,0 +1,112 @@
+"""A run's record (issue 29): what ``history add`` stores, taken from the existing analyses.
+
+The trace is loaded once in this process and handed to the analyses the other commands run,
+so every number is the one those commands print for the same inputs:
+
+- step time and its components: ``compare``'s profile
+  (:func:`tracelens.analyze.scaling.profile`: the median step, averaged over devices, split
+  into components that add up to it exactly), and its kernel groups (the costliest
+  :data:`KERNELS_KEPT`, per device-step);
+- categories and MFU: ``summarize`` (:func:`tracelens.analyze.summary.summarize`; MFU is the
+  headline's, from ``roofline.device_mfu``);
+- exposed communication per type: ``collectives``
+  (:func:`tracelens.analyze.collectives.analyze`).
+
+A run with nothing to compare (no device activity) is refused as ``compare`` refuses it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from pathlib import Path
+from typing import Sequence
+
+from tracelens.errors import TraceInputError
+from tracelens.results.history import (CategoryRecord, CommRecord, KernelRecord,
+                                       RecordedInput, RunRecord)
+
+KERNELS_KEPT = 50  # kernel groups kept per run: the costliest (a run stays a few KB)
+CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(CHUNK):
+                h.update(chunk)
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    return h.hexdigest()
+
+
+def hash_inputs(paths: Sequence[Path], step_marker: str | None,
+                rules_files: Sequence[str]) -> tuple[tuple[RecordedInput, ...], str]:
+    """(each trace file the loader would read, with its content hash; the run's identity).
+
+    The identity covers the files' contents (not their paths: a trace moved is the same
+    run), the step marker and the rule files' contents: whatever changes the numbers."""
+    from tracelens.loader import discover_files
+
+    _, files, _, _ = discover_files(list(paths), step_marker)
+    inputs = tuple(RecordedInput(str(f), file_sha256(f), f.stat().st_size) for f in files)
+    ident = hashlib.sha256()
+    for line in sorted(f"{i.sha256} {i.bytes}" for i in inputs):
+        ident.update(line.encode() + b"\n")
+    ident.update(f"step_marker={step_marker!r}\n".encode())
+    for r in rules_files:
+        ident.update(f"rules {file_sha256(Path(r))}\n".encode())
+    return inputs, ident.hexdigest()
+
+
+def now_utc() -> str:
+    """The time recorded: ISO 8601 UTC with microseconds (sorts as text)."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str) -> str:
+    """A user's ``--recorded-at`` (ISO 8601; UTC unless it says otherwise) in the stored
+    form; ValueError when it is not a time."""
+    t = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.timezone.utc)
+    return t.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def record_run(paths: Sequence[Path], label: str, tags: dict[str, str], recorded_at: str,
+               inputs: tuple[RecordedInput, ...], inputs_hash: str,
+               step_marker: str | None = None, rules: object = None) -> RunRecord:
+    """The record of the run behind ``paths`` (module doc)."""
+    from tracelens import __version__
+    from tracelens.analyze.collectives import analyze, link_of
+    from tracelens.analyze.compare import check_comparable
+    from tracelens.analyze.scaling import profile
+    from tracelens.analyze.summary import summarize
+    from tracelens.loader import load
+    from tracelens.results.summary import hardware_text
+    from tracelens.history.store import series_key
+
+    trace = load(list(paths), rules=rules, step_marker=step_marker)  # type: ignore[arg-type]
+    prof = profile(trace, ", ".join(str(p) for p in paths))
+    check_comparable(prof)
+    summary = summarize(trace, top=0)
+    coll = analyze(trace.events, trace.meta.alignment, top=0,
+                   link_gb_per_s=link_of(trace.devices))
+    kernels = prof.kernels.sort(["ns_per_step", "category", "program", "op", "key"],
+                                descending=[True, False, False, False, False],
+                                nulls_last=True).head(KERNELS_KEPT)
+    hardware = hardware_text(prof.hardware)
+    return RunRecord(
+        label=label, recorded_at=recorded_at, tags=dict(sorted(tags.items())),
+        series=series_key(tags, hardware, prof.devices), hardware=hardware,
+        devices=prof.devices, hosts=prof.hosts, steps=prof.steps,
+        steps_source=trace.meta.steps_source, step_ns=prof.step_ns,
+        components=dict(prof.components), mfu=summary.headline.mfu,
+        tool_version=__version__, inputs_hash=inputs_hash, inputs=inputs,
+        categories=tuple(CategoryRecord(c.category, c.count, c.sum_ns, c.exclusive_ns)
+                         for c in summary.category_totals),
+        kernels=tuple(KernelRecord(r["category"], r["program"], r["op"], r["key"], r["name"],
+                                   float(r["ns_per_step"]), float(r["count_per_step"]))
+                      for r in kernels.iter_rows(named=True)),
+        comm=tuple(CommRecord(t.type, t.count, t.sum_ns, t.exposed_ns) for t in coll.by_type))
