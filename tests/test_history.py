@@ -269,3 +269,29 @@ def test_two_processes_adding_at_once_lose_nothing(tmp_path: Path) -> None:
     with open_store(store) as s:
         labels = sorted(r.label for r in s.runs())
     assert labels == sorted(f"{w}-{i}" for w in "ab" for i in range(40))
+
+
+def test_a_failed_add_creates_no_store(tmp_path: Path) -> None:
+    bad = tmp_path / "notrace.json"
+    bad.write_text("hello\n")
+    res = _add(tmp_path / "runs.db", bad)
+    assert res.returncode == 2 and str(bad) in res.stderr
+    assert not (tmp_path / "runs.db").exists()
+
+
+SAMPLE_2HOST = ROOT / "sample_traces" / "mi355x_2x8gpu_straggler"
+REAL_8GPU = ROOT.parent / "shared" / "traces" / "xprof" / "mi300x_jax08_conv_8gpu.xplane.pb"
+
+
+@pytest.mark.parametrize("path", [SAMPLE_2HOST, REAL_8GPU], ids=["2host_sample", "real_8gpu"])
+def test_a_job_is_recorded_with_compare_s_numbers(tmp_path: Path, path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} absent (shared traces not beside the checkout)")
+    store = tmp_path / "runs.db"
+    assert _add(store, path, "--label", "job").returncode == 0
+    (rec,) = json.loads(cli("history", "list", "--store", str(store), "--format",
+                            "json").stdout)
+    cmp = json.loads(cli("compare", str(path), str(path), "--format", "json").stdout)
+    assert rec["step_ns"] == cmp["base"]["step_ns"] and rec["devices"] == cmp["base"]["devices"]
+    assert rec["components"] == {r["component"]: r["base_ns"] for r in cmp["components"]}
+    assert rec["hosts"] == (2 if path == SAMPLE_2HOST else 1)

@@ -78,14 +78,17 @@ def add(paths: tuple[Path, ...], store: Path, label: str | None, tags: dict[str,
     else:
         when = now_utc()
     inputs, ident = hash_inputs(paths, step_marker, rules_files)
-    with open_store(store, create=True) as s:
-        known = s.find(ident)
+    if store.exists():  # a bad store fails here, before the analysis; a known run stops here
+        with open_store(store, create=True) as s:
+            known = s.find(ident)
         if known is not None:
             click.echo(f"already recorded as {known} (same inputs); nothing added", err=True)
             return
-        name = label or f"{paths[0].name}@{ident[:8]}"
-        rec = record_run(paths, name, tags, when, inputs, ident, step_marker,
-                         load_rule_files(rules_files))
+    elif not store.parent.is_dir():
+        raise TraceInputError(store, f"cannot create: folder {store.parent} does not exist")
+    rec = record_run(paths, label or f"{paths[0].name}@{ident[:8]}", tags, when, inputs, ident,
+                     step_marker, load_rule_files(rules_files))
+    with open_store(store, create=True) as s:  # created only now, with a run to hold
         got, added = s.add(rec)
     if not added:
         click.echo(f"already recorded as {got} (same inputs); nothing added", err=True)

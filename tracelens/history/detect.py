@@ -17,7 +17,8 @@ against the runs before it, at most ``window`` of them:
 5. Causes: the components (``compare``'s exact split) that grew from the baseline run to the
    newest by more than NOISE_K of their own spread and by at least
    :data:`~tracelens.analyze.scaling.VERDICT_MIN_SHARE` of the step's growth.
-   ``first_label``: the earliest run of the unbroken stretch, ending at the newest, of runs
+   ``first_label``: the change point's run (the first of the later part); against a
+   ``--baseline``, the earliest run of the unbroken stretch, ending at the newest, of runs
    slower than the baseline by more than the threshold.
 
 A series with fewer than MIN_HISTORY + 1 runs is not checked (said so, not passed silently),
@@ -86,11 +87,9 @@ def check_series(runs: Sequence[RunRecord], window: int = DEFAULT_WINDOW,
         base = runs[found[0]]
         after = list(runs[found[0] + 1:])
     elif t is None:
-        return skip(f"{len(recent)} runs in the window; a spread needs "
-                    f"{MIN_HISTORY + 1} (window {window})")
+        return skip(f"{len(recent)} of the {MIN_HISTORY + 1} runs a spread needs")
     else:
         base = median_run(recent[:t])
-        after = recent[t:]
     sigma = spread(values, t) if t is not None else None
     limit = fail_above / 100.0 * base.step_ns
     threshold = max(NOISE_K * sigma if sigma is not None else 0.0, limit)
@@ -100,12 +99,15 @@ def check_series(runs: Sequence[RunRecord], window: int = DEFAULT_WINDOW,
                      threshold)
     if not delta > threshold:
         return ok, None
-    first = newest
-    for r in reversed(after):
-        if r.step_ns - base.step_ns > threshold:
-            first = r
-        else:
-            break
+    if t is not None and baseline is None:
+        first = recent[t]  # the change point: where the later part begins
+    else:  # against a named run: the unbroken stretch of slow runs ending at the newest
+        first = newest
+        for r in reversed(after):
+            if r.step_ns - base.step_ns > threshold:
+                first = r
+            else:
+                break
     causes = _causes(base, newest, recent, t, delta)
     return (SeriesCheck(newest.series, len(runs), newest.label, "regressed", None, base.label,
                         pct, threshold),

@@ -89,6 +89,9 @@ class Store:
         self.conn.close()
 
     def _fail(self, exc: sqlite3.Error) -> TraceInputError:
+        if "locked" in str(exc):
+            return TraceInputError(self.path, f"another process held the run store for "
+                                   f"{BUSY_TIMEOUT_S:g} s; nothing was written, try again")
         return TraceInputError(self.path, f"run store unreadable ({exc}); the file is left as "
                                "it is")
 
