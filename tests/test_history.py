@@ -295,3 +295,20 @@ def test_a_job_is_recorded_with_compare_s_numbers(tmp_path: Path, path: Path) ->
     assert rec["step_ns"] == cmp["base"]["step_ns"] and rec["devices"] == cmp["base"]["devices"]
     assert rec["components"] == {r["component"]: r["base_ns"] for r in cmp["components"]}
     assert rec["hosts"] == (2 if path == SAMPLE_2HOST else 1)
+
+
+def test_the_engine_records_what_one_process_records(tmp_path: Path) -> None:
+    """``history add`` maps the hosts on the engine; in this process, on a local cluster of
+    two workers and with everything loaded here, the record is the same (two small hosts
+    with no wall clock, aligned on their collective ends)."""
+    from tests.synth_helpers import write_skewed_hosts
+    from tracelens.history.record import record_job
+
+    job = write_skewed_hosts(tmp_path, (None, None))
+    inputs, ident = hash_inputs([job], None, ())
+    args = ([job], "job", {"k": "v"}, "2026-01-01T00:00:00.000000Z", inputs, ident)
+    here = record_run(*args)
+    assert record_job(*args, workers=1) == here
+    assert record_job(*args, workers=2) == here
+    assert here.hosts == 2 and here.devices == 2 and [c.type for c in here.comm] == [
+        "all-reduce"]

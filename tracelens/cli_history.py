@@ -13,8 +13,9 @@ from typing import Callable
 
 import click
 
-from tracelens.cli_common import (common_options, format_option, guarded, html_option,
-                                  load_rule_files, print_result, step_marker_option)
+from tracelens.cli_common import (common_options, engine_options, format_option, guarded,
+                                  html_option, load_rule_files, print_result,
+                                  step_marker_option)
 from tracelens.errors import TraceInputError
 
 DEFAULT_WINDOW = 10  # tracelens.history.detect.DEFAULT_WINDOW (not imported: --help is light)
@@ -60,13 +61,15 @@ def history() -> None:
 @click.option("--recorded-at", default=None, metavar="ISO8601",
               help="When the run happened (default: now), to record old runs in order.")
 @step_marker_option
+@engine_options
 @common_options
 @guarded
 def add(paths: tuple[Path, ...], store: Path, label: str | None, tags: dict[str, str],
-        recorded_at: str | None, step_marker: str | None, rules_files: tuple[str, ...],
-        quiet: bool, debug: bool) -> None:
+        recorded_at: str | None, step_marker: str | None, workers: int | None,
+        scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
+        debug: bool) -> None:
     """Record the run behind PATH... (one job) in the store."""
-    from tracelens.history.record import hash_inputs, now_utc, parse_time, record_run
+    from tracelens.history.record import hash_inputs, now_utc, parse_time, record_job
     from tracelens.history.store import open_store
 
     if recorded_at is not None:
@@ -86,8 +89,8 @@ def add(paths: tuple[Path, ...], store: Path, label: str | None, tags: dict[str,
             return
     elif not store.parent.is_dir():
         raise TraceInputError(store, f"cannot create: folder {store.parent} does not exist")
-    rec = record_run(paths, label or f"{paths[0].name}@{ident[:8]}", tags, when, inputs, ident,
-                     step_marker, load_rule_files(rules_files))
+    rec = record_job(paths, label or f"{paths[0].name}@{ident[:8]}", tags, when, inputs, ident,
+                     step_marker, load_rule_files(rules_files), workers, scheduler)
     with open_store(store, create=True) as s:  # created only now, with a run to hold
         got, added = s.add(rec)
     if not added:

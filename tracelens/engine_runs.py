@@ -81,11 +81,11 @@ def run_profiles(paths: Sequence[Path], filters: Any = None, rules: Any = None,
     found = [host_files([p], step_marker) for p in paths]
     n = engine_workers([f for _, files in found for f in files], workers, scheduler)
     with engine_client(n, scheduler) as client:
-        return [_run_profile(p, args, files, filters, rules, step_marker, n, scheduler, client)
+        return [run_profile(p, args, files, filters, rules, step_marker, n, scheduler, client)
                 for p, (args, files) in zip(paths, found)]
 
 
-def _run_profile(path: Path, args: list[Path], files: list[HostFile], filters: Any,
+def run_profile(path: Path, args: list[Path], files: list[HostFile], filters: Any,
                  rules: Any, step_marker: str | None, n: int, scheduler: str | None,
                  client: Any) -> tuple[RunProfile, str]:
     """The two rounds of one run (the module doc) on ``client`` (None: in this process);

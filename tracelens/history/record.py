@@ -1,7 +1,8 @@
 """A run's record (issue 29): what ``history add`` stores, taken from the existing analyses.
 
-The trace is loaded once in this process and handed to the analyses the other commands run,
-so every number is the one those commands print for the same inputs:
+The numbers are those the other commands print for the same inputs, from their own
+analyses: :func:`record_run` loads the trace once in this process and hands it to them;
+:func:`record_job` (the CLI's) runs their per-host maps on the engine, as the commands do:
 
 - step time and its components: ``compare``'s profile
   (:func:`tracelens.analyze.scaling.profile`: the median step, averaged over devices, split
@@ -20,11 +21,16 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from tracelens.errors import TraceInputError
 from tracelens.results.history import (CategoryRecord, CommRecord, KernelRecord,
                                        RecordedInput, RunRecord)
+
+if TYPE_CHECKING:
+    from tracelens.analyze.scaling import RunProfile
+    from tracelens.results.collectives import Collectives
+    from tracelens.results.summary import Summary
 
 KERNELS_KEPT = 50  # kernel groups kept per run: the costliest (a run stays a few KB)
 CHUNK = 1 << 20
@@ -77,22 +83,64 @@ def parse_time(text: str) -> str:
 def record_run(paths: Sequence[Path], label: str, tags: dict[str, str], recorded_at: str,
                inputs: tuple[RecordedInput, ...], inputs_hash: str,
                step_marker: str | None = None, rules: object = None) -> RunRecord:
-    """The record of the run behind ``paths`` (module doc)."""
-    from tracelens import __version__
+    """The record of the run behind ``paths``, loaded in this process (module doc)."""
     from tracelens.analyze.collectives import analyze, link_of
-    from tracelens.analyze.compare import check_comparable
     from tracelens.analyze.scaling import profile
     from tracelens.analyze.summary import summarize
     from tracelens.loader import load
-    from tracelens.results.summary import hardware_text
-    from tracelens.history.store import series_key
 
     trace = load(list(paths), rules=rules, step_marker=step_marker)  # type: ignore[arg-type]
     prof = profile(trace, ", ".join(str(p) for p in paths))
-    check_comparable(prof)
+    _check(prof)
     summary = summarize(trace, top=0)
     coll = analyze(trace.events, trace.meta.alignment, top=0,
                    link_gb_per_s=link_of(trace.devices))
+    return _record(prof, trace.meta.steps_source, summary, coll, label, tags, recorded_at,
+                   inputs, inputs_hash)
+
+
+def record_job(paths: Sequence[Path], label: str, tags: dict[str, str], recorded_at: str,
+               inputs: tuple[RecordedInput, ...], inputs_hash: str,
+               step_marker: str | None = None, rules: object = None,
+               workers: int | None = None, scheduler: str | None = None) -> RunRecord:
+    """:func:`record_run` with each host file mapped on the engine (:mod:`tracelens.engine`:
+    in this process, a local cluster or ``scheduler``), as ``compare``, ``summarize`` and
+    ``collectives`` run there: the profile's rounds (:mod:`tracelens.engine_runs`), then
+    one more read of every host for the summary and collectives partials."""
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.engine import (MapOptions, engine_client, engine_workers, host_files,
+                                  run_files)
+    from tracelens.engine_jobs import collectives_of, summary_of
+    from tracelens.engine_runs import run_profile
+
+    args, files = host_files(list(paths), step_marker)
+    n = engine_workers(files, workers, scheduler)
+    opts = SummaryOptions(top=0)
+    with engine_client(n, scheduler) as client:
+        prof, source = run_profile(Path(", ".join(str(p) for p in paths)), args, files, None,
+                                   rules, step_marker, n, scheduler, client)
+        _check(prof)
+        job = run_files(args, files, MapOptions(
+            rules, step_marker, ("summary", "collectives"),  # type: ignore[arg-type]
+            (("summary", opts), ("filters", None))), n, scheduler, client)
+    return _record(prof, source, summary_of(job, opts), collectives_of(job, 0), label, tags,
+                   recorded_at, inputs, inputs_hash)
+
+
+def _check(prof: RunProfile) -> None:
+    from tracelens.analyze.compare import check_comparable
+
+    check_comparable(prof)
+
+
+def _record(prof: RunProfile, steps_source: str, summary: Summary, coll: Collectives,
+            label: str, tags: dict[str, str], recorded_at: str,
+            inputs: tuple[RecordedInput, ...], inputs_hash: str) -> RunRecord:
+    """The record from the analyses' results (module doc)."""
+    from tracelens import __version__
+    from tracelens.history.store import series_key
+    from tracelens.results.summary import hardware_text
+
     kernels = prof.kernels.sort(["ns_per_step", "category", "program", "op", "key"],
                                 descending=[True, False, False, False, False],
                                 nulls_last=True).head(KERNELS_KEPT)
@@ -101,7 +149,7 @@ def record_run(paths: Sequence[Path], label: str, tags: dict[str, str], recorded
         label=label, recorded_at=recorded_at, tags=dict(sorted(tags.items())),
         series=series_key(tags, hardware, prof.devices), hardware=hardware,
         devices=prof.devices, hosts=prof.hosts, steps=prof.steps,
-        steps_source=trace.meta.steps_source, step_ns=prof.step_ns,
+        steps_source=steps_source, step_ns=prof.step_ns,
         components=dict(prof.components), mfu=summary.headline.mfu,
         tool_version=__version__, inputs_hash=inputs_hash, inputs=inputs,
         categories=tuple(CategoryRecord(c.category, c.count, c.sum_ns, c.exclusive_ns)
