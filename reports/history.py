@@ -34,12 +34,20 @@ def _tags(tags: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(tags.items())) or "-"
 
 
-def components_of(runs: Sequence[RunPoint]) -> list[str]:
-    """Every component any run has, in the first run's order, the others after, by name."""
+def components_of(runs: Sequence[RunPoint], nonzero: bool = False) -> list[str]:
+    """Every component any run has (``nonzero``: that is not 0 in every run), in the first
+    run's order, the others after."""
     seen: dict[str, None] = {}
     for r in runs:
         seen.update(dict.fromkeys(r.components))
-    return list(seen)
+    return [c for c in seen if not nonzero or any(r.components.get(c) for r in runs)]
+
+
+def _by_series(runs: Sequence[RunPoint]) -> dict[str, list[RunPoint]]:
+    out: dict[str, list[RunPoint]] = {}
+    for r in runs:
+        out.setdefault(r.series, []).append(r)
+    return out
 
 
 def _regression_rows(regs: Sequence[Regression]) -> list[list[str]]:
@@ -63,17 +71,21 @@ def list_tables(runs: Sequence[RunRecord]) -> Tables:
 
 def show_tables(s: HistoryShow) -> Tables:
     """``history show``: the metric per run; regressions marked with ``!``."""
-    if s.metric == "component":
-        comps = components_of(s.runs)
-        out: Tables = [("Step components (ms per median step, averaged over devices)",
-                        ["run", "series", *comps],
-                        [[("! " if r.regression else "") + r.label, r.series,
-                          *[_ms(r.components.get(c)) for c in comps]] for r in s.runs])]
-    else:
-        out = [("Runs (! = regressed when recorded)",
-                ["run", "recorded", "series", "step ms" if s.metric == "step" else "MFU"],
-                [[("! " if r.regression else "") + r.label, r.recorded_at, r.series,
-                  _ms(r.step_ns) if s.metric == "step" else _mfu(r.mfu)] for r in s.runs])]
+    out: Tables = []
+    for series, runs in _by_series(s.runs).items():
+        if s.metric == "component":
+            comps = components_of(runs, nonzero=True)
+            out.append((f"{series}: ms per median step (averaged over devices; ! = regressed "
+                        "when recorded)", ["run", *comps, "step"],
+                        [[("! " if r.regression else "") + r.label,
+                          *[_ms(r.components.get(c)) for c in comps], _ms(r.step_ns)]
+                         for r in runs]))
+        else:
+            out.append((f"{series} (! = regressed when recorded)",
+                        ["run", "recorded", "step ms" if s.metric == "step" else "MFU"],
+                        [[("! " if r.regression else "") + r.label, r.recorded_at,
+                          _ms(r.step_ns) if s.metric == "step" else _mfu(r.mfu)]
+                         for r in runs]))
     if s.regressions:
         out.append(("Regressions", REG_HEADER, _regression_rows(s.regressions)))
     if s.notes:
@@ -117,14 +129,18 @@ def _metric_values(r: RunPoint, metric: str) -> dict[str, float | None]:
     return {"step ms": F.rnd(r.step_ns / 1e6, 6)}
 
 
-def trend_figure(series: str, runs: Sequence[RunPoint], metric: str
+def trend_figure(runs: Sequence[RunPoint], metric: str
                  ) -> dict[str, JSONValue]:
     """One series' trend: a line per metric (per component for ``component``), x the runs
     in order; regressed runs marked on the step (or first) line."""
     x = [F.ptext(r.label) for r in runs]
-    names = components_of(runs) if metric == "component" else \
+    names = components_of(runs, nonzero=True) if metric == "component" else \
         list(_metric_values(runs[0], metric))
     data: list[JSONValue] = []
+    if metric == "component":
+        data.append({"type": "scatter", "mode": "lines", "name": "step", "x": x,
+                     "y": [F.rnd(r.step_ns / 1e6, 6) for r in runs],
+                     "line": {"color": "#444444", "dash": "dot"}})
     for name in names:
         kind, _, what = name.partition(":")
         data.append({"type": "scatter", "mode": "lines+markers", "name": F.ptext(name), "x": x,
@@ -139,25 +155,18 @@ def trend_figure(series: str, runs: Sequence[RunPoint], metric: str
                      "x": [m[0] for m in marked], "y": [m[1] for m in marked],
                      "marker": {"color": REGRESSION_COLOR, "size": 13, "symbol": "x"},
                      "hovertemplate": "%{x}: regression<extra></extra>"})
-        if metric == "component":
-            data.append({"type": "scatter", "mode": "lines", "name": "step ms", "x": x,
-                         "y": [F.rnd(r.step_ns / 1e6, 6) for r in runs],
-                         "line": {"color": "#444444", "dash": "dot"}})
     ytitle = {"step": "median step, ms", "mfu": "MFU, %",
               "component": "ms per median step (device-averaged)"}[metric]
-    return {"data": data, "layout": F.base_layout(
-        340, title={"text": F.ptext(series), "font": {"size": 13}},
-        xaxis=F.axis("run", type="category"), yaxis=F.axis(ytitle))}
+    return {"data": data, "layout": F.base_layout(  # the section's heading names the series
+        340, xaxis=F.axis("run", type="category"), yaxis=F.axis(ytitle))}
 
 
 def render_html(s: HistoryShow, store: str, generated: str | None = None) -> str:
     """The ``history show --html`` page: a trend chart per series, the regressions."""
     if generated is None:
         generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    groups: dict[str, list[RunPoint]] = {}
-    for r in s.runs:
-        groups.setdefault(r.series, []).append(r)
-    figs = {f"trend{i}": trend_figure(series, runs, s.metric)
+    groups = _by_series(s.runs)
+    figs = {f"trend{i}": trend_figure(runs, s.metric)
             for i, (series, runs) in enumerate(groups.items())}
     sections = [{"fig": f"trend{i}", "series": series, "runs": runs}
                 for i, (series, runs) in enumerate(groups.items())]

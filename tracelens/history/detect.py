@@ -31,6 +31,7 @@ from statistics import median
 from typing import Sequence
 
 from tracelens.analyze.scaling import VERDICT_MIN_SHARE
+from tracelens.history.store import setup_text
 from tracelens.results.history import (HistoryCheck, MovedComponent, Regression, RunPoint,
                                        RunRecord, SeriesCheck)
 
@@ -143,7 +144,7 @@ def setup_notes(runs: Sequence[RunRecord]) -> tuple[str, ...]:
     setups: dict[str, list[str]] = {}
     for rs in group_series(runs).values():
         tags = ",".join(f"{k}={v}" for k, v in sorted(rs[0].tags.items())) or "(no tags)"
-        setups.setdefault(tags, []).append(f"{rs[0].hardware}, {rs[0].devices} devices")
+        setups.setdefault(tags, []).append(setup_text(rs[0].hardware, rs[0].devices))
     return tuple(f"runs tagged {tags} are on {len(hw)} setups ({'; '.join(hw)}): each is its "
                  "own series, never compared with the others"
                  for tags, hw in setups.items() if len(hw) > 1)

@@ -180,7 +180,12 @@ def series_key(tags: dict[str, str], hardware: str, devices: int) -> str:
     """The series a run belongs to: its tags, hardware and device count (runs of different
     hardware or device counts are never compared)."""
     t = ",".join(f"{k}={v}" for k, v in sorted(tags.items())) or "(no tags)"
-    return f"{t} | {hardware} | {devices} devices"
+    return f"{t} | {setup_text(hardware, devices)}"
+
+
+def setup_text(hardware: str, devices: int) -> str:
+    """``8× AMD Instinct MI300X | 8 devices``: a series' hardware and device count."""
+    return f"{hardware} | {devices} device{'' if devices == 1 else 's'}"
 
 
 def _read_runs(conn: sqlite3.Connection) -> list[RunRecord]:
