@@ -196,6 +196,10 @@ def test_cli_check_exits_1_on_a_regression_and_writes_the_documented_json(
     assert [c["component"] for c in reg["causes"]] == ["compute:gemm"]
     # the limit: a 30% GEMM change is ~12% of the step, so a 20% limit passes it
     assert cli("history", "check", "--store", str(store), "--fail-above", "20").returncode == 0
+    # a tag no run has, a baseline no run has: nothing to check is an error, not a pass
+    for more in (("--tag", "model=typo"), ("--baseline", "nope")):
+        res = cli("history", "check", "--store", str(store), *more)
+        assert res.returncode == 2 and res.stderr.startswith(f"error: {store}: no run"), more
     # the same inputs again are the same run
     again = _add(store, tmp_path / "n5.xplane.pb", "--label", "other")
     assert again.returncode == 0 and "already recorded as nightly-5" in again.stderr
@@ -340,3 +344,25 @@ def test_the_engine_records_what_one_process_records(tmp_path: Path) -> None:
     assert record_job(*args, workers=2) == here
     assert here.hosts == 2 and here.devices == 2 and [c.type for c in here.comm] == [
         "all-reduce"]
+
+
+def test_an_older_store_is_migrated_forward_on_open_with_its_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracelens.history import store as st
+
+    db = tmp_path / "runs.db"
+    rec = record(write_run(tmp_path / "x.xplane.pb", seed=8), "old")
+    with open_store(db, create=True) as s:
+        s.add(rec)
+
+    def to_v2(conn: sqlite3.Connection) -> None:
+        conn.execute("ALTER TABLE runs ADD COLUMN note TEXT")
+
+    monkeypatch.setattr(st, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setitem(st.MIGRATIONS, SCHEMA_VERSION + 1, to_v2)
+    with open_store(db) as s:
+        assert s.runs() == [rec]
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT version FROM schema_version").fetchall() == [
+            (SCHEMA_VERSION + 1,)]
+        assert "note" in [r[1] for r in c.execute("PRAGMA table_info(runs)")]

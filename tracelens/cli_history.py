@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 
@@ -17,6 +17,10 @@ from tracelens.cli_common import (common_options, engine_options, format_option,
                                   html_option, load_rule_files, print_result,
                                   step_marker_option)
 from tracelens.errors import TraceInputError
+
+if TYPE_CHECKING:
+    from reports.scaling import Tables
+    from tracelens.results.history import RunRecord
 
 DEFAULT_WINDOW = 10  # tracelens.history.detect.DEFAULT_WINDOW (not imported: --help is light)
 
@@ -99,7 +103,7 @@ def add(paths: tuple[Path, ...], store: Path, label: str | None, tags: dict[str,
     click.echo(f"recorded {got}: step {rec.step_ns / 1e6:,.3f} ms, series {rec.series}")
 
 
-def _runs(store: Path, tags: dict[str, str] | None = None) -> list:
+def _runs(store: Path, tags: dict[str, str] | None = None) -> list[RunRecord]:
     from tracelens.history.detect import with_tags
     from tracelens.history.store import open_store
 
@@ -108,8 +112,8 @@ def _runs(store: Path, tags: dict[str, str] | None = None) -> list:
     return with_tags(runs, tags) if tags else runs
 
 
-def _print(fmt: str, result: object, tables: Callable[[], list], csv: Callable[[], tuple],
-           title: str) -> None:
+def _print(fmt: str, result: object, tables: Callable[[], Tables],
+           csv: Callable[[], tuple[list[dict[str, object]], list[str]]], title: str) -> None:
     from tracelens.results.encode import to_json
     from reports import scaling as render
 
@@ -189,6 +193,9 @@ def check(store: Path, tags: dict[str, str], baseline: str | None, window: int,
     from tracelens.history.detect import check as build
 
     runs = _runs(store, tags)
+    if not runs:  # a gate with nothing to check does not pass silently (a mistyped tag)
+        raise TraceInputError(store, "no runs to check" + (" with the tags given (" + ", ".join(
+            f"{k}={v}" for k, v in sorted(tags.items())) + ")" if tags else ""))
     if baseline is not None and baseline not in {r.label for r in runs}:
         raise TraceInputError(store, f"no run labelled {baseline!r}"
                               + (" with the tags given" if tags else ""))

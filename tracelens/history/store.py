@@ -137,14 +137,6 @@ class Store:
         except sqlite3.Error as exc:
             raise self._fail(exc) from None
 
-    def next_id(self) -> int:
-        try:
-            row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'runs'") \
-                .fetchone()
-        except sqlite3.Error as exc:
-            raise self._fail(exc) from None
-        return (row[0] if row else 0) + 1
-
 
 def _insert(conn: sqlite3.Connection, r: RunRecord) -> None:
     cur = conn.execute(
