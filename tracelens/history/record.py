@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from tracelens.results.collectives import Collectives
     from tracelens.results.summary import Summary
 
-KERNELS_KEPT = 50  # kernel groups kept per run: the costliest (a run stays a few KB)
+KERNELS_KEPT = 20  # kernel groups kept per run: the costliest (a run stays a few KB)
 CHUNK = 1 << 20
 
 

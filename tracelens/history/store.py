@@ -54,7 +54,7 @@ CREATE TABLE categories (run_id INTEGER NOT NULL REFERENCES runs(id), category T
                          exclusive_ns INTEGER NOT NULL, PRIMARY KEY (run_id, category));
 CREATE TABLE kernels (run_id INTEGER NOT NULL REFERENCES runs(id), position INTEGER NOT NULL,
                       category TEXT, program TEXT, op TEXT, key TEXT NOT NULL,
-                      name TEXT NOT NULL, ns_per_step REAL NOT NULL,
+                      name_suffix TEXT, name TEXT, ns_per_step REAL NOT NULL,
                       count_per_step REAL NOT NULL, PRIMARY KEY (run_id, position));
 CREATE TABLE comm (run_id INTEGER NOT NULL REFERENCES runs(id), type TEXT NOT NULL,
                    count INTEGER NOT NULL, sum_ns INTEGER NOT NULL,
@@ -154,11 +154,19 @@ def _insert(conn: sqlite3.Connection, r: RunRecord) -> None:
     conn.executemany("INSERT INTO categories VALUES (?, ?, ?, ?, ?)",
                      [(rid, c.category, c.count, c.sum_ns, c.exclusive_ns)
                       for c in r.categories])
-    conn.executemany("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     [(rid, i, k.category, k.program, k.op, k.key, k.name, k.ns_per_step,
-                       k.count_per_step) for i, k in enumerate(r.kernels)])
+    conn.executemany("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     [(rid, i, k.category, k.program, k.op, k.key, *_name_parts(k),
+                       k.ns_per_step, k.count_per_step) for i, k in enumerate(r.kernels)])
     conn.executemany("INSERT INTO comm VALUES (?, ?, ?, ?, ?)",
                      [(rid, c.type, c.count, c.sum_ns, c.exposed_ns) for c in r.comm])
+
+
+def _name_parts(k: KernelRecord) -> tuple[str | None, str | None]:
+    """(suffix, name): a kernel's name is its normalized key and a suffix (``.kd``, a clone
+    suffix) almost always, and Tensile names run to 600 characters: stored once."""
+    if k.name.startswith(k.key):
+        return k.name[len(k.key):], None
+    return None, k.name
 
 
 def _grouped(conn: sqlite3.Connection, sql: str) -> dict[int, list[tuple]]:
@@ -188,7 +196,8 @@ def _read_runs(conn: sqlite3.Connection) -> list[RunRecord]:
                      "ORDER BY run_id, position")
     cats = _grouped(conn, "SELECT run_id, category, count, sum_ns, exclusive_ns FROM "
                     "categories ORDER BY run_id, exclusive_ns DESC, category")
-    kerns = _grouped(conn, "SELECT run_id, category, program, op, key, name, ns_per_step, "
+    kerns = _grouped(conn, "SELECT run_id, category, program, op, key, name_suffix, name, "
+                     "ns_per_step, "
                      "count_per_step FROM kernels ORDER BY run_id, position")
     comm = _grouped(conn, "SELECT run_id, type, count, sum_ns, exposed_ns FROM comm "
                     "ORDER BY run_id, type")
@@ -204,7 +213,8 @@ def _read_runs(conn: sqlite3.Connection) -> list[RunRecord]:
             tool_version=ver, inputs_hash=h,
             inputs=tuple(RecordedInput(*x) for x in inputs.get(rid, [])),
             categories=tuple(CategoryRecord(*x) for x in cats.get(rid, [])),
-            kernels=tuple(KernelRecord(*x) for x in kerns.get(rid, [])),
+            kernels=tuple(KernelRecord(c, p, o, k, k + x if x is not None else n, ns, cnt)
+                          for c, p, o, k, x, n, ns, cnt in kerns.get(rid, [])),
             comm=tuple(CommRecord(*x) for x in comm.get(rid, []))))
     return out
 
