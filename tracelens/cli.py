@@ -442,5 +442,8 @@ def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
         sys.exit(1)
 
 
+from tracelens.cli_history import history  # noqa: E402  (issue 29: `tracelens history`)
+main.add_command(history)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

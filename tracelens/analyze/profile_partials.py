@@ -214,16 +214,16 @@ def run_profiles(paths: Sequence[Path], filters: Filters | None = None,
     load = load or LoadOptions()
     engine = engine or EngineOptions()
     if load.job_wide:
-        return [_run_profile(p, ([p], []), filters, load, engine, None) for p in paths]
+        return [run_profile(p, ([p], []), filters, load, engine, None) for p in paths]
     found = [host_files([p], load.step_marker) for p in paths]
     n = engine_workers([f for _, files in found for f in files], engine.workers,
                        engine.scheduler)
     with engine_client(n, engine.scheduler) as client:
-        return [_run_profile(p, found_p, filters, load, EngineOptions(n, engine.scheduler),
+        return [run_profile(p, found_p, filters, load, EngineOptions(n, engine.scheduler),
                              client) for p, found_p in zip(paths, found)]
 
 
-def _run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
+def run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
                  filters: Filters | None, load: "LoadOptions", engine: "EngineOptions",
                  client: object) -> tuple[RunProfile, str]:
     """The rounds of one run (the module doc) on ``client`` (None: in this process)."""

@@ -1,0 +1,314 @@
+"""The run store (issue 29): one SQLite file of recorded runs, safe for concurrent writers.
+
+Why SQLite: one file, no server, and its locking makes two CI jobs adding runs at once
+safe. The store runs in WAL mode (readers never block the writer), every write is one
+``BEGIN IMMEDIATE`` transaction (a second writer waits on the busy timeout, then goes on:
+nothing is lost), and ``schema_version`` holds the version, migrated forward by
+:data:`MIGRATIONS` on open. A run is a few rows per table (no events).
+
+A file that is not a SQLite database, a damaged one, another program's database or one
+written by a newer tracelens is refused with :class:`TraceInputError` (exit 2, one line)
+and left exactly as it is: nothing is written to it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+from tracelens.errors import TraceInputError
+from tracelens.results.history import (CategoryRecord, CommRecord, KernelRecord,
+                                       RecordedInput, RunRecord)
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x544C4853  # "TLHS": a tracelens history store
+BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another's transaction
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_V1 = """
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    label TEXT NOT NULL UNIQUE,
+    recorded_at TEXT NOT NULL,
+    inputs_hash TEXT NOT NULL UNIQUE,
+    hardware TEXT NOT NULL,
+    devices INTEGER NOT NULL,
+    hosts INTEGER NOT NULL,
+    steps INTEGER NOT NULL,
+    steps_source TEXT NOT NULL,
+    step_ns REAL NOT NULL,
+    mfu REAL,
+    tool_version TEXT NOT NULL
+);
+CREATE TABLE tags (run_id INTEGER NOT NULL REFERENCES runs(id), key TEXT NOT NULL,
+                   value TEXT NOT NULL, PRIMARY KEY (run_id, key));
+CREATE TABLE inputs (run_id INTEGER NOT NULL REFERENCES runs(id), position INTEGER NOT NULL,
+                     path TEXT NOT NULL, sha256 TEXT NOT NULL, bytes INTEGER NOT NULL,
+                     PRIMARY KEY (run_id, position));
+CREATE TABLE components (run_id INTEGER NOT NULL REFERENCES runs(id),
+                         position INTEGER NOT NULL, component TEXT NOT NULL, ns REAL NOT NULL,
+                         PRIMARY KEY (run_id, position));
+CREATE TABLE categories (run_id INTEGER NOT NULL REFERENCES runs(id), category TEXT NOT NULL,
+                         count INTEGER NOT NULL, sum_ns INTEGER NOT NULL,
+                         exclusive_ns INTEGER NOT NULL, PRIMARY KEY (run_id, category));
+CREATE TABLE kernels (run_id INTEGER NOT NULL REFERENCES runs(id), position INTEGER NOT NULL,
+                      category TEXT, program TEXT, op TEXT, key TEXT NOT NULL,
+                      name_suffix TEXT, name TEXT, ns_per_step REAL NOT NULL,
+                      count_per_step REAL NOT NULL, PRIMARY KEY (run_id, position));
+CREATE TABLE comm (run_id INTEGER NOT NULL REFERENCES runs(id), type TEXT NOT NULL,
+                   count INTEGER NOT NULL, sum_ns INTEGER NOT NULL,
+                   exposed_ns INTEGER NOT NULL, PRIMARY KEY (run_id, type));
+"""
+
+
+def _to_v1(conn: sqlite3.Connection) -> None:
+    for stmt in _V1.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
+# version n -> the function that brings a store at version n-1 to n (inside one transaction)
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v1}
+
+
+class Store:
+    """An open run store (:func:`open_store`); ``close()`` when done (or ``with``)."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self.conn = conn
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _fail(self, exc: sqlite3.Error) -> TraceInputError:
+        if "locked" in str(exc):
+            return TraceInputError(self.path, f"another process held the run store for "
+                                   f"{BUSY_TIMEOUT_S:g} s; nothing was written, try again")
+        return TraceInputError(self.path, f"run store unreadable ({exc}); the file is left as "
+                               "it is")
+
+    def find(self, inputs_hash: str) -> str | None:
+        """The label of the run recorded from these inputs, if any."""
+        try:
+            row = self.conn.execute("SELECT label FROM runs WHERE inputs_hash = ?",
+                                    (inputs_hash,)).fetchone()
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from None
+        return row[0] if row else None
+
+    def add(self, r: RunRecord) -> tuple[str, bool]:
+        """Record ``r`` in one transaction: (its label, True), or (the label already
+        recorded from the same inputs, False) with nothing written. A label in use by other
+        inputs is an error."""
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute("SELECT label FROM runs WHERE inputs_hash = ?",
+                                   (r.inputs_hash,)).fetchone()
+                if row:
+                    conn.execute("ROLLBACK")
+                    return row[0], False
+                if conn.execute("SELECT 1 FROM runs WHERE label = ?", (r.label,)).fetchone():
+                    conn.execute("ROLLBACK")
+                    raise TraceInputError(self.path, f"label {r.label!r} is already used by "
+                                          "another run (give --label another name)")
+                _insert(conn, r)
+                conn.execute("COMMIT")
+            except sqlite3.Error:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from None
+        return r.label, True
+
+    def runs(self) -> list[RunRecord]:
+        """Every run, in the order recorded (time recorded, then insertion)."""
+        try:
+            return _read_runs(self.conn)
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from None
+
+
+def _insert(conn: sqlite3.Connection, r: RunRecord) -> None:
+    cur = conn.execute(
+        "INSERT INTO runs (label, recorded_at, inputs_hash, hardware, devices, hosts, steps, "
+        "steps_source, step_ns, mfu, tool_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (r.label, r.recorded_at, r.inputs_hash, r.hardware, r.devices, r.hosts, r.steps,
+         r.steps_source, r.step_ns, r.mfu, r.tool_version))
+    rid = cur.lastrowid
+    conn.executemany("INSERT INTO tags VALUES (?, ?, ?)",
+                     [(rid, k, v) for k, v in sorted(r.tags.items())])
+    conn.executemany("INSERT INTO inputs VALUES (?, ?, ?, ?, ?)",
+                     [(rid, i, x.path, x.sha256, x.bytes) for i, x in enumerate(r.inputs)])
+    conn.executemany("INSERT INTO components VALUES (?, ?, ?, ?)",
+                     [(rid, i, c, ns) for i, (c, ns) in enumerate(r.components.items())])
+    conn.executemany("INSERT INTO categories VALUES (?, ?, ?, ?, ?)",
+                     [(rid, c.category, c.count, c.sum_ns, c.exclusive_ns)
+                      for c in r.categories])
+    conn.executemany("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     [(rid, i, k.category, k.program, k.op, k.key, *_name_parts(k),
+                       k.ns_per_step, k.count_per_step) for i, k in enumerate(r.kernels)])
+    conn.executemany("INSERT INTO comm VALUES (?, ?, ?, ?, ?)",
+                     [(rid, c.type, c.count, c.sum_ns, c.exposed_ns) for c in r.comm])
+
+
+def _name_parts(k: KernelRecord) -> tuple[str | None, str | None]:
+    """(suffix, name): a kernel's name is its normalized key and a suffix (``.kd``, a clone
+    suffix) almost always, and Tensile names run to 600 characters: stored once."""
+    if k.name.startswith(k.key):
+        return k.name[len(k.key):], None
+    return None, k.name
+
+
+def _grouped(conn: sqlite3.Connection, sql: str) -> dict[int, list[tuple]]:
+    out: dict[int, list[tuple]] = {}
+    for row in conn.execute(sql):
+        out.setdefault(row[0], []).append(row[1:])
+    return out
+
+
+def series_key(tags: dict[str, str], hardware: str, devices: int) -> str:
+    """The series a run belongs to: its tags, hardware and device count (runs of different
+    hardware or device counts are never compared)."""
+    t = ",".join(f"{k}={v}" for k, v in sorted(tags.items())) or "(no tags)"
+    return f"{t} | {setup_text(hardware, devices)}"
+
+
+def setup_text(hardware: str, devices: int) -> str:
+    """``8× AMD Instinct MI300X | 8 devices``: a series' hardware and device count."""
+    return f"{hardware} | {devices} device{'' if devices == 1 else 's'}"
+
+
+def _read_runs(conn: sqlite3.Connection) -> list[RunRecord]:
+    tags = _grouped(conn, "SELECT run_id, key, value FROM tags ORDER BY run_id, key")
+    inputs = _grouped(conn, "SELECT run_id, path, sha256, bytes FROM inputs "
+                      "ORDER BY run_id, position")
+    comps = _grouped(conn, "SELECT run_id, component, ns FROM components "
+                     "ORDER BY run_id, position")
+    cats = _grouped(conn, "SELECT run_id, category, count, sum_ns, exclusive_ns FROM "
+                    "categories ORDER BY run_id, exclusive_ns DESC, category")
+    kerns = _grouped(conn, "SELECT run_id, category, program, op, key, name_suffix, name, "
+                     "ns_per_step, "
+                     "count_per_step FROM kernels ORDER BY run_id, position")
+    comm = _grouped(conn, "SELECT run_id, type, count, sum_ns, exposed_ns FROM comm "
+                    "ORDER BY run_id, type")
+    out = []
+    for (rid, label, at, h, hw, devices, hosts, steps, src, step_ns, mfu, ver) in conn.execute(
+            "SELECT id, label, recorded_at, inputs_hash, hardware, devices, hosts, steps, "
+            "steps_source, step_ns, mfu, tool_version FROM runs ORDER BY recorded_at, id"):
+        t = {k: v for k, v in tags.get(rid, [])}
+        out.append(RunRecord(
+            label=label, recorded_at=at, tags=t, series=series_key(t, hw, devices),
+            hardware=hw, devices=devices, hosts=hosts, steps=steps, steps_source=src,
+            step_ns=step_ns, components={c: ns for c, ns in comps.get(rid, [])}, mfu=mfu,
+            tool_version=ver, inputs_hash=h,
+            inputs=tuple(RecordedInput(*x) for x in inputs.get(rid, [])),
+            categories=tuple(CategoryRecord(*x) for x in cats.get(rid, [])),
+            kernels=tuple(KernelRecord(c, p, o, k, k + x if x is not None else n, ns, cnt)
+                          for c, p, o, k, x, n, ns, cnt in kerns.get(rid, [])),
+            comm=tuple(CommRecord(*x) for x in comm.get(rid, []))))
+    return out
+
+
+def _check_file(path: Path, create: bool) -> None:
+    """Refuse, before SQLite touches it, what is not a store file (module doc)."""
+    if path.is_dir():
+        raise TraceInputError(path, "is a directory, not a run store file")
+    if not path.exists():
+        if not create:
+            raise TraceInputError(path, "no such run store (`tracelens history add` creates "
+                                  "it)")
+        if not path.parent.is_dir():
+            raise TraceInputError(path, f"cannot create: folder {path.parent} does not exist")
+        return
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if head and head != SQLITE_MAGIC:
+        raise TraceInputError(path, "not a SQLite database, so not a run store (the file is "
+                              "left as it is)")
+    if 0 < len(head) < len(SQLITE_MAGIC):
+        raise TraceInputError(path, "truncated SQLite database (the file is left as it is)")
+
+
+def open_store(path: str | Path, create: bool = False) -> Store:
+    """The store at ``path``, migrated to :data:`SCHEMA_VERSION` (created when ``create``
+    and absent). Every refusal names the file and leaves it untouched (module doc)."""
+    path = Path(path)
+    _check_file(path, create)
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise TraceInputError(path, f"cannot open the run store: {exc}") from None
+    try:
+        _prepare(conn, path, create)
+    except TraceInputError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise TraceInputError(path, f"run store unreadable ({exc}); the file is left as it "
+                              "is") from None
+    return Store(path, conn)
+
+
+def _prepare(conn: sqlite3.Connection, path: Path, create: bool) -> None:
+    """Check the file is a sound store of a version this tracelens reads, then migrate it
+    forward in one transaction (only a store of ours is ever written)."""
+    check = conn.execute("PRAGMA quick_check").fetchone()
+    if not check or check[0] != "ok":
+        what = " ".join(str(check[0] if check else "?").replace("\\n", " ").split())
+        raise TraceInputError(path, f"damaged SQLite database ({what[:200]}); the file is left "
+                              "as it is")
+    version = _version(conn, path)
+    if version > SCHEMA_VERSION:
+        raise TraceInputError(path, f"run store of schema {version}, written by a newer "
+                              f"tracelens (this one reads up to {SCHEMA_VERSION})")
+    if version == SCHEMA_VERSION:
+        return
+    if not create and version == 0:
+        raise TraceInputError(path, "empty file, not a run store yet (`tracelens history "
+                              "add` creates it)")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = _version(conn, path)  # another writer may have migrated it meanwhile
+        if version == 0:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            conn.execute("INSERT INTO schema_version VALUES (0)")
+        for v in range(version + 1, SCHEMA_VERSION + 1):
+            MIGRATIONS[v](conn)
+            conn.execute("UPDATE schema_version SET version = ?", (v,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _version(conn: sqlite3.Connection, path: Path) -> int:
+    """The store's schema version; 0 for an empty database; refused when it is some other
+    program's database."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not tables:
+        return 0
+    app = conn.execute("PRAGMA application_id").fetchone()[0]
+    if "schema_version" not in tables or app != APPLICATION_ID:
+        raise TraceInputError(path, "a SQLite database, but not a tracelens run store (the "
+                              "file is left as it is)")
+    row = conn.execute("SELECT version FROM schema_version").fetchone()
+    if row is None or not isinstance(row[0], int):
+        raise TraceInputError(path, "run store without a schema version (damaged; the file "
+                              "is left as it is)")
+    return row[0]
