@@ -59,14 +59,14 @@ else:
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.engine import local_cluster
     from tracelens.engine_jobs import collectives_job, collectives_of, summary_job, summary_of
-    from tracelens.results.jsonify import collectives_json, summary_json
+    from tracelens.results.encode import encode
 
     def run_command(command, paths, workers=None, scheduler=None):
         if command == "summarize":
             job = summary_job(paths, SummaryOptions(), None, None, workers, scheduler)
-            return job, json.dumps(summary_json(summary_of(job, SummaryOptions())))
+            return job, json.dumps(encode(summary_of(job, SummaryOptions())))
         job = collectives_job(paths, None, None, None, workers, scheduler)
-        return job, json.dumps(collectives_json(collectives_of(job, 10)))
+        return job, json.dumps(encode(collectives_of(job, 10)))
 
     workers = int(mode.split("-")[1]) if mode.startswith("cluster") else 1
     if workers > 1:

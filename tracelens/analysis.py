@@ -126,7 +126,7 @@ class TraceAnalysis:
     @cached_property
     def summary(self) -> Summary:
         """The typed result behind ``tracelens summarize`` (its JSON form is
-        :func:`tracelens.results.jsonify.summary_json`).
+        ``tracelens.to_json(summary)``).
 
         >>> import tracelens
         >>> a = TraceAnalysis(tracelens.load("sample_traces/mi300x_8gpu_llama_step.xplane.pb"))

@@ -8,12 +8,16 @@ import functools
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import click
 
 from tracelens.errors import TraceInputError
 from tracelens.categories import CATEGORIES  # not the model: --help needs no polars
+
+if TYPE_CHECKING:
+    from tracelens.results.collectives import Collectives
+    from tracelens.results.filters import ActiveFilters
 
 FORMATS = ["table", "json", "csv", "markdown"]
 PROGRESS_MIN_BYTES = 20 * 1024 * 1024
@@ -197,13 +201,13 @@ def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def apply_filters(trace: Any, paths: tuple[Path, ...], categories: tuple[str, ...],
               kernel: str | None, hosts: tuple[str, ...],
-              time_window: tuple[int | None, int | None] | None) -> tuple[Any, dict[str, Any]]:
+              time_window: tuple[int | None, int | None] | None) -> tuple[Any, ActiveFilters]:
     """The trace narrowed by the filter options, and the filters in force (for outputs)."""
     from tracelens.filters import Filters, apply
 
     f = Filters(hosts=hosts, categories=categories, kernel=kernel, time=time_window)
     if not f.active():
-        return trace, {}
+        return trace, f.active()
     try:
         return apply(trace, f), f.active()
     except ValueError as exc:
@@ -289,7 +293,7 @@ def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
 def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],
                        step_marker: str | None, top: int, categories: tuple[str, ...],
                        kernel: str | None, workers: int | None, scheduler: str | None
-                       ) -> tuple[Any, str, dict[str, Any]]:
+                       ) -> tuple[Collectives, str, ActiveFilters]:
     """``collectives`` as a per-host map and a reduce: (the typed result, the steps source,
     the filters in force)."""
     from tracelens.engine_jobs import collectives_job, collectives_of

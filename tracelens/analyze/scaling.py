@@ -23,6 +23,8 @@ from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.model import COMPUTE_CATEGORIES, Trace
 from tracelens.notices import fold_per_host, host_and_file_names
+from tracelens.results.encode import JSONValue, encode
+from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
 from tracelens.results.summary import HardwareCount
 
@@ -330,15 +332,13 @@ def scaling_transition(a: RunProfile, b: RunProfile, strong: bool = False) -> Tr
         verdict=tuple(verdict(a, b, causes, lost)))
 
 
-def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, Any]:
+def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> JSONValue:
     """The JSON of :func:`scaling_transition` (README "scaling")."""
-    from tracelens.results.jsonify import transition_json
-
-    return dict(transition_json(scaling_transition(a, b, strong)))
+    return encode(scaling_transition(a, b, strong))
 
 
 def scaling(profiles: list[RunProfile], steps_sources: list[str], strong: bool = False,
-            filters: dict[str, Any] | None = None) -> Scaling:
+            filters: ActiveFilters | None = None) -> Scaling:
     """The ``tracelens scaling`` result: each run and each transition to the next run."""
     return Scaling(
         runs=tuple(ScalingRun(path=p.path, devices=p.devices, hosts=p.hosts, steps=p.steps,

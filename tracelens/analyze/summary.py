@@ -27,6 +27,7 @@ from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Bre
                                         device_and_step_breakdowns, device_axis,
                                         step_breakdown)
 from tracelens.filters import Filters
+from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
 from tracelens.notices import host_and_file_names
@@ -74,7 +75,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
 
     opts = opts or SummaryOptions()
 
-    active_filters: dict[str, Any] = {}
+    active_filters = ActiveFilters()
     if opts.filters is not None and opts.filters.active():
         trace, active_filters = apply(trace, opts.filters), opts.filters.active()
     device, step = opts.device, opts.step
@@ -103,7 +104,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         inputs=tuple(trace.meta.sources), warnings=tuple(trace.meta.warnings),
         host_names=tuple(_host_names(trace)), alignment=trace.meta.alignment,
         steps_source=trace.meta.steps_source,
-        filters={"device": device, "step": step, **active_filters},
+        filters=SummaryFilters(device, step, active_filters),
         devices=devices, steps=steps,
         device_rows=_device_rows(trace, events, steps, devices, specs, specs_df, device, step,
                                  axis),
