@@ -149,9 +149,13 @@ class TraceAnalysis:
         >>> (s.host, s.device, s.times_last > 0)
         ('mi355x-node1', 3, True)
         """
+        from dataclasses import replace
+
         from tracelens.analyze.collectives import analyze, link_of
-        return analyze(self.trace.events, self.trace.meta.alignment, top=10,
-                       link_gb_per_s=link_of(self.trace.devices))
+        res = analyze(self.trace.events, self.trace.meta.alignment, top=10,
+                      link_gb_per_s=link_of(self.trace.devices))
+        # as ``tracelens collectives`` says it: to_json(result) is its --format json
+        return replace(res, steps_source=self.trace.meta.steps_source)
 
     @cached_property
     def profile(self) -> RunProfile:
