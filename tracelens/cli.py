@@ -240,8 +240,7 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
             scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
             debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
-    import dataclasses
-    from dataclasses import replace
+    from dataclasses import asdict, replace
 
     from tracelens.analyze.compare import check_comparable, comparison
     from tracelens.results.runs import Gate
@@ -260,7 +259,7 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
                   filters=active or None, gate=Gate(fail_above, regressed))
     shown = replace(res, warnings=()) if quiet and fmt == "table" else res
     _emit(fmt, res, "tracelens compare", compare_tables(shown),
-          [dataclasses.asdict(c) for c in res.components],
+          [asdict(c) for c in res.components],
           ["component", "base_ns", "new_ns", "delta_ns"], html=html)
     if regressed:
         click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",
