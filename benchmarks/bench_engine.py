@@ -62,17 +62,17 @@ else:
     from tracelens.analyze.summary_analysis import SummaryAnalysis
     from tracelens.engine import EngineOptions, LoadOptions, run_tasks
     from tracelens.protocol import Task
-    from tracelens.results.jsonify import collectives_json, summary_json
+    from tracelens.results.encode import encode
 
     def run_command(command, paths, workers=None, scheduler=None):
         engine = EngineOptions(workers, scheduler)
         if command == "summarize":
             (res,), job = run_tasks([Task(SummaryAnalysis(), SummaryOptions())], paths,
                                     LoadOptions(), engine)
-            return job, json.dumps(summary_json(res))
+            return job, json.dumps(encode(res))
         (res,), job = run_tasks([Task(CollectivesAnalysis(), CollectivesOptions())], paths,
                                 LoadOptions(), engine)
-        return job, json.dumps(collectives_json(res))
+        return job, json.dumps(encode(res))
 
     workers = int(mode.split("-")[1]) if mode.startswith("cluster") else 1
     if workers > 1:

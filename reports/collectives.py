@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,7 +14,7 @@ from reports.markdown import md_cell, md_table
 from reports.summary import filters_text, ms
 from reports.units import size
 from tracelens.results.collectives import Busbw, Collectives
-from tracelens.results.jsonify import collectives_json
+from tracelens.results.encode import encode, to_json
 
 
 def _gbps(v: float | None) -> str:
@@ -53,11 +51,10 @@ def tables(c: Collectives) -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
-def render_table(c: Collectives, console: Console,
-                 filters: dict[str, Any] | None = None) -> None:
-    """The tables, after the filters in force (``filters``: the JSON's record) when any."""
-    if filters_text(filters or {}):
-        console.print(Text(f"filters: {filters_text(filters or {})}"))
+def render_table(c: Collectives, console: Console) -> None:
+    """The tables, after the filters in force (``c.filters``) when any."""
+    if c.filters:
+        console.print(Text(f"filters: {filters_text(c.filters)}"))
     if not c.instances:
         console.print(Text("No collective activity in this trace."))
         return
@@ -72,19 +69,19 @@ def render_table(c: Collectives, console: Console,
     console.print(Text(f"alignment across hosts: {c.alignment}"))
 
 
-def render_markdown(c: Collectives, filters: dict[str, Any] | None = None) -> str:
+def render_markdown(c: Collectives) -> str:
     parts = ["# tracelens collectives", ""]
-    if filters_text(filters or {}):
-        parts += [f"Filters: {md_cell(filters_text(filters or {}))}", ""]
+    if c.filters:
+        parts += [f"Filters: {md_cell(filters_text(c.filters))}", ""]
     for title, header, rows in tables(c):
         parts += md_table(title, header, rows)
     parts.append(f"Alignment across hosts: {c.alignment}")
     return "\n".join(parts) + "\n"
 
 
-def render_json(rep: dict[str, Any]) -> str:
-    """The JSON contract (``collectives_json`` plus what the CLI adds)."""
-    return json.dumps(rep, indent=2)
+def render_json(c: Collectives) -> str:
+    """The JSON contract: the result's fields, with the command's steps source and filters."""
+    return to_json(c)
 
 
 def render_csv(c: Collectives) -> str:
@@ -94,6 +91,6 @@ def render_csv(c: Collectives) -> str:
             "busbw_p10_gb_per_s", "busbw_p90_gb_per_s"]
     w = csv.writer(buf)
     w.writerow(cols)
-    for r in collectives_json(c)["collectives"]:
-        w.writerow(["" if r[k] is None else r[k] for k in cols])  # type: ignore[literal-required]
+    for r in encode(c.ops):  # type: ignore[union-attr]
+        w.writerow(["" if r[k] is None else r[k] for k in cols])  # type: ignore[index]
     return buf.getvalue()

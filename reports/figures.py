@@ -1,6 +1,7 @@
 """Plotly figures of the HTML report, as plain ``{"data": [...], "layout": {...}}`` dicts.
 
-Built from the ``summarize`` and ``collectives_report`` dicts only (no analysis here). Plotly
+Built from the typed ``summarize`` result only (no analysis here; numbers as its JSON rounds
+them, :func:`reports.summary.shown`). Plotly
 interprets a few HTML tags inside every text it draws (ticks, legends, hover labels), so every
 string that comes from a trace goes through :func:`ptext` (entity-escaped: plotly turns the
 entities back into plain text, never into tags). Figures use no plotly.py template, which keeps
@@ -11,13 +12,16 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from typing import Sequence
 
 from reports.palette import color, label
+from reports.summary import shown
 from tracelens import names
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
+from tracelens.results.summary import (CategoryTime, DeviceSummary, StepTotal, Summary,
+                                       TopKernel)
 
-Fig = dict[str, Any]
+Fig = dict[str, object]  # a plotly figure: plain JSON values, as plotly.js reads them
 
 MAX_STEP_BARS = 240       # per-step chart: (step, device) bars before steps are summed
 KERNEL_BARS = 15
@@ -59,21 +63,21 @@ def time_unit(max_ns: float) -> tuple[str, float]:
 HOST_CHARS = 32  # host names in chart labels
 
 
-def device_label(d: dict[str, Any], many_hosts: bool, host_chars: int | None = None) -> str:
+def device_label(d: DeviceSummary, many_hosts: bool, host_chars: int | None = None) -> str:
     """"GPU 3", or "host · GPU 3" when the trace has several hosts (the host name shortened
     to ``host_chars`` in charts)."""
-    kind = "CPU" if (d.get("vendor") or "").lower() == "cpu" else "GPU"
+    kind = "CPU" if (d.vendor or "").lower() == "cpu" else "GPU"
     if not many_hosts:
-        return f"{kind} {d['device']}"
-    host = str(d["host"])
-    return f"{short(host, host_chars) if host_chars else host} · {kind} {d['device']}"
+        return f"{kind} {d.device}"
+    host = str(d.host)
+    return f"{short(host, host_chars) if host_chars else host} · {kind} {d.device}"
 
 
-def host_index(summary: dict[str, Any]) -> dict[str, int]:
+def host_index(summary: Summary) -> dict[str, int]:
     """Hosts numbered in the order of the device list (for compact chart labels)."""
     out: dict[str, int] = {}
-    for d in summary["devices"]:
-        out.setdefault(d["host"], len(out))
+    for d in summary.devices:
+        out.setdefault(d.host, len(out))
     return out
 
 
@@ -93,8 +97,8 @@ def unique_labels(labels: list[str], extra: list[str | None]) -> list[str]:
     return out
 
 
-def base_layout(height: int, **kw: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
+def base_layout(height: int, **kw: object) -> dict[str, object]:
+    base: dict[str, object] = {
         "height": height, "margin": {"l": 10, "r": 20, "t": 36, "b": 50},
         "font": {"family": FONT, "size": 12}, "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff", "hoverlabel": {"align": "left"},
@@ -105,8 +109,8 @@ def base_layout(height: int, **kw: Any) -> dict[str, Any]:
     return base
 
 
-def axis(title: str, **kw: Any) -> dict[str, Any]:
-    ax = {"title": {"text": title}, "automargin": True, "gridcolor": "#e6e6e6",
+def axis(title: str, **kw: object) -> dict[str, object]:
+    ax: dict[str, object] = {"title": {"text": title}, "automargin": True, "gridcolor": "#e6e6e6",
           "zerolinecolor": "#bdbdbd", "linecolor": "#bdbdbd"}
     ax.update(kw)
     return ax
@@ -117,30 +121,30 @@ def rnd(v: float, nd: int = 4) -> float:
 
 
 # -- per-device timeline -------------------------------------------------------------------
-def timeline_components(d: dict[str, Any]) -> dict[str, int]:
+def timeline_components(d: DeviceSummary) -> dict[str, int]:
     """Span split into compute categories (exclusive time), exposed comm and memory, idle.
 
     Compute categories outrank collective and memory, so their exclusive times add up to
     ``compute_ns``; the collective and memory exclusive times are the exposed communication
     and exposed memory; with idle they add up to the span exactly.
     """
-    excl = {c["category"]: c["exclusive_ns"] for c in d["categories"]}
-    t = d["timeline"]
+    excl = {c.category: c.exclusive_ns for c in d.categories}
+    t = d.timeline
     out = {c: int(excl.get(c, 0)) for c in COMPUTE_CATEGORIES}
-    out["exposed_comm"] = int(t["exposed_comm_ns"])
-    out["exposed_memory"] = int(t["exposed_memory_ns"])
-    out["idle"] = int(t["idle_ns"])
+    out["exposed_comm"] = int(t.exposed_comm_ns)
+    out["exposed_memory"] = int(t.exposed_memory_ns)
+    out["idle"] = int(t.idle_ns)
     return out
 
 
-def timeline_figure(summary: dict[str, Any]) -> Fig | None:
-    devs = summary["devices"]
+def timeline_figure(summary: Summary) -> Fig | None:
+    devs = summary.devices
     if not devs:
         return None
-    many_hosts = summary["headline"]["hosts"] > 1
+    many_hosts = summary.headline.hosts > 1
     labels = [device_label(d, many_hosts, HOST_CHARS) for d in devs]
     comps = [timeline_components(d) for d in devs]
-    spans = [d["timeline"]["span_ns"] for d in devs]
+    spans = [d.timeline.span_ns for d in devs]
     unit, div = time_unit(max(spans))
     data = []
     for key in [*COMPUTE_CATEGORIES, "exposed_comm", "exposed_memory", "idle"]:
@@ -162,24 +166,24 @@ def timeline_figure(summary: dict[str, Any]) -> Fig | None:
 
 
 # -- categories ----------------------------------------------------------------------------
-def category_figure(cats: list[dict[str, Any]]) -> Fig | None:
-    cats = [c for c in cats if c["count"]]
+def category_figure(totals: Sequence[CategoryTime]) -> Fig | None:
+    cats = [c for c in totals if c.count]
     if not cats:
         return None
-    unit, div = time_unit(max(max(c["sum_ns"], c["exclusive_ns"]) for c in cats))
-    names = [c["category"] for c in cats]
+    unit, div = time_unit(max(max(c.sum_ns, c.exclusive_ns) for c in cats))
+    names = [c.category for c in cats]
     colors = [color(n) for n in names]
-    busy = sum(c["exclusive_ns"] for c in cats)
+    busy = sum(c.exclusive_ns for c in cats)
     data = [
         {"type": "bar", "orientation": "h", "name": "exclusive time", "y": names,
-         "x": [rnd(c["exclusive_ns"] / div) for c in cats],
-         "customdata": [rnd(100.0 * c["exclusive_ns"] / busy, 2) if busy else 0 for c in cats],
+         "x": [rnd(c.exclusive_ns / div) for c in cats],
+         "customdata": [rnd(100.0 * c.exclusive_ns / busy, 2) if busy else 0 for c in cats],
          "marker": {"color": colors},
          "hovertemplate": f"%{{y}}: %{{x:,.3f}} {unit} exclusive "
                           "(%{customdata:.1f}% of busy)<extra></extra>"},
         {"type": "bar", "orientation": "h", "name": "summed time (overlaps count twice)",
-         "y": names, "x": [rnd(c["sum_ns"] / div) for c in cats],
-         "customdata": [c["count"] for c in cats],
+         "y": names, "x": [rnd(c.sum_ns / div) for c in cats],
+         "customdata": [c.count for c in cats],
          "marker": {"color": "#ffffff", "line": {"color": colors, "width": 1.5},
                     "pattern": {"shape": "/", "fgcolor": colors, "size": 6, "solidity": 0.3}},
          "hovertemplate": f"%{{y}}: %{{x:,.3f}} {unit} summed over "
@@ -196,13 +200,13 @@ HEAT_SCALE = [[0.0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4
               [1.0, "#b2182b"]]  # blue below the median device, red above
 
 
-def heatmap_figure(summary: dict[str, Any], medians: dict[str, float]) -> Fig | None:
+def heatmap_figure(summary: Summary) -> Fig | None:
     """Each device's shares of its span; colour: the difference from the median device's
-    (``medians``: :attr:`tracelens.results.summary.Summary.median_shares`)."""
-    devs = summary["devices"]
+    (:attr:`tracelens.results.summary.Summary.median_shares`)."""
+    devs, medians = summary.devices, summary.median_shares
     if len(devs) < 2:
         return None
-    many_hosts = summary["headline"]["hosts"] > 1
+    many_hosts = summary.headline.hosts > 1
     metrics: list[tuple[str, str]] = [
         ("busy", "busy_ns"), ("compute", "compute_ns"), ("exposed<br>comm", "exposed_comm_ns"),
         ("exposed<br>memory", "exposed_memory_ns"), ("idle", "idle_ns")]
@@ -211,10 +215,10 @@ def heatmap_figure(summary: dict[str, Any], medians: dict[str, float]) -> Fig | 
     metrics += [(f"{k[5:]}<br>excl.", k) for k in medians if k.startswith("excl:")]
     rows = []
     for d in devs:
-        excl = {x["category"]: x["exclusive_ns"] for x in d["categories"]}
-        span = d["timeline"]["span_ns"]
+        excl = {x.category: x.exclusive_ns for x in d.categories}
+        span = d.timeline.span_ns
         rows.append([100.0 * (excl.get(k[5:], 0) if k.startswith("excl:")
-                              else d["timeline"][k]) / span if span else 0.0
+                              else getattr(d.timeline, k)) / span if span else 0.0
                      for _, k in metrics])
     med = [medians[k] for _, k in metrics]
     z = [[rnd(v - m, 3) for v, m in zip(r, med)] for r in rows]
@@ -239,23 +243,24 @@ def heatmap_figure(summary: dict[str, Any], medians: dict[str, float]) -> Fig | 
 
 
 # -- per step ------------------------------------------------------------------------------
-def _mfu_pct(v: Any) -> float | None:
+def _mfu_pct(v: float | None) -> float | None:
     """MFU is a fraction (DESIGN §6.2); shown in percent."""
     if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
     return rnd(100.0 * v, 3)
 
 
-def steps_figure(summary: dict[str, Any], totals: Any = ()) -> Fig | None:
+def steps_figure(summary: Summary) -> Fig | None:
     """Per-step bars: per device, or past MAX_STEP_BARS (or for one device) each step summed
-    over its devices (``totals``: :attr:`tracelens.results.summary.Summary.step_totals`)."""
-    devs = [d for d in summary["devices"] if d["steps"]]
+    over its devices (:attr:`tracelens.results.summary.Summary.step_totals`)."""
+    devs = [d for d in summary.devices if d.steps]
     if not devs:
         return None
-    many_hosts = summary["headline"]["hosts"] > 1
+    totals: Sequence[StepTotal] = summary.step_totals
+    many_hosts = summary.headline.hosts > 1
     keys = [("compute", "compute_ns"), ("exposed_comm", "exposed_comm_ns"),
             ("exposed_memory", "exposed_memory_ns"), ("idle", "idle_ns")]
-    n_bars = sum(len(d["steps"]) for d in devs)
+    n_bars = sum(len(d.steps) for d in devs)
     summed = n_bars > MAX_STEP_BARS or len(devs) == 1
     rows: list[tuple[int, str | None, dict[str, int], list[float]]] = []
     if summed:  # one bar per step: the devices added up
@@ -268,15 +273,17 @@ def steps_figure(summary: dict[str, Any], totals: Any = ()) -> Fig | None:
         hosts = host_index(summary)
         compact = len(devs) > 8 or many_hosts
         for d in devs:
-            lab = (f"h{hosts[d['host']]}·{d['device']}" if many_hosts else str(d["device"])) \
+            lab = (f"h{hosts[d.host]}·{d.device}" if many_hosts else str(d.device)) \
                 if compact else device_label(d, many_hosts)
-            for s in d["steps"]:
-                m = _mfu_pct(s.get("mfu"))
-                rows.append((s["step"], lab, s["timeline"], [] if m is None else [m]))
+            for st in d.steps:
+                m = _mfu_pct(shown(st, "mfu"))
+                rows.append((st.step, lab, {k: getattr(st.timeline, k) for _, k in keys},
+                             [] if m is None else [m]))
         rows.sort(key=lambda r: r[0])  # stable: device order kept within a step
     unit, div = time_unit(max(sum(r[2][k] for _, k in keys) for r in rows))
+    x: list[str] | list[list[str]]
     if summed:
-        x: Any = [f"step {r[0]}" for r in rows]
+        x = [f"step {r[0]}" for r in rows]
     else:
         x = [[f"step {r[0]}" for r in rows], [ptext(r[1]) for r in rows]]
     data = []
@@ -311,15 +318,21 @@ def steps_figure(summary: dict[str, Any], totals: Any = ()) -> Fig | None:
 
 
 # -- top kernels ---------------------------------------------------------------------------
-def kernels_figure(kernels: list[dict[str, Any]]) -> Fig | None:
+def _or_zero(v: float | None) -> float | int:
+    return 0 if v is None else v
+
+
+def _kind(k: TopKernel) -> str:
+    return k.category + (f"/{k.subcategory}" if k.subcategory else "")
+
+
+def kernels_figure(kernels: Sequence[TopKernel]) -> Fig | None:
     top = kernels[:KERNEL_BARS]
     if not top:
         return None
-    unit, div = time_unit(max(k["sum_ns"] for k in top))
-    labels = unique_labels([chart_name(k["name"]) for k in top],
-                           [k["category"] + (f"/{k['subcategory']}" if k["subcategory"] else "")
-                            for k in top])
-    cats = [k["category"] for k in top]
+    unit, div = time_unit(max(k.sum_ns for k in top))
+    labels = unique_labels([chart_name(k.name) for k in top], [_kind(k) for k in top])
+    cats = [k.category for k in top]
     data = []
     order = {c: i for i, c in enumerate(CATEGORIES)}
     for cat in sorted(dict.fromkeys(cats), key=lambda c: order.get(c, 99)):
@@ -328,12 +341,10 @@ def kernels_figure(kernels: list[dict[str, Any]]) -> Fig | None:
         data.append({
             "type": "bar", "orientation": "h", "name": cat,
             "y": [ptext(labels[i]) for i in idx],
-            "x": [rnd(top[i]["sum_ns"] / div) for i in idx],
-            "customdata": [[wrapped(top[i]["name"]),
-                            ptext(top[i]["category"] + (f"/{top[i]['subcategory']}"
-                                                        if top[i]["subcategory"] else "")),
-                            top[i]["count"], rnd(top[i]["mean_ns"] / 1e3, 2),
-                            top[i]["share_pct"] if top[i]["share_pct"] is not None else 0]
+            "x": [rnd(top[i].sum_ns / div) for i in idx],
+            "customdata": [[wrapped(top[i].name), ptext(_kind(top[i])), top[i].count,
+                            rnd((shown(top[i], "mean_ns") or 0.0) / 1e3, 2),
+                            _or_zero(shown(top[i], "share_pct"))]
                            for i in idx],
             "marker": {"color": color(cat)},
             "hovertemplate": "%{customdata[0]}<br>%{customdata[1]} · %{customdata[2]:,} "

@@ -8,67 +8,69 @@ Same conventions as :mod:`reports.figures`: plain plotly dicts, every trace stri
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Sequence
 
 from reports.figures import Fig, axis, base_layout, ptext, rnd, time_unit, wrapped
 from reports.palette import color
+from reports.summary import shown
 from tracelens.model import CATEGORIES
+from tracelens.results.collectives import Collectives
+from tracelens.results.summary import RooflineRow, SpecView
 
 MAX_ROOFLINE_POINTS = 300  # largest op groups by time
 
 
 # -- roofline ------------------------------------------------------------------------------
-def _pos(v: Any) -> bool:
+def _pos(v: float | None) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
 
 
-def roofline_points(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def roofline_points(rows: Sequence[RooflineRow]) -> tuple[list[RooflineRow], int]:
     """Rows that can be placed (positive intensity and TFLOP/s), largest by time first, and
     how many could not."""
-    ok = [r for r in rows if _pos(r.get("intensity")) and _pos(r.get("tflops_per_s"))]
-    ok.sort(key=lambda r: -(r.get("sum_ns") or 0))
+    ok = [r for r in rows if _pos(shown(r, "intensity")) and _pos(shown(r, "tflops_per_s"))]
+    ok.sort(key=lambda r: -r.sum_ns)
     return ok[:MAX_ROOFLINE_POINTS], len(rows) - len(ok)
 
 
 DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 
 
-def ceilings(spec: dict[str, Any]) -> list[tuple[list[str], float]]:
+def ceilings(spec: SpecView) -> list[tuple[list[str], float]]:
     """The spec's dtype peaks, highest first; dtypes with the same peak share one line."""
     by_peak: dict[float, list[str]] = {}
-    for dtype, peak in (spec.get("peak_tflops") or {}).items():
+    for dtype, peak in spec.peak_tflops.items():
         if _pos(peak):
             by_peak.setdefault(float(peak), []).append(str(dtype))
     return [(by_peak[p], p) for p in sorted(by_peak, reverse=True)]
 
 
-def roofline_figure(summary: dict[str, Any], specs: list[dict[str, Any]]) -> Fig | None:
+def roofline_figure(rows: Sequence[RooflineRow], specs: Sequence[SpecView]) -> Fig | None:
     """The op groups against the ceilings of ``specs`` (the devices' distinct specs, the most
-    used first: :attr:`tracelens.results.summary.Summary.specs` as JSON)."""
-    rows = summary.get("roofline")
-    if not isinstance(rows, list) or not rows:
+    used first: :attr:`tracelens.results.summary.Summary.specs`)."""
+    if not rows:
         return None
     pts, _ = roofline_points(rows)
     if not pts:  # ceilings alone say nothing about the trace
         return None
-    xs = [r["intensity"] for r in pts]
+    xs = [shown(r, "intensity") or 0.0 for r in pts]
     ridges = []
     for s in specs:
-        hbm = s.get("hbm_tb_per_s")
-        for peak in (s.get("peak_tflops") or {}).values():
+        hbm = s.hbm_tb_per_s
+        for peak in s.peak_tflops.values():
             if _pos(peak) and _pos(hbm):
                 ridges.append(peak / hbm)
     lo = min(xs + ridges) / 4
     hi = max(xs + ridges) * 4
-    data: list[dict[str, Any]] = []
+    data: list[dict[str, object]] = []
     annotations = []
-    used_dtypes = {r["dtype"] for r in pts if r.get("dtype")}
+    used_dtypes = {r.dtype for r in pts if r.dtype}
     for si, s in enumerate(specs[:2]):
-        hbm = s.get("hbm_tb_per_s")
+        hbm = s.hbm_tb_per_s
         for j, (dtypes, peak) in enumerate(ceilings(s)):
             tag = "/".join(dtypes)
             name = f"{tag} peak {peak:,.0f} TFLOP/s" + (
-                f" ({s['name']})" if len(specs) > 1 else "")
+                f" ({s.name})" if len(specs) > 1 else "")
             x0 = max(peak / hbm, lo) if _pos(hbm) else lo  # flat from the ridge point on
             cx, cy = [x0, hi], [peak, peak]
             # The ceilings of the data types the op groups compute in stand out.
@@ -87,7 +89,7 @@ def roofline_figure(summary: dict[str, Any], specs: list[dict[str, Any]]) -> Fig
                                          else "#8a8a8a"}})
         if _pos(hbm) and ceilings(s):  # one HBM slope, up to the highest ceiling
             top = ceilings(s)[0][1]
-            name = f"HBM {hbm:g} TB/s" + (f" ({s['name']})" if len(specs) > 1 else "")
+            name = f"HBM {hbm:g} TB/s" + (f" ({s.name})" if len(specs) > 1 else "")
             data.append({"type": "scatter", "mode": "lines", "name": ptext(name),
                          "x": [rnd(lo, 6), rnd(max(top / hbm, lo), 6)],
                          "y": [rnd(lo * hbm, 6), rnd(max(top, lo * hbm), 6)],
@@ -100,18 +102,18 @@ def roofline_figure(summary: dict[str, Any], specs: list[dict[str, Any]]) -> Fig
                 "yref": "y", "text": ptext(f"HBM {hbm:g} TB/s"), "showarrow": False,
                 "xanchor": "right", "yanchor": "bottom",
                 "font": {"size": 11, "color": color("ceiling")}})
-    maxt = max((r.get("sum_ns") or 0 for r in pts), default=0) or 1
-    cats = [r.get("category") or "other" for r in pts]
+    maxt = max((r.sum_ns for r in pts), default=0) or 1
+    cats = [r.category or "other" for r in pts]
     for cat in [c for c in CATEGORIES if c in cats] + [c for c in dict.fromkeys(cats)
                                                         if c not in CATEGORIES]:
         sel = [r for r, c in zip(pts, cats) if c == cat]
         data.append({
             "type": "scatter", "mode": "markers", "name": ptext(cat),
-            "x": [rnd(r["intensity"], 6) for r in sel], "y": [rnd(r["tflops_per_s"], 6)
-                                                              for r in sel],
+            "x": [rnd(shown(r, "intensity") or 0.0, 6) for r in sel],
+            "y": [rnd(shown(r, "tflops_per_s") or 0.0, 6) for r in sel],
             "marker": {"color": color(cat), "opacity": 0.75,
                        "line": {"color": "#ffffff", "width": 0.5},
-                       "size": [rnd(6 + 34 * math.sqrt((r.get("sum_ns") or 0) / maxt), 2)
+                       "size": [rnd(6 + 34 * math.sqrt(r.sum_ns / maxt), 2)
                                 for r in sel]},
             "customdata": [[_roof_hover(r)] for r in sel],
             "hovertemplate": "%{customdata[0]}<extra></extra>",
@@ -123,65 +125,52 @@ def roofline_figure(summary: dict[str, Any], specs: list[dict[str, Any]]) -> Fig
         yaxis=axis("achieved TFLOP/s (log scale)", type="log", dtick=1, tickformat="~g"))}
 
 
-def _fmt(v: Any, spec: str) -> str:
+def _fmt(v: float | None, spec: str) -> str:
     return "-" if not isinstance(v, (int, float)) or not math.isfinite(v) else format(v, spec)
 
 
-def _roof_hover(r: dict[str, Any]) -> str:
-    lines = [f"<b>{wrapped(str(r.get('op') or '-'))}</b>"
-             + (f" in {ptext(r['module'])}" if r.get("module") else "")]
-    names = r.get("kernels") or ([r["kernel"]] if r.get("kernel") else [])
-    if isinstance(names, str):
-        names = [names]
-    for n in list(names)[:3]:
-        lines.append("kernel: " + wrapped(str(n)))
-    if len(names) > 3:
-        lines.append(f"… and {len(names) - 3} more kernels")
-    eff = r.get("efficiency")
+def _roof_hover(r: RooflineRow) -> str:
+    lines = [f"<b>{wrapped(str(r.op or '-'))}</b>"
+             + (f" in {ptext(r.module)}" if r.module else "")]
+    if r.kernel:
+        lines.append("kernel: " + wrapped(str(r.kernel)))
+    eff = shown(r, "efficiency")
     lines.append(ptext(
-        f"{r.get('category') or '-'}" + (f" · {r['dtype']}" if r.get("dtype") else "")
-        + f" · {r.get('count', '-')} calls · {_fmt((r.get('sum_ns') or 0) / 1e6, ',.3f')} ms"))
+        f"{r.category or '-'}" + (f" · {r.dtype}" if r.dtype else "")
+        + f" · {r.count} calls · {_fmt(r.sum_ns / 1e6, ',.3f')} ms"))
     lines.append(ptext(
-        f"{_fmt(r.get('tflops_per_s'), ',.4g')} TFLOP/s · {_fmt(r.get('tb_per_s'), ',.3g')} TB/s"
-        f" · {_fmt(r.get('intensity'), ',.4g')} FLOP/byte"))
-    if r.get("bound"):
-        lines.append(ptext(f"{r['bound']}-bound · "
+        f"{_fmt(shown(r, 'tflops_per_s'), ',.4g')} TFLOP/s · "
+        f"{_fmt(shown(r, 'tb_per_s'), ',.3g')} TB/s"
+        f" · {_fmt(shown(r, 'intensity'), ',.4g')} FLOP/byte"))
+    if r.bound:
+        lines.append(ptext(f"{r.bound}-bound · "
                            f"{_fmt(100 * eff if isinstance(eff, (int, float)) else None, '.1f')}"
                            "% of attainable"))
     return "<br>".join(lines)
 
 
 # -- collectives ---------------------------------------------------------------------------
-LINK_KEYS_GB = ("link_gb_per_s", "link_bw_gb_per_s", "link_bandwidth_gb_per_s",
-                "link_bidir_gb_per_s")
-LINK_KEYS_TB = ("link_tb_per_s", "link_bw_tb_per_s")
-
-
-def link_peak_gb_per_s(specs: list[dict[str, Any]]) -> float | None:
-    """The GPU–GPU link bandwidth of the (most common) device spec, in GB/s, when given."""
+def link_peak_gb_per_s(specs: Sequence[SpecView]) -> float | None:
+    """The GPU–GPU link bandwidth of the first device spec that gives one, in GB/s."""
     for s in specs:
-        for k in LINK_KEYS_GB:
-            if _pos(s.get(k)):
-                return float(s[k])
-        for k in LINK_KEYS_TB:
-            if _pos(s.get(k)):
-                return 1000.0 * float(s[k])
+        if s.link_gb_per_s is not None and _pos(s.link_gb_per_s):
+            return float(s.link_gb_per_s)
     return None
 
 
-def collective_time_figure(coll: dict[str, Any] | None) -> Fig | None:
-    rows = (coll or {}).get("by_type") or []
+def collective_time_figure(coll: Collectives | None) -> Fig | None:
+    rows = coll.by_type if coll is not None else ()
     if not rows:
         return None
-    unit, div = time_unit(max(r["sum_ns"] for r in rows))
-    types = [ptext(r["type"]) for r in rows]
+    unit, div = time_unit(max(r.sum_ns for r in rows))
+    types = [ptext(r.type) for r in rows]
     data = [
         {"type": "bar", "orientation": "h", "name": "exposed (no compute overlaps it)",
-         "y": types, "x": [rnd(r["exposed_ns"] / div) for r in rows],
+         "y": types, "x": [rnd(r.exposed_ns / div) for r in rows],
          "marker": {"color": color("exposed_comm")},
          "hovertemplate": f"%{{y}}: %{{x:,.3f}} {unit} exposed<extra></extra>"},
         {"type": "bar", "orientation": "h", "name": "hidden behind compute",
-         "y": types, "x": [rnd((r["sum_ns"] - r["exposed_ns"]) / div) for r in rows],
+         "y": types, "x": [rnd((r.sum_ns - r.exposed_ns) / div) for r in rows],
          "marker": {"color": color("hidden_comm")},
          "hovertemplate": f"%{{y}}: %{{x:,.3f}} {unit} hidden<extra></extra>"},
     ]
@@ -191,15 +180,15 @@ def collective_time_figure(coll: dict[str, Any] | None) -> Fig | None:
         yaxis=axis("", autorange="reversed", type="category"))}
 
 
-def collective_busbw_figure(coll: dict[str, Any] | None, link_gb: float | None) -> Fig | None:
-    rows = [r for r in (coll or {}).get("by_type") or []
-            if isinstance(r.get("busbw_gb_per_s"), (int, float))]
+def collective_busbw_figure(coll: Collectives | None, link_gb: float | None) -> Fig | None:
+    rows = [r for r in (coll.by_type if coll is not None else ())
+            if shown(r.busbw, "median") is not None]
     if not rows:
         return None
-    med = [r["busbw_gb_per_s"] for r in rows]
-    p10 = [r.get("busbw_p10_gb_per_s") for r in rows]
-    p90 = [r.get("busbw_p90_gb_per_s") for r in rows]
-    types = [ptext(r["type"]) for r in rows]
+    med = [shown(r.busbw, "median") or 0.0 for r in rows]
+    p10 = [shown(r.busbw, "p10") for r in rows]
+    p90 = [shown(r.busbw, "p90") for r in rows]
+    types = [ptext(r.type) for r in rows]
     pct = [rnd(100 * m / link_gb, 1) if link_gb else None for m in med]
     data = [{
         "type": "bar", "orientation": "h", "name": "busbw (median)", "y": types, "x": med,

@@ -23,7 +23,7 @@ def _hover_literal(text: str) -> str:
     return ptext(text).replace("%", "&#37;")
 
 
-def _bars(part: pl.DataFrame, start: int, div: float) -> dict[str, list[Any]]:
+def _bars(part: pl.DataFrame, start: int, div: float) -> dict[str, object]:
     s, e = part["start_ns"].to_list(), part["end_ns"].to_list()
     # an explicit bar thickness (in rows): plotly would derive one per trace from its points
     return {"y": part["_y"].to_list(), "base": [rnd((a - start) / div) for a in s],

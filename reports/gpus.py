@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,7 +15,7 @@ from tracelens.hardware import DTYPES, GpuSpec
 HEADER = ["id", "name", "arch", "CUs", "MHz", *DTYPES, "HBM TB/s", "mem GB", "link GB/s"]
 
 
-def _cell(x: Any) -> str:
+def _cell(x: str | int | float | None) -> str:
     if x is None:
         return "-"
     if isinstance(x, float):

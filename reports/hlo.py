@@ -1,11 +1,9 @@
-"""Render the ``tracelens hlo`` result (terminal, Markdown, CSV, JSON, HTML) from its JSON form."""
+"""Render the typed ``tracelens hlo`` result (terminal, Markdown, CSV, JSON, HTML)."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
-from typing import Any
 
 from markupsafe import escape
 from rich.console import Console
@@ -14,15 +12,18 @@ from rich.text import Text
 
 from reports.html import TEMPLATES
 from reports.markdown import md_table
-from reports.summary import ms
+from reports.summary import ms, shown
 from reports.units import size
+from tracelens.hlo.lens import Finding
+from tracelens.results.encode import to_json, written
+from tracelens.results.hlo import HloLensResult
 
 Tables = list[tuple[str, list[str], list[list[str]]]]
 CSV_COLUMNS = ["kind", "program", "instruction", "bytes_per_step", "exposed_ns_per_step",
                "compilations", "executed", "message"]
 
 
-def _opt(v: Any) -> str:
+def _opt(v: str | int | None) -> str:
     return "-" if v is None else str(v)
 
 
@@ -34,57 +35,55 @@ def _yes(v: bool | None) -> str:
     return "unknown" if v is None else ("yes" if v else "no")
 
 
-def _program(f: dict[str, Any]) -> str:
+def _program(f: Finding) -> str:
     """The finding's program, with how many compilations of its module it stands for and
     whether any of them ran."""
-    n = f.get("compilations", 1)
-    return (f["program"] + (f" ×{n} compilations" if n > 1 else "")
-            + (" (never ran)" if f.get("executed") is False else ""))
+    n = f.compilations
+    return (f.program + (f" ×{n} compilations" if n > 1 else "")
+            + (" (never ran)" if f.executed is False else ""))
 
 
-def tables(rep: dict[str, Any]) -> Tables:
+def tables(rep: HloLensResult) -> Tables:
     out: Tables = []
-    how = "exposed time per step per device from the trace" if rep["timed"] else \
+    how = "exposed time per step per device from the trace" if rep.timed else \
         "an HLO dump has no timings"
-    out.append((f"Findings ({len(rep['findings'])} of {rep['findings_total']}, costliest "
+    out.append((f"Findings ({len(rep.findings)} of {rep.findings_total}, costliest "
                 f"first, programs that never ran in this trace last; {how})",
                 ["kind", "program", "instruction", "bytes/step", "exposed ms/step",
                  "what to do"],
-                [[f["kind"], _program(f), f["instruction"], size(f["bytes_per_step"]),
-                  ms(f["exposed_ns_per_step"]) if f["exposed_ns_per_step"] is not None
-                  else "-", f["message"]] for f in rep["findings"]]))
+                [[f.kind, _program(f), f.instruction, size(f.bytes_per_step),
+                  ms(shown(f, "exposed_ns_per_step")), f.message] for f in rep.findings]))
     # programs that never ran in this trace last (stable: in program order otherwise)
-    for p in sorted(rep["programs"], key=lambda p: p.get("executed") is False):
-        if not p["collectives"]:
+    for p in sorted(rep.programs, key=lambda p: p.executed is False):
+        if not p.collectives:
             continue
-        out.append((f"Collectives of {p['module']}({p['program_id']})"
-                    + ("" if p["scheduled"] else " (no schedule)")
-                    + (" (never ran in this trace)" if p.get("executed") is False else ""),
+        out.append((f"Collectives of {p.module}({p.program_id})"
+                    + ("" if p.scheduled else " (no schedule)")
+                    + (" (never ran in this trace)" if p.executed is False else ""),
                     ["name", "opcode", "dtype", "bytes", "group", "async", "loop", "trips",
                      "runs/step", "bytes/step", "cross-host", "overlap FLOPs"],
-                    [[c["name"], c["opcode"], _opt(c["dtype"]), size(c["bytes"]),
-                      _opt(c["group_size"]), "yes" if c["async"] else "no",
-                      c["loop"] or "-", _opt(c["trip_count"]), _opt(c["executions_per_step"]),
-                      size(c["bytes_per_step"]), _yes(c["spans_hosts"]),
-                      _flops(c["overlap_flops"])] for c in p["collectives"]]))
-    notes = [[f"{p['module']}({p['program_id']})", n] for p in rep["programs"]
-             for n in p["notes"]]
+                    [[c.name, c.opcode, _opt(c.dtype), size(c.bytes),
+                      _opt(c.group_size), "yes" if c.is_async else "no",
+                      c.loop or "-", _opt(c.trip_count), _opt(c.executions_per_step),
+                      size(c.bytes_per_step), _yes(c.spans_hosts),
+                      _flops(c.overlap_flops)] for c in p.collectives]))
+    notes = [[f"{p.module}({p.program_id})", n] for p in rep.programs for n in p.notes]
     if notes:
         out.append(("Notes", ["program", "note"], notes))
-    quiet = [p for p in rep["programs"] if not p["collectives"]]
+    quiet = [p for p in rep.programs if not p.collectives]
     if quiet:
-        idle = sum(p.get("executed") is False for p in quiet)
+        idle = sum(p.executed is False for p in quiet)
         out.append(("Programs without collectives", ["", ""], [["programs", str(len(quiet))]]
                     + ([["never ran in this trace", str(idle)]] if idle else [])))
-    if rep["problems"]:
+    if rep.problems:
         out.append(("Problems", ["", ""], [[str(i + 1), s] for i, s in
-                                           enumerate(rep["problems"])]))
+                                           enumerate(rep.problems)]))
     return out
 
 
-def render_table(rep: dict[str, Any], console: Console) -> None:
-    if not rep["findings"]:
-        console.print("no findings" + ("" if rep["programs"] else " (no HLO programs)"))
+def render_table(rep: HloLensResult, console: Console) -> None:
+    if not rep.findings:
+        console.print("no findings" + ("" if rep.programs else " (no HLO programs)"))
     for title, header, rows in tables(rep):
         if not rows:
             continue
@@ -100,28 +99,28 @@ def render_table(rep: dict[str, Any], console: Console) -> None:
         console.print(table)
 
 
-def render_markdown(rep: dict[str, Any]) -> str:
+def render_markdown(rep: HloLensResult) -> str:
     parts = ["# tracelens hlo", ""]
     for title, header, rows in tables(rep):
         parts += md_table(title, [h or " " for h in header], rows)
     return "\n".join(parts)
 
 
-def render_json(rep: dict[str, Any]) -> str:
-    return json.dumps(rep, indent=2)
+def render_json(rep: HloLensResult) -> str:
+    return to_json(rep)
 
 
-def render_csv(rep: dict[str, Any]) -> str:
-    """One row per finding."""
+def render_csv(rep: HloLensResult) -> str:
+    """One row per finding (values as the JSON writes them)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(CSV_COLUMNS)
-    for f in rep["findings"]:
-        w.writerow(["" if f.get(c) is None else f[c] for c in CSV_COLUMNS])
+    for f in rep.findings:
+        w.writerow(["" if v is None else v for v in (written(f, c) for c in CSV_COLUMNS)])
     return buf.getvalue()
 
 
-def render_html(rep: dict[str, Any], title: str = "tracelens hlo") -> str:
+def render_html(rep: HloLensResult, title: str = "tracelens hlo") -> str:
     """One self-contained page (the report's CSS, no script); every text escaped."""
     body = []
     for t, header, rows in tables(rep):

@@ -1,6 +1,6 @@
 """``tracelens report``: one self-contained HTML file (jinja2 + plotly), from the typed
-:class:`~tracelens.results.summary.Summary` (its JSON form for what the contract holds, its
-category totals, report MFU and full collectives report for the rest).
+:class:`~tracelens.results.summary.Summary` (numbers as its JSON rounds them:
+:func:`reports.summary.shown`), its category totals and its full collectives result.
 
 Self-contained: plotly.js (the ``plotly.min.js`` bundled with the installed ``plotly`` package)
 is inlined once, with the page's own CSS and JavaScript; the file makes no network request.
@@ -24,7 +24,6 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
@@ -37,8 +36,9 @@ from reports.summary import hardware_card
 from reports.summary import mfu_label as headline_mfu_label
 from reports.units import size
 from tracelens.analyze.window import TimelineWindow
-from tracelens.results.jsonify import spec_json, summary_json
-from tracelens.results.summary import Summary
+from reports.summary import shown
+from tracelens.results.filters import FilterValue
+from tracelens.results.summary import Summary, spec_view
 
 TEMPLATES = Path(__file__).parent / "templates"
 SIZE_BUDGET_BYTES = 5_000_000  # the 8-GPU sample's report (docs/report.md)
@@ -48,7 +48,7 @@ _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2
 _JSON_RE = re.compile("[<>&\u2028\u2029]")
 
 
-def script_json(obj: Any) -> str:
+def script_json(obj: object) -> str:
     """JSON safe inside a ``<script>`` element: no ``<``, ``>``, ``&``, U+2028/9 verbatim."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return _JSON_RE.sub(lambda m: _JSON_ESCAPES[m.group()], text)
@@ -70,24 +70,24 @@ def _env() -> Environment:
                       trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
     env.filters.update(ms=ms, dur=dur, pct=pct, size=size, gbps=gbps, num=num, short=F.short)
-    env.globals.update(color=color, ceilings=H.ceilings)
+    env.globals.update(color=color, ceilings=H.ceilings, shown=shown)
     return env
 
 
 # -- formatting (the same conventions as the terminal tables) -----------------------------
-def ms(ns: Any, nd: int = 3) -> str:
+def ms(ns: object, nd: int = 3) -> str:
     return "-" if not isinstance(ns, (int, float)) else f"{ns / 1e6:,.{nd}f}"
 
 
-def pct(v: Any, nd: int = 1) -> str:
+def pct(v: object, nd: int = 1) -> str:
     return "-" if not isinstance(v, (int, float)) or not math.isfinite(v) else f"{v:.{nd}f}%"
 
 
-def num(v: Any, spec: str = ",.1f") -> str:
+def num(v: object, spec: str = ",.1f") -> str:
     return "-" if not isinstance(v, (int, float)) or not math.isfinite(v) else format(v, spec)
 
 
-def dur(ns: Any) -> Markup:
+def dur(ns: object) -> Markup:
     """A duration for the headline cards: value and unit (µs below 1 ms, s from 100 s)."""
     if not isinstance(ns, (int, float)):
         return Markup("-")
@@ -95,33 +95,27 @@ def dur(ns: Any) -> Markup:
     return Markup("{}<small> {}</small>").format(f"{ns / div:,.3f}", unit)
 
 
-def gbps(v: Any) -> str:
+def gbps(v: object) -> str:
     return num(v, ",.1f")
 
 
 # -- context -------------------------------------------------------------------------------
-def _finite(v: Any) -> bool:
+def _finite(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _kernel_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"name": k["name"], "short": F.chart_name(k["name"], 110),
-             "category": k["category"], "sub": k["subcategory"] or "", "rule": k["rule"] or "",
-             "count": k["count"], "sum_ms": round(k["sum_ns"] / 1e6, 6),
-             "mean_us": round(k["mean_ns"] / 1e3, 3),
-             "share": k["share_pct"] if k["share_pct"] is not None else None,
-             "devices": k["devices"], "color": color(k["category"])}
-            for k in summary["top_kernels"]]
-
-
-def _roofline_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = summary.get("roofline")
-    if not isinstance(rows, list):
-        return []
-    keys = ("op", "category", "count", "sum_ns", "flops", "bytes", "intensity", "tflops_per_s",
-            "tb_per_s", "bound", "efficiency")
-    norm = [{**{k: None for k in keys}, **r} for r in rows if isinstance(r, dict)]
-    return sorted(norm, key=lambda r: -(r["sum_ns"] or 0))
+def _kernel_rows(s: Summary) -> list[dict[str, object]]:
+    """The kernel table's rows, as the page's script reads them."""
+    rows: list[dict[str, object]] = []
+    for k in s.top_kernels:
+        mean = shown(k, "mean_ns")
+        rows.append({"name": k.name, "short": F.chart_name(k.name, 110),
+                     "category": k.category, "sub": k.subcategory or "", "rule": k.rule or "",
+                     "count": k.count, "sum_ms": round(k.sum_ns / 1e6, 6),
+                     "mean_us": None if mean is None else round(mean / 1e3, 3),
+                     "share": shown(k, "share_pct"), "devices": k.devices,
+                     "color": color(k.category)})
+    return rows
 
 
 def _input_names(paths: list[str]) -> list[str]:
@@ -141,61 +135,62 @@ def _input_names(paths: list[str]) -> list[str]:
     return out
 
 
+def _filters(s: Summary) -> dict[str, FilterValue | list[str | int | None]]:
+    """The filters in force, as the page names them (lists as the JSON writes them)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in s.filters.items()
+            if v is not None}
+
+
 def build_context(s: Summary, title: str | None, generated: str | None,
-                  window: TimelineWindow | None = None) -> dict[str, Any]:
-    summary, collectives = summary_json(s), s.collectives_full
-    categories = [{"category": c.category, "count": c.count, "sum_ns": c.sum_ns,
-                   "exclusive_ns": c.exclusive_ns} for c in s.category_totals]
-    h = summary["headline"]
-    many_hosts = h["hosts"] > 1
-    specs = [spec_json(x) for x in s.specs]
+                  window: TimelineWindow | None = None) -> dict[str, object]:
+    h = s.headline
+    many_hosts = h.hosts > 1
+    specs = [spec_view(x) for x in s.specs]
     link_gb = H.link_peak_gb_per_s(specs)
-    figs: dict[str, Any] = {
-        "timeline": F.timeline_figure(summary),
-        "categories": F.category_figure(categories),
-        "heatmap": F.heatmap_figure(summary, s.median_shares),
-        "steps": F.steps_figure(summary, s.step_totals),
-        "kernels": F.kernels_figure(summary["top_kernels"]),
-        "roofline": H.roofline_figure(summary, specs),
-        "coll_time": H.collective_time_figure(collectives),
-        "coll_busbw": H.collective_busbw_figure(collectives, link_gb),
+    figs: dict[str, F.Fig | None] = {
+        "timeline": F.timeline_figure(s),
+        "categories": F.category_figure(s.category_totals),
+        "heatmap": F.heatmap_figure(s),
+        "steps": F.steps_figure(s),
+        "kernels": F.kernels_figure(s.top_kernels),
+        "roofline": H.roofline_figure(s.roofline, specs),
+        "coll_time": H.collective_time_figure(s.collectives),
+        "coll_busbw": H.collective_busbw_figure(s.collectives, link_gb),
         "step_timeline": step_timeline_figure(window, many_hosts),
     }
-    mfu, mfu_label = h["mfu"], headline_mfu_label(h)  # the headline's, as every output
-    roof = _roofline_rows(summary)
+    mfu, mfu_label = shown(h, "mfu"), headline_mfu_label(h)  # the headline's, as all
+    roof = sorted(s.roofline, key=lambda r: -r.sum_ns)
     placed, unplaced = H.roofline_points(roof)
-    inputs = [i.get("path", "?") for i in summary.get("inputs") or []]
+    inputs = [i.get("path", "?") for i in s.inputs]
     if title is None:
         title = "tracelens report — " + ", ".join(_input_names(inputs)[:3]) + (
             f" (+{len(inputs) - 3})" if len(inputs) > 3 else "")
-    hw = hardware_card(summary)
-    coll = collectives if collectives and collectives.get("instances") else None
     return {
-        "title": title, "summary": summary, "h": h, "hardware": hw,
+        "title": title, "summary": s, "h": h, "hardware": hardware_card(s),
         "many_hosts": many_hosts, "inputs": inputs, "generated": generated,
-        "filters": {k: v for k, v in (summary.get("filters") or {}).items() if v is not None},
-        "devices": [{"mfu": None, "mfu_dtype": None, **d,
-                     "label": F.device_label(d, many_hosts)} for d in summary["devices"]],
-        "idle_devices": summary.get("idle_devices") or [],
-        "hosts": list(F.host_index(summary)),
-        "categories": categories,
+        "filters": _filters(s),
+        "devices": s.devices,
+        "device_labels": [F.device_label(d, many_hosts) for d in s.devices],
+        "idle_devices": s.idle_devices,
+        "hosts": list(F.host_index(s)),
+        "categories": s.category_totals,
         "figs": figs, "mfu": mfu, "mfu_label": mfu_label,
         "roofline": roof[:50], "roofline_n": len(roof), "roofline_unplaced": unplaced,
         "roofline_placed": len(placed), "specs": specs,
-        "coll": coll,
+        "coll": s.collectives if s.collectives.instances else None,
         # the link bandwidth matters only next to a busbw (it needs message sizes)
         "link_gb": link_gb if figs["coll_busbw"] is not None else None,
-        "no_cost_n": summary.get("no_cost_data") or 0,
-        "no_cost_ns": summary.get("no_cost_data_ns") or 0,
-        "device_mfu": any(_finite(d.get("mfu")) for d in summary["devices"]),
-        "kernels_n": len(summary["top_kernels"]),
+        "no_cost_n": s.no_cost_data,
+        "no_cost_ns": s.no_cost_data_ns,
+        "device_mfu": any(_finite(shown(d, "mfu")) for d in s.devices),
+        "kernels_n": len(s.top_kernels),
         "data_json": Markup(script_json({
             "figures": {k: v for k, v in figs.items() if v is not None},
-            "kernels": _kernel_rows(summary)})),
+            "kernels": _kernel_rows(s)})),
         "plotly_js": Markup(plotly_js()),
         "css": Markup((TEMPLATES / "report.css").read_text("utf-8")),
         "app_js": Markup((TEMPLATES / "report.js").read_text("utf-8")),
-        "version": summary.get("tracelens_version", ""),
+        "version": s.version,
         "window": window,
     }
 
@@ -203,7 +198,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
 def render_html(summary: Summary, title: str | None = None, generated: str | None = None,
                 window: TimelineWindow | None = None) -> str:
     """The report as one HTML document (str); ``window`` adds the step timeline. The
-    collectives section comes from ``summary.collectives_full`` (nothing is recomputed)."""
+    collectives section comes from ``summary.collectives`` (nothing is recomputed)."""
     if generated is None:
         generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     ctx = build_context(summary, title, generated, window)

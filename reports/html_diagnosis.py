@@ -5,14 +5,17 @@ inlining and escaping (see ``reports.html``)."""
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
+from typing import Sequence
 
 from markupsafe import Markup
 
 from reports import figures as F
 from reports.html import TEMPLATES, _env, plotly_js, script_json
 from reports.palette import color
-from tracelens.results.summary import HardwareCount, hardware_text
+from tracelens.results.runs import Cause, Comparison, ComponentChange, Scaling
+from tracelens.results.summary import hardware_text
+
+Figure = dict[str, object]  # a plotly figure: data and layout, as plotly.js reads them
 
 
 STRAGGLER_WAIT_COLOR = "#7b1a1a"  # dark red: communication time spent waiting for a peer
@@ -32,17 +35,16 @@ def _component_label(component: str) -> str:
             "exposed_memory": "exposed memory", "idle": "idle"}.get(kind, component)
 
 
-def delta_figure(rows: list[dict[str, Any]], title: str) -> dict[str, Any] | None:
+def delta_figure(rows: Sequence[ComponentChange | Cause], title: str) -> Figure | None:
     """Horizontal bars: each component's change in ms per step (they add up to the total)."""
-    rows = [r for r in rows if abs(r["delta_ns"]) >= 0.5]
+    rows = sorted((r for r in rows if abs(r.delta_ns) >= 0.5), key=lambda r: r.delta_ns)
     if not rows:
         return None
-    rows = sorted(rows, key=lambda r: r["delta_ns"])
-    labels = [F.ptext(_component_label(r["component"])) for r in rows]
+    labels = [F.ptext(_component_label(r.component)) for r in rows]
     return {"data": [{
         "type": "bar", "orientation": "h", "y": labels,
-        "x": [F.rnd(r["delta_ns"] / 1e6, 6) for r in rows],
-        "marker": {"color": [_component_color(r["component"]) for r in rows]},
+        "x": [F.rnd(r.delta_ns / 1e6, 6) for r in rows],
+        "marker": {"color": [_component_color(r.component) for r in rows]},
         "hovertemplate": "%{y}: %{x:+.3f} ms per step<extra></extra>",
     }], "layout": F.base_layout(80 + 28 * len(rows), showlegend=False,
                                 title={"text": F.ptext(title), "font": {"size": 13}},
@@ -50,29 +52,31 @@ def delta_figure(rows: list[dict[str, Any]], title: str) -> dict[str, Any] | Non
                                 yaxis=F.axis("", automargin=True))}
 
 
-def render_diagnosis(kind: str, rep: dict[str, Any], title: str | None = None,
+def render_diagnosis(rep: Comparison | Scaling, title: str | None = None,
                      generated: str | None = None) -> str:
-    """One HTML page for a ``compare`` (kind="compare") or ``scaling`` result."""
+    """One HTML page for a ``compare`` (a :class:`Comparison`) or ``scaling`` result."""
     if generated is None:
         generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    figs: dict[str, Any] = {}
+    figs: dict[str, Figure | None] = {}
     hardware: dict[str, str] = {}
-    if kind == "compare":
-        figs["delta0"] = delta_figure(rep["components"], "NEW − BASE, per component")
-        sections = [{"fig": "delta0", "title": "NEW − BASE", "verdict": rep["verdict"],
-                     "rows": rep["components"], "delta_ns": rep["delta_ns"]}]
-        inputs = [rep["base"]["path"], rep["new"]["path"]]
-        hardware = {side: hardware_text(HardwareCount(**x) for x in rep[side]["hardware"])
-                    for side in ("base", "new")}
+    sections: list[dict[str, object]] = []
+    if isinstance(rep, Comparison):
+        kind = "compare"
+        figs["delta0"] = delta_figure(rep.components, "NEW − BASE, per component")
+        sections = [{"fig": "delta0", "title": "NEW − BASE", "verdict": rep.verdict,
+                     "rows": rep.components, "delta_ns": rep.delta_ns}]
+        inputs = [rep.base.path, rep.new.path]
+        hardware = {"base": hardware_text(rep.base.hardware),
+                    "new": hardware_text(rep.new.hardware)}
     else:
-        sections = []
-        for i, t in enumerate(rep["transitions"]):
+        kind = "scaling"
+        for i, t in enumerate(rep.transitions):
             key = f"delta{i}"
-            figs[key] = delta_figure(t["causes"], f"{t['from']} → {t['to']}: lost time")
-            sections.append({"fig": key, "title": f"{t['from']} → {t['to']}",
-                             "verdict": t["verdict"], "rows": t["causes"],
-                             "delta_ns": t["delta_ns"], "t": t})
-        inputs = [r["path"] for r in rep["runs"]]
+            figs[key] = delta_figure(t.causes, f"{t.from_path} → {t.to_path}: lost time")
+            sections.append({"fig": key, "title": f"{t.from_path} → {t.to_path}",
+                             "verdict": t.verdict, "rows": t.causes,
+                             "delta_ns": t.delta_ns, "t": t})
+        inputs = [r.path for r in rep.runs]
     ctx = {
         "kind": kind, "rep": rep, "sections": sections, "inputs": inputs, "hardware": hardware,
         "title": title or f"tracelens {kind}", "generated": generated,

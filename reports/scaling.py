@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from typing import Any
+from typing import Mapping, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -14,6 +13,7 @@ from rich.text import Text
 
 from reports.markdown import md_table
 from reports.summary import short_name
+from tracelens.results.encode import to_json
 from tracelens.results.runs import Comparison, KernelChange, KernelOnly, Scaling
 from tracelens.results.summary import hardware_text
 
@@ -119,11 +119,14 @@ def render_markdown(title: str, tables: Tables) -> str:
     return "\n".join(parts)
 
 
-def render_json(rep: dict[str, Any]) -> str:
-    return json.dumps(rep, indent=2)
+def render_json(result: Comparison | Scaling) -> str:
+    return to_json(result)
 
 
-def render_csv(rows: list[dict[str, Any]], cols: list[str]) -> str:
+CSVRow = Mapping[str, str | int | float | None]
+
+
+def render_csv(rows: Sequence[CSVRow], cols: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(cols)

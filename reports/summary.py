@@ -1,8 +1,8 @@
 """Render the typed ``summarize`` result as a terminal table, JSON, CSV or Markdown.
 
-Only formatting happens here: every number comes from the
+Only formatting happens here: every number comes from the typed
 :class:`~tracelens.results.summary.Summary` (sums over devices included), as its JSON
-contract rounds it (:func:`tracelens.results.jsonify.summary_json`).
+contract rounds it (:func:`tracelens.results.encode.written`).
 Kernel names are untrusted text: rich cells are plain ``Text`` (no markup), Markdown cells
 escape the characters that would break a table.
 """
@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tracelens.analyze.idle import IDLE_PARTS
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.analyze.summary_reduce import OUTLIER_POINTS
 from tracelens.model import CATEGORIES
-from tracelens.results.jsonify import summary_json
-from tracelens.results.summary import HardwareCount, Summary, hardware_text
+from tracelens.hardware import GpuSpec
+from tracelens.results.encode import to_json, written
+from tracelens.results.filters import ActiveFilters, FilterValue, SummaryFilters
+from tracelens.results.summary import (DeviceSummary, Headline, IdleBreakdown, Summary,
+                                       Timeline, hardware_text, spec_view)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,77 +43,84 @@ def short_name(name: str, width: int = 80) -> str:
     return name[: width - tail - 1] + "…" + name[-tail:]
 
 
-def filters_text(filters: dict[str, Any]) -> str:
+def filters_text(filters: ActiveFilters | SummaryFilters) -> str:
     """The filters in force (the JSON's ``filters``) in words, ``"; "`` between them: every
     number of the output is of what they keep, so the headline says them (empty: none)."""
-    def text(key: str, value: Any) -> str:
-        if key == "time_ns":  # ns from the trace's zero, either side open
+    def text(key: str, value: FilterValue) -> str:
+        if key == "time_ns" and isinstance(value, tuple):  # ns from the trace's zero
             a, b = (("" if v is None else ms(v)) for v in value)
             return f"time {a}–{b} ms" if a and b else f"time {a} ms–" if a else f"time –{b} ms"
-        return f"{key} {', '.join(map(str, value)) if isinstance(value, list) else value}"
-    return "; ".join(text(k, v) for k, v in filters.items() if v is not None and v != [])
+        return f"{key} {', '.join(map(str, value)) if isinstance(value, tuple) else value}"
+    return "; ".join(text(k, v) for k, v in filters.items() if v is not None and v != ())
 
 
-def hosts_word(h: dict[str, Any]) -> str:
+def hosts_word(h: Headline) -> str:
     """"hosts", or "ranks" where the trace names no host (Kineto: ``rank<N>``, file names)."""
-    return "hosts" if h.get("hosts_named", True) else "ranks"
+    return "hosts" if h.hosts_named else "ranks"
 
 
-def _device_label(d: dict[str, Any], many_hosts: bool) -> str:
-    return f"{d['host']}/{d['device']}" if many_hosts else str(d["device"])
+def _device_label(d: DeviceSummary, many_hosts: bool) -> str:
+    return f"{d.host}/{d.device}" if many_hosts else str(d.device)
+
+
+def shown(record: object, name: str) -> float | None:
+    """A number of ``record`` as the JSON writes it (rounded as declared on the field): the
+    tables show what the JSON says."""
+    v = written(record, name)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _share(record: object, name: str) -> str:
+    v = shown(record, name)
+    return "-" if v is None else f"{v:.1f}%"
 
 
 def _tables(s: Summary, all_rows: bool = False
             ) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) for every table, shared by the terminal and Markdown output."""
-    summary = summary_json(s)
-    h = summary["headline"]
-    many_hosts = h["hosts"] > 1
+    h = s.headline
+    many_hosts = h.hosts > 1
     tables = []
-    hw = hardware_text(HardwareCount(**x) for x in h["hardware"])
     head = [
-        ["hardware", hw],
-        ["devices", f"{h['active_devices']} active of {h['devices']}"
-                    + (f" on {h['hosts']} {hosts_word(h)}" if many_hosts else "")],
-        ["steps", f"{h['steps']}" + (f" (median {ms(h['median_step_ns'])} ms)"
-                                     if h["median_step_ns"] is not None else "")
-         + f", from {summary.get('steps_source', 'none')}"],
-        ["longest device span", f"{ms(h['max_span_ns'])} ms"],
-        ["busy", f"{h['busy_pct']:.1f}%" if h["busy_pct"] is not None else "-"],
-        ["exposed communication",
-         f"{h['exposed_comm_pct']:.1f}%" if h["exposed_comm_pct"] is not None else "-"],
-        ["exposed memory",
-         f"{h['exposed_memory_pct']:.1f}%" if h["exposed_memory_pct"] is not None else "-"],
-        [mfu_label(h), _mfu_text(h.get("mfu"), h.get("mfu_lower_bound"))],
+        ["hardware", hardware_text(h.hardware)],
+        ["devices", f"{h.active_devices} active of {h.devices}"
+                    + (f" on {h.hosts} {hosts_word(h)}" if many_hosts else "")],
+        ["steps", f"{h.steps}" + (f" (median {ms(h.median_step_ns)} ms)"
+                                  if h.median_step_ns is not None else "")
+         + f", from {s.steps_source}"],
+        ["longest device span", f"{ms(h.max_span_ns)} ms"],
+        ["busy", _share(h, "busy_pct")],
+        ["exposed communication", _share(h, "exposed_comm_pct")],
+        ["exposed memory", _share(h, "exposed_memory_pct")],
+        [mfu_label(h), _mfu_text(shown(h, "mfu"), h.mfu_lower_bound)],
         ["FLOPs coverage", _coverage_text(h)],
     ]
-    peaks = _peaks_line(summary)
+    peaks = _peaks_line(s)
     if peaks:
         head.append(["peaks (dense)", peaks])
-    if summary.get("no_cost_data"):
-        head.append(["no FLOPs or cost data", f"{summary['no_cost_data']:,} kernels "
-                                              f"({ms(summary.get('no_cost_data_ns'))} ms)"])
-    filters = filters_text(summary.get("filters") or {})
+    if s.no_cost_data:
+        head.append(["no FLOPs or cost data", f"{s.no_cost_data:,} kernels "
+                                              f"({ms(s.no_cost_data_ns)} ms)"])
+    filters = filters_text(s.filters)
     if filters:
         head.append(["filters", filters])
     tables.append(("Summary", ["", ""], head))
-    products = {d["product"] or d["arch"] or "-" for d in summary["devices"]}
+    products = {d.product or d.arch or "-" for d in s.devices}
     show_product = len(products) > 1
     rows = []
-    shown = [(role, summary["devices"][i]) for role, i in (
+    picked = [(role, s.devices[i]) for role, i in (
         [("", i) for i in range(len(s.devices))] if all_rows else s.device_roles)]
-    cut = len(shown) < len(summary["devices"])
-    for role, d in shown:
-        t = d["timeline"]
+    cut = len(picked) < len(s.devices)
+    for role, d in picked:
+        t = d.timeline
         rows.append([(f"{role}: " if role else "") + _device_label(d, many_hosts)]
-                    + ([d["product"] or d["arch"] or "-"] if show_product else [])
-                    + [ms(t["span_ns"]), ms(t["busy_ns"]), pct(t["compute_ns"], t["span_ns"]),
-                       pct(t["exposed_comm_ns"], t["span_ns"]),
-                       pct(t["exposed_memory_ns"], t["span_ns"]),
-                       pct(t["idle_ns"], t["span_ns"]), ms(t["comm_ns"]), ms(t["memory_ns"]),
-                       _mfu_text(d.get("mfu"), d.get("mfu_lower_bound"), short=True)])
+                    + ([d.product or d.arch or "-"] if show_product else [])
+                    + [ms(t.span_ns), ms(t.busy_ns), pct(t.compute_ns, t.span_ns),
+                       pct(t.exposed_comm_ns, t.span_ns), pct(t.exposed_memory_ns, t.span_ns),
+                       pct(t.idle_ns, t.span_ns), ms(t.comm_ns), ms(t.memory_ns),
+                       _mfu_text(shown(d, "mfu"), d.mfu_lower_bound, short=True)])
     tables.append(("Per-device timeline (shares of span)" + (
-        f"; {len(shown)} of {len(summary['devices'])} devices: median, slowest and fastest "
+        f"; {len(picked)} of {len(s.devices)} devices: median, slowest and fastest "
         "(the slowest arrives last in most collectives, else waits least in exposed "
         "communication; the fastest waits most) and those with a share more than "
         f"{OUTLIER_POINTS:g} points from the median (--all for every device)" if cut else ""),
@@ -119,71 +128,71 @@ def _tables(s: Summary, all_rows: bool = False
                    + ["span ms", "busy ms", "compute", "exp. comm", "exp. mem", "idle",
                       "comm ms", "mem ms", "MFU"], rows))
     idle_rows = [[(f"{role}: " if role else "") + _device_label(d, many_hosts),
-                  ms(t["idle_ns"]),
-                  *[pct(t["idle_breakdown"][f"{p}_ns"], t["idle_ns"]) for p in IDLE_PARTS]]
-                 for role, d in shown for t in [d["timeline"]] if t["idle_ns"]]
+                  ms(t.idle_ns),
+                  *[pct(getattr(t.idle_breakdown or IdleBreakdown(), f"{p}_ns"), t.idle_ns)
+                    for p in IDLE_PARTS]]
+                 for role, d in picked for t in [d.timeline] if t.idle_ns]
     if idle_rows:
         tables.append(("Why idle (shares of idle time; README: idle breakdown)",
                        ["device", "idle ms", "host launch", "sync wait", "launch latency",
                         "no host data"], idle_rows))
-    busy = s.headline.totals.busy_ns
+    busy = h.totals.busy_ns
     tables.append(("Categories (all reported devices)",
                    ["category", "count", "sum ms", "exclusive ms", "of busy"],
                    [[c.category, f"{c.count:,}", ms(c.sum_ns), ms(c.exclusive_ns),
                      pct(c.exclusive_ns, busy)] for c in s.category_totals]))
     step_rows = []
-    for role, d in shown:
-        for s in d["steps"]:
-            t = s["timeline"]
+    for role, d in picked:
+        for st in d.steps:
+            t = st.timeline
             step_rows.append([(f"{role}: " if role else "") + _device_label(d, many_hosts),
-                              str(s["step"]), ms(t["span_ns"]),
-                              pct(t["busy_ns"], t["span_ns"]),
-                              pct(t["exposed_comm_ns"], t["span_ns"]),
-                              pct(t["idle_ns"], t["span_ns"]), _frac(s.get("mfu"))])
+                              str(st.step), ms(t.span_ns), pct(t.busy_ns, t.span_ns),
+                              pct(t.exposed_comm_ns, t.span_ns), pct(t.idle_ns, t.span_ns),
+                              _frac(shown(st, "mfu"))])
     if step_rows:
         tables.append(("Per-step timeline (shares of the step)",
                        ["device", "step", "span ms", "busy", "exp. comm", "idle", "MFU"],
                        step_rows))
     tables.append(("Top kernels (why a category: tracelens explain NAME)",
                    ["kernel", "category", "count", "sum ms", "share"],
-                   [[short_name(k["name"], 160), k["category"] + (f"/{k['subcategory']}"
-                                                             if k["subcategory"] else ""),
-                     f"{k['count']:,}", ms(k["sum_ns"]),
-                     f"{k['share_pct']:.1f}%" if k["share_pct"] is not None else "-"]
-                    for k in summary["top_kernels"]]))
-    coll = summary.get("collectives") or {}
-    if coll.get("by_type"):
-        rows = [[r["type"], f"{r['count']:,}", ms(r["sum_ns"]), ms(r["exposed_ns"]),
-                 "-" if r["busbw_gb_per_s"] is None else f"{r['busbw_gb_per_s']:,.1f}"]
-                for r in coll["by_type"]]
+                   [[short_name(k.name, 160), k.category + (f"/{k.subcategory}"
+                                                           if k.subcategory else ""),
+                     f"{k.count:,}", ms(k.sum_ns), _share(k, "share_pct")]
+                    for k in s.top_kernels]))
+    coll = s.summary_collectives
+    if coll.by_type:
+        rows = [[r.type, f"{r.count:,}", ms(r.sum_ns), ms(r.exposed_ns),
+                 _gbps(shown(r.busbw, "median"))] for r in coll.by_type]
         tables.append(("Collectives (details: tracelens collectives)",
                        ["type", "count", "time ms", "exposed ms", "busbw GB/s"], rows))
-        if coll.get("stragglers"):
+        if coll.stragglers:
             tables.append(("Who the others wait for in collectives",
                            ["device", "arrived last", "others waited ms"],
-                           [[f"{g['host']}/{g['device']}",
-                             f"{g['times_last']} of {g['instances']}", ms(g["wait_ns"])]
-                            for g in coll["stragglers"]]))
-    if summary.get("hlo_findings"):
+                           [[f"{g.host}/{g.device}", f"{g.times_last} of {g.instances}",
+                             ms(g.wait_ns)] for g in coll.stragglers]))
+    if s.hlo_findings:
         tables.append(("HLO findings (whole trace; why and what to do: tracelens hlo PATH)",
                        ["op", "finding", "exposed ms/step", "bytes/step"],
-                       [[f"{f['instruction']} [{f['program']}]", f["kind"],
-                         ms(f["exposed_ns_per_step"]), "-" if f["bytes_per_step"] is None
-                         else f"{f['bytes_per_step']:,}"] for f in summary["hlo_findings"]]))
-    costed = [r for r in summary.get("roofline") or []
-              if r["flops"] is not None or r["bytes"] is not None]
+                       [[f"{f.instruction} [{f.program}]", f.kind,
+                         ms(shown(f, "exposed_ns_per_step")), "-" if f.bytes_per_step is None
+                         else f"{f.bytes_per_step:,}"] for f in s.hlo_findings]))
+    costed = [r for r in s.roofline if r.flops is not None or r.bytes is not None]
     if costed:
         tables.append(("Roofline (top op groups with cost data, by time; efficiency vs the "
                        "bound's ceiling)",
                        ["op", "category", "count", "sum ms", "GFLOP", "TFLOP/s", "TB/s",
                         "FLOP/B", "bound", "eff."],
-                       [[short_name(r["op"] if r["program_id"] is None
-                                    else f"{r['op']} [{r['module']}({r['program_id']})]", 100),
-                         r["category"], f"{r['count']:,}", ms(r["sum_ns"]),
-                         _num(r["flops"], 1e-9), _num(r["tflops_per_s"]),
-                         _num(r["tb_per_s"]), _num(r["intensity"]), r["bound"] or "-",
-                         _frac(r["efficiency"])] for r in costed]))
+                       [[short_name(r.op if r.program_id is None
+                                    else f"{r.op} [{r.module}({r.program_id})]", 100),
+                         r.category, f"{r.count:,}", ms(r.sum_ns),
+                         _num(r.flops, 1e-9), _num(shown(r, "tflops_per_s")),
+                         _num(shown(r, "tb_per_s")), _num(shown(r, "intensity")),
+                         r.bound or "-", _frac(shown(r, "efficiency"))] for r in costed]))
     return tables
+
+
+def _gbps(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.1f}"
 
 
 def _num(x: float | None, scale: float = 1.0) -> str:
@@ -193,12 +202,12 @@ def _num(x: float | None, scale: float = 1.0) -> str:
     return f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
-def mfu_label(h: dict[str, Any]) -> str:
+def mfu_label(h: Headline) -> str:
     """What the headline MFU is, for every output that shows it (terminal, Markdown, HTML):
     the median step's with steps (of the median device when there are several), else over
     the span (``headline.mfu_basis``)."""
-    many = h.get("active_devices", 0) > 1
-    if h.get("mfu_basis") == "median step":
+    many = h.active_devices > 1
+    if h.mfu_basis == "median step":
         return "MFU (median step, median device)" if many else "MFU (median step)"
     return "MFU (median device)" if many else "MFU"
 
@@ -212,9 +221,9 @@ def _mfu_text(x: float | None, lower_bound: bool | None, short: bool = False) ->
     return f"≥{100.0 * x:.1f}%" if short else f"≥ {100.0 * x:.1f}% (lower bound: see warnings)"
 
 
-def _coverage_text(h: dict[str, Any]) -> str:
+def _coverage_text(h: Headline) -> str:
     """Share of compute-kernel time whose kernels carry FLOPs (docs/cost-model.md §9)."""
-    cov = h.get("flops_coverage")
+    cov = shown(h, "flops_coverage")
     return "-" if cov is None else f"{100.0 * cov:.1f}% of compute-kernel time has FLOPs"
 
 
@@ -222,45 +231,51 @@ def _frac(x: float | None) -> str:
     return "-" if x is None else f"{100.0 * x:.1f}%"
 
 
-def peaks_unknown(summary: Any) -> list[str]:
+def _has_peaks(spec: GpuSpec) -> bool:
+    return bool(spec_view(spec).peak_tflops or spec.hbm_tb_per_s)
+
+
+def peaks_unknown(s: Summary) -> list[str]:
     """The names of the active devices' products (or archs) that have no peak at all: no
     spec (a device the table lacks keeps its name) or a spec without FLOP or HBM peaks."""
     out: list[str] = []
-    for d in summary["devices"]:
-        sp, name = d.get("spec"), d.get("product") or d.get("arch")
-        if sp and (sp["peak_tflops"] or sp.get("hbm_tb_per_s")):
+    for d in s.devices:
+        sp = d.spec
+        if sp is not None and _has_peaks(sp):
             continue
-        name = sp["name"] if sp else name
+        name = sp.name if sp is not None else d.product or d.arch
         if name and name not in out:
             out.append(name)
     return out
 
 
-def hardware_card(summary: Any) -> str:
+def hardware_card(s: Summary) -> str:
     """The HTML card's hardware: :func:`hardware_text` with each product that has no peaks
     marked ``(peaks unknown)`` (the terminal's peaks line says the same)."""
-    lacking = set(peaks_unknown(summary))
-    counts = [HardwareCount(**x) for x in summary["headline"]["hardware"]]
+    lacking = set(peaks_unknown(s))
     return ", ".join(hardware_text([c]) + (" (peaks unknown)" if c.kind in lacking else "")
-                     for c in counts) or "unknown"
+                     for c in s.headline.hardware) or "unknown"
 
 
-def _peaks_line(summary: Any) -> str:
+def _peaks_line(s: Summary) -> str:
     seen: dict[str, str] = {}
-    for d in summary["devices"]:
-        sp = d.get("spec")
-        if not sp or sp["id"] in seen:
+    for d in s.devices:
+        sp = d.spec
+        if sp is None or sp.id in seen:
             continue
-        pk = sp["peak_tflops"]
+        pk = spec_view(sp).peak_tflops
         parts = [f"{dt} {pk[dt]:g} TFLOP/s" for dt in ("bf16", "fp8") if pk.get(dt)]
-        hbm = f"HBM {sp['hbm_tb_per_s']:g} TB/s" if sp.get("hbm_tb_per_s") else "HBM unknown"
-        if pk or sp.get("hbm_tb_per_s"):
-            seen[sp["id"]] = f"{sp['name']}: " + ", ".join(parts + [hbm])
-    lines = list(seen.values()) + [f"{n}: peaks unknown" for n in peaks_unknown(summary)]
+        hbm = f"HBM {sp.hbm_tb_per_s:g} TB/s" if sp.hbm_tb_per_s else "HBM unknown"
+        if pk or sp.hbm_tb_per_s:
+            seen[sp.id] = f"{sp.name}: " + ", ".join(parts + [hbm])
+    lines = list(seen.values()) + [f"{n}: peaks unknown" for n in peaks_unknown(s)]
     return "; ".join(lines)
 
 
-def _shown(tables: Any) -> Any:
+Table = tuple[str, list[str], list[list[str]]]
+
+
+def _shown(tables: list[Table]) -> list[Table]:
     """The tables worth printing: the headline, and the others that have rows (a trace without
     device activity is the headline and one line saying so, not a page of empty tables)."""
     return [(t, h, r) for t, h, r in tables if r or t == "Summary"]
@@ -313,7 +328,7 @@ def render_markdown(s: Summary, all_rows: bool = False) -> str:
 
 
 def render_json(s: Summary) -> str:
-    return json.dumps(summary_json(s), indent=2)
+    return to_json(s)
 
 
 def render_csv(s: Summary) -> str:
@@ -321,24 +336,27 @@ def render_csv(s: Summary) -> str:
     parts (``idle_<part>_ns``), then the exclusive ns of every category (``excl_<category>``,
     whole-trace rows only), then ``mfu``
     (empty when unknown)."""
-    summary = summary_json(s)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["host", "rank", "device", "product", "step", "start_ns", "end_ns",
                 *TIMELINE_COLUMNS, *[f"idle_{p}_ns" for p in IDLE_PARTS],
                 *[f"excl_{c}" for c in CATEGORIES], "mfu"])
-    for d in summary["devices"]:
-        excl = {c["category"]: c["exclusive_ns"] for c in d["categories"]}
-        w.writerow([d["host"], d["rank"], d["device"], d["product"] or "", "", "", "",
-                    *[d["timeline"][k] for k in TIMELINE_COLUMNS],
-                    *[d["timeline"]["idle_breakdown"][f"{p}_ns"] for p in IDLE_PARTS],
-                    *[excl.get(c, 0) for c in CATEGORIES], _csv_num(d.get("mfu"))])
-        for s in d["steps"]:
-            w.writerow([d["host"], d["rank"], d["device"], d["product"] or "", s["step"],
-                        s["start_ns"], s["end_ns"], *[s["timeline"][k] for k in TIMELINE_COLUMNS],
-                        *[s["timeline"]["idle_breakdown"][f"{p}_ns"] for p in IDLE_PARTS],
-                        *[""] * len(CATEGORIES), _csv_num(s.get("mfu"))])
+    for d in s.devices:
+        excl = {c.category: c.exclusive_ns for c in d.categories}
+        w.writerow([d.host, d.rank, d.device, d.product or "", "", "", "",
+                    *_timeline_cells(d.timeline), *[excl.get(c, 0) for c in CATEGORIES],
+                    _csv_num(shown(d, "mfu"))])
+        for st in d.steps:
+            w.writerow([d.host, d.rank, d.device, d.product or "", st.step, st.start_ns,
+                        st.end_ns, *_timeline_cells(st.timeline), *[""] * len(CATEGORIES),
+                        _csv_num(shown(st, "mfu"))])
     return buf.getvalue()
+
+
+def _timeline_cells(t: Timeline) -> list[int]:
+    idle = t.idle_breakdown or IdleBreakdown()
+    return [*[getattr(t, k) for k in TIMELINE_COLUMNS],
+            *[getattr(idle, f"{p}_ns") for p in IDLE_PARTS]]
 
 
 def _csv_num(x: float | None) -> str:

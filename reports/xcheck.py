@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -20,7 +19,7 @@ def _us(v: float | None) -> float | None:
     return None if v is None else round(v, 3)
 
 
-def _row(r: KernelCheck) -> list[Any]:
+def _row(r: KernelCheck) -> list[str | int | float | bool | None]:
     return [r.name, r.ours_count, r.xprof_count, _us(r.ours_us), _us(r.clipped_us),
             _us(r.xprof_us), r.agrees]
 
@@ -52,7 +51,7 @@ def render_csv(rows: list[KernelCheck]) -> str:
     return buf.getvalue()
 
 
-def _text(v: Any) -> str:
+def _text(v: str | int | float | bool | None) -> str:
     return "-" if v is None else (f"{v:,.3f}" if isinstance(v, float) else str(v))
 
 

@@ -14,11 +14,11 @@ from tracelens_dev.writers.xspace import Activity, build_xspace
 from tracelens.align import collective_end_offsets, offsets_from_activities
 from tracelens.analyze.collective_partials import (collective_partial, collectives_of_partials,
                                                    merge_collective_partials)
-from tracelens.analyze.collectives import (analyze, collective_activities, collectives_report,
+from tracelens.analyze.collectives import (analyze, collective_activities,
                                            link_of)
 from tracelens.formats import discover
 from tracelens.loader import load
-from tracelens.results.jsonify import collectives_json
+from tracelens.results.encode import encode, to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT.parent / "shared" / "traces"
@@ -29,11 +29,9 @@ def _whole_and_merged(path: Path, top: int = 10) -> tuple[str, str, str]:
     """(JSON of load(files), JSON of the merged per-host partials, the job's alignment)."""
     files, _ = discover(path)
     whole = load(files)
-    a = collectives_json(analyze(whole.events, whole.meta.alignment, top,
-                                 link_of(whole.devices)))
-    b = collectives_json(collectives_of_partials([collective_partial(load([f]))
-                                                  for f in files], top))
-    return json.dumps(a, indent=2), json.dumps(b, indent=2), whole.meta.alignment
+    a = analyze(whole.events, whole.meta.alignment, top, link_of(whole.devices))
+    b = collectives_of_partials([collective_partial(load([f])) for f in files], top)
+    return to_json(a), to_json(b), whole.meta.alignment
 
 
 def _job(tmp_path: Path, skews: dict[str, int | None], clock: dict[str, int]) -> Path:
@@ -124,8 +122,9 @@ def test_typed_result_is_frozen_unrounded_and_rounded_only_in_json() -> None:
     c = analyze(whole.events, whole.meta.alignment, 3, link_gb_per_s=400.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.instances = 0  # type: ignore[misc]
-    j = collectives_json(c)
-    assert j == collectives_report(whole.events, whole.meta.alignment, 3, 400.0)
+    j = encode(c)
+    assert list(j) == ["by_type", "collectives", "worst_instances", "stragglers", "alignment",
+                       "instances", "link_gb_per_s", "link_unidirectional_gb_per_s"]
     assert len(c.worst) == 3 and c.instances > 3
     assert c.link_unidirectional_gb_per_s == 200.0
     for row, typed in zip(j["by_type"], c.by_type):

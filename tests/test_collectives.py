@@ -126,7 +126,8 @@ def test_planted_straggler_in_the_two_host_sample() -> None:
 
     import tracelens
     from tests.conftest import SAMPLES
-    from tracelens.analyze.collectives import collectives_report
+    from tracelens.analyze.collectives import analyze
+    from tracelens.results.encode import encode
 
     truth = json.loads((SAMPLES / "mi355x_2x8gpu_straggler.truth.json").read_text())
     trace = tracelens.load(SAMPLES / "mi355x_2x8gpu_straggler")
@@ -144,7 +145,7 @@ def test_planted_straggler_in_the_two_host_sample() -> None:
             for r in truth["collective_instances"]}
     got_last = res.instances.filter(pl.col("last_device").is_not_null())
     assert got_last.height == sum(1 for v in last.values() if len(v) == 1)
-    rep = collectives_report(trace.events, trace.meta.alignment)
+    rep = encode(analyze(trace.events, trace.meta.alignment))
     assert rep["stragglers"][0]["device"] == 3 and rep["stragglers"][0]["times_last"] == \
         sum(1 for v in last.values() if v == {(1, 3)})
 
@@ -192,10 +193,11 @@ def test_busbw_share_of_the_link() -> None:
     per activity busbw = 2(n-1)/n × 1 MiB / duration; the median activity of the hand-built
     all-reduce lasts 1300 ns (the three that wait) -> 1209.884 GB/s; an MI300X link table
     value of 896 GB/s gives 448 GB/s per direction -> 270.1%."""
-    from tracelens.analyze.collectives import collectives_report, link_of
+    from tracelens.analyze.collectives import analyze, link_of
     from tracelens.model import DEVICE_SCHEMA, conform
+    from tracelens.results.encode import encode
 
-    rep = collectives_report(_job(delay=300), "single host", link_gb_per_s=896.0)
+    rep = encode(analyze(_job(delay=300), "single host", link_gb_per_s=896.0))
     row = rep["by_type"][0]
     busbw = 1.5 * (1 << 20) / 1300
     assert row["busbw_gb_per_s"] == round(busbw, 3)
@@ -206,4 +208,4 @@ def test_busbw_share_of_the_link() -> None:
                                          memory_bytes=206_141_652_992, spec_id="mi300x")]),
                       DEVICE_SCHEMA)
     assert link_of(devices) == 896.0
-    assert collectives_report(_job(), "x")["by_type"][0]["busbw_link_pct"] is None
+    assert encode(analyze(_job(), "x"))["by_type"][0]["busbw_link_pct"] is None

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import polars as pl
 import pytest
 
-from tracelens.results.encode import encode, rounded, to_json
+from tracelens.results.encode import (blank_as_null, converted, encode, flattened, optional,
+                                      renamed, rounded, to_json)
 
 
 @dataclass(frozen=True)
@@ -42,3 +44,57 @@ def test_encode_follows_the_declared_fields() -> None:
 def test_an_unknown_type_is_an_error_not_a_string() -> None:
     with pytest.raises(TypeError):
         encode(object())
+
+
+@dataclass(frozen=True)
+class Rate:
+    value: float | None = field(metadata=rounded(1) | renamed("rate_gb_per_s"))
+
+
+class Key(NamedTuple):
+    host: str
+    device: int
+
+
+@dataclass(frozen=True)
+class Flags:
+    on: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.on)
+
+
+@dataclass(frozen=True)
+class Declared:
+    name: str
+    rate: Rate = field(metadata=flattened())
+    keys: tuple[Key, ...] = ()
+    note: str = field(default="", metadata=converted(blank_as_null))
+    twice: int = field(init=False)
+    flags: Flags = field(default_factory=Flags, metadata=optional())
+    extra: Rate | None = field(default=None, metadata=optional() | flattened())
+    ratio: int = field(default=1, metadata=rounded(6))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "twice", 2 * len(self.name))
+
+
+def test_declared_keys_flatten_convert_and_leave_out_what_is_unset() -> None:
+    d = Declared("ab", Rate(1.26), (Key("h", 3),))
+    assert encode(d) == {"name": "ab", "rate_gb_per_s": 1.3, "keys": [{"host": "h", "device": 3}],
+                         "note": None, "twice": 4, "ratio": 1.0}
+    assert isinstance(encode(d)["ratio"], float)  # a rounded field is a float, as written
+    full = Declared("ab", Rate(None), note="why", flags=Flags(("x",)), extra=Rate(2.0))
+    assert list(encode(full)) == ["name", "rate_gb_per_s", "keys", "note", "twice", "flags",
+                                  "ratio"]  # extra's key is rate_gb_per_s: written in place
+    assert encode(full)["rate_gb_per_s"] == 2.0 and encode(full)["flags"] == {"on": ["x"]}
+
+
+def test_significant_digits_are_correctly_rounded() -> None:
+    @dataclass(frozen=True)
+    class S:
+        x: float = field(metadata=rounded(sig=6))
+
+    for x, want in [(999.99995, 1000.0), (1e-7 * 1.234567, 1.23457e-7), (0.0, 0.0),
+                    (-12345.65, -12345.6), (123456789.0, 123457000.0)]:
+        assert encode(S(x)) == {"x": float(f"{x:.6g}")} == {"x": want}

@@ -254,16 +254,15 @@ def test_commands_byte_identical_in_process_and_on_a_cluster(name: str, cluster:
 def test_engine_summary_equals_the_one_process_summary(job16: Path, loaded) -> None:
     """The random 16-host job through the per-host map and reduce gives the summary and the
     HLO lens of the whole job loaded in one process, byte for byte."""
-    from reports import hlo as render_hlo
     from reports import summary as render
     from tracelens.analyze.hlo_findings import lens_trace
     from tracelens.analyze.summary import summarize
-    from tracelens.results.jsonify import lens_json
+    from tracelens.results.encode import to_json
 
     trace = loaded(job16)
     whole = render.render_json(summarize(trace))
     assert _cli("summarize", str(job16), "--format", "json", "--quiet") == whole + "\n"
-    lens = render_hlo.render_json(lens_json(lens_trace(trace), top=20))
+    lens = to_json(lens_trace(trace).top(20))
     assert _cli("hlo", str(job16), "--format", "json", "--quiet") == lens + "\n"
 
 

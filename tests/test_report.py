@@ -6,7 +6,6 @@ The browser checks (rendering, console, network, script execution) are in
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from dataclasses import replace
@@ -25,7 +24,8 @@ from tests.conftest import GPU_TRACES, SAMPLES, real_trace
 from tracelens.analyze.summary import summarize
 from tracelens.cli import main
 from tracelens.hardware import GpuSpec
-from tracelens.results.summary import RooflineRow, Summary
+from tracelens.results.collectives import Collectives
+from tracelens.results.summary import RooflineRow, Summary, TopKernel
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 OWN_BUDGET_BYTES = 250_000  # everything but plotly.js (docs/report.md)
@@ -70,15 +70,14 @@ def xss_logdir(tmp_path: Path) -> Path:
     return tmp_path / "logs"
 
 
-def report_of(path: Path | list[Path], **kw: Any) -> tuple[Summary, dict, str]:
+def report_of(path: Path | list[Path], **kw: Any) -> tuple[Summary, Collectives, str]:
     summary = summarize(tracelens.load(path), top=100)
-    return summary, summary.collectives_full, render_html(summary, **kw)
+    return summary, summary.collectives, render_html(summary, **kw)
 
 
-def with_cost_model(summary: Summary, coll: dict) -> tuple[Summary, dict]:
+def with_cost_model(summary: Summary, coll: Collectives) -> tuple[Summary, Collectives]:
     """The summary as the cost model extends it (roofline, spec, MFU), built by hand, so the
     report's roofline/MFU/busbw parts are tested whatever the real trace carries."""
-    c = copy.deepcopy(coll)
     spec = GpuSpec(id="mi300x", name="AMD Instinct MI300X", vendor="AMD", arch=None,
                    hbm_tb_per_s=5.3, link_gb_per_s=896.0,
                    peak_tflops={"fp32": 163.4, "bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9})
@@ -100,10 +99,11 @@ def with_cost_model(summary: Summary, coll: dict) -> tuple[Summary, dict]:
         spec=None, count=1, sum_ns=10, flops=None, bytes=None, intensity=None,
         tflops_per_s=None, tb_per_s=None, attainable_tflops_per_s=None, bound=None,
         efficiency=None, no_cost_count=1))
-    for r in c["by_type"] + c["collectives"]:
-        r.update(busbw_gb_per_s=160.0, busbw_p10_gb_per_s=130.0, busbw_p90_gb_per_s=170.0)
+    def busbw(r: Any) -> Any:
+        return replace(r, busbw=replace(r.busbw, median=160.0, p10=130.0, p90=170.0))
+    c = replace(coll, by_type=tuple(map(busbw, coll.by_type)), ops=tuple(map(busbw, coll.ops)))
     # the headline MFU of a trace with steps: the median step's (the card says so)
-    s = replace(summary, devices=devices, roofline=tuple(rows), collectives_full=c,
+    s = replace(summary, devices=devices, roofline=tuple(rows), collectives=c,
                 headline=replace(summary.headline, mfu=0.3, mfu_basis="median step"),
                 specs=(spec,))
     return s, c
@@ -276,10 +276,9 @@ def test_every_chart_names_its_units() -> None:
 
 def test_long_kernel_names_are_shortened_in_charts_only() -> None:
     name = "Cijk_" + "A" * 700 + "_WGM1.kd"
-    summary = {"top_kernels": [{"name": name, "category": "gemm", "subcategory": None,
-                                "rule": "r", "count": 1, "sum_ns": 10, "mean_ns": 10.0,
-                                "share_pct": 100.0, "devices": 1}]}
-    fig = F.kernels_figure(summary["top_kernels"])
+    fig = F.kernels_figure([TopKernel(name=name, category="gemm", subcategory=None, rule="r",
+                                      count=1, sum_ns=10, mean_ns=10.0, share_pct=100.0,
+                                      devices=1)])
     label = fig["data"][0]["y"][0]
     assert len(label) <= F.LABEL_CHARS and label.endswith("_WGM1.kd") and "…" in label
     hover = fig["data"][0]["customdata"][0][0]

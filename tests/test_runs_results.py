@@ -14,7 +14,8 @@ from tracelens.analyze.compare import compare, comparison
 from tracelens.analyze.scaling import profile, scaling, scaling_transition, transition
 from tracelens.cli import main
 from tracelens.loader import load
-from tracelens.results.jsonify import comparison_json, scaling_json, transition_json
+from tracelens.results.encode import encode
+from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import Gate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,8 +33,8 @@ def test_comparison_is_typed_and_its_json_is_the_cli_json(profiles) -> None:
     c = comparison(a, b, top=5)
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.delta_ns = 0.0  # type: ignore[misc]
-    assert comparison_json(c) == compare(a, b, top=5)
-    plain = comparison_json(c)
+    assert encode(c) == compare(a, b, top=5)
+    plain = encode(c)
     assert "steps_source" not in plain["base"] and "regression" not in plain
     assert "filters" not in plain and len(c.kernels) == 5
     assert c.delta_ns == b.step_ns - a.step_ns and c.busbw == scaling_transition(a, b).busbw
@@ -46,8 +47,8 @@ def test_comparison_is_typed_and_its_json_is_the_cli_json(profiles) -> None:
     assert res.exit_code == 1
     got = json.loads(res.stdout[:res.stdout.rindex("}") + 1])
     got["base"]["path"], got["new"]["path"] = str(MI300X), str(MI355X)
-    assert list(got) == list(comparison_json(cli))
-    assert got == json.loads(json.dumps(comparison_json(cli)))
+    assert list(got) == list(encode(cli))
+    assert got == json.loads(json.dumps(encode(cli)))
 
 
 def test_scaling_is_typed_and_causes_carry_findings_only_when_found(profiles) -> None:
@@ -55,11 +56,11 @@ def test_scaling_is_typed_and_causes_carry_findings_only_when_found(profiles) ->
     s = scaling([a, b], ["annotation", "annotation"], strong=True)
     t = s.transitions[0]
     assert t.mode == "strong" and t.devices == (8, 8) and s.filters is None
-    assert transition_json(t) == transition(a, b, strong=True)
+    assert encode(t) == transition(a, b, strong=True)
     assert sum(c.delta_ns for c in t.causes) == pytest.approx(t.delta_ns)
-    j = scaling_json(s)
+    j = encode(s)
     assert list(j) == ["runs", "transitions"]
     for c, cj in zip(t.causes, j["transitions"][0]["causes"]):
         assert ("hlo_finding" in cj) == (c.hlo_finding is not None)
     assert j["transitions"][0]["busbw"] == {k: list(v) for k, v in t.busbw.items()}
-    assert "filters" in scaling_json(dataclasses.replace(s, filters={"categories": ["gemm"]}))
+    assert "filters" in encode(dataclasses.replace(s, filters=ActiveFilters(category=("gemm",))))

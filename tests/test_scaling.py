@@ -255,11 +255,11 @@ def test_scaling_verdict_equals_the_causes_per_device(synth_8_to_64: tuple[Path,
     # the typed result is what the JSON says, and its table prints the verdict's shares
     from tracelens.analyze.scaling import profile, scaling
     from tracelens.loader import load
-    from tracelens.results.jsonify import scaling_json
+    from tracelens.results.encode import encode
 
     res = scaling([profile(load([p]), str(p)) for p in (n8, n64)],
                   [r["steps_source"] for r in rep["runs"]])
-    assert json.dumps(scaling_json(res)) == json.dumps(rep)
+    assert json.dumps(encode(res)) == json.dumps(rep)
     causes = next(rows for title, _, rows in scaling_tables(res) if title.startswith("Causes"))
     shares = {row[0]: row[2] for row in causes}
     for line, c in zip(t["verdict"], named):

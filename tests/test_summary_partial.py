@@ -18,7 +18,7 @@ from tests.synth_helpers import write_and_load
 from tracelens.analyze.summary import (SummaryOptions, reduce_summary, summarize,
                                        summary_partial)
 from tracelens.analyze.summary_merge import merge_partials
-from tracelens.results.jsonify import summary_json
+from tracelens.results.encode import encode
 from tracelens_dev.synth import build
 from tracelens_dev.synth.scenario import Scenario, Straggler
 
@@ -27,10 +27,10 @@ STRAGGLER = sorted((SAMPLES / "mi355x_2x8gpu_straggler").rglob("*.xplane.pb"))
 
 def _whole_and_merged(files: list[Path], opts: SummaryOptions,
                       **merge_kw: object) -> tuple[bytes, bytes]:
-    whole = summary_json(summarize(tracelens.load(files), device=opts.device, step=opts.step,
+    whole = encode(summarize(tracelens.load(files), device=opts.device, step=opts.step,
                                    top=opts.top))
     parts = [summary_partial(tracelens.load([f]), opts) for f in files]
-    merged = summary_json(reduce_summary([merge_partials(parts, **merge_kw)], opts))
+    merged = encode(reduce_summary([merge_partials(parts, **merge_kw)], opts))
     return orjson.dumps(whole), orjson.dumps(merged)
 
 
@@ -81,13 +81,13 @@ def test_unaligned_hosts_are_warned_and_shifts_align_them(tmp_path: Path) -> Non
     files = [_host_file(tmp_path / "a.xplane.pb", "nodeA", None),
              _host_file(tmp_path / "b.xplane.pb", "nodeB", 5, shift=250)]
     parts = [summary_partial(tracelens.load([f])) for f in files]
-    out = summary_json(reduce_summary([merge_partials(parts)]))
+    out = encode(reduce_summary([merge_partials(parts)]))
     assert out["alignment"] == "none"
     assert any("could not be aligned" in w for w in out["warnings"])
     # the collective-end offsets the loader finds (nodeB 250 ns late) as shifts
-    whole = summary_json(summarize(tracelens.load(files)))
+    whole = encode(summarize(tracelens.load(files)))
     assert whole["alignment"].startswith("collective ends")
-    shifted = summary_json(reduce_summary([merge_partials(
+    shifted = encode(reduce_summary([merge_partials(
         parts, shifts={"nodeA": 0, "nodeB": -250}, alignment=whole["alignment"])]))
     assert orjson.dumps(shifted) == orjson.dumps(whole)
 
@@ -96,8 +96,8 @@ def test_partial_is_picklable_small_and_holds_no_event_frame() -> None:
     trace = tracelens.load(STRAGGLER)
     part = summary_partial(trace)
     back = pickle.loads(pickle.dumps(part))
-    assert orjson.dumps(summary_json(reduce_summary([back]))) == \
-        orjson.dumps(summary_json(summarize(trace)))
+    assert orjson.dumps(encode(reduce_summary([back]))) == \
+        orjson.dumps(encode(summarize(trace)))
     # grouped frames: one row per group, not per event
     assert part.kernels.height == trace.events.select(
         "name", "category", "subcategory", "rule", "host", "rank", "device").unique().height
@@ -111,8 +111,8 @@ def test_filters_apply_in_the_partial() -> None:
 
     trace = tracelens.load(STRAGGLER)
     f = Filters(categories=("gemm", "collective"))
-    got = summary_json(reduce_summary([summary_partial(trace, SummaryOptions(filters=f))]))
-    want = summary_json(summarize(apply(trace, f)).with_filters(f.active()))
+    got = encode(reduce_summary([summary_partial(trace, SummaryOptions(filters=f))]))
+    want = encode(summarize(apply(trace, f)).with_filters(f.active()))
     assert orjson.dumps(got) == orjson.dumps(want)
 
 
@@ -126,8 +126,8 @@ def test_merged_rocprof_processes_of_one_host(tmp_path: Path) -> None:
     write_rocpd(_two_ranks(trace, "mi300x-node0"), tmp_path / "run")
     files, _ = discover(tmp_path / "run")
     assert len(files) == 2
-    whole = summary_json(summarize(tracelens.load(tmp_path / "run", step_marker=STEP)))
+    whole = encode(summarize(tracelens.load(tmp_path / "run", step_marker=STEP)))
     parts = [summary_partial(tracelens.load([f], step_marker=STEP)) for f in files]
-    merged = summary_json(reduce_summary([merge_partials(parts)]))
+    merged = encode(reduce_summary([merge_partials(parts)]))
     assert orjson.dumps(merged) == orjson.dumps(whole)
     assert merged["alignment"].startswith("single host: its 2 processes")

@@ -13,7 +13,7 @@ import tracelens
 from tests.conftest import SAMPLES
 from tracelens.analyze.summary import summarize
 from tracelens.cli import main
-from tracelens.results.jsonify import summary_json
+from tracelens.results.encode import encode
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 
@@ -32,13 +32,14 @@ def test_report_runs_the_collectives_analysis_once(tmp_path: Path,
     assert len(calls) == 1
     s = summarize(tracelens.load(SAMPLE), top=100)
     # the collectives section is the summary's full report (worst instances included)
-    assert s.collectives_full["worst_instances"] and s.collectives_full["instances"] > 0
-    assert s.collectives["by_type"] == s.collectives_full["by_type"]
+    assert s.collectives.worst and s.collectives.instances > 0
+    assert encode(s)["collectives"] == {"by_type": encode(s.collectives.by_type),
+                                        "stragglers": encode(s.summary_collectives.stragglers)}
 
 
 def test_typed_values_are_unrounded_and_json_rounds() -> None:
     s = summarize(tracelens.load(SAMPLE))
-    j = summary_json(s)
+    j = encode(s)
     h = s.headline
     assert h.busy_pct == 100.0 * h.totals.busy_ns / h.totals.span_ns  # as computed
     assert j["headline"]["busy_pct"] == round(h.busy_pct, 3)

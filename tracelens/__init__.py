@@ -22,11 +22,11 @@ def load(*args, **kwargs) -> Trace:  # thin wrapper: keeps `import tracelens` ch
 
 
 def summarize(trace: Trace, **kwargs) -> dict:
-    """The summary dict of ``tracelens summarize --format json`` (the JSON form of
-    :func:`tracelens.analyze.summary.summarize`'s typed Summary)."""
+    """The summary dict of ``tracelens summarize --format json``: ``encode`` of
+    :func:`tracelens.analyze.summary.summarize`'s typed Summary."""
     from tracelens.analyze.summary import summarize as _summarize
-    from tracelens.results.jsonify import summary_json
-    return dict(summary_json(_summarize(trace, **kwargs)))
+    from tracelens.results.encode import encode
+    return encode(_summarize(trace, **kwargs))  # type: ignore[return-value]
 
 
 def __getattr__(name: str) -> object:

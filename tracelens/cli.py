@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from tracelens.cli_common import (JobInputs, apply_filters, check_output_path,
                                   load_rule_files, load_trace, print_result,
                                   step_marker_option)
 from tracelens.errors import TraceInputError
+
+if TYPE_CHECKING:
+    from tracelens.results.filters import ActiveFilters
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -132,35 +135,33 @@ def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | 
                 scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
                 debug: bool) -> None:
     """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
-    from tracelens.results.jsonify import collectives_json
+    from dataclasses import replace
+
     from reports import collectives as render
 
     job_in = JobInputs(paths, rules_files, step_marker, categories, kernel, hosts,
                        time_window, workers, scheduler, quiet)
-    res, steps_source = engine_collectives(job_in, top)
+    res, _ = engine_collectives(job_in, top)
     active = job_in.active()
-    rep: dict[str, Any] = dict(collectives_json(res))
-    rep["steps_source"] = steps_source
-    if active:
-        rep["filters"] = active
-    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(res),
-                 lambda: render.render_markdown(res, active),
-                 lambda console: render.render_table(res, console, active))
+    res = replace(res, filters=active or None)
+    print_result(fmt, lambda: render.render_json(res), lambda: render.render_csv(res),
+                 lambda: render.render_markdown(res),
+                 lambda console: render.render_table(res, console))
 
 
-def _emit(fmt: str, rep: dict[str, Any], title: str, tables: Any, csv_rows: list[dict[str, Any]],
-          csv_cols: list[str], html: Path | None = None, kind: str = "") -> None:
+def _emit(fmt: str, result: Any, title: str, tables: Any, csv_rows: Any,
+          csv_cols: list[str], html: Path | None = None) -> None:
     from reports import scaling as render
 
     if html is not None:
         from reports.html_diagnosis import render_diagnosis
         try:
-            html.write_text(render_diagnosis(kind, rep), encoding="utf-8")
+            html.write_text(render_diagnosis(result), encoding="utf-8")
         except OSError as exc:
             raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
                 from None
 
-    print_result(fmt, lambda: render.render_json(rep),
+    print_result(fmt, lambda: render.render_json(result),
                  lambda: render.render_csv(csv_rows, csv_cols),
                  lambda: render.render_markdown(title, tables),
                  lambda console: render.render_table(tables, console))
@@ -170,7 +171,7 @@ def _profiles(runs: tuple[Path, ...], step_marker: str | None, categories: tuple
               kernel: str | None, hosts: tuple[str, ...],
               time_window: tuple[int | None, int | None] | None, workers: int | None,
               scheduler: str | None, rules_files: tuple[str, ...]
-              ) -> tuple[list[tuple[Any, str]], dict[str, Any]]:
+              ) -> tuple[list[tuple[Any, str]], ActiveFilters]:
     """Each run's (RunProfile, steps source) and the filters in force (per host on the
     engine, or each run loaded whole for the job-wide ``--host``/``--time``)."""
     from tracelens.analyze.profile_partials import run_profiles
@@ -200,10 +201,9 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
             scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
             debug: bool) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
-    from dataclasses import replace
+    from dataclasses import asdict, replace
 
     from tracelens.analyze.compare import check_comparable, comparison
-    from tracelens.results.jsonify import comparison_json
     from tracelens.results.runs import Gate
     from reports.scaling import compare_tables
 
@@ -218,10 +218,10 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     res = replace(res, base=replace(res.base, steps_source=sa),
                   new=replace(res.new, steps_source=sb),
                   filters=active or None, gate=Gate(fail_above, regressed))
-    rep: dict[str, Any] = dict(comparison_json(res))
     shown = replace(res, warnings=()) if quiet and fmt == "table" else res
-    _emit(fmt, rep, "tracelens compare", compare_tables(shown), rep["components"],
-          ["component", "base_ns", "new_ns", "delta_ns"], html=html, kind="compare")
+    _emit(fmt, res, "tracelens compare", compare_tables(shown),
+          [asdict(c) for c in res.components],
+          ["component", "base_ns", "new_ns", "delta_ns"], html=html)
     if regressed:
         click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",
                    err=True)
@@ -246,7 +246,6 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
             quiet: bool, debug: bool) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
     from tracelens.analyze.scaling import scaling as build
-    from tracelens.results.jsonify import scaling_json
     from reports.scaling import scaling_tables
 
     if len(runs) < 2:
@@ -254,12 +253,11 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
     found, active = _profiles(runs, step_marker, categories, kernel, hosts, time_window,
                               workers, scheduler, rules_files)
     res = build([p for p, _ in found], [s for _, s in found], strong=strong, filters=active)
-    rep: dict[str, Any] = dict(scaling_json(res))
     rows = [{"from": t.from_path, "to": t.to_path, "component": c.component,
              "delta_ns": c.delta_ns, "share": c.share}
             for t in res.transitions for c in t.causes]
-    _emit(fmt, rep, "tracelens scaling", scaling_tables(res), rows,
-          ["from", "to", "component", "delta_ns", "share"], html=html, kind="scaling")
+    _emit(fmt, res, "tracelens scaling", scaling_tables(res), rows,
+          ["from", "to", "component", "delta_ns", "share"], html=html)
 
 
 
@@ -289,7 +287,6 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     from tracelens.formats import XSPACE_SUFFIXES
     from tracelens.hlo.dump import TEXT_SUFFIXES, find_dumps, load_dump
     from tracelens.hlo.lens import HostMap
-    from tracelens.results.jsonify import lens_json
     from reports import hlo as render
 
     hosts = HostMap(host_of=lambda d: f"host{d // devices_per_host}") \
@@ -310,17 +307,17 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
                      LensOptions(program, hosts if devices_per_host else None),
                      LoadOptions(load_rule_files(rules_files)), EngineOptions(workers, scheduler))
     require_programs(result, path, program)
-    rep = lens_json(result, top=top)
+    result = result.top(top)
     if html is not None:
         try:
-            html.write_text(render.render_html(rep, f"tracelens hlo {path.name}"),
+            html.write_text(render.render_html(result, f"tracelens hlo {path.name}"),
                             encoding="utf-8")
         except OSError as exc:
             raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
                 from None
-    print_result(fmt, lambda: render.render_json(rep), lambda: render.render_csv(rep),
-                 lambda: render.render_markdown(rep),
-                 lambda console: render.render_table(rep, console))
+    print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
+                 lambda: render.render_markdown(result),
+                 lambda console: render.render_table(result, console))
 
 
 @main.command()

@@ -9,12 +9,16 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import click
 
 from tracelens.errors import TraceInputError
 from tracelens.categories import CATEGORIES  # not the model: --help needs no polars
+
+if TYPE_CHECKING:
+    from tracelens.results.collectives import Collectives
+    from tracelens.results.filters import ActiveFilters
 
 FORMATS = ["table", "json", "csv", "markdown"]
 PROGRESS_MIN_BYTES = 20 * 1024 * 1024
@@ -198,13 +202,13 @@ def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def apply_filters(trace: Any, paths: tuple[Path, ...], categories: tuple[str, ...],
               kernel: str | None, hosts: tuple[str, ...],
-              time_window: tuple[int | None, int | None] | None) -> tuple[Any, dict[str, Any]]:
+              time_window: tuple[int | None, int | None] | None) -> tuple[Any, ActiveFilters]:
     """The trace narrowed by the filter options, and the filters in force (for outputs)."""
     from tracelens.filters import Filters, apply
 
     f = Filters(hosts=hosts, categories=categories, kernel=kernel, time=time_window)
     if not f.active():
-        return trace, {}
+        return trace, f.active()
     try:
         return apply(trace, f), f.active()
     except ValueError as exc:
@@ -296,7 +300,7 @@ class JobInputs:
 
         return Filters(categories=self.categories, kernel=self.kernel)
 
-    def active(self) -> dict[str, object]:
+    def active(self) -> ActiveFilters:
         """Every filter in force, for the outputs' ``filters`` record."""
         from tracelens.filters import Filters
 
@@ -339,7 +343,7 @@ def engine_summary(job_in: JobInputs, device: int | None, step: int | None, top:
                               Round2(-1, chosen, shown), load, engine)
 
 
-def engine_collectives(job_in: JobInputs, top: int) -> tuple[Any, str]:
+def engine_collectives(job_in: JobInputs, top: int) -> "tuple[Collectives, str]":
     """``collectives`` (per host, or the job loaded whole for job-wide filters): (the typed
     result, the steps source)."""
     from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from tracelens.model import CATEGORIES, Trace
+from tracelens.results.filters import ActiveFilters
 
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)?\s*$")
@@ -56,18 +57,10 @@ class Filters:
     kernel: str | None = None  # regex over the activity name
     time: tuple[int | None, int | None] | None = None  # ns from trace_zero
 
-    def active(self) -> dict[str, object]:
-        """The filters in force, for the output's ``filters`` record."""
-        out: dict[str, object] = {}
-        if self.hosts:
-            out["host"] = list(self.hosts)
-        if self.categories:
-            out["category"] = list(self.categories)
-        if self.kernel is not None:
-            out["kernel"] = self.kernel
-        if self.time is not None:
-            out["time_ns"] = list(self.time)
-        return out
+    def active(self) -> ActiveFilters:
+        """The filters in force, for the output's ``filters`` record (False: none)."""
+        return ActiveFilters(tuple(self.hosts), tuple(self.categories), self.kernel,
+                             None if self.time is None else tuple(self.time))  # type: ignore
 
 
 def apply(trace: Trace, f: Filters) -> Trace:

@@ -52,6 +52,7 @@ class MergedCollectives:
     host_shift: dict[str, int] = field(default_factory=dict)
     # each host's (host, rank) pairs with device activity after the filters, placed
     host_ranks: tuple[pl.DataFrame, ...] = ()
+    steps_source: str = "none"  # the job's (JobPlan.steps_source)
 
 
 def collective_partial(trace: Trace) -> CollectivePartial:
@@ -127,7 +128,8 @@ class MergeCollectives:
         return MergedCollectives(acts, devices, plan.alignment, plan.unaligned,
                                  plan.placements, plan.shift_of or {},
                                  tuple(place(p.hosts, w) for p, w in zip(parts,
-                                                                         plan.placements)))
+                                                                         plan.placements)),
+                                 plan.steps_source)
 
     def finish(self, part: MergedCollectives, options: CollectivesOptions
                ) -> MergedCollectives:
@@ -140,5 +142,9 @@ class CollectivesAnalysis(MergeCollectives):
 
     def finish(self, part: MergedCollectives,  # type: ignore[override]
                options: CollectivesOptions) -> Collectives:
-        return collectives_from_activities(part.acts, part.alignment, options.top,
-                                           link_of(part.devices))
+        from dataclasses import replace
+
+        res = collectives_from_activities(part.acts, part.alignment, options.top,
+                                          link_of(part.devices))
+        rows = options.filters.active() if options.filters is not None else None
+        return replace(res, steps_source=part.steps_source, filters=rows or None)

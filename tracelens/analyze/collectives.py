@@ -333,13 +333,3 @@ def analyze(events: pl.DataFrame, alignment: str, top: int = 10,
     return collectives_from_activities(
         acts if acts is not None else collective_activities(events), alignment, top,
         link_gb_per_s)
-
-
-def collectives_report(events: pl.DataFrame, alignment: str, top: int = 10,
-                       link_gb_per_s: float | None = None,
-                       acts: pl.DataFrame | None = None) -> dict:
-    """The JSON-ready result of ``tracelens collectives`` (keys documented in the README):
-    ``collectives_json`` of :func:`analyze`."""
-    from tracelens.results.jsonify import collectives_json
-
-    return dict(collectives_json(analyze(events, alignment, top, link_gb_per_s, acts)))

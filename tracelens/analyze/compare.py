@@ -23,12 +23,13 @@ run to run.
 
 from __future__ import annotations
 
-from typing import Any
 
 import polars as pl
 
 from tracelens.analyze.scaling import RunProfile, scaling_transition
 from tracelens.errors import TraceInputError
+from tracelens.results.encode import JSONValue, encode
+from tracelens.results.filters import ActiveFilters
 from tracelens.results.summary import hardware_text
 from tracelens.results.runs import (ComparedRun, Comparison, ComponentChange, KernelChange,
                                     KernelOnly, Matching)
@@ -140,7 +141,7 @@ def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
     return kernels, rows(only_a, "base"), rows(only_b, "new"), matching
 
 
-def check_comparable(p: RunProfile, filters: dict[str, Any] | None = None) -> None:
+def check_comparable(p: RunProfile, filters: ActiveFilters | None = None) -> None:
     """Refuse (exit 2, naming the file) a side with nothing to compare: no device with
     activity, or no device time (its activities in the step windows last 0 ns in all).
     Compared, it would read as "step time did not change (0.000 ms)" or as a step of pure
@@ -154,7 +155,7 @@ def check_comparable(p: RunProfile, filters: dict[str, Any] | None = None) -> No
     raise TraceInputError(p.path, f"nothing to compare: {what}{after}")
 
 
-def _filter_text(filters: dict[str, Any]) -> str:
+def _filter_text(filters: ActiveFilters) -> str:
     """``(category: gemm, kernel: nccl)``: the active filters as the JSON names them."""
     return "(" + ", ".join(
         f"{k}: {','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
@@ -214,8 +215,6 @@ def comparison(a: RunProfile, b: RunProfile, top: int = 15) -> Comparison:
         only_base=only_base, only_new=only_new, matching=matching, verdict=t.verdict)
 
 
-def compare(a: RunProfile, b: RunProfile, top: int = 15) -> dict[str, Any]:
+def compare(a: RunProfile, b: RunProfile, top: int = 15) -> JSONValue:
     """The JSON of :func:`comparison` (README "compare")."""
-    from tracelens.results.jsonify import comparison_json
-
-    return dict(comparison_json(comparison(a, b, top)))
+    return encode(comparison(a, b, top))

@@ -170,7 +170,7 @@ def _sync_no_overlap(gpus: pl.DataFrame, compute: pl.DataFrame, acts: pl.DataFra
                 f"{c.name} is a synchronous {c.opcode} ({human_bytes(c.bytes)}) on a GPU that "
                 "computes in the same step: nothing can hide it; let XLA make it async "
                 "(start/done) with independent compute scheduled in between",
-                c.bytes_per_step, c.op_names, c.opcode))
+                c.bytes_per_step, instructions=c.op_names, opcode=c.opcode))
     return out
 
 

@@ -16,7 +16,7 @@ import hashlib
 import io
 import weakref
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Callable
 
 import polars as pl
 
@@ -69,7 +69,7 @@ class Blob:
     def of(cls, data: bytes) -> "Blob":
         return _blob(hashlib.blake2b(data, digest_size=20).hexdigest(), data)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> "tuple[Callable[[str, bytes], Blob], tuple[str, bytes]]":
         return _blob, (self.digest, self.data)
 
 

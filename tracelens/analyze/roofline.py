@@ -14,7 +14,6 @@ window edge contributes the fraction of its FLOPs inside the window.
 
 from __future__ import annotations
 
-from typing import Any
 
 import polars as pl
 
@@ -339,24 +338,3 @@ def _single_spec(events: pl.DataFrame, specs: pl.DataFrame) -> tuple[str | None]
     if not every.join(specs.select(DEVICE_KEYS), on=DEVICE_KEYS, how="anti").is_empty():
         return None
     return (specs["spec"][0],)
-
-
-def roofline_rows(df: pl.DataFrame, top: int | None = None) -> list[dict[str, Any]]:
-    """The JSON rows of ``summarize``'s ``roofline`` section."""
-    rows = []
-    for r in (df.head(top) if top is not None else df).iter_rows(named=True):
-        rows.append({
-            "op": r["op"], "program_id": r["program_id"], "module": r["module"],
-            "kernel": r["kernel"], "category": r["category"], "dtype": r["dtype"],
-            "spec": r["spec"], "count": int(r["count"]), "sum_ns": int(r["sum_ns"]),
-            "flops": r["flops"], "bytes": r["bytes"], "intensity": _r(r["intensity"], 4),
-            "tflops_per_s": _r(r["tflops_per_s"], 4), "tb_per_s": _r(r["tb_per_s"], 5),
-            "attainable_tflops_per_s": _r(r["attainable_tflops_per_s"], 4),
-            "bound": r["bound"], "efficiency": _r(r["efficiency"], 5),
-            "no_cost_count": int(r["no_cost_count"]),
-        })
-    return rows
-
-
-def _r(x: float | None, digits: int) -> float | None:
-    return None if x is None else float(f"{x:.{digits + 2}g}")

@@ -13,7 +13,7 @@ the same inputs give byte-identical JSON whatever the hash seed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import polars as pl
 
@@ -23,6 +23,8 @@ from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.model import COMPUTE_CATEGORIES, Trace
 from tracelens.notices import fold_per_host, host_and_file_names
+from tracelens.results.encode import JSONValue, encode
+from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
 from tracelens.results.summary import HardwareCount
 
@@ -44,7 +46,7 @@ class RunProfile:
     kernels: pl.DataFrame  # category, program, op, key, name, ns_per_step, count_per_step
     busbw: dict[str, float | None]
     skew_ns: dict[str, float | None]
-    stragglers: list[dict[str, Any]] = field(default_factory=list)
+    stragglers: tuple[TypeStraggler, ...] = ()
     per_device: dict[str, dict[str, float]] = field(default_factory=dict)  # median step
     # collective type -> the costliest `tracelens hlo` finding about it (programs with HLO)
     hlo_findings: dict[str, str] = field(default_factory=dict)
@@ -250,12 +252,12 @@ def hlo_finding_texts(trace: Trace, acts: pl.DataFrame | None = None) -> dict[st
     return out
 
 
-def _stragglers(acts: pl.DataFrame, device_steps: int) -> list[dict[str, Any]]:
+def _stragglers(acts: pl.DataFrame, device_steps: int) -> tuple[TypeStraggler, ...]:
     """Per device and collective type: how often it arrived last, and the waiting it caused
     (the others' waits in those instances), in total and per device-step (over all devices
     and steps of the run, so comparable with the components)."""
     if acts.is_empty():
-        return []
+        return ()
     inst = ["instance_key", "occurrence"]
     last = acts.filter(pl.col("is_last")).select(*inst, *DEVICE_KEYS, "type")
     waits = acts.group_by(inst).agg(total_wait=pl.col("wait_ns").sum())
@@ -267,7 +269,7 @@ def _stragglers(acts: pl.DataFrame, device_steps: int) -> list[dict[str, Any]]:
     ).with_columns(wait_per_step_ns=pl.col("wait_ns") / device_steps) \
         .sort(["wait_ns", "times_last", *DEVICE_KEYS, "type"],
               descending=[True, True, False, False, False, False], nulls_last=True)
-    return [dict(r) for r in rows.iter_rows(named=True)]
+    return tuple(TypeStraggler(**r) for r in rows.iter_rows(named=True))
 
 
 def _component_label(c: str) -> str:
@@ -325,20 +327,18 @@ def scaling_transition(a: RunProfile, b: RunProfile, strong: bool = False) -> Tr
                               for t in sorted(set(a.busbw) | set(b.busbw))},
         arrival_skew_ns={t: (a.skew_ns.get(t), b.skew_ns.get(t))
                          for t in sorted(set(a.skew_ns) | set(b.skew_ns))},
-        stragglers=tuple(TypeStraggler(**s) for s in b.stragglers if s["times_last"])[:5],
+        stragglers=tuple(s for s in b.stragglers if s.times_last)[:5],
         warnings=tuple(_warnings(a, b, eff, strong)),
         verdict=tuple(verdict(a, b, causes, lost)))
 
 
-def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> dict[str, Any]:
+def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> JSONValue:
     """The JSON of :func:`scaling_transition` (README "scaling")."""
-    from tracelens.results.jsonify import transition_json
-
-    return dict(transition_json(scaling_transition(a, b, strong)))
+    return encode(scaling_transition(a, b, strong))
 
 
 def scaling(profiles: list[RunProfile], steps_sources: list[str], strong: bool = False,
-            filters: dict[str, Any] | None = None) -> Scaling:
+            filters: ActiveFilters | None = None) -> Scaling:
     """The ``tracelens scaling`` result: each run and each transition to the next run."""
     return Scaling(
         runs=tuple(ScalingRun(path=p.path, devices=p.devices, hosts=p.hosts, steps=p.steps,
@@ -370,10 +370,9 @@ def _straggler_text(b: RunProfile, kind: str, delta: float) -> str:
     per_device = f"+{delta / 1e6:.3f} ms per step per device" if delta >= 0 else \
         f"{delta / 1e6:.3f} ms per step per device"
     for s in b.stragglers:  # sorted: most waiting caused first
-        if s["type"] == kind and s["instances"] and \
-                s["times_last"] / s["instances"] >= STRAGGLER_MIN_LAST:
-            return (f"waiting for {s['host']}/GPU{s['device']}, which arrives last in "
-                    f"{100 * s['times_last'] / s['instances']:.0f}% of {kind}s "
+        if s.type == kind and s.instances and s.times_last / s.instances >= STRAGGLER_MIN_LAST:
+            return (f"waiting for {s.host}/GPU{s.device}, which arrives last in "
+                    f"{100 * s.times_last / s.instances:.0f}% of {kind}s "
                     f"(exposed waiting {per_device})")
     return (f"waiting in {kind}s for the last arrival, with no device last in most of them "
             f"(exposed waiting {per_device})")

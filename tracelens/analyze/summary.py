@@ -10,7 +10,7 @@ separately loaded hosts are joined by :func:`tracelens.analyze.summary_merge.mer
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import polars as pl
 
@@ -27,6 +27,7 @@ from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Bre
                                         device_and_step_breakdowns, device_axis,
                                         step_breakdown)
 from tracelens.filters import Filters
+from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
 from tracelens.notices import host_and_file_names
@@ -76,7 +77,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
 
     opts = opts or SummaryOptions()
 
-    active_filters: dict[str, Any] = {}
+    active_filters = ActiveFilters()
     if opts.filters is not None and opts.filters.active():
         trace, active_filters = apply(trace, opts.filters), opts.filters.active()
     device, step = opts.device, opts.step
@@ -105,7 +106,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         inputs=tuple(trace.meta.sources), warnings=tuple(trace.meta.warnings),
         host_names=tuple(_host_names(trace)), alignment=trace.meta.alignment,
         steps_source=trace.meta.steps_source,
-        filters={"device": device, "step": step, **active_filters},
+        filters=SummaryFilters(device, step, active_filters),
         devices=devices, steps=steps,
         device_rows=_device_rows(trace, events, steps, devices, specs, specs_df, device, step,
                                  axis),
@@ -222,8 +223,8 @@ def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | Non
     parts = idle_intervals(events, trace.host_events, axis)
     cols = [f"{p}_ns" for p in IDLE_PARTS]
 
-    def typed(r: dict[str, Any]) -> IdleBreakdown:
-        return IdleBreakdown(*(int(r[c]) for c in cols))
+    def typed(r: Mapping[str, object]) -> IdleBreakdown:
+        return IdleBreakdown(*(int(r[c]) for c in cols))  # type: ignore[call-overload]
     per_step = {(r["host"], r["rank"], r["device"], r["step"]): typed(r)
                 for r in idle_breakdown(parts, events, steps).iter_rows(named=True)} \
         if steps.height else {}

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import polars as pl
 
-from tracelens.analyze.collectives import collectives_report
+from tracelens.analyze.collectives import analyze as analyze_collectives
 from tracelens.analyze.roofline import COVERAGE_FLOOR
 from tracelens.analyze.summary_merge import concat_partials, lens_of
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
@@ -18,9 +18,10 @@ from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
 from tracelens.names import brief_name
 from tracelens.notices import fold_per_host
-from tracelens.results.summary import (CategoryTime, DeviceSummary, HardwareCount, Headline,
-                                       NoFlops, RooflineRow, StepTotal, Summary, Timeline,
-                                       TopKernel)
+from tracelens.results.collectives import Straggler
+from tracelens.results.summary import (CategoryTime, DeviceKey, DeviceSummary, HardwareCount,
+                                       Headline, NoFlops, RooflineRow, StepTotal, Summary,
+                                       Timeline, TopKernel)
 from tracelens.version import __version__
 
 if TYPE_CHECKING:
@@ -40,18 +41,19 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
     p = partials[0] if len(partials) == 1 else concat_partials(partials)
     devs = p.device_rows
     active = {d.key for d in devs}
-    idle = tuple(k for k in sorted((r["host"], r["rank"], r["device"])
-                                   for r in p.devices.iter_rows(named=True)) if k not in active)
+    idle = tuple(DeviceKey(*k) for k in sorted((r["host"], r["rank"], r["device"])
+                                               for r in p.devices.iter_rows(named=True))
+                 if k not in active)
     headline = _headline(devs, idle, p.devices, p.steps, p.hosts_named)
     busy = headline.totals.busy_ns
     warnings = fold_per_host(p.warnings, p.host_names)
     warnings += _coverage_warning(devs, p.gaps, headline.mfu is not None)
-    coll = collectives_report(p.acts, p.alignment, top=opts.collectives_top, acts=p.acts)
+    coll = analyze_collectives(p.acts, p.alignment, top=opts.collectives_top, acts=p.acts)
     return Summary(
         version=__version__, inputs=p.inputs, alignment=p.alignment,
-        steps_source=p.steps_source, warnings=tuple(warnings), filters=dict(p.filters),
+        steps_source=p.steps_source, warnings=tuple(warnings), filters=p.filters,
         headline=headline, devices=devs, idle_devices=idle,
-        top_kernels=_top_kernels(p.kernels, p.kernel_ns, opts.top), collectives_full=coll,
+        top_kernels=_top_kernels(p.kernels, p.kernel_ns, opts.top), collectives=coll,
         hlo_findings=_hlo_findings(lens_of(p)),
         roofline=tuple(_roofline_row(r) for r in p.roofline.head(opts.top)
                        .iter_rows(named=True)),
@@ -60,7 +62,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         category_totals=_category_totals(devs),
         step_totals=_step_totals(devs),
         device_roles=device_roles([d.timeline for d in devs],
-                                  straggler_index(devs, coll.get("stragglers") or ())),
+                                  straggler_index(devs, coll.stragglers)),
         median_shares=_median_shares(devs), specs=_specs_by_use(devs))
 
 
@@ -192,7 +194,7 @@ def _top_kernels(kernels: pl.DataFrame, total: int, top: int) -> tuple[TopKernel
                  for r in agg.iter_rows(named=True))
 
 
-def _roofline_row(r: dict[str, Any]) -> RooflineRow:
+def _roofline_row(r: Mapping[str, object]) -> RooflineRow:
     return RooflineRow(
         op=r["op"], program_id=r["program_id"], module=r["module"], kernel=r["kernel"],
         category=r["category"], dtype=r["dtype"], spec=r["spec"], count=int(r["count"]),
@@ -256,7 +258,7 @@ def _shares(t: Timeline, cols: Sequence[str] = _SHARES) -> tuple[float, ...]:
     return tuple(100.0 * getattr(t, k) / t.span_ns if t.span_ns else 0.0 for k in cols)
 
 
-def straggler_index(devs: Sequence[DeviceSummary], stragglers: Sequence[dict[str, Any]]
+def straggler_index(devs: Sequence[DeviceSummary], stragglers: Sequence[Straggler]
                     ) -> int | None:
     """Index in ``devs`` of the device that arrived last in most (over half) of its
     collectives (``stragglers``: the collectives report's rows, most last arrivals first);
@@ -264,9 +266,9 @@ def straggler_index(devs: Sequence[DeviceSummary], stragglers: Sequence[dict[str
     if not stragglers:
         return None
     top = stragglers[0]
-    if not top["instances"] or 2 * top["times_last"] <= top["instances"]:
+    if not top.instances or 2 * top.times_last <= top.instances:
         return None
-    key = (top["host"], top["rank"], top["device"])
+    key = (top.host, top.rank, top.device)
     return next((i for i, d in enumerate(devs) if (d.host, d.rank, d.device) == key), None)
 
 

@@ -5,12 +5,13 @@ the reduce)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from tracelens.filters import Filters
 from tracelens.hardware import GpuSpec
+from tracelens.results.filters import SummaryFilters
 from tracelens.results.summary import DeviceSummary
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class SummaryPartial:
     host_names: tuple[str, ...]  # what names a host in warnings (folding)
     alignment: str
     steps_source: str
-    filters: dict[str, Any]
+    filters: SummaryFilters
     devices: pl.DataFrame  # the device table (narrowed by ``device``)
     steps: pl.DataFrame  # the step windows (narrowed by ``step``)
     device_rows: tuple[DeviceSummary, ...]  # active devices, by (rank, device)

@@ -24,6 +24,9 @@ from tracelens.hlo.ir import Computation, Instruction, Module
 from tracelens.hlo.opcost import COLLECTIVES, instruction_cost
 from tracelens.hlo.replica_groups import group_mode
 from tracelens.hlo.tripcount import derive, known_trip_count, while_parts
+from tracelens.results.encode import blank_as_null, converted, renamed, rounded
+
+HIDDEN = {"json": False}
 
 # Thresholds of the findings (README "tracelens hlo").
 SMALL_BYTES = 1 << 20  # small-collectives: a collective moving less than 1 MiB per execution ...
@@ -38,34 +41,37 @@ NO_WORK = ("parameter", "constant", "get-tuple-element", "tuple", "bitcast", "af
 LOOP_CALLERS = ("while", "call", "conditional", "async-start")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Collective:
-    """One collective of a program (an async pair is one collective, named by its start)."""
+    """One collective of a program (an async pair is one collective, named by its start).
+    Field order is the key order of ``tracelens hlo``'s JSON."""
 
-    program_id: int | None
-    module: str
+    program_id: int | None = field(metadata=HIDDEN)
+    module: str = field(metadata=HIDDEN)
     name: str
     opcode: str                      # base opcode: all-reduce, all-gather, ...
     dtype: str | None                # operand element type(s), "f32" or "f32,bf16"
     bytes: int | None                # per execution (DESIGN §6.3 message bytes)
     group_size: int | None
-    groups: tuple[tuple[int, ...], ...] | None
-    is_async: bool
+    is_async: bool = field(metadata=renamed("async"))
     done: str | None                 # the matching -done of an async start
+    wrapped: str | None = None       # the collective inside an async-start's computation
     computation: str
     in_loop: bool
     loop: str | None                 # the innermost while instruction around it
     trip_count: int | None           # product of the enclosing loops' trip counts
+    # why trip_count is None inside a loop (null in the JSON when it is not)
+    trip_note: str = field(default="", metadata=converted(blank_as_null))
     executions_per_step: int | None  # None: a loop of unknown trip count or a conditional
     bytes_per_step: int | None
     spans_hosts: bool | None
     overlap_ops: int | None          # instructions with work scheduled between start and done
     overlap_flops: float | None
     overlap_bytes: float | None
-    operands: tuple[str, ...] = ()
-    wrapped: str | None = None       # the collective inside an async-start's computation
-    trip_note: str = ""              # why trip_count is None inside a loop
-    promoted: str | None = None      # its reducer when XLA promoted its type (``*_promoted``)
+    groups: tuple[tuple[int, ...], ...] | None
+    operands: tuple[str, ...] = field(default=(), metadata=HIDDEN)
+    # its reducer when XLA promoted its type (``*_promoted``)
+    promoted: str | None = field(default=None, metadata=HIDDEN)
 
     @property
     def op_names(self) -> tuple[str, ...]:
@@ -76,32 +82,43 @@ class Collective:
 
 @dataclass(frozen=True)
 class Finding:
-    """A pattern in the compiled program, with its measured cost once joined to a trace."""
+    """A pattern in the compiled program, with its measured cost once joined to a trace.
+    Field order is the key order of the JSON (``tracelens hlo``, ``summarize``)."""
 
     kind: str
     program: str
     program_id: int | None
     instruction: str
+    # every instruction it covers (small-collectives: all)
+    instructions: tuple[str, ...] = field(default=(), kw_only=True)
+    # the collective type it is about (None: several)
+    opcode: str | None = field(default=None, kw_only=True)
     message: str
     bytes_per_step: int | None
-    instructions: tuple[str, ...] = ()  # every instruction it covers (small-collectives: all)
-    opcode: str | None = None           # the collective type it is about (None: several)
-    exposed_ns_per_step: float | None = None
-    exposed_note: str = ""              # why exposed_ns_per_step is null, when it is
+    exposed_ns_per_step: float | None = field(default=None, metadata=rounded(3))
+    # why exposed_ns_per_step is null, when it is (null in the JSON when it is not)
+    exposed_note: str = field(default="", metadata=converted(blank_as_null))
+    compilations: int = field(init=False)  # len(program_ids), at least 1
     # the programs (compilations of its module) it was found in, itself first when alone
     program_ids: tuple[int | None, ...] = ()
     executed: bool | None = None        # any of them ran in the trace (None: cannot tell)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "compilations", len(self.program_ids) or 1)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class ProgramLens:
+    """One program's collectives and static findings (field order: the JSON's keys; the
+    findings are written once, merged over compilations, by ``tracelens hlo``)."""
+
     module: str
     program_id: int | None
-    collectives: tuple[Collective, ...]
-    findings: tuple[Finding, ...]
     scheduled: bool
-    notes: tuple[str, ...] = ()
     executed: bool | None = None  # it has device events in the trace (None: cannot tell)
+    notes: tuple[str, ...] = ()
+    collectives: tuple[Collective, ...]
+    findings: tuple[Finding, ...] = field(metadata=HIDDEN)
 
 
 @dataclass(frozen=True)
@@ -413,7 +430,7 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
     def add(kind: str, c: Collective, message: str, bytes_per_step: int | None,
             names: tuple[str, ...] = ()) -> None:
         out.append(Finding(kind, program, module.program_id, c.name, message, bytes_per_step,
-                           names or c.op_names, c.opcode))
+                           instructions=names or c.op_names, opcode=c.opcode))
 
     for c in colls:
         size = human_bytes(c.bytes)
@@ -469,8 +486,8 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
             f"{count} collectives under {human_bytes(SMALL_BYTES)} per step "
             f"({len(known)} instructions, {human_bytes(total)} in all) each pay launch and "
             "latency; combine them into fewer, larger collectives", total,
-            tuple(n for c in known for n in c.op_names),
-            known[0].opcode if len({c.opcode for c in known}) == 1 else None))
+            instructions=tuple(n for c in known for n in c.op_names),
+            opcode=known[0].opcode if len({c.opcode for c in known}) == 1 else None))
     gathers: dict[tuple, list[Collective]] = {}
     for c in colls:
         if c.opcode == "all-gather" and c.operands:
@@ -488,7 +505,7 @@ def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
             f"{src} is all-gathered {len(cs)} times per step ({', '.join(c.name for c in cs)}): "
             f"{human_bytes(total)} per step; keep the first gathered copy instead of "
             "re-gathering (rematerialization of FSDP parameters)", total,
-            tuple(n for c in cs for n in c.op_names), "all-gather"))
+            instructions=tuple(n for c in cs for n in c.op_names), opcode="all-gather"))
     return out
 
 
@@ -510,8 +527,9 @@ def analyze_module(module: Module, schedule: dict[str, list[str]] | None,
     if any(c.is_async for c in colls) and not schedule:
         notes.append("the module carries no schedule: compute between async starts and dones "
                      "is unknown")
-    return ProgramLens(module.name, module.program_id, tuple(colls),
-                       tuple(static_findings(module, colls)), bool(schedule), tuple(notes))
+    return ProgramLens(module=module.name, program_id=module.program_id,
+                       collectives=tuple(colls), findings=tuple(static_findings(module, colls)),
+                       scheduled=bool(schedule), notes=tuple(notes))
 
 
 def with_exposure(f: Finding, exposed: float | None, note: str = "") -> Finding:

@@ -1,6 +1,6 @@
 """Typed analysis results: frozen dataclasses holding exact, unrounded values.
 
-Analyzers build them, one JSON module (:mod:`tracelens.results.jsonify`) turns them into the
-documented contracts (all rounding there, TypedDicts for the shapes), and renderers format
+Analyzers build them; the one generic encoder (:mod:`tracelens.results.encode`) writes the
+documented JSON from them (each field declares its rounding and key), and renderers format
 them without aggregating anything again.
 """

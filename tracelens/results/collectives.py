@@ -1,22 +1,30 @@
-"""The ``tracelens collectives`` result, unrounded (DESIGN §6.3; JSON in ``jsonify``).
+"""The ``tracelens collectives`` result, unrounded (DESIGN §6.3).
 
 Times are integer ns; bandwidths GB/s floats as computed; ``None`` where unknown (no message
-size, no link bandwidth in the hardware table, no unique last arrival).
+size, no link bandwidth in the hardware table, no unique last arrival). The JSON is
+:func:`tracelens.results.encode.encode` of it: busbw rounded to 3 decimals, its share of the
+link to 1.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from tracelens.results.encode import flattened, optional, renamed, rounded
+from tracelens.results.filters import ActiveFilters
+
+GBPS = rounded(3)
+
 
 @dataclass(frozen=True)
 class Busbw:
     """Bus bandwidth over a group's activities: median and nearest-rank p10/p90 (GB/s), and
     the median's percentage of the per-direction link bandwidth."""
 
-    median: float | None
-    p10: float | None
-    p90: float | None
-    link_pct: float | None
+    median: float | None = field(metadata=GBPS | renamed("busbw_gb_per_s"))
+    p10: float | None = field(metadata=GBPS | renamed("busbw_p10_gb_per_s"))
+    p90: float | None = field(metadata=GBPS | renamed("busbw_p90_gb_per_s"))
+    link_pct: float | None = field(metadata=rounded(1) | renamed("busbw_link_pct"))
 
 
 @dataclass(frozen=True)
@@ -27,7 +35,7 @@ class TypeTotals:
     count: int
     sum_ns: int
     exposed_ns: int
-    busbw: Busbw
+    busbw: Busbw = field(metadata=flattened())
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,7 @@ class OpTotals:
     msg_bytes: int | None
     sum_ns: int
     exposed_ns: int
-    busbw: Busbw
+    busbw: Busbw = field(metadata=flattened())
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,7 @@ class Instance:
     arrival_skew_ns: int
     transfer_ns: int  # shortest participant duration
     exposed_ns: int
-    busbw_gb_per_s: float | None
+    busbw_gb_per_s: float | None = field(metadata=GBPS)
     last: Participant | None  # the unique last arrival, if any
 
 
@@ -83,17 +91,34 @@ class Straggler:
 @dataclass(frozen=True)
 class Collectives:
     """The whole result. ``worst`` holds the ``top`` instances of largest arrival skew;
-    ``instances`` counts all matched instances."""
+    ``instances`` counts all matched instances. ``steps_source`` and ``filters`` are the
+    command's (set by ``tracelens collectives``; ``filters`` only when one is active)."""
 
     by_type: tuple[TypeTotals, ...]
-    ops: tuple[OpTotals, ...]
-    worst: tuple[Instance, ...]
+    ops: tuple[OpTotals, ...] = field(metadata=renamed("collectives"))
+    worst: tuple[Instance, ...] = field(metadata=renamed("worst_instances"))
     stragglers: tuple[Straggler, ...]
     alignment: str
     instances: int
     link_gb_per_s: float | None
+    # busbw counts one direction per GPU (nccl-tests): half the aggregate link
+    link_unidirectional_gb_per_s: float | None = field(init=False)
+    steps_source: str | None = field(default=None, metadata=optional())
+    filters: ActiveFilters | None = field(default=None, metadata=optional())
 
-    @property
-    def link_unidirectional_gb_per_s(self) -> float | None:
-        """busbw counts one direction per GPU (nccl-tests): half the aggregate link."""
-        return self.link_gb_per_s / 2 if self.link_gb_per_s else None
+    def __post_init__(self) -> None:
+        half = self.link_gb_per_s / 2 if self.link_gb_per_s else None
+        object.__setattr__(self, "link_unidirectional_gb_per_s", half)
+
+
+@dataclass(frozen=True)
+class SummaryCollectives:
+    """``summarize``'s collectives: per type, and up to three devices the others waited for
+    (those that arrived last at least once)."""
+
+    by_type: tuple[TypeTotals, ...]
+    stragglers: tuple[Straggler, ...]
+
+
+def top_lines(c: Collectives) -> SummaryCollectives:
+    return SummaryCollectives(c.by_type, tuple(s for s in c.stragglers if s.times_last)[:3])

@@ -1,14 +1,23 @@
 """One generic JSON encoder for typed results (issue 26): the documented JSON is written
 from the result types themselves, so a new analysis writes no JSON code.
 
-A frozen dataclass becomes an object of its fields in declaration order; a polars frame a
-list of row objects; tuples and lists arrays; NaN and infinities ``null`` (JSON has none).
-A field declares how it is written in its metadata:
+A frozen dataclass becomes an object of its fields in declaration order; a NamedTuple an
+object of its fields; a polars frame a list of row objects; tuples and lists arrays; NaN and
+infinities ``null`` (JSON has none). A field declares how it is written in its metadata
+(the helpers below return such metadata; combine them with ``|``):
 
-- ``field(metadata=rounded(6))``: a float rounded to 6 decimals (``sig=7``: significant
-  digits) -- rounding happens here only, results keep the values as computed;
-- ``metadata={"json": False}``: not written (internal detail kept on the result);
-- ``metadata={"json_name": "x"}``: written under another key.
+- ``rounded(6)``: a float (or each float of a tuple) rounded to 6 decimals, ``sig=7``: to
+  7 significant digits; an int there is written as a float -- rounding happens here only,
+  results keep the values as computed;
+- ``{"json": False}``: not written (internal detail kept on the result);
+- ``{"json_name": "x"}`` (``renamed("x")``): written under another key;
+- ``optional()``: not written while None, an empty tuple, list or dict, or a record whose
+  ``__bool__`` is False (a key only some outputs carry);
+- ``flattened()``: a dataclass value whose keys are written in place of the field's;
+- ``converted(fn)``: written as ``encode(fn(value))`` (a typed view of a foreign type).
+
+A value computed from other fields (a count, a unit conversion) is a ``field(init=False)``
+the result sets in ``__post_init__``, so it is a field like any other.
 
 :func:`to_json` is what ``--format json`` prints: ``json.dumps(encode(result), indent=2)``.
 """
@@ -18,34 +27,96 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from enum import Enum
-from typing import Mapping
-
-import polars as pl
+from typing import Callable, Mapping
 
 JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+Meta = dict[str, object]
 
 
-def rounded(decimals: int | None = None, sig: int | None = None) -> dict[str, int | None]:
+def rounded(decimals: int | None = None, sig: int | None = None) -> Meta:
     """Field metadata: write this float rounded to ``decimals`` places or ``sig``
     significant digits."""
     return {"round": decimals, "sig": sig}
 
 
+def renamed(name: str) -> Meta:
+    """Field metadata: write this field under ``name`` (e.g. a Python keyword)."""
+    return {"json_name": name}
+
+
+def optional() -> Meta:
+    """Field metadata: leave the key out while the value is None or empty."""
+    return {"json_optional": True}
+
+
+def flattened() -> Meta:
+    """Field metadata: write the (dataclass) value's keys in place of this field."""
+    return {"json_flatten": True}
+
+
+def converted(fn: Callable[[object], object]) -> Meta:
+    """Field metadata: write ``fn(value)`` instead of the value (None stays None)."""
+    return {"json_convert": fn}
+
+
+def blank_as_null(text: str) -> str | None:
+    """A converter: an empty note (nothing to say) is written as null."""
+    return text or None
+
+
 def _round(x: float, decimals: int | None, sig: int | None) -> float:
-    if sig is not None and x != 0:
-        return round(x, sig - 1 - int(math.floor(math.log10(abs(x)))))
+    if sig is not None:
+        return float(f"{x:.{sig}g}")  # correctly rounded, unlike a log10 digit count
     return round(x, decimals) if decimals is not None else x
 
 
 def _field(value: object, meta: Mapping[str, object]) -> JSONValue:
+    fn = meta.get("json_convert")
+    if fn is not None and value is not None:
+        value = fn(value)  # type: ignore[operator]
     decimals, sig = meta.get("round"), meta.get("sig")
-    if (decimals is not None or sig is not None) and isinstance(value, float) \
-            and math.isfinite(value):
-        return _round(value, decimals, sig)  # type: ignore[arg-type]
-    if (decimals is not None or sig is not None) and isinstance(value, (tuple, list)):
-        return [_field(v, meta) for v in value]
+    if decimals is not None or sig is not None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            x = float(value)
+            return _round(x, decimals, sig) if math.isfinite(x) else None  # type: ignore
+        if isinstance(value, (tuple, list)):
+            return [_field(v, meta) for v in value]
     return encode(value)
+
+
+def _frame(value: object) -> bool:
+    """A polars frame (polars is not imported for results that hold none)."""
+    pl = sys.modules.get("polars")
+    return pl is not None and isinstance(value, pl.DataFrame)
+
+
+def _unset(value: object) -> bool:
+    """None, an empty tuple, list or dict, or a record that is False (no filter set)."""
+    if value is None:
+        return True
+    if isinstance(value, (bool, int, float, str)) or _frame(value):
+        return False
+    return not value
+
+
+def _object(value: object) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {}
+    for f in dataclasses.fields(value):  # type: ignore[arg-type]
+        meta = f.metadata
+        if not meta.get("json", True):
+            continue
+        v = getattr(value, f.name)
+        if meta.get("json_optional") and _unset(v):
+            continue
+        if meta.get("json_flatten"):
+            inner = encode(v)
+            if isinstance(inner, dict):
+                out.update(inner)
+                continue
+        out[str(meta.get("json_name", f.name))] = _field(v, meta)
+    return out
 
 
 def encode(value: object) -> JSONValue:
@@ -57,16 +128,24 @@ def encode(value: object) -> JSONValue:
     if isinstance(value, Enum):
         return encode(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {str(f.metadata.get("json_name", f.name)): _field(getattr(value, f.name),
-                                                                  f.metadata)
-                for f in dataclasses.fields(value) if f.metadata.get("json", True)}
-    if isinstance(value, pl.DataFrame):
-        return [encode(row) for row in value.to_dicts()]
+        return _object(value)
+    if _frame(value):
+        return [encode(row) for row in value.to_dicts()]  # type: ignore[attr-defined]
     if isinstance(value, Mapping):
         return {str(k): encode(v) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
+        return {str(k): encode(v) for k, v in zip(value._fields, value)}
     if isinstance(value, (tuple, list)):
         return [encode(v) for v in value]
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def written(record: object, name: str) -> JSONValue:
+    """Field ``name`` of ``record`` as the JSON writes it (its declared rounding): what a
+    renderer shows, so that the terminal, Markdown, CSV and the JSON agree."""
+    meta = next(f.metadata for f in dataclasses.fields(record)  # type: ignore[arg-type]
+                if f.name == name)
+    return _field(getattr(record, name), meta)
 
 
 def to_json(result: object) -> str:

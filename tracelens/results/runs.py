@@ -1,13 +1,15 @@
-"""The ``tracelens compare`` and ``tracelens scaling`` results (DESIGN §6.4; JSON in
-``jsonify``). Times are ns per step (medians and averages over devices: floats);
-``None`` where a ratio has no denominator or a run lacks the value.
+"""The ``tracelens compare`` and ``tracelens scaling`` results (DESIGN §6.4). Times are ns
+per step (medians and averages over devices: floats); ``None`` where a ratio has no
+denominator or a run lacks the value. The JSON is :func:`tracelens.results.encode.encode`
+of them (values as computed).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
+from tracelens.results.encode import flattened, optional, renamed
+from tracelens.results.filters import ActiveFilters
 from tracelens.results.summary import HardwareCount
 
 
@@ -18,7 +20,8 @@ class Cause:
     component: str
     delta_ns: float
     share: float | None
-    hlo_finding: str | None = None  # the costliest `tracelens hlo` finding about its type
+    # the costliest `tracelens hlo` finding about its type
+    hlo_finding: str | None = field(default=None, metadata=optional())
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,8 @@ class Transition:
     """From run a to run b: efficiency, the lost time split into causes, and the verdict
     (sentences read off the causes)."""
 
-    from_path: str
-    to_path: str
+    from_path: str = field(metadata=renamed("from"))
+    to_path: str = field(metadata=renamed("to"))
     devices: tuple[int, int]
     efficiency: float | None
     mode: str  # "weak" or "strong"
@@ -71,17 +74,19 @@ class ScalingRun:
 class Scaling:
     runs: tuple[ScalingRun, ...]
     transitions: tuple[Transition, ...]
-    filters: dict[str, Any] | None = None  # the CLI's active filters, when any
+    # the CLI's active filters, when any
+    filters: ActiveFilters | None = field(default=None, metadata=optional())
 
 
 @dataclass(frozen=True)
 class ComparedRun:
     path: str
     devices: int
+    # as summarize's headline counts it
+    hardware: tuple[HardwareCount, ...] = field(default=(), kw_only=True)
     steps: int
     step_ns: float
-    steps_source: str | None = None  # set by the CLI
-    hardware: tuple[HardwareCount, ...] = ()  # as summarize's headline counts it
+    steps_source: str | None = field(default=None, metadata=optional())  # set by the CLI
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,8 @@ class Gate:
 class Comparison:
     base: ComparedRun
     new: ComparedRun
+    # the hardware mismatches, then each side's warnings ("base: ...", "new: ...")
+    warnings: tuple[str, ...] = field(default=(), kw_only=True)
     delta_ns: float
     delta_pct: float | None
     components: tuple[ComponentChange, ...]
@@ -157,7 +164,7 @@ class Comparison:
     only_new: tuple[KernelOnly, ...]
     matching: Matching
     verdict: tuple[str, ...]
-    # the hardware mismatches, then each side's warnings ("base: ...", "new: ...")
-    warnings: tuple[str, ...] = ()
-    filters: dict[str, Any] | None = None  # the CLI's active filters, when any
-    gate: Gate | None = None  # set by the CLI
+    # the CLI's active filters, when any
+    filters: ActiveFilters | None = field(default=None, metadata=optional())
+    # set by the CLI: written as its two keys
+    gate: Gate | None = field(default=None, metadata=optional() | flattened())

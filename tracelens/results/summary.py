@@ -1,20 +1,37 @@
 """The ``summarize`` result as typed, frozen records with unrounded values.
 
-Exact integers stay integers (ns, counts); ratios are the floats as computed. Rounding for
-the JSON contract happens only in :mod:`tracelens.results.jsonify`. Every number a renderer
-shows lives here, computed once by :mod:`tracelens.analyze.summary` (renderers never sum or
-take medians themselves).
+Exact integers stay integers (ns, counts); ratios are the floats as computed. The JSON
+contract (README "summarize --format json") is :func:`tracelens.results.encode.encode` of
+these records: field order is key order, and each field declares its rounding there
+(ratios -- MFU, FLOPs coverage -- 6 decimals, percentages 3, mean kernel time 0.1 ns,
+roofline rates 6-7 significant digits). Every number a renderer shows lives here, computed
+once by :mod:`tracelens.analyze.summary` (renderers never sum or take medians themselves).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-from tracelens.hardware import GpuSpec
+from tracelens.hardware import DTYPES, GpuSpec
+from tracelens.results.collectives import Collectives, SummaryCollectives, top_lines
+from tracelens.results.encode import converted, optional, renamed, rounded
+from tracelens.results.filters import SummaryFilters
 
-DeviceKey = tuple[str, int, int]
-"""(host, rank, device): one device of the job."""
+if TYPE_CHECKING:  # annotations only: summarize need not import the HLO lens
+    from tracelens.hlo.lens import Finding
+
+HIDDEN = {"json": False}
+RATIO = rounded(6)  # MFU, FLOPs coverage
+PERCENT = rounded(3)
+
+
+class DeviceKey(NamedTuple):
+    """(host, rank, device): one device of the job (a JSON object of the three)."""
+
+    host: str
+    rank: int
+    device: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +57,8 @@ class Timeline:
     memory_ns: int
     exposed_memory_ns: int
     idle_ns: int
-    idle_breakdown: IdleBreakdown | None = None  # None on totals (summed over devices)
+    # None on totals (summed over devices), which the JSON writes without it
+    idle_breakdown: IdleBreakdown | None = field(default=None, metadata=optional())
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +79,27 @@ class StepSummary:
     start_ns: int
     end_ns: int
     timeline: Timeline
-    mfu: float | None
+    mfu: float | None = field(metadata=RATIO)
+
+
+@dataclass(frozen=True, slots=True)
+class SpecView:
+    """What the JSON says of a device's :class:`~tracelens.hardware.GpuSpec` (``tracelens
+    gpus`` lists the rest); peaks in :data:`tracelens.hardware.DTYPES` order."""
+
+    id: str
+    name: str
+    peak_tflops: dict[str, float]
+    hbm_tb_per_s: float | None
+    link_gb_per_s: float | None
+    memory_gb: float | None
+    source: str
+
+
+def spec_view(spec: GpuSpec) -> SpecView:
+    return SpecView(spec.id, spec.name, {d: spec.peak_tflops[d] for d in DTYPES
+                                         if d in spec.peak_tflops},
+                    spec.hbm_tb_per_s, spec.link_gb_per_s, spec.memory_gb, spec.source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +116,12 @@ class DeviceSummary:
     timeline: Timeline
     categories: tuple[CategoryTime, ...]
     steps: tuple[StepSummary, ...]
-    spec: GpuSpec | None
-    mfu: float | None
+    spec: GpuSpec | None = field(metadata=converted(spec_view))  # type: ignore[arg-type]
+    mfu: float | None = field(metadata=RATIO)
     mfu_dtype: str | None
     model_flops: float | None
     model_kernels_without_cost: int
-    flops_coverage: float | None
+    flops_coverage: float | None = field(metadata=RATIO)
     compute_kernel_ns: int
     flops_covered_ns: int
     mfu_lower_bound: bool
@@ -117,26 +155,27 @@ class Headline:
     """The job in one screen: shares are of the summed device spans (None when zero)."""
 
     hosts: int
+    # False: the trace names no host (Kineto), ``hosts`` counts its ranks
+    hosts_named: bool = field(default=True, kw_only=True)
     devices: int
     active_devices: int
     hardware: tuple[HardwareCount, ...]
     steps: int
     median_step_ns: int | None
     max_span_ns: int
-    busy_pct: float | None
-    compute_pct: float | None
-    exposed_comm_pct: float | None
-    exposed_memory_pct: float | None
-    idle_pct: float | None
-    mfu: float | None  # the median device's (lower median); None when no device has one
+    busy_pct: float | None = field(metadata=PERCENT)
+    compute_pct: float | None = field(metadata=PERCENT)
+    exposed_comm_pct: float | None = field(metadata=PERCENT)
+    exposed_memory_pct: float | None = field(metadata=PERCENT)
+    idle_pct: float | None = field(metadata=PERCENT)
+    # the median device's (lower median); None when no device has one
+    mfu: float | None = field(metadata=RATIO)
     mfu_lower_bound: bool
-    flops_coverage: float | None
-    totals: Timeline  # summed over the active devices (no idle breakdown)
     # what each device's MFU is over: "median step" (the trace has steps: the device's median
     # step's MFU) or "span" (its first start to last end)
-    mfu_basis: str = "span"
-    # False: the trace names no host (Kineto), ``hosts`` counts its ranks
-    hosts_named: bool = True
+    mfu_basis: str = field(default="span", kw_only=True)
+    flops_coverage: float | None = field(metadata=RATIO)
+    totals: Timeline  # summed over the active devices (no idle breakdown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +186,9 @@ class TopKernel:
     rule: str | None
     count: int
     sum_ns: int
-    mean_ns: float
-    share_pct: float | None  # of all kernel time in the (filtered) trace
+    mean_ns: float = field(metadata=rounded(1))
+    # of all kernel time in the (filtered) trace
+    share_pct: float | None = field(metadata=PERCENT)
     devices: int
 
 
@@ -167,12 +207,12 @@ class RooflineRow:
     sum_ns: int
     flops: float | None
     bytes: float | None
-    intensity: float | None
-    tflops_per_s: float | None
-    tb_per_s: float | None
-    attainable_tflops_per_s: float | None
+    intensity: float | None = field(metadata=rounded(sig=6))
+    tflops_per_s: float | None = field(metadata=rounded(sig=6))
+    tb_per_s: float | None = field(metadata=rounded(sig=7))
+    attainable_tflops_per_s: float | None = field(metadata=rounded(sig=6))
     bound: str | None
-    efficiency: float | None
+    efficiency: float | None = field(metadata=rounded(sig=7))
     no_cost_count: int
 
 
@@ -183,7 +223,7 @@ class NoFlops:
     category: str
     count: int
     sum_ns: int
-    share_of_busy_pct: float | None
+    share_of_busy_pct: float | None = field(metadata=PERCENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,51 +238,47 @@ class StepTotal:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """The whole ``summarize`` result. ``collectives_full`` is the complete
-    ``collectives_report`` of the same events (what ``tracelens report`` renders); the JSON
-    contract's ``collectives`` holds its top lines. ``category_totals`` and the fields after
-    it are what the renderers show beyond the JSON contract."""
+    """The whole ``summarize`` result; its JSON is ``encode(summary)``. ``collectives`` is the
+    complete ``tracelens collectives`` result of the same events (what ``tracelens report``
+    renders); the JSON writes its top lines (:func:`~tracelens.results.collectives.top_lines`).
+    ``category_totals`` and the fields after it are what the renderers show beyond the JSON
+    contract."""
 
-    version: str
+    version: str = field(metadata=renamed("tracelens_version"))
     inputs: tuple[dict[str, str], ...]
     alignment: str
     steps_source: str
     warnings: tuple[str, ...]
-    filters: dict[str, Any]
+    filters: SummaryFilters
     headline: Headline
     devices: tuple[DeviceSummary, ...]
     idle_devices: tuple[DeviceKey, ...]
     top_kernels: tuple[TopKernel, ...]
-    collectives_full: dict[str, Any]
-    hlo_findings: tuple[Any, ...]  # tracelens.hlo.lens.Finding
+    collectives: Collectives = field(metadata=converted(top_lines))  # type: ignore[arg-type]
+    hlo_findings: tuple[Finding, ...]  # the costliest of ``tracelens hlo``
     roofline: tuple[RooflineRow, ...]
     no_cost_data: int
     no_cost_data_ns: int
     no_flops: tuple[NoFlops, ...]
-    category_totals: tuple[CategoryTime, ...]  # over the reported devices, by exclusive time
-    step_totals: tuple[StepTotal, ...]  # by step
+    # over the reported devices, by exclusive time
+    category_totals: tuple[CategoryTime, ...] = field(metadata=HIDDEN)
+    step_totals: tuple[StepTotal, ...] = field(metadata=HIDDEN)  # by step
     # per-device tables past MAX_DEVICE_ROWS devices: (role, index into devices) of the
     # median, best and worst device by compute share and the outliers; else every device
-    device_roles: tuple[tuple[str, int], ...]
+    device_roles: tuple[tuple[str, int], ...] = field(metadata=HIDDEN)
     # the median device's share of its span (%): timeline columns ("compute_ns", ...) and
     # compute categories' exclusive time ("excl:gemm", ...); empty under two devices
-    median_shares: dict[str, float]
-    specs: tuple[GpuSpec, ...]  # the devices' distinct specs, the most used first
+    median_shares: dict[str, float] = field(metadata=HIDDEN)
+    # the devices' distinct specs, the most used first
+    specs: tuple[GpuSpec, ...] = field(metadata=HIDDEN)
 
     @property
-    def collectives(self) -> dict[str, Any]:
-        """The top lines of ``tracelens collectives``: per type, and up to three devices the
-        others waited for."""
-        rep = self.collectives_full
-        return {"by_type": rep["by_type"],
-                "stragglers": [s for s in rep["stragglers"] if s["times_last"]][:3]}
+    def summary_collectives(self) -> SummaryCollectives:
+        """The JSON's ``collectives``: per type, and up to three devices the others waited
+        for."""
+        return top_lines(self.collectives)
 
-    def with_filters(self, extra: dict[str, Any]) -> "Summary":
-        """The summary with more filters recorded, in the one order every path writes:
-        ``device``, ``step``, then :meth:`tracelens.filters.Filters.active`'s."""
+    def with_filters(self, extra: SummaryFilters) -> "Summary":
+        """This summary with the filters of ``extra`` set as well (the CLI's job-wide ones)."""
         from dataclasses import replace
-        merged = {**self.filters, **extra}
-        order = ("device", "step", "host", "category", "kernel", "time_ns")
-        return replace(self, filters={k: merged[k] for k in
-                                      sorted(merged, key=lambda k: (order.index(k)
-                                                                    if k in order else 99))})
+        return replace(self, filters=self.filters.merged(extra))

@@ -1,0 +1,43 @@
+"""``--format json`` is exactly the generic encoder's output of the typed result (issue 26):
+``tracelens.to_json(result)`` of the facade's summary and collectives is what the commands
+print, and each command's JSON keys are the result's fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from click.testing import CliRunner
+
+import tracelens
+from tests.conftest import SAMPLES
+from tracelens.analysis import TraceAnalysis
+from tracelens.cli import main
+
+STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"
+
+
+def _cli(*args: str) -> str:
+    res = CliRunner().invoke(main, [*args, "--format", "json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_summary_and_collectives_json_are_the_encoded_results() -> None:
+    a = TraceAnalysis(tracelens.load(STRAGGLER))
+    assert _cli("summarize", str(STRAGGLER)) == tracelens.to_json(a.summary) + "\n"
+    assert _cli("collectives", str(STRAGGLER)) == tracelens.to_json(a.collectives) + "\n"
+
+
+def test_the_json_keys_are_the_declared_fields() -> None:
+    a = TraceAnalysis(tracelens.load(STRAGGLER))
+    s = json.loads(tracelens.to_json(a.summary))
+    written = [f.metadata.get("json_name", f.name) for f in dataclasses.fields(a.summary)
+               if f.metadata.get("json", True)]
+    assert list(s) == written
+    c = json.loads(tracelens.to_json(a.collectives))
+    assert list(c)[-2:] == ["link_unidirectional_gb_per_s", "steps_source"]  # no filters
+    # a filter that keeps every activity: the same result, with the filter said last
+    filtered = json.loads(_cli("collectives", str(STRAGGLER), "--kernel", "."))
+    assert list(filtered)[-1] == "filters" and filtered["filters"] == {"kernel": "."}
+    assert {k: v for k, v in filtered.items() if k != "filters"} == c
