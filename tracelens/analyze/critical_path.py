@@ -1,0 +1,233 @@
+"""``tracelens critical-path``: what sets the step time, across ranks, and what each fix
+would save (issue 27), on the Analysis protocol (:mod:`tracelens.protocol`).
+
+- ``partial`` (per host): the window of each rank and the graph pieces in it
+  (:mod:`tracelens.analyze.critical_graph`): nodes and their launch, sync and event-wait
+  edges, in the host's own time and ranks; collective nodes carry their instance key.
+- ``merge``: the hosts' pieces placed in the job (ranks, host names, clock shifts), node ids
+  and chains offset; the cross-rank links (instance arrivals) are made from the keys in
+  ``finish`` (:mod:`tracelens.analyze.critical_solve`).
+- ``finish``: the graph solved, one path per device (:mod:`tracelens.analyze.critical_walk`)
+  and the what-if projections, each the same graph solved again with one change.
+
+Node times are clipped to their rank's window start (what ran before the window is not the
+window's), so every path and projection lies in the window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import polars as pl
+
+from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_SCHEMA,
+                                              WindowChoice, chain_order, device_nodes,
+                                              host_nodes, local_edges, windows)
+from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
+from tracelens.analyze.critical_walk import Labels, composition, walk
+from tracelens.model import Trace
+from tracelens.protocol import JobPlan
+from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
+                                             PathActivity, WhatIf, Window)
+
+
+@dataclass(frozen=True)
+class CriticalPathOptions:
+    """``step``/``window``: which window (:class:`WindowChoice`); ``rank``: only that
+    rank's paths (and the what-ifs on them); ``top``: what-ifs kept, best first."""
+
+    step: int | None = None
+    window: str | None = None
+    rank: int | None = None
+    top: int = 10
+
+
+@dataclass(frozen=True)
+class CriticalPart:
+    """One host's (or the job's) graph pieces: NODE_SCHEMA + ``chain``, ``id``;
+    EDGE_SCHEMA; WINDOW_SCHEMA; ``host_ranks``: the (host, rank) pairs with host events."""
+
+    nodes: pl.DataFrame
+    edges: pl.DataFrame
+    windows: pl.DataFrame
+    host_ranks: pl.DataFrame
+
+
+class CriticalPath:
+    """The analysis (module doc)."""
+
+    def partial(self, trace: Trace, options: CriticalPathOptions) -> CriticalPart:
+        win = windows(trace, WindowChoice(options.step, options.window))
+        nodes = chain_order(pl.concat([device_nodes(trace, win), host_nodes(trace, win)]))
+        hr = trace.host_events.filter(pl.col("kind").is_in(["api", "cpu_op"])).select(
+            "host", "rank").unique()
+        return CriticalPart(nodes, local_edges(nodes), win, hr)
+
+    def merge(self, parts: Sequence[CriticalPart], plan: JobPlan) -> CriticalPart:
+        nodes, edges = [], []
+        offset, chains = 0, 0
+        for i, p in enumerate(parts):
+            nodes.append(plan.place(p.nodes, i).with_columns(
+                id=pl.col("id") + offset, chain=pl.col("chain") + chains))
+            edges.append(p.edges.with_columns(src=pl.col("src") + offset,
+                                              dst=pl.col("dst") + offset))
+            offset += p.nodes.height
+            chains += int(p.nodes["chain"].max() + 1) if p.nodes.height else 0  # type: ignore
+        return CriticalPart(pl.concat(nodes), pl.concat(edges),
+                            plan.concat([p.windows for p in parts]),
+                            plan.concat([p.host_ranks for p in parts]))
+
+    def finish(self, part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
+        return critical_paths(part, options)
+
+
+def _clipped(nodes: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
+    """Node times clipped to their rank's window start (module doc)."""
+    w0 = win.select("host", "rank", _w0="start_ns")
+    return nodes.join(w0, on=["host", "rank"], how="left", maintain_order="left").with_columns(
+        start_ns=pl.max_horizontal("start_ns", "_w0"),
+        end_ns=pl.max_horizontal("end_ns", "_w0")).drop("_w0")
+
+
+def _labels(nodes: pl.DataFrame) -> Labels:
+    comp = nodes.select(pl.when(pl.col("device_node") & (pl.col("category") == "collective"))
+                        .then(pl.lit("communication"))
+                        .when(pl.col("device_node")).then(pl.col("category").fill_null("other"))
+                        .when(pl.col("sync")).then(pl.lit("sync"))
+                        .otherwise(pl.lit("host")))
+    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
+                                     pl.col("device").cast(pl.String)))
+    return Labels(comp.to_series().to_numpy().astype(object),
+                  who.to_series().fill_null("host").to_numpy().astype(object),
+                  nodes["device_node"].to_numpy())
+
+
+@dataclass(frozen=True)
+class _Path:
+    rank: int
+    host: str
+    device: int
+    step: int | None
+    w0: int
+    w1: int
+    cand: np.ndarray  # the nodes the window's end may rest on
+    pieces: list[tuple[str, float]]
+    on: dict[int, float]
+
+
+def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
+    """The result of the job's merged part (module doc)."""
+    win = part.windows
+    if options.rank is not None:
+        win = win.filter(pl.col("rank") == options.rank)
+    nodes = _clipped(part.nodes.sort("id"), part.windows)
+    g = build_graph(nodes, part.edges)
+    lab = _labels(nodes)
+    paths = _walk_all(g, nodes, win, lab)
+    notes = list(g.notes)
+    with_host = {(h, r) for h, r in part.host_ranks.iter_rows()}
+    out = tuple(_device_path(p, g, nodes, (p.host, p.rank) in with_host) for p in paths)
+    return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top)), tuple(notes))
+
+
+def _walk_all(g: Graph, nodes: pl.DataFrame, win: pl.DataFrame, lab: Labels) -> list[_Path]:
+    devices = nodes.filter(pl.col("device_node")).select("host", "rank", "device").unique() \
+        .join(win, on=["host", "rank"]).sort("rank", "host", "device")
+    ids = nodes.select("id", "host", "rank", "device", "device_node", "end_ns")
+    out = []
+    for host, rank, device, step, lo, hi in devices.select(
+            "host", "rank", "device", "step", "start_ns", "end_ns").iter_rows():
+        cand = ids.filter((pl.col("host") == host) & (pl.col("rank") == rank)
+                          & (~pl.col("device_node") | (pl.col("device") == device)))
+        # the window's end rests on the node ending last (device activities first on ties)
+        last = cand.sort(pl.col("end_ns").clip(upper_bound=hi), "device_node", "id",
+                         descending=[True, True, False])["id"][0]
+        w0, w1 = float(lo - g.t0), float(hi - g.t0)
+        pieces, on, _ = walk(g, lab, int(last), w0, w1)
+        out.append(_Path(rank, host, device, step, lo, hi, cand["id"].to_numpy(), pieces, on))
+    return out
+
+
+def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool) -> DevicePath:
+    comp = tuple(Component(k, v) for k, v in composition(p.pieces))
+    on = pl.DataFrame({"id": list(p.on), "on_path_ns": [int(v) for v in p.on.values()]},
+                      schema={"id": pl.Int64, "on_path_ns": pl.Int64})
+    acts = nodes.join(on.filter(pl.col("on_path_ns") > 0), on="id").sort("start_ns", "id")
+    rows = tuple(PathActivity(r["kind"], r["name"], r["category"], r["host"], r["device"],
+                              r["stream"], r["start_ns"], r["end_ns"], r["on_path_ns"])
+                 for r in acts.iter_rows(named=True))
+    return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
+                      "host+device" if host_graph else "device-only", comp, rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# What-if projections
+# ---------------------------------------------------------------------------------------------
+
+def _lengths(g: Graph, paths: list[_Path], e: np.ndarray) -> list[float]:
+    """Each path's window length with node ends ``e``: the window's end moves with the
+    latest of its nodes (an idle tail stays), never past the window."""
+    out = []
+    for p in paths:
+        base, now = float(g.e[p.cand].max()), float(e[p.cand].max())
+        w0, w1 = p.w0 - g.t0, p.w1 - g.t0
+        out.append(min(w1, now + max(0.0, w1 - base)) - w0)
+    return out
+
+
+def _on_path(paths: list[_Path], pred: object) -> int:
+    """The most ns any one path spends on components matching ``pred``."""
+    best = 0.0
+    for p in paths:
+        best = max(best, sum(ns for comp, ns in p.pieces if pred(comp)))  # type: ignore
+    return int(best)
+
+
+def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> list[WhatIf]:
+    if not paths:
+        return []
+    step = max(p.w1 - p.w0 for p in paths)
+    base = max(_lengths(g, paths, g.e))
+    assert int(base) == step, (base, step)
+    changes: list[tuple[str, str, Change, int]] = []
+    sub = nodes["subcategory"].fill_null("unknown").to_numpy().astype(object)
+    coll = (nodes["category"] == "collective").fill_null(False).to_numpy() & nodes["device_node"].to_numpy()
+    for t in sorted(set(sub[coll])):
+        mask = coll & (sub == t)
+        w = np.where(mask, 0.0, g.w)
+        no_wait = np.zeros(g.n_groups, bool)
+        no_wait[g.group[mask & (g.group >= 0)]] = True
+        on = _on_path_typed(paths, nodes, mask)
+        changes.append(("hide", t, Change(w=w, no_wait=no_wait), on))
+    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
+                                     pl.col("device").cast(pl.String)))
+    who_arr = who.to_series().fill_null("").to_numpy().astype(object)
+    waited = sorted({c[5:] for p in paths for c, _ in p.pieces if c.startswith("wait:")})
+    for name in waited:
+        late = (who_arr == name) & (g.group >= 0)
+        on = _on_path(paths, lambda c, n=name: c == f"wait:{n}")
+        changes.append(("on_time", name, Change(late_ok=late), on))
+    launch = g.s_kind == "launch"
+    if launch.any():
+        on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
+        changes.append(("graph_launch", "host launches", Change(drop_s=launch), on))
+    out = []
+    for change, target, ch, on in changes:
+        proj = int(max(_lengths(g, paths, solve(g, ch))))
+        out.append(WhatIf(change, target, step, proj, step - proj, on))
+    out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
+    return out[:top]
+
+
+def _on_path_typed(paths: list[_Path], nodes: pl.DataFrame, mask: np.ndarray) -> int:
+    """The most ns any one path spends in the masked nodes (their work and their waits)."""
+    best = 0.0
+    for p in paths:
+        best = max(best, sum(v for i, v in p.on.items() if mask[i]))
+    return int(best)
+
+
+__all__ = ["CriticalPath", "CriticalPathOptions", "CriticalPart", "EDGE_SCHEMA", "NODE_SCHEMA",
+           "WINDOW_SCHEMA"]
