@@ -135,6 +135,8 @@ def _groups(nodes: pl.DataFrame, s: np.ndarray
     n_groups = int(codes.max()) + 1 if len(codes) and codes.max() >= 0 else 0
     a_obs = np.full(n_groups, NEG)
     mine = codes >= 0
+    if not n_groups:
+        return codes, a_obs, np.zeros(0, np.int64), 0
     np.maximum.at(a_obs, codes[mine], s[mine])
     # the last to arrive: the latest start, ties to the first node (rank, host order)
     a_last = np.full(n_groups, -1, np.int64)
@@ -191,14 +193,27 @@ def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None
     keep_s = np.ones(len(g.s_src), bool) if change.drop_s is None else ~change.drop_s
     s_src, s_dst, s_lag = g.s_src[keep_s], g.s_dst[keep_s], g.s_lag[keep_s]
     s_start = g.s_at_start[keep_s]
+    first = g.first
     arrives = g.group >= 0
     if change.late_ok is not None:
+        # on time: no one waits for these arrivals, and each starts when the others' last
+        # has arrived (a fresh start of its chain, its own sources dropped)
         arrives &= ~change.late_ok
+        first = first | change.late_ok
+        keep = ~change.late_ok[s_dst]
+        s_src, s_dst, s_lag, s_start = s_src[keep], s_dst[keep], s_lag[keep], s_start[keep]
     waits = g.group >= 0
     if change.no_wait is not None:
         waits &= ~change.no_wait[np.maximum(g.group, 0)]
-    a_step = np.where(g.first, 0.0, g.prev_lag) + w
-    c = _chain_cumsum(a_step, g.first)
+    # a node left with no start source at all starts when it was seen to
+    has = ~first.copy()
+    has[s_dst] = True
+    if change.late_ok is not None:
+        has |= change.late_ok
+    anchor = np.where(has, anchor, np.maximum(anchor, g.s))
+    prev_lag = np.where(first, 0.0, g.prev_lag)
+    a_step = prev_lag + w
+    c = _chain_cumsum(a_step, first)
     E = np.full(n, NEG)
     S = np.full(n, NEG)
     for _ in range(MAX_ROUNDS):
@@ -211,10 +226,10 @@ def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None
             np.maximum.at(arr, g.group[arrives], S[arrives])
             xb = np.maximum(xb, np.where(waits, arr[np.maximum(g.group, 0)] + g.a_lag, NEG))
         z = np.maximum(xs, xb) + w
-        new_e = c + _chain_cummax(z - c, g.chain)
+        new_e = c + _chain_cummax(z - c, np.cumsum(first))
         prev = np.r_[NEG, new_e[:-1]]
-        prev[g.first] = NEG
-        new_s = np.maximum(prev + g.prev_lag, xs)
+        prev[first] = NEG
+        new_s = np.maximum(prev + prev_lag, xs)
         if np.array_equal(new_e, E) and np.array_equal(new_s, S):
             return E
         E, S = new_e, new_s
