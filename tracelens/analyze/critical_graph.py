@@ -111,7 +111,8 @@ def _window_pattern(text: str) -> tuple[str, int]:
     try:
         re.compile(pattern)
     except re.error as exc:
-        raise TraceInputError("--window", f"not a regular expression: {pattern!r} ({exc})")
+        raise TraceInputError("--window",
+                              f"not a regular expression: {pattern!r} ({exc})") from None
     return pattern, k
 
 
@@ -218,7 +219,8 @@ def _sync_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
     devices = dev.select("host", "rank", "device").unique()
     q = sync.join(devices, on=["host", "rank"]).sort("end_ns")
     acts = dev.select("host", "rank", "device", "end_ns", src="id").sort("end_ns")
-    got = q.join_asof(acts, on="end_ns", by=["host", "rank", "device"], strategy="backward", check_sortedness=False)
+    got = q.join_asof(acts, on="end_ns", by=["host", "rank", "device"], strategy="backward",
+                      check_sortedness=False)
     return got.filter(pl.col("src").is_not_null()).select(
         "src", "dst", side=pl.lit("B"), point=pl.lit("E"), kind=pl.lit("sync"))
 
@@ -238,7 +240,8 @@ def _event_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
     d = d.filter(pl.col("l_s").is_not_null())
     # the latest wait call of the launching thread before this launch, after the previous one
     got = d.sort("l_s").join_asof(waits.with_columns(l_s=pl.col("w_s")), on="l_s",
-                                  by=["host", "rank", "l_pid", "l_tid"], strategy="backward", check_sortedness=False)
+                                  by=["host", "rank", "l_pid", "l_tid"], strategy="backward",
+                                  check_sortedness=False)
     told = got.filter(pl.col("w_s").is_not_null() & (pl.col("prev_l").is_null()
                                                      | (pl.col("w_s") >= pl.col("prev_l"))))
     if told.is_empty():

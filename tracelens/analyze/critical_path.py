@@ -193,7 +193,8 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
     assert int(base) == step, (base, step)
     changes: list[tuple[str, str, Change, int]] = []
     sub = nodes["subcategory"].fill_null("unknown").to_numpy().astype(object)
-    coll = (nodes["category"] == "collective").fill_null(False).to_numpy() & nodes["device_node"].to_numpy()
+    coll = ((nodes["category"] == "collective").fill_null(False).to_numpy()
+            & nodes["device_node"].to_numpy())
     for t in sorted(set(sub[coll])):
         mask = coll & (sub == t)
         w = np.where(mask, 0.0, g.w)
