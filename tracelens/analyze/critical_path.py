@@ -125,22 +125,50 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
     nodes = _clipped(part.nodes.sort("id"), part.windows)
     g = build_graph(nodes, part.edges)
     lab = _labels(nodes)
-    paths = _walk_all(g, nodes, win, lab)
+    paths = _walk_all(g, nodes, part.edges, win, lab)
     notes = list(g.notes)
+    shown = {(p.host, p.rank) for p in paths}
+    for host, rank, step in win.select("host", "rank", "step").iter_rows():
+        if (host, rank) not in shown:
+            what = f"step {step}" if step is not None else "its window"
+            notes.append(f"{host} rank {rank}: no device activity in {what}, no path")
     with_host = {(h, r) for h, r in part.host_ranks.iter_rows()}
     out = tuple(_device_path(p, g, nodes, (p.host, p.rank) in with_host) for p in paths)
     return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top)), tuple(notes))
 
 
-def _walk_all(g: Graph, nodes: pl.DataFrame, win: pl.DataFrame, lab: Labels) -> list[_Path]:
+def _linked_threads(nodes: pl.DataFrame, edges: pl.DataFrame
+                    ) -> dict[tuple[str, int, int], list[int]]:
+    """Per device, the host threads (chains) linked to it: they launch its activities or
+    wait for them. A path's window may end on them; a thread that never touches the device
+    does not set its step."""
+    dev = nodes.filter(pl.col("device_node")).select("id", "host", "rank", "device")
+    hst = nodes.filter(~pl.col("device_node")).select("id", "chain")
+    launch = edges.filter(pl.col("kind") == "launch").join(
+        dev, left_on="dst", right_on="id").join(hst, left_on="src", right_on="id")
+    sync = edges.filter(pl.col("kind") == "sync").join(
+        dev, left_on="src", right_on="id").join(hst, left_on="dst", right_on="id")
+    both = pl.concat([launch.select("host", "rank", "device", "chain"),
+                      sync.select("host", "rank", "device", "chain")]).unique()
+    out: dict[tuple[str, int, int], list[int]] = {}
+    for host, rank, device, chain in both.sort("chain").iter_rows():
+        out.setdefault((host, rank, device), []).append(chain)
+    return out
+
+
+def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFrame,
+              lab: Labels) -> list[_Path]:
     devices = nodes.filter(pl.col("device_node")).select("host", "rank", "device").unique() \
         .join(win, on=["host", "rank"]).sort("rank", "host", "device")
-    ids = nodes.select("id", "host", "rank", "device", "device_node", "end_ns")
+    ids = nodes.select("id", "host", "rank", "device", "device_node", "end_ns", "chain")
+    linked = _linked_threads(nodes, edges)
     out = []
     for host, rank, device, step, lo, hi in devices.select(
             "host", "rank", "device", "step", "start_ns", "end_ns").iter_rows():
+        threads = linked.get((host, rank, device), [])
         cand = ids.filter((pl.col("host") == host) & (pl.col("rank") == rank)
-                          & (~pl.col("device_node") | (pl.col("device") == device)))
+                          & (pl.col("device_node") & (pl.col("device") == device)
+                             | ~pl.col("device_node") & pl.col("chain").is_in(threads)))
         # the window's end rests on the node ending last (device activities first on ties)
         last = cand.sort(pl.col("end_ns").clip(upper_bound=hi), "device_node", "id",
                          descending=[True, True, False])["id"][0]
