@@ -503,5 +503,8 @@ def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
         sys.exit(1)
 
 
+from tracelens.cli_critical import critical_path  # noqa: E402
+main.add_command(critical_path)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

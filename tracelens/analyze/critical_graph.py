@@ -66,9 +66,9 @@ WINDOW_SCHEMA: dict[str, pl.DataType] = {
 
 @dataclass(frozen=True)
 class WindowChoice:
-    """Which window: ``step`` (None: each rank's median step, or the whole trace without
-    steps), or ``window`` (a regex on host annotation names, ``#k`` picks the k-th match
-    from 0; it wins over ``step``)."""
+    """Which window: ``step`` (None: the middle step by number, the lower of two, the same
+    on every host; the whole trace without steps), or ``window`` (a regex on host
+    annotation names, ``#k`` picks the k-th match from 0; it wins over ``step``)."""
 
     step: int | None = None
     window: str | None = None
@@ -78,7 +78,7 @@ def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
     """The window of each (host, rank) with device activity (WINDOW_SCHEMA)."""
     ranks = trace.events.select("host", "rank").unique()
     if choice.window is not None:
-        pattern, k = _window_pattern(choice.window)
+        pattern, k = window_pattern(choice.window)
         hev = trace.host_events.filter(pl.col("name").str.contains(pattern)
                                        & ~pl.col("kind").is_in(list(HOST_KINDS[:1])))
         w = hev.sort("host", "rank", "start_ns", "end_ns").with_columns(
@@ -87,9 +87,9 @@ def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
                        end_ns="end_ns")
     elif trace.steps.height:
         steps = trace.steps
-        if choice.step is None:
-            from tracelens.analyze.window import median_step
-            step = median_step(steps)
+        if choice.step is None:  # the middle step by number: every host picks the same
+            numbers = sorted(set(steps["step"].to_list()))
+            step = numbers[(len(numbers) - 1) // 2]
         else:
             step = choice.step
             if step not in set(steps["step"].to_list()):
@@ -104,7 +104,7 @@ def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
     return out.select(list(WINDOW_SCHEMA)).cast(WINDOW_SCHEMA).sort("rank", "host")  # type: ignore
 
 
-def _window_pattern(text: str) -> tuple[str, int]:
+def window_pattern(text: str) -> tuple[str, int]:
     """``REGEX[#k]`` -> (regex, k); a bad regex is an input error, not a traceback."""
     m = re.fullmatch(r"(.*?)(?:#(\d+))?", text)
     pattern, k = (m.group(1), int(m.group(2) or 0)) if m else (text, 0)
