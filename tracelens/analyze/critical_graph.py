@@ -34,6 +34,10 @@ from tracelens.errors import TraceInputError
 from tracelens.instances import with_instance_keys
 from tracelens.model import Trace
 
+SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)Memcpy(WithStream|Peer)$"
+"""Host calls that block until the device catches up: the idle breakdown's, and the blocking
+copies it does not name (``hipMemcpyWithStream``: what PyTorch's ``.cpu()`` calls on ROCm)."""
+
 STREAM_WAIT = r"(?i)^(hip|cuda|cu)StreamWaitEvent(_v2|_ptsz)?$"
 """The host call that makes a stream wait for an event recorded on another stream."""
 
@@ -68,16 +72,22 @@ WINDOW_SCHEMA: dict[str, pl.DataType] = {
 class WindowChoice:
     """Which window: ``step`` (None: the middle step by number, the lower of two, the same
     on every host; the whole trace without steps), or ``window`` (a regex on host
-    annotation names, ``#k`` picks the k-th match from 0; it wins over ``step``)."""
+    annotation names, ``#k`` picks the k-th match from 0; it wins over ``step``), or
+    ``time`` (the same stretch of time on every rank; it wins over both)."""
 
     step: int | None = None
     window: str | None = None
+    time: tuple[int, int] | None = None  # [start, end) ns on the trace's clock, every rank
 
 
 def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
     """The window of each (host, rank) with device activity (WINDOW_SCHEMA)."""
     ranks = trace.events.select("host", "rank").unique()
-    if choice.window is not None:
+    if choice.time is not None:
+        lo, hi = choice.time
+        out = ranks.with_columns(step=pl.lit(None, pl.Int32), start_ns=pl.lit(lo, pl.Int64),
+                                 end_ns=pl.lit(hi, pl.Int64))
+    elif choice.window is not None:
         pattern, k = window_pattern(choice.window)
         hev = trace.host_events.filter(pl.col("name").str.contains(pattern)
                                        & ~pl.col("kind").is_in(list(HOST_KINDS[:1])))
@@ -164,7 +174,7 @@ def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
         pid="pid", tid="tid", kind="kind", name="name", category=pl.lit(None, pl.String),
         subcategory=pl.lit(None, pl.String), start_ns="start_ns", end_ns="end_ns",
         correlation_id="correlation_id", instance=pl.lit(None, pl.String),
-        occurrence=pl.lit(None, pl.Int64), sync=pl.col("name").str.contains(SYNC_CALL),
+        occurrence=pl.lit(None, pl.Int64), sync=pl.col("name").str.contains(SYNC),
         device_node=pl.lit(False)).cast(NODE_SCHEMA)  # type: ignore[arg-type]
 
 

@@ -35,13 +35,14 @@ from tracelens.results.critical_path import (Component, CriticalPathResult, Devi
 
 @dataclass(frozen=True)
 class CriticalPathOptions:
-    """``step``/``window``: which window (:class:`WindowChoice`); ``rank``: only that
+    """``step``/``window``/``time``: which window (:class:`WindowChoice`); ``rank``: only that
     rank's paths (and the what-ifs on them); ``top``: what-ifs kept, best first."""
 
     step: int | None = None
     window: str | None = None
     rank: int | None = None
     top: int = 10
+    time: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class CriticalPath:
     """The analysis (module doc)."""
 
     def partial(self, trace: Trace, options: CriticalPathOptions) -> CriticalPart:
-        win = windows(trace, WindowChoice(options.step, options.window))
+        win = windows(trace, WindowChoice(options.step, options.window, options.time))
         nodes = chain_order(pl.concat([device_nodes(trace, win), host_nodes(trace, win)]))
         hr = trace.host_events.filter(pl.col("kind").is_in(["api", "cpu_op"])).select(
             "host", "rank").unique()
