@@ -234,3 +234,22 @@ def test_hidden_collective_saves_nothing(tmp_path: Path, fmt: str) -> None:
     assert on_path(r) == [(GEMM, 50_000)]
     assert "communication" not in comp(r)
     assert what_if(r, "hide", "all-reduce") == 0
+
+
+def test_roofline_what_if_runs_a_category_at_its_attainable_time(tmp_path: Path) -> None:
+    """The device-bound step with the GEMM costed so that its roofline time is 10 µs of its
+    30: the stream behind it moves up by 20 µs, and so does the sync and the window's end."""
+    from tracelens import hardware
+
+    t = tracelens.load(as_xspace(scenario(**DEVICE_BOUND), tmp_path))  # type: ignore[arg-type]
+    spec = hardware.find_spec("mi300x", hardware.SPECS)
+    assert spec is not None
+    t.devices = t.devices.with_columns(spec_id=pl.lit(spec.id))  # the writer names no product
+    flops = spec.peak("bf16") * 1e3 * 10_000  # TFLOP/s x ns -> 10 µs of compute
+    gemm = pl.col("name") == GEMM
+    t.events = t.events.with_columns(flops=pl.when(gemm).then(pl.lit(flops)),
+                                     bytes=pl.when(gemm).then(pl.lit(1e6)),
+                                     dtype=pl.when(gemm).then(pl.lit("bf16")))
+    r = run_trace(CriticalPath(), t, CriticalPathOptions())
+    w = [x for x in r.what_if if x.change == "roofline"]
+    assert [(x.target, x.saved_ns, x.on_path_ns) for x in w] == [("gemm", 20_000, 30_000)]

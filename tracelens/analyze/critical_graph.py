@@ -50,10 +50,13 @@ NODE_SCHEMA: dict[str, pl.DataType] = {
     "category": pl.String, "subcategory": pl.String, "start_ns": pl.Int64,
     "end_ns": pl.Int64, "correlation_id": pl.Int64, "instance": pl.String,
     "occurrence": pl.Int64, "sync": pl.Boolean, "device_node": pl.Boolean,
+    "attain_ns": pl.Float64,
 }
 """One row per node. ``device``/``stream`` null for host nodes, ``pid``/``tid`` null for
 device nodes; ``instance``/``occurrence``: a collective's instance key and k (null
-otherwise); ``sync``: a host call that blocks until the device catches up."""
+otherwise); ``sync``: a host call that blocks until the device catches up; ``attain_ns``:
+a compute kernel's roofline-attainable time (null: its FLOPs, bytes or the GPU's peaks are
+unknown)."""
 
 EDGE_SCHEMA: dict[str, pl.DataType] = {
     "src": pl.Int64, "dst": pl.Int64, "side": pl.String, "point": pl.String,
@@ -150,13 +153,32 @@ def device_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
     keyed = with_instance_keys(ev).select("_row", "instance_key", "occurrence")
     ev = ev.join(keyed, on="_row", how="left", maintain_order="left").drop("_row")
     ev = _overlapping(ev, win)
+    ev = ev.with_columns(attain_ns=attainable_ns(ev, trace.devices))
     return ev.select(
         "host", "rank", "device", "stream", pid=pl.lit(None, pl.Int64),
         tid=pl.lit(None, pl.Int64), kind=pl.col("kind").cast(pl.String), name="name",
         category=pl.col("category").cast(pl.String), subcategory="subcategory",
         start_ns="start_ns", end_ns="end_ns", correlation_id="correlation_id",
         instance="instance_key", occurrence="occurrence", sync=pl.lit(False),
-        device_node=pl.lit(True)).cast(NODE_SCHEMA)  # type: ignore[arg-type]
+        device_node=pl.lit(True), attain_ns="attain_ns").cast(NODE_SCHEMA)  # type: ignore
+
+
+def attainable_ns(ev: pl.DataFrame, devices: pl.DataFrame) -> pl.Series:
+    """Per activity, the time it would take at its roofline (DESIGN §6.2):
+    max(flops / peak(dtype), bytes / HBM bandwidth), for compute kernels whose FLOPs, bytes
+    and GPU peaks are known; null otherwise."""
+    from tracelens.analyze.roofline import _peak_of_dtype, device_specs, spec_frame
+
+    specs = spec_frame(device_specs(devices))
+    keys = ["host", "rank", "device"]
+    got = ev.select(*keys, "kind", "category", "flops", "bytes", "dtype").with_row_index(
+        "_i").join(specs, on=keys, how="left").sort("_i")
+    ok = ((pl.col("kind") == "kernel") & (pl.col("category") != "collective")
+          & pl.col("flops").is_not_null() & pl.col("bytes").is_not_null()
+          & (_peak_of_dtype() > 0) & (pl.col("hbm_tb_per_s") > 0))
+    t = pl.max_horizontal(pl.col("flops") / _peak_of_dtype(),
+                          pl.col("bytes") / pl.col("hbm_tb_per_s")) / 1e3  # TFLOP/s -> ns
+    return got.select(pl.when(ok).then(t).alias("attain_ns"))["attain_ns"]
 
 
 def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
@@ -175,7 +197,8 @@ def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
         subcategory=pl.lit(None, pl.String), start_ns="start_ns", end_ns="end_ns",
         correlation_id="correlation_id", instance=pl.lit(None, pl.String),
         occurrence=pl.lit(None, pl.Int64), sync=pl.col("name").str.contains(SYNC),
-        device_node=pl.lit(False)).cast(NODE_SCHEMA)  # type: ignore[arg-type]
+        device_node=pl.lit(False), attain_ns=pl.lit(None, pl.Float64)).cast(
+        NODE_SCHEMA)  # type: ignore[arg-type]
 
 
 def chain_order(nodes: pl.DataFrame) -> pl.DataFrame:

@@ -239,6 +239,7 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
         late = (who_arr == name) & (g.group >= 0)
         on = _on_path(paths, lambda c, n=name: c == f"wait:{n}")
         changes.append(("on_time", name, Change(late_ok=late), on))
+    changes += _roofline_changes(g, nodes, paths)
     launch = g.s_kind == "launch"
     if launch.any():
         on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
@@ -249,6 +250,22 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
         out.append(WhatIf(change, target, step, proj, step - proj, on))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]
+
+
+def _roofline_changes(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
+                      ) -> list[tuple[str, str, Change, int]]:
+    """``roofline <category>``: every kernel of a category on the paths whose attainable time
+    is known runs at it (never slower than it ran); kernels without costs keep their time."""
+    attain = nodes["attain_ns"].to_numpy()
+    known = ~np.isnan(attain)
+    cat = nodes["category"].fill_null("").to_numpy().astype(object)
+    on = {c for p in paths for c, _ in p.pieces}
+    out = []
+    for c in sorted({x for x in cat[known] if x in on}):
+        mask = known & (cat == c)
+        w = np.where(mask, np.minimum(g.w, np.floor(np.nan_to_num(attain))), g.w)
+        out.append(("roofline", c, Change(w=w), _on_path_typed(paths, nodes, mask)))
+    return out
 
 
 def _on_path_typed(paths: list[_Path], nodes: pl.DataFrame, mask: np.ndarray) -> int:
