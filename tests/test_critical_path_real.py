@@ -96,6 +96,7 @@ def test_command_outputs(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, problem", [
     (["--step", "9"], "no step 9"),
     (["--window", "("], "not a regular expression"),
+    (["--window", "^no such annotation$"], "no host annotation matching"),
 ])
 def test_bad_options_exit_2_with_one_line(args: list[str], problem: str) -> None:
     trace = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"

@@ -49,8 +49,13 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
     res = run(CriticalPath(), paths, opts, LoadOptions(load_rule_files(rules_files),
                                                        step_marker),
               EngineOptions(workers, scheduler))
-    if rank is not None and not res.paths:
+    if rank is not None and not res.paths and not res.notes:
         raise click.UsageError(f"--rank {rank}: no such rank with device activity")
+    if not res.paths:
+        from tracelens.errors import TraceInputError
+
+        why = res.notes[0] if res.notes else "no device activity"
+        raise TraceInputError(", ".join(map(str, paths)), f"no critical path: {why}")
     if perfetto is not None:
         render.write_perfetto(res, perfetto)
     print_result(fmt, lambda: render.render_json(res), lambda: "",

@@ -48,12 +48,14 @@ class CriticalPathOptions:
 @dataclass(frozen=True)
 class CriticalPart:
     """One host's (or the job's) graph pieces: NODE_SCHEMA + ``chain``, ``id``;
-    EDGE_SCHEMA; WINDOW_SCHEMA; ``host_ranks``: the (host, rank) pairs with host events."""
+    EDGE_SCHEMA; WINDOW_SCHEMA; ``host_ranks``: the (host, rank) pairs with host events;
+    ``unwindowed``: the (host, rank) pairs with device activity but no window."""
 
     nodes: pl.DataFrame
     edges: pl.DataFrame
     windows: pl.DataFrame
     host_ranks: pl.DataFrame
+    unwindowed: pl.DataFrame
 
 
 class CriticalPath:
@@ -64,7 +66,9 @@ class CriticalPath:
         nodes = chain_order(pl.concat([device_nodes(trace, win), host_nodes(trace, win)]))
         hr = trace.host_events.filter(pl.col("kind").is_in(["api", "cpu_op"])).select(
             "host", "rank").unique()
-        return CriticalPart(nodes, local_edges(nodes), win, hr)
+        active = trace.events.select("host", "rank").unique()
+        missing = active.join(win.select("host", "rank"), on=["host", "rank"], how="anti")
+        return CriticalPart(nodes, local_edges(nodes), win, hr, missing)
 
     def merge(self, parts: Sequence[CriticalPart], plan: JobPlan) -> CriticalPart:
         nodes, edges = [], []
@@ -78,7 +82,8 @@ class CriticalPath:
             chains += int(p.nodes["chain"].max() + 1) if p.nodes.height else 0  # type: ignore
         return CriticalPart(pl.concat(nodes), pl.concat(edges),
                             plan.concat([p.windows for p in parts]),
-                            plan.concat([p.host_ranks for p in parts]))
+                            plan.concat([p.host_ranks for p in parts]),
+                            plan.concat([p.unwindowed for p in parts]))
 
     def finish(self, part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
         return critical_paths(part, options)
@@ -128,6 +133,11 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
     lab = _labels(nodes)
     paths = _walk_all(g, nodes, part.edges, win, lab)
     notes = list(g.notes)
+    what = (f"no host annotation matching {options.window!r}" if options.window is not None
+            else "no window")
+    for host, rank in part.unwindowed.sort("rank", "host").iter_rows():
+        if options.rank is None or rank == options.rank:
+            notes.append(f"{host} rank {rank}: {what}, no path")
     shown = {(p.host, p.rank) for p in paths}
     for host, rank, step in win.select("host", "rank", "step").iter_rows():
         if (host, rank) not in shown:
