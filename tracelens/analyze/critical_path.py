@@ -169,34 +169,42 @@ def _linked_threads(nodes: pl.DataFrame, edges: pl.DataFrame
 
 def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFrame,
               lab: Labels) -> list[_Path]:
-    devices = nodes.filter(pl.col("device_node")).select("host", "rank", "device").unique() \
-        .join(win, on=["host", "rank"]).sort("rank", "host", "device")
-    ids = nodes.select("id", "host", "rank", "device", "device_node", "end_ns", "chain")
+    """One walk per device with activity in its rank's window (rank, host, device order)."""
+    devices = nodes.filter(pl.col("device_node")).group_by("host", "rank", "device").agg(
+        ids=pl.col("id")).join(win, on=["host", "rank"]).sort("rank", "host", "device")
+    by_chain = dict(nodes.filter(~pl.col("device_node")).group_by("chain").agg(
+        ids=pl.col("id")).iter_rows())
     linked = _linked_threads(nodes, edges)
+    end = nodes["end_ns"].to_numpy()
     out = []
-    for host, rank, device, step, lo, hi in devices.select(
-            "host", "rank", "device", "step", "start_ns", "end_ns").iter_rows():
-        threads = linked.get((host, rank, device), [])
-        cand = ids.filter((pl.col("host") == host) & (pl.col("rank") == rank)
-                          & (pl.col("device_node") & (pl.col("device") == device)
-                             | ~pl.col("device_node") & pl.col("chain").is_in(threads)))
-        # the window's end rests on the node ending last (device activities first on ties)
-        last = cand.sort(pl.col("end_ns").clip(upper_bound=hi), "device_node", "id",
-                         descending=[True, True, False])["id"][0]
+    for host, rank, device, dev_ids, step, lo, hi in devices.select(
+            "host", "rank", "device", "ids", "step", "start_ns", "end_ns").iter_rows():
+        own = np.asarray(dev_ids, np.int64)
+        threads = [np.asarray(by_chain[c], np.int64) for c in linked.get((host, rank, device),
+                                                                          [])]
+        cand = np.sort(np.concatenate([own, *threads]))
+        # the window's end rests on the node ending last (device activities first on ties,
+        # then the first node)
+        clipped = np.minimum(end[cand], hi)
+        top = cand[clipped == clipped.max()]
+        dev_top = top[lab.device_node[top]]
+        last = int(dev_top[0] if len(dev_top) else top[0])
         w0, w1 = float(lo - g.t0), float(hi - g.t0)
-        pieces, on, _ = walk(g, lab, int(last), w0, w1)
-        out.append(_Path(rank, host, device, step, lo, hi, cand["id"].to_numpy(), pieces, on))
+        pieces, on, _ = walk(g, lab, last, w0, w1)
+        out.append(_Path(rank, host, device, step, lo, hi, cand, pieces, on))
     return out
+
+
+_ACTIVITY = ["kind", "name", "category", "host", "device", "stream", "start_ns", "end_ns"]
 
 
 def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool) -> DevicePath:
     comp = tuple(Component(k, v) for k, v in composition(p.pieces))
-    on = pl.DataFrame({"id": list(p.on), "on_path_ns": [int(v) for v in p.on.values()]},
-                      schema={"id": pl.Int64, "on_path_ns": pl.Int64})
-    acts = nodes.join(on.filter(pl.col("on_path_ns") > 0), on="id").sort("start_ns", "id")
-    rows = tuple(PathActivity(r["kind"], r["name"], r["category"], r["host"], r["device"],
-                              r["stream"], r["start_ns"], r["end_ns"], r["on_path_ns"])
-                 for r in acts.iter_rows(named=True))
+    ids = np.asarray([i for i, v in p.on.items() if int(v) > 0], np.int64)
+    acts = nodes.select(_ACTIVITY)[ids].with_columns(
+        on_path_ns=pl.Series([int(p.on[int(i)]) for i in ids], dtype=pl.Int64),
+        _id=pl.Series(ids)).sort("start_ns", "_id")
+    rows = tuple(PathActivity(*r) for r in acts.drop("_id").iter_rows())
     return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
                       "host+device" if host_graph else "device-only", comp, rows)
 
