@@ -17,7 +17,7 @@ window's), so every path and projection lies in the window.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -224,11 +224,11 @@ def _lengths(g: Graph, paths: list[_Path], e: np.ndarray) -> list[float]:
     return out
 
 
-def _on_path(paths: list[_Path], pred: object) -> int:
+def _on_path(paths: list[_Path], pred: Callable[[str], bool]) -> int:
     """The most ns any one path spends on components matching ``pred``."""
     best = 0.0
     for p in paths:
-        best = max(best, sum(ns for comp, ns in p.pieces if pred(comp)))  # type: ignore
+        best = max(best, sum(ns for comp, ns in p.pieces if pred(comp)))
     return int(best)
 
 
@@ -237,7 +237,7 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
         return []
     step = max(p.w1 - p.w0 for p in paths)
     base = max(_lengths(g, paths, g.e))
-    assert int(base) == step, (base, step)
+    assert int(base) == step, (base, step)  # the pass reproduces the trace (module doc)
     changes: list[tuple[str, str, Change, int]] = []
     sub = nodes["subcategory"].fill_null("unknown").to_numpy().astype(object)
     coll = ((nodes["category"] == "collective").fill_null(False).to_numpy()
