@@ -4,13 +4,17 @@ JSON oracle fixture (issue 27).
     /work/venv-hta/bin/python benchmarks/hta_critical_path_oracle.py ../shared/traces/kineto \
         tests/data/kineto_hta_critical_path.json
 
-Runs in a separate virtual environment with ``HolisticTraceAnalysis`` installed (tracelens
-does not depend on it), as ``benchmarks/hta_oracle.py`` does. Per trace file: the CPU-side
-``ProfilerStep#N`` annotation HTA analyzes (the middle step by number, the lower of two; the
-first annotation of that exact name), the window it spans (ns), whether HTA's algorithm
-succeeded, and the device activities (GPU kernels, copies, sets) on HTA's critical path:
-name, start and end (ns, as tracelens reads Kineto's µs) and stream. A trace HTA cannot read
-records the error instead. ``tests/test_critical_path_hta.py`` compares tracelens with it.
+Runs in a separate virtual environment (tracelens does not depend on HTA), as
+``benchmarks/hta_oracle.py`` does: ``python3 -m venv /work/venv-hta &&
+/work/venv-hta/bin/pip install HolisticTraceAnalysis 'pandas<3'`` (HTA 0.5.0 fails on every
+trace with pandas 3: ``drop(axis=1, columns=...)``; the fixture was written with pandas 2.3.3).
+
+Per trace file: the CPU-side ``ProfilerStep#N`` annotation HTA analyzes (the middle step by
+number, the lower of two; the first annotation of that exact name), the window it spans
+(ns), whether HTA's algorithm succeeded, and the device activities (GPU kernels, copies,
+sets) on HTA's critical path: name, start and end (ns, as tracelens reads Kineto's µs) and
+stream. A trace HTA cannot read records the error instead.
+``tests/test_critical_path_hta.py`` compares tracelens with it.
 """
 
 from __future__ import annotations
