@@ -441,6 +441,8 @@ def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
 
 from tracelens.cli_history import history  # noqa: E402  (issue 29: `tracelens history`)
 main.add_command(history)
+from tracelens.cli_critical import critical_path  # noqa: E402
+main.add_command(critical_path)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,255 @@
+"""``tracelens critical-path`` on constructed traces with a known answer (issue 27): each
+scenario is written by our writers (XSpace; Kineto and rocpd where the format can say it),
+read back, and its path and composition must be exactly the construction's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracelens
+from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
+from tracelens.engine import EngineOptions, LoadOptions, run
+from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
+                             conform)
+from tracelens.protocol import run_trace
+from tracelens.results.critical_path import CriticalPathResult
+from tracelens.results.encode import encode
+
+GEMM = "Cijk_Ailk_Bljk_BBS_BH_MT256x224x64_MI16x16x16x1_SN_1LDSB0.kd"
+ADD = "loop_add_fusion.kd"
+RED = "input_reduce_fusion.kd"
+AR = "ncclDevKernel_Generic_4(x)"
+OPS = {GEMM: "dot.1", ADD: "add_fusion", RED: "reduce_fusion", AR: "all-reduce-start.1"}
+
+
+def scenario(kernels: list[tuple], api: list[tuple], step: tuple[int, int],
+             hosts: tuple[str, ...] = ("n0",)) -> Trace:
+    """kernels: (host index, stream, name, start, end, correlation id or None);
+    api: (host index, name, start, end, correlation id or None) on thread 7; one step."""
+    events = conform(pl.DataFrame({
+        "host": [hosts[k[0]] for k in kernels], "rank": [k[0] for k in kernels],
+        "device": [0] * len(kernels), "stream": [k[1] for k in kernels],
+        "kind": ["kernel"] * len(kernels), "name": [k[2] for k in kernels],
+        "op": [OPS[k[2]] for k in kernels],
+        "subcategory": ["all-reduce" if k[2] == AR else None for k in kernels],
+        "category": ["collective" if k[2] == AR else None for k in kernels],
+        "start_ns": [k[3] for k in kernels], "end_ns": [k[4] for k in kernels],
+        "correlation_id": [k[5] for k in kernels]}), EVENT_SCHEMA)
+    host = conform(pl.DataFrame({
+        "host": [hosts[a[0]] for a in api], "rank": [a[0] for a in api],
+        "pid": [100] * len(api), "tid": [7] * len(api),
+        "name": [a[1] for a in api], "start_ns": [a[2] for a in api],
+        "end_ns": [a[3] for a in api], "correlation_id": [a[4] for a in api],
+        "kind": ["api"] * len(api)}, schema_overrides={"correlation_id": pl.Int64}),
+        HOST_EVENT_SCHEMA)
+    n = len(hosts)
+    steps = conform(pl.DataFrame({"rank": list(range(n)), "step": [1] * n,
+                                  "start_ns": [step[0]] * n, "end_ns": [step[1]] * n,
+                                  "source": ["annotation"] * n}), STEP_SCHEMA)
+    devices = conform(pl.DataFrame({"host": list(hosts), "rank": list(range(n)),
+                                    "device": [0] * n, "vendor": ["AMD"] * n,
+                                    "arch": ["gfx942"] * n}), DEVICE_SCHEMA)
+    return Trace(events=events, host_events=host, steps=steps, devices=devices)
+
+
+def as_xspace(trace: Trace, tmp: Path) -> list[Path]:
+    from tracelens_dev.writers.xspace import write
+
+    if trace.devices.height == 1:
+        return write(trace, tmp / "t.xplane.pb")
+    write(trace, tmp / "logs")
+    return [tmp / "logs"]
+
+
+def as_kineto(trace: Trace, tmp: Path) -> list[Path]:
+    from tracelens_dev.writers.kineto import write
+
+    return write(trace, tmp / "kineto")
+
+
+def as_rocpd(trace: Trace, tmp: Path) -> list[Path]:
+    from tracelens_dev.writers.rocprof import write_rocpd
+
+    return write_rocpd(trace, tmp / "results.db")
+
+
+STEP = r"^step (\d+)$"  # the ROCTx ranges the rocprof writers make of steps
+
+
+def analyze(files: list[Path], **kw: object) -> CriticalPathResult:
+    """The analysis both ways (one process on the loaded trace; the engine on the files):
+    they must agree. rocpd files: steps from the writer's ROCTx ranges."""
+    marker = STEP if any(f.suffix == ".db" for f in files) else None
+    opts = CriticalPathOptions(**kw)  # type: ignore[arg-type]
+    here = run_trace(CriticalPath(), tracelens.load(files, step_marker=marker), opts)
+    engine = run(CriticalPath(), files, opts, LoadOptions(step_marker=marker),
+                 EngineOptions(workers=1))
+    assert encode(here) == encode(engine)
+    return here
+
+
+def comp(result: CriticalPathResult, i: int = 0) -> dict[str, int]:
+    path = result.paths[i]
+    out = {c.component: c.ns for c in path.composition}
+    assert sum(out.values()) == path.length_ns == path.window.end_ns - path.window.start_ns
+    return out
+
+
+def on_path(result: CriticalPathResult, i: int = 0) -> list[tuple[str, int]]:
+    return [(a.name, a.on_path_ns) for a in result.paths[i].activities if a.device is not None]
+
+
+def what_if(result: CriticalPathResult, change: str, target: str) -> int:
+    got = [w for w in result.what_if if (w.change, w.target) == (change, target)]
+    assert len(got) == 1, result.what_if
+    assert 0 <= got[0].saved_ns <= got[0].on_path_ns or got[0].saved_ns == 0
+    return got[0].saved_ns
+
+
+def test_names_classify_as_the_constructions_say(tmp_path: Path) -> None:
+    t = tracelens.load(as_xspace(scenario(
+        [(0, 1, n, 1000 * i, 1000 * i + 500, None) for i, n in enumerate(OPS)], [],
+        (0, 10_000)), tmp_path))
+    cats = dict(t.events.select("name", pl.col("category").cast(pl.String)).rows())
+    assert cats == {GEMM: "gemm", ADD: "elementwise", RED: "reduction", AR: "collective"}
+
+
+# -- a host-bound step: the path runs through the launching thread ----------------------------
+
+HOST_BOUND = dict(
+    kernels=[(0, 1, GEMM, 12_000, 14_000, 1), (0, 1, GEMM, 42_000, 44_000, 2),
+             (0, 1, GEMM, 72_000, 74_000, 3)],
+    api=[(0, "hipLaunchKernel", 10_000, 11_000, 1), (0, "hipLaunchKernel", 40_000, 41_000, 2),
+         (0, "hipLaunchKernel", 70_000, 71_000, 3)],
+    step=(0, 80_000))
+
+
+def test_host_bound_step_path_through_the_cpu(tmp_path: Path) -> None:
+    r = analyze(as_xspace(scenario(**HOST_BOUND), tmp_path))  # type: ignore[arg-type]
+    # end: idle 6000 after K3; K3 2000; launch latency 1000; the thread: three launches
+    # (3000) and the two gaps between them (58000); before the first launch, idle 10000
+    assert comp(r) == {"host": 61_000, "idle": 16_000, "gemm": 2_000, "launch_latency": 1_000}
+    assert on_path(r) == [(GEMM, 2_000)]  # only the last kernel: the others waited for no one
+    assert r.paths[0].graph == "host+device"
+    # without launch waits the kernels run back to back from 12000; the thread still ends
+    # at 71000, then the same 6000 of idle tail: 77000
+    assert what_if(r, "graph_launch", "host launches") == 3_000
+
+
+# -- a device-bound step: the path runs through the stream -------------------------------------
+
+DEVICE_BOUND = dict(
+    kernels=[(0, 1, GEMM, 10_000, 40_000, 1), (0, 1, RED, 40_500, 70_000, 2),
+             (0, 1, ADD, 70_000, 90_000, 3)],
+    api=[(0, "hipLaunchKernel", 1_000, 2_000, 1), (0, "hipLaunchKernel", 3_000, 4_000, 2),
+         (0, "hipLaunchKernel", 5_000, 5_500, 3),
+         (0, "hipDeviceSynchronize", 6_000, 91_000, 99)],
+    step=(0, 95_000))
+
+
+def test_device_bound_step_path_through_the_stream(tmp_path: Path) -> None:
+    r = analyze(as_xspace(scenario(**DEVICE_BOUND), tmp_path))  # type: ignore[arg-type]
+    # idle tail 4000; the sync returns 1000 after K3; K3, K2 (500 idle before it), K1;
+    # K1 waited 8000 after its launch [1000, 2000); idle before the launch
+    assert comp(r) == {"gemm": 30_000, "reduction": 29_500, "elementwise": 20_000,
+                       "launch_latency": 8_000, "idle": 5_500, "host": 1_000, "sync": 1_000}
+    assert on_path(r) == [(GEMM, 30_000), (RED, 29_500), (ADD, 20_000)]
+    assert what_if(r, "graph_launch", "host launches") == 0  # the host is not what it waits for
+
+
+@pytest.mark.parametrize("fmt", ["kineto", "rocpd"])
+def test_device_bound_step_in_other_formats(tmp_path: Path, fmt: str) -> None:
+    """Kineto (the writer's own launch layout: one launch every 10 µs from the first kernel)
+    and rocpd (no HIP API rows: a device-only graph) give the same device path."""
+    write = {"kineto": as_kineto, "rocpd": as_rocpd}[fmt]
+    r = analyze(write(scenario(**DEVICE_BOUND), tmp_path))  # type: ignore[arg-type]
+    assert on_path(r) == [(GEMM, 30_000), (RED, 29_500), (ADD, 20_000)]
+    c = comp(r)
+    assert {k: c[k] for k in ("gemm", "reduction", "elementwise")} == {
+        "gemm": 30_000, "reduction": 29_500, "elementwise": 20_000}
+    w = r.paths[0].window
+    # what is left of the window: the gap before K2 and the stretches before K1, after K3
+    assert sum(c.values()) - 79_500 == (w.end_ns - w.start_ns) - 79_500
+    assert r.paths[0].graph == ("device-only" if fmt == "rocpd" else "host+device")
+
+
+# -- a cross-stream event wait ----------------------------------------------------------------
+
+def test_cross_stream_event_wait(tmp_path: Path) -> None:
+    t = scenario(kernels=[(0, 1, GEMM, 10_000, 50_000, 1), (0, 2, ADD, 50_000, 60_000, 2)],
+                 api=[(0, "hipLaunchKernel", 1_000, 2_000, 1),
+                      (0, "hipStreamWaitEvent", 3_000, 3_500, 98),
+                      (0, "hipLaunchKernel", 4_000, 5_000, 2)], step=(0, 60_000))
+    r = analyze(as_xspace(t, tmp_path))
+    # K2 on stream 2 waited for K1 on stream 1 (the event), not for its launch
+    assert on_path(r) == [(GEMM, 40_000), (ADD, 10_000)]
+    assert comp(r) == {"gemm": 40_000, "elementwise": 10_000, "launch_latency": 8_000,
+                       "host": 1_000, "idle": 1_000}
+    # the same launches without the wait call: K2 waited for its launch (45000 of latency)
+    t2 = scenario(kernels=[(0, 1, GEMM, 10_000, 50_000, 1), (0, 2, ADD, 50_000, 60_000, 2)],
+                  api=[(0, "hipLaunchKernel", 1_000, 2_000, 1),
+                       (0, "hipLaunchKernel", 4_000, 5_000, 2)], step=(0, 60_000))
+    r2 = analyze(as_xspace(t2, tmp_path / "nowait"))
+    assert on_path(r2) == [(ADD, 10_000)]
+    assert comp(r2)["launch_latency"] == 45_000
+
+
+# -- a straggler at an all-reduce --------------------------------------------------------------
+
+STRAGGLER = dict(
+    kernels=[(0, 1, GEMM, 10_000, 20_000, None), (0, 1, AR, 20_000, 60_000, None),
+             (1, 1, GEMM, 10_000, 50_000, None), (1, 1, AR, 50_000, 60_000, None)],
+    api=[], step=(0, 70_000), hosts=("n0", "n1"))
+
+
+@pytest.mark.parametrize("fmt", ["xspace", "rocpd"])
+def test_straggler_rank_at_an_all_reduce(tmp_path: Path, fmt: str) -> None:
+    write = {"xspace": as_xspace, "rocpd": as_rocpd}[fmt]
+    r = analyze(write(scenario(**STRAGGLER), tmp_path))  # type: ignore[arg-type]
+    by_rank = {p.rank: i for i, p in enumerate(r.paths)}
+    fast, slow = by_rank[0], by_rank[1]
+    slow_name = f"{r.paths[slow].host}/GPU0"
+    # n0 waits 30000 for n1 inside its all-reduce; n1 waits for no one
+    assert comp(r, fast) == {"idle": 20_000, "gemm": 10_000, "communication": 10_000,
+                             f"wait:{slow_name}": 30_000}
+    assert comp(r, slow) == {"idle": 20_000, "gemm": 40_000, "communication": 10_000}
+    # n1 on time: n0 no longer waits (its window ends at 30000 + its 10000 tail) and n1's
+    # all-reduce starts with n0's arrival (20000); n1's GEMM still ends at 50000: 60000
+    assert what_if(r, "on_time", slow_name) == 10_000
+
+
+# -- a collective hidden behind compute ---------------------------------------------------------
+
+HIDDEN = dict(kernels=[(0, 1, GEMM, 10_000, 60_000, None), (0, 2, AR, 20_000, 40_000, None)],
+              api=[], step=(0, 70_000))
+
+
+@pytest.mark.parametrize("fmt", ["xspace", "kineto", "rocpd"])
+def test_hidden_collective_saves_nothing(tmp_path: Path, fmt: str) -> None:
+    write = {"xspace": as_xspace, "kineto": as_kineto, "rocpd": as_rocpd}[fmt]
+    r = analyze(write(scenario(**HIDDEN), tmp_path))  # type: ignore[arg-type]
+    assert on_path(r) == [(GEMM, 50_000)]
+    assert "communication" not in comp(r)
+    assert what_if(r, "hide", "all-reduce") == 0
+
+
+def test_roofline_what_if_runs_a_category_at_its_attainable_time(tmp_path: Path) -> None:
+    """The device-bound step with the GEMM costed so that its roofline time is 10 µs of its
+    30: the stream behind it moves up by 20 µs, and so does the sync and the window's end."""
+    from tracelens import hardware
+
+    t = tracelens.load(as_xspace(scenario(**DEVICE_BOUND), tmp_path))  # type: ignore[arg-type]
+    spec = hardware.find_spec("mi300x", hardware.SPECS)
+    assert spec is not None
+    t.devices = t.devices.with_columns(spec_id=pl.lit(spec.id))  # the writer names no product
+    flops = spec.peak("bf16") * 1e3 * 10_000  # TFLOP/s x ns -> 10 µs of compute
+    gemm = pl.col("name") == GEMM
+    t.events = t.events.with_columns(flops=pl.when(gemm).then(pl.lit(flops)),
+                                     bytes=pl.when(gemm).then(pl.lit(1e6)),
+                                     dtype=pl.when(gemm).then(pl.lit("bf16")))
+    r = run_trace(CriticalPath(), t, CriticalPathOptions())
+    w = [x for x in r.what_if if x.change == "roofline"]
+    assert [(x.target, x.saved_ns, x.on_path_ns) for x in w] == [("gemm", 20_000, 30_000)]

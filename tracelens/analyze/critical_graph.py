@@ -1,0 +1,293 @@
+"""One host's piece of the critical-path dependency graph of a window (issue 27).
+
+The graph's nodes are the activities of the window (a step, an annotation's k-th
+occurrence, or the whole trace), per rank:
+
+- device activities (kernels, copies, sets) in stream order: a *chain* per (device, stream);
+- host events in thread order: the *leaf* API calls and CPU ops of each thread (an event
+  that contains another on its thread is not a node: its children are), a chain per thread.
+
+A node's start waits (the *S side*) for the previous node of its chain and for its external
+predecessors: a device activity for its launch call (same host, rank and correlation id;
+from the call's start when the call itself blocks, like a synchronous copy), and, when a
+stream-wait call (``cudaStreamWaitEvent``/``hipStreamWaitEvent``) was issued between the
+launches of the stream's previous activity and this one, for the latest activity of another
+stream of its device that ended before it started. A node's own work may also wait inside
+it (the *B side*): a synchronizing call waits for the latest activity of each device of its
+rank that ended before the call returned; a collective waits for its instance's last
+arrival (added across ranks in :mod:`tracelens.analyze.critical_solve`, from ``instance``
+and ``occurrence``, so that hosts are linked only in the reduce).
+
+Everything here is one host's frames, columnar; node ids are row numbers within the host's
+node frame (the merge offsets them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from tracelens.analyze.idle import SYNC_CALL
+from tracelens.errors import TraceInputError
+from tracelens.instances import with_instance_keys
+from tracelens.model import Trace
+
+SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)Memcpy(WithStream|Peer)$"
+"""Host calls that block until the device catches up: the idle breakdown's, and the blocking
+copies it does not name (``hipMemcpyWithStream``: what PyTorch's ``.cpu()`` calls on ROCm)."""
+
+STREAM_WAIT = r"(?i)^(hip|cuda|cu)StreamWaitEvent(_v2|_ptsz)?$"
+"""The host call that makes a stream wait for an event recorded on another stream."""
+
+HOST_KINDS = ("api", "cpu_op")
+"""Host events that are graph nodes (leaf calls and ops); annotations and steps are not."""
+
+NODE_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String, "rank": pl.Int32, "device": pl.Int32, "stream": pl.Int64,
+    "pid": pl.Int64, "tid": pl.Int64, "kind": pl.String, "name": pl.String,
+    "category": pl.String, "subcategory": pl.String, "start_ns": pl.Int64,
+    "end_ns": pl.Int64, "correlation_id": pl.Int64, "instance": pl.String,
+    "occurrence": pl.Int64, "sync": pl.Boolean, "device_node": pl.Boolean,
+    "attain_ns": pl.Float64,
+}
+"""One row per node. ``device``/``stream`` null for host nodes, ``pid``/``tid`` null for
+device nodes; ``instance``/``occurrence``: a collective's instance key and k (null
+otherwise); ``sync``: a host call that blocks until the device catches up; ``attain_ns``:
+a compute kernel's roofline-attainable time (null: its FLOPs, bytes or the GPU's peaks are
+unknown)."""
+
+EDGE_SCHEMA: dict[str, pl.DataType] = {
+    "src": pl.Int64, "dst": pl.Int64, "side": pl.String, "point": pl.String,
+    "kind": pl.String,
+}
+"""External (cross-chain) edges: ``side`` S (gates the node's start) or B (gates its own
+work); ``point`` E (the source's end) or S (its start); ``kind`` launch, sync or event."""
+
+WINDOW_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String, "rank": pl.Int32, "step": pl.Int32, "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+}
+
+
+@dataclass(frozen=True)
+class WindowChoice:
+    """Which window: ``step`` (None: the middle step by number, the lower of two, the same
+    on every host; the whole trace without steps), or ``window`` (a regex on host
+    annotation names, ``#k`` picks the k-th match from 0; it wins over ``step``), or
+    ``time`` (the same stretch of time on every rank; it wins over both)."""
+
+    step: int | None = None
+    window: str | None = None
+    time: tuple[int, int] | None = None  # [start, end) ns on the trace's clock, every rank
+
+
+def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
+    """The window of each (host, rank) with device activity (WINDOW_SCHEMA)."""
+    ranks = trace.events.select("host", "rank").unique()
+    if choice.time is not None:
+        lo, hi = choice.time
+        out = ranks.with_columns(step=pl.lit(None, pl.Int32), start_ns=pl.lit(lo, pl.Int64),
+                                 end_ns=pl.lit(hi, pl.Int64))
+    elif choice.window is not None:
+        pattern, k = window_pattern(choice.window)
+        hev = trace.host_events.filter(pl.col("name").str.contains(pattern)
+                                       & ~pl.col("kind").is_in(list(HOST_KINDS[:1])))
+        w = hev.sort("host", "rank", "start_ns", "end_ns").with_columns(
+            _k=pl.int_range(pl.len()).over("host", "rank")).filter(pl.col("_k") == k)
+        out = w.select("host", "rank", step=pl.lit(None, pl.Int32), start_ns="start_ns",
+                       end_ns="end_ns")
+    elif trace.steps.height:
+        steps = trace.steps
+        if choice.step is None:  # the middle step by number: every host picks the same
+            numbers = sorted(set(steps["step"].to_list()))
+            step = numbers[(len(numbers) - 1) // 2]
+        else:
+            step = choice.step
+            if step not in set(steps["step"].to_list()):
+                raise TraceInputError(_source(trace), f"no step {step} in the trace (steps: "
+                                      f"{_few(sorted(set(steps['step'].to_list())))})")
+        out = steps.filter(pl.col("step") == step).join(ranks, on="rank").select(
+            "host", "rank", "step", "start_ns", "end_ns")
+    else:
+        out = trace.events.group_by("host", "rank").agg(
+            step=pl.lit(None, pl.Int32), start_ns=pl.col("start_ns").min(),
+            end_ns=pl.col("end_ns").max())
+    return out.select(list(WINDOW_SCHEMA)).cast(WINDOW_SCHEMA).sort("rank", "host")  # type: ignore
+
+
+def window_pattern(text: str) -> tuple[str, int]:
+    """``REGEX[#k]`` -> (regex, k); a bad regex is an input error, not a traceback."""
+    m = re.fullmatch(r"(.*?)(?:#(\d+))?", text)
+    pattern, k = (m.group(1), int(m.group(2) or 0)) if m else (text, 0)
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise TraceInputError("--window",
+                              f"not a regular expression: {pattern!r} ({exc})") from None
+    return pattern, k
+
+
+def _source(trace: Trace) -> str:
+    return trace.meta.sources[0]["path"] if trace.meta.sources else "trace"
+
+
+def _few(xs: list[int]) -> str:
+    return ", ".join(map(str, xs[:8])) + (" ..." if len(xs) > 8 else "")
+
+
+def _overlapping(df: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
+    """Rows of ``df`` overlapping their (host, rank)'s window."""
+    w = win.select("host", "rank", _w0="start_ns", _w1="end_ns")
+    return df.join(w, on=["host", "rank"]).filter(
+        (pl.col("start_ns") < pl.col("_w1")) & (pl.col("end_ns") > pl.col("_w0"))
+        | (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(
+            pl.col("_w0"), pl.col("_w1"))).drop("_w0", "_w1")
+
+
+def device_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
+    """The window's device activities as nodes, with their collective instance keys
+    (counted over the whole trace, so the k-th execution matches across hosts)."""
+    ev = trace.events.with_row_index("_row")
+    keyed = with_instance_keys(ev).select("_row", "instance_key", "occurrence")
+    ev = ev.join(keyed, on="_row", how="left", maintain_order="left").drop("_row")
+    ev = _overlapping(ev, win)
+    ev = ev.with_columns(attain_ns=attainable_ns(ev, trace.devices))
+    return ev.select(
+        "host", "rank", "device", "stream", pid=pl.lit(None, pl.Int64),
+        tid=pl.lit(None, pl.Int64), kind=pl.col("kind").cast(pl.String), name="name",
+        category=pl.col("category").cast(pl.String), subcategory="subcategory",
+        start_ns="start_ns", end_ns="end_ns", correlation_id="correlation_id",
+        instance="instance_key", occurrence="occurrence", sync=pl.lit(False),
+        device_node=pl.lit(True), attain_ns="attain_ns").cast(NODE_SCHEMA)  # type: ignore
+
+
+def attainable_ns(ev: pl.DataFrame, devices: pl.DataFrame) -> pl.Series:
+    """Per activity, the time it would take at its roofline (DESIGN §6.2):
+    max(flops / peak(dtype), bytes / HBM bandwidth), for compute kernels whose FLOPs, bytes
+    and GPU peaks are known; null otherwise."""
+    from tracelens.analyze.roofline import _peak_of_dtype, device_specs, spec_frame
+
+    specs = spec_frame(device_specs(devices))
+    keys = ["host", "rank", "device"]
+    got = ev.select(*keys, "kind", "category", "flops", "bytes", "dtype").with_row_index(
+        "_i").join(specs, on=keys, how="left").sort("_i")
+    ok = ((pl.col("kind") == "kernel") & (pl.col("category") != "collective")
+          & pl.col("flops").is_not_null() & pl.col("bytes").is_not_null()
+          & (_peak_of_dtype() > 0) & (pl.col("hbm_tb_per_s") > 0))
+    t = pl.max_horizontal(pl.col("flops") / _peak_of_dtype(),
+                          pl.col("bytes") / pl.col("hbm_tb_per_s")) / 1e3  # TFLOP/s -> ns
+    return got.select(pl.when(ok).then(t).alias("attain_ns"))["attain_ns"]
+
+
+def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
+    """The leaf host calls and ops of each thread overlapping the window."""
+    he = trace.host_events.filter(pl.col("kind").is_in(list(HOST_KINDS))).with_columns(
+        pid=pl.col("pid").fill_null(-1), tid=pl.col("tid").fill_null(-1))
+    thread = ["host", "rank", "pid", "tid"]
+    he = he.sort(*thread, "start_ns", pl.col("end_ns"), descending=[False] * 5 + [True])
+    nxt = pl.col("start_ns").shift(-1).over(thread)
+    # a leaf: the next event of its thread (by start) starts at or after its end
+    he = he.filter(nxt.is_null() | (nxt >= pl.col("end_ns")))
+    he = _overlapping(he, win)
+    return he.select(
+        "host", "rank", device=pl.lit(None, pl.Int32), stream=pl.lit(None, pl.Int64),
+        pid="pid", tid="tid", kind="kind", name="name", category=pl.lit(None, pl.String),
+        subcategory=pl.lit(None, pl.String), start_ns="start_ns", end_ns="end_ns",
+        correlation_id="correlation_id", instance=pl.lit(None, pl.String),
+        occurrence=pl.lit(None, pl.Int64), sync=pl.col("name").str.contains(SYNC),
+        device_node=pl.lit(False), attain_ns=pl.lit(None, pl.Float64)).cast(
+        NODE_SCHEMA)  # type: ignore[arg-type]
+
+
+def chain_order(nodes: pl.DataFrame) -> pl.DataFrame:
+    """Nodes sorted into their chains (device stream or host thread), in time order, with
+    ``chain`` (its number) and ``id`` (the row number, as edges refer to it)."""
+    key = pl.when(pl.col("device_node")).then(pl.concat_str(
+        pl.lit("d"), pl.col("host"), pl.col("rank"), pl.col("device"), pl.col("stream"),
+        separator="\x1f")).otherwise(pl.concat_str(
+            pl.lit("h"), pl.col("host"), pl.col("rank"), pl.col("pid"), pl.col("tid"),
+            separator="\x1f"))
+    out = nodes.with_columns(_key=key).sort("_key", "start_ns", "end_ns", "name",
+                                            maintain_order=True)
+    return out.with_columns(chain=pl.col("_key").rank("dense").cast(pl.Int64) - 1,
+                            id=pl.int_range(pl.len(), dtype=pl.Int64)).drop("_key")
+
+
+def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
+    """Launch, sync and event-wait edges among one host's nodes (``chain_order``ed)."""
+    dev = nodes.filter(pl.col("device_node"))
+    hst = nodes.filter(~pl.col("device_node"))
+    parts = [_launch_edges(dev, hst), _sync_edges(dev, hst), _event_edges(dev, hst)]
+    return pl.concat([p.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA) for p in parts])  # type: ignore
+
+
+def _launches(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
+    """Each device node's launch call (the latest-ending host node with its correlation id):
+    dst, src, the call's start and end, whether it blocks."""
+    calls = hst.filter(pl.col("correlation_id").is_not_null()).sort("end_ns").group_by(
+        "host", "rank", "correlation_id").agg(src=pl.col("id").last(),
+                                              l_s=pl.col("start_ns").last(),
+                                              l_e=pl.col("end_ns").last(),
+                                              l_sync=pl.col("sync").last(),
+                                              l_pid=pl.col("pid").last(),
+                                              l_tid=pl.col("tid").last())
+    return dev.filter(pl.col("correlation_id").is_not_null()).join(
+        calls, on=["host", "rank", "correlation_id"]).select("id", "src", "l_s", "l_e",
+                                                             "l_sync", "l_pid", "l_tid")
+
+
+def _launch_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
+    ln = _launches(dev, hst)
+    return ln.select(src="src", dst="id", side=pl.lit("S"),
+                     point=pl.when(pl.col("l_sync")).then(pl.lit("S")).otherwise(pl.lit("E")),
+                     kind=pl.lit("launch"))
+
+
+def _sync_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
+    """A sync call waits (B side) for the latest activity of each device of its rank that
+    ended before the call returned."""
+    sync = hst.filter(pl.col("sync")).select("host", "rank", dst="id", end_ns="end_ns")
+    devices = dev.select("host", "rank", "device").unique()
+    q = sync.join(devices, on=["host", "rank"]).sort("end_ns")
+    acts = dev.select("host", "rank", "device", "end_ns", src="id").sort("end_ns")
+    got = q.join_asof(acts, on="end_ns", by=["host", "rank", "device"], strategy="backward",
+                      check_sortedness=False)
+    return got.filter(pl.col("src").is_not_null()).select(
+        "src", "dst", side=pl.lit("B"), point=pl.lit("E"), kind=pl.lit("sync"))
+
+
+def _event_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
+    """A device node whose stream was told to wait (a stream-wait call between the launch of
+    the stream's previous activity and its own, on the launching thread) waits for the
+    latest activity of another stream of its device that ended before it started."""
+    waits = hst.filter(pl.col("name").str.contains(STREAM_WAIT)).select(
+        "host", "rank", l_pid="pid", l_tid="tid", w_s="start_ns").sort("w_s")
+    empty = pl.DataFrame(schema=EDGE_SCHEMA)
+    if waits.is_empty():
+        return empty
+    ln = _launches(dev, hst)
+    d = dev.join(ln.select("id", "l_s", "l_pid", "l_tid"), on="id", how="left").sort(
+        "chain", "start_ns").with_columns(prev_l=pl.col("l_s").shift(1).over("chain"))
+    d = d.filter(pl.col("l_s").is_not_null())
+    # the latest wait call of the launching thread before this launch, after the previous one
+    got = d.sort("l_s").join_asof(waits.with_columns(l_s=pl.col("w_s")), on="l_s",
+                                  by=["host", "rank", "l_pid", "l_tid"], strategy="backward",
+                                  check_sortedness=False)
+    told = got.filter(pl.col("w_s").is_not_null() & (pl.col("prev_l").is_null()
+                                                     | (pl.col("w_s") >= pl.col("prev_l"))))
+    if told.is_empty():
+        return empty
+    streams = dev.select("host", "rank", "device", o_stream="stream").unique()
+    q = told.select("host", "rank", "device", "stream", dst="id", start_ns="start_ns").join(
+        streams, on=["host", "rank", "device"]).filter(pl.col("o_stream") != pl.col("stream"))
+    acts = dev.select("host", "rank", "device", o_stream="stream", start_ns="end_ns",
+                      src="id").sort("start_ns")
+    got = q.sort("start_ns").join_asof(acts, on="start_ns",
+                                       by=["host", "rank", "device", "o_stream"],
+                                       strategy="backward", check_sortedness=False)
+    best = got.filter(pl.col("src").is_not_null()).join(
+        dev.select(src="id", _e="end_ns"), on="src").sort("dst", "_e", "src").group_by(
+        "dst", maintain_order=True).agg(src=pl.col("src").last())
+    return best.select("src", "dst", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("event"))

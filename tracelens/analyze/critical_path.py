@@ -1,0 +1,298 @@
+"""``tracelens critical-path``: what sets the step time, across ranks, and what each fix
+would save (issue 27), on the Analysis protocol (:mod:`tracelens.protocol`).
+
+- ``partial`` (per host): the window of each rank and the graph pieces in it
+  (:mod:`tracelens.analyze.critical_graph`): nodes and their launch, sync and event-wait
+  edges, in the host's own time and ranks; collective nodes carry their instance key.
+- ``merge``: the hosts' pieces placed in the job (ranks, host names, clock shifts), node ids
+  and chains offset; the cross-rank links (instance arrivals) are made from the keys in
+  ``finish`` (:mod:`tracelens.analyze.critical_solve`).
+- ``finish``: the graph solved, one path per device (:mod:`tracelens.analyze.critical_walk`)
+  and the what-if projections, each the same graph solved again with one change.
+
+Node times are clipped to their rank's window start (what ran before the window is not the
+window's), so every path and projection lies in the window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import polars as pl
+
+from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_SCHEMA,
+                                              WindowChoice, chain_order, device_nodes,
+                                              host_nodes, local_edges, windows)
+from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
+from tracelens.analyze.critical_walk import Labels, composition, walk
+from tracelens.model import Trace
+from tracelens.protocol import JobPlan
+from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
+                                             PathActivity, WhatIf, Window)
+
+
+@dataclass(frozen=True)
+class CriticalPathOptions:
+    """``step``/``window``/``time``: which window (:class:`WindowChoice`); ``rank``: only that
+    rank's paths (and the what-ifs on them); ``top``: what-ifs kept, best first."""
+
+    step: int | None = None
+    window: str | None = None
+    rank: int | None = None
+    top: int = 10
+    time: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class CriticalPart:
+    """One host's (or the job's) graph pieces: NODE_SCHEMA + ``chain``, ``id``;
+    EDGE_SCHEMA; WINDOW_SCHEMA; ``host_ranks``: the (host, rank) pairs with host events;
+    ``unwindowed``: the (host, rank) pairs with device activity but no window."""
+
+    nodes: pl.DataFrame
+    edges: pl.DataFrame
+    windows: pl.DataFrame
+    host_ranks: pl.DataFrame
+    unwindowed: pl.DataFrame
+
+
+class CriticalPath:
+    """The analysis (module doc)."""
+
+    def partial(self, trace: Trace, options: CriticalPathOptions) -> CriticalPart:
+        win = windows(trace, WindowChoice(options.step, options.window, options.time))
+        nodes = chain_order(pl.concat([device_nodes(trace, win), host_nodes(trace, win)]))
+        hr = trace.host_events.filter(pl.col("kind").is_in(["api", "cpu_op"])).select(
+            "host", "rank").unique()
+        active = trace.events.select("host", "rank").unique()
+        missing = active.join(win.select("host", "rank"), on=["host", "rank"], how="anti")
+        return CriticalPart(nodes, local_edges(nodes), win, hr, missing)
+
+    def merge(self, parts: Sequence[CriticalPart], plan: JobPlan) -> CriticalPart:
+        nodes, edges = [], []
+        offset, chains = 0, 0
+        for i, p in enumerate(parts):
+            nodes.append(plan.place(p.nodes, i).with_columns(
+                id=pl.col("id") + offset, chain=pl.col("chain") + chains))
+            edges.append(p.edges.with_columns(src=pl.col("src") + offset,
+                                              dst=pl.col("dst") + offset))
+            offset += p.nodes.height
+            chains += int(p.nodes["chain"].max() + 1) if p.nodes.height else 0  # type: ignore
+        return CriticalPart(pl.concat(nodes), pl.concat(edges),
+                            plan.concat([p.windows for p in parts]),
+                            plan.concat([p.host_ranks for p in parts]),
+                            plan.concat([p.unwindowed for p in parts]))
+
+    def finish(self, part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
+        return critical_paths(part, options)
+
+
+def _clipped(nodes: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
+    """Node times clipped to their rank's window start (module doc)."""
+    w0 = win.select("host", "rank", _w0="start_ns")
+    return nodes.join(w0, on=["host", "rank"], how="left", maintain_order="left").with_columns(
+        start_ns=pl.max_horizontal("start_ns", "_w0"),
+        end_ns=pl.max_horizontal("end_ns", "_w0")).drop("_w0")
+
+
+def _labels(nodes: pl.DataFrame) -> Labels:
+    comp = nodes.select(pl.when(pl.col("device_node") & (pl.col("category") == "collective"))
+                        .then(pl.lit("communication"))
+                        .when(pl.col("device_node")).then(pl.col("category").fill_null("other"))
+                        .when(pl.col("sync")).then(pl.lit("sync"))
+                        .otherwise(pl.lit("host")))
+    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
+                                     pl.col("device").cast(pl.String)))
+    return Labels(comp.to_series().to_numpy().astype(object),
+                  who.to_series().fill_null("host").to_numpy().astype(object),
+                  nodes["device_node"].to_numpy())
+
+
+@dataclass(frozen=True)
+class _Path:
+    rank: int
+    host: str
+    device: int
+    step: int | None
+    w0: int
+    w1: int
+    cand: np.ndarray  # the nodes the window's end may rest on
+    pieces: list[tuple[str, float]]
+    on: dict[int, float]
+
+
+def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
+    """The result of the job's merged part (module doc)."""
+    win = part.windows
+    if options.rank is not None:
+        win = win.filter(pl.col("rank") == options.rank)
+    nodes = _clipped(part.nodes.sort("id"), part.windows)
+    g = build_graph(nodes, part.edges)
+    lab = _labels(nodes)
+    paths = _walk_all(g, nodes, part.edges, win, lab)
+    notes = list(g.notes)
+    what = (f"no host annotation matching {options.window!r}" if options.window is not None
+            else "no window")
+    for host, rank in part.unwindowed.sort("rank", "host").iter_rows():
+        if options.rank is None or rank == options.rank:
+            notes.append(f"{host} rank {rank}: {what}, no path")
+    shown = {(p.host, p.rank) for p in paths}
+    for host, rank, step in win.select("host", "rank", "step").iter_rows():
+        if (host, rank) not in shown:
+            what = f"step {step}" if step is not None else "its window"
+            notes.append(f"{host} rank {rank}: no device activity in {what}, no path")
+    with_host = {(h, r) for h, r in part.host_ranks.iter_rows()}
+    out = tuple(_device_path(p, g, nodes, (p.host, p.rank) in with_host) for p in paths)
+    return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top)), tuple(notes))
+
+
+def _linked_threads(nodes: pl.DataFrame, edges: pl.DataFrame
+                    ) -> dict[tuple[str, int, int], list[int]]:
+    """Per device, the host threads (chains) linked to it: they launch its activities or
+    wait for them. A path's window may end on them; a thread that never touches the device
+    does not set its step."""
+    dev = nodes.filter(pl.col("device_node")).select("id", "host", "rank", "device")
+    hst = nodes.filter(~pl.col("device_node")).select("id", "chain")
+    launch = edges.filter(pl.col("kind") == "launch").join(
+        dev, left_on="dst", right_on="id").join(hst, left_on="src", right_on="id")
+    sync = edges.filter(pl.col("kind") == "sync").join(
+        dev, left_on="src", right_on="id").join(hst, left_on="dst", right_on="id")
+    both = pl.concat([launch.select("host", "rank", "device", "chain"),
+                      sync.select("host", "rank", "device", "chain")]).unique()
+    out: dict[tuple[str, int, int], list[int]] = {}
+    for host, rank, device, chain in both.sort("chain").iter_rows():
+        out.setdefault((host, rank, device), []).append(chain)
+    return out
+
+
+def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFrame,
+              lab: Labels) -> list[_Path]:
+    """One walk per device with activity in its rank's window (rank, host, device order)."""
+    devices = nodes.filter(pl.col("device_node")).group_by("host", "rank", "device").agg(
+        ids=pl.col("id")).join(win, on=["host", "rank"]).sort("rank", "host", "device")
+    by_chain = dict(nodes.filter(~pl.col("device_node")).group_by("chain").agg(
+        ids=pl.col("id")).iter_rows())
+    linked = _linked_threads(nodes, edges)
+    end = nodes["end_ns"].to_numpy()
+    out = []
+    for host, rank, device, dev_ids, step, lo, hi in devices.select(
+            "host", "rank", "device", "ids", "step", "start_ns", "end_ns").iter_rows():
+        own = np.asarray(dev_ids, np.int64)
+        threads = [np.asarray(by_chain[c], np.int64) for c in linked.get((host, rank, device),
+                                                                          [])]
+        cand = np.sort(np.concatenate([own, *threads]))
+        # the window's end rests on the node ending last (device activities first on ties,
+        # then the first node)
+        clipped = np.minimum(end[cand], hi)
+        top = cand[clipped == clipped.max()]
+        dev_top = top[lab.device_node[top]]
+        last = int(dev_top[0] if len(dev_top) else top[0])
+        w0, w1 = float(lo - g.t0), float(hi - g.t0)
+        pieces, on, _ = walk(g, lab, last, w0, w1)
+        out.append(_Path(rank, host, device, step, lo, hi, cand, pieces, on))
+    return out
+
+
+_ACTIVITY = ["kind", "name", "category", "host", "device", "stream", "start_ns", "end_ns"]
+
+
+def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool) -> DevicePath:
+    comp = tuple(Component(k, v) for k, v in composition(p.pieces))
+    ids = np.asarray([i for i, v in p.on.items() if int(v) > 0], np.int64)
+    acts = nodes.select(_ACTIVITY)[ids].with_columns(
+        on_path_ns=pl.Series([int(p.on[int(i)]) for i in ids], dtype=pl.Int64),
+        _id=pl.Series(ids)).sort("start_ns", "_id")
+    rows = tuple(PathActivity(*r) for r in acts.drop("_id").iter_rows())
+    return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
+                      "host+device" if host_graph else "device-only", comp, rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# What-if projections
+# ---------------------------------------------------------------------------------------------
+
+def _lengths(g: Graph, paths: list[_Path], e: np.ndarray) -> list[float]:
+    """Each path's window length with node ends ``e``: the window's end moves with the
+    latest of its nodes (an idle tail stays), never past the window."""
+    out = []
+    for p in paths:
+        base, now = float(g.e[p.cand].max()), float(e[p.cand].max())
+        w0, w1 = p.w0 - g.t0, p.w1 - g.t0
+        out.append(min(w1, now + max(0.0, w1 - base)) - w0)
+    return out
+
+
+def _on_path(paths: list[_Path], pred: Callable[[str], bool]) -> int:
+    """The most ns any one path spends on components matching ``pred``."""
+    best = 0.0
+    for p in paths:
+        best = max(best, sum(ns for comp, ns in p.pieces if pred(comp)))
+    return int(best)
+
+
+def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> list[WhatIf]:
+    if not paths:
+        return []
+    step = max(p.w1 - p.w0 for p in paths)
+    base = max(_lengths(g, paths, g.e))
+    assert int(base) == step, (base, step)  # the pass reproduces the trace (module doc)
+    changes: list[tuple[str, str, Change, int]] = []
+    sub = nodes["subcategory"].fill_null("unknown").to_numpy().astype(object)
+    coll = ((nodes["category"] == "collective").fill_null(False).to_numpy()
+            & nodes["device_node"].to_numpy())
+    for t in sorted(set(sub[coll])):
+        mask = coll & (sub == t)
+        w = np.where(mask, 0.0, g.w)
+        no_wait = np.zeros(g.n_groups, bool)
+        no_wait[g.group[mask & (g.group >= 0)]] = True
+        on = _on_path_typed(paths, nodes, mask)
+        changes.append(("hide", t, Change(w=w, no_wait=no_wait), on))
+    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
+                                     pl.col("device").cast(pl.String)))
+    who_arr = who.to_series().fill_null("").to_numpy().astype(object)
+    waited = sorted({c[5:] for p in paths for c, _ in p.pieces if c.startswith("wait:")})
+    for name in waited:
+        late = (who_arr == name) & (g.group >= 0)
+        on = _on_path(paths, lambda c, n=name: c == f"wait:{n}")
+        changes.append(("on_time", name, Change(late_ok=late), on))
+    changes += _roofline_changes(g, nodes, paths)
+    launch = g.s_kind == "launch"
+    if launch.any():
+        on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
+        changes.append(("graph_launch", "host launches", Change(drop_s=launch), on))
+    out = []
+    for change, target, ch, on in changes:
+        proj = int(max(_lengths(g, paths, solve(g, ch))))
+        out.append(WhatIf(change, target, step, proj, step - proj, on))
+    out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
+    return out[:top]
+
+
+def _roofline_changes(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
+                      ) -> list[tuple[str, str, Change, int]]:
+    """``roofline <category>``: every kernel of a category on the paths whose attainable time
+    is known runs at it (never slower than it ran); kernels without costs keep their time."""
+    attain = nodes["attain_ns"].to_numpy()
+    known = ~np.isnan(attain)
+    cat = nodes["category"].fill_null("").to_numpy().astype(object)
+    on = {c for p in paths for c, _ in p.pieces}
+    out = []
+    for c in sorted({x for x in cat[known] if x in on}):
+        mask = known & (cat == c)
+        w = np.where(mask, np.minimum(g.w, np.floor(np.nan_to_num(attain))), g.w)
+        out.append(("roofline", c, Change(w=w), _on_path_typed(paths, nodes, mask)))
+    return out
+
+
+def _on_path_typed(paths: list[_Path], nodes: pl.DataFrame, mask: np.ndarray) -> int:
+    """The most ns any one path spends in the masked nodes (their work and their waits)."""
+    best = 0.0
+    for p in paths:
+        best = max(best, sum(v for i, v in p.on.items() if mask[i]))
+    return int(best)
+
+
+__all__ = ["CriticalPath", "CriticalPathOptions", "CriticalPart", "EDGE_SCHEMA", "NODE_SCHEMA",
+           "WINDOW_SCHEMA"]

@@ -1,0 +1,254 @@
+"""The critical-path graph of a job solved: observed lags, the forward pass, the walk back.
+
+Each node has a start point S, a begin point B (where its own work starts, after what it
+waits for inside it) and an end E = B + w. The forward pass computes, for every node,
+
+    S = max(prev E + lag, external S-side sources + lag, anchor)
+    B = max(S, B-side sources + lag, its instance's last arrival + lag)
+    E = B + w
+
+with the lags taken from the trace so that, unchanged, the pass reproduces every observed
+time exactly: the binding source's lag is the observed gap, every other source's is
+``min(0, gap)`` (it cannot be what the node waited for, but it cannot end later than the node
+started either). A what-if changes ``w`` or removes sources and solves again on the same
+graph: that is the projection.
+
+The pass is columnar: within a chain (a stream or a thread), ``E_n = max(E_{n-1} + a_n, Z_n)``
+is a max-plus recurrence solved with one cumulative sum and one cumulative max per chain;
+chains see each other only through external sources, so the pass repeats until nothing
+changes (as many rounds as the longest path switches chains, plus one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+NEG = -np.inf
+MAX_ROUNDS = 100_000
+
+
+@dataclass(frozen=True)
+class Graph:
+    """The solved-for arrays of a job's nodes (in chain order, ids = positions), times in
+    float64 ns relative to ``t0`` (exact: integers below 2^53)."""
+
+    t0: int
+    s: np.ndarray
+    e: np.ndarray
+    chain: np.ndarray
+    first: np.ndarray  # first node of its chain
+    prev_lag: np.ndarray  # lag from the chain's previous node's end to this start
+    prev_binds: np.ndarray  # the chain's previous node is the binding S source
+    w: np.ndarray  # own work, ns
+    b: np.ndarray  # observed begin
+    anchor: np.ndarray  # S lower bound (observed start; -inf when the node has sources)
+    s_src: np.ndarray  # S-side edges: source, destination, source point is start, lag
+    s_dst: np.ndarray
+    s_at_start: np.ndarray
+    s_lag: np.ndarray
+    s_kind: np.ndarray  # object: launch, event
+    b_src: np.ndarray  # B-side edges (sync waits)
+    b_dst: np.ndarray
+    b_lag: np.ndarray
+    group: np.ndarray  # instance group of a collective node (-1: none)
+    a_lag: np.ndarray  # lag from its instance's last arrival to its begin
+    n_groups: int
+    s_bind: np.ndarray  # binding S-side edge index (-1: chain previous or none)
+    b_bind: np.ndarray  # binding B-side: edge index >= 0, -2 arrival, -1 none
+    a_last: np.ndarray  # per group: the node that arrived last (observed)
+    anchored: int = 0  # nodes anchored because their sources could not reproduce them
+    notes: tuple[str, ...] = field(default=())
+
+
+def _rel(col: pl.Series, t0: int) -> np.ndarray:
+    return (col.to_numpy().astype(np.int64) - t0).astype(np.float64)
+
+
+def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
+    """The graph of ``nodes`` (chain-ordered, ``id`` = row) and their external ``edges``,
+    with the instance arrivals of the collective nodes across every rank of the job."""
+    n = nodes.height
+    t0 = int(nodes["start_ns"].min()) if n else 0  # type: ignore[arg-type]
+    s, e = _rel(nodes["start_ns"], t0), _rel(nodes["end_ns"], t0)
+    chain = nodes["chain"].to_numpy()
+    first = np.r_[True, chain[1:] != chain[:-1]] if n else np.zeros(0, bool)
+    prev_e = np.r_[NEG, e[:-1]] if n else e.copy()
+    prev_e[first] = NEG
+    sk = edges.filter(pl.col("side") == "S")
+    bk = edges.filter(pl.col("side") == "B")
+    s_src, s_dst = sk["src"].to_numpy(), sk["dst"].to_numpy()
+    s_at_start = (sk["point"] == "S").to_numpy()
+    s_kind = sk["kind"].to_numpy().astype(object)
+    b_src, b_dst = bk["src"].to_numpy(), bk["dst"].to_numpy()
+    # observed S-side: the binding source is the latest
+    s_t = np.where(s_at_start, s[s_src], e[s_src])
+    t_max = prev_e.copy()
+    np.maximum.at(t_max, s_dst, s_t)
+    has_src = ~np.isneginf(t_max)
+    anchor = np.where(has_src, NEG, s)
+    prev_binds = ~first & (prev_e == t_max)
+    gap_prev = s - prev_e
+    prev_lag = np.where(prev_binds, gap_prev, np.minimum(0.0, gap_prev))
+    prev_lag[first] = 0.0
+    edge_binds = s_t == t_max[s_dst]
+    s_lag = np.where(edge_binds, s[s_dst] - s_t, np.minimum(0.0, s[s_dst] - s_t))
+    s_bind = np.full(n, -1, np.int64)
+    # the chain previous wins ties (the stream order), else the first binding edge
+    cand = np.flatnonzero(edge_binds & ~prev_binds[s_dst])
+    s_bind[s_dst[cand[::-1]]] = cand[::-1]
+    # arrivals: each collective node's instance (same key and k) across the job
+    group, a_obs, a_last, n_groups = _groups(nodes, s)
+    b_t = np.full(n, NEG)
+    np.maximum.at(b_t, b_dst, e[b_src])
+    arr = np.where(group >= 0, a_obs[np.maximum(group, 0)] if n_groups else NEG, NEG)
+    b_obs = np.minimum(np.maximum.reduce([s, b_t, arr]), e)
+    b_obs = np.maximum(b_obs, s)  # a zero-length node: begin = start
+    w = e - b_obs
+    b_lag = np.minimum(0.0, b_obs[b_dst] - e[b_src])
+    a_lag = np.where(group >= 0, np.minimum(0.0, b_obs - arr), 0.0)
+    b_bind = np.full(n, -1, np.int64)
+    waits = b_obs > s
+    # arrival binds when it is the latest B source; else the latest sync edge
+    by_arr = waits & (group >= 0) & (arr >= b_t) & (arr > s)
+    bcand = np.flatnonzero(e[b_src] == b_t[b_dst])
+    bsel = np.full(n, -1, np.int64)
+    bsel[b_dst[bcand[::-1]]] = bcand[::-1]
+    b_bind[waits & ~by_arr & (bsel >= 0)] = bsel[waits & ~by_arr & (bsel >= 0)]
+    b_bind[by_arr] = -2
+    g = Graph(t0, s, e, chain, first, prev_lag, prev_binds, w, b_obs, anchor, s_src, s_dst,
+              s_at_start, s_lag, s_kind, b_src, b_dst, b_lag, group, a_lag, n_groups,
+              s_bind, b_bind, a_last)
+    return _reproduce(g)
+
+
+def _groups(nodes: pl.DataFrame, s: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(instance group per node or -1, observed last arrival per group, the node that
+    arrived last per group, number of groups): an instance is the same collective key and
+    occurrence on every device of the job."""
+    key = pl.concat_str(pl.col("instance"), pl.lit("#"), pl.col("occurrence").cast(pl.String))
+    g = nodes.select(_g=pl.when(pl.col("instance").is_not_null()).then(key))["_g"]
+    codes = g.rank("dense").fill_null(0).to_numpy().astype(np.int64) - 1
+    n_groups = int(codes.max()) + 1 if len(codes) and codes.max() >= 0 else 0
+    a_obs = np.full(n_groups, NEG)
+    mine = codes >= 0
+    if not n_groups:
+        return codes, a_obs, np.zeros(0, np.int64), 0
+    np.maximum.at(a_obs, codes[mine], s[mine])
+    # the last to arrive: the latest start, ties to the first node (rank, host order)
+    a_last = np.full(n_groups, -1, np.int64)
+    idx = np.flatnonzero(mine & (s == np.where(mine, a_obs[np.maximum(codes, 0)], NEG)))
+    a_last[codes[idx[::-1]]] = idx[::-1]
+    sizes = np.bincount(codes[mine], minlength=n_groups)
+    single = sizes[np.maximum(codes, 0)] < 2
+    codes = np.where(mine & single, -1, codes)  # a collective alone waits for no one
+    return codes, a_obs, a_last, n_groups
+
+
+def _reproduce(g: Graph) -> Graph:
+    """Anchor the nodes whose sources do not reproduce their observed start (cycles of
+    binding sources, which a consistent trace never has) until the pass is exact."""
+    anchor = g.anchor.copy()
+    anchored = 0
+    for _ in range(8):
+        got = solve(g, anchor=anchor)
+        bad = got != g.e
+        if not bad.any():
+            break
+        newly = bad & np.isneginf(anchor)
+        if not newly.any():
+            break
+        anchor[newly] = g.s[newly]
+        anchored += int(newly.sum())
+    notes: tuple[str, ...] = ()
+    if anchored:
+        notes = (f"{anchored} activities anchored at their observed start (their "
+                 f"dependencies in the trace do not explain it)",)
+    return Graph(**{**g.__dict__, "anchor": anchor, "anchored": anchored, "notes": notes})
+
+
+@dataclass(frozen=True)
+class Change:
+    """A what-if on the graph: ``w`` per node replaced where ``w_mask``; S-side edges
+    dropped where ``drop_s``; nodes whose arrival no one waits for (``late_ok``); groups
+    whose arrival waits are removed (``no_wait``)."""
+
+    w: np.ndarray | None = None
+    drop_s: np.ndarray | None = None
+    late_ok: np.ndarray | None = None
+    no_wait: np.ndarray | None = None
+
+
+def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None
+          ) -> np.ndarray:
+    """Every node's end under ``change`` (the forward pass of the module doc)."""
+    n = len(g.s)
+    if n == 0:
+        return g.e.copy()
+    anchor = g.anchor if anchor is None else anchor
+    w = g.w if change.w is None else change.w
+    keep_s = np.ones(len(g.s_src), bool) if change.drop_s is None else ~change.drop_s
+    s_src, s_dst, s_lag = g.s_src[keep_s], g.s_dst[keep_s], g.s_lag[keep_s]
+    s_start = g.s_at_start[keep_s]
+    first = g.first
+    arrives = g.group >= 0
+    if change.late_ok is not None:
+        # on time: no one waits for these arrivals, and each starts when the others' last
+        # has arrived (a fresh start of its chain, its own sources dropped)
+        arrives &= ~change.late_ok
+        first = first | change.late_ok
+        keep = ~change.late_ok[s_dst]
+        s_src, s_dst, s_lag, s_start = s_src[keep], s_dst[keep], s_lag[keep], s_start[keep]
+    waits = g.group >= 0
+    if change.no_wait is not None:
+        waits &= ~change.no_wait[np.maximum(g.group, 0)]
+    # a node left with no start source at all starts when it was seen to
+    has = ~first.copy()
+    has[s_dst] = True
+    if change.late_ok is not None:
+        has |= change.late_ok
+    anchor = np.where(has, anchor, np.maximum(anchor, g.s))
+    prev_lag = np.where(first, 0.0, g.prev_lag)
+    a_step = prev_lag + w
+    c = _chain_cumsum(a_step, first)
+    E = np.full(n, NEG)
+    S = np.full(n, NEG)
+    for _ in range(MAX_ROUNDS):
+        xs = anchor.copy()
+        np.maximum.at(xs, s_dst, np.where(s_start, S[s_src], E[s_src]) + s_lag)
+        xb = np.full(n, NEG)
+        np.maximum.at(xb, g.b_dst, E[g.b_src] + g.b_lag)
+        if g.n_groups:
+            arr = np.full(g.n_groups, NEG)
+            np.maximum.at(arr, g.group[arrives], S[arrives])
+            xb = np.maximum(xb, np.where(waits, arr[np.maximum(g.group, 0)] + g.a_lag, NEG))
+        z = np.maximum(xs, xb) + w
+        new_e = c + _chain_cummax(z - c, np.cumsum(first))
+        prev = np.r_[NEG, new_e[:-1]]
+        prev[first] = NEG
+        new_s = np.maximum(prev + prev_lag, xs)
+        if np.array_equal(new_e, E) and np.array_equal(new_s, S):
+            return E
+        E, S = new_e, new_s
+    raise RuntimeError("critical path: the forward pass did not converge")
+
+
+def _chain_cumsum(a: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Cumulative sum of ``a`` restarting at each chain's first node."""
+    total = np.cumsum(a)
+    return total - _ffill(np.where(first, total - a, np.nan))
+
+
+def _ffill(x: np.ndarray) -> np.ndarray:
+    idx = np.where(~np.isnan(x), np.arange(len(x)), 0)
+    np.maximum.accumulate(idx, out=idx)
+    return x[idx]
+
+
+def _chain_cummax(x: np.ndarray, chain: np.ndarray) -> np.ndarray:
+    """Cumulative max of ``x`` within each chain (chains contiguous)."""
+    return pl.DataFrame({"x": x, "c": chain}).select(
+        pl.col("x").cum_max().over("c"))["x"].to_numpy()

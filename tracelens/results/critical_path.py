@@ -1,0 +1,78 @@
+"""The ``tracelens critical-path`` result (issue 27): per-device paths and ranked what-ifs.
+
+Times are integer ns on the job's clock. JSON comes from :func:`tracelens.results.encode`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Window:
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True)
+class Component:
+    """ns of the path attributed to one component: a device category (``gemm``, ...,
+    ``memory``), ``communication``, ``wait:<host>/GPU<d>`` (waiting for that participant's
+    arrival at a collective), ``host``, ``launch_latency``, ``sync`` or ``idle``."""
+
+    component: str
+    ns: int
+
+
+@dataclass(frozen=True)
+class PathActivity:
+    """One activity with time on the path (host events: device and stream null)."""
+
+    kind: str
+    name: str
+    category: str | None
+    host: str
+    device: int | None
+    stream: int | None
+    start_ns: int
+    end_ns: int
+    on_path_ns: int
+
+
+@dataclass(frozen=True)
+class DevicePath:
+    """The critical path of one device's window: ``composition`` adds up to ``length_ns``
+    (= the window) exactly; ``graph`` is ``host+device`` or ``device-only`` (the trace has
+    no host events for this rank)."""
+
+    rank: int
+    host: str
+    device: int
+    step: int | None
+    window: Window
+    length_ns: int
+    graph: str
+    composition: tuple[Component, ...]
+    activities: tuple[PathActivity, ...]
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """One projection: the graph changed as ``change`` says for ``target`` and solved again.
+    ``step_ns``: the longest path now (over the paths shown), ``projected_step_ns`` after the
+    change; ``on_path_ns``: the time the change removes that is on the paths now (the most on
+    any one path: the saving never exceeds it)."""
+
+    change: str
+    target: str
+    step_ns: int
+    projected_step_ns: int
+    saved_ns: int
+    on_path_ns: int
+
+
+@dataclass(frozen=True)
+class CriticalPathResult:
+    paths: tuple[DevicePath, ...]
+    what_if: tuple[WhatIf, ...]
+    notes: tuple[str, ...] = ()
