@@ -554,7 +554,7 @@ def test_report_reads_again_only_the_hosts_of_the_shown_devices(job16: Path,
     """Round 1 reads every host once; round 2 only the hosts owning one of the (at most 4)
     devices the step timeline shows."""
     import tracelens.loader as loader
-    from tracelens.cli_common import engine_summary
+    from tracelens.cli_common import JobInputs, engine_summary
 
     read: list[str] = []
     real = loader.load_host
@@ -564,8 +564,8 @@ def test_report_reads_again_only_the_hosts_of_the_shown_devices(job16: Path,
         return real(path, *args, **kw)
 
     monkeypatch.setattr(loader, "load_host", counting)
-    _, window = engine_summary((job16,), (), None, None, None, 10, None, None, (), None, 1,
-                               None, window=True)
+    _, window = engine_summary(JobInputs((job16,), workers=1), None, None, 10, None, None,
+                               window=True)
     first, again = read[:16], read[16:]
     assert sorted(first) == sorted(set(first)) and len(first) == 16
     shown = sorted(set(window.events["host"].to_list()))
