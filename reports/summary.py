@@ -176,6 +176,14 @@ def _tables(s: Summary, all_rows: bool = False
                        [[f"{f.instruction} [{f.program}]", f.kind,
                          ms(shown(f, "exposed_ns_per_step")), "-" if f.bytes_per_step is None
                          else f"{f.bytes_per_step:,}"] for f in s.hlo_findings]))
+    cp = s.critical_path
+    if cp is not None and cp.what_if:
+        step = "the trace" if cp.step is None else f"step {cp.step}"
+        tables.append((f"Critical path, {step}: {ms(cp.step_ns)} ms (details: tracelens "
+                       "critical-path)",
+                       ["change", "target", "saves ms", "step ms after"],
+                       [[w.change, w.target, ms(w.saved_ns), ms(w.projected_step_ns)]
+                        for w in cp.what_if]))
     costed = [r for r in s.roofline if r.flops is not None or r.bytes is not None]
     if costed:
         tables.append(("Roofline (top op groups with cost data, by time; efficiency vs the "
@@ -298,7 +306,8 @@ def render_table(summary: Summary, console: Console, all_rows: bool = False) -> 
                     for r in rows]
         for col, width in zip(header, widths):
             table.add_column(col, no_wrap=True, width=width, justify="left" if col in (
-                "", "device", "kernel", "category", "product", "op", "bound", "type") else "right")
+                "", "device", "kernel", "category", "product", "op", "bound", "type", "change",
+                "target") else "right")
         for row in rows:
             table.add_row(*[Text(str(c)) for c in row])
         console.print(table)

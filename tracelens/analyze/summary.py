@@ -47,8 +47,11 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
     """Headline, per-device timeline and categories, per-step timelines, top kernels,
     roofline per op group, MFU per device and step, collectives (see
     :class:`SummaryOptions` for the arguments; ``gpu_specs`` may be a TOML/JSON file)."""
-    opts = options(device, step, top, gpu, gpu_specs, filters)
-    return reduce_summary([summary_partial(trace, opts)], opts)
+    from tracelens.analyze.summary_analysis import SummaryAnalysis
+    from tracelens.protocol import run_trace
+
+    return run_trace(SummaryAnalysis(), trace, options(device, step, top, gpu, gpu_specs,
+                                                        filters))
 
 
 def options(device: int | None = None, step: int | None = None, top: int = 10,

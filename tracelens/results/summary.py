@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from tracelens.hardware import DTYPES, GpuSpec
 from tracelens.results.collectives import Collectives, SummaryCollectives, top_lines
+from tracelens.results.critical_path import WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.filters import SummaryFilters
 
@@ -237,6 +238,16 @@ class StepTotal:
 
 
 @dataclass(frozen=True, slots=True)
+class CriticalPathLines:
+    """``summarize``'s lines of ``tracelens critical-path`` (issue 27): the step whose paths
+    were taken, its longest path and the three changes that would shorten it most."""
+
+    step: int | None
+    step_ns: int
+    what_if: tuple[WhatIf, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """The whole ``summarize`` result; its JSON is ``encode(summary)``. ``collectives`` is the
     complete ``tracelens collectives`` result of the same events (what ``tracelens report``
@@ -271,6 +282,8 @@ class Summary:
     median_shares: dict[str, float] = field(metadata=HIDDEN)
     # the devices' distinct specs, the most used first
     specs: tuple[GpuSpec, ...] = field(metadata=HIDDEN)
+    # the critical path's top projections (None: no path, or per-row filters given)
+    critical_path: CriticalPathLines | None = field(default=None, metadata=optional())
 
     @property
     def summary_collectives(self) -> SummaryCollectives:
