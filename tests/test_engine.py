@@ -198,8 +198,9 @@ def _frames(x: object) -> list[pl.DataFrame]:
 
 
 def test_map_host_sends_back_no_event_frames() -> None:
-    """What a host sends back holds no frame of its events: per-group sums and its
-    collective rows (which instances match across hosts), each a fraction of them."""
+    """What a host sends back holds no frame of its events: per-group sums, its collective
+    rows (which instances match across hosts), each a fraction of them, and the critical
+    path's graph of one step window (the activities in that window only)."""
     f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
     from tracelens.analyze.summary_types import SummaryOptions
 
@@ -209,10 +210,15 @@ def test_map_host_sends_back_no_event_frames() -> None:
         Task(SummaryAnalysis(), SummaryOptions()),
         Task(CollectivesAnalysis(), CollectivesOptions()))))
     whole = load([f])
-    frames = _frames(part)
+    summary, critical = part.parts[0]
+    frames = _frames((part.meta, summary, part.parts[1], part.ends, part.active))
     collective = whole.events.filter(pl.col("category") == "collective").height
     assert part.parts[1].acts.height == collective
     assert frames and max(df.height for df in frames) * 3 < whole.events.height
+    (lo, hi), = critical.windows.select("start_ns", "end_ns").unique().rows()
+    nodes = critical.nodes
+    assert nodes.height and nodes.filter((pl.col("end_ns") <= lo)
+                                         | (pl.col("start_ns") >= hi)).is_empty()
 
 
 # -- the commands on the engine: byte-identical wherever the map runs ---------------------------
