@@ -26,9 +26,10 @@ PACKAGES = RUNTIME + (DEV,)
 
 # What a parser may use of the core (issue 26): the data model and the errors. Parsers report
 # facts (device names and properties, recorded shapes, counter values); identifying devices
-# and costing kernels are load stages of the core (tracelens.devices, tracelens.counters,
-# tracelens.shapecost: tracelens.reading.file_stages).
-PARSER_CORE = {"tracelens.model", "tracelens.errors"}
+# and costing kernels are load stages of the core (tracelens.devices, tracelens.cost.counters,
+# tracelens.cost.shapes: tracelens.reading.file_stages). The data model of XLA programs
+# (tracelens.hlo_model) is what the HLO decoders (parsers.hlo) produce and the cost model reads.
+PARSER_CORE = {"tracelens.model", "tracelens.hlo_model", "tracelens.errors"}
 
 
 def _modules() -> dict[str, Path]:
@@ -119,6 +120,8 @@ def test_no_import_cycle() -> None:
 
 
 def test_parsers_use_only_the_model_and_errors_of_the_core_and_no_renderer() -> None:
+    assert GRAPH["tracelens.hlo_model"] == set()  # the HLO model is a leaf: no way on from it
+    assert GRAPH["parsers.hlo.proto"] >= {"tracelens.hlo_model"}  # the graph sees the decoders
     bad = [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
            for d in deps if _package(d) in ("tracelens", DEV) and d not in PARSER_CORE]
     bad += [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")

@@ -21,7 +21,7 @@ import polars as pl
 from tracelens.align import align_on_collectives
 from tracelens.classify import RuleSet, classify
 from tracelens.combine import combine
-from tracelens.cost import annotate, op_cost_table, with_hlo_kind
+from tracelens.cost.events import annotate, op_cost_table, with_hlo_kind
 from tracelens.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
 from tracelens.jobs import Facts as JobFacts
 from tracelens.jobs import check_one_job

@@ -231,13 +231,13 @@ COSTED_ATEN_OPS: frozenset[str] = frozenset({
     "aten::convolution", "aten::_convolution", "aten::convolution_backward",
 })
 """The ATen ops whose FLOPs come from their recorded shapes (GEMM, attention, convolution:
-``tracelens.shapecost`` has a rule for each); a reader keeps these ops' shapes."""
+``tracelens.cost.shapes`` has a rule for each); a reader keeps these ops' shapes."""
 
 
 @dataclass
 class OpShapes:
     """The recorded shapes of costed ATen ops (:data:`COSTED_ATEN_OPS`) and the kernels they
-    launched, as a reader hands them over: ``tracelens.shapecost.cost_shapes`` costs the
+    launched, as a reader hands them over: ``tracelens.cost.shapes.cost_shapes`` costs the
     kernels from them right after reading, then drops them."""
 
     # one entry per leaf costed op execution (its uid): (name, Input Dims, Input type,
@@ -254,7 +254,7 @@ class OpShapes:
 @dataclass
 class KernelCounters:
     """Hardware counters one process recorded for its kernel dispatches (rocprofv3 ``--pmc``),
-    as a reader hands them over: ``tracelens.counters.cost_counters`` costs the kernels from
+    as a reader hands them over: ``tracelens.cost.counters.cost_counters`` costs the kernels from
     them right after reading, then drops them."""
 
     rank: int
@@ -281,7 +281,7 @@ class TraceMeta:
     processes: list[ProcessInfo] = field(default_factory=list)  # rocprofv3: one per rank
     clock: str | None = None  # rocprofv3: the host clock its timestamps are on
     decoder: dict[str, str] = field(default_factory=dict)  # XSpace path -> "c" or "python"
-    # the per-op cost table of tracelens.cost.annotate (None before costs are annotated)
+    # the per-op cost table of tracelens.cost.events.annotate (None before costs are annotated)
     op_costs: pl.DataFrame | None = None
     # what the same-stream clip took per (kind, name) (tracelens.prepare.CLIP_SCHEMA), as
     # loaded, before any filter; None before the loader's clip stage

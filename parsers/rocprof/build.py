@@ -125,7 +125,7 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str],
 def counter_facts(k: pl.DataFrame, counters: pl.DataFrame, rank: int) -> KernelCounters:
     """The dispatches' PMC counters, one row per kernel of ``k`` (in its order) and one column
     per counter (values summed over hardware instances; null where an instance is missing or
-    the counter was not collected), for the core's counter costs (tracelens.counters)."""
+    the counter was not collected), for the core's counter costs (tracelens.cost.counters)."""
     c = counters.drop_nulls(["dispatch_id", "counter"])
     if c.is_empty():
         return KernelCounters(rank=rank, values=pl.DataFrame(height=k.height))

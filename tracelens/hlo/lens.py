@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from tracelens.hlo.ir import Computation, Instruction, Module
-from tracelens.hlo.opcost import COLLECTIVES, instruction_cost
-from tracelens.hlo.replica_groups import group_mode
+from tracelens.hlo_model import Computation, Instruction, Module
+from tracelens.cost.opcost import COLLECTIVES, instruction_cost
+from tracelens.cost.groups import group_mode
 from tracelens.hlo.tripcount import derive, known_trip_count, while_parts
 
 # Thresholds of the findings (README "tracelens hlo").
