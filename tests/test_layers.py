@@ -148,3 +148,15 @@ def test_the_core_reaches_parsers_only_through_the_reader_registry_and_renderers
     to_parsers = [(m, d) for m in core for d in GRAPH[m] if d.startswith("parsers")
                   and m != "tracelens.formats"]  # the readers' registry
     assert to_reports == [] and to_parsers == []
+
+
+def test_one_protobuf_descriptor_builder() -> None:
+    """The XSpace and HloProto schemas are built by one builder (issue 26): no other module
+    makes descriptors, pools or message classes of its own."""
+    builders = ("FileDescriptorProto(", "DescriptorPool(", "GetMessageClass(",
+                "message_type.add(")
+    found = sorted(m for m, path in MODULES.items()
+                   if any(b in path.read_text() for b in builders))
+    assert found == ["parsers.protoschema"]
+    assert {"parsers.xplane_schema", "parsers.hlo.schema"} <= {
+        m for m, deps in GRAPH.items() if "parsers.protoschema" in deps}
