@@ -206,19 +206,6 @@ class KinetoInfo:
     costed_ops_without_shapes: int = 0
 
 
-@dataclass
-class WriterHints:
-    """What trace writers need beyond the frames to write a synthetic trace faithfully
-    (docs/synthetic.md); readers leave it None."""
-
-    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)  # launch geometry by name
-    plane_stats: list[list[Any]] = field(default_factory=list)
-    line_names: str | None = None
-    kernel_details: str | None = None
-    scenario: dict[str, Any] = field(default_factory=dict)
-    device_model: str | None = None
-
-
 COSTED_ATEN_OPS: frozenset[str] = frozenset({
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
     "aten::_scaled_mm",
@@ -289,7 +276,6 @@ class TraceMeta:
     # why hosts could not be put on one clock; the loader tries collective ends before it warns
     unaligned: str | None = None
     kineto: KinetoInfo | None = None
-    writer: WriterHints | None = None
     # a reader's counter facts per process, until the core costs the kernels from them
     counters: list[KernelCounters] = field(default_factory=list)
     shapes: OpShapes | None = None  # a reader's shape facts, until the core costs them
