@@ -253,6 +253,15 @@ class KernelCounters:
     notes_at: int = 0  # where its note goes in the file's warnings
 
 
+@dataclass(frozen=True)
+class FormatFacts:
+    """What one file's reader says about how it read that file, beyond the frames. Each format
+    subclasses it with typed fields in its own parser package (``parsers.xspace.XSpaceFacts``:
+    which decoder ran); the core carries them, one per file read, and never reads them."""
+
+    path: str
+
+
 @dataclass
 class TraceMeta:
     """Where a trace came from and every approximation or repair made while reading it."""
@@ -267,7 +276,8 @@ class TraceMeta:
     ranks: list[RankInfo] = field(default_factory=list)  # set when several files are combined
     processes: list[ProcessInfo] = field(default_factory=list)  # rocprofv3: one per rank
     clock: str | None = None  # rocprofv3: the host clock its timestamps are on
-    decoder: dict[str, str] = field(default_factory=dict)  # XSpace path -> "c" or "python"
+    # the readers' own facts, one per file read that has any, in reading order
+    format_facts: list[FormatFacts] = field(default_factory=list)
     # the per-op cost table of tracelens.cost.events.annotate (None before costs are annotated)
     op_costs: pl.DataFrame | None = None
     # what the same-stream clip took per (kind, name) (tracelens.prepare.CLIP_SCHEMA), as
