@@ -188,22 +188,15 @@ class ProcessInfo:
     details: dict[str, Any] = field(default_factory=dict)  # reader-specific (layout, ...)
 
 
-@dataclass
-class KinetoInfo:
-    """What a PyTorch profiler (Kineto) file says about its job, and how it was read."""
+@dataclass(frozen=True)
+class Membership:
+    """The place in a distributed job a file states for the process that wrote it (Kineto's
+    ``distributedInfo``): its rank and the job's world size, None where the file does not say.
+    A reader whose format states it by rank sets one even when the values are missing
+    (``tracelens.jobs`` then tells the file's process by nothing else)."""
 
     rank: int | None
     world_size: int | None
-    backend: str | None
-    timestamps: str  # exact or rounded to the nearest ns, and why
-    # the step sources the file offers, in order of preference, joined with " > " ("none":
-    # none); tracelens.steps chooses one (meta.steps_source)
-    steps_source: str
-    unlinked_activities: int = 0
-    collective_kernels: int = 0
-    collective_kernels_typed: int = 0
-    collective_kernels_sized: int = 0
-    costed_ops_without_shapes: int = 0
 
 
 COSTED_ATEN_OPS: frozenset[str] = frozenset({
@@ -285,7 +278,7 @@ class TraceMeta:
     clips: pl.DataFrame | None = None
     # why hosts could not be put on one clock; the loader tries collective ends before it warns
     unaligned: str | None = None
-    kineto: KinetoInfo | None = None
+    member: Membership | None = None  # the file's place in its job, when the format says
     # a reader's counter facts per process, until the core costs the kernels from them
     counters: list[KernelCounters] = field(default_factory=list)
     shapes: OpShapes | None = None  # a reader's shape facts, until the core costs them
