@@ -178,14 +178,15 @@ class RankInfo:
 
 @dataclass
 class ProcessInfo:
-    """One rocprofv3 process: a rank, with its lifetime on its host's boot clock."""
+    """One profiled process of a file that holds several on one host clock (rocprofv3, RPD):
+    a rank, with its lifetime on that clock (``TraceMeta.clock``); ``tracelens.combine`` puts
+    the processes of several files on one clock from these."""
 
     rank: int
     host: str | None
     pid: int | None
     init_ns: int | None
     fini_ns: int | None
-    details: dict[str, Any] = field(default_factory=dict)  # reader-specific (layout, ...)
 
 
 @dataclass(frozen=True)
@@ -267,8 +268,8 @@ class TraceMeta:
     steps_source: str = "none"
     hosts: dict[str, HostInfo] = field(default_factory=dict)
     ranks: list[RankInfo] = field(default_factory=list)  # set when several files are combined
-    processes: list[ProcessInfo] = field(default_factory=list)  # rocprofv3: one per rank
-    clock: str | None = None  # rocprofv3: the host clock its timestamps are on
+    processes: list[ProcessInfo] = field(default_factory=list)  # one per rank, when a file says
+    clock: str | None = None  # the host clock the processes' timestamps are on, when a file says
     # the readers' own facts, one per file read that has any, in reading order
     format_facts: list[FormatFacts] = field(default_factory=list)
     # the per-op cost table of tracelens.cost.events.annotate (None before costs are annotated)
