@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from tracelens.hlo_model import Computation, Instruction, Module
-from tracelens.cost.opcost import COLLECTIVES, instruction_cost
 from tracelens.cost.groups import group_mode
+from tracelens.cost.opcost import COLLECTIVES, instruction_cost
 from tracelens.hlo.tripcount import derive, known_trip_count, while_parts
+from tracelens.hlo_model import Computation, Instruction, Module
 
 # Thresholds of the findings (README "tracelens hlo").
 SMALL_BYTES = 1 << 20  # small-collectives: a collective moving less than 1 MiB per execution ...
