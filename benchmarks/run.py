@@ -304,7 +304,7 @@ t0 = time.perf_counter()
 from parsers import xprof
 from tracelens.analyze.summary import summarize
 from tracelens.classify import classify
-from tracelens.cost import annotate, op_cost_table, with_hlo_kind
+from tracelens.cost.events import annotate, op_cost_table, with_hlo_kind
 from tracelens.loader import combine
 from tracelens.model import validate
 from tracelens.prepare import assign_steps, clip_stream_overlaps

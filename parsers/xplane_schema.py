@@ -3,17 +3,19 @@
 No pip package ships a compiled ``xplane_pb2`` (see shared/reference/xprof.md §1), and
 generating one needs protoc. The schema is tiny (7 messages of
 ``tsl/profiler/protobuf/xplane.proto``, package ``tensorflow.profiler``), so we describe it
-with ``descriptor_pb2`` and let the protobuf runtime build the classes.
+and :mod:`parsers.protoschema` builds the classes.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
+
+from parsers.protoschema import F as _F
+from parsers.protoschema import build_pool, file_descriptor, message_class
 
 _PKG = "tensorflow.profiler"
-_F = descriptor_pb2.FieldDescriptorProto
 
 # (name, number, type, label, type_name or None, oneof index or None)
 _MESSAGES: dict[str, list[tuple]] = {
@@ -77,37 +79,12 @@ _MAPS = {"EventMetadataEntry": ".tensorflow.profiler.XEventMetadata",
          "StatMetadataEntry": ".tensorflow.profiler.XStatMetadata"}
 
 
-def _add_field(msg: descriptor_pb2.DescriptorProto, spec: tuple) -> None:
-    name, number, ftype, label, type_name, oneof = spec
-    f = msg.field.add(name=name, number=number, type=ftype, label=label)
-    if type_name:
-        f.type_name = type_name
-    if oneof is not None:
-        f.oneof_index = oneof
-
-
 def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
-    fd = descriptor_pb2.FileDescriptorProto(
-        name="tracelens/xplane.proto", package=_PKG, syntax="proto3")
-    for msg_name, fields in _MESSAGES.items():
-        msg = fd.message_type.add(name=msg_name)
-        for oneof in _ONEOFS.get(msg_name, []):
-            msg.oneof_decl.add(name=oneof)
-        for spec in fields:
-            _add_field(msg, spec)
-        if msg_name == "XPlane":
-            for entry, value_type in _MAPS.items():
-                nested = msg.nested_type.add(name=entry)
-                nested.options.map_entry = True
-                _add_field(nested, ("key", 1, _F.TYPE_INT64, _F.LABEL_OPTIONAL, None, None))
-                _add_field(nested, ("value", 2, _F.TYPE_MESSAGE, _F.LABEL_OPTIONAL,
-                                    value_type, None))
-    return fd
+    return file_descriptor("tracelens/xplane.proto", _PKG, _MESSAGES, oneofs=_ONEOFS,
+                           maps={"XPlane": _MAPS})
 
 
 @lru_cache(maxsize=1)
 def xspace_class() -> type:
     """The ``XSpace`` message class (built once per process, in a private pool)."""
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(_file_descriptor())
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PKG}.XSpace"))
+    return message_class(build_pool(_file_descriptor()), f"{_PKG}.XSpace")

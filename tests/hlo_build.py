@@ -1,5 +1,5 @@
 """Build serialized ``xla.HloProto`` messages in tests with the runtime classes of
-``tracelens.hlo.schema`` (the same descriptor the decoder uses; field numbers from
+``parsers.hlo.schema`` (the same descriptor the decoder uses; field numbers from
 shared/reference/hlo.md)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracelens.hlo.schema import hlo_proto_class
-from tracelens.hlo.types import PRIMITIVE_TYPES
+from parsers.hlo.schema import hlo_proto_class
+from tracelens.hlo_model import PRIMITIVE_TYPES
 
 TYPE_NUMBER = {name: num for num, (name, _) in PRIMITIVE_TYPES.items()}
 

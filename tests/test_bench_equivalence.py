@@ -15,7 +15,8 @@ from polars.testing import assert_frame_equal
 
 import tracelens
 from tests.conftest import SAMPLES
-from tracelens import cost, prepare
+from tracelens import prepare
+from tracelens.cost import events as cost
 from tracelens.analyze import collectives, summary, summary_reduce, timeline
 from tracelens.errors import TraceInputError
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES, CategoryDtype

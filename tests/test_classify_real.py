@@ -19,7 +19,7 @@ import pytest
 
 import tracelens
 from tracelens.classify import classify, explain
-from tracelens.cost import op_cost_table, with_hlo_kind
+from tracelens.cost.events import op_cost_table, with_hlo_kind
 from tracelens.model import KindDtype
 
 from tests.conftest import SHARED

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from tests.hlo_build import ModuleBuilder
-from tracelens.cost import annotate, annotate_events, op_cost_table
-from tracelens.counters import cost_from_counters
+from tracelens.cost.events import annotate, annotate_events, op_cost_table
+from tracelens.cost.counters import cost_from_counters
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, MODULE_SCHEMA, STEP_SCHEMA,
                              HOST_EVENT_SCHEMA, Trace, conform)
 

@@ -175,7 +175,7 @@ def test_hosts_placed_as_the_one_process_loader_places_them(which: str, cluster:
         assert job.meta.hosts == whole.meta.hosts and job.meta.ranks == whole.meta.ranks
         assert job.meta.sources == whole.meta.sources
         assert job.meta.alignment == whole.meta.alignment
-        assert job.meta.decoder == whole.meta.decoder
+        assert job.meta.format_facts == whole.meta.format_facts
         assert sorted({d for h in job.hosts for d in h.devices}) == \
             sorted(set(whole.devices["device"].to_list()))
         assert sorted({s for h in job.hosts for s in h.steps}) == \

@@ -8,10 +8,11 @@ import pytest
 
 from tests.hlo_build import ModuleBuilder
 from tracelens.hlo.index import HloIndex
-from tracelens.hlo.opcost import instruction_cost
-from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.replica_groups import group_mode, group_size, iota_groups, mesh_axes_groups
-from tracelens.hlo.schema import message_class
+from tracelens.cost.opcost import instruction_cost
+from parsers.hlo.proto import module_from_proto
+from parsers.hlo.replica_groups import iota_groups, mesh_axes_groups
+from tracelens.cost.groups import group_mode, group_size
+from parsers.hlo.schema import message_class
 
 GEMM_CFG = {"operation_queue_id": "0", "gemm_backend_config": {
     "selected_algorithm": "-621293739", "alpha_real": 1, "beta": 0,

@@ -1,4 +1,4 @@
-"""The MLIR attribute dictionary of typed-FFI custom calls (``tracelens.hlo.attrs``), exposed on
+"""The MLIR attribute dictionary of typed-FFI custom calls (``parsers.hlo.attrs``), exposed on
 every instruction, and the cost rules of custom calls, ragged-dot and attention paths that the
 HLO cannot describe: null FLOPs with the reason (docs/cost-model.md §3, §11)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from tests.hlo_build import ModuleBuilder
-from tracelens.hlo.attrs import parse_attribute_dict
-from tracelens.hlo.ir import Instruction, Shape
-from tracelens.hlo.opcost import instruction_cost
-from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.text import parse_module
+from parsers.hlo.attrs import parse_attribute_dict
+from tracelens.hlo_model import Instruction, Shape
+from tracelens.cost.opcost import instruction_cost
+from parsers.hlo.proto import module_from_proto
+from parsers.hlo.text import parse_module
 
 
 def test_attribute_dictionary_values() -> None:

@@ -95,7 +95,7 @@ def test_a_dump_of_two_compilations_has_its_finding_once():
     from dataclasses import replace
 
     from tracelens.analyze.hlo_findings import lens_dump
-    from tracelens.hlo.dump import load_dump
+    from parsers.hlo.dump import load_dump
 
     module, schedule = load_dump(TRACE.parents[2].parent / "sample_traces" / "hlo"
                                  / "module_0024.loop_step.after_optimizations.txt")

@@ -21,10 +21,10 @@ from tracelens.analyze.collectives import collective_activities
 from tracelens.analyze.hlo_findings import (finding_for, lens_dump, lens_trace, measured,
                                             top_findings)
 from tracelens.classify import explain
-from tracelens.hlo.dump import load_dump, schedule_from_proto
+from parsers.hlo.dump import load_dump, schedule_from_proto
 from tracelens.hlo.lens import SMALL_MIN_COUNT, HostMap, analyze_module
-from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.text import parse_module
+from parsers.hlo.proto import module_from_proto
+from parsers.hlo.text import parse_module
 from tracelens.loader import load
 
 ROOT = Path(__file__).resolve().parents[1]

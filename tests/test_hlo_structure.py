@@ -12,8 +12,8 @@ import pytest
 import tracelens
 from tests.conftest import real_trace
 from tracelens.classify import classify
-from tracelens.cost import op_cost_table, with_hlo_kind
-from tracelens.hlo.schema import hlo_proto_class
+from tracelens.cost.events import op_cost_table, with_hlo_kind
+from parsers.hlo.schema import hlo_proto_class
 
 
 def _rename(blob: bytes, old: str, new: str) -> bytes:

@@ -12,9 +12,9 @@ import pytest
 from tests.conftest import GPU_TRACES, oracle, real_trace
 from tests.test_hlo import build_module
 from tracelens.hlo.index import HloIndex
-from tracelens.hlo.opcost import instruction_cost
-from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.text import (_match_close, _split_top, load_text_dump, parse_instruction,
+from tracelens.cost.opcost import instruction_cost
+from parsers.hlo.proto import module_from_proto
+from parsers.hlo.text import (_match_close, _split_top, load_text_dump, parse_instruction,
                                 parse_module, parse_shape)
 
 GEMM_CFG = json.dumps({"operation_queue_id": "0", "wait_on_operation_queues": [],

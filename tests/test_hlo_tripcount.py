@@ -17,11 +17,11 @@ import pytest
 
 from tests.conftest import CPU_TRACE, real_trace
 from tests.hlo_build import ModuleBuilder, shape
-from tracelens.hlo.dump import _as_hlo_proto, load_dump
+from parsers.hlo.dump import _as_hlo_proto, load_dump
 from tracelens.hlo.lens import analyze_module
-from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.schema import hlo_proto_class
-from tracelens.hlo.text import parse_module
+from parsers.hlo.proto import module_from_proto
+from parsers.hlo.schema import hlo_proto_class
+from parsers.hlo.text import parse_module
 from tracelens.hlo.tripcount import count, derive, int_range
 from tracelens.loader import load
 

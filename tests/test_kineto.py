@@ -12,6 +12,7 @@ import pytest
 
 import tracelens
 from tracelens_dev.writers.kineto import write as write_kineto
+from parsers.kineto.facts import kineto_facts
 from parsers.kineto.reader import to_ns
 from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import SAMPLES, SHARED, cli
@@ -92,7 +93,7 @@ def test_a100_collectives_get_type_size_group_and_busbw() -> None:
     assert first["msg_bytes"] == 2049000 * 4 and first["dtype"] == "fp32"
     acts = collective_activities(trace.events)
     assert acts["busbw_gb_per_s"].null_count() == 0
-    assert trace.meta.kineto.world_size == 2
+    assert trace.meta.member.world_size == 2
     assert trace.steps["source"].unique().to_list() == ["annotation:cpu-launches"]
     assert trace.steps["step"].to_list() == [4, 5, 6]
 
@@ -115,7 +116,7 @@ def test_step_sources() -> None:
     vllm = tracelens.load(_real("mi300x_inference/vllm_decode_full_graph.json.gz"))
     assert vllm.meta.steps_source == "graph-replay"
     norm = tracelens.load(_real("mi300x_inference/normalization_layers_2gpu.json.gz"))
-    assert norm.steps.is_empty() and norm.meta.kineto.steps_source == "none"
+    assert norm.steps.is_empty() and kineto_facts(norm.meta).steps_source == "none"
     assert norm.meta.steps_source == "none"
 
 

@@ -15,6 +15,7 @@ from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import cli
 from tests.test_kineto import _real
 from tracelens_dev.writers.kineto import write as write_kineto
+from parsers.kineto.facts import kineto_facts
 
 MS = 1_000_000
 STEP_NS = 16 * MS  # the CPU-side ProfilerStep of the ROCm trace in the issue: ~16 ms
@@ -60,7 +61,7 @@ def _rocm_job(tmp: Path, name: str, kernel_ns: int = 900_000, good_gpu: bool = F
 def test_17us_gpu_annotations_give_way_to_the_cpu_side_steps(tmp_path: Path) -> None:
     trace = tracelens.load(_rocm_job(tmp_path, "job"))
     # the reader offers both sources, GPU-side first
-    assert trace.meta.kineto.steps_source == "annotation:gpu > annotation:cpu-launches"
+    assert kineto_facts(trace.meta).steps_source == "annotation:gpu > annotation:cpu-launches"
     assert trace.meta.steps_source == "annotation:cpu-launches"
     spans = (trace.steps["end_ns"] - trace.steps["start_ns"]).to_list()
     assert spans == [15 * MS + 900_000] * 3 and trace.steps["step"].to_list() == [0, 1, 2]
@@ -99,7 +100,7 @@ def test_mi250_gpu_window_that_misses_the_backward_pass_gives_way() -> None:
     ProfilerStep#1 launched all of it. Step 2 (49 µs) launched nothing."""
     path = _real("mi250_rocm62_minitoy_train.json.gz")
     trace = tracelens.load(path)
-    assert trace.meta.kineto.steps_source == ("annotation:cpu, annotation:gpu > "
+    assert kineto_facts(trace.meta).steps_source == ("annotation:cpu, annotation:gpu > "
                                               "annotation:cpu, annotation:cpu-launches")
     # by hand: every activity was launched inside the CPU-side ProfilerStep#1, so step 1 is
     # their span; step 2 is its CPU-side window
@@ -135,7 +136,7 @@ def test_each_rank_keeps_its_own_source_and_the_warning_says_which(tmp_path: Pat
 def test_no_source_that_holds_half_gives_no_steps_and_says_so(tmp_path: Path) -> None:
     # the CPU-side steps lie after all activity (on both clocks) and launched nothing
     trace = tracelens.load(_rocm_job(tmp_path, "job", cpu_at=10 * STEP_NS))
-    assert trace.meta.kineto.steps_source == "annotation:gpu > annotation:cpu"
+    assert kineto_facts(trace.meta).steps_source == "annotation:gpu > annotation:cpu"
     assert trace.steps.is_empty() and trace.meta.steps_source == "none"
     assert trace.events["step"].null_count() == trace.events.height
     share = 100 * 3 * GPU_NS / (48 * 900_000)

@@ -53,7 +53,7 @@ def _same(a: object, b: object) -> None:
         assert fa.schema == fb.schema, name
         assert fa.equals(fb, null_equal=True), name
     assert a.meta.warnings == b.meta.warnings
-    assert a.meta.kineto == b.meta.kineto
+    assert a.meta.format_facts == b.meta.format_facts and a.meta.member == b.meta.member
 
 
 @pytest.mark.parametrize("path", REAL, ids=[p.name for p in REAL])

@@ -26,9 +26,10 @@ PACKAGES = RUNTIME + (DEV,)
 
 # What a parser may use of the core (issue 26): the data model and the errors. Parsers report
 # facts (device names and properties, recorded shapes, counter values); identifying devices
-# and costing kernels are load stages of the core (tracelens.devices, tracelens.counters,
-# tracelens.shapecost: tracelens.reading.file_stages).
-PARSER_CORE = {"tracelens.model", "tracelens.errors"}
+# and costing kernels are load stages of the core (tracelens.devices, tracelens.cost.counters,
+# tracelens.cost.shapes: tracelens.reading.file_stages). The data model of XLA programs
+# (tracelens.hlo_model) is what the HLO decoders (parsers.hlo) produce and the cost model reads.
+PARSER_CORE = {"tracelens.model", "tracelens.hlo_model", "tracelens.errors"}
 
 
 def _modules() -> dict[str, Path]:
@@ -119,6 +120,8 @@ def test_no_import_cycle() -> None:
 
 
 def test_parsers_use_only_the_model_and_errors_of_the_core_and_no_renderer() -> None:
+    assert GRAPH["tracelens.hlo_model"] == set()  # the HLO model is a leaf: no way on from it
+    assert GRAPH["parsers.hlo.proto"] >= {"tracelens.hlo_model"}  # the graph sees the decoders
     bad = [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
            for d in deps if _package(d) in ("tracelens", DEV) and d not in PARSER_CORE]
     bad += [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
@@ -166,3 +169,13 @@ def test_every_test_module_has_a_registered_layer() -> None:
     assert layers["test_xspace_decode"] == "parsers" and layers["test_engine"] == "engine"
     assert layers["test_golden"] == "cli" and layers["test_report"] == "reports"
     assert layers["test_classify"] == "core"
+def test_one_protobuf_descriptor_builder() -> None:
+    """The XSpace and HloProto schemas are built by one builder (issue 26): no other module
+    makes descriptors, pools or message classes of its own."""
+    builders = ("FileDescriptorProto(", "DescriptorPool(", "GetMessageClass(",
+                "message_type.add(")
+    found = sorted(m for m, path in MODULES.items()
+                   if any(b in path.read_text() for b in builders))
+    assert found == ["parsers.protoschema"]
+    assert {"parsers.xplane_schema", "parsers.hlo.schema"} <= {
+        m for m, deps in GRAPH.items() if "parsers.protoschema" in deps}

@@ -14,6 +14,7 @@ from tests.conftest import SAMPLES
 from tracelens import formats
 from tracelens.errors import TraceInputError
 from tracelens.formats import Reader
+from parsers.xspace.facts import decoders
 from tracelens.model import HostInfo, RankInfo, Trace
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
@@ -69,7 +70,7 @@ def test_combined_hosts_and_ranks_are_typed() -> None:
                                 for i, (h, f) in enumerate(zip(hosts, files))}
     assert trace.meta.ranks == [RankInfo(rank=i, host=h, pid=None, path=f, format="xspace")
                                 for i, (h, f) in enumerate(zip(hosts, files))]
-    assert trace.meta.decoder == {f: trace.meta.decoder[files[0]] for f in files}
+    assert decoders(trace.meta) == {f: decoders(trace.meta)[files[0]] for f in files}
     assert trace.meta.unaligned is None and trace.meta.alignment.startswith("wall-clock")
     assert isinstance(trace.meta.op_costs, pl.DataFrame)
 

@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 import tracelens
+from parsers.rocprof.facts import rocprof_facts
 from tracelens.model import HostInfo
 from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import SAMPLES
@@ -253,6 +254,9 @@ def test_csv_without_agent_info(sample, tmp_path: Path, layout: str) -> None:
     assert any("agent_info.csv: GPU ordinals follow the agent ids" in w
                for w in back.meta.warnings)
     assert not any("not a known product" in w for w in back.meta.warnings)
+    # the reader's own facts name the CSV layout it read (parsers.rocprof.facts)
+    assert [(f.layout, f.schema_version) for f in rocprof_facts(back.meta)] == [
+        ({"6.2": "6.2", "7": "7.x"}[layout], None)]
 
 
 @pytest.mark.parametrize("fmt", list(WRITERS))

@@ -20,6 +20,7 @@ import pytest
 
 import tracelens
 from tests.conftest import SAMPLES, cli
+from parsers.rocprof.facts import rocprof_facts
 from tracelens.formats import sniff_format
 from tracelens.model import HOST_EVENT_SCHEMA, conform
 from tracelens_dev.writers.rocprof import write_rocpd, write_rpd
@@ -317,3 +318,5 @@ def test_older_launch_and_copy_rows_keyed_by_op(files, tmp_path: Path) -> None:
     assert back.events.select(cols).sort(keys).equals(base.events.select(cols).sort(keys))
     assert back.events["launch"].null_count() < back.events.height
     assert not [w for w in back.meta.warnings if "schema version" in w]
+    assert [f.schema_version for f in rocprof_facts(back.meta)] == ["1"]
+    assert [f.schema_version for f in rocprof_facts(base.meta)] == ["2"]

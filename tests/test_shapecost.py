@@ -1,10 +1,10 @@
-"""FLOPs and bytes of ATen ops from recorded shapes (tracelens.shapecost), by hand."""
+"""FLOPs and bytes of ATen ops from recorded shapes (tracelens.cost.shapes), by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from tracelens.shapecost import COSTED_OPS, op_cost
+from tracelens.cost.shapes import COSTED_OPS, op_cost
 
 BF16 = "c10::BFloat16"
 
@@ -89,7 +89,7 @@ def test_every_costed_op_refuses_garbage(name: str) -> None:
 def test_the_models_costed_ops_are_the_ops_with_a_rule() -> None:
     """Readers keep the shapes of the model's COSTED_ATEN_OPS (issue 26: they no longer import
     the cost model); each has a rule here, and no rule is left out of the list."""
-    from tracelens import shapecost
+    from tracelens.cost import shapes as shapecost
 
     ruled = set(shapecost._GEMM) | set(shapecost._ATTENTION) | set(shapecost._CONV)
     assert ruled == set(COSTED_OPS)

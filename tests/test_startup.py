@@ -29,8 +29,9 @@ with open(out, "w") as fh:
     json.dump(sorted(sys.modules), fh)
 """
 NEVER = ("google.protobuf.descriptor", "google.protobuf.descriptor_pb2",
-         "google.protobuf.text_format", "tracelens.hlo.schema", "tracelens.hlo.lens",
-         "tracelens.hlo.index", "tracelens.analyze.hlo_findings", "tracelens.results.runs",
+         "google.protobuf.text_format", "parsers.hlo", "parsers.hlo.schema", "tracelens.hlo.lens",
+         "tracelens.hlo.index", "tracelens.hlo_model", "tracelens.cost.opcost",
+         "tracelens.analyze.hlo_findings", "tracelens.results.runs",
          "plotly", "jinja2", "dask", "distributed")
 
 

@@ -14,7 +14,7 @@ import pytest
 import tracelens
 from tests.conftest import SAMPLES
 from tests.synth_helpers import hlo_warnings, synthetic
-from tracelens.hlo.proto import module_from_proto
+from parsers.hlo.proto import module_from_proto
 from tracelens_dev.synth.samples import SAMPLES as SAMPLE_DEFS
 
 
@@ -173,12 +173,12 @@ def test_sample_costs_in_summarize(name: str) -> None:
 
 @pytest.mark.parametrize("grad_keys_first", [False, True])
 def test_fmha_backward_dims_do_not_depend_on_json_key_order(grad_keys_first: bool) -> None:
-    """Regression (tracelens.hlo.opcost): a cuDNN backward config carries bmm1/bmm2 and
+    """Regression (tracelens.cost.opcost): a cuDNN backward config carries bmm1/bmm2 and
     bmm1_grad_*/bmm2_grad_* dimension numbers; the cost must use bmm1/bmm2 whatever order the
     JSON lists them in (it took the first key starting with "bmm1": 1.68 instead of 10.7
     GFLOP when the grad keys came first)."""
     from tests.hlo_build import ModuleBuilder
-    from tracelens.hlo.opcost import instruction_cost
+    from tracelens.cost.opcost import instruction_cost
 
     def dims(lc: str, rc: str, lb: list[str], rb: list[str]) -> dict:
         return {"lhs_contracting_dimensions": [lc], "rhs_contracting_dimensions": [rc],

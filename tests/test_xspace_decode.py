@@ -18,6 +18,7 @@ from polars.testing import assert_frame_equal
 from parsers import xprof, xspace_decode
 from tracelens_dev.writers.xspace_encode import field_bytes, field_varint, tag, varint
 from parsers.xplane_schema import xspace_class
+from parsers.xspace.facts import decoders
 from tracelens_dev.writers.xspace import Activity, build_xspace, write
 from tests.conftest import REAL_XPROF, SAMPLES
 from tracelens.errors import TraceInputError
@@ -51,8 +52,8 @@ def assert_same(path: Path) -> object:
     assert ref.meta.warnings == fast.meta.warnings
     assert ref.meta.sources == fast.meta.sources
     assert ref.meta.hosts == fast.meta.hosts
-    assert ref.meta.decoder == {str(path): "python"}
-    assert fast.meta.decoder == {str(path): "c"}
+    assert decoders(ref.meta) == {str(path): "python"}
+    assert decoders(fast.meta) == {str(path): "c"}
     return fast
 
 
@@ -339,8 +340,8 @@ def test_fallback_is_not_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(native, "_c", None)
     monkeypatch.setattr(native, "_IMPORT_ERROR", "not built (test)")
     slow = xprof.read(p)
-    assert slow.meta.decoder == {str(p): "python"}
-    assert fast.meta.decoder == {str(p): "c"}
+    assert decoders(slow.meta) == {str(p): "python"}
+    assert decoders(fast.meta) == {str(p): "c"}
     assert slow.meta.warnings[-1].endswith("read with the slow pure-Python XSpace reader: "
                                            "not built (test)")
     assert slow.meta.warnings[:-1] == fast.meta.warnings
@@ -351,7 +352,7 @@ def test_environment_forces_the_python_reader(monkeypatch: pytest.MonkeyPatch) -
     p = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
     monkeypatch.setenv(xspace_decode.ENV, "python")
     trace = xprof.read(p)
-    assert trace.meta.decoder == {str(p): "python"}
+    assert decoders(trace.meta) == {str(p): "python"}
     assert not any("slow" in w for w in trace.meta.warnings)
 
 
@@ -360,9 +361,9 @@ def test_load_records_the_decoder_of_every_file() -> None:
 
     run = next((SAMPLES / "mi355x_2x8gpu_straggler").rglob("*.xplane.pb")).parent
     trace = tracelens.load(run)
-    assert sorted(trace.meta.decoder) == sorted(str(p) for p in
+    assert sorted(decoders(trace.meta)) == sorted(str(p) for p in
                                                         run.glob("*.xplane.pb"))
-    assert set(trace.meta.decoder.values()) == {"c"}
+    assert set(decoders(trace.meta).values()) == {"c"}
 
 
 def test_scale_knob_trace_identical(tmp_path: Path) -> None:

@@ -284,21 +284,19 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
     PATH may also be an XLA dump: a file (*.after_optimizations.txt, or a serialized HloProto)
     or a --xla_dump_to directory (its optimized modules)."""
     from tracelens.analyze.hlo_findings import lens_dump, require_programs
-    from tracelens.formats import XSPACE_SUFFIXES
-    from tracelens.hlo.dump import TEXT_SUFFIXES, find_dumps, load_dump
+    from tracelens.formats import (XSPACE_SUFFIXES, find_hlo_dumps, is_hlo_dump_file,
+                                   read_hlo_dump)
     from tracelens.hlo.lens import HostMap
     from reports import hlo as render
 
     hosts = HostMap(host_of=lambda d: f"host{d // devices_per_host}") \
         if devices_per_host else HostMap()
-    name = path.name.lower()
-    dumps = find_dumps(path) if path.is_dir() and not any(
+    dumps = find_hlo_dumps(path) if path.is_dir() and not any(
         p.name.endswith(XSPACE_SUFFIXES) for p in path.rglob("*")) else []
-    if path.is_file() and (name.endswith(TEXT_SUFFIXES) or (
-            name.endswith(".pb") and not name.endswith(".xplane.pb"))):
-        result = lens_dump([load_dump(path)], program, hosts)
+    if path.is_file() and is_hlo_dump_file(path):
+        result = lens_dump([read_hlo_dump(path)], program, hosts)
     elif dumps:  # an XLA dump directory
-        result = lens_dump([load_dump(p) for p in dumps], program, hosts)
+        result = lens_dump([read_hlo_dump(p) for p in dumps], program, hosts)
     else:  # per host on the engine (README, "Many hosts")
         from tracelens.analyze.hlo_findings import LensAnalysis, LensOptions
         from tracelens.engine import EngineOptions, LoadOptions, run

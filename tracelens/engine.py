@@ -378,7 +378,7 @@ class MapOptions:
 @dataclass
 class HostPartial:
     """What one host sends back: small and typed. ``meta``: the host's metadata as its
-    loader left it (sources, warnings, hosts, processes, clock, decoder, steps source);
+    loader left it (sources, warnings, hosts, processes, clock, format facts, steps source);
     ``facts``: its job-check facts; ``parts``: each task's partial, in task order;
     ``steps``/``devices``: its step numbers and device ordinals (what ``--step`` and
     ``--device`` may name); ``ends``: its collectives' instance keys and ends (aligning
@@ -477,9 +477,9 @@ def reduce_hosts(hosts: list[HostPartial], args: list[Path]) -> Job:
     else:
         meta = job_meta([h.meta for h in hosts], how)
     placements = list(how.placements)
-    decoders = {k: v for h in hosts for k, v in h.meta.decoder.items()}
-    if decoders:
-        meta.decoder = decoders
+    format_facts = [f for h in hosts for f in h.meta.format_facts]
+    if format_facts:
+        meta.format_facts = format_facts
     if len(hosts) > 1:  # one host keeps the steps source its loader found
         sources = sorted({h.meta.steps_source for h in hosts})
         meta.steps_source = sources[0] if len(sources) == 1 else "+".join(sources)

@@ -6,7 +6,8 @@ alone, except for other tools' binary files (a Perfetto
 trace is a protobuf like an XSpace), which are named by their suffix to say what they are.
 :data:`READERS` holds one entry per format, so a new reader plugs in with one line. The only
 place in the core that knows the parsers (each imported when its first file is read;
-``tests/test_layers.py`` checks it).
+``tests/test_layers.py`` checks it): the XLA programs a trace carries or an XLA dump holds
+are decoded here too (:func:`decode_hlo` and the dump readers below, :mod:`parsers.hlo`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO, TYPE_CHECKING, Callable
 
 from tracelens.errors import TraceInputError
 from tracelens.json_kind import json_kind
 from tracelens.model import Trace
+
+if TYPE_CHECKING:
+    from tracelens.hlo_model import Module, Schedule
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 RPD_SUFFIXES = (".rpd", ".rpd.gz")
@@ -299,3 +303,48 @@ def reader_for(fmt: str, path: Path) -> Reader:
             fmt, "not a trace format tracelens reads (expected an XSpace .xplane.pb, a "
                  "PyTorch profiler (Kineto) JSON, or rocprofv3 .db/.json/.csv output)"))
     return reader
+
+
+# XLA programs: the serialized HloProto of a trace's modules (``trace.modules.hlo_proto``)
+# and the files of an XLA dump, decoded by parsers.hlo into tracelens.hlo_model (imported on
+# first use: protobuf's descriptors only load when a program is decoded).
+
+
+def decode_hlo(blob: bytes, program_id: int | None = None) -> Module:
+    """One serialized ``HloProto``; ``program_id`` defaults to ``HloModuleProto.id``."""
+    from parsers.hlo.proto import module_from_proto
+    return module_from_proto(blob, program_id=program_id)
+
+
+def hlo_schedule(blob: bytes) -> Schedule | None:
+    """The schedule of a serialized ``HloProto`` by names; None when it carries none."""
+    from parsers.hlo.dump import schedule_from_proto
+    return schedule_from_proto(blob)
+
+
+def read_hlo_text(path: str | Path, program_id: int | None = None) -> Module:
+    """An HLO text dump (``module_<id>.*.txt``: the id from the name unless given)."""
+    from parsers.hlo.text import load_text_dump
+    return load_text_dump(path, program_id)
+
+
+def read_hlo_dump(path: Path) -> tuple[Module, Schedule | None]:
+    """A module and its schedule from one XLA dump file (text or serialized proto); bad files
+    raise ``TraceInputError``."""
+    from parsers.hlo.dump import load_dump
+    return load_dump(path)
+
+
+def find_hlo_dumps(directory: Path) -> list[Path]:
+    """The optimized module files of an XLA dump directory (``--xla_dump_to``), in order."""
+    from parsers.hlo.dump import find_dumps
+    return find_dumps(directory)
+
+
+def is_hlo_dump_file(path: Path) -> bool:
+    """Whether a file is named as an XLA dump file (HLO text, or a serialized proto that is
+    not an XSpace) rather than a trace."""
+    from parsers.hlo.dump import TEXT_SUFFIXES
+    name = path.name.lower()
+    return name.endswith(TEXT_SUFFIXES) or (name.endswith(".pb")
+                                            and not name.endswith(".xplane.pb"))

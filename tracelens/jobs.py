@@ -86,10 +86,10 @@ def facts(part: Trace, path: Path, arg: int, in_dir: bool) -> Facts:
 
 def _member(part: Trace) -> tuple[tuple[str, int | None] | None, int | None]:
     """Which process of a job wrote this file, and the Kineto world size (None: unknown)."""
-    kin = part.meta.kineto
-    if kin is not None:
-        if kin.rank is not None and kin.world_size is not None and kin.world_size > 1:
-            return ("rank", kin.rank), kin.world_size
+    member = part.meta.member
+    if member is not None:  # the file states its place by rank (Kineto)
+        if member.rank is not None and member.world_size is not None and member.world_size > 1:
+            return ("rank", member.rank), member.world_size
         return None, None
     if part.meta.processes or len(part.meta.hosts) != 1:
         return None, None  # rocprofv3 (its run folder knows hosts) or an already combined trace

@@ -21,12 +21,12 @@ import polars as pl
 from tracelens.align import align_on_collectives
 from tracelens.classify import RuleSet, classify
 from tracelens.combine import combine
-from tracelens.cost import annotate, op_cost_table, with_hlo_kind
+from tracelens.cost.events import annotate, op_cost_table, with_hlo_kind
 from tracelens.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
 from tracelens.jobs import Facts as JobFacts
 from tracelens.jobs import check_one_job
 from tracelens.jobs import facts as job_facts
-from tracelens.model import Trace, validate
+from tracelens.model import FormatFacts, Trace, validate
 from tracelens.prepare import assign_steps, clip_and_record
 from tracelens.reading import read_all
 from tracelens.steps import mark_steps
@@ -42,7 +42,7 @@ class Context:
     rules: RuleSet | None = None
     step_marker: str | None = None
     notes: list[str] = field(default_factory=list)  # discovery notes, warned first
-    decoders: dict[str, str] = field(default_factory=dict)  # XSpace path -> decoder
+    format_facts: list[FormatFacts] = field(default_factory=list)  # the readers', per file
     costs: tuple[pl.DataFrame, list[str]] | None = None  # the HLO op cost table, once
 
 
@@ -100,7 +100,7 @@ def load_host(path: Path, arg: int, in_dir: bool, rules: RuleSet | None = None,
 
 def finish(parts: list[Trace], ctx: Context) -> Trace:
     """The parts combined onto one clock and through every stage."""
-    ctx.decoders = {k: v for part in parts for k, v in part.meta.decoder.items()}
+    ctx.format_facts = [f for part in parts for f in part.meta.format_facts]
     trace = combine(parts)
     for _, stage in STAGES:
         stage(trace, ctx)
@@ -110,8 +110,8 @@ def finish(parts: list[Trace], ctx: Context) -> Trace:
 def _discovery_notes(trace: Trace, ctx: Context) -> None:
     for note in ctx.notes:
         trace.meta.warn(note)
-    if ctx.decoders:
-        trace.meta.decoder = ctx.decoders
+    if ctx.format_facts:
+        trace.meta.format_facts = ctx.format_facts
 
 
 def _rechunk(trace: Trace, ctx: Context) -> None:

@@ -178,45 +178,26 @@ class RankInfo:
 
 @dataclass
 class ProcessInfo:
-    """One rocprofv3 process: a rank, with its lifetime on its host's boot clock."""
+    """One profiled process of a file that holds several on one host clock (rocprofv3, RPD):
+    a rank, with its lifetime on that clock (``TraceMeta.clock``); ``tracelens.combine`` puts
+    the processes of several files on one clock from these."""
 
     rank: int
     host: str | None
     pid: int | None
     init_ns: int | None
     fini_ns: int | None
-    details: dict[str, Any] = field(default_factory=dict)  # reader-specific (layout, ...)
 
 
-@dataclass
-class KinetoInfo:
-    """What a PyTorch profiler (Kineto) file says about its job, and how it was read."""
+@dataclass(frozen=True)
+class Membership:
+    """The place in a distributed job a file states for the process that wrote it (Kineto's
+    ``distributedInfo``): its rank and the job's world size, None where the file does not say.
+    A reader whose format states it by rank sets one even when the values are missing
+    (``tracelens.jobs`` then tells the file's process by nothing else)."""
 
     rank: int | None
     world_size: int | None
-    backend: str | None
-    timestamps: str  # exact or rounded to the nearest ns, and why
-    # the step sources the file offers, in order of preference, joined with " > " ("none":
-    # none); tracelens.steps chooses one (meta.steps_source)
-    steps_source: str
-    unlinked_activities: int = 0
-    collective_kernels: int = 0
-    collective_kernels_typed: int = 0
-    collective_kernels_sized: int = 0
-    costed_ops_without_shapes: int = 0
-
-
-@dataclass
-class WriterHints:
-    """What trace writers need beyond the frames to write a synthetic trace faithfully
-    (docs/synthetic.md); readers leave it None."""
-
-    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)  # launch geometry by name
-    plane_stats: list[list[Any]] = field(default_factory=list)
-    line_names: str | None = None
-    kernel_details: str | None = None
-    scenario: dict[str, Any] = field(default_factory=dict)
-    device_model: str | None = None
 
 
 COSTED_ATEN_OPS: frozenset[str] = frozenset({
@@ -231,13 +212,13 @@ COSTED_ATEN_OPS: frozenset[str] = frozenset({
     "aten::convolution", "aten::_convolution", "aten::convolution_backward",
 })
 """The ATen ops whose FLOPs come from their recorded shapes (GEMM, attention, convolution:
-``tracelens.shapecost`` has a rule for each); a reader keeps these ops' shapes."""
+``tracelens.cost.shapes`` has a rule for each); a reader keeps these ops' shapes."""
 
 
 @dataclass
 class OpShapes:
     """The recorded shapes of costed ATen ops (:data:`COSTED_ATEN_OPS`) and the kernels they
-    launched, as a reader hands them over: ``tracelens.shapecost.cost_shapes`` costs the
+    launched, as a reader hands them over: ``tracelens.cost.shapes.cost_shapes`` costs the
     kernels from them right after reading, then drops them."""
 
     # one entry per leaf costed op execution (its uid): (name, Input Dims, Input type,
@@ -254,7 +235,7 @@ class OpShapes:
 @dataclass
 class KernelCounters:
     """Hardware counters one process recorded for its kernel dispatches (rocprofv3 ``--pmc``),
-    as a reader hands them over: ``tracelens.counters.cost_counters`` costs the kernels from
+    as a reader hands them over: ``tracelens.cost.counters.cost_counters`` costs the kernels from
     them right after reading, then drops them."""
 
     rank: int
@@ -264,6 +245,15 @@ class KernelCounters:
     values: pl.DataFrame
     unmatched: int = 0  # dispatch ids with counters that match no kernel dispatch
     notes_at: int = 0  # where its note goes in the file's warnings
+
+
+@dataclass(frozen=True)
+class FormatFacts:
+    """What one file's reader says about how it read that file, beyond the frames. Each format
+    subclasses it with typed fields in its own parser package (``parsers.xspace.XSpaceFacts``:
+    which decoder ran); the core carries them, one per file read, and never reads them."""
+
+    path: str
 
 
 @dataclass
@@ -278,18 +268,18 @@ class TraceMeta:
     steps_source: str = "none"
     hosts: dict[str, HostInfo] = field(default_factory=dict)
     ranks: list[RankInfo] = field(default_factory=list)  # set when several files are combined
-    processes: list[ProcessInfo] = field(default_factory=list)  # rocprofv3: one per rank
-    clock: str | None = None  # rocprofv3: the host clock its timestamps are on
-    decoder: dict[str, str] = field(default_factory=dict)  # XSpace path -> "c" or "python"
-    # the per-op cost table of tracelens.cost.annotate (None before costs are annotated)
+    processes: list[ProcessInfo] = field(default_factory=list)  # one per rank, when a file says
+    clock: str | None = None  # the host clock the processes' timestamps are on, when a file says
+    # the readers' own facts, one per file read that has any, in reading order
+    format_facts: list[FormatFacts] = field(default_factory=list)
+    # the per-op cost table of tracelens.cost.events.annotate (None before costs are annotated)
     op_costs: pl.DataFrame | None = None
     # what the same-stream clip took per (kind, name) (tracelens.prepare.CLIP_SCHEMA), as
     # loaded, before any filter; None before the loader's clip stage
     clips: pl.DataFrame | None = None
     # why hosts could not be put on one clock; the loader tries collective ends before it warns
     unaligned: str | None = None
-    kineto: KinetoInfo | None = None
-    writer: WriterHints | None = None
+    member: Membership | None = None  # the file's place in its job, when the format says
     # a reader's counter facts per process, until the core costs the kernels from them
     counters: list[KernelCounters] = field(default_factory=list)
     shapes: OpShapes | None = None  # a reader's shape facts, until the core costs them

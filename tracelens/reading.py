@@ -17,13 +17,13 @@ from typing import Callable, Iterable
 
 import polars as pl
 
-from tracelens.counters import cost_counters
+from tracelens.cost.counters import cost_counters
 from tracelens.devices import device_notes, insert_notes
 from tracelens.errors import TraceInputError
 from tracelens.formats import reader_for
 from tracelens.long_names import cap_long_names
 from tracelens.model import Trace
-from tracelens.shapecost import cost_shapes
+from tracelens.cost.shapes import cost_shapes
 
 _PROCESS_MIN_BYTES = 64 << 20  # below this, worker processes take longer to start than to help
 _FRAMES = ("events", "host_events", "steps", "devices", "modules")
@@ -83,8 +83,8 @@ def read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
 
 def file_stages(trace: Trace) -> Trace:
     """The load stages that belong to each file as its reader left it: costs from hardware
-    counters (:func:`tracelens.counters.cost_counters`) and from recorded shapes
-    (:func:`tracelens.shapecost.cost_shapes`), and device identification
+    counters (:func:`tracelens.cost.counters.cost_counters`) and from recorded shapes
+    (:func:`tracelens.cost.shapes.cost_shapes`), and device identification
     (:mod:`tracelens.devices`); their notes go where the reader's warnings put them."""
     notes = cost_counters(trace)
     notes += cost_shapes(trace)

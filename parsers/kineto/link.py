@@ -91,15 +91,15 @@ NO_FLOPS = {  # why a kernel has no FLOPs, in the profiler's own terms (cost_not
                "convolution ops only)",
 }
 """The reasons :func:`link_activity` writes in ``cost_note`` for a kernel without FLOPs
-(kept by :func:`tracelens.cost.cost_note` for compute kernels, dropped for the others); a
+(kept by :func:`tracelens.cost.events.cost_note` for compute kernels, dropped for the others); a
 kernel a costed op launched gets its reason from the core's shape costs
-(``tracelens.shapecost.cost_shapes``)."""
+(``tracelens.cost.shapes.cost_shapes``)."""
 
 
 def _cost_note() -> pl.Expr:
     """Why a kernel has no FLOPs, from what the linking found (null when it has FLOPs)."""
     return (pl.when((pl.col("kind") != "kernel") | pl.col("flops").is_not_null()).then(None)
-            .when(pl.col("_has")).then(None)  # the core's shape costs say (tracelens.shapecost)
+            .when(pl.col("_has")).then(None)  # the core's shape costs say (tracelens.cost.shapes)
             .when(pl.col("l_ts").is_null()).then(pl.lit(NO_FLOPS["unlinked"]))
             .when(pl.col("op").is_null() & pl.col("launch").str.contains("(?i)graphlaunch")
                   .fill_null(False)).then(pl.lit(NO_FLOPS["graph"]))

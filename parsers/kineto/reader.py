@@ -16,8 +16,8 @@ pass (no per-event Python beyond selecting the events). What each category gives
 
 Timestamps are microseconds. Kineto writes them with three decimals (ns resolution) when it
 writes ``baseTimeNanoseconds``; they are converted exactly (integer part and fraction apart,
-so no float product rounds), else rounded to the nearest ns; ``meta.kineto`` says
-which.
+so no float product rounds), else rounded to the nearest ns; the file's
+:class:`~parsers.kineto.facts.KinetoFacts` (``meta.format_facts``) says which.
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ from collections import Counter
 
 from parsers.kineto import checks, typed
 from parsers.kineto.devices import device_frame
+from parsers.kineto.facts import KinetoFacts
 from parsers.kineto.link import link_activity, steps_frame
 from parsers.launch import launch_text
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
-                             HostInfo, KinetoInfo, Trace, TraceMeta, conform,
+                             HostInfo, Membership, Trace, TraceMeta, conform,
                              host_from_file_name)
 
 FORMAT = "kineto"
@@ -391,13 +392,13 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     steps, step_source = steps_frame(hst, events, launches)
     # Kineto records no host name: rank<N> or the file's name names a rank, not a host
     meta.hosts = {host: HostInfo(path=str(path), named=False)}
-    meta.kineto = KinetoInfo(rank=rank_id, world_size=dist.get("world_size"),
-                             backend=dist.get("backend"),
-                             timestamps=("exact: microseconds with 3 decimals "
-                                         "(baseTimeNanoseconds present), converted to integer "
-                                         "ns" if exact else
-                                         "rounded to the nearest ns (no baseTimeNanoseconds)"),
-                             steps_source=step_source, **extra)
+    meta.member = Membership(rank=rank_id, world_size=dist.get("world_size"))
+    meta.format_facts = [KinetoFacts(
+        str(path), backend=dist.get("backend"),
+        timestamps=("exact: microseconds with 3 decimals (baseTimeNanoseconds present), "
+                    "converted to integer ns" if exact else
+                    "rounded to the nearest ns (no baseTimeNanoseconds)"),
+        steps_source=step_source, **extra)]
     if not events.height and device_seen:
         raise TraceInputError(path, f"none of its {device_seen} device activities is usable "
                               f"({'; '.join(meta.warnings)[:300]})")

@@ -22,6 +22,7 @@ import polars as pl
 
 from parsers.rocprof import agents as agents_mod
 from parsers.rocprof.collectives import collective_types, warnings_for
+from parsers.rocprof.facts import RocprofFacts
 from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process, launch_expr
 from tracelens.errors import TraceInputError
@@ -125,7 +126,7 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str],
 def counter_facts(k: pl.DataFrame, counters: pl.DataFrame, rank: int) -> KernelCounters:
     """The dispatches' PMC counters, one row per kernel of ``k`` (in its order) and one column
     per counter (values summed over hardware instances; null where an instance is missing or
-    the counter was not collected), for the core's counter costs (tracelens.counters)."""
+    the counter was not collected), for the core's counter costs (tracelens.cost.counters)."""
     c = counters.drop_nulls(["dispatch_id", "counter"])
     if c.is_empty():
         return KernelCounters(rank=rank, values=pl.DataFrame(height=k.height))
@@ -245,7 +246,7 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         devices.append(agents_mod.devices(p.agents, active_nodes, host, rank,
                                           len(meta.warnings)))
         processes.append(ProcessInfo(rank=rank, host=host, pid=p.pid, init_ns=p.init_ns,
-                                     fini_ns=p.fini_ns, details=dict(p.info)))
+                                     fini_ns=p.fini_ns))
         host_info.setdefault(host, HostInfo(path=str(path)))
     raw = sum(p.dispatches.height + p.copies.height for p in procs)
     if raw and not events:
@@ -259,9 +260,17 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
     for w in step_warn:
         meta.warn(f"{path.name}: {w}")
     meta.hosts, meta.processes, meta.clock = host_info, processes, CLOCK
+    meta.format_facts = [_facts(procs, path)]
     return Trace(
         events=pl.concat(events) if events else pl.DataFrame(schema=EVENT_SCHEMA),
         host_events=pl.concat(hosts) if hosts else pl.DataFrame(schema=HOST_EVENT_SCHEMA),
         steps=steps if steps.height else pl.DataFrame(schema=STEP_SCHEMA),
         devices=pl.concat(devices) if devices else pl.DataFrame(schema=DEVICE_FACTS_SCHEMA),
         meta=meta)
+
+
+def _facts(procs: list[Process], path: Path) -> RocprofFacts:
+    """The file's schema, as its processes recorded it (one schema per file)."""
+    def first(key: str) -> str | None:
+        return next((str(p.info[key]) for p in procs if p.info.get(key) is not None), None)
+    return RocprofFacts(str(path), schema_version=first("schema_version"), layout=first("layout"))

@@ -14,7 +14,8 @@ Two sources of event columns give the same Trace: the C decoder (``parsers.xspac
 which walks the serialized events and leaves only the small rest to protobuf; the default
 when the extension is built) and ``python_lines.PythonLines``, the per-event reader over
 protobuf messages (the reference, and the fallback with a warning).
-``meta.decoder`` names the one that ran.
+``meta.format_facts`` (an :class:`~parsers.xspace.facts.XSpaceFacts`) names the one that
+ran.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import polars as pl
 from parsers.xspace import native
 from parsers.xspace.columns import INT64_MAX, check_column_budget, launch_shape, too_large
 from parsers.xspace.devices import device_row
+from parsers.xspace.facts import XSpaceFacts
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
 from parsers.xspace.source import LineSource
@@ -48,7 +50,7 @@ def read(path: Path, decoder: str | None = None, threads: int | None = None,
 
     ``decoder``: "c" (the C extension, ``parsers.xspace.native``), "python" (the per-event
     reader over protobuf messages) or None for the C one when it is built. Both give the same
-    Trace; ``meta.decoder`` says which one ran, and a warning says when the C one
+    Trace; ``meta.format_facts`` says which one ran, and a warning says when the C one
     was wanted but is not built. ``threads``: C decoder threads for this file (the caller
     reading several files at once passes its share of the CPUs; None: up to 4). ``marker``: a
     regex; host-plane events whose name matches it are kept as host events of kind "marker"
@@ -185,7 +187,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                   f"and {steps_outside} steps {window.why}")
     source.finish()  # every byte is checked, including lines nothing above needed
     meta.hosts = {host: HostInfo(path=str(path), profile_start_ns=profile_start, pid=pid)}
-    meta.decoder = {str(path): source.decoder}
+    meta.format_facts = [XSpaceFacts(str(path), source.decoder)]
     module_frame = pl.DataFrame(modules, schema={k: v for k, v in MODULE_SCHEMA.items()
                                                  if k not in ("host", "rank")})
     return Trace(events=events, host_events=host_events,

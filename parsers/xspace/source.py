@@ -14,7 +14,7 @@ from parsers.xspace.planes import PlaneReader
 class LineSource(Protocol):
     """Event columns of the lines of one XSpace file."""
 
-    decoder: str  # "python" or "c": recorded in meta.decoder
+    decoder: str  # "python" or "c": recorded in meta.format_facts (XSpaceFacts)
     too_large: dict[str, int]  # per integer stat: uint64 values the model cannot hold
 
     def count(self, plane_idx: int, line_idx: int, line: Any) -> int:

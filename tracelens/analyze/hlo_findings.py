@@ -17,8 +17,8 @@ import polars as pl
 
 from tracelens.analyze.collectives import collective_activities
 from tracelens.errors import TraceInputError
-from tracelens.hlo.dump import Schedule, schedule_from_proto
-from tracelens.hlo.ir import Module
+from tracelens.formats import hlo_schedule
+from tracelens.hlo_model import Module, Schedule
 from tracelens.hlo.lens import (Finding, HostMap, ProgramLens, analyze_module, human_bytes,
                                 with_exposure)
 from tracelens.hlo.index import decoded_module
@@ -64,7 +64,7 @@ def decode_programs(rows: pl.DataFrame
         found: Module | Exception = decoded_module(blob, pid)
         if not isinstance(found, Exception):
             try:
-                out.append((found, schedule_from_proto(blob)))
+                out.append((found, hlo_schedule(blob)))
                 continue
             except Exception as exc:  # a damaged module is that module's problem
                 found = exc

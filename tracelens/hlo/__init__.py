@@ -1,12 +1,5 @@
-"""XLA HLO for the cost model: a runtime-descriptor decoder of ``xla.HloProto`` (``schema``,
-``proto``), an HLO text-dump parser (``text``), one small IR for both (``ir``), replica-group
-expansion (``replica_groups``), the index by (host, program id, instruction name) (``index``)
-and the per-instruction FLOP/byte formulas (``opcost``). See docs/cost-model.md."""
-
-from tracelens.hlo.index import HloIndex
-from tracelens.hlo.opcost import OpCost, instruction_cost
-from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.text import load_text_dump, parse_module
-
-__all__ = ["HloIndex", "OpCost", "instruction_cost", "module_from_proto", "load_text_dump",
-           "parse_module"]
+"""XLA programs, read for what they say about a trace: the index of a trace's modules by
+(host, program id, instruction name) (``index``), loop trip counts (``tripcount``) and the
+static half of the HLO lens (``lens``). The programs themselves are decoded by
+:mod:`parsers.hlo` (reached through :mod:`tracelens.formats`) into :mod:`tracelens.hlo_model`;
+their costs are :mod:`tracelens.cost`'s. See docs/cost-model.md."""

@@ -16,9 +16,8 @@ from typing import Iterable
 
 import polars as pl
 
-from tracelens.hlo.ir import Computation, Instruction, Module
-from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.text import load_text_dump
+from tracelens.formats import decode_hlo, read_hlo_text
+from tracelens.hlo_model import Computation, Instruction, Module
 
 
 @functools.lru_cache(maxsize=64)
@@ -27,7 +26,7 @@ def decoded_module(blob: bytes, program_id: int) -> Module | Exception:
     file and across the host files a process reads (the engine maps many hosts per process).
     Modules are read-only once built, so they are shared."""
     try:
-        return module_from_proto(blob, program_id=program_id)
+        return decode_hlo(blob, program_id=program_id)
     except Exception as exc:  # a damaged module is that module's problem
         return exc
 
@@ -63,7 +62,7 @@ class HloIndex:
 
     def add_text_dump(self, path: str | Path, program_id: int | None = None) -> None:
         try:
-            module = load_text_dump(path, program_id)
+            module = read_hlo_text(path, program_id)
         except (OSError, ValueError) as exc:
             self.problems.append(f"HLO text dump {path} could not be read ({exc})")
             return

@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from tracelens.hlo.ir import Computation, Instruction, Module
-from tracelens.hlo.opcost import COLLECTIVES, instruction_cost
-from tracelens.hlo.replica_groups import group_mode
+from tracelens.cost.groups import group_mode
+from tracelens.cost.opcost import COLLECTIVES, instruction_cost
 from tracelens.hlo.tripcount import derive, known_trip_count, while_parts
+from tracelens.hlo_model import Computation, Instruction, Module
 from tracelens.results.encode import blank_as_null, converted, renamed, rounded
 
 HIDDEN = {"json": False}

@@ -9,8 +9,9 @@ carry them, such as RCCL API rows or memcpy records, can write them).
 
 ``trace.meta`` carries what formats need beyond the frames (documented in
 docs/synthetic.md): ``hosts`` (rank, ``profile_start_ns``, ``pid``, ``python_tid`` of each)
-and ``writer`` (launch geometry by kernel name, plane stats, line-name and ``kernel_details``
-styles of the device model, and the scenario).
+and ``writer`` (a :class:`~tracelens_dev.hints.SynthMeta` field: launch geometry by kernel
+name, plane stats, line-name and ``kernel_details`` styles of the device model, and the
+scenario).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import numpy as np
 import polars as pl
 
 from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
-                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, WriterHints, conform)
+                             STEP_SCHEMA, HostInfo, Trace, conform)
+from tracelens_dev.hints import SynthMeta, WriterHints
 from tracelens_dev.synth.devices import DeviceModel
 from tracelens_dev.synth.hlo import program_proto
 from tracelens_dev.synth.program import Program
@@ -109,7 +111,7 @@ def assemble(sc: Scenario, model: DeviceModel, prog: Program, rec: Records) -> T
                                     for h in range(sc.hosts)],
                                    schema_overrides=dict(MODULE_SCHEMA)), MODULE_SCHEMA)
     kernels = {s.name: s.geometry.as_dict() for s in prog.specs}
-    meta = TraceMeta(
+    meta = SynthMeta(
         sources=[{"path": f"<synthetic:{sc.name}>", "format": "synthetic"}],
         alignment="synthetic (one clock)",
         hosts={hosts[h]: HostInfo(profile_start_ns=sc.profile_start_ns + offsets[h],

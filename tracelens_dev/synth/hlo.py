@@ -1,6 +1,6 @@
 """The step program as a serialized ``xla.HloProto``: one instruction per recipe
 (:mod:`tracelens_dev.synth.recipes`), built with the runtime message classes of
-:mod:`tracelens.hlo.schema` (field numbers: shared/reference/hlo.md §2).
+:mod:`parsers.hlo.schema` (field numbers: shared/reference/hlo.md §2).
 
 What a JAX GPU program's proto holds, as far as the cost model and XProf read it:
 
@@ -34,8 +34,8 @@ import struct
 import zlib
 from typing import Any
 
-from tracelens.hlo.schema import hlo_proto_class, message_class
-from tracelens.hlo.types import PRIMITIVE_TYPES
+from parsers.hlo.schema import hlo_proto_class, message_class
+from tracelens.hlo_model import PRIMITIVE_TYPES
 from tracelens_dev.wire import field_bytes
 from tracelens_dev.synth.recipes import (Arr, Attention, Collective, Copy, Fusion, Gemm, In, Recipe,
                                      Shape, Sort)

@@ -24,7 +24,8 @@ import numpy as np
 import polars as pl
 
 from parsers.xplane_schema import xspace_class
-from tracelens.model import HostInfo, Trace, WriterHints
+from tracelens.model import HostInfo, Trace
+from tracelens_dev.hints import WriterHints, writer_hints
 
 AMD_MI300X_STATS: dict[str, Any] = {
     "device_vendor": "AMD", "clock_rate": 2_100_000, "core_count": 304,
@@ -454,7 +455,7 @@ def host_xspace(trace: Trace, host: str, rank: int, *, shift_ns: int = 0,
     minus ``shift_ns`` (the host's profile start relative to the job's earliest)."""
     from tracelens_dev.writers.xspace_encode import field_bytes
 
-    hints = trace.meta.writer or WriterHints()
+    hints = writer_hints(trace)
     info = trace.meta.hosts.get(host) or HostInfo()
     planes = []
     modules = trace.modules.filter(pl.col("rank") == rank)

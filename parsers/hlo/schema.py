@@ -2,12 +2,13 @@
 
 Like ``parsers/xplane_schema.py``: no pip package ships ``hlo_pb2`` and generating one needs
 protoc, so the subset of ``xla/service/hlo.proto`` and ``xla/xla_data.proto`` the cost model
-reads is described here with ``descriptor_pb2`` (package ``xla``, proto3). Field numbers are the
-verified ones of shared/reference/hlo.md §2 (openxla/xla main at ``183fa00c``); those of
-``LiteralProto`` (scalar constants, for loop trip counts) were read from ``xla_data.proto`` on
-openxla/xla main. Fields we leave out (shardings, buffer assignment, sub-byte and f8 literal
-values, ...) are skipped by the protobuf runtime as unknown fields. Enums are declared as
-``int32`` (same varint wire form); :mod:`tracelens.hlo.types` names their values.
+reads is described here and built by :mod:`parsers.protoschema` (package ``xla``, proto3).
+Field numbers are the verified ones of shared/reference/hlo.md §2 (openxla/xla main at
+``183fa00c``); those of ``LiteralProto`` (scalar constants, for loop trip counts) were read
+from ``xla_data.proto`` on openxla/xla main. Fields we leave out (shardings, buffer
+assignment, sub-byte and f8 literal values, ...) are skipped by the protobuf runtime as unknown
+fields. Enums are declared as ``int32`` (same varint wire form); :mod:`tracelens.hlo_model`
+names their values.
 
 Replica groups: all four encodings are carried (49, 87 incl. its pre-2026 nested iota at 87.2,
 92, 93); a decoder built from an older schema silently drops 93 (hlo.md §9 pitfall 1).
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool
+
+from parsers import protoschema
+from parsers.protoschema import F as _F
 
 _PKG = "xla"
-_F = descriptor_pb2.FieldDescriptorProto
 _R, _O = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL
 I64, I32, STR, BYTES, BOOL, MSG = (_F.TYPE_INT64, _F.TYPE_INT32, _F.TYPE_STRING, _F.TYPE_BYTES,
                                    _F.TYPE_BOOL, _F.TYPE_MESSAGE)
@@ -249,27 +252,17 @@ _MESSAGES: dict[str, list[tuple]] = {
 
 
 def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
-    fd = descriptor_pb2.FileDescriptorProto(name="tracelens/hlo.proto", package=_PKG,
-                                            syntax="proto3")
-    for msg_name, fields in _MESSAGES.items():
-        msg = fd.message_type.add(name=msg_name)
-        for name, number, ftype, label, type_name in fields:
-            f = msg.field.add(name=name, number=number, type=ftype, label=label)
-            if type_name:
-                f.type_name = type_name
-    return fd
+    return protoschema.file_descriptor("tracelens/hlo.proto", _PKG, _MESSAGES)
 
 
 @lru_cache(maxsize=1)
 def _pool() -> descriptor_pool.DescriptorPool:
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(_file_descriptor())
-    return pool
+    return protoschema.build_pool(_file_descriptor())
 
 
 def message_class(name: str) -> type:
     """The runtime class of message ``xla.<name>`` (built once per process, private pool)."""
-    return message_factory.GetMessageClass(_pool().FindMessageTypeByName(f"{_PKG}.{name}"))
+    return protoschema.message_class(_pool(), f"{_PKG}.{name}")
 
 
 def hlo_proto_class() -> type:

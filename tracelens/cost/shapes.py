@@ -249,8 +249,6 @@ def cost_shapes(trace: Trace) -> list[tuple[int, int, str]]:
         nbytes.append(got.bytes if got else None)
         dtypes.append(got.dtype if got else None)
     unknown = sum(f is None for f in flops)
-    if trace.meta.kineto is not None:
-        trace.meta.kineto.costed_ops_without_shapes = unknown
     ops = pl.DataFrame({"uid": uids, "c_flops": flops, "c_bytes": nbytes, "c_dtype": dtypes,
                         "c_shaped": shaped},
                        schema={"uid": pl.Int64, "c_flops": pl.Float64, "c_bytes": pl.Float64,

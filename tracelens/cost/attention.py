@@ -3,12 +3,12 @@ cannot (docs/cost-model.md §3, §11).
 
 Transformer Engine's typed-FFI calls ``te_fused_attn_forward_ffi`` /
 ``te_fused_attn_backward_ffi`` (CK ``FmhaFwd``/``FmhaBwd*`` kernels on ROCm, cuDNN on CUDA)
-carry their configuration as an MLIR attribute dictionary (:mod:`tracelens.hlo.attrs`):
+carry their configuration as an MLIR attribute dictionary (:mod:`parsers.hlo.attrs`):
 ``input_batch``, ``attn_heads``, ``num_gqa_groups``, ``q_max_seqlen``, ``kv_max_seqlen``,
 ``qk_head_dim`` (older TE: ``head_dim``), optionally ``v_head_dim``, ``mask_type`` (TE's
 ``NVTE_Mask_Type``: 0 none, 1 padding, 2 causal, 3 padding+causal, 4/5 the bottom-right causal
 variants), ``max_segments_per_seq`` and ``window_size_left``. The FLOPs follow the cuDNN fMHA
-rule of :mod:`tracelens.hlo.opcost`: Q·Kᵀ + P·V = ``2·B·N·Sq·Skv·(Dqk + Dv)`` with N the query
+rule of :mod:`tracelens.cost.opcost`: Q·Kᵀ + P·V = ``2·B·N·Sq·Skv·(Dqk + Dv)`` with N the query
 heads (grouped-query attention shares K/V heads, not work), × 2.5 backward, × ½ causal.
 
 Left null, with the reason: packed sequences (``max_segments_per_seq`` > 1: the work depends on
@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracelens.hlo.ir import Instruction
+from tracelens.hlo_model import Instruction
 
 TE_ATTENTION_PREFIX = "te_fused_attn_"
 CAUSAL_MASKS = frozenset((2, 3, 4, 5))

@@ -14,7 +14,7 @@ Rules (shared/reference/hlo.md §8, XLA ``hlo_cost_analysis.cc``):
   forward (five matmuls instead of two, the FlashAttention convention); halved when
   ``mask_type`` is causal.
 - Transformer Engine fused attention (``te_fused_attn_*_ffi``): the same rule from its FFI
-  attribute dictionary (:mod:`tracelens.hlo.attention`).
+  attribute dictionary (:mod:`tracelens.cost.attention`).
 - ragged-dot: the dot rule on the result without its group dimension (XLA
   ``HandleRaggedDot``).
 - fusions: bytes = operands + result; flops = the dots (and convolutions) inside, else one flop
@@ -34,10 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from tracelens.hlo.attention import TE_ATTENTION_PREFIX, opaque_kind_and_note, te_attention
-from tracelens.hlo.ir import Computation, ConvDims, DotDims, Instruction, Module, Shape
-from tracelens.hlo.replica_groups import group_mode, group_size
-from tracelens.hlo.types import roofline_dtype, widest
+from tracelens.cost.attention import TE_ATTENTION_PREFIX, opaque_kind_and_note, te_attention
+from tracelens.cost.dtypes import roofline_dtype, widest
+from tracelens.cost.groups import group_mode, group_size
+from tracelens.hlo_model import Computation, ConvDims, DotDims, Instruction, Module, Shape
 
 GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul")  # prefixes ($f8, $mx variants)
 CONV_TARGET_PREFIX = "__cudnn$conv"

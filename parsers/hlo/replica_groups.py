@@ -1,4 +1,5 @@
-"""Replica groups in all four encodings, expanded to explicit lists of ids, and group sizes.
+"""Replica groups in all four encodings, expanded to explicit lists of ids (how many devices
+one instance spans is the cost model's: :mod:`tracelens.cost.groups`).
 
 Encodings (shared/reference/hlo.md §0.2, §3, §5): explicit ``replica_groups`` (field 49,
 deprecated), ``collective_device_list`` (87: a list, or until 2026-02 a nested iota at 87.2),
@@ -95,40 +96,3 @@ def mesh_axes_groups(axis_sizes: Sequence[int], refs: Sequence[tuple[int, int | 
     flat = _transpose_flat(devices, dims, rest + grouped)
     per_group = prod(dims[d] for d in grouped) if grouped else 1
     return [flat[i:i + per_group] for i in range(0, len(flat), per_group)]
-
-
-def group_mode(channel_id: int, use_global_device_ids: bool, opcode: str = "") -> str:
-    """``CollectiveOpGroupMode`` (hlo.md §5 table; ``GetCollectiveOpGroupMode``).
-
-    all-reduce, all-gather and reduce-scatter (and their async starts) always carry
-    ``use_global_device_ids``, so with a channel id "false" means cross-replica-and-partition;
-    all-to-all, collective-permute and collective-broadcast do not carry it (cross-partition).
-    """
-    if channel_id <= 0:
-        return "cross-replica"
-    if use_global_device_ids:
-        return "flattened-id"
-    if opcode.startswith(("all-reduce", "all-gather", "reduce-scatter")):
-        return "cross-replica-and-partition"
-    return "cross-partition"
-
-
-def group_size(groups: list[list[int]] | None, mode: str, replica_count: int | None,
-               partition_count: int | None) -> int | None:
-    """Devices taking part in one instance of the collective, None when it cannot be known.
-
-    An empty group list means every participant of the mode. In cross-replica-and-partition
-    mode each replica id stands for all partitions of that replica.
-    """
-    if groups:
-        size = len(groups[0])
-        if mode == "cross-replica-and-partition":
-            return size * partition_count if partition_count else None
-        return size
-    if mode == "cross-replica":
-        return replica_count
-    if mode == "cross-partition":
-        return partition_count
-    if replica_count and partition_count:
-        return replica_count * partition_count
-    return None

@@ -43,8 +43,8 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
         .collect().sort(KEY)
     if keys.is_empty() and not hlo_text:  # no HLO op to cost: the HLO decoders stay unloaded
         return pl.DataFrame([], schema=OP_COST_SCHEMA), []
+    from tracelens.cost.opcost import instruction_cost
     from tracelens.hlo.index import HloIndex
-    from tracelens.hlo.opcost import instruction_cost
 
     index = HloIndex.from_frames(modules, wanted=keys, text_dumps=hlo_text)
     rows = []

@@ -1,5 +1,5 @@
 """A small parser for XLA's HLO text dumps (``*.after_optimizations.txt``) into
-:mod:`tracelens.hlo.ir`: enough for the cost model (shapes, opcodes, operands, called
+:mod:`tracelens.hlo_model`: enough for the cost model (shapes, opcodes, operands, called
 computations, dot/conv attributes, custom-call target, backend config, replica groups).
 
 Handles both operand spellings XLA has printed: with shapes (``dot(f32[2,3]{1,0} %a, ...)``)
@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tracelens.hlo.ir import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
-                              WindowDim)
-from tracelens.hlo.replica_groups import iota_groups
+from parsers.hlo.attrs import parse_attribute_dict
+from parsers.hlo.replica_groups import iota_groups
+from tracelens.hlo_model import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
+                                 WindowDim)
 
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\))?\s*(?:->.*)?\{\s*$")
@@ -245,6 +246,8 @@ def parse_instruction(line: str) -> tuple[Instruction, bool] | None:
             inst.op_name = om2.group(1) if om2 else ""
     if any(x is not None for x in (lhs_c, rhs_c, lhs_b, rhs_b)):
         inst.dot = DotDims(lhs_c or (), rhs_c or (), lhs_b or (), rhs_b or ())
+    if inst.opcode == "custom-call":
+        inst.ffi_attributes = parse_attribute_dict(inst.backend_config_text)
     return inst, bool(m.group(1))
 
 

@@ -13,12 +13,10 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError  # cheap: no descriptors
 
+from parsers.hlo.proto import module_from_proto
+from parsers.hlo.text import _FILE_ID, parse_module
 from tracelens.errors import TraceInputError
-from tracelens.hlo.ir import Module
-from tracelens.hlo.proto import module_from_proto
-from tracelens.hlo.text import parse_module, _FILE_ID
-
-Schedule = dict[str, list[str]]  # computation name -> instruction names in run order
+from tracelens.hlo_model import Module, Schedule
 TEXT_SUFFIXES = (".txt", ".hlo")
 # The optimized module of an XLA dump directory (--xla_dump_to): module_0004.jit_f.
 # after_optimizations.txt, or with the backend before it (cpu_after_optimizations,
@@ -30,7 +28,7 @@ _OPTIMIZED = re.compile(r"^module_(\d+)\..*[._]after_optimizations\.(txt|hlo\.pb
 
 def schedule_from_proto(data: bytes) -> Schedule | None:
     """The module's schedule by names; None when the proto carries none."""
-    from tracelens.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
+    from parsers.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
 
     proto = hlo_proto_class()()
     proto.ParseFromString(data)
@@ -50,7 +48,7 @@ def schedule_from_proto(data: bytes) -> Schedule | None:
 
 def _as_hlo_proto(data: bytes) -> bytes:
     """``data`` as an ``HloProto``: a bare ``HloModuleProto`` is wrapped as its field 1."""
-    from tracelens.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
+    from parsers.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
 
     proto = hlo_proto_class()()
     try:

@@ -1,4 +1,4 @@
-"""Decode a serialized ``xla.HloProto`` (XSpace ``/host:metadata``) into :mod:`tracelens.hlo.ir`.
+"""Decode a serialized ``xla.HloProto`` (XSpace ``/host:metadata``) into :mod:`tracelens.hlo_model`.
 
 Facts used (shared/reference/hlo.md): operands and called computations are ids
 (``(computation_id << 32) | local_id`` since 2025-09, small ints before: only equality is
@@ -12,10 +12,10 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from tracelens.hlo.ir import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
-                              WindowDim)
-from tracelens.hlo.replica_groups import iota_groups, mesh_axes_groups
-from tracelens.hlo.types import type_name
+from parsers.hlo.attrs import parse_attribute_dict
+from parsers.hlo.replica_groups import iota_groups, mesh_axes_groups
+from tracelens.hlo_model import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
+                                 WindowDim, type_name)
 
 
 def shape_from_proto(sp: Any) -> Shape:
@@ -118,7 +118,7 @@ def _backend_config(ins: Any, payloads: list[bytes]) -> str:
 
 def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
     """Decode one serialized HloProto. ``program_id`` defaults to ``HloModuleProto.id``."""
-    from tracelens.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
+    from parsers.hlo.schema import hlo_proto_class  # protobuf: only when a proto is read
 
     proto = hlo_proto_class()()
     proto.ParseFromString(data)
@@ -137,6 +137,7 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
                            is_fusion=c.is_fusion_computation)
         for i in c.instructions:
             shape = shape_from_proto(i.shape)
+            config = _backend_config(i, payloads)
             inst = Instruction(
                 name=i.name, opcode=i.opcode, shape=shape,
                 operands=tuple(names[o] for o in i.operand_ids if o in names),
@@ -153,7 +154,9 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
                 feature_group_count=i.feature_group_count or 1,
                 batch_group_count=i.batch_group_count or 1,
                 custom_call_target=i.custom_call_target,
-                backend_config_text=_backend_config(i, payloads),
+                backend_config_text=config,
+                ffi_attributes=parse_attribute_dict(config) if i.opcode == "custom-call"
+                else None,
                 fusion_kind=i.fusion_kind,
                 replica_groups=replica_groups_from_proto(i),
                 channel_id=i.channel_id or i.all_reduce_id,

@@ -1,9 +1,10 @@
-"""A small, format-neutral model of an HLO module: what the cost model reads.
+"""A small, format-neutral model of an HLO module: what the cost model and the HLO lens read.
 
-Both the ``HloProto`` decoder (:mod:`tracelens.hlo.proto`) and the HLO text parser
-(:mod:`tracelens.hlo.text`) produce these objects, so the cost formulas have one input.
-Operands and called computations are referenced by name (names are unique per module,
-shared/reference/hlo.md §0.6).
+The data model of XLA programs, as :mod:`tracelens.model` is that of traces: the ``HloProto``
+decoder (:mod:`parsers.hlo.proto`) and the HLO text parser (:mod:`parsers.hlo.text`) produce
+these objects, so the cost formulas have one input. Operands and called computations are
+referenced by name (names are unique per module, shared/reference/hlo.md §0.6). XLA's element
+types (``PrimitiveType`` numbers, names and widths) are here because a shape's bytes need them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,30 @@ from functools import cached_property
 from math import prod
 from typing import Any
 
-from tracelens.hlo.attrs import parse_attribute_dict
-from tracelens.hlo.types import BYTE_WIDTH
+# ``PrimitiveType`` numbers and widths from shared/reference/hlo.md §4 (``xla/xla_data.proto``,
+# ``primitive_util::ByteWidth``). Sub-byte types are stored one per byte unless the layout sets
+# ``element_size_in_bits`` (packed), as ``ShapeUtil::ByteSizeOfElements`` does.
+# number -> (HLO text name, bytes per element when not packed)
+PRIMITIVE_TYPES: dict[int, tuple[str, int]] = {
+    1: ("pred", 1), 2: ("s8", 1), 3: ("s16", 2), 4: ("s32", 4), 5: ("s64", 8),
+    6: ("u8", 1), 7: ("u16", 2), 8: ("u32", 4), 9: ("u64", 8),
+    10: ("f16", 2), 11: ("f32", 4), 12: ("f64", 8), 13: ("tuple", 0), 14: ("opaque", 0),
+    15: ("c64", 8), 16: ("bf16", 2), 17: ("token", 0), 18: ("c128", 16),
+    19: ("f8e5m2", 1), 20: ("f8e4m3fn", 1), 21: ("s4", 1), 22: ("u4", 1),
+    23: ("f8e4m3b11fnuz", 1), 24: ("f8e5m2fnuz", 1), 25: ("f8e4m3fnuz", 1),
+    26: ("s2", 1), 27: ("u2", 1), 28: ("f8e4m3", 1), 29: ("f8e3m4", 1),
+    30: ("s1", 1), 31: ("u1", 1), 32: ("f4e2m1fn", 1), 33: ("f8e8m0fnu", 1), 34: ("buffer", 0),
+    35: ("f6e3m2fn", 1), 36: ("f6e2m3fn", 1),
+}
+BYTE_WIDTH: dict[str, int] = {name: width for name, width in PRIMITIVE_TYPES.values()}
+
+Schedule = dict[str, list[str]]  # computation name -> instruction names in run order
+
+
+def type_name(number: int) -> str | None:
+    """HLO text name of a ``PrimitiveType`` number, None when unknown."""
+    entry = PRIMITIVE_TYPES.get(number)
+    return entry[0] if entry else None
 
 
 @dataclass(frozen=True)
@@ -114,6 +137,11 @@ class Instruction:
     tuple_index: int = 0
     precision_algorithm: int = 0
     op_name: str = ""
+    # The MLIR attribute dictionary of a typed-FFI custom call's ``backend_config``
+    # (``{attn_heads = 16 : i64, ...}``), as the decoders read it for custom calls
+    # (:mod:`parsers.hlo.attrs`); None when the config is not one (JSON, empty) or the
+    # instruction is no custom call.
+    ffi_attributes: dict[str, Any] | None = None
     # Loop trip counts read these (tracelens.hlo.tripcount): a scalar constant's value (None for
     # arrays or a literal not decoded), a parameter's number, a compare's direction (EQ NE LT LE
     # GT GE) and its optional comparison type (SIGNED, UNSIGNED, FLOAT, TOTALORDER).
@@ -134,12 +162,6 @@ class Instruction:
         except ValueError:
             return {}
         return value if isinstance(value, dict) else {}
-
-    @cached_property
-    def ffi_attributes(self) -> dict[str, Any] | None:
-        """The MLIR attribute dictionary of a typed-FFI custom call's ``backend_config``
-        (``{attn_heads = 16 : i64, ...}``), None when the config is not one (JSON, empty)."""
-        return parse_attribute_dict(self.backend_config_text)
 
 
 @dataclass
