@@ -140,3 +140,30 @@ def test_kernel_table_on_the_samples(path: Path) -> None:
     t = tracelens.load(path)
     specs = roofline.spec_frame(roofline.device_specs(t.devices))
     assert assert_table_equals_rows(t.events, specs)
+
+
+def old_kernel_partial(trace: tracelens.model.Trace) -> pl.DataFrame:
+    """``scaling.kernel_partial`` before the kernel table (commit 5750f9a): per event."""
+    from tracelens.analyze.scaling import _windows, clip_to_windows, normalize_kernel_expr
+
+    ev = clip_to_windows(trace.events, _windows(trace)) if trace.steps.height else trace.events
+    return ev.with_columns(category=pl.col("category").cast(pl.String),
+                           key=normalize_kernel_expr()).group_by(
+        "category", "module", "program_id", "op", "key").agg(
+        name=pl.col("name").min(), ns=(pl.col("end_ns") - pl.col("start_ns")).sum(),
+        count=pl.len().cast(pl.Int64))
+
+
+@pytest.mark.parametrize("steps", [True, False])
+def test_scaling_kernel_partial_from_the_table_equals_the_events(steps: bool) -> None:
+    from tracelens.analyze.scaling import kernel_partial
+
+    keys = ["category", "module", "program_id", "op", "key"]
+    for path in [SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb",
+                 SAMPLES / "mi355x_2x8gpu_straggler"]:
+        t = tracelens.load(path)
+        if not steps:
+            t.steps = t.steps.head(0)
+        assert t.steps.height or not steps
+        assert_frame_equal(kernel_partial(t).sort(keys, nulls_last=True),
+                           old_kernel_partial(t).sort(keys, nulls_last=True))
