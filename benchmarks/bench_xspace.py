@@ -106,6 +106,13 @@ def stage_times(path: Path, code: Path) -> dict[str, float]:
     return json.loads(res.stderr.strip().splitlines()[-1])
 
 
+def _commit(code: Path) -> str:
+    """The checkout's commit (``unknown`` outside git, e.g. a ``git archive``)."""
+    res = subprocess.run(["git", "rev-parse", "HEAD"], cwd=code, capture_output=True,
+                         text=True, check=False)
+    return res.stdout.strip() or "unknown"
+
+
 def _env(code: Path) -> dict[str, str]:
     import os
 
@@ -162,7 +169,8 @@ def main() -> None:
             stages["before"] = stage_times(path, args.before.resolve())
     size = path.stat().st_size / 1e6
     result = {"input": str(path), "input_mb": round(size, 1), "rounds": args.rounds,
-              "runs": runs, "stages": stages, "commit": run.head_commit()}
+              "runs": runs, "stages": stages, "commit": _commit(ROOT),
+              "before_commit": _commit(args.before) if args.before else None}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(render(result))
