@@ -10,7 +10,8 @@ another pass over the events, with the same values as the passes over the events
 - counts and durations are integers: their sums are exact in any order;
 - the roofline's FLOPs and bytes are floats: summed by parts they are the row-order sums
   only when every partial sum is exact, i.e. every value is a finite integer and each op
-  group's sum of magnitudes stays below 2**52 (true for the cost model's counts). Otherwise
+  group's sum of magnitudes stays below 2**52 (true on every trace measured: the HLO cost
+  model counts whole FLOPs and bytes; a step's clipped costs are fractions). Otherwise
   :func:`roofline_of` returns None and the roofline is summed over the rows
   (:func:`tracelens.analyze.roofline.roofline`);
 - "first in row order" (an op group's module) is the table row with the smallest first-row
@@ -174,7 +175,7 @@ def roofline_of(table: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame | None
             category=pl.coalesce(pl.col("_category").cast(pl.String),
                                  pl.col("category").cast(pl.String)),
             dtype=pl.when(pl.col("_mixed")).then(pl.col("_dtype")).otherwise(pl.col("dtype")))
-    agg = agg.with_columns(pl.col("category").cast(pl.String),
+    agg = agg.with_columns(pl.col("kernel", "category", "_group", "spec").cast(pl.String),
                            pl.col("count", "no_cost_count").cast(pl.UInt32))
     return roofline_bounds(agg.drop("_exact"), specs)
 
