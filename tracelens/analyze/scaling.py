@@ -19,6 +19,7 @@ import polars as pl
 
 from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from tracelens.analyze.intervals import exclusive_times
+from tracelens.analyze.kernel_table import kernel_table
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.model import COMPUTE_CATEGORIES, Trace
@@ -162,13 +163,15 @@ def program_key(ev: pl.DataFrame) -> pl.DataFrame:
 def kernel_partial(trace: Trace) -> pl.DataFrame:
     """Per (category, module, program_id, op, normalized name): total ns and count over the
     trace's step windows (the whole span without steps), and the first name in sort order.
-    Exact integer sums: the parts of several hosts add up (:func:`kernels_of_partials`)."""
+    Exact integer sums: the parts of several hosts add up (:func:`kernels_of_partials`).
+    Summed from the events' :func:`~tracelens.analyze.kernel_table.kernel_table` (the one
+    kernel aggregation ``summarize`` uses too): names are normalized per distinct name."""
     ev = clip_to_windows(trace.events, _windows(trace)) if trace.steps.height else trace.events
-    return ev.with_columns(category=pl.col("category").cast(pl.String),
-                           key=normalize_kernel_expr()).group_by(
+    return kernel_table(ev).with_columns(category=pl.col("category").cast(pl.String),
+                                         key=normalize_kernel_expr()).group_by(
         "category", "module", "program_id", "op", "key").agg(
-        name=pl.col("name").min(), ns=(pl.col("end_ns") - pl.col("start_ns")).sum(),
-        count=pl.len().cast(pl.Int64))
+        name=pl.col("name").min(), ns=pl.col("sum_ns").sum(),
+        count=pl.col("count").sum().cast(pl.Int64))
 
 
 def kernels_of_partials(part: pl.DataFrame, n_windows: int) -> pl.DataFrame:

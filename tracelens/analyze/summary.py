@@ -16,10 +16,9 @@ import polars as pl
 
 from tracelens.analyze.collectives import partial_activities
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
+from tracelens.analyze import kernel_table as kt
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_mfu,
-                                        device_specs, flops_coverage, mfu, model_kernels,
-                                        no_cost_data, roofline, roofline_frame, spec_frame,
-                                        without_flops)
+                                        device_specs, mfu, model_kernels, roofline, spec_frame)
 from tracelens.analyze.summary_merge import clipped_facts, file_facts
 from tracelens.analyze.summary_reduce import reduce_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
@@ -100,11 +99,10 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         devices = devices.filter(pl.col("device") == device)
     specs = device_specs(devices, gpu=opts.gpu, extra=opts.gpu_specs)
     specs_df = spec_frame(specs)
-    dur = pl.col("end_ns") - pl.col("start_ns")
-    # kernels without cost data (count, time) and all activity time, in one pass
-    sums = events.select(n=no_cost_data().sum(), ns=dur.filter(no_cost_data()).sum(),
-                         total=dur.sum()).row(0, named=True) if events.height else {}
-    groups = roofline_frame(events, specs_df)  # the roofline's rows, read twice
+    # the one pass over the events for every per-kernel sum (kernel_table's module doc)
+    table = kt.kernel_table(events)
+    n_nocost, ns_nocost, total_ns = kt.no_cost_sums(table)
+    roof = kt.roofline_of(table, specs_df)
     return SummaryPartial(
         inputs=tuple(trace.meta.sources), warnings=tuple(trace.meta.warnings),
         host_names=tuple(_host_names(trace)), alignment=trace.meta.alignment,
@@ -112,12 +110,11 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         filters=SummaryFilters(device, step, active_filters),
         devices=devices, steps=steps,
         device_rows=_device_rows(trace, events, steps, devices, specs, specs_df, device, step,
-                                 axis),
-        kernels=_kernel_groups(events),
-        kernel_ns=int(sums.get("total") or 0),
-        specs=specs_df, roofline=roofline(events, specs_df, frame=groups),
-        roofline_mix=_roofline_mix(groups), gaps=without_flops(events),
-        no_cost_data=int(sums.get("n") or 0), no_cost_data_ns=int(sums.get("ns") or 0),
+                                 axis, table),
+        kernels=kt.kernel_groups(table), kernel_ns=total_ns, specs=specs_df,
+        roofline=roofline(events, specs_df) if roof is None else roof,
+        roofline_mix=kt.roofline_mix(table, specs_df), gaps=kt.without_flops(table),
+        no_cost_data=n_nocost, no_cost_data_ns=ns_nocost,
         acts=acts,
         # the HLO findings are of the whole trace (filters do not apply)
         hlo=_lens(trace, whole_acts, unfiltered) if trace.modules.height else None,
@@ -130,9 +127,10 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
 def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
                  devices: pl.DataFrame, specs: dict[tuple, GpuSpec | None],
                  specs_df: pl.DataFrame, device: int | None, step: int | None,
-                 axis: Axis | None) -> tuple[DeviceSummary, ...]:
+                 axis: Axis | None, table: pl.DataFrame) -> tuple[DeviceSummary, ...]:
     """One typed row per active device, in (rank, device) order; ``axis``: the
-    :func:`device_axis` of ``events`` (None with a step, or when it does not fit)."""
+    :func:`device_axis` of ``events`` (None with a step, or when it does not fit);
+    ``table``: their :func:`~tracelens.analyze.kernel_table.kernel_table`."""
     active = events.select(DEVICE_KEYS).unique()
     if step is not None:
         per_step = step_breakdown(events, steps, active)
@@ -154,7 +152,7 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
     mfu_step = {(r["host"], r["rank"], r["device"], r["step"]): r["mfu"] for r in (
         by_step.iter_rows(named=True) if by_step is not None else [])}
     coverage = {(r["host"], r["rank"], r["device"]): r for r in
-                flops_coverage(events).iter_rows(named=True)}
+                kt.flops_coverage(table).iter_rows(named=True)}
     cats: dict[tuple, list[CategoryTime]] = {}
     for r in whole.categories.filter(pl.col("count") > 0).sort(
             "exclusive_ns", descending=True).iter_rows(named=True):
@@ -241,32 +239,5 @@ def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | Non
 
 def _kernel_groups(events: pl.DataFrame) -> pl.DataFrame:
     """Activity count and time per (name, category, subcategory, rule) and device: the top
-    kernels' mergeable input. Strings stay categorical (each long kernel name stored once)."""
-    cat = pl.Categorical
-    schema = {"name": cat, "category": cat, "subcategory": cat, "rule": cat, "host": cat,
-              "rank": pl.Int32, "device": pl.Int32, "count": pl.UInt32, "sum_ns": pl.Int64}
-    if events.is_empty():
-        return pl.DataFrame(schema=schema)
-    # grouped on categorical codes (strings hashed once each); lazy: integer sums are exact
-    # in any order (the row order is not part of the result: the reduce sorts its groups)
-    coded = events.lazy().select(
-        pl.col("name").cast(cat), pl.col("category").cast(pl.String).cast(cat),
-        pl.col("subcategory").cast(cat), pl.col("rule").cast(cat), pl.col("host").cast(cat),
-        "rank", "device", _d=pl.col("end_ns") - pl.col("start_ns"))
-    keys = ["name", "category", "subcategory", "rule", *DEVICE_KEYS]
-    return coded.group_by(keys).agg(count=pl.len(), sum_ns=pl.col("_d").sum()).collect() \
-        .cast(schema).sort("rank", "device", "sum_ns", descending=[False, False, True])
-
-
-def _roofline_mix(frame: pl.DataFrame) -> pl.DataFrame:
-    """Per roofline group and (kernel name, category, dtype): count and time, from which a
-    merge of partials finds each group's longest kernel and most common category and dtype
-    exactly as one roofline pass over all hosts would. ``frame`` is the roofline's own
-    (:func:`~tracelens.analyze.roofline.roofline_frame`: every row has its device's spec
-    already, keys are categorical codes), so this is one group-by of integer sums."""
-    keys = ["op", "program_id", "spec", "name", "category", "dtype"]
-    return frame.group_by(op="_group", program_id="program_id", spec="spec", name="name",
-                          category="category", dtype="_dtype_code").agg(
-        count=pl.len(), sum_ns=pl.col("_dur").sum()) \
-        .with_columns(pl.col("op", "spec", "name", "category", "dtype").cast(pl.String)) \
-        .sort(keys, nulls_last=True)
+    kernels' mergeable input (:func:`~tracelens.analyze.kernel_table.kernel_groups`)."""
+    return kt.kernel_groups(kt.kernel_table(events))
