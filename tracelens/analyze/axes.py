@@ -1,0 +1,190 @@
+"""Communication per mesh axis (issue 28), on the Analysis protocol.
+
+Each collective activity's process group comes from the trace (``events.groups``: PyTorch
+``record_param_comms`` ranks, XLA replica groups / permute pairs); the activity's own id in
+that numbering is its global rank when every rank has one device (PyTorch: one process per
+GPU), else ``rank × devices per rank + device`` (XLA: a host's local devices after the
+previous hosts'). Groups map to axes of the mesh (``--mesh`` or inferred,
+:mod:`tracelens.analyze.mesh`); per axis: activities, message bytes, time, exposed time and
+its share, busbw against the link the axis runs on (intra-node xGMI/NVLink from the hardware
+table, inter-node only when the NIC peak is given). An activity without an axis is counted
+under its reason, never given one.
+
+The per-host part is the host's collective activities (exposure is per device, complete
+within a host) and its devices; merge places them in the job; finish maps and sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import polars as pl
+
+from tracelens.analyze.collectives import link_of, match_instances, partial_activities
+from tracelens.analyze.mesh import Group, Mesh, given_mesh, inferred_mesh, named, own_group, \
+    parse_groups
+from tracelens.model import Trace
+from tracelens.protocol import JobPlan
+from tracelens.results.axes import AxisTotals, Axes, InstanceAxis, MeshAxis, Unmapped
+from tracelens.results.collectives import Busbw
+
+NO_GROUP = "the trace gives no process group for it"
+BAD_GROUP = "its process group could not be read"
+NOT_MEMBER = "its device is not in its op's groups"
+NOT_GRID = "its group is no sub-grid of the mesh"
+OUTSIDE = "its group has ids outside the mesh"
+
+
+@dataclass(frozen=True)
+class AxesOptions:
+    """``mesh``: the --mesh axes ((name, size), outermost first), empty to infer them;
+    ``nic_gb_per_s``: the inter-node link's per-direction peak per GPU, when known."""
+
+    mesh: tuple[tuple[str, int], ...] = ()
+    nic_gb_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class AxesPart:
+    """One host's (or the job's) collective activities and devices."""
+
+    acts: pl.DataFrame
+    devices: pl.DataFrame
+
+
+class AxesAnalysis:
+    """partial / merge / finish (``tracelens.protocol``)."""
+
+    def partial(self, trace: Trace, options: AxesOptions) -> AxesPart:
+        return AxesPart(partial_activities(trace.events), trace.devices)
+
+    def merge(self, parts: Sequence[AxesPart], plan: JobPlan) -> AxesPart:
+        return AxesPart(plan.concat([p.acts for p in parts]),
+                        pl.concat([plan.place(p.devices, i) for i, p in enumerate(parts)]))
+
+    def finish(self, part: AxesPart, options: AxesOptions) -> Axes:
+        return axes_of(part.acts, part.devices, options)
+
+
+def member_ids(acts: pl.DataFrame, devices: pl.DataFrame) -> tuple[pl.Expr, pl.DataFrame]:
+    """The id expression of an activity in its groups' numbering (module doc), and the
+    job's devices with their ids and hosts (to tell whether a group crosses hosts)."""
+    keys = pl.concat([acts.select("host", "rank", "device"),
+                      devices.select("host", "rank", "device")]).unique()
+    per_rank = keys.group_by("rank").agg(pl.col("device").n_unique())["device"].max()
+    width = int(keys["device"].max() or 0) + 1
+    me = (pl.col("rank").cast(pl.Int64) if per_rank == 1 or per_rank is None
+          else pl.col("rank").cast(pl.Int64) * width + pl.col("device"))
+    return me, keys.with_columns(_me=me)
+
+
+def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, options: AxesOptions) -> Axes:
+    """The :class:`Axes` result of the job's collective activities (module doc)."""
+    me, keyed = member_ids(acts, devices)
+    acts = acts.with_columns(_me=me)
+    host_of = dict(zip(keyed["_me"].to_list(), keyed["host"].to_list()))
+    combos = acts.select("groups", "_me", "type").unique().filter(
+        pl.col("groups").is_not_null()).sort("groups", "_me", "type")
+    own: dict[tuple[str, int, str], Group | str] = {}
+    for text, i, kind in combos.iter_rows():
+        groups = parse_groups(text)
+        found = None if groups is None else own_group(groups, i, kind == "collective-permute")
+        own[(text, i, kind)] = BAD_GROUP if groups is None else (found or NOT_MEMBER)
+    seen = sorted({g for g in own.values() if not isinstance(g, str)})
+    world = max([max(keyed["_me"].max() or 0, 0) + 1, *(max(g) + 1 for g in seen)])
+    mesh = given_mesh(options.mesh) if options.mesh else (
+        inferred_mesh(seen, world) if seen else Mesh(()))  # no group: no mesh to infer
+    rows = []
+    trace_names: dict[int, set[str]] = {}
+    name_of = dict(acts.select("groups", "group_name").drop_nulls().unique()
+                   .sort("groups", "group_name").iter_rows())
+    for (text, i, kind), g in own.items():
+        if isinstance(g, str):
+            rows.append((text, i, kind, None, g, None))
+            continue
+        along = mesh.axes_of(g)
+        if along is None:
+            bad = any(x < 0 or x >= mesh.world for x in g)
+            rows.append((text, i, kind, None, OUTSIDE if bad else NOT_GRID, None))
+            continue
+        if len(along) == 1 and text in name_of:
+            trace_names.setdefault(along[0], set()).add(name_of[text])
+        hosts = [host_of.get(x) for x in g]
+        cross = None if None in hosts else len(set(hosts)) > 1
+        rows.append((text, i, kind, along, None, cross))
+    mesh = named(mesh, trace_names)
+    used = {k for r in rows if r[3] for k in r[3]}
+    mesh = Mesh(tuple(MeshAxis(a.name, a.size, a.stride, a.source, k in used)
+                      for k, a in enumerate(mesh.axes)))
+    mapping = pl.DataFrame(
+        [(t, i, kind, None if a is None else "+".join(mesh.axes[k].name for k in a),
+          None if a is None else _prod(mesh, a), r, c) for t, i, kind, a, r, c in rows],
+        schema={"groups": pl.String, "_me": pl.Int64, "type": pl.String, "axis": pl.String,
+                "axis_size": pl.Int64, "reason": pl.String, "crosses": pl.Boolean},
+        orient="row")
+    acts = acts.join(mapping, on=["groups", "_me", "type"], how="left",
+                     nulls_equal=False, maintain_order="left").with_columns(
+        reason=pl.when(pl.col("groups").is_null()).then(pl.lit(NO_GROUP))
+        .otherwise(pl.col("reason")))
+    total_exposed = int(acts["exposed_ns"].sum() or 0)
+    intra = link_of(devices)
+    axes = tuple(_totals(r, total_exposed, intra, options.nic_gb_per_s) for r in acts.filter(
+        pl.col("axis").is_not_null()).group_by("axis").agg(
+        size=pl.col("axis_size").first(), types=pl.col("type").unique().sort(),
+        crosses=pl.col("crosses").any(), cross_null=pl.col("crosses").is_null().any(),
+        count=pl.len(), bytes=pl.col("msg_bytes").sum(),
+        unsized=pl.col("msg_bytes").is_null().sum(), time_ns=pl.col("dur_ns").sum(),
+        exposed_ns=pl.col("exposed_ns").sum(), med=pl.col("busbw_gb_per_s").median(),
+        p10=pl.col("busbw_gb_per_s").quantile(0.1, "nearest"),
+        p90=pl.col("busbw_gb_per_s").quantile(0.9, "nearest"),
+    ).sort(["exposed_ns", "time_ns", "axis"], descending=[True, True, False])
+        .iter_rows(named=True))
+    unmapped = tuple(Unmapped(r["reason"], int(r["count"]), int(r["exposed_ns"]))
+                     for r in acts.filter(pl.col("axis").is_null()).group_by("reason").agg(
+                         count=pl.len(), exposed_ns=pl.col("exposed_ns").sum())
+                     .sort(["count", "reason"], descending=[True, False]).iter_rows(named=True))
+    return Axes(mesh=mesh.axes, world=mesh.world, axes=axes, unmapped=unmapped,
+                activities=acts.height, exposed_ns=total_exposed,
+                instances=instance_axes(acts))
+
+
+def _prod(mesh: Mesh, along: tuple[int, ...]) -> int:
+    out = 1
+    for k in along:
+        out *= mesh.axes[k].size
+    return out
+
+
+def _totals(r: dict[str, object], total_exposed: int, intra: float | None,
+            nic: float | None) -> AxisTotals:
+    crosses = None if r["cross_null"] and not r["crosses"] else bool(r["crosses"])
+    link = None if crosses is None else ("inter" if crosses else "intra")
+    peak = (nic if link == "inter" else intra / 2 if link == "intra" and intra else None)
+    med = r["med"]
+    pct = None if med is None or not peak else 100.0 * float(med) / peak  # type: ignore[arg-type]
+    exposed = int(r["exposed_ns"])  # type: ignore[call-overload]
+    return AxisTotals(
+        axis=str(r["axis"]), size=int(r["size"]), crosses_hosts=crosses,  # type: ignore
+        types=tuple(r["types"]), count=int(r["count"]), bytes=int(r["bytes"] or 0),  # type: ignore
+        unsized=int(r["unsized"]), time_ns=int(r["time_ns"]), exposed_ns=exposed,  # type: ignore
+        exposed_share=exposed / total_exposed if total_exposed else None,
+        link=link, link_gb_per_s=peak,
+        busbw=Busbw(median=med, p10=r["p10"], p90=r["p90"], link_pct=pct))  # type: ignore
+
+
+def instance_axes(acts: pl.DataFrame) -> tuple[InstanceAxis, ...]:
+    """Every matched instance and its axis: the axis its participants agree on (the first
+    known, in device order), else the reason of its first participant."""
+    if acts.is_empty():
+        return ()
+    m = match_instances(acts)
+    inst = m.group_by("instance_key", "occurrence").agg(
+        type=pl.col("type").first(), op=pl.col("op").first(),
+        start=pl.col("first_start_ns").first(), participants=pl.len(),
+        axis=pl.col("axis").drop_nulls().first(), reason=pl.col("reason").first(),
+    ).sort("start", "instance_key", "occurrence")
+    return tuple(InstanceAxis(r["type"], r["op"], int(r["occurrence"]), int(r["start"]),
+                              int(r["participants"]), r["axis"],
+                              None if r["axis"] is not None else r["reason"])
+                 for r in inst.iter_rows(named=True))
