@@ -39,10 +39,13 @@ OUTSIDE = "its group has ids outside the mesh"
 @dataclass(frozen=True)
 class AxesOptions:
     """``mesh``: the --mesh axes ((name, size), outermost first), empty to infer them;
-    ``nic_gb_per_s``: the inter-node link's per-direction peak per GPU, when known."""
+    ``nic_gb_per_s``: the inter-node link's per-direction peak per GPU, when known;
+    ``ranks_per_host``: where the trace names no hosts (Kineto), rank r is on host
+    r // ranks_per_host (else whether a group crosses hosts stays unknown)."""
 
     mesh: tuple[tuple[str, int], ...] = ()
     nic_gb_per_s: float | None = None
+    ranks_per_host: int | None = None
 
 
 @dataclass(frozen=True)
@@ -51,39 +54,72 @@ class AxesPart:
 
     acts: pl.DataFrame
     devices: pl.DataFrame
+    hosts: pl.DataFrame  # host, rank, named (False: the reader made the name up, Kineto rank<N>)
 
 
 class AxesAnalysis:
     """partial / merge / finish (``tracelens.protocol``)."""
 
     def partial(self, trace: Trace, options: AxesOptions) -> AxesPart:
-        return AxesPart(partial_activities(trace.events), trace.devices)
+        named = {h: i.named for h, i in trace.meta.hosts.items()}
+        hosts = pl.concat([trace.events.select("host", "rank"),
+                           trace.devices.select("host", "rank")]).unique().sort(
+            "host", "rank").with_columns(named=pl.col("host").replace_strict(
+                named, default=True, return_dtype=pl.Boolean))
+        return AxesPart(partial_activities(trace.events), trace.devices, hosts)
 
     def merge(self, parts: Sequence[AxesPart], plan: JobPlan) -> AxesPart:
         return AxesPart(plan.concat([p.acts for p in parts]),
-                        pl.concat([plan.place(p.devices, i) for i, p in enumerate(parts)]))
+                        pl.concat([plan.place(p.devices, i) for i, p in enumerate(parts)]),
+                        pl.concat([plan.place(p.hosts, i) for i, p in enumerate(parts)]))
 
     def finish(self, part: AxesPart, options: AxesOptions) -> Axes:
-        return axes_of(part.acts, part.devices, options)
+        return axes_of(part.acts, part.devices, part.hosts, options)
 
 
-def member_ids(acts: pl.DataFrame, devices: pl.DataFrame) -> tuple[pl.Expr, pl.DataFrame]:
+def member_ids(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
+               ranks_per_host: int | None) -> tuple[pl.Expr, pl.DataFrame]:
     """The id expression of an activity in its groups' numbering (module doc), and the
-    job's devices with their ids and hosts (to tell whether a group crosses hosts)."""
+    job's devices with their ids and the host each is on (null when the trace names no
+    host, Kineto, and ``ranks_per_host`` is not given)."""
     keys = pl.concat([acts.select("host", "rank", "device"),
                       devices.select("host", "rank", "device")]).unique()
     per_rank = keys.group_by("rank").agg(pl.col("device").n_unique())["device"].max()
     width = int(keys["device"].max() or 0) + 1
-    me = (pl.col("rank").cast(pl.Int64) if per_rank == 1 or per_rank is None
-          else pl.col("rank").cast(pl.Int64) * width + pl.col("device"))
-    return me, keys.with_columns(_me=me)
+    unnamed = pl.col("host").is_in(hosts.filter(~pl.col("named"))["host"].implode())
+    # Kineto names an unnamed host rank<N> from distributedInfo's rank: the global rank
+    global_rank = pl.col("host").str.extract(r"^rank(\d+)$", 1).cast(pl.Int64)
+    me = (pl.when(unnamed & global_rank.is_not_null()).then(global_rank)
+          .otherwise(pl.col("rank").cast(pl.Int64) if per_rank == 1 or per_rank is None
+                     else pl.col("rank").cast(pl.Int64) * width + pl.col("device")))
+    on_host = pl.when(~unnamed).then(pl.col("host"))
+    if ranks_per_host:
+        on_host = on_host.otherwise(pl.format("host{}", pl.col("_me") // ranks_per_host))
+    return me, keys.with_columns(_me=me).with_columns(_on=on_host)
 
 
-def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, options: AxesOptions) -> Axes:
+class _ById(dict[int, str | None]):
+    """Hosts by id: the trace's where it names them, else ``host<id // ranks_per_host>``."""
+
+    def __init__(self, ranks_per_host: int, known: dict[int, str | None]) -> None:
+        super().__init__(known)
+        self.per = ranks_per_host
+
+    def get(self, key: int, default: str | None = None) -> str | None:  # type: ignore[override]
+        found = super().get(key)
+        return found if found is not None else f"host{key // self.per}"
+
+
+def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
+            options: AxesOptions) -> Axes:
     """The :class:`Axes` result of the job's collective activities (module doc)."""
-    me, keyed = member_ids(acts, devices)
+    me, keyed = member_ids(acts, devices, hosts, options.ranks_per_host)
     acts = acts.with_columns(_me=me)
-    host_of = dict(zip(keyed["_me"].to_list(), keyed["host"].to_list()))
+    if not options.ranks_per_host:
+        host_of = dict(zip(keyed["_me"].to_list(), keyed["_on"].to_list()))
+    else:  # every id's host is known: ids // ranks_per_host
+        host_of = _ById(options.ranks_per_host, dict(zip(keyed["_me"].to_list(),
+                                                         keyed["_on"].to_list())))
     combos = acts.select("groups", "_me", "type").unique().filter(
         pl.col("groups").is_not_null()).sort("groups", "_me", "type")
     own: dict[tuple[str, int, str], Group | str] = {}

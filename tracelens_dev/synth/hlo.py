@@ -438,6 +438,8 @@ def _groups(inst: Any, r: Collective) -> None:
     per_host = r.group == "host"
     explicit = [list(range(h * g, (h + 1) * g)) for h in range(hosts)] if per_host \
         else [list(range(n))]
+    if r.groups:  # a mesh axis's groups (tests of the axes analysis): explicit or list only
+        explicit = [list(grp) for grp in r.groups]
     if r.encoding == "explicit":
         for grp in explicit:
             inst.replica_groups.add().replica_ids.extend(grp)

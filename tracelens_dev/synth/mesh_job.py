@@ -1,0 +1,110 @@
+"""A 2-host job on a known device mesh (issue 28): every collective's axis, bytes, time and
+exposure known by construction, for the axes analysis in every writer's format.
+
+``fsdp=4 × tp=4`` on 2 hosts × 8 GPUs (device id = host × 8 + GPU, tp innermost): per device
+and step (µs) a GEMM [0, 1000), the tensor-parallel all-reduce [1000, 1300) (nothing hides
+it: 300 µs exposed), a GEMM [1300, 2300) and the FSDP all-gather [1500, 2500) (800 µs under
+the GEMM, 200 µs exposed). tp groups are contiguous within a host; fsdp groups stride 4 and
+cross hosts. :func:`mesh_truth` is the answer written from these constants, not computed by
+tracelens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform)
+from tracelens_dev.synth.devices import device_model
+from tracelens_dev.synth.hlo import program_proto
+from tracelens_dev.synth.recipes import Collective, bf16
+
+HOSTS, GPUS, FSDP, TP, STEPS = 2, 8, 4, 4, 2
+STEP_NS = 10_000_000
+AR_BYTES, AG_BYTES = 4 << 20, 8 << 20
+TP_GROUPS = tuple(tuple(range(g * TP, (g + 1) * TP)) for g in range(FSDP))
+FSDP_GROUPS = tuple(tuple(range(t, HOSTS * GPUS, TP)) for t in range(TP))
+GEMM = "Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI16x16x1"
+NCCL = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
+PROGRAM, MODULE = 5, "jit_mesh_step"
+
+
+def _recipes() -> list[Collective]:
+    return [Collective("all-reduce.1", "all-reduce", bf16(AR_BYTES // 2), bf16(AR_BYTES // 2),
+                       sync=True, hosts=HOSTS, gpus=GPUS, encoding="explicit",
+                       groups=TP_GROUPS),
+            Collective("all-gather-start.2", "all-gather", bf16(AG_BYTES // 2 // FSDP),
+                       bf16(AG_BYTES // 2), hosts=HOSTS, gpus=GPUS, encoding="list",
+                       groups=FSDP_GROUPS)]
+
+
+def _group_of(i: int, groups: tuple[tuple[int, ...], ...]) -> str:
+    return ",".join(map(str, next(g for g in groups if i in g)))
+
+
+def mesh_trace(per_rank: bool = False) -> Trace:
+    """The job as one Trace: hosts ``node0``/``node1`` with 8 GPUs each (XSpace, rocprof), or
+    (``per_rank``) one rank per GPU, ranks 0..15, with each collective's own process group
+    and its name (``mesh_tp``/``mesh_fsdp``), as PyTorch records them (Kineto)."""
+    model = device_model("mi300x")
+    rows: list[dict[str, Any]] = []
+    for h in range(HOSTS):
+        for g in range(GPUS):
+            i = h * GPUS + g
+            rank, dev = (i, g) if per_rank else (h, g)
+            for s in range(STEPS):
+                b = s * STEP_NS
+                base = dict(host=f"node{h}", rank=rank, device=dev, kind="kernel",
+                            program_id=PROGRAM, module=MODULE)
+                rows += [
+                    dict(base, stream=1, name=GEMM, start_ns=b, end_ns=b + 1_000_000),
+                    dict(base, stream=2, name=NCCL, start_ns=b + 1_000_000, end_ns=b + 1_300_000,
+                         op="all-reduce.1", category="collective", subcategory="all-reduce",
+                         msg_bytes=AR_BYTES, group_size=TP, dtype="bf16",
+                         groups=_group_of(i, TP_GROUPS), group_name="mesh_tp"),
+                    dict(base, stream=1, name=GEMM, start_ns=b + 1_300_000, end_ns=b + 2_300_000),
+                    dict(base, stream=2, name=NCCL, start_ns=b + 1_500_000, end_ns=b + 2_500_000,
+                         op="all-gather-start.2", category="collective",
+                         subcategory="all-gather", msg_bytes=AG_BYTES, group_size=FSDP,
+                         dtype="bf16", groups=_group_of(i, FSDP_GROUPS),
+                         group_name="mesh_fsdp")]
+    events = conform(pl.DataFrame(rows, infer_schema_length=None), EVENT_SCHEMA)
+    ranks = sorted({(r["host"], r["rank"]) for r in rows})
+    steps = conform(pl.DataFrame([dict(rank=r, step=s, start_ns=s * STEP_NS,
+                                       end_ns=s * STEP_NS + 2_600_000, source="step_num")
+                                  for _, r in ranks for s in range(STEPS)]), STEP_SCHEMA)
+    row = model.devices_row()
+    devices = conform(pl.DataFrame(
+        [{**row, "host": r["host"], "rank": r["rank"], "device": r["device"]}
+         for r in {(x["host"], x["rank"], x["device"]): x for x in rows}.values()],
+        schema_overrides=dict(DEVICE_SCHEMA)), DEVICE_SCHEMA)
+    proto = program_proto(MODULE, PROGRAM, HOSTS * GPUS, _recipes())
+    modules = conform(pl.DataFrame([{"host": f"node{h}", "rank": h, "program_id": PROGRAM,
+                                     "module": MODULE, "hlo_proto": proto}
+                                    for h in range(HOSTS)],
+                                   schema_overrides=dict(MODULE_SCHEMA)), MODULE_SCHEMA)
+    meta = TraceMeta(sources=[{"path": "<synthetic:mesh>", "format": "synthetic"}],
+                     alignment="synthetic (one clock)",
+                     hosts={f"node{h}": HostInfo(profile_start_ns=1_795_000_000_000_000_000,
+                                                 ranks=[h]) for h in range(HOSTS)})
+    return Trace(events=events, host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
+                 steps=steps, devices=devices, meta=meta, modules=modules)
+
+
+def mesh_truth() -> dict[str, dict[str, Any]]:
+    """Per axis: what the construction put on it (module doc)."""
+    acts = HOSTS * GPUS * STEPS
+    tp_exposed, fsdp_exposed = acts * 300_000, acts * 200_000
+    total = tp_exposed + fsdp_exposed
+    return {
+        "tp": dict(size=TP, crosses_hosts=False, types=("all-reduce",), count=acts,
+                   bytes=acts * AR_BYTES, time_ns=acts * 300_000, exposed_ns=tp_exposed,
+                   exposed_share=tp_exposed / total,
+                   busbw=AR_BYTES / 300_000 * 2 * (TP - 1) / TP),
+        "fsdp": dict(size=FSDP, crosses_hosts=True, types=("all-gather",), count=acts,
+                     bytes=acts * AG_BYTES, time_ns=acts * 1_000_000, exposed_ns=fsdp_exposed,
+                     exposed_share=fsdp_exposed / total,
+                     busbw=AG_BYTES / 1_000_000 * (FSDP - 1) / FSDP),
+    }
