@@ -503,5 +503,9 @@ def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
         sys.exit(1)
 
 
+from tracelens.cli_axes import axes as _axes  # noqa: E402 (issue 28: its own module)
+
+main.add_command(_axes)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -36,6 +36,10 @@ NOT_GRID = "its group is no sub-grid of the mesh"
 OUTSIDE = "its group has ids outside the mesh"
 
 
+class MeshMismatch(ValueError):
+    """A --mesh whose devices are not the job's (the CLI turns it into a usage error)."""
+
+
 @dataclass(frozen=True)
 class AxesOptions:
     """``mesh``: the --mesh axes ((name, size), outermost first), empty to infer them;
@@ -129,6 +133,9 @@ def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
         own[(text, i, kind)] = BAD_GROUP if groups is None else (found or NOT_MEMBER)
     seen = sorted({g for g in own.values() if not isinstance(g, str)})
     world = max([max(keyed["_me"].max() or 0, 0) + 1, *(max(g) + 1 for g in seen)])
+    if options.mesh and given_mesh(options.mesh).world != world:
+        raise MeshMismatch(f"--mesh holds {given_mesh(options.mesh).world} devices, the job "
+                           f"numbers {world} (its devices and process groups)")
     mesh = given_mesh(options.mesh) if options.mesh else (
         inferred_mesh(seen, world) if seen else Mesh(()))  # no group: no mesh to infer
     rows = []

@@ -1,0 +1,123 @@
+"""Communication per mesh axis (issue 28): groups to axes, per-axis totals equal to the
+construction (tracelens_dev/synth/mesh_job.py) in each writer's format, and every collective
+of the real multi-rank traces with an axis or a counted reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tracelens
+from tracelens.analyze.axes import NO_GROUP, NOT_GRID, AxesAnalysis, AxesOptions
+from tracelens.analyze.mesh import chains, given_mesh, inferred_mesh, parse_mesh
+from tracelens.engine import EngineOptions, run
+from tracelens.protocol import run_trace
+from tracelens.results.axes import Axes
+from tracelens_dev.synth.mesh_job import mesh_trace, mesh_truth
+from tracelens_dev.writers import kineto, xspace
+from tracelens_dev.writers.rocprof import write_json
+
+TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
+MESH = (("fsdp", 4), ("tp", 4))
+
+
+def _check(result: Axes, names: dict[str, str]) -> None:
+    """Every axis of the construction, exactly (``names``: the truth's name -> the result's)."""
+    truth = mesh_truth()
+    got = {a.axis: a for a in result.axes}
+    assert sorted(got) == sorted(names.values())
+    assert result.unmapped == () and result.world == 16
+    for name, want in truth.items():
+        a = got[names[name]]
+        assert (a.size, a.crosses_hosts, a.types, a.count, a.bytes, a.time_ns,
+                a.exposed_ns) == (want["size"], want["crosses_hosts"], want["types"],
+                                  want["count"], want["bytes"], want["time_ns"],
+                                  want["exposed_ns"]), name
+        assert a.exposed_share == pytest.approx(want["exposed_share"], rel=1e-12)
+        assert a.busbw.median == pytest.approx(want["busbw"], rel=1e-12)
+        assert a.unsized == 0
+    assert all(i.axis is not None for i in result.instances)
+
+
+def test_xspace_mesh_job_per_axis_equals_construction(tmp_path: Path) -> None:
+    xspace.write(mesh_trace(), tmp_path / "logs")
+    trace = tracelens.load(tmp_path / "logs")
+    inferred = run_trace(AxesAnalysis(), trace, AxesOptions())
+    # no names in the HLO: outermost first, axis0 = the strided (fsdp) one
+    assert [(m.name, m.size, m.stride, m.source) for m in inferred.mesh] == [
+        ("axis0", 4, 4, "inferred"), ("axis1", 4, 1, "inferred")]
+    _check(inferred, {"fsdp": "axis0", "tp": "axis1"})
+    named = run_trace(AxesAnalysis(), trace, AxesOptions(mesh=MESH))
+    _check(named, {"fsdp": "fsdp", "tp": "tp"})
+    # tp runs within a host: compared with the table's xGMI peak; fsdp crosses: NIC unknown
+    tp = next(a for a in named.axes if a.axis == "tp")
+    fsdp = next(a for a in named.axes if a.axis == "fsdp")
+    assert tp.link == "intra" and tp.link_gb_per_s == 448.0
+    assert fsdp.link == "inter" and fsdp.link_gb_per_s is None and fsdp.busbw.link_pct is None
+    nic = run_trace(AxesAnalysis(), trace, AxesOptions(mesh=MESH, nic_gb_per_s=50.0))
+    f = next(a for a in nic.axes if a.axis == "fsdp")
+    assert f.busbw.link_pct == pytest.approx(100 * mesh_truth()["fsdp"]["busbw"] / 50.0)
+    engine = run(AxesAnalysis(), [tmp_path / "logs"], AxesOptions(mesh=MESH),
+                 engine=EngineOptions(workers=1))
+    assert engine == named
+
+
+def test_kineto_mesh_job_names_axes_from_process_groups(tmp_path: Path) -> None:
+    kineto.write(mesh_trace(per_rank=True), tmp_path / "ranks")
+    trace = tracelens.load(tmp_path / "ranks")
+    result = run_trace(AxesAnalysis(), trace, AxesOptions(ranks_per_host=8))
+    assert [(m.name, m.source) for m in result.mesh] == [("fsdp", "trace"), ("tp", "trace")]
+    _check(result, {"fsdp": "fsdp", "tp": "tp"})
+    # Kineto names no host: without ranks_per_host whether a group crosses one is unknown
+    blind = run_trace(AxesAnalysis(), trace, AxesOptions())
+    assert {a.axis: a.crosses_hosts for a in blind.axes} == {"fsdp": None, "tp": None}
+
+
+def test_two_workers_give_the_same_axes(tmp_path: Path) -> None:
+    xspace.write(mesh_trace(), tmp_path / "logs")
+    one = run(AxesAnalysis(), [tmp_path / "logs"], AxesOptions(mesh=MESH),
+              engine=EngineOptions(workers=1))
+    two = run(AxesAnalysis(), [tmp_path / "logs"], AxesOptions(mesh=MESH),
+              engine=EngineOptions(workers=2))
+    assert one == two
+
+
+def test_rocprof_collectives_without_groups_are_counted(tmp_path: Path) -> None:
+    """rocprofv3 records no process group: every collective is counted under the reason."""
+    write_json(mesh_trace(), tmp_path / "r.json")
+    result = run_trace(AxesAnalysis(), tracelens.load(tmp_path / "r.json"), AxesOptions())
+    assert result.axes == () and result.mesh == ()
+    assert [(u.reason, u.count) for u in result.unmapped] == [(NO_GROUP, result.activities)]
+    assert result.activities == 64
+
+
+def test_a_group_across_axes_and_a_non_grid_group() -> None:
+    mesh = given_mesh(MESH)
+    assert mesh.axes_of(tuple(range(16))) == (0, 1)  # the world group: fsdp+tp
+    assert mesh.axes_of((0, 4, 8, 12)) == (0,) and mesh.axes_of((4, 5, 6, 7)) == (1,)
+    assert mesh.axes_of((0, 1, 4)) is None  # not every combination: no sub-grid
+    assert mesh.axes_of((0, 16)) is None
+    # pipeline pairs 0->4->8->12 are one chain (a stage group along the outer axis)
+    assert sorted(chains([(0, 4), (4, 8), (8, 12), (1, 5)])) == [(0, 4, 8, 12), (1, 5)]
+    # only strided groups seen: the inner axis they imply is filled in, not observed
+    m = inferred_mesh([(0, 4, 8, 12), (1, 5, 9, 13)], 16)
+    assert [(a.size, a.stride, a.observed) for a in m.axes] == [(4, 4, True), (4, 1, False)]
+    assert parse_mesh("dp=8, tp=8") == (("dp", 8), ("tp", 8))
+    with pytest.raises(ValueError):
+        parse_mesh("dp8")
+    assert NOT_GRID
+
+
+@pytest.mark.skipif(not (TRACES / "kineto").exists(), reason="shared traces absent")
+def test_real_kineto_traces_every_collective_has_an_axis_or_a_reason() -> None:
+    a100 = run_trace(AxesAnalysis(), tracelens.load(
+        TRACES / "kineto" / "a100_nccl_2rank_rank0.json.gz"), AxesOptions())
+    assert a100.unmapped == () and a100.activities == 21
+    assert [(a.axis, a.size, a.count, a.crosses_hosts) for a in a100.axes] == [
+        ("axis0", 2, 21, None)]  # default_pg is no axis name; rank 1's host is not in it
+    sampled = run_trace(AxesAnalysis(), tracelens.load(
+        TRACES / "kineto" / "sampled_128rank_job"), AxesOptions())
+    assert sampled.axes == () and sampled.activities == 20
+    assert [(u.reason, u.count) for u in sampled.unmapped] == [(NO_GROUP, 20)]
+    assert all(i.axis is None and i.reason == NO_GROUP for i in sampled.instances)
