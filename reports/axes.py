@@ -14,7 +14,7 @@ from rich.text import Text
 from reports.markdown import md_table
 from reports.summary import ms
 from reports.units import size
-from tracelens.results.axes import Axes
+from tracelens.results.axes import Axes, AxisTotals, MeshAxis, Unmapped
 from tracelens.results.encode import to_json
 
 
@@ -27,7 +27,13 @@ def _yes(v: bool | None) -> str:
 
 
 def tables(a: Axes) -> list[tuple[str, list[str], list[list[str]]]]:
-    mesh = " × ".join(f"{m.name}={m.size}" for m in a.mesh) or "none (no process group)"
+    return axis_tables(a.mesh, a.axes, a.unmapped)
+
+
+def axis_tables(mesh_axes: tuple[MeshAxis, ...], totals: tuple[AxisTotals, ...],
+                unmapped: tuple[Unmapped, ...]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The per-axis table and the table of collectives without an axis (when any)."""
+    mesh = " × ".join(f"{m.name}={m.size}" for m in mesh_axes) or "none (no process group)"
     out = [(f"Collectives per mesh axis (mesh {mesh})",
             ["axis", "size", "hosts", "types", "count", "bytes", "time ms",
              "exposed ms", "exp share", "busbw GB/s", "link", "of link"],
@@ -36,10 +42,10 @@ def tables(a: Axes) -> list[tuple[str, list[str], list[list[str]]]]:
               "-" if r.exposed_share is None else f"{100 * r.exposed_share:.1f}%",
               _gbps(r.busbw.median), r.link or "?",
               "-" if r.busbw.link_pct is None else f"{r.busbw.link_pct:.0f}%"]
-             for r in a.axes])]
-    if a.unmapped:
+             for r in totals])]
+    if unmapped:
         out.append(("Collectives without an axis", ["reason", "count", "exposed ms"],
-                    [[u.reason, f"{u.count:,}", ms(u.exposed_ns)] for u in a.unmapped]))
+                    [[u.reason, f"{u.count:,}", ms(u.exposed_ns)] for u in unmapped]))
     return out
 
 

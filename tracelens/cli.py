@@ -21,6 +21,7 @@ from tracelens.cli_common import (apply_filters, busy, check_device_and_step,
                                   load_gpu_specs, load_rule_files, load_trace, print_result,
                                   step_marker_option)
 from tracelens.errors import TraceInputError
+from tracelens.cli_axes import axes_options, mesh_errors
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -140,31 +141,42 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many worst instances to list.")
+@axes_options
 @format_option
 @step_marker_option
 @filter_options
 @engine_options
 @common_options
 @guarded
-def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | None,
+def collectives(paths: tuple[Path, ...], top: int, mesh: tuple[tuple[str, int], ...],
+                nic_gb_per_s: float | None, ranks_per_host: int | None, fmt: str,
+                step_marker: str | None,
                 categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
                 time_window: tuple[int | None, int | None] | None, workers: int | None,
                 scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
                 debug: bool) -> None:
-    """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
-    from tracelens.analyze.collectives import analyze, link_of
+    """Collectives: per-type time, exposure and busbw; per mesh axis; worst instances;
+    stragglers."""
+    from tracelens.analyze.axes import AxesOptions, hosts_of, with_axes
+    from tracelens.analyze.collectives import analyze, collective_activities, link_of
     from tracelens.results.jsonify import collectives_json
     from reports import collectives as render
 
-    if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
-        res, steps_source, active = engine_collectives(
-            paths, rules_files, step_marker, top, categories, kernel, workers, scheduler)
-    else:
-        trace = load_trace(paths, rules_files, quiet, step_marker)
-        trace, active = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-        res = analyze(trace.events, trace.meta.alignment, top=top,
-                      link_gb_per_s=link_of(trace.devices))
-        steps_source = trace.meta.steps_source
+    axes = AxesOptions(mesh, nic_gb_per_s, ranks_per_host)
+    with mesh_errors():
+        if not hosts and time_window is None:  # per host on the engine (README, "Many hosts")
+            res, steps_source, active = engine_collectives(
+                paths, rules_files, step_marker, top, categories, kernel, workers, scheduler,
+                axes)
+        else:
+            trace = load_trace(paths, rules_files, quiet, step_marker)
+            trace, active = apply_filters(trace, paths, categories, kernel, hosts,
+                                          time_window)
+            acts = collective_activities(trace.events)
+            res = with_axes(analyze(trace.events, trace.meta.alignment, top=top,
+                                    link_gb_per_s=link_of(trace.devices), acts=acts),
+                            acts, trace.devices, hosts_of(trace.meta), axes)
+            steps_source = trace.meta.steps_source
     rep: dict[str, Any] = dict(collectives_json(res))
     rep["steps_source"] = steps_source
     if active:

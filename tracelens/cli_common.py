@@ -288,8 +288,8 @@ def engine_summary(paths: tuple[Path, ...], rules_files: tuple[str, ...],
 
 def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],
                        step_marker: str | None, top: int, categories: tuple[str, ...],
-                       kernel: str | None, workers: int | None, scheduler: str | None
-                       ) -> tuple[Any, str, dict[str, Any]]:
+                       kernel: str | None, workers: int | None, scheduler: str | None,
+                       axes: Any = None) -> tuple[Any, str, dict[str, Any]]:
     """``collectives`` as a per-host map and a reduce: (the typed result, the steps source,
     the filters in force)."""
     from tracelens.engine_jobs import collectives_job, collectives_of
@@ -298,4 +298,4 @@ def engine_collectives(paths: tuple[Path, ...], rules_files: tuple[str, ...],
     rows = Filters(categories=categories, kernel=kernel)
     job = collectives_job(paths, rows, load_rule_files(rules_files), step_marker, workers,
                           scheduler)
-    return collectives_of(job, top), job.meta.steps_source, rows.active()
+    return collectives_of(job, top, axes), job.meta.steps_source, rows.active()

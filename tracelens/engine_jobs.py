@@ -101,14 +101,18 @@ def merged_of(job: Job) -> Any:
     return MergedCollectives(acts, devices, alignment, None, tuple(job.placements), shift_of)
 
 
-def collectives_of(job: Job, top: int) -> Any:
+def collectives_of(job: Job, top: int, axes: Any = None) -> Any:
     """The job's typed collectives result (:func:`collectives_from_activities` of every
-    host's activities, placed and aligned)."""
+    host's activities, placed and aligned), with its mesh axes (``axes``: the
+    ``AxesOptions``; the default infers them)."""
+    from tracelens.analyze.axes import AxesOptions, hosts_of, with_axes
     from tracelens.analyze.collectives import collectives_from_activities, link_of
 
     merged = merged_of(job)
-    return collectives_from_activities(merged.acts, merged.alignment, top,
-                                       link_of(merged.devices))
+    res = collectives_from_activities(merged.acts, merged.alignment, top,
+                                      link_of(merged.devices))
+    return with_axes(res, merged.acts, merged.devices, hosts_of(job.meta),
+                     axes if axes is not None else AxesOptions())
 
 
 def lens_job(paths: Sequence[str | Path], rules: Any = None, workers: int | None = None,

@@ -16,7 +16,7 @@ within a host) and its devices; merge places them in the job; finish maps and su
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import polars as pl
@@ -24,10 +24,10 @@ import polars as pl
 from tracelens.analyze.collectives import link_of, match_instances, partial_activities
 from tracelens.analyze.mesh import Group, Mesh, given_mesh, inferred_mesh, named, own_group, \
     parse_groups
-from tracelens.model import Trace
+from tracelens.model import Trace, TraceMeta
 from tracelens.protocol import JobPlan
 from tracelens.results.axes import AxisTotals, Axes, InstanceAxis, MeshAxis, Unmapped
-from tracelens.results.collectives import Busbw
+from tracelens.results.collectives import Busbw, Collectives
 
 NO_GROUP = "the trace gives no process group for it"
 BAD_GROUP = "its process group could not be read"
@@ -225,9 +225,27 @@ def instance_axes(acts: pl.DataFrame) -> tuple[InstanceAxis, ...]:
     inst = m.group_by("instance_key", "occurrence").agg(
         type=pl.col("type").first(), op=pl.col("op").first(),
         start=pl.col("first_start_ns").first(), participants=pl.len(),
+        key=pl.col("instance_key").first(),
         axis=pl.col("axis").drop_nulls().first(), reason=pl.col("reason").first(),
     ).sort("start", "instance_key", "occurrence")
     return tuple(InstanceAxis(r["type"], r["op"], int(r["occurrence"]), int(r["start"]),
                               int(r["participants"]), r["axis"],
-                              None if r["axis"] is not None else r["reason"])
+                              None if r["axis"] is not None else r["reason"], r["key"])
                  for r in inst.iter_rows(named=True))
+
+
+def hosts_of(meta: TraceMeta) -> pl.DataFrame:
+    """The job's hosts (as placed) and whether the trace names them."""
+    return pl.DataFrame({"host": list(meta.hosts),
+                         "named": [h.named for h in meta.hosts.values()]},
+                        schema={"host": pl.String, "named": pl.Boolean})
+
+
+def with_axes(c: Collectives, acts: pl.DataFrame, devices: pl.DataFrame,
+              hosts: pl.DataFrame, options: AxesOptions) -> Collectives:
+    """The collectives result with its per-axis totals and each worst instance's axis,
+    from the same activities (``collective_activities`` of the job, placed)."""
+    a = axes_of(acts, devices, hosts, options)
+    by = {(i.key, i.occurrence): i.axis for i in a.instances}
+    worst = tuple(replace(w, axis=by.get((w.key, w.occurrence))) for w in c.worst)
+    return replace(c, worst=worst, mesh=a.mesh, axes=a.axes, unmapped=a.unmapped)

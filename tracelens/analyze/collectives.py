@@ -304,6 +304,7 @@ def collectives_from_activities(acts: pl.DataFrame, alignment: str, top: int = 1
         exposed_ns=r["exposed_ns"], busbw_gb_per_s=r["busbw_gb_per_s"],
         last=None if r["last_device"] is None else Participant(
             host=r["last_host"], rank=r["last_rank"], device=r["last_device"]),
+        key=r["instance_key"],
     ) for r in worst.iter_rows(named=True))
     stragglers = tuple(Straggler(
         host=r["host"], rank=r["rank"], device=r["device"], instances=int(r["instances"]),

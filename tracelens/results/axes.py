@@ -50,7 +50,7 @@ class AxisTotals:
     exposed_ns: int
     exposed_share: float | None = field(metadata=rounded(4))
     link: str | None
-    link_gb_per_s: float | None
+    link_gb_per_s: float | None = field(metadata=rounded(3))
     busbw: Busbw
 
 
@@ -74,6 +74,7 @@ class InstanceAxis:
     participants: int
     axis: str | None
     reason: str | None
+    key: str = field(default="", metadata={"json": False})  # ``instances.with_instance_keys``
 
 
 @dataclass(frozen=True)

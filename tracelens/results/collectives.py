@@ -6,17 +6,22 @@ size, no link bandwidth in the hardware table, no unique last arrival).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tracelens.results.axes import AxisTotals, MeshAxis, Unmapped
 
 @dataclass(frozen=True)
 class Busbw:
     """Bus bandwidth over a group's activities: median and nearest-rank p10/p90 (GB/s), and
     the median's percentage of the per-direction link bandwidth."""
 
-    median: float | None
-    p10: float | None
-    p90: float | None
-    link_pct: float | None
+    # rounding for the generic encoder (results.encode; the collectives JSON rounds itself)
+    median: float | None = field(metadata={"round": 3})
+    p10: float | None = field(metadata={"round": 3})
+    p90: float | None = field(metadata={"round": 3})
+    link_pct: float | None = field(metadata={"round": 1})
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class Instance:
     exposed_ns: int
     busbw_gb_per_s: float | None
     last: Participant | None  # the unique last arrival, if any
+    axis: str | None = None  # its mesh axis (issue 28), None: unknown (``Collectives.unmapped``)
+    key: str | None = field(default=None, compare=False)  # instance key (not in the JSON)
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,11 @@ class Collectives:
     alignment: str
     instances: int
     link_gb_per_s: float | None
+    # per mesh axis (issue 28, ``tracelens.analyze.axes``): the mesh outermost first, the
+    # axes most exposed first, the activities without an axis by reason
+    mesh: tuple["MeshAxis", ...] = ()
+    axes: tuple["AxisTotals", ...] = ()
+    unmapped: tuple["Unmapped", ...] = ()
 
     @property
     def link_unidirectional_gb_per_s(self) -> float | None:

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Iterable, Optional, TypedDict
 
 from tracelens.hardware import GpuSpec
+from tracelens.results.encode import encode
 from tracelens.results.summary import (HardwareCount, IdleBreakdown, NoFlops, RooflineRow,
                                        StepSummary, Summary, Timeline, TopKernel,
                                        DeviceSummary, Headline)
@@ -355,6 +356,7 @@ class InstanceJSON(TypedDict):
     exposed_ns: int
     busbw_gb_per_s: Optional[float]
     last: Optional[ParticipantJSON]
+    axis: Optional[str]
 
 
 class StragglerJSON(TypedDict):
@@ -376,6 +378,9 @@ class CollectivesJSON(TypedDict):
     instances: int
     link_gb_per_s: Optional[float]
     link_unidirectional_gb_per_s: Optional[float]
+    mesh: list[Any]  # results.axes.MeshAxis, through results.encode
+    axes: list[Any]  # results.axes.AxisTotals
+    unmapped: list[Any]  # results.axes.Unmapped
 
 
 def _busbw(b: Busbw) -> dict:
@@ -392,7 +397,7 @@ def _instance(r: Instance) -> InstanceJSON:
             "participants": r.participants, "start_ns": r.start_ns,
             "arrival_skew_ns": r.arrival_skew_ns, "transfer_ns": r.transfer_ns,
             "exposed_ns": r.exposed_ns, "busbw_gb_per_s": _num(r.busbw_gb_per_s),
-            "last": _participant(r.last)}
+            "last": _participant(r.last), "axis": r.axis}
 
 
 def collectives_json(c: Collectives) -> CollectivesJSON:
@@ -412,6 +417,9 @@ def collectives_json(c: Collectives) -> CollectivesJSON:
         "alignment": c.alignment, "instances": c.instances,
         "link_gb_per_s": c.link_gb_per_s,
         "link_unidirectional_gb_per_s": c.link_unidirectional_gb_per_s,
+        # per mesh axis (issue 28): written by the generic encoder from the result types
+        "mesh": encode(list(c.mesh)), "axes": encode(list(c.axes)),  # type: ignore[typeddict-item]
+        "unmapped": encode(list(c.unmapped)),  # type: ignore[typeddict-item]
     }
 
 
