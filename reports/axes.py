@@ -26,8 +26,32 @@ def _yes(v: bool | None) -> str:
     return "?" if v is None else ("across" if v else "within")
 
 
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}×"
+
+
 def tables(a: Axes) -> list[tuple[str, list[str], list[list[str]]]]:
-    return axis_tables(a.mesh, a.axes, a.unmapped)
+    out = axis_tables(a.mesh, a.axes, a.unmapped)
+    b = a.balance
+    if b is not None:
+        out.append((f"All-to-all balance per step (max/mean over ranks; time: {b.time_basis})",
+                    ["step", "instances", "time", "bytes"],
+                    [[str(s.step), str(s.instances), _x(s.time_imbalance),
+                      _x(s.bytes_imbalance)] for s in b.steps]))
+        worst = sorted(b.instances, key=lambda i: (-(i.time_imbalance or 0), i.start_ns))[:10]
+        out.append(("Most imbalanced all-to-all instances",
+                    ["op", "#", "axis", "step", "ranks", "time", "bytes", "slowest"],
+                    [[i.op or i.type, str(i.occurrence), i.axis or "-",
+                      "-" if i.step is None else str(i.step), str(i.participants),
+                      _x(i.time_imbalance), _x(i.bytes_imbalance),
+                      "-" if i.slowest is None else f"{i.slowest.host}/{i.slowest.device}"]
+                     for i in worst]))
+        if b.slowest:
+            out.append(("Ranks repeatedly the slowest in all-to-alls",
+                        ["host/device", "rank", "slowest", "of instances"],
+                        [[f"{r.host}/{r.device}", str(r.rank), str(r.times), str(r.instances)]
+                         for r in b.slowest]))
+    return out
 
 
 def axis_tables(mesh_axes: tuple[MeshAxis, ...], totals: tuple[AxisTotals, ...],
@@ -57,7 +81,8 @@ def render_table(a: Axes, console: Console) -> None:
         table = Table(title=Text(title), title_justify="left")
         for col in header:
             table.add_column(col, no_wrap=col not in ("types", "reason", "axis"),
-                             justify="left" if col in ("axis", "types", "reason", "link")
+                             justify="left" if col in ("axis", "types", "reason", "link",
+                                                       "op", "host/device", "slowest")
                              else "right")
         for row in rows:
             table.add_row(*[Text(cell) for cell in row])

@@ -14,7 +14,7 @@ from tracelens.analyze.mesh import chains, given_mesh, inferred_mesh, parse_mesh
 from tracelens.engine import EngineOptions, run
 from tracelens.protocol import run_trace
 from tracelens.results.axes import Axes
-from tracelens_dev.synth.mesh_job import mesh_trace, mesh_truth
+from tracelens_dev.synth.mesh_job import ep_truth, mesh_trace, mesh_truth
 from tracelens_dev.writers import kineto, xspace
 from tracelens_dev.writers.rocprof import write_json
 
@@ -121,3 +121,43 @@ def test_real_kineto_traces_every_collective_has_an_axis_or_a_reason() -> None:
     assert sampled.axes == () and sampled.activities == 20
     assert [(u.reason, u.count) for u in sampled.unmapped] == [(NO_GROUP, 20)]
     assert all(i.axis is None and i.reason == NO_GROUP for i in sampled.instances)
+
+
+def _check_balance(result: Axes, bytes_known: bool, slowest: set[str]) -> None:
+    want = ep_truth(bytes_known)
+    b = result.balance
+    assert b is not None and len(b.instances) == want["instances"]
+    for i in b.instances:
+        assert i.participants == 8 and i.axis is not None
+        assert i.time_imbalance == pytest.approx(want["time_imbalance"], rel=1e-12)
+        assert i.bytes_imbalance == pytest.approx(want["bytes_imbalance"], rel=1e-12)
+        assert i.slowest is not None and i.slowest.device == 3
+    assert [s.step for s in b.steps] == list(range(want["steps"]))
+    for s in b.steps:
+        assert s.time_imbalance == pytest.approx(want["time_imbalance"], rel=1e-12)
+        assert s.bytes_imbalance == pytest.approx(want["bytes_imbalance"], rel=1e-12)
+    assert {f"{r.host}/{r.device}" for r in b.slowest} == slowest
+    assert all(r.times == r.instances == 4 for r in b.slowest)
+
+
+def test_ep_all_to_all_balance_equals_construction(tmp_path: Path) -> None:
+    """dp=2 × ep=8, GPU 3 of each host with twice the tokens: the imbalance and the slowest
+    ranks in XSpace (static sizes: bytes balanced) and Kineto (split sizes recorded)."""
+    xspace.write(mesh_trace(job="ep"), tmp_path / "logs")
+    x = run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"), AxesOptions(
+        mesh=(("dp", 2), ("ep", 8))))
+    assert [(a.axis, a.count, a.crosses_hosts) for a in x.axes] == [("ep", 64, False)]
+    _check_balance(x, False, {"node0/3", "node1/3"})
+    assert x.balance is not None and x.balance.time_basis.startswith("from the last arrival")
+    kineto.write(mesh_trace(per_rank=True, job="ep"), tmp_path / "ranks")
+    k = run_trace(AxesAnalysis(), tracelens.load(tmp_path / "ranks"),
+                  AxesOptions(ranks_per_host=8))
+    assert [(a.axis, a.count, a.crosses_hosts) for a in k.axes] == [("ep", 64, False)]
+    _check_balance(k, True, {"rank3/3", "rank11/3"})
+    assert k.balance is not None and k.balance.time_basis.startswith("duration")
+
+
+def test_no_all_to_all_no_balance(tmp_path: Path) -> None:
+    xspace.write(mesh_trace(), tmp_path / "logs")
+    assert run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"),
+                     AxesOptions()).balance is None

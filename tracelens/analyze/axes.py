@@ -21,6 +21,7 @@ from typing import Sequence
 
 import polars as pl
 
+from tracelens.analyze.balance import balance
 from tracelens.analyze.collectives import link_of, match_instances, partial_activities
 from tracelens.analyze.mesh import Group, Mesh, given_mesh, inferred_mesh, named, own_group, \
     parse_groups
@@ -59,6 +60,7 @@ class AxesPart:
     acts: pl.DataFrame
     devices: pl.DataFrame
     hosts: pl.DataFrame  # host, rank, named (False: the reader made the name up, Kineto rank<N>)
+    alignment: str = ""  # how the job's hosts are aligned (merge: the plan's)
 
 
 class AxesAnalysis:
@@ -75,10 +77,11 @@ class AxesAnalysis:
     def merge(self, parts: Sequence[AxesPart], plan: JobPlan) -> AxesPart:
         return AxesPart(plan.concat([p.acts for p in parts]),
                         pl.concat([plan.place(p.devices, i) for i, p in enumerate(parts)]),
-                        pl.concat([plan.place(p.hosts, i) for i, p in enumerate(parts)]))
+                        pl.concat([plan.place(p.hosts, i) for i, p in enumerate(parts)]),
+                        plan.alignment)
 
     def finish(self, part: AxesPart, options: AxesOptions) -> Axes:
-        return axes_of(part.acts, part.devices, part.hosts, options)
+        return axes_of(part.acts, part.devices, part.hosts, options, part.alignment)
 
 
 def member_ids(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
@@ -115,8 +118,9 @@ class _ById(dict[int, str | None]):
 
 
 def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
-            options: AxesOptions) -> Axes:
-    """The :class:`Axes` result of the job's collective activities (module doc)."""
+            options: AxesOptions, alignment: str = "") -> Axes:
+    """The :class:`Axes` result of the job's collective activities (module doc);
+    ``alignment``: how the job's hosts are aligned (``meta.alignment``)."""
     me, keyed = member_ids(acts, devices, hosts, options.ranks_per_host)
     acts = acts.with_columns(_me=me)
     if not options.ranks_per_host:
@@ -162,9 +166,13 @@ def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
                       for k, a in enumerate(mesh.axes)))
     mapping = pl.DataFrame(
         [(t, i, kind, None if a is None else "+".join(mesh.axes[k].name for k in a),
-          None if a is None else _prod(mesh, a), r, c) for t, i, kind, a, r, c in rows],
+          None if a is None else _prod(mesh, a), r, c,
+          None if isinstance(own[(t, i, kind)], str)
+          else ",".join(map(str, own[(t, i, kind)])))  # type: ignore[arg-type]
+         for t, i, kind, a, r, c in rows],
         schema={"groups": pl.String, "_me": pl.Int64, "type": pl.String, "axis": pl.String,
-                "axis_size": pl.Int64, "reason": pl.String, "crosses": pl.Boolean},
+                "axis_size": pl.Int64, "reason": pl.String, "crosses": pl.Boolean,
+                "_group": pl.String},
         orient="row")
     acts = acts.join(mapping, on=["groups", "_me", "type"], how="left",
                      nulls_equal=False, maintain_order="left").with_columns(
@@ -189,7 +197,7 @@ def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
                      .sort(["count", "reason"], descending=[True, False]).iter_rows(named=True))
     return Axes(mesh=mesh.axes, world=mesh.world, axes=axes, unmapped=unmapped,
                 activities=acts.height, exposed_ns=total_exposed,
-                instances=instance_axes(acts))
+                instances=instance_axes(acts), balance=balance(acts, alignment))
 
 
 def _prod(mesh: Mesh, along: tuple[int, ...]) -> int:
@@ -245,7 +253,7 @@ def with_axes(c: Collectives, acts: pl.DataFrame, devices: pl.DataFrame,
               hosts: pl.DataFrame, options: AxesOptions) -> Collectives:
     """The collectives result with its per-axis totals and each worst instance's axis,
     from the same activities (``collective_activities`` of the job, placed)."""
-    a = axes_of(acts, devices, hosts, options)
+    a = axes_of(acts, devices, hosts, options, c.alignment)
     by = {(i.key, i.occurrence): i.axis for i in a.instances}
     worst = tuple(replace(w, axis=by.get((w.key, w.occurrence))) for w in c.worst)
     return replace(c, worst=worst, mesh=a.mesh, axes=a.axes, unmapped=a.unmapped)

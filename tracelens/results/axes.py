@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracelens.results.collectives import Busbw
+from tracelens.results.collectives import Busbw, Participant
 from tracelens.results.encode import rounded
 
 
@@ -89,3 +89,54 @@ class Axes:
     activities: int
     exposed_ns: int
     instances: tuple[InstanceAxis, ...] = field(metadata={"json": False})
+    balance: "Balance | None" = None  # all-to-all balance, when the job has all-to-alls
+
+
+@dataclass(frozen=True)
+class SlowRank:
+    """A device that was the slowest participant of all-to-all instances, how often."""
+
+    host: str
+    rank: int
+    device: int
+    times: int
+    instances: int  # the all-to-all instances it took part in
+
+
+@dataclass(frozen=True)
+class A2AInstance:
+    """One all-to-all (dispatch/combine) execution within one group: per-rank time (from
+    the last participant's arrival to its own end) and bytes, max/mean over its ranks."""
+
+    type: str
+    op: str | None
+    occurrence: int
+    group: str | None
+    axis: str | None
+    step: int | None
+    participants: int
+    start_ns: int
+    time_imbalance: float | None = field(metadata=rounded(4))
+    bytes_imbalance: float | None = field(metadata=rounded(4))
+    slowest: Participant | None  # the unique slowest participant, if any
+
+
+@dataclass(frozen=True)
+class StepBalance:
+    """One step: each rank's all-to-all time (and bytes) summed over the step, max/mean."""
+
+    step: int
+    instances: int
+    time_imbalance: float | None = field(metadata=rounded(4))
+    bytes_imbalance: float | None = field(metadata=rounded(4))
+
+
+@dataclass(frozen=True)
+class Balance:
+    """MoE all-to-all balance (issue 28): per instance, per step, and the ranks that were
+    the slowest participant, most often first; ``time_basis``: what a rank's time is."""
+
+    time_basis: str
+    instances: tuple[A2AInstance, ...]
+    steps: tuple[StepBalance, ...]
+    slowest: tuple[SlowRank, ...]

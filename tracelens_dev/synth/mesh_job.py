@@ -44,10 +44,11 @@ def _group_of(i: int, groups: tuple[tuple[int, ...], ...]) -> str:
     return ",".join(map(str, next(g for g in groups if i in g)))
 
 
-def mesh_trace(per_rank: bool = False) -> Trace:
+def mesh_trace(per_rank: bool = False, job: str = "fsdp_tp") -> Trace:
     """The job as one Trace: hosts ``node0``/``node1`` with 8 GPUs each (XSpace, rocprof), or
     (``per_rank``) one rank per GPU, ranks 0..15, with each collective's own process group
-    and its name (``mesh_tp``/``mesh_fsdp``), as PyTorch records them (Kineto)."""
+    and its name (``mesh_tp``/``mesh_fsdp``), as PyTorch records them (Kineto).
+    ``job``: ``fsdp_tp`` (module doc) or ``ep`` (:func:`ep_rows`)."""
     model = device_model("mi300x")
     rows: list[dict[str, Any]] = []
     for h in range(HOSTS):
@@ -58,6 +59,9 @@ def mesh_trace(per_rank: bool = False) -> Trace:
                 b = s * STEP_NS
                 base = dict(host=f"node{h}", rank=rank, device=dev, kind="kernel",
                             program_id=PROGRAM, module=MODULE)
+                if job == "ep":
+                    rows += ep_rows(base, b, i)
+                    continue
                 rows += [
                     dict(base, stream=1, name=GEMM, start_ns=b, end_ns=b + 1_000_000),
                     dict(base, stream=2, name=NCCL, start_ns=b + 1_000_000, end_ns=b + 1_300_000,
@@ -80,7 +84,8 @@ def mesh_trace(per_rank: bool = False) -> Trace:
         [{**row, "host": r["host"], "rank": r["rank"], "device": r["device"]}
          for r in {(x["host"], x["rank"], x["device"]): x for x in rows}.values()],
         schema_overrides=dict(DEVICE_SCHEMA)), DEVICE_SCHEMA)
-    proto = program_proto(MODULE, PROGRAM, HOSTS * GPUS, _recipes())
+    proto = program_proto(MODULE, PROGRAM, HOSTS * GPUS,
+                          _ep_recipes() if job == "ep" else _recipes())
     modules = conform(pl.DataFrame([{"host": f"node{h}", "rank": h, "program_id": PROGRAM,
                                      "module": MODULE, "hlo_proto": proto}
                                     for h in range(HOSTS)],
@@ -91,6 +96,43 @@ def mesh_trace(per_rank: bool = False) -> Trace:
                                                  ranks=[h]) for h in range(HOSTS)})
     return Trace(events=events, host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
                  steps=steps, devices=devices, meta=meta, modules=modules)
+
+
+EP, DP = 8, 2
+EP_GROUPS = tuple(tuple(range(h * EP, (h + 1) * EP)) for h in range(DP))
+A2A_NS, A2A_BYTES, HEAVY = 100_000, 1 << 20, 3  # local GPU 3 gets twice the tokens
+
+
+def _ep_recipes() -> list[Collective]:
+    return [Collective(op, "all-to-all", bf16(A2A_BYTES // 2), bf16(A2A_BYTES // 2), sync=True,
+                       hosts=HOSTS, gpus=GPUS, encoding="explicit", groups=EP_GROUPS)
+            for op in ("all-to-all.1", "all-to-all.2")]
+
+
+def ep_rows(base: dict[str, Any], b: int, i: int) -> list[dict[str, Any]]:
+    """``dp=2 × ep=8``: per device and step the MoE dispatch all-to-all at 500 µs and the
+    combine at 1500 µs, each 100 µs, with an expert GEMM [700, 1400) between; GPU 3 of each
+    host (its experts got twice the tokens) takes 200 µs and moves 2 MiB instead of 1 MiB
+    (Kineto's split sizes say so; XLA's static shapes give every device the same bytes)."""
+    heavy = i % EP == HEAVY
+    dur, nbytes = A2A_NS * (2 if heavy else 1), A2A_BYTES * (2 if heavy else 1)
+    grp = ",".join(map(str, EP_GROUPS[i // EP]))
+    coll = dict(base, stream=2, name=NCCL, category="collective", subcategory="all-to-all",
+                msg_bytes=nbytes, group_size=EP, dtype="bf16", groups=grp, group_name="mesh_ep")
+    return [dict(coll, op="all-to-all.1", start_ns=b + 500_000, end_ns=b + 500_000 + dur),
+            dict(base, stream=1, name=GEMM, start_ns=b + 700_000, end_ns=b + 1_400_000),
+            dict(coll, op="all-to-all.2", start_ns=b + 1_500_000, end_ns=b + 1_500_000 + dur)]
+
+
+def ep_truth(bytes_known: bool) -> dict[str, Any]:
+    """The all-to-all balance the construction planted: every instance's time max/mean is
+    200 / ((7 × 100 + 200) / 8); bytes the same ratio where per-rank sizes are recorded
+    (``bytes_known``), else 1 (XLA: one static size); GPU 3 of each host is the slowest in
+    every instance."""
+    ratio = 2 * EP / (EP + 1)
+    return dict(instances=2 * STEPS * DP, time_imbalance=ratio,
+                bytes_imbalance=ratio if bytes_known else 1.0, steps=STEPS,
+                slowest={(h, HEAVY): 2 * STEPS for h in range(DP)})
 
 
 def mesh_truth() -> dict[str, dict[str, Any]]:
