@@ -4,6 +4,7 @@ of the real multi-rank traces with an axis or a counted reason."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from tracelens.analyze.mesh import chains, given_mesh, inferred_mesh, parse_mesh
 from tracelens.engine import EngineOptions, run
 from tracelens.protocol import run_trace
 from tracelens.results.axes import Axes
-from tracelens_dev.synth.mesh_job import ep_truth, mesh_trace, mesh_truth
+from tracelens_dev.synth.mesh_job import ep_truth, mesh_trace, mesh_truth, scaling_truth
 from tracelens_dev.writers import kineto, xspace
 from tracelens_dev.writers.rocprof import write_json
 
@@ -161,3 +162,30 @@ def test_no_all_to_all_no_balance(tmp_path: Path) -> None:
     xspace.write(mesh_trace(), tmp_path / "logs")
     assert run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"),
                      AxesOptions()).balance is None
+
+
+@pytest.mark.parametrize("fmt", ["kineto", "xspace"])
+def test_scaling_names_the_axis_of_the_grown_exposure(tmp_path: Path, fmt: str) -> None:
+    """8 -> 64 GPUs (fsdp=2 -> 16, tp=4): the FSDP all-gather's exposed time grows by the
+    whole step-time delta; scaling's cause and verdict name its axis (from the process
+    group names in Kineto; inferred, axis0, in XSpace, whose HLO names none)."""
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    truth = scaling_truth()
+    runs = []
+    for name in ("small", "large"):
+        trace = mesh_trace(per_rank=fmt == "kineto", hosts=truth[name]["hosts"],
+                           ag_ns=truth[name]["ag_ns"])
+        (kineto.write if fmt == "kineto" else xspace.write)(trace, tmp_path / name)
+        runs.append(str(tmp_path / name))
+    out = CliRunner().invoke(main, ["scaling", *runs, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    tr = json.loads(out.output)["transitions"][0]
+    axis = "fsdp" if fmt == "kineto" else "axis0"
+    cause = truth["cause"].replace("fsdp", axis)
+    assert tr["causes"][0] == {"component": cause, "delta_ns": truth["delta_ns"],
+                               "share": truth["share"]}
+    assert tr["verdict"][0].startswith(f"100% of the added step time is exposed {axis} "
+                                       "all-gather")

@@ -22,6 +22,7 @@ import polars as pl
 
 from tracelens.analyze.profile_partials import (ProfilePartial, host_profile_partial,
                                                 match_job, profile_of_partials)
+from tracelens.analyze.axes import hosts_of, with_comm
 from tracelens.analyze.scaling import RunProfile, collective_types
 from tracelens.combine import Placement, place
 from tracelens.engine import (HostFile, MapOptions, engine_client, engine_workers, host_files,
@@ -99,6 +100,7 @@ def _run_profile(path: Path, args: list[Path], files: list[HostFile], filters: A
     job = run_files(args, files, options, n, scheduler, client)
     merged = merged_of(job)
     analysis = match_job(merged)
+    analysis.activities = with_comm(analysis.activities, merged.devices, hosts_of(job.meta))
     types = tuple(collective_types(analysis.activities))
     tasks = []
     for f, h, where in zip(files, job.hosts, job.placements):

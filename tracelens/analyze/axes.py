@@ -117,10 +117,10 @@ class _ById(dict[int, str | None]):
         return found if found is not None else f"host{key // self.per}"
 
 
-def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
-            options: AxesOptions, alignment: str = "") -> Axes:
-    """The :class:`Axes` result of the job's collective activities (module doc);
-    ``alignment``: how the job's hosts are aligned (``meta.alignment``)."""
+def mapped(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
+           options: AxesOptions) -> tuple[pl.DataFrame, Mesh]:
+    """The activities with ``axis``, ``axis_size``, ``reason`` (null when it has an axis),
+    ``crosses`` and ``_group`` (its own group's text); and the job's mesh."""
     me, keyed = member_ids(acts, devices, hosts, options.ranks_per_host)
     acts = acts.with_columns(_me=me)
     if not options.ranks_per_host:
@@ -178,6 +178,28 @@ def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
                      nulls_equal=False, maintain_order="left").with_columns(
         reason=pl.when(pl.col("groups").is_null()).then(pl.lit(NO_GROUP))
         .otherwise(pl.col("reason")))
+    return acts, mesh
+
+
+def with_comm(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
+              options: AxesOptions = AxesOptions()) -> pl.DataFrame:
+    """``acts`` with ``comm``: ``<axis>:<type>`` where the mesh tells axes apart (more than
+    one axis, or named by --mesh or the trace), else the type: what ``scaling`` splits
+    exposed communication by (``exposed_comm:fsdp:all-gather``)."""
+    if acts.is_empty():
+        return acts.with_columns(comm=pl.col("type"))
+    m, mesh = mapped(acts, devices, hosts, options)
+    distinct = len(mesh.axes) > 1 or any(a.source != "inferred" for a in mesh.axes)
+    comm = pl.when(pl.col("axis").is_not_null() & distinct).then(
+        pl.col("axis") + ":" + pl.col("type")).otherwise(pl.col("type"))
+    return acts.with_columns(comm=m.select(comm).to_series())
+
+
+def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
+            options: AxesOptions, alignment: str = "") -> Axes:
+    """The :class:`Axes` result of the job's collective activities (module doc);
+    ``alignment``: how the job's hosts are aligned (``meta.alignment``)."""
+    acts, mesh = mapped(acts, devices, hosts, options)
     total_exposed = int(acts["exposed_ns"].sum() or 0)
     intra = link_of(devices)
     axes = tuple(_totals(r, total_exposed, intra, options.nic_gb_per_s) for r in acts.filter(

@@ -24,34 +24,50 @@ from tracelens_dev.synth.recipes import Collective, bf16
 HOSTS, GPUS, FSDP, TP, STEPS = 2, 8, 4, 4, 2
 STEP_NS = 10_000_000
 AR_BYTES, AG_BYTES = 4 << 20, 8 << 20
-TP_GROUPS = tuple(tuple(range(g * TP, (g + 1) * TP)) for g in range(FSDP))
-FSDP_GROUPS = tuple(tuple(range(t, HOSTS * GPUS, TP)) for t in range(TP))
+Groups = tuple[tuple[int, ...], ...]
+
+
+def tp_groups(n: int) -> Groups:
+    return tuple(tuple(range(g * TP, (g + 1) * TP)) for g in range(n // TP))
+
+
+def fsdp_groups(n: int) -> Groups:
+    return tuple(tuple(range(t, n, TP)) for t in range(TP))
+
+
+TP_GROUPS, FSDP_GROUPS = tp_groups(HOSTS * GPUS), fsdp_groups(HOSTS * GPUS)
 GEMM = "Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI16x16x1"
 NCCL = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
 PROGRAM, MODULE = 5, "jit_mesh_step"
 
 
-def _recipes() -> list[Collective]:
+def _recipes(hosts: int) -> list[Collective]:
+    n = hosts * GPUS
     return [Collective("all-reduce.1", "all-reduce", bf16(AR_BYTES // 2), bf16(AR_BYTES // 2),
-                       sync=True, hosts=HOSTS, gpus=GPUS, encoding="explicit",
-                       groups=TP_GROUPS),
-            Collective("all-gather-start.2", "all-gather", bf16(AG_BYTES // 2 // FSDP),
-                       bf16(AG_BYTES // 2), hosts=HOSTS, gpus=GPUS, encoding="list",
-                       groups=FSDP_GROUPS)]
+                       sync=True, hosts=hosts, gpus=GPUS, encoding="explicit",
+                       groups=tp_groups(n)),
+            Collective("all-gather-start.2", "all-gather", bf16(AG_BYTES // 2 // (n // TP)),
+                       bf16(AG_BYTES // 2), hosts=hosts, gpus=GPUS, encoding="list",
+                       groups=fsdp_groups(n))]
 
 
 def _group_of(i: int, groups: tuple[tuple[int, ...], ...]) -> str:
     return ",".join(map(str, next(g for g in groups if i in g)))
 
 
-def mesh_trace(per_rank: bool = False, job: str = "fsdp_tp") -> Trace:
+def mesh_trace(per_rank: bool = False, job: str = "fsdp_tp", hosts: int = HOSTS,
+               ag_ns: int = 1_000_000) -> Trace:
     """The job as one Trace: hosts ``node0``/``node1`` with 8 GPUs each (XSpace, rocprof), or
     (``per_rank``) one rank per GPU, ranks 0..15, with each collective's own process group
     and its name (``mesh_tp``/``mesh_fsdp``), as PyTorch records them (Kineto).
-    ``job``: ``fsdp_tp`` (module doc) or ``ep`` (:func:`ep_rows`)."""
+    ``job``: ``fsdp_tp`` (module doc) or ``ep`` (:func:`ep_rows`). ``hosts``: of 8 GPUs
+    (fsdp = 2 × hosts); ``ag_ns``: the FSDP all-gather's duration (the scaling pair: it
+    grows with the job, :func:`scaling_truth`)."""
     model = device_model("mi300x")
     rows: list[dict[str, Any]] = []
-    for h in range(HOSTS):
+    n = hosts * GPUS
+    tp_g, fsdp_g = tp_groups(n), fsdp_groups(n)
+    for h in range(hosts):
         for g in range(GPUS):
             i = h * GPUS + g
             rank, dev = (i, g) if per_rank else (h, g)
@@ -67,33 +83,33 @@ def mesh_trace(per_rank: bool = False, job: str = "fsdp_tp") -> Trace:
                     dict(base, stream=2, name=NCCL, start_ns=b + 1_000_000, end_ns=b + 1_300_000,
                          op="all-reduce.1", category="collective", subcategory="all-reduce",
                          msg_bytes=AR_BYTES, group_size=TP, dtype="bf16",
-                         groups=_group_of(i, TP_GROUPS), group_name="mesh_tp"),
+                         groups=_group_of(i, tp_g), group_name="mesh_tp"),
                     dict(base, stream=1, name=GEMM, start_ns=b + 1_300_000, end_ns=b + 2_300_000),
-                    dict(base, stream=2, name=NCCL, start_ns=b + 1_500_000, end_ns=b + 2_500_000,
-                         op="all-gather-start.2", category="collective",
-                         subcategory="all-gather", msg_bytes=AG_BYTES, group_size=FSDP,
-                         dtype="bf16", groups=_group_of(i, FSDP_GROUPS),
+                    dict(base, stream=2, name=NCCL, start_ns=b + 1_500_000,
+                         end_ns=b + 1_500_000 + ag_ns, op="all-gather-start.2",
+                         category="collective", subcategory="all-gather", msg_bytes=AG_BYTES,
+                         group_size=n // TP, dtype="bf16", groups=_group_of(i, fsdp_g),
                          group_name="mesh_fsdp")]
     events = conform(pl.DataFrame(rows, infer_schema_length=None), EVENT_SCHEMA)
     ranks = sorted({(r["host"], r["rank"]) for r in rows})
     steps = conform(pl.DataFrame([dict(rank=r, step=s, start_ns=s * STEP_NS,
-                                       end_ns=s * STEP_NS + 2_600_000, source="step_num")
+                                       end_ns=s * STEP_NS + 1_600_000 + ag_ns,
+                                       source="step_num")
                                   for _, r in ranks for s in range(STEPS)]), STEP_SCHEMA)
     row = model.devices_row()
     devices = conform(pl.DataFrame(
         [{**row, "host": r["host"], "rank": r["rank"], "device": r["device"]}
          for r in {(x["host"], x["rank"], x["device"]): x for x in rows}.values()],
         schema_overrides=dict(DEVICE_SCHEMA)), DEVICE_SCHEMA)
-    proto = program_proto(MODULE, PROGRAM, HOSTS * GPUS,
-                          _ep_recipes() if job == "ep" else _recipes())
+    proto = program_proto(MODULE, PROGRAM, n, _ep_recipes() if job == "ep" else _recipes(hosts))
     modules = conform(pl.DataFrame([{"host": f"node{h}", "rank": h, "program_id": PROGRAM,
                                      "module": MODULE, "hlo_proto": proto}
-                                    for h in range(HOSTS)],
+                                    for h in range(hosts)],
                                    schema_overrides=dict(MODULE_SCHEMA)), MODULE_SCHEMA)
     meta = TraceMeta(sources=[{"path": "<synthetic:mesh>", "format": "synthetic"}],
                      alignment="synthetic (one clock)",
                      hosts={f"node{h}": HostInfo(profile_start_ns=1_795_000_000_000_000_000,
-                                                 ranks=[h]) for h in range(HOSTS)})
+                                                 ranks=[h]) for h in range(hosts)})
     return Trace(events=events, host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
                  steps=steps, devices=devices, meta=meta, modules=modules)
 
@@ -150,3 +166,11 @@ def mesh_truth() -> dict[str, dict[str, Any]]:
                      exposed_share=fsdp_exposed / total,
                      busbw=AG_BYTES / 1_000_000 * (FSDP - 1) / FSDP),
     }
+
+
+def scaling_truth() -> dict[str, Any]:
+    """The 8 -> 64 GPU pair (1 host, fsdp=2, then 8 hosts, fsdp=16; tp=4 both): the FSDP
+    all-gather grows from 1000 to 2000 µs, so its exposed part from 200 to 1200 µs, and the
+    step (a window ending 100 µs after it) by the same 1000 µs; tp is unchanged."""
+    return dict(small=dict(hosts=1, ag_ns=1_000_000), large=dict(hosts=8, ag_ns=2_000_000),
+                cause="exposed_comm:fsdp:all-gather", delta_ns=1_000_000.0, share=1.0)
