@@ -51,7 +51,19 @@ def tables(a: Axes) -> list[tuple[str, list[str], list[list[str]]]]:
                         ["host/device", "rank", "slowest", "of instances"],
                         [[f"{r.host}/{r.device}", str(r.rank), str(r.times), str(r.instances)]
                          for r in b.slowest]))
+    p = a.pipeline
+    if p is not None:
+        out.append((f"Pipeline bubbles per stage (axis {p.axis})",
+                    ["stage", "devices", "step ms", "bubble ms", "bubble", "warm-up",
+                     "cool-down"],
+                    [[str(s.stage), str(s.devices), ms(round(s.step_ns)), ms(round(s.bubble_ns)),
+                      _pct(s.bubble_fraction), _pct(s.warmup_share), _pct(s.cooldown_share)]
+                     for s in p.stages]))
     return out
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
 
 
 def axis_tables(mesh_axes: tuple[MeshAxis, ...], totals: tuple[AxisTotals, ...],

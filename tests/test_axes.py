@@ -15,7 +15,8 @@ from tracelens.analyze.mesh import chains, given_mesh, inferred_mesh, parse_mesh
 from tracelens.engine import EngineOptions, run
 from tracelens.protocol import run_trace
 from tracelens.results.axes import Axes
-from tracelens_dev.synth.mesh_job import ep_truth, mesh_trace, mesh_truth, scaling_truth
+from tracelens_dev.synth.mesh_job import (ep_truth, mesh_trace, mesh_truth, pp_truth,
+                                          scaling_truth)
 from tracelens_dev.writers import kineto, xspace
 from tracelens_dev.writers.rocprof import write_json
 
@@ -158,10 +159,10 @@ def test_ep_all_to_all_balance_equals_construction(tmp_path: Path) -> None:
     assert k.balance is not None and k.balance.time_basis.startswith("duration")
 
 
-def test_no_all_to_all_no_balance(tmp_path: Path) -> None:
+def test_no_all_to_all_no_balance_no_p2p_no_pipeline(tmp_path: Path) -> None:
     xspace.write(mesh_trace(), tmp_path / "logs")
-    assert run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"),
-                     AxesOptions()).balance is None
+    result = run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"), AxesOptions())
+    assert result.balance is None and result.pipeline is None
 
 
 @pytest.mark.parametrize("fmt", ["kineto", "xspace"])
@@ -189,3 +190,32 @@ def test_scaling_names_the_axis_of_the_grown_exposure(tmp_path: Path, fmt: str) 
                                "share": truth["share"]}
     assert tr["verdict"][0].startswith(f"100% of the added step time is exposed {axis} "
                                        "all-gather")
+
+
+def _check_pipeline(result: Axes, axis: str) -> None:
+    truth = pp_truth()
+    p = result.pipeline
+    assert p is not None and p.axis == axis
+    assert [s.stage for s in p.stages] == sorted(truth)
+    for s in p.stages:
+        want = truth[s.stage]
+        assert (s.devices, s.device_steps, s.step_ns, s.bubble_ns) == (
+            want["devices"], want["devices"] * 2, want["step_ns"], want["bubble_ns"])
+        for key in ("bubble_fraction", "warmup_share", "cooldown_share"):
+            assert getattr(s, key) == pytest.approx(want[key], rel=1e-12, abs=1e-15), key
+
+
+def test_pipeline_bubbles_per_stage_equal_the_gpipe_schedule(tmp_path: Path) -> None:
+    """pp=4 × tp=4, GPipe with 4 microbatches: every stage idles (P−1)(F+B) of the step,
+    stage s s·F before its first forward and s·B after its last backward; the pipeline axis
+    is the one the collective-permutes (XSpace) or pp-group sends (Kineto) lie along."""
+    xspace.write(mesh_trace(job="pp"), tmp_path / "logs")
+    trace = tracelens.load(tmp_path / "logs")
+    _check_pipeline(run_trace(AxesAnalysis(), trace, AxesOptions()), "axis0")
+    _check_pipeline(run_trace(AxesAnalysis(), trace, AxesOptions(mesh=(("pp", 4), ("tp", 4)))),
+                    "pp")
+    kineto.write(mesh_trace(per_rank=True, job="pp"), tmp_path / "ranks")
+    k = run_trace(AxesAnalysis(), tracelens.load(tmp_path / "ranks"), AxesOptions())
+    _check_pipeline(k, "pp")
+    assert run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"),
+                     AxesOptions()).balance is None

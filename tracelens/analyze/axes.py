@@ -22,6 +22,7 @@ from typing import Sequence
 import polars as pl
 
 from tracelens.analyze.balance import balance
+from tracelens.analyze.pipeline import pipeline, pipeline_rows
 from tracelens.analyze.collectives import link_of, match_instances, partial_activities
 from tracelens.analyze.mesh import Group, Mesh, given_mesh, inferred_mesh, named, own_group, \
     parse_groups
@@ -61,6 +62,7 @@ class AxesPart:
     devices: pl.DataFrame
     hosts: pl.DataFrame  # host, rank, named (False: the reader made the name up, Kineto rank<N>)
     alignment: str = ""  # how the job's hosts are aligned (merge: the plan's)
+    pipe: pl.DataFrame | None = None  # pipeline.pipeline_rows (None: not computed)
 
 
 class AxesAnalysis:
@@ -72,16 +74,18 @@ class AxesAnalysis:
                            trace.devices.select("host", "rank")]).unique().sort(
             "host", "rank").with_columns(named=pl.col("host").replace_strict(
                 named, default=True, return_dtype=pl.Boolean))
-        return AxesPart(partial_activities(trace.events), trace.devices, hosts)
+        acts = partial_activities(trace.events)
+        return AxesPart(acts, trace.devices, hosts, pipe=pipeline_rows(trace, acts))
 
     def merge(self, parts: Sequence[AxesPart], plan: JobPlan) -> AxesPart:
         return AxesPart(plan.concat([p.acts for p in parts]),
                         pl.concat([plan.place(p.devices, i) for i, p in enumerate(parts)]),
                         pl.concat([plan.place(p.hosts, i) for i, p in enumerate(parts)]),
-                        plan.alignment)
+                        plan.alignment, pl.concat([plan.place(p.pipe, i) for i, p in enumerate(
+                            parts) if p.pipe is not None], how="vertical"))
 
     def finish(self, part: AxesPart, options: AxesOptions) -> Axes:
-        return axes_of(part.acts, part.devices, part.hosts, options, part.alignment)
+        return axes_of(part.acts, part.devices, part.hosts, options, part.alignment, part.pipe)
 
 
 def member_ids(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
@@ -196,9 +200,11 @@ def with_comm(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
 
 
 def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
-            options: AxesOptions, alignment: str = "") -> Axes:
+            options: AxesOptions, alignment: str = "", pipe: pl.DataFrame | None = None
+            ) -> Axes:
     """The :class:`Axes` result of the job's collective activities (module doc);
-    ``alignment``: how the job's hosts are aligned (``meta.alignment``)."""
+    ``alignment``: how the job's hosts are aligned (``meta.alignment``); ``pipe``: the
+    job's ``pipeline_rows`` (bubbles per stage), when computed."""
     acts, mesh = mapped(acts, devices, hosts, options)
     total_exposed = int(acts["exposed_ns"].sum() or 0)
     intra = link_of(devices)
@@ -219,7 +225,9 @@ def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
                      .sort(["count", "reason"], descending=[True, False]).iter_rows(named=True))
     return Axes(mesh=mesh.axes, world=mesh.world, axes=axes, unmapped=unmapped,
                 activities=acts.height, exposed_ns=total_exposed,
-                instances=instance_axes(acts), balance=balance(acts, alignment))
+                instances=instance_axes(acts), balance=balance(acts, alignment),
+                pipeline=None if pipe is None else pipeline(
+                    pipe, mesh, acts, acts.select("host", "rank", "device", "_me").unique()))
 
 
 def _prod(mesh: Mesh, along: tuple[int, ...]) -> int:

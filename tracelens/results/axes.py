@@ -90,6 +90,7 @@ class Axes:
     exposed_ns: int
     instances: tuple[InstanceAxis, ...] = field(metadata={"json": False})
     balance: "Balance | None" = None  # all-to-all balance, when the job has all-to-alls
+    pipeline: "Pipeline | None" = None  # bubbles per stage, when the job has stages
 
 
 @dataclass(frozen=True)
@@ -140,3 +141,27 @@ class Balance:
     instances: tuple[A2AInstance, ...]
     steps: tuple[StepBalance, ...]
     slowest: tuple[SlowRank, ...]
+
+
+@dataclass(frozen=True)
+class StageBubble:
+    """One pipeline stage, over its devices and steps (``tracelens.analyze.pipeline``):
+    mean step time and bubble (ns), the bubble's fraction of the step time, and its
+    warm-up / cool-down shares (None: no bubble)."""
+
+    stage: int
+    devices: int
+    device_steps: int
+    step_ns: float = field(metadata=rounded(1))
+    bubble_ns: float = field(metadata=rounded(1))
+    bubble_fraction: float | None = field(metadata=rounded(4))
+    warmup_share: float | None = field(metadata=rounded(4))
+    cooldown_share: float | None = field(metadata=rounded(4))
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The pipeline axis and each stage's bubbles."""
+
+    axis: str
+    stages: tuple[StageBubble, ...]

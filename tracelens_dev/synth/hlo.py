@@ -381,6 +381,12 @@ class HloWriter:
                                   (self.reducer(f"add_{r.out.dtype}"),), **common)
             _groups(inst, r)
             self._produced(r.op, r.out)
+        elif r.ctype == "collective-permute":  # ``groups``: its (source, target) pairs
+            inst = self.entry.add(r.op, "collective-permute", r.out, operands,
+                                  channel_id=self.channel)
+            for src, dst in r.groups or ():
+                inst.source_target_pairs.add(source=src, target=dst)
+            self._produced(r.op, r.out)
         elif r.ctype == "all-to-all":
             inst = self.entry.add(r.op, "all-to-all", r.out, operands, dimensions=[0],
                                   **common)

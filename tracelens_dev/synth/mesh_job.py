@@ -78,6 +78,9 @@ def mesh_trace(per_rank: bool = False, job: str = "fsdp_tp", hosts: int = HOSTS,
                 if job == "ep":
                     rows += ep_rows(base, b, i)
                     continue
+                if job == "pp":
+                    rows += pp_rows(base, b, i, per_rank)
+                    continue
                 rows += [
                     dict(base, stream=1, name=GEMM, start_ns=b, end_ns=b + 1_000_000),
                     dict(base, stream=2, name=NCCL, start_ns=b + 1_000_000, end_ns=b + 1_300_000,
@@ -93,7 +96,8 @@ def mesh_trace(per_rank: bool = False, job: str = "fsdp_tp", hosts: int = HOSTS,
     events = conform(pl.DataFrame(rows, infer_schema_length=None), EVENT_SCHEMA)
     ranks = sorted({(r["host"], r["rank"]) for r in rows})
     steps = conform(pl.DataFrame([dict(rank=r, step=s, start_ns=s * STEP_NS,
-                                       end_ns=s * STEP_NS + 1_600_000 + ag_ns,
+                                       end_ns=s * STEP_NS + (PP_SPAN if job == "pp"
+                                                             else 1_600_000 + ag_ns),
                                        source="step_num")
                                   for _, r in ranks for s in range(STEPS)]), STEP_SCHEMA)
     row = model.devices_row()
@@ -101,7 +105,8 @@ def mesh_trace(per_rank: bool = False, job: str = "fsdp_tp", hosts: int = HOSTS,
         [{**row, "host": r["host"], "rank": r["rank"], "device": r["device"]}
          for r in {(x["host"], x["rank"], x["device"]): x for x in rows}.values()],
         schema_overrides=dict(DEVICE_SCHEMA)), DEVICE_SCHEMA)
-    proto = program_proto(MODULE, PROGRAM, n, _ep_recipes() if job == "ep" else _recipes(hosts))
+    recipes = {"ep": _ep_recipes, "pp": _pp_recipes}.get(job, lambda: _recipes(hosts))()
+    proto = program_proto(MODULE, PROGRAM, n, recipes)
     modules = conform(pl.DataFrame([{"host": f"node{h}", "rank": h, "program_id": PROGRAM,
                                      "module": MODULE, "hlo_proto": proto}
                                     for h in range(hosts)],
@@ -174,3 +179,53 @@ def scaling_truth() -> dict[str, Any]:
     step (a window ending 100 µs after it) by the same 1000 µs; tp is unchanged."""
     return dict(small=dict(hosts=1, ag_ns=1_000_000), large=dict(hosts=8, ag_ns=2_000_000),
                 cause="exposed_comm:fsdp:all-gather", delta_ns=1_000_000.0, share=1.0)
+
+
+PP, MICRO, FWD, BWD = 4, 4, 100_000, 200_000  # GPipe: 4 stages of 4 GPUs (pp=4 × tp=4)
+PP_SPAN = (PP - 1 + MICRO) * (FWD + BWD)
+P2P = 10_000  # each send: the last 10 µs of the forward/backward it follows (hidden)
+
+
+def _pp_recipes() -> list[Collective]:
+    n = HOSTS * GPUS
+    fwd = tuple((i, i + TP) for i in range(n - TP))
+    bwd = tuple((i, i - TP) for i in range(TP, n))
+    return [Collective("collective-permute.1", "collective-permute", bf16(1024), bf16(1024),
+                       sync=True, hosts=HOSTS, gpus=GPUS, groups=fwd),
+            Collective("collective-permute.2", "collective-permute", bf16(1024), bf16(1024),
+                       sync=True, hosts=HOSTS, gpus=GPUS, groups=bwd)]
+
+
+def pp_rows(base: dict[str, Any], b: int, i: int, per_rank: bool) -> list[dict[str, Any]]:
+    """GPipe on ``pp=4 × tp=4`` (stage s: devices 4s..4s+3, s = 0, 1 on node0): microbatch m's
+    forward on stage s at (s + m)·F, its backward at (P−1+M)·F + (P−1−s+m)·B; a stage sends
+    activations after each forward (not the last stage) and gradients after each backward
+    (not the first), as XLA collective-permutes (Kineto: sends in the stage's pp group)."""
+    s = i // TP
+    grp = ",".join(map(str, range(i % TP, HOSTS * GPUS, TP)))
+    kind = "send" if per_rank else "collective-permute"
+    send = dict(base, stream=2, name=NCCL, category="collective", subcategory=kind,
+                msg_bytes=2048, group_size=PP, dtype="bf16", groups=grp, group_name="mesh_pp")
+    rows: list[dict[str, Any]] = []
+    t_bwd = (PP - 1 + MICRO) * FWD
+    for m in range(MICRO):
+        f0 = b + (s + m) * FWD
+        rows.append(dict(base, stream=1, name=GEMM, start_ns=f0, end_ns=f0 + FWD))
+        if s < PP - 1:
+            rows.append(dict(send, op="collective-permute.1", start_ns=f0 + FWD - P2P,
+                             end_ns=f0 + FWD))
+        b0 = b + t_bwd + (PP - 1 - s + m) * BWD
+        rows.append(dict(base, stream=1, name=GEMM, start_ns=b0, end_ns=b0 + BWD))
+        if s > 0:
+            rows.append(dict(send, op="collective-permute.2", start_ns=b0 + BWD - P2P,
+                             end_ns=b0 + BWD))
+    return rows
+
+
+def pp_truth() -> dict[int, dict[str, float]]:
+    """Per stage: GPipe's bubble (P−1)(F+B) of the step (P−1+M)(F+B) on every stage, its
+    warm-up (before the first forward) s·F and cool-down (after the last backward) s·B."""
+    bubble = (PP - 1) * (FWD + BWD)
+    return {s: dict(devices=TP, step_ns=PP_SPAN, bubble_ns=bubble,
+                    bubble_fraction=bubble / PP_SPAN, warmup_share=s * FWD / bubble,
+                    cooldown_share=s * BWD / bubble) for s in range(PP)}
