@@ -229,7 +229,7 @@ class WriterHints:
 
 COSTED_ATEN_OPS: frozenset[str] = frozenset({
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-    "aten::_scaled_mm",
+    "aten::_scaled_mm", "aten::_grouped_mm", "aten::_scaled_grouped_mm",
     "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_efficient_attention",
     "aten::_scaled_dot_product_cudnn_attention",
@@ -238,7 +238,8 @@ COSTED_ATEN_OPS: frozenset[str] = frozenset({
     "aten::_scaled_dot_product_cudnn_attention_backward",
     "aten::convolution", "aten::_convolution", "aten::convolution_backward",
 })
-"""The ATen ops whose FLOPs come from their recorded shapes (GEMM, attention, convolution:
+"""The ATen ops whose FLOPs come from their recorded shapes (GEMM, grouped GEMM, attention,
+convolution:
 ``tracelens.shapecost`` has a rule for each); a reader keeps these ops' shapes."""
 
 
