@@ -164,6 +164,16 @@ def _tables(s: Summary, all_rows: bool = False
                            [[f"{g['host']}/{g['device']}",
                              f"{g['times_last']} of {g['instances']}", ms(g["wait_ns"])]
                             for g in coll["stragglers"]]))
+    if summary.get("axes"):  # issue 28: one line per mesh axis
+        tables.append(("Collectives per mesh axis (details: tracelens axes)",
+                       ["axis", "size", "hosts", "types", "exposed ms", "of exposed",
+                        "busbw GB/s"],
+                       [[a["axis"], str(a["size"]),
+                         {None: "?", True: "across", False: "within"}[a["crosses_hosts"]],
+                         ", ".join(a["types"]), ms(a["exposed_ns"]),
+                         "-" if a["exposed_share"] is None else f"{100 * a['exposed_share']:.1f}%",
+                         "-" if a["busbw"]["median"] is None else f"{a['busbw']['median']:,.1f}"]
+                        for a in summary["axes"]]))
     if summary.get("hlo_findings"):
         tables.append(("HLO findings (whole trace; why and what to do: tracelens hlo PATH)",
                        ["op", "finding", "exposed ms/step", "bytes/step"],

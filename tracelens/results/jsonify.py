@@ -301,6 +301,8 @@ def summary_json(s: Summary) -> SummaryJSON:
         "no_cost_data": s.no_cost_data,
         "no_cost_data_ns": s.no_cost_data_ns,
         "no_flops": [_no_flops(n) for n in s.no_flops],
+        # communication per mesh axis (issue 28), only where the trace gives groups
+        **({"axes": encode(list(s.axes))} if s.axes else {}),  # type: ignore[typeddict-item]
     }
 
 

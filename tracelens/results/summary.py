@@ -228,6 +228,8 @@ class Summary:
     # compute categories' exclusive time ("excl:gemm", ...); empty under two devices
     median_shares: dict[str, float]
     specs: tuple[GpuSpec, ...]  # the devices' distinct specs, the most used first
+    # communication per mesh axis (issue 28: tracelens.analyze.axes), when groups are known
+    axes: tuple[Any, ...] = ()  # tracelens.results.axes.AxisTotals
 
     @property
     def collectives(self) -> dict[str, Any]:
