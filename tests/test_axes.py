@@ -219,3 +219,39 @@ def test_pipeline_bubbles_per_stage_equal_the_gpipe_schedule(tmp_path: Path) -> 
     _check_pipeline(k, "pp")
     assert run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"),
                      AxesOptions()).balance is None
+
+
+def test_summarize_and_report_show_one_line_per_axis(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    kineto.write(mesh_trace(per_rank=True), tmp_path / "ranks")
+    out = CliRunner().invoke(main, ["summarize", str(tmp_path / "ranks"), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    axes = {a["axis"]: a for a in json.loads(out.output)["axes"]}
+    truth = mesh_truth()
+    assert {k: (a["count"], a["exposed_ns"], a["bytes"]) for k, a in axes.items()} == {
+        k: (t["count"], t["exposed_ns"], t["bytes"]) for k, t in truth.items()}
+    report = tmp_path / "r.html"
+    out = CliRunner().invoke(main, ["report", str(tmp_path / "ranks"), "-o", str(report)])
+    assert out.exit_code == 0, out.output
+    html = report.read_text()
+    assert "Per mesh axis" in html and '<td class="l">fsdp</td>' in html
+
+
+def test_a_mesh_that_does_not_hold_the_job_is_a_usage_error(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    xspace.write(mesh_trace(), tmp_path / "logs")
+    for cmd in ("axes", "collectives"):
+        out = CliRunner().invoke(main, [cmd, str(tmp_path / "logs"), "--mesh", "dp=2,tp=4"])
+        assert out.exit_code == 2 and "holds 8 devices, the job numbers 16" in out.output
+    out = CliRunner().invoke(main, ["axes", str(tmp_path / "logs"), "--mesh", "dp8"])
+    assert out.exit_code == 2 and "expected name=size" in out.output
+    out = CliRunner().invoke(main, ["axes", str(tmp_path / "logs"), "--mesh", "fsdp=4,tp=4",
+                                    "--format", "json"])
+    assert out.exit_code == 0
+    assert [a["axis"] for a in json.loads(out.output)["axes"]] == ["tp", "fsdp"]
