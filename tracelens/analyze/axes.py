@@ -141,7 +141,8 @@ def mapped(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
         own[(text, i, kind)] = BAD_GROUP if groups is None else (found or NOT_MEMBER)
     seen = sorted({g for g in own.values() if not isinstance(g, str)})
     world = max([max(keyed["_me"].max() or 0, 0) + 1, *(max(g) + 1 for g in seen)])
-    if options.mesh and given_mesh(options.mesh).world != world:
+    if options.mesh and given_mesh(options.mesh).world < world:  # (a trace of some ranks
+        # of a larger job numbers fewer: a larger mesh is fine)
         raise MeshMismatch(f"--mesh holds {given_mesh(options.mesh).world} devices, the job "
                            f"numbers {world} (its devices and process groups)")
     mesh = given_mesh(options.mesh) if options.mesh else (
