@@ -255,3 +255,17 @@ def test_a_mesh_that_does_not_hold_the_job_is_a_usage_error(tmp_path: Path) -> N
                                     "--format", "json"])
     assert out.exit_code == 0
     assert [a["axis"] for a in json.loads(out.output)["axes"]] == ["tp", "fsdp"]
+
+
+@pytest.mark.skipif(not (TRACES / "xprof").exists(), reason="shared traces absent")
+def test_real_xspace_and_rocprof_every_collective_has_an_axis_or_a_reason() -> None:
+    """JAX on 4 CPU devices: the data-parallel all-reduce's iota group {0..3} is the one
+    axis; rocprofv3 records no process group for its RCCL kernels: all counted."""
+    cpu = run_trace(AxesAnalysis(), tracelens.load(
+        TRACES / "xprof" / "cpu_4dev_dp_allreduce.xplane.pb"), AxesOptions())
+    assert cpu.unmapped == () and [(a.axis, a.size, a.count, a.crosses_hosts)
+                                   for a in cpu.axes] == [("axis0", 4, 12, False)]
+    rocprof = run_trace(AxesAnalysis(), tracelens.load(
+        TRACES / "rocprof" / "mi350x_908_results.json.gz"), AxesOptions())
+    assert rocprof.axes == () and rocprof.activities == 1310
+    assert [(u.reason, u.count) for u in rocprof.unmapped] == [(NO_GROUP, 1310)]
