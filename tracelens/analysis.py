@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 import polars as pl
 
 from tracelens.model import Trace
+from tracelens.results.axes import Axes
 from tracelens.results.collectives import Collectives
 from tracelens.results.runs import Comparison, Scaling
 from tracelens.results.summary import Summary
@@ -149,9 +150,29 @@ class TraceAnalysis:
         >>> (s.host, s.device, s.times_last > 0)
         ('mi355x-node1', 3, True)
         """
-        from tracelens.analyze.collectives import analyze, link_of
-        return analyze(self.trace.events, self.trace.meta.alignment, top=10,
-                       link_gb_per_s=link_of(self.trace.devices))
+        from tracelens.analyze.axes import AxesOptions, hosts_of, with_axes
+        from tracelens.analyze.collectives import analyze, collective_activities, link_of
+        acts = collective_activities(self.trace.events)
+        res = analyze(self.trace.events, self.trace.meta.alignment, top=10,
+                      link_gb_per_s=link_of(self.trace.devices), acts=acts)
+        return with_axes(res, acts, self.trace.devices, hosts_of(self.trace.meta),
+                         AxesOptions())
+
+    def axes(self, mesh: str | None = None, nic_gb_per_s: float | None = None,
+             ranks_per_host: int | None = None) -> "Axes":
+        """Communication per mesh axis, all-to-all balance and pipeline bubbles (what
+        ``tracelens axes`` prints); ``mesh``: e.g. ``"fsdp=4,tp=4"`` (default: inferred).
+
+        >>> import tracelens
+        >>> a = TraceAnalysis(tracelens.load("sample_traces/mi355x_2x8gpu_straggler"))
+        >>> [(x.axis, x.size) for x in a.axes().axes]
+        [('axis0', 16)]
+        """
+        from tracelens.analyze.axes import AxesAnalysis, AxesOptions
+        from tracelens.analyze.mesh import parse_mesh
+        from tracelens.protocol import run_trace
+        return run_trace(AxesAnalysis(), self.trace, AxesOptions(
+            parse_mesh(mesh) if mesh else (), nic_gb_per_s, ranks_per_host))
 
     @cached_property
     def profile(self) -> RunProfile:
