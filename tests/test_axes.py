@@ -18,7 +18,6 @@ from tracelens.results.axes import Axes
 from tracelens_dev.synth.mesh_job import (ep_truth, mesh_trace, mesh_truth, pp_truth,
                                           scaling_truth)
 from tracelens_dev.writers import kineto, xspace
-from tracelens_dev.writers.rocprof import write_json
 
 TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
 MESH = (("fsdp", 4), ("tp", 4))
@@ -85,10 +84,15 @@ def test_two_workers_give_the_same_axes(tmp_path: Path) -> None:
     assert one == two
 
 
-def test_rocprof_collectives_without_groups_are_counted(tmp_path: Path) -> None:
-    """rocprofv3 records no process group: every collective is counted under the reason."""
-    write_json(mesh_trace(), tmp_path / "r.json")
-    result = run_trace(AxesAnalysis(), tracelens.load(tmp_path / "r.json"), AxesOptions())
+@pytest.mark.parametrize("fmt", ["json", "rocpd", "rpd"])
+def test_rocprof_collectives_without_groups_are_counted(tmp_path: Path, fmt: str) -> None:
+    """rocprofv3 (JSON, rocpd) and RPD record no process group: every collective of the
+    mesh job (one file per host) is counted under the reason, none given an axis."""
+    from tracelens_dev.writers import rocprof
+
+    target = tmp_path / {"json": "r.json", "rocpd": "r.db", "rpd": "r.rpd"}[fmt]
+    written = getattr(rocprof, f"write_{fmt}")(mesh_trace(), target)
+    result = run_trace(AxesAnalysis(), tracelens.load(written), AxesOptions())
     assert result.axes == () and result.mesh == ()
     assert [(u.reason, u.count) for u in result.unmapped] == [(NO_GROUP, result.activities)]
     assert result.activities == 64
