@@ -273,3 +273,36 @@ def test_real_xspace_and_rocprof_every_collective_has_an_axis_or_a_reason() -> N
         TRACES / "rocprof" / "mi350x_908_results.json.gz"), AxesOptions())
     assert rocprof.axes == () and rocprof.activities == 1310
     assert [(u.reason, u.count) for u in rocprof.unmapped] == [(NO_GROUP, 1310)]
+
+
+def _with_sdy_mesh(trace, text: str):  # type: ignore[no-untyped-def]
+    """The trace's HLO modules with ``xla.sdy.meshes = text`` in their frontend attributes
+    (HloProto.hlo_module (1) . frontend_attributes (19) . map entry (1): key 1, value 2; a
+    message field given twice is merged, as protobuf parsers do)."""
+    import polars as pl
+
+    from tracelens_dev.wire import field_bytes
+
+    entry = field_bytes(1, b"xla.sdy.meshes") + field_bytes(2, text.encode())
+    extra = field_bytes(1, field_bytes(19, field_bytes(1, entry)))
+    trace.modules = trace.modules.with_columns(pl.col("hlo_proto") + pl.lit(extra))
+    return trace
+
+
+def test_jax_shardy_mesh_names_the_axes(tmp_path: Path) -> None:
+    """JAX records its named mesh in the HLO (``xla.sdy.meshes``): the axes take its names
+    without --mesh; an empty mesh (as the real CPU trace has) or one that does not hold
+    the job's devices leaves the axes inferred."""
+    from tracelens.analyze.mesh import sdy_meshes
+
+    assert sdy_meshes(b"\x0exla.sdy.meshes\x12\x1c{empty_mesh = #sdy.mesh<[]>}") == []
+    for text, names in (('{mesh = #sdy.mesh<["fsdp"=4, "tp"=4]>}', ("fsdp", "tp", "hlo")),
+                        ('{mesh = #sdy.mesh<["x"=2, "y"=4]>}', ("axis0", "axis1",
+                                                                 "inferred"))):
+        xspace.write(_with_sdy_mesh(mesh_trace(), text), tmp_path / text[9:12] / "logs")
+        result = run(AxesAnalysis(), [tmp_path / text[9:12] / "logs"], AxesOptions(),
+                     engine=EngineOptions(workers=1))
+        assert [(m.name, m.size) for m in result.mesh] == [(names[0], 4), (names[1], 4)]
+        assert {m.source for m in result.mesh} == {names[2]}
+        if names[2] == "hlo":
+            _check(result, {"fsdp": "fsdp", "tp": "tp"})

@@ -25,7 +25,7 @@ from tracelens.analyze.balance import balance
 from tracelens.analyze.pipeline import pipeline, pipeline_rows
 from tracelens.analyze.collectives import link_of, match_instances, partial_activities
 from tracelens.analyze.mesh import Group, Mesh, given_mesh, inferred_mesh, named, own_group, \
-    parse_groups
+    parse_groups, sdy_meshes
 from tracelens.model import Trace, TraceMeta
 from tracelens.protocol import JobPlan
 from tracelens.results.axes import AxisTotals, Axes, InstanceAxis, MeshAxis, Unmapped
@@ -52,6 +52,7 @@ class AxesOptions:
     mesh: tuple[tuple[str, int], ...] = ()
     nic_gb_per_s: float | None = None
     ranks_per_host: int | None = None
+    mesh_source: str = "mesh"  # where ``mesh`` comes from: the --mesh option, or "hlo"
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class AxesPart:
     hosts: pl.DataFrame  # host, rank, named (False: the reader made the name up, Kineto rank<N>)
     alignment: str = ""  # how the job's hosts are aligned (merge: the plan's)
     pipe: pl.DataFrame | None = None  # pipeline.pipeline_rows (None: not computed)
+    # the named meshes the host's HLO modules record (JAX Shardy ``xla.sdy.meshes``)
+    meshes: tuple[tuple[tuple[str, int], ...], ...] = ()
 
 
 class AxesAnalysis:
@@ -75,16 +78,22 @@ class AxesAnalysis:
             "host", "rank").with_columns(named=pl.col("host").replace_strict(
                 named, default=True, return_dtype=pl.Boolean))
         acts = partial_activities(trace.events)
-        return AxesPart(acts, trace.devices, hosts, pipe=pipeline_rows(trace, acts))
+        meshes = tuple(dict.fromkeys(m for blob in trace.modules["hlo_proto"].to_list()
+                                     for m in sdy_meshes(blob)))
+        return AxesPart(acts, trace.devices, hosts, pipe=pipeline_rows(trace, acts),
+                        meshes=meshes)
 
     def merge(self, parts: Sequence[AxesPart], plan: JobPlan) -> AxesPart:
         return AxesPart(plan.concat([p.acts for p in parts]),
                         pl.concat([plan.place(p.devices, i) for i, p in enumerate(parts)]),
                         pl.concat([plan.place(p.hosts, i) for i, p in enumerate(parts)]),
                         plan.alignment, pl.concat([plan.place(p.pipe, i) for i, p in enumerate(
-                            parts) if p.pipe is not None], how="vertical"))
+                            parts) if p.pipe is not None], how="vertical"),
+                        tuple(dict.fromkeys(m for p in parts for m in p.meshes)))
 
     def finish(self, part: AxesPart, options: AxesOptions) -> Axes:
+        if not options.mesh and len(part.meshes) == 1:  # the one mesh the HLO names
+            options = replace(options, mesh=part.meshes[0], mesh_source="hlo")
         return axes_of(part.acts, part.devices, part.hosts, options, part.alignment, part.pipe)
 
 
@@ -143,9 +152,12 @@ def mapped(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
     world = max([max(keyed["_me"].max() or 0, 0) + 1, *(max(g) + 1 for g in seen)])
     if options.mesh and given_mesh(options.mesh).world < world:  # (a trace of some ranks
         # of a larger job numbers fewer: a larger mesh is fine)
-        raise MeshMismatch(f"--mesh holds {given_mesh(options.mesh).world} devices, the job "
-                           f"numbers {world} (its devices and process groups)")
-    mesh = given_mesh(options.mesh) if options.mesh else (
+        if options.mesh_source != "mesh":  # the HLO's mesh is not this job's: infer
+            options = replace(options, mesh=())
+        else:
+            raise MeshMismatch(f"--mesh holds {given_mesh(options.mesh).world} devices, the "
+                               f"job numbers {world} (its devices and process groups)")
+    mesh = given_mesh(options.mesh, options.mesh_source) if options.mesh else (
         inferred_mesh(seen, world) if seen else Mesh(()))  # no group: no mesh to infer
     rows = []
     trace_names: dict[int, set[str]] = {}

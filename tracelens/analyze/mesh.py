@@ -113,11 +113,12 @@ class Mesh:
         return vary
 
 
-def given_mesh(spec: Sequence[tuple[str, int]]) -> Mesh:
-    """The --mesh option's axes (outermost first) with their strides."""
+def given_mesh(spec: Sequence[tuple[str, int]], source: str = "mesh") -> Mesh:
+    """The --mesh option's axes (or the HLO's, ``source="hlo"``; outermost first) with their
+    strides."""
     axes, stride = [], 1
     for name, size in reversed(spec):
-        axes.append(MeshAxis(name, size, stride, "mesh", False))
+        axes.append(MeshAxis(name, size, stride, source, False))
         stride *= size
     return Mesh(tuple(reversed(axes)))
 
@@ -158,3 +159,39 @@ def named(mesh: Mesh, names: dict[int, set[str]]) -> Mesh:
         else:
             axes.append(a)
     return Mesh(tuple(axes))
+
+
+_SDY_KEY = b"xla.sdy.meshes"
+_SDY_MESH = re.compile(r'#sdy\.mesh<\[((?:\s*"[^"]*"\s*=\s*\d+\s*,?)*)\]')
+_SDY_AXIS = re.compile(r'"([^"]*)"\s*=\s*(\d+)')
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    out = shift = 0
+    while i < len(b):
+        out |= (b[i] & 0x7F) << shift
+        i += 1
+        if b[i - 1] < 0x80:
+            break
+        shift += 7
+    return out, i
+
+
+def sdy_meshes(hlo_proto: bytes) -> list[tuple[tuple[str, int], ...]]:
+    """The named meshes JAX's Shardy partitioner records in an HLO module's frontend
+    attributes (``xla.sdy.meshes`` = ``{mesh = #sdy.mesh<["data"=4, "model"=2]>}``, axes
+    outermost first), read from the serialized proto: the map entry's value follows its key
+    as a length-delimited field 2. Empty meshes and malformed text give nothing."""
+    out: list[tuple[tuple[str, int], ...]] = []
+    at = hlo_proto.find(_SDY_KEY)
+    while at >= 0:
+        i = at + len(_SDY_KEY)
+        if i < len(hlo_proto) and hlo_proto[i] == 0x12:
+            n, j = _varint(hlo_proto, i + 1)
+            text = hlo_proto[j:j + n].decode("utf-8", "replace")
+            for m in _SDY_MESH.finditer(text):
+                axes = tuple((a, int(s)) for a, s in _SDY_AXIS.findall(m.group(1)))
+                if axes and all(_NAME.match(a) for a, _ in axes) and axes not in out:
+                    out.append(axes)
+        at = hlo_proto.find(_SDY_KEY, at + 1)
+    return out

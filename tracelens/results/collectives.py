@@ -89,7 +89,8 @@ class Straggler:
 class MeshAxis:
     """One axis of the job's device mesh, outermost first: its name, its size and the id
     stride between neighbours along it (1: the innermost, contiguous axis). ``source``:
-    ``mesh`` (the --mesh option), ``trace`` (the name the trace's process groups give),
+    ``mesh`` (the --mesh option), ``hlo`` (the mesh JAX's Shardy records in the HLO
+    module, ``xla.sdy.meshes``), ``trace`` (the name the trace's process groups give),
     ``inferred`` (from the groups' structure, named ``axis<i>``); ``observed``: some
     collective's group lies along it."""
 
