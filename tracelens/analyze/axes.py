@@ -174,8 +174,8 @@ def mapped(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
             continue
         if len(along) == 1 and text in name_of:
             trace_names.setdefault(along[0], set()).add(name_of[text])
-        hosts = [host_of.get(x) for x in g]
-        cross = None if None in hosts else len(set(hosts)) > 1
+        on = [host_of.get(x) for x in g]
+        cross = None if None in on else len(set(on)) > 1
         rows.append((text, i, kind, along, None, cross))
     mesh = named(mesh, trace_names)
     used = {k for r in rows if r[3] for k in r[3]}
