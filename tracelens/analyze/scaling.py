@@ -238,8 +238,9 @@ def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
     per_device = {f"{r['host']}/GPU{r['device']}": {c: float(r[c]) for c in components}
                   for r in comp.filter(pl.col("step") == median.get("step")).iter_rows(
                       named=True)} if median else {}
-    busbw = {r["type"]: r["b"] for r in acts.group_by("type").agg(
-        b=pl.col("busbw_gb_per_s").median()).sort("type").iter_rows(named=True)}
+    # per type, or per <axis>:<type> where the activities carry it (``axes.with_comm``)
+    busbw = {r["k"]: r["b"] for r in acts.group_by(k=_comm(acts)).agg(
+        b=pl.col("busbw_gb_per_s").median()).sort("k").iter_rows(named=True)}
     skew = {r["type"]: r["s"] for r in analysis.instances.group_by("type").agg(
         s=pl.col("arrival_skew_ns").median()).sort("type").iter_rows(named=True)}
     return RunProfile(
@@ -423,7 +424,7 @@ def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
             text += _component_label(comp) + _concentration(a, b, comp)
         if kind == "exposed_comm":
             ctype = comm_type(what)
-            before, after = a.busbw.get(ctype), b.busbw.get(ctype)
+            before, after = a.busbw.get(what), b.busbw.get(what)
             if before and after:
                 text += (f"; busbw {'fell' if after < before else 'rose'} from "
                          f"{_gb_per_s(before)} to {_gb_per_s(after)} GB/s")
