@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reports.axes import axis_tables
 from reports.markdown import md_cell, md_table
 from reports.summary import filters_text, ms
 from reports.units import size
@@ -33,14 +34,17 @@ def tables(c: Collectives) -> list[tuple[str, list[str], list[list[str]]]]:
             ["type", "count", "time ms", "exposed ms", "busbw GB/s (p10–p90)", "of link"],
             [[r.type, f"{r.count:,}", ms(r.sum_ns), ms(r.exposed_ns), _spread(r.busbw),
               "-" if r.busbw.link_pct is None else f"{r.busbw.link_pct:.0f}%"]
-             for r in c.by_type]),
+             for r in c.by_type])]
+    if c.axes or c.unmapped:  # issue 28
+        out += axis_tables(c.mesh, c.axes, c.unmapped)
+    out += [
            ("Collective ops", ["type", "op", "count", "message", "time ms", "exposed ms",
                                "busbw GB/s"],
             [[r.type, r.op or "-", f"{r.count:,}", size(r.msg_bytes), ms(r.sum_ns),
               ms(r.exposed_ns), _gbps(r.busbw.median)] for r in c.ops]),
            ("Worst instances (largest arrival skew)",
-            ["type", "op", "#", "ranks", "skew ms", "transfer ms", "last to arrive"],
-            [[r.type, r.op or "-", str(r.occurrence), str(r.participants),
+            ["type", "op", "axis", "#", "ranks", "skew ms", "transfer ms", "last to arrive"],
+            [[r.type, r.op or "-", r.axis or "-", str(r.occurrence), str(r.participants),
               ms(r.arrival_skew_ns), ms(r.transfer_ns),
               "-" if r.last is None else f"{r.last.host}/{r.last.device}"]
              for r in c.worst]),
@@ -62,7 +66,8 @@ def render_table(c: Collectives, console: Console) -> None:
         table = Table(title=title, title_justify="left")
         for col in header:
             table.add_column(col, no_wrap=True, justify="left" if col in (
-                "type", "op", "host/device", "last to arrive") else "right")
+                "type", "op", "host/device", "last to arrive", "axis", "types", "reason",
+                "link") else "right")
         for row in rows:
             table.add_row(*[Text(cell) for cell in row])
         console.print(table)

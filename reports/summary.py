@@ -170,6 +170,15 @@ def _tables(s: Summary, all_rows: bool = False
                            ["device", "arrived last", "others waited ms"],
                            [[f"{g.host}/{g.device}", f"{g.times_last} of {g.instances}",
                              ms(g.wait_ns)] for g in coll.stragglers]))
+    if s.axes:  # issue 28: one line per mesh axis
+        tables.append(("Collectives per mesh axis (details: tracelens axes)",
+                       ["axis", "size", "hosts", "types", "exposed ms", "of exposed",
+                        "busbw GB/s"],
+                       [[a.axis, str(a.size),
+                         {None: "?", True: "across", False: "within"}[a.crosses_hosts],
+                         ", ".join(a.types), ms(a.exposed_ns),
+                         _pct_of(shown(a, "exposed_share")), _gbps(shown(a.busbw, "median"))]
+                        for a in s.axes]))
     if s.hlo_findings:
         tables.append(("HLO findings (whole trace; why and what to do: tracelens hlo PATH)",
                        ["op", "finding", "exposed ms/step", "bytes/step"],
@@ -197,6 +206,10 @@ def _tables(s: Summary, all_rows: bool = False
                          _num(shown(r, "tb_per_s")), _num(shown(r, "intensity")),
                          r.bound or "-", _frac(shown(r, "efficiency"))] for r in costed]))
     return tables
+
+
+def _pct_of(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.1f}%"
 
 
 def _gbps(v: float | None) -> str:

@@ -91,5 +91,59 @@ def test_the_models_costed_ops_are_the_ops_with_a_rule() -> None:
     the cost model); each has a rule here, and no rule is left out of the list."""
     from tracelens.cost import shapes as shapecost
 
-    ruled = set(shapecost._GEMM) | set(shapecost._ATTENTION) | set(shapecost._CONV)
+    ruled = set(shapecost._GEMM) | set(shapecost._ATTENTION) | set(shapecost._CONV) \
+        | set(shapecost._GROUPED)
     assert ruled == set(COSTED_OPS)
+
+
+def test_grouped_mm_costs_the_whole_partitioned_product() -> None:
+    """MoE grouped GEMMs (issue 28): the groups partition one dimension, so the FLOPs do not
+    depend on the (unrecorded) group sizes: tokens [ΣM, K] × experts [G, K, N]; batched
+    [G, M, K] × [G, K, N]; the weight gradient [M, ΣK] × [ΣK, N] into G outputs."""
+    bf = "c10::BFloat16"
+    c = op_cost("aten::_grouped_mm", [[8192, 4096], [8, 4096, 1024], [8]], [bf, bf, "int"],
+                ["", "", "", "", ""])
+    assert c is not None and c.flops == 2.0 * 8192 * 4096 * 1024 and c.dtype == "bf16"
+    assert c.bytes == (8192 * 4096 + 8 * 4096 * 1024 + 8192 * 1024) * 2
+    c = op_cost("aten::_grouped_mm", [[8, 512, 4096], [8, 4096, 1024]], [bf, bf], [])
+    assert c is not None and c.flops == 2.0 * 8 * 512 * 4096 * 1024
+    c = op_cost("aten::_grouped_mm", [[4096, 8192], [8192, 1024], [8]], [bf, bf, "int"], [])
+    assert c is not None and c.flops == 2.0 * 4096 * 8192 * 1024
+    assert c.bytes == (4096 * 8192 + 8192 * 1024 + 8 * 4096 * 1024) * 2
+    # K disagrees, or a layout with no rule: unknown, not guessed
+    assert op_cost("aten::_grouped_mm", [[8192, 4096], [8, 2048, 1024]], [bf, bf], []) is None
+    assert op_cost("aten::_grouped_mm", [[8, 512, 4096], [4096, 1024]], [bf, bf], []) is None
+    # FP8: the output dtype only from out_dtype (ScalarType 15 = bf16), else bytes unknown
+    f8 = "c10::Float8_e4m3fn"
+    dims = [[8192, 4096], [8, 4096, 1024], [8192], [8, 1024], [8]]
+    c = op_cost("aten::_scaled_grouped_mm", dims, [f8, f8, "float", "float", "int"],
+                ["", "", "", "", "", "", "", "15"])
+    assert c is not None and c.dtype == "fp8" and c.flops == 2.0 * 8192 * 4096 * 1024
+    assert c.bytes == 8192 * 4096 + 8 * 4096 * 1024 + 8192 * 1024 * 2
+    c = op_cost("aten::_scaled_grouped_mm", dims, [f8, f8, "float", "float", "int"], [])
+    assert c is not None and c.bytes is None
+
+
+def test_grouped_mm_kernel_gets_its_flops_through_kineto(tmp_path) -> None:
+    """A kernel launched inside ``aten::_grouped_mm`` carries the op's FLOPs (shapes)."""
+    import polars as pl
+
+    import tracelens
+    from tests.synth_helpers import writer_device, writer_events
+    from tracelens_dev.writers.kineto import write
+
+    rows = [("kernel", "void cutlass::Kernel2<grouped_gemm>", 0, 100_000, "aten::_grouped_mm")]
+    trace = tracelens.Trace(
+        events=writer_events(rows), host_events=pl.DataFrame(),
+        steps=pl.DataFrame({"rank": [0], "step": [0], "start_ns": [0], "end_ns": [100_000],
+                            "source": ["x"]}),
+        devices=pl.DataFrame([writer_device("nvidia", "sm_90", "NVIDIA H100 80GB HBM3", 132,
+                                            80 << 30)]))
+    args = {"Input Dims": [[8192, 4096], [8, 4096, 1024], [8]],
+            "Input type": ["c10::BFloat16", "c10::BFloat16", "int"],
+            "Concrete Inputs": ["", "", "", "", ""]}
+    path = write(trace, tmp_path, op_args={"aten::_grouped_mm": args})[0]
+    ev = tracelens.load(path).events
+    row = ev.filter(pl.col("kind") == "kernel").row(0, named=True)
+    assert (row["flops"], row["cost_source"], row["dtype"]) == (
+        2.0 * 8192 * 4096 * 1024, "shapes", "bf16")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence, TypeVar
 import polars as pl
 
 from tracelens.model import Trace
+from tracelens.results.axes import Axes
 from tracelens.results.collectives import Collectives
 from tracelens.results.hlo import HloLensResult
 from tracelens.results.runs import Comparison, Scaling
@@ -262,6 +263,21 @@ class TraceAnalysis:
         from tracelens.analyze.idle import idle_breakdown, idle_intervals
         ev = self.trace.events
         return idle_breakdown(idle_intervals(ev, self.trace.host_events), ev)
+
+    def axes(self, mesh: str | None = None, nic_gb_per_s: float | None = None,
+             ranks_per_host: int | None = None) -> "Axes":
+        """Communication per mesh axis, all-to-all balance and pipeline bubbles (what
+        ``tracelens axes`` prints); ``mesh``: e.g. ``"fsdp=4,tp=4"`` (default: inferred).
+
+        >>> import tracelens
+        >>> a = TraceAnalysis(tracelens.load("sample_traces/mi355x_2x8gpu_straggler"))
+        >>> [(x.axis, x.size) for x in a.axes().axes]
+        [('axis0', 16)]
+        """
+        from tracelens.analyze.axes import AxesAnalysis, AxesOptions
+        from tracelens.analyze.mesh import parse_mesh
+        return self._run(AxesAnalysis(), AxesOptions(
+            parse_mesh(mesh) if mesh else (), nic_gb_per_s, ranks_per_host))
 
     @cached_property
     def profile(self) -> RunProfile:

@@ -21,6 +21,7 @@ from tracelens.cli_common import (JobInputs, apply_filters, check_output_path,
                                   load_rule_files, load_trace, print_result,
                                   step_marker_option)
 from tracelens.errors import TraceInputError
+from tracelens.cli_axes import axes_options, mesh_errors
 
 if TYPE_CHECKING:
     from tracelens.results.filters import ActiveFilters
@@ -123,27 +124,33 @@ def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], 
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many worst instances to list.")
+@axes_options
 @format_option
 @step_marker_option
 @filter_options
 @engine_options
 @common_options
 @guarded
-def collectives(paths: tuple[Path, ...], top: int, fmt: str, step_marker: str | None,
+def collectives(paths: tuple[Path, ...], top: int, mesh: tuple[tuple[str, int], ...],
+                nic_gb_per_s: float | None, ranks_per_host: int | None, fmt: str,
+                step_marker: str | None,
                 categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
                 time_window: tuple[int | None, int | None] | None, workers: int | None,
                 scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
                 debug: bool) -> None:
-    """Collectives: per-type time, exposure and busbw; worst instances; stragglers."""
+    """Collectives: per-type time, exposure and busbw; per mesh axis; worst instances;
+    stragglers."""
     from dataclasses import replace
 
+    from tracelens.analyze.axes import AxesOptions
     from reports import collectives as render
 
     job_in = JobInputs(paths, rules_files, step_marker, categories, kernel, hosts,
                        time_window, workers, scheduler, quiet)
-    res, _ = engine_collectives(job_in, top)
-    active = job_in.active()
-    res = replace(res, filters=active or None)
+    with mesh_errors():
+        res, _ = engine_collectives(job_in, top, AxesOptions(mesh, nic_gb_per_s,
+                                                             ranks_per_host))
+    res = replace(res, filters=job_in.active() or None)
     print_result(fmt, lambda: render.render_json(res), lambda: render.render_csv(res),
                  lambda: render.render_markdown(res),
                  lambda console: render.render_table(res, console))
@@ -441,6 +448,8 @@ from tracelens.cli_history import history  # noqa: E402  (issue 29: `tracelens h
 main.add_command(history)
 from tracelens.cli_critical import critical_path  # noqa: E402
 main.add_command(critical_path)
+from tracelens.cli_axes import axes as _axes  # noqa: E402 (issue 28: its own module)
+main.add_command(_axes)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

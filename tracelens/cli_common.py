@@ -17,6 +17,7 @@ from tracelens.errors import TraceInputError
 from tracelens.categories import CATEGORIES  # not the model: --help needs no polars
 
 if TYPE_CHECKING:
+    from tracelens.analyze.axes import AxesOptions
     from tracelens.results.collectives import Collectives
     from tracelens.results.filters import ActiveFilters
 
@@ -343,14 +344,17 @@ def engine_summary(job_in: JobInputs, device: int | None, step: int | None, top:
                               Round2(-1, chosen, shown), load, engine)
 
 
-def engine_collectives(job_in: JobInputs, top: int) -> "tuple[Collectives, str]":
+def engine_collectives(job_in: JobInputs, top: int, axes: "AxesOptions | None" = None
+                       ) -> "tuple[Collectives, str]":
     """``collectives`` (per host, or the job loaded whole for job-wide filters): (the typed
-    result, the steps source)."""
+    result with its mesh axes, the steps source)."""
+    from tracelens.analyze.axes import AxesOptions
     from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
     from tracelens.engine import run_tasks
     from tracelens.protocol import Task
 
     results, job = run_tasks([Task(CollectivesAnalysis(),
-                                   CollectivesOptions(job_in.rows(), top))],
+                                   CollectivesOptions(job_in.rows(), top,
+                                                      axes or AxesOptions()))],
                              job_in.paths, job_in.load(), job_in.engine())
-    return results[0], job.meta.steps_source
+    return results[0], job.meta.steps_source  # type: ignore[return-value]

@@ -596,7 +596,8 @@ def job_plan(job: Job) -> JobPlan:
         if found is not None:
             shifts, alignment, unaligned = tuple(sorted(found[0].items())), found[1], None
     return JobPlan(tuple(job.placements), alignment, unaligned, shifts,
-                   tuple(h.meta.steps_source for h in job.hosts))
+                   tuple(h.meta.steps_source for h in job.hosts),
+                   tuple((h, i.named) for h, i in job.meta.hosts.items()))
 
 
 def run_tasks(tasks: Sequence[Task[Any]], paths: Sequence[str | Path],

@@ -42,12 +42,20 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "cost_note": pl.String,  # why a compute kernel has no FLOPs (null when it has them)
     "msg_bytes": pl.Int64,
     "group_size": pl.Int32,
+    "groups": pl.String,
+    "group_name": pl.String,
     "launch": pl.String,
 }
 """``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
 HLO module names repeat within one trace, so (program_id, op) is the key to the HLO.
 ``launch`` (also an addition): the kernel's launch shape as the trace gives it,
-``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` (the parts known), null when the trace has none."""
+``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` (the parts known), null when the trace has none.
+``groups`` (issue 28): a collective's process group(s) as the trace gives them, member ids
+comma-separated and groups ';'-separated: PyTorch the group of this rank (global ranks,
+``Process Group Ranks``), XLA every replica group of the op (logical device ids, only in the
+modes where those are device ids); null when unknown. ``group_name``: the process group's
+name or description as the trace gives it (PyTorch ``pg_desc``: ``default_pg``,
+``mesh_tp``, ...)."""
 
 HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String,
@@ -202,7 +210,7 @@ class Membership:
 
 COSTED_ATEN_OPS: frozenset[str] = frozenset({
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-    "aten::_scaled_mm",
+    "aten::_scaled_mm", "aten::_grouped_mm", "aten::_scaled_grouped_mm",
     "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_efficient_attention",
     "aten::_scaled_dot_product_cudnn_attention",
@@ -211,7 +219,8 @@ COSTED_ATEN_OPS: frozenset[str] = frozenset({
     "aten::_scaled_dot_product_cudnn_attention_backward",
     "aten::convolution", "aten::_convolution", "aten::convolution_backward",
 })
-"""The ATen ops whose FLOPs come from their recorded shapes (GEMM, attention, convolution:
+"""The ATen ops whose FLOPs come from their recorded shapes (GEMM, grouped GEMM, attention,
+convolution:
 ``tracelens.cost.shapes`` has a rule for each); a reader keeps these ops' shapes."""
 
 

@@ -48,6 +48,9 @@ class JobPlan:
     unaligned: str | None = None
     shifts: tuple[tuple[str, int], ...] | None = None
     steps_sources: tuple[str, ...] = ()
+    # the job's hosts as placed, and whether the trace names each (False: a reader made
+    # the name up, as Kineto's rank<N>)
+    hosts: tuple[tuple[str, bool], ...] = ()
 
     def place(self, df: pl.DataFrame, i: int) -> pl.DataFrame:
         """Host ``i``'s frame at its place in the job: ranks offset, host renamed, times
@@ -68,7 +71,8 @@ class JobPlan:
     def of_trace(trace: Trace) -> "JobPlan":
         """The plan of a trace already combined by the loader: one part, already placed."""
         return JobPlan((Placement(0, None, 0),), trace.meta.alignment,
-                       trace.meta.unaligned, None, (trace.meta.steps_source,))
+                       trace.meta.unaligned, None, (trace.meta.steps_source,),
+                       tuple((h, i.named) for h, i in trace.meta.hosts.items()))
 
     @property
     def shift_of(self) -> dict[str, int] | None:

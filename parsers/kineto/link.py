@@ -14,7 +14,8 @@ thread (CPU ops nest on their thread):
 - collectives: the ``record_param_comms`` op around the launch of an NCCL/RCCL kernel gives
   its type and its ``op`` (``Collective name``), ``msg_bytes`` (the larger of the in/out
   element counts × the dtype's size: the nccl-tests size for all-gather and reduce-scatter alike),
-  ``group_size`` and ``dtype``.
+  ``group_size`` and ``dtype``, and its process group: ``groups`` (``Process Group
+  Ranks``, global ranks) and ``group_name`` (``Process Group Description``, else ``Name``).
 """
 
 from __future__ import annotations
@@ -148,7 +149,10 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
 
     comms = ops.filter(pl.col("name") == "record_param_comms").select(
         "pid", "tid", "start_ns", "end_ns", coll="Collective name", inn="In msg nelems",
-        out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase()).collect()
+        out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase(),
+        pgr="Process Group Ranks",
+        pgn=pl.coalesce(pl.col("Process Group Description").replace(["", "undefined"], None),
+                        pl.col("Process Group Name"))).collect()
     ev = ev.hstack(_enclosing(ev, comms, "p_"))
     is_coll = is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL)
     size = pl.col("p_cdt").replace_strict({k: v[0] for k, v in _COMM_DTYPES.items()},
@@ -163,6 +167,8 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
         .otherwise(pl.col("op")),
         msg_bytes=pl.when(is_coll).then(pl.max_horizontal("p_inn", "p_out") * size),
         group_size=pl.when(is_coll).then(pl.col("p_gs")).cast(pl.Int32),
+        groups=pl.when(is_coll).then(pl.col("p_pgr")),
+        group_name=pl.when(is_coll).then(pl.col("p_pgn")),
         dtype=pl.when(is_coll).then(pl.col("p_cdt").replace_strict(
             {k: v[1] for k, v in _COMM_DTYPES.items()}, default=None, return_dtype=pl.String)),
         bytes=pl.when(pl.col("kind") != "kernel").then(pl.col("bytes").cast(pl.Float64)),
@@ -188,7 +194,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
              "collective_kernels_typed": typed, "collective_kernels_sized": sized}
     events = ev.select("device", "stream", "kind", "name", "start_ns", "end_ns", "subcategory",
                        "op", "correlation_id", "flops", "bytes", "dtype", "cost_source",
-                       "msg_bytes", "group_size", "cost_note",
+                       "msg_bytes", "group_size", "groups", "group_name", "cost_note",
                        launch=pl.when(is_kernel).then(pl.col("_shape")))
     return events, launches, warn, extra, OpShapes(ops=op_shapes, kernels=kernels)
 

@@ -62,7 +62,8 @@ _ARGS_DEV = ("device", "stream", "bytes")  # read on device activity only: taken
 _ARGS_ALL = tuple(k for k in _ARGS_INT if k not in _ARGS_DEV)
 _LAUNCH = ("grid", "block", "registers per thread", "shared memory")  # kernels' launch shape
 _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
-_COMM_STR = ("Collective name", "dtype")
+_COMM_STR = ("Collective name", "dtype", "Process Group Name", "Process Group Description")
+_PG_RANKS = "Process Group Ranks"  # a list, or its text "[0, 1]" (as PyTorch writes it)
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 Getter = Callable[[int, str], Any]  # (kept row, args key) -> the value
 Selector = Callable[[list[Any], Counter[str]], tuple[list[list[Any]], list[int], Getter]]
@@ -233,14 +234,32 @@ def _chunk_frame(evs: list[Any], select: Selector, lost: Counter[str]
         return df.select(pl.arg_where(cond)).to_series().to_list()
     comm = rows(pl.col("name") == "record_param_comms")
     df = df.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
-                            for k in _COMM_INT + _COMM_STR})
+                            for k in (*_COMM_INT, *_COMM_STR, _PG_RANKS)})
     if comm:
         df = df.with_columns(df[k].scatter(comm, checks.typed_series(
             [get(i, k) for i in comm], df[k].dtype, _field(k), lost))
             for k in _COMM_INT + _COMM_STR)
+        df = df.with_columns(df[_PG_RANKS].scatter(comm, pl.Series(
+            [_ranks_text(get(i, _PG_RANKS)) for i in comm], dtype=pl.String)))
     shapes = {i: tuple(get(i, k) for k in SHAPE_KEYS)
               for i in rows(pl.col("name").is_in(list(COSTED_ATEN_OPS)))}
     return df, shapes
+
+
+def _ranks_text(value: Any) -> str | None:
+    """``Process Group Ranks`` (a list of ints, or PyTorch's text of one) as the model's
+    ``groups`` text ``"0,1"``; None when absent, empty or not a list of ranks."""
+    if isinstance(value, str):
+        body = value.strip()
+        if not (body.startswith("[") and body.endswith("]")):
+            return None
+        parts = [p.strip() for p in body[1:-1].split(",") if p.strip()]
+        if not parts or not all(p.isdigit() for p in parts):
+            return None
+        return ",".join(str(int(p)) for p in parts)
+    if isinstance(value, list) and value and all(type(v) is int and v >= 0 for v in value):
+        return ",".join(map(str, value))
+    return None
 
 
 def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:

@@ -42,6 +42,9 @@ class Args(msgspec.Struct, gc=False):
     group_size: Any = msgspec.field(default=None, name="Group size")
     collective: Raw = msgspec.field(default=None, name="Collective name")
     dtype: Raw = None
+    pg_ranks: Raw = msgspec.field(default=None, name="Process Group Ranks")
+    pg_name: Raw = msgspec.field(default=None, name="Process Group Name")
+    pg_desc: Raw = msgspec.field(default=None, name="Process Group Description")
     input_dims: Raw = msgspec.field(default=None, name="Input Dims")
     input_type: Raw = msgspec.field(default=None, name="Input type")
     concrete: Raw = msgspec.field(default=None, name="Concrete Inputs")
@@ -78,6 +81,8 @@ ARG_ATTRS = {"device": "device", "stream": "stream", "correlation": "correlation
              "External id": "external_id", "bytes": "bytes",
              "In msg nelems": "in_nelems", "Out msg nelems": "out_nelems",
              "Group size": "group_size", "Collective name": "collective", "dtype": "dtype",
+             "Process Group Ranks": "pg_ranks", "Process Group Name": "pg_name",
+             "Process Group Description": "pg_desc",
              "Input Dims": "input_dims", "Input type": "input_type",
              "Concrete Inputs": "concrete", "grid": "grid", "block": "block",
              "registers per thread": "regs", "shared memory": "shared"}

@@ -12,7 +12,7 @@ hosts: the only cross-host step, on the activity rows alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import polars as pl
 
@@ -24,6 +24,9 @@ from tracelens.combine import Placement, plan, place
 from tracelens.filters import Filters
 from tracelens.model import Trace, TraceMeta
 from tracelens.protocol import JobPlan
+
+if TYPE_CHECKING:
+    from tracelens.analyze.axes import AxesOptions
 from tracelens.results.collectives import Collectives
 
 
@@ -53,6 +56,7 @@ class MergedCollectives:
     # each host's (host, rank) pairs with device activity after the filters, placed
     host_ranks: tuple[pl.DataFrame, ...] = ()
     steps_source: str = "none"  # the job's (JobPlan.steps_source)
+    job_hosts: tuple[tuple[str, bool], ...] = ()  # JobPlan.hosts
 
 
 def collective_partial(trace: Trace) -> CollectivePartial:
@@ -107,6 +111,7 @@ class CollectivesOptions:
 
     filters: Filters | None = None
     top: int = 10
+    axes: "AxesOptions | None" = None  # the mesh (issue 28); None: inferred
 
 
 class MergeCollectives:
@@ -129,7 +134,7 @@ class MergeCollectives:
                                  plan.placements, plan.shift_of or {},
                                  tuple(place(p.hosts, w) for p, w in zip(parts,
                                                                          plan.placements)),
-                                 plan.steps_source)
+                                 plan.steps_source, plan.hosts)
 
     def finish(self, part: MergedCollectives, options: CollectivesOptions
                ) -> MergedCollectives:
@@ -144,7 +149,11 @@ class CollectivesAnalysis(MergeCollectives):
                options: CollectivesOptions) -> Collectives:
         from dataclasses import replace
 
-        res = collectives_from_activities(part.acts, part.alignment, options.top,
-                                          link_of(part.devices))
+        from tracelens.analyze.axes import AxesOptions, hosts_frame, with_axes
+
+        res = with_axes(collectives_from_activities(part.acts, part.alignment, options.top,
+                                                    link_of(part.devices)),
+                        part.acts, part.devices, hosts_frame(part.job_hosts),
+                        options.axes or AxesOptions())
         rows = options.filters.active() if options.filters is not None else None
         return replace(res, steps_source=part.steps_source, filters=rows or None)

@@ -180,8 +180,8 @@ def collective_activities(events: pl.DataFrame, axis: Axis | None = None) -> pl.
 
 PARTIAL_COLUMNS: tuple[str, ...] = (
     *DEVICE_KEYS, "stream", "start_ns", "end_ns", "op", "module", "program_id", "step",
-    "msg_bytes", "group_size", "type", "dur_ns", "exposed_ns", "instance_key", "occurrence",
-    "algbw_gb_per_s", "busbw_gb_per_s")
+    "msg_bytes", "group_size", "groups", "group_name", "type", "dur_ns", "exposed_ns",
+    "instance_key", "occurrence", "algbw_gb_per_s", "busbw_gb_per_s")
 """The activity columns the reduces of per-host partials read (summary, collectives, HLO
 findings, alignment, profiles): the rest (kernel name, costs, launch shape, ...) stays on
 the host, so a partial carries a fraction of the event bytes."""
@@ -189,7 +189,7 @@ the host, so a partial carries a fraction of the event bytes."""
 
 _ACTIVITY_READS: tuple[str, ...] = (
     *DEVICE_KEYS, "stream", "start_ns", "end_ns", "category", "subcategory", "op", "module",
-    "program_id", "step", "msg_bytes", "group_size")
+    "program_id", "step", "msg_bytes", "group_size", "groups", "group_name")
 """The event columns :func:`partial_activities` reads: its output columns and what the
 instance keys, the hidden compute time and the bandwidths are computed from."""
 
@@ -304,6 +304,7 @@ def collectives_from_activities(acts: pl.DataFrame, alignment: str, top: int = 1
         exposed_ns=r["exposed_ns"], busbw_gb_per_s=r["busbw_gb_per_s"],
         last=None if r["last_device"] is None else Participant(
             host=r["last_host"], rank=r["last_rank"], device=r["last_device"]),
+        key=r["instance_key"],
     ) for r in worst.iter_rows(named=True))
     stragglers = tuple(Straggler(
         host=r["host"], rank=r["rank"], device=r["device"], instances=int(r["instances"]),

@@ -238,6 +238,10 @@ def run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
                              load, engine, client, found=found)
     merged: MergedCollectives = results[0]  # type: ignore[assignment]
     analysis = match_job(merged)
+    from tracelens.analyze.axes import hosts_frame, with_comm
+
+    analysis.activities = with_comm(analysis.activities, merged.devices,
+                                    hosts_frame(merged.job_hosts))
     types = tuple(collective_types(analysis.activities))
     per_host = []
     for i, (mine, where) in enumerate(zip(merged.host_ranks, job.placements)):

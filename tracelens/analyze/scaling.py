@@ -76,14 +76,26 @@ def _waits(acts: pl.DataFrame) -> pl.DataFrame:
     return acts.filter((pl.col("wait_ns") > 0) & ~lumped).select(
         *DEVICE_KEYS, "start_ns",
         end_ns=pl.min_horizontal("end_ns", pl.col("start_ns") + pl.col("wait_ns")),
-        level=pl.lit("straggler_wait:") + pl.col("type"))
+        level=pl.lit("straggler_wait:") + _comm(acts))
+
+
+def _comm(acts: pl.DataFrame) -> pl.Expr:
+    """What communication components are split by: ``comm`` (``<axis>:<type>``, from
+    :func:`tracelens.analyze.axes.with_comm`) when the activities have it, else the type."""
+    return pl.col("comm") if "comm" in acts.columns else pl.col("type")
+
+
+def comm_type(key: str) -> str:
+    """The collective type of a component key (``fsdp:all-gather`` -> ``all-gather``)."""
+    return key.rpartition(":")[2]
 
 
 def collective_types(acts: pl.DataFrame) -> list[str]:
-    """The collective types present, in component order."""
-    present = set(acts["type"].drop_nulls().to_list())
-    return [t for t in COLLECTIVE_ORDER if t in present] + sorted(present
-                                                                  - set(COLLECTIVE_ORDER))
+    """The collective types (with their axis where known: ``with_comm``) present, in
+    component order (types in COLLECTIVE_ORDER, then by name; axes by name)."""
+    present = set(acts.select(_comm(acts)).to_series().drop_nulls().to_list())
+    order = {t: i for i, t in enumerate(COLLECTIVE_ORDER)}
+    return sorted(present, key=lambda k: (order.get(comm_type(k), len(order)), comm_type(k), k))
 
 
 def component_frame(trace: Trace, acts: pl.DataFrame,
@@ -105,7 +117,7 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
                 level=pl.lit("compute:") + pl.col("category").cast(pl.String)),
         _waits(acts),
         acts.select(*DEVICE_KEYS, "start_ns", "end_ns",
-                    level=pl.lit("exposed_comm:") + pl.col("type")),
+                    level=pl.lit("exposed_comm:") + _comm(acts)),
         ev.filter(pl.col("category") == "memory").select(*DEVICE_KEYS, "start_ns", "end_ns",
                                                          level=pl.lit("exposed_memory")),
     ])
@@ -192,7 +204,10 @@ def kernel_frame(trace: Trace, n_windows: int) -> pl.DataFrame:
 
 
 def profile(trace: Trace, path: str = "") -> RunProfile:
+    from tracelens.analyze.axes import hosts_of, with_comm
+
     analysis = analyze_collectives(trace.events)
+    analysis.activities = with_comm(analysis.activities, trace.devices, hosts_of(trace.meta))
     return profile_of(
         path, component_frame(trace, analysis.activities), kernel_partial(trace), analysis,
         devices=trace.events.select(DEVICE_KEYS).unique().height,
@@ -228,8 +243,9 @@ def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
     per_device = {f"{r['host']}/GPU{r['device']}": {c: float(r[c]) for c in components}
                   for r in comp.filter(pl.col("step") == median.get("step")).iter_rows(
                       named=True)} if median else {}
-    busbw = {r["type"]: r["b"] for r in acts.group_by("type").agg(
-        b=pl.col("busbw_gb_per_s").median()).sort("type").iter_rows(named=True)}
+    # per type, or per <axis>:<type> where the activities carry it (``axes.with_comm``)
+    busbw = {r["k"]: r["b"] for r in acts.group_by(k=_comm(acts)).agg(
+        b=pl.col("busbw_gb_per_s").median()).sort("k").iter_rows(named=True)}
     skew = {r["type"]: r["s"] for r in analysis.instances.group_by("type").agg(
         s=pl.col("arrival_skew_ns").median()).sort("type").iter_rows(named=True)}
     return RunProfile(
@@ -277,8 +293,8 @@ def _stragglers(acts: pl.DataFrame, device_steps: int) -> tuple[TypeStraggler, .
 
 def _component_label(c: str) -> str:
     kind, _, what = c.partition(":")
-    return {"compute": f"{what} compute", "exposed_comm": f"exposed {what}",
-            "straggler_wait": f"waiting in {what} for the last arrival",
+    return {"compute": f"{what} compute", "exposed_comm": f"exposed {what.replace(':', ' ')}",
+            "straggler_wait": f"waiting in {what.replace(':', ' ')} for the last arrival",
             "exposed_memory": "exposed memory traffic", "idle": "idle time"}[kind]
 
 
@@ -320,7 +336,7 @@ def scaling_transition(a: RunProfile, b: RunProfile, strong: bool = False) -> Tr
 
     def finding(k: str) -> str | None:
         kind, _, what = k.partition(":")
-        return b.hlo_findings.get(what) if kind == "exposed_comm" else None
+        return b.hlo_findings.get(comm_type(what)) if kind == "exposed_comm" else None
     causes = tuple(Cause(component=k, delta_ns=d, share=d / lost if lost else None,
                          hlo_finding=finding(k)) for d, k in deltas)
     return Transition(
@@ -373,7 +389,8 @@ def _straggler_text(b: RunProfile, kind: str, delta: float) -> str:
     per_device = f"+{delta / 1e6:.3f} ms per step per device" if delta >= 0 else \
         f"{delta / 1e6:.3f} ms per step per device"
     for s in b.stragglers:  # sorted: most waiting caused first
-        if s.type == kind and s.instances and s.times_last / s.instances >= STRAGGLER_MIN_LAST:
+        if s.type == comm_type(kind) and s.instances and \
+                s.times_last / s.instances >= STRAGGLER_MIN_LAST:
             return (f"waiting for {s.host}/GPU{s.device}, which arrives last in "
                     f"{100 * s.times_last / s.instances:.0f}% of {kind}s "
                     f"(exposed waiting {per_device})")
@@ -409,12 +426,13 @@ def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
         else:
             text += _component_label(comp) + _concentration(a, b, comp)
         if kind == "exposed_comm":
+            ctype = comm_type(what)
             before, after = a.busbw.get(what), b.busbw.get(what)
             if before and after:
                 text += (f"; busbw {'fell' if after < before else 'rose'} from "
                          f"{_gb_per_s(before)} to {_gb_per_s(after)} GB/s")
-            if what in b.hlo_findings:  # why the compiler put it there (tracelens hlo)
-                text += f"; {b.hlo_findings[what]}"
+            if ctype in b.hlo_findings:  # why the compiler put it there (tracelens hlo)
+                text += f"; {b.hlo_findings[ctype]}"
         lines.append(text)
     if not lines:
         return [f"step time grew {lost / 1e6:.3f} ms per step with no single "

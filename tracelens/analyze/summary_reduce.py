@@ -26,6 +26,7 @@ from tracelens.version import __version__
 
 if TYPE_CHECKING:
     from tracelens.analyze.hlo_findings import LensTimeline
+    from tracelens.results.collectives import AxisTotals
     from tracelens.hardware import GpuSpec
     from tracelens.hlo.lens import Finding
 
@@ -63,7 +64,20 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         step_totals=_step_totals(devs),
         device_roles=device_roles([d.timeline for d in devs],
                                   straggler_index(devs, coll.stragglers)),
-        median_shares=_median_shares(devs), specs=_specs_by_use(devs))
+        median_shares=_median_shares(devs), specs=_specs_by_use(devs),
+        axes=_axes(p))
+
+
+def _axes(p: SummaryPartial) -> "tuple[AxisTotals, ...]":
+    """Communication per mesh axis (inferred; ``tracelens axes`` takes a --mesh)."""
+    from tracelens.analyze.axes import AxesOptions, axes_of
+
+    if p.acts.is_empty() or "groups" not in p.acts.columns:
+        return ()
+    plain = [pl.col(pl.Categorical).cast(pl.String)]  # a partial's strings may be coded
+    acts, devices = p.acts.with_columns(plain), p.devices.with_columns(plain)
+    hosts = acts.select("host").unique().with_columns(named=pl.lit(p.hosts_named))
+    return axes_of(acts, devices, hosts, AxesOptions(), p.alignment).axes
 
 
 def _hlo_findings(hlo: "LensTimeline | None", top: int = 3) -> "tuple[Finding, ...]":

@@ -30,7 +30,7 @@ OP_COST_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String, "program_id": pl.Int64, "op": pl.String, "module": pl.String,
     "cost_kind": pl.String, "collective": pl.String, "detail": pl.String,
     "_flops": pl.Float64, "_bytes": pl.Float64, "_dtype": pl.String, "_msg_bytes": pl.Int64,
-    "_group_size": pl.Int32, "_note": pl.String,
+    "_group_size": pl.Int32, "_groups": pl.String, "_note": pl.String,
 }
 
 
@@ -81,7 +81,8 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                      "cost_kind": c.kind, "collective": c.collective, "detail": c.detail,
                      "_flops": c.flops, "_bytes": c.bytes, "_dtype": c.dtype,
                      "_msg_bytes": c.msg_bytes,
-                     "_group_size": c.group_size, "_note": c.note or None})
+                     "_group_size": c.group_size, "_groups": c.groups,
+                     "_note": c.note or None})
     problems = list(index.problems)
     if missing_module:
         problems.append(f"{len(missing_module)} program(s) named by kernels have no HLO in the "
@@ -121,9 +122,10 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     per_name = per_name.join(
         table.select(_host="host", program_id="program_id", _op="op", _flops="_flops",
                      _bytes="_bytes", _dtype="_dtype", _msg_bytes="_msg_bytes",
-                     _group_size="_group_size", _note="_note"),
+                     _group_size="_group_size", _groups="_groups", _note="_note"),
         on=["_host", "program_id", "_op"], how="left", nulls_equal=False)
-    out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size", "_note"]
+    out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size", "_groups",
+           "_note"]
     return coded.select(*keys, "name").join(
         per_name.select(*keys, "name", *out), on=[*keys, "name"], how="left",
         nulls_equal=True, maintain_order="left").select(
@@ -172,6 +174,7 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         .when(has_hlo & kernel).then(pl.lit("hlo")).otherwise(None),
         msg_bytes=pl.coalesce(pl.col("msg_bytes"), pl.col("_msg_bytes")),
         group_size=pl.coalesce(pl.col("group_size"), pl.col("_group_size")),
+        groups=pl.coalesce(pl.col("groups"), pl.col("_groups")),
     )
     return ev.with_columns(cost_note=cost_note()).select(cols)
 

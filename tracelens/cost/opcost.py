@@ -70,6 +70,7 @@ class OpCost:
     detail: str = ""  # human-readable shapes behind the numbers
     note: str = ""  # why ``flops`` is null (empty when it is known)
     collective: str | None = None  # a collective's base opcode (all-reduce, ...), else None
+    groups: str | None = None  # a collective's groups as device ids (``model.EVENT_SCHEMA``)
 
 
 def _data_leaves(shape: Shape, drop_workspace: bool) -> list[Shape]:
@@ -305,18 +306,43 @@ def _collective_cost(module: Module, comp: Computation, inst: Instruction) -> Op
         msg = base.shape.leaves()[0].bytes
     else:
         msg = operand_bytes
+    groups = None
     if op == "collective-permute":
         ids = {i for pair in base.source_target_pairs for i in pair}
         size = len(ids) or None
+        groups = groups_text([list(p) for p in base.source_target_pairs]) if ids else None
     elif op in ("send", "recv"):
         size = 2
     else:
         mode = group_mode(base.channel_id, base.use_global_device_ids, base.opcode)
         size = group_size(base.replica_groups, mode, module.replica_count,
                           module.partition_count)
+        groups = device_groups(base.replica_groups, mode, size, module.replica_count,
+                               module.partition_count)
     dtype = widest([roofline_dtype(s.dtype) for s in ops])
     return OpCost("collective", None, None, dtype, msg_bytes=msg, group_size=size, collective=op,
-                  detail=f"{op} {msg} B over {size} devices")
+                  detail=f"{op} {msg} B over {size} devices", groups=groups)
+
+
+def groups_text(groups: list[list[int]]) -> str:
+    """Groups as ``model.EVENT_SCHEMA`` ``groups`` text: ``"0,1;2,3"``."""
+    return ";".join(",".join(map(str, g)) for g in groups)
+
+
+def device_groups(groups: list[list[int]] | None, mode: str, size: int | None,
+                  replica_count: int | None, partition_count: int | None) -> str | None:
+    """The op's replica groups as logical device ids, where the mode makes them device ids
+    (hlo.md §5): flattened ids always; partition ids with one replica; replica ids with one
+    partition. An empty list is every device. None otherwise (replica ids standing for all
+    partitions, or a count unknown): the axes analysis counts those as without a group."""
+    one_replica, one_partition = replica_count == 1, partition_count == 1
+    devices = (mode == "flattened-id" or (mode == "cross-partition" and one_replica)
+               or (mode in ("cross-replica", "cross-replica-and-partition") and one_partition))
+    if not devices:
+        return None
+    if groups:
+        return groups_text(groups)
+    return groups_text([list(range(size))]) if size else None
 
 
 def _is_collective(inst: Instruction, module: Module) -> bool:

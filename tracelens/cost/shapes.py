@@ -8,7 +8,8 @@ missing or inconsistent gives None (unknown, counted by the caller), never a gue
 Conventions (docs/kineto.md §Costs): a multiply-add is 2 FLOPs; GEMM bytes are both operands
 plus the output (and a bias when given) read/written once; attention forward is the two
 batched GEMMs, ``2·B·H·Sq·Sk·(D + Dv)``, halved when causal (the convention AMD TraceLens
-uses), and its backward 2.5 × the forward; convolution ``2·N·Cout·prod(out)·Cin/groups·
+uses), and its backward 2.5 × the forward; grouped GEMMs (``_grouped_mm``) the whole
+product the groups partition (:func:`_grouped`); convolution ``2·N·Cout·prod(out)·Cin/groups·
 prod(kernel)``, its backward the forward once per requested gradient (input, weight).
 """
 
@@ -206,6 +207,42 @@ def _conv(name: str, dims: Sequence[Any], types: Sequence[Any], conc: Sequence[A
     return ShapeCost(grads * fwd, float((_numel(x) + _numel(w) + y) * grads * dt[1]), dt[0])
 
 
+_GROUPED = {"aten::_grouped_mm": (2, 4), "aten::_scaled_grouped_mm": (4, 7)}
+"""MoE grouped GEMMs: (index of ``offs``, index of ``out_dtype``) in their arguments
+(``_grouped_mm(a, b, offs, bias, out_dtype)``, ``_scaled_grouped_mm(a, b, scale_a, scale_b,
+offs, bias, scale_result, out_dtype, ...)``)."""
+
+
+def _grouped(name: str, dims: Sequence[Any], types: Sequence[Any], conc: Sequence[Any]
+             ) -> ShapeCost | None:
+    """``torch._grouped_mm`` (and its FP8 ``_scaled_`` form) from its operand shapes: the
+    groups partition one dimension, so the FLOPs are those of the whole product, whatever
+    the group sizes: a [ΣM, K] × b [G, K, N] (tokens sorted by expert) is 2·ΣM·K·N; a
+    [G, M, K] × b [G, K, N] is 2·G·M·K·N; a [M, ΣK] × b [ΣK, N] (the weight gradient: G
+    outputs [M, N]) is 2·M·ΣK·N. Other layouts: None (counted as not costed)."""
+    offs_i, out_i = _GROUPED[name]
+    a, b, dt = _shape(dims, 0), _shape(dims, 1), _dtype(types, 0)
+    if a is None or b is None or dt is None:
+        return None
+    offs = _shape(dims, offs_i)
+    if len(a) == 2 and len(b) == 3 and a[1] == b[1]:
+        flops, out = 2.0 * a[0] * a[1] * b[2], a[0] * b[2]
+    elif len(a) == 3 and len(b) == 3 and a[0] == b[0] and a[2] == b[1]:
+        flops, out = 2.0 * a[0] * a[1] * a[2] * b[2], a[0] * a[1] * b[2]
+    elif len(a) == 2 and len(b) == 2 and a[1] == b[0] and offs is not None and len(offs) == 1:
+        flops, out = 2.0 * a[0] * a[1] * b[1], offs[0] * a[0] * b[1]
+    else:
+        return None
+    code = _ints(conc[out_i]) if len(conc) > out_i else None
+    if code:
+        out_size = _SCALAR_TYPE_BYTES.get(code[0])
+    else:  # no out_dtype: the result has the inputs' dtype (_grouped_mm); FP8 unknown
+        out_size = dt[1] if name == "aten::_grouped_mm" else None
+    if out_size is None:
+        return ShapeCost(flops, None, dt[0])
+    return ShapeCost(flops, float((_numel(a) + _numel(b)) * dt[1] + out * out_size), dt[0])
+
+
 def op_cost(name: str, dims: Any, types: Any, concrete: Any) -> ShapeCost | None:
     """The cost of one execution of ATen op ``name`` from its recorded arguments, or None."""
     if not isinstance(dims, list) or not isinstance(types, list):
@@ -217,6 +254,8 @@ def op_cost(name: str, dims: Any, types: Any, concrete: Any) -> ShapeCost | None
         return _gemm(name, dims, types, conc)
     if name in _CONV:
         return _conv(name, dims, types, conc)
+    if name in _GROUPED:
+        return _grouped(name, dims, types, conc)
     return None
 
 

@@ -73,6 +73,9 @@ class Instance:
     exposed_ns: int
     busbw_gb_per_s: float | None = field(metadata=GBPS)
     last: Participant | None  # the unique last arrival, if any
+    axis: str | None = None  # its mesh axis (issue 28), None: unknown (``Collectives.unmapped``)
+    key: str | None = field(default=None, compare=False,
+                            metadata={"json": False})  # instance key (not in the JSON)
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,56 @@ class Straggler:
     times_last: int
     wait_ns: int
     own_wait_ns: int
+
+
+@dataclass(frozen=True)
+class MeshAxis:
+    """One axis of the job's device mesh, outermost first: its name, its size and the id
+    stride between neighbours along it (1: the innermost, contiguous axis). ``source``:
+    ``mesh`` (the --mesh option), ``hlo`` (the mesh JAX's Shardy records in the HLO
+    module, ``xla.sdy.meshes``), ``trace`` (the name the trace's process groups give),
+    ``inferred`` (from the groups' structure, named ``axis<i>``); ``observed``: some
+    collective's group lies along it."""
+
+    name: str
+    size: int
+    stride: int
+    source: str
+    observed: bool
+
+@dataclass(frozen=True)
+class AxisTotals:
+    """The collectives whose group lies along one axis (or several: ``fsdp+tp``).
+
+    ``count``: activities (one per device per execution); ``bytes``: their message bytes
+    summed (``unsized``: activities without a size, not in ``bytes``); ``time_ns``: their
+    durations summed; ``exposed_ns``: the part no compute kernel on their device hid;
+    ``exposed_share``: that part of the exposed time of every collective activity.
+    ``crosses_hosts``: some group of the axis has members on two hosts (None: a member's
+    host is not in the trace). ``link``: ``intra`` (xGMI/NVLink) or ``inter`` (network) or
+    None (unknown); ``busbw.link_pct`` compares with that link's per-direction peak."""
+
+    axis: str
+    size: int
+    crosses_hosts: bool | None
+    types: tuple[str, ...]
+    count: int
+    bytes: int
+    unsized: int
+    time_ns: int
+    exposed_ns: int
+    exposed_share: float | None = field(metadata=rounded(4))
+    link: str | None
+    link_gb_per_s: float | None = field(metadata=rounded(3))
+    busbw: Busbw
+
+@dataclass(frozen=True)
+class Unmapped:
+    """Collective activities without an axis, and why."""
+
+    reason: str
+    count: int
+    exposed_ns: int
 
 
 @dataclass(frozen=True)
@@ -103,6 +156,11 @@ class Collectives:
     link_gb_per_s: float | None
     # busbw counts one direction per GPU (nccl-tests): half the aggregate link
     link_unidirectional_gb_per_s: float | None = field(init=False)
+    # per mesh axis (issue 28, ``tracelens.analyze.axes``): the mesh outermost first, the
+    # axes most exposed first, the activities without an axis by reason
+    mesh: tuple[MeshAxis, ...] = ()
+    axes: tuple[AxisTotals, ...] = ()
+    unmapped: tuple[Unmapped, ...] = ()
     steps_source: str | None = field(default=None, metadata=optional())
     filters: ActiveFilters | None = field(default=None, metadata=optional())
 

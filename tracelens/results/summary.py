@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from tracelens.hardware import DTYPES, GpuSpec
-from tracelens.results.collectives import Collectives, SummaryCollectives, top_lines
+from tracelens.results.collectives import (AxisTotals, Collectives, SummaryCollectives,
+                                           top_lines)
 from tracelens.results.critical_path import WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.filters import SummaryFilters
@@ -282,6 +283,8 @@ class Summary:
     median_shares: dict[str, float] = field(metadata=HIDDEN)
     # the devices' distinct specs, the most used first
     specs: tuple[GpuSpec, ...] = field(metadata=HIDDEN)
+    # communication per mesh axis (issue 28: tracelens.analyze.axes), when groups are known
+    axes: tuple[AxisTotals, ...] = field(default=(), metadata=optional())
     # the critical path's top projections (None: no path, or per-row filters given)
     critical_path: CriticalPathLines | None = field(default=None, metadata=optional())
 

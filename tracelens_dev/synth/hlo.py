@@ -381,6 +381,12 @@ class HloWriter:
                                   (self.reducer(f"add_{r.out.dtype}"),), **common)
             _groups(inst, r)
             self._produced(r.op, r.out)
+        elif r.ctype == "collective-permute":  # ``groups``: its (source, target) pairs
+            inst = self.entry.add(r.op, "collective-permute", r.out, operands,
+                                  channel_id=self.channel)
+            for src, dst in r.groups or ():
+                inst.source_target_pairs.add(source=src, target=dst)
+            self._produced(r.op, r.out)
         elif r.ctype == "all-to-all":
             inst = self.entry.add(r.op, "all-to-all", r.out, operands, dimensions=[0],
                                   **common)
@@ -438,6 +444,8 @@ def _groups(inst: Any, r: Collective) -> None:
     per_host = r.group == "host"
     explicit = [list(range(h * g, (h + 1) * g)) for h in range(hosts)] if per_host \
         else [list(range(n))]
+    if r.groups:  # a mesh axis's groups (tests of the axes analysis): explicit or list only
+        explicit = [list(grp) for grp in r.groups]
     if r.encoding == "explicit":
         for grp in explicit:
             inst.replica_groups.add().replica_ids.extend(grp)

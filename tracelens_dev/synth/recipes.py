@@ -504,11 +504,14 @@ class Collective(Recipe):
     hosts: int = 1
     gpus: int = 1
     encoding: str = "iota"
+    groups: tuple[tuple[int, ...], ...] | None = None  # explicit groups instead of ``group``
 
     kind = "collective"
 
     @property
     def group_size(self) -> int:
+        if self.groups:
+            return len(self.groups[0])
         return self.gpus if self.group == "host" else self.hosts * self.gpus
 
     def inputs(self) -> list[In]:

@@ -5,7 +5,8 @@ the same device activity. Per rank: ``deviceProperties`` from the device rows,
 ``distributedInfo``, every activity as a ``kernel``/``gpu_memcpy``/``gpu_memset`` event on
 ``pid = device``, ``tid = stream``, launched by a runtime call (``cudaLaunchKernel`` or
 ``hipLaunchKernel``) with its correlation id on one CPU thread; collectives inside a
-``record_param_comms`` op with their type, size, dtype and group; steps as GPU-side
+``record_param_comms`` op with their type, size, dtype and group (size, and the ranks and
+description of the process group when the trace's ``groups`` holds one group); steps as GPU-side
 ``ProfilerStep#N`` annotations, those whose ``source`` is ``annotation:cpu*`` as CPU-side
 ones around the launches of the activity starting in their window (the reader gives that
 activity's span back; a window without activity is written as it is). ``op_args`` (op
@@ -72,6 +73,17 @@ def launch_args(launch: str | None) -> dict[str, Any]:
     return out
 
 
+def _group_args(e: dict[str, Any]) -> dict[str, Any]:
+    """``Process Group Ranks`` (PyTorch's text of the list) and ``Description`` of a
+    collective whose ``groups`` is one group (the rank's own, as PyTorch records it)."""
+    out: dict[str, Any] = {}
+    if e.get("groups") and ";" not in e["groups"]:
+        out["Process Group Ranks"] = "[" + ", ".join(e["groups"].split(",")) + "]"
+    if e.get("group_name"):
+        out["Process Group Description"] = e["group_name"]
+    return out
+
+
 def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
                  op_args: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
@@ -104,7 +116,7 @@ def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
                         "tid": 1, "ts": _us(cpu), "dur": 6.0,
                         "args": {"Collective name": _TYPES[e["subcategory"]],
                                  "In msg nelems": n, "Out msg nelems": n, "dtype": name,
-                                 "Group size": e["group_size"]}})
+                                 "Group size": e["group_size"], **_group_args(e)}})
     cpu_side = pl.col("source").fill_null("").str.starts_with("annotation:cpu")
     launched = ev.sort("start_ns", "device", "stream").with_row_index("_i").select(
         "_i", "start_ns")
