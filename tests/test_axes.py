@@ -84,15 +84,16 @@ def test_two_workers_give_the_same_axes(tmp_path: Path) -> None:
     assert one == two
 
 
-@pytest.mark.parametrize("fmt", ["json", "rocpd", "rpd"])
+@pytest.mark.parametrize("fmt", ["json", "rocpd", "rpd", "csv"])
 def test_rocprof_collectives_without_groups_are_counted(tmp_path: Path, fmt: str) -> None:
-    """rocprofv3 (JSON, rocpd) and RPD record no process group: every collective of the
-    mesh job (one file per host) is counted under the reason, none given an axis."""
+    """rocprofv3 (JSON, rocpd, CSV) and RPD record no process group: every collective of
+    the mesh job (one file per host) is counted under the reason, none given an axis."""
     from tracelens_dev.writers import rocprof
 
-    target = tmp_path / {"json": "r.json", "rocpd": "r.db", "rpd": "r.rpd"}[fmt]
+    target = tmp_path / {"json": "r.json", "rocpd": "r.db", "rpd": "r.rpd", "csv": "csv"}[fmt]
     written = getattr(rocprof, f"write_{fmt}")(mesh_trace(), target)
-    result = run_trace(AxesAnalysis(), tracelens.load(written), AxesOptions())
+    result = run_trace(AxesAnalysis(), tracelens.load(target if fmt == "csv" else written),
+                       AxesOptions())
     assert result.axes == () and result.mesh == ()
     assert [(u.reason, u.count) for u in result.unmapped] == [(NO_GROUP, result.activities)]
     assert result.activities == 64

@@ -73,8 +73,10 @@ def mesh_trace(per_rank: bool = False, job: str = "fsdp_tp", hosts: int = HOSTS,
             rank, dev = (i, g) if per_rank else (h, g)
             for s in range(STEPS):
                 b = s * STEP_NS
+                # (a launch shape: rocprofv3 CSV rows always carry one)
                 base = dict(host=f"node{h}", rank=rank, device=dev, kind="kernel",
-                            program_id=PROGRAM, module=MODULE)
+                            program_id=PROGRAM, module=MODULE,
+                            launch="grid=256,1,1 block=256,1,1 regs=32 shared=0")
                 if job == "ep":
                     rows += ep_rows(base, b, i)
                     continue
