@@ -188,8 +188,9 @@ def _tables(s: Summary, all_rows: bool = False
     cp = s.critical_path
     if cp is not None and cp.what_if:
         step = "the trace" if cp.step is None else f"step {cp.step}"
-        tables.append((f"Critical path, {step}: {ms(cp.step_ns)} ms (details: tracelens "
-                       "critical-path)",
+        parts = ", ".join(f"{c.component} {ms(c.ns)}" for c in cp.composition if c.ns)
+        tables.append((f"Critical path, {step}: {ms(cp.step_ns)} ms on {cp.host}/GPU"
+                       f"{cp.device} ({parts}; details: tracelens critical-path)",
                        ["change", "target", "saves ms", "step ms after"],
                        [[w.change, w.target, ms(w.saved_ns), ms(w.projected_step_ns)]
                         for w in cp.what_if]))

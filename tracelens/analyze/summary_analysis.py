@@ -88,4 +88,5 @@ class SummaryAnalysis:
             return summary
         longest = max(res.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
         return replace(summary, critical_path=CriticalPathLines(
-            longest.step, max(p.length_ns for p in res.paths), res.what_if[:CRITICAL_TOP]))
+            longest.step, longest.length_ns, longest.host, longest.device,
+            longest.composition, res.what_if[:CRITICAL_TOP]))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 from tracelens.hardware import DTYPES, GpuSpec
 from tracelens.results.collectives import (AxisTotals, Collectives, SummaryCollectives,
                                            top_lines)
-from tracelens.results.critical_path import WhatIf
+from tracelens.results.critical_path import Component, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.filters import SummaryFilters
 
@@ -241,10 +241,14 @@ class StepTotal:
 @dataclass(frozen=True, slots=True)
 class CriticalPathLines:
     """``summarize``'s lines of ``tracelens critical-path`` (issue 27): the step whose paths
-    were taken, its longest path and the three changes that would shorten it most."""
+    were taken, its longest path (whose device, and what its time went to: the parts add up
+    to ``step_ns``) and the three changes that would shorten the step most."""
 
     step: int | None
     step_ns: int
+    host: str
+    device: int
+    composition: tuple[Component, ...]
     what_if: tuple[WhatIf, ...]
 
 
