@@ -59,7 +59,7 @@ else:
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.engine import local_cluster
     from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
-    from tracelens.analyze.summary_analysis import SummaryAnalysis
+    from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.engine import EngineOptions, LoadOptions, run_tasks
     from tracelens.protocol import Task
     from tracelens.results.encode import encode

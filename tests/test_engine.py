@@ -204,7 +204,7 @@ def test_map_host_sends_back_no_event_frames() -> None:
     f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
     from tracelens.analyze.summary_types import SummaryOptions
 
-    from tracelens.analyze.summary_analysis import SummaryAnalysis
+    from tracelens.analyze.summary import SummaryAnalysis
 
     part = map_host(HostFile(f), MapOptions(tasks=(
         Task(SummaryAnalysis(), SummaryOptions()),

@@ -180,7 +180,7 @@ class TraceAnalysis:
         (8, 3)
         """
         from tracelens.analyze.summary import options
-        from tracelens.analyze.summary_analysis import SummaryAnalysis
+        from tracelens.analyze.summary import SummaryAnalysis
         return self._run(SummaryAnalysis(), options(gpu=self._gpu, gpu_specs=self._gpu_specs))
 
 

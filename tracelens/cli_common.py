@@ -315,7 +315,7 @@ def engine_summary(job_in: JobInputs, device: int | None, step: int | None, top:
     for job-wide filters), the per-row filters applied on each host. With ``window``: (the
     summary, ``report``'s step-timeline window: its hosts' files read a second time for the
     shown devices' activities)."""
-    from tracelens.analyze.summary_analysis import SummaryAnalysis
+    from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.analyze.window_parts import Round2, WindowChoice, WindowEvents, WindowOptions
     from tracelens.engine import run_again, run_tasks

@@ -10,11 +10,14 @@ separately loaded hosts are joined by :func:`tracelens.analyze.summary_merge.mer
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import polars as pl
 
 from tracelens.analyze.collectives import partial_activities
+from tracelens.analyze.critical_path import CriticalPart, CriticalPath, CriticalPathOptions
+from tracelens.analyze.packed import is_packed, pack_summary, unpack_summary
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze import kernel_table as kt
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_mfu,
@@ -29,11 +32,12 @@ from tracelens.filters import Filters
 from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
-from tracelens.notices import host_and_file_names
+from tracelens.notices import host_and_file_names, steps_disagree
+from tracelens.protocol import JobPlan
 if TYPE_CHECKING:
     from tracelens.analyze.hlo_findings import LensTimeline
-from tracelens.results.summary import (CategoryTime, DeviceSummary, IdleBreakdown,
-                                       StepSummary, Summary, Timeline)
+from tracelens.results.summary import (CategoryTime, CriticalPathLines, DeviceSummary,
+                                       IdleBreakdown, StepSummary, Summary, Timeline)
 
 __all__ = ["SummaryOptions", "SummaryPartial", "reduce_summary", "summarize",
            "summary_partial"]
@@ -46,7 +50,6 @@ def summarize(trace: Trace, device: int | None = None, step: int | None = None,
     """Headline, per-device timeline and categories, per-step timelines, top kernels,
     roofline per op group, MFU per device and step, collectives (see
     :class:`SummaryOptions` for the arguments; ``gpu_specs`` may be a TOML/JSON file)."""
-    from tracelens.analyze.summary_analysis import SummaryAnalysis
     from tracelens.protocol import run_trace
 
     return run_trace(SummaryAnalysis(), trace, options(device, step, top, gpu, gpu_specs,
@@ -241,3 +244,79 @@ def _kernel_groups(events: pl.DataFrame) -> pl.DataFrame:
     """Activity count and time per (name, category, subcategory, rule) and device: the top
     kernels' mergeable input (:func:`~tracelens.analyze.kernel_table.kernel_groups`)."""
     return kt.kernel_groups(kt.kernel_table(events))
+
+
+# -- summarize on the Analysis protocol (tracelens.protocol) ------------------------------------
+
+CRITICAL_TOP = 3  # projections summarize shows (``tracelens critical-path`` shows them all)
+
+Part = tuple[SummaryPartial, CriticalPart | None]
+
+
+def _critical(options: SummaryOptions) -> CriticalPathOptions | None:
+    """The critical path summarize adds: of ``--step`` (default: the middle step), not under
+    per-row filters (a path through some categories' kernels only would be no path)."""
+    if options.filters is not None and options.filters.active():
+        return None
+    return CriticalPathOptions(step=options.step, top=CRITICAL_TOP)
+
+
+def _critical_part(trace: Trace, options: CriticalPathOptions) -> CriticalPart | None:
+    """The host's critical-path part; None when ``--step`` is not one of its steps (the
+    job's check says so when no host has it; a job whose hosts differ in their steps gets no
+    critical-path lines)."""
+    if options.step is not None and options.step not in set(trace.steps["step"].to_list()):
+        return None
+    return CriticalPath().partial(trace, options)
+
+
+class SummaryAnalysis:
+    """partial: :func:`~tracelens.analyze.summary.summary_partial` and the critical path's;
+    merge: :func:`~tracelens.analyze.summary_merge.merge_partials` on the job's alignment;
+    finish: :func:`~tracelens.analyze.summary_reduce.reduce_summary` and
+    :class:`~tracelens.analyze.critical_path.CriticalPath`'s top projections."""
+
+    def partial(self, trace: Trace, options: SummaryOptions) -> Part:
+        crit = _critical(options)
+        return summary_partial(trace, options), \
+            None if crit is None else _critical_part(trace, crit)
+
+    def pack(self, part: Part) -> Part:
+        """The partial to travel and wait small (:mod:`tracelens.analyze.packed`)."""
+        return pack_summary(part[0]), part[1]
+
+    def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
+        crits = [c for _, c in parts]
+        crit = None if any(c is None for c in crits) else \
+            CriticalPath().merge(crits, plan)  # type: ignore[arg-type]
+        return self._merge_summary([s for s, _ in parts], plan), crit
+
+    @staticmethod
+    def _merge_summary(parts: Sequence[SummaryPartial], plan: JobPlan) -> SummaryPartial:
+        from tracelens.analyze.summary_merge import merge_partials
+
+        if len(parts) == 1 and parts[0].host_facts is None:  # a trace the loader combined
+            return unpack_summary(parts[0]) if is_packed(parts[0]) else parts[0]
+        shifts = plan.shift_of
+        merged = merge_partials(list(parts), shifts, plan.alignment if shifts is not None
+                                else None)
+        mixed = steps_disagree(list(plan.steps_sources))
+        if mixed:
+            merged = replace(merged, steps_source=plan.steps_source,
+                             warnings=(*merged.warnings, mixed))
+        return merged
+
+    def finish(self, part: Part, options: SummaryOptions) -> Summary:
+        from tracelens.analyze.summary_reduce import reduce_summary
+
+        summary = reduce_summary([part[0]], options)
+        crit = _critical(options)
+        if part[1] is None or crit is None:
+            return summary
+        res = CriticalPath().finish(part[1], crit)
+        if not res.paths:
+            return summary
+        longest = max(res.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
+        return replace(summary, critical_path=CriticalPathLines(
+            longest.step, longest.length_ns, longest.host, longest.device,
+            longest.composition, res.what_if[:CRITICAL_TOP]))

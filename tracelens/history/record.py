@@ -110,7 +110,7 @@ def record_job(paths: Sequence[Path], label: str, tags: dict[str, str], recorded
     host for the summary and collectives partials (one :func:`tracelens.engine.run_tasks`)."""
     from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
     from tracelens.analyze.profile_partials import run_profile
-    from tracelens.analyze.summary_analysis import SummaryAnalysis
+    from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.engine import (EngineOptions, LoadOptions, engine_client, engine_workers,
                                   host_files, run_tasks)
