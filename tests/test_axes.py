@@ -249,6 +249,27 @@ def test_summarize_and_report_show_one_line_per_axis(tmp_path: Path) -> None:
     assert "Per mesh axis" in html and '<td class="l">fsdp</td>' in html
 
 
+def test_summarize_of_an_all_to_all_job_shows_the_axes_command_totals(tmp_path: Path) -> None:
+    """An EP job (all-to-all on every host, XSpace: a summary partial's activities carry
+    durations, not ends) through ``summarize``: its per-axis lines are ``axes``'s, and the
+    balance (which needs ends) is not computed there. CI once broke here on a random draw."""
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    xspace.write(mesh_trace(job="ep"), tmp_path / "logs")
+    full = run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"), AxesOptions())
+    assert full.balance is not None
+    for workers in ("1", "2"):
+        out = CliRunner().invoke(main, ["summarize", str(tmp_path / "logs"), "--format",
+                                        "json", "--quiet", "--workers", workers])
+        assert out.exit_code == 0, out.output
+        shown = [(a["axis"], a["count"], a["bytes"], a["time_ns"], a["exposed_ns"])
+                 for a in json.loads(out.output)["axes"]]
+        assert shown == [(a.axis, a.count, a.bytes, a.time_ns, a.exposed_ns)
+                         for a in full.axes] and shown, workers
+
+
 def test_a_mesh_that_does_not_hold_the_job_is_a_usage_error(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

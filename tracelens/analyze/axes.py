@@ -220,8 +220,31 @@ def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
     job's ``pipeline_rows`` (bubbles per stage), when computed."""
     acts, mesh = mapped(acts, devices, hosts, options)
     total_exposed = int(acts["exposed_ns"].sum() or 0)
+    unmapped = tuple(Unmapped(r["reason"], int(r["count"]), int(r["exposed_ns"]))
+                     for r in acts.filter(pl.col("axis").is_null()).group_by("reason").agg(
+                         count=pl.len(), exposed_ns=pl.col("exposed_ns").sum())
+                     .sort(["count", "reason"], descending=[True, False]).iter_rows(named=True))
+    return Axes(mesh=mesh.axes, world=mesh.world, axes=_axis_totals(acts, devices, options),
+                unmapped=unmapped, activities=acts.height, exposed_ns=total_exposed,
+                instances=instance_axes(acts), balance=balance(acts, alignment),
+                pipeline=None if pipe is None else pipeline(
+                    pipe, mesh, acts, acts.select("host", "rank", "device", "_me").unique()))
+
+
+def axis_totals(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
+                options: AxesOptions) -> tuple[AxisTotals, ...]:
+    """Only the per-axis totals of :func:`axes_of` (what ``summarize`` shows): no instance
+    table, balance or pipeline, which need activity ends and cost a pass each."""
+    return _axis_totals(mapped(acts, devices, hosts, options)[0], devices, options)
+
+
+def _axis_totals(acts: pl.DataFrame, devices: pl.DataFrame, options: AxesOptions
+                 ) -> tuple[AxisTotals, ...]:
+    """Per mesh axis of the mapped ``acts``: its traffic, time, exposure and bus bandwidth,
+    most exposed first."""
+    total_exposed = int(acts["exposed_ns"].sum() or 0)
     intra = link_of(devices)
-    axes = tuple(_totals(r, total_exposed, intra, options.nic_gb_per_s) for r in acts.filter(
+    return tuple(_totals(r, total_exposed, intra, options.nic_gb_per_s) for r in acts.filter(
         pl.col("axis").is_not_null()).group_by("axis").agg(
         size=pl.col("axis_size").first(), types=pl.col("type").unique().sort(),
         crosses=pl.col("crosses").any(), cross_null=pl.col("crosses").is_null().any(),
@@ -232,15 +255,6 @@ def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
         p90=pl.col("busbw_gb_per_s").quantile(0.9, "nearest"),
     ).sort(["exposed_ns", "time_ns", "axis"], descending=[True, True, False])
         .iter_rows(named=True))
-    unmapped = tuple(Unmapped(r["reason"], int(r["count"]), int(r["exposed_ns"]))
-                     for r in acts.filter(pl.col("axis").is_null()).group_by("reason").agg(
-                         count=pl.len(), exposed_ns=pl.col("exposed_ns").sum())
-                     .sort(["count", "reason"], descending=[True, False]).iter_rows(named=True))
-    return Axes(mesh=mesh.axes, world=mesh.world, axes=axes, unmapped=unmapped,
-                activities=acts.height, exposed_ns=total_exposed,
-                instances=instance_axes(acts), balance=balance(acts, alignment),
-                pipeline=None if pipe is None else pipeline(
-                    pipe, mesh, acts, acts.select("host", "rank", "device", "_me").unique()))
 
 
 def _prod(mesh: Mesh, along: tuple[int, ...]) -> int:

@@ -70,14 +70,14 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
 
 def _axes(p: SummaryPartial) -> "tuple[AxisTotals, ...]":
     """Communication per mesh axis (inferred; ``tracelens axes`` takes a --mesh)."""
-    from tracelens.analyze.axes import AxesOptions, axes_of
+    from tracelens.analyze.axes import AxesOptions, axis_totals
 
     if p.acts.is_empty() or "groups" not in p.acts.columns:
         return ()
     plain = [pl.col(pl.Categorical).cast(pl.String)]  # a partial's strings may be coded
     acts, devices = p.acts.with_columns(plain), p.devices.with_columns(plain)
     hosts = acts.select("host").unique().with_columns(named=pl.lit(p.hosts_named))
-    return axes_of(acts, devices, hosts, AxesOptions(), p.alignment).axes
+    return axis_totals(acts, devices, hosts, AxesOptions())
 
 
 def _hlo_findings(hlo: "LensTimeline | None", top: int = 3) -> "tuple[Finding, ...]":
