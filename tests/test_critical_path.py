@@ -253,3 +253,45 @@ def test_roofline_what_if_runs_a_category_at_its_attainable_time(tmp_path: Path)
     r = run_trace(CriticalPath(), t, CriticalPathOptions())
     w = [x for x in r.what_if if x.change == "roofline"]
     assert [(x.target, x.saved_ns, x.on_path_ns) for x in w] == [("gemm", 20_000, 30_000)]
+
+
+# -- --time: the same stretch on every rank, from the job's zero --------------------------------
+
+def test_time_window_counts_from_the_jobs_zero_on_every_rank(tmp_path: Path) -> None:
+    """``--time 15us:60us`` on a two-host job (two files, so the engine would otherwise read
+    each host alone, on its own zero): the job is read whole, each rank's
+    window is [zero + 15000, zero + 60000), its composition adds up to 45000; an open end
+    runs to the last activity; a stretch with nothing in it is exit 2 with one line."""
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+    from tracelens.filters import trace_zero
+
+    from dataclasses import replace
+
+    t = scenario(**STRAGGLER)  # type: ignore[arg-type]
+    # no steps, and host n1 starts 5 µs later: the job's zero (n0's first kernel) is not
+    # n1's own, so a per-host reading of --time would put n1's window 5 µs late
+    late = pl.when(pl.col("host") == "n1").then(5_000).otherwise(0)
+    t = replace(t, steps=t.steps.clear(), events=t.events.with_columns(
+        start_ns=pl.col("start_ns") + late, end_ns=pl.col("end_ns") + late))
+    files = as_xspace(t, tmp_path)
+    zero = trace_zero(tracelens.load(files))
+    for workers in (1, 2):
+        r = run(CriticalPath(), files, CriticalPathOptions(time=(15_000, 60_000)),
+                engine=EngineOptions(workers=workers))
+        assert [(p.window.start_ns - zero, p.window.end_ns - zero) for p in r.paths] == [
+            (15_000, 60_000), (15_000, 60_000)]
+        assert [sum(comp(r, i).values()) for i in range(2)] == [45_000, 45_000]
+    here = run_trace(CriticalPath(), tracelens.load(files), CriticalPathOptions(time=(15_000,
+                                                                                     None)))
+    assert {p.window.end_ns - zero for p in here.paths} == {55_000}  # the last activity's end
+    out = CliRunner().invoke(main, ["critical-path", *map(str, files), "--time", "15us:60us",
+                                    "--format", "json"])
+    assert out.exit_code == 0, out.output
+    import json
+    assert [p["window"]["end_ns"] - p["window"]["start_ns"]
+            for p in json.loads(out.output)["paths"]] == [45_000, 45_000]
+    bad = CliRunner().invoke(main, ["critical-path", *map(str, files), "--time", "1s:2s"])
+    assert bad.exit_code == 2 and "no device activity in --time 1000ms:2000ms" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1, bad.output

@@ -175,7 +175,10 @@ def check_known(paths: tuple[Path, ...], device: int | None, step: int | None,
                               f"{sorted(set(devices))})")
 
 
-def _time_window(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+def time_window_option(ctx: click.Context, param: click.Parameter, value: str | None
+                       ) -> tuple[int | None, int | None] | None:
+    """``--time START:END`` parsed (:func:`tracelens.filters.parse_window`); a bad one is a
+    usage error."""
     if value is None:
         return None
     from tracelens.filters import parse_window
@@ -188,7 +191,7 @@ def _time_window(ctx: click.Context, param: click.Parameter, value: str | None) 
 def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """--category, --kernel, --host, --time: narrow the trace before any analysis."""
     func = click.option("--time", "time_window", default=None, metavar="START:END",
-                        callback=_time_window,
+                        callback=time_window_option,
                         help="Only this stretch, from the trace's first activity or step "
                              "(ns, or with ns/us/ms/s; either side may be empty).")(func)
     func = click.option("--host", "hosts", multiple=True, metavar="NAME",

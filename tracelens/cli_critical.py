@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from tracelens.cli_common import (check_output_path, common_options, engine_options, guarded,
-                                  load_rule_files, print_result, step_marker_option)
+                                  load_rule_files, print_result, step_marker_option,
+                                  time_window_option)
 
 
 @click.command("critical-path")
@@ -20,6 +21,11 @@ from tracelens.cli_common import (check_output_path, common_options, engine_opti
 @click.option("--window", default=None, metavar="REGEX[#k]",
               help="The window is the k-th (from 0) host annotation whose name matches "
                    "REGEX, on each rank (instead of a step).")
+@click.option("--time", "time_window", default=None, metavar="START:END",
+              callback=time_window_option,
+              help="The window is this stretch on every rank, from the job's first activity "
+                   "or step (ns, or with ns/us/ms/s; either side may be empty); wins over "
+                   "--step and --window. The job is then read whole in this process.")
 @click.option("--rank", type=int, default=None, help="Only this rank's paths.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many what-if projections to list.")
@@ -32,7 +38,8 @@ from tracelens.cli_common import (check_output_path, common_options, engine_opti
 @common_options
 @guarded
 def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
-                  rank: int | None, top: int, fmt: str, perfetto: Path | None,
+                  time_window: tuple[int | None, int | None] | None, rank: int | None,
+                  top: int, fmt: str, perfetto: Path | None,
                   step_marker: str | None, workers: int | None, scheduler: str | None,
                   rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """What sets the step time: the critical path per device, and what each fix saves."""
@@ -45,7 +52,7 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
         check_output_path(perfetto, paths, "--perfetto")
     if window is not None:
         window_pattern(window)  # a bad regex fails before any file is read
-    opts = CriticalPathOptions(step=step, window=window, rank=rank, top=top)
+    opts = CriticalPathOptions(step=step, window=window, rank=rank, top=top, time=time_window)
     res = run(CriticalPath(), paths, opts, LoadOptions(load_rule_files(rules_files),
                                                        step_marker),
               EngineOptions(workers, scheduler))

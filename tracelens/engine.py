@@ -40,7 +40,7 @@ from tracelens.combine import Placement, job_meta, plan
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
 from tracelens.model import Trace, TraceMeta
-from tracelens.protocol import Analysis, JobPlan, Task
+from tracelens.protocol import Analysis, JobPlan, Task, needs_whole_job
 from tracelens.reading import default_workers, file_size, spawn_safe
 
 if TYPE_CHECKING:
@@ -610,7 +610,7 @@ def run_tasks(tasks: Sequence[Task[Any]], paths: Sequence[str | Path],
     it, merged on the job's plan and finished. ``check`` sees the job after the map, before
     any merge (a command's own checks of what the hosts reported: ``--step``, ``--device``);
     ``found``: the files of ``paths`` already discovered (:func:`host_files`)."""
-    if load.job_wide:
+    if load.job_wide or any(needs_whole_job(t.analysis, t.options) for t in tasks):
         job = _job_here(paths, load)
         if check is not None:
             check(job)

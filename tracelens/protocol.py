@@ -107,6 +107,15 @@ class Analysis(Protocol[Opt, P, R]):
         ...
 
 
+def needs_whole_job(analysis: object, options: object) -> bool:
+    """Whether ``analysis`` under ``options`` must see the job loaded whole in one process:
+    its optional ``whole_job(options) -> bool`` says so when an option is in the job's
+    clock (``critical-path --time`` counts from the job's first activity, which no host
+    alone knows). Without the method: never."""
+    ask = getattr(analysis, "whole_job", None)
+    return bool(ask(options)) if ask is not None else False
+
+
 @dataclass(frozen=True)
 class Task(Generic[Opt]):
     """An analysis and its options: what one map computes on each host."""

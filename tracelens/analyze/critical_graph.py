@@ -76,18 +76,20 @@ class WindowChoice:
     """Which window: ``step`` (None: the middle step by number, the lower of two, the same
     on every host; the whole trace without steps), or ``window`` (a regex on host
     annotation names, ``#k`` picks the k-th match from 0; it wins over ``step``), or
-    ``time`` (the same stretch of time on every rank; it wins over both)."""
+    ``time`` (the same stretch of time on every rank; it wins over both): ``(START, END)``
+    ns from the trace's zero (its first activity or step, as ``--time`` everywhere), either
+    side None for the trace's first activity start or last activity end."""
 
     step: int | None = None
     window: str | None = None
-    time: tuple[int, int] | None = None  # [start, end) ns on the trace's clock, every rank
+    time: tuple[int | None, int | None] | None = None
 
 
 def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
     """The window of each (host, rank) with device activity (WINDOW_SCHEMA)."""
     ranks = trace.events.select("host", "rank").unique()
     if choice.time is not None:
-        lo, hi = choice.time
+        lo, hi = _time_bounds(trace, choice.time)
         out = ranks.with_columns(step=pl.lit(None, pl.Int32), start_ns=pl.lit(lo, pl.Int64),
                                  end_ns=pl.lit(hi, pl.Int64))
     elif choice.window is not None:
@@ -115,6 +117,28 @@ def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
             step=pl.lit(None, pl.Int32), start_ns=pl.col("start_ns").min(),
             end_ns=pl.col("end_ns").max())
     return out.select(list(WINDOW_SCHEMA)).cast(WINDOW_SCHEMA).sort("rank", "host")  # type: ignore
+
+
+def _time_bounds(trace: Trace, time: tuple[int | None, int | None]) -> tuple[int, int]:
+    """``--time`` on the trace's clock: from its zero, open sides at its activities' ends;
+    a stretch with no activity in it is an input error."""
+    from tracelens.filters import trace_zero
+
+    zero = trace_zero(trace)
+    first, last = trace.events["start_ns"].min(), trace.events["end_ns"].max()
+    lo = zero + time[0] if time[0] is not None else int(first)  # type: ignore[arg-type]
+    hi = zero + time[1] if time[1] is not None else int(last)  # type: ignore[arg-type]
+    if trace.events.filter((pl.col("start_ns") < hi) & (pl.col("end_ns") > lo)).is_empty():
+        raise TraceInputError(_source(trace), f"no device activity in --time "
+                              f"{_span(time)} (the trace's activities span "
+                              f"{(int(first) - zero) / 1e6:g}:{(int(last) - zero) / 1e6:g} ms)")
+    return lo, hi
+
+
+def _span(time: tuple[int | None, int | None]) -> str:
+    def side(v: int | None) -> str:
+        return "" if v is None else f"{v / 1e6:g}ms"
+    return f"{side(time[0])}:{side(time[1])}"
 
 
 def window_pattern(text: str) -> tuple[str, int]:

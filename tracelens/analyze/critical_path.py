@@ -35,14 +35,15 @@ from tracelens.results.critical_path import (Component, CriticalPathResult, Devi
 
 @dataclass(frozen=True)
 class CriticalPathOptions:
-    """``step``/``window``/``time``: which window (:class:`WindowChoice`); ``rank``: only that
-    rank's paths (and the what-ifs on them); ``top``: what-ifs kept, best first."""
+    """``step``/``window``/``time``: which window (:class:`WindowChoice`; ``time`` from the
+    job's zero, so the job is loaded whole); ``rank``: only that rank's paths (and the
+    what-ifs on them); ``top``: what-ifs kept, best first."""
 
     step: int | None = None
     window: str | None = None
     rank: int | None = None
     top: int = 10
-    time: tuple[int, int] | None = None
+    time: tuple[int | None, int | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class CriticalPart:
 
 class CriticalPath:
     """The analysis (module doc)."""
+
+    def whole_job(self, options: CriticalPathOptions) -> bool:
+        """``--time`` counts from the job's first activity: the job is loaded whole."""
+        return options.time is not None
 
     def partial(self, trace: Trace, options: CriticalPathOptions) -> CriticalPart:
         win = windows(trace, WindowChoice(options.step, options.window, options.time))
