@@ -14,6 +14,7 @@ from reports.figures import Fig, axis, base_layout, chart_name, ptext, rnd, time
 from reports.palette import color, label
 from tracelens.analyze.window import TimelineWindow
 from tracelens.model import CATEGORIES
+from tracelens.results.summary import CriticalPathLines
 
 NAME_CHARS = 90
 
@@ -30,7 +31,37 @@ def _bars(part: pl.DataFrame, start: int, div: float) -> dict[str, object]:
             "x": [rnd((b - a) / div) for a, b in zip(s, e)], "width": 0.8}
 
 
-def step_timeline_figure(w: TimelineWindow | None, many_hosts: bool) -> Fig | None:
+def path_on_timeline(w: TimelineWindow | None, path: CriticalPathLines | None
+                     ) -> CriticalPathLines | None:
+    """The critical path to draw on the timeline: only one of the timeline's own step (the
+    summary's path is of ``--step`` or the middle step by number; the timeline's default is
+    the median step by span) with activities on a shown device."""
+    if w is None or path is None or path.step != w.step or not path.activities:
+        return None
+    shown = set(w.events.select("host", "device").unique().iter_rows())
+    return path if any((a.host, a.device) in shown for a in path.activities) else None
+
+
+def _path_bars(w: TimelineWindow, path: CriticalPathLines, rows: pl.DataFrame,
+               div: float) -> pl.DataFrame:
+    """The path's time on each activity drawn on its stream's row: the last ``on_path_ns``
+    of the activity (its own work ends it; a wait before it belongs to another part),
+    clipped to the window."""
+    acts = pl.DataFrame([(a.host, a.device, a.stream, a.end_ns - a.on_path_ns, a.end_ns)
+                         for a in path.activities], orient="row",
+                        schema={"host": pl.String, "device": pl.Int32, "_k": pl.Int64,
+                                "start_ns": pl.Int64, "end_ns": pl.Int64})
+    return acts.with_columns(start_ns=pl.max_horizontal("start_ns", pl.lit(w.start_ns)),
+                             end_ns=pl.min_horizontal("end_ns", pl.lit(w.end_ns))).filter(
+        pl.col("end_ns") > pl.col("start_ns")).join(
+        rows.select("host", pl.col("device").cast(pl.Int32), "_k", "_y"),
+        on=["host", "device", "_k"]).sort("_y", "start_ns")
+
+
+def step_timeline_figure(w: TimelineWindow | None, many_hosts: bool,
+                         path: CriticalPathLines | None = None) -> Fig | None:
+    """The timeline; ``path`` (:func:`path_on_timeline`) adds the critical path's
+    activities as a thin dark bar over each."""
     if w is None or w.events.is_empty():
         return None
     unit, div = time_unit(w.end_ns - w.start_ns)
@@ -66,6 +97,16 @@ def step_timeline_figure(w: TimelineWindow | None, many_hosts: bool) -> Fig | No
             **_bars(ex, w.start_ns, div), "marker": {"color": color("exposed_comm")},
             "hovertemplate": f"exposed communication<br>%{{base:,.3f}} {unit} "
                              f"+%{{x:,.3f}} {unit}<extra></extra>"})
+    if path is not None:
+        on = _path_bars(w, path, rows, div)
+        if on.height:
+            data.append({
+                "type": "bar", "orientation": "h",
+                "name": ptext(f"critical path ({path.host} · device {path.device})"),
+                **_bars(on, w.start_ns, div), "width": 0.25,
+                "marker": {"color": color("critical_path"), "line": {"width": 0}},
+                "hovertemplate": f"on the critical path<br>%{{base:,.3f}} {unit} "
+                                 f"+%{{x:,.3f}} {unit}<extra></extra>"})
     return {"data": data, "layout": base_layout(
         max(180, 90 + 18 * rows.height), barmode="overlay", bargap=0.15,
         xaxis=axis(f"time from the window's start ({unit}); drag to zoom"),

@@ -30,7 +30,7 @@ from markupsafe import Markup
 
 from reports import figures as F
 from reports import figures_hw as H
-from reports.figures_window import step_timeline_figure
+from reports.figures_window import path_on_timeline, step_timeline_figure
 from reports.palette import color
 from reports.summary import hardware_card
 from reports.summary import mfu_label as headline_mfu_label
@@ -147,6 +147,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
     many_hosts = h.hosts > 1
     specs = [spec_view(x) for x in s.specs]
     link_gb = H.link_peak_gb_per_s(specs)
+    drawn = path_on_timeline(window, s.critical_path)
     figs: dict[str, F.Fig | None] = {
         "timeline": F.timeline_figure(s),
         "categories": F.category_figure(s.category_totals),
@@ -156,7 +157,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
         "roofline": H.roofline_figure(s.roofline, specs),
         "coll_time": H.collective_time_figure(s.collectives),
         "coll_busbw": H.collective_busbw_figure(s.collectives, link_gb),
-        "step_timeline": step_timeline_figure(window, many_hosts),
+        "step_timeline": step_timeline_figure(window, many_hosts, drawn),
     }
     mfu, mfu_label = shown(h, "mfu"), headline_mfu_label(h)  # the headline's, as all
     roof = sorted(s.roofline, key=lambda r: -r.sum_ns)
@@ -192,6 +193,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
         "app_js": Markup((TEMPLATES / "report.js").read_text("utf-8")),
         "version": s.version,
         "window": window,
+        "path_drawn": drawn is not None,
     }
 
 

@@ -30,6 +30,7 @@ COLORS: dict[str, str] = {
     "idle": "#d9d9d9",             # light grey
     "ceiling": "#444444",          # roofline ceilings
     "link_peak": "#444444",
+    "critical_path": "#111111",    # the critical path over the step timeline's bars
 }
 
 LABELS: dict[str, str] = {

@@ -103,3 +103,74 @@ def test_bad_options_exit_2_with_one_line(args: list[str], problem: str) -> None
     out = CliRunner().invoke(main, ["critical-path", str(trace), *args])
     assert out.exit_code == 2 and problem in out.output
     assert "Traceback" not in out.output
+
+
+def test_report_draws_the_path_on_the_timeline_of_its_step(tmp_path: Path) -> None:
+    """``report --step 1`` of the 4-device CPU trace: the timeline (of step 1) carries the
+    longest path's device activities as one bar trace, each bar the last ``on_path_ns`` of
+    an activity of ``critical-path --step 1``'s longest path, clipped to the window; without
+    ``--step`` the timeline (the median step) names the path's step instead of drawing it."""
+    import re
+
+    from tracelens.analyze.summary import summarize
+
+    trace = TRACES / "xprof/cpu_4dev_dp_allreduce.xplane.pb"
+    if not trace.exists():
+        pytest.skip(f"{trace} not present")
+    cp = summarize(tracelens.load(trace), step=1).critical_path
+    assert cp is not None and cp.step == 1 and cp.activities
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", str(trace), "--step", "1", "-o", str(out),
+                                    "--quiet"])
+    assert res.exit_code == 0, res.output
+    html = out.read_text()
+    assert re.search(r"The thin dark bars mark the step(&#39;|')s critical path", html)
+    data = json.loads(re.search(r'<script type="application/json" id="tl-data">(.*?)</script>',
+                                html, re.S).group(1))  # type: ignore[union-attr]
+    fig = data["figures"]["step_timeline"]
+    drawn = [t for t in fig["data"] if t["name"].startswith("critical path (")]
+    assert [t["name"] for t in drawn] == [f"critical path ({cp.host} · device {cp.device})"]
+    widths = sorted(drawn[0]["x"])
+    unit = fig["layout"]["xaxis"]["title"]["text"].split("(")[1].split(")")[0]
+    div = {"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
+    # the figure rounds its numbers (reports.figures.rnd): to a thousandth of the unit
+    assert widths == pytest.approx(sorted(a.on_path_ns / div for a in cp.activities),
+                                   abs=1.01e-3)
+    res = CliRunner().invoke(main, ["report", str(trace), "-o", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    html = out.read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="tl-data">(.*?)</script>',
+                                html, re.S).group(1))  # type: ignore[union-attr]
+    names = [t["name"] for t in data["figures"]["step_timeline"]["data"]]
+    default = summarize(tracelens.load(trace)).critical_path
+    assert default is not None
+    if re.search(r"Timeline of step (\d+)", html).group(1) != str(default.step):  # type: ignore
+        assert not any(n.startswith("critical path (") for n in names)
+        assert f"report --step {default.step}</code> draws it" in html
+
+
+def test_report_says_where_the_path_is_when_it_is_not_drawn(tmp_path: Path) -> None:
+    """The llama sample's longest path runs on device 0, not among the four busiest devices
+    the timeline shows: the page says so and names ``--device 0``, which draws it; a
+    timeline of another step than the path's names the path's step."""
+    from dataclasses import replace
+
+    from reports.html import render_html
+    from tracelens.cli_common import JobInputs, engine_summary
+
+    trace = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
+    summary, window = engine_summary(JobInputs((trace,)), None, None, 10, None, None,
+                                     window=True)
+    cp = summary.critical_path
+    assert cp is not None and window is not None and cp.step == window.step
+    assert (cp.host, cp.device) not in set(window.events.select("host", "device").iter_rows())
+    html = render_html(summary, window=window)
+    assert "runs on no device shown here; <code>tracelens report --device 0</code>" in html
+    assert "The thin dark bars" not in html
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", str(trace), "--device", "0", "-o", str(out),
+                                    "--quiet"])
+    assert res.exit_code == 0 and "The thin dark bars mark" in out.read_text()
+    other = render_html(summary, window=replace(window, step=cp.step + 1))
+    assert f"not the step shown here; <code>tracelens report --step {cp.step}</code>" in other
+    assert "The thin dark bars" not in other

@@ -319,4 +319,5 @@ class SummaryAnalysis:
         longest = max(res.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
         return replace(summary, critical_path=CriticalPathLines(
             longest.step, longest.length_ns, longest.host, longest.device,
-            longest.composition, res.what_if[:CRITICAL_TOP]))
+            longest.composition, res.what_if[:CRITICAL_TOP],
+            tuple(a for a in longest.activities if a.device is not None and a.on_path_ns)))

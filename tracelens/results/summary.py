@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 from tracelens.hardware import DTYPES, GpuSpec
 from tracelens.results.collectives import (AxisTotals, Collectives, SummaryCollectives,
                                            top_lines)
-from tracelens.results.critical_path import Component, WhatIf
+from tracelens.results.critical_path import Component, PathActivity, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.filters import SummaryFilters
 
@@ -242,7 +242,9 @@ class StepTotal:
 class CriticalPathLines:
     """``summarize``'s lines of ``tracelens critical-path`` (issue 27): the step whose paths
     were taken, its longest path (whose device, and what its time went to: the parts add up
-    to ``step_ns``) and the three changes that would shorten the step most."""
+    to ``step_ns``) and the three changes that would shorten the step most. ``activities``:
+    the longest path's device activities (what ``report`` draws on its timeline of the same
+    step; not in the JSON, which ``tracelens critical-path`` has)."""
 
     step: int | None
     step_ns: int
@@ -250,6 +252,7 @@ class CriticalPathLines:
     device: int
     composition: tuple[Component, ...]
     what_if: tuple[WhatIf, ...]
+    activities: tuple[PathActivity, ...] = field(default=(), metadata={"json": False})
 
 
 @dataclass(frozen=True, slots=True)
