@@ -64,6 +64,20 @@ def test_planted_gaps_equal_the_construction() -> None:
                                 "launch_latency": [800, 1000], "no_host_data": [0, 2000]}
 
 
+@pytest.mark.parametrize("call", ["hipDeviceSynchronize", "hipMemcpyWithStream",
+                                  "cudaMemcpy", "hipStreamSynchronize"])
+def test_every_blocking_call_is_a_sync_wait(call: str) -> None:
+    """The planted trace with its sync call renamed: each blocking call (PyTorch's ``.cpu()``
+    on ROCm calls ``hipMemcpyWithStream``) gives the same 1000 ns of sync wait."""
+    from dataclasses import replace
+
+    t = planted()
+    t = replace(t, host_events=t.host_events.with_columns(name=pl.when(
+        pl.col("name") == "hipDeviceSynchronize").then(pl.lit(call)).otherwise("name")))
+    whole = idle_breakdown(idle_intervals(t.events, t.host_events), t.events)
+    assert _parts(whole)["sync_wait"] == [1000], call
+
+
 def test_planted_trace_through_the_xspace_reader(tmp_path: Path) -> None:
     """The same construction written as XSpace and read back gives the same parts."""
     path = tmp_path / "planted.xplane.pb"

@@ -34,9 +34,9 @@ from tracelens.errors import TraceInputError
 from tracelens.instances import with_instance_keys
 from tracelens.model import Trace
 
-SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)Memcpy(WithStream|Peer)$"
-"""Host calls that block until the device catches up: the idle breakdown's, and the blocking
-copies it does not name (``hipMemcpyWithStream``: what PyTorch's ``.cpu()`` calls on ROCm)."""
+SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
+"""Host calls that block until the device catches up: the idle breakdown's, and the peer
+copies (which the idle breakdown does not count as a sync wait)."""
 
 STREAM_WAIT = r"(?i)^(hip|cuda|cu)StreamWaitEvent(_v2|_ptsz)?$"
 """The host call that makes a stream wait for an event recorded on another stream."""

@@ -32,8 +32,10 @@ IDLE_PARTS: tuple[str, ...] = ("host_launch", "sync_wait", "launch_latency", "no
 SYNC_CALL = (r"(?i)^(hip|cuda|cu)(Device|Stream|Event|Ctx)Synchronize|"
              r"^(hip|cuda|cu)(Stream|Event)Query$|"
              r"^(hip|cuda|cu)Memcpy(DtoH|HtoD|DtoD|HtoA|AtoH|2D|3D)?(_v2)?$|"
+             r"^hipMemcpyWithStream$|"
              r"^(hip|cuda)Memset(D8|D16|D32)?$")
-"""Host API calls that block the calling thread until the device catches up."""
+"""Host API calls that block the calling thread until the device catches up
+(``hipMemcpyWithStream``: the synchronous copy PyTorch's ``.cpu()`` makes on ROCm)."""
 
 _INF = 2**62  # stands for ±infinity (year 2116 in ns since the epoch)
 
