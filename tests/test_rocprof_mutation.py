@@ -346,6 +346,30 @@ def test_csv_row_missing_fields_is_refused(outputs: dict[str, Path], tmp_path: P
                            "row 4 has fewer fields than the header")
 
 
+def test_csv_row_with_empty_last_fields_is_read(outputs: dict[str, Path], tmp_path: Path
+                                                 ) -> None:
+    """A row with every separator but empty trailing values (rocprofv3 leaves fields it has
+    no value for empty) is a row, not a cut-off one: read, its empty values unknown; the
+    same row without its separators is still refused (the test above)."""
+    src = outputs["csv"].parent
+    dst = tmp_path / src.name
+    dst.mkdir()
+    for f in src.iterdir():
+        text = f.read_text()
+        if f.name.endswith("kernel_trace.csv"):
+            lines = text.rstrip("\n").split("\n")
+            head, *rest = lines[3].rsplit(",", 3)
+            lines[3] = head + ",,,"  # the last three fields empty, separators kept
+            text = "\n".join(lines) + "\n"
+        (dst / f.name).write_text(text)
+    path = dst / outputs["csv"].name
+    whole = tracelens.load(outputs["csv"])
+    got = tracelens.load(path)
+    assert got.events.height == whole.events.height
+    res = cli("summarize", str(path))
+    assert res.returncode == 0, res.stderr
+
+
 def _cli_ok(path: Path) -> None:
     res = cli("summarize", str(path))
     assert res.returncode in (0, 2) and "Traceback" not in res.stderr, res.stderr

@@ -82,10 +82,11 @@ def _table(path: Path, kind: str, warnings: list[str]) -> pl.DataFrame:
                               f"{kind}.csv of a known layout")
     blank = pl.all_horizontal(pl.all().is_null())
     df = df.filter(~blank)  # blank lines (the documentation's own sample ends with one)
-    short = df.with_row_index("_row").filter(pl.col(df.columns[-1]).is_null())
-    if short.height:  # e.g. the last row of a file cut off mid-line
-        raise TraceInputError(path, f"row {short['_row'][0] + 2} has fewer fields than the "
-                              "header (truncated or damaged CSV)")
+    if df[df.columns[-1]].null_count():  # an empty last field, or a row cut off mid-line
+        line = _first_short_line(source, len(df.columns))
+        if line is not None:
+            raise TraceInputError(path, f"row {line} has fewer fields than the header "
+                                  "(truncated or damaged CSV)")
     for col in (c for c in _INTS if c in df.columns):
         text = df[col].str.strip_chars()
         ints = text.cast(pl.Int64, strict=False)
@@ -125,6 +126,21 @@ def _source(path: Path) -> Path | bytes:
                             f"fields, about {human(need)} to hold in memory",
                             "too large to read on this machine")
     return raw if raw is not None else path
+
+
+def _first_short_line(source: Path | bytes, columns: int) -> int | None:
+    """The first line (from 1, the header's) with fewer fields than ``columns``, or None.
+    polars pads a short row with nulls, as it reads an empty field: only the line's own
+    separators tell a row cut off from one whose last values are empty (rocprofv3 writes
+    those). Fields are counted outside quotes (kernel names hold commas); called only when
+    a last field is null, so a well-formed file is not read twice."""
+    raw = source if isinstance(source, bytes) else source.read_bytes()
+    lines = pl.Series(raw.decode("utf-8", errors="replace").splitlines(), dtype=pl.String)
+    fields = lines.str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1
+    short = pl.DataFrame({"fields": fields, "blank": lines.str.strip_chars() == ""}) \
+        .with_row_index("line", offset=1).filter(~pl.col("blank")
+                                                 & (pl.col("fields") < columns))
+    return int(short["line"][0]) if short.height else None
 
 
 def _frame_bytes(size: int, lines: int, columns: int) -> int:
