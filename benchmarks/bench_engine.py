@@ -57,7 +57,7 @@ if mode == "load-all":
     summarize(tracelens.load([data]))
 else:
     from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.engine import local_cluster
+    from tracelens.dask_map import local_cluster
     from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
     from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.engine import EngineOptions, LoadOptions, run_tasks

@@ -17,7 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracelens.engine import HostFile, MapOptions, local_cluster, map_host, run_hosts, run_map
+from tracelens.dask_map import local_cluster, run_map
+from tracelens.engine import HostFile, MapOptions, map_host, run_hosts
 from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
 from tracelens.protocol import Task
 from tracelens.errors import TraceInputError
@@ -481,16 +482,16 @@ def test_compare_host_files_fail_with_their_path_from_the_cluster(tmp_path: Path
 def test_compare_maps_both_rounds_of_both_runs_on_one_client(cluster: str,
                                                               monkeypatch) -> None:
     """One cluster start (or connection) per command, not one per round and run."""
-    import tracelens.engine as engine
+    import tracelens.dask_map as dask_map
 
     opened = []
 
-    class Counted(engine._client):
+    class Counted(dask_map._client):
         def __init__(self, n, address):
             opened.append(address)
             super().__init__(n, address)
 
-    monkeypatch.setattr(engine, "_client", Counted)
+    monkeypatch.setattr(dask_map, "_client", Counted)
     _cli("compare", str(STRAGGLER), str(STRAGGLER), "--format", "json", "--scheduler", cluster)
     assert opened == [cluster]
 
@@ -674,7 +675,7 @@ def test_a_stalled_item_fails_naming_it(cluster: str, monkeypatch) -> None:
 
 @pytest.mark.parametrize("raw", ["abc", "0", "-5", "inf"])
 def test_a_bad_limit_is_an_error_naming_its_variable(monkeypatch, raw: str) -> None:
-    from tracelens.engine import limit_s
+    from tracelens.dask_map import limit_s
 
     monkeypatch.setenv("TRACELENS_STALL_S", raw)
     with pytest.raises(TraceInputError, match="must be a positive number of seconds"):

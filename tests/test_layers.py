@@ -131,7 +131,7 @@ def test_parsers_use_only_the_model_and_errors_of_the_core_and_no_renderer() -> 
 
 # the modules that read traces: the loader in parts (formats holds the readers) and the CLI
 READING = ("tracelens.loader", "tracelens.formats", "tracelens.reading", "tracelens.combine",
-           "tracelens.engine", "tracelens.cli")
+           "tracelens.engine", "tracelens.dask_map", "tracelens.cli")
 
 
 def test_reports_never_read_traces() -> None:

@@ -208,8 +208,8 @@ def run_profiles(paths: Sequence[Path], filters: Filters | None = None,
     ones are in ``load``: each run is then loaded whole). Every run's host files are found
     first; the rounds of all runs share one cluster, sized by
     :func:`~tracelens.engine.engine_workers` for all of them."""
-    from tracelens.engine import (EngineOptions, LoadOptions, engine_client, engine_workers,
-                                  host_files)
+    from tracelens.dask_map import engine_client
+    from tracelens.engine import EngineOptions, LoadOptions, engine_workers, host_files
 
     load = load or LoadOptions()
     engine = engine or EngineOptions()

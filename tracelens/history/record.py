@@ -112,8 +112,8 @@ def record_job(paths: Sequence[Path], label: str, tags: dict[str, str], recorded
     from tracelens.analyze.profile_partials import run_profile
     from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.engine import (EngineOptions, LoadOptions, engine_client, engine_workers,
-                                  host_files, run_tasks)
+    from tracelens.dask_map import engine_client
+    from tracelens.engine import EngineOptions, LoadOptions, engine_workers, host_files, run_tasks
     from tracelens.protocol import Task
 
     found = host_files(list(paths), step_marker)
