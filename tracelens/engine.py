@@ -305,8 +305,9 @@ def run_tasks(tasks: Sequence[Task[Any]], paths: Sequence[str | Path],
               ) -> tuple[tuple[object, ...], Job]:
     """(each task's result, the job): every host read once, where :func:`engine_workers`
     says (on ``client`` when given: :func:`tracelens.dask_map.engine_client`), each task's
-    partial computed on it, merged on the job's plan and finished. ``check`` sees the job after the map, before
-    any merge (a command's own checks of what the hosts reported: ``--step``, ``--device``);
+    partial computed on it, merged on the job's plan and finished. ``check`` sees the job
+    after the map, before any merge (a command's own checks of what the hosts reported:
+    ``--step``, ``--device``);
     ``found``: the files of ``paths`` already discovered (:func:`host_files`)."""
     if load.job_wide or any(needs_whole_job(t.analysis, t.options) for t in tasks):
         job = _job_here(paths, load)
