@@ -57,7 +57,9 @@ def test_kernel_stats_by_hand() -> None:
                        "device": [0, 0, 1, 0], "start_ns": [0, 100, 0, 5],
                        "end_ns": [10, 130, 20, 6],
                        "launch": ["grid=2,1,1", "grid=1,1,1", "grid=2,1,1", None]})
-    got = kernel_stats(ev).to_dicts()
+    from tracelens.model import EVENT_SCHEMA, conform
+
+    got = kernel_stats(conform(ev, EVENT_SCHEMA)).to_dicts()  # an event frame of the model
     assert [r["name"] for r in got] == ["a", "b"]
     a, b = got
     assert (a["count"], a["total_ns"], a["min_ns"], a["p50_ns"], a["p90_ns"], a["max_ns"],

@@ -167,3 +167,40 @@ def test_scaling_kernel_partial_from_the_table_equals_the_events(steps: bool) ->
         assert t.steps.height or not steps
         assert_frame_equal(kernel_partial(t).sort(keys, nulls_last=True),
                            old_kernel_partial(t).sort(keys, nulls_last=True))
+
+
+def old_kernel_stats(events: pl.DataFrame) -> pl.DataFrame:
+    """``tables.kernel_stats`` before it was taken from the kernel table (its own pass)."""
+    from tracelens.analyze.timeline import DEVICE_KEYS
+
+    keys = ["name", "kind", "category", "subcategory", "rule"]
+    dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
+    return events.select(*keys, *DEVICE_KEYS, "launch", dur).group_by(keys).agg(
+        count=pl.len().cast(pl.Int64), total_ns=pl.col("_d").sum(),
+        mean_ns=pl.col("_d").mean(), min_ns=pl.col("_d").min(),
+        p50_ns=pl.col("_d").quantile(0.5, "nearest").cast(pl.Int64),
+        p90_ns=pl.col("_d").quantile(0.9, "nearest").cast(pl.Int64),
+        max_ns=pl.col("_d").max(), devices=pl.struct(DEVICE_KEYS).n_unique().cast(pl.Int64),
+        launch=pl.col("launch").drop_nulls().mode().sort().first(),
+        launches=pl.col("launch").drop_nulls().n_unique().cast(pl.Int64),
+    ).sort(["total_ns", "name", "kind", "rule", "category", "subcategory"],  # + tie-breaks
+           descending=[True, False, False, False, False, False],
+           nulls_last=True).select(*keys, "count", "total_ns", "mean_ns", "min_ns", "p50_ns",
+                                   "p90_ns", "max_ns", "devices", "launch", "launches")
+
+
+LAUNCHES = ["grid=1,1,1 block=64,1,1", "grid=2,1,1 block=64,1,1", None]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(row, min_size=1, max_size=30),
+       st.lists(st.sampled_from(LAUNCHES), min_size=30, max_size=30))
+def test_export_kernel_stats_from_the_table_equal_the_pass_over_the_events(
+        rows: list, launches: list) -> None:
+    """The export's per-kernel table (percentiles, mode of the launch shapes with ties to
+    the smallest, distinct devices) from the one kernel aggregation equals its old pass:
+    random names, devices, durations (ties and zeros) and launch shapes (nulls, ties)."""
+    from tracelens.analyze.tables import kernel_stats
+
+    ev = frame(rows).with_columns(launch=pl.Series(launches[:len(rows)], dtype=pl.String))
+    assert_frame_equal(kernel_stats(ev), old_kernel_stats(ev))

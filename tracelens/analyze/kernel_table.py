@@ -34,26 +34,32 @@ EXACT_BELOW = 2.0 ** 52  # a sum of integer magnitudes below it is exact in any 
 ROOFLINE_KEYS = ["_group", "program_id", "spec"]
 
 
-def kernel_table(events: pl.DataFrame) -> pl.DataFrame:
+def kernel_table(events: pl.DataFrame, detail: bool = False) -> pl.DataFrame:
     """Per distinct :data:`KEYS`: ``count``, ``sum_ns``, ``flops``, ``bytes`` (sums of the
     known values), ``_i`` (the group's first row), and per float column whether every known
     value is a finite integer (``_fint``, ``_bint``) and the sum of magnitudes
     (``_fabs``, ``_babs``). String keys are grouped as categorical codes (each string hashed
-    once) and returned as strings; row order: by ``_i``."""
-    strings = [k for k in KEYS if events.schema.get(k) == pl.String]
+    once) and returned as strings; row order: by ``_i``.
+
+    ``detail`` (``export --table kernels``, which reports distributions): the launch shape
+    is a key too, and each group keeps its durations (``_durs``, a list), so nearest-rank
+    percentiles, minima and maxima are taken from the same table."""
+    keys = (*KEYS, "launch") if detail else KEYS
+    strings = [k for k in keys if events.schema.get(k) == pl.String]
     integral = [(c, f"_{c[0]}int", f"_{c[0]}abs") for c in ("flops", "bytes")]
     coded = events.lazy().with_row_index("_i").select(
         "_i", *[pl.col(k).cast(pl.Categorical) if k in strings else pl.col(k)
-                for k in KEYS if not k.startswith("_")],
+                for k in keys if not k.startswith("_")],
         _fn=pl.col("flops").is_null(), _bn=pl.col("bytes").is_null(),
         _mn=pl.col("msg_bytes").is_null(), _d=pl.col("end_ns") - pl.col("start_ns"),
         flops="flops", bytes="bytes")
-    out = coded.group_by(KEYS).agg(
+    out = coded.group_by(keys).agg(
         _i=pl.col("_i").min(), count=pl.len(), sum_ns=pl.col("_d").sum(),
         flops=pl.col("flops").sum(), bytes=pl.col("bytes").sum(),
         **{ok: (pl.col(c).is_finite() & (pl.col(c) == pl.col(c).round())).all()
            for c, ok, _ in integral},
         **{ab: pl.col(c).abs().sum() for c, _, ab in integral},
+        **({"_durs": pl.col("_d")} if detail else {}),
     ).collect()
     return out.with_columns(pl.col(strings).cast(pl.String)).sort("_i")
 

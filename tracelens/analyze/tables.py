@@ -22,30 +22,43 @@ def kernel_stats(events: pl.DataFrame) -> pl.DataFrame:
     """Per kernel name (and its category, kind and rule): count, total, mean, min, p50, p90,
     max of the durations in ns, the number of devices it ran on, and its launch shape (the most
     common one, ties to the smallest; ``launches`` counts the distinct ones); by total time,
-    then name.
+    then name. Taken from the one kernel aggregation
+    (:func:`~tracelens.analyze.kernel_table.kernel_table` with its durations and launch
+    shapes), not a pass of its own.
 
     Percentiles are the nearest-rank values of the durations (a real kernel's duration, not an
     interpolation)."""
+    from tracelens.analyze.kernel_table import kernel_table
+
     keys = ["name", "kind", "category", "subcategory", "rule"]
-    dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
     if events.is_empty():
         return events.select(*keys).with_columns(
             *[pl.lit(None, pl.Int64).alias(c) for c in
               ("count", "total_ns", "min_ns", "p50_ns", "p90_ns", "max_ns", "devices",
                "launches")],
             mean_ns=pl.lit(None, pl.Float64), launch=pl.lit(None, pl.String))
-    dev = pl.struct(DEVICE_KEYS)
-    return events.select(*keys, *DEVICE_KEYS, "launch", dur).group_by(keys).agg(
-        count=pl.len().cast(pl.Int64), total_ns=pl.col("_d").sum(),
-        mean_ns=pl.col("_d").mean(), min_ns=pl.col("_d").min(),
-        p50_ns=pl.col("_d").quantile(0.5, "nearest").cast(pl.Int64),
-        p90_ns=pl.col("_d").quantile(0.9, "nearest").cast(pl.Int64),
-        max_ns=pl.col("_d").max(), devices=dev.n_unique().cast(pl.Int64),
-        launch=pl.col("launch").drop_nulls().mode().sort().first(),
-        launches=pl.col("launch").drop_nulls().n_unique().cast(pl.Int64),
-    ).sort(["total_ns", "name", "kind", "rule"], descending=[True, False, False, False],
-           nulls_last=True).select(*keys, "count", "total_ns", "mean_ns", "min_ns", "p50_ns",
-                                   "p90_ns", "max_ns", "devices", "launch", "launches")
+    table = kernel_table(events, detail=True).with_columns(
+        category=pl.col("category").cast(events.schema["category"]))
+    shapes = table.filter(pl.col("launch").is_not_null()).group_by(*keys, "launch").agg(
+        n=pl.col("count").sum()).sort(["n", "launch"], descending=[True, False]).group_by(
+        keys, maintain_order=True).agg(launch=pl.col("launch").first(),
+                                       launches=pl.len().cast(pl.Int64))
+    d = pl.col("_d")
+    per = table.group_by(keys).agg(
+        count=pl.col("count").sum().cast(pl.Int64), total_ns=pl.col("sum_ns").sum(),
+        devices=pl.struct(DEVICE_KEYS).n_unique().cast(pl.Int64),
+        _d=pl.col("_durs").list.explode(keep_nulls=False, empty_as_null=False))
+    out = per.with_columns(
+        mean_ns=pl.col("total_ns") / pl.col("count"), min_ns=d.list.min(),
+        p50_ns=d.list.eval(pl.element().quantile(0.5, "nearest")).list.first().cast(pl.Int64),
+        p90_ns=d.list.eval(pl.element().quantile(0.9, "nearest")).list.first().cast(pl.Int64),
+        max_ns=d.list.max()).join(shapes, on=keys, how="left", nulls_equal=True).with_columns(
+        launches=pl.col("launches").fill_null(0))
+    # the last keys break ties the old pass left to the group-by's order (not reproducible)
+    return out.sort(["total_ns", "name", "kind", "rule", "category", "subcategory"],
+                    descending=[True, False, False, False, False, False], nulls_last=True
+                    ).select(*keys, "count", "total_ns", "mean_ns", "min_ns", "p50_ns",
+                             "p90_ns", "max_ns", "devices", "launch", "launches")
 
 
 def device_table(trace: Trace) -> pl.DataFrame:
