@@ -129,6 +129,9 @@ def _metric_values(r: RunPoint, metric: str) -> dict[str, float | None]:
     return {"step ms": F.rnd(r.step_ns / 1e6, 6)}
 
 
+TICK_CHARS = 24  # a run label's characters on the trend chart's axis
+
+
 def trend_figure(runs: Sequence[RunPoint], metric: str
                  ) -> dict[str, JSONValue]:
     """One series' trend: a line per metric (per component for ``component``), x the runs
@@ -157,8 +160,13 @@ def trend_figure(runs: Sequence[RunPoint], metric: str
                      "hovertemplate": "%{x}: regression<extra></extra>"})
     ytitle = {"step": "median step, ms", "mfu": "MFU, %",
               "component": "ms per median step (device-averaged)"}[metric]
+    # a long label would take the chart's height for its tick: shortened there (the hover
+    # and the tables below keep it whole)
+    ticks = [F.ptext(r.label if len(r.label) <= TICK_CHARS else r.label[:TICK_CHARS] + "…")
+             for r in runs]
     return {"data": data, "layout": F.base_layout(  # the section's heading names the series
-        340, xaxis=F.axis("run", type="category"), yaxis=F.axis(ytitle))}
+        340, xaxis=F.axis("run", type="category", tickvals=x, ticktext=ticks),
+        yaxis=F.axis(ytitle))}
 
 
 def render_html(s: HistoryShow, store: str, generated: str | None = None) -> str:

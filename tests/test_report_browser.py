@@ -172,3 +172,26 @@ def test_xss_payloads_stay_text(browser: Browser, tmp_path: Path) -> None:
       return "no such bar"; }())""")
     assert "<b>bold</b> &amp; <a href=\"javascript:" in hover, hover
     assert browser.evaluate("window.__xss === undefined && document.images.length === 0")
+
+
+def test_history_page(browser: Browser, tmp_path: Path) -> None:
+    """``history show --html`` in the browser (issue 29): six runs of one series, a planted
+    GEMM slowdown in the last and a label that is a script: every trend chart renders, no
+    console error, no request, the payload shown as text and never run."""
+    from tests.conftest import cli
+    from tests.test_history import write_run
+
+    store = tmp_path / "runs.db"
+    evil = "<img src=x onerror=window.__xss=1><script>window.__xss=2</script>"
+    for i, scale in enumerate([1.0] * 5 + [1.5]):
+        p = write_run(tmp_path / f"r{i}.xplane.pb", seed=i, gemm_scale=scale)
+        label = evil if i == 5 else f"run-{i}"
+        res = cli("history", "add", str(p), "--store", str(store), "--label", label,
+                  "--tag", "model=toy", "--recorded-at", f"2026-01-01T00:00:0{i}Z")
+        assert res.returncode == 0, res.stderr
+    page = tmp_path / "h.html"
+    res = cli("history", "show", "--store", str(store), "--html", str(page))
+    assert res.returncode == 0, res.stderr
+    state = load_page(browser, page.read_text(), tmp_path, "history")
+    assert state["rendered"] and evil in state["text"]
+    assert "compute:gemm" in state["text"]  # the regression's named cause
