@@ -124,6 +124,8 @@ def _time_bounds(trace: Trace, time: tuple[int | None, int | None]) -> tuple[int
     a stretch with no activity in it is an input error."""
     from tracelens.filters import trace_zero
 
+    if trace.events.is_empty():
+        raise TraceInputError(_source(trace), "no device activity: no --time window")
     zero = trace_zero(trace)
     first, last = trace.events["start_ns"].min(), trace.events["end_ns"].max()
     lo = zero + time[0] if time[0] is not None else int(first)  # type: ignore[arg-type]
