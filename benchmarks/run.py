@@ -301,7 +301,7 @@ STAGES = """
 import json, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from parsers import xprof
+from parsers import xspace as xspace_reader
 from tracelens.analyze.summary import summarize
 from tracelens.classify import classify
 from tracelens.cost.events import annotate, op_cost_table, with_hlo_kind
@@ -316,7 +316,7 @@ try:  # code of issue 26 and later identifies devices after the reader (tracelen
     from tracelens.reading import file_stages
 except ImportError:
     file_stages = lambda trace: trace
-trace = file_stages(xprof.read(Path(sys.argv[1])))
+trace = file_stages(xspace_reader.read(Path(sys.argv[1])))
 lap("read (XSpace decode + frames)")
 trace = combine([trace]); trace.events = trace.events.rechunk()
 trace.events, _, _ = clip_stream_overlaps(trace.events); lap("combine + clip overlaps")
@@ -584,7 +584,7 @@ def _meta(args: argparse.Namespace, stage_times: dict[str, float] | None) -> dic
     import polars
     from google.protobuf.internal import api_implementation
 
-    from parsers import xspace_decode
+    from parsers.xspace import native as xspace_native
 
     try:
         mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
@@ -594,8 +594,8 @@ def _meta(args: argparse.Namespace, stage_times: dict[str, float] | None) -> dic
             "cpus": os.cpu_count(), "mem_gb": mem_gb, "python": platform.python_version(),
             "polars": polars.__version__, "protobuf": google.protobuf.__version__,
             "protobuf_backend": api_implementation.Type(),
-            "decoder": "C extension" if xspace_decode.available() else
-            f"pure Python ({xspace_decode.unavailable_reason()})",
+            "decoder": "C extension" if xspace_native.available() else
+            f"pure Python ({xspace_native.unavailable_reason()})",
             "commit": head_commit(), "repeat": args.repeat,
             "command": "python benchmarks/run.py " + " ".join(sys.argv[1:]),
             "stages": stage_times}

@@ -38,7 +38,7 @@
 
 #define MAX_DEPTH 100
 #define NCODES_MAX 16
-/* Column memory of one call <= FACTOR * input bytes + BASE (parsers/xspace_decode.py checks
+/* Column memory of one call <= FACTOR * input bytes + BASE (parsers/xspace/native.py checks
  * the same bound for a whole file first, so both decoders refuse the same files). */
 #define COLUMN_BUDGET_FACTOR 16
 #define COLUMN_BUDGET_BASE (64LL << 20)
@@ -1238,7 +1238,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_tracelens_xspace",
-    "Columnar XSpace event decoder (see parsers/xspace_decode.py).", -1, methods,
+    "Columnar XSpace event decoder (see parsers/xspace/native.py).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
@@ -1265,7 +1265,7 @@ PyMODINIT_FUNC PyInit__tracelens_xspace(void) {
     if (seed_hash()) return NULL;
     PyObject *m = PyModule_Create(&module);
     /* bump with every change of the functions' signatures or results: the Python side
-     * ignores a module built from other sources (parsers/xspace_decode.py, ABI) */
+     * ignores a module built from other sources (parsers/xspace/native.py, ABI) */
     if (m && (PyModule_AddIntConstant(m, "ABI", 3) ||
               PyModule_AddIntConstant(m, "COLUMN_BUDGET_FACTOR", COLUMN_BUDGET_FACTOR) ||
               PyModule_AddIntConstant(m, "COLUMN_BUDGET_BASE", COLUMN_BUDGET_BASE))) {

@@ -84,10 +84,10 @@ def test_launch_shape_from_every_kernel_details_format() -> None:
 
 
 def test_both_xspace_decoders_give_the_same_launch_shapes() -> None:
-    from parsers import xprof
+    from parsers import xspace as xspace_reader
 
     path = real_trace(GPU_TRACES["gemm08"])
-    c, py = (xprof.read(path, decoder=d).events for d in ("c", "python"))
+    c, py = (xspace_reader.read(path, decoder=d).events for d in ("c", "python"))
     assert c["launch"].null_count() == 0
     assert c.sort("start_ns", "stream")["launch"].equals(py.sort("start_ns", "stream")["launch"])
 

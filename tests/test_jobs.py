@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import tracelens
-from parsers import xprof
+from parsers import xspace as xspace_reader
 from parsers.xplane_schema import xspace_class
 from tracelens_dev.writers.rocprof import write_json, write_rocpd
 from tracelens_dev.writers.xspace import Activity, build_xspace
@@ -59,7 +59,7 @@ def test_different_device_kinds_in_one_folder_are_two_jobs(tmp_path: Path) -> No
 def test_same_program_on_different_device_kinds_is_one_job() -> None:
     """A job mixing device kinds is accepted when the files share a program (module and
     identical HLO); only the device kind differs here."""
-    part = xprof.read(MI300X)
+    part = xspace_reader.read(MI300X)
     identify_devices(part)  # as reading does for every file, before the job check
     other = replace(facts(part, Path("b"), 0, False), kinds=frozenset({"NVIDIA H100 SXM"}))
     check_one_job([facts(part, Path("a"), 0, False), other], [Path("x")])
@@ -135,7 +135,7 @@ def test_one_log_directory_per_process_is_one_job() -> None:
         pids += [s.int64_value or s.uint64_value for s in plane.stats
                  if names[s.metadata_id] == "process_id"]
     assert len(set(pids)) == 2
-    assert sorted(xprof.read(f).meta.hosts["vm"].pid for f in files) == sorted(pids)
+    assert sorted(xspace_reader.read(f).meta.hosts["vm"].pid for f in files) == sorted(pids)
     assert _summary(JAX_2PROC) == _summary(files)
 
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import tracelens
-from parsers import xprof
+from parsers import xspace as xspace_reader
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import CPU_TRACE, GPU_TRACES, SAMPLES, real_trace
 from tracelens.cli import main
@@ -121,7 +121,7 @@ def test_step_marker_on_xspace_host_annotations(tmp_path: Path) -> None:
     assert [r[1:4] for r in windows(ordered)] == [(0, 0, 900), (1, 1000, 1900),
                                                  (2, 1100, 2100)]
     assert any("1 steps from --step-marker '^step' overlap" in w for w in ordered.meta.warnings)
-    marks = [xprof.read(path, decoder=d, marker="^step").host_events.filter(
+    marks = [xspace_reader.read(path, decoder=d, marker="^step").host_events.filter(
         pl.col("kind") == "marker").sort("start_ns", "tid") for d in ("c", "python")]
     assert marks[0].equals(marks[1]) and marks[0]["name"].to_list() == ["step 10", "step 11",
                                                                         "step 11"]
@@ -228,7 +228,7 @@ def test_async_dispatch_annotations_give_way_to_the_program_executions() -> None
     host dispatching the step (a few µs) and the device runs it afterwards. The annotations
     made 5 steps with a median of 0.010 ms and every device event outside them; the steps are
     now the executions of the step program, numbered as the annotations, with a warning."""
-    raw = xprof.read(ASYNC)  # the reader's own annotations, before the steps stage
+    raw = xspace_reader.read(ASYNC)  # the reader's own annotations, before the steps stage
     assert raw.steps.height == 5
     annotated = (raw.steps["end_ns"] - raw.steps["start_ns"]).median()
     assert annotated < 100_000  # dispatch windows: a few µs (the first one ~1 ms)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import tracelens
 from tracelens_dev.writers.xspace_encode import Column, encode_events, varint, varint_matrix
 from parsers.xplane_schema import xspace_class
-from parsers.xprof import load_xspace
+from parsers.xspace import load_xspace
 from tracelens_dev.writers.xspace import write
 from tests.conftest import GPU_TRACES, SAMPLES, kernel_stats_by_name, real_trace
 from tests.synth_helpers import synthetic, write_and_load

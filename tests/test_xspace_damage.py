@@ -12,11 +12,12 @@ from typing import Any, Callable
 
 import pytest
 
-from parsers import xprof, xspace_decode
+from parsers import xspace as xspace_reader
+from parsers.xspace import native as xspace_native
 from parsers.xplane_schema import xspace_class
 from tests.conftest import REAL_XPROF, SAMPLES
 
-DECODERS = ["python"] + (["c"] if xspace_decode.available() else [])
+DECODERS = ["python"] + (["c"] if xspace_native.available() else [])
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -45,11 +46,12 @@ def _damage_times(space: Any) -> None:
 def test_events_outside_the_profile_window_are_dropped_and_counted(tmp_path: Path,
                                                                    decoder: str) -> None:
     src = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
-    whole = xprof.read(src, decoder=decoder)
+    whole = xspace_reader.read(src, decoder=decoder)
     space = xspace_class()()
     space.ParseFromString(src.read_bytes())
     first_line = len(_stream_lines(space)[0].events)
-    bad = xprof.read(_rewrite(src, tmp_path / "bad.xplane.pb", _damage_times), decoder=decoder)
+    bad = xspace_reader.read(_rewrite(src, tmp_path / "bad.xplane.pb", _damage_times),
+                             decoder=decoder)
     assert bad.events.height == whole.events.height - first_line - 3
     assert bad.events["start_ns"].min() >= 0
     assert bad.events["end_ns"].max() == whole.events["end_ns"].max()
@@ -77,15 +79,16 @@ def test_events_on_an_absolute_clock_are_judged_on_it(tmp_path: Path, decoder: s
     """A file whose times are not relative to the profile start keeps every event (none is
     taken for damage), and its damaged ones still go."""
     src = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
-    whole = xprof.read(src, decoder=decoder)
-    absolute = xprof.read(_rewrite(src, tmp_path / "abs.xplane.pb", _absolute), decoder=decoder)
+    whole = xspace_reader.read(src, decoder=decoder)
+    absolute = xspace_reader.read(_rewrite(src, tmp_path / "abs.xplane.pb", _absolute),
+                                  decoder=decoder)
     assert absolute.events.height == whole.events.height
     assert not any("dropped" in w for w in absolute.meta.warnings), absolute.meta.warnings
 
     def damaged(space: Any) -> None:
         _absolute(space)
         _damage_times(space)
-    bad = xprof.read(_rewrite(src, tmp_path / "bad.xplane.pb", damaged), decoder=decoder)
+    bad = xspace_reader.read(_rewrite(src, tmp_path / "bad.xplane.pb", damaged), decoder=decoder)
     assert bad.events.height < whole.events.height
     assert any("times absolute" in w for w in bad.meta.warnings), bad.meta.warnings
 
@@ -98,7 +101,7 @@ def test_without_a_window_implausible_times_are_dropped(tmp_path: Path) -> None:
         del space.planes[:]
         space.planes.extend(keep)
         _damage_times(space)
-    bad = xprof.read(_rewrite(src, tmp_path / "bad.xplane.pb", no_window))
+    bad = xspace_reader.read(_rewrite(src, tmp_path / "bad.xplane.pb", no_window))
     assert bad.events["start_ns"].min() >= 0
     assert bad.events["end_ns"].max() - bad.events["start_ns"].min() < 86_400 * 10**9
     assert any("at implausible times" in w for w in bad.meta.warnings), bad.meta.warnings
@@ -121,8 +124,8 @@ def test_every_host_plane_is_read(tmp_path: Path, decoder: str) -> None:
     src = REAL_XPROF / "cpu_4dev_dp_allreduce.xplane.pb"
     if not src.exists():
         pytest.skip(f"{src} not present")
-    whole = xprof.read(src, decoder=decoder)
-    split = xprof.read(_rewrite(src, tmp_path / "two.xplane.pb", _split_host_plane),
+    whole = xspace_reader.read(src, decoder=decoder)
+    split = xspace_reader.read(_rewrite(src, tmp_path / "two.xplane.pb", _split_host_plane),
                        decoder=decoder)
     assert whole.events.height > 0
     cols = ["device", "start_ns", "end_ns", "name"]
@@ -140,7 +143,7 @@ def test_dangling_metadata_ids_share_one_unknown_name(tmp_path: Path, decoder: s
 
     p = tmp_path / "dangling.xplane.pb"
     p.write_bytes(xspace_with_ids(ordinary_ids(5_000)))
-    trace = xprof.read(p, decoder=decoder)
+    trace = xspace_reader.read(p, decoder=decoder)
     assert trace.events.height == 5_000
     assert trace.events["name"].unique().to_list() == ["<unknown event metadata>"]
     assert any("5000 events name an event metadata id the plane does not define; kept, "

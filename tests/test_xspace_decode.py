@@ -1,4 +1,4 @@
-"""The C XSpace decoder (``parsers/_xspace.c`` via ``parsers.xspace_decode``) gives exactly what
+"""The C XSpace decoder (``parsers/_xspace.c`` via ``parsers.xspace.native``) gives exactly what
 the per-event reader over protobuf messages gives: on the real traces, the samples, random
 synthetic scenarios, hand-made edge cases of the wire format, and corrupted files (both
 refuse the same files, the C one never crashes or hangs)."""
@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from parsers import xprof, xspace_decode
+from parsers import xspace as xspace_reader
+from parsers.xspace import native as xspace_native
 from tracelens_dev.writers.xspace_encode import field_bytes, field_varint, tag, varint
 from parsers.xplane_schema import xspace_class
 from parsers.xspace.facts import decoders
@@ -24,9 +25,9 @@ from tests.conftest import REAL_XPROF, SAMPLES
 from tracelens.errors import TraceInputError
 from tracelens_dev.synth import Scenario, build
 
-pytestmark = pytest.mark.skipif(not xspace_decode.available(),
+pytestmark = pytest.mark.skipif(not xspace_native.available(),
                                 reason=f"C decoder not built: "
-                                       f"{xspace_decode.unavailable_reason()}")
+                                       f"{xspace_native.unavailable_reason()}")
 FRAMES = ("events", "host_events", "steps", "devices", "modules")
 
 
@@ -35,7 +36,7 @@ def read_both(path: Path) -> tuple[object, object]:
     out = []
     for decoder in ("python", "c"):
         try:
-            out.append(xprof.read(path, decoder=decoder))
+            out.append(xspace_reader.read(path, decoder=decoder))
         except TraceInputError as exc:
             out.append(exc)
     return out[0], out[1]
@@ -280,7 +281,7 @@ def test_corrupt_dropped_line_is_still_an_error(tmp_path: Path) -> None:
 def test_c_functions_survive_random_bytes() -> None:
     """The extension's entry points on arbitrary bytes: a result or ValueError, never a
     crash; every loop ends."""
-    c = xspace_decode.extension()
+    c = xspace_native.extension()
     rng = random.Random(8)
     base = _fuzz_base()
     for i in range(3000):
@@ -301,7 +302,7 @@ def test_c_functions_survive_random_bytes() -> None:
 
 
 def test_c_arguments_are_checked() -> None:
-    c = xspace_decode.extension()
+    c = xspace_native.extension()
     with pytest.raises(ValueError):
         c.decode(b"", 5, 1, 0, {}, 7, None, False)
     with pytest.raises(ValueError):
@@ -317,11 +318,11 @@ def test_timestamps_out_of_range_are_an_input_error(tmp_path: Path) -> None:
     p.write_bytes(_space_with([_event(off=2**62, dur=2**62)], ts=2**63 - 10))
     for decoder in ("c", "python"):  # the per-event reader raised a polars TypeError
         with pytest.raises(TraceInputError, match="out of the int64 nanosecond range"):
-            xprof.read(p, decoder=decoder)
+            xspace_reader.read(p, decoder=decoder)
     # in filter mode too (host lines), for an event it does not keep (no wanted stat), as
     # the per-event reader checks every event of the lines it reads
     raw = p.read_bytes()
-    c = xspace_decode.extension()
+    c = xspace_native.extension()
     _, lines = c.scan(raw)
     (_, _, off, length, _), *_ = lines
     with pytest.raises(ValueError, match="int64 nanosecond range"):
@@ -334,12 +335,12 @@ def test_timestamps_out_of_range_are_an_input_error(tmp_path: Path) -> None:
 
 def test_fallback_is_not_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
-    fast = xprof.read(p)
+    fast = xspace_reader.read(p)
     from parsers.xspace import native
 
     monkeypatch.setattr(native, "_c", None)
     monkeypatch.setattr(native, "_IMPORT_ERROR", "not built (test)")
-    slow = xprof.read(p)
+    slow = xspace_reader.read(p)
     assert decoders(slow.meta) == {str(p): "python"}
     assert decoders(fast.meta) == {str(p): "c"}
     assert slow.meta.warnings[-1].endswith("read with the slow pure-Python XSpace reader: "
@@ -350,8 +351,8 @@ def test_fallback_is_not_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 def test_environment_forces_the_python_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     p = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
-    monkeypatch.setenv(xspace_decode.ENV, "python")
-    trace = xprof.read(p)
+    monkeypatch.setenv(xspace_native.ENV, "python")
+    trace = xspace_reader.read(p)
     assert decoders(trace.meta) == {str(p): "python"}
     assert not any("slow" in w for w in trace.meta.warnings)
 

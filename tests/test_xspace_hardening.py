@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from parsers import xprof, xspace_decode
+from parsers import xspace as xspace_reader
+from parsers.xspace import native as xspace_native
 from tests.xspace_flood import colliding_ids, empty_events, ordinary_ids, xspace_with_ids
 from tracelens.errors import TraceInputError
 
-pytestmark = pytest.mark.skipif(not xspace_decode.available(),
+pytestmark = pytest.mark.skipif(not xspace_native.available(),
                                 reason=f"C decoder not built: "
-                                       f"{xspace_decode.unavailable_reason()}")
+                                       f"{xspace_native.unavailable_reason()}")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,7 +27,7 @@ def _best_of(path: Path, runs: int = 3) -> float:
     best = float("inf")
     for _ in range(runs):
         t = time.perf_counter()
-        trace = xprof.read(path, decoder="c")
+        trace = xspace_reader.read(path, decoder="c")
         best = min(best, time.perf_counter() - t)
     assert trace.events.height == 40_000
     return best
@@ -48,38 +49,38 @@ def test_flood_of_empty_events_is_refused_by_both_decoders(tmp_path: Path) -> No
     """2-byte empty events would take 83 bytes of columns each: more than the budget of 16
     bytes per input byte (+ 64 MiB). Both decoders refuse the file with the same line."""
     n = 1_400_000
-    assert n * xprof.COLUMN_BYTES_PER_EVENT > (xprof.COLUMN_BUDGET_FACTOR * 2 * n
-                                               + xprof.COLUMN_BUDGET_BASE)
+    assert n * xspace_reader.COLUMN_BYTES_PER_EVENT > (xspace_reader.COLUMN_BUDGET_FACTOR * 2 * n
+                                               + xspace_reader.COLUMN_BUDGET_BASE)
     p = tmp_path / "empty.xplane.pb"
     p.write_bytes(empty_events(n))
     messages = []
     for decoder in ("c", "python"):
         with pytest.raises(TraceInputError, match="more than 16 bytes per input byte") as exc:
-            xprof.read(p, decoder=decoder)
+            xspace_reader.read(p, decoder=decoder)
         messages.append(str(exc.value))
     assert messages[0] == messages[1]
     # and the extension bounds itself for any caller
     raw = p.read_bytes()
-    _, lines = xspace_decode.extension().scan(raw)
+    _, lines = xspace_native.extension().scan(raw)
     (_, _, off, length, count), = lines
     assert count == n
     with pytest.raises(ValueError, match="columns"):
-        xspace_decode.extension().decode(raw, off, length, 0, {}, 7, None, False)
+        xspace_native.extension().decode(raw, off, length, 0, {}, 7, None, False)
     with pytest.raises(ValueError, match="columns"):
-        xspace_decode.extension().decode_many(raw, [(off, length, 0, {}, 7, None, False)], 1)
+        xspace_native.extension().decode_many(raw, [(off, length, 0, {}, 7, None, False)], 1)
 
 
 def test_budget_constants_agree() -> None:
-    c = xspace_decode.extension()
-    assert c.COLUMN_BUDGET_FACTOR == xprof.COLUMN_BUDGET_FACTOR
-    assert c.COLUMN_BUDGET_BASE == xprof.COLUMN_BUDGET_BASE
+    c = xspace_native.extension()
+    assert c.COLUMN_BUDGET_FACTOR == xspace_reader.COLUMN_BUDGET_FACTOR
+    assert c.COLUMN_BUDGET_BASE == xspace_reader.COLUMN_BUDGET_BASE
 
 
 def test_small_files_of_empty_events_still_read(tmp_path: Path) -> None:
     p = tmp_path / "few.xplane.pb"
     p.write_bytes(empty_events(1000))
     for decoder in ("c", "python"):
-        assert xprof.read(p, decoder=decoder).events.height == 1000
+        assert xspace_reader.read(p, decoder=decoder).events.height == 1000
 
 
 class _Growing(int):
@@ -94,7 +95,7 @@ class _Growing(int):
 
 
 def test_hostile_arguments_are_refused_before_python_code_runs() -> None:
-    c = xspace_decode.extension()
+    c = xspace_native.extension()
     codes: dict = {}
     _Growing.target = codes
     codes[_Growing(1)] = 0
@@ -129,17 +130,18 @@ def test_thread_count_is_the_callers(tmp_path: Path) -> None:
                  host_launches=True)
     p = tmp_path / "t.xplane.pb"
     write(build(sc, truth=False).trace, p)
-    one, four = xprof.read(p, decoder="c", threads=1), xprof.read(p, decoder="c", threads=4)
+    one = xspace_reader.read(p, decoder="c", threads=1)
+    four = xspace_reader.read(p, decoder="c", threads=4)
     assert one.events.equals(four.events) and one.host_events.equals(four.host_events)
 
 
 _DECODE = """
 import pickle, sys
 sys.path.insert(0, {root!r})
-from parsers import xspace_decode
+from parsers.xspace import native as xspace_native
 raw = open({path!r}, "rb").read()
-skel, lines = xspace_decode.extension().scan(raw)
-out = [xspace_decode.extension().decode(raw, off, n, 5, {{1: 0, 2: 1, 3: 2}}, 7, {{1, 2}}, False)
+skel, lines = xspace_native.extension().scan(raw)
+out = [xspace_native.extension().decode(raw, off, n, 5, {{1: 0, 2: 1, 3: 2}}, 7, {{1, 2}}, False)
        for _, _, off, n, _ in lines]
 sys.stdout.buffer.write(pickle.dumps(out))
 """

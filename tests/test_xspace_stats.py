@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from parsers import xprof, xspace_decode
+from parsers import xspace as xspace_reader
+from parsers.xspace import native as xspace_native
 from tracelens_dev.writers.xspace import Activity, InlineStr, Ref, UInt64, build_xspace
 from tracelens.cli import main
 from tracelens.devices import identify_devices
@@ -19,7 +20,7 @@ from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
 BIG = 9646411105960254074  # the uint64 of the real TPU trace that failed (> 2**63)
-DECODERS = ["python", "c"] if xspace_decode.available() else ["python"]
+DECODERS = ["python", "c"] if xspace_native.available() else ["python"]
 # one value of every XStat oneof member (and none): double, uint64 (small and > 2**63),
 # int64 (negative), str inline, bytes, ref to a defined and to an undefined XStatMetadata
 VALUES = [1.5, UInt64(7), UInt64(BIG), UInt64(2**64 - 1), -3, InlineStr("inline"),
@@ -36,7 +37,7 @@ def _acts() -> list[Activity]:
 
 def _read(path: Path, decoder: str) -> Trace:
     """The reader's trace with its devices identified, as ``tracelens.load`` reads a file."""
-    t = xprof.read(path, decoder=decoder)
+    t = xspace_reader.read(path, decoder=decoder)
     identify_devices(t)
     return t
 
@@ -107,7 +108,7 @@ def test_tpu_trace_reads_and_says_no_device_activity(tmp_path: Path) -> None:
                                device_stats={0: {"peak_teraflops_per_second": 197.0}, 1: {}},
                                modules=[(f"jit_f({BIG})", b"", UInt64(BIG))]))
     for d in DECODERS:
-        r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_decode.ENV: d})
+        r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_native.ENV: d})
         assert r.exit_code == 0, r.output
         assert "No device activity in this trace." in r.output
         assert "ignored 5 events on /device:TPU:0 (TPU devices are not analyzed)" in r.output
@@ -139,7 +140,7 @@ def test_tensorflow_v100_planes_are_named_from_their_strings(tmp_path: Path,
     assert t.devices["spec_id"].to_list() == ["v100"] * 8
     assert t.devices["vendor"].to_list() == ["nvidia"] * 8
     assert t.devices["arch"].to_list() == ["sm_70"] * 8
-    r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_decode.ENV: decoder})
+    r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_native.ENV: decoder})
     assert r.exit_code == 0 and "8× NVIDIA V100" in r.output, r.output
     # an unknown product keeps the trace's own name, never "unknown device"
     p.write_bytes(_v100_space("Tesla K80", None, (3, 7), 13))
@@ -162,7 +163,7 @@ def test_tensorflow_v100_planes_without_name_or_vendor_are_v100s(tmp_path: Path,
     assert t.devices["arch"].to_list() == ["sm_70"] * 8
     assert any("devices 0-7: no device_vendor stat: identified as NVIDIA V100 from compute "
                "capability 7.0 and 80 cores" in w for w in t.meta.warnings), t.meta.warnings
-    r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_decode.ENV: decoder})
+    r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_native.ENV: decoder})
     assert r.exit_code == 0 and "8× NVIDIA V100" in r.output, r.output
     assert "NVIDIA V100: HBM 0.9 TB/s" in r.output  # peaks, none before
     # 9.0 with 120 cores is no product under either reading (an MI100 of old ROCm TF): unknown
@@ -199,7 +200,7 @@ def test_idle_planes_with_the_same_stats_get_the_same_identification(tmp_path: P
     assert any("devices 1-7: identified as AMD Instinct MI355X like device 0 of the same "
                "file" in w and "theirs lack arch, compute_units, clock_mhz, memory_bytes" in w
                for w in t.meta.warnings), t.meta.warnings
-    r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_decode.ENV: decoder})
+    r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_native.ENV: decoder})
     assert r.exit_code == 0 and "8× AMD Instinct MI355X" in r.output, r.output
     # a disagreeing stat (another core count) is not the sibling's product
     p.write_bytes(_named_plane_and_idle_ones(MI355X, {"device_vendor": InlineStr("AMD"),
@@ -305,15 +306,15 @@ def test_seeded_mutations_through_load(tmp_path: Path) -> None:
 def _load_with(path: Path, decoder: str, tracelens: object) -> object:
     import os
 
-    old = os.environ.get(xspace_decode.ENV)
-    os.environ[xspace_decode.ENV] = decoder
+    old = os.environ.get(xspace_native.ENV)
+    os.environ[xspace_native.ENV] = decoder
     try:
         return tracelens.load(path)  # type: ignore[attr-defined]
     finally:
         if old is None:
-            del os.environ[xspace_decode.ENV]
+            del os.environ[xspace_native.ENV]
         else:
-            os.environ[xspace_decode.ENV] = old
+            os.environ[xspace_native.ENV] = old
 
 
 def test_mutations_through_the_cli_never_traceback(tmp_path: Path) -> None:

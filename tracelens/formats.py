@@ -230,9 +230,9 @@ class Reader:
 
 
 def _xspace(path: Path, step_marker: str | None, threads: int | None) -> Trace:
-    from parsers import xprof
+    from parsers import xspace as xspace_reader
     # host annotations matching the marker are kept as host events of kind "marker"
-    return xprof.read(path, marker=step_marker, threads=threads)
+    return xspace_reader.read(path, marker=step_marker, threads=threads)
 
 
 def _kineto(path: Path, step_marker: str | None, threads: int | None) -> Trace:

@@ -8,7 +8,10 @@ a line, activity kinds, the column budget); ``devices`` turns plane stats into a
 ``reader`` assembles the Trace.
 """
 
+from parsers.xspace.columns import (COLUMN_BUDGET_BASE, COLUMN_BUDGET_FACTOR,
+                                    COLUMN_BYTES_PER_EVENT)
 from parsers.xspace.reader import read
-from parsers.xspace.space import FORMAT, load_xspace, read_raw
+from parsers.xspace.space import FORMAT, MAX_PROTO_BYTES, load_xspace, read_raw
 
-__all__ = ["FORMAT", "load_xspace", "read", "read_raw"]
+__all__ = ["COLUMN_BUDGET_BASE", "COLUMN_BUDGET_FACTOR", "COLUMN_BYTES_PER_EVENT", "FORMAT",
+           "MAX_PROTO_BYTES", "load_xspace", "read", "read_raw"]
