@@ -13,7 +13,7 @@ import json
 import random
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 import pytest
@@ -330,7 +330,10 @@ def test_documentation_csv_with_blank_line_reads() -> None:
     assert trace.events.filter(pl.col("kind") == "kernel").height == len(rows) == 7
 
 
-def test_csv_row_missing_fields_is_refused(outputs: dict[str, Path], tmp_path: Path) -> None:
+def _csv_with_kernel_row(outputs: dict[str, Path], tmp_path: Path, row: Callable[[str], str],
+                         tail: str = "\n") -> Path:
+    """A copy of the CSV output set with the kernel trace's row 4 (line 4, the header's is
+    1) rewritten by ``row``; the copy's path to read."""
     src = outputs["csv"].parent
     dst = tmp_path / src.name
     dst.mkdir()
@@ -338,10 +341,14 @@ def test_csv_row_missing_fields_is_refused(outputs: dict[str, Path], tmp_path: P
         text = f.read_text()
         if f.name.endswith("kernel_trace.csv"):
             lines = text.rstrip("\n").split("\n")
-            lines[3] = lines[3].rsplit(",", 3)[0]
-            text = "\n".join(lines) + "\n\n"
+            lines[3] = row(lines[3])
+            text = "\n".join(lines) + tail
         (dst / f.name).write_text(text)
-    path = dst / outputs["csv"].name
+    return dst / outputs["csv"].name
+
+
+def test_csv_row_missing_fields_is_refused(outputs: dict[str, Path], tmp_path: Path) -> None:
+    path = _csv_with_kernel_row(outputs, tmp_path, lambda r: r.rsplit(",", 3)[0], "\n\n")
     _assert_one_line_error(cli("summarize", str(path)), path,
                            "row 4 has fewer fields than the header")
 
@@ -351,23 +358,25 @@ def test_csv_row_with_empty_last_fields_is_read(outputs: dict[str, Path], tmp_pa
     """A row with every separator but empty trailing values (rocprofv3 leaves fields it has
     no value for empty) is a row, not a cut-off one: read, its empty values unknown; the
     same row without its separators is still refused (the test above)."""
-    src = outputs["csv"].parent
-    dst = tmp_path / src.name
-    dst.mkdir()
-    for f in src.iterdir():
-        text = f.read_text()
-        if f.name.endswith("kernel_trace.csv"):
-            lines = text.rstrip("\n").split("\n")
-            head, *rest = lines[3].rsplit(",", 3)
-            lines[3] = head + ",,,"  # the last three fields empty, separators kept
-            text = "\n".join(lines) + "\n"
-        (dst / f.name).write_text(text)
-    path = dst / outputs["csv"].name
+    # the last three fields empty, separators kept
+    path = _csv_with_kernel_row(outputs, tmp_path, lambda r: r.rsplit(",", 3)[0] + ",,,")
     whole = tracelens.load(outputs["csv"])
     got = tracelens.load(path)
     assert got.events.height == whole.events.height
     res = cli("summarize", str(path))
     assert res.returncode == 0, res.stderr
+
+
+def test_csv_short_record_is_found_across_quoted_newlines() -> None:
+    """A quoted field may span lines (a marker message): the record runs until its quotes
+    balance, so its later lines are not rows cut off; a short record after it is found at
+    its own line."""
+    from parsers.rocprof.csv_read import _first_short_line
+
+    head = b'"Kind","Message","End"\n'
+    assert _first_short_line(head + b'"M","one\ntwo, three",5\n"M","x",\n', 3) is None
+    assert _first_short_line(head + b'"M","one\ntwo",5\n"M","x"\n', 3) == 4
+    assert _first_short_line(head.replace(b"\n", b"\r\n") + b'"M","x",\r\n\r\n', 3) is None
 
 
 def _cli_ok(path: Path) -> None:

@@ -129,17 +129,23 @@ def _source(path: Path) -> Path | bytes:
 
 
 def _first_short_line(source: Path | bytes, columns: int) -> int | None:
-    """The first line (from 1, the header's) with fewer fields than ``columns``, or None.
-    polars pads a short row with nulls, as it reads an empty field: only the line's own
-    separators tell a row cut off from one whose last values are empty (rocprofv3 writes
-    those). Fields are counted outside quotes (kernel names hold commas); called only when
-    a last field is null, so a well-formed file is not read twice."""
+    """The first line (from 1, the header's) of a record with fewer fields than
+    ``columns``, or None. polars pads a short row with nulls, as it reads an empty field:
+    only the record's own separators tell a row cut off from one whose last values are empty
+    (rocprofv3 writes those). Fields are counted outside quotes (kernel names hold commas; a
+    quoted marker message may hold newlines, so a record runs until its quotes balance);
+    called only when a last field is null, so a well-formed file is not read twice."""
     raw = source if isinstance(source, bytes) else source.read_bytes()
-    lines = pl.Series(raw.decode("utf-8", errors="replace").splitlines(), dtype=pl.String)
-    fields = lines.str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1
-    short = pl.DataFrame({"fields": fields, "blank": lines.str.strip_chars() == ""}) \
-        .with_row_index("line", offset=1).filter(~pl.col("blank")
-                                                 & (pl.col("fields") < columns))
+    lines = pl.Series("text", raw.decode("utf-8", errors="replace").split("\n"),
+                      dtype=pl.String)
+    odd = (lines.str.count_matches('"').cum_sum() % 2 == 1).alias("open")
+    # a record starts on a line before which every quote is closed
+    records = pl.DataFrame([lines, odd]).with_row_index("line", offset=1).with_columns(
+        record=(~pl.col("open").shift(1, fill_value=False)).cast(pl.Int64).cum_sum())
+    whole = records.group_by("record", maintain_order=True).agg(
+        line=pl.col("line").first(), text=pl.col("text").str.join("\n"))
+    fields = pl.col("text").str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1
+    short = whole.filter((pl.col("text").str.strip_chars() != "") & (fields < columns))
     return int(short["line"][0]) if short.height else None
 
 
