@@ -15,6 +15,7 @@ from google.protobuf.message import DecodeError  # cheap: no descriptors
 
 from parsers.hlo.proto import module_from_proto
 from parsers.hlo.text import _FILE_ID, parse_module
+from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.hlo_model import Module, Schedule
 TEXT_SUFFIXES = (".txt", ".hlo")
@@ -89,13 +90,10 @@ def find_dumps(directory: Path) -> list[Path]:
 
 
 def load_dump(path: Path) -> tuple[Module, Schedule | None]:
-    """A module and its schedule from an HLO dump file; bad files raise ``TraceInputError``."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
-    if not data:
-        raise TraceInputError(path, "empty file")
+    """A module and its schedule from an HLO dump file (gunzipped when it is gzip); bad
+    files raise ``TraceInputError``. Read through :mod:`parsers.rawfile`, so a dump is held
+    to the same memory and inflation budgets as every input."""
+    data = read_maybe_gzip(path)
     m = _FILE_ID.search(path.name)
     pid = int(m.group(1)) if m else None
     if path.name.endswith(TEXT_SUFFIXES):
