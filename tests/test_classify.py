@@ -12,7 +12,7 @@ import pytest
 import tracelens.classify as classify_mod
 from tracelens.classify import Match, RuleSet, classify, explain, load_rules
 from tracelens.errors import TraceInputError
-from tracelens.model import CATEGORIES, CategoryDtype, KindDtype
+from tracelens.model import CATEGORIES, CategoryDtype, KindDtype, Text
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ORACLES = SHARED / "oracles"
@@ -858,7 +858,7 @@ def test_classify_preserves_rows_and_columns() -> None:
     out = classify(events)
     assert out.columns == events.columns
     assert out.schema["category"] == CategoryDtype
-    assert out.schema["rule"] == pl.String and out.schema["subcategory"] == pl.String
+    assert out.schema["rule"] == Text and out.schema["subcategory"] == Text
     assert out.drop("category", "rule", "subcategory").equals(
         events.drop("category", "rule", "subcategory"))
     assert out["category"].to_list() == [

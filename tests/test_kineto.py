@@ -164,7 +164,7 @@ def test_real_traces_give_kernel_launch_shapes() -> None:
     ``launch`` text (CUDA A100: all four; ROCm MI300X: grid and block only, on the kernels
     that carry them); copies have none."""
     ev = tracelens.load(_real("a100_nccl_2rank_rank0.json.gz")).events
-    first = ev.filter(pl.col("name").str.starts_with("void cudnn::bn_bw_1C11_kernel_new<"),
+    first = ev.filter(pl.col("name").cat.starts_with("void cudnn::bn_bw_1C11_kernel_new<"),
                       pl.col("correlation_id") == 57541)
     assert first["launch"].to_list() == ["grid=512,1,1 block=512,1,1 regs=40 shared=400"]
     assert ev.filter(pl.col("kind") == "kernel")["launch"].null_count() == 0
@@ -172,7 +172,7 @@ def test_real_traces_give_kernel_launch_shapes() -> None:
         ev.filter(pl.col("kind") != "kernel").height
     ev = tracelens.load(_real("mi300x_inference/sglang_qwen3_8b_decode.json.gz")).events
     k = ev.filter(pl.col("correlation_id") == 92160)
-    assert k["name"].str.starts_with("void at::native::(anonymous namespace)::multi_tensor"
+    assert k["name"].cat.starts_with("void at::native::(anonymous namespace)::multi_tensor"
                                      "_apply_k").to_list() == [True]
     assert k["launch"].to_list() == ["grid=4,1,1 block=512,1,1"]
     assert ev["launch"].is_not_null().sum() == 11  # only 11 of 555 kernels carry grid/block

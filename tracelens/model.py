@@ -16,6 +16,11 @@ from tracelens.categories import CATEGORIES, COMPUTE_CATEGORIES, KINDS  # noqa: 
 
 CategoryDtype = pl.Enum(list(CATEGORIES))
 KindDtype = pl.Enum(list(KINDS))
+Text = pl.Categorical()
+"""The dtype of the event frames' text columns: dictionary-encoded (each distinct string
+stored once, rows hold 4-byte codes). A 2M-event trace has a few hundred distinct kernel
+names; as plain strings every text column costs 16 bytes a row and every group-by or join
+on it hashes every row."""
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String,
@@ -23,28 +28,28 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "device": pl.Int32,
     "stream": pl.Int64,
     "kind": KindDtype,
-    "name": pl.String,
+    "name": Text,
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
     "category": CategoryDtype,
-    "subcategory": pl.String,
-    "rule": pl.String,
-    "op": pl.String,
-    "module": pl.String,
+    "subcategory": Text,
+    "rule": Text,
+    "op": Text,
+    "module": Text,
     "program_id": pl.Int64,
     "correlation_id": pl.Int64,
     "step": pl.Int32,
     "flops": pl.Float64,
     "bytes": pl.Float64,
-    "dtype": pl.String,
-    "dtype_source": pl.String,  # where dtype comes from: hlo, shapes, counters, trace, name
-    "cost_source": pl.String,
-    "cost_note": pl.String,  # why a compute kernel has no FLOPs (null when it has them)
+    "dtype": Text,
+    "dtype_source": Text,  # where dtype comes from: hlo, shapes, counters, trace, name
+    "cost_source": Text,
+    "cost_note": Text,  # why a compute kernel has no FLOPs (null when it has them)
     "msg_bytes": pl.Int64,
     "group_size": pl.Int32,
-    "groups": pl.String,
-    "group_name": pl.String,
-    "launch": pl.String,
+    "groups": Text,
+    "group_name": Text,
+    "launch": Text,
 }
 """``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
 HLO module names repeat within one trace, so (program_id, op) is the key to the HLO.
@@ -62,11 +67,11 @@ HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int32,
     "pid": pl.Int64,
     "tid": pl.Int64,
-    "name": pl.String,
+    "name": Text,
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
     "correlation_id": pl.Int64,
-    "kind": pl.String,
+    "kind": Text,
 }
 """``trace.host_events``: API calls and annotations (launches, step markers, ...)."""
 
@@ -333,7 +338,9 @@ def validate(trace: Trace, classified: bool = True) -> list[str]:
     for name, schema in SCHEMAS.items():
         df: pl.DataFrame = getattr(trace, name)
         if dict(df.schema) != schema:
-            problems.append(f"{name}: schema {dict(df.schema)} != {schema}")
+            differ = {c: (df.schema.get(c), t) for c, t in schema.items() if df.schema.get(c) != t}
+            problems.append(f"{name}: schema {dict(df.schema)} != {schema} (differing: "
+                            f"{differ}, extra: {[c for c in df.columns if c not in schema]})")
     if problems:
         return problems
     ev = trace.events

@@ -304,7 +304,7 @@ def marker_steps(markers: pl.DataFrame, regex: re.Pattern[str]) -> pl.DataFrame:
     names = sorted(ranges["name"].unique().to_list())
     hits = [(n, m) for n in names if (m := regex.search(n))]
     table = pl.DataFrame({"name": [n for n, _ in hits], "num": [_number(m) for _, m in hits]},
-                         schema={"name": pl.String, "num": pl.Int64})
+                         schema={"name": ranges.schema["name"], "num": pl.Int64})
     sel = ranges.join(table, on="name", how="inner")
     if sel.is_empty():
         return pl.DataFrame(schema=STEP_SCHEMA)

@@ -187,7 +187,8 @@ def mapped(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
           None if isinstance(own[(t, i, kind)], str)
           else ",".join(map(str, own[(t, i, kind)])))  # type: ignore[arg-type]
          for t, i, kind, a, r, c in rows],
-        schema={"groups": pl.String, "_me": pl.Int64, "type": pl.String, "axis": pl.String,
+        schema={"groups": acts.schema["groups"], "_me": pl.Int64, "type": acts.schema["type"],
+                "axis": pl.String,
                 "axis_size": pl.Int64, "reason": pl.String, "crosses": pl.Boolean,
                 "_group": pl.String},
         orient="row")

@@ -33,6 +33,7 @@ from tracelens.analyze.idle import SYNC_CALL
 from tracelens.errors import TraceInputError
 from tracelens.instances import with_instance_keys
 from tracelens.model import Trace
+from tracelens.text import matches
 
 SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
 """Host calls that block until the device catches up: the idle breakdown's, and the peer
@@ -94,8 +95,8 @@ def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
                                  end_ns=pl.lit(hi, pl.Int64))
     elif choice.window is not None:
         pattern, k = window_pattern(choice.window)
-        hev = trace.host_events.filter(pl.col("name").str.contains(pattern)
-                                       & ~pl.col("kind").is_in(list(HOST_KINDS[:1])))
+        he = trace.host_events
+        hev = he.filter(matches(he, "name", pattern) & ~pl.col("kind").is_in(list(HOST_KINDS[:1])))
         w = hev.sort("host", "rank", "start_ns", "end_ns").with_columns(
             _k=pl.int_range(pl.len()).over("host", "rank")).filter(pl.col("_k") == k)
         out = w.select("host", "rank", step=pl.lit(None, pl.Int32), start_ns="start_ns",
@@ -229,7 +230,7 @@ def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
         pid="pid", tid="tid", kind="kind", name="name", category=pl.lit(None, pl.String),
         subcategory=pl.lit(None, pl.String), start_ns="start_ns", end_ns="end_ns",
         correlation_id="correlation_id", instance=pl.lit(None, pl.String),
-        occurrence=pl.lit(None, pl.Int64), sync=pl.col("name").str.contains(SYNC),
+        occurrence=pl.lit(None, pl.Int64), sync=matches(he, "name", SYNC),
         device_node=pl.lit(False), attain_ns=pl.lit(None, pl.Float64)).cast(
         NODE_SCHEMA)  # type: ignore[arg-type]
 
@@ -295,7 +296,7 @@ def _event_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
     """A device node whose stream was told to wait (a stream-wait call between the launch of
     the stream's previous activity and its own, on the launching thread) waits for the
     latest activity of another stream of its device that ended before it started."""
-    waits = hst.filter(pl.col("name").str.contains(STREAM_WAIT)).select(
+    waits = hst.filter(matches(hst, "name", STREAM_WAIT)).select(
         "host", "rank", l_pid="pid", l_tid="tid", w_s="start_ns").sort("w_s")
     empty = pl.DataFrame(schema=EDGE_SCHEMA)
     if waits.is_empty():

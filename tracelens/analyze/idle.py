@@ -26,6 +26,7 @@ import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis, subtract
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
+from tracelens.text import matches
 
 IDLE_PARTS: tuple[str, ...] = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
 
@@ -265,7 +266,7 @@ def _launch_calls(host_events: pl.DataFrame) -> pl.DataFrame:
 
 def _sync_calls(host_events: pl.DataFrame) -> pl.DataFrame:
     """(rank, start, end) of every synchronizing call (they may overlap: threads)."""
-    return host_events.filter(pl.col("name").str.contains(SYNC_CALL)) \
+    return host_events.filter(matches(host_events, "name", SYNC_CALL)) \
         .select("rank", "start_ns", "end_ns")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.classify.rules import Match, Rule, RuleSet, load_rules
-from tracelens.model import CategoryDtype
+from tracelens.model import CategoryDtype, Text
 
 __all__ = ["Match", "Rule", "RuleSet", "classify", "explain", "load_rules"]
 
@@ -66,12 +66,13 @@ def classify(events: pl.DataFrame, rules: RuleSet | None = None) -> pl.DataFrame
     index, new_sub = rules.decide(distinct.rename(dict(zip(_KEYS, _COLUMNS))))
     every = (*rules.rules, rules.fallback)
     categories = pl.Series("category", [r.category for r in every], dtype=CategoryDtype)
-    rule_ids = pl.Series("rule", [r.id for r in every], dtype=pl.String)
+    rule_ids = pl.Series("rule", [r.id for r in every], dtype=Text)
     index = index.gather(combo)
 
-    new_sub = new_sub.gather(combo).alias("subcategory")
+    # encoded on the distinct rows, then spread (a gather of 4-byte codes)
+    new_sub = new_sub.cast(Text).gather(combo).alias("subcategory")
     if "subcategory" in events.columns:
-        subcategory = pl.coalesce(pl.lit(new_sub), pl.col("subcategory").cast(pl.String))
+        subcategory = pl.coalesce(pl.lit(new_sub), pl.col("subcategory").cast(Text))
     else:
         subcategory = pl.lit(new_sub)
     return events.with_columns(

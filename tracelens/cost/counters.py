@@ -35,7 +35,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.model import Trace
+from tracelens.model import EVENT_SCHEMA, Trace
 
 MFMA_TYPES = {"F16": "fp16", "BF16": "bf16", "F32": "fp32", "F64": "fp64", "F8": "fp8",
               "F6F4": "fp4", "XF32": "tf32", "I8": "int8"}
@@ -134,8 +134,7 @@ NO_FLOPS = {  # why a dispatch has no FLOPs, in rocprofv3's terms (the events' c
                    "SQ_INSTS_VALU_* counters)",
     "no_flop_counter": "the counters collected hold no FLOP counter (SQ_INSTS_VALU_*)",
 }
-_COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
-          "cost_source": pl.String, "cost_note": pl.String}
+_COSTS = {c: EVENT_SCHEMA[c] for c in ("flops", "bytes", "dtype", "cost_source", "cost_note")}
 
 
 def cost_counters(trace: Trace) -> list[tuple[int, int, str]]:

@@ -22,15 +22,15 @@ from typing import Iterable
 
 import polars as pl
 
-from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.model import COMPUTE_CATEGORIES, Text, Trace
 from tracelens.name_dtype import name_dtypes
 
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String, "program_id": pl.Int64, "op": pl.String, "module": pl.String,
+    "host": pl.String, "program_id": pl.Int64, "op": Text, "module": pl.String,
     "cost_kind": pl.String, "collective": pl.String, "detail": pl.String,
-    "_flops": pl.Float64, "_bytes": pl.Float64, "_dtype": pl.String, "_msg_bytes": pl.Int64,
-    "_group_size": pl.Int32, "_groups": pl.String, "_note": pl.String,
+    "_flops": pl.Float64, "_bytes": pl.Float64, "_dtype": Text, "_msg_bytes": pl.Int64,
+    "_group_size": pl.Int32, "_groups": Text, "_note": Text,
 }
 
 
@@ -105,25 +105,20 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     events in their order; string keys are compared as categoricals (integer codes), which
     keeps the group-by and the join fast on millions of events."""
     keys = ["host", "rank", "device", "program_id", "op"]
-    cat = pl.Categorical
-    coded = events.select(pl.col("host").cast(cat), "rank", "device", "program_id",
-                          pl.col("op").cast(cat), pl.col("name").cast(cat),
-                          _d=pl.col("end_ns") - pl.col("start_ns"))
-    # lazy: integer sums are exact in any order (the names are sorted below)
+    coded = events.select(pl.col("host").cast(pl.Categorical), "rank", "device", "program_id",
+                          "op", "name", _d=pl.col("end_ns") - pl.col("start_ns"))
+    # lazy: integer sums are exact in any order (the names are sorted below, lexically)
     per_name = coded.lazy().filter(pl.col("op").is_not_null()).group_by(*keys, "name") \
         .agg(_t=pl.col("_d").sum()).collect()
-    named = per_name.with_columns(_name=pl.col("name").cast(pl.String))
-    main = (named.sort(["_t", "_name"], descending=[True, False])
+    main = (per_name.sort(["_t", "name"], descending=[True, False])
             .group_by(keys, maintain_order=True)
-            .agg(_main=pl.col("_name").first(), _names=pl.len()))
-    per_name = named.join(main, on=keys, how="left", nulls_equal=True).with_columns(
-        _is_main=(pl.col("_names") <= 1) | (pl.col("_name") == pl.col("_main")),
-        _host=pl.col("host").cast(pl.String), _op=pl.col("op").cast(pl.String))
+            .agg(_main=pl.col("name").first(), _names=pl.len()))
+    per_name = per_name.join(main, on=keys, how="left", nulls_equal=True).with_columns(
+        _is_main=(pl.col("_names") <= 1) | (pl.col("name") == pl.col("_main")))
     per_name = per_name.join(
-        table.select(_host="host", program_id="program_id", _op="op", _flops="_flops",
-                     _bytes="_bytes", _dtype="_dtype", _msg_bytes="_msg_bytes",
-                     _group_size="_group_size", _groups="_groups", _note="_note"),
-        on=["_host", "program_id", "_op"], how="left", nulls_equal=False)
+        table.select(pl.col("host").cast(pl.Categorical), "program_id", "op", "_flops",
+                     "_bytes", "_dtype", "_msg_bytes", "_group_size", "_groups", "_note"),
+        on=["host", "program_id", "op"], how="left", nulls_equal=False)
     out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size", "_groups",
            "_note"]
     return coded.select(*keys, "name").join(
@@ -138,9 +133,10 @@ def _name_dtype(ev: pl.DataFrame) -> pl.Series:
     need = ev.select(((pl.col("kind") == "kernel") & (pl.col("category") == "gemm")
                       & pl.col("dtype").is_null() & pl.col("_dtype").is_null())
                      .fill_null(False)).to_series()
-    out = pl.Series("_name_dtype", [None] * ev.height, dtype=pl.String)
+    out = pl.Series("_name_dtype", [None] * ev.height, dtype=Text)
     if need.any():
-        out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need)))
+        out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need).cast(pl.String))
+                          .cast(Text))
     return out
 
 
@@ -167,11 +163,12 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         dtype=pl.coalesce(pl.col("dtype"), pl.col("_dtype"), pl.col("_name_dtype")),
         dtype_source=pl.when(pl.col("dtype").is_not_null()).then(
             pl.when(pl.col("cost_source").is_in(["shapes", "counters"]))
-            .then(pl.col("cost_source")).otherwise(pl.lit("trace")))
-        .when(pl.col("_dtype").is_not_null()).then(pl.lit("hlo"))
-        .when(pl.col("_name_dtype").is_not_null()).then(pl.lit("name")),
+            .then(pl.col("cost_source")).otherwise(_text("trace")))
+        .when(pl.col("_dtype").is_not_null()).then(_text("hlo"))
+        .when(pl.col("_name_dtype").is_not_null()).then(_text("name"))
+        .otherwise(_text(None)),
         cost_source=pl.when(pl.col("cost_source").is_not_null()).then(pl.col("cost_source"))
-        .when(has_hlo & kernel).then(pl.lit("hlo")).otherwise(None),
+        .when(has_hlo & kernel).then(_text("hlo")).otherwise(_text(None)),
         msg_bytes=pl.coalesce(pl.col("msg_bytes"), pl.col("_msg_bytes")),
         group_size=pl.coalesce(pl.col("group_size"), pl.col("_group_size")),
         groups=pl.coalesce(pl.col("groups"), pl.col("_groups")),
@@ -185,14 +182,20 @@ def cost_note() -> pl.Expr:
     compute = pl.col("category").is_in(COMPUTE_CATEGORIES).fill_null(False)
     reason = (pl.when(pl.col("cost_note").is_not_null()).then(pl.col("cost_note"))
               .when(pl.col("cost_source") == "counters")
-              .then(pl.lit("the hardware counters of this dispatch hold no FLOP counter"))
+              .then(_text("the hardware counters of this dispatch hold no FLOP counter"))
               .when(pl.col("_note").is_not_null()).then(pl.col("_note"))
-              .when(pl.col("op").is_null()).then(pl.lit("the kernel names no HLO op"))
+              .when(pl.col("op").is_null()).then(_text("the kernel names no HLO op"))
               .when(pl.col("program_id").is_null())
-              .then(pl.lit("the kernel's HLO op has no program id"))
-              .otherwise(pl.lit("no cost rule gave FLOPs")))
+              .then(_text("the kernel's HLO op has no program id"))
+              .otherwise(_text("no cost rule gave FLOPs")))
     return pl.when((pl.col("kind") == "kernel") & compute & pl.col("flops").is_null()) \
-        .then(reason).otherwise(None)
+        .then(reason).otherwise(_text(None))
+
+
+def _text(value: str | None) -> pl.Expr:
+    """A literal of the event frames' text dtype (a plain string literal would turn a
+    when/then of text columns into strings, hashed again to encode them)."""
+    return pl.lit(value, dtype=Text)
 
 
 def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import polars as pl
 
-from tracelens.model import COSTED_ATEN_OPS, Trace
+from tracelens.model import COSTED_ATEN_OPS, EVENT_SCHEMA, Trace
 
 _DTYPES: dict[str, tuple[str, int]] = {
     "float": ("fp32", 4), "double": ("fp64", 8), "c10::half": ("fp16", 2),
@@ -261,8 +261,7 @@ def op_cost(name: str, dims: Any, types: Any, concrete: Any) -> ShapeCost | None
 
 NO_SHAPES = "its ATen op has no recorded input shapes (record_shapes off?)"
 BAD_SHAPES = "its ATen op's recorded shapes do not determine its FLOPs"
-_COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
-          "cost_source": pl.String, "cost_note": pl.String}
+_COSTS = {c: EVENT_SCHEMA[c] for c in ("flops", "bytes", "dtype", "cost_source", "cost_note")}
 
 
 def cost_shapes(trace: Trace) -> list[tuple[int, int, str]]:
@@ -323,5 +322,5 @@ def _scatter(trace: Trace, k: pl.DataFrame) -> None:
         pl.when("coll").then("theirs").otherwise("ops"))[:, 0]
     cols = {name: ev[name].cast(dt).scatter(rows, costs[name].cast(dt))
             for name, dt in _COSTS.items() if name != "dtype"}
-    cols["dtype"] = ev["dtype"].scatter(rows, dtype.cast(pl.String))
+    cols["dtype"] = ev["dtype"].scatter(rows, dtype.cast(_COSTS["dtype"]))
     trace.events = ev.with_columns(**cols)
