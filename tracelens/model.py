@@ -23,7 +23,7 @@ names; as plain strings every text column costs 16 bytes a row and every group-b
 on it hashes every row."""
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "device": pl.Int32,
     "stream": pl.Int64,
@@ -63,7 +63,7 @@ name or description as the trace gives it (PyTorch ``pg_desc``: ``default_pg``,
 ``mesh_tp``, ...)."""
 
 HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "pid": pl.Int64,
     "tid": pl.Int64,
@@ -89,7 +89,7 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
 """``trace.steps``: one window per (rank, step)."""
 
 DEVICE_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "device": pl.Int32,
     "vendor": pl.String,
@@ -102,7 +102,7 @@ DEVICE_SCHEMA: dict[str, pl.DataType] = {
 }
 
 DEVICE_FACTS_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "device": pl.Int32,
     "name": pl.String,  # the device's own name as the trace gives it (null: none or empty)
@@ -128,7 +128,7 @@ DEVICE_SCHEMA. ``notes_at`` keeps each identification note where the reader woul
 warned it (the count of the file's warnings at that point)."""
 
 MODULE_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "program_id": pl.Int64,
     "module": pl.String,

@@ -46,7 +46,7 @@ from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
                              HostInfo, Membership, Trace, TraceMeta, conform,
-                             host_from_file_name)
+                             Text, host_from_file_name)
 
 FORMAT = "kineto"
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
@@ -399,7 +399,8 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     for w in link_warn:
         meta.warn(f"{path.name}: {w}")
     meta.shapes.notes_at = len(meta.warnings)  # the shape costs' note follows these
-    events = conform(events.with_columns(host=pl.lit(host), rank=pl.lit(0)), EVENT_SCHEMA)
+    events = conform(events.with_columns(host=pl.lit(host, dtype=Text), rank=pl.lit(0)),
+                     EVENT_SCHEMA)
     devices, dev_warn = device_frame(header, sorted(set(events["device"].to_list())), host,
                                      len(meta.warnings))
     for w in dev_warn:
@@ -407,7 +408,7 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     host_events = conform(hst.filter(pl.col("cat") != "gpu_user_annotation").select(
         "name", "pid", "tid", "start_ns", "end_ns", correlation_id="correlation",
         kind=pl.col("cat").replace_strict(HOST_CATS, return_dtype=pl.String)).with_columns(
-        host=pl.lit(host), rank=pl.lit(0)).collect(), HOST_EVENT_SCHEMA)
+        host=pl.lit(host, dtype=Text), rank=pl.lit(0)).collect(), HOST_EVENT_SCHEMA)
     steps, step_source = steps_frame(hst, events, launches)
     # Kineto records no host name: rank<N> or the file's name names a rank, not a host
     meta.hosts = {host: HostInfo(path=str(path), named=False)}

@@ -28,7 +28,7 @@ from parsers.rocprof.records import Process, launch_expr
 from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA,
                              STEP_SCHEMA, HostInfo, KernelCounters, ProcessInfo, Trace,
-                             TraceMeta, conform)
+                             Text, TraceMeta, conform)
 
 CLOCK = "CLOCK_BOOTTIME"
 _DIRECTIONS = {"HOST_TO_DEVICE": ("h2d", "dst", 1), "DEVICE_TO_HOST": ("d2h", "src", 2),
@@ -191,7 +191,7 @@ def _host_events(p: Process, host: str, rank: int) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema=HOST_EVENT_SCHEMA)
     return conform(pl.concat(parts, how="diagonal_relaxed").with_columns(
-        host=pl.lit(host), rank=pl.lit(rank), pid=pl.lit(p.pid, dtype=pl.Int64)),
+        host=pl.lit(host, dtype=Text), rank=pl.lit(rank), pid=pl.lit(p.pid, dtype=pl.Int64)),
         HOST_EVENT_SCHEMA)
 
 
@@ -225,7 +225,7 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         frames = [f for f in (kern, _copies(p, ordinals, warn, checks)) if f.height]
         if frames:
             ev = pl.concat(frames, how="diagonal_relaxed").with_columns(
-                host=pl.lit(host), rank=pl.lit(rank))
+                host=pl.lit(host, dtype=Text), rank=pl.lit(rank))
             events.append(conform(ev, EVENT_SCHEMA))
             active = set(ev["device"].unique().to_list())
         else:

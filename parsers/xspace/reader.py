@@ -37,7 +37,7 @@ from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, event_window, profile_span
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform,
-                             host_from_file_name)
+                             Text, host_from_file_name)
 
 # An ordinal of 10 digits or more is no GPU's: such a plane is skipped with a warning.
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d{1,9})$")
@@ -173,10 +173,10 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     events = _assemble_events(device_frames, host)
     devices = conform(pl.DataFrame(device_rows, schema_overrides={
         k: v for k, v in DEVICE_FACTS_SCHEMA.items() if k != "host" and k != "rank"},
-        infer_schema_length=None).with_columns(host=pl.lit(host), rank=pl.lit(0))
+        infer_schema_length=None).with_columns(host=pl.lit(host, dtype=Text), rank=pl.lit(0))
         if device_rows else pl.DataFrame(), DEVICE_FACTS_SCHEMA)
     host_events = conform(pl.concat(host_frames, how="diagonal_relaxed"), HOST_EVENT_SCHEMA) \
-        .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
+        .with_columns(host=pl.lit(host, dtype=Text), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
     window = event_window(span, (events if events.height else host_events)["start_ns"])
     events, outside = drop_outside(events, window)
@@ -193,8 +193,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     return Trace(events=events, host_events=host_events,
                  steps=steps.with_columns(rank=pl.lit(0, dtype=pl.Int32)),
                  devices=devices, meta=meta,
-                 modules=conform(module_frame.with_columns(host=pl.lit(host), rank=pl.lit(0)),
-                                 MODULE_SCHEMA))
+                 modules=conform(module_frame.with_columns(host=pl.lit(host, dtype=Text),
+                                                           rank=pl.lit(0)), MODULE_SCHEMA))
 
 
 _MODULE_NAME = re.compile(r"^(.*)\((-?\d+)\)$")
@@ -226,7 +226,7 @@ def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
     if not frames:
         return pl.DataFrame(schema=EVENT_SCHEMA)
     df = pl.concat(frames, how="diagonal_relaxed").with_columns(
-        host=pl.lit(host), rank=pl.lit(0))
+        host=pl.lit(host, dtype=Text), rank=pl.lit(0))
     if "kernel_details" in df.columns:
         df = df.with_columns(launch_shape(df["kernel_details"]))
     return conform(df, EVENT_SCHEMA)

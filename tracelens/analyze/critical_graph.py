@@ -32,7 +32,7 @@ import polars as pl
 from tracelens.analyze.idle import SYNC_CALL
 from tracelens.errors import TraceInputError
 from tracelens.instances import with_instance_keys
-from tracelens.model import Trace
+from tracelens.model import Text, Trace
 from tracelens.text import matches
 
 SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
@@ -46,7 +46,7 @@ HOST_KINDS = ("api", "cpu_op")
 """Host events that are graph nodes (leaf calls and ops); annotations and steps are not."""
 
 NODE_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String, "rank": pl.Int32, "device": pl.Int32, "stream": pl.Int64,
+    "host": Text, "rank": pl.Int32, "device": pl.Int32, "stream": pl.Int64,
     "pid": pl.Int64, "tid": pl.Int64, "kind": pl.String, "name": pl.String,
     "category": pl.String, "subcategory": pl.String, "start_ns": pl.Int64,
     "end_ns": pl.Int64, "correlation_id": pl.Int64, "instance": pl.String,
@@ -67,7 +67,7 @@ EDGE_SCHEMA: dict[str, pl.DataType] = {
 work); ``point`` E (the source's end) or S (its start); ``kind`` launch, sync or event."""
 
 WINDOW_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String, "rank": pl.Int32, "step": pl.Int32, "start_ns": pl.Int64,
+    "host": Text, "rank": pl.Int32, "step": pl.Int32, "start_ns": pl.Int64,
     "end_ns": pl.Int64,
 }
 

@@ -26,6 +26,7 @@ import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis, subtract
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
+from tracelens.model import Text
 from tracelens.text import matches
 
 IDLE_PARTS: tuple[str, ...] = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
@@ -41,7 +42,7 @@ SYNC_CALL = (r"(?i)^(hip|cuda|cu)(Device|Stream|Event|Ctx)Synchronize|"
 _INF = 2**62  # stands for ±infinity (year 2116 in ns since the epoch)
 
 
-_SCHEMA = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "part": pl.String,
+_SCHEMA = {"host": Text, "rank": pl.Int32, "device": pl.Int32, "part": pl.String,
            "start_ns": pl.Int64, "end_ns": pl.Int64}
 
 

@@ -61,7 +61,9 @@ def kernel_table(events: pl.DataFrame, detail: bool = False) -> pl.DataFrame:
         **{ab: pl.col(c).abs().sum() for c, _, ab in integral},
         **({"_durs": pl.col("_d")} if detail else {}),
     ).collect()
-    return out.with_columns(pl.col(strings).cast(pl.String)).sort("_i")
+    # the host stays as the model has it (a key of the device frames it is joined with)
+    plain = [k for k in strings if k != "host" or events.schema[k] == pl.String]
+    return out.with_columns(pl.col(plain).cast(pl.String)).sort("_i")
 
 
 def _compute_kernel() -> pl.Expr:

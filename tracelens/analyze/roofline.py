@@ -19,7 +19,7 @@ import polars as pl
 
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.hardware import DTYPES, GpuSpec, spec_for_device
-from tracelens.model import COMPUTE_CATEGORIES
+from tracelens.model import COMPUTE_CATEGORIES, Text
 
 MODEL_CATEGORIES = ("gemm", "attention", "convolution")
 _DUR = pl.col("end_ns") - pl.col("start_ns")
@@ -48,7 +48,7 @@ def spec_frame(specs: dict[tuple, GpuSpec | None]) -> pl.DataFrame:
                "hbm_tb_per_s": s.hbm_tb_per_s if s else None}
         row.update({f"peak_{d}": (s.peak(d) if s else None) for d in DTYPES})
         rows.append(row)
-    schema = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "spec": pl.String,
+    schema = {"host": Text, "rank": pl.Int32, "device": pl.Int32, "spec": pl.String,
               "hbm_tb_per_s": pl.Float64, **{f"peak_{d}": pl.Float64 for d in DTYPES}}
     return pl.DataFrame(rows, schema=schema)
 

@@ -88,9 +88,8 @@ def lens_of(p: "SummaryPartial") -> "LensTimeline | None":
         return p.hlo
     from tracelens.analyze.hlo_findings import lens_activities
 
-    # a merged partial's rows keep their strings Categorical (merge_partials); the lens's
-    # are String as in one process
-    return replace(p.hlo, acts=strings_back(lens_activities(p.acts), ("op", "host")))
+    # text columns stay dictionary-encoded, as in one process (tracelens.model.Text)
+    return replace(p.hlo, acts=lens_activities(p.acts))
 
 
 def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:

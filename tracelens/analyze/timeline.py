@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis, union_length_expr
-from tracelens.model import CATEGORIES, CategoryDtype
+from tracelens.model import CATEGORIES, CategoryDtype, Text
 
 DEVICE_KEYS = ["host", "rank", "device"]
 TIMELINE_COLUMNS = ["span_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
@@ -334,7 +334,7 @@ def step_breakdown(events: pl.DataFrame, steps: pl.DataFrame,
     """Per device and step: window = the step's bounds on the device's rank."""
     keys = [*DEVICE_KEYS, "step"]
     if steps.is_empty():
-        empty = pl.DataFrame(schema={"host": pl.String, "rank": pl.Int32, "device": pl.Int32,
+        empty = pl.DataFrame(schema={"host": Text, "rank": pl.Int32, "device": pl.Int32,
                                      "step": pl.Int32, "start_ns": pl.Int64,
                                      "end_ns": pl.Int64})
         return _breakdown(events.head(0).with_columns(step=pl.lit(None, dtype=pl.Int32)), keys,

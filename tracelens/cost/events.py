@@ -27,7 +27,7 @@ from tracelens.name_dtype import name_dtypes
 
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String, "program_id": pl.Int64, "op": Text, "module": pl.String,
+    "host": Text, "program_id": pl.Int64, "op": Text, "module": pl.String,
     "cost_kind": pl.String, "collective": pl.String, "detail": pl.String,
     "_flops": pl.Float64, "_bytes": pl.Float64, "_dtype": Text, "_msg_bytes": pl.Int64,
     "_group_size": pl.Int32, "_groups": Text, "_note": Text,
