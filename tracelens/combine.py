@@ -101,7 +101,7 @@ def place(df: pl.DataFrame, where: Placement) -> pl.DataFrame:
     shifted (only the columns it has)."""
     cols = {"rank": (pl.col("rank") + where.rank_offset).cast(pl.Int32)}
     if "host" in df.columns and where.host is not None:
-        cols["host"] = pl.lit(where.host)
+        cols["host"] = pl.lit(where.host, dtype=df.schema["host"])
     if "start_ns" in df.columns:
         cols["start_ns"] = pl.col("start_ns") + where.shift_ns
         cols["end_ns"] = pl.col("end_ns") + where.shift_ns

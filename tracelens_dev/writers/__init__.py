@@ -17,4 +17,5 @@ def plain_text(trace: _Trace) -> _Trace:
     strings: the writers build their formats with string expressions."""
     def plain(df: _pl.DataFrame) -> _pl.DataFrame:
         return df.with_columns(_cs.categorical().cast(_pl.String))
-    return _replace(trace, events=plain(trace.events), host_events=plain(trace.host_events))
+    return _replace(trace, events=plain(trace.events), host_events=plain(trace.host_events),
+                    devices=plain(trace.devices), modules=plain(trace.modules))
