@@ -9,6 +9,7 @@ category at priority k is ``|∪ prio ≤ k| − |∪ prio < k|``, so exclusive 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,13 @@ import polars as pl
 from tracelens.analyze.intervals import on_one_axis, union_length_expr
 from tracelens.model import CATEGORIES, CategoryDtype, Text
 
+try:  # the one-pass sweep (tracelens/_sweep.c); optional: numpy gives the same sums
+    import _tracelens_sweep as _SWEEP
+    if getattr(_SWEEP, "ABI", None) != 1:  # built from other sources: do not use it
+        _SWEEP = None
+except ImportError:
+    _SWEEP = None
+
 DEVICE_KEYS = ["host", "rank", "device"]
 TIMELINE_COLUMNS = ["span_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
                     "overlapped_comm_ns", "memory_ns", "exposed_memory_ns", "idle_ns"]
@@ -24,6 +32,8 @@ _COLLECTIVE = CATEGORIES.index("collective")
 _PRIO = pl.col("category").to_physical().cast(pl.Int32)  # a category's priority: its index
 Axis = tuple[pl.DataFrame, pl.DataFrame]  # ``intervals.on_one_axis``'s (rows, groups)
 _MEMORY = CATEGORIES.index("memory")
+SWEEP_ENV = "TRACELENS_SWEEP"
+"""``numpy`` forces the numpy sweep (the reference) where the C one is built."""
 
 
 @dataclass
@@ -110,6 +120,38 @@ _Layout = tuple["np.ndarray | None", np.ndarray, np.ndarray]  # (rows, run start
 
 def _run_sums(s: np.ndarray, e: np.ndarray, prio: np.ndarray, layouts: list[_Layout]
               ) -> list[tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray | None]]]:
+    """:func:`_run_sums_numpy`'s sums, from the C sweep (``_tracelens_sweep``: one pass
+    instead of ten) when it is built."""
+    if _SWEEP is None or os.environ.get(SWEEP_ENV, "").strip().lower() == "numpy":
+        return _run_sums_numpy(s, e, prio, layouts)
+    n_cat = len(CATEGORIES)
+    runs, counts_of = [], []
+    for rows, starts, run_of_row in layouts:
+        if rows is None:
+            runs.append(np.ascontiguousarray(run_of_row, np.int64))
+        else:
+            full = np.full(len(s), -1, np.int64)
+            full[rows] = run_of_row
+            runs.append(full)
+        counts_of.append(len(starts))
+    found = _SWEEP.prio_sums(np.ascontiguousarray(s, np.int64),
+                             np.ascontiguousarray(e, np.int64),
+                             np.ascontiguousarray(prio, np.int64), runs, counts_of, n_cat,
+                             _COLLECTIVE, _MEMORY)
+    names = [f"u{k}" for k in range(n_cat)] + ["comm", "mem"]
+    out: list[tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray | None]]] = []
+    for (sums_b, counts_b, totals_b), n_runs in zip(found, counts_of):
+        sums = np.frombuffer(sums_b, np.int64).reshape(n_runs, len(names))
+        counts = np.frombuffer(counts_b, np.int64).reshape(n_runs, n_cat)
+        totals = np.frombuffer(totals_b, np.int64).reshape(n_runs, n_cat)
+        out.append(({n: sums[:, k] for k, n in enumerate(names)}, counts,
+                    [totals[:, k] if counts[:, k].any() else None for k in range(n_cat)]))
+    return out
+
+
+def _run_sums_numpy(s: np.ndarray, e: np.ndarray, prio: np.ndarray, layouts: list[_Layout]
+                    ) -> list[tuple[dict[str, np.ndarray], np.ndarray,
+                                    list[np.ndarray | None]]]:
     """Per layout (the rows it reads, None for all, in runs: each run's first position among
     them and each row's run): the ten union sums per run, the count per run and category, and
     the summed duration per run and category (None where the category has no row).
