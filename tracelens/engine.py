@@ -29,7 +29,7 @@ from tracelens.combine import Placement, job_meta, plan
 from tracelens.dask_map import run_map, scheduler_address
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
-from tracelens.model import Trace, TraceMeta
+from tracelens.model import Notice, Trace, TraceMeta
 from tracelens.protocol import Analysis, JobPlan, Task, needs_whole_job
 from tracelens.reading import default_workers, file_size, spawn_safe
 
@@ -55,7 +55,7 @@ class HostFile:
     in_dir: bool = False  # that argument is a directory
     # discovery notes (skipped files), given to the job's last file: warned after every
     # reader's warnings and before the stages', where the one-process loader warns them
-    notes: tuple[str, ...] = ()
+    notes: tuple[Notice, ...] = ()
 
 
 @dataclass(frozen=True)

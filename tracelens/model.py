@@ -265,12 +265,71 @@ class FormatFacts:
     path: str
 
 
+NoticeValue = str | int | float | None
+"""What a notice's field holds: small, picklable, and what ``str.format`` renders."""
+
+SUBJECTS = ("file", "host", "table")
+"""The fields that say what a notice is about (the file read, its host, a file of the set it
+stands for: a rocprofv3 CSV table): the same notice of several hosts or files differs only in
+these (:func:`tracelens.notices.fold_per_host` says it once)."""
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One warning as data: an approximation or repair a reader or stage made. ``code`` names
+    its kind (stable: merges and folds tell notices apart by it, never by their text);
+    ``fields`` are the values it is built from, in the order given (``file`` and ``host``
+    name what it is about, :data:`SUBJECTS`); ``template`` renders them (``str.format``).
+    :attr:`text` is the one place a notice becomes words, so a count summed over hosts is
+    summed from its field, not read back from a sentence."""
+
+    code: str
+    template: str
+    fields: tuple[tuple[str, NoticeValue], ...] = ()
+
+    @classmethod
+    def of(cls, code: str, template: str, **fields: NoticeValue) -> "Notice":
+        """The notice ``code`` with ``fields`` (keywords, in the template's order)."""
+        return cls(code, template, tuple(fields.items()))
+
+    @property
+    def text(self) -> str:
+        """What the outputs show."""
+        return self.template.format_map(dict(self.fields))
+
+    def get(self, name: str, default: NoticeValue = None) -> NoticeValue:
+        """The value of field ``name`` (``default`` without one)."""
+        return next((v for k, v in self.fields if k == name), default)
+
+    def about(self, file: str) -> "Notice":
+        """This notice said of ``file`` (a part's notice, given its file by the reader that
+        read it): ``<file>: <text>``."""
+        if any(k == "file" for k, _ in self.fields):
+            raise ValueError(f"notice {self.code} names its file already")
+        return Notice(self.code, "{file}: " + self.template, (("file", file), *self.fields))
+
+    @property
+    def subject(self) -> str | None:
+        """The file or host it is about, the one its text names first (None: neither)."""
+        at = {k: self.template.find("{" + k) for k in SUBJECTS}
+        found = [(at[k] if at[k] >= 0 else len(self.template), str(v))
+                 for k, v in self.fields if k in SUBJECTS and v is not None]
+        return min(found)[1] if found else None
+
+    @property
+    def kind(self) -> tuple[object, ...]:
+        """What the same notice of other hosts or files shares: all but its subjects."""
+        return (self.code, self.template,
+                tuple(f for f in self.fields if f[0] not in SUBJECTS))
+
+
 @dataclass
 class TraceMeta:
     """Where a trace came from and every approximation or repair made while reading it."""
 
     sources: list[dict[str, str]] = field(default_factory=list)  # [{"path", "format"}]
-    warnings: list[str] = field(default_factory=list)
+    # every approximation or repair made while reading and loading, in order
+    notices: list[Notice] = field(default_factory=list)
     alignment: str = "none"  # how hosts were put on one clock
     # where trace.steps came from: "annotation", "marker:<regex>",
     # "program:<module>(<program_id>)" or "none" (tracelens.steps)
@@ -287,15 +346,21 @@ class TraceMeta:
     # loaded, before any filter; None before the loader's clip stage
     clips: pl.DataFrame | None = None
     # why hosts could not be put on one clock; the loader tries collective ends before it warns
-    unaligned: str | None = None
+    unaligned: Notice | None = None
     member: Membership | None = None  # the file's place in its job, when the format says
     # a reader's counter facts per process, until the core costs the kernels from them
     counters: list[KernelCounters] = field(default_factory=list)
     shapes: OpShapes | None = None  # a reader's shape facts, until the core costs them
 
-    def warn(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
+    @property
+    def warnings(self) -> list[str]:
+        """The notices' texts, in order (as every output shows them, before folding)."""
+        return [n.text for n in self.notices]
+
+    def warn(self, notice: Notice) -> None:
+        """Record ``notice`` (once: the same notice again is not repeated)."""
+        if notice not in self.notices:
+            self.notices.append(notice)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import polars as pl
 
-from tracelens.model import COSTED_ATEN_OPS, Trace
+from tracelens.model import COSTED_ATEN_OPS, Notice, Trace
 
 _DTYPES: dict[str, tuple[str, int]] = {
     "float": ("fp32", 4), "double": ("fp64", 8), "c10::half": ("fp16", 2),
@@ -265,7 +265,7 @@ _COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
           "cost_source": pl.String, "cost_note": pl.String}
 
 
-def cost_shapes(trace: Trace) -> list[tuple[int, int, str]]:
+def cost_shapes(trace: Trace) -> list[tuple[int, int, Notice]]:
     """The load stage of shape costs (issue 26): ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` ("shapes") and ``cost_note`` of each kernel a costed ATen op launched,
     from the op's recorded shapes the reader handed over (``trace.meta.shapes``, then
@@ -296,10 +296,12 @@ def cost_shapes(trace: Trace) -> list[tuple[int, int, str]]:
         _scatter(trace, facts.kernels.join(ops, on="uid", how="left", maintain_order="left"))
     if not unknown:
         return []
-    where = f"{Path(trace.meta.sources[0]['path']).name}: " if trace.meta.sources else ""
-    return [(facts.notes_at, 0, f"{where}{unknown} costed ATen ops (GEMM, attention, "
-             "convolution) have no usable Input Dims/Input type (record_shapes off?): their "
-             "kernels get no FLOPs")]
+    note = Notice.of("cost.shapes_unknown", "{unknown} costed ATen ops (GEMM, attention, "
+                     "convolution) have no usable Input Dims/Input type (record_shapes off?): "
+                     "their kernels get no FLOPs", unknown=unknown)
+    if trace.meta.sources:
+        note = note.about(Path(trace.meta.sources[0]["path"]).name)
+    return [(facts.notes_at, 0, note)]
 
 
 def _scatter(trace: Trace, k: pl.DataFrame) -> None:
