@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from tracelens.model import (STEP_SCHEMA, HostInfo, Notice, ProcessInfo, RankInfo, Trace,
-                             TraceMeta)
+from tracelens.model import (STEP_SCHEMA, HostClockFacts, HostInfo, Notice, ProcessInfo,
+                             RankInfo, Trace, TraceMeta)
 from tracelens.notices import unique
 
 _FRAMES = ("events", "host_events", "steps", "devices", "modules")
@@ -38,12 +38,19 @@ class PartFacts:
 
 def part_facts(meta: TraceMeta) -> PartFacts:
     """The :class:`PartFacts` of one file's trace."""
-    if meta.processes:
-        procs = tuple(meta.processes)
+    clocked = host_clock(meta)
+    if clocked is not None:
+        procs = clocked.processes
         return PartFacts(True, procs, len(procs), tuple(p.host for p in procs), None,
-                         meta.clock)
+                         clocked.clock)
     host, info = next(iter(meta.hosts.items())) if meta.hosts else (None, HostInfo())
     return PartFacts(False, (), 1, (host,), info.profile_start_ns, None)
+
+
+def host_clock(meta: TraceMeta) -> HostClockFacts | None:
+    """What a file holding several processes on one host clock says of them (rocprofv3,
+    RPD), None for any other file (one meta per file)."""
+    return next((f for f in meta.facts(HostClockFacts) if f.processes), None)
 
 
 def _named(i: int, f: PartFacts) -> PartFacts:

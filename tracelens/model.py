@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -16,6 +16,7 @@ from tracelens.categories import CATEGORIES, COMPUTE_CATEGORIES, KINDS  # noqa: 
 
 CategoryDtype = pl.Enum(list(CATEGORIES))
 KindDtype = pl.Enum(list(KINDS))
+F = TypeVar("F", bound="FormatFacts")
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": pl.String,
@@ -170,7 +171,6 @@ class HostInfo:
     ranks: list[int] = field(default_factory=list)  # its ranks, once hosts are combined
     paths: list[str] = field(default_factory=list)  # the file of each of those ranks
     pid: int | None = None  # the process that wrote the file (XSpace process_id), if recorded
-    python_tid: int | None = None  # synthetic traces: the thread of the step annotations
 
 
 @dataclass
@@ -187,8 +187,8 @@ class RankInfo:
 @dataclass
 class ProcessInfo:
     """One profiled process of a file that holds several on one host clock (rocprofv3, RPD):
-    a rank, with its lifetime on that clock (``TraceMeta.clock``); ``tracelens.combine`` puts
-    the processes of several files on one clock from these."""
+    a rank, with its lifetime on that clock (:class:`HostClockFacts`); ``tracelens.combine``
+    puts the processes of several files on one clock from these."""
 
     rank: int
     host: str | None
@@ -260,9 +260,39 @@ class KernelCounters:
 class FormatFacts:
     """What one file's reader says about how it read that file, beyond the frames. Each format
     subclasses it with typed fields in its own parser package (``parsers.xspace.XSpaceFacts``:
-    which decoder ran); the core carries them, one per file read, and never reads them."""
+    which decoder ran); the core carries them, in reading order, and reads only the
+    format-neutral kinds below (:meth:`TraceMeta.facts`), which a format's facts extend or
+    stand beside."""
 
     path: str
+
+
+@dataclass(frozen=True)
+class HostClockFacts(FormatFacts):
+    """A file that holds several profiled processes on one host clock (rocprofv3, RPD): each
+    process a rank, with its lifetime on that clock (``clock``: its name); ``tracelens.combine``
+    puts the processes of several files on one clock from these."""
+
+    processes: tuple[ProcessInfo, ...] = ()
+    clock: str | None = None
+
+
+@dataclass(frozen=True)
+class CounterFacts(FormatFacts):
+    """The hardware counters a reader hands over per process (:class:`KernelCounters`):
+    ``tracelens.cost.counters`` costs the kernels from them right after reading and drops
+    them (they never leave the process that read the file)."""
+
+    processes: tuple[KernelCounters, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShapeFacts(FormatFacts):
+    """The recorded shapes of costed ATen ops a reader hands over (:class:`OpShapes`):
+    ``tracelens.cost.shapes`` costs the kernels from them right after reading and drops
+    them."""
+
+    shapes: OpShapes = field(default_factory=OpShapes)
 
 
 NoticeValue = str | int | float | None
@@ -336,9 +366,7 @@ class TraceMeta:
     steps_source: str = "none"
     hosts: dict[str, HostInfo] = field(default_factory=dict)
     ranks: list[RankInfo] = field(default_factory=list)  # set when several files are combined
-    processes: list[ProcessInfo] = field(default_factory=list)  # one per rank, when a file says
-    clock: str | None = None  # the host clock the processes' timestamps are on, when a file says
-    # the readers' own facts, one per file read that has any, in reading order
+    # the readers' own facts about each file read, in reading order (FormatFacts)
     format_facts: list[FormatFacts] = field(default_factory=list)
     # the per-op cost table of tracelens.cost.events.annotate (None before costs are annotated)
     op_costs: pl.DataFrame | None = None
@@ -348,9 +376,6 @@ class TraceMeta:
     # why hosts could not be put on one clock; the loader tries collective ends before it warns
     unaligned: Notice | None = None
     member: Membership | None = None  # the file's place in its job, when the format says
-    # a reader's counter facts per process, until the core costs the kernels from them
-    counters: list[KernelCounters] = field(default_factory=list)
-    shapes: OpShapes | None = None  # a reader's shape facts, until the core costs them
 
     @property
     def warnings(self) -> list[str]:
@@ -361,6 +386,11 @@ class TraceMeta:
         """Record ``notice`` (once: the same notice again is not repeated)."""
         if notice not in self.notices:
             self.notices.append(notice)
+
+    def facts(self, kind: type[F]) -> list[F]:
+        """The readers' facts of ``kind`` (a :class:`FormatFacts` subclass), in reading
+        order."""
+        return [f for f in self.format_facts if isinstance(f, kind)]
 
 
 @dataclass

@@ -45,8 +45,8 @@ from parsers.launch import launch_text
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
-                             HostInfo, Membership, Notice, Trace, TraceMeta, conform,
-                             host_from_file_name)
+                             HostInfo, Membership, Notice, ShapeFacts, Trace, TraceMeta,
+                             conform, host_from_file_name)
 
 FORMAT = "kineto"
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
@@ -401,10 +401,10 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
                             "arg (grid, block, registers per thread, shared memory) that is not "
                             "an integer (list of them): left out of launch, unknown",
                             file=path.name, n=bad_shape))
-    events, launches, link_warn, extra, meta.shapes = link_activity(dev, hst, shapes)
+    events, launches, link_warn, extra, op_shapes = link_activity(dev, hst, shapes)
     for w in link_warn:
         meta.warn(w.about(path.name))
-    meta.shapes.notes_at = len(meta.notices)  # the shape costs' note follows these
+    op_shapes.notes_at = len(meta.notices)  # the shape costs' note follows these
     events = conform(events.with_columns(host=pl.lit(host), rank=pl.lit(0)), EVENT_SCHEMA)
     devices, dev_warn = device_frame(header, sorted(set(events["device"].to_list())), host,
                                      len(meta.notices))
@@ -423,7 +423,7 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
         timestamps=("exact: microseconds with 3 decimals (baseTimeNanoseconds present), "
                     "converted to integer ns" if exact else
                     "rounded to the nearest ns (no baseTimeNanoseconds)"),
-        steps_source=step_source, **extra)]
+        steps_source=step_source, **extra), ShapeFacts(str(path), op_shapes)]
     if not events.height and device_seen:
         raise TraceInputError(path, f"none of its {device_seen} device activities is usable "
                               f"({'; '.join(meta.warnings)[:300]})")

@@ -27,8 +27,8 @@ from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process, launch_expr
 from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA,
-                             STEP_SCHEMA, HostInfo, KernelCounters, Notice, ProcessInfo,
-                             Trace, TraceMeta, conform)
+                             STEP_SCHEMA, CounterFacts, HostInfo, KernelCounters, Notice,
+                             ProcessInfo, Trace, TraceMeta, conform)
 
 CLOCK = "CLOCK_BOOTTIME"
 UNUSABLE = frozenset({
@@ -205,11 +205,13 @@ def _host_events(p: Process, host: str, rank: int) -> pl.DataFrame:
 
 
 def build_trace(procs: list[Process], path: Path, fmt: str,
-                step_marker: str | None = None) -> Trace:
-    """One Trace from the processes one input holds; ranks in the order given."""
+                step_marker: str | None = None, clock: str = CLOCK) -> Trace:
+    """One Trace from the processes one input holds, on the host clock ``clock``; ranks in
+    the order given."""
     meta = TraceMeta(sources=[{"path": str(path), "format": fmt}])
     events, devices, hosts, markers = [], [], [], []
     unusable: list[Notice] = []  # why records were not read, for the error when none is
+    counters: list[KernelCounters] = []  # for the core's counter costs
     processes: list[ProcessInfo] = []
     host_info: dict[str, HostInfo] = {}
     for rank, p in enumerate(procs):
@@ -252,7 +254,7 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         if counted_at == len(warn):
             counted.notes_at = len(meta.notices)
         unusable += [w for w in warn if w.code in UNUSABLE]
-        meta.counters.append(counted)
+        counters.append(counted)
         # the process's identification notes follow its other warnings (tracelens.devices)
         devices.append(agents_mod.devices(p.agents, active_nodes, host, rank,
                                           len(meta.notices)))
@@ -269,8 +271,9 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         step_marker)
     for w in step_warn:
         meta.warn(w.about(path.name))
-    meta.hosts, meta.processes, meta.clock = host_info, processes, CLOCK
-    meta.format_facts = [_facts(procs, path)]
+    meta.hosts = host_info
+    meta.format_facts = [_facts(procs, path, processes, clock),
+                         CounterFacts(str(path), tuple(counters))]
     return Trace(
         events=pl.concat(events) if events else pl.DataFrame(schema=EVENT_SCHEMA),
         host_events=pl.concat(hosts) if hosts else pl.DataFrame(schema=HOST_EVENT_SCHEMA),
@@ -279,8 +282,11 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         meta=meta)
 
 
-def _facts(procs: list[Process], path: Path) -> RocprofFacts:
-    """The file's schema, as its processes recorded it (one schema per file)."""
+def _facts(procs: list[Process], path: Path, ranks: list[ProcessInfo], clock: str
+           ) -> RocprofFacts:
+    """The file's processes (``ranks``) on the host ``clock`` and its schema, as its
+    processes recorded it (one schema per file)."""
     def first(key: str) -> str | None:
         return next((str(p.info[key]) for p in procs if p.info.get(key) is not None), None)
-    return RocprofFacts(str(path), schema_version=first("schema_version"), layout=first("layout"))
+    return RocprofFacts(str(path), tuple(ranks), clock, schema_version=first("schema_version"),
+                        layout=first("layout"))

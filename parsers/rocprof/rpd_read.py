@@ -55,9 +55,7 @@ def processes(con: sqlite3.Connection, path: Path) -> list[Process]:
 
 
 def build(procs: list[Process], path: Path, step_marker: str | None) -> Trace:
-    trace = build_trace(procs, path, FORMAT, step_marker)
-    trace.meta.clock = CLOCK
-    return trace
+    return build_trace(procs, path, FORMAT, step_marker, clock=CLOCK)
 
 
 class _Rpd:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.model import Notice, Trace
+from tracelens.model import CounterFacts, Notice, Trace
 
 MFMA_TYPES = {"F16": "fp16", "BF16": "bf16", "F32": "fp32", "F64": "fp64", "F8": "fp8",
               "F6F4": "fp4", "XF32": "tf32", "I8": "int8"}
@@ -141,11 +141,16 @@ _COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
 def cost_counters(trace: Trace) -> list[tuple[int, int, Notice]]:
     """The load stage of counter costs (issue 26): ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` and ``cost_note`` of each kernel of a rank whose reader handed over its
-    counters (``trace.meta.counters``, then dropped), right after reading; null where the
-    counters collected do not determine them. Returns one note per process that recorded
-    counters, (where in the file's warnings, rank, text), for :func:`tracelens.devices`'s
-    ``insert_notes``."""
-    facts, trace.meta.counters = trace.meta.counters, []
+    counters (the reader's :class:`~tracelens.model.CounterFacts`, then dropped), right after
+    reading; null where the counters collected do not determine them. Returns one note per
+    process that recorded counters, (where in the file's notices, rank, the notice), for
+    :func:`tracelens.devices`'s ``insert_notes``."""
+    handed = trace.meta.facts(CounterFacts)
+    if not handed:
+        return []
+    trace.meta.format_facts = [f for f in trace.meta.format_facts
+                               if not isinstance(f, CounterFacts)]
+    facts = [c for f in handed for c in f.processes]
     if not facts:
         return []
     file = Path(trace.meta.sources[0]["path"]).name

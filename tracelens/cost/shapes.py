@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import polars as pl
 
-from tracelens.model import COSTED_ATEN_OPS, Notice, Trace
+from tracelens.model import COSTED_ATEN_OPS, Notice, ShapeFacts, Trace
 
 _DTYPES: dict[str, tuple[str, int]] = {
     "float": ("fp32", 4), "double": ("fp64", 8), "c10::half": ("fp16", 2),
@@ -268,13 +268,17 @@ _COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
 def cost_shapes(trace: Trace) -> list[tuple[int, int, Notice]]:
     """The load stage of shape costs (issue 26): ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` ("shapes") and ``cost_note`` of each kernel a costed ATen op launched,
-    from the op's recorded shapes the reader handed over (``trace.meta.shapes``, then
-    dropped), right after reading: the op's cost on its longest kernel, 0 on its others.
-    Returns the note counting the ops whose shapes give no cost, (where in the file's
-    warnings, rank, text), for :func:`tracelens.devices.insert_notes`."""
-    facts, trace.meta.shapes = trace.meta.shapes, None
-    if facts is None:
+    from the op's recorded shapes the reader handed over (its
+    :class:`~tracelens.model.ShapeFacts`, then dropped), right after reading: the op's cost
+    on its longest kernel, 0 on its others. Returns the note counting the ops whose shapes
+    give no cost, (where in the file's notices, rank, the notice), for
+    :func:`tracelens.devices.insert_notes`."""
+    handed = trace.meta.facts(ShapeFacts)
+    if not handed:
         return []
+    trace.meta.format_facts = [f for f in trace.meta.format_facts
+                               if not isinstance(f, ShapeFacts)]
+    facts = handed[0].shapes  # one file's reader: one set of shapes
     memo: dict[Any, ShapeCost | None] = {}
     uids, flops, nbytes, dtypes, shaped = [], [], [], [], []
     for uid, (name, dims, types, concrete) in facts.ops.items():
