@@ -60,6 +60,8 @@ def test_warn_keeps_each_notice_once_in_order() -> None:
     assert meta.warnings == ["a.pb: dropped 1 events with negative duration",
                              "clipped 2 same-stream overlaps (largest 5 ns): an in-order stream "
                              "cannot run two activities at once"]
+    with pytest.raises(TypeError):
+        meta.warn("a sentence")  # type: ignore[arg-type]
 
 
 def test_fold_names_the_hosts_and_counts_them() -> None:

@@ -383,7 +383,10 @@ class TraceMeta:
         return [n.text for n in self.notices]
 
     def warn(self, notice: Notice) -> None:
-        """Record ``notice`` (once: the same notice again is not repeated)."""
+        """Record ``notice`` (once: the same notice again is not repeated). A sentence is
+        refused where it is given, not where it is rendered: warnings are typed."""
+        if not isinstance(notice, Notice):
+            raise TypeError(f"TraceMeta.warn takes a Notice, not {type(notice).__name__}")
         if notice not in self.notices:
             self.notices.append(notice)
 
