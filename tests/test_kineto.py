@@ -19,6 +19,7 @@ from tests.conftest import SAMPLES, SHARED, cli
 from tracelens.analyze.collectives import collective_activities
 from tracelens.errors import TraceInputError
 from tracelens.formats import sniff_format
+from tracelens.model import CounterFacts, ShapeFacts
 from tests.test_rocprof_parity import _without_host
 
 KINETO = SHARED / "traces" / "kineto"
@@ -457,7 +458,7 @@ def test_a_worker_process_sends_the_file_costed_and_identified() -> None:
 
     path = _real("mi250_rocm62_minitoy_train.json.gz")
     part = from_worker(read_in_worker("kineto", path, None))
-    assert part.meta.shapes is None and part.meta.counters == []
+    assert part.meta.facts(ShapeFacts) == [] and part.meta.facts(CounterFacts) == []
     assert part.events.filter(pl.col("cost_source") == "shapes").height == 3
     assert "spec_id" in part.devices.columns and "notes_at" not in part.devices.columns
     assert part.meta.warnings[0].startswith(f"{path.name}: device 2 (AMD Radeon Graphics")

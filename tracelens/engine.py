@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import polars as pl
 
-from tracelens.combine import Placement, job_meta, plan
+from tracelens.combine import Placement, host_clock, job_meta, plan
 from tracelens.dask_map import run_map, scheduler_address
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
-from tracelens.model import Trace, TraceMeta
+from tracelens.model import Notice, Trace, TraceMeta
 from tracelens.protocol import Analysis, JobPlan, Task, needs_whole_job
 from tracelens.reading import default_workers, file_size, spawn_safe
 
@@ -55,7 +55,7 @@ class HostFile:
     in_dir: bool = False  # that argument is a directory
     # discovery notes (skipped files), given to the job's last file: warned after every
     # reader's warnings and before the stages', where the one-process loader warns them
-    notes: tuple[str, ...] = ()
+    notes: tuple[Notice, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class MapOptions:
 @dataclass
 class HostPartial:
     """What one host sends back: small and typed. ``meta``: the host's metadata as its
-    loader left it (sources, warnings, hosts, processes, clock, format facts, steps source);
+    loader left it (sources, notices, hosts, format facts, steps source);
     ``facts``: its job-check facts; ``parts``: each task's partial, in task order;
     ``steps``/``devices``: its step numbers and device ordinals (what ``--step`` and
     ``--device`` may name); ``ends``: its collectives' instance keys and ends (aligning
@@ -129,7 +129,7 @@ def _on_wall_clock(meta: TraceMeta) -> bool:
     """A single-host file with its profile start: combine can place it on the wall clock
     (rocprofv3 processes and XSpace files without ``profile_start_time`` cannot)."""
     first = next(iter(meta.hosts.values()), None)
-    return not meta.processes and first is not None and first.profile_start_ns is not None
+    return host_clock(meta) is None and first is not None and first.profile_start_ns is not None
 
 
 # ---------------------------------------------------------------------------------------------

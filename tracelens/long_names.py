@@ -14,7 +14,7 @@ import hashlib
 
 import polars as pl
 
-from tracelens.model import Text, Trace
+from tracelens.model import Notice, Text, Trace
 
 MAX_NAME_BYTES = 16 << 10  # 3x the longest real kernel name seen (5,160 bytes, xDiT)
 
@@ -55,7 +55,9 @@ def cap_long_names(trace: Trace, file_name: str) -> None:
             setattr(trace, attr, df.with_columns(
                 name=pl.when(long).then(name.replace(mapping)).otherwise(name)))
     if rows:
-        trace.meta.warn(f"{file_name}: {len(distinct)} names longer than {MAX_NAME_BYTES} bytes "
-                        f"(longest {longest}) on {rows} events are cut to {MAX_NAME_BYTES} bytes "
-                        "and marked with their length and hash: no real kernel name is that "
-                        "long, and each copy of it cost memory in every analysis")
+        trace.meta.warn(Notice.of(
+            "load.long_names", "{file}: {names} names longer than {cap} bytes (longest "
+            "{longest}) on {rows} events are cut to {cap} bytes and marked with their length "
+            "and hash: no real kernel name is that long, and each copy of it cost memory in "
+            "every analysis", file=file_name, names=len(distinct), cap=MAX_NAME_BYTES,
+            longest=longest, rows=rows))

@@ -22,7 +22,7 @@ from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze import kernel_table as kt
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_mfu,
                                         device_specs, mfu, model_kernels, roofline, spec_frame)
-from tracelens.analyze.summary_merge import clipped_facts, file_facts
+from tracelens.analyze.summary_merge import file_facts
 from tracelens.analyze.summary_reduce import reduce_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Breakdown,
@@ -32,7 +32,7 @@ from tracelens.filters import Filters
 from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
-from tracelens.notices import host_and_file_names, steps_disagree
+from tracelens.notices import steps_disagree
 from tracelens.protocol import JobPlan
 if TYPE_CHECKING:
     from tracelens.analyze.hlo_findings import LensTimeline
@@ -107,8 +107,8 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
     n_nocost, ns_nocost, total_ns = kt.no_cost_sums(table)
     roof = kt.roofline_of(table, specs_df)
     return SummaryPartial(
-        inputs=tuple(trace.meta.sources), warnings=tuple(trace.meta.warnings),
-        host_names=tuple(_host_names(trace)), alignment=trace.meta.alignment,
+        inputs=tuple(trace.meta.sources), notices=tuple(trace.meta.notices),
+        alignment=trace.meta.alignment,
         steps_source=trace.meta.steps_source,
         filters=SummaryFilters(device, step, active_filters),
         devices=devices, steps=steps,
@@ -121,7 +121,6 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         acts=acts,
         # the HLO findings are of the whole trace (filters do not apply)
         hlo=_lens(trace, whole_acts, unfiltered) if trace.modules.height else None,
-        clipped=clipped_facts(trace.meta.warnings),
         host_facts=file_facts(trace) if len(trace.meta.sources) == 1 else None,
         hosts_named=all(h.named for h in trace.meta.hosts.values()),
     )
@@ -202,12 +201,6 @@ def _lens(trace: Trace, whole_acts: pl.DataFrame | None, same: bool) -> "LensTim
 
     lens = lens_timeline(trace, whole_acts)
     return replace(lens, acts=None) if same else lens
-
-
-def _host_names(trace: Trace) -> list[str]:
-    """What names a host in warnings: its host name and its file's name (and stem)."""
-    return host_and_file_names(trace.devices["host"].unique().to_list(),
-                               [src["path"] for src in trace.meta.sources])
 
 
 def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | None,
@@ -303,7 +296,7 @@ class SummaryAnalysis:
         mixed = steps_disagree(list(plan.steps_sources))
         if mixed:
             merged = replace(merged, steps_source=plan.steps_source,
-                             warnings=(*merged.warnings, mixed))
+                             notices=(*merged.notices, mixed))
         return merged
 
     def finish(self, part: Part, options: SummaryOptions) -> Summary:

@@ -22,7 +22,7 @@ from typing import Iterable
 
 import polars as pl
 
-from tracelens.model import COMPUTE_CATEGORIES, Text, Trace
+from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace
 from tracelens.name_dtype import name_dtypes
 
 KEY = ["host", "program_id", "op"]
@@ -35,7 +35,7 @@ OP_COST_SCHEMA: dict[str, pl.DataType] = {
 
 
 def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
-                  hlo_text: Iterable[str | Path] = ()) -> tuple[pl.DataFrame, list[str]]:
+                  hlo_text: Iterable[str | Path] = ()) -> tuple[pl.DataFrame, list[Notice]]:
     """One row per distinct (host, program_id, op) of ``events``: the op's cost per
     execution, and the problems met (modules that failed to decode, ops not in the HLO)."""
     keys = events.lazy().select(*KEY).filter(
@@ -85,14 +85,17 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                      "_note": c.note or None})
     problems = list(index.problems)
     if missing_module:
-        problems.append(f"{len(missing_module)} program(s) named by kernels have no HLO in the "
-                        "trace; their kernels get no cost data")
+        problems.append(Notice.of("cost.no_hlo", "{n} program(s) named by kernels have no HLO "
+                                  "in the trace; their kernels get no cost data",
+                                  n=len(missing_module)))
     if missing_op:
-        problems.append(f"{missing_op} HLO op name(s) of kernels are not in their program's HLO; "
-                        "those kernels get no cost data")
+        problems.append(Notice.of("cost.op_not_in_hlo", "{n} HLO op name(s) of kernels are not "
+                                  "in their program's HLO; those kernels get no cost data",
+                                  n=missing_op))
     if failed:
-        problems.append(f"the cost of {len(failed)} HLO op(s) could not be computed from their "
-                        f"(malformed?) HLO, e.g. {failed[0]}; their kernels get no cost data")
+        problems.append(Notice.of("cost.hlo_malformed", "the cost of {n} HLO op(s) could not be "
+                                  "computed from their (malformed?) HLO, e.g. {example}; their "
+                                  "kernels get no cost data", n=len(failed), example=failed[0]))
     return pl.DataFrame(rows, schema=OP_COST_SCHEMA), problems
 
 
@@ -212,7 +215,7 @@ def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
 
 
 def annotate(trace: Trace, hlo_text: Iterable[str | Path] = (),
-             table: tuple[pl.DataFrame, list[str]] | None = None) -> Trace:
+             table: tuple[pl.DataFrame, list[Notice]] | None = None) -> Trace:
     """Fill the cost columns of ``trace.events`` from the trace's HLO (and text dumps), keep
     the per-op table in ``trace.meta.op_costs``, and record problems as warnings.
     ``table`` is an :func:`op_cost_table` result already computed for these events."""

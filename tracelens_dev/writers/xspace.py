@@ -394,8 +394,8 @@ def _host_plane(trace: Trace, host: str, rank: int, shift: int, info: HostInfo) 
         steps = steps.join(marks, on=["start_ns", "end_ns"], how="left",
                            maintain_order="left").unique(["step"], keep="first",
                                                          maintain_order=True)
-        tid = info.python_tid or (int(steps["tid"].drop_nulls()[0])
-                                         if steps["tid"].drop_nulls().len() else 1)
+        known = steps["tid"].drop_nulls()
+        tid = writer_hints(trace).python_tids.get(host) or (int(known[0]) if known.len() else 1)
         ev = steps.select(name=pl.col("name").fill_null("train"),
                           start_ns=pl.col("start_ns") - shift, end_ns=pl.col("end_ns") - shift,
                           step_num="step")
