@@ -9,7 +9,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import tracelens.classify as classify_mod
 from tracelens.classify import Match, RuleSet, classify, explain, load_rules
 from tracelens.errors import TraceInputError
 from tracelens.model import CATEGORIES, CategoryDtype, KindDtype, Text
@@ -913,14 +912,16 @@ def test_hash_collision_falls_back_to_exact_join(monkeypatch: pytest.MonkeyPatch
                       [("attn_fwd", None), ("reduce.1", "reduce.1"), ("attn_fwd", None),
                        (RCCL_GENERIC, "all-reduce-start"), ("dot.2", "dot.2")]])
     expected = classify(events)
-    real_hash = classify_mod._combo_hash
+    import tracelens.signatures as signatures_mod
+
+    real_hash = signatures_mod.combo_hash
 
     def colliding(keys: pl.DataFrame, seed: int) -> pl.Series:
         if seed == 0:
             return pl.Series("h", [7] * keys.height, dtype=pl.UInt64)
         return real_hash(keys, seed)
 
-    monkeypatch.setattr(classify_mod, "_combo_hash", colliding)
+    monkeypatch.setattr(signatures_mod, "combo_hash", colliding)
     assert classify(events).equals(expected)
     assert expected["rule"].to_list() == [
         "attention.aotriton", "reduction.xla", "attention.aotriton", "collective.rccl_generic",

@@ -21,7 +21,7 @@ import polars as pl
 from tracelens.align import align_on_collectives
 from tracelens.classify import RuleSet, classify
 from tracelens.combine import combine
-from tracelens.cost.events import annotate, op_cost_table, with_hlo_kind
+from tracelens.cost.events import annotate, hlo_kinds, op_cost_table
 from tracelens.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
 from tracelens.jobs import Facts as JobFacts
 from tracelens.jobs import check_one_job
@@ -29,6 +29,7 @@ from tracelens.jobs import facts as job_facts
 from tracelens.model import FormatFacts, Notice, Trace, validate
 from tracelens.notices import clipped
 from tracelens.prepare import assign_steps, clip_and_record
+from tracelens.signatures import Signatures, signatures
 from tracelens.reading import read_all
 from tracelens.steps import mark_steps
 
@@ -45,6 +46,7 @@ class Context:
     notes: list[Notice] = field(default_factory=list)  # discovery notes, warned first
     format_facts: list[FormatFacts] = field(default_factory=list)  # the readers', per file
     costs: tuple[pl.DataFrame, list[Notice]] | None = None  # the HLO op cost table, once
+    signatures: Signatures | None = None  # the events' kernels, from classify to costs
 
 
 def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
@@ -130,14 +132,20 @@ def _clip_overlaps(trace: Trace, ctx: Context) -> None:
 
 
 def _classify(trace: Trace, ctx: Context) -> None:
-    """Categories, with what each HLO op computes (DESIGN §6.2) as the rules' HLO signal."""
-    ctx.costs = op_cost_table(trace.events, trace.modules)
-    trace.events = classify(with_hlo_kind(trace.events, ctx.costs[0]), ctx.rules).drop("hlo")
+    """Categories, with what each HLO op computes (DESIGN §6.2) as the rules' HLO signal,
+    worked out per signature (:mod:`tracelens.signatures`) and spread onto the events."""
+    ctx.signatures = signatures(trace.events)
+    keys = ctx.signatures.table
+    ctx.costs = op_cost_table(keys, trace.modules)
+    trace.events = classify(trace.events, ctx.rules,
+                            (ctx.signatures, hlo_kinds(keys, ctx.costs[0])))
 
 
 def _costs(trace: Trace, ctx: Context) -> None:
-    """flops, bytes, dtype, cost_source, msg_bytes, ... from the table the classifier used."""
-    annotate(trace, table=ctx.costs)
+    """flops, bytes, dtype, cost_source, msg_bytes, ... from the table the classifier used,
+    on the same signatures (the events' order is unchanged since)."""
+    annotate(trace, table=ctx.costs, sig=ctx.signatures)
+    ctx.signatures = None
 
 
 def _align(trace: Trace, ctx: Context) -> None:

@@ -24,6 +24,7 @@ import polars as pl
 
 from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace
 from tracelens.name_dtype import name_dtypes
+from tracelens.signatures import Signatures
 
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
@@ -99,17 +100,24 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     return pl.DataFrame(rows, schema=OP_COST_SCHEMA), problems
 
 
-def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
+                sig: Signatures | None = None) -> pl.DataFrame:
     """Per event: whether it is its op's main kernel on its device (``_is_main``: the kernel
     name with the largest total time, ties to the smallest name; kernels without an op and
     alone in their op are), and its op's cost columns from ``table``.
 
-    Worked out once per (host, rank, device, program_id, op, name) and joined back onto the
-    events in their order; string keys are compared as categoricals (integer codes), which
-    keeps the group-by and the join fast on millions of events."""
+    Worked out once per (host, rank, device, program_id, op, name) and spread onto the
+    events in their order: with the events' :class:`~tracelens.signatures.Signatures`
+    (``sig``, whose keys hold those) by one gather per column, else by a join."""
     keys = ["host", "rank", "device", "program_id", "op"]
-    coded = events.select(pl.col("host").cast(pl.Categorical), "rank", "device", "program_id",
-                          "op", "name", _d=pl.col("end_ns") - pl.col("start_ns"))
+    dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
+    if sig is not None:  # each signature's total time, summed from its events (exact)
+        totals = pl.DataFrame({"_s": sig.row, "_d": events.select(dur)["_d"]}).lazy() \
+            .group_by("_s").agg(_t=pl.col("_d").sum()).collect()
+        coded = sig.table.with_row_index("_s").join(totals, on="_s", how="left") \
+            .sort("_s").select(*keys, "name", _d=pl.col("_t").fill_null(0))
+    else:
+        coded = events.select(*keys, "name", dur)
     # lazy: integer sums are exact in any order (the names are sorted below, lexically)
     per_name = coded.lazy().filter(pl.col("op").is_not_null()).group_by(*keys, "name") \
         .agg(_t=pl.col("_d").sum()).collect()
@@ -119,15 +127,18 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     per_name = per_name.join(main, on=keys, how="left", nulls_equal=True).with_columns(
         _is_main=(pl.col("_names") <= 1) | (pl.col("name") == pl.col("_main")))
     per_name = per_name.join(
-        table.select(pl.col("host").cast(pl.Categorical), "program_id", "op", "_flops",
-                     "_bytes", "_dtype", "_msg_bytes", "_group_size", "_groups", "_note"),
+        table.select("host", "program_id", "op", "_flops", "_bytes", "_dtype", "_msg_bytes",
+                     "_group_size", "_groups", "_note"),
         on=["host", "program_id", "op"], how="left", nulls_equal=False)
     out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size", "_groups",
            "_note"]
-    return coded.select(*keys, "name").join(
+    found = coded.select(*keys, "name").join(
         per_name.select(*keys, "name", *out), on=[*keys, "name"], how="left",
         nulls_equal=True, maintain_order="left").select(
         pl.col("_is_main").fill_null(True), *out[1:])
+    if sig is None:
+        return found
+    return pl.DataFrame([sig.spread(c) for c in found.get_columns()])
 
 
 def _name_dtype(ev: pl.DataFrame) -> pl.Series:
@@ -143,12 +154,14 @@ def _name_dtype(ev: pl.DataFrame) -> pl.Series:
     return out
 
 
-def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
-    """Fill the cost columns of ``events`` from an :func:`op_cost_table` (counters win)."""
+def annotate_events(events: pl.DataFrame, table: pl.DataFrame,
+                    sig: Signatures | None = None) -> pl.DataFrame:
+    """Fill the cost columns of ``events`` from an :func:`op_cost_table` (counters win);
+    ``sig``: the events' :class:`~tracelens.signatures.Signatures` when the caller has them."""
     if events.is_empty():
         return events
     cols = events.columns
-    ev = events.hstack(_per_kernel(events, table))
+    ev = events.hstack(_per_kernel(events, table, sig))
     ev = ev.with_columns(_name_dtype=_name_dtype(ev))
     helper = ~pl.col("_is_main") & pl.col("_flops").is_not_null()
     hlo_flops = pl.when(helper).then(0.0).otherwise(pl.col("_flops"))
@@ -206,23 +219,30 @@ def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     signal), null when the trace has no HLO for it. A collective's is ``collective:<opcode>``
     (``collective:all-reduce``): JAX names instructions after its primitives (``psum.13``), so
     only the HLO says which collective an op is."""
+    return events.with_columns(hlo_kinds(events, table))
+
+
+def hlo_kinds(keys: pl.DataFrame, table: pl.DataFrame) -> pl.Series:
+    """:func:`with_hlo_kind`'s ``hlo`` of each row of ``keys`` (host, program_id, op): of
+    the events, or of their :class:`~tracelens.signatures.Signatures`' table."""
     kind = pl.when(pl.col("collective").is_not_null()).then(
         pl.concat_str(pl.col("cost_kind"), pl.lit(":"), pl.col("collective"))) \
         .otherwise(pl.col("cost_kind"))
-    hlo = events.select(KEY).join(table.select(*KEY, hlo=kind), on=KEY, how="left",
-                                  maintain_order="left")["hlo"]  # narrow: no copy of events
-    return events.with_columns(hlo)
+    return keys.select(KEY).join(table.select(*KEY, hlo=kind), on=KEY, how="left",
+                                 maintain_order="left")["hlo"]  # narrow: no copy of events
 
 
 def annotate(trace: Trace, hlo_text: Iterable[str | Path] = (),
-             table: tuple[pl.DataFrame, list[Notice]] | None = None) -> Trace:
+             table: tuple[pl.DataFrame, list[Notice]] | None = None,
+             sig: Signatures | None = None) -> Trace:
     """Fill the cost columns of ``trace.events`` from the trace's HLO (and text dumps), keep
     the per-op table in ``trace.meta.op_costs``, and record problems as warnings.
-    ``table`` is an :func:`op_cost_table` result already computed for these events."""
+    ``table`` is an :func:`op_cost_table` result already computed for these events; ``sig``
+    their :class:`~tracelens.signatures.Signatures`, when the caller has them."""
     table, problems = table if table is not None else op_cost_table(
         trace.events, trace.modules, hlo_text)
     for p in problems:
         trace.meta.warn(p)
-    trace.events = annotate_events(trace.events, table)
+    trace.events = annotate_events(trace.events, table, sig)
     trace.meta.op_costs = table
     return trace
