@@ -37,7 +37,7 @@ from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, d
                                     too_large)
 from parsers.xspace.space import parse
 from tracelens.errors import TraceInputError
-from tracelens.model import Text
+from tracelens.model import KindDtype, Text
 
 ABI = 3  # the version of parsers/_xspace.c this module speaks to
 try:
@@ -208,8 +208,9 @@ class FastLines:
         if mc is None:  # the row-by-row string conversion ran: no codes (rare)
             kinds = device_kind(df.select(pl.col("name", "memcpy_details").cast(pl.String)),
                                 line_types)
-            return df.with_columns(kinds.select(
-                "kind", pl.col("subcategory").cast(Text), "bytes").get_columns())
+            return df.with_columns(kinds.select(pl.col("kind").cast(KindDtype),
+                                                pl.col("subcategory").cast(Text),
+                                                "bytes").get_columns())
         mc_codes, mc_table = mc
         key = md_code.astype(np.int64) * (len(mc_table) + 1) + (mc_codes + 1)
         space = n_names * (len(mc_table) + 1)
@@ -227,7 +228,7 @@ class FastLines:
         first[inverse[rows]] = rows
         small = df.select("name", "memcpy_details")[first].cast(pl.String)
         kinds = device_kind(small, line_types).select(
-            "kind", pl.col("subcategory").cast(Text), "bytes")
+            pl.col("kind").cast(KindDtype), pl.col("subcategory").cast(Text), "bytes")
         return df.with_columns(kinds[inverse.astype(np.int64)].get_columns())
 
 
