@@ -228,8 +228,9 @@ def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | Non
     if step is not None:
         whole = {k[:3]: v for k, v in per_step.items()}
     else:
+        spans = axis[1] if axis is not None else None  # each device's first/last time
         whole = {(r["host"], r["rank"], r["device"]): typed(r)
-                 for r in idle_breakdown(parts, events).iter_rows(named=True)}
+                 for r in idle_breakdown(parts, events, spans=spans).iter_rows(named=True)}
     return whole, per_step
 
 
