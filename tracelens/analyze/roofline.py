@@ -227,18 +227,21 @@ def roofline_bounds(agg: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
 
 def model_kernels(events: pl.DataFrame) -> pl.DataFrame:
     """The model kernels (``MODEL_CATEGORIES``) with the columns :func:`mfu` reads."""
+    step = ["step"] if "step" in events.columns else []
     return events.lazy().filter(pl.col("category").is_in(MODEL_CATEGORIES)) \
-        .select(*DEVICE_KEYS, "start_ns", "end_ns", "flops", "bytes", "dtype").collect()
+        .select(*DEVICE_KEYS, "start_ns", "end_ns", "flops", "bytes", "dtype", *step).collect()
 
 
 def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None = None,
-        model: pl.DataFrame | None = None, spans: pl.DataFrame | None = None
-        ) -> pl.DataFrame:
+        model: pl.DataFrame | None = None, spans: pl.DataFrame | None = None,
+        inside: bool = False) -> pl.DataFrame:
     """MFU per device (``windows`` None: the device's first start → last end) or per device
     and step (``windows``: rank, step, start_ns, end_ns). Columns: keys [+ step],
     model_flops, mfu_dtype, peak_tflops, window_ns, mfu, model_kernels_without_cost.
     ``model``: :func:`model_kernels` of ``events``, and ``spans`` (device keys and
-    ``window_ns``, whole-trace only) when the caller has them already."""
+    ``window_ns``, whole-trace only) when the caller has them already. ``inside``: no
+    activity crosses a window's start or end (``timeline.step_rows``) and the events' ``step``
+    is their window's: each activity is then its own piece, found without clipping."""
     keys = list(DEVICE_KEYS)
     model = model_kernels(events) if model is None else model
     if windows is None:
@@ -246,8 +249,12 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
                             - pl.col("start_ns").min()).collect() if spans is None else spans
     else:
         keys.append("step")
-        model = clip_costs_to_windows(model, windows) if model.height else \
-            model.with_columns(step=pl.lit(None, dtype=pl.Int32))
+        if inside and model.height and "step" in model.columns:  # what clipping keeps
+            model = model.filter(pl.col("step").is_not_null()
+                                 & (pl.col("end_ns") > pl.col("start_ns")))
+        else:
+            model = clip_costs_to_windows(model, windows) if model.height else \
+                model.with_columns(step=pl.lit(None, dtype=pl.Int32))
         spans = events.lazy().select(keys[:3]).unique().collect().join(
             windows.select("rank", "step", window_ns=pl.col("end_ns") - pl.col("start_ns")),
             on="rank")

@@ -27,7 +27,7 @@ from tracelens.analyze.summary_reduce import reduce_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Breakdown,
                                         device_and_step_breakdowns, device_axis,
-                                        step_breakdown)
+                                        step_breakdown, step_rows)
 from tracelens.filters import Filters
 from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
@@ -133,17 +133,21 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
     """One typed row per active device, in (rank, device) order; ``axis``: the
     :func:`device_axis` of ``events`` (None with a step, or when it does not fit);
     ``table``: their :func:`~tracelens.analyze.kernel_table.kernel_table`."""
-    active = events.select(DEVICE_KEYS).unique()
+    active = axis[1].select(DEVICE_KEYS) if axis is not None else \
+        events.select(DEVICE_KEYS).unique()
+    inside = None  # every activity inside one step window or outside all (step_rows)
     if step is not None:
         per_step = step_breakdown(events, steps, active)
         whole = Breakdown(per_step.timeline.drop("step", "start_ns", "end_ns"),
                           per_step.categories.drop("step"))
     else:
-        whole, per_step = device_and_step_breakdowns(events, steps, active, axis)
+        inside = step_rows(events, steps, axis)
+        whole, per_step = device_and_step_breakdowns(events, steps, active, axis, inside)
     idle_whole, idle_step = _idle(trace, device, steps, step, events, axis)
     dev_info = {(r["host"], r["rank"], r["device"]): r for r in devices.iter_rows(named=True)}
     model = model_kernels(events)  # read by both MFUs
-    by_step = mfu(events, specs_df, steps, model) if steps.height else None
+    by_step = mfu(events, specs_df, steps, model, inside=inside is not None) \
+        if steps.height else None
     spans = axis[1].select(*DEVICE_KEYS, window_ns=pl.col("_hi") - pl.col("_lo")) \
         if axis is not None else None  # each device's first start → last end
     # one step: its own MFU; else each device's median step's, or its span's (device_mfu)
@@ -160,10 +164,10 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
             "exclusive_ns", descending=True).iter_rows(named=True):
         cats.setdefault((r["host"], r["rank"], r["device"]), []).append(CategoryTime(
             r["category"], r["count"], r["sum_ns"], r["exclusive_ns"]))
-    step_rows: dict[tuple, list[StepSummary]] = {}
+    step_summaries: dict[tuple, list[StepSummary]] = {}
     for r in per_step.timeline.sort("rank", "device", "start_ns").iter_rows(named=True):
         key = (r["host"], r["rank"], r["device"])
-        step_rows.setdefault(key, []).append(StepSummary(
+        step_summaries.setdefault(key, []).append(StepSummary(
             r["step"], r["start_ns"], r["end_ns"],
             _timeline(r, idle_step.get((*key, r["step"]))),
             mfu_step.get((*key, r["step"]))))
@@ -177,7 +181,7 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
             host=r["host"], rank=r["rank"], device=r["device"], vendor=info.get("vendor"),
             arch=info.get("arch"), product=info.get("product"),
             timeline=_timeline(r, idle_whole.get(key)), categories=tuple(cats.get(key, [])),
-            steps=tuple(step_rows.get(key, [])), spec=specs.get(key), mfu=dev_mfu,
+            steps=tuple(step_summaries.get(key, [])), spec=specs.get(key), mfu=dev_mfu,
             mfu_dtype=m.get("mfu_dtype"), model_flops=m.get("model_flops"),
             model_kernels_without_cost=without, flops_coverage=flops_cov,
             compute_kernel_ns=int(cov.get("compute_kernel_ns") or 0),

@@ -403,8 +403,25 @@ def _disjoint(steps: pl.DataFrame) -> bool:
                     .all()).item()
 
 
+StepRows = tuple[np.ndarray, np.ndarray]  # :func:`step_rows`: (rows inside, their window)
+
+
+def step_rows(events: pl.DataFrame, steps: pl.DataFrame, axis: Axis | None
+              ) -> StepRows | None:
+    """The axis rows inside a step window and each one's window, when the steps of a rank do
+    not overlap and no activity crosses a window's start or end (:func:`_step_rows`), else
+    None: what tells that the events' ``step`` column (the window holding each start) is
+    all there is to cutting them into steps."""
+    return _step_rows(axis, steps) if axis is not None and events.height \
+        and steps.height and _disjoint(steps) else None
+
+
+_FIND = object()  # device_and_step_breakdowns: find the step rows itself
+
+
 def device_and_step_breakdowns(events: pl.DataFrame, steps: pl.DataFrame,
-                               devices: pl.DataFrame, axis: Axis | None
+                               devices: pl.DataFrame, axis: Axis | None,
+                               found: "StepRows | None | object" = _FIND
                                ) -> tuple[Breakdown, Breakdown]:
     """``device_breakdown(events, axis)`` and ``step_breakdown(events, steps, devices)``.
 
@@ -412,10 +429,11 @@ def device_and_step_breakdowns(events: pl.DataFrame, steps: pl.DataFrame,
     activity lies inside one step window of its rank or outside all of them (the usual
     trace: no kernel straddles a step boundary): the per-step sums are then the whole sweep's
     parts summed over each window's rows (see :func:`_run_sums`), and no activity needs
-    clipping. Otherwise each breakdown is computed on its own."""
-    found = _step_rows(axis, steps) if axis is not None and events.height \
-        and steps.height and _disjoint(steps) else None
-    if found is None:
+    clipping. Otherwise each breakdown is computed on its own. ``found``: the
+    :func:`step_rows` of the events, when the caller has them."""
+    if found is _FIND:
+        found = step_rows(events, steps, axis)
+    if not isinstance(found, tuple):
         return device_breakdown(events, axis), step_breakdown(events, steps, devices)
     (rows, groups), (inside, win) = axis, found
     g = rows["_g"].to_numpy()
