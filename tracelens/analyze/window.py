@@ -11,7 +11,7 @@ ones; what is left out is counted and said). Without steps the window is the fir
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import polars as pl
 
@@ -91,13 +91,13 @@ def shown_devices(busy: pl.DataFrame, max_devices: int) -> pl.DataFrame:
         .head(max_devices).select(DEVICE_KEYS)
 
 
-def exposed_comm(ev: pl.DataFrame) -> pl.DataFrame:
-    """Exposed communication per device (DEVICE_KEYS, start_ns, end_ns; sorted): each
-    device's collectives minus its compute. Per device, so the engine's hosts compute it
-    for their own devices (:mod:`tracelens.analyze.window_parts`)."""
+def exposed_comm(ev: pl.DataFrame, keys: Sequence[str] = DEVICE_KEYS) -> pl.DataFrame:
+    """Exposed communication per device (``keys``, start_ns, end_ns; sorted): each device's
+    collectives minus its compute. Per device, so the engine's hosts compute it for their
+    own devices (:mod:`tracelens.analyze.window_parts`, with the step among the keys)."""
     comp = ev.filter(pl.col("category").is_in(COMPUTE_CATEGORIES))
     comm = ev.filter(pl.col("category") == "collective")
-    return subtract(comm, comp, DEVICE_KEYS)
+    return subtract(comm, comp, keys)
 
 
 def longest(ev: pl.DataFrame, max_events: int) -> pl.DataFrame:

@@ -128,12 +128,18 @@ def window_activities(trace: Trace, opts: WindowOptions) -> pl.DataFrame:
     return ev.select(COLUMNS)
 
 
-def step_pieces(ev: pl.DataFrame, step: int, max_events: int) -> StepPieces:
-    """:class:`StepPieces` of ``ev``: the activities (COLUMNS) of the devices sent, already
-    clipped to ``step``'s windows."""
-    per_device = ev.partition_by(DEVICE_KEYS, maintain_order=True)
+def step_pieces(ev: pl.DataFrame, steps: Sequence[int], max_events: int
+                ) -> tuple[StepPieces, ...]:
+    """:class:`StepPieces` of each of ``steps`` from ``ev``: the activities (COLUMNS and
+    ``step``) of the devices sent, clipped to each step's windows (one pass for them all)."""
+    by = [*DEVICE_KEYS, "step"]
+    per_device = ev.partition_by(by, maintain_order=True)
     top = pl.concat([longest(d, max_events) for d in per_device]) if per_device else ev
-    return StepPieces(step, top, ev.group_by(DEVICE_KEYS).agg(n=pl.len()), exposed_comm(ev))
+    counts, exposed = ev.group_by(by).agg(n=pl.len()), exposed_comm(ev, by)
+
+    def of(df: pl.DataFrame, step: int) -> pl.DataFrame:
+        return df.filter(pl.col("step") == step).drop("step")
+    return tuple(StepPieces(s, of(top, s), of(counts, s), of(exposed, s)) for s in steps)
 
 
 def window_part(trace: Trace, opts: WindowOptions) -> WindowPart:
@@ -167,8 +173,8 @@ def _step_guess(ev: pl.DataFrame, steps: pl.DataFrame, busy: pl.DataFrame,
                 opts: WindowOptions) -> tuple[StepPieces, ...]:
     """Each guessed step's pieces on this host's ``max_devices`` busiest devices in it: a
     device of this host among the job's busiest in the step is among them."""
-    out = []
-    for step in guessed_steps(steps, opts.step):
+    guessed, clipped = guessed_steps(steps, opts.step), []
+    for step in guessed:
         mine = shown_devices(busy.filter(pl.col("step") == step).drop("step"),
                              opts.max_devices)
         windows = steps.filter(pl.col("step") == step)
@@ -176,9 +182,8 @@ def _step_guess(ev: pl.DataFrame, steps: pl.DataFrame, busy: pl.DataFrame,
         if windows.height:  # only what can overlap them, then clipped as in_window clips
             near = near.filter((pl.col("start_ns") < windows["end_ns"].max()) &
                                (pl.col("end_ns") > windows["start_ns"].min()))
-        clipped = clip_to_windows(near, windows).drop("step")
-        out.append(step_pieces(clipped, step, opts.max_events))
-    return tuple(out)
+        clipped.append(clip_to_windows(near, windows))
+    return step_pieces(pl.concat(clipped), guessed, opts.max_events)
 
 
 def _opening(ev: pl.DataFrame, first: pl.DataFrame) -> Opening:
@@ -321,9 +326,9 @@ class WindowEvents:
         if c.shown is None:
             return busiest(in_window(ev, c.steps, c.step, c.lo, c.hi), opts.max_devices)
         assert c.step is not None
-        ev = in_window(ev.join(c.shown, on=DEVICE_KEYS, how="semi"), c.steps, c.step, c.lo,
-                       c.hi)
-        return step_pieces(ev, c.step, opts.max_events)
+        ev = clip_to_windows(ev.join(c.shown, on=DEVICE_KEYS, how="semi"),  # in_window's clip
+                             c.steps.filter(pl.col("step") == c.step))
+        return step_pieces(ev, [c.step], opts.max_events)[0]
 
     def merge(self, parts: Sequence[Share], plan: JobPlan) -> list[Share]:
         return list(parts)
