@@ -11,10 +11,10 @@ whose guess missed (hosts that disagree on the median step, or without steps a w
 reaches past what the host sent) are read again (:class:`WindowEvents`): never more hosts
 than before, when every owner was read twice.
 
-What travels does not grow with a step's activities: per device, the ``max_events``
-longest (the longest of the shown devices are among each device's longest), the count and
-the exposed communication (computed from all of them). Each is per device, so placing it in
-the job (ranks offset, host renamed, times shifted alike) changes no order.
+What a host sends of a step is reduced per device: the ``max_events`` longest activities
+(the page's longest of the shown devices are among each device's longest), their count and
+the exposed-communication intervals (computed from all of them). Each is per device, so
+placing it in the job (ranks offset, host renamed, times shifted alike) changes no order.
 """
 
 from __future__ import annotations
@@ -96,8 +96,9 @@ class Busiest:
 Guess = Union[tuple[StepPieces, ...], Opening]
 GUESSED_STEPS = 3
 """How many steps a host guesses without ``--step``: its median and the steps either side
-of it in its order by span (the job's median among hosts whose spans differ by noise, as
-often they do, is next to each host's; with at most 3 steps, always among them)."""
+of it in its order by span. Hosts whose spans differ by noise (as the straggler sample's
+two do) may disagree on the median, usually by a neighbour; with at most 3 steps the job's
+choice is always among them."""
 Share = Union[StepPieces, Busiest]  # a host's share of the chosen window, in job time
 
 
