@@ -355,18 +355,21 @@ def run_again(analysis: Analysis[Opt, P, R], job: Job, per_host: Sequence[tuple[
     """A later round of a multi-round analysis: host ``i``'s file read again for each
     ``(i, its options)`` of ``per_host`` (what it needs of the earlier rounds), ``analysis``'s
     partial computed on it, then merged (on the plan of those hosts) and finished under
-    ``options``."""
+    ``options``. An empty ``per_host`` reads nothing (the earlier rounds sent enough: the
+    report's window, :mod:`tracelens.analyze.window_parts`)."""
     import functools
 
     if job.trace is not None:  # the job loaded whole here: nothing to read again
         parts = [analysis.partial(job.trace, o) for _, o in per_host]
         return analysis.finish(analysis.merge(parts, job.plan or JobPlan.of_trace(job.trace)),
                                options)
-    items = [_Again(job.files[i], Task(analysis, o)) for i, o in per_host]
-    n = engine_workers([it.host for it in items], engine.workers, engine.scheduler)
-    mapped = map_options(MapOptions(load.rules, load.step_marker), n, engine.scheduler)
-    parts = run_map(functools.partial(_map_again, options=mapped), items, n, engine.scheduler,
-                    client=client)
+    parts: list[object] = []
+    if per_host:
+        items = [_Again(job.files[i], Task(analysis, o)) for i, o in per_host]
+        n = engine_workers([it.host for it in items], engine.workers, engine.scheduler)
+        mapped = map_options(MapOptions(load.rules, load.step_marker), n, engine.scheduler)
+        parts = run_map(functools.partial(_map_again, options=mapped), items, n,
+                        engine.scheduler, client=client)
     where = job.plan or job_plan(job)
     sub = replace(where, placements=tuple(where.placements[i] for i, _ in per_host),
                   steps_sources=tuple(where.steps_sources[i] for i, _ in per_host))
