@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, device_kind,
-                                    too_large)
+                                    launch_shape, too_large)
 from parsers.xspace.space import parse
 from tracelens.errors import TraceInputError
 from tracelens.model import KindDtype, Text
@@ -110,6 +110,7 @@ class FastLines:
         self.decoded: dict[tuple[int, int], dict[str, Any]] = {}
         self.threads = default_threads() if threads is None else max(1, int(threads))
         self.too_large: dict[str, int] = {}
+        self._details: tuple[np.ndarray, list[str | None]] | None = None  # kernel_details
 
     def plan(self, reader: Any, plane_idx: int, lines: list[tuple[int, Any]],
              wanted_only: bool) -> None:
@@ -199,6 +200,7 @@ class FastLines:
             self.too_large[stat] = self.too_large.get(stat, 0) + n_big
         self._combo = (md_code, cols.codes.get(EVENT_STATS.index("memcpy_details")),
                        names, len(names))
+        self._details = cols.codes.get(EVENT_STATS.index("kernel_details"))
         return df, r["negative"], unknown
 
     def device_kind(self, df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
@@ -208,9 +210,9 @@ class FastLines:
         if mc is None:  # the row-by-row string conversion ran: no codes (rare)
             kinds = device_kind(df.select(pl.col("name", "memcpy_details").cast(pl.String)),
                                 line_types)
-            return df.with_columns(kinds.select(pl.col("kind").cast(KindDtype),
-                                                pl.col("subcategory").cast(Text),
-                                                "bytes").get_columns())
+            return self._launch(df.with_columns(kinds.select(pl.col("kind").cast(KindDtype),
+                                                             pl.col("subcategory").cast(Text),
+                                                             "bytes").get_columns()))
         mc_codes, mc_table = mc
         key = md_code.astype(np.int64) * (len(mc_table) + 1) + (mc_codes + 1)
         space = n_names * (len(mc_table) + 1)
@@ -229,7 +231,20 @@ class FastLines:
         small = df.select("name", "memcpy_details")[first].cast(pl.String)
         kinds = device_kind(small, line_types).select(
             pl.col("kind").cast(KindDtype), pl.col("subcategory").cast(Text), "bytes")
-        return df.with_columns(kinds[inverse.astype(np.int64)].get_columns())
+        return self._launch(df.with_columns(kinds[inverse.astype(np.int64)].get_columns()))
+
+    def _launch(self, df: pl.DataFrame) -> pl.DataFrame:
+        """A device line's ``launch`` from its distinct ``kernel_details`` (the per-line codes),
+        and without the columns only the reader reads (not carried into the events' concat)."""
+        if self._details is not None:
+            codes, uniq = self._details
+            shapes = launch_shape(pl.Series(uniq, dtype=pl.String)).cast(Text)
+            launch = shapes.gather(pl.Series(np.ma.masked_array(codes, mask=codes < 0))) \
+                if len(uniq) else pl.repeat(None, df.height, dtype=Text, eager=True)
+            df = df.with_columns(launch.alias("launch"))
+        else:
+            df = df.with_columns(launch_shape(df["kernel_details"]).cast(Text))
+        return df.drop("kernel_details", "memcpy_details", "device_ordinal", "step_num")
 
 
 def _nulls(n: int, dtype: pl.DataType) -> pl.Series:

@@ -234,13 +234,16 @@ def _read_modules(plane: Any) -> list[dict[str, Any]]:
 
 
 def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
-    frames = [f for f in frames if f.height]
+    """The lines' frames as the events frame; a line whose source did not work out its launch
+    shape (the per-event reader, XLA:CPU ops) gets it here, per line."""
+    frames = [f if "launch" in f.columns or "kernel_details" not in f.columns else
+              f.with_columns(launch_shape(f["kernel_details"]).cast(Text))
+              for f in frames if f.height]
     if not frames:
         return pl.DataFrame(schema=EVENT_SCHEMA)
-    df = pl.concat(frames, how="diagonal_relaxed").with_columns(
-        host=pl.lit(host, dtype=Text), rank=pl.lit(0))
-    if "kernel_details" in df.columns:
-        df = df.with_columns(launch_shape(df["kernel_details"]))
+    df = pl.concat([f.drop("kernel_details", strict=False) for f in frames],
+                   how="diagonal_relaxed").with_columns(host=pl.lit(host, dtype=Text),
+                                                        rank=pl.lit(0))
     return conform(df, EVENT_SCHEMA)
 
 
