@@ -313,3 +313,19 @@ def test_chain_cummax_equals_a_window_per_chain(chains: int) -> None:
     want = pl.DataFrame({"x": x, "c": chain}).select(
         pl.col("x").cum_max().over("c"))["x"].to_numpy()
     assert np.array_equal(critical_solve._chain_cummax(x, chain), want)
+
+
+def test_only_the_longest_path_lists_its_activities_when_asked() -> None:
+    """``every_activity=False`` (what summarize asks): the same paths, compositions and
+    what-ifs; only the longest path keeps its activities, exactly as with all of them."""
+    from dataclasses import replace
+
+    from tests.conftest import SAMPLES
+
+    trace = tracelens.load(SAMPLES / "mi355x_2x8gpu_straggler")
+    full = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3))
+    lean = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3, every_activity=False))
+    longest = max(full.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
+    assert len(full.paths) > 1 and lean.what_if == full.what_if
+    for a, b in zip(full.paths, lean.paths):
+        assert b == (a if a is longest else replace(a, activities=()))

@@ -82,9 +82,10 @@ def dtype_from_name(name: pl.Expr) -> pl.Expr:
 
 def name_dtypes(names: pl.Series) -> pl.Series:
     """:func:`dtype_from_name` over a column, evaluated once per distinct name (names are
-    compared as categoricals: hashing millions of long kernel names once, not per join)."""
+    compared as categoricals: hashing millions of long kernel names once, not per join);
+    the dtypes come back dictionary-encoded (``pl.Categorical``, the event frames' text)."""
     coded = names.cast(pl.Categorical).to_frame("name")
     distinct = coded.unique().with_columns(
-        _dt=dtype_from_name(pl.col("name").cast(pl.String)))
+        _dt=dtype_from_name(pl.col("name").cast(pl.String)).cast(pl.Categorical))
     return coded.join(distinct, on="name", how="left", nulls_equal=True,
                       maintain_order="left")["_dt"]

@@ -26,7 +26,7 @@ from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
-from tracelens.analyze.critical_walk import Labels, composition, walk
+from tracelens.analyze.critical_walk import Labels, composition, walk, walkable
 from tracelens.model import Trace
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
@@ -44,6 +44,9 @@ class CriticalPathOptions:
     rank: int | None = None
     top: int = 10
     time: tuple[int | None, int | None] | None = None
+    # False: only the longest path lists its activities (``summarize`` shows no other's; a
+    # window of a whole trace puts every activity of every device on some path)
+    every_activity: bool = True
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,11 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
             what = f"step {step}" if step is not None else "its window"
             notes.append(f"{host} rank {rank}: no device activity in {what}, no path")
     with_host = {(h, r) for h, r in part.host_ranks.iter_rows()}
-    out = tuple(_device_path(p, g, nodes, (p.host, p.rank) in with_host) for p in paths)
+    longest = max(range(len(paths)), default=-1,
+                  key=lambda i: (paths[i].w1 - paths[i].w0, -paths[i].rank, -paths[i].device))
+    out = tuple(_device_path(p, g, nodes, (p.host, p.rank) in with_host,
+                             options.every_activity or i == longest)
+                for i, p in enumerate(paths))
     return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top)), tuple(notes))
 
 
@@ -181,6 +188,7 @@ def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFr
         ids=pl.col("id")).iter_rows())
     linked = _linked_threads(nodes, edges)
     end = nodes["end_ns"].to_numpy()
+    lists = walkable(g, lab)
     out = []
     for host, rank, device, dev_ids, step, lo, hi in devices.select(
             "host", "rank", "device", "ids", "step", "start_ns", "end_ns").iter_rows():
@@ -195,7 +203,7 @@ def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFr
         dev_top = top[lab.device_node[top]]
         last = int(dev_top[0] if len(dev_top) else top[0])
         w0, w1 = float(lo - g.t0), float(hi - g.t0)
-        pieces, on, _ = walk(g, lab, last, w0, w1)
+        pieces, on, _ = walk(g, lab, last, w0, w1, lists)
         out.append(_Path(rank, host, device, step, lo, hi, cand, pieces, on))
     return out
 
@@ -203,12 +211,18 @@ def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFr
 _ACTIVITY = ["kind", "name", "category", "host", "device", "stream", "start_ns", "end_ns"]
 
 
-def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool) -> DevicePath:
+def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool,
+                 activities: bool = True) -> DevicePath:
     comp = tuple(Component(k, v) for k, v in composition(p.pieces))
-    ids = np.asarray([i for i, v in p.on.items() if int(v) > 0], np.int64)
+    if not activities:
+        return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
+                          "host+device" if host_graph else "device-only", comp, ())
+    node = np.fromiter(p.on.keys(), np.int64, len(p.on))
+    ns = np.fromiter(p.on.values(), np.float64, len(p.on)).astype(np.int64)  # int(): truncated
+    ids = node[ns > 0]
     acts = nodes.select(_ACTIVITY)[ids].with_columns(
-        on_path_ns=pl.Series([int(p.on[int(i)]) for i in ids], dtype=pl.Int64),
-        _id=pl.Series(ids)).sort("start_ns", "_id")
+        on_path_ns=pl.Series(ns[ns > 0], dtype=pl.Int64), _id=pl.Series(ids)).sort(
+        "start_ns", "_id")
     rows = tuple(PathActivity(*r) for r in acts.drop("_id").iter_rows())
     return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
                       "host+device" if host_graph else "device-only", comp, rows)

@@ -31,17 +31,55 @@ class Labels:
 EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync"}
 
 
-def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float
+@dataclass(frozen=True)
+class Walkable:
+    """The per-node arrays :func:`walk` reads, as Python lists: the walk is a pointer chase,
+    one node at a time, and reading a list is several times cheaper than a numpy scalar."""
+
+    s: list[float]
+    e: list[float]
+    b: list[float]
+    b_bind: list[int]
+    b_src: list[int]
+    s_bind: list[int]
+    s_src: list[int]
+    s_kind: list[str]
+    s_at_start: list[bool]
+    prev_binds: list[bool]
+    group: list[int]
+    a_last: list[int]
+    component: list[str]
+    who: list[str]
+    device_node: list[bool]
+
+
+def walkable(g: Graph, lab: Labels) -> Walkable:
+    """The lists of ``g`` and ``lab`` a walk reads (made once for all of a graph's walks)."""
+    return Walkable(g.s.tolist(), g.e.tolist(), g.b.tolist(), g.b_bind.tolist(),
+                    g.b_src.tolist(), g.s_bind.tolist(), g.s_src.tolist(),
+                    [str(k) for k in g.s_kind.tolist()], g.s_at_start.tolist(),
+                    g.prev_binds.tolist(), g.group.tolist(), g.a_last.tolist(),
+                    lab.component.tolist(), lab.who.tolist(), lab.device_node.tolist())
+
+
+def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
+         lists: Walkable | None = None
          ) -> tuple[list[tuple[str, float]], dict[int, float], int]:
     """(the path's pieces [(component, ns)] from the end back, ns on the path per node,
-    revisits cut short) for the window [w0, w1] ending at ``sink``."""
+    revisits cut short) for the window [w0, w1] ending at ``sink``; ``lists``: the graph's
+    :func:`walkable` lists when the caller walks it more than once."""
+    L = lists if lists is not None else walkable(g, lab)
+    s_, e_, b_, b_bind_, b_src_ = L.s, L.e, L.b, L.b_bind, L.b_src
+    s_bind_, s_src_, s_kind_, s_at_start_ = L.s_bind, L.s_src, L.s_kind, L.s_at_start
+    prev_binds_, group_, a_last_ = L.prev_binds, L.group, L.a_last
+    component_, who_, device_node_ = L.component, L.who, L.device_node
     pieces: list[tuple[str, float]] = []
     on: dict[int, float] = {}
     c = w1
     n = sink
-    if g.e[n] < c:
-        pieces.append(("idle", c - max(g.e[n], w0)))
-        c = max(g.e[n], w0)
+    if e_[n] < c:
+        pieces.append(("idle", c - max(e_[n], w0)))
+        c = max(e_[n], w0)
     at_start = False
     seen: set[tuple[int, bool]] = set()
     cut = 0
@@ -52,34 +90,34 @@ def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float
             break
         seen.add((n, at_start))
         if not at_start:
-            lo = max(g.b[n], w0)
+            lo = max(b_[n], w0)
             if c > lo:
-                pieces.append((lab.component[n], c - lo))
+                pieces.append((component_[n], c - lo))
                 on[n] = on.get(n, 0.0) + c - lo
                 c = lo
             if c <= w0:
                 break
-            bind = g.b_bind[n]
-            if g.b[n] > g.s[n] and bind == -2:  # waited for the instance's last arrival
-                lo = max(g.s[n], w0)
-                last = g.a_last[g.group[n]]
-                pieces.append((f"wait:{lab.who[last]}", c - lo))
+            bind = b_bind_[n]
+            if b_[n] > s_[n] and bind == -2:  # waited for the instance's last arrival
+                lo = max(s_[n], w0)
+                last = a_last_[group_[n]]
+                pieces.append((f"wait:{who_[last]}", c - lo))
                 on[n] = on.get(n, 0.0) + c - lo
                 c = lo
-            elif g.b[n] > g.s[n] and bind >= 0:  # a sync call: to what it waited for
-                n, at_start = int(g.b_src[bind]), False
-                c = min(c, g.e[n])
+            elif b_[n] > s_[n] and bind >= 0:  # a sync call: to what it waited for
+                n, at_start = b_src_[bind], False
+                c = min(c, e_[n])
                 continue
         if c <= w0:
             break
-        edge = g.s_bind[n]
+        edge = s_bind_[n]
         if edge >= 0:
-            src, kind = int(g.s_src[edge]), str(g.s_kind[edge])
-            t = g.s[src] if g.s_at_start[edge] else g.e[src]
-            comp, nxt_start = EDGE_COMPONENT.get(kind, "idle"), bool(g.s_at_start[edge])
-        elif g.prev_binds[n]:
-            src, t = n - 1, g.e[n - 1]
-            comp, nxt_start = ("idle" if lab.device_node[n] else "host"), False
+            src, kind = s_src_[edge], s_kind_[edge]
+            t = s_[src] if s_at_start_[edge] else e_[src]
+            comp, nxt_start = EDGE_COMPONENT.get(kind, "idle"), s_at_start_[edge]
+        elif prev_binds_[n]:
+            src, t = n - 1, e_[n - 1]
+            comp, nxt_start = ("idle" if device_node_[n] else "host"), False
         else:  # no source: nothing known before it
             pieces.append(("idle", c - w0))
             break

@@ -22,7 +22,7 @@ from typing import Iterable
 
 import polars as pl
 
-from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace
+from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace, conform
 from tracelens.name_dtype import name_dtypes
 from tracelens.signatures import Signatures
 
@@ -48,21 +48,23 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     from tracelens.hlo.index import HloIndex
 
     index = HloIndex.from_frames(modules, wanted=keys, text_dumps=hlo_text)
+    # ops of programs without HLO: one note for them all, not a lookup each (a trace without
+    # HLO names as many ops as kernels)
+    pairs = keys.select("host", "program_id").unique()
+    known = pl.Series([index.module(h, p) is not None for h, p in pairs.iter_rows()],
+                      dtype=pl.Boolean)
+    lost = keys.join(pairs.filter(~known), on=["host", "program_id"], how="semi")
+    missing_module: set[tuple[str, int]] = set(pairs.filter(~known).iter_rows())
     rows = []
-    missing_module: set[tuple[str, int]] = set()
     missing_op = 0
     failed: list[str] = []
     done: dict[tuple[int, int, str], object] = {}  # hosts sharing a module share its costs
-    for host, pid, op in keys.iter_rows():
+    for host, pid, op in keys.join(lost, on=KEY, how="anti").iter_rows():
         found = index.lookup(host, pid, op)
         if found is None:  # a row without cost, saying why (the events' cost_note)
-            if index.module(host, pid) is None:
-                missing_module.add((host, pid))
-                note = f"the trace has no HLO for program {pid} on this host"
-            else:
-                missing_op += 1
-                note = f"op {op!r} is not in the HLO of program {pid}"
-            rows.append({"host": host, "program_id": pid, "op": op, "_note": note})
+            missing_op += 1
+            rows.append({"host": host, "program_id": pid, "op": op,
+                         "_note": f"op {op!r} is not in the HLO of program {pid}"})
             continue
         module, comp, inst = found
         memo = (id(module), id(comp), inst.name)
@@ -97,7 +99,12 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
         problems.append(Notice.of("cost.hlo_malformed", "the cost of {n} HLO op(s) could not be "
                                   "computed from their (malformed?) HLO, e.g. {example}; their "
                                   "kernels get no cost data", n=len(failed), example=failed[0]))
-    return pl.DataFrame(rows, schema=OP_COST_SCHEMA), problems
+    table = pl.DataFrame(rows, schema=OP_COST_SCHEMA)
+    if lost.height:  # in key order, as one lookup per key gave them
+        table = pl.concat([table, conform(lost.with_columns(_note=pl.format(
+            "the trace has no HLO for program {} on this host", "program_id")),
+            OP_COST_SCHEMA)]).sort(KEY)
+    return table, problems
 
 
 def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
@@ -149,8 +156,7 @@ def _name_dtype(ev: pl.DataFrame) -> pl.Series:
                      .fill_null(False)).to_series()
     out = pl.Series("_name_dtype", [None] * ev.height, dtype=Text)
     if need.any():
-        out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need).cast(pl.String))
-                          .cast(Text))
+        out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need)))
     return out
 
 
