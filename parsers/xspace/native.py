@@ -272,8 +272,10 @@ class _Columns:
         return self._refs
 
     def _defaults(self, code: int) -> list[Any]:
-        d = self.reader.defaults
-        return [(d.get(int(m)) or (None,) * (code + 1))[code] for m in self.md_ids]
+        d = self.reader.by_code[code]
+        if not d:  # no metadata of the plane sets this stat
+            return [None] * len(self.md_ids)
+        return [d.get(m) for m in self.md_ids.tolist()]
 
     def _kinds(self, code: int) -> tuple[np.ndarray, np.ndarray | None, int]:
         kinds = np.frombuffer(self.r["kinds"][code], np.uint8)
@@ -310,7 +312,7 @@ class _Columns:
     def integer(self, code: int) -> pl.Series:
         """An Int64 column as ``columns.as_int`` makes it."""
         kinds, vals, mask = self._kinds(code)
-        if mask == 1 << ABSENT and not self.reader.defaults:
+        if mask == 1 << ABSENT and not self.reader.by_code[code]:
             return _nulls(self.n, pl.Int64)
         defaults = self._defaults(code)
         if mask & ~_INT_FAST or any(d is not None and type(d) is not int for d in defaults):
@@ -340,7 +342,7 @@ class _Columns:
         """A text column (:data:`tracelens.model.Text`) of the values ``columns.as_str``
         gives (codes kept for reuse)."""
         kinds, vals, mask = self._kinds(code)
-        if mask == 1 << ABSENT and not self.reader.defaults:
+        if mask == 1 << ABSENT and not self.reader.by_code[code]:
             self.codes[code] = (np.full(self.n, -1, np.int64), [])
             return _nulls(self.n, Text)
         defaults = self._defaults(code)

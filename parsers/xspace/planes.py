@@ -25,13 +25,32 @@ class PlaneReader:
         self.ref_names = {k: v.name for k, v in plane.stat_metadata.items()}
         wanted = {name: i for i, name in enumerate(EVENT_STATS)}
         self.stat_code = {k: wanted[n] for k, n in self.ref_names.items() if n in wanted}
-        self.event_names = {k: v.name for k, v in plane.event_metadata.items()}
+        self.event_names: dict[int, str] = {}
         self.keep: set[int] = set()  # event metadata ids kept whatever their stats (markers)
         self.defaults: dict[int, list[Any]] = {}
-        for k, md in plane.event_metadata.items():
-            vals = self.read_stats(md.stats, None)
-            if any(v is not None for v in vals):
-                self.defaults[k] = vals
+        # per stat code, the metadata ids with a default and the value (most codes: none)
+        self.by_code: list[dict[int, Any]] = [{} for _ in EVENT_STATS]
+        names, defaults, by_code = self.event_names, self.defaults, self.by_code
+        code_of, refs, n_stats = self.stat_code, self.ref_names, len(EVENT_STATS)
+        for k, md in plane.event_metadata.items():  # one pass: a file can define 100k+
+            names[k] = md.name
+            stats = md.stats
+            if not stats:
+                continue
+            vals: list[Any] | None = None
+            touched = []
+            for st in stats:  # read_stats, inlined: the last value of a stat wins
+                code = code_of.get(st.metadata_id)
+                if code is not None:
+                    if vals is None:
+                        vals = [None] * n_stats
+                    vals[code] = stat_value(st, refs)
+                    touched.append(code)
+            if vals is not None and any(v is not None for v in vals):
+                defaults[k] = vals
+                for code in touched:
+                    if vals[code] is not None:
+                        by_code[code][k] = vals[code]
 
     def wanted_ids(self) -> set[int]:
         """Event metadata ids whose events a ``wanted_only`` source keeps without a stat."""
