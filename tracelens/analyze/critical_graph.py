@@ -47,7 +47,7 @@ HOST_KINDS = ("api", "cpu_op")
 
 NODE_SCHEMA: dict[str, pl.DataType] = {
     "host": Text, "rank": pl.Int32, "device": pl.Int32, "stream": pl.Int64,
-    "pid": pl.Int64, "tid": pl.Int64, "kind": pl.String, "name": pl.String,
+    "pid": pl.Int64, "tid": pl.Int64, "kind": pl.String, "name": Text,
     "category": pl.String, "subcategory": pl.String, "start_ns": pl.Int64,
     "end_ns": pl.Int64, "correlation_id": pl.Int64, "instance": pl.String,
     "occurrence": pl.Int64, "sync": pl.Boolean, "device_node": pl.Boolean,

@@ -16,7 +16,7 @@ window's), so every path and projection lies in the window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -26,6 +26,7 @@ from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
+from tracelens.analyze.packed import PackedFrame, pack_frame
 from tracelens.analyze.critical_walk import Labels, composition, walk, walkable
 from tracelens.model import Trace
 from tracelens.protocol import JobPlan
@@ -55,11 +56,17 @@ class CriticalPart:
     EDGE_SCHEMA; WINDOW_SCHEMA; ``host_ranks``: the (host, rank) pairs with host events;
     ``unwindowed``: the (host, rank) pairs with device activity but no window."""
 
-    nodes: pl.DataFrame
+    nodes: pl.DataFrame | PackedFrame  # packed to travel (:meth:`CriticalPath.pack`)
     edges: pl.DataFrame
     windows: pl.DataFrame
     host_ranks: pl.DataFrame
     unwindowed: pl.DataFrame
+
+    def unpacked(self) -> "CriticalPart":
+        """The part with its nodes as a frame again."""
+        if isinstance(self.nodes, PackedFrame):
+            return replace(self, nodes=self.nodes.frame())
+        return self
 
 
 class CriticalPath:
@@ -78,7 +85,14 @@ class CriticalPath:
         missing = active.join(win.select("host", "rank"), on=["host", "rank"], how="anti")
         return CriticalPart(nodes, local_edges(nodes), win, hr, missing)
 
+    def pack(self, part: CriticalPart) -> CriticalPart:
+        """The part to travel and wait small: its nodes (one row per activity of the window,
+        thousands on a host) as compressed Arrow bytes (:mod:`tracelens.analyze.packed`)."""
+        return replace(part, nodes=pack_frame(part.nodes)) \
+            if isinstance(part.nodes, pl.DataFrame) else part
+
     def merge(self, parts: Sequence[CriticalPart], plan: JobPlan) -> CriticalPart:
+        parts = [p.unpacked() for p in parts]
         nodes, edges = [], []
         offset, chains = 0, 0
         for i, p in enumerate(parts):
@@ -94,7 +108,7 @@ class CriticalPath:
                             plan.concat([p.unwindowed for p in parts]))
 
     def finish(self, part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
-        return critical_paths(part, options)
+        return critical_paths(part.unpacked(), options)
 
 
 def _clipped(nodes: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:

@@ -281,7 +281,7 @@ class SummaryAnalysis:
 
     def pack(self, part: Part) -> Part:
         """The partial to travel and wait small (:mod:`tracelens.analyze.packed`)."""
-        return pack_summary(part[0]), part[1]
+        return pack_summary(part[0]), None if part[1] is None else CriticalPath().pack(part[1])
 
     def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
         crits = [c for _, c in parts]
