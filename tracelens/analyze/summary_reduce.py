@@ -74,10 +74,10 @@ def _axes(p: SummaryPartial) -> "tuple[AxisTotals, ...]":
 
     if p.acts.is_empty() or "groups" not in p.acts.columns:
         return ()
-    plain = [pl.col(pl.Categorical).cast(pl.String)]  # a partial's strings may be coded
-    acts, devices = p.acts.with_columns(plain), p.devices.with_columns(plain)
-    hosts = acts.select("host").unique().with_columns(named=pl.lit(p.hosts_named))
-    return axis_totals(acts, devices, hosts, AxesOptions())
+    # text stays dictionary-encoded (tracelens.model.Text): decoding a million rows' strings
+    # would cost what the reduce of many hosts can least afford, its memory
+    hosts = p.acts.select("host").unique().with_columns(named=pl.lit(p.hosts_named))
+    return axis_totals(p.acts, p.devices, hosts, AxesOptions())
 
 
 def _hlo_findings(hlo: "LensTimeline | None", top: int = 3) -> "tuple[Finding, ...]":
