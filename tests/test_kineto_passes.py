@@ -8,10 +8,13 @@ outputs are pinned by the golden fixtures, these tests pin the forms against the
 from __future__ import annotations
 
 import gc
+import json
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,14 +28,16 @@ XDIT = SHARED / "traces" / "kineto" / "mi300x_inference" / "xdit_flux1_aiter_sag
 
 
 def _spy_gc(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """``gc.isenabled()`` each time a chunk's events are selected."""
+    """``gc.isenabled()`` each time a chunk's events are selected (either path)."""
     seen: list[bool] = []
-    orig = checks.selected
 
-    def spy(*a: object, **k: object) -> list:
-        seen.append(gc.isenabled())
-        return orig(*a, **k)  # type: ignore[arg-type]
-    monkeypatch.setattr(checks, "selected", spy)
+    def spied(orig: Any) -> Any:
+        def spy(*a: object, **k: object) -> Any:
+            seen.append(gc.isenabled())
+            return orig(*a, **k)
+        return spy
+    for name in ("selected", "selected_structs"):
+        monkeypatch.setattr(checks, name, spied(getattr(checks, name)))
     return seen
 
 
@@ -142,3 +147,83 @@ def test_device_args_are_counted_on_device_activity_only(
             "args.stream 3)"]
         assert trace.events.height == 2  # each written three times: counted once
         assert trace.events.filter(trace.events["kind"] == "memcpy")["bytes"].null_count() == 1
+
+
+PHASES = st.sampled_from(["X", "X", "X", "i", "s", "f", "M", "B", "("])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(VALUES, PHASES, st.booleans()), max_size=40),
+       st.lists(st.tuples(ODD, PHASES), max_size=3))
+def test_struct_selection_counts_as_the_value_by_value_form(rows: list, odd: list) -> None:
+    """Events decoded as the union tagged by ph are kept and counted as the value-by-value
+    form keeps and counts the same events parsed as dicts (a missing cat as None)."""
+    for extra in ([], [(c, p, True) for c, p in odd]):
+        evs = [{"ph": p, **({"cat": c} if has or c is not None else {})}
+               for c, p, has in rows + extra]
+        structs = typed._EVENTS.decode(typed.orjson.dumps(evs))
+        wanted = frozenset(reader._WANTED)
+        got, want = Counter(), Counter()
+        kept, at, cats = checks.selected_structs(structs, typed.Complete, typed.PHASE_OF,
+                                                 wanted, reader._DEVICE, got)
+        ref = checks._odd_pairs(evs, [e.get("cat") for e in evs], [e["ph"] for e in evs],
+                                wanted, reader._DEVICE, want)
+        assert [id(structs[i]) for i in at] == [id(e) for e in kept]
+        assert cats == [e["cat"] for e in ref] and len(at) == len(ref)
+        assert +got == +want
+
+
+def _typed_reference(values: list, dtype: object, counted: list | None) -> tuple[list, int]:
+    """typed_series value by value: only the accepted types, bool never a number."""
+    takes = {pl.String: (str,), pl.Int64: (int,), pl.Float64: (int, float)}[dtype]
+    ok = [v if type(v) in takes and (dtype != pl.Int64 or -(1 << 63) <= v < 1 << 63) else None
+          for v in values]
+    if dtype == pl.Float64:
+        ok = [None if v is None else float(v) for v in ok]
+    bad = sum(1 for i, (v, o) in enumerate(zip(values, ok))
+              if o is None and v is not None and (counted is None or counted[i]))
+    return ok, bad
+
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70),
+                    st.sampled_from([0, 1, -1, 0.0, 1.0, -0.0, 2.5, 1e300, "1", "", "a"]),
+                    st.floats(allow_nan=False), st.just([1]), st.just({"a": 1}))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(SCALARS, max_size=30), st.sampled_from(["String", "Int64", "Float64"]),
+       st.booleans())
+def test_typed_series_fast_form_is_the_value_by_value_form(values: list, dtype: str,
+                                                           with_counted: bool) -> None:
+    """The strict constructor is tried on every column: it refuses every type a column does
+    not take but reads a bool as a number, which the 0/1 rows are checked for."""
+    dt = getattr(pl, dtype)
+    counted = [i % 2 == 0 for i in range(len(values))] if with_counted else None
+    lost: Counter = Counter()
+    got = checks.typed_series(values, dt, "f", lost, counted)
+    want, bad = _typed_reference(values, dt, counted)
+    assert got.dtype == dt
+    assert got.to_list() == want
+    assert lost["f"] == bad
+
+
+def test_rare_args_are_the_tolerant_path_values() -> None:
+    """The collective and shape args, decoded again from each event's raw JSON for the rows
+    that read them, are what the tolerant path's dicts hold (absent or null args: None)."""
+    evs = [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "args": {
+               "Collective name": "allreduce", "In msg nelems": 1 << 70, "dtype": "Float",
+               "Process Group Ranks": [0, 1], "Group size": 2, "External id": 1}},
+           {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "args": {
+               "Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"],
+               "Concrete Inputs": ["", ""]}},
+           {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "args": None},
+           {"ph": "X", "cat": "cpu_op", "name": "aten::mm"},
+           {"ph": "X", "name": "x", "args": {"dtype": None, "Process Group Name": {"a": [1]}}}]
+    text = json.dumps({"traceEvents": evs}).encode()  # exact big integers
+    raws, _ = typed.decode(text)
+    keys = tuple(typed.RARE_ATTRS)
+    assert raws is not None
+    got = typed.rare(raws, keys)
+    for k, col in zip(keys, got):
+        assert col == [(e.get("args") or {}).get(k) for e in evs], k
+    assert typed.rare([], keys) == [[] for _ in keys]

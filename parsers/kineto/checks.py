@@ -11,8 +11,8 @@ into the reader's warnings.
 from __future__ import annotations
 
 from collections import Counter
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from typing import Any, Sequence
 
 import polars as pl
@@ -28,15 +28,16 @@ def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
     """``values`` as ``dtype``; a value of another type null, and counted in ``lost`` under
     ``field`` (only on the rows ``counted`` marks, when given: where the field is used).
     The strict constructor (several times faster) takes the list when every value has an
-    accepted type; otherwise each value is checked."""
+    accepted type (it refuses any other, but reads a bool as a number: :func:`_bools`);
+    otherwise each value is checked."""
     takes = next(t for d, t in _TAKES if dtype == d)
-    kinds = set(map(type, values))
-    kinds.discard(type(None))
-    if kinds <= set(takes):
-        try:
-            return pl.Series(values, dtype=dtype)
-        except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
-            pass  # an integer beyond 64 bits
+    try:  # the strict constructor refuses every other type, except a bool as a number
+        got = pl.Series(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        pass  # a value of another type, or an integer beyond 64 bits
+    else:
+        if dtype == pl.String or not _bools(values, got):
+            return got
     ok = [v if type(v) in takes and _fits(v, dtype) else None for v in values]
     if counted is None:
         bad = ok.count(None) - list(values).count(None)
@@ -45,6 +46,13 @@ def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
     if bad:
         lost[field] += bad
     return pl.Series(ok, dtype=dtype)
+
+
+def _bools(values: Sequence[Any], got: pl.Series) -> bool:
+    """Whether a bool is among ``values``, which a numeric column took as 0 or 1: only the
+    rows that are 0 or 1 there are looked at (not a pass over every value's type)."""
+    rows = ((got == 0) | (got == 1)).arg_true().to_list()
+    return bool(rows) and bool in set(map(type, map(values.__getitem__, rows)))
 
 
 def _fits(v: Any, dtype: pl.DataType) -> bool:
@@ -79,6 +87,41 @@ def selected(events: list[Any], dicts: bool, wanted: frozenset[str],
     _count(pairs, wanted, device_cats, lost)
     keep = frozenset((c, "X") for c in wanted)
     return list(compress(objects, map(keep.__contains__, keys)))
+
+
+def selected_structs(events: list[Any], complete: type, phase_of: dict[type, str],
+                     wanted: frozenset[str], device_cats: frozenset[str], lost: Counter[str]
+                     ) -> tuple[list[Any], list[int], list[Any]]:
+    """:func:`selected` for events decoded as a union tagged by ``ph``: the complete ones
+    are of class ``complete``, the others' phase is their class's (``phase_of``). The kept
+    events, their positions in ``events`` and their categories. Counted from two category
+    histograms, all events' and the complete ones', not from (cat, ph) pairs: no tuple per
+    event. An unhashable cat takes :func:`_odd_pairs`."""
+    cats = list(map(_CAT, events))
+    done = list(map(is_, map(type, events), repeat(complete)))
+    ccats = list(compress(cats, done))
+    try:
+        every, whole = Counter(cats), Counter(ccats)
+    except TypeError:  # an unhashable cat
+        phs = list(map(phase_of.__getitem__, map(type, events)))
+        keep = [p == "X" and type(c) is str and c in wanted for c, p in zip(cats, phs)]
+        _odd_pairs(events, cats, phs, wanted, device_cats, lost)
+        at = list(compress(range(len(events)), keep))
+        return [events[i] for i in at], at, [cats[i] for i in at]
+    for c, n in every.items():  # as _count, with every event's ph a string
+        if c is not None and type(c) is not str:
+            lost["cat"] += n
+        elif c is None:
+            if whole[None]:
+                lost["no cat"] += whole[None]
+        elif c in wanted and n > whole[c]:
+            lost["ph"] += n - whole[c]
+            if c in device_cats:
+                lost["ph(device)"] += n - whole[c]
+    at = list(compress(range(len(events)), done))
+    keep = list(map(wanted.__contains__, ccats))
+    at = list(compress(at, keep))
+    return list(map(events.__getitem__, at)), at, list(compress(ccats, keep))
 
 
 def _count(pairs: Counter[tuple[Any, Any]], wanted: frozenset[str],

@@ -65,8 +65,9 @@ _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype", "Process Group Name", "Process Group Description")
 _PG_RANKS = "Process Group Ranks"  # a list, or its text "[0, 1]" (as PyTorch writes it)
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
-Getter = Callable[[int, str], Any]  # (kept row, args key) -> the value
-Selector = Callable[[list[Any], Counter[str]], tuple[list[list[Any]], list[int], Getter]]
+# (kept rows, args keys) -> per key, the rows' values: the args read on a few rows only
+Rare = Callable[[list[int], tuple[str, ...]], list[list[Any]]]
+Selector = Callable[[Any, Counter[str]], tuple[list[list[Any]], list[int], Rare]]
 _DEVICE = frozenset(DEVICE_CATS)
 
 
@@ -143,17 +144,17 @@ def _launch(n: int, rows: list[int], grid: list[Any], block: list[Any], regs: li
     """The ``_shape`` text column and ``_bad_shape`` (the row had a launch-shape arg that
     was not of its type: left out of the text, counted by :func:`_build`) of ``n`` rows, from
     the launch-shape args of the device-activity ``rows`` (the only rows they are read on).
-    Kernels repeat a few shapes: each distinct one (by ``repr``, which tells ``1`` from
-    ``True`` and ``1.0``) is checked once."""
+    Kernels repeat a few shapes: each distinct one (by its JSON text, which tells ``1``
+    from ``true`` and ``1.0``) is checked once."""
     shape = pl.repeat(None, n, dtype=pl.String, eager=True).alias("_shape")
     bad = pl.repeat(False, n, dtype=pl.Boolean, eager=True).alias("_bad_shape")
     if not rows:
         return [shape, bad]
     quads = list(zip(grid, block, regs, shared))
     try:
-        keys: Any = list(map(repr, quads))
-    except (ValueError, RecursionError):  # an integer too long to print, or a value
-        # nested about as deep as the decoder allows: every row on its own
+        keys: Any = list(map(msgspec.json.encode, quads))
+    except (ValueError, RecursionError, TypeError, OverflowError, msgspec.EncodeError):
+        # a value nested about as deep as the decoder allows: every row on its own
         keys = range(len(quads))
     first = dict(zip(keys, quads))
     at = dict(zip(first, range(len(first))))
@@ -174,23 +175,30 @@ def _device_rows(cats: list[Any]) -> list[int]:
     return list(compress(range(len(cats)), map(_DEVICE.__contains__, cats)))
 
 
-def _select_typed(evs: list[Any], lost: Counter[str]
-                  ) -> tuple[list[list[Any]], list[int], Getter]:
-    sel = checks.selected(evs, False, _WANTED, _DEVICE, lost)
-    base = [list(map(attrgetter(k), sel)) for k in _BASE]
-    args = [typed.EMPTY if a is None else a for a in map(attrgetter("args"), sel)]
+_ARGS = attrgetter("args")
+
+
+def _select_typed(chunk: typed.Chunk, lost: Counter[str]) -> tuple[list[list[Any]], list[int],
+                                                                  Rare]:
+    evs, raws = chunk
+    sel, at, cats = checks.selected_structs(evs, typed.Complete, typed.PHASE_OF, _WANTED,
+                                            _DEVICE, lost)
+    base = [cats] + [list(map(attrgetter(k), sel)) for k in _BASE[1:]]
+    args = list(map(_ARGS, sel))
+    if type(None) in set(map(type, args)):  # a written "args": null
+        args = [typed.EMPTY if a is None else a for a in args]
     base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_ALL]
-    rows = _device_rows(base[0])
-    dev = [args[i] for i in rows]
+    rows = _device_rows(cats)
+    dev = list(map(args.__getitem__, rows))
     base += [list(map(attrgetter(typed.ARG_ATTRS[k]), dev)) for k in _ARGS_DEV + _LAUNCH]
 
-    def get(i: int, key: str) -> Any:
-        return typed.lazy(getattr(args[i], typed.ARG_ATTRS[key]))
-    return base, rows, get
+    def rare(kept: list[int], keys: tuple[str, ...]) -> list[list[Any]]:
+        return typed.rare(list(map(raws.__getitem__, map(at.__getitem__, kept))), keys)
+    return base, rows, rare
 
 
 def _select_dicts(evs: list[Any], lost: Counter[str]
-                  ) -> tuple[list[list[Any]], list[int], Getter]:
+                  ) -> tuple[list[list[Any]], list[int], Rare]:
     sel = checks.selected(evs, True, _WANTED, _DEVICE, lost)
     base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
     args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
@@ -198,18 +206,18 @@ def _select_dicts(evs: list[Any], lost: Counter[str]
     rows = _device_rows(base[0])
     base += [[args[i].get(k) for i in rows] for k in _ARGS_DEV + _LAUNCH]
 
-    def get(i: int, key: str) -> Any:
-        return args[i].get(key)
-    return base, rows, get
+    def rare(kept: list[int], keys: tuple[str, ...]) -> list[list[Any]]:
+        return [[args[i].get(k) for i in kept] for k in keys]
+    return base, rows, rare
 
 
 def _field(key: str) -> str:
     return key if key in _BASE else f"args.{key}"
 
 
-def _chunk_frame(evs: list[Any], select: Selector, lost: Counter[str]
+def _chunk_frame(evs: Any, select: Selector, lost: Counter[str]
                  ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
-    base, dev_rows, get = select(evs, lost)
+    base, dev_rows, rare = select(evs, lost)
     height, n = len(base[0]), len(_BASE) + len(_ARGS_ALL)
     # the args read as columns are used on device activity: counted there (ROCm's runtime
     # calls write ``stream: "0x0"`` and ``bytes: "256"``, which nothing reads); device,
@@ -236,13 +244,13 @@ def _chunk_frame(evs: list[Any], select: Selector, lost: Counter[str]
     df = df.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
                             for k in (*_COMM_INT, *_COMM_STR, _PG_RANKS)})
     if comm:
+        *got, ranks = rare(comm, (*_COMM_INT, *_COMM_STR, _PG_RANKS))
         df = df.with_columns(df[k].scatter(comm, checks.typed_series(
-            [get(i, k) for i in comm], df[k].dtype, _field(k), lost))
-            for k in _COMM_INT + _COMM_STR)
+            v, df[k].dtype, _field(k), lost)) for k, v in zip(_COMM_INT + _COMM_STR, got))
         df = df.with_columns(df[_PG_RANKS].scatter(comm, pl.Series(
-            [_ranks_text(get(i, _PG_RANKS)) for i in comm], dtype=pl.String)))
-    shapes = {i: tuple(get(i, k) for k in SHAPE_KEYS)
-              for i in rows(pl.col("name").is_in(list(COSTED_ATEN_OPS)))}
+            list(map(_ranks_text, ranks)), dtype=pl.String)))
+    costed = rows(pl.col("name").is_in(list(COSTED_ATEN_OPS)))
+    shapes = dict(zip(costed, zip(*rare(costed, SHAPE_KEYS)))) if costed else {}
     return df, shapes
 
 
@@ -349,20 +357,21 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for w in checks.warnings(path.name, lost):
         meta.warn(w)
-    device_seen = df.filter(pl.col("cat").is_in(list(DEVICE_CATS))).height + lost["ph(device)"]
+    device_seen = df.select(pl.col("cat").is_in(list(DEVICE_CATS)).sum()).item() + \
+        lost["ph(device)"]
     if header.get(NOT_JSON):
         meta.warn(f"{path.name}: {header[NOT_JSON]} NaN/Infinity values, which JSON does not "
                   "allow (Python's json module writes them), read as unknown")
     # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
     limit = float(1 << 53)
     timed = ((df["ts"].abs() < limit) & (df["dur"] >= 0) & (df["dur"] < limit)).fill_null(False)
-    untimed = df.filter(~timed)
-    if untimed.height:
+    if not timed.all():  # else no copy of every column
+        untimed = df.filter(~timed)
         meta.warn(f"{path.name}: skipped {untimed.height} events without a valid ts/dur "
                   f"({untimed.filter(pl.col('cat').is_in(list(DEVICE_CATS))).height} of them "
                   "device activity)")
-    del untimed
-    df = df.filter(timed)
+        del untimed
+        df = df.filter(timed)
     unnamed = df["name"].is_null()
     if unnamed.any():  # a name is what every analysis groups by: unknown, so not used
         lost = df.filter(unnamed)
