@@ -109,17 +109,19 @@ def test_launch_shapes_of_equal_values_of_other_types_are_not_merged() -> None:
              ([True, 1, 1], [64, 1, 1], True, 1.0), (None, None, None, None)]
     full = "grid=1,1,1 block=64,1,1 regs=1 shared=1"
     want = [full, "block=64,1,1", "block=64,1,1 regs=1 shared=1", full, "block=64,1,1"]
-    shape, bad = reader._launch(8, [0, 1, 2, 3, 4, 7], *map(list, zip(*quads)))
-    assert shape.to_list() == want[:5] + [None, None, None]
-    assert bad.to_list() == [False, True, True, False, True, False, False, False]
-    shape, bad = reader._launch(2, [1], [[huge, 1, 1]], [[2, 1, 1]], [huge], [8])
-    assert shape.to_list() == [None, "block=2,1,1 shared=8"]
-    assert bad.to_list() == [False, True]
+    shape, bad = reader._launch(*map(list, zip(*quads)))
+    assert shape.to_list() == want[:5] + [None]
+    assert bad.to_list() == [False, True, True, False, True, False]
+    shape, bad = reader._launch([[huge, 1, 1]], [[2, 1, 1]], [huge], [8])
+    assert shape.to_list() == ["block=2,1,1 shared=8"]
+    assert bad.to_list() == [True]
     deep: list = []
-    for _ in range(5000):  # deeper than repr goes
+    for _ in range(5000):  # deeper than the JSON encoder goes
         deep = [deep]
-    shape, bad = reader._launch(1, [0], [deep], [[2, 1, 1]], [None], [None])
+    shape, bad = reader._launch([deep], [[2, 1, 1]], [None], [None])
     assert shape.to_list() == ["block=2,1,1"] and bad.to_list() == [True]
+    shape, bad = reader._launch([], [], [], [])
+    assert shape.dtype == pl.String and bad.dtype == pl.Boolean and not shape.len()
 
 
 def test_device_args_are_counted_on_device_activity_only(
@@ -227,3 +229,19 @@ def test_rare_args_are_the_tolerant_path_values() -> None:
     for k, col in zip(keys, got):
         assert col == [(e.get("args") or {}).get(k) for e in evs], k
     assert typed.rare([], keys) == [[] for _ in keys]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), max_size=30))
+def test_first_row_by_key_is_the_sorted_unique_one(rows: list) -> None:
+    """The launch and op of an id: its earliest row (start, then file order) whether ids
+    repeat (then sorted) or not (then taken as they are)."""
+    from parsers.kineto.link import _first_by_key
+    df = pl.DataFrame({"id": [k for k, _ in rows], "start_ns": [t for _, t in rows],
+                       "name": [f"n{i}" for i in range(len(rows))]},
+                      schema={"id": pl.Int64, "start_ns": pl.Int64, "name": pl.String})
+    df = df.with_columns(_row=pl.int_range(pl.len(), dtype=pl.Int64))
+    got = _first_by_key(df.lazy(), "id", ["start_ns", "name"]).sort("id")
+    want = (df.sort("start_ns", "_row").unique("id", keep="first", maintain_order=True)
+            .select("id", "start_ns", "name").sort("id"))
+    assert got.equals(want)

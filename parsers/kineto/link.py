@@ -50,6 +50,16 @@ def _collective_type(name: pl.Expr) -> pl.Expr:
     return norm.replace_strict(_COLLECTIVE_TYPES, default=None, return_dtype=pl.String)
 
 
+def _first_by_key(rows: pl.LazyFrame, key: str, cols: list[str]) -> pl.DataFrame:
+    """``key`` and ``cols`` of the earliest row (by ``start_ns``, then ``_row``) of each
+    ``key``, in no particular order (for a join). Ids are unique in a well-formed trace:
+    then every row is its key's only one, and nothing is sorted."""
+    got = rows.select(key, *cols, *{"start_ns", "_row"} - {*cols}).collect()
+    if got[key].is_duplicated().any():
+        got = got.sort("start_ns", "_row").unique(key, keep="first", maintain_order=True)
+    return got.select(key, *cols)
+
+
 def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame:
     """Per ``ev`` row (in order): the latest op of ``ops`` on the launching thread that
     started at or before the launch and is still open at it; columns prefixed ``prefix``."""
@@ -115,21 +125,20 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
     the shapes of the costed ops that launched kernels (the core costs those kernels)."""
     warn: list[str] = []
     # lazy (``hst``): only the columns each result uses are filtered and sorted (memory)
-    api = (hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
-                      & pl.col("correlation").is_not_null())
-           .sort("start_ns", "_row").unique("correlation", keep="first", maintain_order=True)
-           .select("correlation", l_pid="pid", l_tid="tid", l_ts="start_ns",
-                   l_ext="External id", launch="name").collect())
+    api = _first_by_key(hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
+                                   & pl.col("correlation").is_not_null()),
+                        "correlation", ["pid", "tid", "start_ns", "External id", "name"]
+                        ).rename({"pid": "l_pid", "tid": "l_tid", "start_ns": "l_ts",
+                                  "External id": "l_ext", "name": "launch"})
     ev = dev.sort("device", "start_ns", "_row").with_row_index("_i").join(
         api, on="correlation", how="left", maintain_order="left")
-    unlinked = ev.filter(pl.col("l_ts").is_null()).height
+    unlinked = ev["l_ts"].null_count()
     if unlinked:
         warn.append(f"{unlinked} of {ev.height} device activities have no runtime call with "
                     "their correlation id: no op, shapes or collective arguments for them")
     ops = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
-    by_ext = (ops.filter(pl.col("External id").is_not_null()).sort("start_ns", "_row")
-              .unique("External id", keep="first", maintain_order=True)
-              .select(_ext="External id", _op="name").collect())
+    by_ext = _first_by_key(ops.filter(pl.col("External id").is_not_null()), "External id",
+                           ["name"]).rename({"External id": "_ext", "name": "_op"})
     ev = ev.with_columns(_ext=pl.coalesce("External id", "l_ext")).join(
         by_ext, on="_ext", how="left", maintain_order="left")
 
@@ -154,7 +163,9 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
         pgn=pl.coalesce(pl.col("Process Group Description").replace(["", "undefined"], None),
                         pl.col("Process Group Name"))).collect()
     ev = ev.hstack(_enclosing(ev, comms, "p_"))
-    is_coll = is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL)
+    # the kernel-name regex once, not in each of the ten expressions that read it
+    ev = ev.with_columns(_coll=is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL))
+    is_coll = pl.col("_coll")
     size = pl.col("p_cdt").replace_strict({k: v[0] for k, v in _COMM_DTYPES.items()},
                                           default=None, return_dtype=pl.Int64)
     ev = ev.with_columns(
@@ -174,9 +185,9 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
         bytes=pl.when(pl.col("kind") != "kernel").then(pl.col("bytes").cast(pl.Float64)),
         correlation_id="correlation",
     )
-    n_coll = ev.filter(is_coll).height
-    typed = ev.filter(is_coll & pl.col("subcategory").is_not_null()).height
-    sized = ev.filter(is_coll & pl.col("msg_bytes").is_not_null()).height
+    n_coll, typed, sized = ev.select(
+        n=is_coll.sum(), typed=(is_coll & pl.col("subcategory").is_not_null()).sum(),
+        sized=(is_coll & pl.col("msg_bytes").is_not_null()).sum()).row(0)
     if n_coll and typed < n_coll:
         warn.append(f"{n_coll - typed} of {n_coll} collective kernels have no record_param_comms"
                     " op around their launch (or an unknown Collective name): type from the "

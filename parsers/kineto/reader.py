@@ -139,17 +139,16 @@ def _dims(v: Any) -> str | None:
     return ",".join(map(str, v)) if type(v) is list and v and all(map(_ok, v)) else None
 
 
-def _launch(n: int, rows: list[int], grid: list[Any], block: list[Any], regs: list[Any],
-            shared: list[Any]) -> list[pl.Series]:
+def _launch(grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any]
+            ) -> list[pl.Series]:
     """The ``_shape`` text column and ``_bad_shape`` (the row had a launch-shape arg that
-    was not of its type: left out of the text, counted by :func:`_build`) of ``n`` rows, from
-    the launch-shape args of the device-activity ``rows`` (the only rows they are read on).
-    Kernels repeat a few shapes: each distinct one (by its JSON text, which tells ``1``
-    from ``true`` and ``1.0``) is checked once."""
-    shape = pl.repeat(None, n, dtype=pl.String, eager=True).alias("_shape")
-    bad = pl.repeat(False, n, dtype=pl.Boolean, eager=True).alias("_bad_shape")
-    if not rows:
-        return [shape, bad]
+    was not of its type: left out of the text, counted by :func:`_build`) of device-activity
+    rows (the only rows they are read on), from their launch-shape args. Kernels repeat a
+    few shapes: each distinct one (by its JSON text, which tells ``1`` from ``true`` and
+    ``1.0``) is checked once."""
+    if not grid:
+        return [pl.Series("_shape", [], dtype=pl.String),
+                pl.Series("_bad_shape", [], dtype=pl.Boolean)]
     quads = list(zip(grid, block, regs, shared))
     try:
         keys: Any = list(map(msgspec.json.encode, quads))
@@ -167,8 +166,9 @@ def _launch(n: int, rows: list[int], grid: list[Any], block: list[Any], regs: li
                        "r": pl.Series(parts[2], dtype=pl.Int64),
                        "s": pl.Series(parts[3], dtype=pl.Int64),
                        "bad": pl.Series(flags, dtype=pl.Boolean)})
-    df = df.select(launch_text(*map(pl.col, "gbrs")), "bad")[list(map(at.__getitem__, keys))]
-    return [shape.scatter(rows, df.to_series(0)), bad.scatter(rows, df["bad"])]
+    df = df.select(_shape=launch_text(*map(pl.col, "gbrs")), _bad_shape="bad")
+    df = df[list(map(at.__getitem__, keys))]
+    return [df["_shape"], df["_bad_shape"]]
 
 
 def _device_rows(cats: list[Any]) -> list[int]:
@@ -215,43 +215,58 @@ def _field(key: str) -> str:
     return key if key in _BASE else f"args.{key}"
 
 
-def _chunk_frame(evs: Any, select: Selector, lost: Counter[str]
-                 ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
+def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int
+                 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
+    """One chunk's device-activity rows and host rows, apart (every later step reads one
+    side or the other: no filter of the whole), ``_row`` numbering them from ``first_row``
+    in the file's order, and the shapes of its costed ops by ``_row``."""
     base, dev_rows, rare = select(evs, lost)
     height, n = len(base[0]), len(_BASE) + len(_ARGS_ALL)
     # the args read as columns are used on device activity: counted there (ROCm's runtime
     # calls write ``stream: "0x0"`` and ``bytes: "256"``, which nothing reads); device,
-    # stream and bytes are only taken there (null on the host side, where nothing reads them)
+    # stream and bytes are only taken there
     device = [False] * height
     for i in dev_rows:
         device[i] = True
-    cols = {k: checks.typed_series(v, t, _field(k), lost, None if k in _BASE else device)
-            for k, v, t in zip(_BASE + _ARGS_ALL, base[:n],
-                               _BASE_TYPES + (pl.Int64,) * len(_ARGS_ALL))}
-    for k, v in zip(_ARGS_DEV, base[n:]):
-        cols[k] = pl.repeat(None, height, dtype=pl.Int64, eager=True)
-        if dev_rows:
-            cols[k] = cols[k].scatter(dev_rows, checks.typed_series(v, pl.Int64, _field(k),
-                                                                    lost))
-    df = pl.DataFrame([cols[k].alias(k) for k in _BASE + _ARGS_INT])
-    del cols
-    df = df.with_columns(_launch(height, dev_rows, *base[n + len(_ARGS_DEV):]))
-    del base
+    df = pl.DataFrame([
+        checks.typed_series(v, t, _field(k), lost, None if k in _BASE else device).alias(k)
+        for k, v, t in zip(_BASE + _ARGS_ALL, base[:n],
+                           _BASE_TYPES + (pl.Int64,) * len(_ARGS_ALL))])
+    df = df.with_columns(_row=pl.int_range(first_row, first_row + height, dtype=pl.Int64))
+    on_device = pl.Series(device, dtype=pl.Boolean)
+    dev = df.filter(on_device).with_columns(
+        *(checks.typed_series(v, pl.Int64, _field(k), lost).alias(k)
+          for k, v in zip(_ARGS_DEV, base[n:])),
+        *_launch(*base[n + len(_ARGS_DEV):]))
+    host = df.filter(~on_device)
+    del base, df
 
-    def rows(cond: pl.Expr) -> list[int]:
-        return df.select(pl.arg_where(cond)).to_series().to_list()
-    comm = rows(pl.col("name") == "record_param_comms")
-    df = df.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
-                            for k in (*_COMM_INT, *_COMM_STR, _PG_RANKS)})
-    if comm:
-        *got, ranks = rare(comm, (*_COMM_INT, *_COMM_STR, _PG_RANKS))
-        df = df.with_columns(df[k].scatter(comm, checks.typed_series(
-            v, df[k].dtype, _field(k), lost)) for k, v in zip(_COMM_INT + _COMM_STR, got))
-        df = df.with_columns(df[_PG_RANKS].scatter(comm, pl.Series(
-            list(map(_ranks_text, ranks)), dtype=pl.String)))
-    costed = rows(pl.col("name").is_in(list(COSTED_ATEN_OPS)))
-    shapes = dict(zip(costed, zip(*rare(costed, SHAPE_KEYS)))) if costed else {}
-    return df, shapes
+    def rows(side: pl.DataFrame, cond: pl.Expr) -> list[int]:
+        return side.select(pl.arg_where(cond)).to_series().to_list()
+
+    def local(side: pl.DataFrame, at: list[int]) -> list[int]:
+        return side["_row"].gather(at).__sub__(first_row).to_list()
+    comm_keys = (*_COMM_INT, *_COMM_STR, _PG_RANKS)
+    is_comm = pl.col("name") == "record_param_comms"
+    host = host.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
+                                for k in comm_keys})
+    # a device row named record_param_comms: its collective args are counted, not kept
+    for side in (dev, host):
+        at = rows(side, is_comm)
+        if not at:
+            continue
+        *got, ranks = rare(local(side, at), comm_keys)
+        cols = [checks.typed_series(v, pl.Int64 if k in _COMM_INT else pl.String, _field(k),
+                                    lost) for k, v in zip(_COMM_INT + _COMM_STR, got)]
+        if side is host:
+            host = host.with_columns(host[k].scatter(at, v) for k, v in
+                                     zip(_COMM_INT + _COMM_STR, cols))
+            host = host.with_columns(host[_PG_RANKS].scatter(at, pl.Series(
+                list(map(_ranks_text, ranks)), dtype=pl.String)))
+    costed = rows(host, pl.col("name").is_in(list(COSTED_ATEN_OPS)))
+    shapes = dict(zip(host["_row"].gather(costed).to_list(),
+                      zip(*rare(local(host, costed), SHAPE_KEYS)))) if costed else {}
+    return dev, host, shapes
 
 
 def _ranks_text(value: Any) -> str | None:
@@ -270,22 +285,24 @@ def _ranks_text(value: Any) -> str | None:
     return None
 
 
-def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
-    """One row per complete event of a wanted category (``_row`` numbers them), the args
-    used as columns (the collective arguments only on ``record_param_comms`` rows); and the
-    shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
-    a costed op (``tracelens.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see :func:`_build`).
+def columns(chunks: Iterable[Any], select: Selector) -> list[Any]:
+    """The device-activity rows and the host rows of the complete events of a wanted
+    category (``_row`` numbers them in the file's order), the args used as columns (device,
+    stream, bytes and the launch shape on the device side, the collective arguments on the
+    host side's ``record_param_comms`` rows); the shapes (``Input Dims``, ``Input type``,
+    ``Concrete Inputs``) of the host rows whose name is a costed op
+    (``tracelens.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see :func:`_build`).
     Chunk by chunk, so only one chunk's events need to exist as Python objects at a time.
     Last, what was skipped or read as unknown, by field (:mod:`parsers.kineto.checks`)."""
-    frames, shapes, n = [], {}, 0
+    devs, hosts, shapes, n = [], [], {}, 0
     lost: Counter[str] = Counter()
     for evs in chunks:
-        df, got = _chunk_frame(evs, select, lost)
-        shapes.update((n + i, v) for i, v in got.items())
-        n += df.height
-        frames.append(df)
-    df = frames[0] if len(frames) == 1 else pl.concat(frames)
-    return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes, lost]
+        dev, host, got = _chunk_frame(evs, select, lost, n)
+        shapes.update(got)
+        n += dev.height + host.height
+        devs.append(dev)
+        hosts.append(host)
+    return [pl.concat(devs), pl.concat(hosts), shapes, lost]
 
 
 @contextmanager
@@ -328,6 +345,18 @@ def read(path: Path) -> Trace:
                               ) from None
 
 
+def _drop(dev: pl.DataFrame, hst: pl.DataFrame, keep: pl.Expr
+          ) -> tuple[pl.DataFrame, pl.DataFrame, tuple[int, int]]:
+    """Both sides without the rows ``keep`` rejects, and how many those were (all, device);
+    a side whose rows are all kept is not copied."""
+    out, dropped = [], []
+    for side in (dev, hst):
+        mask = side.select(keep).to_series()
+        dropped.append(side.height - mask.sum())
+        out.append(side.filter(mask) if dropped[-1] else side)
+    return out[0], out[1], (dropped[0] + dropped[1], dropped[0])
+
+
 _SAME = ("kind", "name", "device", "stream", "start_ns", "end_ns", "correlation",
          "External id", "bytes", "_shape")
 
@@ -350,47 +379,41 @@ def _usable(path: Path, dev: pl.DataFrame, meta: TraceMeta) -> pl.DataFrame:
 
 
 def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
-    """The Trace from :func:`columns`' frame and shapes, given in a list that this empties,
-    so that no caller keeps the frame alive while its filtered copies are built."""
-    df, shapes, lost = cols
+    """The Trace from :func:`columns`' frames and shapes, given in a list that this empties,
+    so that no caller keeps the frames alive while their filtered copies are built."""
+    dev, hst, shapes, lost = cols
     cols.clear()
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for w in checks.warnings(path.name, lost):
         meta.warn(w)
-    device_seen = df.select(pl.col("cat").is_in(list(DEVICE_CATS)).sum()).item() + \
-        lost["ph(device)"]
+    device_seen = dev.height + lost["ph(device)"]
     if header.get(NOT_JSON):
         meta.warn(f"{path.name}: {header[NOT_JSON]} NaN/Infinity values, which JSON does not "
                   "allow (Python's json module writes them), read as unknown")
     # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
     limit = float(1 << 53)
-    timed = ((df["ts"].abs() < limit) & (df["dur"] >= 0) & (df["dur"] < limit)).fill_null(False)
-    if not timed.all():  # else no copy of every column
-        untimed = df.filter(~timed)
-        meta.warn(f"{path.name}: skipped {untimed.height} events without a valid ts/dur "
-                  f"({untimed.filter(pl.col('cat').is_in(list(DEVICE_CATS))).height} of them "
-                  "device activity)")
-        del untimed
-        df = df.filter(timed)
-    unnamed = df["name"].is_null()
-    if unnamed.any():  # a name is what every analysis groups by: unknown, so not used
-        lost = df.filter(unnamed)
-        meta.warn(f"{path.name}: skipped {lost.height} events without a name "
-                  f"({lost.filter(pl.col('cat').is_in(list(DEVICE_CATS))).height} of them "
-                  "device activity)")
-        df = df.filter(~unnamed)
-        del lost
-    df = df.with_columns(start_ns=to_ns(df["ts"]))
-    df = df.with_columns(end_ns=pl.col("start_ns") + to_ns(df["dur"]))
+    timed = ((pl.col("ts").abs() < limit) & (pl.col("dur") >= 0) & (pl.col("dur") < limit)
+             ).fill_null(False)
+    dev, hst, untimed = _drop(dev, hst, timed)
+    if untimed[0]:
+        meta.warn(f"{path.name}: skipped {untimed[0]} events without a valid ts/dur "
+                  f"({untimed[1]} of them device activity)")
+    # a name is what every analysis groups by: unknown, so not used
+    dev, hst, unnamed = _drop(dev, hst, pl.col("name").is_not_null())
+    if unnamed[0]:
+        meta.warn(f"{path.name}: skipped {unnamed[0]} events without a name "
+                  f"({unnamed[1]} of them device activity)")
+    dev, hst = (side.with_columns(start_ns=to_ns(side["ts"])) for side in (dev, hst))
+    dev, hst = (side.with_columns(end_ns=pl.col("start_ns") + to_ns(side["dur"]))
+                for side in (dev, hst))
     exact = "baseTimeNanoseconds" in header
     dist = header.get("distributedInfo")
     dist = dist if isinstance(dist, dict) else {}
     rank_id = dist.get("rank") if isinstance(dist.get("rank"), int) else None
     host = f"rank{rank_id}" if rank_id is not None else host_from_file_name(path.name)
 
-    dev = df.filter(pl.col("cat").is_in(list(DEVICE_CATS)))
     # lazy: each use filters and keeps only the columns it needs (the host side is most rows)
-    hst = df.lazy().filter(pl.col("cat").is_in(list(HOST_CATS)))
+    hst = hst.lazy()
     no_device = dev["device"].null_count()
     if no_device:
         meta.warn(f"{path.name}: {no_device} device activities without args.device use the "
