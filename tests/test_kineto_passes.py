@@ -171,7 +171,7 @@ def test_struct_selection_counts_as_the_value_by_value_form(rows: list, odd: lis
         ref = checks._odd_pairs(evs, [e.get("cat") for e in evs], [e["ph"] for e in evs],
                                 wanted, reader._DEVICE, want)
         assert [id(structs[i]) for i in at] == [id(e) for e in kept]
-        assert cats == [e["cat"] for e in ref] and len(at) == len(ref)
+        assert cats.to_list() == [e["cat"] for e in ref] and len(at) == len(ref)
         assert +got == +want
 
 

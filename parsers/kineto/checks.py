@@ -30,6 +30,8 @@ def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
     The strict constructor (several times faster) takes the list when every value has an
     accepted type (it refuses any other, but reads a bool as a number: :func:`_bools`);
     otherwise each value is checked."""
+    if isinstance(values, pl.Series) and values.dtype == dtype:
+        return values  # built typed (nothing of another type to count)
     takes = next(t for d, t in _TAKES if dtype == d)
     try:  # the strict constructor refuses every other type, except a bool as a number
         got = pl.Series(values, dtype=dtype)
@@ -50,8 +52,11 @@ def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
 
 def _bools(values: Sequence[Any], got: pl.Series) -> bool:
     """Whether a bool is among ``values``, which a numeric column took as 0 or 1: only the
-    rows that are 0 or 1 there are looked at (not a pass over every value's type)."""
+    rows that are 0 or 1 there are looked at (not a pass over every value's type), unless
+    they are most rows (a device column: every value is one type, checked in one pass)."""
     rows = ((got == 0) | (got == 1)).arg_true().to_list()
+    if len(rows) * 4 > len(values):
+        return bool in set(map(type, values))
     return bool(rows) and bool in set(map(type, map(values.__getitem__, rows)))
 
 
@@ -91,37 +96,48 @@ def selected(events: list[Any], dicts: bool, wanted: frozenset[str],
 
 def selected_structs(events: list[Any], complete: type, phase_of: dict[type, str],
                      wanted: frozenset[str], device_cats: frozenset[str], lost: Counter[str]
-                     ) -> tuple[list[Any], list[int], list[Any]]:
+                     ) -> tuple[list[Any], list[int], pl.Series]:
     """:func:`selected` for events decoded as a union tagged by ``ph``: the complete ones
     are of class ``complete``, the others' phase is their class's (``phase_of``). The kept
-    events, their positions in ``events`` and their categories. Counted from two category
-    histograms, all events' and the complete ones', not from (cat, ph) pairs: no tuple per
-    event. An unhashable cat takes :func:`_odd_pairs`."""
+    events, their positions in ``events`` and their categories (a String column). Counted
+    and kept by polars from two columns, each event's category and whether it is complete
+    (no (cat, ph) tuple per event); a category that is not a string or null takes
+    :func:`_struct_pairs`."""
     cats = list(map(_CAT, events))
-    done = list(map(is_, map(type, events), repeat(complete)))
-    ccats = list(compress(cats, done))
+    done = pl.Series(list(map(is_, map(type, events), repeat(complete))), dtype=pl.Boolean)
     try:
-        every, whole = Counter(cats), Counter(ccats)
+        cat = pl.Series(cats, dtype=pl.String)  # strict: refuses any other type
+    except (TypeError, ValueError, pl.exceptions.PolarsError):
+        kept, at, got = _struct_pairs(events, cats, phase_of, wanted, device_cats, lost)
+        return kept, at, pl.Series(got, dtype=pl.String)
+    del cats
+    frame = pl.DataFrame({"cat": cat, "done": done})
+    is_wanted = pl.col("cat").is_in(list(wanted)).fill_null(False)
+    x = pl.col("done")
+    no_cat, ph, ph_device = frame.select(
+        no_cat=(pl.col("cat").is_null() & x).sum(), ph=(is_wanted & ~x).sum(),
+        ph_device=(pl.col("cat").is_in(list(device_cats)).fill_null(False) & ~x).sum()).row(0)
+    for k, n in (("no cat", no_cat), ("ph", ph), ("ph(device)", ph_device)):
+        if n:
+            lost[k] += n
+    keep = frame.select(is_wanted & x).to_series()
+    at = keep.arg_true().to_list()
+    return list(map(events.__getitem__, at)), at, cat.filter(keep)
+
+
+def _struct_pairs(events: list[Any], cats: list[Any], phase_of: dict[type, str],
+                  wanted: frozenset[str], device_cats: frozenset[str], lost: Counter[str]
+                  ) -> tuple[list[Any], list[int], list[Any]]:
+    """:func:`selected_structs` for a chunk with a category that is not a string: from the
+    (cat, ph) pairs, as :func:`selected` counts them."""
+    phs = list(map(phase_of.__getitem__, map(type, events)))
+    keys = list(zip(cats, phs))
+    try:
+        _count(Counter(keys), wanted, device_cats, lost)
     except TypeError:  # an unhashable cat
-        phs = list(map(phase_of.__getitem__, map(type, events)))
-        keep = [p == "X" and type(c) is str and c in wanted for c, p in zip(cats, phs)]
         _odd_pairs(events, cats, phs, wanted, device_cats, lost)
-        at = list(compress(range(len(events)), keep))
-        return [events[i] for i in at], at, [cats[i] for i in at]
-    for c, n in every.items():  # as _count, with every event's ph a string
-        if c is not None and type(c) is not str:
-            lost["cat"] += n
-        elif c is None:
-            if whole[None]:
-                lost["no cat"] += whole[None]
-        elif c in wanted and n > whole[c]:
-            lost["ph"] += n - whole[c]
-            if c in device_cats:
-                lost["ph(device)"] += n - whole[c]
-    at = list(compress(range(len(events)), done))
-    keep = list(map(wanted.__contains__, ccats))
-    at = list(compress(at, keep))
-    return list(map(events.__getitem__, at)), at, list(compress(ccats, keep))
+    at = [i for i, (c, p) in enumerate(keys) if p == "X" and type(c) is str and c in wanted]
+    return [events[i] for i in at], at, [cats[i] for i in at]
 
 
 def _count(pairs: Counter[tuple[Any, Any]], wanted: frozenset[str],

@@ -171,7 +171,9 @@ def _launch(grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any
     return [df["_shape"], df["_bad_shape"]]
 
 
-def _device_rows(cats: list[Any]) -> list[int]:
+def _device_rows(cats: list[Any] | pl.Series) -> list[int]:
+    if isinstance(cats, pl.Series):
+        return cats.is_in(list(_DEVICE)).fill_null(False).arg_true().to_list()
     return list(compress(range(len(cats)), map(_DEVICE.__contains__, cats)))
 
 
@@ -183,7 +185,7 @@ def _select_typed(chunk: typed.Chunk, lost: Counter[str]) -> tuple[list[list[Any
     evs, raws = chunk
     sel, at, cats = checks.selected_structs(evs, typed.Complete, typed.PHASE_OF, _WANTED,
                                             _DEVICE, lost)
-    base = [cats] + [list(map(attrgetter(k), sel)) for k in _BASE[1:]]
+    base: list[Any] = [cats] + [list(map(attrgetter(k), sel)) for k in _BASE[1:]]
     args = list(map(_ARGS, sel))
     if type(None) in set(map(type, args)):  # a written "args": null
         args = [typed.EMPTY if a is None else a for a in args]
