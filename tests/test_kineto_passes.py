@@ -245,3 +245,26 @@ def test_first_row_by_key_is_the_sorted_unique_one(rows: list) -> None:
     want = (df.sort("start_ns", "_row").unique("id", keep="first", maintain_order=True)
             .select("id", "start_ns", "name").sort("id"))
     assert got.equals(want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["k1", "k2"]), st.integers(0, 1), st.integers(0, 2),
+                          st.sampled_from([None, 5])), max_size=12))
+def test_device_activity_written_twice_is_kept_once(rows: list) -> None:
+    """Rows that agree on device, stream and times are compared as a whole (a copy is kept
+    once, a different kernel at the same time is kept); rows that do not are not compared."""
+    from tracelens.model import TraceMeta
+    dev = pl.DataFrame(
+        {"kind": ["kernel"] * len(rows), "name": [r[0] for r in rows], "device": [0] * len(rows),
+         "stream": [r[1] for r in rows], "start_ns": [r[2] for r in rows],
+         "end_ns": [r[2] + 1 for r in rows], "correlation": [r[3] for r in rows],
+         "External id": [None] * len(rows), "bytes": [None] * len(rows),
+         "_shape": [None] * len(rows)},
+        schema={"kind": pl.String, "name": pl.String, "device": pl.Int32, "stream": pl.Int64,
+                "start_ns": pl.Int64, "end_ns": pl.Int64, "correlation": pl.Int64,
+                "External id": pl.Int64, "bytes": pl.Int64, "_shape": pl.String})
+    meta = TraceMeta()
+    got = reader._usable(Path("t.json"), dev, meta)
+    want = dev.unique(subset=list(reader._SAME), keep="first", maintain_order=True)
+    assert got.equals(want)
+    assert len(meta.warnings) == (want.height != dev.height)
