@@ -76,7 +76,7 @@ def test_gc_is_back_after_an_error_and_stays_off_if_it_was(
 
 
 VALUES = st.sampled_from([None, "X", "x", "i", "kernel", "cpu_op", "gpu_memcpy", "ac2g", "",
-                          1, True, 0, False, 1.0, 2.5, "1"])
+                          1, True, 0, False, 1.0, 2.5, "1", "fwdbwd", "Trace"])
 ODD = st.one_of(VALUES, st.just([1]), st.just({"a": 1}))
 
 
@@ -163,16 +163,33 @@ def test_struct_selection_counts_as_the_value_by_value_form(rows: list, odd: lis
     for extra in ([], [(c, p, True) for c, p in odd]):
         evs = [{"ph": p, **({"cat": c} if has or c is not None else {})}
                for c, p, has in rows + extra]
-        structs = typed._EVENTS.decode(typed.orjson.dumps(evs))
+        text = typed.orjson.dumps(evs)
         wanted = frozenset(reader._WANTED)
-        got, want = Counter(), Counter()
-        kept, at, cats = checks.selected_structs(structs, typed.Complete, typed.PHASE_OF,
-                                                 wanted, reader._DEVICE, got)
+        want: Counter = Counter()
         ref = checks._odd_pairs(evs, [e.get("cat") for e in evs], [e["ph"] for e in evs],
                                 wanted, reader._DEVICE, want)
-        assert [id(structs[i]) for i in at] == [id(e) for e in kept]
-        assert cats.to_list() == [e["cat"] for e in ref] and len(at) == len(ref)
-        assert +got == +want
+        # the general union, and the quiet one where it takes the document (the other
+        # phases' categories are unused ones or absent: their events count for nothing)
+        decoded = [(typed._EVENTS.decode(text), typed.Complete)]
+        try:
+            decoded.append((typed._QUIET_EVENTS.decode(text), None))
+        except typed.msgspec.ValidationError:
+            assert any(e["ph"] != "X" and e.get("cat") not in (None, *typed.OTHER_CATS)
+                       for e in evs)
+        for structs, complete in decoded:
+            got: Counter = Counter()
+            kept, at, cats = checks.selected_structs(structs, complete, typed.PHASE_OF,
+                                                     wanted, reader._DEVICE, got)
+            assert [id(structs[i]) for i in at] == [id(e) for e in kept]
+            assert cats.to_list() == [e["cat"] for e in ref] and len(at) == len(ref)
+            assert +got == +want
+
+
+def test_quiet_categories_are_unused_ones() -> None:
+    """An event of another phase with one of these categories counts for nothing only
+    because none of them is a category the reader uses."""
+    assert not set(typed.OTHER_CATS) & set(reader._WANTED)
+    assert typed.OTHER_CAT in typed.OTHER_CATS
 
 
 def _typed_reference(values: list, dtype: object, counted: list | None) -> tuple[list, int]:

@@ -94,7 +94,7 @@ def selected(events: list[Any], dicts: bool, wanted: frozenset[str],
     return list(compress(objects, map(keep.__contains__, keys)))
 
 
-def selected_structs(events: list[Any], complete: type, phase_of: dict[type, str],
+def selected_structs(events: list[Any], complete: type | None, phase_of: dict[type, str],
                      wanted: frozenset[str], device_cats: frozenset[str], lost: Counter[str]
                      ) -> tuple[list[Any], list[int], pl.Series]:
     """:func:`selected` for events decoded as a union tagged by ``ph``: the complete ones
@@ -102,15 +102,18 @@ def selected_structs(events: list[Any], complete: type, phase_of: dict[type, str
     events, their positions in ``events`` and their categories (a String column). Counted
     and kept by polars from two columns, each event's category and whether it is complete
     (no (cat, ph) tuple per event); a category that is not a string or null takes
-    :func:`_struct_pairs`."""
+    :func:`_struct_pairs`. ``complete`` None: the events of other phases read as an unused
+    category (``typed.QuietEvent``: theirs was checked to be one, or absent), so they count
+    for nothing and every event is treated as complete (no pass over their classes)."""
     cats = list(map(_CAT, events))
-    done = pl.Series(list(map(is_, map(type, events), repeat(complete))), dtype=pl.Boolean)
     try:
         cat = pl.Series(cats, dtype=pl.String)  # strict: refuses any other type
     except (TypeError, ValueError, pl.exceptions.PolarsError):
         kept, at, got = _struct_pairs(events, cats, phase_of, wanted, device_cats, lost)
         return kept, at, pl.Series(got, dtype=pl.String)
     del cats
+    done = (pl.repeat(True, len(cat), dtype=pl.Boolean, eager=True) if complete is None else
+            pl.Series(list(map(is_, map(type, events), repeat(complete))), dtype=pl.Boolean))
     frame = pl.DataFrame({"cat": cat, "done": done})
     is_wanted = pl.col("cat").is_in(list(wanted)).fill_null(False)
     x = pl.col("done")

@@ -182,9 +182,9 @@ _ARGS = attrgetter("args")
 
 def _select_typed(chunk: typed.Chunk, lost: Counter[str]) -> tuple[list[list[Any]], list[int],
                                                                   Rare]:
-    evs, raws = chunk
-    sel, at, cats = checks.selected_structs(evs, typed.Complete, typed.PHASE_OF, _WANTED,
-                                            _DEVICE, lost)
+    evs, raws, quiet = chunk
+    sel, at, cats = checks.selected_structs(evs, None if quiet else typed.Complete,
+                                            typed.PHASE_OF, _WANTED, _DEVICE, lost)
     base: list[Any] = [cats] + [list(map(attrgetter(k), sel)) for k in _BASE[1:]]
     args = list(map(_ARGS, sel))
     if type(None) in set(map(type, args)):  # a written "args": null

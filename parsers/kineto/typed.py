@@ -30,7 +30,7 @@ the tolerant orjson path, which skips or counts it.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence, Union
+from typing import Any, Iterator, Literal, Sequence, Union
 
 import msgspec
 import orjson
@@ -100,8 +100,23 @@ PHASES = ("B", "E", "X", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "s", 
 _OTHER = tuple(msgspec.defstruct(f"Phase{i}", [("cat", Any, None)], gc=False,
                                  tag_field="ph", tag=p)
                for i, p in enumerate(PHASES) if p != "X")
-PHASE_OF: dict[type, str] = {Complete: "X", **{t: t.__struct_config__.tag for t in _OTHER}}
 Event = Union[(Complete, *_OTHER)]  # type: ignore[valid-type]
+# The categories Kineto writes on events of the other phases (flows, instants, counters),
+# none of them used. Decoded with the other phases' category checked against these (or
+# absent), such an event counts for nothing: it reads as an event of the unused category
+# OTHER_CAT (a class attribute: no field, no object per event), and the selection needs no
+# pass over the events' classes. A chunk with any other category on such an event (a used
+# one, which is counted) is decoded again with the general union (see chunks).
+OTHER_CATS = ("ac2g", "fwdbwd", "cpu_instant_event", "async_cpu_to_gpu", "python_function",
+              "Trace", "overhead", "cuda_sync")
+OTHER_CAT = OTHER_CATS[0]
+_QUIET = tuple(msgspec.defstruct(f"QuietPhase{i}", [("other", Literal[OTHER_CATS] | None,
+                                                      msgspec.field(default=None, name="cat"))],
+                                 gc=False, tag_field="ph", tag=p, namespace={"cat": OTHER_CAT})
+               for i, p in enumerate(PHASES) if p != "X")
+QuietEvent = Union[(Complete, *_QUIET)]  # type: ignore[valid-type]
+PHASE_OF: dict[type, str] = {Complete: "X",
+                             **{t: t.__struct_config__.tag for t in _OTHER + _QUIET}}
 
 
 class Doc(msgspec.Struct):
@@ -126,10 +141,12 @@ RARE_ATTRS = {"In msg nelems": "in_nelems", "Out msg nelems": "out_nelems",
               "Input type": "input_type", "Concrete Inputs": "concrete"}
 _DECODER = msgspec.json.Decoder(Doc)
 _EVENTS = msgspec.json.Decoder(list[Event])  # type: ignore[valid-type]
+_QUIET_EVENTS = msgspec.json.Decoder(list[QuietEvent])  # type: ignore[valid-type]
 _RARE = msgspec.json.Decoder(list[_Rare])
 CHUNK = 1 << 15  # events decoded at a time: their Python objects live only that long
 PIN = 64  # one event in PIN of each chunk lives on until the last chunk (see chunks)
-Chunk = tuple[list[Any], list[msgspec.Raw]]  # the decoded events and their raw JSON
+# the decoded events, their raw JSON, and whether the other phases' events read as OTHER_CAT
+Chunk = tuple[list[Any], list[msgspec.Raw], bool]
 
 
 def decode(raw: bytes) -> tuple[list[msgspec.Raw] | None, dict[str, Any]]:
@@ -152,7 +169,7 @@ def chunks(raws: list[msgspec.Raw]) -> Iterator[Chunk]:
     chunk stays alive until the last chunk is done, so that the allocator's arenas never
     empty and the next chunk's objects reuse them (a chunk's objects otherwise all die
     together and their arenas are unmapped)."""
-    pins = []
+    pins, quiet = [], True
     while True:
         part = raws[:CHUNK]
         del raws[:CHUNK]
@@ -160,10 +177,18 @@ def chunks(raws: list[msgspec.Raw]) -> Iterator[Chunk]:
         if pieces:
             pieces[0] = b"[" + pieces[0]
             pieces[-1] = bytes(pieces[-1]) + b"]"
-        events = _EVENTS.decode(b",".join(pieces) if pieces else b"[]")
+        text = b",".join(pieces) if pieces else b"[]"
         del pieces
+        try:
+            events = (_QUIET_EVENTS if quiet else _EVENTS).decode(text)
+        except msgspec.ValidationError:
+            if not quiet:
+                raise
+            quiet = False  # a category QuietEvent does not take: the general union from here
+            events = _EVENTS.decode(text)
+        del text
         pins.append(events[::PIN])
-        yield events, part
+        yield events, part, quiet
         if not raws:
             return
 
