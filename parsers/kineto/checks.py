@@ -30,16 +30,46 @@ def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
     The strict constructor (several times faster) takes the list when every value has an
     accepted type (it refuses any other, but reads a bool as a number: :func:`_bools`);
     otherwise each value is checked."""
-    if isinstance(values, pl.Series) and values.dtype == dtype:
-        return values  # built typed (nothing of another type to count)
+    return typed_frame([("v", field, values, dtype, counted)], lost).to_series()
+
+
+Column = tuple[str, str, Sequence[Any], pl.DataType, "Sequence[bool] | None"]
+
+
+def typed_frame(columns: Sequence[Column], lost: Counter[str]) -> pl.DataFrame:
+    """:func:`typed_series` of each ``(name, field, values, dtype, counted)``, as one frame:
+    the numeric columns the strict constructor took are looked at for bools in one query
+    (how many rows are 0 or 1 in each), not one per column."""
+    out: dict[str, pl.Series] = {}
+    numeric: list[tuple[str, str, Sequence[Any], pl.DataType, Any]] = []
+    for name, field, values, dtype, counted in columns:
+        if isinstance(values, pl.Series) and values.dtype == dtype:
+            out[name] = values.alias(name)  # built typed (nothing of another type to count)
+            continue
+        try:  # the strict constructor refuses every other type, except a bool as a number
+            out[name] = pl.Series(name, values, dtype=dtype)
+        except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+            # a value of another type, or an integer beyond 64 bits
+            out[name] = _checked(values, dtype, field, lost, counted).alias(name)
+        else:
+            if dtype != pl.String:
+                numeric.append((name, field, values, dtype, counted))
+    frame = pl.DataFrame(list(out.values()))
+    if numeric:
+        bits = frame.select(((pl.col(c[0]) == 0) | (pl.col(c[0]) == 1)).sum()
+                            for c in numeric).row(0)
+        redo = [_checked(values, dtype, field, lost, counted).alias(name)
+                for (name, field, values, dtype, counted), n in zip(numeric, bits)
+                if n and _bools(values, frame[name], n)]
+        if redo:
+            frame = frame.with_columns(redo)
+    return frame
+
+
+def _checked(values: Sequence[Any], dtype: pl.DataType, field: str, lost: Counter[str],
+             counted: Sequence[bool] | None) -> pl.Series:
+    """Value by value: one of another type null, and counted."""
     takes = next(t for d, t in _TAKES if dtype == d)
-    try:  # the strict constructor refuses every other type, except a bool as a number
-        got = pl.Series(values, dtype=dtype)
-    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
-        pass  # a value of another type, or an integer beyond 64 bits
-    else:
-        if dtype == pl.String or not _bools(values, got):
-            return got
     ok = [v if type(v) in takes and _fits(v, dtype) else None for v in values]
     if counted is None:
         bad = ok.count(None) - list(values).count(None)
@@ -50,14 +80,14 @@ def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
     return pl.Series(ok, dtype=dtype)
 
 
-def _bools(values: Sequence[Any], got: pl.Series) -> bool:
-    """Whether a bool is among ``values``, which a numeric column took as 0 or 1: only the
-    rows that are 0 or 1 there are looked at (not a pass over every value's type), unless
-    they are most rows (a device column: every value is one type, checked in one pass)."""
-    rows = ((got == 0) | (got == 1)).arg_true().to_list()
-    if len(rows) * 4 > len(values):
+def _bools(values: Sequence[Any], got: pl.Series, bits: int) -> bool:
+    """Whether a bool is among ``values``, which a numeric column took as 0 or 1 (``bits``
+    rows are 0 or 1 there): only those rows are looked at, unless they are most rows (a
+    device column: every value is one type, checked in one pass)."""
+    if bits * 4 > len(values):
         return bool in set(map(type, values))
-    return bool(rows) and bool in set(map(type, map(values.__getitem__, rows)))
+    rows = ((got == 0) | (got == 1)).arg_true().to_list()
+    return bool in set(map(type, map(values.__getitem__, rows)))
 
 
 def _fits(v: Any, dtype: pl.DataType) -> bool:

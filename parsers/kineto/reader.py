@@ -230,16 +230,16 @@ def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int
     device = [False] * height
     for i in dev_rows:
         device[i] = True
-    df = pl.DataFrame([
-        checks.typed_series(v, t, _field(k), lost, None if k in _BASE else device).alias(k)
-        for k, v, t in zip(_BASE + _ARGS_ALL, base[:n],
-                           _BASE_TYPES + (pl.Int64,) * len(_ARGS_ALL))])
+    df = checks.typed_frame([(k, _field(k), v, t, None if k in _BASE else device)
+                             for k, v, t in zip(_BASE + _ARGS_ALL, base[:n],
+                                                _BASE_TYPES + (pl.Int64,) * len(_ARGS_ALL))],
+                            lost)
     df = df.with_columns(_row=pl.int_range(first_row, first_row + height, dtype=pl.Int64))
     on_device = pl.Series(device, dtype=pl.Boolean)
-    dev = df.filter(on_device).with_columns(
-        *(checks.typed_series(v, pl.Int64, _field(k), lost).alias(k)
-          for k, v in zip(_ARGS_DEV, base[n:])),
-        *_launch(*base[n + len(_ARGS_DEV):]))
+    dev = df.filter(on_device)
+    dev = dev.hstack(checks.typed_frame([(k, _field(k), v, pl.Int64, None) for k, v in
+                                         zip(_ARGS_DEV, base[n:])], lost).hstack(
+        _launch(*base[n + len(_ARGS_DEV):])))
     host = df.filter(~on_device)
     del base, df
 
@@ -258,11 +258,10 @@ def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int
         if not at:
             continue
         *got, ranks = rare(local(side, at), comm_keys)
-        cols = [checks.typed_series(v, pl.Int64 if k in _COMM_INT else pl.String, _field(k),
-                                    lost) for k, v in zip(_COMM_INT + _COMM_STR, got)]
+        cols = checks.typed_frame([(k, _field(k), v, pl.Int64 if k in _COMM_INT else pl.String,
+                                    None) for k, v in zip(_COMM_INT + _COMM_STR, got)], lost)
         if side is host:
-            host = host.with_columns(host[k].scatter(at, v) for k, v in
-                                     zip(_COMM_INT + _COMM_STR, cols))
+            host = host.with_columns(host[k].scatter(at, cols[k]) for k in cols.columns)
             host = host.with_columns(host[_PG_RANKS].scatter(at, pl.Series(
                 list(map(_ranks_text, ranks)), dtype=pl.String)))
     costed = rows(host, pl.col("name").is_in(list(COSTED_ATEN_OPS)))
