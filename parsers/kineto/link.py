@@ -118,11 +118,12 @@ def _cost_note() -> pl.Expr:
             .otherwise(pl.lit(NO_FLOPS["no_rule"])))
 
 
-def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
+def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
                   shapes: dict[int, tuple[Any, Any, Any]]
                   ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any], OpShapes]:
     """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts, and
-    the shapes of the costed ops that launched kernels (the core costs those kernels)."""
+    the shapes of the costed ops that launched kernels (the core costs those kernels).
+    ``comm``: the collective args of the host ``record_param_comms`` rows, by ``_row``."""
     warn: list[str] = []
     # lazy (``hst``): only the columns each result uses are filtered and sorted (memory)
     api = _first_by_key(hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
@@ -157,6 +158,8 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
     )
 
     comms = ops.filter(pl.col("name") == "record_param_comms").select(
+        "pid", "tid", "start_ns", "end_ns", "_row").join(
+        comm.lazy(), on="_row", how="left", maintain_order="left").select(
         "pid", "tid", "start_ns", "end_ns", coll="Collective name", inn="In msg nelems",
         out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase(),
         pgr="Process Group Ranks",

@@ -65,6 +65,8 @@ _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype", "Process Group Name", "Process Group Description")
 _PG_RANKS = "Process Group Ranks"  # a list, or its text "[0, 1]" (as PyTorch writes it)
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
+COMM_SCHEMA = {"_row": pl.Int64, **{k: pl.Int64 for k in _COMM_INT},
+               **{k: pl.String for k in (*_COMM_STR, _PG_RANKS)}}
 # (kept rows, args keys) -> per key, the rows' values: the args read on a few rows only
 Rare = Callable[[list[int], tuple[str, ...]], list[list[Any]]]
 Selector = Callable[[Any, Counter[str]], tuple[list[list[Any]], list[int], Rare]]
@@ -218,10 +220,13 @@ def _field(key: str) -> str:
 
 
 def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int
-                 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
+                 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame,
+                            dict[int, tuple[Any, Any, Any]]]:
     """One chunk's device-activity rows and host rows, apart (every later step reads one
     side or the other: no filter of the whole), ``_row`` numbering them from ``first_row``
-    in the file's order, and the shapes of its costed ops by ``_row``."""
+    in the file's order; the collective args of its host ``record_param_comms`` rows by
+    ``_row`` (a few rows: not eleven columns of nulls on every host row), and the shapes
+    of its costed ops by ``_row``."""
     base, dev_rows, rare = select(evs, lost)
     height, n = len(base[0]), len(_BASE) + len(_ARGS_ALL)
     # the args read as columns are used on device activity: counted there (ROCm's runtime
@@ -248,26 +253,24 @@ def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int
 
     def local(side: pl.DataFrame, at: list[int]) -> list[int]:
         return side["_row"].gather(at).__sub__(first_row).to_list()
-    comm_keys = (*_COMM_INT, *_COMM_STR, _PG_RANKS)
     is_comm = pl.col("name") == "record_param_comms"
-    host = host.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
-                                for k in comm_keys})
+    comm = pl.DataFrame(schema=COMM_SCHEMA)
     # a device row named record_param_comms: its collective args are counted, not kept
     for side in (dev, host):
         at = rows(side, is_comm)
         if not at:
             continue
-        *got, ranks = rare(local(side, at), comm_keys)
+        *got, ranks = rare(local(side, at), (*_COMM_INT, *_COMM_STR, _PG_RANKS))
         cols = checks.typed_frame([(k, _field(k), v, pl.Int64 if k in _COMM_INT else pl.String,
                                     None) for k, v in zip(_COMM_INT + _COMM_STR, got)], lost)
         if side is host:
-            host = host.with_columns(host[k].scatter(at, cols[k]) for k in cols.columns)
-            host = host.with_columns(host[_PG_RANKS].scatter(at, pl.Series(
-                list(map(_ranks_text, ranks)), dtype=pl.String)))
+            comm = cols.with_columns(side["_row"].gather(at), pl.Series(
+                _PG_RANKS, list(map(_ranks_text, ranks)), dtype=pl.String)).select(
+                list(COMM_SCHEMA))
     costed = rows(host, pl.col("name").is_in(list(COSTED_ATEN_OPS)))
     shapes = dict(zip(host["_row"].gather(costed).to_list(),
                       zip(*rare(local(host, costed), SHAPE_KEYS)))) if costed else {}
-    return dev, host, shapes
+    return dev, host, comm, shapes
 
 
 def _ranks_text(value: Any) -> str | None:
@@ -289,21 +292,23 @@ def _ranks_text(value: Any) -> str | None:
 def columns(chunks: Iterable[Any], select: Selector) -> list[Any]:
     """The device-activity rows and the host rows of the complete events of a wanted
     category (``_row`` numbers them in the file's order), the args used as columns (device,
-    stream, bytes and the launch shape on the device side, the collective arguments on the
-    host side's ``record_param_comms`` rows); the shapes (``Input Dims``, ``Input type``,
-    ``Concrete Inputs``) of the host rows whose name is a costed op
-    (``tracelens.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see :func:`_build`).
+    stream, bytes and the launch shape on the device side); the collective arguments of the
+    host side's ``record_param_comms`` rows (:data:`COMM_SCHEMA`, by ``_row``); the shapes
+    (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the host rows whose name is a
+    costed op (``tracelens.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see
+    :func:`_build`).
     Chunk by chunk, so only one chunk's events need to exist as Python objects at a time.
     Last, what was skipped or read as unknown, by field (:mod:`parsers.kineto.checks`)."""
-    devs, hosts, shapes, n = [], [], {}, 0
+    devs, hosts, comms, shapes, n = [], [], [], {}, 0
     lost: Counter[str] = Counter()
     for evs in chunks:
-        dev, host, got = _chunk_frame(evs, select, lost, n)
+        dev, host, comm, got = _chunk_frame(evs, select, lost, n)
         shapes.update(got)
         n += dev.height + host.height
         devs.append(dev)
         hosts.append(host)
-    return [pl.concat(devs), pl.concat(hosts), shapes, lost]
+        comms.append(comm)
+    return [pl.concat(devs), pl.concat(hosts), pl.concat(comms), shapes, lost]
 
 
 @contextmanager
@@ -387,7 +392,7 @@ def _usable(path: Path, dev: pl.DataFrame, meta: TraceMeta) -> pl.DataFrame:
 def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     """The Trace from :func:`columns`' frames and shapes, given in a list that this empties,
     so that no caller keeps the frames alive while their filtered copies are built."""
-    dev, hst, shapes, lost = cols
+    dev, hst, comm, shapes, lost = cols
     cols.clear()
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for w in checks.warnings(path.name, lost):
@@ -433,7 +438,7 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
         meta.warn(f"{path.name}: {bad_shape} kernels have a launch-shape arg (grid, block, "
                   "registers per thread, shared memory) that is not an integer (list of "
                   "them): left out of launch, unknown")
-    events, launches, link_warn, extra, meta.shapes = link_activity(dev, hst, shapes)
+    events, launches, link_warn, extra, meta.shapes = link_activity(dev, hst, comm, shapes)
     for w in link_warn:
         meta.warn(f"{path.name}: {w}")
     meta.shapes.notes_at = len(meta.warnings)  # the shape costs' note follows these
