@@ -22,7 +22,8 @@ sizes in decimal MB, RSS as well, so RSS / JSON is a plain ratio):
 Each round runs every tool once, in turn, so a change of load hits all of them alike.
 - ``startup`` (once): importing what ``summarize`` imports, no input: the fixed cost.
 
-Prints a table and writes ``benchmarks/results/kineto.json``.
+Prints a table and writes ``benchmarks/results/kineto.json`` (medians, and every round's
+numbers under ``runs``).
 """
 
 from __future__ import annotations
@@ -128,9 +129,10 @@ def run(path: Path, hta_python: str | None, repeat: int, before: Path | None = N
                 env = {**os.environ, "PYTHONPATH": str(tree)}
                 runs[name].append(timed(cmd, cwd=Path(d), env=env))
         for name, got in runs.items():
-            best = min(got, key=lambda r: r["wall_s"])
+            best = dict(min(got, key=lambda r: r["wall_s"]))
             for key in ("wall_s", "cpu_s", "rss_mb"):
                 best[key] = statistics.median(r[key] for r in got)
+            best["runs"] = [{k: r[k] for k in ("wall_s", "cpu_s", "rss_mb")} for r in got]
             row[name] = best
     return row
 
