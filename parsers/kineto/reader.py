@@ -141,36 +141,56 @@ def _dims(v: Any) -> str | None:
     return ",".join(map(str, v)) if type(v) is list and v and all(map(_ok, v)) else None
 
 
+class Launches:
+    """The launch shapes of a file's device-activity rows, read chunk by chunk (the only rows
+    they are read on): :meth:`codes` gives each row the number of its distinct shape (by its
+    JSON text, which tells ``1`` from ``true`` and ``1.0``; kernels repeat a few shapes), and
+    :meth:`columns` checks each distinct one once, at the end: the ``_shape`` text and
+    ``_bad_shape`` (the row had a launch-shape arg that was not of its type: left out of the
+    text, counted by :func:`_build`)."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.quads: list[Any] = []
+        self.raw: list[bool] = []  # the quad is raw JSON (the typed path) to decode first
+
+    def codes(self, grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any],
+              first_row: int = 0) -> pl.Series:
+        """Each row's shape number (``raw``: the values are ``msgspec.Raw`` or None)."""
+        quads = list(zip(grid, block, regs, shared))
+        try:
+            keys: list[Any] = list(map(msgspec.json.encode, quads))
+        except (ValueError, RecursionError, TypeError, OverflowError, msgspec.EncodeError):
+            # a value nested about as deep as the decoder allows: every row on its own
+            keys = list(range(first_row, first_row + len(quads)))
+        for key, quad in dict(zip(keys, quads)).items():
+            if key not in self.index:
+                self.index[key] = len(self.index)
+                raw = any(type(v) is msgspec.Raw for v in quad)
+                self.quads.append(key if raw else quad)
+                self.raw.append(raw)
+        return pl.Series("_launch", list(map(self.index.__getitem__, keys)), dtype=pl.UInt32)
+
+    def columns(self, codes: pl.Series) -> list[pl.Series]:
+        """``_shape`` and ``_bad_shape`` of the rows ``codes`` numbers."""
+        quads = [msgspec.json.decode(q) if raw else q for q, raw in zip(self.quads, self.raw)]
+        parts = [[f(q[j]) for q in quads] for j, f in enumerate((_dims, _dims, _int, _int))]
+        flags = [any(v is not None and p is None for v, p in zip(q, got))
+                 for q, got in zip(quads, zip(*parts))]
+        df = pl.DataFrame({"g": pl.Series(parts[0], dtype=pl.String),
+                           "b": pl.Series(parts[1], dtype=pl.String),
+                           "r": pl.Series(parts[2], dtype=pl.Int64),
+                           "s": pl.Series(parts[3], dtype=pl.Int64),
+                           "bad": pl.Series(flags, dtype=pl.Boolean)})
+        df = df.select(_shape=launch_text(*map(pl.col, "gbrs")), _bad_shape="bad")[codes]
+        return [df["_shape"], df["_bad_shape"]]
+
+
 def _launch(grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any]
             ) -> list[pl.Series]:
-    """The ``_shape`` text column and ``_bad_shape`` (the row had a launch-shape arg that
-    was not of its type: left out of the text, counted by :func:`_build`) of device-activity
-    rows (the only rows they are read on), from their launch-shape args. Kernels repeat a
-    few shapes: each distinct one (by its JSON text, which tells ``1`` from ``true`` and
-    ``1.0``) is checked once."""
-    if not grid:
-        return [pl.Series("_shape", [], dtype=pl.String),
-                pl.Series("_bad_shape", [], dtype=pl.Boolean)]
-    quads = list(zip(grid, block, regs, shared))
-    try:
-        keys: Any = list(map(msgspec.json.encode, quads))
-    except (ValueError, RecursionError, TypeError, OverflowError, msgspec.EncodeError):
-        # a value nested about as deep as the decoder allows: every row on its own
-        keys = range(len(quads))
-    first = dict(zip(keys, quads))
-    at = dict(zip(first, range(len(first))))
-    parts = [[f(q[j]) for q in first.values()]
-             for j, f in enumerate((_dims, _dims, _int, _int))]
-    flags = [any(v is not None and p is None for v, p in zip(q, got))
-             for q, got in zip(first.values(), zip(*parts))]
-    df = pl.DataFrame({"g": pl.Series(parts[0], dtype=pl.String),
-                       "b": pl.Series(parts[1], dtype=pl.String),
-                       "r": pl.Series(parts[2], dtype=pl.Int64),
-                       "s": pl.Series(parts[3], dtype=pl.Int64),
-                       "bad": pl.Series(flags, dtype=pl.Boolean)})
-    df = df.select(_shape=launch_text(*map(pl.col, "gbrs")), _bad_shape="bad")
-    df = df[list(map(at.__getitem__, keys))]
-    return [df["_shape"], df["_bad_shape"]]
+    """:class:`Launches` of one batch of rows: their ``_shape`` and ``_bad_shape``."""
+    shapes = Launches()
+    return shapes.columns(shapes.codes(grid, block, regs, shared))
 
 
 def _device_rows(cats: list[Any] | pl.Series) -> list[int]:
@@ -219,9 +239,9 @@ def _field(key: str) -> str:
     return key if key in _BASE else f"args.{key}"
 
 
-def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int
-                 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame,
-                            dict[int, tuple[Any, Any, Any]]]:
+def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int,
+                 launches: Launches) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame,
+                                              dict[int, tuple[Any, Any, Any]]]:
     """One chunk's device-activity rows and host rows, apart (every later step reads one
     side or the other: no filter of the whole), ``_row`` numbering them from ``first_row``
     in the file's order; the collective args of its host ``record_param_comms`` rows by
@@ -244,7 +264,7 @@ def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int
     dev = df.filter(on_device)
     dev = dev.hstack(checks.typed_frame([(k, _field(k), v, pl.Int64, None) for k, v in
                                          zip(_ARGS_DEV, base[n:])], lost).hstack(
-        _launch(*base[n + len(_ARGS_DEV):])))
+        [launches.codes(*base[n + len(_ARGS_DEV):], first_row=first_row)]))
     host = df.filter(~on_device)
     del base, df
 
@@ -301,14 +321,17 @@ def columns(chunks: Iterable[Any], select: Selector) -> list[Any]:
     Last, what was skipped or read as unknown, by field (:mod:`parsers.kineto.checks`)."""
     devs, hosts, comms, shapes, n = [], [], [], {}, 0
     lost: Counter[str] = Counter()
+    launches = Launches()
     for evs in chunks:
-        dev, host, comm, got = _chunk_frame(evs, select, lost, n)
+        dev, host, comm, got = _chunk_frame(evs, select, lost, n, launches)
         shapes.update(got)
         n += dev.height + host.height
         devs.append(dev)
         hosts.append(host)
         comms.append(comm)
-    return [pl.concat(devs), pl.concat(hosts), pl.concat(comms), shapes, lost]
+    dev = pl.concat(devs)
+    dev = dev.with_columns(launches.columns(dev["_launch"])).drop("_launch")
+    return [dev, pl.concat(hosts), pl.concat(comms), shapes, lost]
 
 
 @contextmanager

@@ -49,10 +49,12 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     device: Any = None
     stream: Any = None
     correlation: Any = None
-    regs: Any = msgspec.field(default=None, name="registers per thread")
-    shared: Any = msgspec.field(default=None, name="shared memory")
-    grid: Any = None  # kernel launch shape: [x, y, z] lists and integers
-    block: Any = None
+    # the kernel launch shape ([x, y, z] lists and integers): raw JSON, grouped by its text
+    # and decoded once per distinct shape (reader.Launches), not a list per kernel
+    regs: Raw = msgspec.field(default=None, name="registers per thread")
+    shared: Raw = msgspec.field(default=None, name="shared memory")
+    grid: Raw = None
+    block: Raw = None
     bytes: Any = None
 
 
