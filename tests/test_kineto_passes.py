@@ -285,3 +285,11 @@ def test_device_activity_written_twice_is_kept_once(rows: list) -> None:
     want = dev.unique(subset=list(reader._SAME), keep="first", maintain_order=True)
     assert got.equals(want)
     assert len(meta.warnings) == (want.height != dev.height)
+
+
+def test_complete_events_read_as_tuples_in_column_order() -> None:
+    """The typed path reads a kept event's fields with one ``astuple`` (slots in order):
+    the struct's fields must be the base columns, then args."""
+    assert typed.Complete.__struct_fields__ == (*reader._BASE, "args")
+    for key, attr in typed.ARG_ATTRS.items():
+        assert typed.Args.__struct_fields__[reader._ARG_AT[key]] == attr

@@ -199,7 +199,10 @@ def _device_rows(cats: list[Any] | pl.Series) -> list[int]:
     return list(compress(range(len(cats)), map(_DEVICE.__contains__, cats)))
 
 
-_ARGS = attrgetter("args")
+astuple = msgspec.structs.astuple
+# where each args column is in an Args tuple (astuple)
+_ARG_AT = {k: typed.Args.__struct_fields__.index(a) for k, a in typed.ARG_ATTRS.items()}
+_NARGS = len(typed.Args.__struct_fields__)
 
 
 def _select_typed(chunk: typed.Chunk, lost: Counter[str]) -> tuple[list[list[Any]], list[int],
@@ -207,14 +210,18 @@ def _select_typed(chunk: typed.Chunk, lost: Counter[str]) -> tuple[list[list[Any
     evs, raws, quiet = chunk
     sel, at, cats = checks.selected_structs(evs, None if quiet else typed.Complete,
                                             typed.PHASE_OF, _WANTED, _DEVICE, lost)
-    base: list[Any] = [cats] + [list(map(attrgetter(k), sel)) for k in _BASE[1:]]
-    args = list(map(_ARGS, sel))
+    # every field of every kept event in one pass (slots read directly, no attribute
+    # lookups), then transposed: cat, name, pid, tid, ts, dur, args
+    fields = list(zip(*map(astuple, sel))) if sel else [()] * 7
+    base: list[Any] = [cats, *fields[1:6]]
+    args = fields[6]
+    del fields
     if type(None) in set(map(type, args)):  # a written "args": null
         args = [typed.EMPTY if a is None else a for a in args]
     base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_ALL]
     rows = _device_rows(cats)
-    dev = list(map(args.__getitem__, rows))
-    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), dev)) for k in _ARGS_DEV + _LAUNCH]
+    dev = list(zip(*map(astuple, map(args.__getitem__, rows)))) if rows else [()] * _NARGS
+    base += [dev[_ARG_AT[k]] for k in _ARGS_DEV + _LAUNCH]
 
     def rare(kept: list[int], keys: tuple[str, ...]) -> list[list[Any]]:
         return typed.rare(list(map(raws.__getitem__, map(at.__getitem__, kept))), keys)
