@@ -52,7 +52,7 @@ def typed_frame(columns: Sequence[Column], lost: Counter[str]) -> pl.DataFrame:
             # a value of another type, or an integer beyond 64 bits
             out[name] = _checked(values, dtype, field, lost, counted).alias(name)
         else:
-            if dtype != pl.String:
+            if dtype.is_numeric():
                 numeric.append((name, field, values, dtype, counted))
     frame = pl.DataFrame(list(out.values()))
     if numeric:
@@ -142,18 +142,24 @@ def selected_structs(events: list[Any], complete: type | None, phase_of: dict[ty
         kept, at, got = _struct_pairs(events, cats, phase_of, wanted, device_cats, lost)
         return kept, at, pl.Series(got, dtype=pl.String)
     del cats
-    done = (pl.repeat(True, len(cat), dtype=pl.Boolean, eager=True) if complete is None else
-            pl.Series(list(map(is_, map(type, events), repeat(complete))), dtype=pl.Boolean))
-    frame = pl.DataFrame({"cat": cat, "done": done})
     is_wanted = pl.col("cat").is_in(list(wanted)).fill_null(False)
-    x = pl.col("done")
-    no_cat, ph, ph_device = frame.select(
-        no_cat=(pl.col("cat").is_null() & x).sum(), ph=(is_wanted & ~x).sum(),
-        ph_device=(pl.col("cat").is_in(list(device_cats)).fill_null(False) & ~x).sum()).row(0)
-    for k, n in (("no cat", no_cat), ("ph", ph), ("ph(device)", ph_device)):
+    if complete is None:  # no event of another phase counts: only a complete one's null cat
+        frame = cat.to_frame("cat")
+        counts = {"no cat": cat.null_count()}
+        keep = frame.select(is_wanted).to_series()
+    else:
+        done = pl.Series(list(map(is_, map(type, events), repeat(complete))), dtype=pl.Boolean)
+        frame = pl.DataFrame({"cat": cat, "done": done})
+        x = pl.col("done")
+        counts = frame.select(
+            (pl.col("cat").is_null() & x).sum().alias("no cat"),
+            (is_wanted & ~x).sum().alias("ph"),
+            (pl.col("cat").is_in(list(device_cats)).fill_null(False) & ~x).sum()
+            .alias("ph(device)")).row(0, named=True)
+        keep = frame.select(is_wanted & x).to_series()
+    for k, n in counts.items():
         if n:
             lost[k] += n
-    keep = frame.select(is_wanted & x).to_series()
     at = keep.arg_true().to_list()
     return list(map(events.__getitem__, at)), at, cat.filter(keep)
 

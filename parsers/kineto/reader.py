@@ -55,6 +55,7 @@ HOST_CATS = {"cpu_op": "cpu_op", "Operator": "cpu_op", "cuda_runtime": "api",
              "cuda_driver": "api", "Runtime": "api", "user_annotation": "annotation",
              "gpu_user_annotation": "gpu_annotation"}
 _WANTED = frozenset(DEVICE_CATS) | frozenset(HOST_CATS)
+CATEGORY = pl.Enum(sorted(_WANTED))  # the frames' cat column: kept events' categories
 _BASE = ("cat", "name", "pid", "tid", "ts", "dur")
 _BASE_TYPES = (pl.String, pl.String, pl.Int64, pl.Int64, pl.Float64, pl.Float64)
 _ARGS_INT = ("device", "stream", "correlation", "External id", "bytes")
@@ -219,6 +220,8 @@ def _select_typed(chunk: typed.Chunk, lost: Counter[str]) -> tuple[list[list[Any
     if type(None) in set(map(type, args)):  # a written "args": null
         args = [typed.EMPTY if a is None else a for a in args]
     base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_ALL]
+    cats = cats.cast(CATEGORY)
+    base[0] = cats
     rows = _device_rows(cats)
     dev = list(zip(*map(astuple, map(args.__getitem__, rows)))) if rows else [()] * _NARGS
     base += [dev[_ARG_AT[k]] for k in _ARGS_DEV + _LAUNCH]
@@ -262,10 +265,13 @@ def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int,
     device = [False] * height
     for i in dev_rows:
         device[i] = True
+    # the kept categories are used ones: an Enum of them (every later filter by category
+    # compares small integers, not strings)
+    cat = base[0] if isinstance(base[0], pl.Series) else pl.Series(base[0], dtype=pl.String)
     df = checks.typed_frame([(k, _field(k), v, t, None if k in _BASE else device)
-                             for k, v, t in zip(_BASE + _ARGS_ALL, base[:n],
-                                                _BASE_TYPES + (pl.Int64,) * len(_ARGS_ALL))],
-                            lost)
+                             for k, v, t in zip(_BASE[1:] + _ARGS_ALL, base[1:n],
+                                                _BASE_TYPES[1:] + (pl.Int64,) * len(_ARGS_ALL))],
+                            lost).insert_column(0, cat.cast(CATEGORY).alias("cat"))
     df = df.with_columns(_row=pl.int_range(first_row, first_row + height, dtype=pl.Int64))
     on_device = pl.Series(device, dtype=pl.Boolean)
     dev = df.filter(on_device)
