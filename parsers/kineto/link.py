@@ -227,9 +227,11 @@ def steps_frame(hst: pl.LazyFrame, events: pl.DataFrame, launches: pl.DataFrame
     2. each CUDA/HIP graph replay with device activity (``graph-replay``).
 
     Only the sources the trace has are given; none: no steps ("none")."""
+    # the annotations first (a few rows), then the regex on their names only: in one
+    # filter it would run on every host row's name
     marks = hst.filter(pl.col("cat").is_in(["user_annotation", "gpu_user_annotation"])
-                       & pl.col("name").str.contains(_STEP)).with_columns(
-        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32)).collect()
+                       ).collect().filter(pl.col("name").str.contains(_STEP)).with_columns(
+        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32))
     gpu = marks.filter(pl.col("cat") == "gpu_user_annotation").group_by("step").agg(
         pl.col("start_ns").min(), pl.col("end_ns").max()).with_columns(
         source=pl.lit("annotation:gpu"))
