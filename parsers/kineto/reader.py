@@ -153,11 +153,10 @@ class Launches:
     def __init__(self) -> None:
         self.index: dict[Any, int] = {}
         self.quads: list[Any] = []
-        self.raw: list[bool] = []  # the quad is raw JSON (the typed path) to decode first
 
     def codes(self, grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any],
               first_row: int = 0) -> pl.Series:
-        """Each row's shape number (``raw``: the values are ``msgspec.Raw`` or None)."""
+        """Each row's shape number (``first_row``: the first row's number in the file)."""
         quads = list(zip(grid, block, regs, shared))
         try:
             keys: list[Any] = list(map(msgspec.json.encode, quads))
@@ -167,14 +166,12 @@ class Launches:
         for key, quad in dict(zip(keys, quads)).items():
             if key not in self.index:
                 self.index[key] = len(self.index)
-                raw = any(type(v) is msgspec.Raw for v in quad)
-                self.quads.append(key if raw else quad)
-                self.raw.append(raw)
+                self.quads.append(quad)
         return pl.Series("_launch", list(map(self.index.__getitem__, keys)), dtype=pl.UInt32)
 
     def columns(self, codes: pl.Series) -> list[pl.Series]:
         """``_shape`` and ``_bad_shape`` of the rows ``codes`` numbers."""
-        quads = [msgspec.json.decode(q) if raw else q for q, raw in zip(self.quads, self.raw)]
+        quads = self.quads
         parts = [[f(q[j]) for q in quads] for j, f in enumerate((_dims, _dims, _int, _int))]
         flags = [any(v is not None and p is None for v, p in zip(q, got))
                  for q, got in zip(quads, zip(*parts))]

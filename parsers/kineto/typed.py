@@ -49,12 +49,12 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     device: Any = None
     stream: Any = None
     correlation: Any = None
-    # the kernel launch shape ([x, y, z] lists and integers): raw JSON, grouped by its text
-    # and decoded once per distinct shape (reader.Launches), not a list per kernel
-    regs: Raw = msgspec.field(default=None, name="registers per thread")
-    shared: Raw = msgspec.field(default=None, name="shared memory")
-    grid: Raw = None
-    block: Raw = None
+    # the kernel launch shape ([x, y, z] lists and integers; not raw JSON: a Raw would keep
+    # its chunk's whole text alive as long as the event, and typed.chunks pins some events)
+    regs: Any = msgspec.field(default=None, name="registers per thread")
+    shared: Any = msgspec.field(default=None, name="shared memory")
+    grid: Any = None
+    block: Any = None
     bytes: Any = None
 
 
