@@ -293,3 +293,11 @@ def test_complete_events_read_as_tuples_in_column_order() -> None:
     assert typed.Complete.__struct_fields__ == (*reader._BASE, "args")
     for key, attr in typed.ARG_ATTRS.items():
         assert typed.Args.__struct_fields__[reader._ARG_AT[key]] == attr
+
+
+def test_pinned_events_hold_no_raw_json() -> None:
+    """typed.chunks keeps one event in PIN of every chunk alive to the end; a msgspec.Raw in
+    such an event would keep its chunk's whole text alive with it (the peak memory)."""
+    from msgspec.structs import fields
+    for struct in (typed.Complete, typed.Args):
+        assert not [f.name for f in fields(struct) if f.type is typed.msgspec.Raw], struct
