@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import polars.selectors as cs
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
            ".ndjson": "jsonl"}
@@ -28,6 +29,9 @@ def parquet_metadata(df: pl.DataFrame, table: str, version: str) -> dict[str, st
 def write_table(df: pl.DataFrame, path: Path, table: str, version: str) -> None:
     """Write ``df`` to ``path`` in the format its extension names (Parquet by default)."""
     fmt = format_of(path) or "parquet"
+    # the frames' dictionary-encoded text (tracelens.model.Text) is written as the documented
+    # String columns, as a reader of the file expects them
+    df = df.with_columns(cs.categorical().cast(pl.String))
     tmp = path.with_name(path.name + ".part")  # a failed write leaves no partial file
     if fmt == "parquet":
         df.write_parquet(tmp, metadata=parquet_metadata(df, table, version))

@@ -54,7 +54,7 @@ def _path_bars(w: TimelineWindow, path: CriticalPathLines, rows: pl.DataFrame,
     return acts.with_columns(start_ns=pl.max_horizontal("start_ns", pl.lit(w.start_ns)),
                              end_ns=pl.min_horizontal("end_ns", pl.lit(w.end_ns))).filter(
         pl.col("end_ns") > pl.col("start_ns")).join(
-        rows.select("host", pl.col("device").cast(pl.Int32), "_k", "_y"),
+        rows.select(pl.col("host").cast(pl.String), pl.col("device").cast(pl.Int32), "_k", "_y"),
         on=["host", "device", "_k"]).sort("_y", "start_ns")
 
 

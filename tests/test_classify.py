@@ -9,10 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import tracelens.classify as classify_mod
 from tracelens.classify import Match, RuleSet, classify, explain, load_rules
 from tracelens.errors import TraceInputError
-from tracelens.model import CATEGORIES, CategoryDtype, KindDtype
+from tracelens.model import CATEGORIES, CategoryDtype, KindDtype, Text
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ORACLES = SHARED / "oracles"
@@ -858,7 +857,7 @@ def test_classify_preserves_rows_and_columns() -> None:
     out = classify(events)
     assert out.columns == events.columns
     assert out.schema["category"] == CategoryDtype
-    assert out.schema["rule"] == pl.String and out.schema["subcategory"] == pl.String
+    assert out.schema["rule"] == Text and out.schema["subcategory"] == Text
     assert out.drop("category", "rule", "subcategory").equals(
         events.drop("category", "rule", "subcategory"))
     assert out["category"].to_list() == [
@@ -913,14 +912,16 @@ def test_hash_collision_falls_back_to_exact_join(monkeypatch: pytest.MonkeyPatch
                       [("attn_fwd", None), ("reduce.1", "reduce.1"), ("attn_fwd", None),
                        (RCCL_GENERIC, "all-reduce-start"), ("dot.2", "dot.2")]])
     expected = classify(events)
-    real_hash = classify_mod._combo_hash
+    import tracelens.signatures as signatures_mod
+
+    real_hash = signatures_mod.combo_hash
 
     def colliding(keys: pl.DataFrame, seed: int) -> pl.Series:
         if seed == 0:
             return pl.Series("h", [7] * keys.height, dtype=pl.UInt64)
         return real_hash(keys, seed)
 
-    monkeypatch.setattr(classify_mod, "_combo_hash", colliding)
+    monkeypatch.setattr(signatures_mod, "combo_hash", colliding)
     assert classify(events).equals(expected)
     assert expected["rule"].to_list() == [
         "attention.aotriton", "reduction.xla", "attention.aotriton", "collective.rccl_generic",

@@ -37,8 +37,7 @@ def _frame(label: str, kind: object, name: object, op: object, hlo: object,
            dur: object) -> pl.DataFrame:
     return pl.DataFrame({"trace": label, "kind": kind, "name": name, "op": op, "hlo": hlo,
                          "dur": dur}).with_columns(
-        pl.col("kind").cast(pl.String), pl.col("op").cast(pl.String),
-        pl.col("hlo").cast(pl.String), pl.col("dur").cast(pl.Int64))
+        pl.col("kind", "name", "op", "hlo").cast(pl.String), pl.col("dur").cast(pl.Int64))
 
 
 def _loaded(path: Path) -> pl.DataFrame:

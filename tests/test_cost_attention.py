@@ -116,7 +116,7 @@ def load(tmp_path: Path, **kw: int) -> Trace:
 
 def test_te_attention_flops_per_execution_on_its_main_kernel(tmp_path: Path) -> None:
     ev = load(tmp_path).events
-    assert set(ev.filter(pl.col("op").str.starts_with("custom-call"))["category"]) == {
+    assert set(ev.filter(pl.col("op").cat.starts_with("custom-call"))["category"]) == {
         "attention"}
 
     def flops(op: str, name: str) -> list[float | None]:

@@ -59,7 +59,7 @@ def xprof_hlo_stats(key: str) -> list[dict]:
 @pytest.mark.parametrize("key", sorted(GEMM_SHAPES))
 def test_every_gemm_kernel_gets_2mnk_batch_flops(key: str) -> None:
     ev = load(key).events.filter(pl.col("category") == "gemm")
-    assert ev.height and ev["name"].str.contains(r"^(Cijk_|gemm_fusion_dot)").all()
+    assert ev.height and ev["name"].cast(pl.String).str.contains(r"^(Cijk_|gemm_fusion_dot)").all()
     assert set(ev["program_id"].to_list()) == set(GEMM_SHAPES[key])
     table = load(key).meta.op_costs
     for pid, (m, n, k, b) in GEMM_SHAPES[key].items():
@@ -100,7 +100,7 @@ def test_attention_trace_ops_all_get_flops_and_bytes() -> None:
 def test_conv_flops_counted_once_per_execution_on_the_gemm_kernel() -> None:
     ev = load("conv08").events.filter(pl.col("op") == "cudnn-conv.1")
     per_conv = 2.0 * 5120 * 16 * (32 * 60 * 104)  # XLA's valid-position count, 32.716 G
-    gemm = ev.filter(pl.col("name").str.starts_with("Cijk_"))
+    gemm = ev.filter(pl.col("name").cast(pl.String).str.starts_with("Cijk_"))
     im2col = ev.filter(pl.col("name") == "Im3d2Col.kd")
     assert gemm.height == 40 and im2col.height == 39
     assert (gemm["flops"] == per_conv).all() and (gemm["bytes"] == 579_072_000.0).all()

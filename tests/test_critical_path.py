@@ -295,3 +295,21 @@ def test_time_window_counts_from_the_jobs_zero_on_every_rank(tmp_path: Path) -> 
     bad = CliRunner().invoke(main, ["critical-path", *map(str, files), "--time", "1s:2s"])
     assert bad.exit_code == 2 and "no device activity in --time 1000ms:2000ms" in bad.output
     assert len(bad.output.strip().splitlines()) == 1, bad.output
+
+
+@pytest.mark.parametrize("chains", [1, 7, 600])
+def test_chain_cummax_equals_a_window_per_chain(chains: int) -> None:
+    """The forward pass's per-chain running max (one accumulate per chain, or the polars
+    window past 512 chains) equals polars' ``cum_max().over(chain)``, -inf included."""
+    import numpy as np
+
+    from tracelens.analyze import critical_solve
+
+    rng = np.random.default_rng(chains)
+    sizes = rng.integers(1, 40, chains)
+    chain = np.repeat(np.arange(1, chains + 1), sizes)
+    x = rng.normal(0, 1e6, len(chain))
+    x[rng.random(len(x)) < 0.2] = -np.inf
+    want = pl.DataFrame({"x": x, "c": chain}).select(
+        pl.col("x").cum_max().over("c"))["x"].to_numpy()
+    assert np.array_equal(critical_solve._chain_cummax(x, chain), want)

@@ -69,7 +69,7 @@ def test_device_activities_on_the_path_agree_but_for_named_differences(name: str
     ours = [a for a in p.activities if a.device is not None]
     mine = [(a.name, a.start_ns) for a in ours]
     theirs = [(a["name"], a["start_ns"]) for a in want["device_activities"]]
-    graph = set(t.host_events.filter(pl.col("name").str.contains("GraphLaunch"))
+    graph = set(t.host_events.filter(pl.col("name").cast(pl.String).str.contains("GraphLaunch"))
                 ["correlation_id"].drop_nulls().to_list())
     corr = {(n, s): c for n, s, c in t.events.select("name", "start_ns",
                                                      "correlation_id").rows()}

@@ -559,29 +559,6 @@ def test_report_byte_identical_in_process_on_a_cluster_and_loaded_whole(
         assert _report_page(path, tmp_path, *argv, "--scheduler", cluster) == whole, argv
 
 
-def test_report_reads_again_only_the_hosts_of_the_shown_devices(job16: Path,
-                                                               monkeypatch) -> None:
-    """Round 1 reads every host once; round 2 only the hosts owning one of the (at most 4)
-    devices the step timeline shows."""
-    import tracelens.loader as loader
-    from tracelens.cli_common import JobInputs, engine_summary
-
-    read: list[str] = []
-    real = loader.load_host
-
-    def counting(path, *args, **kw):
-        read.append(Path(path).name)
-        return real(path, *args, **kw)
-
-    monkeypatch.setattr(loader, "load_host", counting)
-    _, window = engine_summary(JobInputs((job16,), workers=1), None, None, 10, None, None,
-                               window=True)
-    first, again = read[:16], read[16:]
-    assert sorted(first) == sorted(set(first)) and len(first) == 16
-    shown = sorted(set(window.events["host"].to_list()))
-    assert 1 <= len(again) <= 4 and sorted({f.split(".")[0] for f in again}) == shown
-
-
 def test_hosts_that_mark_steps_differently_are_said() -> None:
     """Files whose steps come from different sources (annotations on some, none on others)
     are marked per file on the engine; the summary says so instead of naming one file's

@@ -200,7 +200,7 @@ def test_specs_file_errors_name_the_problem(tmp_path: Path, text: str, problem: 
 
 def test_rocm_memory_bandwidth_stat_is_only_a_warning() -> None:
     w = reported_bandwidth_warning("mi300x", 2.6624e12)  # as the MI300X traces report it
-    assert w and "2.66 TB/s" in w and "5.3 TB/s" in w
+    assert w and "2.66 TB/s" in w.text and "5.3 TB/s" in w.text
     assert reported_bandwidth_warning("mi300x", 5.3e12) is None
     assert reported_bandwidth_warning("mi300x", None) is None
     assert reported_bandwidth_warning(None, 2.6e12) is None
@@ -225,7 +225,7 @@ def test_kineto_device_named_by_the_trace(name: str, want: str | None) -> None:
               "totalGlobalMem": 85_000_000_000, "warpSize": 32}]
     facts, _ = device_frame({"deviceProperties": props}, [0], "h")
     frame, notes = identify_frame(facts, "kineto", "h.json")
-    warnings = [text for _, _, text in notes]
+    warnings = [n.text for _, _, n in notes]
     row = frame.row(0, named=True)
     assert row["product"] == (want or name)
     if want is None:

@@ -143,7 +143,7 @@ def test_dump_file_name_gives_the_program_id(tmp_path: Path) -> None:
                                                     "hlo_proto": pl.Binary}),
                                text_dumps=[path, tmp_path / "missing.txt"])
     assert idx.lookup("any", 49, "custom-call.1") is not None
-    assert any("missing.txt" in p for p in idx.problems)
+    assert any("missing.txt" in p.text for p in idx.problems)
 
 
 @pytest.mark.parametrize("key", sorted(GPU_TRACES))

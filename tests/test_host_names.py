@@ -46,10 +46,8 @@ def test_xspace_host_from_its_file_name_keeps_its_dots(tmp_path: Path) -> None:
     trace = tracelens.load(files)
     assert sorted(trace.devices["host"].unique()) == ["node.a_0", "node.b_1"]  # not node#0/1
     parts = [summary_partial(tracelens.load([f])) for f in files]
-    assert "node.a_0" in parts[0].host_names
     merged = merge_partials(parts)
     assert {d.host for d in merged.device_rows} == {"node.a_0", "node.b_1"}
-    assert {"node.a_0", "node.b_1"} <= set(merged.host_names)
 
 
 def test_kineto_ranks_are_ranks_not_hosts(tmp_path: Path) -> None:

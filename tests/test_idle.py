@@ -186,3 +186,44 @@ def test_big_jobs_show_representative_devices() -> None:
     # the fastest waits most (30%: every third device from 0, the first by position)
     assert roles["slowest"] == 5 and roles["fastest"] == 0 and roles["outlier"] == 17
     assert len(device_roles(devs[:MAX_DEVICE_ROWS])) == MAX_DEVICE_ROWS
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_breakdown_from_running_sums_equals_clipping_every_piece(seed: int) -> None:
+    """The breakdown from running sums (binary search per window bound) equals the one from
+    clipping every piece to its windows, per device span and per step; touching windows
+    and pieces past the windows included. Overlapping windows are left to clipping."""
+    import numpy as np
+
+    from tracelens.analyze import idle
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for rank, device in [(0, 0), (0, 1), (1, 0)]:
+        t = int(rng.integers(-50, 50))
+        for _ in range(int(rng.integers(1, 40))):
+            t += int(rng.integers(0, 30))
+            length = int(rng.integers(1, 40))
+            rows.append((f"h{rank}", rank, device, IDLE_PARTS[int(rng.integers(0, 4))], t,
+                         t + length))
+            t += length
+    parts = pl.DataFrame(rows, schema=list(idle._SCHEMA), orient="row").cast(idle._SCHEMA)
+    events = parts.select(*DEVICE_KEYS, start_ns=pl.col("start_ns").min().over(DEVICE_KEYS) + 5,
+                          end_ns=pl.col("end_ns").max().over(DEVICE_KEYS) - 5)
+    bounds = np.sort(rng.choice(np.arange(-40, 900), 12, replace=False))
+    steps = pl.DataFrame({"rank": [0] * 6 + [1] * 6, "step": list(range(6)) * 2,
+                          "start_ns": np.r_[bounds[0:12:2], bounds[0:12:2]],
+                          "end_ns": np.r_[bounds[1:12:2], bounds[1:12:2]]}).cast(
+        {"rank": pl.Int32, "step": pl.Int32})
+    for windows in (None, steps):
+        fast = idle._breakdown_by_prefix(parts, events, windows)
+        assert fast is not None
+        real = idle._breakdown_by_prefix
+        try:
+            idle._breakdown_by_prefix = lambda *a: None  # type: ignore[assignment]
+            clipped = idle_breakdown(parts, events, windows)
+        finally:
+            idle._breakdown_by_prefix = real  # type: ignore[assignment]
+        assert fast.equals(clipped)
+    nested = steps.with_columns(end_ns=pl.col("end_ns") + 1000)
+    assert idle._breakdown_by_prefix(parts, events, nested) is None

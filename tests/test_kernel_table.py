@@ -147,6 +147,7 @@ def old_kernel_partial(trace: tracelens.model.Trace) -> pl.DataFrame:
     from tracelens.analyze.scaling import _windows, clip_to_windows, normalize_kernel_expr
 
     ev = clip_to_windows(trace.events, _windows(trace)) if trace.steps.height else trace.events
+    ev = ev.with_columns(pl.col(pl.Categorical).cast(pl.String))
     return ev.with_columns(category=pl.col("category").cast(pl.String),
                            key=normalize_kernel_expr()).group_by(
         "category", "module", "program_id", "op", "key").agg(
@@ -175,6 +176,7 @@ def old_kernel_stats(events: pl.DataFrame) -> pl.DataFrame:
 
     keys = ["name", "kind", "category", "subcategory", "rule"]
     dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
+    events = events.with_columns(pl.col(pl.Categorical).cast(pl.String))  # as events were
     return events.select(*keys, *DEVICE_KEYS, "launch", dur).group_by(keys).agg(
         count=pl.len().cast(pl.Int64), total_ns=pl.col("_d").sum(),
         mean_ns=pl.col("_d").mean(), min_ns=pl.col("_d").min(),

@@ -19,6 +19,7 @@ from tests.conftest import SAMPLES, SHARED, cli
 from tracelens.analyze.collectives import collective_activities
 from tracelens.errors import TraceInputError
 from tracelens.formats import sniff_format
+from tracelens.model import CounterFacts, ShapeFacts
 from tests.test_rocprof_parity import _without_host
 
 KINETO = SHARED / "traces" / "kineto"
@@ -164,7 +165,7 @@ def test_real_traces_give_kernel_launch_shapes() -> None:
     ``launch`` text (CUDA A100: all four; ROCm MI300X: grid and block only, on the kernels
     that carry them); copies have none."""
     ev = tracelens.load(_real("a100_nccl_2rank_rank0.json.gz")).events
-    first = ev.filter(pl.col("name").str.starts_with("void cudnn::bn_bw_1C11_kernel_new<"),
+    first = ev.filter(pl.col("name").cat.starts_with("void cudnn::bn_bw_1C11_kernel_new<"),
                       pl.col("correlation_id") == 57541)
     assert first["launch"].to_list() == ["grid=512,1,1 block=512,1,1 regs=40 shared=400"]
     assert ev.filter(pl.col("kind") == "kernel")["launch"].null_count() == 0
@@ -172,7 +173,7 @@ def test_real_traces_give_kernel_launch_shapes() -> None:
         ev.filter(pl.col("kind") != "kernel").height
     ev = tracelens.load(_real("mi300x_inference/sglang_qwen3_8b_decode.json.gz")).events
     k = ev.filter(pl.col("correlation_id") == 92160)
-    assert k["name"].str.starts_with("void at::native::(anonymous namespace)::multi_tensor"
+    assert k["name"].cat.starts_with("void at::native::(anonymous namespace)::multi_tensor"
                                      "_apply_k").to_list() == [True]
     assert k["launch"].to_list() == ["grid=4,1,1 block=512,1,1"]
     assert ev["launch"].is_not_null().sum() == 11  # only 11 of 555 kernels carry grid/block
@@ -457,7 +458,7 @@ def test_a_worker_process_sends_the_file_costed_and_identified() -> None:
 
     path = _real("mi250_rocm62_minitoy_train.json.gz")
     part = from_worker(read_in_worker("kineto", path, None))
-    assert part.meta.shapes is None and part.meta.counters == []
+    assert part.meta.facts(ShapeFacts) == [] and part.meta.facts(CounterFacts) == []
     assert part.events.filter(pl.col("cost_source") == "shapes").height == 3
     assert "spec_id" in part.devices.columns and "notes_at" not in part.devices.columns
     assert part.meta.warnings[0].startswith(f"{path.name}: device 2 (AMD Radeon Graphics")

@@ -84,8 +84,8 @@ def test_temporal_breakdown_agrees_with_hta(key: str, rows) -> None:
         ev = ev.with_columns(s=-((-pl.col("start_ns")) // 1000), e=pl.col("end_ns") // 1000)
         kernel_time = ev["e"].max() - ev["s"].min()
         idle = kernel_time - _union(ev)
-        compute = _union(ev.filter(~pl.col("name").str.contains(COMM)
-                                   & ~pl.col("name").str.contains(MEMORY)))
+        compute = _union(ev.filter(~pl.col("name").cast(pl.String).str.contains(COMM)
+                                   & ~pl.col("name").cast(pl.String).str.contains(MEMORY)))
         assert kernel_time == row["kernel_time(us)"]
         assert abs(idle - row["idle_time(us)"]) <= clipped
         assert abs(compute - row["compute_time(us)"]) <= clipped

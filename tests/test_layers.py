@@ -179,3 +179,19 @@ def test_one_protobuf_descriptor_builder() -> None:
     assert found == ["parsers.protoschema"]
     assert {"parsers.xplane_schema", "parsers.hlo.schema"} <= {
         m for m, deps in GRAPH.items() if "parsers.protoschema" in deps}
+
+
+def test_the_model_carries_no_format_or_writer_field() -> None:
+    """Issue 26: what one format says (processes on a host clock, decoders, Kineto's facts),
+    what a reader hands a load stage (counters, shapes) and what the writers need travel as
+    the readers' typed facts (``TraceMeta.format_facts``) or the writers' hints, not as fields
+    of the model."""
+    from dataclasses import fields
+
+    from tracelens.model import HostInfo, TraceMeta
+
+    assert [f.name for f in fields(TraceMeta)] == [
+        "sources", "notices", "alignment", "steps_source", "hosts", "ranks", "format_facts",
+        "op_costs", "clips", "unaligned", "member"]
+    assert [f.name for f in fields(HostInfo)] == [
+        "path", "named", "profile_start_ns", "ranks", "paths", "pid"]

@@ -65,3 +65,27 @@ def test_every_output_shows_the_same_mfu(tmp_path: Path) -> None:
     card = re.search(r'id="mfu"><span class="k">([^<]*)</span><span class="v">([^<]*)<',
                      out.read_text("utf-8"))
     assert card and card.groups() == ("MFU (median step)", shown)
+
+
+def test_per_step_mfu_without_clipping_equals_clipping() -> None:
+    """When no activity crosses a step boundary (``timeline.step_rows``), the per-step MFU
+    takes each model kernel's own step instead of clipping: the same frame, zero-length
+    kernels left out as clipping leaves them out. Checked where it applies (the samples)
+    and with a zero-length kernel planted."""
+    from polars.testing import assert_frame_equal
+
+    from tests.conftest import SAMPLES
+    from tracelens.analyze.roofline import device_specs, mfu, model_kernels, spec_frame
+    from tracelens.analyze.timeline import device_axis, step_rows
+
+    for path in (SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb", SAMPLES / "mi355x_2x8gpu_straggler",
+                 real_trace("mi300x_jax08_gemm.xplane.pb")):
+        t = tracelens.load(path)
+        ev = t.events
+        first = ev.filter(pl.col("category") == "gemm").head(1)
+        ev = pl.concat([ev, first.with_columns(end_ns=pl.col("start_ns"))])  # zero length
+        assert step_rows(ev, t.steps, device_axis(ev)) is not None
+        specs = spec_frame(device_specs(t.devices))
+        model = model_kernels(ev)
+        assert_frame_equal(mfu(ev, specs, t.steps, model, inside=True),
+                           mfu(ev, specs, t.steps, model))

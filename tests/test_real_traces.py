@@ -98,7 +98,7 @@ def test_categories_on_real_traces(key: str) -> None:
 def test_conv_kernels_count_as_convolution() -> None:
     """The Tensile GEMM and Im3d2Col kernels that implement cudnn-conv.1 are convolution."""
     ev = tracelens.load(real_trace(GPU_TRACES["conv08"])).events
-    conv = ev.filter(pl.col("op").str.starts_with("cudnn-conv"))
+    conv = ev.filter(pl.col("op").cast(pl.String).str.starts_with("cudnn-conv"))
     assert conv.height == 79 and set(conv["category"]) == {"convolution"}
 
 
@@ -123,7 +123,7 @@ def test_cpu_trace_devices_steps_and_ops() -> None:
     assert ev.filter(pl.col("step").is_null()).height == 0
     # ynn_fusion.1/.2/.3 hide dots (HLO says so): gemm by structure; the loss fusion (its body
     # reduces to the f32[] loss) is a reduction by structure, no longer other
-    ynn = ev.filter(pl.col("name").str.starts_with("ynn_fusion"))
+    ynn = ev.filter(pl.col("name").cast(pl.String).str.starts_with("ynn_fusion"))
     assert ynn.filter(pl.col("category") == "gemm")["rule"].unique().to_list() == [
         "gemm.hlo_structure"]
     loss = ynn.filter(pl.col("name") == "ynn_fusion")

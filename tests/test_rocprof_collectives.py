@@ -74,7 +74,7 @@ def test_steps_from_markers() -> None:
     ordered, _ = steps_from_markers(m, "iter")
     assert ordered["step"].to_list() == [0, 1, 0]
     overlapping, warn = steps_from_markers(m.with_columns(end=pl.lit(40)), "iter|fwd")
-    assert overlapping.height == 4 and "overlap" in warn[0]
+    assert overlapping.height == 4 and "overlap" in warn[0].text
 
 
 def test_agent_references_of_every_csv_generation() -> None:

@@ -150,3 +150,22 @@ def test_counter_csv_without_timestamps_alone_is_refused(tmp_path: Path) -> None
                     '"Scratch_Size","VGPR_Count","SGPR_Count","Counter_Name","Counter_Value"\n'
                     '1,1,2,1,7,7,64,"k",64,0,0,8,16,"SQ_WAVES",4\n')
     _assert_one_line_error(cli("summarize", str(path)), path, "the dispatches have no time")
+
+
+def test_counters_travel_as_the_readers_facts_and_are_used_up() -> None:
+    """The reader hands its counters to the core's cost stage as ``CounterFacts`` beside its
+    own ``RocprofFacts`` (its processes on the host clock); the stage drops them once used,
+    so a loaded trace (and what a worker sends back) carries none."""
+    from parsers.rocprof import read_csv
+    from parsers.rocprof.facts import RocprofFacts
+    from tracelens.model import CounterFacts, HostClockFacts
+
+    path = _real("prefill_fetch_counter_collection.csv")
+    read = read_csv(path)
+    (handed,) = read.meta.facts(CounterFacts)
+    assert [c.values.height for c in handed.processes] == [read.events.height]
+    trace = tracelens.load(path)
+    assert trace.meta.facts(CounterFacts) == []
+    (clocked,) = trace.meta.facts(HostClockFacts)
+    assert isinstance(clocked, RocprofFacts) and clocked.clock == "CLOCK_BOOTTIME"
+    assert [p.rank for p in clocked.processes] == [0]

@@ -23,7 +23,7 @@ from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import REAL_ROCPROF, SAMPLES, cli
 from tests.test_bad_input import _assert_one_line_error
 from tracelens.errors import TraceInputError
-from tracelens.model import validate
+from tracelens.model import HostClockFacts, validate
 
 WRONG = [None, "x", "", 1.5, -1, True, {}, [], {"handle": "x"}, 1 << 70]
 SEEDS = range(20)
@@ -437,9 +437,9 @@ def test_typed_and_tolerant_json_paths_agree(outputs: dict[str, Path], which: st
     slow = json_read._read_document(path, json_read._parse(path, raw), None)
     for key in ("events", "host_events", "steps", "devices"):
         assert getattr(fast, key).equals(getattr(slow, key), null_equal=True), key
-    assert fast.meta.warnings == slow.meta.warnings and (
-        fast.meta.hosts, fast.meta.processes, fast.meta.clock) == (
-        slow.meta.hosts, slow.meta.processes, slow.meta.clock)
+    assert fast.meta.notices == slow.meta.notices and (
+        fast.meta.hosts, fast.meta.facts(HostClockFacts)) == (
+        slow.meta.hosts, slow.meta.facts(HostClockFacts))
 
 
 def _outcome(read: Any) -> Any:

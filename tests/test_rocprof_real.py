@@ -76,7 +76,7 @@ def test_launch_shapes_are_the_dispatch_records(trace: tracelens.Trace, raw: dic
     got = trace.events.select("correlation_id", "start_ns", "launch").rows()
     assert sorted(got) == sorted(want)
     gemm = trace.events.filter(pl.col("correlation_id") == 2801)
-    assert gemm["name"].str.starts_with("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT64x32x256"
+    assert gemm["name"].cat.starts_with("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT64x32x256"
                                         ).to_list() == [True]
     assert gemm["launch"].to_list() == ["grid=49152,1,1 block=256,1,1 regs=132 shared=116224"]
 

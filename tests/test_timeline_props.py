@@ -178,3 +178,55 @@ def test_device_and_step_breakdowns_equal_the_two_breakdowns(
     assert_frame_equal(per_step.categories, want_step.categories)
     # the one-sweep path is taken exactly when nothing straddles a window
     assert (_step_rows(axis, steps) is None) == straddle
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.integers(0, 2**32 - 1))
+def test_the_c_sweep_equals_the_numpy_sweep(n: int, seed: int) -> None:
+    """``_run_sums`` (the C sweep, one pass) equals ``_run_sums_numpy`` (ten passes): every
+    union sum, count and duration per run, for a whole layout and a subset layout, with
+    overlapping, nested, touching and zero-length rows."""
+    import numpy as np
+    import pytest
+
+    from tracelens.analyze import timeline
+
+    if timeline._SWEEP is None:
+        pytest.skip("the C sweep _tracelens_sweep is not built (no compiler at install)")
+    rng = np.random.default_rng(seed)
+    s = np.sort(rng.integers(0, 3 * n, n)).astype(np.int64)
+    e = s + rng.integers(0, 20, n)
+    prio = rng.integers(0, len(CATEGORIES), n).astype(np.int64)
+    change = np.r_[True, rng.random(n - 1) < 0.1]
+    inside = np.flatnonzero(rng.random(n) < 0.6)
+    sub = np.r_[True, rng.random(len(inside) - 1) < 0.2] if len(inside) else np.zeros(0, bool)
+    layouts = [(None, np.flatnonzero(change), np.cumsum(change) - 1),
+               (inside, np.flatnonzero(sub), np.cumsum(sub) - 1)]
+    got = timeline._run_sums(s, e, prio, layouts)
+    want = timeline._run_sums_numpy(s, e, prio, layouts)
+    for (gs, gc, gt), (ws, wc, wt) in zip(got, want):
+        assert gs.keys() == ws.keys() and all(np.array_equal(gs[k], ws[k]) for k in ws)
+        assert np.array_equal(gc, wc)
+        assert [t is None for t in gt] == [t is None for t in wt]
+        assert all(np.array_equal(a, b) for a, b in zip(gt, wt) if b is not None)
+
+
+def test_the_c_sweep_refuses_what_it_cannot_index() -> None:
+    """A priority or run id out of range is a ValueError, never a write out of bounds."""
+    import numpy as np
+    import pytest
+
+    from tracelens.analyze import timeline
+
+    if timeline._SWEEP is None:
+        pytest.skip("the C sweep _tracelens_sweep is not built (no compiler at install)")
+    s = np.array([0, 5], np.int64)
+    e = np.array([3, 9], np.int64)
+    for prio, runs, n_runs in [([0, 8], [0, 0], 1), ([0, -1], [0, 0], 1),
+                               ([0, 1], [0, 1], 1), ([0, 1], [0, -2], 1)]:
+        with pytest.raises(ValueError):
+            timeline._SWEEP.prio_sums(s, e, np.array(prio, np.int64),
+                                      [np.array(runs, np.int64)], [n_runs], len(CATEGORIES),
+                                      6, 7)
+    with pytest.raises(TypeError):
+        timeline._SWEEP.prio_sums(s.astype(np.int32), e, s, [s], [2], len(CATEGORIES), 6, 7)

@@ -221,21 +221,19 @@ class TraceAnalysis:
         >>> w.end_ns > w.start_ns and w.events.height > 0
         True
         """
-        from tracelens.analyze.window_parts import (Round2, WindowChoice, WindowEvents,
-                                                    WindowOptions, window_of_trace)
+        from tracelens.analyze.window_parts import (WindowChoice, WindowOptions, job_window,
+                                                    window_of_trace)
         opts = WindowOptions(device, step, None, max_devices, max_events)
         if "trace" in self.__dict__ or not self._paths:
             return window_of_trace(self.trace, opts)
-        from tracelens.engine import EngineOptions, LoadOptions, run_again, run_tasks
+        from tracelens.engine import EngineOptions, LoadOptions, run_tasks
         from tracelens.protocol import Task
         load = LoadOptions(self._rules, self._step_marker)
         engine = EngineOptions(self._workers, self._scheduler)
         (chosen,), job = run_tasks([Task(WindowChoice(), opts)], self._paths, load, engine)
         if chosen is None:
             return None
-        return run_again(WindowEvents(), job, [(i, Round2(i, chosen, opts))
-                                               for i in chosen.owners],
-                         Round2(-1, chosen, opts), load, engine)
+        return job_window(chosen, job, opts, load, engine)
 
     @cached_property
     def kernels(self) -> pl.DataFrame:

@@ -347,8 +347,8 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
            gpu_specs: Path | None, workers: int | None, scheduler: str | None,
            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """One self-contained HTML report (charts and tables; opens offline). Per host on the
-    engine (--workers, --scheduler), the hosts of the step timeline's devices read twice;
-    with --host or --time every host is loaded in this process."""
+    engine (--workers, --scheduler), each host file read once; with --host or --time every
+    host is loaded in this process."""
     from reports.html import render_html
 
     check_output_path(output, paths, "-o")  # fail before reading (possibly large) inputs

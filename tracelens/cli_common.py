@@ -316,12 +316,13 @@ def engine_summary(job_in: JobInputs, device: int | None, step: int | None, top:
                    gpu: str | None, extra_specs: Any, window: bool = False) -> Any:
     """``summarize`` (:func:`tracelens.engine.run_tasks`: per host, or the job loaded whole
     for job-wide filters), the per-row filters applied on each host. With ``window``: (the
-    summary, ``report``'s step-timeline window: its hosts' files read a second time for the
-    shown devices' activities)."""
+    summary, ``report``'s step-timeline window: from the same read of each host, but for
+    the owners of shown devices whose own guess of the window missed the job's choice,
+    read again: :mod:`tracelens.analyze.window_parts`)."""
     from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.analyze.window_parts import Round2, WindowChoice, WindowEvents, WindowOptions
-    from tracelens.engine import run_again, run_tasks
+    from tracelens.analyze.window_parts import WindowChoice, WindowOptions, job_window
+    from tracelens.engine import run_tasks
     from tracelens.protocol import Task
 
     rows = job_in.rows()
@@ -342,9 +343,7 @@ def engine_summary(job_in: JobInputs, device: int | None, step: int | None, top:
     chosen = results[1]
     if chosen is None:
         return summary, None
-    return summary, run_again(WindowEvents(), job,
-                              [(i, Round2(i, chosen, shown)) for i in chosen.owners],
-                              Round2(-1, chosen, shown), load, engine)
+    return summary, job_window(chosen, job, shown, load, engine)
 
 
 def engine_collectives(job_in: JobInputs, top: int, axes: "AxesOptions | None" = None

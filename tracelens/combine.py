@@ -16,7 +16,9 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from tracelens.model import STEP_SCHEMA, HostInfo, ProcessInfo, RankInfo, Trace, TraceMeta
+from tracelens.model import (STEP_SCHEMA, HostClockFacts, HostInfo, Notice, ProcessInfo,
+                             RankInfo, Trace, TraceMeta)
+from tracelens.notices import unique
 
 _FRAMES = ("events", "host_events", "steps", "devices", "modules")
 
@@ -36,12 +38,19 @@ class PartFacts:
 
 def part_facts(meta: TraceMeta) -> PartFacts:
     """The :class:`PartFacts` of one file's trace."""
-    if meta.processes:
-        procs = tuple(meta.processes)
+    clocked = host_clock(meta)
+    if clocked is not None:
+        procs = clocked.processes
         return PartFacts(True, procs, len(procs), tuple(p.host for p in procs), None,
-                         meta.clock)
+                         clocked.clock)
     host, info = next(iter(meta.hosts.items())) if meta.hosts else (None, HostInfo())
     return PartFacts(False, (), 1, (host,), info.profile_start_ns, None)
+
+
+def host_clock(meta: TraceMeta) -> HostClockFacts | None:
+    """What a file holding several processes on one host clock says of them (rocprofv3,
+    RPD), None for any other file (one meta per file)."""
+    return next((f for f in meta.facts(HostClockFacts) if f.processes), None)
 
 
 def _named(i: int, f: PartFacts) -> PartFacts:
@@ -66,7 +75,7 @@ class Plan:
 
     placements: tuple[Placement, ...]
     alignment: str
-    unaligned: str | None
+    unaligned: Notice | None
 
 
 def plan(metas: list[TraceMeta]) -> Plan:
@@ -101,7 +110,7 @@ def place(df: pl.DataFrame, where: Placement) -> pl.DataFrame:
     shifted (only the columns it has)."""
     cols = {"rank": (pl.col("rank") + where.rank_offset).cast(pl.Int32)}
     if "host" in df.columns and where.host is not None:
-        cols["host"] = pl.lit(where.host)
+        cols["host"] = pl.lit(where.host, dtype=df.schema["host"])
     if "start_ns" in df.columns:
         cols["start_ns"] = pl.col("start_ns") + where.shift_ns
         cols["end_ns"] = pl.col("end_ns") + where.shift_ns
@@ -126,14 +135,12 @@ def combine(parts: list[Trace]) -> Trace:
 
 
 def job_meta(metas: list[TraceMeta], how: Plan) -> TraceMeta:
-    """The metadata of several parts joined by ``how``: their sources and warnings (once
+    """The metadata of several parts joined by ``how``: their sources and notices (once
     each, in order), hosts and ranks where the plan puts them, its alignment (the engine
     builds a job's metadata from its hosts' metas with this too)."""
-    meta = TraceMeta()
+    meta = TraceMeta(notices=unique(n for m in metas for n in m.notices))
     for m in metas:
         meta.sources.extend(m.sources)
-        for w in m.warnings:
-            meta.warn(w)
     meta.alignment = how.alignment
     for i, (m, where) in enumerate(zip(metas, how.placements)):
         info = _named(i, part_facts(m))
@@ -152,15 +159,16 @@ def job_meta(metas: list[TraceMeta], how: Plan) -> TraceMeta:
     return meta
 
 
-def _alignment(infos: list[PartFacts]) -> tuple[str, bool, str | None]:
-    """(what ``meta.alignment`` says, whether XSpace wall-clock shifts apply, a warning)."""
+def _alignment(infos: list[PartFacts]) -> tuple[str, bool, Notice | None]:
+    """(what ``meta.alignment`` says, whether XSpace wall-clock shifts apply, a notice)."""
     if all(not i.per_process for i in infos):
         if len(infos) == 1:
             return "single host", False, None
         if all(i.start is not None for i in infos):
             return "wall-clock (XSpace Task Environment profile_start_time)", True, None
-        return "none", False, ("hosts could not be aligned on wall-clock (a file lacks "
-                               "profile_start_time); cross-host timing is not comparable")
+        return "none", False, Notice.of(
+            "align.no_profile_start", "hosts could not be aligned on wall-clock (a file lacks "
+            "profile_start_time); cross-host timing is not comparable")
     hosts = {h for i in infos for h in i.hosts}
     if all(i.per_process for i in infos):
         clock = infos[0].clock or "the host clock"
@@ -169,8 +177,9 @@ def _alignment(infos: list[PartFacts]) -> tuple[str, bool, str | None]:
             return ("single host" if n == 1 else
                     f"single host: its {n} processes share {clock} (no shift)"), False, None
         return (f"none across hosts: rocprofv3 timestamps are each host's {clock} and carry "
-                "no wall-clock time; processes on one host share it"), False, (
-            f"{len(hosts)} hosts could not be aligned (rocprofv3 records no wall-clock time);"
-            " cross-host timing is not comparable")
-    return "none", False, ("hosts could not be aligned on wall-clock (XSpace and rocprofv3 "
-                           "inputs mixed); cross-host timing is not comparable")
+                "no wall-clock time; processes on one host share it"), False, Notice.of(
+            "align.no_wall_clock", "{n_hosts} hosts could not be aligned (rocprofv3 records no "
+            "wall-clock time); cross-host timing is not comparable", n_hosts=len(hosts))
+    return "none", False, Notice.of(
+        "align.mixed_inputs", "hosts could not be aligned on wall-clock (XSpace and rocprofv3 "
+        "inputs mixed); cross-host timing is not comparable")

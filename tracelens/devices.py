@@ -21,15 +21,15 @@ from typing import Any, Callable
 import polars as pl
 
 from tracelens import hardware
-from tracelens.model import DEVICE_FACTS_SCHEMA, DEVICE_SCHEMA, Trace, conform
+from tracelens.model import DEVICE_FACTS_SCHEMA, DEVICE_SCHEMA, Notice, Trace, conform
 
 Row = dict[str, Any]
-Note = tuple[int, int, str]  # (where in the file's warnings, rank, the text)
+Note = tuple[int, int, Notice]  # (where in the file's notices, rank, the notice)
 
 
 def identify_devices(trace: Trace) -> None:
-    """:func:`device_notes`, its notes inserted into the trace's warnings."""
-    insert_notes(trace.meta.warnings, device_notes(trace))
+    """:func:`device_notes`, its notes inserted into the trace's notices."""
+    insert_notes(trace.meta.notices, device_notes(trace))
 
 
 def device_notes(trace: Trace) -> list[Note]:
@@ -48,8 +48,7 @@ def identify_frame(facts: pl.DataFrame, fmt: str, file_name: str
                    ) -> tuple[pl.DataFrame, list[Note]]:
     """One file's ``DEVICE_FACTS_SCHEMA`` frame (format ``fmt``) as ``DEVICE_SCHEMA`` rows,
     and the notes to warn (each with its place in the file's warnings)."""
-    rows, notes = _RULES[fmt](conform(facts, DEVICE_FACTS_SCHEMA).rows(named=True),
-                              f"{file_name}: ")
+    rows, notes = _RULES[fmt](conform(facts, DEVICE_FACTS_SCHEMA).rows(named=True), file_name)
     keep = [{k: r[k] for k in DEVICE_SCHEMA} for r in rows]
     frame = conform(pl.DataFrame(keep, schema_overrides=DEVICE_SCHEMA,
                                  infer_schema_length=None), DEVICE_SCHEMA) \
@@ -57,15 +56,15 @@ def identify_frame(facts: pl.DataFrame, fmt: str, file_name: str
     return frame, notes
 
 
-def insert_notes(warnings: list[str], notes: list[Note]) -> None:
-    """Each note at its place: positions count the reader's warnings; at one place, lower
-    ranks first, and notes of one rank in the order given. A text warned already is not
+def insert_notes(notices: list[Notice], notes: list[Note]) -> None:
+    """Each note at its place: positions count the reader's notices; at one place, lower
+    ranks first, and notes of one rank in the order given. A notice given already is not
     repeated (``TraceMeta.warn``'s rule)."""
     shift = 0
-    for pos, _, text in sorted(notes, key=lambda n: n[:2]):
-        if text in warnings:
+    for pos, _, notice in sorted(notes, key=lambda n: n[:2]):
+        if notice in notices:
             continue
-        warnings.insert(pos + shift, text)
+        notices.insert(pos + shift, notice)
         shift += 1
 
 
@@ -89,7 +88,7 @@ def _row(r: Row, vendor: str | None, arch: str | None, product: hardware.Product
             "memory_bytes": r["memory_bytes"], "spec_id": product.spec_id if product else None}
 
 
-def _kineto(facts: list[Row], where: str) -> tuple[list[Row], list[Note]]:
+def _kineto(facts: list[Row], file: str) -> tuple[list[Row], list[Note]]:
     """Kineto ``deviceProperties``: no clock; an empty name (some ROCm builds) is identified
     from CUs, memory and gfx version alone, and said."""
     rows, notes = [], []
@@ -99,23 +98,28 @@ def _kineto(facts: list[Row], where: str) -> tuple[list[Row], list[Note]]:
         cus, mem = r["compute_units"], r["memory_bytes"]
         product, unused = hardware.identify_device(name, vendor, arch, cus, None, mem)
         if unused is not None:
-            notes.append((pos, 0, f"{where}device {d}: the trace names it {name!r}, which the peak "
-                               f"table lacks; its properties match {unused.name}, not used: "
-                               "peaks unknown"))
+            notes.append((pos, 0, Notice.of(
+                "devices.unlisted_name", "{file}: device {device}: the trace names it "
+                "{name!r}, which the peak table lacks; its properties match {like}, not used: "
+                "peaks unknown", file=file, device=d, name=name, like=unused.name)))
         if r["described"] and product is not None and not name:
-            notes.append((pos, 0, f"{where}device {d}: deviceProperties has an empty name; "
-                               f"identified as {product.name} from {cus} CUs, "
-                               f"{mem / hardware.GIB:.0f} GiB and compute capability "
-                               f"{r['compute_major']}.{r['compute_minor']} ({arch})"))
+            notes.append((pos, 0, Notice.of(
+                "devices.empty_name", "{file}: device {device}: deviceProperties has an empty "
+                "name; identified as {product} from {cus} CUs, {gib:.0f} GiB and compute "
+                "capability {major}.{minor} ({arch})", file=file, device=d,
+                product=product.name, cus=cus, gib=mem / hardware.GIB,
+                major=r["compute_major"], minor=r["compute_minor"], arch=arch)))
         elif r["described"] and product is None:
-            notes.append((pos, 0, f"{where}device {d} ({name or 'no name'}, "
-                               f"{arch or 'arch unknown'}, {cus} CUs/SMs, {mem} bytes) is not a "
-                               "known product: no hardware spec"))
+            notes.append((pos, 0, Notice.of(
+                "devices.unknown_product", "{file}: device {device} ({name}, {arch}, {cus} "
+                "CUs/SMs, {mem} bytes) is not a known product: no hardware spec", file=file,
+                device=d, name=name or "no name", arch=arch or "arch unknown", cus=cus,
+                mem=mem)))
         rows.append(_row(r, vendor, arch, product, name or None))
     return rows, notes
 
 
-def _rocprof(facts: list[Row], where: str) -> tuple[list[Row], list[Note]]:
+def _rocprof(facts: list[Row], file: str) -> tuple[list[Row], list[Note]]:
     """rocprofv3 GPU agents: the driver's marketing name, the gfx target, CUs and clock."""
     rows, notes = [], []
     for r in facts:
@@ -124,18 +128,20 @@ def _rocprof(facts: list[Row], where: str) -> tuple[list[Row], list[Note]]:
         product, unused = hardware.identify_device(name, r["vendor"], arch, cus, clock,
                                                    r["memory_bytes"])
         if unused is not None:
-            notes.append((pos, rank, f"{where}GPU agent {r['agent']}: the trace names it "
-                          f"{name!r}, which the peak table lacks; its properties match "
-                          f"{unused.name}, not used: peaks unknown"))
+            notes.append((pos, rank, Notice.of(
+                "devices.unlisted_agent_name", "{file}: GPU agent {agent}: the trace names it "
+                "{name!r}, which the peak table lacks; its properties match {like}, not used: "
+                "peaks unknown", file=file, agent=r["agent"], name=name, like=unused.name)))
         elif product is None and (arch or name or cus):  # else nothing is known
-            notes.append((pos, rank, f"{where}GPU agent {r['agent']} "
-                          f"({name or arch or 'unknown'}, {cus} CUs, {clock} MHz) is not a "
-                          "known product: no hardware spec"))
+            notes.append((pos, rank, Notice.of(
+                "devices.unknown_agent", "{file}: GPU agent {agent} ({name}, {cus} CUs, "
+                "{clock} MHz) is not a known product: no hardware spec", file=file,
+                agent=r["agent"], name=name or arch or "unknown", cus=cus, clock=clock)))
         rows.append(_row(r, r["vendor"], arch, product, name))
     return rows, notes
 
 
-def _xspace_one(r: Row) -> tuple[Row, str | None]:
+def _xspace_one(r: Row) -> tuple[Row, Notice | None]:
     """One GPU plane: its row, and how the product was found when that should be said.
 
     The device's own name string (``Tesla V100-SXM2-16GB``; ROCm writes the gfx target there,
@@ -154,41 +160,48 @@ def _xspace_one(r: Row) -> tuple[Row, str | None]:
     product, unused = hardware.identify_device(product_name, vendor, arch, cus, clock_mhz, mem)
     how = None
     if unused is not None:
-        how = f"named {product_name!r}, which the peak table lacks (its stats match " \
-              f"{unused.name}, not used): peaks unknown"
+        how = Notice.of("devices.unlisted_plane_name", "named {name!r}, which the peak table "
+                        "lacks (its stats match {like}, not used): peaks unknown",
+                        name=product_name, like=unused.name)
     elif product is None and vendor is None and not vendor_raw and major is not None \
             and minor is not None:
         product = hardware.identify_by_capability(major, minor, cus, clock_mhz, mem)
         if product is not None:
             vendor, arch = product.vendor, product.arch
-            how = (f"no device_vendor stat: identified as {product.name} from compute "
-                   f"capability {major}.{minor} and {cus} cores, which only "
-                   f"{'NVIDIA' if vendor == 'nvidia' else 'AMD'}'s reading matches")
+            how = Notice.of("devices.by_capability", "no device_vendor stat: identified as "
+                            "{product} from compute capability {major}.{minor} and {cus} "
+                            "cores, which only {vendor}'s reading matches",
+                            product=product.name, major=major, minor=minor, cus=cus,
+                            vendor="NVIDIA" if vendor == "nvidia" else "AMD")
     return _row(r, vendor or (vendor_raw or None), arch, product, product_name), how
 
 
-def _xspace(facts: list[Row], where: str) -> tuple[list[Row], list[Note]]:
+def _xspace(facts: list[Row], file: str) -> tuple[list[Row], list[Note]]:
     """XSpace GPU planes, then what several planes of the file share; XLA:CPU devices (the
     reader's ``role`` "cpu") pass as they are."""
     gpus = [r for r in facts if r["role"] != "cpu"]
-    rows, notes, found = [], [], {}
+    rows: list[Row] = []
+    notes: list[Note] = []
+    found: dict[Notice, list[int]] = {}
     for r in gpus:
         row, how = _xspace_one(r)
         rows.append(row)
         if how:
             found.setdefault(how, []).append(r["device"])
         # ROCm's memory_bandwidth is about half the real HBM rate: never a peak, but say so
-        bw = hardware.reported_bandwidth_warning(row["spec_id"], r["memory_bandwidth"], where)
+        bw = hardware.reported_bandwidth_warning(row["spec_id"], r["memory_bandwidth"])
         if bw:
-            notes.append((r["notes_at"], r["rank"], bw))
+            notes.append((r["notes_at"], r["rank"], bw.about(file)))
     at = max((r["file_notes_at"] for r in gpus), default=0)
-    notes += [(at, 0, f"{where}{devices_text(ordinals)}: {how}")
-              for how, ordinals in found.items()]
+    notes += [(at, 0, Notice(how.code, "{file}: {devices}: " + how.template, (
+        ("file", file), ("devices", devices_text(ordinals)), *how.fields)))
+        for how, ordinals in found.items()]
     for ordinals, product, like, missing in share_identification(rows):
-        lack = ", ".join(missing) or "nothing"
-        notes.append((at, 0, f"{where}{devices_text(ordinals)}: identified as {product} like "
-                          f"{devices_text(like)} of the same file, whose plane stats agree with "
-                          f"every stat theirs give (theirs lack {lack})"))
+        notes.append((at, 0, Notice.of(
+            "devices.like_sibling", "{file}: {devices}: identified as {product} like {like} of "
+            "the same file, whose plane stats agree with every stat theirs give (theirs lack "
+            "{lack})", file=file, devices=devices_text(ordinals), product=product,
+            like=devices_text(like), lack=", ".join(missing) or "nothing")))
     listed = [row for row, r in zip(rows, gpus) if r["role"] != "replaced"]
     cpus = [_row(r, r["vendor"], r["arch"], None, r["name"]) for r in facts if r["role"] == "cpu"]
     return listed + cpus, notes

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import polars as pl
 
-from tracelens.combine import Placement, job_meta, plan
+from tracelens.combine import Placement, host_clock, job_meta, plan
 from tracelens.dask_map import run_map, scheduler_address
 from tracelens.errors import TraceInputError
 from tracelens.jobs import Facts, check_one_job
-from tracelens.model import Trace, TraceMeta
+from tracelens.model import Notice, Trace, TraceMeta
 from tracelens.protocol import Analysis, JobPlan, Task, needs_whole_job
 from tracelens.reading import default_workers, file_size, spawn_safe
 
@@ -55,7 +55,7 @@ class HostFile:
     in_dir: bool = False  # that argument is a directory
     # discovery notes (skipped files), given to the job's last file: warned after every
     # reader's warnings and before the stages', where the one-process loader warns them
-    notes: tuple[str, ...] = ()
+    notes: tuple[Notice, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class MapOptions:
 @dataclass
 class HostPartial:
     """What one host sends back: small and typed. ``meta``: the host's metadata as its
-    loader left it (sources, warnings, hosts, processes, clock, format facts, steps source);
+    loader left it (sources, notices, hosts, format facts, steps source);
     ``facts``: its job-check facts; ``parts``: each task's partial, in task order;
     ``steps``/``devices``: its step numbers and device ordinals (what ``--step`` and
     ``--device`` may name); ``ends``: its collectives' instance keys and ends (aligning
@@ -129,7 +129,7 @@ def _on_wall_clock(meta: TraceMeta) -> bool:
     """A single-host file with its profile start: combine can place it on the wall clock
     (rocprofv3 processes and XSpace files without ``profile_start_time`` cannot)."""
     first = next(iter(meta.hosts.values()), None)
-    return not meta.processes and first is not None and first.profile_start_ns is not None
+    return host_clock(meta) is None and first is not None and first.profile_start_ns is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,18 +355,21 @@ def run_again(analysis: Analysis[Opt, P, R], job: Job, per_host: Sequence[tuple[
     """A later round of a multi-round analysis: host ``i``'s file read again for each
     ``(i, its options)`` of ``per_host`` (what it needs of the earlier rounds), ``analysis``'s
     partial computed on it, then merged (on the plan of those hosts) and finished under
-    ``options``."""
+    ``options``. An empty ``per_host`` reads nothing (the earlier rounds sent enough: the
+    report's window, :mod:`tracelens.analyze.window_parts`)."""
     import functools
 
     if job.trace is not None:  # the job loaded whole here: nothing to read again
         parts = [analysis.partial(job.trace, o) for _, o in per_host]
         return analysis.finish(analysis.merge(parts, job.plan or JobPlan.of_trace(job.trace)),
                                options)
-    items = [_Again(job.files[i], Task(analysis, o)) for i, o in per_host]
-    n = engine_workers([it.host for it in items], engine.workers, engine.scheduler)
-    mapped = map_options(MapOptions(load.rules, load.step_marker), n, engine.scheduler)
-    parts = run_map(functools.partial(_map_again, options=mapped), items, n, engine.scheduler,
-                    client=client)
+    parts: list[object] = []
+    if per_host:
+        items = [_Again(job.files[i], Task(analysis, o)) for i, o in per_host]
+        n = engine_workers([it.host for it in items], engine.workers, engine.scheduler)
+        mapped = map_options(MapOptions(load.rules, load.step_marker), n, engine.scheduler)
+        parts = run_map(functools.partial(_map_again, options=mapped), items, n,
+                        engine.scheduler, client=client)
     where = job.plan or job_plan(job)
     sub = replace(where, placements=tuple(where.placements[i] for i, _ in per_host),
                   steps_sources=tuple(where.steps_sources[i] for i, _ in per_host))

@@ -15,6 +15,7 @@ import polars as pl
 
 from tracelens.model import CATEGORIES, Trace
 from tracelens.results.filters import ActiveFilters
+from tracelens.text import matches
 
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)?\s*$")
@@ -82,7 +83,7 @@ def apply(trace: Trace, f: Filters) -> Trace:
     if f.categories:
         events = events.filter(pl.col("category").cast(pl.String).is_in(list(f.categories)))
     if f.kernel is not None:
-        events = events.filter(pl.col("name").str.contains(f.kernel))
+        events = events.filter(matches(events, "name", f.kernel))
     if f.time is not None:
         events, steps = _window(trace, events, steps, f.time)
     return replace(trace, events=events, steps=steps, devices=devices, host_events=host_events)

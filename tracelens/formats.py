@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Callable
 
 from tracelens.errors import TraceInputError
 from tracelens.json_kind import json_kind
-from tracelens.model import Trace
+from tracelens.model import Notice, Trace
 
 if TYPE_CHECKING:
     from tracelens.hlo_model import Module, Schedule
@@ -163,7 +163,7 @@ def find_inputs(path: Path) -> list[Path]:
     return discover(path)[0]
 
 
-def discover(path: Path) -> tuple[list[Path], list[str]]:
+def discover(path: Path) -> tuple[list[Path], list[Notice]]:
     """:func:`find_inputs`, and a note for each rocprofv3 process whose trace the folder
     also holds in another format (which one was read, which were not)."""
     if not path.exists():
@@ -193,7 +193,7 @@ _ROCPROF_OUTPUTS = ("_results.db", "_results.json", "_results.json.gz",
                     "_kernel_trace.csv", "_counter_collection.csv")
 
 
-def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[str]]:
+def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[Notice]]:
     """One output per process (the preferred format), and a note naming the ones left out.
     A ``counter_collection.csv`` stands for its process only without a kernel trace beside it
     (``--pmc`` alone); with one, the CSV reader takes it as part of that CSV set."""
@@ -212,8 +212,10 @@ def _rocprof_outputs(files: list[Path]) -> tuple[list[Path], list[str]]:
         if outs[0][1].name.endswith("kernel_trace.csv"):  # its CSV set holds the counters
             outs = [o for o in outs if not o[1].name.endswith("counter_collection.csv")]
         if len(outs) > 1:
-            notes.append(f"{folder}: read {outs[0][1].name}; the same rocprofv3 run is also "
-                         f"there as {', '.join(p.name for _, p in outs[1:])} (not read)")
+            notes.append(Notice.of(
+                "discover.same_run", "{folder}: read {file}; the same rocprofv3 run is also "
+                "there as {others} (not read)", folder=str(folder), file=outs[0][1].name,
+                others=", ".join(p.name for _, p in outs[1:])))
     return chosen, notes
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tracelens.model import Notice
+
 GIB = 1 << 30
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
 
@@ -549,9 +551,9 @@ def spec_for_device(spec_id: str | None, arch: str | None, compute_units: int | 
                    "HBM, memory, link from the table")
 
 
-def reported_bandwidth_warning(spec_id: str | None, reported_bytes_per_s: Any,
-                               where: str = "") -> str | None:
-    """A warning when a trace's own HBM bandwidth stat (ROCm XSpace ``memory_bandwidth``)
+def reported_bandwidth_warning(spec_id: str | None, reported_bytes_per_s: Any
+                               ) -> Notice | None:
+    """A notice when a trace's own HBM bandwidth stat (ROCm XSpace ``memory_bandwidth``)
     disagrees (> 5 %) with the table; the table value is the one used."""
     spec = SPECS.get(spec_id or "")
     if spec is None or spec.hbm_tb_per_s is None or not isinstance(
@@ -560,6 +562,8 @@ def reported_bandwidth_warning(spec_id: str | None, reported_bytes_per_s: Any,
     reported = reported_bytes_per_s / 1e12
     if abs(reported - spec.hbm_tb_per_s) / spec.hbm_tb_per_s <= 0.05:
         return None
-    return (f"{where}{spec.name}: the trace reports memory_bandwidth {reported:.3g} TB/s, the "
-            f"datasheet says {spec.hbm_tb_per_s:g} TB/s; the roofline uses the datasheet value "
-            "(ROCm derives the stat from the memory-controller clock, about half the real rate)")
+    return Notice.of(
+        "devices.reported_bandwidth", "{product}: the trace reports memory_bandwidth "
+        "{reported:.3g} TB/s, the datasheet says {datasheet:g} TB/s; the roofline uses the "
+        "datasheet value (ROCm derives the stat from the memory-controller clock, about half "
+        "the real rate)", product=spec.name, reported=reported, datasheet=spec.hbm_tb_per_s)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
+from tracelens.combine import host_clock
 from tracelens.errors import TraceInputError
 from tracelens.model import Trace
 
@@ -59,7 +60,8 @@ def facts(part: Trace, path: Path, arg: int, in_dir: bool) -> Facts:
     programs = frozenset(
         (m or "", hashlib.sha256(h).hexdigest()) for m, h in
         part.modules.select("module", "hlo_proto").iter_rows() if h is not None)
-    processes = part.meta.processes
+    clocked = host_clock(part.meta)
+    processes = clocked.processes if clocked is not None else ()
     clock, window = None, None
     if processes:  # rocprofv3: the processes' lifetimes on their host's boot clock
         host = processes[0].host
@@ -91,7 +93,7 @@ def _member(part: Trace) -> tuple[tuple[str, int | None] | None, int | None]:
         if member.rank is not None and member.world_size is not None and member.world_size > 1:
             return ("rank", member.rank), member.world_size
         return None, None
-    if part.meta.processes or len(part.meta.hosts) != 1:
+    if host_clock(part.meta) is not None or len(part.meta.hosts) != 1:
         return None, None  # rocprofv3 (its run folder knows hosts) or an already combined trace
     host, info = next(iter(part.meta.hosts.items()))
     return (host, info.pid), None

@@ -21,13 +21,15 @@ import polars as pl
 from tracelens.align import align_on_collectives
 from tracelens.classify import RuleSet, classify
 from tracelens.combine import combine
-from tracelens.cost.events import annotate, op_cost_table, with_hlo_kind
+from tracelens.cost.events import annotate, hlo_kinds, op_cost_table
 from tracelens.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
 from tracelens.jobs import Facts as JobFacts
 from tracelens.jobs import check_one_job
 from tracelens.jobs import facts as job_facts
-from tracelens.model import FormatFacts, Trace, validate
+from tracelens.model import FormatFacts, Notice, Trace, validate
+from tracelens.notices import clipped
 from tracelens.prepare import assign_steps, clip_and_record
+from tracelens.signatures import Signatures, signatures
 from tracelens.reading import read_all
 from tracelens.steps import mark_steps
 
@@ -41,9 +43,10 @@ class Context:
 
     rules: RuleSet | None = None
     step_marker: str | None = None
-    notes: list[str] = field(default_factory=list)  # discovery notes, warned first
+    notes: list[Notice] = field(default_factory=list)  # discovery notes, warned first
     format_facts: list[FormatFacts] = field(default_factory=list)  # the readers', per file
-    costs: tuple[pl.DataFrame, list[str]] | None = None  # the HLO op cost table, once
+    costs: tuple[pl.DataFrame, list[Notice]] | None = None  # the HLO op cost table, once
+    signatures: Signatures | None = None  # the events' kernels, from classify to costs
 
 
 def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
@@ -67,7 +70,7 @@ def load(paths: str | Path | Sequence[str | Path], rules: RuleSet | None = None,
 
 
 def discover_files(paths: str | Path | Sequence[str | Path], step_marker: str | None = None
-                   ) -> tuple[list[Path], list[Path], dict[Path, int], list[str]]:
+                   ) -> tuple[list[Path], list[Path], dict[Path, int], list[Notice]]:
     """(the path arguments, the trace files behind them, each file's first argument, the
     discovery notes): what ``load`` reads, decided before any file is opened."""
     if isinstance(paths, (str, Path)):
@@ -76,7 +79,7 @@ def discover_files(paths: str | Path | Sequence[str | Path], step_marker: str | 
         re.compile(step_marker)  # a bad pattern is the caller's error, not the file's
     args = [Path(p) for p in paths]
     origin: dict[Path, int] = {}  # each file's first path argument
-    notes: list[str] = []
+    notes: list[Notice] = []
     for i, arg in enumerate(args):
         found, skipped = discover(arg)
         notes += skipped
@@ -87,7 +90,7 @@ def discover_files(paths: str | Path | Sequence[str | Path], step_marker: str | 
 
 def load_host(path: Path, arg: int, in_dir: bool, rules: RuleSet | None = None,
               step_marker: str | None = None, threads: int | None = None,
-              notes: Sequence[str] = ()) -> tuple[Trace, JobFacts]:
+              notes: Sequence[Notice] = ()) -> tuple[Trace, JobFacts]:
     """One trace file of a job, read and staged on its own (the engine's per-host map), and
     its job-check facts (taken before the stages, as ``load`` takes them). ``arg``,
     ``in_dir``: its path argument's index and whether that is a directory; ``threads``: the
@@ -125,19 +128,24 @@ def _clip_overlaps(trace: Trace, ctx: Context) -> None:
     if not trace.meta.clips.is_empty():
         n_clipped = int(trace.meta.clips["clipped"].sum())
         max_clip = int(trace.meta.clips["largest_ns"].max())  # type: ignore[arg-type]
-        trace.meta.warn(f"clipped {n_clipped} same-stream overlaps (largest {max_clip} ns): "
-                        "an in-order stream cannot run two activities at once")
+        trace.meta.warn(clipped(n_clipped, max_clip))
 
 
 def _classify(trace: Trace, ctx: Context) -> None:
-    """Categories, with what each HLO op computes (DESIGN §6.2) as the rules' HLO signal."""
-    ctx.costs = op_cost_table(trace.events, trace.modules)
-    trace.events = classify(with_hlo_kind(trace.events, ctx.costs[0]), ctx.rules).drop("hlo")
+    """Categories, with what each HLO op computes (DESIGN §6.2) as the rules' HLO signal,
+    worked out per signature (:mod:`tracelens.signatures`) and spread onto the events."""
+    ctx.signatures = signatures(trace.events)
+    keys = ctx.signatures.table
+    ctx.costs = op_cost_table(keys, trace.modules)
+    trace.events = classify(trace.events, ctx.rules,
+                            (ctx.signatures, hlo_kinds(keys, ctx.costs[0])))
 
 
 def _costs(trace: Trace, ctx: Context) -> None:
-    """flops, bytes, dtype, cost_source, msg_bytes, ... from the table the classifier used."""
-    annotate(trace, table=ctx.costs)
+    """flops, bytes, dtype, cost_source, msg_bytes, ... from the table the classifier used,
+    on the same signatures (the events' order is unchanged since)."""
+    annotate(trace, table=ctx.costs, sig=ctx.signatures)
+    ctx.signatures = None
 
 
 def _align(trace: Trace, ctx: Context) -> None:

@@ -14,7 +14,7 @@ import hashlib
 
 import polars as pl
 
-from tracelens.model import Trace
+from tracelens.model import Notice, Text, Trace
 
 MAX_NAME_BYTES = 16 << 10  # 3x the longest real kernel name seen (5,160 bytes, xDiT)
 
@@ -34,19 +34,30 @@ def cap_long_names(trace: Trace, file_name: str) -> None:
         df = getattr(trace, attr)
         if "name" not in df.columns or not df.height:
             continue
-        long = pl.col("name").str.len_bytes() > MAX_NAME_BYTES
+        name = pl.col("name")
+        coded = df.schema["name"] == Text
+        long = (name.cat.len_bytes() if coded else name.str.len_bytes()) > MAX_NAME_BYTES
         n = df.select(long.sum()).item()
         if not n:
             continue
-        names = df.filter(long)["name"].unique().to_list()
+        found = df.filter(long)["name"].unique()
+        names = found.to_list()
         mapping = {nm: _short(nm) for nm in names}
         rows += n
         distinct.update(names)
         longest = max(longest, max(len(nm.encode()) for nm in names))
-        setattr(trace, attr, df.with_columns(
-            name=pl.when(long).then(pl.col("name").replace(mapping)).otherwise(pl.col("name"))))
+        if coded:  # joined on the codes: decoding every row's copy would cost what it saves
+            cut = pl.DataFrame({"name": found, "_cut": pl.Series(
+                [mapping[nm] for nm in names], dtype=Text)})
+            setattr(trace, attr, df.join(cut, on="name", how="left", maintain_order="left")
+                    .with_columns(name=pl.coalesce("_cut", "name")).drop("_cut"))
+        else:
+            setattr(trace, attr, df.with_columns(
+                name=pl.when(long).then(name.replace(mapping)).otherwise(name)))
     if rows:
-        trace.meta.warn(f"{file_name}: {len(distinct)} names longer than {MAX_NAME_BYTES} bytes "
-                        f"(longest {longest}) on {rows} events are cut to {MAX_NAME_BYTES} bytes "
-                        "and marked with their length and hash: no real kernel name is that "
-                        "long, and each copy of it cost memory in every analysis")
+        trace.meta.warn(Notice.of(
+            "load.long_names", "{file}: {names} names longer than {cap} bytes (longest "
+            "{longest}) on {rows} events are cut to {cap} bytes and marked with their length "
+            "and hash: no real kernel name is that long, and each copy of it cost memory in "
+            "every analysis", file=file_name, names=len(distinct), cap=MAX_NAME_BYTES,
+            longest=longest, rows=rows))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -16,35 +16,41 @@ from tracelens.categories import CATEGORIES, COMPUTE_CATEGORIES, KINDS  # noqa: 
 
 CategoryDtype = pl.Enum(list(CATEGORIES))
 KindDtype = pl.Enum(list(KINDS))
+Text = pl.Categorical()
+"""The dtype of the event frames' text columns: dictionary-encoded (each distinct string
+stored once, rows hold 4-byte codes). A 2M-event trace has a few hundred distinct kernel
+names; as plain strings every text column costs 16 bytes a row and every group-by or join
+on it hashes every row."""
+F = TypeVar("F", bound="FormatFacts")
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "device": pl.Int32,
     "stream": pl.Int64,
     "kind": KindDtype,
-    "name": pl.String,
+    "name": Text,
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
     "category": CategoryDtype,
-    "subcategory": pl.String,
-    "rule": pl.String,
-    "op": pl.String,
-    "module": pl.String,
+    "subcategory": Text,
+    "rule": Text,
+    "op": Text,
+    "module": Text,
     "program_id": pl.Int64,
     "correlation_id": pl.Int64,
     "step": pl.Int32,
     "flops": pl.Float64,
     "bytes": pl.Float64,
-    "dtype": pl.String,
-    "dtype_source": pl.String,  # where dtype comes from: hlo, shapes, counters, trace, name
-    "cost_source": pl.String,
-    "cost_note": pl.String,  # why a compute kernel has no FLOPs (null when it has them)
+    "dtype": Text,
+    "dtype_source": Text,  # where dtype comes from: hlo, shapes, counters, trace, name
+    "cost_source": Text,
+    "cost_note": Text,  # why a compute kernel has no FLOPs (null when it has them)
     "msg_bytes": pl.Int64,
     "group_size": pl.Int32,
-    "groups": pl.String,
-    "group_name": pl.String,
-    "launch": pl.String,
+    "groups": Text,
+    "group_name": Text,
+    "launch": Text,
 }
 """``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
 HLO module names repeat within one trace, so (program_id, op) is the key to the HLO.
@@ -58,15 +64,15 @@ name or description as the trace gives it (PyTorch ``pg_desc``: ``default_pg``,
 ``mesh_tp``, ...)."""
 
 HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "pid": pl.Int64,
     "tid": pl.Int64,
-    "name": pl.String,
+    "name": Text,
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
     "correlation_id": pl.Int64,
-    "kind": pl.String,
+    "kind": Text,
 }
 """``trace.host_events``: API calls and annotations (launches, step markers, ...)."""
 
@@ -84,7 +90,7 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
 """``trace.steps``: one window per (rank, step)."""
 
 DEVICE_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "device": pl.Int32,
     "vendor": pl.String,
@@ -97,7 +103,7 @@ DEVICE_SCHEMA: dict[str, pl.DataType] = {
 }
 
 DEVICE_FACTS_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "device": pl.Int32,
     "name": pl.String,  # the device's own name as the trace gives it (null: none or empty)
@@ -123,7 +129,7 @@ DEVICE_SCHEMA. ``notes_at`` keeps each identification note where the reader woul
 warned it (the count of the file's warnings at that point)."""
 
 MODULE_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String,
+    "host": Text,
     "rank": pl.Int32,
     "program_id": pl.Int64,
     "module": pl.String,
@@ -170,7 +176,6 @@ class HostInfo:
     ranks: list[int] = field(default_factory=list)  # its ranks, once hosts are combined
     paths: list[str] = field(default_factory=list)  # the file of each of those ranks
     pid: int | None = None  # the process that wrote the file (XSpace process_id), if recorded
-    python_tid: int | None = None  # synthetic traces: the thread of the step annotations
 
 
 @dataclass
@@ -187,8 +192,8 @@ class RankInfo:
 @dataclass
 class ProcessInfo:
     """One profiled process of a file that holds several on one host clock (rocprofv3, RPD):
-    a rank, with its lifetime on that clock (``TraceMeta.clock``); ``tracelens.combine`` puts
-    the processes of several files on one clock from these."""
+    a rank, with its lifetime on that clock (:class:`HostClockFacts`); ``tracelens.combine``
+    puts the processes of several files on one clock from these."""
 
     rank: int
     host: str | None
@@ -260,9 +265,97 @@ class KernelCounters:
 class FormatFacts:
     """What one file's reader says about how it read that file, beyond the frames. Each format
     subclasses it with typed fields in its own parser package (``parsers.xspace.XSpaceFacts``:
-    which decoder ran); the core carries them, one per file read, and never reads them."""
+    which decoder ran); the core carries them, in reading order, and reads only the
+    format-neutral kinds below (:meth:`TraceMeta.facts`), which a format's facts extend or
+    stand beside."""
 
     path: str
+
+
+@dataclass(frozen=True)
+class HostClockFacts(FormatFacts):
+    """A file that holds several profiled processes on one host clock (rocprofv3, RPD): each
+    process a rank, with its lifetime on that clock (``clock``: its name); ``tracelens.combine``
+    puts the processes of several files on one clock from these."""
+
+    processes: tuple[ProcessInfo, ...] = ()
+    clock: str | None = None
+
+
+@dataclass(frozen=True)
+class CounterFacts(FormatFacts):
+    """The hardware counters a reader hands over per process (:class:`KernelCounters`):
+    ``tracelens.cost.counters`` costs the kernels from them right after reading and drops
+    them (they never leave the process that read the file)."""
+
+    processes: tuple[KernelCounters, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShapeFacts(FormatFacts):
+    """The recorded shapes of costed ATen ops a reader hands over (:class:`OpShapes`):
+    ``tracelens.cost.shapes`` costs the kernels from them right after reading and drops
+    them."""
+
+    shapes: OpShapes = field(default_factory=OpShapes)
+
+
+NoticeValue = str | int | float | None
+"""What a notice's field holds: small, picklable, and what ``str.format`` renders."""
+
+SUBJECTS = ("file", "host", "table")
+"""The fields that say what a notice is about (the file read, its host, a file of the set it
+stands for: a rocprofv3 CSV table): the same notice of several hosts or files differs only in
+these (:func:`tracelens.notices.fold_per_host` says it once)."""
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One warning as data: an approximation or repair a reader or stage made. ``code`` names
+    its kind (stable: merges and folds tell notices apart by it, never by their text);
+    ``fields`` are the values it is built from, in the order given (``file`` and ``host``
+    name what it is about, :data:`SUBJECTS`); ``template`` renders them (``str.format``).
+    :attr:`text` is the one place a notice becomes words, so a count summed over hosts is
+    summed from its field, not read back from a sentence."""
+
+    code: str
+    template: str
+    fields: tuple[tuple[str, NoticeValue], ...] = ()
+
+    @classmethod
+    def of(cls, code: str, template: str, **fields: NoticeValue) -> "Notice":
+        """The notice ``code`` with ``fields`` (keywords, in the template's order)."""
+        return cls(code, template, tuple(fields.items()))
+
+    @property
+    def text(self) -> str:
+        """What the outputs show."""
+        return self.template.format_map(dict(self.fields))
+
+    def get(self, name: str, default: NoticeValue = None) -> NoticeValue:
+        """The value of field ``name`` (``default`` without one)."""
+        return next((v for k, v in self.fields if k == name), default)
+
+    def about(self, file: str) -> "Notice":
+        """This notice said of ``file`` (a part's notice, given its file by the reader that
+        read it): ``<file>: <text>``."""
+        if any(k == "file" for k, _ in self.fields):
+            raise ValueError(f"notice {self.code} names its file already")
+        return Notice(self.code, "{file}: " + self.template, (("file", file), *self.fields))
+
+    @property
+    def subject(self) -> str | None:
+        """The file or host it is about, the one its text names first (None: neither)."""
+        at = {k: self.template.find("{" + k) for k in SUBJECTS}
+        found = [(at[k] if at[k] >= 0 else len(self.template), str(v))
+                 for k, v in self.fields if k in SUBJECTS and v is not None]
+        return min(found)[1] if found else None
+
+    @property
+    def kind(self) -> tuple[object, ...]:
+        """What the same notice of other hosts or files shares: all but its subjects."""
+        return (self.code, self.template,
+                tuple(f for f in self.fields if f[0] not in SUBJECTS))
 
 
 @dataclass
@@ -270,16 +363,15 @@ class TraceMeta:
     """Where a trace came from and every approximation or repair made while reading it."""
 
     sources: list[dict[str, str]] = field(default_factory=list)  # [{"path", "format"}]
-    warnings: list[str] = field(default_factory=list)
+    # every approximation or repair made while reading and loading, in order
+    notices: list[Notice] = field(default_factory=list)
     alignment: str = "none"  # how hosts were put on one clock
     # where trace.steps came from: "annotation", "marker:<regex>",
     # "program:<module>(<program_id>)" or "none" (tracelens.steps)
     steps_source: str = "none"
     hosts: dict[str, HostInfo] = field(default_factory=dict)
     ranks: list[RankInfo] = field(default_factory=list)  # set when several files are combined
-    processes: list[ProcessInfo] = field(default_factory=list)  # one per rank, when a file says
-    clock: str | None = None  # the host clock the processes' timestamps are on, when a file says
-    # the readers' own facts, one per file read that has any, in reading order
+    # the readers' own facts about each file read, in reading order (FormatFacts)
     format_facts: list[FormatFacts] = field(default_factory=list)
     # the per-op cost table of tracelens.cost.events.annotate (None before costs are annotated)
     op_costs: pl.DataFrame | None = None
@@ -287,15 +379,26 @@ class TraceMeta:
     # loaded, before any filter; None before the loader's clip stage
     clips: pl.DataFrame | None = None
     # why hosts could not be put on one clock; the loader tries collective ends before it warns
-    unaligned: str | None = None
+    unaligned: Notice | None = None
     member: Membership | None = None  # the file's place in its job, when the format says
-    # a reader's counter facts per process, until the core costs the kernels from them
-    counters: list[KernelCounters] = field(default_factory=list)
-    shapes: OpShapes | None = None  # a reader's shape facts, until the core costs them
 
-    def warn(self, message: str) -> None:
-        if message not in self.warnings:
-            self.warnings.append(message)
+    @property
+    def warnings(self) -> list[str]:
+        """The notices' texts, in order (as every output shows them, before folding)."""
+        return [n.text for n in self.notices]
+
+    def warn(self, notice: Notice) -> None:
+        """Record ``notice`` (once: the same notice again is not repeated). A sentence is
+        refused where it is given, not where it is rendered: warnings are typed."""
+        if not isinstance(notice, Notice):
+            raise TypeError(f"TraceMeta.warn takes a Notice, not {type(notice).__name__}")
+        if notice not in self.notices:
+            self.notices.append(notice)
+
+    def facts(self, kind: type[F]) -> list[F]:
+        """The readers' facts of ``kind`` (a :class:`FormatFacts` subclass), in reading
+        order."""
+        return [f for f in self.format_facts if isinstance(f, kind)]
 
 
 @dataclass
@@ -333,7 +436,9 @@ def validate(trace: Trace, classified: bool = True) -> list[str]:
     for name, schema in SCHEMAS.items():
         df: pl.DataFrame = getattr(trace, name)
         if dict(df.schema) != schema:
-            problems.append(f"{name}: schema {dict(df.schema)} != {schema}")
+            differ = {c: (df.schema.get(c), t) for c, t in schema.items() if df.schema.get(c) != t}
+            problems.append(f"{name}: schema {dict(df.schema)} != {schema} (differing: "
+                            f"{differ}, extra: {[c for c in df.columns if c not in schema]})")
     if problems:
         return problems
     ev = trace.events

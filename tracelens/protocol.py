@@ -25,7 +25,7 @@ from typing import Generic, Protocol, Sequence, TypeVar
 import polars as pl
 
 from tracelens.combine import Placement, place
-from tracelens.model import Trace
+from tracelens.model import Notice, Trace
 
 Opt = TypeVar("Opt", contravariant=True)
 P = TypeVar("P")
@@ -45,7 +45,7 @@ class JobPlan:
 
     placements: tuple[Placement, ...]
     alignment: str = ""
-    unaligned: str | None = None
+    unaligned: Notice | None = None
     shifts: tuple[tuple[str, int], ...] | None = None
     steps_sources: tuple[str, ...] = ()
     # the job's hosts as placed, and whether the trace names each (False: a reader made

@@ -85,11 +85,11 @@ def file_stages(trace: Trace) -> Trace:
     """The load stages that belong to each file as its reader left it: costs from hardware
     counters (:func:`tracelens.cost.counters.cost_counters`) and from recorded shapes
     (:func:`tracelens.cost.shapes.cost_shapes`), and device identification
-    (:mod:`tracelens.devices`); their notes go where the reader's warnings put them."""
+    (:mod:`tracelens.devices`); their notes go where the reader's notices put them."""
     notes = cost_counters(trace)
     notes += cost_shapes(trace)
     notes += device_notes(trace)
-    insert_notes(trace.meta.warnings, notes)
+    insert_notes(trace.meta.notices, notes)
     return trace
 
 

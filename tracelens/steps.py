@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracelens.model import STEP_SCHEMA, Trace, conform
+from tracelens.model import STEP_SCHEMA, Notice, Trace, conform
 
 _FIRST_KERNEL = ["start_ns", "stream", "op", "name"]
 # XSpace step annotations holding less of the step program's device time than MIN_INSIDE are
@@ -42,14 +42,23 @@ _FIRST_KERNEL = ["start_ns", "stream", "op", "name"]
 MIN_INSIDE = 0.5
 WARN_INSIDE = 0.9
 
+ORDERED_LAST = frozenset({"steps.marker_replaces", "steps.marker_programs",
+                          "steps.marker_unmatched", "steps.marker_overlap",
+                          "steps.program_uneven"})
+"""The step marking's notices that a merge of hosts loaded one by one puts after the loader's
+stage notices (clipped overlaps, unaligned hosts), where loading the files at once raises
+them (:func:`tracelens.analyze.summary_merge.merged_notices`): those of ``--step-marker`` and
+of program steps. The annotation shares keep their place among the readers' notices."""
+
 
 def mark_steps(trace: Trace, step_marker: str | None = None) -> None:
     """Set ``trace.steps`` and ``trace.meta.steps_source`` (see the module docstring)."""
     if step_marker is not None:
         steps, source = _from_marker(trace, step_marker)
         if steps.height and trace.steps.height:
-            trace.meta.warn(f"--step-marker {step_marker!r} replaces the trace's own "
-                            f"{trace.steps['step'].n_unique()} annotated steps")
+            trace.meta.warn(Notice.of(
+                "steps.marker_replaces", "--step-marker {pattern!r} replaces the trace's own "
+                "{n} annotated steps", pattern=step_marker, n=trace.steps["step"].n_unique()))
     elif trace.steps.height:
         steps = trace.steps
         if steps["candidate"].drop_nulls().n_unique() > 0:
@@ -140,16 +149,18 @@ def _dispatch_only(trace: Trace, steps: pl.DataFrame, source: str
         runs = runs.sort("rank", "step").with_columns(step=pl.Series(
             [n for row in numbers.join(counts.select("rank"), on="rank")["step"].to_list()
              for n in row], dtype=pl.Int32))
-        trace.meta.warn(f"the step annotations hold only {100 * own_share:.1f}% of the device "
-                        f"time of {label}, which runs once per annotation: they are the host "
-                        "dispatching each step (asynchronous dispatch), not the devices "
-                        f"running it; steps are the executions of {label} instead, numbered "
-                        "as the annotations")
+        trace.meta.warn(Notice.of(
+            "steps.dispatch_windows", "the step annotations hold only {pct:.1f}% of the device "
+            "time of {program}, which runs once per annotation: they are the host dispatching "
+            "each step (asynchronous dispatch), not the devices running it; steps are the "
+            "executions of {program} instead, numbered as the annotations",
+            pct=100 * own_share, program=label))
         return runs, f"program:{label}"
-    trace.meta.warn(f"the step annotations hold {100 * share:.1f}% of device time: the rest "
-                    "runs outside every annotated step (before the first, after the last, or "
-                    "work dispatched in one step that runs after its annotation ends), and "
-                    "per-step numbers leave it out")
+    trace.meta.warn(Notice.of(
+        "steps.annotations_share", "the step annotations hold {pct:.1f}% of device time: the "
+        "rest runs outside every annotated step (before the first, after the last, or work "
+        "dispatched in one step that runs after its annotation ends), and per-step numbers "
+        "leave it out", pct=100 * share))
     return steps, source
 
 
@@ -230,21 +241,26 @@ def _warn_choice(trace: Trace, labels: tuple[str, ...], none: bool,
                                      f" on {len(ranks)} of {n_ranks} ranks ({_few(ranks)})")
     if none:
         held = ", ".join(f"{name(i)} {pct(i)}" for i in range(len(labels)))
-        trace.meta.warn(f"no step source holds half of device time{where} ({held}): they "
-                        "cannot be the steps, so there are none")
+        trace.meta.warn(Notice.of(
+            "steps.no_source", "no step source holds half of device time{where} ({held}): "
+            "they cannot be the steps, so there are none", where=where, held=held))
         return
     last = len(labels) - 1
     for i in range(last):
         why = "under half" if all(s[i] is not None and s[i] < MIN_INSIDE  # type: ignore
                                   for _, s in per_rank) else \
             f"under {WARN_INSIDE:.0%}, and a later source holds more"
-        trace.meta.warn(f"{name(i)} hold {pct(i)} of device time{where} ({why}): not used "
-                        f"as the steps; the steps are {name(last)} instead, which hold "
-                        f"{pct(last)}")
+        trace.meta.warn(Notice.of(
+            "steps.source_not_used", "{source} hold {pct} of device time{where} ({why}): not "
+            "used as the steps; the steps are {used} instead, which hold {used_pct}",
+            source=name(i), pct=pct(i), where=where, why=why, used=name(last),
+            used_pct=pct(last)))
     if any(s[last] is not None and s[last] < WARN_INSIDE for _, s in per_rank):
-        trace.meta.warn(f"the steps ({labels[last]}) hold {pct(last)} of device time{where}: "
-                        "the rest runs outside every step (before the first, after the last, "
-                        "or between them), and per-step numbers leave it out")
+        trace.meta.warn(Notice.of(
+            "steps.source_share", "the steps ({source}) hold {pct} of device time{where}: the "
+            "rest runs outside every step (before the first, after the last, or between them), "
+            "and per-step numbers leave it out", source=labels[last], pct=pct(last),
+            where=where))
 
 
 def _few(ranks: list[int], n: int = 8) -> str:
@@ -268,9 +284,11 @@ def _from_marker(trace: Trace, pattern: str) -> tuple[pl.DataFrame, str]:
         _warn_overlaps(trace, steps, pattern)
         share = inside_share(trace.events.select("rank", "start_ns", "end_ns"), steps)
         if share is not None and share < WARN_INSIDE:  # host ranges: the device may lag
-            trace.meta.warn(f"the --step-marker {pattern!r} ranges hold {100 * share:.1f}% of "
-                            "device time: they are host ranges, and work launched in one "
-                            "that runs after it ends (or outside every range) is in no step")
+            trace.meta.warn(Notice.of(
+                "steps.marker_share", "the --step-marker {pattern!r} ranges hold {pct:.1f}% of "
+                "device time: they are host ranges, and work launched in one that runs after "
+                "it ends (or outside every range) is in no step", pattern=pattern,
+                pct=100 * share))
         return steps, source
     modules = trace.events.select("program_id", "module").unique().drop_nulls()
     wanted = [p for p, m in modules.iter_rows() if regex.search(m)]
@@ -278,12 +296,14 @@ def _from_marker(trace: Trace, pattern: str) -> tuple[pl.DataFrame, str]:
         pl.DataFrame(schema=STEP_SCHEMA), "")
     if steps.height:
         if len(wanted) > 1:
-            trace.meta.warn(f"--step-marker {pattern!r} names {len(wanted)} programs; the "
-                            f"steps are the executions of {label}, the one with the most "
-                            "device time")
+            trace.meta.warn(Notice.of(
+                "steps.marker_programs", "--step-marker {pattern!r} names {n} programs; the "
+                "steps are the executions of {program}, the one with the most device time",
+                pattern=pattern, n=len(wanted), program=label))
         return steps, source
-    trace.meta.warn(f"no ROCTx range matches --step-marker {pattern!r} (nor any XSpace host "
-                    "annotation or program name): no steps")
+    trace.meta.warn(Notice.of(
+        "steps.marker_unmatched", "no ROCTx range matches --step-marker {pattern!r} (nor any "
+        "XSpace host annotation or program name): no steps", pattern=pattern))
     return pl.DataFrame(schema=STEP_SCHEMA), "none"
 
 
@@ -304,7 +324,7 @@ def marker_steps(markers: pl.DataFrame, regex: re.Pattern[str]) -> pl.DataFrame:
     names = sorted(ranges["name"].unique().to_list())
     hits = [(n, m) for n in names if (m := regex.search(n))]
     table = pl.DataFrame({"name": [n for n, _ in hits], "num": [_number(m) for _, m in hits]},
-                         schema={"name": pl.String, "num": pl.Int64})
+                         schema={"name": ranges.schema["name"], "num": pl.Int64})
     sel = ranges.join(table, on="name", how="inner")
     if sel.is_empty():
         return pl.DataFrame(schema=STEP_SCHEMA)
@@ -321,8 +341,10 @@ def _warn_overlaps(trace: Trace, steps: pl.DataFrame, pattern: str) -> None:
     prev_end = pl.col("end_ns").shift(1).over("rank", order_by="start_ns")
     n = steps.sort("rank", "start_ns").filter(pl.col("start_ns") < prev_end).height
     if n:
-        trace.meta.warn(f"{n} steps from --step-marker {pattern!r} overlap the previous step "
-                        "(nested or concurrent markers?): an event counts in the later one")
+        trace.meta.warn(Notice.of(
+            "steps.marker_overlap", "{n} steps from --step-marker {pattern!r} overlap the "
+            "previous step (nested or concurrent markers?): an event counts in the later one",
+            n=n, pattern=pattern))
 
 
 def program_steps(trace: Trace, candidates: list[int] | None) -> tuple[pl.DataFrame, str]:
@@ -370,10 +392,11 @@ def _program_runs(trace: Trace, candidates: list[int] | None
     chosen = chosen.with_columns(label=label)
     for r in chosen.filter(pl.col("lo") != pl.col("hi")).iter_rows(named=True):
         host = trace.events.filter(pl.col("rank") == r["rank"])["host"][0]
-        trace.meta.warn(
-            f"no steps on {host}: the program with the most device time, {r['label']}, runs "
-            f"a different number of times on its devices ({', '.join(r['per_device'])}), so "
-            "its executions cannot be matched across devices")
+        trace.meta.warn(Notice.of(
+            "steps.program_uneven", "no steps on {host}: the program with the most device "
+            "time, {program}, runs a different number of times on its devices ({counts}), so "
+            "its executions cannot be matched across devices", host=host, program=r["label"],
+            counts=", ".join(r["per_device"])))
     chosen = chosen.filter(pl.col("lo") == pl.col("hi"))
     if chosen.is_empty():
         return pl.DataFrame(schema=STEP_SCHEMA), "", none

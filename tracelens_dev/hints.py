@@ -14,7 +14,8 @@ from tracelens.model import Trace, TraceMeta
 @dataclass
 class WriterHints:
     """Launch geometry by kernel name, the device model's plane stats, line-name and
-    ``kernel_details`` styles, and the scenario the trace was built from."""
+    ``kernel_details`` styles, the scenario the trace was built from, and each host's thread
+    of the step annotations."""
 
     kernels: dict[str, dict[str, Any]] = field(default_factory=dict)  # launch geometry by name
     plane_stats: list[list[Any]] = field(default_factory=list)
@@ -22,6 +23,7 @@ class WriterHints:
     kernel_details: str | None = None
     scenario: dict[str, Any] = field(default_factory=dict)
     device_model: str | None = None
+    python_tids: dict[str, int] = field(default_factory=dict)  # per host: the step thread
 
 
 @dataclass

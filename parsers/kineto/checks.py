@@ -17,6 +17,8 @@ from typing import Any, Sequence
 
 import polars as pl
 
+from tracelens.model import Notice
+
 # the Python types a column of each dtype takes as they are (bool is not a number here)
 _TAKES = ((pl.String, (str,)), (pl.Int64, (int,)), (pl.Float64, (int, float)))
 _I64 = (-(1 << 63), 1 << 63)
@@ -229,14 +231,18 @@ _WHAT = {"event": "trace events that are not JSON objects",
          "ph": "events of a used category that are not complete events (ph other than 'X')"}
 
 
-def warnings(name: str, lost: Counter[str]) -> list[str]:
-    """One warning per kind of skipped event, and one for the wrong-typed values by field."""
-    out = [f"{name}: skipped {lost[k]} {what}" + (
-        f" ({lost['ph(device)']} of them device activity)" if k == "ph" else "")
-        for k, what in _WHAT.items() if lost[k]]
+def warnings(name: str, lost: Counter[str]) -> list[Notice]:
+    """One notice per kind of skipped event, and one for the wrong-typed values by field."""
+    out = [Notice.of("kineto.skipped_events", "{file}: skipped {n} {what}", file=name,
+                     n=lost[k], what=what) for k, what in _WHAT.items() if lost[k] and k != "ph"]
+    if lost["ph"]:
+        out.append(Notice.of("kineto.not_complete", "{file}: skipped {n} {what} ({device} of "
+                             "them device activity)", file=name, n=lost["ph"],
+                             what=_WHAT["ph"], device=lost["ph(device)"]))
     fields = {k: v for k, v in sorted(lost.items()) if k not in _WHAT and k != "ph(device)"}
     if fields:
         listed = ", ".join(f"{k} {v}" for k, v in fields.items())
-        out.append(f"{name}: {sum(fields.values())} values of the wrong type read as unknown "
-                   f"(by field: {listed})")
+        out.append(Notice.of("kineto.wrong_types", "{file}: {n} values of the wrong type read "
+                             "as unknown (by field: {listed})", file=name,
+                             n=sum(fields.values()), listed=listed))
     return out

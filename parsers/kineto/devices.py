@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.model import DEVICE_FACTS_SCHEMA, conform
+from tracelens.model import DEVICE_FACTS_SCHEMA, Notice, conform
 
 _ROCM_KEYS = ("roctracer_version", "hip_runtime_version", "hip_driver_version")
 
@@ -42,7 +42,7 @@ def _int64(v: Any) -> int | None:
 
 
 def device_frame(doc: dict[str, Any], active: list[int], host: str, notes_at: int = 0
-                 ) -> tuple[pl.DataFrame, list[str]]:
+                 ) -> tuple[pl.DataFrame, list[Notice]]:
     """DEVICE_FACTS_SCHEMA rows for the devices with activity (every listed device when none
     has any, so an idle rank still shows its GPUs), and warnings about the entries. A single
     ``deviceProperties`` entry describes a single active device whatever their ids.
@@ -53,19 +53,22 @@ def device_frame(doc: dict[str, Any], active: list[int], host: str, notes_at: in
         if isinstance(raw, list) else {}
     rocm = any(k in doc for k in _ROCM_KEYS)
     wanted = active if active else sorted(props)
-    rows, warnings = [], []
+    rows: list[dict[str, Any]] = []
+    warnings: list[Notice] = []
     missing = [d for d in wanted if d not in props]
     if len(props) == 1 and len(wanted) == 1 and missing:
         # a process that sees one GPU (HIP/CUDA_VISIBLE_DEVICES) lists it as id 0 while its
         # activity names the physical device: that one entry describes it
         (only,) = props.values()
         props = {wanted[0]: only}
-        warnings.append(f"device {wanted[0]}: described by the only deviceProperties entry "
-                        f"(id {only['id']}): the process saw one GPU")
+        warnings.append(Notice.of("kineto.one_device_entry", "device {device}: described by "
+                                  "the only deviceProperties entry (id {id}): the process saw "
+                                  "one GPU", device=wanted[0], id=only["id"]))
         missing = []
     if missing:
-        warnings.append(f"device(s) {', '.join(map(str, missing))} have no deviceProperties "
-                        "entry: vendor, product and peaks unknown")
+        warnings.append(Notice.of("kineto.no_device_entry", "device(s) {devices} have no "
+                                  "deviceProperties entry: vendor, product and peaks unknown",
+                                  devices=", ".join(map(str, missing))))
     for d in wanted:
         p = props.get(d, {})
         name = str(p.get("name") or "").strip()

@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.model import COSTED_ATEN_OPS, STEP_SCHEMA, OpShapes
+from tracelens.model import COSTED_ATEN_OPS, STEP_SCHEMA, Notice, OpShapes
 
 COLLECTIVE_KERNEL = r"(?i)nccl|rccl|msccl|cross_device_reduce|all_?reduce|all_?gather|" \
                     r"reduce_?scatter"
@@ -120,11 +120,11 @@ def _cost_note() -> pl.Expr:
 
 def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
                   shapes: dict[int, tuple[Any, Any, Any]]
-                  ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], dict[str, Any], OpShapes]:
+                  ) -> tuple[pl.DataFrame, pl.DataFrame, list[Notice], dict[str, Any], OpShapes]:
     """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts, and
     the shapes of the costed ops that launched kernels (the core costs those kernels).
     ``comm``: the collective args of the host ``record_param_comms`` rows, by ``_row``."""
-    warn: list[str] = []
+    warn: list[Notice] = []
     # lazy (``hst``): only the columns each result uses are filtered and sorted (memory)
     api = _first_by_key(hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
                                    & pl.col("correlation").is_not_null()),
@@ -135,8 +135,9 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
         api, on="correlation", how="left", maintain_order="left")
     unlinked = ev["l_ts"].null_count()
     if unlinked:
-        warn.append(f"{unlinked} of {ev.height} device activities have no runtime call with "
-                    "their correlation id: no op, shapes or collective arguments for them")
+        warn.append(Notice.of("kineto.unlinked", "{n} of {total} device activities have no "
+                              "runtime call with their correlation id: no op, shapes or "
+                              "collective arguments for them", n=unlinked, total=ev.height))
     ops = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
     by_ext = _first_by_key(ops.filter(pl.col("External id").is_not_null()), "External id",
                            ["name"]).rename({"External id": "_ext", "name": "_op"})
@@ -192,12 +193,14 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
         n=is_coll.sum(), typed=(is_coll & pl.col("subcategory").is_not_null()).sum(),
         sized=(is_coll & pl.col("msg_bytes").is_not_null()).sum()).row(0)
     if n_coll and typed < n_coll:
-        warn.append(f"{n_coll - typed} of {n_coll} collective kernels have no record_param_comms"
-                    " op around their launch (or an unknown Collective name): type from the "
-                    "kernel name only")
+        warn.append(Notice.of("kineto.untyped_collectives", "{n} of {total} collective kernels "
+                              "have no record_param_comms op around their launch (or an "
+                              "unknown Collective name): type from the kernel name only",
+                              n=n_coll - typed, total=n_coll))
     if n_coll and sized < n_coll:
-        warn.append(f"{n_coll - sized} of {n_coll} collective kernels have no message size "
-                    "(no record_param_comms sizes or an unknown dtype): busbw unknown")
+        warn.append(Notice.of("kineto.unsized_collectives", "{n} of {total} collective kernels "
+                              "have no message size (no record_param_comms sizes or an unknown "
+                              "dtype): busbw unknown", n=n_coll - sized, total=n_coll))
     ev = ev.with_columns(cost_note=_cost_note())
     kernels = ev.filter("_has").select(row=pl.col("_i").cast(pl.UInt32), uid="c_uid",
                                        main=pl.col("_i") == pl.col("_main_i"),

@@ -45,8 +45,8 @@ from parsers.launch import launch_text
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
-                             HostInfo, Membership, Trace, TraceMeta, conform,
-                             host_from_file_name)
+                             HostInfo, Membership, Notice, ShapeFacts, Text, Trace,
+                             TraceMeta, conform, host_from_file_name)
 
 FORMAT = "kineto"
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
@@ -408,8 +408,9 @@ def _usable(path: Path, dev: pl.DataFrame, meta: TraceMeta) -> pl.DataFrame:
     placed = pl.col("device").is_not_null() & pl.col("stream").is_not_null()
     unplaced = dev.height - dev.select(placed.sum()).item()
     if unplaced:
-        meta.warn(f"{path.name}: skipped {unplaced} device activities without a usable device "
-                  "or stream (args.device/pid, args.stream/tid not integers)")
+        meta.warn(Notice.of("kineto.unplaced", "{file}: skipped {n} device activities without "
+                            "a usable device or stream (args.device/pid, args.stream/tid not "
+                            "integers)", file=path.name, n=unplaced))
         dev = dev.filter(placed)
     # a copy agrees on every field, so on these four first: when no two rows do, none is
     # a copy and the rows are not compared as a whole (names included)
@@ -417,8 +418,9 @@ def _usable(path: Path, dev: pl.DataFrame, meta: TraceMeta) -> pl.DataFrame:
         return dev
     once = dev.unique(subset=list(_SAME), keep="first", maintain_order=True)
     if once.height != dev.height:
-        meta.warn(f"{path.name}: skipped {dev.height - once.height} device activities recorded "
-                  "twice (the same event, field for field)")
+        meta.warn(Notice.of("kineto.recorded_twice", "{file}: skipped {n} device activities "
+                            "recorded twice (the same event, field for field)", file=path.name,
+                            n=dev.height - once.height))
     return once
 
 
@@ -432,21 +434,24 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
         meta.warn(w)
     device_seen = dev.height + lost["ph(device)"]
     if header.get(NOT_JSON):
-        meta.warn(f"{path.name}: {header[NOT_JSON]} NaN/Infinity values, which JSON does not "
-                  "allow (Python's json module writes them), read as unknown")
+        meta.warn(Notice.of("kineto.not_json", "{file}: {n} NaN/Infinity values, which JSON does "
+                            "not allow (Python's json module writes them), read as unknown",
+                            file=path.name, n=header[NOT_JSON]))
     # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
     limit = float(1 << 53)
     timed = ((pl.col("ts").abs() < limit) & (pl.col("dur") >= 0) & (pl.col("dur") < limit)
              ).fill_null(False)
     dev, hst, untimed = _drop(dev, hst, timed)
     if untimed[0]:
-        meta.warn(f"{path.name}: skipped {untimed[0]} events without a valid ts/dur "
-                  f"({untimed[1]} of them device activity)")
+        meta.warn(Notice.of("kineto.untimed", "{file}: skipped {n} events without a valid "
+                            "ts/dur ({device} of them device activity)", file=path.name,
+                            n=untimed[0], device=untimed[1]))
     # a name is what every analysis groups by: unknown, so not used
     dev, hst, unnamed = _drop(dev, hst, pl.col("name").is_not_null())
     if unnamed[0]:
-        meta.warn(f"{path.name}: skipped {unnamed[0]} events without a name "
-                  f"({unnamed[1]} of them device activity)")
+        meta.warn(Notice.of("kineto.unnamed", "{file}: skipped {n} events without a name "
+                            "({device} of them device activity)", file=path.name, n=unnamed[0],
+                            device=unnamed[1]))
     dev, hst = (side.with_columns(start_ns=to_ns(side["ts"])) for side in (dev, hst))
     dev, hst = (side.with_columns(end_ns=pl.col("start_ns") + to_ns(side["dur"]))
                 for side in (dev, hst))
@@ -460,30 +465,33 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     hst = hst.lazy()
     no_device = dev["device"].null_count()
     if no_device:
-        meta.warn(f"{path.name}: {no_device} device activities without args.device use the "
-                  "Kineto GPU process id (pid) as their device")
+        meta.warn(Notice.of("kineto.pid_as_device", "{file}: {n} device activities without "
+                            "args.device use the Kineto GPU process id (pid) as their device",
+                            file=path.name, n=no_device))
     dev = dev.with_columns(device=pl.coalesce("device", "pid").cast(pl.Int32),
                            stream=pl.coalesce("stream", "tid"),
                            kind=pl.col("cat").replace_strict(DEVICE_CATS, return_dtype=pl.String))
     dev = _usable(path, dev, meta)
     bad_shape = dev.filter(pl.col("_bad_shape") & (pl.col("kind") == "kernel")).height
     if bad_shape:
-        meta.warn(f"{path.name}: {bad_shape} kernels have a launch-shape arg (grid, block, "
-                  "registers per thread, shared memory) that is not an integer (list of "
-                  "them): left out of launch, unknown")
-    events, launches, link_warn, extra, meta.shapes = link_activity(dev, hst, comm, shapes)
+        meta.warn(Notice.of("kineto.bad_launch_shape", "{file}: {n} kernels have a launch-shape "
+                            "arg (grid, block, registers per thread, shared memory) that is not "
+                            "an integer (list of them): left out of launch, unknown",
+                            file=path.name, n=bad_shape))
+    events, launches, link_warn, extra, op_shapes = link_activity(dev, hst, comm, shapes)
     for w in link_warn:
-        meta.warn(f"{path.name}: {w}")
-    meta.shapes.notes_at = len(meta.warnings)  # the shape costs' note follows these
-    events = conform(events.with_columns(host=pl.lit(host), rank=pl.lit(0)), EVENT_SCHEMA)
+        meta.warn(w.about(path.name))
+    op_shapes.notes_at = len(meta.notices)  # the shape costs' note follows these
+    events = conform(events.with_columns(host=pl.lit(host, dtype=Text), rank=pl.lit(0)),
+                     EVENT_SCHEMA)
     devices, dev_warn = device_frame(header, sorted(set(events["device"].to_list())), host,
-                                     len(meta.warnings))
+                                     len(meta.notices))
     for w in dev_warn:
-        meta.warn(f"{path.name}: {w}")
+        meta.warn(w.about(path.name))
     host_events = conform(hst.filter(pl.col("cat") != "gpu_user_annotation").select(
         "name", "pid", "tid", "start_ns", "end_ns", correlation_id="correlation",
         kind=pl.col("cat").replace_strict(HOST_CATS, return_dtype=pl.String)).with_columns(
-        host=pl.lit(host), rank=pl.lit(0)).collect(), HOST_EVENT_SCHEMA)
+        host=pl.lit(host, dtype=Text), rank=pl.lit(0)).collect(), HOST_EVENT_SCHEMA)
     steps, step_source = steps_frame(hst, events, launches)
     # Kineto records no host name: rank<N> or the file's name names a rank, not a host
     meta.hosts = {host: HostInfo(path=str(path), named=False)}
@@ -493,13 +501,13 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
         timestamps=("exact: microseconds with 3 decimals (baseTimeNanoseconds present), "
                     "converted to integer ns" if exact else
                     "rounded to the nearest ns (no baseTimeNanoseconds)"),
-        steps_source=step_source, **extra)]
+        steps_source=step_source, **extra), ShapeFacts(str(path), op_shapes)]
     if not events.height and device_seen:
         raise TraceInputError(path, f"none of its {device_seen} device activities is usable "
                               f"({'; '.join(meta.warnings)[:300]})")
     if not events.height:
-        meta.warn(f"{path.name}: no device activity (no kernel, gpu_memcpy or gpu_memset "
-                  "events)")
+        meta.warn(Notice.of("kineto.no_device_activity", "{file}: no device activity (no "
+                            "kernel, gpu_memcpy or gpu_memset events)", file=path.name))
     return Trace(events=events, host_events=host_events,
                  steps=steps if steps.height else pl.DataFrame(schema=STEP_SCHEMA),
                  devices=devices, meta=meta)

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from parsers.rocprof.records import AGENT_SCHEMA, frame
-from tracelens.model import DEVICE_FACTS_SCHEMA, conform
+from tracelens.model import DEVICE_FACTS_SCHEMA, Notice, conform
 
 _GFX = re.compile(r"^gfx[0-9a-f]+$")
 
@@ -144,7 +144,7 @@ def agent_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
                  if rows else pl.DataFrame(), AGENT_SCHEMA)
 
 
-def unique_agents(agents: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
+def unique_agents(agents: pl.DataFrame, warn: list[Notice]) -> pl.DataFrame:
     """One row per agent id (per process where the table has ``pid``): a repeated row would
     multiply every dispatch joined to it. The first is kept and the others counted."""
     keys = [c for c in ("node_id", "pid") if c in agents.columns]
@@ -153,6 +153,7 @@ def unique_agents(agents: pl.DataFrame, warn: list[str]) -> pl.DataFrame:
     repeated = agents.height - int(first.sum())
     if not repeated:
         return agents
-    warn.append(f"dropped {repeated} agent rows that repeat an agent id already listed "
-                "(the first row of each id is kept)")
+    warn.append(Notice.of("rocprof.repeated_agents", "dropped {n} agent rows that repeat an "
+                          "agent id already listed (the first row of each id is kept)",
+                          n=repeated))
     return agents.filter(first)

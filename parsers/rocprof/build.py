@@ -27,16 +27,22 @@ from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process, launch_expr
 from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA,
-                             STEP_SCHEMA, HostInfo, KernelCounters, ProcessInfo, Trace,
-                             TraceMeta, conform)
+                             STEP_SCHEMA, CounterFacts, HostInfo, KernelCounters, Notice,
+                             ProcessInfo, Text, Trace, TraceMeta, conform)
 
 CLOCK = "CLOCK_BOOTTIME"
+UNUSABLE = frozenset({
+    "rocprof.dropped_rows", "rocprof.off_gpu_dispatches", "rocprof.repeated_agents",
+    "rocprof.copies_off_gpu", "rocprof.not_objects", "rocprof.unknown_counter_ids",
+    "rocprof.not_container", "rpd.unlinked_ops", "rocpd.table_sets_skipped"})
+"""The notices of records dropped, skipped or not read: what an input none of whose
+dispatches and copies is usable says about why."""
 _DIRECTIONS = {"HOST_TO_DEVICE": ("h2d", "dst", 1), "DEVICE_TO_HOST": ("d2h", "src", 2),
                "DEVICE_TO_DEVICE": ("d2d", "src", 3), "HOST_TO_HOST": ("h2h", None, 4)}
 
 
 def drop_unusable(df: pl.DataFrame, checks: list[tuple[str, pl.Expr]], what: str,
-                  warn: list[str]) -> pl.DataFrame:
+                  warn: list[Notice]) -> pl.DataFrame:
     """``df`` without the rows the model cannot hold, and one warning that counts them by
     reason. ``checks`` are (reason, expression true on a bad row); a row is counted under the
     first reason it fails, so the counts add up to the rows dropped."""
@@ -50,7 +56,8 @@ def drop_unusable(df: pl.DataFrame, checks: list[tuple[str, pl.Expr]], what: str
     counts = which.drop_nulls().value_counts(sort=False).sort("w")
     reasons = ", ".join(f"{n} {checks[i][0]}" for i, n in counts.iter_rows())
     dropped = df.height - which.null_count()
-    warn.append(f"dropped {dropped} {what} the model cannot hold: {reasons}")
+    warn.append(Notice.of("rocprof.dropped_rows", "dropped {n} {what} the model cannot hold: "
+                          "{reasons}", n=dropped, what=what, reasons=reasons))
     return df.filter(which.is_null())
 
 
@@ -96,7 +103,7 @@ def _device_checks(p: Process, window: tuple[int, int, str]) -> list[tuple[str, 
     return checks
 
 
-def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str],
+def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[Notice],
              checks: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
     f = lambda n: _field(p, n)  # noqa: E731
     k = drop_unusable(p.dispatches, [
@@ -107,13 +114,14 @@ def _kernels(p: Process, ordinals: pl.DataFrame, warn: list[str],
     k = k.join(ordinals, left_on="agent", right_on="node_id", how="left")
     lost = k["device"].null_count()
     if lost:
-        warn.append(f"dropped {lost} kernel dispatches on agents that are not GPUs of the "
-                    "agent table")
+        warn.append(Notice.of("rocprof.off_gpu_dispatches", "dropped {n} kernel dispatches on "
+                              "agents that are not GPUs of the agent table", n=lost))
         k = k.filter(pl.col("device").is_not_null())
     unknown = k["name"].null_count()
     if unknown:
-        warn.append(f"{unknown} dispatches name a kernel id the symbol table lacks; kept as "
-                    "'<unknown kernel N>'")
+        warn.append(Notice.of("rocprof.unknown_kernel_ids", "{n} dispatches name a kernel id "
+                              "the symbol table lacks; kept as '<unknown kernel N>'",
+                              n=unknown))
     kid = pl.col("kernel_id").cast(pl.String).fill_null("?")
     return k.select(
         "device", "dispatch_id",
@@ -143,7 +151,7 @@ def counter_facts(k: pl.DataFrame, counters: pl.DataFrame, rank: int) -> KernelC
         lambda n: n[4:]), unmatched=unmatched)
 
 
-def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str],
+def _copies(p: Process, ordinals: pl.DataFrame, warn: list[Notice],
             checks: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
     f = lambda n: _field(p, n)  # noqa: E731
     c = drop_unusable(p.copies, [
@@ -170,8 +178,9 @@ def _copies(p: Process, ordinals: pl.DataFrame, warn: list[str],
     c = c.with_columns(device=dev)
     lost = c["device"].null_count()
     if lost:
-        warn.append(f"skipped {lost} memory copies with no GPU side (host-to-host, or agents "
-                    "missing from the agent table)")
+        warn.append(Notice.of("rocprof.copies_off_gpu", "skipped {n} memory copies with no GPU "
+                              "side (host-to-host, or agents missing from the agent table)",
+                              n=lost))
     c = c.filter(pl.col("device").is_not_null())
     return c.select(
         "device",
@@ -191,15 +200,18 @@ def _host_events(p: Process, host: str, rank: int) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema=HOST_EVENT_SCHEMA)
     return conform(pl.concat(parts, how="diagonal_relaxed").with_columns(
-        host=pl.lit(host), rank=pl.lit(rank), pid=pl.lit(p.pid, dtype=pl.Int64)),
+        host=pl.lit(host, dtype=Text), rank=pl.lit(rank), pid=pl.lit(p.pid, dtype=pl.Int64)),
         HOST_EVENT_SCHEMA)
 
 
 def build_trace(procs: list[Process], path: Path, fmt: str,
-                step_marker: str | None = None) -> Trace:
-    """One Trace from the processes one input holds; ranks in the order given."""
+                step_marker: str | None = None, clock: str = CLOCK) -> Trace:
+    """One Trace from the processes one input holds, on the host clock ``clock``; ranks in
+    the order given."""
     meta = TraceMeta(sources=[{"path": str(path), "format": fmt}])
     events, devices, hosts, markers = [], [], [], []
+    unusable: list[Notice] = []  # why records were not read, for the error when none is
+    counters: list[KernelCounters] = []  # for the core's counter costs
     processes: list[ProcessInfo] = []
     host_info: dict[str, HostInfo] = {}
     for rank, p in enumerate(procs):
@@ -225,7 +237,7 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         frames = [f for f in (kern, _copies(p, ordinals, warn, checks)) if f.height]
         if frames:
             ev = pl.concat(frames, how="diagonal_relaxed").with_columns(
-                host=pl.lit(host), rank=pl.lit(rank))
+                host=pl.lit(host, dtype=Text), rank=pl.lit(rank))
             events.append(conform(ev, EVENT_SCHEMA))
             active = set(ev["device"].unique().to_list())
         else:
@@ -237,30 +249,31 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
             rank=pl.lit(rank, dtype=pl.Int32)))
         for i, w in enumerate(warn):
             if i == counted_at:
-                counted.notes_at = len(meta.warnings)
-            meta.warn(f"{path.name}: {w}")
+                counted.notes_at = len(meta.notices)
+            meta.warn(w.about(path.name))
         if counted_at == len(warn):
-            counted.notes_at = len(meta.warnings)
-        meta.counters.append(counted)
+            counted.notes_at = len(meta.notices)
+        unusable += [w for w in warn if w.code in UNUSABLE]
+        counters.append(counted)
         # the process's identification notes follow its other warnings (tracelens.devices)
         devices.append(agents_mod.devices(p.agents, active_nodes, host, rank,
-                                          len(meta.warnings)))
+                                          len(meta.notices)))
         processes.append(ProcessInfo(rank=rank, host=host, pid=p.pid, init_ns=p.init_ns,
                                      fini_ns=p.fini_ns))
         host_info.setdefault(host, HostInfo(path=str(path)))
     raw = sum(p.dispatches.height + p.copies.height for p in procs)
     if raw and not events:
-        why = "; ".join(w.split(": ", 1)[-1] for w in meta.warnings if "dropped" in w
-                        or "skipped" in w or w.endswith("are not read"))
+        why = "; ".join(w.text for w in dict.fromkeys(unusable))
         raise TraceInputError(path, f"none of its {raw} kernel dispatches and memory copies "
                               f"is usable ({why})")
     steps, step_warn = steps_from_markers(pl.concat(markers) if markers else pl.DataFrame(
         schema={"name": pl.String, "start": pl.Int64, "end": pl.Int64, "rank": pl.Int32}),
         step_marker)
     for w in step_warn:
-        meta.warn(f"{path.name}: {w}")
-    meta.hosts, meta.processes, meta.clock = host_info, processes, CLOCK
-    meta.format_facts = [_facts(procs, path)]
+        meta.warn(w.about(path.name))
+    meta.hosts = host_info
+    meta.format_facts = [_facts(procs, path, processes, clock),
+                         CounterFacts(str(path), tuple(counters))]
     return Trace(
         events=pl.concat(events) if events else pl.DataFrame(schema=EVENT_SCHEMA),
         host_events=pl.concat(hosts) if hosts else pl.DataFrame(schema=HOST_EVENT_SCHEMA),
@@ -269,8 +282,11 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
         meta=meta)
 
 
-def _facts(procs: list[Process], path: Path) -> RocprofFacts:
-    """The file's schema, as its processes recorded it (one schema per file)."""
+def _facts(procs: list[Process], path: Path, ranks: list[ProcessInfo], clock: str
+           ) -> RocprofFacts:
+    """The file's processes (``ranks``) on the host ``clock`` and its schema, as its
+    processes recorded it (one schema per file)."""
     def first(key: str) -> str | None:
         return next((str(p.info[key]) for p in procs if p.info.get(key) is not None), None)
-    return RocprofFacts(str(path), schema_version=first("schema_version"), layout=first("layout"))
+    return RocprofFacts(str(path), tuple(ranks), clock, schema_version=first("schema_version"),
+                        layout=first("layout"))

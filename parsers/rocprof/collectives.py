@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracelens.model import Notice
+
 RCCL_KERNEL = r"(?i)nccl|rccl|msccl|oneRankReduce"
 
 API_TYPES: dict[str, str] = {
@@ -96,7 +98,7 @@ def collective_types(kernels: pl.DataFrame, apis: pl.DataFrame) -> tuple[pl.Seri
     return out["sub"].alias("subcategory"), stats
 
 
-def warnings_for(stats: dict, where: str) -> list[str]:
+def warnings_for(stats: dict, where: str) -> list[Notice]:
     """The user-facing account of how RCCL kernels were typed."""
     n = stats.get("rccl_kernels", 0)
     if not n:
@@ -106,11 +108,15 @@ def warnings_for(stats: dict, where: str) -> list[str]:
     if typed < n:
         why = ("no RCCL API rows (profile with --rccl-trace to get them)" if typed == 0
                and not stats["mixed"] else "no RCCL API call contains their launch")
-        out.append(f"{where}: {n - typed} of {n} RCCL kernels have no collective type: {why}")
+        out.append(Notice.of("rocprof.untyped_rccl", "{where}: {n} of {total} RCCL kernels "
+                             "have no collective type: {why}", where=where, n=n - typed,
+                             total=n, why=why))
     if stats["mixed"]:
-        out.append(f"{where}: {stats['mixed']} RCCL kernels were launched by a group of "
-                   "different collectives; their type is left unknown")
+        out.append(Notice.of("rocprof.mixed_rccl", "{where}: {n} RCCL kernels were launched by "
+                             "a group of different collectives; their type is left unknown",
+                             where=where, n=stats["mixed"]))
     if stats["by_time"]:
-        out.append(f"{where}: {stats['by_time']} RCCL kernels have no correlated API row; "
-                   "typed by the latest RCCL call on their thread before they started")
+        out.append(Notice.of("rocprof.rccl_by_time", "{where}: {n} RCCL kernels have no "
+                             "correlated API row; typed by the latest RCCL call on their "
+                             "thread before they started", where=where, n=stats["by_time"]))
     return out

@@ -24,7 +24,7 @@ from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
-from tracelens.model import Trace
+from tracelens.model import Notice, Trace
 
 FORMAT = "rocprof-csv"
 TABLES = ("kernel_trace", "agent_info", "memory_copy_trace", "hip_api_trace",
@@ -61,7 +61,7 @@ def _group(path: Path) -> tuple[str, dict[str, Path]]:
     return "", {"kernel_trace": path}  # a lone, renamed CSV: read it as a kernel trace
 
 
-def _table(path: Path, kind: str, warnings: list[str]) -> pl.DataFrame:
+def _table(path: Path, kind: str, warnings: list[Notice]) -> pl.DataFrame:
     """One CSV with lower-case column names, integers parsed, required columns checked;
     a value that is not an integer where one belongs is unknown (null) and counted."""
     source = _source(path)
@@ -92,16 +92,20 @@ def _table(path: Path, kind: str, warnings: list[str]) -> pl.DataFrame:
         ints = text.cast(pl.Int64, strict=False)
         bad = df.filter(text.is_not_null() & (text != "") & ints.is_null())
         if bad.height:  # the row is kept; build.py drops it by name if the model needs it
-            warnings.append(f"{path.name}: {bad.height} values of {col.title()} are not "
-                            f"integers (first {bad[col][0]!r}); read as unknown")
+            warnings.append(Notice.of("rocprof.csv_not_integers", "{table}: {n} values of "
+                                      "{column} are not integers (first {first}); read as "
+                                      "unknown", table=path.name, n=bad.height,
+                                      column=col.title(), first=repr(bad[col][0])))
         df = df.with_columns(ints.alias(col))
     if "counter_value" in df.columns:
         text = df["counter_value"].str.strip_chars()
         values = text.cast(pl.Float64, strict=False)
         bad = df.filter(text.is_not_null() & (text != "") & values.is_null())
         if bad.height:
-            warnings.append(f"{path.name}: {bad.height} values of Counter_Value are not "
-                            f"numbers (first {bad['counter_value'][0]!r}); read as unknown")
+            warnings.append(Notice.of("rocprof.csv_not_numbers", "{table}: {n} values of "
+                                      "Counter_Value are not numbers (first {first}); read as "
+                                      "unknown", table=path.name, n=bad.height,
+                                      first=repr(bad["counter_value"][0])))
         df = df.with_columns(values.alias("counter_value"))
     return df
 
@@ -204,7 +208,7 @@ def _synthetic_agents(ids: pl.Series) -> pl.DataFrame:
 
 def read(path: Path, step_marker: str | None = None) -> Trace:
     prefix, files = _group(path)
-    warnings: list[str] = []
+    warnings: list[Notice] = []
     tables = {t: _table(p, t, warnings) for t, p in files.items()}
     kernels = tables.get("kernel_trace")
     if kernels is None and "counter_collection" in tables:  # --pmc without --kernel-trace
@@ -234,7 +238,7 @@ def _dispatches_of_counters(c: pl.DataFrame, path: Path) -> pl.DataFrame:
 
 
 def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
-             guid: str | None, read_warnings: list[str]) -> Process:
+             guid: str | None, read_warnings: list[Notice]) -> Process:
     def mine(name: str) -> pl.DataFrame | None:
         df = tables.get(name)
         if df is None or guid is None or "guid" not in df.columns:
@@ -246,11 +250,13 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
     k = mine("kernel_trace")
     kernel_agents, bad = resolve_refs(k["agent_id"], agents)
     if agents.is_empty():
-        warnings.append(f"no {prefix}agent_info.csv: GPU ordinals follow the agent ids, and the "
-                        "product is unknown")
+        warnings.append(Notice.of("rocprof.csv_no_agent_info", "no {prefix}agent_info.csv: GPU "
+                                  "ordinals follow the agent ids, and the product is unknown",
+                                  prefix=prefix))
         agents = _synthetic_agents(kernel_agents)
     if bad:
-        warnings.append(f"{bad} kernel rows name an agent missing from agent_info.csv")
+        warnings.append(Notice.of("rocprof.csv_unknown_agents", "{n} kernel rows name an agent "
+                                  "missing from agent_info.csv", n=bad))
     dispatches = k.select(
         agent=kernel_agents, queue="queue_id", stream=_col(k, "stream_id"),
         tid=_col(k, "thread_id"), corr=_col(k, "correlation_id"),
@@ -288,10 +294,12 @@ def _process(tables: dict[str, pl.DataFrame], path: Path, prefix: str,
         pid = int(api["pid"].drop_nulls()[0])
     if pid is not None and prefix[:-1].isdigit():
         host = path.parent.name or None
-        warnings.append(f"host name {host!r} taken from the directory (CSV does not record it)")
+        warnings.append(Notice.of("rocprof.csv_host_from_directory", "host name {host!r} taken "
+                                  "from the directory (CSV does not record it)", host=host))
     else:
         host = None
-        warnings.append("CSV output does not record the host name: using 'unknown'")
+        warnings.append(Notice.of("rocprof.csv_no_host", "CSV output does not record the host "
+                                  "name: using 'unknown'"))
     return Process(host=host, pid=pid, agents=agents,
                    dispatches=frame(dispatches, DISPATCH_SCHEMA),
                    copies=frame(copies, COPY_SCHEMA),

@@ -31,10 +31,11 @@ from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DI
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, empty, frame)
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
-from tracelens.model import Trace
+from tracelens.model import Notice, Trace
 
 FORMAT = "rocprof-json"
 TOP_KEY = "rocprofiler-sdk-tool"
+NOT_CONTAINER = "rocprof.not_container"  # a section of another JSON type: its records are not read
 I64 = pl.Int64
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 _FIELDS = {"start": "start_timestamp", "end": "end_timestamp",
@@ -86,10 +87,10 @@ def _read_document(path: Path, doc: Any, step_marker: str | None) -> Trace:
         raise TraceInputError(path, "malformed rocprofv3 JSON "
                               f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
                               ) from None
-    damaged = [w for proc in parsed for w in proc.warnings if w.endswith("are not read")]
+    damaged = [w for proc in parsed for w in proc.warnings if w.code == NOT_CONTAINER]
     if damaged and not any(proc.dispatches.height or proc.copies.height for proc in parsed):
         raise TraceInputError(path, f"rocprofv3 JSON with no readable kernel dispatch or "
-                              f"memory copy ({damaged[0]})")
+                              f"memory copy ({damaged[0].text})")
     return build_trace(parsed, path, FORMAT, step_marker)
 
 
@@ -150,10 +151,13 @@ class _Columns:
         if n:
             self.bad[name] = self.bad.get(name, 0) + n
 
-    def warnings(self) -> list[str]:
-        return [f"{n} {self.section} records with a {name} of the wrong type; read as unknown"
-                if name != "(record)" else f"{n} {self.section} records that are not objects; "
-                "skipped" for name, n in self.bad.items()]
+    def warnings(self) -> list[Notice]:
+        return [Notice.of("rocprof.wrong_type", "{n} {section} records with a {name} of the "
+                          "wrong type; read as unknown", n=n, section=self.section, name=name)
+                if name != "(record)" else
+                Notice.of("rocprof.not_objects", "{n} {section} records that are not objects; "
+                          "skipped", n=n, section=self.section)
+                for name, n in self.bad.items()]
 
 
 def _types(values: list[Any]) -> set[type]:
@@ -232,7 +236,7 @@ def _api_frame(c: _Columns, kinds: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFr
 
 
 def _dispatches(buf: dict[str, Any], handles: pl.DataFrame, symbols: pl.DataFrame,
-                warn: list[str]) -> pl.DataFrame:
+                warn: list[Notice]) -> pl.DataFrame:
     c = _Columns("kernel_dispatch", buf.get("kernel_dispatch"))
     info = c.obj(c.get("dispatch_info"), "dispatch_info")
     api = _api_columns(c, names=False)
@@ -262,7 +266,7 @@ def _sizes(c: _Columns, info: list[Any]) -> dict[str, pl.Series]:
     return out
 
 
-def _counters(p: dict[str, Any], warn: list[str]) -> pl.DataFrame:
+def _counters(p: dict[str, Any], warn: list[Notice]) -> pl.DataFrame:
     """Counter values per dispatch from ``callback_records.counter_collection`` (one record
     per dispatch: ``dispatch_data.dispatch_info.dispatch_id`` and ``records[{counter_id,
     value}]``), named through the top-level ``counters`` definitions."""
@@ -296,13 +300,13 @@ def _counters(p: dict[str, Any], warn: list[str]) -> pl.DataFrame:
     out = out.join(names, on="counter_id", how="left", maintain_order="left")
     lost = out["counter"].null_count()
     if lost:
-        warn.append(f"{lost} counter values name a counter id the counter definitions lack; "
-                    "skipped")
+        warn.append(Notice.of("rocprof.unknown_counter_ids", "{n} counter values name a counter "
+                              "id the counter definitions lack; skipped", n=lost))
     return out.select("dispatch_id", "counter", "value").drop_nulls("counter")
 
 
 def _copies(buf: dict[str, Any], handles: pl.DataFrame, ops: pl.DataFrame,
-            warn: list[str]) -> pl.DataFrame:
+            warn: list[Notice]) -> pl.DataFrame:
     c = _Columns("memory_copy", buf.get("memory_copy"))
     if not c.recs:
         warn += c.warnings()
@@ -322,7 +326,7 @@ def _copies(buf: dict[str, Any], handles: pl.DataFrame, ops: pl.DataFrame,
                     "end"))
 
 
-def _symbols(raw: Any, warn: list[str]) -> pl.DataFrame:
+def _symbols(raw: Any, warn: list[Notice]) -> pl.DataFrame:
     c = _Columns("kernel_symbols", raw)
     ids = c.ints(c.get("kernel_id"), "kernel_id")
     formatted = c.strs(c.get("formatted_kernel_name"), "formatted_kernel_name")
@@ -335,7 +339,7 @@ def _symbols(raw: Any, warn: list[str]) -> pl.DataFrame:
         "kernel_id", keep="first", maintain_order=True)
 
 
-def _container(obj: dict[str, Any], key: str, kind: type, warn: list[str],
+def _container(obj: dict[str, Any], key: str, kind: type, warn: list[Notice],
                where: str = "") -> Any:
     """``obj[key]`` when it is of the container type the format gives it, else an empty one
     and a warning: a list where an object belongs (or a string where a list does) holds no
@@ -343,8 +347,10 @@ def _container(obj: dict[str, Any], key: str, kind: type, warn: list[str],
     value = obj.get(key)
     if value is None or type(value) is kind:
         return kind() if value is None else value
-    warn.append(f"{where}{key} is a JSON {_JSON_TYPES.get(type(value), type(value).__name__)}"
-                f", not {'an object' if kind is dict else 'a list'}: its records are not read")
+    warn.append(Notice.of(NOT_CONTAINER, "{where}{key} is a JSON {got}, not {want}: its records "
+                          "are not read", where=where, key=key,
+                          got=_JSON_TYPES.get(type(value), type(value).__name__),
+                          want="an object" if kind is dict else "a list"))
     return kind()
 
 
@@ -356,7 +362,7 @@ def _process(p: dict[str, Any]) -> Process:
     md = p.get("metadata")
     md = md if isinstance(md, dict) else {}
     node = md.get("node") if isinstance(md.get("node"), dict) else {}
-    warn: list[str] = []
+    warn: list[Notice] = []
     agents_raw = _container(p, "agents", list, warn)
     agents = unique_agents(agent_frame([agent_row(a) for a in agents_raw
                                         if isinstance(a, dict)]), warn)

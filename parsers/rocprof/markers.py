@@ -13,7 +13,7 @@ import re
 
 import polars as pl
 
-from tracelens.model import STEP_SCHEMA, conform
+from tracelens.model import STEP_SCHEMA, Notice, conform
 
 
 def _number(m: re.Match[str]) -> int | None:
@@ -23,7 +23,7 @@ def _number(m: re.Match[str]) -> int | None:
 
 
 def steps_from_markers(markers: pl.DataFrame, pattern: str | None
-                       ) -> tuple[pl.DataFrame, list[str]]:
+                       ) -> tuple[pl.DataFrame, list[Notice]]:
     """Steps (STEP_SCHEMA, source "marker") from ``markers`` (rank, name, start, end)."""
     if not pattern:
         return pl.DataFrame(schema=STEP_SCHEMA), []
@@ -36,9 +36,9 @@ def steps_from_markers(markers: pl.DataFrame, pattern: str | None
                          schema={"name": pl.String, "num": pl.Int64})
     sel = ranges.join(table, on="name", how="inner")
     if sel.is_empty():
-        return pl.DataFrame(schema=STEP_SCHEMA), [
-            f"no ROCTx range matches --step-marker {pattern!r} ({markers.height} markers): "
-            "no steps"]
+        return pl.DataFrame(schema=STEP_SCHEMA), [Notice.of(
+            "rocprof.marker_unmatched", "no ROCTx range matches --step-marker {pattern!r} "
+            "({n} markers): no steps", pattern=pattern, n=markers.height)]
     if sel["num"].null_count() == 0:
         steps = sel.group_by("rank", "num").agg(pl.col("start").min(), pl.col("end").max())
     else:
@@ -51,6 +51,8 @@ def steps_from_markers(markers: pl.DataFrame, pattern: str | None
     prev_end = pl.col("end_ns").shift(1).over("rank")
     overlaps = steps.filter(pl.col("start_ns") < prev_end).height
     if overlaps:
-        warnings.append(f"{overlaps} steps from --step-marker {pattern!r} overlap the previous "
-                        "step (nested or concurrent ranges?): an event counts in the later one")
+        warnings.append(Notice.of(
+            "rocprof.marker_overlap", "{n} steps from --step-marker {pattern!r} overlap the "
+            "previous step (nested or concurrent ranges?): an event counts in the later one",
+            n=overlaps, pattern=pattern))
     return steps, warnings

@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from tracelens.model import Notice
+
 from parsers.launch import dims, launch_text
 
 I64 = pl.Int64
@@ -116,7 +118,7 @@ class Process:
     counters: pl.DataFrame = field(default_factory=lambda: empty(COUNTER_SCHEMA))
     init_ns: int | None = None
     fini_ns: int | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Notice] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)  # e.g. schema_version, layout
     fields: dict[str, str] = field(default_factory=dict)
     """Normalized field -> the format's own name for it (``end`` -> ``End_Timestamp``), so that

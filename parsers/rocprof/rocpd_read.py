@@ -30,7 +30,7 @@ from parsers.rocprof.sqlite_db import read_db, sanitize
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
-from tracelens.model import Trace
+from tracelens.model import Notice, Trace
 
 FORMAT = "rocpd"
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
@@ -89,9 +89,11 @@ def _read_sets(con: sqlite3.Connection, path: Path) -> list[Process]:
         seen[key] = suffix
         procs += reader.processes()
     if len(suffixes) > 1:
-        note = (f"{len(suffixes)} sets of rocpd tables (one per uuid), each read once"
-                + (f"; {len(skipped)} skipped as copies of another set "
-                   f"({', '.join(skipped)})" if skipped else ""))
+        note = Notice.of("rocpd.table_sets", "{n} sets of rocpd tables (one per uuid), each "
+                         "read once", n=len(suffixes)) if not skipped else Notice.of(
+            "rocpd.table_sets_skipped", "{n} sets of rocpd tables (one per uuid), each read "
+            "once; {skipped} skipped as copies of another set ({which})", n=len(suffixes),
+            skipped=len(skipped), which=", ".join(skipped))
         for p in procs:
             p.warnings.append(note)
     return procs
@@ -103,7 +105,7 @@ class _Reader:
     def __init__(self, con: sqlite3.Connection, path: Path, tables: set[str],
                  suffix: str) -> None:
         self.con, self.path, self.suffix = con, path, suffix
-        self.warnings: list[str] = []
+        self.warnings: list[Notice] = []
         self.names = tables
         self.sources = {base: self._source(base) for base in (
             "rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_process",
@@ -171,8 +173,9 @@ class _Reader:
             bad: dict[str, int] = {}
             df = self._fetch(sql, schema, bad)
             for col, n in bad.items():
-                self.warnings.append(f"{n} values of {col} are not of its type "
-                                     f"({schema[col]}); read as unknown")
+                self.warnings.append(Notice.of("rocprof.db_wrong_type", "{n} values of {column} "
+                                               "are not of its type ({dtype}); read as unknown",
+                                               n=n, column=col, dtype=str(schema[col])))
             return df
 
     def _fetch(self, sql: str, schema: dict[str, pl.DataType],
@@ -202,11 +205,11 @@ class _Reader:
                 f"SELECT tag, value FROM {self.sources['rocpd_metadata']}").fetchall())
         self._need("rocpd_kernel_dispatch", "agent_id", "kernel_id", "start", "end")
         self._need("rocpd_info_agent", "id")
-        warnings = []
+        warnings: list[Notice] = []
         version = str(meta.get("schema_version", "")) or None
         if version and not version.startswith("3"):
-            warnings.append(f"rocpd schema version {version} (known: 3.x); columns are read "
-                            "by name")
+            warnings.append(Notice.of("rocpd.schema_version", "rocpd schema version {version} "
+                                      "(known: 3.x); columns are read by name", version=version))
         agents = self._agents()
         dispatches = self._dispatches()
         copies = self._copies()

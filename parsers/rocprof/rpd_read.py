@@ -32,7 +32,7 @@ from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, M
 from parsers.rocprof.agents import agent_frame
 from parsers.rocprof.sqlite_db import read_db, sanitize
 from tracelens.errors import TraceInputError
-from tracelens.model import Trace
+from tracelens.model import Notice, Trace
 
 FORMAT = "rpd"
 CLOCK = "CLOCK_MONOTONIC"  # rpd_tracer's clocktime_ns (roctracer/rocprofiler-sdk times)
@@ -55,9 +55,7 @@ def processes(con: sqlite3.Connection, path: Path) -> list[Process]:
 
 
 def build(procs: list[Process], path: Path, step_marker: str | None) -> Trace:
-    trace = build_trace(procs, path, FORMAT, step_marker)
-    trace.meta.clock = CLOCK
-    return trace
+    return build_trace(procs, path, FORMAT, step_marker, clock=CLOCK)
 
 
 class _Rpd:
@@ -65,7 +63,7 @@ class _Rpd:
 
     def __init__(self, con: sqlite3.Connection, path: Path) -> None:
         self.con, self.path = con, path
-        self.warnings: list[str] = []
+        self.warnings: list[Notice] = []
         self._strings: dict[str, pl.DataFrame] = {}
         self.tables = {r[0] for r in con.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -108,8 +106,9 @@ class _Rpd:
                 parts.append(pl.DataFrame(sanitize(rows, schema, bad), schema=schema,
                                           orient="row"))
         for col, n in bad.items():
-            self.warnings.append(f"{n} values of {col} are not of its type ({schema[col]}); "
-                                 "read as unknown")
+            self.warnings.append(Notice.of("rocprof.db_wrong_type", "{n} values of {column} are "
+                                           "not of its type ({dtype}); read as unknown", n=n,
+                                           column=col, dtype=str(schema[col])))
         return pl.concat(parts, rechunk=True) if parts else pl.DataFrame(schema=schema)
 
     def _named(self, df: pl.DataFrame, ids: dict[str, str], table: str = "rocpd_string"
@@ -154,8 +153,9 @@ class _Rpd:
         links = links.drop_nulls()
         first = links.unique("op_id", keep="first", maintain_order=True)
         if first.height < links.height:
-            self.warnings.append(f"{links.height - first.height} rocpd_api_ops rows link an op "
-                                 "already linked to another API call; the first link is kept")
+            self.warnings.append(Notice.of("rpd.relinked_ops", "{n} rocpd_api_ops rows link an "
+                                           "op already linked to another API call; the first "
+                                           "link is kept", n=links.height - first.height))
         return first.with_columns(n_ops=pl.len().over("api_id"))
 
     def _apis(self) -> pl.DataFrame:
@@ -214,8 +214,9 @@ class _Rpd:
     def processes(self) -> list[Process]:
         version = self._version()
         if version is not None and version not in _KNOWN_VERSIONS:
-            self.warnings.append(f"RPD schema version {version} (known: 1, 2); columns are "
-                                 "read by name")
+            self.warnings.append(Notice.of("rpd.schema_version", "RPD schema version {version} "
+                                           "(known: 1, 2); columns are read by name",
+                                           version=version))
         apis = self._apis()
         ops = self._ops().join(self._links(), on="op_id", how="left", maintain_order="left")
         ops = ops.join(apis.select(api_id="corr", pid="pid", tid="tid"), on="api_id",
@@ -229,8 +230,10 @@ class _Rpd:
         if len(pids) > 1:
             lost = ops.filter(pl.col("kind").is_not_null() & pl.col("pid").is_null()).height
             if lost:
-                self.warnings.append(f"dropped {lost} device ops that link to no API call: "
-                                     f"their process is unknown ({len(pids)} processes)")
+                self.warnings.append(Notice.of("rpd.unlinked_ops", "dropped {n} device ops that "
+                                               "link to no API call: their process is unknown "
+                                               "({processes} processes)", n=lost,
+                                               processes=len(pids)))
         markers = apis.filter(pl.col("name") == MARKER_API)
         calls = apis.filter(pl.col("name").fill_null("") != MARKER_API)
         dispatches = self._dispatches(ops.filter(pl.col("kind") == "kernel"))
@@ -255,8 +258,9 @@ class _Rpd:
         if other.height:
             parts = ", ".join(f"{t if t is not None else '(no type)'} {n}"
                               for t, n in other.iter_rows())
-            self.warnings.append(f"{int(other['len'].sum())} rocpd_op rows of other op types "
-                                 f"are not read ({parts})")
+            self.warnings.append(Notice.of("rpd.other_op_types", "{n} rocpd_op rows of other op "
+                                           "types are not read ({types})",
+                                           n=int(other["len"].sum()), types=parts))
 
     def _dispatches(self, k: pl.DataFrame) -> pl.DataFrame:
         """Kernels, named by the op's description (else by the launch row's kernel name);

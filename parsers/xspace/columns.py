@@ -12,6 +12,7 @@ import polars as pl
 
 from parsers.launch import launch_text
 from tracelens.errors import TraceInputError
+from tracelens.model import Text
 
 # one name for every dangling metadata id: its number says nothing, and a million distinct
 # made-up names made every per-name group-by of the analyses crawl (58 s for 1M events)
@@ -112,19 +113,25 @@ def launch_shape(details: pl.Series) -> pl.Series:
     """``kernel_details`` (every ROCm and CUDA collector format, xprof.md §1) as the model's
     ``launch`` text (:func:`parsers.launch.launch_text`): grid, block, registers, and shared
     memory = static + dynamic shared memory, or ROCm's ``group_mem`` (LDS). Worked out once
-    per distinct string (collectors intern them), then mapped back."""
+    per distinct string (collectors intern them), then mapped back (text columns on their
+    codes, with the result as text)."""
     def field(name: str) -> pl.Expr:
         return pl.col("kd").str.extract(rf"(?:^|\s){name}:(\S+)", 1)
 
     def number(name: str) -> pl.Expr:
         return field(name).cast(pl.Int64, strict=False)
 
-    uniq = pl.DataFrame({"kd": details.unique().drop_nulls()}, schema={"kd": pl.String})
+    distinct = details.unique().drop_nulls()
+    uniq = pl.DataFrame({"kd": distinct.cast(pl.String)}, schema={"kd": pl.String})
     static_dyn = pl.when(number("static_shared").is_not_null()
                          | number("dynamic_shared").is_not_null()).then(
         pl.sum_horizontal(number("static_shared"), number("dynamic_shared")))
     uniq = uniq.with_columns(launch=launch_text(
         field("grid"), field("block"), number("regs"),
         pl.coalesce(static_dyn, number("group_mem"))))
+    if details.dtype == Text:
+        shapes = pl.DataFrame({"kd": distinct, "launch": uniq["launch"].cast(Text)})
+        return details.to_frame("kd").join(shapes, on="kd", how="left",
+                                           maintain_order="left")["launch"]
     return details.replace_strict(uniq["kd"], uniq["launch"], default=None,
                                   return_dtype=pl.String).alias("launch")

@@ -37,6 +37,7 @@ from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, d
                                     too_large)
 from parsers.xspace.space import parse
 from tracelens.errors import TraceInputError
+from tracelens.model import KindDtype, Text
 
 ABI = 3  # the version of parsers/_xspace.c this module speaks to
 try:
@@ -178,8 +179,8 @@ class FastLines:
         cols = _Columns(r, reader, md_ids)
         md_code = cols.md_code
         df = pl.DataFrame({
-            "name": pl.Series(names, dtype=pl.String).gather(md_code) if n else
-            pl.Series([], dtype=pl.String),
+            "name": pl.Series(names, dtype=Text).gather(md_code) if n else
+            pl.Series([], dtype=Text),
             "start_ns": pl.Series(np.frombuffer(r["start_ns"], np.int64), dtype=pl.Int64),
             "end_ns": pl.Series(np.frombuffer(r["end_ns"], np.int64), dtype=pl.Int64),
             "op": cols.string(EVENT_STATS.index("hlo_op")),
@@ -204,8 +205,12 @@ class FastLines:
         """``columns.device_kind`` computed once per distinct (name, memcpy_details)
         of the line just decoded, then spread onto its rows (the expressions are row-wise)."""
         md_code, mc, _, n_names = self._combo
-        if mc is None:
-            return device_kind(df, line_types)
+        if mc is None:  # the row-by-row string conversion ran: no codes (rare)
+            kinds = device_kind(df.select(pl.col("name", "memcpy_details").cast(pl.String)),
+                                line_types)
+            return df.with_columns(kinds.select(pl.col("kind").cast(KindDtype),
+                                                pl.col("subcategory").cast(Text),
+                                                "bytes").get_columns())
         mc_codes, mc_table = mc
         key = md_code.astype(np.int64) * (len(mc_table) + 1) + (mc_codes + 1)
         space = n_names * (len(mc_table) + 1)
@@ -221,8 +226,9 @@ class FastLines:
         first = np.empty(len(combos), np.int64)
         rows = np.arange(len(key) - 1, -1, -1)
         first[inverse[rows]] = rows
-        small = df.select("name", "memcpy_details")[first]
-        kinds = device_kind(small, line_types).select("kind", "subcategory", "bytes")
+        small = df.select("name", "memcpy_details")[first].cast(pl.String)
+        kinds = device_kind(small, line_types).select(
+            pl.col("kind").cast(KindDtype), pl.col("subcategory").cast(Text), "bytes")
         return df.with_columns(kinds[inverse.astype(np.int64)].get_columns())
 
 
@@ -316,14 +322,15 @@ class _Columns:
         return pl.Series(np.ma.masked_array(out, mask=~ok), dtype=pl.Int64)
 
     def string(self, code: int) -> pl.Series:
-        """A String column as ``columns.as_str`` makes it (codes kept for reuse)."""
+        """A text column (:data:`tracelens.model.Text`) of the values ``columns.as_str``
+        gives (codes kept for reuse)."""
         kinds, vals, mask = self._kinds(code)
         if mask == 1 << ABSENT and not self.reader.defaults:
             self.codes[code] = (np.full(self.n, -1, np.int64), [])
-            return _nulls(self.n, pl.String)
+            return _nulls(self.n, Text)
         defaults = self._defaults(code)
         if mask & ~_STR_FAST or any(d is not None and type(d) is not str for d in defaults):
-            return pl.Series(as_str(self._objects(code, kinds, vals)), dtype=pl.String)
+            return pl.Series(as_str(self._objects(code, kinds, vals)), dtype=Text)
         refs = self.refs() if mask & (1 << REF) else []
         # the per-line table also holds other columns' bytes values: never referenced here
         strings = [s if type(s) is str else None for s in self.r["strings"]] \
@@ -346,9 +353,9 @@ class _Columns:
                           for t in table], np.int64)
         codes = np.where(ok, remap[np.where(ok, idx, 0)] if len(table) else -1, -1)
         self.codes[code] = (codes, list(uniq))
-        values = pl.Series(list(uniq), dtype=pl.String)
+        values = pl.Series(list(uniq), dtype=Text)
         if ok.all():
             return values.gather(codes)
         if not ok.any():
-            return _nulls(self.n, pl.String)
+            return _nulls(self.n, Text)
         return values.gather(pl.Series(np.ma.masked_array(codes, mask=~ok)))

@@ -36,7 +36,7 @@ from parsers.xspace.source import LineSource
 from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, event_window, profile_span
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
-                             STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform,
+                             STEP_SCHEMA, HostInfo, Notice, Text, Trace, TraceMeta, conform,
                              host_from_file_name)
 
 # An ordinal of 10 digits or more is no GPU's: such a plane is skipped with a warning.
@@ -72,8 +72,9 @@ def read(path: Path, decoder: str | None = None, threads: int | None = None,
     del raw
     trace = _read_space(path, space, source, input_bytes, marker)
     if fallback:
-        trace.meta.warn(f"{path.name}: read with the slow pure-Python XSpace reader: "
-                        f"{fallback}")
+        trace.meta.warn(Notice.of("xspace.python_decoder", "{file}: read with the slow "
+                                  "pure-Python XSpace reader: {why}", file=path.name,
+                                  why=fallback))
     return trace
 
 
@@ -81,7 +82,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                 marker: str | None = None) -> Trace:
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for msg in list(space.errors) + list(space.warnings):
-        meta.warn(f"{path.name}: profiler reported: {msg}")
+        meta.warn(Notice.of("xspace.profiler_reported", "{file}: profiler reported: {message}",
+                            file=path.name, message=msg))
     host = next((h for h in space.hostnames if h), None) or host_from_file_name(path.name)
     device_frames: list[pl.DataFrame] = []
     device_rows: list[dict[str, Any]] = []
@@ -103,8 +105,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             if type(start) is int and 0 <= start <= INT64_MAX:
                 profile_start = start
             elif start is not None:  # hosts are then not aligned on this clock: say so
-                meta.warn(f"{path.name}: Task Environment profile_start_time = {start!r} is "
-                          "not a usable nanosecond time: left unknown")
+                meta.warn(Notice.of("xspace.bad_profile_start", "{file}: Task Environment "
+                                    "profile_start_time = {value} is not a usable nanosecond "
+                                    "time: left unknown", file=path.name, value=repr(start)))
             continue
         if plane.name == "/host:CPU":
             cpu_planes.append((plane_idx, plane))
@@ -113,8 +116,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             modules = _read_modules(plane)
             n_bad = sum(1 for m in modules if m["program_id"] is None)
             if n_bad:
-                meta.warn(f"{path.name}: {n_bad} HLO modules have no int64 program id (a uint64 "
-                          "fingerprint or none): their HLO cannot be joined to kernels")
+                meta.warn(Notice.of("xspace.no_program_id", "{file}: {n} HLO modules have no "
+                                    "int64 program id (a uint64 fingerprint or none): their HLO "
+                                    "cannot be joined to kernels", file=path.name, n=n_bad))
             continue
         if not m:
             n = sum(source.count(plane_idx, i, line) for i, line in enumerate(plane.lines))
@@ -126,9 +130,10 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         pstats = reader.plane_stats()
         row, bad = device_row(ordinal, pstats)
         for key in bad:
-            meta.warn(f"{path.name}: {plane.name}: plane stat {key} = {pstats[key]!r} is not a "
-                      "usable value: left unknown")
-        device_rows.append(dict(row, notes_at=len(meta.warnings)))  # its notes follow these
+            meta.warn(Notice.of("xspace.bad_plane_stat", "{file}: {plane}: plane stat {stat} = "
+                                "{value} is not a usable value: left unknown", file=path.name,
+                                plane=plane.name, stat=key, value=repr(pstats[key])))
+        device_rows.append(dict(row, notes_at=len(meta.notices)))  # its notes follow these
         for line_idx, line in enumerate(plane.lines):
             lm = _STREAM_LINE.match(line.name)
             if not lm:
@@ -145,7 +150,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                                  stream=pl.lit(line.id, dtype=pl.Int64))
             device_frames.append(source.device_kind(df, lm.group(2)))
     for row in device_rows:  # notes about several planes (tracelens.devices) go here
-        row["file_notes_at"] = len(meta.warnings)
+        row["file_notes_at"] = len(meta.notices)
     cpu_frames, host_frames, steps, pid, n_neg, n_unknown = _read_host_planes(
         cpu_planes, source, readers, meta, f"{path.name}: ")
     negative += n_neg
@@ -156,35 +161,42 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             pl.concat(cpu_frames, how="diagonal_relaxed")["device"].to_list()))
         device_rows = [dict(r, role="replaced") for r in device_rows] + [
             {"device": o, "vendor": "cpu", "name": "CPU", "role": "cpu"} for o in ordinals]
-        meta.warn(f"{path.name}: no GPU activity; XLA:CPU ops on host threads are "
-                  f"analyzed as {len(ordinals)} CPU device(s) by their device_ordinal")
+        meta.warn(Notice.of("xspace.cpu_devices", "{file}: no GPU activity; XLA:CPU ops on host "
+                            "threads are analyzed as {n} CPU device(s) by their device_ordinal",
+                            file=path.name, n=len(ordinals)))
     if negative:
-        meta.warn(f"{path.name}: dropped {negative} events with negative duration")
+        meta.warn(Notice.of("xspace.negative_durations", "{file}: dropped {n} events with "
+                            "negative duration", file=path.name, n=negative))
     if unknown:
-        meta.warn(f"{path.name}: {unknown} events name an event metadata id the plane does not "
-                  "define; kept, named '<unknown event metadata>'")
+        meta.warn(Notice.of("xspace.unknown_metadata", "{file}: {n} events name an event "
+                            "metadata id the plane does not define; kept, named '<unknown event "
+                            "metadata>'", file=path.name, n=unknown))
     for what, n in ignored.items():
         why = "TPU devices are not analyzed" if what.startswith("/device:TPU:") else \
             "not a device stream"
-        meta.warn(f"{path.name}: ignored {n} events on {what} ({why})")
+        meta.warn(Notice.of("xspace.ignored_lines", "{file}: ignored {n} events on {what} "
+                            "({why})", file=path.name, n=n, what=what, why=why))
     for stat, n in sorted(source.too_large.items()):
-        meta.warn(f"{path.name}: {n} {stat} values are uint64 above 2^63-1, which the "
-                  "model's Int64 column cannot hold: left null")
+        meta.warn(Notice.of("xspace.uint64_values", "{file}: {n} {stat} values are uint64 above "
+                            "2^63-1, which the model's Int64 column cannot hold: left null",
+                            file=path.name, n=n, stat=stat))
     events = _assemble_events(device_frames, host)
     devices = conform(pl.DataFrame(device_rows, schema_overrides={
         k: v for k, v in DEVICE_FACTS_SCHEMA.items() if k != "host" and k != "rank"},
-        infer_schema_length=None).with_columns(host=pl.lit(host), rank=pl.lit(0))
+        infer_schema_length=None).with_columns(host=pl.lit(host, dtype=Text), rank=pl.lit(0))
         if device_rows else pl.DataFrame(), DEVICE_FACTS_SCHEMA)
     host_events = conform(pl.concat(host_frames, how="diagonal_relaxed"), HOST_EVENT_SCHEMA) \
-        .with_columns(host=pl.lit(host), rank=pl.lit(0, dtype=pl.Int32)) \
+        .with_columns(host=pl.lit(host, dtype=Text), rank=pl.lit(0, dtype=pl.Int32)) \
         if host_frames else pl.DataFrame(schema=HOST_EVENT_SCHEMA)
     window = event_window(span, (events if events.height else host_events)["start_ns"])
     events, outside = drop_outside(events, window)
     host_events, host_outside = drop_outside(host_events, window)
     steps, steps_outside = drop_outside(steps, window)
     if outside or host_outside or steps_outside:
-        meta.warn(f"{path.name}: dropped {outside} device events, {host_outside} host events "
-                  f"and {steps_outside} steps {window.why}")
+        meta.warn(Notice.of("xspace.outside_window", "{file}: dropped {events} device events, "
+                            "{host_events} host events and {steps} steps {why}", file=path.name,
+                            events=outside, host_events=host_outside, steps=steps_outside,
+                            why=window.why))
     source.finish()  # every byte is checked, including lines nothing above needed
     meta.hosts = {host: HostInfo(path=str(path), profile_start_ns=profile_start, pid=pid)}
     meta.format_facts = [XSpaceFacts(str(path), source.decoder)]
@@ -193,8 +205,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     return Trace(events=events, host_events=host_events,
                  steps=steps.with_columns(rank=pl.lit(0, dtype=pl.Int32)),
                  devices=devices, meta=meta,
-                 modules=conform(module_frame.with_columns(host=pl.lit(host), rank=pl.lit(0)),
-                                 MODULE_SCHEMA))
+                 modules=conform(module_frame.with_columns(host=pl.lit(host, dtype=Text),
+                                                           rank=pl.lit(0)), MODULE_SCHEMA))
 
 
 _MODULE_NAME = re.compile(r"^(.*)\((-?\d+)\)$")
@@ -226,7 +238,7 @@ def _assemble_events(frames: list[pl.DataFrame], host: str) -> pl.DataFrame:
     if not frames:
         return pl.DataFrame(schema=EVENT_SCHEMA)
     df = pl.concat(frames, how="diagonal_relaxed").with_columns(
-        host=pl.lit(host), rank=pl.lit(0))
+        host=pl.lit(host, dtype=Text), rank=pl.lit(0))
     if "kernel_details" in df.columns:
         df = df.with_columns(launch_shape(df["kernel_details"]))
     return conform(df, EVENT_SCHEMA)
@@ -287,9 +299,10 @@ def _read_host_planes(planes: list[tuple[int, Any]], source: LineSource,
         negative += n_neg
         unknown += n_unknown
     if len(planes) > 1:
-        meta.warn(f"{where}{len(planes)} /host:CPU planes: all are read"
-                  + ("" if len(pids) == 1 else f" (process ids {sorted(map(str, pids))}: the "
-                     "host's process id is left unknown)"))
+        meta.warn(Notice.of("xspace.host_planes", "{file}: {n} /host:CPU planes: all are read"
+                            + ("" if len(pids) == 1 else " (process ids {pids}: the host's "
+                               "process id is left unknown)"), file=where.removesuffix(": "),
+                            n=len(planes), pids=str(sorted(map(str, pids)))))
     if not planes:
         return cpu, host, pl.DataFrame(schema=STEP_SCHEMA), None, 0, 0
     merged = steps[0] if len(steps) == 1 else conform(
@@ -307,8 +320,9 @@ def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: Pla
     process id the plane records (which process of a host wrote the file)."""
     pid = reader.plane_stats().get("process_id")
     if pid is not None and not (type(pid) is int and 0 <= pid <= INT64_MAX):
-        meta.warn(f"{where}/host:CPU plane stat process_id = {pid!r} is not a usable value: left "
-                  "unknown")
+        meta.warn(Notice.of("xspace.bad_process_id", "{file}: /host:CPU plane stat process_id "
+                            "= {value} is not a usable value: left unknown",
+                            file=where.removesuffix(": "), value=repr(pid)))
         pid = None
     cpu_frames: list[pl.DataFrame] = []
     host_frames: list[pl.DataFrame] = []

@@ -108,7 +108,7 @@ def member_ids(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
     width = int(keys["device"].max() or 0) + 1
     unnamed = pl.col("host").is_in(hosts.filter(~pl.col("named"))["host"].implode())
     # Kineto names an unnamed host rank<N> from distributedInfo's rank: the global rank
-    global_rank = pl.col("host").str.extract(r"^rank(\d+)$", 1).cast(pl.Int64)
+    global_rank = pl.col("host").cast(pl.String).str.extract(r"^rank(\d+)$", 1).cast(pl.Int64)
     me = (pl.when(unnamed & global_rank.is_not_null()).then(global_rank)
           .otherwise(pl.col("rank").cast(pl.Int64) if per_rank == 1 or per_rank is None
                      else pl.col("rank").cast(pl.Int64) * width + pl.col("device")))
@@ -187,7 +187,8 @@ def mapped(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
           None if isinstance(own[(t, i, kind)], str)
           else ",".join(map(str, own[(t, i, kind)])))  # type: ignore[arg-type]
          for t, i, kind, a, r, c in rows],
-        schema={"groups": pl.String, "_me": pl.Int64, "type": pl.String, "axis": pl.String,
+        schema={"groups": acts.schema["groups"], "_me": pl.Int64, "type": acts.schema["type"],
+                "axis": pl.String,
                 "axis_size": pl.Int64, "reason": pl.String, "crosses": pl.Boolean,
                 "_group": pl.String},
         orient="row")

@@ -22,6 +22,7 @@ import polars as pl
 
 from tracelens.results.axes import A2AInstance, Balance, SlowRank, StepBalance
 from tracelens.results.collectives import Participant
+from tracelens.text import matches
 
 A2A_TYPES = ("all-to-all", "ragged-all-to-all")
 A2A_NAMES = r"(?i)dispatch|combine|all_?to_?all|alltoall"
@@ -38,7 +39,7 @@ def balance(acts: pl.DataFrame, alignment: str) -> Balance | None:
     ``_group``, the own group text, and ``axis``), None when there are none.
     ``alignment``: how the job's hosts are aligned (``meta.alignment``)."""
     a2a = acts.filter(pl.col("type").is_in(A2A_TYPES)
-                      | pl.col("op").fill_null("").str.contains(A2A_NAMES))
+                      | matches(acts, "op", A2A_NAMES).fill_null(False))
     if a2a.is_empty():
         return None
     inst = ["instance_key", "occurrence", "_group"]

@@ -22,7 +22,7 @@ from tracelens.analyze.collectives import collectives_from_activities, partial_a
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, plan, place
 from tracelens.filters import Filters
-from tracelens.model import Trace, TraceMeta
+from tracelens.model import Notice, Trace, TraceMeta
 from tracelens.protocol import JobPlan
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class MergedCollectives:
     acts: pl.DataFrame
     devices: pl.DataFrame
     alignment: str
-    unaligned: str | None
+    unaligned: Notice | None
     placements: tuple[Placement, ...] = ()
     host_shift: dict[str, int] = field(default_factory=dict)
     # each host's (host, rank) pairs with device activity after the filters, placed

@@ -32,7 +32,8 @@ import polars as pl
 from tracelens.analyze.idle import SYNC_CALL
 from tracelens.errors import TraceInputError
 from tracelens.instances import with_instance_keys
-from tracelens.model import Trace
+from tracelens.model import Text, Trace
+from tracelens.text import matches
 
 SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
 """Host calls that block until the device catches up: the idle breakdown's, and the peer
@@ -45,7 +46,7 @@ HOST_KINDS = ("api", "cpu_op")
 """Host events that are graph nodes (leaf calls and ops); annotations and steps are not."""
 
 NODE_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String, "rank": pl.Int32, "device": pl.Int32, "stream": pl.Int64,
+    "host": Text, "rank": pl.Int32, "device": pl.Int32, "stream": pl.Int64,
     "pid": pl.Int64, "tid": pl.Int64, "kind": pl.String, "name": pl.String,
     "category": pl.String, "subcategory": pl.String, "start_ns": pl.Int64,
     "end_ns": pl.Int64, "correlation_id": pl.Int64, "instance": pl.String,
@@ -66,7 +67,7 @@ EDGE_SCHEMA: dict[str, pl.DataType] = {
 work); ``point`` E (the source's end) or S (its start); ``kind`` launch, sync or event."""
 
 WINDOW_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String, "rank": pl.Int32, "step": pl.Int32, "start_ns": pl.Int64,
+    "host": Text, "rank": pl.Int32, "step": pl.Int32, "start_ns": pl.Int64,
     "end_ns": pl.Int64,
 }
 
@@ -94,8 +95,8 @@ def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
                                  end_ns=pl.lit(hi, pl.Int64))
     elif choice.window is not None:
         pattern, k = window_pattern(choice.window)
-        hev = trace.host_events.filter(pl.col("name").str.contains(pattern)
-                                       & ~pl.col("kind").is_in(list(HOST_KINDS[:1])))
+        he = trace.host_events
+        hev = he.filter(matches(he, "name", pattern) & ~pl.col("kind").is_in(list(HOST_KINDS[:1])))
         w = hev.sort("host", "rank", "start_ns", "end_ns").with_columns(
             _k=pl.int_range(pl.len()).over("host", "rank")).filter(pl.col("_k") == k)
         out = w.select("host", "rank", step=pl.lit(None, pl.Int32), start_ns="start_ns",
@@ -164,12 +165,17 @@ def _few(xs: list[int]) -> str:
 
 
 def _overlapping(df: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
-    """Rows of ``df`` overlapping their (host, rank)'s window."""
+    """Rows of ``df`` overlapping their (host, rank)'s window. The rows outside every
+    window's span (the first start to the last end) are dropped first, without a join: a
+    step's window holds a few thousand of a trace's millions of rows."""
     w = win.select("host", "rank", _w0="start_ns", _w1="end_ns")
-    return df.join(w, on=["host", "rank"], maintain_order="left").filter(
-        (pl.col("start_ns") < pl.col("_w1")) & (pl.col("end_ns") > pl.col("_w0"))
+    overlaps = (pl.col("start_ns") < pl.col("_w1")) & (pl.col("end_ns") > pl.col("_w0")) \
         | (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(
-            pl.col("_w0"), pl.col("_w1"))).drop("_w0", "_w1")
+            pl.col("_w0"), pl.col("_w1"))
+    span = w.select(_w0=pl.col("_w0").min(), _w1=pl.col("_w1").max())
+    near = df.join(span, how="cross").filter(overlaps).drop("_w0", "_w1")
+    return near.join(w, on=["host", "rank"], maintain_order="left").filter(overlaps) \
+        .drop("_w0", "_w1")
 
 
 _DEVICE_COLUMNS = ["host", "rank", "device", "stream", "kind", "name", "category", "subcategory",
@@ -229,7 +235,7 @@ def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
         pid="pid", tid="tid", kind="kind", name="name", category=pl.lit(None, pl.String),
         subcategory=pl.lit(None, pl.String), start_ns="start_ns", end_ns="end_ns",
         correlation_id="correlation_id", instance=pl.lit(None, pl.String),
-        occurrence=pl.lit(None, pl.Int64), sync=pl.col("name").str.contains(SYNC),
+        occurrence=pl.lit(None, pl.Int64), sync=matches(he, "name", SYNC),
         device_node=pl.lit(False), attain_ns=pl.lit(None, pl.Float64)).cast(
         NODE_SCHEMA)  # type: ignore[arg-type]
 
@@ -295,7 +301,7 @@ def _event_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
     """A device node whose stream was told to wait (a stream-wait call between the launch of
     the stream's previous activity and its own, on the launching thread) waits for the
     latest activity of another stream of its device that ended before it started."""
-    waits = hst.filter(pl.col("name").str.contains(STREAM_WAIT)).select(
+    waits = hst.filter(matches(hst, "name", STREAM_WAIT)).select(
         "host", "rank", l_pid="pid", l_tid="tid", w_s="start_ns").sort("w_s")
     empty = pl.DataFrame(schema=EDGE_SCHEMA)
     if waits.is_empty():

@@ -248,7 +248,19 @@ def _ffill(x: np.ndarray) -> np.ndarray:
     return x[idx]
 
 
+_FEW_CHAINS = 512  # below this, one accumulate per chain beats a polars window
+
+
 def _chain_cummax(x: np.ndarray, chain: np.ndarray) -> np.ndarray:
-    """Cumulative max of ``x`` within each chain (chains contiguous)."""
-    return pl.DataFrame({"x": x, "c": chain}).select(
-        pl.col("x").cum_max().over("c"))["x"].to_numpy()
+    """Cumulative max of ``x`` within each chain (chains contiguous, numbered in order):
+    one ``maximum.accumulate`` per chain (a graph has one per stream and thread, and the
+    forward pass runs this every round), else a polars window."""
+    cuts = np.flatnonzero(np.r_[True, chain[1:] != chain[:-1], True]) if len(x) else \
+        np.zeros(1, np.int64)
+    if len(cuts) - 1 > _FEW_CHAINS:
+        return pl.DataFrame({"x": x, "c": chain}).select(
+            pl.col("x").cum_max().over("c"))["x"].to_numpy()
+    out = np.empty_like(x)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        np.maximum.accumulate(x[a:b], out=out[a:b])
+    return out

@@ -26,6 +26,8 @@ import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis, subtract
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
+from tracelens.model import Text
+from tracelens.text import matches
 
 IDLE_PARTS: tuple[str, ...] = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
 
@@ -40,7 +42,8 @@ SYNC_CALL = (r"(?i)^(hip|cuda|cu)(Device|Stream|Event|Ctx)Synchronize|"
 _INF = 2**62  # stands for ±infinity (year 2116 in ns since the epoch)
 
 
-_SCHEMA = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "part": pl.String,
+PartDtype = pl.Enum(list(IDLE_PARTS))
+_SCHEMA = {"host": Text, "rank": pl.Int32, "device": pl.Int32, "part": PartDtype,
            "start_ns": pl.Int64, "end_ns": pl.Int64}
 
 
@@ -85,7 +88,7 @@ def _idle_by_frames(events: pl.DataFrame, host_events: pl.DataFrame,
              unknown.with_columns(part=pl.lit("no_host_data"))]
     out = pl.concat([p.select(*DEVICE_KEYS, "part", "start_ns", "end_ns") for p in parts])
     return out.filter(pl.col("end_ns") > pl.col("start_ns")).cast(_SCHEMA) \
-        .sort(*DEVICE_KEYS, "start_ns", "part")
+        .sort(*DEVICE_KEYS, "start_ns", pl.col("part").cast(pl.String))
 
 
 def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.DataFrame
@@ -131,7 +134,7 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
     p_part = np.stack([np.where(has, 0, 3), np.full(len(has), 2)]).T.ravel()
     keep = (p_e > p_s) & np.stack([np.ones(len(has), bool), has]).T.ravel()
     p_g, p_s, p_e, p_part = p_g[keep], p_s[keep], p_e[keep], p_part[keep]
-    names = pl.Series("part", [*_PART_ORDER], dtype=pl.String)
+    names = pl.Series("part", [*_PART_ORDER], dtype=PartDtype)
     keys = groups.select(DEVICE_KEYS)[p_g]
     return keys.with_columns(names.gather(p_part), pl.Series("start_ns", p_s, pl.Int64),
                              pl.Series("end_ns", p_e, pl.Int64)).cast(_SCHEMA)
@@ -208,15 +211,20 @@ def _pair_key(hosts: list[str]) -> pl.Expr:
 
 
 def idle_breakdown(parts: pl.DataFrame, events: pl.DataFrame,
-                   steps: pl.DataFrame | None = None) -> pl.DataFrame:
+                   steps: pl.DataFrame | None = None, spans: pl.DataFrame | None = None
+                   ) -> pl.DataFrame:
     """Idle ns per part (``parts`` from :func:`idle_intervals`) within each device's span
     (first start to last end of its ``events``, as the timeline's ``span_ns``), or with
     ``steps`` (rank, step, start_ns, end_ns) within each step window of the device's rank.
 
     Output: device keys (+ ``step``) and one ``<part>_ns`` column per part (zeros included),
-    one row per device (and step) that has idle time.
+    one row per device (and step) that has idle time. ``spans``: each device's span (device
+    keys, ``_lo``, ``_hi``: ``on_one_axis``'s groups) when the caller has them.
     """
     keys = DEVICE_KEYS if steps is None else [*DEVICE_KEYS, "step"]
+    fast = _breakdown_by_prefix(parts, events, steps, spans)
+    if fast is not None:
+        return fast
     # lazy: the (integer) sums group in parallel and only the columns read are kept
     if steps is None:
         spans = events.lazy().group_by(DEVICE_KEYS).agg(_lo=pl.col("start_ns").min(),
@@ -236,6 +244,82 @@ def idle_breakdown(parts: pl.DataFrame, events: pl.DataFrame,
     return wide.select(*keys, *[(pl.col(p) if p in wide.columns else pl.lit(0))
                                 .fill_null(0).cast(pl.Int64).alias(f"{p}_ns")
                                 for p in IDLE_PARTS]).sort(keys)
+
+
+def _breakdown_by_prefix(parts: pl.DataFrame, events: pl.DataFrame,
+                         steps: pl.DataFrame | None, spans: pl.DataFrame | None = None
+                         ) -> pl.DataFrame | None:
+    """:func:`idle_breakdown` from running sums instead of clipping every piece: a device's
+    pieces of one part are disjoint and in start order, so their time inside a window is
+    F(end) - F(start), F(t) = their time before t (one binary search per window bound).
+    None (the caller clips) when a device's pieces overlap or are out of order, a key is null,
+    or the step windows of a rank overlap."""
+    from tracelens.analyze.timeline import _disjoint
+
+    keys = DEVICE_KEYS if steps is None else [*DEVICE_KEYS, "step"]
+    if parts.is_empty() or (steps is not None and (steps.is_empty() or not _disjoint(steps))):
+        return None
+    if parts.select(pl.any_horizontal(pl.col(*DEVICE_KEYS, "part", "start_ns", "end_ns")
+                                      .is_null().any())).item():
+        return None
+    # a device's pieces come together (what idle_intervals gives): one run of rows each
+    change = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in DEVICE_KEYS)
+    d = parts.select((change.fill_null(True).cum_sum() - 1).cast(pl.Int64)).to_series() \
+        .to_numpy()
+    devs = parts.select(DEVICE_KEYS)[np.flatnonzero(np.r_[True, d[1:] != d[:-1]])]
+    if devs.select(pl.struct(DEVICE_KEYS).is_duplicated().any()).item():
+        return None
+    if steps is None:  # each device's span: its first start to its last end
+        win = spans.select(*DEVICE_KEYS, _a="_lo", _b="_hi") if spans is not None else \
+            events.lazy().group_by(DEVICE_KEYS).agg(
+                _a=pl.col("start_ns").min(), _b=pl.col("end_ns").max()).collect()
+    else:
+        win = steps.select("rank", "step", _a="start_ns", _b="end_ns")
+    win = devs.with_row_index("_d").join(win, on="rank" if steps is not None else DEVICE_KEYS,
+                                         how="inner").sort("_d", "_a")
+    if win.is_empty() or win.select(pl.any_horizontal(pl.col("_a", "_b").is_null().any())
+                                    ).item():
+        return None
+    names = list(IDLE_PARTS)
+    part = parts["part"].cast(PartDtype).to_physical().cast(pl.Int64).to_numpy()
+    lo, hi = int(win["_a"].min()), int(win["_b"].max())  # type: ignore[arg-type]
+    s = np.clip(parts["start_ns"].to_numpy(), lo, hi)  # bounded: no sum overflows int64
+    e = np.clip(parts["end_ns"].to_numpy(), lo, hi)
+    # a device's pieces in start order, not overlapping (what idle_intervals gives)
+    same = d[1:] == d[:-1]
+    if (same & (parts["start_ns"].to_numpy()[1:] < parts["end_ns"].to_numpy()[:-1])).any():
+        return None
+    wd, wa, wb = win["_d"].to_numpy(), win["_a"].to_numpy(), win["_b"].to_numpy()
+    sums = np.zeros((len(wd), len(names)), np.int64)
+    order = np.argsort(d * len(names) + part, kind="stable")  # by device, part, then start
+    key = (d * len(names) + part)[order]
+    cut = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
+    w_cut = np.flatnonzero(np.r_[True, wd[1:] != wd[:-1], True])
+    w_of = {int(wd[a]): (a, b) for a, b in zip(w_cut[:-1], w_cut[1:])}
+    for a, b in zip(cut[:-1], cut[1:]):
+        dev, p = divmod(int(key[a]), len(names))
+        if dev not in w_of:
+            continue
+        rows = order[a:b]
+        ps, pe = s[rows], e[rows]
+        wa_, wb_ = w_of[dev]
+        sums[wa_:wb_, p] = _time_before(ps, pe, wb[wa_:wb_]) - _time_before(ps, pe, wa[wa_:wb_])
+    has = sums.sum(axis=1) > 0
+    out = devs[wd[has]]
+    if steps is not None:
+        out = out.with_columns(win["step"].filter(pl.Series(has)))
+    out = out.with_columns(pl.Series(f"{n}_ns", sums[has, k], dtype=pl.Int64)
+                           for k, n in enumerate(names))
+    return out.select(*keys, *[f"{n}_ns" for n in IDLE_PARTS]).sort(keys)
+
+
+def _time_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each ``t``, the time of the disjoint pieces [s, e) (in start order) before it."""
+    before = np.r_[0, np.cumsum(e - s)]  # time of the pieces before each one
+    k = np.searchsorted(s, t, side="right") - 1
+    kk = np.maximum(k, 0)
+    inside = np.minimum(e[kk], t) - s[kk]
+    return np.where(k >= 0, before[kk] + np.maximum(inside, 0), 0)
 
 
 def _gaps(events: pl.DataFrame) -> pl.DataFrame:
@@ -265,7 +349,7 @@ def _launch_calls(host_events: pl.DataFrame) -> pl.DataFrame:
 
 def _sync_calls(host_events: pl.DataFrame) -> pl.DataFrame:
     """(rank, start, end) of every synchronizing call (they may overlap: threads)."""
-    return host_events.filter(pl.col("name").str.contains(SYNC_CALL)) \
+    return host_events.filter(matches(host_events, "name", SYNC_CALL)) \
         .select("rank", "start_ns", "end_ns")
 
 

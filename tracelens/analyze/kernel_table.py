@@ -24,7 +24,7 @@ import polars as pl
 
 from tracelens.analyze.roofline import roofline_bounds
 from tracelens.analyze.timeline import DEVICE_KEYS
-from tracelens.model import COMPUTE_CATEGORIES
+from tracelens.model import COMPUTE_CATEGORIES, Text
 
 KEYS = ("host", "rank", "device", "kind", "name", "category", "subcategory", "rule", "op",
         "program_id", "module", "dtype", "cost_note", "_fn", "_bn", "_mn")
@@ -45,7 +45,7 @@ def kernel_table(events: pl.DataFrame, detail: bool = False) -> pl.DataFrame:
     is a key too, and each group keeps its durations (``_durs``, a list), so nearest-rank
     percentiles, minima and maxima are taken from the same table."""
     keys = (*KEYS, "launch") if detail else KEYS
-    strings = [k for k in keys if events.schema.get(k) == pl.String]
+    strings = [k for k in keys if events.schema.get(k) in (pl.String, Text)]
     integral = [(c, f"_{c[0]}int", f"_{c[0]}abs") for c in ("flops", "bytes")]
     coded = events.lazy().with_row_index("_i").select(
         "_i", *[pl.col(k).cast(pl.Categorical) if k in strings else pl.col(k)
@@ -61,7 +61,9 @@ def kernel_table(events: pl.DataFrame, detail: bool = False) -> pl.DataFrame:
         **{ab: pl.col(c).abs().sum() for c, _, ab in integral},
         **({"_durs": pl.col("_d")} if detail else {}),
     ).collect()
-    return out.with_columns(pl.col(strings).cast(pl.String)).sort("_i")
+    # the host stays as the model has it (a key of the device frames it is joined with)
+    plain = [k for k in strings if k != "host" or events.schema[k] == pl.String]
+    return out.with_columns(pl.col(plain).cast(pl.String)).sort("_i")
 
 
 def _compute_kernel() -> pl.Expr:

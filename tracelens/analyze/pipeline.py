@@ -18,11 +18,11 @@ import polars as pl
 
 from tracelens.analyze.mesh import Mesh
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows, step_breakdown
-from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.model import COMPUTE_CATEGORIES, Text, Trace
 from tracelens.results.axes import Pipeline, StageBubble
 
 P2P_TYPES = ("send", "recv", "send-recv", "collective-permute")
-ROWS_SCHEMA = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "step": pl.Int32,
+ROWS_SCHEMA = {"host": Text, "rank": pl.Int32, "device": pl.Int32, "step": pl.Int32,
                "span_ns": pl.Int64, "idle_ns": pl.Int64, "p2p_exposed_ns": pl.Int64,
                "warm_ns": pl.Int64, "cool_ns": pl.Int64}
 

@@ -23,11 +23,11 @@ from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collective
 from tracelens.analyze.scaling import (RunProfile, hlo_finding_texts, collective_types,
                                        component_frame, kernel_partial, profile_of,
                                        run_warnings)
-from tracelens.analyze.summary_merge import merged_warnings
+from tracelens.analyze.summary_merge import merged_notices
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, place
-from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace
+from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Notice, Trace
 from tracelens.filters import Filters
 from tracelens.notices import steps_disagree
 
@@ -47,9 +47,8 @@ class ProfilePartial:
     compute_steps: pl.DataFrame  # (host, rank, device, step, category) of its compute
     devices: pl.DataFrame
     modules: pl.DataFrame
-    # its file's reader and loader warnings, paths and steps source (the run's warnings)
-    warnings: tuple[str, ...] = ()
-    paths: tuple[str, ...] = ()
+    # its file's reader and loader notices and steps source (the run's warnings)
+    notices: tuple[Notice, ...] = ()
     steps_source: str = "none"
 
 
@@ -93,8 +92,7 @@ def host_profile_partial(trace: Trace, where: Placement, host_shift: dict[str, i
         kernels=kernel_partial(t), active=t.events.select(DEVICE_KEYS).unique(),
         steps=t.steps.select("step").unique(),
         compute_steps=compute.select(*DEVICE_KEYS, "step", "category").unique(),
-        devices=t.devices, modules=t.modules, warnings=tuple(trace.meta.warnings),
-        paths=tuple(src["path"] for src in trace.meta.sources),
+        devices=t.devices, modules=t.modules, notices=tuple(trace.meta.notices),
         steps_source=trace.meta.steps_source)
 
 
@@ -116,17 +114,15 @@ def profile_of_partials(parts: list[ProfilePartial], merged: MergedCollectives,
         pl.concat([p.kernels for p in parts]), job, devices=active.height,
         steps=max(1, pl.concat([p.steps for p in parts]).unique().height),
         hosts=active["host"].n_unique(), hlo_findings=findings,
-        hardware=hardware_counts(devices), warnings=_warnings(parts, devices, merged))
+        hardware=hardware_counts(devices), warnings=_warnings(parts, merged))
 
 
-def _warnings(parts: list[ProfilePartial], devices: pl.DataFrame,
-              merged: MergedCollectives) -> tuple[str, ...]:
+def _warnings(parts: list[ProfilePartial], merged: MergedCollectives) -> tuple[str, ...]:
     """The run's warnings as loading its files at once gives them (as ``summarize`` on the
     engine rebuilds them), then the host files' disagreeing step sources."""
-    found = merged_warnings([p.warnings for p in parts], unaligned=merged.unaligned)
+    found = merged_notices([p.notices for p in parts], unaligned=merged.unaligned)
     mixed = steps_disagree([p.steps_source for p in parts])
-    return run_warnings([*found, *([mixed] if mixed else [])], devices,
-                        [x for p in parts for x in p.paths])
+    return run_warnings([*found, *([mixed] if mixed else [])])
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import polars as pl
 
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.hardware import DTYPES, GpuSpec, spec_for_device
-from tracelens.model import COMPUTE_CATEGORIES
+from tracelens.model import COMPUTE_CATEGORIES, Text
 
 MODEL_CATEGORIES = ("gemm", "attention", "convolution")
 _DUR = pl.col("end_ns") - pl.col("start_ns")
@@ -48,7 +48,7 @@ def spec_frame(specs: dict[tuple, GpuSpec | None]) -> pl.DataFrame:
                "hbm_tb_per_s": s.hbm_tb_per_s if s else None}
         row.update({f"peak_{d}": (s.peak(d) if s else None) for d in DTYPES})
         rows.append(row)
-    schema = {"host": pl.String, "rank": pl.Int32, "device": pl.Int32, "spec": pl.String,
+    schema = {"host": Text, "rank": pl.Int32, "device": pl.Int32, "spec": pl.String,
               "hbm_tb_per_s": pl.Float64, **{f"peak_{d}": pl.Float64 for d in DTYPES}}
     return pl.DataFrame(rows, schema=schema)
 
@@ -227,18 +227,21 @@ def roofline_bounds(agg: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
 
 def model_kernels(events: pl.DataFrame) -> pl.DataFrame:
     """The model kernels (``MODEL_CATEGORIES``) with the columns :func:`mfu` reads."""
+    step = ["step"] if "step" in events.columns else []
     return events.lazy().filter(pl.col("category").is_in(MODEL_CATEGORIES)) \
-        .select(*DEVICE_KEYS, "start_ns", "end_ns", "flops", "bytes", "dtype").collect()
+        .select(*DEVICE_KEYS, "start_ns", "end_ns", "flops", "bytes", "dtype", *step).collect()
 
 
 def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None = None,
-        model: pl.DataFrame | None = None, spans: pl.DataFrame | None = None
-        ) -> pl.DataFrame:
+        model: pl.DataFrame | None = None, spans: pl.DataFrame | None = None,
+        inside: bool = False) -> pl.DataFrame:
     """MFU per device (``windows`` None: the device's first start → last end) or per device
     and step (``windows``: rank, step, start_ns, end_ns). Columns: keys [+ step],
     model_flops, mfu_dtype, peak_tflops, window_ns, mfu, model_kernels_without_cost.
     ``model``: :func:`model_kernels` of ``events``, and ``spans`` (device keys and
-    ``window_ns``, whole-trace only) when the caller has them already."""
+    ``window_ns``, whole-trace only) when the caller has them already. ``inside``: no
+    activity crosses a window's start or end (``timeline.step_rows``) and the events' ``step``
+    is their window's: each activity is then its own piece, found without clipping."""
     keys = list(DEVICE_KEYS)
     model = model_kernels(events) if model is None else model
     if windows is None:
@@ -246,8 +249,12 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
                             - pl.col("start_ns").min()).collect() if spans is None else spans
     else:
         keys.append("step")
-        model = clip_costs_to_windows(model, windows) if model.height else \
-            model.with_columns(step=pl.lit(None, dtype=pl.Int32))
+        if inside and model.height and "step" in model.columns:  # what clipping keeps
+            model = model.filter(pl.col("step").is_not_null()
+                                 & (pl.col("end_ns") > pl.col("start_ns")))
+        else:
+            model = clip_costs_to_windows(model, windows) if model.height else \
+                model.with_columns(step=pl.lit(None, dtype=pl.Int32))
         spans = events.lazy().select(keys[:3]).unique().collect().join(
             windows.select("rank", "step", window_ns=pl.col("end_ns") - pl.col("start_ns")),
             on="rank")

@@ -22,8 +22,8 @@ from tracelens.analyze.intervals import exclusive_times
 from tracelens.analyze.kernel_table import kernel_table
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
-from tracelens.model import COMPUTE_CATEGORIES, Trace
-from tracelens.notices import fold_per_host, host_and_file_names
+from tracelens.model import COMPUTE_CATEGORIES, Notice, Trace
+from tracelens.notices import fold_per_host
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
@@ -214,16 +214,13 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
         steps=max(1, trace.steps.select("step").unique().height),
         hosts=trace.events["host"].n_unique(), hlo_findings=hlo_finding_texts(trace),
         hardware=hardware_counts(trace.devices),
-        warnings=run_warnings(trace.meta.warnings, trace.devices,
-                              [s["path"] for s in trace.meta.sources]))
+        warnings=run_warnings(trace.meta.notices))
 
 
-def run_warnings(warnings: Sequence[str], devices: pl.DataFrame,
-                 paths: Sequence[str]) -> tuple[str, ...]:
+def run_warnings(notices: Sequence[Notice]) -> tuple[str, ...]:
     """The run's warnings, those repeated per host or file said once (as ``summarize``
     folds them)."""
-    names = host_and_file_names(devices["host"].unique().to_list(), paths)
-    return tuple(fold_per_host(warnings, names))
+    return tuple(fold_per_host(notices))
 
 
 def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,

@@ -22,17 +22,17 @@ from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
 from tracelens.analyze import kernel_table as kt
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_mfu,
                                         device_specs, mfu, model_kernels, roofline, spec_frame)
-from tracelens.analyze.summary_merge import clipped_facts, file_facts
+from tracelens.analyze.summary_merge import file_facts
 from tracelens.analyze.summary_reduce import reduce_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Breakdown,
                                         device_and_step_breakdowns, device_axis,
-                                        step_breakdown)
+                                        step_breakdown, step_rows)
 from tracelens.filters import Filters
 from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
-from tracelens.notices import host_and_file_names, steps_disagree
+from tracelens.notices import steps_disagree
 from tracelens.protocol import JobPlan
 if TYPE_CHECKING:
     from tracelens.analyze.hlo_findings import LensTimeline
@@ -107,8 +107,8 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
     n_nocost, ns_nocost, total_ns = kt.no_cost_sums(table)
     roof = kt.roofline_of(table, specs_df)
     return SummaryPartial(
-        inputs=tuple(trace.meta.sources), warnings=tuple(trace.meta.warnings),
-        host_names=tuple(_host_names(trace)), alignment=trace.meta.alignment,
+        inputs=tuple(trace.meta.sources), notices=tuple(trace.meta.notices),
+        alignment=trace.meta.alignment,
         steps_source=trace.meta.steps_source,
         filters=SummaryFilters(device, step, active_filters),
         devices=devices, steps=steps,
@@ -121,7 +121,6 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         acts=acts,
         # the HLO findings are of the whole trace (filters do not apply)
         hlo=_lens(trace, whole_acts, unfiltered) if trace.modules.height else None,
-        clipped=clipped_facts(trace.meta.warnings),
         host_facts=file_facts(trace) if len(trace.meta.sources) == 1 else None,
         hosts_named=all(h.named for h in trace.meta.hosts.values()),
     )
@@ -134,17 +133,21 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
     """One typed row per active device, in (rank, device) order; ``axis``: the
     :func:`device_axis` of ``events`` (None with a step, or when it does not fit);
     ``table``: their :func:`~tracelens.analyze.kernel_table.kernel_table`."""
-    active = events.select(DEVICE_KEYS).unique()
+    active = axis[1].select(DEVICE_KEYS) if axis is not None else \
+        events.select(DEVICE_KEYS).unique()
+    inside = None  # every activity inside one step window or outside all (step_rows)
     if step is not None:
         per_step = step_breakdown(events, steps, active)
         whole = Breakdown(per_step.timeline.drop("step", "start_ns", "end_ns"),
                           per_step.categories.drop("step"))
     else:
-        whole, per_step = device_and_step_breakdowns(events, steps, active, axis)
+        inside = step_rows(events, steps, axis)
+        whole, per_step = device_and_step_breakdowns(events, steps, active, axis, inside)
     idle_whole, idle_step = _idle(trace, device, steps, step, events, axis)
     dev_info = {(r["host"], r["rank"], r["device"]): r for r in devices.iter_rows(named=True)}
     model = model_kernels(events)  # read by both MFUs
-    by_step = mfu(events, specs_df, steps, model) if steps.height else None
+    by_step = mfu(events, specs_df, steps, model, inside=inside is not None) \
+        if steps.height else None
     spans = axis[1].select(*DEVICE_KEYS, window_ns=pl.col("_hi") - pl.col("_lo")) \
         if axis is not None else None  # each device's first start → last end
     # one step: its own MFU; else each device's median step's, or its span's (device_mfu)
@@ -161,10 +164,10 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
             "exclusive_ns", descending=True).iter_rows(named=True):
         cats.setdefault((r["host"], r["rank"], r["device"]), []).append(CategoryTime(
             r["category"], r["count"], r["sum_ns"], r["exclusive_ns"]))
-    step_rows: dict[tuple, list[StepSummary]] = {}
+    step_summaries: dict[tuple, list[StepSummary]] = {}
     for r in per_step.timeline.sort("rank", "device", "start_ns").iter_rows(named=True):
         key = (r["host"], r["rank"], r["device"])
-        step_rows.setdefault(key, []).append(StepSummary(
+        step_summaries.setdefault(key, []).append(StepSummary(
             r["step"], r["start_ns"], r["end_ns"],
             _timeline(r, idle_step.get((*key, r["step"]))),
             mfu_step.get((*key, r["step"]))))
@@ -178,7 +181,7 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
             host=r["host"], rank=r["rank"], device=r["device"], vendor=info.get("vendor"),
             arch=info.get("arch"), product=info.get("product"),
             timeline=_timeline(r, idle_whole.get(key)), categories=tuple(cats.get(key, [])),
-            steps=tuple(step_rows.get(key, [])), spec=specs.get(key), mfu=dev_mfu,
+            steps=tuple(step_summaries.get(key, [])), spec=specs.get(key), mfu=dev_mfu,
             mfu_dtype=m.get("mfu_dtype"), model_flops=m.get("model_flops"),
             model_kernels_without_cost=without, flops_coverage=flops_cov,
             compute_kernel_ns=int(cov.get("compute_kernel_ns") or 0),
@@ -202,12 +205,6 @@ def _lens(trace: Trace, whole_acts: pl.DataFrame | None, same: bool) -> "LensTim
 
     lens = lens_timeline(trace, whole_acts)
     return replace(lens, acts=None) if same else lens
-
-
-def _host_names(trace: Trace) -> list[str]:
-    """What names a host in warnings: its host name and its file's name (and stem)."""
-    return host_and_file_names(trace.devices["host"].unique().to_list(),
-                               [src["path"] for src in trace.meta.sources])
 
 
 def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | None,
@@ -235,8 +232,9 @@ def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | Non
     if step is not None:
         whole = {k[:3]: v for k, v in per_step.items()}
     else:
+        spans = axis[1] if axis is not None else None  # each device's first/last time
         whole = {(r["host"], r["rank"], r["device"]): typed(r)
-                 for r in idle_breakdown(parts, events).iter_rows(named=True)}
+                 for r in idle_breakdown(parts, events, spans=spans).iter_rows(named=True)}
     return whole, per_step
 
 
@@ -303,7 +301,7 @@ class SummaryAnalysis:
         mixed = steps_disagree(list(plan.steps_sources))
         if mixed:
             merged = replace(merged, steps_source=plan.steps_source,
-                             warnings=(*merged.warnings, mixed))
+                             notices=(*merged.notices, mixed))
         return merged
 
     def finish(self, part: Part, options: SummaryOptions) -> Summary:

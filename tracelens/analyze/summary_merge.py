@@ -6,7 +6,6 @@ combined trace)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
@@ -14,32 +13,15 @@ import polars as pl
 
 from tracelens.analyze.packed import is_packed, strings_back, unpack_summary
 from tracelens.analyze.roofline import roofline_bounds
-from tracelens.model import CATEGORIES, host_from_file_name
+from tracelens.model import CATEGORIES, Notice
+from tracelens.notices import CLIPPED, clipped, clipped_total, unique
+from tracelens.steps import ORDERED_LAST
 
 if TYPE_CHECKING:
     from tracelens.analyze.hlo_findings import LensTimeline
     from tracelens.analyze.summary_types import SummaryPartial
     from tracelens.combine import PartFacts
     from tracelens.model import Trace
-
-_CLIPPED = re.compile(r"^clipped (\d+) same-stream overlaps \(largest (\d+) ns\): an "
-                      r"in-order stream cannot run two activities at once$")
-
-
-def clipped_facts(warnings: list[str] | tuple[str, ...]) -> tuple[int, int]:
-    """(how many same-stream overlaps the loader clipped, the largest in ns) from its
-    warning (``tracelens.loader``), (0, 0) without one."""
-    for w in warnings:
-        m = _CLIPPED.match(w)
-        if m:
-            return int(m.group(1)), int(m.group(2))
-    return 0, 0
-
-
-def clipped_warning(n: int, largest: int) -> str:
-    """The loader's text for ``n`` clipped overlaps (the same sentence, rebuilt)."""
-    return (f"clipped {n} same-stream overlaps (largest {largest} ns): "
-            "an in-order stream cannot run two activities at once")
 
 
 def _concat(frames: list[pl.DataFrame]) -> pl.DataFrame:
@@ -49,19 +31,15 @@ def _concat(frames: list[pl.DataFrame]) -> pl.DataFrame:
 
 def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
     """One partial of several whose ranks are distinct and whose times share one clock:
-    frames concatenated in order, counts summed, roofline groups re-merged, warnings
+    frames concatenated in order, counts summed, roofline groups re-merged, notices
     de-duplicated in order; meta facts (alignment, steps source, filters) from the first."""
     from tracelens.analyze.hlo_findings import concat_lens
 
     first = partials[0]
-    warnings: list[str] = []
-    for p in partials:
-        warnings += [w for w in p.warnings if w not in warnings]
-    n_clip = sum(p.clipped[0] for p in partials)
     return replace(
         first,
-        inputs=tuple(i for p in partials for i in p.inputs), warnings=tuple(warnings),
-        host_names=tuple(dict.fromkeys(n for p in partials for n in p.host_names)),
+        inputs=tuple(i for p in partials for i in p.inputs),
+        notices=tuple(unique(n for p in partials for n in p.notices)),
         devices=_concat([p.devices for p in partials]),
         steps=_concat([p.steps for p in partials]),
         device_rows=tuple(sorted((d for p in partials for d in p.device_rows),
@@ -76,7 +54,6 @@ def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
         no_cost_data_ns=sum(p.no_cost_data_ns for p in partials),
         acts=_concat([p.acts for p in partials]),
         hlo=concat_lens([lens_of(p) for p in partials]),
-        clipped=(n_clip, max(p.clipped[1] for p in partials)),
         hosts_named=all(p.hosts_named for p in partials),
     )
 
@@ -88,9 +65,8 @@ def lens_of(p: "SummaryPartial") -> "LensTimeline | None":
         return p.hlo
     from tracelens.analyze.hlo_findings import lens_activities
 
-    # a merged partial's rows keep their strings Categorical (merge_partials); the lens's
-    # are String as in one process
-    return replace(p.hlo, acts=strings_back(lens_activities(p.acts), ("op", "host")))
+    # text columns stay dictionary-encoded, as in one process (tracelens.model.Text)
+    return replace(p.hlo, acts=lens_activities(p.acts))
 
 
 def merge_roofline(partials: list["SummaryPartial"]) -> pl.DataFrame:
@@ -137,13 +113,6 @@ def file_facts(trace: "Trace") -> "PartFacts":
     """What :func:`tracelens.combine.combine` reads from a trace of one file."""
     from tracelens.combine import part_facts
     return part_facts(trace.meta)
-
-
-# warnings the loader's stages (tracelens.loader.STAGES) raise on the combined trace after
-# the readers' own: same-stream overlaps clipped (counted over all hosts) and the step
-# marking's (tracelens.steps)
-_STEP_WARNINGS = re.compile(r"^(--step-marker |no ROCTx range matches --step-marker |"
-                            r"\d+ steps from --step-marker |no steps on )")
 
 
 def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | None = None,
@@ -212,8 +181,7 @@ def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | No
     # same result on them (its sorts on strings are lexical either way), in less memory
     acts = acts.drop(_NOT_REDUCED, strict=False)
     return replace(out, alignment=text, host_facts=None, hlo=hlo, acts=acts,
-                   warnings=merged_warnings([p.warnings for p in partials], out.clipped,
-                                            unaligned))
+                   notices=merged_notices([p.notices for p in partials], unaligned))
 
 
 def _empty(df: pl.DataFrame) -> pl.DataFrame:
@@ -238,27 +206,19 @@ def _fold_programs(running: pl.DataFrame | None, more: pl.DataFrame) -> pl.DataF
     return more if running is None else program_protos(_concat([running, more]))
 
 
-def merged_warnings(per_file: Sequence[Sequence[str]], clipped: tuple[int, int] | None = None,
-                    unaligned: str | None = None) -> tuple[str, ...]:
-    """The readers' warnings of every part (``per_file``: each file's, read alone; once each,
+def merged_notices(per_file: Sequence[Sequence[Notice]], unaligned: Notice | None = None
+                   ) -> tuple[Notice, ...]:
+    """The readers' notices of every part (``per_file``: each file's, read alone; once each,
     in order), then the stages' as loading all files at once raises them: the clipped
-    overlaps counted over all parts (``clipped``: (count, largest ns); by default summed from
-    each part's own warning), the hosts left unaligned, the steps'."""
-    readers: list[str] = []
-    steps: list[str] = []
-    for warnings in per_file:
-        for w in warnings:
-            if _CLIPPED.match(w):
-                continue
-            into = steps if _STEP_WARNINGS.match(w) else readers
-            if w not in into:
-                into.append(w)
-    if clipped is None:
-        facts = [clipped_facts(w) for w in per_file]
-        clipped = (sum(n for n, _ in facts), max((m for _, m in facts), default=0))
-    stage = [clipped_warning(*clipped)] if clipped[0] else []
+    overlaps counted over all parts (summed from each part's own clip notice), the hosts
+    left unaligned, then the step marking's (:data:`tracelens.steps.ORDERED_LAST`)."""
+    flat = [n for notices in per_file for n in notices]
+    readers = unique(n for n in flat if n.code != CLIPPED and n.code not in ORDERED_LAST)
+    n_clip, largest = clipped_total(flat)
+    stage = [clipped(n_clip, largest)] if n_clip else []
     stage += [unaligned] if unaligned else []
-    return tuple(readers + [w for w in stage if w not in readers] + steps)
+    steps = unique(n for n in flat if n.code in ORDERED_LAST)
+    return tuple(readers + [n for n in stage if n not in readers] + steps)
 
 
 def _relabel(p: "SummaryPartial", offset: int, rename: str | None,
@@ -292,13 +252,10 @@ def _relabel(p: "SummaryPartial", offset: int, rename: str | None,
         s = shift.get(host, 0)
         rows.append(replace(d, host=host, rank=d.rank + offset, steps=tuple(
             replace(st, start_ns=st.start_ns + s, end_ns=st.end_ns + s) for st in d.steps)))
-    files = [n for src in p.inputs for n in (src["path"].rsplit("/", 1)[-1],
-                                              host_from_file_name(src["path"].rsplit("/", 1)[-1]))]
     hlo = p.hlo if p.hlo is None else replace(
         p.hlo, programs=frame(p.hlo.programs), gpus=frame(p.hlo.gpus),
         compute=frame(p.hlo.compute),
         acts=None if p.hlo.acts is None else frame(p.hlo.acts),
         hosts=tuple(sorted({rename or h for h in p.hlo.hosts})))
     return replace(p, devices=frame(p.devices), steps=steps, device_rows=tuple(rows), hlo=hlo,
-                   kernels=frame(p.kernels), specs=frame(p.specs), acts=frame(p.acts),
-                   host_names=tuple(p.host_names if rename is None else [rename, *files]))
+                   kernels=frame(p.kernels), specs=frame(p.specs), acts=frame(p.acts))

@@ -47,7 +47,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
                  if k not in active)
     headline = _headline(devs, idle, p.devices, p.steps, p.hosts_named)
     busy = headline.totals.busy_ns
-    warnings = fold_per_host(p.warnings, p.host_names)
+    warnings = fold_per_host(p.notices)
     warnings += _coverage_warning(devs, p.gaps, headline.mfu is not None)
     coll = analyze_collectives(p.acts, p.alignment, top=opts.collectives_top, acts=p.acts)
     return Summary(

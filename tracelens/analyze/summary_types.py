@@ -11,6 +11,7 @@ import polars as pl
 
 from tracelens.filters import Filters
 from tracelens.hardware import GpuSpec
+from tracelens.model import Notice
 from tracelens.results.filters import SummaryFilters
 from tracelens.results.summary import DeviceSummary
 
@@ -44,8 +45,7 @@ class SummaryPartial:
     (the only data that matches across hosts)."""
 
     inputs: tuple[dict[str, str], ...]
-    warnings: tuple[str, ...]  # the trace's own warnings, unfolded
-    host_names: tuple[str, ...]  # what names a host in warnings (folding)
+    notices: tuple[Notice, ...]  # the trace's own notices, unfolded
     alignment: str
     steps_source: str
     filters: SummaryFilters
@@ -62,7 +62,6 @@ class SummaryPartial:
     no_cost_data_ns: int
     acts: pl.DataFrame  # collective activities of the selected events
     hlo: "LensTimeline | None"  # the lens inputs of the whole trace, None without HLO
-    clipped: tuple[int, int] = (0, 0)  # same-stream overlaps clipped: (count, largest ns)
     # what tracelens.combine knows of a trace read from one file (hosts, ranks, clock);
     # None for a trace combined from several files already
     host_facts: "PartFacts | None" = None

@@ -9,13 +9,21 @@ category at priority k is ``|∪ prio ≤ k| − |∪ prio < k|``, so exclusive 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis, union_length_expr
-from tracelens.model import CATEGORIES, CategoryDtype
+from tracelens.model import CATEGORIES, CategoryDtype, Text
+
+try:  # the one-pass sweep (tracelens/_sweep.c); optional: numpy gives the same sums
+    import _tracelens_sweep as _SWEEP
+    if getattr(_SWEEP, "ABI", None) != 1:  # built from other sources: do not use it
+        _SWEEP = None
+except ImportError:
+    _SWEEP = None
 
 DEVICE_KEYS = ["host", "rank", "device"]
 TIMELINE_COLUMNS = ["span_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
@@ -24,6 +32,8 @@ _COLLECTIVE = CATEGORIES.index("collective")
 _PRIO = pl.col("category").to_physical().cast(pl.Int32)  # a category's priority: its index
 Axis = tuple[pl.DataFrame, pl.DataFrame]  # ``intervals.on_one_axis``'s (rows, groups)
 _MEMORY = CATEGORIES.index("memory")
+SWEEP_ENV = "TRACELENS_SWEEP"
+"""``numpy`` forces the numpy sweep (the reference) where the C one is built."""
 
 
 @dataclass
@@ -110,6 +120,38 @@ _Layout = tuple["np.ndarray | None", np.ndarray, np.ndarray]  # (rows, run start
 
 def _run_sums(s: np.ndarray, e: np.ndarray, prio: np.ndarray, layouts: list[_Layout]
               ) -> list[tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray | None]]]:
+    """:func:`_run_sums_numpy`'s sums, from the C sweep (``_tracelens_sweep``: one pass
+    instead of ten) when it is built."""
+    if _SWEEP is None or os.environ.get(SWEEP_ENV, "").strip().lower() == "numpy":
+        return _run_sums_numpy(s, e, prio, layouts)
+    n_cat = len(CATEGORIES)
+    runs, counts_of = [], []
+    for rows, starts, run_of_row in layouts:
+        if rows is None:
+            runs.append(np.ascontiguousarray(run_of_row, np.int64))
+        else:
+            full = np.full(len(s), -1, np.int64)
+            full[rows] = run_of_row
+            runs.append(full)
+        counts_of.append(len(starts))
+    found = _SWEEP.prio_sums(np.ascontiguousarray(s, np.int64),
+                             np.ascontiguousarray(e, np.int64),
+                             np.ascontiguousarray(prio, np.int64), runs, counts_of, n_cat,
+                             _COLLECTIVE, _MEMORY)
+    names = [f"u{k}" for k in range(n_cat)] + ["comm", "mem"]
+    out: list[tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray | None]]] = []
+    for (sums_b, counts_b, totals_b), n_runs in zip(found, counts_of):
+        sums = np.frombuffer(sums_b, np.int64).reshape(n_runs, len(names))
+        counts = np.frombuffer(counts_b, np.int64).reshape(n_runs, n_cat)
+        totals = np.frombuffer(totals_b, np.int64).reshape(n_runs, n_cat)
+        out.append(({n: sums[:, k] for k, n in enumerate(names)}, counts,
+                    [totals[:, k] if counts[:, k].any() else None for k in range(n_cat)]))
+    return out
+
+
+def _run_sums_numpy(s: np.ndarray, e: np.ndarray, prio: np.ndarray, layouts: list[_Layout]
+                    ) -> list[tuple[dict[str, np.ndarray], np.ndarray,
+                                    list[np.ndarray | None]]]:
     """Per layout (the rows it reads, None for all, in runs: each run's first position among
     them and each row's run): the ten union sums per run, the count per run and category, and
     the summed duration per run and category (None where the category has no row).
@@ -334,7 +376,7 @@ def step_breakdown(events: pl.DataFrame, steps: pl.DataFrame,
     """Per device and step: window = the step's bounds on the device's rank."""
     keys = [*DEVICE_KEYS, "step"]
     if steps.is_empty():
-        empty = pl.DataFrame(schema={"host": pl.String, "rank": pl.Int32, "device": pl.Int32,
+        empty = pl.DataFrame(schema={"host": Text, "rank": pl.Int32, "device": pl.Int32,
                                      "step": pl.Int32, "start_ns": pl.Int64,
                                      "end_ns": pl.Int64})
         return _breakdown(events.head(0).with_columns(step=pl.lit(None, dtype=pl.Int32)), keys,
@@ -361,8 +403,25 @@ def _disjoint(steps: pl.DataFrame) -> bool:
                     .all()).item()
 
 
+StepRows = tuple[np.ndarray, np.ndarray]  # :func:`step_rows`: (rows inside, their window)
+
+
+def step_rows(events: pl.DataFrame, steps: pl.DataFrame, axis: Axis | None
+              ) -> StepRows | None:
+    """The axis rows inside a step window and each one's window, when the steps of a rank do
+    not overlap and no activity crosses a window's start or end (:func:`_step_rows`), else
+    None: what tells that the events' ``step`` column (the window holding each start) is
+    all there is to cutting them into steps."""
+    return _step_rows(axis, steps) if axis is not None and events.height \
+        and steps.height and _disjoint(steps) else None
+
+
+_FIND = object()  # device_and_step_breakdowns: find the step rows itself
+
+
 def device_and_step_breakdowns(events: pl.DataFrame, steps: pl.DataFrame,
-                               devices: pl.DataFrame, axis: Axis | None
+                               devices: pl.DataFrame, axis: Axis | None,
+                               found: "StepRows | None | object" = _FIND
                                ) -> tuple[Breakdown, Breakdown]:
     """``device_breakdown(events, axis)`` and ``step_breakdown(events, steps, devices)``.
 
@@ -370,10 +429,11 @@ def device_and_step_breakdowns(events: pl.DataFrame, steps: pl.DataFrame,
     activity lies inside one step window of its rank or outside all of them (the usual
     trace: no kernel straddles a step boundary): the per-step sums are then the whole sweep's
     parts summed over each window's rows (see :func:`_run_sums`), and no activity needs
-    clipping. Otherwise each breakdown is computed on its own."""
-    found = _step_rows(axis, steps) if axis is not None and events.height \
-        and steps.height and _disjoint(steps) else None
-    if found is None:
+    clipping. Otherwise each breakdown is computed on its own. ``found``: the
+    :func:`step_rows` of the events, when the caller has them."""
+    if found is _FIND:
+        found = step_rows(events, steps, axis)
+    if not isinstance(found, tuple):
         return device_breakdown(events, axis), step_breakdown(events, steps, devices)
     (rows, groups), (inside, win) = axis, found
     g = rows["_g"].to_numpy()

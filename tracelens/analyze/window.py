@@ -11,7 +11,7 @@ ones; what is left out is counted and said). Without steps the window is the fir
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import polars as pl
 
@@ -38,11 +38,16 @@ class TimelineWindow:
 
 def median_step(steps: pl.DataFrame) -> int | None:
     """The step whose span, averaged over ranks, is the median (the lower one of two)."""
-    if steps.is_empty():
-        return None
+    order = steps_by_span(steps)
+    return order[(len(order) - 1) // 2] if order else None
+
+
+def steps_by_span(steps: pl.DataFrame) -> list[int]:
+    """The step numbers by their span averaged over ranks (ties by number): the order
+    :func:`median_step` takes the middle of."""
     per = steps.group_by("step").agg(span=(pl.col("end_ns") - pl.col("start_ns")).mean()) \
         .sort("span", "step")
-    return int(per["step"][(per.height - 1) // 2])
+    return [int(s) for s in per["step"]]
 
 
 COLUMNS = [*DEVICE_KEYS, "stream", "name", "category", "start_ns", "end_ns"]
@@ -86,19 +91,33 @@ def shown_devices(busy: pl.DataFrame, max_devices: int) -> pl.DataFrame:
         .head(max_devices).select(DEVICE_KEYS)
 
 
+def exposed_comm(ev: pl.DataFrame, keys: Sequence[str] = DEVICE_KEYS) -> pl.DataFrame:
+    """Exposed communication per device (``keys``, start_ns, end_ns; sorted): each device's
+    collectives minus its compute. Per device, so the engine's hosts compute it for their
+    own devices (:mod:`tracelens.analyze.window_parts`, with the step among the keys)."""
+    comp = ev.filter(pl.col("category").is_in(COMPUTE_CATEGORIES))
+    comm = ev.filter(pl.col("category") == "collective")
+    return subtract(comm, comp, keys)
+
+
+def longest(ev: pl.DataFrame, max_events: int) -> pl.DataFrame:
+    """At most ``max_events`` activities: the longest (ties by start, name, the rest; a
+    total order, so the longest of a union are among the longest of its parts)."""
+    if ev.height <= max_events:
+        return ev
+    return ev.with_columns(_d=_DUR).sort(
+        ["_d", "start_ns", "name", *DEVICE_KEYS, "stream", "end_ns", "category"],
+        descending=[True, *[False] * 8]).head(max_events).drop("_d")
+
+
 def finish_window(ev: pl.DataFrame, step: int | None, lo: int, hi: int, shown: pl.DataFrame,
                   devices_total: int, max_events: int) -> TimelineWindow:
     """The window from the activities of the shown devices in it (``ev``, any row order):
     their exposed communication, then the cap to the ``max_events`` longest."""
     total = ev.height
     # exposure from every activity in the window, before the cap drops short ones
-    comp = ev.filter(pl.col("category").is_in(COMPUTE_CATEGORIES))
-    comm = ev.filter(pl.col("category") == "collective")
-    exposed = subtract(comm, comp, DEVICE_KEYS)
-    if total > max_events:  # keep the longest activities (ties by start, name, the rest)
-        ev = ev.with_columns(_d=_DUR).sort(
-            ["_d", "start_ns", "name", *DEVICE_KEYS, "stream", "end_ns", "category"],
-            descending=[True, *[False] * 8]).head(max_events).drop("_d")
+    exposed = exposed_comm(ev)
+    ev = longest(ev, max_events)
     ev = ev.sort(*DEVICE_KEYS, "stream", "start_ns", "name", "end_ns", "category")
     return TimelineWindow(step=step, start_ns=lo, end_ns=hi, events=ev, exposed=exposed,
                           devices_shown=shown.height, devices_total=devices_total,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.classify.rules import Match, Rule, RuleSet, load_rules
-from tracelens.model import CategoryDtype
+from tracelens.model import CategoryDtype, Text
+from tracelens.signatures import Signatures, distinct_rows
 
 __all__ = ["Match", "Rule", "RuleSet", "classify", "explain", "load_rules"]
 
@@ -19,59 +20,39 @@ _KEYS = ("__cls_kind", "__cls_name", "__cls_op", "__cls_hlo")
 _COLUMNS = ("kind", "name", "op", "hlo")  # what RuleSet.decide reads
 
 
-def _combo_hash(keys: pl.DataFrame, seed: int) -> pl.Series:
-    """A 64-bit key per row: XOR of per-column hashes, ~20x faster than hashing rows jointly."""
-    kind, name, op, hlo = (pl.col(k).hash(seed=seed + i) for i, k in enumerate(_KEYS))
-    return keys.select((kind ^ name ^ op ^ hlo).alias("h"))["h"]
-
-
-def _distinct_combos(keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """The distinct (kind, name, op) rows, and for each event the index of its row among them.
-
-    Rows are grouped by one 64-bit hash and checked with a second, independent one (hashing is
-    cheap; comparing millions of long kernel names is not). If the check ever fails, the exact
-    but slower join on the strings themselves is used.
-    """
-    hashes = pl.DataFrame({"h": _combo_hash(keys, 0), "check": _combo_hash(keys, 3)})
-    firsts = (hashes.with_row_index("row").group_by("h")
-              .agg(pl.col("row").first(), pl.col("check").first())
-              .sort("row")  # first-seen order: the rules then read the names in memory order
-              .with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("combo")))
-    combo = hashes.join(firsts.select("h", "combo"), on="h", how="left",
-                        maintain_order="left")["combo"]
-    if (hashes["check"] == firsts["check"].gather(combo)).all():
-        return keys[firsts["row"]], combo
-    distinct = keys.unique(maintain_order=True)
-    combo = keys.join(distinct.with_row_index("combo"), on=list(_KEYS), how="left",
-                      nulls_equal=True, maintain_order="left")["combo"]
-    return distinct, combo
-
-
-def classify(events: pl.DataFrame, rules: RuleSet | None = None) -> pl.DataFrame:
+def classify(events: pl.DataFrame, rules: RuleSet | None = None,
+             signed: tuple[Signatures, pl.Series] | None = None) -> pl.DataFrame:
     """Return ``events`` with ``category``, ``subcategory`` and ``rule`` filled on every row.
 
     Row order and all other columns are kept. The subcategory is the rule's when it gives one,
     else the event's existing value (e.g. a memcpy's ``h2d`` or an RCCL type from the parser).
+    ``signed``: the events' :class:`~tracelens.signatures.Signatures` and the HLO signal of
+    each signature (the loader's): the rules then run on the signatures' distinct rows and
+    the answers are spread by the events' signature; else on the events' own ``hlo``.
     """
     rules = rules if rules is not None else load_rules()
     for col in ("kind", "name"):
         if col not in events.columns:
             raise ValueError(f"classify: events frame has no {col!r} column")
-    op = pl.col("op") if "op" in events.columns else pl.lit(None, dtype=pl.String)
-    hlo = pl.col("hlo") if "hlo" in events.columns else pl.lit(None, dtype=pl.String)
-    keys = events.select(
+    source = events if signed is None else signed[0].table.with_columns(signed[1].alias("hlo"))
+    op = pl.col("op") if "op" in source.columns else pl.lit(None, dtype=pl.String)
+    hlo = pl.col("hlo") if "hlo" in source.columns else pl.lit(None, dtype=pl.String)
+    keys = source.select(
         pl.col("kind").alias(_KEYS[0]), pl.col("name").alias(_KEYS[1]), op.alias(_KEYS[2]),
         hlo.alias(_KEYS[3]))
-    distinct, combo = _distinct_combos(keys)
+    distinct, combo = distinct_rows(keys)
+    if signed is not None:  # each signature's combination, then each event's
+        combo = signed[0].spread(combo)
     index, new_sub = rules.decide(distinct.rename(dict(zip(_KEYS, _COLUMNS))))
     every = (*rules.rules, rules.fallback)
     categories = pl.Series("category", [r.category for r in every], dtype=CategoryDtype)
-    rule_ids = pl.Series("rule", [r.id for r in every], dtype=pl.String)
+    rule_ids = pl.Series("rule", [r.id for r in every], dtype=Text)
     index = index.gather(combo)
 
-    new_sub = new_sub.gather(combo).alias("subcategory")
+    # encoded on the distinct rows, then spread (a gather of 4-byte codes)
+    new_sub = new_sub.cast(Text).gather(combo).alias("subcategory")
     if "subcategory" in events.columns:
-        subcategory = pl.coalesce(pl.lit(new_sub), pl.col("subcategory").cast(pl.String))
+        subcategory = pl.coalesce(pl.lit(new_sub), pl.col("subcategory").cast(Text))
     else:
         subcategory = pl.lit(new_sub)
     return events.with_columns(

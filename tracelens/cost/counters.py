@@ -35,7 +35,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.model import Trace
+from tracelens.model import EVENT_SCHEMA, CounterFacts, Notice, Trace
 
 MFMA_TYPES = {"F16": "fp16", "BF16": "bf16", "F32": "fp32", "F64": "fp64", "F8": "fp8",
               "F6F4": "fp4", "XF32": "tf32", "I8": "int8"}
@@ -134,27 +134,31 @@ NO_FLOPS = {  # why a dispatch has no FLOPs, in rocprofv3's terms (the events' c
                    "SQ_INSTS_VALU_* counters)",
     "no_flop_counter": "the counters collected hold no FLOP counter (SQ_INSTS_VALU_*)",
 }
-_COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
-          "cost_source": pl.String, "cost_note": pl.String}
+_COSTS = {c: EVENT_SCHEMA[c] for c in ("flops", "bytes", "dtype", "cost_source", "cost_note")}
 
 
-def cost_counters(trace: Trace) -> list[tuple[int, int, str]]:
+def cost_counters(trace: Trace) -> list[tuple[int, int, Notice]]:
     """The load stage of counter costs (issue 26): ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` and ``cost_note`` of each kernel of a rank whose reader handed over its
-    counters (``trace.meta.counters``, then dropped), right after reading; null where the
-    counters collected do not determine them. Returns one note per process that recorded
-    counters, (where in the file's warnings, rank, text), for :func:`tracelens.devices`'s
-    ``insert_notes``."""
-    facts, trace.meta.counters = trace.meta.counters, []
+    counters (the reader's :class:`~tracelens.model.CounterFacts`, then dropped), right after
+    reading; null where the counters collected do not determine them. Returns one note per
+    process that recorded counters, (where in the file's notices, rank, the notice), for
+    :func:`tracelens.devices`'s ``insert_notes``."""
+    handed = trace.meta.facts(CounterFacts)
+    if not handed:
+        return []
+    trace.meta.format_facts = [f for f in trace.meta.format_facts
+                               if not isinstance(f, CounterFacts)]
+    facts = [c for f in handed for c in f.processes]
     if not facts:
         return []
-    where = f"{Path(trace.meta.sources[0]['path']).name}: "
+    file = Path(trace.meta.sources[0]["path"]).name
     parts, notes = [], []
     for f in facts:
         costed, note = _costed(f.values, f.unmatched)
         parts.append(costed.with_columns(rank=pl.lit(f.rank, dtype=pl.Int32)))
         if note:
-            notes.append((f.notes_at, f.rank, where + note))
+            notes.append((f.notes_at, f.rank, note.about(file)))
     costs = pl.concat(parts, how="vertical")
     kernels = trace.events.with_row_index("_i").filter(pl.col("kind") == "kernel")
     if not kernels["rank"].equals(costs["rank"]):  # the reader's order: a parser bug
@@ -166,7 +170,7 @@ def cost_counters(trace: Trace) -> list[tuple[int, int, str]]:
     return notes
 
 
-def _costed(values: pl.DataFrame, unmatched: int) -> tuple[pl.DataFrame, str | None]:
+def _costed(values: pl.DataFrame, unmatched: int) -> tuple[pl.DataFrame, Notice | None]:
     """The cost columns of one process's kernels from their counter columns, and its note
     (None: the process recorded no counters)."""
     names = values.columns
@@ -185,14 +189,17 @@ def _costed(values: pl.DataFrame, unmatched: int) -> tuple[pl.DataFrame, str | N
     with_pmc = values.select(any_pmc.sum()).item()
     n_flops, n_bytes = out["flops"].is_not_null().sum(), out["bytes"].is_not_null().sum()
     shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-    msg = (f"hardware counters ({shown}) on {with_pmc} of {values.height} kernel dispatches: "
-           f"FLOPs from counters on {n_flops}, HBM bytes on {n_bytes}")
+    template = ("hardware counters ({shown}) on {with_pmc} of {dispatches} kernel dispatches: "
+                "FLOPs from counters on {n_flops}, HBM bytes on {n_bytes}")
     if not {n.upper() for n in names} & set(FLOP_COUNTERS):
-        msg += ("; FLOPs unknown: no FLOP counter was collected "
-                "(SQ_INSTS_VALU_MFMA_MOPS_*, SQ_INSTS_VALU_{ADD,MUL,FMA,TRANS}_F*)")
+        template += ("; FLOPs unknown: no FLOP counter was collected "
+                     "(SQ_INSTS_VALU_MFMA_MOPS_*, SQ_INSTS_VALU_{{ADD,MUL,FMA,TRANS}}_F*)")
     if n_bytes < with_pmc:
-        msg += ("; HBM bytes need TCC_EA0_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B} + TCC_BUBBLE, "
-                "TCC_EA_{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B}, or FETCH_SIZE + WRITE_SIZE")
+        template += ("; HBM bytes need TCC_EA0_{{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B}} + "
+                     "TCC_BUBBLE, TCC_EA_{{RDREQ,RDREQ_32B,WRREQ,WRREQ_64B}}, or FETCH_SIZE + "
+                     "WRITE_SIZE")
     if unmatched:
-        msg += f"; {unmatched} dispatch ids with counters match no kernel dispatch"
-    return out, msg
+        template += "; {unmatched} dispatch ids with counters match no kernel dispatch"
+    return out, Notice.of("cost.counters", template, shown=shown, with_pmc=with_pmc,
+                          dispatches=values.height, n_flops=n_flops, n_bytes=n_bytes,
+                          unmatched=unmatched)

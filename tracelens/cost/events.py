@@ -22,20 +22,21 @@ from typing import Iterable
 
 import polars as pl
 
-from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace
 from tracelens.name_dtype import name_dtypes
+from tracelens.signatures import Signatures
 
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
-    "host": pl.String, "program_id": pl.Int64, "op": pl.String, "module": pl.String,
+    "host": Text, "program_id": pl.Int64, "op": Text, "module": pl.String,
     "cost_kind": pl.String, "collective": pl.String, "detail": pl.String,
-    "_flops": pl.Float64, "_bytes": pl.Float64, "_dtype": pl.String, "_msg_bytes": pl.Int64,
-    "_group_size": pl.Int32, "_groups": pl.String, "_note": pl.String,
+    "_flops": pl.Float64, "_bytes": pl.Float64, "_dtype": Text, "_msg_bytes": pl.Int64,
+    "_group_size": pl.Int32, "_groups": Text, "_note": Text,
 }
 
 
 def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
-                  hlo_text: Iterable[str | Path] = ()) -> tuple[pl.DataFrame, list[str]]:
+                  hlo_text: Iterable[str | Path] = ()) -> tuple[pl.DataFrame, list[Notice]]:
     """One row per distinct (host, program_id, op) of ``events``: the op's cost per
     execution, and the problems met (modules that failed to decode, ops not in the HLO)."""
     keys = events.lazy().select(*KEY).filter(
@@ -85,51 +86,59 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                      "_note": c.note or None})
     problems = list(index.problems)
     if missing_module:
-        problems.append(f"{len(missing_module)} program(s) named by kernels have no HLO in the "
-                        "trace; their kernels get no cost data")
+        problems.append(Notice.of("cost.no_hlo", "{n} program(s) named by kernels have no HLO "
+                                  "in the trace; their kernels get no cost data",
+                                  n=len(missing_module)))
     if missing_op:
-        problems.append(f"{missing_op} HLO op name(s) of kernels are not in their program's HLO; "
-                        "those kernels get no cost data")
+        problems.append(Notice.of("cost.op_not_in_hlo", "{n} HLO op name(s) of kernels are not "
+                                  "in their program's HLO; those kernels get no cost data",
+                                  n=missing_op))
     if failed:
-        problems.append(f"the cost of {len(failed)} HLO op(s) could not be computed from their "
-                        f"(malformed?) HLO, e.g. {failed[0]}; their kernels get no cost data")
+        problems.append(Notice.of("cost.hlo_malformed", "the cost of {n} HLO op(s) could not be "
+                                  "computed from their (malformed?) HLO, e.g. {example}; their "
+                                  "kernels get no cost data", n=len(failed), example=failed[0]))
     return pl.DataFrame(rows, schema=OP_COST_SCHEMA), problems
 
 
-def _per_kernel(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
+                sig: Signatures | None = None) -> pl.DataFrame:
     """Per event: whether it is its op's main kernel on its device (``_is_main``: the kernel
     name with the largest total time, ties to the smallest name; kernels without an op and
     alone in their op are), and its op's cost columns from ``table``.
 
-    Worked out once per (host, rank, device, program_id, op, name) and joined back onto the
-    events in their order; string keys are compared as categoricals (integer codes), which
-    keeps the group-by and the join fast on millions of events."""
+    Worked out once per (host, rank, device, program_id, op, name) and spread onto the
+    events in their order: with the events' :class:`~tracelens.signatures.Signatures`
+    (``sig``, whose keys hold those) by one gather per column, else by a join."""
     keys = ["host", "rank", "device", "program_id", "op"]
-    cat = pl.Categorical
-    coded = events.select(pl.col("host").cast(cat), "rank", "device", "program_id",
-                          pl.col("op").cast(cat), pl.col("name").cast(cat),
-                          _d=pl.col("end_ns") - pl.col("start_ns"))
-    # lazy: integer sums are exact in any order (the names are sorted below)
+    dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
+    if sig is not None:  # each signature's total time, summed from its events (exact)
+        totals = pl.DataFrame({"_s": sig.row, "_d": events.select(dur)["_d"]}).lazy() \
+            .group_by("_s").agg(_t=pl.col("_d").sum()).collect()
+        coded = sig.table.with_row_index("_s").join(totals, on="_s", how="left") \
+            .sort("_s").select(*keys, "name", _d=pl.col("_t").fill_null(0))
+    else:
+        coded = events.select(*keys, "name", dur)
+    # lazy: integer sums are exact in any order (the names are sorted below, lexically)
     per_name = coded.lazy().filter(pl.col("op").is_not_null()).group_by(*keys, "name") \
         .agg(_t=pl.col("_d").sum()).collect()
-    named = per_name.with_columns(_name=pl.col("name").cast(pl.String))
-    main = (named.sort(["_t", "_name"], descending=[True, False])
+    main = (per_name.sort(["_t", "name"], descending=[True, False])
             .group_by(keys, maintain_order=True)
-            .agg(_main=pl.col("_name").first(), _names=pl.len()))
-    per_name = named.join(main, on=keys, how="left", nulls_equal=True).with_columns(
-        _is_main=(pl.col("_names") <= 1) | (pl.col("_name") == pl.col("_main")),
-        _host=pl.col("host").cast(pl.String), _op=pl.col("op").cast(pl.String))
+            .agg(_main=pl.col("name").first(), _names=pl.len()))
+    per_name = per_name.join(main, on=keys, how="left", nulls_equal=True).with_columns(
+        _is_main=(pl.col("_names") <= 1) | (pl.col("name") == pl.col("_main")))
     per_name = per_name.join(
-        table.select(_host="host", program_id="program_id", _op="op", _flops="_flops",
-                     _bytes="_bytes", _dtype="_dtype", _msg_bytes="_msg_bytes",
-                     _group_size="_group_size", _groups="_groups", _note="_note"),
-        on=["_host", "program_id", "_op"], how="left", nulls_equal=False)
+        table.select("host", "program_id", "op", "_flops", "_bytes", "_dtype", "_msg_bytes",
+                     "_group_size", "_groups", "_note"),
+        on=["host", "program_id", "op"], how="left", nulls_equal=False)
     out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size", "_groups",
            "_note"]
-    return coded.select(*keys, "name").join(
+    found = coded.select(*keys, "name").join(
         per_name.select(*keys, "name", *out), on=[*keys, "name"], how="left",
         nulls_equal=True, maintain_order="left").select(
         pl.col("_is_main").fill_null(True), *out[1:])
+    if sig is None:
+        return found
+    return pl.DataFrame([sig.spread(c) for c in found.get_columns()])
 
 
 def _name_dtype(ev: pl.DataFrame) -> pl.Series:
@@ -138,18 +147,21 @@ def _name_dtype(ev: pl.DataFrame) -> pl.Series:
     need = ev.select(((pl.col("kind") == "kernel") & (pl.col("category") == "gemm")
                       & pl.col("dtype").is_null() & pl.col("_dtype").is_null())
                      .fill_null(False)).to_series()
-    out = pl.Series("_name_dtype", [None] * ev.height, dtype=pl.String)
+    out = pl.Series("_name_dtype", [None] * ev.height, dtype=Text)
     if need.any():
-        out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need)))
+        out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need).cast(pl.String))
+                          .cast(Text))
     return out
 
 
-def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
-    """Fill the cost columns of ``events`` from an :func:`op_cost_table` (counters win)."""
+def annotate_events(events: pl.DataFrame, table: pl.DataFrame,
+                    sig: Signatures | None = None) -> pl.DataFrame:
+    """Fill the cost columns of ``events`` from an :func:`op_cost_table` (counters win);
+    ``sig``: the events' :class:`~tracelens.signatures.Signatures` when the caller has them."""
     if events.is_empty():
         return events
     cols = events.columns
-    ev = events.hstack(_per_kernel(events, table))
+    ev = events.hstack(_per_kernel(events, table, sig))
     ev = ev.with_columns(_name_dtype=_name_dtype(ev))
     helper = ~pl.col("_is_main") & pl.col("_flops").is_not_null()
     hlo_flops = pl.when(helper).then(0.0).otherwise(pl.col("_flops"))
@@ -167,11 +179,12 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         dtype=pl.coalesce(pl.col("dtype"), pl.col("_dtype"), pl.col("_name_dtype")),
         dtype_source=pl.when(pl.col("dtype").is_not_null()).then(
             pl.when(pl.col("cost_source").is_in(["shapes", "counters"]))
-            .then(pl.col("cost_source")).otherwise(pl.lit("trace")))
-        .when(pl.col("_dtype").is_not_null()).then(pl.lit("hlo"))
-        .when(pl.col("_name_dtype").is_not_null()).then(pl.lit("name")),
+            .then(pl.col("cost_source")).otherwise(_text("trace")))
+        .when(pl.col("_dtype").is_not_null()).then(_text("hlo"))
+        .when(pl.col("_name_dtype").is_not_null()).then(_text("name"))
+        .otherwise(_text(None)),
         cost_source=pl.when(pl.col("cost_source").is_not_null()).then(pl.col("cost_source"))
-        .when(has_hlo & kernel).then(pl.lit("hlo")).otherwise(None),
+        .when(has_hlo & kernel).then(_text("hlo")).otherwise(_text(None)),
         msg_bytes=pl.coalesce(pl.col("msg_bytes"), pl.col("_msg_bytes")),
         group_size=pl.coalesce(pl.col("group_size"), pl.col("_group_size")),
         groups=pl.coalesce(pl.col("groups"), pl.col("_groups")),
@@ -185,14 +198,20 @@ def cost_note() -> pl.Expr:
     compute = pl.col("category").is_in(COMPUTE_CATEGORIES).fill_null(False)
     reason = (pl.when(pl.col("cost_note").is_not_null()).then(pl.col("cost_note"))
               .when(pl.col("cost_source") == "counters")
-              .then(pl.lit("the hardware counters of this dispatch hold no FLOP counter"))
+              .then(_text("the hardware counters of this dispatch hold no FLOP counter"))
               .when(pl.col("_note").is_not_null()).then(pl.col("_note"))
-              .when(pl.col("op").is_null()).then(pl.lit("the kernel names no HLO op"))
+              .when(pl.col("op").is_null()).then(_text("the kernel names no HLO op"))
               .when(pl.col("program_id").is_null())
-              .then(pl.lit("the kernel's HLO op has no program id"))
-              .otherwise(pl.lit("no cost rule gave FLOPs")))
+              .then(_text("the kernel's HLO op has no program id"))
+              .otherwise(_text("no cost rule gave FLOPs")))
     return pl.when((pl.col("kind") == "kernel") & compute & pl.col("flops").is_null()) \
-        .then(reason).otherwise(None)
+        .then(reason).otherwise(_text(None))
+
+
+def _text(value: str | None) -> pl.Expr:
+    """A literal of the event frames' text dtype (a plain string literal would turn a
+    when/then of text columns into strings, hashed again to encode them)."""
+    return pl.lit(value, dtype=Text)
 
 
 def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
@@ -200,23 +219,30 @@ def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     signal), null when the trace has no HLO for it. A collective's is ``collective:<opcode>``
     (``collective:all-reduce``): JAX names instructions after its primitives (``psum.13``), so
     only the HLO says which collective an op is."""
+    return events.with_columns(hlo_kinds(events, table))
+
+
+def hlo_kinds(keys: pl.DataFrame, table: pl.DataFrame) -> pl.Series:
+    """:func:`with_hlo_kind`'s ``hlo`` of each row of ``keys`` (host, program_id, op): of
+    the events, or of their :class:`~tracelens.signatures.Signatures`' table."""
     kind = pl.when(pl.col("collective").is_not_null()).then(
         pl.concat_str(pl.col("cost_kind"), pl.lit(":"), pl.col("collective"))) \
         .otherwise(pl.col("cost_kind"))
-    hlo = events.select(KEY).join(table.select(*KEY, hlo=kind), on=KEY, how="left",
-                                  maintain_order="left")["hlo"]  # narrow: no copy of events
-    return events.with_columns(hlo)
+    return keys.select(KEY).join(table.select(*KEY, hlo=kind), on=KEY, how="left",
+                                 maintain_order="left")["hlo"]  # narrow: no copy of events
 
 
 def annotate(trace: Trace, hlo_text: Iterable[str | Path] = (),
-             table: tuple[pl.DataFrame, list[str]] | None = None) -> Trace:
+             table: tuple[pl.DataFrame, list[Notice]] | None = None,
+             sig: Signatures | None = None) -> Trace:
     """Fill the cost columns of ``trace.events`` from the trace's HLO (and text dumps), keep
     the per-op table in ``trace.meta.op_costs``, and record problems as warnings.
-    ``table`` is an :func:`op_cost_table` result already computed for these events."""
+    ``table`` is an :func:`op_cost_table` result already computed for these events; ``sig``
+    their :class:`~tracelens.signatures.Signatures`, when the caller has them."""
     table, problems = table if table is not None else op_cost_table(
         trace.events, trace.modules, hlo_text)
     for p in problems:
         trace.meta.warn(p)
-    trace.events = annotate_events(trace.events, table)
+    trace.events = annotate_events(trace.events, table, sig)
     trace.meta.op_costs = table
     return trace

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import polars as pl
 
-from tracelens.model import COSTED_ATEN_OPS, Trace
+from tracelens.model import COSTED_ATEN_OPS, EVENT_SCHEMA, Notice, ShapeFacts, Trace
 
 _DTYPES: dict[str, tuple[str, int]] = {
     "float": ("fp32", 4), "double": ("fp64", 8), "c10::half": ("fp16", 2),
@@ -261,20 +261,23 @@ def op_cost(name: str, dims: Any, types: Any, concrete: Any) -> ShapeCost | None
 
 NO_SHAPES = "its ATen op has no recorded input shapes (record_shapes off?)"
 BAD_SHAPES = "its ATen op's recorded shapes do not determine its FLOPs"
-_COSTS = {"flops": pl.Float64, "bytes": pl.Float64, "dtype": pl.String,
-          "cost_source": pl.String, "cost_note": pl.String}
+_COSTS = {c: EVENT_SCHEMA[c] for c in ("flops", "bytes", "dtype", "cost_source", "cost_note")}
 
 
-def cost_shapes(trace: Trace) -> list[tuple[int, int, str]]:
+def cost_shapes(trace: Trace) -> list[tuple[int, int, Notice]]:
     """The load stage of shape costs (issue 26): ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` ("shapes") and ``cost_note`` of each kernel a costed ATen op launched,
-    from the op's recorded shapes the reader handed over (``trace.meta.shapes``, then
-    dropped), right after reading: the op's cost on its longest kernel, 0 on its others.
-    Returns the note counting the ops whose shapes give no cost, (where in the file's
-    warnings, rank, text), for :func:`tracelens.devices.insert_notes`."""
-    facts, trace.meta.shapes = trace.meta.shapes, None
-    if facts is None:
+    from the op's recorded shapes the reader handed over (its
+    :class:`~tracelens.model.ShapeFacts`, then dropped), right after reading: the op's cost
+    on its longest kernel, 0 on its others. Returns the note counting the ops whose shapes
+    give no cost, (where in the file's notices, rank, the notice), for
+    :func:`tracelens.devices.insert_notes`."""
+    handed = trace.meta.facts(ShapeFacts)
+    if not handed:
         return []
+    trace.meta.format_facts = [f for f in trace.meta.format_facts
+                               if not isinstance(f, ShapeFacts)]
+    facts = handed[0].shapes  # one file's reader: one set of shapes
     memo: dict[Any, ShapeCost | None] = {}
     uids, flops, nbytes, dtypes, shaped = [], [], [], [], []
     for uid, (name, dims, types, concrete) in facts.ops.items():
@@ -296,10 +299,12 @@ def cost_shapes(trace: Trace) -> list[tuple[int, int, str]]:
         _scatter(trace, facts.kernels.join(ops, on="uid", how="left", maintain_order="left"))
     if not unknown:
         return []
-    where = f"{Path(trace.meta.sources[0]['path']).name}: " if trace.meta.sources else ""
-    return [(facts.notes_at, 0, f"{where}{unknown} costed ATen ops (GEMM, attention, "
-             "convolution) have no usable Input Dims/Input type (record_shapes off?): their "
-             "kernels get no FLOPs")]
+    note = Notice.of("cost.shapes_unknown", "{unknown} costed ATen ops (GEMM, attention, "
+                     "convolution) have no usable Input Dims/Input type (record_shapes off?): "
+                     "their kernels get no FLOPs", unknown=unknown)
+    if trace.meta.sources:
+        note = note.about(Path(trace.meta.sources[0]["path"]).name)
+    return [(facts.notes_at, 0, note)]
 
 
 def _scatter(trace: Trace, k: pl.DataFrame) -> None:
@@ -323,5 +328,5 @@ def _scatter(trace: Trace, k: pl.DataFrame) -> None:
         pl.when("coll").then("theirs").otherwise("ops"))[:, 0]
     cols = {name: ev[name].cast(dt).scatter(rows, costs[name].cast(dt))
             for name, dt in _COSTS.items() if name != "dtype"}
-    cols["dtype"] = ev["dtype"].scatter(rows, dtype.cast(pl.String))
+    cols["dtype"] = ev["dtype"].scatter(rows, dtype.cast(_COSTS["dtype"]))
     trace.events = ev.with_columns(**cols)

@@ -18,6 +18,7 @@ import polars as pl
 
 from tracelens.formats import decode_hlo, read_hlo_text
 from tracelens.hlo_model import Computation, Instruction, Module
+from tracelens.model import Notice
 
 
 @functools.lru_cache(maxsize=64)
@@ -34,7 +35,7 @@ def decoded_module(blob: bytes, program_id: int) -> Module | Exception:
 @dataclass
 class HloIndex:
     modules: dict[tuple[str | None, int], Module] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    problems: list[Notice] = field(default_factory=list)
     _by_name: dict[tuple[str | None, int], dict[str, tuple[Computation, Instruction]]] = \
         field(default_factory=dict)
 
@@ -52,8 +53,10 @@ class HloIndex:
                                                  "hlo_proto").iter_rows():
             found = decoded_module(blob, pid)
             if isinstance(found, Exception):
-                index.problems.append(f"HLO of module {name}({pid}) on {host} could not be "
-                                      f"decoded ({type(found).__name__}: {found})")
+                index.problems.append(Notice.of(
+                    "cost.hlo_undecodable", "HLO of module {module}({program_id}) on {host} "
+                    "could not be decoded ({error}: {why})", module=name, program_id=pid,
+                    host=host, error=type(found).__name__, why=str(found)))
             else:
                 index.modules[(host, pid)] = found
         for path in text_dumps:
@@ -64,11 +67,13 @@ class HloIndex:
         try:
             module = read_hlo_text(path, program_id)
         except (OSError, ValueError) as exc:
-            self.problems.append(f"HLO text dump {path} could not be read ({exc})")
+            self.problems.append(Notice.of("cost.dump_unreadable", "HLO text dump {path} could "
+                                           "not be read ({why})", path=str(path), why=str(exc)))
             return
         if module.program_id is None:
-            self.problems.append(f"HLO text dump {path}: no program id (name it "
-                                 "module_<id>.*.txt or pass program_id)")
+            self.problems.append(Notice.of("cost.dump_no_program_id", "HLO text dump {path}: no "
+                                           "program id (name it module_<id>.*.txt or pass "
+                                           "program_id)", path=str(path)))
             return
         self.add(module, host=None)
 

@@ -8,10 +8,10 @@ direction, the collective type of a collective kernel); ``step`` is left to the 
 carry them, such as RCCL API rows or memcpy records, can write them).
 
 ``trace.meta`` carries what formats need beyond the frames (documented in
-docs/synthetic.md): ``hosts`` (rank, ``profile_start_ns``, ``pid``, ``python_tid`` of each)
-and ``writer`` (a :class:`~tracelens_dev.hints.SynthMeta` field: launch geometry by kernel
-name, plane stats, line-name and ``kernel_details`` styles of the device model, and the
-scenario).
+docs/synthetic.md): ``hosts`` (rank, ``profile_start_ns``, ``pid`` of each) and ``writer`` (a
+:class:`~tracelens_dev.hints.SynthMeta` field: launch geometry by kernel name, plane stats,
+line-name and ``kernel_details`` styles of the device model, the scenario, and each host's
+thread of the step annotations).
 """
 
 from __future__ import annotations
@@ -115,11 +115,12 @@ def assemble(sc: Scenario, model: DeviceModel, prog: Program, rec: Records) -> T
         sources=[{"path": f"<synthetic:{sc.name}>", "format": "synthetic"}],
         alignment="synthetic (one clock)",
         hosts={hosts[h]: HostInfo(profile_start_ns=sc.profile_start_ns + offsets[h],
-                                  ranks=[h], pid=pids[h], python_tid=python_tid[h])
+                                  ranks=[h], pid=pids[h])
                for h in range(sc.hosts)},
         writer=WriterHints(kernels=kernels, plane_stats=[list(kv) for kv in model.plane_stats],
                            line_names=model.line_names, kernel_details=model.kernel_details,
-                           scenario=dataclasses.asdict(sc), device_model=model.key))
+                           scenario=dataclasses.asdict(sc), device_model=model.key,
+                           python_tids={hosts[h]: python_tid[h] for h in range(sc.hosts)}))
     return Trace(events=events, host_events=host_events, steps=steps, devices=devices,
                  meta=meta, modules=modules)
 

@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 import polars as pl
 
+from tracelens_dev.writers import plain_text
+
 from tracelens import hardware
 from tracelens.model import Trace
 
@@ -141,6 +143,7 @@ def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
 def write(trace: Trace, out: Path, op_args: dict[str, dict[str, Any]] | None = None,
           world_size: int | None = None) -> list[Path]:
     """Write one ``rank-R.json`` per rank of ``trace`` into directory ``out``."""
+    trace = plain_text(trace)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ranks = sorted(set(trace.devices["rank"].to_list()) | set(trace.events["rank"].to_list()))

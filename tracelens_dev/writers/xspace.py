@@ -23,6 +23,8 @@ from typing import Any, Iterable
 import numpy as np
 import polars as pl
 
+from tracelens_dev.writers import plain_text
+
 from parsers.xplane_schema import xspace_class
 from tracelens.model import HostInfo, Trace
 from tracelens_dev.hints import WriterHints, writer_hints
@@ -307,8 +309,8 @@ def _events_line(b: _PlaneBuilder, interner: _Interner, line_id: int, line_name:
         present = values.is_not_null().to_numpy()
         if not present.any():
             continue
-        if values.dtype == pl.String:
-            vals = interner.ids(values)
+        if values.dtype in (pl.String, pl.Categorical):
+            vals = interner.ids(values.cast(pl.String))
         else:
             vals = values.fill_null(0).cast(pl.Int64).to_numpy()
         columns.append(Column(b.stat_id(stat), field_no, vals,
@@ -392,8 +394,8 @@ def _host_plane(trace: Trace, host: str, rank: int, shift: int, info: HostInfo) 
         steps = steps.join(marks, on=["start_ns", "end_ns"], how="left",
                            maintain_order="left").unique(["step"], keep="first",
                                                          maintain_order=True)
-        tid = info.python_tid or (int(steps["tid"].drop_nulls()[0])
-                                         if steps["tid"].drop_nulls().len() else 1)
+        known = steps["tid"].drop_nulls()
+        tid = writer_hints(trace).python_tids.get(host) or (int(known[0]) if known.len() else 1)
         ev = steps.select(name=pl.col("name").fill_null("train"),
                           start_ns=pl.col("start_ns") - shift, end_ns=pl.col("end_ns") - shift,
                           step_num="step")
@@ -453,6 +455,7 @@ def host_xspace(trace: Trace, host: str, rank: int, *, shift_ns: int = 0,
     modules), a ``/device:GPU:<k>`` plane per device (idle ones too), ``/host:CPU`` with step
     markers and launch API calls, and ``Task Environment``. Times in the file are the trace's
     minus ``shift_ns`` (the host's profile start relative to the job's earliest)."""
+    trace = plain_text(trace)
     from tracelens_dev.writers.xspace_encode import field_bytes
 
     hints = writer_hints(trace)
@@ -488,6 +491,7 @@ def write(trace: Trace, path: str | Path, *, layout: str = "auto", run: str | No
     every host has one; each host's file then holds times relative to its own start, so a
     reader aligning hosts on wall-clock recovers the trace's clock.
     """
+    trace = plain_text(trace)
     import gzip
     import time
 

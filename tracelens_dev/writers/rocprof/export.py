@@ -24,6 +24,8 @@ from typing import Any
 
 import polars as pl
 
+from tracelens_dev.writers import plain_text
+
 from parsers.rocprof.agents import agent_frame, gfx_target_version
 from parsers.rocprof.collectives import TYPE_APIS
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
@@ -96,6 +98,7 @@ def export(trace: Trace, step_name: str = STEP_NAME,
     """One Process per rank of ``trace`` (ranks in order). ``counters`` (``name``,
     ``counter``, ``value``): PMC counter values recorded for every dispatch of that kernel
     name, as ``rocprofv3 --pmc`` would (writers put them in each format's counter records)."""
+    trace = plain_text(trace)
     ranks = sorted(set(trace.devices["rank"].to_list()) | set(trace.events["rank"].to_list()))
     events = _typed(trace.events)
     out = []
