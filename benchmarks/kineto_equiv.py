@@ -6,7 +6,8 @@
 tree's ``parsers.kineto.read`` runs in a fresh process (``PYTHONPATH`` set to the tree) on
 every file (default: every Kineto file under ``../shared/traces/kineto`` and the synthetic
 ``bench_kineto.py`` file when it is cached) and pickles what it returned: the four frames,
-the warnings, the shape facts, the format facts, the rank and hosts, or the one-line error.
+the warnings (and, where the tree has them, the typed notices), the shape facts, the format
+facts, the rank and hosts, or the one-line error. Both trees must have the same model.
 The two are compared with ``polars.testing.assert_frame_equal`` (exact: no tolerance) and
 ``==``; exit 1 on any difference. A speed change must leave this silent.
 """
@@ -40,12 +41,17 @@ def dump(paths: list[Path], out: Path) -> None:
             got: dict[str, Any] = {"error": str(exc)}
         else:
             m = tr.meta
+            # the shape facts: TraceMeta.shapes, or (later trees) a ShapeFacts format fact
+            facts = [f for f in m.format_facts if not hasattr(f, "shapes")]
+            shapes = getattr(m, "shapes", None) or next(
+                (f.shapes for f in m.format_facts if hasattr(f, "shapes")), None)
             got = {"events": tr.events, "host_events": tr.host_events, "steps": tr.steps,
-                   "devices": tr.devices, "warnings": m.warnings,
-                   "shapes_ops": m.shapes.ops if m.shapes else None,
-                   "shapes_kernels": m.shapes.kernels if m.shapes else None,
-                   "shapes_notes_at": m.shapes.notes_at if m.shapes else None,
-                   "format_facts": [dataclasses.asdict(f) for f in m.format_facts],
+                   "devices": tr.devices, "warnings": list(m.warnings),
+                   "notices": [(n.code, n.fields) for n in getattr(m, "notices", [])],
+                   "shapes_ops": shapes.ops if shapes else None,
+                   "shapes_kernels": shapes.kernels if shapes else None,
+                   "shapes_notes_at": shapes.notes_at if shapes else None,
+                   "format_facts": [dataclasses.asdict(f) for f in facts],
                    "member": dataclasses.asdict(m.member) if m.member else None,
                    "hosts": {k: dataclasses.asdict(v) for k, v in m.hosts.items()},
                    "sources": m.sources}
