@@ -1,11 +1,11 @@
 """Reader for PyTorch profiler (Kineto) JSON: one rank's ``*.pt.trace.json[.gz]``.
 
-The document is decoded once, by msgspec into typed events that hold only the fields read
-(:mod:`parsers.kineto.typed`); a document that does not fit that schema is parsed by orjson
-instead (the tolerant path: same frames, same warnings). Only the complete (``ph: X``)
-events of the categories used here are kept, and each field becomes a column with one C-level
-pass (no per-event Python beyond selecting the events). What each category gives
-(docs/kineto.md):
+msgspec splits the document into each event's raw JSON and decodes the events chunk by chunk
+into typed structs that hold only the fields read (:mod:`parsers.kineto.typed`); a document
+that does not fit that schema is parsed by orjson instead (the tolerant path: same frames,
+same warnings). Only the complete (``ph: X``) events of the categories used here are kept,
+as device rows and host rows apart, and their fields become columns with C-level passes (no
+per-event Python code). What each category gives (docs/kineto.md):
 
 - ``kernel``, ``gpu_memcpy``, ``gpu_memset``: device activity; device ``args.device``, stream
   ``args.stream``, ``args.correlation`` (the launching runtime call's id), copy ``bytes``;
