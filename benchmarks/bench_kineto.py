@@ -21,8 +21,11 @@ sizes in decimal MB, RSS as well, so RSS / JSON is a plain ratio):
 
 Each round runs every tool once, in turn, so a change of load hits all of them alike.
 - ``startup`` (once): importing what ``summarize`` imports, no input: the fixed cost.
+- ``--stages N``: N rounds of the reader alone on the synthetic file, stage by stage (CPU
+  seconds of its main functions in one process), this tree and ``--before`` alternating.
 
-Prints a table and writes ``benchmarks/results/kineto.json``.
+Prints a table and writes ``benchmarks/results/kineto.json`` (medians, and every round's
+numbers under ``runs``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,54 @@ FLOOR = ("import gzip, sys, orjson\nraw = open(sys.argv[1], 'rb').read()\n"
 FLOOR_NOGC = "import gc\ngc.disable()\n" + FLOOR
 STARTUP = ("import tracelens.loader, tracelens.analyze.summary, reports.summary, "
            "parsers.kineto.reader")
+# the reader's stages in one process: CPU seconds (getrusage, polars' threads included) of
+# each function, by name where the tree has it (stages nest: "chunk frames" includes the
+# selection, "columns" the chunk decode and frames, "build" the link); printed as JSON
+STAGES = """
+import functools, json, resource, sys
+from pathlib import Path
+import parsers.kineto.reader as r, parsers.kineto.typed as ty
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+acc = {}
+def add(label, t):
+    acc[label] = acc.get(label, 0.0) + cpu() - t
+def wrap(mod, name, label):
+    if not hasattr(mod, name):
+        return
+    f = getattr(mod, name)
+    @functools.wraps(f)
+    def g(*a, **k):
+        t = cpu()
+        try:
+            return f(*a, **k)
+        finally:
+            add(label, t)
+    setattr(mod, name, g)
+class Timed:
+    def __init__(self, dec):
+        self.dec = dec
+    def decode(self, b):
+        t = cpu()
+        try:
+            return self.dec.decode(b)
+        finally:
+            add("chunk decode", t)
+for name in ("_EVENTS", "_QUIET_EVENTS"):
+    if hasattr(ty, name):
+        setattr(ty, name, Timed(getattr(ty, name)))
+for mod, name, label in ((r, "read_maybe_gzip", "read file"), (ty, "decode", "split events"),
+                         (r, "_select_typed", "selection + field lists"),
+                         (r, "_chunk_frame", "chunk frames"), (r, "columns", "columns"),
+                         (r, "link_activity", "link"), (r, "_build", "build")):
+    wrap(mod, name, label)
+t = cpu()
+r.read(Path(sys.argv[1]))
+acc["reader"] = cpu() - t
+acc["peak RSS MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+print(json.dumps(acc))
+"""
 HTA = ("import sys, logging\nlogging.disable(logging.CRITICAL)\n"
        "from hta.trace_analysis import TraceAnalysis\n"
        "ta = TraceAnalysis(trace_dir=sys.argv[1])\n"
@@ -128,11 +179,32 @@ def run(path: Path, hta_python: str | None, repeat: int, before: Path | None = N
                 env = {**os.environ, "PYTHONPATH": str(tree)}
                 runs[name].append(timed(cmd, cwd=Path(d), env=env))
         for name, got in runs.items():
-            best = min(got, key=lambda r: r["wall_s"])
+            best = dict(min(got, key=lambda r: r["wall_s"]))
             for key in ("wall_s", "cpu_s", "rss_mb"):
                 best[key] = statistics.median(r[key] for r in got)
+            best["runs"] = [{k: r[k] for k in ("wall_s", "cpu_s", "rss_mb")} for r in got]
             row[name] = best
     return row
+
+
+def stages(path: Path, rounds: int, before: Path | None) -> dict:
+    """The reader's stage CPU seconds on ``path``, this tree and ``before`` alternating in
+    fresh processes; per tree, every round's numbers and their medians."""
+    trees = {"after": ROOT, **({"before": before} if before else {})}
+    got: dict[str, list[dict]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            res = subprocess.run([sys.executable, "-c", STAGES, str(path)], cwd=tree,
+                                 env={**os.environ, "PYTHONPATH": str(tree)},
+                                 capture_output=True, text=True, check=True)
+            got[name].append(json.loads(res.stdout.strip().splitlines()[-1]))
+    out = {}
+    for name, runs in got.items():
+        out[name] = {"median": {k: round(statistics.median(r[k] for r in runs), 3)
+                                for k in runs[0]}, "runs": runs}
+        print(f"stages ({name}): " + ", ".join(f"{k} {v:.3f}"
+                                                 for k, v in out[name]["median"].items()))
+    return out
 
 
 def main() -> None:
@@ -143,6 +215,8 @@ def main() -> None:
     ap.add_argument("--before", type=Path, default=None,
                     help="a checkout of an earlier commit, run in the same rounds")
     ap.add_argument("--only", default=None, help="only the inputs whose name contains this")
+    ap.add_argument("--stages", type=int, default=0, metavar="N",
+                    help="also N rounds of the reader's stages on the synthetic file")
     args = ap.parse_args()
     hta = args.hta_python if Path(args.hta_python).exists() else None
     inputs = [KINETO / "mi300x_inference" / "xdit_flux1_aiter_sage_rank0.json.gz",
@@ -176,6 +250,9 @@ def main() -> None:
     out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
            "repeat": args.repeat, "before": str(args.before) if args.before else None,
            "startup": start, "rows": rows}
+    if args.stages:
+        out["stages"] = stages(synthetic(KINETO / "a100_nccl_2rank_rank0.json.gz", args.copies),
+                               args.stages, args.before)
     (ROOT / "benchmarks" / "results" / "kineto.json").write_text(json.dumps(out, indent=1)
                                                                  + "\n")
 

@@ -45,9 +45,12 @@ def read_maybe_gzip(path: Path, text: bool = False) -> bytes:
         check_plain(path, path.stat().st_size)
         if text:
             with open(path, "rb") as fh:
-                while chunk := fh.read(CHUNK):
-                    out.write(chunk)
-            raw = out.getvalue()
+                # the first chunk on its own, so that a zero-filled or sparse file is refused
+                # after it; then the whole file in one buffer (no copy through a BytesIO)
+                out.write(fh.read(CHUNK))
+                fh.seek(0)
+                raw = fh.read()
+            out.check(raw)
         else:
             raw = path.read_bytes()
     except OSError as exc:
@@ -66,11 +69,15 @@ class _JsonText(io.BytesIO):
         self.path = path
 
     def write(self, chunk: bytes) -> int:  # type: ignore[override]
-        at = chunk.find(0)
-        if at >= 0:
-            raise TraceInputError(self.path, f"a NUL byte at offset {self.tell() + at:,}: "
-                                  "not JSON text (a zero-filled or sparse file?)")
+        self.check(chunk, self.tell())
         return super().write(chunk)
+
+    def check(self, data: bytes, offset: int = 0) -> None:
+        """Refuse ``data``, found at ``offset`` of the file, if it holds a NUL byte."""
+        at = data.find(0)
+        if at >= 0:
+            raise TraceInputError(self.path, f"a NUL byte at offset {offset + at:,}: "
+                                  "not JSON text (a zero-filled or sparse file?)")
 
 
 def inflate_to(path: Path, dst: BinaryIO) -> int:

@@ -137,6 +137,25 @@ CASES = {
     "args that are not an object": (_job() + [_event(args="x")], "tolerant"),
     "an event that is not an object": (_job() + [3, None, "x"], "tolerant"),
     "an unhashable category": (_job() + [_event(cat=["kernel"])], "typed"),
+    "odd categories and phases": (_job() + [
+        _event(ph="B"), _event(ph="i", cat="gpu_memcpy"), _event(ph="M", cat=None),
+        _event(cat=None), _event(cat=5), _event(ph="f", cat=True), _event(cat=1.0),
+        _event(cat="python_function"), {"ph": "X"}, {"ph": "s", "cat": "kernel"}], "typed"),
+    # the bulk decode's events are a union tagged by ph: a phase outside the Trace Event
+    # Format's, or none, is the tolerant path's to count
+    "a phase that is not a trace phase": (_job() + [_event(ph="Q")], "tolerant"),
+    "an event without a phase": (_job() + [{"cat": "kernel", "name": "k"}], "tolerant"),
+    "a phase that is not a string": (_job() + [_event(ph=1)], "tolerant"),
+    "rare args on other rows": (_job() + [
+        _event(cat="cpu_op", name="record_param_comms", args=None),
+        _event(cat="cpu_op", name="record_param_comms", args={"Collective name": [1]}),
+        _event(name="record_param_comms", args={
+            "device": 0, "stream": 7, "Collective name": "allreduce", "Group size": "8",
+            "Process Group Ranks": "[0, 1]", "Process Group Description": "undefined"}),
+        _event(cat="cpu_op", name="aten::addmm", args={"External id": 3}),
+        _event(cat="cpu_op", name="aten::bmm", args={
+            "Input Dims": [[2, 3, 4], [2, 4, 5]], "Input type": ["c10::BFloat16"] * 2,
+            "Concrete Inputs": ["", ""], "External id": 4})], "typed"),
     "no events": ([], "typed"),
     "launch shapes": (_job() + [
         _event(ts=25.0, args={"device": 0, "stream": 7, "grid": [4, 2, 1], "block": [256, 1, 1],

@@ -11,8 +11,8 @@ into the reader's warnings.
 from __future__ import annotations
 
 from collections import Counter
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from typing import Any, Sequence
 
 import polars as pl
@@ -30,15 +30,48 @@ def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
     """``values`` as ``dtype``; a value of another type null, and counted in ``lost`` under
     ``field`` (only on the rows ``counted`` marks, when given: where the field is used).
     The strict constructor (several times faster) takes the list when every value has an
-    accepted type; otherwise each value is checked."""
-    takes = next(t for d, t in _TAKES if dtype == d)
-    kinds = set(map(type, values))
-    kinds.discard(type(None))
-    if kinds <= set(takes):
-        try:
-            return pl.Series(values, dtype=dtype)
+    accepted type (it refuses any other, but reads a bool as a number: :func:`_bools`);
+    otherwise each value is checked."""
+    return typed_frame([("v", field, values, dtype, counted)], lost).to_series()
+
+
+Column = tuple[str, str, Sequence[Any], pl.DataType, "Sequence[bool] | None"]
+
+
+def typed_frame(columns: Sequence[Column], lost: Counter[str]) -> pl.DataFrame:
+    """:func:`typed_series` of each ``(name, field, values, dtype, counted)``, as one frame:
+    the numeric columns the strict constructor took are looked at for bools in one query
+    (how many rows are 0 or 1 in each), not one per column."""
+    out: dict[str, pl.Series] = {}
+    numeric: list[tuple[str, str, Sequence[Any], pl.DataType, Any]] = []
+    for name, field, values, dtype, counted in columns:
+        if isinstance(values, pl.Series) and values.dtype == dtype:
+            out[name] = values.alias(name)  # built typed (nothing of another type to count)
+            continue
+        try:  # the strict constructor refuses every other type, except a bool as a number
+            out[name] = pl.Series(name, values, dtype=dtype)
         except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
-            pass  # an integer beyond 64 bits
+            # a value of another type, or an integer beyond 64 bits
+            out[name] = _checked(values, dtype, field, lost, counted).alias(name)
+        else:
+            if dtype.is_numeric():
+                numeric.append((name, field, values, dtype, counted))
+    frame = pl.DataFrame(list(out.values()))
+    if numeric:
+        bits = frame.select(((pl.col(c[0]) == 0) | (pl.col(c[0]) == 1)).sum()
+                            for c in numeric).row(0)
+        redo = [_checked(values, dtype, field, lost, counted).alias(name)
+                for (name, field, values, dtype, counted), n in zip(numeric, bits)
+                if n and _bools(values, frame[name], n)]
+        if redo:
+            frame = frame.with_columns(redo)
+    return frame
+
+
+def _checked(values: Sequence[Any], dtype: pl.DataType, field: str, lost: Counter[str],
+             counted: Sequence[bool] | None) -> pl.Series:
+    """Value by value: one of another type null, and counted."""
+    takes = next(t for d, t in _TAKES if dtype == d)
     ok = [v if type(v) in takes and _fits(v, dtype) else None for v in values]
     if counted is None:
         bad = ok.count(None) - list(values).count(None)
@@ -47,6 +80,16 @@ def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
     if bad:
         lost[field] += bad
     return pl.Series(ok, dtype=dtype)
+
+
+def _bools(values: Sequence[Any], got: pl.Series, bits: int) -> bool:
+    """Whether a bool is among ``values``, which a numeric column took as 0 or 1 (``bits``
+    rows are 0 or 1 there): only those rows are looked at, unless they are most rows (a
+    device column: every value is one type, checked in one pass)."""
+    if bits * 4 > len(values):
+        return bool in set(map(type, values))
+    rows = ((got == 0) | (got == 1)).arg_true().to_list()
+    return bool in set(map(type, map(values.__getitem__, rows)))
 
 
 def _fits(v: Any, dtype: pl.DataType) -> bool:
@@ -81,6 +124,61 @@ def selected(events: list[Any], dicts: bool, wanted: frozenset[str],
     _count(pairs, wanted, device_cats, lost)
     keep = frozenset((c, "X") for c in wanted)
     return list(compress(objects, map(keep.__contains__, keys)))
+
+
+def selected_structs(events: list[Any], complete: type | None, phase_of: dict[type, str],
+                     wanted: frozenset[str], device_cats: frozenset[str], lost: Counter[str]
+                     ) -> tuple[list[Any], list[int], pl.Series]:
+    """:func:`selected` for events decoded as a union tagged by ``ph``: the complete ones
+    are of class ``complete``, the others' phase is their class's (``phase_of``). The kept
+    events, their positions in ``events`` and their categories (a String column). Counted
+    and kept by polars from two columns, each event's category and whether it is complete
+    (no (cat, ph) tuple per event); a category that is not a string or null takes
+    :func:`_struct_pairs`. ``complete`` None: the events of other phases read as an unused
+    category (``typed.QuietEvent``: theirs was checked to be one, or absent), so they count
+    for nothing and every event is treated as complete (no pass over their classes)."""
+    cats = list(map(_CAT, events))
+    try:
+        cat = pl.Series(cats, dtype=pl.String)  # strict: refuses any other type
+    except (TypeError, ValueError, pl.exceptions.PolarsError):
+        kept, at, got = _struct_pairs(events, cats, phase_of, wanted, device_cats, lost)
+        return kept, at, pl.Series(got, dtype=pl.String)
+    del cats
+    is_wanted = pl.col("cat").is_in(list(wanted)).fill_null(False)
+    if complete is None:  # no event of another phase counts: only a complete one's null cat
+        frame = cat.to_frame("cat")
+        counts = {"no cat": cat.null_count()}
+        keep = frame.select(is_wanted).to_series()
+    else:
+        done = pl.Series(list(map(is_, map(type, events), repeat(complete))), dtype=pl.Boolean)
+        frame = pl.DataFrame({"cat": cat, "done": done})
+        x = pl.col("done")
+        counts = frame.select(
+            (pl.col("cat").is_null() & x).sum().alias("no cat"),
+            (is_wanted & ~x).sum().alias("ph"),
+            (pl.col("cat").is_in(list(device_cats)).fill_null(False) & ~x).sum()
+            .alias("ph(device)")).row(0, named=True)
+        keep = frame.select(is_wanted & x).to_series()
+    for k, n in counts.items():
+        if n:
+            lost[k] += n
+    at = keep.arg_true().to_list()
+    return list(map(events.__getitem__, at)), at, cat.filter(keep)
+
+
+def _struct_pairs(events: list[Any], cats: list[Any], phase_of: dict[type, str],
+                  wanted: frozenset[str], device_cats: frozenset[str], lost: Counter[str]
+                  ) -> tuple[list[Any], list[int], list[Any]]:
+    """:func:`selected_structs` for a chunk with a category that is not a string: from the
+    (cat, ph) pairs, as :func:`selected` counts them."""
+    phs = list(map(phase_of.__getitem__, map(type, events)))
+    keys = list(zip(cats, phs))
+    try:
+        _count(Counter(keys), wanted, device_cats, lost)
+    except TypeError:  # an unhashable cat
+        _odd_pairs(events, cats, phs, wanted, device_cats, lost)
+    at = [i for i, (c, p) in enumerate(keys) if p == "X" and type(c) is str and c in wanted]
+    return [events[i] for i in at], at, [cats[i] for i in at]
 
 
 def _count(pairs: Counter[tuple[Any, Any]], wanted: frozenset[str],

@@ -50,6 +50,16 @@ def _collective_type(name: pl.Expr) -> pl.Expr:
     return norm.replace_strict(_COLLECTIVE_TYPES, default=None, return_dtype=pl.String)
 
 
+def _first_by_key(rows: pl.LazyFrame, key: str, cols: list[str]) -> pl.DataFrame:
+    """``key`` and ``cols`` of the earliest row (by ``start_ns``, then ``_row``) of each
+    ``key``, in no particular order (for a join). Ids are unique in a well-formed trace:
+    then every row is its key's only one, and nothing is sorted."""
+    got = rows.select(key, *cols, *{"start_ns", "_row"} - {*cols}).collect()
+    if got[key].is_duplicated().any():
+        got = got.sort("start_ns", "_row").unique(key, keep="first", maintain_order=True)
+    return got.select(key, *cols)
+
+
 def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame:
     """Per ``ev`` row (in order): the latest op of ``ops`` on the launching thread that
     started at or before the launch and is still open at it; columns prefixed ``prefix``."""
@@ -108,29 +118,29 @@ def _cost_note() -> pl.Expr:
             .otherwise(pl.lit(NO_FLOPS["no_rule"])))
 
 
-def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
+def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
                   shapes: dict[int, tuple[Any, Any, Any]]
                   ) -> tuple[pl.DataFrame, pl.DataFrame, list[Notice], dict[str, Any], OpShapes]:
     """EVENT_SCHEMA columns for the device activity, their launches, warnings and counts, and
-    the shapes of the costed ops that launched kernels (the core costs those kernels)."""
+    the shapes of the costed ops that launched kernels (the core costs those kernels).
+    ``comm``: the collective args of the host ``record_param_comms`` rows, by ``_row``."""
     warn: list[Notice] = []
     # lazy (``hst``): only the columns each result uses are filtered and sorted (memory)
-    api = (hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
-                      & pl.col("correlation").is_not_null())
-           .sort("start_ns", "_row").unique("correlation", keep="first", maintain_order=True)
-           .select("correlation", l_pid="pid", l_tid="tid", l_ts="start_ns",
-                   l_ext="External id", launch="name").collect())
+    api = _first_by_key(hst.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver", "Runtime"])
+                                   & pl.col("correlation").is_not_null()),
+                        "correlation", ["pid", "tid", "start_ns", "External id", "name"]
+                        ).rename({"pid": "l_pid", "tid": "l_tid", "start_ns": "l_ts",
+                                  "External id": "l_ext", "name": "launch"})
     ev = dev.sort("device", "start_ns", "_row").with_row_index("_i").join(
         api, on="correlation", how="left", maintain_order="left")
-    unlinked = ev.filter(pl.col("l_ts").is_null()).height
+    unlinked = ev["l_ts"].null_count()
     if unlinked:
         warn.append(Notice.of("kineto.unlinked", "{n} of {total} device activities have no "
                               "runtime call with their correlation id: no op, shapes or "
                               "collective arguments for them", n=unlinked, total=ev.height))
     ops = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator"]))
-    by_ext = (ops.filter(pl.col("External id").is_not_null()).sort("start_ns", "_row")
-              .unique("External id", keep="first", maintain_order=True)
-              .select(_ext="External id", _op="name").collect())
+    by_ext = _first_by_key(ops.filter(pl.col("External id").is_not_null()), "External id",
+                           ["name"]).rename({"External id": "_ext", "name": "_op"})
     ev = ev.with_columns(_ext=pl.coalesce("External id", "l_ext")).join(
         by_ext, on="_ext", how="left", maintain_order="left")
 
@@ -149,13 +159,17 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
     )
 
     comms = ops.filter(pl.col("name") == "record_param_comms").select(
+        "pid", "tid", "start_ns", "end_ns", "_row").join(
+        comm.lazy(), on="_row", how="left", maintain_order="left").select(
         "pid", "tid", "start_ns", "end_ns", coll="Collective name", inn="In msg nelems",
         out="Out msg nelems", gs="Group size", cdt=pl.col("dtype").str.to_lowercase(),
         pgr="Process Group Ranks",
         pgn=pl.coalesce(pl.col("Process Group Description").replace(["", "undefined"], None),
                         pl.col("Process Group Name"))).collect()
     ev = ev.hstack(_enclosing(ev, comms, "p_"))
-    is_coll = is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL)
+    # the kernel-name regex once, not in each of the ten expressions that read it
+    ev = ev.with_columns(_coll=is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL))
+    is_coll = pl.col("_coll")
     size = pl.col("p_cdt").replace_strict({k: v[0] for k, v in _COMM_DTYPES.items()},
                                           default=None, return_dtype=pl.Int64)
     ev = ev.with_columns(
@@ -175,9 +189,9 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame,
         bytes=pl.when(pl.col("kind") != "kernel").then(pl.col("bytes").cast(pl.Float64)),
         correlation_id="correlation",
     )
-    n_coll = ev.filter(is_coll).height
-    typed = ev.filter(is_coll & pl.col("subcategory").is_not_null()).height
-    sized = ev.filter(is_coll & pl.col("msg_bytes").is_not_null()).height
+    n_coll, typed, sized = ev.select(
+        n=is_coll.sum(), typed=(is_coll & pl.col("subcategory").is_not_null()).sum(),
+        sized=(is_coll & pl.col("msg_bytes").is_not_null()).sum()).row(0)
     if n_coll and typed < n_coll:
         warn.append(Notice.of("kineto.untyped_collectives", "{n} of {total} collective kernels "
                               "have no record_param_comms op around their launch (or an "
@@ -216,9 +230,11 @@ def steps_frame(hst: pl.LazyFrame, events: pl.DataFrame, launches: pl.DataFrame
     2. each CUDA/HIP graph replay with device activity (``graph-replay``).
 
     Only the sources the trace has are given; none: no steps ("none")."""
+    # the annotations first (a few rows), then the regex on their names only: in one
+    # filter it would run on every host row's name
     marks = hst.filter(pl.col("cat").is_in(["user_annotation", "gpu_user_annotation"])
-                       & pl.col("name").str.contains(_STEP)).with_columns(
-        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32)).collect()
+                       ).collect().filter(pl.col("name").str.contains(_STEP)).with_columns(
+        step=pl.col("name").str.extract(_STEP, 1).cast(pl.Int32))
     gpu = marks.filter(pl.col("cat") == "gpu_user_annotation").group_by("step").agg(
         pl.col("start_ns").min(), pl.col("end_ns").max()).with_columns(
         source=pl.lit("annotation:gpu"))

@@ -1,11 +1,11 @@
 """Reader for PyTorch profiler (Kineto) JSON: one rank's ``*.pt.trace.json[.gz]``.
 
-The document is decoded once, by msgspec into typed events that hold only the fields read
-(:mod:`parsers.kineto.typed`); a document that does not fit that schema is parsed by orjson
-instead (the tolerant path: same frames, same warnings). Only the complete (``ph: X``)
-events of the categories used here are kept, and each field becomes a column with one C-level
-pass (no per-event Python beyond selecting the events). What each category gives
-(docs/kineto.md):
+msgspec splits the document into each event's raw JSON and decodes the events chunk by chunk
+into typed structs that hold only the fields read (:mod:`parsers.kineto.typed`); a document
+that does not fit that schema is parsed by orjson instead (the tolerant path: same frames,
+same warnings). Only the complete (``ph: X``) events of the categories used here are kept,
+as device rows and host rows apart, and their fields become columns with C-level passes (no
+per-event Python code). What each category gives (docs/kineto.md):
 
 - ``kernel``, ``gpu_memcpy``, ``gpu_memset``: device activity; device ``args.device``, stream
   ``args.stream``, ``args.correlation`` (the launching runtime call's id), copy ``bytes``;
@@ -55,6 +55,7 @@ HOST_CATS = {"cpu_op": "cpu_op", "Operator": "cpu_op", "cuda_runtime": "api",
              "cuda_driver": "api", "Runtime": "api", "user_annotation": "annotation",
              "gpu_user_annotation": "gpu_annotation"}
 _WANTED = frozenset(DEVICE_CATS) | frozenset(HOST_CATS)
+CATEGORY = pl.Enum(sorted(_WANTED))  # the frames' cat column: kept events' categories
 _BASE = ("cat", "name", "pid", "tid", "ts", "dur")
 _BASE_TYPES = (pl.String, pl.String, pl.Int64, pl.Int64, pl.Float64, pl.Float64)
 _ARGS_INT = ("device", "stream", "correlation", "External id", "bytes")
@@ -65,8 +66,11 @@ _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype", "Process Group Name", "Process Group Description")
 _PG_RANKS = "Process Group Ranks"  # a list, or its text "[0, 1]" (as PyTorch writes it)
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
-Getter = Callable[[int, str], Any]  # (kept row, args key) -> the value
-Selector = Callable[[list[Any], Counter[str]], tuple[list[list[Any]], list[int], Getter]]
+COMM_SCHEMA = {"_row": pl.Int64, **{k: pl.Int64 for k in _COMM_INT},
+               **{k: pl.String for k in (*_COMM_STR, _PG_RANKS)}}
+# (kept rows, args keys) -> per key, the rows' values: the args read on a few rows only
+Rare = Callable[[list[int], tuple[str, ...]], list[list[Any]]]
+Selector = Callable[[Any, Counter[str]], tuple[list[list[Any]], list[int], Rare]]
 _DEVICE = frozenset(DEVICE_CATS)
 
 
@@ -138,59 +142,94 @@ def _dims(v: Any) -> str | None:
     return ",".join(map(str, v)) if type(v) is list and v and all(map(_ok, v)) else None
 
 
-def _launch(n: int, rows: list[int], grid: list[Any], block: list[Any], regs: list[Any],
-            shared: list[Any]) -> list[pl.Series]:
-    """The ``_shape`` text column and ``_bad_shape`` (the row had a launch-shape arg that
-    was not of its type: left out of the text, counted by :func:`_build`) of ``n`` rows, from
-    the launch-shape args of the device-activity ``rows`` (the only rows they are read on).
-    Kernels repeat a few shapes: each distinct one (by ``repr``, which tells ``1`` from
-    ``True`` and ``1.0``) is checked once."""
-    shape = pl.repeat(None, n, dtype=pl.String, eager=True).alias("_shape")
-    bad = pl.repeat(False, n, dtype=pl.Boolean, eager=True).alias("_bad_shape")
-    if not rows:
-        return [shape, bad]
-    quads = list(zip(grid, block, regs, shared))
-    try:
-        keys: Any = list(map(repr, quads))
-    except (ValueError, RecursionError):  # an integer too long to print, or a value
-        # nested about as deep as the decoder allows: every row on its own
-        keys = range(len(quads))
-    first = dict(zip(keys, quads))
-    at = dict(zip(first, range(len(first))))
-    parts = [[f(q[j]) for q in first.values()]
-             for j, f in enumerate((_dims, _dims, _int, _int))]
-    flags = [any(v is not None and p is None for v, p in zip(q, got))
-             for q, got in zip(first.values(), zip(*parts))]
-    df = pl.DataFrame({"g": pl.Series(parts[0], dtype=pl.String),
-                       "b": pl.Series(parts[1], dtype=pl.String),
-                       "r": pl.Series(parts[2], dtype=pl.Int64),
-                       "s": pl.Series(parts[3], dtype=pl.Int64),
-                       "bad": pl.Series(flags, dtype=pl.Boolean)})
-    df = df.select(launch_text(*map(pl.col, "gbrs")), "bad")[list(map(at.__getitem__, keys))]
-    return [shape.scatter(rows, df.to_series(0)), bad.scatter(rows, df["bad"])]
+class Launches:
+    """The launch shapes of a file's device-activity rows, read chunk by chunk (the only rows
+    they are read on): :meth:`codes` gives each row the number of its distinct shape (by its
+    JSON text, which tells ``1`` from ``true`` and ``1.0``; kernels repeat a few shapes), and
+    :meth:`columns` checks each distinct one once, at the end: the ``_shape`` text and
+    ``_bad_shape`` (the row had a launch-shape arg that was not of its type: left out of the
+    text, counted by :func:`_build`)."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.quads: list[Any] = []
+
+    def codes(self, grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any],
+              first_row: int = 0) -> pl.Series:
+        """Each row's shape number (``first_row``: the first row's number in the file)."""
+        quads = list(zip(grid, block, regs, shared))
+        try:
+            keys: list[Any] = list(map(msgspec.json.encode, quads))
+        except (ValueError, RecursionError, TypeError, OverflowError, msgspec.EncodeError):
+            # a value nested about as deep as the decoder allows: every row on its own
+            keys = list(range(first_row, first_row + len(quads)))
+        for key, quad in dict(zip(keys, quads)).items():
+            if key not in self.index:
+                self.index[key] = len(self.index)
+                self.quads.append(quad)
+        return pl.Series("_launch", list(map(self.index.__getitem__, keys)), dtype=pl.UInt32)
+
+    def columns(self, codes: pl.Series) -> list[pl.Series]:
+        """``_shape`` and ``_bad_shape`` of the rows ``codes`` numbers."""
+        quads = self.quads
+        parts = [[f(q[j]) for q in quads] for j, f in enumerate((_dims, _dims, _int, _int))]
+        flags = [any(v is not None and p is None for v, p in zip(q, got))
+                 for q, got in zip(quads, zip(*parts))]
+        df = pl.DataFrame({"g": pl.Series(parts[0], dtype=pl.String),
+                           "b": pl.Series(parts[1], dtype=pl.String),
+                           "r": pl.Series(parts[2], dtype=pl.Int64),
+                           "s": pl.Series(parts[3], dtype=pl.Int64),
+                           "bad": pl.Series(flags, dtype=pl.Boolean)})
+        df = df.select(_shape=launch_text(*map(pl.col, "gbrs")), _bad_shape="bad")[codes]
+        return [df["_shape"], df["_bad_shape"]]
 
 
-def _device_rows(cats: list[Any]) -> list[int]:
+def _launch(grid: list[Any], block: list[Any], regs: list[Any], shared: list[Any]
+            ) -> list[pl.Series]:
+    """:class:`Launches` of one batch of rows: their ``_shape`` and ``_bad_shape``."""
+    shapes = Launches()
+    return shapes.columns(shapes.codes(grid, block, regs, shared))
+
+
+def _device_rows(cats: list[Any] | pl.Series) -> list[int]:
+    if isinstance(cats, pl.Series):
+        return cats.is_in(list(_DEVICE)).fill_null(False).arg_true().to_list()
     return list(compress(range(len(cats)), map(_DEVICE.__contains__, cats)))
 
 
-def _select_typed(evs: list[Any], lost: Counter[str]
-                  ) -> tuple[list[list[Any]], list[int], Getter]:
-    sel = checks.selected(evs, False, _WANTED, _DEVICE, lost)
-    base = [list(map(attrgetter(k), sel)) for k in _BASE]
-    args = [typed.EMPTY if a is None else a for a in map(attrgetter("args"), sel)]
-    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_ALL]
-    rows = _device_rows(base[0])
-    dev = [args[i] for i in rows]
-    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), dev)) for k in _ARGS_DEV + _LAUNCH]
+astuple = msgspec.structs.astuple
+# where each args column is in an Args tuple (astuple)
+_ARG_AT = {k: typed.Args.__struct_fields__.index(a) for k, a in typed.ARG_ATTRS.items()}
+_NARGS = len(typed.Args.__struct_fields__)
 
-    def get(i: int, key: str) -> Any:
-        return typed.lazy(getattr(args[i], typed.ARG_ATTRS[key]))
-    return base, rows, get
+
+def _select_typed(chunk: typed.Chunk, lost: Counter[str]) -> tuple[list[list[Any]], list[int],
+                                                                  Rare]:
+    evs, raws, quiet = chunk
+    sel, at, cats = checks.selected_structs(evs, None if quiet else typed.Complete,
+                                            typed.PHASE_OF, _WANTED, _DEVICE, lost)
+    # every field of every kept event in one pass (slots read directly, no attribute
+    # lookups), then transposed: cat, name, pid, tid, ts, dur, args
+    fields = list(zip(*map(astuple, sel))) if sel else [()] * 7
+    base: list[Any] = [cats, *fields[1:6]]
+    args = fields[6]
+    del fields
+    if type(None) in set(map(type, args)):  # a written "args": null
+        args = [typed.EMPTY if a is None else a for a in args]
+    base += [list(map(attrgetter(typed.ARG_ATTRS[k]), args)) for k in _ARGS_ALL]
+    cats = cats.cast(CATEGORY)
+    base[0] = cats
+    rows = _device_rows(cats)
+    dev = list(zip(*map(astuple, map(args.__getitem__, rows)))) if rows else [()] * _NARGS
+    base += [dev[_ARG_AT[k]] for k in _ARGS_DEV + _LAUNCH]
+
+    def rare(kept: list[int], keys: tuple[str, ...]) -> list[list[Any]]:
+        return typed.rare(list(map(raws.__getitem__, map(at.__getitem__, kept))), keys)
+    return base, rows, rare
 
 
 def _select_dicts(evs: list[Any], lost: Counter[str]
-                  ) -> tuple[list[list[Any]], list[int], Getter]:
+                  ) -> tuple[list[list[Any]], list[int], Rare]:
     sel = checks.selected(evs, True, _WANTED, _DEVICE, lost)
     base = [[e.get(k) for e in sel] for k in _BASE]  # per key: the fastest pure-Python form
     args = [a if type(a) is dict else {} for a in (e.get("args") for e in sel)]
@@ -198,52 +237,70 @@ def _select_dicts(evs: list[Any], lost: Counter[str]
     rows = _device_rows(base[0])
     base += [[args[i].get(k) for i in rows] for k in _ARGS_DEV + _LAUNCH]
 
-    def get(i: int, key: str) -> Any:
-        return args[i].get(key)
-    return base, rows, get
+    def rare(kept: list[int], keys: tuple[str, ...]) -> list[list[Any]]:
+        return [[args[i].get(k) for i in kept] for k in keys]
+    return base, rows, rare
 
 
 def _field(key: str) -> str:
     return key if key in _BASE else f"args.{key}"
 
 
-def _chunk_frame(evs: list[Any], select: Selector, lost: Counter[str]
-                 ) -> tuple[pl.DataFrame, dict[int, tuple[Any, Any, Any]]]:
-    base, dev_rows, get = select(evs, lost)
+def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int,
+                 launches: Launches) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame,
+                                              dict[int, tuple[Any, Any, Any]]]:
+    """One chunk's device-activity rows and host rows, apart (every later step reads one
+    side or the other: no filter of the whole), ``_row`` numbering them from ``first_row``
+    in the file's order; the collective args of its host ``record_param_comms`` rows by
+    ``_row`` (a few rows: not eleven columns of nulls on every host row), and the shapes
+    of its costed ops by ``_row``."""
+    base, dev_rows, rare = select(evs, lost)
     height, n = len(base[0]), len(_BASE) + len(_ARGS_ALL)
     # the args read as columns are used on device activity: counted there (ROCm's runtime
     # calls write ``stream: "0x0"`` and ``bytes: "256"``, which nothing reads); device,
-    # stream and bytes are only taken there (null on the host side, where nothing reads them)
+    # stream and bytes are only taken there
     device = [False] * height
     for i in dev_rows:
         device[i] = True
-    cols = {k: checks.typed_series(v, t, _field(k), lost, None if k in _BASE else device)
-            for k, v, t in zip(_BASE + _ARGS_ALL, base[:n],
-                               _BASE_TYPES + (pl.Int64,) * len(_ARGS_ALL))}
-    for k, v in zip(_ARGS_DEV, base[n:]):
-        cols[k] = pl.repeat(None, height, dtype=pl.Int64, eager=True)
-        if dev_rows:
-            cols[k] = cols[k].scatter(dev_rows, checks.typed_series(v, pl.Int64, _field(k),
-                                                                    lost))
-    df = pl.DataFrame([cols[k].alias(k) for k in _BASE + _ARGS_INT])
-    del cols
-    df = df.with_columns(_launch(height, dev_rows, *base[n + len(_ARGS_DEV):]))
-    del base
+    # the kept categories are used ones: an Enum of them (every later filter by category
+    # compares small integers, not strings)
+    cat = base[0] if isinstance(base[0], pl.Series) else pl.Series(base[0], dtype=pl.String)
+    df = checks.typed_frame([(k, _field(k), v, t, None if k in _BASE else device)
+                             for k, v, t in zip(_BASE[1:] + _ARGS_ALL, base[1:n],
+                                                _BASE_TYPES[1:] + (pl.Int64,) * len(_ARGS_ALL))],
+                            lost).insert_column(0, cat.cast(CATEGORY).alias("cat"))
+    df = df.with_columns(_row=pl.int_range(first_row, first_row + height, dtype=pl.Int64))
+    on_device = pl.Series(device, dtype=pl.Boolean)
+    dev = df.filter(on_device)
+    dev = dev.hstack(checks.typed_frame([(k, _field(k), v, pl.Int64, None) for k, v in
+                                         zip(_ARGS_DEV, base[n:])], lost).hstack(
+        [launches.codes(*base[n + len(_ARGS_DEV):], first_row=first_row)]))
+    host = df.filter(~on_device)
+    del base, df
 
-    def rows(cond: pl.Expr) -> list[int]:
-        return df.select(pl.arg_where(cond)).to_series().to_list()
-    comm = rows(pl.col("name") == "record_param_comms")
-    df = df.with_columns(**{k: pl.lit(None, pl.Int64 if k in _COMM_INT else pl.String)
-                            for k in (*_COMM_INT, *_COMM_STR, _PG_RANKS)})
-    if comm:
-        df = df.with_columns(df[k].scatter(comm, checks.typed_series(
-            [get(i, k) for i in comm], df[k].dtype, _field(k), lost))
-            for k in _COMM_INT + _COMM_STR)
-        df = df.with_columns(df[_PG_RANKS].scatter(comm, pl.Series(
-            [_ranks_text(get(i, _PG_RANKS)) for i in comm], dtype=pl.String)))
-    shapes = {i: tuple(get(i, k) for k in SHAPE_KEYS)
-              for i in rows(pl.col("name").is_in(list(COSTED_ATEN_OPS)))}
-    return df, shapes
+    def rows(side: pl.DataFrame, cond: pl.Expr) -> list[int]:
+        return side.select(pl.arg_where(cond)).to_series().to_list()
+
+    def local(side: pl.DataFrame, at: list[int]) -> list[int]:
+        return side["_row"].gather(at).__sub__(first_row).to_list()
+    is_comm = pl.col("name") == "record_param_comms"
+    comm = pl.DataFrame(schema=COMM_SCHEMA)
+    # a device row named record_param_comms: its collective args are counted, not kept
+    for side in (dev, host):
+        at = rows(side, is_comm)
+        if not at:
+            continue
+        *got, ranks = rare(local(side, at), (*_COMM_INT, *_COMM_STR, _PG_RANKS))
+        cols = checks.typed_frame([(k, _field(k), v, pl.Int64 if k in _COMM_INT else pl.String,
+                                    None) for k, v in zip(_COMM_INT + _COMM_STR, got)], lost)
+        if side is host:
+            comm = cols.with_columns(side["_row"].gather(at), pl.Series(
+                _PG_RANKS, list(map(_ranks_text, ranks)), dtype=pl.String)).select(
+                list(COMM_SCHEMA))
+    costed = rows(host, pl.col("name").is_in(list(COSTED_ATEN_OPS)))
+    shapes = dict(zip(host["_row"].gather(costed).to_list(),
+                      zip(*rare(local(host, costed), SHAPE_KEYS)))) if costed else {}
+    return dev, host, comm, shapes
 
 
 def _ranks_text(value: Any) -> str | None:
@@ -262,22 +319,29 @@ def _ranks_text(value: Any) -> str | None:
     return None
 
 
-def columns(chunks: Iterable[list[Any]], select: Selector) -> list[Any]:
-    """One row per complete event of a wanted category (``_row`` numbers them), the args
-    used as columns (the collective arguments only on ``record_param_comms`` rows); and the
-    shapes (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the rows whose name is
-    a costed op (``tracelens.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see :func:`_build`).
+def columns(chunks: Iterable[Any], select: Selector) -> list[Any]:
+    """The device-activity rows and the host rows of the complete events of a wanted
+    category (``_row`` numbers them in the file's order), the args used as columns (device,
+    stream, bytes and the launch shape on the device side); the collective arguments of the
+    host side's ``record_param_comms`` rows (:data:`COMM_SCHEMA`, by ``_row``); the shapes
+    (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the host rows whose name is a
+    costed op (``tracelens.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see
+    :func:`_build`).
     Chunk by chunk, so only one chunk's events need to exist as Python objects at a time.
     Last, what was skipped or read as unknown, by field (:mod:`parsers.kineto.checks`)."""
-    frames, shapes, n = [], {}, 0
+    devs, hosts, comms, shapes, n = [], [], [], {}, 0
     lost: Counter[str] = Counter()
+    launches = Launches()
     for evs in chunks:
-        df, got = _chunk_frame(evs, select, lost)
-        shapes.update((n + i, v) for i, v in got.items())
-        n += df.height
-        frames.append(df)
-    df = frames[0] if len(frames) == 1 else pl.concat(frames)
-    return [df.with_columns(_row=pl.int_range(df.height, dtype=pl.Int64)), shapes, lost]
+        dev, host, comm, got = _chunk_frame(evs, select, lost, n, launches)
+        shapes.update(got)
+        n += dev.height + host.height
+        devs.append(dev)
+        hosts.append(host)
+        comms.append(comm)
+    dev = pl.concat(devs)
+    dev = dev.with_columns(launches.columns(dev["_launch"])).drop("_launch")
+    return [dev, pl.concat(hosts), pl.concat(comms), shapes, lost]
 
 
 @contextmanager
@@ -320,8 +384,21 @@ def read(path: Path) -> Trace:
                               ) from None
 
 
+def _drop(dev: pl.DataFrame, hst: pl.DataFrame, keep: pl.Expr
+          ) -> tuple[pl.DataFrame, pl.DataFrame, tuple[int, int]]:
+    """Both sides without the rows ``keep`` rejects, and how many those were (all, device);
+    a side whose rows are all kept is not copied."""
+    out, dropped = [], []
+    for side in (dev, hst):
+        mask = side.select(keep).to_series()
+        dropped.append(side.height - mask.sum())
+        out.append(side.filter(mask) if dropped[-1] else side)
+    return out[0], out[1], (dropped[0] + dropped[1], dropped[0])
+
+
 _SAME = ("kind", "name", "device", "stream", "start_ns", "end_ns", "correlation",
          "External id", "bytes", "_shape")
+_SAME_TIME = ("device", "stream", "start_ns", "end_ns")
 
 
 def _usable(path: Path, dev: pl.DataFrame, meta: TraceMeta) -> pl.DataFrame:
@@ -335,6 +412,10 @@ def _usable(path: Path, dev: pl.DataFrame, meta: TraceMeta) -> pl.DataFrame:
                             "a usable device or stream (args.device/pid, args.stream/tid not "
                             "integers)", file=path.name, n=unplaced))
         dev = dev.filter(placed)
+    # a copy agrees on every field, so on these four first: when no two rows do, none is
+    # a copy and the rows are not compared as a whole (names included)
+    if dev.select(pl.struct(*_SAME_TIME).is_unique().all()).item():
+        return dev
     once = dev.unique(subset=list(_SAME), keep="first", maintain_order=True)
     if once.height != dev.height:
         meta.warn(Notice.of("kineto.recorded_twice", "{file}: skipped {n} device activities "
@@ -344,48 +425,44 @@ def _usable(path: Path, dev: pl.DataFrame, meta: TraceMeta) -> pl.DataFrame:
 
 
 def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
-    """The Trace from :func:`columns`' frame and shapes, given in a list that this empties,
-    so that no caller keeps the frame alive while its filtered copies are built."""
-    df, shapes, lost = cols
+    """The Trace from :func:`columns`' frames and shapes, given in a list that this empties,
+    so that no caller keeps the frames alive while their filtered copies are built."""
+    dev, hst, comm, shapes, lost = cols
     cols.clear()
     meta = TraceMeta(sources=[{"path": str(path), "format": FORMAT}])
     for w in checks.warnings(path.name, lost):
         meta.warn(w)
-    device_seen = df.filter(pl.col("cat").is_in(list(DEVICE_CATS))).height + lost["ph(device)"]
+    device_seen = dev.height + lost["ph(device)"]
     if header.get(NOT_JSON):
         meta.warn(Notice.of("kineto.not_json", "{file}: {n} NaN/Infinity values, which JSON does "
                             "not allow (Python's json module writes them), read as unknown",
                             file=path.name, n=header[NOT_JSON]))
     # finite, non-negative durations, and times below 2^53 µs (beyond, a float has no µs)
     limit = float(1 << 53)
-    timed = ((df["ts"].abs() < limit) & (df["dur"] >= 0) & (df["dur"] < limit)).fill_null(False)
-    untimed = df.filter(~timed)
-    if untimed.height:
+    timed = ((pl.col("ts").abs() < limit) & (pl.col("dur") >= 0) & (pl.col("dur") < limit)
+             ).fill_null(False)
+    dev, hst, untimed = _drop(dev, hst, timed)
+    if untimed[0]:
         meta.warn(Notice.of("kineto.untimed", "{file}: skipped {n} events without a valid "
                             "ts/dur ({device} of them device activity)", file=path.name,
-                            n=untimed.height, device=untimed.filter(
-                                pl.col("cat").is_in(list(DEVICE_CATS))).height))
-    del untimed
-    df = df.filter(timed)
-    unnamed = df["name"].is_null()
-    if unnamed.any():  # a name is what every analysis groups by: unknown, so not used
-        lost = df.filter(unnamed)
+                            n=untimed[0], device=untimed[1]))
+    # a name is what every analysis groups by: unknown, so not used
+    dev, hst, unnamed = _drop(dev, hst, pl.col("name").is_not_null())
+    if unnamed[0]:
         meta.warn(Notice.of("kineto.unnamed", "{file}: skipped {n} events without a name "
-                            "({device} of them device activity)", file=path.name, n=lost.height,
-                            device=lost.filter(pl.col("cat").is_in(list(DEVICE_CATS))).height))
-        df = df.filter(~unnamed)
-        del lost
-    df = df.with_columns(start_ns=to_ns(df["ts"]))
-    df = df.with_columns(end_ns=pl.col("start_ns") + to_ns(df["dur"]))
+                            "({device} of them device activity)", file=path.name, n=unnamed[0],
+                            device=unnamed[1]))
+    dev, hst = (side.with_columns(start_ns=to_ns(side["ts"])) for side in (dev, hst))
+    dev, hst = (side.with_columns(end_ns=pl.col("start_ns") + to_ns(side["dur"]))
+                for side in (dev, hst))
     exact = "baseTimeNanoseconds" in header
     dist = header.get("distributedInfo")
     dist = dist if isinstance(dist, dict) else {}
     rank_id = dist.get("rank") if isinstance(dist.get("rank"), int) else None
     host = f"rank{rank_id}" if rank_id is not None else host_from_file_name(path.name)
 
-    dev = df.filter(pl.col("cat").is_in(list(DEVICE_CATS)))
     # lazy: each use filters and keeps only the columns it needs (the host side is most rows)
-    hst = df.lazy().filter(pl.col("cat").is_in(list(HOST_CATS)))
+    hst = hst.lazy()
     no_device = dev["device"].null_count()
     if no_device:
         meta.warn(Notice.of("kineto.pid_as_device", "{file}: {n} device activities without "
@@ -401,7 +478,7 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
                             "arg (grid, block, registers per thread, shared memory) that is not "
                             "an integer (list of them): left out of launch, unknown",
                             file=path.name, n=bad_shape))
-    events, launches, link_warn, extra, op_shapes = link_activity(dev, hst, shapes)
+    events, launches, link_warn, extra, op_shapes = link_activity(dev, hst, comm, shapes)
     for w in link_warn:
         meta.warn(w.about(path.name))
     op_shapes.notes_at = len(meta.notices)  # the shape costs' note follows these
