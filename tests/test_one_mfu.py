@@ -89,3 +89,27 @@ def test_per_step_mfu_without_clipping_equals_clipping() -> None:
         model = model_kernels(ev)
         assert_frame_equal(mfu(ev, specs, t.steps, model, inside=True),
                            mfu(ev, specs, t.steps, model))
+
+
+def test_per_step_mfu_without_clipping_ignores_a_stale_step_column() -> None:
+    """A ``--time`` filter cuts activities after their steps were assigned: a kernel that
+    started in step 0 and is cut to start inside step 1 still says step 0. The per-step MFU
+    without clipping finds each kernel's window itself, as clipping does."""
+    from polars.testing import assert_frame_equal
+
+    from tracelens.analyze.roofline import mfu, spec_frame
+    from tracelens.analyze.timeline import device_axis, step_rows
+    from tracelens.model import EVENT_SCHEMA, STEP_SCHEMA, conform
+
+    ev = conform(pl.DataFrame({
+        "host": ["h"] * 3, "rank": [0] * 3, "device": [0] * 3, "stream": [1] * 3,
+        "kind": ["kernel"] * 3, "name": ["Cijk_a", "Cijk_b", "Cijk_c"],
+        "category": ["gemm"] * 3, "start_ns": [110, 140, 300], "end_ns": [130, 160, 320],
+        "flops": [1e6, 2e6, 4e6], "dtype": ["bf16"] * 3, "step": [0, 1, None]}), EVENT_SCHEMA)
+    steps = conform(pl.DataFrame({"rank": [0], "step": [1], "start_ns": [110],
+                                  "end_ns": [200], "source": ["step_num"]}), STEP_SCHEMA)
+    assert step_rows(ev, steps, device_axis(ev)) is not None
+    specs = spec_frame({("h", 0, 0): None})
+    fast = mfu(ev, specs, steps, inside=True)
+    assert_frame_equal(fast, mfu(ev, specs, steps))
+    assert fast["model_flops"].to_list() == [3e6]

@@ -253,7 +253,7 @@ def _breakdown_by_prefix(parts: pl.DataFrame, events: pl.DataFrame,
     pieces of one part are disjoint and in start order, so their time inside a window is
     F(end) - F(start), F(t) = their time before t (one binary search per window bound).
     None (the caller clips) when a device's pieces overlap or are out of order, a key is null,
-    or the step windows of a rank overlap."""
+    a window ends before it starts, or the step windows of a rank overlap."""
     from tracelens.analyze.timeline import _disjoint
 
     keys = DEVICE_KEYS if steps is None else [*DEVICE_KEYS, "step"]
@@ -278,8 +278,8 @@ def _breakdown_by_prefix(parts: pl.DataFrame, events: pl.DataFrame,
     win = devs.with_row_index("_d").join(win, on="rank" if steps is not None else DEVICE_KEYS,
                                          how="inner").sort("_d", "_a")
     if win.is_empty() or win.select(pl.any_horizontal(pl.col("_a", "_b").is_null().any())
-                                    ).item():
-        return None
+                                    | (pl.col("_a") > pl.col("_b")).any()).item():
+        return None  # (a window ending before it starts: clipping says what that means)
     names = list(IDLE_PARTS)
     part = parts["part"].cast(PartDtype).to_physical().cast(pl.Int64).to_numpy()
     lo, hi = int(win["_a"].min()), int(win["_b"].max())  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ import polars as pl
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.hardware import DTYPES, GpuSpec, spec_for_device
 from tracelens.model import COMPUTE_CATEGORIES, Text
+from tracelens.prepare import assign_steps
 
 MODEL_CATEGORIES = ("gemm", "attention", "convolution")
 _DUR = pl.col("end_ns") - pl.col("start_ns")
@@ -227,9 +228,8 @@ def roofline_bounds(agg: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
 
 def model_kernels(events: pl.DataFrame) -> pl.DataFrame:
     """The model kernels (``MODEL_CATEGORIES``) with the columns :func:`mfu` reads."""
-    step = ["step"] if "step" in events.columns else []
     return events.lazy().filter(pl.col("category").is_in(MODEL_CATEGORIES)) \
-        .select(*DEVICE_KEYS, "start_ns", "end_ns", "flops", "bytes", "dtype", *step).collect()
+        .select(*DEVICE_KEYS, "start_ns", "end_ns", "flops", "bytes", "dtype").collect()
 
 
 def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None = None,
@@ -240,8 +240,10 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
     model_flops, mfu_dtype, peak_tflops, window_ns, mfu, model_kernels_without_cost.
     ``model``: :func:`model_kernels` of ``events``, and ``spans`` (device keys and
     ``window_ns``, whole-trace only) when the caller has them already. ``inside``: no
-    activity crosses a window's start or end (``timeline.step_rows``) and the events' ``step``
-    is their window's: each activity is then its own piece, found without clipping."""
+    activity crosses a window's start or end (``timeline.step_rows``): each model kernel is
+    then whole in the window holding its start or in none, found by a binary search instead
+    of clipping (the events' own ``step`` is not read: a ``--time`` filter cuts activities
+    after their steps were assigned)."""
     keys = list(DEVICE_KEYS)
     model = model_kernels(events) if model is None else model
     if windows is None:
@@ -249,9 +251,9 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
                             - pl.col("start_ns").min()).collect() if spans is None else spans
     else:
         keys.append("step")
-        if inside and model.height and "step" in model.columns:  # what clipping keeps
-            model = model.filter(pl.col("step").is_not_null()
-                                 & (pl.col("end_ns") > pl.col("start_ns")))
+        if inside and model.height:  # what clipping keeps: each piece whole, in its window
+            model = assign_steps(model, windows).filter(
+                pl.col("step").is_not_null() & (pl.col("end_ns") > pl.col("start_ns")))
         else:
             model = clip_costs_to_windows(model, windows) if model.height else \
                 model.with_columns(step=pl.lit(None, dtype=pl.Int32))
