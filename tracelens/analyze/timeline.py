@@ -410,8 +410,8 @@ def step_rows(events: pl.DataFrame, steps: pl.DataFrame, axis: Axis | None
               ) -> StepRows | None:
     """The axis rows inside a step window and each one's window, when the steps of a rank do
     not overlap and no activity crosses a window's start or end (:func:`_step_rows`), else
-    None: what tells that the events' ``step`` column (the window holding each start) is
-    all there is to cutting them into steps."""
+    None. Not None: every activity lies whole in the window holding its start or in none,
+    so cutting the activities into steps needs no clipping."""
     return _step_rows(axis, steps) if axis is not None and events.height \
         and steps.height and _disjoint(steps) else None
 
