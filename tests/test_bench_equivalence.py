@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -295,3 +295,38 @@ def test_worker_processes_read_other_formats(tmp_path: Path,
     bad.write_bytes(b"\x0a\xff\xff")
     with pytest.raises(TraceInputError):
         reading.from_worker(reading.read_in_worker("xspace", bad, None))
+
+
+main_row = st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 1),
+                     st.sampled_from([None, 7]), st.sampled_from([None, "op.1", "op.2"]),
+                     st.sampled_from([None, "k", "kk", "k2", "Kz", "é"]), st.integers(0, 4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(main_row, min_size=1, max_size=30))
+@example([("a", 0, 7, "op.1", None, 3), ("a", 0, 7, "op.1", "k", 3),
+          ("a", 0, 7, "op.1", "k2", 1)])  # a null name ties: no main, every kernel keeps it
+@example([("a", 0, 7, "op.1", "kk", 3), ("a", 0, 7, "op.1", "k", 3),
+          ("a", 0, 7, "op.1", "k2", 1)])
+def test_main_kernel_of_each_op_unchanged(rs: list) -> None:
+    """An op group's main kernel (largest total, ties to the smallest name, a null name
+    first) as the sort over every (group, name) row picked it: tied totals, null names,
+    ops and programs."""
+    ev = pl.DataFrame(
+        [(h, 0, d, pid, op, nm, 0, du) for h, d, pid, op, nm, du in rs],
+        schema={"host": pl.String, "rank": pl.Int32, "device": pl.Int32,
+                "program_id": pl.Int64, "op": pl.String, "name": pl.String,
+                "start_ns": pl.Int64, "end_ns": pl.Int64}, orient="row")
+    table = pl.DataFrame({"host": ["a", "b"], "program_id": [7, 7], "op": ["op.1", "op.2"],
+                          "_flops": [10.0, 20.0], "_bytes": [1.0, 2.0]}).with_columns(
+        *[pl.lit(None, dtype=t).alias(c) for c, t in
+          (("_dtype", pl.String), ("_msg_bytes", pl.Int64), ("_group_size", pl.Int32),
+           ("_groups", pl.String), ("_note", pl.String))])
+    for text in (pl.String, pl.Categorical):
+        typed = ev.with_columns(pl.col("host", "op", "name").cast(text))
+        new = typed.hstack(cost._per_kernel(typed, table.with_columns(
+            pl.col("host", "op").cast(text)))).with_row_index("_row").select(
+            "_row", pl.col("_is_main").fill_null(True), "_flops", "_bytes")
+        old = old_mark_main_annotate(ev, table).with_columns(
+            pl.col("_is_main").fill_null(True))
+        assert_frame_equal(new, old)

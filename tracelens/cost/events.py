@@ -128,10 +128,8 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
     # lazy: integer sums are exact in any order (the names are sorted below, lexically)
     per_name = coded.lazy().filter(pl.col("op").is_not_null()).group_by(*keys, "name") \
         .agg(_t=pl.col("_d").sum()).collect()
-    main = (per_name.sort(["_t", "name"], descending=[True, False])
-            .group_by(keys, maintain_order=True)
-            .agg(_main=pl.col("name").first(), _names=pl.len()))
-    per_name = per_name.join(main, on=keys, how="left", nulls_equal=True).with_columns(
+    per_name = per_name.join(_main_names(per_name, keys), on=keys, how="left",
+                             nulls_equal=True).with_columns(
         _is_main=(pl.col("_names") <= 1) | (pl.col("name") == pl.col("_main")))
     per_name = per_name.join(
         table.select("host", "program_id", "op", "_flops", "_bytes", "_dtype", "_msg_bytes",
@@ -146,6 +144,21 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
     if sig is None:
         return found
     return pl.DataFrame([sig.spread(c) for c in found.get_columns()])
+
+
+def _main_names(per_name: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Per op group of ``per_name`` (one row per group and kernel name, with its total
+    ``_t``): ``_names``, its number of names, and ``_main``, the name with the largest total,
+    ties to the smallest name (a null name first, as a sort with nulls first picks it).
+
+    Only the groups of several names are looked at, and only their rows at the largest
+    total: sorting every row by total and name would compare 100k+ long names lexically."""
+    groups = per_name.group_by(keys).agg(_names=pl.len(), _mx=pl.col("_t").max())
+    top = per_name.join(groups.filter(pl.col("_names") > 1), on=keys, how="inner",
+                        nulls_equal=True).filter(pl.col("_t") == pl.col("_mx"))
+    name = pl.col("name").cast(pl.String)
+    main = top.group_by(keys).agg(_main=pl.when(name.null_count() == 0).then(name.min()))
+    return groups.drop("_mx").join(main, on=keys, how="left", nulls_equal=True)
 
 
 def _name_dtype(ev: pl.DataFrame) -> pl.Series:
