@@ -17,7 +17,7 @@ from tests.conftest import cli
 from tracelens import hardware
 from tracelens.analyze.roofline import device_specs, roofline, spec_frame
 from tests.test_classify import B6_NAMES
-from tracelens.name_dtype import dtype_from_name
+from tracelens.name_dtype import dtype_from_name, name_dtypes
 from tracelens_dev.writers.kineto import write as write_kineto
 
 # (name, dtype or None): the conventions of tracelens/name_dtype.py
@@ -54,6 +54,16 @@ DTYPES = [
 def test_dtype_from_name(name: str, dtype: str | None) -> None:
     got = pl.select(dtype_from_name(pl.lit(name))).item()
     assert got == dtype
+
+
+def test_column_path_gives_each_name_its_own_answer() -> None:
+    """``name_dtypes`` (each pattern on the names no earlier one matched) answers like the
+    expression per name, on a column mixing every convention, repeats and a null."""
+    names = [n for n, _ in DTYPES] * 2 + [None, DTYPES[3][0]]
+    got = name_dtypes(pl.Series(names, dtype=pl.String))
+    assert got.dtype == pl.Categorical
+    assert got.cast(pl.String).to_list() == [
+        None if n is None else pl.select(dtype_from_name(pl.lit(n))).item() for n in names]
 
 
 def _write(tmp: Path, product: str, arch: str, names: list[str],
