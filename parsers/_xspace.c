@@ -399,14 +399,15 @@ typedef struct {
     uint8_t set[NCODES_MAX];
 } md_stats_t;
 
-/* One XStat of an event metadata scan may cut: only the fields the schema declares, each
- * with its own wire type (metadata_id 1, uint64 3, int64 4, ref 7: varint; double 2: fixed64;
- * str 5: valid UTF-8; bytes 6). 1 with *st filled (proto3: the last metadata id and the last
- * value member win; no value: K_NONE), 0 for anything else (unknown fields, other wire types,
- * bad bytes): such an entry is left to upb. */
-static int stat_simple(const uint8_t *p, const uint8_t *end, stat_t *st) {
+/* One XStat of an event metadata scan may cut (at nesting ``depth``): only the fields the
+ * schema declares, each with its own wire type (metadata_id 1, uint64 3, int64 4, ref 7:
+ * varint; double 2: fixed64; str 5: valid UTF-8; bytes 6). 1 with *st filled (proto3: the
+ * last metadata id and the last value member win; no value: K_NONE); 0 for a stat upb reads
+ * but with something else (unknown fields, other wire types); -1 for bytes upb refuses. */
+static int stat_simple(const uint8_t *p, const uint8_t *end, int depth, stat_t *st) {
     err_t e = {0};
     uint64_t v;
+    int simple = 1;
     st->md = 0;
     st->kind = K_NONE;
     st->val = 0;
@@ -414,9 +415,9 @@ static int stat_simple(const uint8_t *p, const uint8_t *end, stat_t *st) {
     while (p < end) {
         uint32_t f;
         int wt;
-        if (rd_tag(&p, end, &f, &wt, &e)) return 0;
+        if (rd_tag(&p, end, &f, &wt, &e)) return -1;
         if (wt == 0 && (f == 1 || f == 3 || f == 4 || f == 7)) {
-            if (rd_varint(&p, end, &v, &e)) return 0;
+            if (rd_varint(&p, end, &v, &e)) return -1;
             if (f == 1) {
                 st->md = v;
             } else {
@@ -424,7 +425,7 @@ static int stat_simple(const uint8_t *p, const uint8_t *end, stat_t *st) {
                 st->val = (int64_t)v;
             }
         } else if (wt == 1 && f == 2) {
-            if (end - p < 8) return 0;
+            if (end - p < 8) return -1;
             uint64_t bits;
             memcpy(&bits, p, 8);
             p += 8;
@@ -432,47 +433,52 @@ static int stat_simple(const uint8_t *p, const uint8_t *end, stat_t *st) {
             st->val = (int64_t)bits;
         } else if (wt == 2 && (f == 5 || f == 6)) {
             uint64_t len;
-            if (rd_len(&p, end, &len, &e)) return 0;
-            if (f == 5 && !utf8_ok(p, len)) return 0;
+            if (rd_len(&p, end, &len, &e)) return -1;
+            if (f == 5 && !utf8_ok(p, len)) return -1;
             st->kind = f == 5 ? K_STR : K_BYTES;
             st->val = (int64_t)(intptr_t)p;
             st->len = (uint32_t)len;
             p += len;
         } else {
-            return 0;
+            if (skip_field(&p, end, f, wt, depth, &e)) return -1;
+            simple = 0;
         }
     }
-    return 1;
+    return simple;
 }
 
-/* An XEventMetadata body scan may cut: only id 1 (varint), name 2 and display_name 4 (valid
- * UTF-8: proto3 strings), metadata 3 (bytes) and stats 5 (each one stat_simple takes), any
- * number of times. 1 with the last name (proto3; none: empty) and, with ``stats``, the last
- * value of each wanted stat; 0 for anything else (child_id 6, unknown fields, other wire
- * types, bad bytes), which is left to upb. */
-static int md_simple(const uint8_t *p, const uint8_t *end, const uint8_t **name,
+/* An XEventMetadata body scan may cut (at nesting ``depth``): only id 1 (varint), name 2 and
+ * display_name 4 (valid UTF-8: proto3 strings), metadata 3 (bytes) and stats 5 (each one
+ * stat_simple takes), any number of times. 1 with the last name (proto3; none: empty) and,
+ * with ``stats``, the last value of each wanted stat; 0 for a message upb reads but with
+ * something else (child_id 6, unknown fields, other wire types); -1 for bytes upb refuses. */
+static int md_simple(const uint8_t *p, const uint8_t *end, int depth, const uint8_t **name,
                      uint32_t *name_len, md_stats_t *stats) {
     err_t e = {0};
     uint64_t v;
+    int simple = 1;
     *name = p;
     *name_len = 0;
     while (p < end) {
         uint32_t f;
         int wt;
-        if (rd_tag(&p, end, &f, &wt, &e)) return 0;
+        if (rd_tag(&p, end, &f, &wt, &e)) return -1;
         if (f == 1 && wt == 0) {
-            if (rd_varint(&p, end, &v, &e)) return 0;
+            if (rd_varint(&p, end, &v, &e)) return -1;
         } else if (wt == 2 && f >= 2 && f <= 5) {
             uint64_t len;
-            if (rd_len(&p, end, &len, &e)) return 0;
-            if ((f == 2 || f == 4) && !utf8_ok(p, len)) return 0;
+            if (rd_len(&p, end, &len, &e)) return -1;
+            if ((f == 2 || f == 4) && !utf8_ok(p, len)) return -1;
             if (f == 2) {
                 *name = p;
                 *name_len = (uint32_t)len;
             } else if (f == 5) {
                 stat_t st;
-                if (!stat_simple(p, p + len, &st)) return 0;
-                int32_t ci = stats ? idmap_find(stats->codes, st.md) : -1;
+                if (depth + 1 > MAX_DEPTH) return -1;
+                int rc = stat_simple(p, p + len, depth + 1, &st);
+                if (rc < 0) return -1;
+                simple &= rc;
+                int32_t ci = stats && rc ? idmap_find(stats->codes, st.md) : -1;
                 if (ci >= 0) {
                     int c = stats->code_of[ci];
                     stats->last[c] = st;
@@ -481,17 +487,19 @@ static int md_simple(const uint8_t *p, const uint8_t *end, const uint8_t **name,
             }
             p += len;
         } else {
-            return 0;
+            if (skip_field(&p, end, f, wt, depth, &e)) return -1;
+            simple = 0;
         }
     }
-    return 1;
+    return simple;
 }
 
-/* One event_metadata map entry: its key as upb reads it (the last varint of field 1; none:
- * 0) and whether scan may cut it: at most one key, exactly one value, nothing else (upb
- * merges repeated values, and drops an entry with unknown fields from the map), and a value
- * md_simple takes. -1 when the key cannot be told for sure (a field 1 of another wire type,
- * bad bytes): then nothing of the plane is cut. */
+/* One event_metadata map entry (at nesting 2): its key as upb reads it (the last varint of
+ * field 1; none: 0) and whether scan may cut it: at most one key, exactly one value, nothing
+ * else (upb merges repeated values, and drops an entry with unknown fields from the map), and
+ * a value md_simple takes. -1 when the key cannot be told for sure (a field 1 of another wire
+ * type) or the entry has bytes upb refuses: then nothing of the plane is cut, so upb reads
+ * (and refuses) the plane's bytes as before. */
 static int entry_read(const uint8_t *p, const uint8_t *end, uint64_t *key,
                       const uint8_t **val, uint64_t *val_len, int *simple) {
     err_t e = {0};
@@ -499,6 +507,7 @@ static int entry_read(const uint8_t *p, const uint8_t *end, uint64_t *key,
     *key = 0;
     *val = p;
     *val_len = 0;
+    *simple = 0;
     while (p < end) {
         uint32_t f;
         int wt;
@@ -508,9 +517,14 @@ static int entry_read(const uint8_t *p, const uint8_t *end, uint64_t *key,
             n_key++;
         } else if (f == 2 && wt == 2) {
             uint64_t len;
+            const uint8_t *name;
+            uint32_t name_len;
             if (rd_len(&p, end, &len, &e)) return -1;
+            int rc = md_simple(p, p + len, 3, &name, &name_len, NULL);
+            if (rc < 0) return -1;
             *val = p;
             *val_len = len;
+            *simple = rc;
             p += len;
             n_val++;
         } else {
@@ -518,10 +532,7 @@ static int entry_read(const uint8_t *p, const uint8_t *end, uint64_t *key,
             other = 1;
         }
     }
-    const uint8_t *name;
-    uint32_t name_len;
-    *simple = n_key <= 1 && n_val == 1 && !other &&
-              md_simple(*val, *val + *val_len, &name, &name_len, NULL);
+    *simple = *simple && n_key <= 1 && n_val == 1 && !other;
     return 0;
 }
 
@@ -566,7 +577,9 @@ static int scan_line(scan_t *s, const uint8_t *p, const uint8_t *end, buf_t *out
  * two entries have the same key or some key cannot be told for sure: a map keeps the last
  * entry of a key and upb drops an entry with unknown fields, so which of them ends in the map
  * would depend on the order of cut and kept entries; upb then reads the whole map as before.
- * Nor on bad framing, which the walk that follows reports as before. -1 on out of memory. */
+ * Nor when some entry has bytes upb refuses, or the plane bad framing (which the walk that
+ * follows reports): upb then meets the same bytes as before, and says the same about them
+ * (what it says of a bad length can depend on the bytes after it). -1 on out of memory. */
 static int plan_cuts(scan_t *s, const uint8_t *base, const uint8_t *p, const uint8_t *end,
                      buf_t *flags, buf_t *table) {
     err_t e = {0};
@@ -1612,7 +1625,7 @@ static PyObject *py_event_metadata(PyObject *self, PyObject *args) {
         const uint8_t *name;
         uint32_t name_len;
         memset(stats.set, 0, sizeof(stats.set));
-        if (!md_simple(base + rec[1], base + rec[1] + rec[2], &name, &name_len, &stats)) {
+        if (md_simple(base + rec[1], base + rec[1] + rec[2], 3, &name, &name_len, &stats) != 1) {
             PyErr_SetString(PyExc_ValueError, "not an event metadata scan cuts");
             goto done;
         }

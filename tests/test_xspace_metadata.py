@@ -376,6 +376,60 @@ def test_mutated_metadata_same_outcome(data: st.DataObject) -> None:
     assert full == cut
 
 
+def _skeleton_error(raw: bytes, whole: tuple[bytes, ...]) -> str | None:
+    """What scan, then upb on the skeleton, say of ``raw`` (None: nothing)."""
+    try:
+        skeleton, _, _ = xspace_native.extension().scan(raw, whole)
+    except ValueError as exc:
+        return f"scan: {exc}"
+    try:
+        parse(skeleton, Path("t"))
+    except TraceInputError as exc:
+        return str(exc)
+    return None
+
+
+_ALL_WHOLE = (b"/device:GPU:0", b"/host:CPU")  # nothing cut: the skeleton of ABI 3
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_entries_same_error_as_before(data: st.DataObject) -> None:
+    """Mutations inside event metadata entries: upb says of the new skeleton what it said of
+    the old one (where nothing was cut), as a plane with an entry upb refuses is left whole."""
+    base = _metadata_base()
+    plane0 = plane([])  # the entries lie between the plane's name and its stat metadata
+    start, stop = len(plane0) - len(plane0.lstrip(b"\n")), base.index(_stat_metadata())
+    blob = bytearray(base)
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(start + 16, stop - 1))
+        op = data.draw(st.sampled_from(["set", "bit", "high"]))
+        if op == "set":
+            blob[i] = data.draw(st.integers(0, 255))
+        elif op == "bit":
+            blob[i] ^= 1 << data.draw(st.integers(0, 7))
+        else:
+            blob[i] = 0x80
+    raw = bytes(blob)
+    assert _skeleton_error(raw, xspace_native.WHOLE_PLANES) == _skeleton_error(raw, _ALL_WHOLE)
+
+
+def test_overlong_string_in_an_entry_same_error_as_before() -> None:
+    """A stat string whose length runs past its entry: upb checks the UTF-8 of the bytes that
+    follow before it sees the overrun, so what it says depends on them; the plane is left
+    whole, so it says what it said before: "bad UTF-8" (of the next entry's varint 308), not
+    "corrupt" (after the ASCII stat metadata, were the other entries cut)."""
+    entries = [entry(i, md(f"k{i}", [stat(3, 4, 300 + i), stat(1, 5, f"fusion.{i}")]))
+               for i in range(1, 40)]
+    raw = space(plane(entries))
+    at = raw.index(field_bytes(5, b"fusion.7")) + 1
+    bad = raw[:at] + b"\x7f" + raw[at + 1:]  # 127 bytes long, not 8
+    before = _skeleton_error(bad, _ALL_WHOLE)
+    assert before is not None and "UTF-8" in before
+    assert _skeleton_error(bad, xspace_native.WHOLE_PLANES) == before
+    assert cut_keys(raw)[0] == list(range(1, 40)) and cut_keys(bad)[0] is None
+
+
 def test_whole_reader_on_mutated_metadata(tmp_path: Path) -> None:
     """The same mutations through the whole reader (both decoders), fewer of them."""
     rng = random.Random(11)
