@@ -1,11 +1,18 @@
 /* _tracelens_xspace: a columnar decoder of XSpace (tsl/profiler/protobuf/xplane.proto) files.
  *
- * The per-event work of reading an XSpace is done here, in one pass over the serialized bytes;
- * everything else (planes, metadata maps, stats of planes and lines) is left to the protobuf
- * runtime, which parses the small "skeleton" this module returns: the file with every
- * XLine.events entry cut out.
+ * The per-event work of reading an XSpace is done here, in one pass over the serialized bytes,
+ * and so is the per-entry work of the event metadata maps (a trace can name 100k+ kernels);
+ * everything else (planes, stat metadata, stats of planes and lines, event metadata entries
+ * that are not plain) is left to the protobuf runtime, which parses the small "skeleton" this
+ * module returns: the file with every XLine.events entry and every plain event metadata entry
+ * cut out (md_simple and plan_cuts say which entries are; none of the planes named in
+ * whole_planes).
  *
- *   scan(buf) -> (skeleton: bytes, lines: list[(plane, line, offset, length, n_events)])
+ *   scan(buf, whole_planes=()) -> (skeleton: bytes,
+ *                                  lines: list[(plane, line, offset, length, n_events)],
+ *                                  cut: per plane, the cut event metadata (bytes) or None)
+ *   event_metadata(buf, cut, stat_codes, n_codes, ref_names) -> (names, by_code) of one
+ *       plane's cut entries, as parsers/xspace/planes.py reads map entries
  *   decode(buf, offset, length, timestamp_ns, stat_codes, n_codes, default_md, filter)
  *       -> dict of columns of one line's events (see py_decode below)
  *   decode_many(buf, requests, threads) -> the same for many lines, walked in parallel
@@ -15,9 +22,13 @@
  * this module reads: tags of at most 5 bytes and at most UINT32_MAX, field number 0 refused,
  * varints of at most 10 bytes, lengths below INT32_MAX and inside the enclosing message,
  * wire types 6 and 7 refused, groups closed by the matching end tag, at most 100 nested
- * messages/groups, UTF-8 checked for XStat.str_value, a known field with an unexpected wire
- * type kept as an unknown field. Field semantics are proto3's: the last value of a singular
- * field wins, a oneof holds the member set last, repeated fields keep their order.
+ * messages/groups, UTF-8 checked for string fields (XStat.str_value, XEventMetadata.name and
+ * display_name), a known field with an unexpected wire type kept as an unknown field. Field
+ * semantics are proto3's: the last value of a singular field wins, a oneof holds the member
+ * set last, repeated fields keep their order, a map keeps the last entry of a key. An event
+ * metadata entry is cut only when upb would put it in the map as it is (no unknown field, one
+ * value) and no other entry of its plane has its key; any other entry, and one with bytes upb
+ * refuses, stays in the skeleton, for upb to read or refuse as before.
  *
  * Nothing here trusts the input: every read is bounds-checked against the enclosing message,
  * and every loop consumes at least one byte, so corrupt input is an error, never a crash or a
@@ -26,8 +37,11 @@
  * ids cannot be made to collide), and the columns of one call may take at most
  * COLUMN_BUDGET_FACTOR bytes per input byte plus COLUMN_BUDGET_BASE (a file of empty events
  * is refused instead of growing columns many times its size); the columns are allocated once,
- * at the line's event count. Nor can a hostile caller: arguments must be exact ints, dicts,
- * sets and tuples, and are copied into C before anything that could run Python code.
+ * at the line's event count. Cut event metadata takes 24 bytes per entry (an entry with a key
+ * of its own is at least 6 bytes of input), and plan_cuts' key set lives for one plane: less
+ * than the message objects upb made of the same entries. Nor can a hostile caller: arguments
+ * must be exact ints, dicts, sets and tuples, and are copied into C before anything that could
+ * run Python code.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -49,6 +63,15 @@ static uint64_t g_k0 = 0x736f6d6570736575ULL, g_k1 = 0x646f72616e646f6dULL;
 /* Stat value kinds, per event and stat column. */
 enum { K_ABSENT = 0, K_NONE = 1, K_INT64 = 2, K_UINT64 = 3, K_DOUBLE = 4, K_STR = 5,
        K_BYTES = 6, K_REF = 7 };
+
+/* One XStat: its metadata id, value kind and value (int bits, double bits, or a pointer to
+ * the string's bytes with their length). Proto3: the value member set last wins. */
+typedef struct {
+    uint64_t md;
+    uint8_t kind;
+    int64_t val;
+    uint32_t len;
+} stat_t;
 
 typedef struct {
     const char *msg;  /* first error, NULL when none */
@@ -238,140 +261,6 @@ static int buf_varint(buf_t *b, uint64_t v) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* scan: the skeleton and where each line's events are                                      */
-/* ---------------------------------------------------------------------------------------- */
-
-typedef struct {
-    PyObject *lines;  /* list of tuples */
-    err_t err;
-    int oom;
-} scan_t;
-
-/* Copy one XLine without its events into ``out``; count its events. */
-static int scan_line(scan_t *s, const uint8_t *p, const uint8_t *end, buf_t *out,
-                     Py_ssize_t *n_events) {
-    Py_ssize_t n = 0;
-    while (p < end) {
-        const uint8_t *start = p;
-        uint32_t f;
-        int wt;
-        if (rd_tag(&p, end, &f, &wt, &s->err)) return -1;
-        if (f == 4 && wt == 2) {
-            uint64_t len;
-            if (rd_len(&p, end, &len, &s->err)) return -1;
-            p += len;
-            n++;
-            continue;
-        }
-        if (skip_field(&p, end, f, wt, 2, &s->err)) return -1;
-        if (buf_put(out, start, p - start)) return s->oom = 1, -1;
-    }
-    *n_events = n;
-    return 0;
-}
-
-static int scan_plane(scan_t *s, const uint8_t *base, const uint8_t *p, const uint8_t *end,
-                      Py_ssize_t plane_idx, buf_t *out) {
-    Py_ssize_t line_idx = 0;
-    buf_t line = {0};
-    int rc = -1;
-    while (p < end) {
-        const uint8_t *start = p;
-        uint32_t f;
-        int wt;
-        if (rd_tag(&p, end, &f, &wt, &s->err)) goto done;
-        if (f == 3 && wt == 2) {
-            uint64_t len;
-            if (rd_len(&p, end, &len, &s->err)) goto done;
-            Py_ssize_t n_events = 0;
-            line.len = 0;
-            if (scan_line(s, p, p + len, &line, &n_events)) goto done;
-            PyObject *t = Py_BuildValue("(nnnnn)", plane_idx, line_idx, (Py_ssize_t)(p - base),
-                                        (Py_ssize_t)len, n_events);
-            if (!t || PyList_Append(s->lines, t)) {
-                Py_XDECREF(t);
-                s->oom = 1;
-                goto done;
-            }
-            Py_DECREF(t);
-            uint8_t tagbyte = (3 << 3) | 2;
-            if (buf_put(out, &tagbyte, 1) || buf_varint(out, line.len) ||
-                (line.len && buf_put(out, line.data, line.len))) {
-                s->oom = 1;
-                goto done;
-            }
-            p += len;
-            line_idx++;
-            continue;
-        }
-        if (skip_field(&p, end, f, wt, 1, &s->err)) goto done;
-        if (buf_put(out, start, p - start)) {
-            s->oom = 1;
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    free(line.data);
-    return rc;
-}
-
-static PyObject *py_scan(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
-    const uint8_t *base = view.buf, *p = base, *end = base + view.len;
-    scan_t s = {0};
-    buf_t out = {0}, plane = {0};
-    PyObject *result = NULL;
-    s.lines = PyList_New(0);
-    if (!s.lines) goto done;
-    Py_ssize_t plane_idx = 0;
-    while (p < end) {
-        const uint8_t *start = p;
-        uint32_t f;
-        int wt;
-        if (rd_tag(&p, end, &f, &wt, &s.err)) break;
-        if (f == 1 && wt == 2) {
-            uint64_t len;
-            if (rd_len(&p, end, &len, &s.err)) break;
-            plane.len = 0;
-            if (scan_plane(&s, base, p, p + len, plane_idx, &plane)) break;
-            uint8_t tagbyte = (1 << 3) | 2;
-            if (buf_put(&out, &tagbyte, 1) || buf_varint(&out, plane.len) ||
-                (plane.len && buf_put(&out, plane.data, plane.len))) {
-                s.oom = 1;
-                break;
-            }
-            p += len;
-            plane_idx++;
-            continue;
-        }
-        if (skip_field(&p, end, f, wt, 0, &s.err)) break;
-        if (buf_put(&out, start, p - start)) {
-            s.oom = 1;
-            break;
-        }
-    }
-    if (s.oom) {
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        goto done;
-    }
-    if (s.err.msg) {
-        PyErr_Format(PyExc_ValueError, "%s", s.err.msg);
-        goto done;
-    }
-    PyObject *skel = PyBytes_FromStringAndSize((const char *)out.data, (Py_ssize_t)out.len);
-    if (!skel) goto done;
-    result = Py_BuildValue("(NO)", skel, s.lines);
-done:
-    free(out.data);
-    free(plane.data);
-    Py_XDECREF(s.lines);
-    PyBuffer_Release(&view);
-    return result;
-}
-
-/* ---------------------------------------------------------------------------------------- */
 /* Hash maps: uint64 key -> dense index (first-seen order)                                  */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -488,6 +377,414 @@ static inline int32_t idmap_find(const idmap_t *m, uint64_t key) {
         j = (j + 1) & (m->cap - 1);
     }
     return -1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Event metadata: the map entries scan cuts out of the skeleton                            */
+/* ---------------------------------------------------------------------------------------- */
+
+/* An XPlane.event_metadata map entry is a message of key 1 (int64) and value 2
+ * (XEventMetadata: id 1 int64, name 2 string, metadata 3 bytes, display_name 4 string,
+ * stats 5 repeated XStat, child_id 6 repeated int64). Each entry the protobuf runtime parses
+ * becomes a message object, and PlaneReader visits every one from Python: with 100k+ kernel
+ * names, the largest cost of reading a file. So scan cuts the entries whose meaning is plain
+ * (md_simple below) out of the skeleton, and event_metadata turns them into the dicts
+ * PlaneReader builds, in C. Anything else stays in the skeleton, for upb. */
+
+/* Per column code, the last value of a stat of one event metadata (see md_simple). */
+typedef struct {
+    const idmap_t *codes;     /* stat metadata id -> dense index */
+    const int32_t *code_of;   /* dense index -> column code */
+    stat_t last[NCODES_MAX];
+    uint8_t set[NCODES_MAX];
+} md_stats_t;
+
+/* One XStat of an event metadata scan may cut (at nesting ``depth``): only the fields the
+ * schema declares, each with its own wire type (metadata_id 1, uint64 3, int64 4, ref 7:
+ * varint; double 2: fixed64; str 5: valid UTF-8; bytes 6). 1 with *st filled (proto3: the
+ * last metadata id and the last value member win; no value: K_NONE); 0 for a stat upb reads
+ * but with something else (unknown fields, other wire types); -1 for bytes upb refuses. */
+static int stat_simple(const uint8_t *p, const uint8_t *end, int depth, stat_t *st) {
+    err_t e = {0};
+    uint64_t v;
+    int simple = 1;
+    st->md = 0;
+    st->kind = K_NONE;
+    st->val = 0;
+    st->len = 0;
+    while (p < end) {
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, &e)) return -1;
+        if (wt == 0 && (f == 1 || f == 3 || f == 4 || f == 7)) {
+            if (rd_varint(&p, end, &v, &e)) return -1;
+            if (f == 1) {
+                st->md = v;
+            } else {
+                st->kind = f == 3 ? K_UINT64 : f == 4 ? K_INT64 : K_REF;
+                st->val = (int64_t)v;
+            }
+        } else if (wt == 1 && f == 2) {
+            if (end - p < 8) return -1;
+            uint64_t bits;
+            memcpy(&bits, p, 8);
+            p += 8;
+            st->kind = K_DOUBLE;
+            st->val = (int64_t)bits;
+        } else if (wt == 2 && (f == 5 || f == 6)) {
+            uint64_t len;
+            if (rd_len(&p, end, &len, &e)) return -1;
+            if (f == 5 && !utf8_ok(p, len)) return -1;
+            st->kind = f == 5 ? K_STR : K_BYTES;
+            st->val = (int64_t)(intptr_t)p;
+            st->len = (uint32_t)len;
+            p += len;
+        } else {
+            if (skip_field(&p, end, f, wt, depth, &e)) return -1;
+            simple = 0;
+        }
+    }
+    return simple;
+}
+
+/* An XEventMetadata body scan may cut (at nesting ``depth``): only id 1 (varint), name 2 and
+ * display_name 4 (valid UTF-8: proto3 strings), metadata 3 (bytes) and stats 5 (each one
+ * stat_simple takes), any number of times. 1 with the last name (proto3; none: empty) and,
+ * with ``stats``, the last value of each wanted stat; 0 for a message upb reads but with
+ * something else (child_id 6, unknown fields, other wire types); -1 for bytes upb refuses. */
+static int md_simple(const uint8_t *p, const uint8_t *end, int depth, const uint8_t **name,
+                     uint32_t *name_len, md_stats_t *stats) {
+    err_t e = {0};
+    uint64_t v;
+    int simple = 1;
+    *name = p;
+    *name_len = 0;
+    while (p < end) {
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, &e)) return -1;
+        if (f == 1 && wt == 0) {
+            if (rd_varint(&p, end, &v, &e)) return -1;
+        } else if (wt == 2 && f >= 2 && f <= 5) {
+            uint64_t len;
+            if (rd_len(&p, end, &len, &e)) return -1;
+            if ((f == 2 || f == 4) && !utf8_ok(p, len)) return -1;
+            if (f == 2) {
+                *name = p;
+                *name_len = (uint32_t)len;
+            } else if (f == 5) {
+                stat_t st;
+                if (depth + 1 > MAX_DEPTH) return -1;
+                int rc = stat_simple(p, p + len, depth + 1, &st);
+                if (rc < 0) return -1;
+                simple &= rc;
+                int32_t ci = stats && rc ? idmap_find(stats->codes, st.md) : -1;
+                if (ci >= 0) {
+                    int c = stats->code_of[ci];
+                    stats->last[c] = st;
+                    stats->set[c] = 1;
+                }
+            }
+            p += len;
+        } else {
+            if (skip_field(&p, end, f, wt, depth, &e)) return -1;
+            simple = 0;
+        }
+    }
+    return simple;
+}
+
+/* One event_metadata map entry (at nesting 2): its key as upb reads it (the last varint of
+ * field 1; none: 0) and whether scan may cut it: at most one key, exactly one value, nothing
+ * else (upb merges repeated values, and drops an entry with unknown fields from the map), and
+ * a value md_simple takes. -1 when the key cannot be told for sure (a field 1 of another wire
+ * type) or the entry has bytes upb refuses: then nothing of the plane is cut, so upb reads
+ * (and refuses) the plane's bytes as before. */
+static int entry_read(const uint8_t *p, const uint8_t *end, uint64_t *key,
+                      const uint8_t **val, uint64_t *val_len, int *simple) {
+    err_t e = {0};
+    int n_key = 0, n_val = 0, other = 0;
+    *key = 0;
+    *val = p;
+    *val_len = 0;
+    *simple = 0;
+    while (p < end) {
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, &e)) return -1;
+        if (f == 1) {
+            if (wt != 0 || rd_varint(&p, end, key, &e)) return -1;
+            n_key++;
+        } else if (f == 2 && wt == 2) {
+            uint64_t len;
+            const uint8_t *name;
+            uint32_t name_len;
+            if (rd_len(&p, end, &len, &e)) return -1;
+            int rc = md_simple(p, p + len, 3, &name, &name_len, NULL);
+            if (rc < 0) return -1;
+            *val = p;
+            *val_len = len;
+            *simple = rc;
+            p += len;
+            n_val++;
+        } else {
+            if (skip_field(&p, end, f, wt, 2, &e)) return -1;
+            other = 1;
+        }
+    }
+    *simple = *simple && n_key <= 1 && n_val == 1 && !other;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* scan: the skeleton and where each line's events are                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject *lines;  /* list of tuples */
+    PyObject *cut;    /* per plane: bytes of the cut entries' (key, offset, length), or None */
+    PyObject *whole;  /* tuple of bytes: names of the planes whose event metadata is not cut */
+    err_t err;
+    int oom;
+} scan_t;
+
+/* Copy one XLine without its events into ``out``; count its events. */
+static int scan_line(scan_t *s, const uint8_t *p, const uint8_t *end, buf_t *out,
+                     Py_ssize_t *n_events) {
+    Py_ssize_t n = 0;
+    while (p < end) {
+        const uint8_t *start = p;
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, &s->err)) return -1;
+        if (f == 4 && wt == 2) {
+            uint64_t len;
+            if (rd_len(&p, end, &len, &s->err)) return -1;
+            p += len;
+            n++;
+            continue;
+        }
+        if (skip_field(&p, end, f, wt, 2, &s->err)) return -1;
+        if (buf_put(out, start, p - start)) return s->oom = 1, -1;
+    }
+    *n_events = n;
+    return 0;
+}
+
+/* Which event_metadata entries of one XPlane body scan cuts: one byte per entry in ``flags``
+ * (1: cut), and the key, value offset (in ``base``) and value length of each cut entry as
+ * int64 in ``table``. Nothing is cut (both left empty) in a plane named in s->whole, nor when
+ * two entries have the same key or some key cannot be told for sure: a map keeps the last
+ * entry of a key and upb drops an entry with unknown fields, so which of them ends in the map
+ * would depend on the order of cut and kept entries; upb then reads the whole map as before.
+ * Nor when some entry has bytes upb refuses, or the plane bad framing (which the walk that
+ * follows reports): upb then meets the same bytes as before, and says the same about them
+ * (what it says of a bad length can depend on the bytes after it). -1 on out of memory. */
+static int plan_cuts(scan_t *s, const uint8_t *base, const uint8_t *p, const uint8_t *end,
+                     buf_t *flags, buf_t *table) {
+    err_t e = {0};
+    idmap_t keys = {0};
+    const uint8_t *name = p;
+    uint64_t name_len = 0;
+    int ok = 1, rc = -1;
+    flags->len = table->len = 0;
+    while (p < end) {
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, &e)) {
+            ok = 0;
+            break;
+        }
+        if (wt == 2 && (f == 2 || f == 4)) {
+            uint64_t len;
+            if (rd_len(&p, end, &len, &e)) {
+                ok = 0;
+                break;
+            }
+            const uint8_t *body = p;
+            p += len;
+            if (f == 2) {  /* the plane's name: the last one wins */
+                name = body;
+                name_len = len;
+                continue;
+            }
+            uint64_t key, val_len;
+            const uint8_t *val;
+            int simple, is_new;
+            if (entry_read(body, p, &key, &val, &val_len, &simple)) {
+                ok = 0;
+                break;
+            }
+            if (!keys.cap && idmap_init(&keys, 64)) goto done;
+            if (idmap_get(&keys, key, &is_new) < 0) goto done;
+            if (!is_new) {
+                ok = 0;
+                break;
+            }
+            uint8_t flag = (uint8_t)simple;
+            int64_t rec[3] = {(int64_t)key, (int64_t)(val - base), (int64_t)val_len};
+            if (buf_put(flags, &flag, 1) || (simple && buf_put(table, rec, sizeof(rec))))
+                goto done;
+            continue;
+        }
+        if (skip_field(&p, end, f, wt, 1, &e)) {
+            ok = 0;
+            break;
+        }
+    }
+    for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(s->whole); i++) {
+        PyObject *w = PyTuple_GET_ITEM(s->whole, i);
+        if ((uint64_t)PyBytes_GET_SIZE(w) == name_len &&
+            memcmp(PyBytes_AS_STRING(w), name, name_len) == 0)
+            ok = 0;
+    }
+    if (!ok || !table->len) flags->len = table->len = 0;
+    rc = 0;
+done:
+    if (rc) s->oom = 1;
+    idmap_free(&keys);
+    return rc;
+}
+
+static int scan_plane(scan_t *s, const uint8_t *base, const uint8_t *p, const uint8_t *end,
+                      Py_ssize_t plane_idx, buf_t *out, buf_t *flags, buf_t *table) {
+    Py_ssize_t line_idx = 0, n_md = 0;
+    buf_t line = {0};
+    int rc = -1;
+    if (plan_cuts(s, base, p, end, flags, table)) return -1;
+    while (p < end) {
+        const uint8_t *start = p;
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, &s->err)) goto done;
+        if (f == 4 && wt == 2 && n_md < (Py_ssize_t)flags->len && flags->data[n_md++]) {
+            uint64_t len;  /* an event metadata entry cut out (see plan_cuts) */
+            if (rd_len(&p, end, &len, &s->err)) goto done;
+            p += len;
+            continue;
+        }
+        if (f == 3 && wt == 2) {
+            uint64_t len;
+            if (rd_len(&p, end, &len, &s->err)) goto done;
+            Py_ssize_t n_events = 0;
+            line.len = 0;
+            if (scan_line(s, p, p + len, &line, &n_events)) goto done;
+            PyObject *t = Py_BuildValue("(nnnnn)", plane_idx, line_idx, (Py_ssize_t)(p - base),
+                                        (Py_ssize_t)len, n_events);
+            if (!t || PyList_Append(s->lines, t)) {
+                Py_XDECREF(t);
+                s->oom = 1;
+                goto done;
+            }
+            Py_DECREF(t);
+            uint8_t tagbyte = (3 << 3) | 2;
+            if (buf_put(out, &tagbyte, 1) || buf_varint(out, line.len) ||
+                (line.len && buf_put(out, line.data, line.len))) {
+                s->oom = 1;
+                goto done;
+            }
+            p += len;
+            line_idx++;
+            continue;
+        }
+        if (skip_field(&p, end, f, wt, 1, &s->err)) goto done;
+        if (buf_put(out, start, p - start)) {
+            s->oom = 1;
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(line.data);
+    return rc;
+}
+
+/* scan(buf, whole_planes=()) -> (skeleton, lines, cut)
+ *
+ * skeleton: the XSpace without its XLine.events entries, and without the event metadata map
+ * entries plan_cuts picks (none in the planes whose names whole_planes, a tuple of bytes,
+ * holds); lines: (plane, line, offset, length, n_events) of every line; cut: per plane, the
+ * (key, offset, length) int64 triples of its cut entries' XEventMetadata (read them with
+ * event_metadata), or None. */
+static PyObject *py_scan(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *whole = NULL;
+    if (!PyArg_ParseTuple(args, "y*|O", &view, &whole)) return NULL;
+    const uint8_t *base = view.buf, *p = base, *end = base + view.len;
+    scan_t s = {0};
+    buf_t out = {0}, plane = {0}, flags = {0}, table = {0};
+    PyObject *result = NULL;
+    if (whole && !PyTuple_CheckExact(whole)) {
+        PyErr_SetString(PyExc_TypeError, "whole_planes must be a tuple of bytes");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; whole && i < PyTuple_GET_SIZE(whole); i++) {
+        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(whole, i))) {
+            PyErr_SetString(PyExc_TypeError, "whole_planes must be a tuple of bytes");
+            goto done;
+        }
+    }
+    s.whole = whole ? (Py_INCREF(whole), whole) : PyTuple_New(0);
+    s.lines = PyList_New(0);
+    s.cut = PyList_New(0);
+    if (!s.whole || !s.lines || !s.cut) goto done;
+    Py_ssize_t plane_idx = 0;
+    while (p < end) {
+        const uint8_t *start = p;
+        uint32_t f;
+        int wt;
+        if (rd_tag(&p, end, &f, &wt, &s.err)) break;
+        if (f == 1 && wt == 2) {
+            uint64_t len;
+            if (rd_len(&p, end, &len, &s.err)) break;
+            plane.len = 0;
+            if (scan_plane(&s, base, p, p + len, plane_idx, &plane, &flags, &table)) break;
+            uint8_t tagbyte = (1 << 3) | 2;
+            if (buf_put(&out, &tagbyte, 1) || buf_varint(&out, plane.len) ||
+                (plane.len && buf_put(&out, plane.data, plane.len))) {
+                s.oom = 1;
+                break;
+            }
+            PyObject *cut = table.len ? PyBytes_FromStringAndSize((const char *)table.data,
+                                                                  (Py_ssize_t)table.len)
+                                      : (Py_INCREF(Py_None), Py_None);
+            if (!cut || PyList_Append(s.cut, cut)) {
+                Py_XDECREF(cut);
+                s.oom = 1;
+                break;
+            }
+            Py_DECREF(cut);
+            p += len;
+            plane_idx++;
+            continue;
+        }
+        if (skip_field(&p, end, f, wt, 0, &s.err)) break;
+        if (buf_put(&out, start, p - start)) {
+            s.oom = 1;
+            break;
+        }
+    }
+    if (s.oom) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    if (s.err.msg) {
+        PyErr_Format(PyExc_ValueError, "%s", s.err.msg);
+        goto done;
+    }
+    PyObject *skel = PyBytes_FromStringAndSize((const char *)out.data, (Py_ssize_t)out.len);
+    if (!skel) goto done;
+    result = Py_BuildValue("(NOO)", skel, s.lines, s.cut);
+done:
+    free(out.data);
+    free(plane.data);
+    free(flags.data);
+    free(table.data);
+    Py_XDECREF(s.lines);
+    Py_XDECREF(s.cut);
+    Py_XDECREF(s.whole);
+    PyBuffer_Release(&view);
+    return result;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -651,15 +948,6 @@ static inline int md_has_default(dec_t *d, int32_t mdi, int is_new) {
     if (is_new) d->md.flag[mdi] = idmap_find(&d->defaults, d->md.order[mdi]) >= 0;
     return d->md.flag[mdi];
 }
-
-/* One XStat: its metadata id, value kind and value (int bits, double bits, or a pointer to
- * the string's bytes with their length). Proto3: the value member set last wins. */
-typedef struct {
-    uint64_t md;
-    uint8_t kind;
-    int64_t val;
-    uint32_t len;
-} stat_t;
 
 static int read_stat(dec_t *d, const uint8_t *p, const uint8_t *end, int depth, stat_t *st) {
     uint64_t v;
@@ -898,6 +1186,43 @@ static int exact_int(PyObject *o, const char *what) {
     return -1;
 }
 
+/* stat_codes (a dict: stat metadata id -> column code below ``ncodes``, exact ints) into
+ * ``m`` (initialized: id -> dense index) and a new ``*code_of`` (dense index -> code). */
+static int load_codes(PyObject *codes, int ncodes, idmap_t *m, int32_t **code_of) {
+    PyObject *items = PyDict_Items(codes);  /* a copy of the pairs, sized once */
+    if (!items) return -1;
+    int rc = -1;
+    Py_ssize_t nc = PyList_GET_SIZE(items);
+    *code_of = malloc((nc + 1) * sizeof(int32_t));
+    if (!*code_of) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nc; i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        PyObject *k = PyTuple_GET_ITEM(kv, 0), *v = PyTuple_GET_ITEM(kv, 1);
+        if (exact_int(k, "stat_codes keys") || exact_int(v, "stat_codes values")) goto done;
+        long long key = PyLong_AsLongLong(k);
+        long code = PyLong_AsLong(v);
+        if (PyErr_Occurred()) goto done;
+        if (code < 0 || code >= ncodes) {
+            PyErr_SetString(PyExc_ValueError, "stat code out of range");
+            goto done;
+        }
+        int is_new;
+        int32_t ci = idmap_get(m, (uint64_t)key, &is_new);
+        if (ci < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        (*code_of)[ci] = (int32_t)code;  /* ci <= i < nc + 1: within code_of */
+    }
+    rc = 0;
+done:
+    Py_DECREF(items);
+    return rc;
+}
+
 /* items: offset, length, timestamp_ns, stat_codes, n_codes, default_md, filter */
 static int parse_request(PyObject *const *items, request_t *r) {
     if (exact_int(items[0], "offset") || exact_int(items[1], "length") ||
@@ -945,7 +1270,7 @@ static int job_setup(job_t *j, Py_buffer *view, const request_t *r) {
         return -1;
     }
     int rc = -1;
-    PyObject *ids = NULL, *items = NULL;
+    PyObject *ids = NULL;
     if (r->default_md != Py_None) {
         ids = PySequence_Tuple(r->default_md);  /* a copy: exact sets run no Python code */
         if (!ids) goto done;
@@ -961,33 +1286,7 @@ static int job_setup(job_t *j, Py_buffer *view, const request_t *r) {
             }
         }
     }
-    items = PyDict_Items(r->codes);  /* a copy of the pairs, sized once */
-    if (!items) goto done;
-    Py_ssize_t nc = PyList_GET_SIZE(items);
-    d->code_of = malloc((nc + 1) * sizeof(int32_t));
-    if (!d->code_of) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < nc; i++) {
-        PyObject *kv = PyList_GET_ITEM(items, i);
-        PyObject *k = PyTuple_GET_ITEM(kv, 0), *v = PyTuple_GET_ITEM(kv, 1);
-        if (exact_int(k, "stat_codes keys") || exact_int(v, "stat_codes values")) goto done;
-        long long key = PyLong_AsLongLong(k);
-        long code = PyLong_AsLong(v);
-        if (PyErr_Occurred()) goto done;
-        if (code < 0 || code >= r->ncodes) {
-            PyErr_SetString(PyExc_ValueError, "stat code out of range");
-            goto done;
-        }
-        int is_new;
-        int32_t ci = idmap_get(&d->stat_codes, (uint64_t)key, &is_new);
-        if (ci < 0) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        d->code_of[ci] = (int32_t)code;  /* ci <= i < nc + 1: within code_of */
-    }
+    if (load_codes(r->codes, r->ncodes, &d->stat_codes, &d->code_of)) goto done;
     const uint8_t *p = (const uint8_t *)view->buf + r->off;
     j->counted = count_events(p, p + r->len, &d->err);
     if (j->counted < 0) {
@@ -997,7 +1296,6 @@ static int job_setup(job_t *j, Py_buffer *view, const request_t *r) {
     rc = 0;
 done:
     Py_XDECREF(ids);
-    Py_XDECREF(items);
     return rc;
 }
 
@@ -1224,15 +1522,156 @@ static PyObject *py_validate(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* The Python value PlaneReader's stat_value gives for a stat of one event metadata (new
+ * reference; None for no value, and for a ref value ``refs`` does not name). */
+static PyObject *stat_object(const stat_t *st, const idmap_t *refs, PyObject *ref_items) {
+    double d;
+    switch (st->kind) {
+        case K_INT64:
+            return PyLong_FromLongLong(st->val);
+        case K_UINT64:
+            return PyLong_FromUnsignedLongLong((uint64_t)st->val);
+        case K_DOUBLE:
+            memcpy(&d, &st->val, 8);
+            return PyFloat_FromDouble(d);
+        case K_STR:
+            return PyUnicode_DecodeUTF8((const char *)(intptr_t)st->val, st->len, "strict");
+        case K_BYTES:
+            return PyBytes_FromStringAndSize((const char *)(intptr_t)st->val, st->len);
+        case K_REF:
+            if (st->val >= 0) {  /* a uint64 above INT64_MAX names no (int64) stat metadata */
+                int32_t i = idmap_find(refs, (uint64_t)st->val);
+                if (i >= 0) {
+                    PyObject *v = PyTuple_GET_ITEM(PyList_GET_ITEM(ref_items, i), 1);
+                    Py_INCREF(v);
+                    return v;
+                }
+            }
+            Py_RETURN_NONE;
+        default:
+            Py_RETURN_NONE;
+    }
+}
+
+/* event_metadata(buf, table, stat_codes, n_codes, ref_names) -> (names, by_code)
+ *
+ * The event metadata scan cut out of one plane (``table``: its cut bytes) as PlaneReader
+ * (parsers/xspace/planes.py) reads map entries: names {id: name}, and by_code, per column
+ * code below ``n_codes``, {id: default value} of the metadata whose stats set one (the last
+ * stat of a code wins; values as stat_value gives them, a ref value through ``ref_names``,
+ * {stat metadata id: value}; metadata whose value is None are left out). Arguments must be
+ * exact ints and dicts with exact int keys; they are copied before anything else is done. */
+static PyObject *py_event_metadata(PyObject *self, PyObject *args) {
+    Py_buffer view, tab;
+    PyObject *codes, *ncodes_o, *refs, *ref_items = NULL, *names = NULL, *by_code = NULL,
+             *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*OOO", &view, &tab, &codes, &ncodes_o, &refs)) return NULL;
+    idmap_t code_map = {0}, ref_map = {0};
+    int32_t *code_of = NULL;
+    long ncodes;
+    if (exact_int(ncodes_o, "n_codes")) goto done;
+    ncodes = PyLong_AsLong(ncodes_o);
+    if (PyErr_Occurred()) goto done;
+    if (ncodes < 0 || ncodes > NCODES_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many stat codes");
+        goto done;
+    }
+    if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(refs)) {
+        PyErr_SetString(PyExc_TypeError, "stat_codes and ref_names must be dicts");
+        goto done;
+    }
+    if (tab.len % 24) {
+        PyErr_SetString(PyExc_ValueError, "the table is not (key, offset, length) triples");
+        goto done;
+    }
+    if (idmap_init(&code_map, 64) || idmap_init(&ref_map, 64)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (load_codes(codes, (int)ncodes, &code_map, &code_of)) goto done;
+    ref_items = PyDict_Items(refs);  /* a copy: its pairs stay alive, the dict may change */
+    if (!ref_items) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ref_items); i++) {
+        PyObject *k = PyTuple_GET_ITEM(PyList_GET_ITEM(ref_items, i), 0);
+        if (exact_int(k, "ref_names keys")) goto done;
+        long long key = PyLong_AsLongLong(k);
+        int is_new;
+        if (key == -1 && PyErr_Occurred()) goto done;
+        if (idmap_get(&ref_map, (uint64_t)key, &is_new) != (int32_t)i) {  /* dict: all new */
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    names = PyDict_New();
+    by_code = PyList_New(ncodes);
+    if (!names || !by_code) goto done;
+    for (long c = 0; c < ncodes; c++) {
+        PyObject *d = PyDict_New();
+        if (!d) goto done;
+        PyList_SET_ITEM(by_code, c, d);
+    }
+    const uint8_t *base = view.buf;
+    Py_ssize_t n = tab.len / 24;
+    md_stats_t stats;
+    stats.codes = &code_map;
+    stats.code_of = code_of;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t rec[3];
+        memcpy(rec, (const char *)tab.buf + 24 * i, sizeof(rec));
+        if (rec[1] < 0 || rec[2] < 0 || rec[1] > view.len || rec[2] > view.len - rec[1]) {
+            PyErr_SetString(PyExc_ValueError, "event metadata outside the buffer");
+            goto done;
+        }
+        const uint8_t *name;
+        uint32_t name_len;
+        memset(stats.set, 0, sizeof(stats.set));
+        if (md_simple(base + rec[1], base + rec[1] + rec[2], 3, &name, &name_len, &stats) != 1) {
+            PyErr_SetString(PyExc_ValueError, "not an event metadata scan cuts");
+            goto done;
+        }
+        PyObject *key = PyLong_FromLongLong(rec[0]);
+        PyObject *nm = key ? PyUnicode_DecodeUTF8((const char *)name, name_len, "strict")
+                           : NULL;
+        int bad = !nm || PyDict_SetItem(names, key, nm);
+        Py_XDECREF(nm);
+        for (long c = 0; !bad && c < ncodes; c++) {
+            if (!stats.set[c]) continue;
+            PyObject *v = stat_object(&stats.last[c], &ref_map, ref_items);
+            if (!v) {
+                bad = 1;
+            } else if (v != Py_None && PyDict_SetItem(PyList_GET_ITEM(by_code, c), key, v)) {
+                bad = 1;
+            }
+            Py_XDECREF(v);
+        }
+        Py_XDECREF(key);
+        if (bad) goto done;
+    }
+    result = Py_BuildValue("(OO)", names, by_code);
+done:
+    idmap_free(&code_map);
+    idmap_free(&ref_map);
+    free(code_of);
+    Py_XDECREF(ref_items);
+    Py_XDECREF(names);
+    Py_XDECREF(by_code);
+    PyBuffer_Release(&tab);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS,
-     "scan(buf) -> (skeleton, [(plane, line, offset, length, n_events)])"},
+     "scan(buf, whole_planes=()) -> (skeleton, [(plane, line, offset, length, n_events)], "
+     "[cut event metadata of each plane: bytes or None])"},
     {"decode", py_decode, METH_VARARGS,
      "decode(buf, offset, length, timestamp_ns, stat_codes, n_codes, default_md, filter)"},
     {"decode_many", py_decode_many, METH_VARARGS,
      "decode_many(buf, [(offset, length, timestamp_ns, stat_codes, n_codes, default_md, "
      "filter)], threads) -> [decode result]"},
     {"validate", py_validate, METH_VARARGS, "validate(buf, offset, length) -> n_events"},
+    {"event_metadata", py_event_metadata, METH_VARARGS,
+     "event_metadata(buf, cut, stat_codes, n_codes, ref_names) -> (names, by_code)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1266,7 +1705,7 @@ PyMODINIT_FUNC PyInit__tracelens_xspace(void) {
     PyObject *m = PyModule_Create(&module);
     /* bump with every change of the functions' signatures or results: the Python side
      * ignores a module built from other sources (parsers/xspace/native.py, ABI) */
-    if (m && (PyModule_AddIntConstant(m, "ABI", 3) ||
+    if (m && (PyModule_AddIntConstant(m, "ABI", 4) ||
               PyModule_AddIntConstant(m, "COLUMN_BUDGET_FACTOR", COLUMN_BUDGET_FACTOR) ||
               PyModule_AddIntConstant(m, "COLUMN_BUDGET_BASE", COLUMN_BUDGET_BASE))) {
         Py_DECREF(m);

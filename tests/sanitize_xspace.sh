@@ -30,4 +30,5 @@ export PYTHONPATH="$WORK/repo"
 "$PY" -c "import _tracelens_xspace as c, sys; sys.exit(not c.__file__.startswith('$WORK'))" \
     || { echo "the sanitized build is not the one imported" >&2; exit 1; }
 "$PY" -m pytest -q -p no:cacheprovider \
-    tests/test_xspace_decode.py tests/test_xspace_hardening.py tests/test_xspace_stats.py "$@"
+    tests/test_xspace_decode.py tests/test_xspace_hardening.py tests/test_xspace_stats.py \
+    tests/test_xspace_metadata.py "$@"

@@ -323,7 +323,7 @@ def test_timestamps_out_of_range_are_an_input_error(tmp_path: Path) -> None:
     # the per-event reader checks every event of the lines it reads
     raw = p.read_bytes()
     c = xspace_native.extension()
-    _, lines = c.scan(raw)
+    _, lines, _ = c.scan(raw)
     (_, _, off, length, _), *_ = lines
     with pytest.raises(ValueError, match="int64 nanosecond range"):
         c.decode(raw, off, length, 2**63 - 10, {}, 7, None, True)

@@ -7,7 +7,14 @@ extension walks the serialized bytes instead:
 1. ``scan`` cuts every ``XLine.events`` entry out of the file and returns the rest (the
    *skeleton*: planes, their metadata maps and stats, line headers) plus where each line's
    events are. The protobuf runtime parses the skeleton, so everything but the events keeps
-   its exact protobuf semantics.
+   its exact protobuf semantics. ``scan`` also cuts the plain ``event_metadata`` map entries
+   (a name, and stats of declared fields only: ``md_simple`` in the C file): with 150k kernel
+   names, making a message object of each entry and visiting it from Python took ~0.4 s, the
+   largest single cost of a ``summarize``. ``event_metadata`` turns a plane's cut entries
+   into the names and default stats ``planes.PlaneReader`` builds from map entries, in C;
+   the map keeps the others. Nothing is cut where that could change what the map holds (two
+   entries of one key, a key of another wire type), nor in ``/host:metadata``, whose map
+   ``reader._read_modules`` reads itself (see ``WHOLE_PLANES``).
 2. ``decode`` turns the events of one line into columns: metadata id (as a dense code per
    line), start/end ns (``timestamp_ns + floor(offset_ps / 1000)``, exact in 128-bit), and per
    wanted stat a value kind and its 64 bits, ref values and inline strings as small per-line
@@ -35,11 +42,12 @@ import polars as pl
 
 from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, device_kind,
                                     launch_shape, too_large)
+from parsers.xspace.planes import CutMetadata
 from parsers.xspace.space import parse
 from tracelens.errors import TraceInputError
 from tracelens.model import KindDtype, Text
 
-ABI = 3  # the version of parsers/_xspace.c this module speaks to
+ABI = 4  # the version of parsers/_xspace.c this module speaks to
 try:
     import _tracelens_xspace as _c
     _IMPORT_ERROR: str | None = None
@@ -84,15 +92,22 @@ def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+# Planes whose event metadata ``scan`` leaves whole: ``reader._read_modules`` reads the map of
+# ``/host:metadata`` itself (its entries' ``Hlo Proto`` stats), in the map's order before a
+# stable sort; that order is upb's hash order, which depends on every entry of the map.
+WHOLE_PLANES = (b"/host:metadata",)
+
+
 def split(raw: bytes, path: Path, threads: int | None = None) -> tuple[Any, "FastLines"]:
-    """The XSpace messages without their events, and the source of the events' columns
-    (decoded by ``threads`` C threads; None: :func:`default_threads`)."""
+    """The XSpace messages without their events (and without the event metadata entries
+    ``FastLines.cut_metadata`` reads), and the source of the events' columns (decoded by
+    ``threads`` C threads; None: :func:`default_threads`)."""
     try:
-        skeleton, lines = _c.scan(raw)
+        skeleton, lines, cut = _c.scan(raw, WHOLE_PLANES)
     except ValueError as exc:
         raise TraceInputError(path, f"corrupt or truncated XSpace protobuf ({exc})") from None
     space = parse(skeleton, path)
-    return space, FastLines(raw, lines, path, threads)
+    return space, FastLines(raw, lines, path, threads, cut)
 
 
 class FastLines:
@@ -101,9 +116,11 @@ class FastLines:
     decoder = "c"
 
     def __init__(self, raw: bytes, lines: list[tuple[int, int, int, int, int]],
-                 path: Path, threads: int | None = None) -> None:
+                 path: Path, threads: int | None = None,
+                 cut: list[bytes | None] | None = None) -> None:
         self.raw = raw
         self.path = path
+        self.cut = cut or []  # per plane: its event metadata entries scan cut (or None)
         self.where = {(p, i): (off, length, n) for p, i, off, length, n in lines}
         self.done: set[tuple[int, int]] = set()
         self.planned: dict[int, list[tuple[int, Any, Any, bool]]] = {}
@@ -136,6 +153,23 @@ class FastLines:
 
     def count(self, plane_idx: int, line_idx: int, line: Any) -> int:
         return self.where[plane_idx, line_idx][2]
+
+    def cut_metadata(self, plane_idx: int) -> CutMetadata | None:
+        """The event metadata ``scan`` cut out of the plane's map, for ``PlaneReader``
+        (None when none was)."""
+        table = self.cut[plane_idx] if plane_idx < len(self.cut) else None
+        if table is None:
+            return None
+
+        def read(stat_code: dict[int, int], ref_names: dict[int, str]
+                 ) -> tuple[dict[int, str], list[dict[int, Any]]]:
+            try:
+                return _c.event_metadata(self.raw, table, stat_code, len(EVENT_STATS),
+                                         ref_names)
+            except ValueError as exc:  # scan checked these bytes: cannot happen
+                raise TraceInputError(self.path, "corrupt or truncated XSpace protobuf "
+                                      f"({exc})") from None
+        return read
 
     def finish(self) -> None:
         """Check every byte of the lines that were not decoded."""

@@ -3,7 +3,7 @@ stat ids we read, and event-metadata stats (defaults for every event of that met
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from parsers.xspace.columns import EVENT_STATS
 
@@ -17,44 +17,65 @@ def stat_value(stat: Any, ref_names: dict[int, str]) -> Any:
     return getattr(stat, kind)
 
 
-class PlaneReader:
-    """Resolves one plane's metadata once, for both line sources."""
+# The event metadata the C decoder cut out of a plane's map (``native.FastLines.cut_metadata``):
+# called with the plane's ``stat_code`` and ``ref_names``, it returns their ``event_names``
+# and ``by_code`` as ``PlaneReader`` builds them from map entries.
+CutMetadata = Callable[[dict[int, int], dict[int, str]],
+                       tuple[dict[int, str], list[dict[int, Any]]]]
 
-    def __init__(self, plane: Any) -> None:
+
+class PlaneReader:
+    """Resolves one plane's metadata once, for both line sources.
+
+    ``cut``: the event metadata entries the C decoder's ``scan`` cut out of the plane's map
+    (whose keys the entries left in the map do not share), or None when the map is whole."""
+
+    def __init__(self, plane: Any, cut: CutMetadata | None = None) -> None:
         self.plane = plane
         self.ref_names = {k: v.name for k, v in plane.stat_metadata.items()}
         wanted = {name: i for i, name in enumerate(EVENT_STATS)}
         self.stat_code = {k: wanted[n] for k, n in self.ref_names.items() if n in wanted}
-        self.event_names: dict[int, str] = {}
         self.keep: set[int] = set()  # event metadata ids kept whatever their stats (markers)
-        self.defaults: dict[int, list[Any]] = {}
-        # per stat code, the metadata ids with a default and the value (most codes: none)
-        self.by_code: list[dict[int, Any]] = [{} for _ in EVENT_STATS]
-        names, defaults, by_code = self.event_names, self.defaults, self.by_code
-        code_of, refs, n_stats = self.stat_code, self.ref_names, len(EVENT_STATS)
-        for k, md in plane.event_metadata.items():  # one pass: a file can define 100k+
+        self._defaults: dict[int, list[Any]] | None = None
+        # event names; per stat code, the metadata ids with a default and the value (most
+        # codes: none)
+        self.event_names: dict[int, str]
+        self.by_code: list[dict[int, Any]]
+        self.event_names, self.by_code = cut(self.stat_code, self.ref_names) \
+            if cut is not None else ({}, [{} for _ in EVENT_STATS])
+        names, by_code = self.event_names, self.by_code
+        code_of, refs = self.stat_code, self.ref_names
+        for k, md in plane.event_metadata.items():  # what scan left (all: per-event reader)
             names[k] = md.name
             stats = md.stats
             if not stats:
                 continue
-            vals: list[Any] | None = None
-            touched = []
+            vals: dict[int, Any] | None = None
             for st in stats:  # read_stats, inlined: the last value of a stat wins
                 code = code_of.get(st.metadata_id)
                 if code is not None:
                     if vals is None:
-                        vals = [None] * n_stats
+                        vals = {}
                     vals[code] = stat_value(st, refs)
-                    touched.append(code)
-            if vals is not None and any(v is not None for v in vals):
-                defaults[k] = vals
-                for code in touched:
-                    if vals[code] is not None:
-                        by_code[code][k] = vals[code]
+            if vals is not None:
+                for code, v in vals.items():
+                    if v is not None:
+                        by_code[code][k] = v
+
+    @property
+    def defaults(self) -> dict[int, list[Any]]:
+        """Event-metadata stats: per metadata id with at least one wanted stat of a value,
+        the values in ``EVENT_STATS`` order (None where it sets none); built on first use
+        from ``by_code`` (only the per-event reader reads it)."""
+        if self._defaults is None:
+            by_code = self.by_code
+            self._defaults = {k: [d.get(k) for d in by_code]
+                              for k in set().union(*by_code)}
+        return self._defaults
 
     def wanted_ids(self) -> set[int]:
         """Event metadata ids whose events a ``wanted_only`` source keeps without a stat."""
-        return set(self.defaults) | self.keep
+        return set().union(*self.by_code) | self.keep
 
     def read_stats(self, stats: Iterable[Any], base: list[Any] | None) -> list[Any]:
         """The wanted stats' values (``EVENT_STATS`` order) over ``base`` (the defaults)."""

@@ -66,6 +66,10 @@ class PythonLines:
     def count(self, plane_idx: int, line_idx: int, line: Any) -> int:
         return len(line.events)
 
+    def cut_metadata(self, plane_idx: int) -> None:
+        """Nothing is cut out of the protobuf messages this source reads."""
+        return None
+
     def plan(self, reader: PlaneReader, plane_idx: int, lines: list[tuple[int, Any]],
              wanted_only: bool) -> None:
         """The lines ``frame`` will be asked for (this source reads them one at a time)."""

@@ -99,7 +99,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     for plane_idx, plane in enumerate(space.planes):
         m = _GPU_PLANE.match(plane.name)
         if plane.name == "Task Environment":
-            stats = PlaneReader(plane).plane_stats()
+            stats = PlaneReader(plane, source.cut_metadata(plane_idx)).plane_stats()
             span = profile_span(stats)
             start = stats.get("profile_start_time")
             if type(start) is int and 0 <= start <= INT64_MAX:
@@ -261,14 +261,14 @@ def _plan_lines(space: Any, source: LineSource, marker: str | None = None
             host_planes.append(plane_idx)
         elif plane.name not in ("Task Environment", "/host:metadata") \
                 and _GPU_PLANE.match(plane.name):
-            readers[plane_idx] = PlaneReader(plane)
+            readers[plane_idx] = PlaneReader(plane, source.cut_metadata(plane_idx))
             lines = [(i, line) for i, line in enumerate(plane.lines)
                      if _STREAM_LINE.match(line.name)]
             n_events += sum(source.count(plane_idx, i, line) for i, line in lines)
             source.plan(readers[plane_idx], plane_idx, lines, wanted_only=False)
     for host_idx in host_planes:
         plane = space.planes[host_idx]
-        readers[host_idx] = PlaneReader(plane)
+        readers[host_idx] = PlaneReader(plane, source.cut_metadata(host_idx))
         if marker:
             regex = re.compile(marker)
             readers[host_idx].keep = {k for k, n in readers[host_idx].event_names.items()

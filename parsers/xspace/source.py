@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from parsers.xspace.planes import PlaneReader
+from parsers.xspace.planes import CutMetadata, PlaneReader
 
 
 class LineSource(Protocol):
@@ -19,6 +19,10 @@ class LineSource(Protocol):
 
     def count(self, plane_idx: int, line_idx: int, line: Any) -> int:
         """Events of a line (before any is read)."""
+
+    def cut_metadata(self, plane_idx: int) -> CutMetadata | None:
+        """The event metadata cut out of the plane's map, for ``PlaneReader`` (None: the map
+        is whole)."""
 
     def plan(self, reader: PlaneReader, plane_idx: int, lines: list[tuple[int, Any]],
              wanted_only: bool) -> None:
