@@ -28,8 +28,9 @@
  *       -> (code, ns, on_node, on_ns, cut)
  *
  * The walk back along binding sources from a window's end is a pointer chase, one node at a
- * time: in Python over lists it costs a few hundred ns a node (and the lists must be made
- * first), here a few. It reads the graph's arrays directly (critical_solve.Graph: float64
+ * time: in Python over lists it costs about 1.4 us a node (and the lists must be made first),
+ * here about 15 ns; a window without steps walks every node of the trace. It reads the
+ * graph's arrays directly (critical_solve.Graph: float64
  * s, e, b per node; int64 b_bind, s_bind, group per node, b_src per B-side edge, s_src per
  * S-side edge, a_last per group; bool s_at_start per S-side edge, prev_binds per node) and
  * the components as small integer codes made by the caller: comp (a node's own work), wait
