@@ -1,5 +1,9 @@
-/* _tracelens_sweep: the one-pass interval sweep behind the timeline breakdown
- * (tracelens/analyze/timeline.py, _run_sums), in C.
+/* _tracelens_sweep: two hot loops of the analyses, in C. Both are optional: the Python
+ * module beside each is the reference and the path when this extension is not built (or when
+ * TRACELENS_SWEEP=numpy asks for the reference), and the two give identical results.
+ *
+ * 1. The one-pass interval sweep behind the timeline breakdown
+ *    (tracelens/analyze/timeline.py, _run_sums):
  *
  *   prio_sums(s, e, prio, runs, n_runs, n_cat, collective, memory)
  *       -> (sums, counts, totals): bytes of int64 arrays, row-major per run
@@ -16,6 +20,30 @@
  *
  * Arithmetic is on uint64 so that sums wrap exactly as numpy's int64 sums do. Inputs are
  * checked (lengths, priorities in range, run ids below their count), never trusted.
+ *
+ * 2. The critical-path walk (tracelens/analyze/critical_walk.py, walk; ABI: WALK_ABI):
+ *
+ *   walk(s, e, b, b_bind, b_src, s_bind, s_src, s_at_start, prev_binds, group, a_last,
+ *        comp, wait, edge_comp, prev_comp, idle, sink, w0, w1)
+ *       -> (code, ns, on_node, on_ns, cut)
+ *
+ * The walk back along binding sources from a window's end is a pointer chase, one node at a
+ * time: in Python over lists it costs about 1.4 us a node (and the lists must be made first),
+ * here about 15 ns; a window without steps walks every node of the trace. It reads the
+ * graph's arrays directly (critical_solve.Graph: float64
+ * s, e, b per node; int64 b_bind, s_bind, group per node, b_src per B-side edge, s_src per
+ * S-side edge, a_last per group; bool s_at_start per S-side edge, prev_binds per node) and
+ * the components as small integer codes made by the caller: comp (a node's own work), wait
+ * (waiting for that node's arrival) and prev_comp (the gap to the chain's previous node) per
+ * node, edge_comp per S-side edge, idle. It returns the pieces from the end back as bytes of
+ * int64 codes and float64 ns, the nodes with time on the path in the order the walk first
+ * reached them with their float64 ns, and the number of revisits cut short. Every float
+ * operation is the Python walk's, in the same order (max and min as Python's builtins pick,
+ * an on-path sum as (0 + c) - lo, then (that + c) - lo), so the results are bit-identical.
+ *
+ * The graph is built by our code, but nothing here is trusted: every index is checked against
+ * its array before it is read (ValueError, never a read out of bounds), and the walk is bounded
+ * by its revisit set, a bitmap of 2 x n bits (node, standing at its start).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -171,20 +199,273 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------------------------------
+ * 2. The critical-path walk (header).
+ * ---------------------------------------------------------------------------------------- */
+
+static int get_typed(PyObject *obj, buf_t *b, Py_ssize_t n, const char *what, char kind) {
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    int ok;
+    if (kind == 'd')
+        ok = b->view.itemsize == 8 && strcmp(f, "d") == 0;
+    else if (kind == 'q')
+        ok = b->view.itemsize == 8 && (strcmp(f, "q") == 0 || strcmp(f, "l") == 0);
+    else /* '?': one byte per value, nonzero is true */
+        ok = b->view.itemsize == 1 &&
+             (strcmp(f, "?") == 0 || strcmp(f, "b") == 0 || strcmp(f, "B") == 0);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: expected %s values", what,
+                     kind == 'd' ? "float64" : (kind == 'q' ? "int64" : "bool"));
+        return -1;
+    }
+    Py_ssize_t got = b->view.len / b->view.itemsize;
+    if (n >= 0 && got != n) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd values, got %zd", what, n, got);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    int64_t *key;
+    double *ns;
+    size_t len, cap;
+} pairs_t;
+
+/* append (key, ns); 0, or -1 when out of memory (no GIL needed: raw allocator) */
+static int pairs_push(pairs_t *p, int64_t key, double ns) {
+    if (p->len == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 1024;
+        int64_t *k = PyMem_RawRealloc(p->key, cap * sizeof(int64_t));
+        if (!k) return -1;
+        p->key = k;
+        double *v = PyMem_RawRealloc(p->ns, cap * sizeof(double));
+        if (!v) return -1;
+        p->ns = v;
+        p->cap = cap;
+    }
+    p->key[p->len] = key;
+    p->ns[p->len] = ns;
+    p->len++;
+    return 0;
+}
+
+static void pairs_free(pairs_t *p) {
+    PyMem_RawFree(p->key);
+    PyMem_RawFree(p->ns);
+    p->key = NULL;
+    p->ns = NULL;
+}
+
+/* Python's max(a, b) and min(a, b) on two floats: the first unless the second is strictly
+ * greater (smaller); NaN and signed zeros come out as there */
+static inline double py_max(double a, double b) { return b > a ? b : a; }
+static inline double py_min(double a, double b) { return b < a ? b : a; }
+
+enum { W_ARRAYS = 15 };
+
+static PyObject *py_walk(PyObject *self, PyObject *args) {
+    PyObject *obj[W_ARRAYS];
+    long long idle_ll, sink_ll;
+    double w0, w1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOLLdd", &obj[0], &obj[1], &obj[2], &obj[3],
+                          &obj[4], &obj[5], &obj[6], &obj[7], &obj[8], &obj[9], &obj[10],
+                          &obj[11], &obj[12], &obj[13], &obj[14], &idle_ll, &sink_ll, &w0,
+                          &w1))
+        return NULL;
+    buf_t bs[W_ARRAYS];
+    memset(bs, 0, sizeof bs);
+    pairs_t pieces = {0}, on = {0};
+    uint8_t *seen = NULL;
+    PyObject *result = NULL;
+    int64_t cut = 0;
+    const char *fail = NULL; /* a ValueError found without the GIL */
+    int oom = 0;
+
+    /* s, e, b, b_bind: per node; b_src: per B-side edge; s_bind: per node; s_src,
+     * s_at_start: per S-side edge; prev_binds, group: per node; a_last: per group; comp,
+     * wait: per node; edge_comp: per S-side edge; prev_comp: per node */
+    if (get_typed(obj[0], &bs[0], -1, "s", 'd') < 0) goto done;
+    const Py_ssize_t n = bs[0].view.len / 8;
+    if (get_typed(obj[1], &bs[1], n, "e", 'd') < 0 || get_typed(obj[2], &bs[2], n, "b", 'd') < 0 ||
+        get_typed(obj[3], &bs[3], n, "b_bind", 'q') < 0 ||
+        get_typed(obj[4], &bs[4], -1, "b_src", 'q') < 0 ||
+        get_typed(obj[5], &bs[5], n, "s_bind", 'q') < 0 ||
+        get_typed(obj[6], &bs[6], -1, "s_src", 'q') < 0)
+        goto done;
+    const Py_ssize_t nb = bs[4].view.len / 8, ns_ = bs[6].view.len / 8;
+    if (get_typed(obj[7], &bs[7], ns_, "s_at_start", '?') < 0 ||
+        get_typed(obj[8], &bs[8], n, "prev_binds", '?') < 0 ||
+        get_typed(obj[9], &bs[9], n, "group", 'q') < 0 ||
+        get_typed(obj[10], &bs[10], -1, "a_last", 'q') < 0 ||
+        get_typed(obj[11], &bs[11], n, "comp", 'q') < 0 ||
+        get_typed(obj[12], &bs[12], n, "wait", 'q') < 0 ||
+        get_typed(obj[13], &bs[13], ns_, "edge_comp", 'q') < 0 ||
+        get_typed(obj[14], &bs[14], n, "prev_comp", 'q') < 0)
+        goto done;
+    const Py_ssize_t ng = bs[10].view.len / 8;
+    if (sink_ll < 0 || sink_ll >= n) {
+        PyErr_SetString(PyExc_ValueError, "walk: sink out of range");
+        goto done;
+    }
+    seen = PyMem_RawCalloc((size_t)(2 * n + 7) / 8, 1);
+    if (!seen) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const double *S = bs[0].view.buf, *E = bs[1].view.buf, *B = bs[2].view.buf;
+        const int64_t *b_bind = bs[3].view.buf, *b_src = bs[4].view.buf;
+        const int64_t *s_bind = bs[5].view.buf, *s_src = bs[6].view.buf;
+        const uint8_t *s_at_start = bs[7].view.buf, *prev_binds = bs[8].view.buf;
+        const int64_t *group = bs[9].view.buf, *a_last = bs[10].view.buf;
+        const int64_t *comp = bs[11].view.buf, *wait = bs[12].view.buf;
+        const int64_t *edge_comp = bs[13].view.buf, *prev_comp = bs[14].view.buf;
+        const int64_t idle = (int64_t)idle_ll;
+#define PUSH(p, k, v)                 \
+    do {                              \
+        if (pairs_push(p, k, v) < 0) { \
+            oom = 1;                  \
+            goto walked;              \
+        }                             \
+    } while (0)
+#define FAIL(msg)   \
+    do {            \
+        fail = msg; \
+        goto walked; \
+    } while (0)
+        Py_BEGIN_ALLOW_THREADS
+        /* the Python walk, line for line (tracelens/analyze/critical_walk.py) */
+        double c = w1;
+        int64_t node = (int64_t)sink_ll;
+        if (E[node] < c) {
+            PUSH(&pieces, idle, c - py_max(E[node], w0));
+            c = py_max(E[node], w0);
+        }
+        int at_start = 0;
+        while (c > w0) {
+            const size_t key = 2 * (size_t)node + (size_t)at_start;
+            if (seen[key >> 3] & (1u << (key & 7))) {
+                PUSH(&pieces, idle, c - w0);
+                cut++;
+                break;
+            }
+            seen[key >> 3] |= (uint8_t)(1u << (key & 7));
+            if (!at_start) {
+                /* a node's own visit happens once (the revisit set), so its on-path time
+                 * is the last entry of `on` when this visit made one */
+                const size_t on_before = on.len;
+                double lo = py_max(B[node], w0);
+                if (c > lo) {
+                    PUSH(&pieces, comp[node], c - lo);
+                    PUSH(&on, node, (0.0 + c) - lo);
+                    c = lo;
+                }
+                if (c <= w0) break;
+                const int64_t bind = b_bind[node];
+                if (B[node] > S[node] && bind == -2) { /* waited for the last arrival */
+                    lo = py_max(S[node], w0);
+                    const int64_t grp = group[node];
+                    if (grp < 0 || grp >= ng) FAIL("walk: group out of range");
+                    const int64_t last = a_last[grp];
+                    if (last < 0 || last >= n) FAIL("walk: a_last out of range");
+                    PUSH(&pieces, wait[last], c - lo);
+                    if (on.len > on_before)
+                        on.ns[on.len - 1] = (on.ns[on.len - 1] + c) - lo;
+                    else
+                        PUSH(&on, node, (0.0 + c) - lo);
+                    c = lo;
+                } else if (B[node] > S[node] && bind >= 0) { /* a sync call: to its wait */
+                    if (bind >= nb) FAIL("walk: b_bind out of range");
+                    const int64_t to = b_src[bind];
+                    if (to < 0 || to >= n) FAIL("walk: b_src out of range");
+                    node = to;
+                    at_start = 0;
+                    c = py_min(c, E[node]);
+                    continue;
+                }
+            }
+            if (c <= w0) break;
+            const int64_t edge = s_bind[node];
+            int64_t src, code;
+            double t;
+            int nxt_start;
+            if (edge >= 0) {
+                if (edge >= ns_) FAIL("walk: s_bind out of range");
+                src = s_src[edge];
+                if (src < 0 || src >= n) FAIL("walk: s_src out of range");
+                t = s_at_start[edge] ? S[src] : E[src];
+                code = edge_comp[edge];
+                nxt_start = s_at_start[edge] != 0;
+            } else if (prev_binds[node]) {
+                if (node < 1) FAIL("walk: the first node has no previous node");
+                src = node - 1;
+                t = E[node - 1];
+                code = prev_comp[node];
+                nxt_start = 0;
+            } else { /* no source: nothing known before it */
+                PUSH(&pieces, idle, c - w0);
+                break;
+            }
+            if (t < c) {
+                const double lo = py_max(t, w0);
+                PUSH(&pieces, code, c - lo);
+                c = lo;
+            }
+            node = src;
+            at_start = nxt_start;
+        }
+    walked:
+        Py_END_ALLOW_THREADS
+#undef PUSH
+#undef FAIL
+    }
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (fail) {
+        PyErr_SetString(PyExc_ValueError, fail);
+        goto done;
+    }
+    /* y# of a NULL pointer is None: an empty walk's arrays are empty bytes */
+#define BYTES(p) ((p) ? (const char *)(p) : "")
+    result = Py_BuildValue("(y#y#y#y#L)", BYTES(pieces.key),
+                           (Py_ssize_t)(pieces.len * sizeof(int64_t)), BYTES(pieces.ns),
+                           (Py_ssize_t)(pieces.len * sizeof(double)), BYTES(on.key),
+                           (Py_ssize_t)(on.len * sizeof(int64_t)), BYTES(on.ns),
+                           (Py_ssize_t)(on.len * sizeof(double)), (long long)cut);
+#undef BYTES
+done:
+    for (int k = 0; k < W_ARRAYS; k++) release(&bs[k]);
+    pairs_free(&pieces);
+    pairs_free(&on);
+    PyMem_RawFree(seen);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"prio_sums", py_prio_sums, METH_VARARGS,
      "prio_sums(s, e, prio, runs, n_runs, n_cat, collective, memory) -> "
      "[(sums, counts, totals)] per layout"},
+    {"walk", py_walk, METH_VARARGS,
+     "walk(s, e, b, b_bind, b_src, s_bind, s_src, s_at_start, prev_binds, group, a_last, comp, "
+     "wait, edge_comp, prev_comp, idle, sink, w0, w1) -> (code, ns, on_node, on_ns, cut)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tracelens_sweep",
-                                    "One-pass interval sweeps of the timeline breakdown.", -1,
+                                    "The timeline breakdown's one-pass sweep and the critical-path walk.", -1,
                                     methods};
 
 PyMODINIT_FUNC PyInit__tracelens_sweep(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+    /* ABI: prio_sums's arguments and results; WALK_ABI: walk's */
+    if (m && (PyModule_AddIntConstant(m, "ABI", 1) < 0 ||
+              PyModule_AddIntConstant(m, "WALK_ABI", 1) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

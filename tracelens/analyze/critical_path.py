@@ -27,7 +27,7 @@ from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
 from tracelens.analyze.packed import PackedFrame, pack_frame
-from tracelens.analyze.critical_walk import Labels, composition, walk, walkable
+from tracelens.analyze.critical_walk import Labels, Walk, Walker, composition
 from tracelens.model import Trace
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
@@ -127,9 +127,19 @@ def _labels(nodes: pl.DataFrame) -> Labels:
                         .otherwise(pl.lit("host")))
     who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
                                      pl.col("device").cast(pl.String)))
-    return Labels(comp.to_series().to_numpy().astype(object),
-                  who.to_series().fill_null("host").to_numpy().astype(object),
-                  nodes["device_node"].to_numpy())
+    comp_code, comp_names = _coded(comp.to_series())
+    who_code, who_names = _coded(who.to_series().fill_null("host"))
+    return Labels(comp_code, comp_names, who_code, who_names, nodes["device_node"].to_numpy())
+
+
+def _coded(col: pl.Series) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(code per row, the distinct values): a few labels for every node, as small integers
+    instead of an object array of strings."""
+    if not col.len():
+        return np.zeros(0, np.int64), ()
+    names = col.cast(pl.String).unique().sort().to_list()
+    codes = col.cast(pl.String).cast(pl.Enum(names)).to_physical().to_numpy()
+    return codes.astype(np.int64), tuple(names)
 
 
 @dataclass(frozen=True)
@@ -141,8 +151,7 @@ class _Path:
     w0: int
     w1: int
     cand: np.ndarray  # the nodes the window's end may rest on
-    pieces: list[tuple[str, float]]
-    on: dict[int, float]
+    walk: Walk  # the pieces, and the ns on the path per node
 
 
 def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
@@ -202,7 +211,7 @@ def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFr
         ids=pl.col("id")).iter_rows())
     linked = _linked_threads(nodes, edges)
     end = nodes["end_ns"].to_numpy()
-    lists = walkable(g, lab)
+    walker = Walker(g, lab)
     out = []
     for host, rank, device, dev_ids, step, lo, hi in devices.select(
             "host", "rank", "device", "ids", "step", "start_ns", "end_ns").iter_rows():
@@ -217,8 +226,7 @@ def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFr
         dev_top = top[lab.device_node[top]]
         last = int(dev_top[0] if len(dev_top) else top[0])
         w0, w1 = float(lo - g.t0), float(hi - g.t0)
-        pieces, on, _ = walk(g, lab, last, w0, w1, lists)
-        out.append(_Path(rank, host, device, step, lo, hi, cand, pieces, on))
+        out.append(_Path(rank, host, device, step, lo, hi, cand, walker.walk(last, w0, w1)))
     return out
 
 
@@ -227,12 +235,12 @@ _ACTIVITY = ["kind", "name", "category", "host", "device", "stream", "start_ns",
 
 def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool,
                  activities: bool = True) -> DevicePath:
-    comp = tuple(Component(k, v) for k, v in composition(p.pieces))
+    comp = tuple(Component(k, v) for k, v in composition(p.walk))
     if not activities:
         return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
                           "host+device" if host_graph else "device-only", comp, ())
-    node = np.fromiter(p.on.keys(), np.int64, len(p.on))
-    ns = np.fromiter(p.on.values(), np.float64, len(p.on)).astype(np.int64)  # int(): truncated
+    node = p.walk.on_node
+    ns = p.walk.on_ns.astype(np.int64)  # int(): truncated
     ids = node[ns > 0]
     acts = nodes.select(_ACTIVITY)[ids].with_columns(
         on_path_ns=pl.Series(ns[ns > 0], dtype=pl.Int64), _id=pl.Series(ids)).sort(
@@ -261,7 +269,7 @@ def _on_path(paths: list[_Path], pred: Callable[[str], bool]) -> int:
     """The most ns any one path spends on components matching ``pred``."""
     best = 0.0
     for p in paths:
-        best = max(best, sum(ns for comp, ns in p.pieces if pred(comp)))
+        best = max(best, p.walk.total(pred))
     return int(best)
 
 
@@ -285,7 +293,8 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
     who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
                                      pl.col("device").cast(pl.String)))
     who_arr = who.to_series().fill_null("").to_numpy().astype(object)
-    waited = sorted({c[5:] for p in paths for c, _ in p.pieces if c.startswith("wait:")})
+    waited = sorted({c[5:] for p in paths for c in p.walk.components()
+                     if c.startswith("wait:")})
     for name in waited:
         late = (who_arr == name) & (g.group >= 0)
         on = _on_path(paths, lambda c, n=name: c == f"wait:{n}")
@@ -310,7 +319,7 @@ def _roofline_changes(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
     attain = nodes["attain_ns"].to_numpy()
     known = ~np.isnan(attain)
     cat = nodes["category"].fill_null("").to_numpy().astype(object)
-    on = {c for p in paths for c, _ in p.pieces}
+    on = {c for p in paths for c in p.walk.components()}
     out = []
     for c in sorted({x for x in cat[known] if x in on}):
         mask = known & (cat == c)
@@ -323,7 +332,7 @@ def _on_path_typed(paths: list[_Path], nodes: pl.DataFrame, mask: np.ndarray) ->
     """The most ns any one path spends in the masked nodes (their work and their waits)."""
     best = 0.0
     for p in paths:
-        best = max(best, sum(v for i, v in p.on.items() if mask[i]))
+        best = max(best, p.walk.on_total(mask))
     return int(best)
 
 

@@ -33,7 +33,8 @@ _PRIO = pl.col("category").to_physical().cast(pl.Int32)  # a category's priority
 Axis = tuple[pl.DataFrame, pl.DataFrame]  # ``intervals.on_one_axis``'s (rows, groups)
 _MEMORY = CATEGORIES.index("memory")
 SWEEP_ENV = "TRACELENS_SWEEP"
-"""``numpy`` forces the numpy sweep (the reference) where the C one is built."""
+"""``numpy`` forces the references where ``_tracelens_sweep`` is built: the numpy sweep here,
+and the Python critical-path walk (:mod:`tracelens.analyze.critical_walk`)."""
 
 
 @dataclass
