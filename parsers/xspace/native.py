@@ -202,8 +202,10 @@ class FastLines:
                                       f"({exc})") from None
         md_ids = np.frombuffer(r["md_ids"], np.int64)
         md_counts = np.frombuffer(r["md_counts"], np.int64)
-        names = [reader.event_names.get(int(m)) for m in md_ids]
-        unknown = int(sum(int(c) for nm, c in zip(names, md_counts) if nm is None))
+        get = reader.event_names.get
+        names = [get(m) for m in md_ids.tolist()]
+        unknown = sum(c for nm, c in zip(names, md_counts.tolist()) if nm is None) \
+            if None in names else 0
         n = r["n"]
         if not n:
             # Nothing kept. Without the filter that means every event had a negative duration
@@ -348,24 +350,26 @@ class _Columns:
         kinds, vals, mask = self._kinds(code)
         if mask == 1 << ABSENT and not self.reader.by_code[code]:
             return _nulls(self.n, pl.Int64)
-        defaults = self._defaults(code)
+        # no metadata of the plane sets this stat (the usual case): no default to look at
+        has_defaults = bool(self.reader.by_code[code])
+        defaults = self._defaults(code) if has_defaults else []
         if mask & ~_INT_FAST or any(d is not None and type(d) is not int for d in defaults):
             objects = self._objects(code, kinds, vals)
             self.too_large[code] = too_large(objects)
             return as_int(objects)
-        dval = np.array([d if d is not None and _INT64_MIN <= d <= _INT64_MAX else 0
-                         for d in defaults], np.int64)
-        dok = np.array([d is not None and _INT64_MIN <= d <= _INT64_MAX for d in defaults],
-                       bool)
         if vals is None:
             vals = np.zeros(self.n, np.int64)
         absent = kinds == ABSENT
-        out = np.where(absent, dval[self.md_code], vals) if len(defaults) else vals
         ok = (kinds == INT64) | ((kinds == UINT64) & (vals >= 0))
         big = int(((kinds == UINT64) & (vals < 0)).sum())
-        if len(defaults):
+        out = vals
+        if has_defaults:
+            fits = [d is not None and _INT64_MIN <= d <= _INT64_MAX for d in defaults]
+            dval = np.array([d if f else 0 for d, f in zip(defaults, fits)], np.int64)
+            dok = np.array(fits, bool)
+            dbig = np.array([d is not None and not f for d, f in zip(defaults, fits)], bool)
+            out = np.where(absent, dval[self.md_code], vals)
             ok |= absent & dok[self.md_code]
-            dbig = np.array([too_large([d]) for d in defaults], bool)
             big += int((absent & dbig[self.md_code]).sum())
         self.too_large[code] = big
         if ok.all():
@@ -379,7 +383,8 @@ class _Columns:
         if mask == 1 << ABSENT and not self.reader.by_code[code]:
             self.codes[code] = (np.full(self.n, -1, np.int64), [])
             return _nulls(self.n, Text)
-        defaults = self._defaults(code)
+        has_defaults = bool(self.reader.by_code[code])  # as in integer()
+        defaults = self._defaults(code) if has_defaults else []
         if mask & ~_STR_FAST or any(d is not None and type(d) is not str for d in defaults):
             return pl.Series(as_str(self._objects(code, kinds, vals)), dtype=Text)
         refs = self.refs() if mask & (1 << REF) else []
@@ -392,8 +397,8 @@ class _Columns:
         base_str, base_def = len(refs), len(refs) + len(strings)
         idx = np.where(kinds == REF, vals,
                        np.where(kinds == STR, vals + base_str,
-                                np.where(kinds == ABSENT, self.md_code.astype(np.int64)
-                                         + base_def, -1)))
+                                np.where((kinds == ABSENT) & has_defaults,
+                                         self.md_code.astype(np.int64) + base_def, -1)))
         valid = np.array([t is not None for t in table], bool)
         ok = idx >= 0
         if len(table):
