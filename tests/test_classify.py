@@ -1035,3 +1035,20 @@ def test_ep_kernels_count_as_exposed_communication(tmp_path: Path) -> None:
                  ["headline"] for p in (src, copy))
     assert want["exposed_comm_pct"] > 0
     assert got["exposed_comm_pct"] == want["exposed_comm_pct"]
+
+
+def test_many_rows_path_answers_like_explain_for_every_reference_name() -> None:
+    """The rule-by-rule path (many rows: each run of name rules behind one combined pattern,
+    :func:`tracelens.classify.rules._name_runs`) gives every reference name the rule and
+    subcategory the one-query path (explain) gives it."""
+    from tracelens.classify.rules import _FEW_ROWS, _name_runs
+
+    rules = RuleSet(load_rules().rules)
+    assert any(p is not None for _, _, p in _name_runs(rules.rules))  # runs are combined
+    events = pl.DataFrame({"kind": pl.Series(["kernel"] * len(CASES), dtype=KindDtype),
+                           "name": [c[0] for c in CASES], "op": [c[1] for c in CASES]})
+    assert events.unique().height > _FEW_ROWS
+    got = classify(events, rules)
+    want = [explain(c[0], c[1]) for c in CASES]
+    assert got["rule"].cast(pl.String).to_list() == [m.rule_id for m in want]
+    assert got["subcategory"].cast(pl.String).to_list() == [m.subcategory for m in want]

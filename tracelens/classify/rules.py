@@ -183,12 +183,25 @@ class RuleSet:
         else:
             found = np.full(keys.height, fallback, dtype=np.uint32)
             rest = keys.with_row_index("__row")  # the rows no rule has matched yet
-            for i, rule in enumerate(self.rules):
+            for lo, hi, names in _name_runs(self.rules):
                 if rest.height == 0:
                     break
-                hit = rest.select(rule.condition().fill_null(False))[:, 0]
-                found[rest["__row"].filter(hit).to_numpy()] = i
-                rest = rest.filter(~hit)
+                # rows matching none of the run's name patterns skip the run's rules
+                cand = rest if names is None else rest.filter(
+                    pl.col("name").str.contains(names).fill_null(False))
+                matched = []
+                for i in range(lo, hi):
+                    if cand.height == 0:
+                        break
+                    hit = cand.select(self.rules[i].condition().fill_null(False))[:, 0]
+                    rows = cand["__row"].filter(hit)
+                    found[rows.to_numpy()] = i
+                    matched.append(rows)
+                    cand = cand.filter(~hit)
+                if matched:
+                    done = np.zeros(keys.height, bool)
+                    done[pl.concat(matched).to_numpy()] = True
+                    rest = rest.filter(~pl.Series(done).gather(rest["__row"]))
             index = pl.Series("rule", found)
         every = (*self.rules, self._fallback)
         literal = pl.Series("subcategory", [r.subcategory for r in every], dtype=pl.String)
@@ -228,6 +241,38 @@ class RuleSet:
             if rule.id == rule_id:
                 return rule
         raise KeyError(rule_id)
+
+
+_RUN_MIN, _RUN_MAX = 4, 8  # consecutive name rules put behind one combined pattern
+
+
+@functools.lru_cache(maxsize=64)
+def _name_runs(rules: tuple[Rule, ...]) -> tuple[tuple[int, int, str | None], ...]:
+    """The rules as runs ``(first, end, pattern)``: runs of ``_RUN_MIN`` to ``_RUN_MAX``
+    consecutive rules that each need a ``name`` match get the alternation of their name
+    patterns (short runs: a run some names do match still skips the rest for the others; a name
+    matching none of them cannot satisfy any rule of the run, so one regex pass sends most
+    rows past the run: 150k distinct kernel names would otherwise take ~40 passes before the
+    GEMM rules); other rules are runs of one without a pattern. First match still wins: the
+    rows a run's pattern keeps go through its rules in order. A combination Rust ``regex``
+    refuses (its size limit) is not used."""
+    out: list[tuple[int, int, str | None]] = []
+    i = 0
+    while i < len(rules):
+        j = i
+        while j < len(rules) and rules[j].name is not None:
+            j += 1
+        if j - i >= _RUN_MIN:
+            for a in range(i, j, _RUN_MAX):
+                b = min(j, a + _RUN_MAX)
+                names = "|".join(f"(?:{rules[k].name})" for k in range(a, b))
+                ok = _regex_problem(names) is None
+                out += [(a, b, names)] if ok else [(k, k + 1, None) for k in range(a, b)]
+            i = j
+        else:
+            out += [(k, k + 1, None) for k in range(i, max(j, i + 1))]
+            i = max(j, i + 1)
+    return tuple(out)
 
 
 def _regex_problem(pattern: str) -> str | None:
