@@ -41,7 +41,7 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     execution, and the problems met (modules that failed to decode, ops not in the HLO)."""
     keys = events.lazy().select(*KEY).filter(
         pl.col("op").is_not_null() & pl.col("program_id").is_not_null()).unique() \
-        .collect().sort(KEY)
+        .collect().sort(_lexical(KEY))
     if keys.is_empty() and not hlo_text:  # no HLO op to cost: the HLO decoders stay unloaded
         return pl.DataFrame([], schema=OP_COST_SCHEMA), []
     from tracelens.cost.opcost import instruction_cost
@@ -103,8 +103,14 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     if lost.height:  # in key order, as one lookup per key gave them
         table = pl.concat([table, conform(lost.with_columns(_note=pl.format(
             "the trace has no HLO for program {} on this host", "program_id")),
-            OP_COST_SCHEMA)]).sort(KEY)
+            OP_COST_SCHEMA)]).sort(_lexical(KEY))
     return table, problems
+
+
+def _lexical(columns: list[str]) -> list[pl.Expr]:
+    """Sort keys ordering text columns as strings: polars sorts a categorical column
+    lexically too, but ~1.5x slower than its strings (150k distinct ops)."""
+    return [pl.col(c).cast(pl.String) if c != "program_id" else pl.col(c) for c in columns]
 
 
 def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
