@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from tracelens.analyze import critical_walk as cw
 from tracelens.analyze.critical_solve import Graph
@@ -252,3 +253,41 @@ def test_labels_as_codes() -> None:
     assert [names[k] for k in codes] == col.to_list() and list(names) == sorted(set(names))
     codes, names = _coded(pl.Series([], dtype=pl.String))
     assert len(codes) == 0 and names == ()
+
+
+_host_event = st.tuples(st.integers(0, 1), st.integers(0, 1), st.integers(0, 60),
+                        st.integers(0, 25), st.sampled_from(["api", "cpu_op", "python"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_host_event, min_size=0, max_size=25),
+       st.lists(st.tuples(st.integers(0, 1), st.integers(-5, 70), st.integers(0, 30)),
+                min_size=1, max_size=2))
+def test_host_nodes_see_only_the_events_near_the_window(events: list, windows: list) -> None:
+    """``critical_graph._near`` drops host events before the leaf test: the window's host
+    nodes equal those found over every host event (nested calls, zero-length events, events
+    ending where the next starts, windows before, after and around them)."""
+    from types import SimpleNamespace
+
+    from tracelens.analyze import critical_graph as cg
+
+    he = pl.DataFrame(
+        [("h", rank, 7, tid, kind, f"e{i}", s, s + d, i)
+         for i, (rank, tid, s, d, kind) in enumerate(events)],
+        schema={"host": pl.String, "rank": pl.Int32, "pid": pl.Int64, "tid": pl.Int64,
+                "kind": pl.String, "name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64,
+                "correlation_id": pl.Int64}, orient="row")
+    win = pl.DataFrame([("h", r, None, s, s + d) for r, s, d in windows],
+                       schema={"host": pl.String, "rank": pl.Int32, "step": pl.Int32,
+                               "start_ns": pl.Int64, "end_ns": pl.Int64}, orient="row") \
+        .unique(["host", "rank"], keep="first", maintain_order=True)
+    trace = SimpleNamespace(host_events=he)
+    got = cg.host_nodes(trace, win)  # type: ignore[arg-type]
+    real = cg._near
+    try:
+        cg._near = lambda he, win: he  # type: ignore[assignment]
+        want = cg.host_nodes(trace, win)  # type: ignore[arg-type]
+    finally:
+        cg._near = real  # type: ignore[assignment]
+    key = ["rank", "tid", "start_ns", "end_ns", "name"]
+    assert_frame_equal(got.sort(key), want.sort(key))
