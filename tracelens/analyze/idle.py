@@ -102,22 +102,29 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
     if groups["host"].null_count() or groups["rank"].null_count():
         return None  # a null host or rank matches no launch call: the frame path says so
     rows = _ties_by_end_and_id(rows)
+    # row-length arrays are made once each (a 2M-activity trace: 16 MB apiece); what is
+    # computed per gap is taken at the gaps only
     s = rows["_s"].to_numpy()
-    g = rows["_g"].to_numpy().astype(np.int64)
-    shift = groups["_shift"].to_numpy()[g]
+    g = rows["_g"].to_numpy()
     e = rows["_e"].to_numpy()
     prev = np.empty_like(e)
     prev[0] = 0
-    prev[1:] = np.maximum.accumulate(e)[:-1]  # never carries over from the previous device
-    first = np.r_[True, g[1:] != g[:-1]]
+    np.maximum.accumulate(e[:-1], out=prev[1:])  # never carries over from the previous device
+    first = np.empty(len(g), bool)
+    first[0] = True
+    np.not_equal(g[1:], g[:-1], out=first[1:])
     gap = first | (s > prev)
+    del e
     corr = rows["correlation_id"].filter(pl.Series(gap))
     n_dev = groups.height
+    at_g = g[gap].astype(np.int64)
+    shift = groups["_shift"].to_numpy()[at_g]
     # a device's gaps in time order, then its stretch after the last activity
-    gap_g = np.concatenate([g[gap], np.arange(n_dev)])
-    gap_s = np.concatenate([np.where(first, -_INF, prev - shift)[gap],
+    gap_g = np.concatenate([at_g, np.arange(n_dev)])
+    gap_s = np.concatenate([np.where(first[gap], -_INF, prev[gap] - shift),
                             groups["_hi"].to_numpy()])
-    gap_e = np.concatenate([(s - shift)[gap], np.full(n_dev, _INF, np.int64)])
+    gap_e = np.concatenate([s[gap] - shift, np.full(n_dev, _INF, np.int64)])
+    del prev, s
     corr = corr.append(pl.Series([None] * n_dev, dtype=corr.dtype))
     order = np.argsort(gap_g, kind="stable")
     gap_g, gap_s, gap_e, corr = gap_g[order], gap_s[order], gap_e[order], corr.gather(order)
