@@ -366,3 +366,31 @@ def test_an_older_store_is_migrated_forward_on_open_with_its_runs(
         assert c.execute("SELECT version FROM schema_version").fetchall() == [
             (SCHEMA_VERSION + 1,)]
         assert "note" in [r[1] for r in c.execute("PRAGMA table_info(runs)")]
+
+
+def test_a_store_held_while_opened_is_waited_for(tmp_path: Path, monkeypatch) -> None:
+    """SQLite answers some lock conflicts at once, without its busy timeout (a journal-mode
+    change, a read meeting another process creating the file): opening waits and checks
+    again, and only a store held past the timeout is an error, saying so in one line."""
+    import sqlite3
+
+    from tracelens.errors import TraceInputError
+    from tracelens.history import store as st
+
+    real, calls = st._prepare, []
+
+    def busy_twice(conn, path, create):
+        calls.append(1)
+        if len(calls) <= 2:
+            raise sqlite3.OperationalError("database is locked")
+        return real(conn, path, create)
+    monkeypatch.setattr(st, "_prepare", busy_twice)
+    with open_store(tmp_path / "runs.db", create=True) as s:
+        assert s.runs() == [] and len(calls) == 3
+
+    def always_busy(conn, path, create):
+        raise sqlite3.OperationalError("database is locked")
+    monkeypatch.setattr(st, "_prepare", always_busy)
+    monkeypatch.setattr(st, "BUSY_TIMEOUT_S", 0.2)
+    with pytest.raises(TraceInputError, match="another process held the run store"):
+        open_store(tmp_path / "runs.db", create=True)

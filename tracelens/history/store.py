@@ -14,6 +14,7 @@ and left exactly as it is: nothing is written to it.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +25,7 @@ from tracelens.results.history import (CategoryRecord, CommRecord, KernelRecord,
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x544C4853  # "TLHS": a tracelens history store
 BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another's transaction
+_RETRY_S = 0.05  # between checks of a store another process holds while it is opened
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _V1 = """
@@ -89,11 +91,7 @@ class Store:
         self.conn.close()
 
     def _fail(self, exc: sqlite3.Error) -> TraceInputError:
-        if "locked" in str(exc):
-            return TraceInputError(self.path, f"another process held the run store for "
-                                   f"{BUSY_TIMEOUT_S:g} s; nothing was written, try again")
-        return TraceInputError(self.path, f"run store unreadable ({exc}); the file is left as "
-                               "it is")
+        return _store_error(self.path, exc)
 
     def find(self, inputs_hash: str) -> str | None:
         """The label of the run recorded from these inputs, if any."""
@@ -242,6 +240,14 @@ def _check_file(path: Path, create: bool) -> None:
         raise TraceInputError(path, "truncated SQLite database (the file is left as it is)")
 
 
+def _store_error(path: Path, exc: sqlite3.Error) -> TraceInputError:
+    """The one line a SQLite error of the store becomes."""
+    if "locked" in str(exc):
+        return TraceInputError(path, f"another process held the run store for "
+                               f"{BUSY_TIMEOUT_S:g} s; nothing was written, try again")
+    return TraceInputError(path, f"run store unreadable ({exc}); the file is left as it is")
+
+
 def open_store(path: str | Path, create: bool = False) -> Store:
     """The store at ``path``, migrated to :data:`SCHEMA_VERSION` (created when ``create``
     and absent). Every refusal names the file and leaves it untouched (module doc)."""
@@ -251,16 +257,23 @@ def open_store(path: str | Path, create: bool = False) -> Store:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as exc:
         raise TraceInputError(path, f"cannot open the run store: {exc}") from None
-    try:
-        _prepare(conn, path, create)
-    except TraceInputError:
-        conn.close()
-        raise
-    except sqlite3.Error as exc:
-        conn.close()
-        raise TraceInputError(path, f"run store unreadable ({exc}); the file is left as it "
-                              "is") from None
-    return Store(path, conn)
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            _prepare(conn, path, create)
+            return Store(path, conn)
+        except TraceInputError:
+            conn.close()
+            raise
+        except sqlite3.Error as exc:
+            # SQLite answers some lock conflicts at once instead of through the busy timeout
+            # (a journal-mode change or a read meeting another process creating the file or
+            # recovering its WAL): wait and check again, as the busy timeout would have
+            if "locked" in str(exc) and time.monotonic() < deadline:
+                time.sleep(_RETRY_S)
+                continue
+            conn.close()
+            raise _store_error(path, exc) from None
 
 
 def _prepare(conn: sqlite3.Connection, path: Path, create: bool) -> None:
