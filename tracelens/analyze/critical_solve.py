@@ -18,7 +18,8 @@ The reference pass (:func:`_rounds`) is columnar: within a chain (a stream or a 
 one cumulative max per chain; chains see each other only through external sources, so the
 pass repeats until nothing changes (as many rounds as the longest path switches chains, plus
 one). On a long window that is thousands of rounds over every node: a window of a whole
-2M-kernel trace did not finish in 20 minutes.
+2M-kernel trace did not finish in 20 minutes; in one pass in C, its 15 solves (the reproduction
+and the what-ifs) take 2.8 s.
 
 :func:`solve` therefore runs the pass once, in dependency order, in the optional C extension
 (``tracelens/_sweep.c``, ``solve``; ``SOLVE_ABI`` 1) when it is built and
