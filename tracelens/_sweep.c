@@ -1,4 +1,4 @@
-/* _tracelens_sweep: two hot loops of the analyses, in C. Both are optional: the Python
+/* _tracelens_sweep: three hot loops of the analyses, in C. All are optional: the Python
  * module beside each is the reference and the path when this extension is not built (or when
  * TRACELENS_SWEEP=numpy asks for the reference), and the two give identical results.
  *
@@ -44,10 +44,38 @@
  * The graph is built by our code, but nothing here is trusted: every index is checked against
  * its array before it is read (ValueError, never a read out of bounds), and the walk is bounded
  * by its revisit set, a bitmap of 2 x n bits (node, standing at its start).
+ *
+ * 3. The critical-path forward pass (tracelens/analyze/critical_solve.py, solve; ABI:
+ *    SOLVE_ABI):
+ *
+ *   solve(first, prev_lag, w, anchor, s_src, s_dst, s_start, s_lag, b_src, b_dst, b_lag,
+ *         group, arrives, waits, a_lag, n_groups, out) -> 0 solved, 1 not exact, 2 a cycle
+ *
+ * The reference solves the graph in rounds over every node until nothing changes (as many as
+ * the longest path switches chains): thousands of rounds over millions of nodes on a long
+ * window. Here the same fixpoint is one pass in dependency order (Kahn's algorithm) over 2n + G
+ * points: S_v (after E_{v-1} unless v starts a chain, and its S-side sources' S or E), E_v
+ * (after S_v, E_{v-1}, its B-side sources' E and, where it waits, its group), G_g (after the S
+ * of each arriving member), with the reference's formulas:
+ *
+ *   S_v = max(E_{v-1} + prev_lag_v, anchor_v, src + s_lag ...)
+ *   E_v = max(E_{v-1} + (prev_lag_v + w_v), max(xs_v, E_src + b_lag ..., arr_g + a_lag_v) + w_v)
+ *
+ * (xs_v: S_v without the chain term). The inputs are the reference's derived arrays (float64
+ * prev_lag, w, anchor, a_lag per node, s_lag per S-side edge, b_lag per B-side edge; int64
+ * edge ends and group; bool first, s_start, arrives, waits), out a writable float64 array of n
+ * for every node's end. The one pass equals the rounds bit for bit only on exact sums: it
+ * answers 1 (out undefined) unless every input is an integer (an anchor may be -inf), the
+ * first node starts a chain and the largest |anchor| plus the sum of every |work| and |lag|
+ * (a bound on every path's sum) is below 2^51; an end at zero is +0.0 as in the rounds. Points
+ * left when the queue empties are a cycle: it answers 2 (out undefined) and the caller runs
+ * the rounds. Indices are checked before any is read (ValueError); the pass runs without the
+ * GIL on ten arrays of n to 2n + G entries (and the edges' lists).
  */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -447,10 +475,288 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------------------------------
+ * 3. The critical-path forward pass (header).
+ * ---------------------------------------------------------------------------------------- */
+
+#define EXACT_BOUND 2251799813685248.0 /* 2^51: every sum below it is exact on integers */
+
+/* x is an integer (finite); with neg_inf_ok, -inf too */
+static inline int is_int(double x, int neg_inf_ok) {
+    if (neg_inf_ok && isinf(x) && x < 0) return 1;
+    return isfinite(x) && x == floor(x);
+}
+
+static inline double dmax(double a, double b) { return b > a ? b : a; }
+
+enum { S_ARRAYS = 15 };
+enum { SOLVED = 0, NOT_EXACT = 1, CYCLE = 2 };
+
+static PyObject *py_solve(PyObject *self, PyObject *args) {
+    PyObject *obj[S_ARRAYS], *out_obj;
+    Py_ssize_t ng;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOnO", &obj[0], &obj[1], &obj[2], &obj[3],
+                          &obj[4], &obj[5], &obj[6], &obj[7], &obj[8], &obj[9], &obj[10],
+                          &obj[11], &obj[12], &obj[13], &obj[14], &ng, &out_obj))
+        return NULL;
+    buf_t bs[S_ARRAYS], out = {0};
+    memset(bs, 0, sizeof bs);
+    int64_t *indeg = NULL, *s_off = NULL, *s_out = NULL, *b_off = NULL, *b_out = NULL;
+    int64_t *g_off = NULL, *g_out = NULL, *queue = NULL;
+    double *xs = NULL, *xb = NULL, *arr = NULL;
+    PyObject *result = NULL;
+    const char *fail = NULL; /* a ValueError found without the GIL */
+    int oom = 0, status = SOLVED;
+
+    /* first, prev_lag, w, anchor: per node; s_src, s_dst, s_start, s_lag: per S-side edge;
+     * b_src, b_dst, b_lag: per B-side edge; group, arrives, waits, a_lag: per node */
+    if (get_typed(obj[0], &bs[0], -1, "first", '?') < 0) goto done;
+    const Py_ssize_t n = bs[0].view.len;
+    if (get_typed(obj[1], &bs[1], n, "prev_lag", 'd') < 0 ||
+        get_typed(obj[2], &bs[2], n, "w", 'd') < 0 ||
+        get_typed(obj[3], &bs[3], n, "anchor", 'd') < 0 ||
+        get_typed(obj[4], &bs[4], -1, "s_src", 'q') < 0)
+        goto done;
+    const Py_ssize_t ms = bs[4].view.len / 8;
+    if (get_typed(obj[5], &bs[5], ms, "s_dst", 'q') < 0 ||
+        get_typed(obj[6], &bs[6], ms, "s_start", '?') < 0 ||
+        get_typed(obj[7], &bs[7], ms, "s_lag", 'd') < 0 ||
+        get_typed(obj[8], &bs[8], -1, "b_src", 'q') < 0)
+        goto done;
+    const Py_ssize_t mb = bs[8].view.len / 8;
+    if (get_typed(obj[9], &bs[9], mb, "b_dst", 'q') < 0 ||
+        get_typed(obj[10], &bs[10], mb, "b_lag", 'd') < 0 ||
+        get_typed(obj[11], &bs[11], n, "group", 'q') < 0 ||
+        get_typed(obj[12], &bs[12], n, "arrives", '?') < 0 ||
+        get_typed(obj[13], &bs[13], n, "waits", '?') < 0 ||
+        get_typed(obj[14], &bs[14], n, "a_lag", 'd') < 0)
+        goto done;
+    if (ng < 0) {
+        PyErr_SetString(PyExc_ValueError, "solve: negative group count");
+        goto done;
+    }
+    if (PyObject_GetBuffer(out_obj, &out.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
+                           PyBUF_WRITABLE) < 0)
+        goto done;
+    out.held = 1;
+    {
+        const char *f = out.view.format ? out.view.format : "B";
+        if (*f == '<' || *f == '=' || *f == '@') f++;
+        if (out.view.itemsize != 8 || strcmp(f, "d") != 0 || out.view.len / 8 != n) {
+            PyErr_SetString(PyExc_ValueError, "solve: out must be n float64 values");
+            goto done;
+        }
+    }
+    if (n == 0) {
+        result = PyLong_FromLong(SOLVED);
+        goto done;
+    }
+    {
+        const size_t np_ = (size_t)n, P = 2 * np_ + (size_t)ng; /* points: S, E, groups */
+        const uint8_t *first = bs[0].view.buf, *s_start = bs[6].view.buf;
+        const uint8_t *arrives = bs[12].view.buf, *waits = bs[13].view.buf;
+        const double *prev_lag = bs[1].view.buf, *w = bs[2].view.buf, *anchor = bs[3].view.buf;
+        const double *s_lag = bs[7].view.buf, *b_lag = bs[10].view.buf, *a_lag = bs[14].view.buf;
+        const int64_t *s_src = bs[4].view.buf, *s_dst = bs[5].view.buf;
+        const int64_t *b_src = bs[8].view.buf, *b_dst = bs[9].view.buf;
+        const int64_t *group = bs[11].view.buf;
+        double *E = out.view.buf;
+        const double NEG_INF = -INFINITY;
+#define FAIL(msg)   \
+    do {            \
+        fail = msg; \
+        goto solved; \
+    } while (0)
+#define ALLOC(p, count, type)                                         \
+    do {                                                              \
+        p = PyMem_RawMalloc(((size_t)(count) + 1) * sizeof(type));    \
+        if (!p) {                                                     \
+            oom = 1;                                                  \
+            goto solved;                                              \
+        }                                                             \
+    } while (0)
+        Py_BEGIN_ALLOW_THREADS
+        /* indices first: every one in range, or a ValueError */
+        for (Py_ssize_t i = 0; i < ms; i++)
+            if (s_src[i] < 0 || s_src[i] >= n || s_dst[i] < 0 || s_dst[i] >= n)
+                FAIL("solve: S-side edge node out of range");
+        for (Py_ssize_t i = 0; i < mb; i++)
+            if (b_src[i] < 0 || b_src[i] >= n || b_dst[i] < 0 || b_dst[i] >= n)
+                FAIL("solve: B-side edge node out of range");
+        for (Py_ssize_t v = 0; v < n; v++)
+            if ((arrives[v] || waits[v]) && (group[v] < 0 || group[v] >= ng))
+                FAIL("solve: group out of range");
+        /* exact: integer inputs, and a bound on every path's sum (module doc) */
+        {
+            double bound = 0.0, top = 0.0;
+            for (Py_ssize_t v = 0; v < n; v++) {
+                if (!is_int(prev_lag[v], 0) || !is_int(w[v], 0) || !is_int(a_lag[v], 0) ||
+                    !is_int(anchor[v], 1)) {
+                    status = NOT_EXACT;
+                    goto solved;
+                }
+                bound += fabs(prev_lag[v]) + fabs(w[v]) + fabs(a_lag[v]);
+                if (isfinite(anchor[v])) top = dmax(top, fabs(anchor[v]));
+            }
+            for (Py_ssize_t i = 0; i < ms; i++) {
+                if (!is_int(s_lag[i], 0)) {
+                    status = NOT_EXACT;
+                    goto solved;
+                }
+                bound += fabs(s_lag[i]);
+            }
+            for (Py_ssize_t i = 0; i < mb; i++) {
+                if (!is_int(b_lag[i], 0)) {
+                    status = NOT_EXACT;
+                    goto solved;
+                }
+                bound += fabs(b_lag[i]);
+            }
+            if (!first[0] || !(bound + top < EXACT_BOUND)) {
+                status = NOT_EXACT;
+                goto solved;
+            }
+        }
+        ALLOC(indeg, P, int64_t);
+        ALLOC(s_off, 2 * np_ + 1, int64_t);
+        ALLOC(s_out, ms, int64_t);
+        ALLOC(b_off, np_ + 1, int64_t);
+        ALLOC(b_out, mb, int64_t);
+        ALLOC(g_off, (size_t)ng + 1, int64_t);
+        ALLOC(g_out, np_, int64_t);
+        ALLOC(queue, P, int64_t);
+        ALLOC(xs, np_, double);
+        ALLOC(xb, np_, double);
+        ALLOC(arr, (size_t)ng, double);
+        memset(indeg, 0, P * sizeof(int64_t));
+        memset(s_off, 0, (2 * np_ + 1) * sizeof(int64_t));
+        memset(b_off, 0, (np_ + 1) * sizeof(int64_t));
+        memset(g_off, 0, ((size_t)ng + 1) * sizeof(int64_t));
+        /* the successor lists (counting sort): S-side edges by source point (its S: src, its
+         * E: n + src), B-side edges by source node, waiting members by group */
+        for (Py_ssize_t i = 0; i < ms; i++) {
+            s_off[(s_start[i] ? 0 : np_) + (size_t)s_src[i] + 1]++;
+            indeg[s_dst[i]]++;
+        }
+        for (Py_ssize_t i = 0; i < mb; i++) {
+            b_off[b_src[i] + 1]++;
+            indeg[np_ + (size_t)b_dst[i]]++;
+        }
+        for (Py_ssize_t v = 0; v < n; v++) {
+            const int chained = v > 0 && !first[v];
+            indeg[v] += chained;                     /* S_v <- E_{v-1} */
+            indeg[np_ + v] += 1 + chained + waits[v]; /* E_v <- S_v, E_{v-1}, its group */
+            if (waits[v]) g_off[group[v] + 1]++;
+            if (arrives[v]) indeg[2 * np_ + (size_t)group[v]]++; /* G_g <- S_u */
+            xs[v] = anchor[v];
+            xb[v] = NEG_INF;
+        }
+        for (Py_ssize_t g = 0; g < ng; g++) arr[g] = NEG_INF;
+        for (size_t k = 0; k < 2 * np_; k++) s_off[k + 1] += s_off[k];
+        for (size_t k = 0; k < np_; k++) b_off[k + 1] += b_off[k];
+        for (Py_ssize_t g = 0; g < ng; g++) g_off[g + 1] += g_off[g];
+        /* fill with queue as the running cursor of each list */
+        memcpy(queue, s_off, 2 * np_ * sizeof(int64_t));
+        for (Py_ssize_t i = 0; i < ms; i++)
+            s_out[queue[(s_start[i] ? 0 : np_) + (size_t)s_src[i]]++] = i;
+        memcpy(queue, b_off, np_ * sizeof(int64_t));
+        for (Py_ssize_t i = 0; i < mb; i++) b_out[queue[b_src[i]]++] = i;
+        memcpy(queue, g_off, (size_t)ng * sizeof(int64_t));
+        for (Py_ssize_t v = 0; v < n; v++)
+            if (waits[v]) g_out[queue[group[v]]++] = v;
+        /* Kahn: a point is computed once every point it reads is final */
+        size_t head = 0, tail = 0;
+        for (size_t p = 0; p < P; p++)
+            if (indeg[p] == 0) queue[tail++] = (int64_t)p;
+#define READY(q)                                        \
+    do {                                                \
+        if (--indeg[q] == 0) queue[tail++] = (int64_t)(q); \
+    } while (0)
+        while (head < tail) {
+            const size_t p = (size_t)queue[head++];
+            if (p < np_) { /* S_v = max(E_{v-1} + lag, external S-side sources, anchor) */
+                const size_t v = p;
+                const int chained = v > 0 && !first[v];
+                const double s = dmax(chained ? E[v - 1] + prev_lag[v] : NEG_INF, xs[v]);
+                for (int64_t k = s_off[v]; k < s_off[v + 1]; k++) {
+                    const int64_t i = s_out[k];
+                    xs[s_dst[i]] = dmax(xs[s_dst[i]], s + s_lag[i]);
+                    READY((size_t)s_dst[i]);
+                }
+                if (arrives[v]) {
+                    arr[group[v]] = dmax(arr[group[v]], s);
+                    READY(2 * np_ + (size_t)group[v]);
+                }
+                READY(np_ + v);
+            } else if (p < 2 * np_) { /* E_v = max(E_{v-1} + lag + w, max(xs, xb) + w) */
+                const size_t v = p - np_;
+                const int chained = v > 0 && !first[v];
+                double b = xb[v];
+                if (waits[v]) b = dmax(b, arr[group[v]] + a_lag[v]);
+                const double z = dmax(xs[v], b) + w[v];
+                /* + 0.0: the rounds never end at -0.0 (their ends are sums from +0.0) */
+                const double e = (chained ? dmax(E[v - 1] + (prev_lag[v] + w[v]), z) : z) + 0.0;
+                E[v] = e;
+                for (int64_t k = s_off[np_ + v]; k < s_off[np_ + v + 1]; k++) {
+                    const int64_t i = s_out[k];
+                    xs[s_dst[i]] = dmax(xs[s_dst[i]], e + s_lag[i]);
+                    READY((size_t)s_dst[i]);
+                }
+                for (int64_t k = b_off[v]; k < b_off[v + 1]; k++) {
+                    const int64_t i = b_out[k];
+                    xb[b_dst[i]] = dmax(xb[b_dst[i]], e + b_lag[i]);
+                    READY(np_ + (size_t)b_dst[i]);
+                }
+                if (v + 1 < np_ && !first[v + 1]) {
+                    READY(v + 1);
+                    READY(np_ + v + 1);
+                }
+            } else { /* G_g: its last arrival is final */
+                const size_t g = p - 2 * np_;
+                for (int64_t k = g_off[g]; k < g_off[g + 1]; k++) READY(np_ + (size_t)g_out[k]);
+            }
+        }
+#undef READY
+        if (tail < P) status = CYCLE; /* points left: a cycle; the caller's rounds decide */
+    solved:
+        Py_END_ALLOW_THREADS
+#undef FAIL
+#undef ALLOC
+    }
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (fail) {
+        PyErr_SetString(PyExc_ValueError, fail);
+        goto done;
+    }
+    result = PyLong_FromLong(status);
+done:
+    for (int k = 0; k < S_ARRAYS; k++) release(&bs[k]);
+    release(&out);
+    PyMem_RawFree(indeg);
+    PyMem_RawFree(s_off);
+    PyMem_RawFree(s_out);
+    PyMem_RawFree(b_off);
+    PyMem_RawFree(b_out);
+    PyMem_RawFree(g_off);
+    PyMem_RawFree(g_out);
+    PyMem_RawFree(queue);
+    PyMem_RawFree(xs);
+    PyMem_RawFree(xb);
+    PyMem_RawFree(arr);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"prio_sums", py_prio_sums, METH_VARARGS,
      "prio_sums(s, e, prio, runs, n_runs, n_cat, collective, memory) -> "
      "[(sums, counts, totals)] per layout"},
+    {"solve", py_solve, METH_VARARGS,
+     "solve(first, prev_lag, w, anchor, s_src, s_dst, s_start, s_lag, b_src, b_dst, b_lag, "
+     "group, arrives, waits, a_lag, n_groups, out) -> 0 solved (every end in out), 1 not "
+     "exact in one pass, 2 a cycle"},
     {"walk", py_walk, METH_VARARGS,
      "walk(s, e, b, b_bind, b_src, s_bind, s_src, s_at_start, prev_binds, group, a_last, comp, "
      "wait, edge_comp, prev_comp, idle, sink, w0, w1) -> (code, ns, on_node, on_ns, cut)"},
@@ -458,14 +764,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tracelens_sweep",
-                                    "The timeline breakdown's one-pass sweep and the critical-path walk.", -1,
+                                    "The timeline breakdown's one-pass sweep, the critical-path forward pass and walk.", -1,
                                     methods};
 
 PyMODINIT_FUNC PyInit__tracelens_sweep(void) {
     PyObject *m = PyModule_Create(&module);
-    /* ABI: prio_sums's arguments and results; WALK_ABI: walk's */
+    /* ABI: prio_sums's arguments and results; WALK_ABI: walk's; SOLVE_ABI: solve's */
     if (m && (PyModule_AddIntConstant(m, "ABI", 1) < 0 ||
-              PyModule_AddIntConstant(m, "WALK_ABI", 1) < 0)) {
+              PyModule_AddIntConstant(m, "WALK_ABI", 1) < 0 ||
+              PyModule_AddIntConstant(m, "SOLVE_ABI", 1) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

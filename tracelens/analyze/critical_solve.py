@@ -13,18 +13,50 @@ time exactly: the binding source's lag is the observed gap, every other source's
 started either). A what-if changes ``w`` or removes sources and solves again on the same
 graph: that is the projection.
 
-The pass is columnar: within a chain (a stream or a thread), ``E_n = max(E_{n-1} + a_n, Z_n)``
-is a max-plus recurrence solved with one cumulative sum and one cumulative max per chain;
-chains see each other only through external sources, so the pass repeats until nothing
-changes (as many rounds as the longest path switches chains, plus one).
+The reference pass (:func:`_rounds`) is columnar: within a chain (a stream or a thread),
+``E_n = max(E_{n-1} + a_n, Z_n)`` is a max-plus recurrence solved with one cumulative sum and
+one cumulative max per chain; chains see each other only through external sources, so the
+pass repeats until nothing changes (as many rounds as the longest path switches chains, plus
+one). On a long window that is thousands of rounds over every node: a window of a whole
+2M-kernel trace did not finish in 20 minutes; in one pass in C, its 15 solves (the reproduction
+and the what-ifs) take 2.8 s.
+
+:func:`solve` therefore runs the pass once, in dependency order, in the optional C extension
+(``tracelens/_sweep.c``, ``solve``; ``SOLVE_ABI`` 1) when it is built and
+``TRACELENS_SWEEP`` is not ``numpy``: each node's start and end are points of a graph (a start
+after the chain's previous end and its S-side sources, an end after its start, the chain's
+previous end, its B-side sources and its instance's group; a group after the starts of its
+arriving members), computed once every point they read is final (Kahn's order). The inputs
+are the arrays the reference derives from the graph and the change (anchors, chain starts,
+lags, the edges kept, who arrives, who waits), so a change means the same in both.
+
+The two agree bit for bit where every sum is exact: the one pass adds ``E_{n-1} + a_n``
+directly, the rounds ``c_n + cummax(Z - c)`` with ``c`` a cumulative sum; on integers (times
+are integer ns, roofline widths are floored) whose every path sum stays below 2^51 (the C
+checks the bound: the largest anchor plus the sum of every |work| and |lag|) both are the
+exact value, and an end at zero is +0.0 in both. Where an input is not an integer (or NaN or
++inf) or the bound fails, the C says so (``C_NOT_EXACT``) and the rounds solve; where the
+points have a cycle (binding sources that a consistent trace never has, or instances met in
+different orders on two ranks) the C says so (``C_CYCLE``) without guessing and the rounds
+decide (they settle, or raise after ``MAX_ROUNDS``), as before.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+
+from tracelens.analyze.timeline import SWEEP_ENV
+
+try:  # the forward pass in C (tracelens/_sweep.c); optional: the rounds give the same result
+    import _tracelens_sweep as _SWEEP
+    if getattr(_SWEEP, "SOLVE_ABI", None) != 1:  # built from other sources: do not use it
+        _SWEEP = None
+except ImportError:
+    _SWEEP = None
 
 NEG = -np.inf
 MAX_ROUNDS = 100_000
@@ -182,9 +214,11 @@ class Change:
     no_wait: np.ndarray | None = None
 
 
-def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None
-          ) -> np.ndarray:
-    """Every node's end under ``change`` (the forward pass of the module doc)."""
+def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None,
+          use_c: bool | None = None) -> np.ndarray:
+    """Every node's end under ``change`` (the forward pass of the module doc): in one pass in
+    C when it is built, exact and acyclic (``use_c`` None: unless ``TRACELENS_SWEEP`` is
+    ``numpy``), else in rounds."""
     n = len(g.s)
     if n == 0:
         return g.e.copy()
@@ -212,6 +246,37 @@ def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None
         has |= change.late_ok
     anchor = np.where(has, anchor, np.maximum(anchor, g.s))
     prev_lag = np.where(first, 0.0, g.prev_lag)
+    if use_c is None:
+        use_c = _SWEEP is not None and os.environ.get(SWEEP_ENV, "").strip().lower() != "numpy"
+    if use_c:
+        if _SWEEP is None:
+            raise RuntimeError("the C forward pass (_tracelens_sweep) is not built")
+        f64, i64 = np.float64, np.int64
+
+        def arr(x: np.ndarray, t: type) -> np.ndarray:
+            return np.ascontiguousarray(x, t)
+
+        out = np.empty(n)
+        status = _SWEEP.solve(
+            arr(first, np.bool_), arr(prev_lag, f64), arr(w, f64), arr(anchor, f64),
+            arr(s_src, i64), arr(s_dst, i64), arr(s_start, np.bool_), arr(s_lag, f64),
+            arr(g.b_src, i64), arr(g.b_dst, i64), arr(g.b_lag, f64), arr(g.group, i64),
+            arr(arrives, np.bool_), arr(waits, np.bool_), arr(g.a_lag, f64), int(g.n_groups),
+            out)
+        if status == C_SOLVED:
+            return out
+    return _rounds(g, w, anchor, first, prev_lag, s_src, s_dst, s_lag, s_start, arrives,
+                   waits)
+
+
+C_SOLVED, C_NOT_EXACT, C_CYCLE = 0, 1, 2  # what the C pass says (module doc)
+
+
+def _rounds(g: Graph, w: np.ndarray, anchor: np.ndarray, first: np.ndarray,
+            prev_lag: np.ndarray, s_src: np.ndarray, s_dst: np.ndarray, s_lag: np.ndarray,
+            s_start: np.ndarray, arrives: np.ndarray, waits: np.ndarray) -> np.ndarray:
+    """The forward pass in rounds over every node until nothing changes (the reference)."""
+    n = len(g.s)
     a_step = prev_lag + w
     c = _chain_cumsum(a_step, first)
     E = np.full(n, NEG)
