@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import strategies as st
 
 import tracelens
 from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
@@ -53,6 +54,34 @@ def scenario(kernels: list[tuple], api: list[tuple], step: tuple[int, int],
                                     "device": [0] * n, "vendor": ["AMD"] * n,
                                     "arch": ["gfx942"] * n}), DEVICE_SCHEMA)
     return Trace(events=events, host_events=host, steps=steps, devices=devices)
+
+# Random two-rank traces (the C walk's and the C forward pass's end-to-end property tests):
+# kernels (host, stream, name index, start µs, duration µs, launched) and host calls (host,
+# start µs, duration µs, a sync call or plain CPU work).
+RANDOM_KERNEL = st.tuples(st.integers(0, 1), st.integers(1, 2), st.integers(0, 3),
+                          st.integers(0, 60), st.integers(0, 12), st.booleans())
+RANDOM_API = st.tuples(st.integers(0, 1), st.integers(0, 60), st.integers(0, 6), st.booleans())
+
+
+def random_trace(kernels: list[tuple], apis: list[tuple],
+                 step: tuple[int, int] | None) -> Trace:
+    """A :func:`scenario` of ``RANDOM_KERNEL`` and ``RANDOM_API`` draws: each launched kernel
+    gets a launch call just before it starts (so the launch may bind)."""
+    names = [GEMM, AR, RED, list(OPS)[1]]
+    ks, launches, corr = [], [], 1
+    for host, stream, name, start, dur, launched in kernels:
+        k = (host, stream, names[name], start * 1000, (start + dur) * 1000,
+             corr if launched else None)
+        ks.append(k)
+        if launched:
+            launches.append((host, "hipLaunchKernel", max(0, k[3] - 2000), max(0, k[3] - 1000),
+                             corr))
+            corr += 1
+    for host, start, dur, sync in apis:
+        launches.append((host, "hipDeviceSynchronize" if sync else "cpu_work", start * 1000,
+                         (start + dur) * 1000, None))
+    return scenario(ks, launches, step or (0, 80_000), hosts=("n0", "n1"))
+
 
 
 def as_xspace(trace: Trace, tmp: Path) -> list[Path]:

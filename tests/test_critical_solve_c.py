@@ -15,6 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.test_critical_path import RANDOM_API, RANDOM_KERNEL, random_trace
+
 from tracelens.analyze import critical_solve as cs
 from tracelens.analyze.critical_solve import NEG, Change, Graph
 
@@ -355,14 +357,11 @@ def test_the_reference_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- every solve of the analysis on random traces -----------------------------------------------
 
-kernel = st.tuples(st.integers(0, 1), st.integers(1, 2), st.integers(0, 3),
-                   st.integers(0, 60), st.integers(0, 12), st.booleans())
-api = st.tuples(st.integers(0, 1), st.integers(0, 60), st.integers(0, 6), st.booleans())
 
 
 @needs_c
 @settings(max_examples=60, deadline=None)
-@given(st.lists(kernel, min_size=1, max_size=14), st.lists(api, max_size=8),
+@given(st.lists(RANDOM_KERNEL, min_size=1, max_size=14), st.lists(RANDOM_API, max_size=8),
        st.sampled_from([None, (5_000, 50_000)]))
 def test_every_solve_of_random_traces(kernels: list, apis: list,
                                       step: tuple[int, int] | None) -> None:
@@ -370,25 +369,11 @@ def test_every_solve_of_random_traces(kernels: list, apis: list,
     ``critical_paths``: every solve it makes (the reproduction, each what-if), in C, is the
     rounds' result bit for bit; and the result with the C pass is the result with the
     reference."""
-    from tests.test_critical_path import AR, GEMM, OPS, RED, scenario
     from tracelens.analyze import critical_path as cp
     from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
     from tracelens.protocol import run_trace
 
-    names = [GEMM, AR, RED, list(OPS)[1]]
-    ks, launches, corr = [], [], 1
-    for host, stream, name, start, dur, launched in kernels:
-        k = (host, stream, names[name], start * 1000, (start + dur) * 1000,
-             corr if launched else None)
-        ks.append(k)
-        if launched:
-            launches.append((host, "hipLaunchKernel", max(0, k[3] - 2000), max(0, k[3] - 1000),
-                             corr))
-            corr += 1
-    for host, start, dur, sync in apis:
-        launches.append((host, "hipDeviceSynchronize" if sync else "cpu_work", start * 1000,
-                         (start + dur) * 1000, None))
-    trace = scenario(ks, launches, step or (0, 80_000), hosts=("n0", "n1"))
+    trace = random_trace(kernels, apis, step)
     statuses: list[int] = []
     real = cs.solve
 

@@ -11,7 +11,10 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from polars.testing import assert_frame_equal
+
+from tests.test_critical_path import RANDOM_API, RANDOM_KERNEL, random_trace
 
 from tracelens.analyze import critical_walk as cw
 from tracelens.analyze.critical_solve import Graph
@@ -191,38 +194,21 @@ def test_the_reference_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- every walk of the analysis on random traces ------------------------------------------------
 
-kernel = st.tuples(st.integers(0, 1), st.integers(1, 2), st.integers(0, 3),
-                   st.integers(0, 60), st.integers(0, 12), st.booleans())
-api = st.tuples(st.integers(0, 1), st.integers(0, 60), st.integers(0, 6), st.booleans())
 
 
 @needs_c
 @settings(max_examples=60, deadline=None)
-@given(st.lists(kernel, min_size=1, max_size=14), st.lists(api, max_size=8),
+@given(st.lists(RANDOM_KERNEL, min_size=1, max_size=14), st.lists(RANDOM_API, max_size=8),
        st.sampled_from([None, (5_000, 50_000)]))
 def test_every_walk_of_random_traces(kernels: list, apis: list,
                                      step: tuple[int, int] | None) -> None:
     """Random two-rank traces (streams, all-reduces, launches that may bind) through
     ``critical_paths``: each walk it makes, in C, is the reference's walk; and the result
     with the C walk is the result with the reference."""
-    from tests.test_critical_path import AR, GEMM, OPS, RED, scenario
     from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
     from tracelens.protocol import run_trace
 
-    names = [GEMM, AR, RED, list(OPS)[1]]
-    ks, launches, corr = [], [], 1
-    for host, stream, name, start, dur, launched in kernels:
-        k = (host, stream, names[name], start * 1000, (start + dur) * 1000,
-             corr if launched else None)
-        ks.append(k)
-        if launched:  # launched just before it starts (so the launch may bind)
-            launches.append((host, "hipLaunchKernel", max(0, k[3] - 2000), max(0, k[3] - 1000),
-                             corr))
-            corr += 1
-    for host, start, dur, sync in apis:
-        launches.append((host, "hipDeviceSynchronize" if sync else "cpu_work", start * 1000,
-                         (start + dur) * 1000, None))
-    trace = scenario(ks, launches, step or (0, 80_000), hosts=("n0", "n1"))
+    trace = random_trace(kernels, apis, step)
     walks = []
     real = cw.Walker.walk
 

@@ -226,17 +226,13 @@ def _fuzz_base() -> bytes:
                         cpu_ops=[(5, 0, "dot.1", 10, 20)])
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[
-    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_fuzzed_files_same_outcome(tmp_path: Path, data: st.DataObject) -> None:
-    """Truncations, byte flips, inserted and deleted bytes: either both decoders refuse the
-    file (TraceInputError) or both give the same Trace."""
-    blob = bytearray(_fuzz_base())
-    blob = blob[:data.draw(st.integers(1, len(blob)))]
-    for _ in range(data.draw(st.integers(0, 5))):
+def mutated(blob: bytearray, data: st.DataObject, least: int, most: int,
+            ops: list[str]) -> bytearray:
+    """``blob`` after ``least`` to ``most`` drawn edits: a byte set, a bit flipped, a byte
+    inserted or deleted (``ops``: the edits to draw from, repeated to weigh them)."""
+    for _ in range(data.draw(st.integers(least, most))):
         i = data.draw(st.integers(0, len(blob) - 1))
-        op = data.draw(st.sampled_from(["set", "set", "insert", "delete", "bit"]))
+        op = data.draw(st.sampled_from(ops))
         if op == "set":
             blob[i] = data.draw(st.integers(0, 255))
         elif op == "bit":
@@ -245,6 +241,18 @@ def test_fuzzed_files_same_outcome(tmp_path: Path, data: st.DataObject) -> None:
             blob[i:i] = bytes([data.draw(st.integers(0, 255))])
         elif len(blob) > 1:
             del blob[i]
+    return blob
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_files_same_outcome(tmp_path: Path, data: st.DataObject) -> None:
+    """Truncations, byte flips, inserted and deleted bytes: either both decoders refuse the
+    file (TraceInputError) or both give the same Trace."""
+    blob = bytearray(_fuzz_base())
+    blob = mutated(blob[:data.draw(st.integers(1, len(blob)))], data, 0, 5,
+                   ["set", "set", "insert", "delete", "bit"])
     p = tmp_path / "fuzz.xplane.pb"
     p.write_bytes(bytes(blob))
     assert_same(p)

@@ -22,7 +22,7 @@ from parsers.xspace import native as xspace_native
 from parsers.xspace.columns import EVENT_STATS
 from parsers.xspace.planes import PlaneReader
 from parsers.xspace.space import parse
-from tests.test_xspace_decode import assert_same
+from tests.test_xspace_decode import assert_same, mutated
 from tracelens.errors import TraceInputError
 from tracelens_dev.writers.xspace_encode import field_bytes, field_varint, tag, varint
 
@@ -360,18 +360,8 @@ def _metadata_base() -> bytes:
 def test_mutated_metadata_same_outcome(data: st.DataObject) -> None:
     """Byte flips, inserted and deleted bytes in a file that is mostly event metadata: the
     same names and stats, or both refuse the file (every byte checked)."""
-    blob = bytearray(_metadata_base())
-    for _ in range(data.draw(st.integers(1, 4))):
-        i = data.draw(st.integers(0, len(blob) - 1))
-        op = data.draw(st.sampled_from(["set", "bit", "bit", "insert", "delete"]))
-        if op == "set":
-            blob[i] = data.draw(st.integers(0, 255))
-        elif op == "bit":
-            blob[i] ^= 1 << data.draw(st.integers(0, 7))
-        elif op == "insert":
-            blob[i:i] = bytes([data.draw(st.integers(0, 255))])
-        elif len(blob) > 1:
-            del blob[i]
+    blob = mutated(bytearray(_metadata_base()), data, 1, 4,
+                   ["set", "bit", "bit", "insert", "delete"])
     full, cut = readers_both(bytes(blob))
     assert full == cut
 
