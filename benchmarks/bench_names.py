@@ -32,6 +32,15 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "names_issue26.json"
 
 
+def _bench_env(code: Path) -> dict[str, str]:
+    """``run.bench_env``: the code of ``code``, from bytecode compiled once."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    from run import bench_env
+
+    return bench_env(code)
+
+
 def make_input(path: Path, names: int, per_name: int) -> Path:
     """The XSpace described in the module doc, written once."""
     if path.exists():
@@ -74,7 +83,7 @@ def make_input(path: Path, names: int, per_name: int) -> Path:
 
 def _run(code: Path, path: Path) -> tuple[float, float, int]:
     """(CPU s, wall s, peak RSS bytes) of ``summarize`` with the code of ``code``."""
-    env = {**os.environ, "PYTHONPATH": str(code)}
+    env = _bench_env(code)
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "tracelens.cli", "summarize", str(path),
                              "--format", "json"], cwd=code, env=env,

@@ -19,6 +19,7 @@ of one in-process ``summarize`` (``process_time`` around each function). Raw num
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import statistics
@@ -76,6 +77,7 @@ print(json.dumps(T), file=sys.stderr)
 """
 
 
+@functools.cache
 def _run_py() -> Any:
     spec = importlib.util.spec_from_file_location("bench_run", ROOT / "benchmarks" / "run.py")
     mod = importlib.util.module_from_spec(spec)
@@ -114,11 +116,8 @@ def _commit(code: Path) -> str:
 
 
 def _env(code: Path) -> dict[str, str]:
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(code)
-    return env
+    """``run.bench_env``: the code of ``code``, from bytecode compiled once."""
+    return _run_py().bench_env(code)
 
 
 def main() -> None:

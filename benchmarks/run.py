@@ -141,12 +141,30 @@ def measure(name: str, cmd: list[str], repeat: int, env: dict[str, str] | None =
     return run
 
 
-def _env(code_dir: Path | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+def bench_env(code_dir: Path | None = None) -> dict[str, str]:
+    """The environment of a timed command running the code of ``code_dir`` (None: this
+    checkout, the commands' working directory), with bytecode as an installed package has
+    it. A checkout without ``__pycache__`` (``PYTHONDONTWRITEBYTECODE``, as this project's
+    machines set it) compiles every module on every run: 0.6 s of a 2M-kernel ``summarize``
+    that ``pip install`` users never pay, while the peers' installed packages load ``.pyc``.
+    The code's modules are compiled once, into its (git-ignored) ``__pycache__`` folders: a
+    ``PYTHONPYCACHEPREFIX`` would also move the interpreter's and the peers' caches, and
+    their first measured run would compile them. Python checks each ``.pyc`` against its
+    source."""
+    code = (code_dir or ROOT).resolve()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     if code_dir is not None:
-        env["PYTHONPATH"] = str(code_dir)
+        env["PYTHONPATH"] = str(code)
+    if code not in _COMPILED:
+        dirs = [str(code / d) for d in ("tracelens", "parsers", "reports") if (code / d).is_dir()]
+        subprocess.run([PY, "-m", "compileall", "-q", *dirs], env=env, cwd=code, check=True,
+                       stdout=subprocess.DEVNULL)
+        _COMPILED.add(code)
     return env
+
+
+_COMPILED: set[Path] = set()
 
 
 def tracelens_cmd(*args: str) -> list[str]:
@@ -223,9 +241,9 @@ def _size_mb(path: Path) -> float:
 
 def run_w1(path: Path, repeat: int, before: Path | None) -> dict[str, Any]:
     runs = {"tracelens": measure("summarize --format json", tracelens_cmd(
-        "summarize", str(path), "--format", "json"), repeat, _env())}
+        "summarize", str(path), "--format", "json"), repeat, bench_env())}
     runs["floor"] = measure("bare ParseFromString (floor)", [PY, "-c", FLOOR_XSPACE, str(path)],
-                            repeat, _env())
+                            repeat, bench_env())
     for tool in ("kernel_stats", "hlo_stats"):
         copies = Path(tempfile.mkdtemp(prefix=f"tracelens_xprof_{tool}_"))
 
@@ -236,11 +254,11 @@ def run_w1(path: Path, repeat: int, before: Path | None) -> dict[str, Any]:
             return [str(target), tool]
 
         runs[f"xprof_{tool}"] = measure(f"XProf {tool} (fresh copy)", [PY, "-c", XPROF_TOOL],
-                                        repeat, _env(), setup=fresh_copy)
+                                        repeat, bench_env(), setup=fresh_copy)
         shutil.rmtree(copies, ignore_errors=True)
     if before is not None:
         runs["before"] = measure("summarize, before", tracelens_cmd(
-            "summarize", str(path), "--format", "json"), 1, _env(before), cwd=before)
+            "summarize", str(path), "--format", "json"), 1, bench_env(before), cwd=before)
     return {"input": str(path), "input_mb": _size_mb(path), "runs": runs}
 
 
@@ -251,11 +269,11 @@ def _same_fs(a: Path, b: Path) -> bool:
 def run_w2(path: Path, repeat: int, bench: Any, before: Path | None) -> dict[str, Any]:
     args = ["summarize", str(path), "--format", "json", "--step-marker", bench.STEP_MARKER]
     runs = {"tracelens": measure("summarize --format json", tracelens_cmd(*args), repeat,
-                                 _env())}
+                                 bench_env())}
     runs["floor"] = measure("bare SELECT into polars (floor)", [PY, "-c", bench.FLOOR,
-                                                                str(path)], repeat, _env())
+                                                                str(path)], repeat, bench_env())
     if before is not None:
-        runs["before"] = measure("summarize, before", tracelens_cmd(*args), 1, _env(before),
+        runs["before"] = measure("summarize, before", tracelens_cmd(*args), 1, bench_env(before),
                                  cwd=before)
     return {"input": str(path), "input_mb": _size_mb(path), "runs": runs}
 
@@ -263,26 +281,26 @@ def run_w2(path: Path, repeat: int, bench: Any, before: Path | None) -> dict[str
 def run_w3(path: Path, repeat: int, bench: Any, before: Path | None) -> dict[str, Any]:
     args = ["summarize", str(path), "--format", "json", "--step-marker", bench.STEP_MARKER]
     runs = {"tracelens": measure("summarize --format json", tracelens_cmd(*args), repeat,
-                                 _env())}
+                                 bench_env())}
     runs["floor"] = measure("bare json.loads (floor)", [PY, "-c", JSON_LOAD.format(mod="json"),
-                                                         str(path)], repeat, _env())
+                                                         str(path)], repeat, bench_env())
     if importlib.util.find_spec("orjson") is not None:
         runs["orjson"] = measure("bare orjson.loads", [PY, "-c", JSON_LOAD.format(mod="orjson"),
-                                                       str(path)], repeat, _env())
+                                                       str(path)], repeat, bench_env())
     if before is not None:
-        runs["before"] = measure("summarize, before", tracelens_cmd(*args), 1, _env(before),
+        runs["before"] = measure("summarize, before", tracelens_cmd(*args), 1, bench_env(before),
                                  cwd=before)
     return {"input": str(path), "input_mb": _size_mb(path), "runs": runs}
 
 
 def run_w4(path: Path, repeat: int, before: Path | None) -> dict[str, Any]:
     cmd = tracelens_cmd("summarize", str(path), "--format", "json")
-    runs = {"tracelens": measure("summarize --format json", cmd, repeat, _env())}
-    one = _env()
+    runs = {"tracelens": measure("summarize --format json", cmd, repeat, bench_env())}
+    one = bench_env()
     one["TRACELENS_WORKERS"] = "1"
     runs["one_worker"] = measure("summarize, files read one at a time", cmd, repeat, one)
     if before is not None:
-        runs["before"] = measure("summarize, before", cmd, 1, _env(before), cwd=before)
+        runs["before"] = measure("summarize, before", cmd, 1, bench_env(before), cwd=before)
     return {"input": str(path), "input_mb": _size_mb(path), "runs": runs,
             "files": len(list(path.glob("*.xplane.pb*")))}
 
@@ -290,10 +308,10 @@ def run_w4(path: Path, repeat: int, before: Path | None) -> dict[str, Any]:
 def run_w5(path: Path, repeat: int, scratch: Path, before: Path | None) -> dict[str, Any]:
     out = scratch / "report.html"
     runs = {"tracelens": measure("report -o report.html", tracelens_cmd(
-        "report", str(path), "-o", str(out), "--quiet"), repeat, _env())}
+        "report", str(path), "-o", str(out), "--quiet"), repeat, bench_env())}
     if before is not None:
         runs["before"] = measure("report, before", tracelens_cmd(
-            "report", str(path), "-o", str(out), "--quiet"), 1, _env(before), cwd=before)
+            "report", str(path), "-o", str(out), "--quiet"), 1, bench_env(before), cwd=before)
     return {"input": str(path), "input_mb": _size_mb(path), "runs": runs}
 
 
@@ -336,7 +354,7 @@ def stages(path: Path, code_dir: Path | None = None) -> dict[str, float] | None:
     best: dict[str, float] | None = None
     for _ in range(2):
         res = subprocess.run([PY, "-c", STAGES, str(path)], capture_output=True, text=True,
-                             cwd=code_dir or ROOT, env=_env(code_dir))
+                             cwd=code_dir or ROOT, env=bench_env(code_dir))
         if res.returncode != 0:
             return None
         got = json.loads(res.stdout.strip().splitlines()[-1])

@@ -7,6 +7,7 @@ line ``error: <path>: <what is wrong>`` on stderr and no traceback unless ``--de
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,17 @@ if TYPE_CHECKING:
 def main() -> None:
     """Where each training step's GPU time goes, from XProf and rocprofv3 traces."""
     _fewer_collections()
+    _no_blas_threads()
+
+
+def _no_blas_threads() -> None:
+    """One OpenBLAS thread for the numpy this command imports (unless the caller chose a
+    number, or numpy is already loaded). tracelens makes no BLAS call, but OpenBLAS starts a
+    thread per core at ``import numpy`` and they spin before they sleep: 60 ms of CPU per
+    process on a 2-core machine, a tenth of a small ``summarize``. Dask workers the command
+    starts inherit the setting."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _fewer_collections() -> None:
