@@ -114,8 +114,7 @@ def _change(g: Graph, rng: np.random.Generator, kind: int) -> Change:
     w[rng.random(n) < 0.1] = -0.0  # (np.floor of -0.0)
     drop = rng.random(len(g.s_src)) < 0.4
     late = (g.group >= 0) & (rng.random(n) < 0.5)
-    # (a graph without groups gets no no_wait: solve indexes it by group 0)
-    no_wait = rng.random(g.n_groups) < 0.5 if g.n_groups else None
+    no_wait = rng.random(g.n_groups) < 0.5  # (empty for a graph without groups)
     return [Change(), Change(w=w), Change(drop_s=drop), Change(late_ok=late),
             Change(no_wait=no_wait), Change(w, drop, late, no_wait)][kind]
 
@@ -219,6 +218,19 @@ def test_cycles_fall_back_to_the_rounds(n: int, seed: int, kind: int) -> None:
 
 
 @needs_c
+@pytest.mark.parametrize("use_c", [False, pytest.param(True, marks=needs_c)])
+def test_no_wait_on_a_graph_without_groups_changes_nothing(use_c: bool) -> None:
+    """A graph without collective groups takes an empty ``no_wait`` (it used to raise
+    IndexError: ``solve`` indexed it by group 0)."""
+    for seed in range(50):
+        g, _ = _graph(12, seed)
+        if g.n_groups == 0:
+            break
+    assert g.n_groups == 0
+    _same(cs.solve(g, Change(no_wait=np.zeros(0, bool)), use_c=use_c),
+          cs.solve(g, NO_CHANGE, use_c=use_c))
+
+
 def test_a_collective_that_arrives_and_waits_is_no_cycle() -> None:
     """Every member's start (arrival) before every member's begin: start and end are apart,
     so a group whose members all arrive and wait is solved in one pass."""

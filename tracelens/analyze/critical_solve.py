@@ -237,7 +237,7 @@ def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None,
         keep = ~change.late_ok[s_dst]
         s_src, s_dst, s_lag, s_start = s_src[keep], s_dst[keep], s_lag[keep], s_start[keep]
     waits = g.group >= 0
-    if change.no_wait is not None:
+    if change.no_wait is not None and g.n_groups:  # (no groups: no one waits anyway)
         waits &= ~change.no_wait[np.maximum(g.group, 0)]
     # a node left with no start source at all starts when it was seen to
     has = ~first.copy()
