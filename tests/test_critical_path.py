@@ -345,16 +345,20 @@ def test_chain_cummax_equals_a_window_per_chain(chains: int) -> None:
 
 
 def test_only_the_longest_path_lists_its_activities_when_asked() -> None:
-    """``every_activity=False`` (what summarize asks): the same paths, compositions and
-    what-ifs; only the longest path keeps its activities, exactly as with all of them."""
+    """``activities="longest"`` (what summarize asks): the same paths, compositions and
+    what-ifs; only the longest path keeps its activities, exactly as with all of them; with
+    ``"none"`` (the terminal and Markdown tables) no path keeps any."""
     from dataclasses import replace
 
     from tests.conftest import SAMPLES
 
     trace = tracelens.load(SAMPLES / "mi355x_2x8gpu_straggler")
     full = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3))
-    lean = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3, every_activity=False))
+    lean = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3, activities="longest"))
+    bare = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3, activities="none"))
     longest = max(full.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
-    assert len(full.paths) > 1 and lean.what_if == full.what_if
-    for a, b in zip(full.paths, lean.paths):
+    assert len(full.paths) > 1 and lean.what_if == full.what_if == bare.what_if
+    assert all(p.activities for p in full.paths) and full.notes == lean.notes == bare.notes
+    for a, b, c in zip(full.paths, lean.paths, bare.paths, strict=True):
         assert b == (a if a is longest else replace(a, activities=()))
+        assert c == replace(a, activities=())

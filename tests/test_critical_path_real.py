@@ -93,6 +93,24 @@ def test_command_outputs(tmp_path: Path) -> None:
     assert table.exit_code == 0 and "Critical path per device" in table.output
 
 
+def test_tables_list_no_activities_and_show_the_same(tmp_path: Path) -> None:
+    """The terminal and Markdown tables show no path's activities, so the command does not
+    list them (millions on a window of a whole trace): the same text as the full result's
+    rendering; with ``--perfetto`` every path's activities are still written."""
+    from reports.critical_path import render_markdown
+
+    trace = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
+    full = run_trace(CriticalPath(), tracelens.load(trace), CriticalPathOptions())
+    assert len(full.paths) == 8 and all(p.activities for p in full.paths)
+    md = CliRunner().invoke(main, ["critical-path", str(trace), "--format", "markdown"])
+    assert md.exit_code == 0 and md.output == render_markdown(full) + "\n"
+    out = CliRunner().invoke(main, ["critical-path", str(trace), "--format", "markdown",
+                                    "--perfetto", str(tmp_path / "p.json")])
+    assert out.exit_code == 0 and out.output == md.output
+    written = json.loads((tmp_path / "p.json").read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in written) == sum(len(p.activities) for p in full.paths)
+
+
 @pytest.mark.parametrize("args, problem", [
     (["--step", "9"], "no step 9"),
     (["--window", "("], "not a regular expression"),

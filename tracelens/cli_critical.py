@@ -52,7 +52,10 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
         check_output_path(perfetto, paths, "--perfetto")
     if window is not None:
         window_pattern(window)  # a bad regex fails before any file is read
-    opts = CriticalPathOptions(step=step, window=window, rank=rank, top=top, time=time_window)
+    # only the JSON and the Perfetto trace list the paths' activities
+    listed = "all" if fmt == "json" or perfetto is not None else "none"
+    opts = CriticalPathOptions(step=step, window=window, rank=rank, top=top, time=time_window,
+                               activities=listed)
     res = run(CriticalPath(), paths, opts, LoadOptions(load_rule_files(rules_files),
                                                        step_marker),
               EngineOptions(workers, scheduler))

@@ -17,7 +17,7 @@ window's), so every path and projection lies in the window.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
 import polars as pl
@@ -45,9 +45,10 @@ class CriticalPathOptions:
     rank: int | None = None
     top: int = 10
     time: tuple[int | None, int | None] | None = None
-    # False: only the longest path lists its activities (``summarize`` shows no other's; a
-    # window of a whole trace puts every activity of every device on some path)
-    every_activity: bool = True
+    # which paths list their activities: "all"; "longest" (``summarize`` shows no other's);
+    # "none" (the terminal and Markdown tables show none: a window of a whole trace puts
+    # every activity of every device on some path, millions of rows to build for nothing)
+    activities: Literal["all", "longest", "none"] = "all"
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
     longest = max(range(len(paths)), default=-1,
                   key=lambda i: (paths[i].w1 - paths[i].w0, -paths[i].rank, -paths[i].device))
     out = tuple(_device_path(p, g, nodes, (p.host, p.rank) in with_host,
-                             options.every_activity or i == longest)
+                             options.activities == "all"
+                             or (options.activities == "longest" and i == longest))
                 for i, p in enumerate(paths))
     return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top)), tuple(notes))
 

@@ -256,7 +256,7 @@ def _critical(options: SummaryOptions) -> CriticalPathOptions | None:
     per-row filters (a path through some categories' kernels only would be no path)."""
     if options.filters is not None and options.filters.active():
         return None
-    return CriticalPathOptions(step=options.step, top=CRITICAL_TOP, every_activity=False)
+    return CriticalPathOptions(step=options.step, top=CRITICAL_TOP, activities="longest")
 
 
 def _critical_part(trace: Trace, options: CriticalPathOptions) -> CriticalPart | None:
