@@ -25,6 +25,7 @@ the result sets in ``__post_init__``, so it is a field like any other.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -101,21 +102,29 @@ def _unset(value: object) -> bool:
     return not value
 
 
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[str, str, Mapping[str, object], bool, bool, bool], ...]:
+    """Per written field of dataclass ``cls``: (attribute, key, metadata, optional,
+    flattened, plain: written by :func:`encode` alone), worked out once per class (a
+    result may hold millions of records of one class)."""
+    return tuple((f.name, str(f.metadata.get("json_name", f.name)), f.metadata,
+                  bool(f.metadata.get("json_optional")), bool(f.metadata.get("json_flatten")),
+                  not any(k in f.metadata for k in ("json_convert", "round", "sig")))
+                 for f in dataclasses.fields(cls) if f.metadata.get("json", True))
+
+
 def _object(value: object) -> dict[str, JSONValue]:
     out: dict[str, JSONValue] = {}
-    for f in dataclasses.fields(value):  # type: ignore[arg-type]
-        meta = f.metadata
-        if not meta.get("json", True):
+    for name, key, meta, optional_, flatten, plain in _plan(type(value)):
+        v = getattr(value, name)
+        if optional_ and _unset(v):
             continue
-        v = getattr(value, f.name)
-        if meta.get("json_optional") and _unset(v):
-            continue
-        if meta.get("json_flatten"):
+        if flatten:
             inner = encode(v)
             if isinstance(inner, dict):
                 out.update(inner)
                 continue
-        out[str(meta.get("json_name", f.name))] = _field(v, meta)
+        out[key] = encode(v) if plain else _field(v, meta)
     return out
 
 
