@@ -9,7 +9,10 @@ from typing import NamedTuple
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import tracelens.results.encode as encode_module
 from tracelens.results.encode import (blank_as_null, converted, encode, flattened, optional,
                                       renamed, rounded, to_json)
 
@@ -98,3 +101,64 @@ def test_significant_digits_are_correctly_rounded() -> None:
     for x, want in [(999.99995, 1000.0), (1e-7 * 1.234567, 1.23457e-7), (0.0, 0.0),
                     (-12345.65, -12345.6), (123456789.0, 123457000.0)]:
         assert encode(S(x)) == {"x": float(f"{x:.6g}")} == {"x": want}
+
+
+# to_json: orjson writes the text wherever it is json.dumps's, byte for byte
+
+_ODD_FLOATS = [1e-5, 9.99e-5, -3.2e-7, 1e16, -2.5e17, 5e-324, 1.7976931348623157e308]
+_PLAIN_FLOATS = [0.0, -0.0, 1e-4, 0.5, 2.0, 123456.789, 9999999999999998.0, -1.5]
+_FLOATS = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
+    _ODD_FLOATS + _PLAIN_FLOATS)
+_TEXT = st.text(st.characters(max_codepoint=0x7F), max_size=6) | st.text(max_size=4)
+_TREES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | _FLOATS | _TEXT,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_TEXT, kids, max_size=4),
+    max_leaves=25)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_TREES)
+def test_to_json_is_the_text_of_json_dumps(tree: object) -> None:
+    assert to_json(tree) == json.dumps(tree, indent=2, allow_nan=False)
+
+
+def _json_dumps_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise AssertionError("json.dumps wrote it")
+    monkeypatch.setattr(encode_module.json, "dumps", refuse)
+
+
+def test_to_json_writes_plain_trees_with_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree of ASCII text, 64-bit integers and floats without an exponent never reaches
+    json.dumps: the fast path is the one taken (and gives the same text, above)."""
+    tree = {"a": [1, -2**63, 2**64 - 1, None, True], "b\n\x01\"\\/": _PLAIN_FLOATS,
+            "c": {"d": [], "e": {}, "f": [[{}]]}}
+    want = json.dumps(tree, indent=2, allow_nan=False)
+    _json_dumps_refused(monkeypatch)
+    assert to_json(tree) == want
+
+
+@pytest.mark.parametrize("odd", [*_ODD_FLOATS, "é", "\x7f", "\U0001f600", 2**64, -2**63 - 1],
+                         ids=repr)
+def test_to_json_leaves_to_json_dumps_what_orjson_writes_otherwise(
+        odd: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each thing orjson prints differently (a float with an exponent, non-ASCII text, DEL)
+    or refuses (an integer beyond 64 bits) sends the whole tree to json.dumps."""
+    tree = {"x": [1, 0.5, {"y": odd}]}
+    want = json.dumps(tree, indent=2, allow_nan=False)
+    assert to_json(tree) == want
+    _json_dumps_refused(monkeypatch)
+    with pytest.raises(AssertionError, match="json.dumps wrote it"):
+        to_json(tree)
+
+
+def test_rounded_fields_count_their_exponents_too() -> None:
+    """A declared rounding can make the float that needs json.dumps (0.00001234 -> 1.23e-05)."""
+    @dataclass(frozen=True)
+    class Tiny:
+        x: float = field(metadata=rounded(sig=3))
+        n: int = field(default=7, metadata=rounded(sig=3))
+
+    assert to_json(Tiny(0.000012345)) == json.dumps({"x": 1.23e-05, "n": 7.0}, indent=2)
+    assert to_json(Tiny(12345.0, 2**60)) == json.dumps({"x": 12300.0, "n": 1.15e+18},
+                                                        indent=2)
