@@ -83,6 +83,24 @@ def test_rccl_without_op_matches_by_position_and_type_stays_unknown() -> None:
     assert res.stragglers.row(0, named=True)["device"] == 1
 
 
+def test_collectives_that_start_together_count_in_row_order() -> None:
+    """Two kinds of collective starting at the same ns on one device (two streams): the k-th
+    of each key follows the rows' order, whatever order the device's rows come in, and so
+    is the same on every run and engine (the sort by device and start is stable)."""
+    from tracelens.instances import with_instance_keys
+
+    rows = [dict(device=d, category="collective", op=op, module="m", stream=s,
+                 start_ns=100 * k, end_ns=100 * k + 50)
+            for k in range(40) for d in (1, 0) for s, op in ((2, "b"), (1, "a"))]
+    got = with_instance_keys(_events(rows).reverse())
+    assert got.select("device", "start_ns").equals(
+        got.select("device", "start_ns").sort("device", "start_ns"))
+    for d in (0, 1):
+        mine = got.filter(pl.col("device") == d)
+        assert mine["op"].to_list() == ["a", "b"] * 40  # reversed rows: a before b
+        assert mine["occurrence"].to_list() == [k for k in range(40) for _ in "ab"]
+
+
 iv = st.tuples(st.integers(0, 60), st.integers(1, 25), st.sampled_from(CATEGORIES))
 
 
