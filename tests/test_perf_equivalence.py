@@ -148,3 +148,17 @@ def test_roofline_with_one_spec_equals_the_join_path() -> None:
     with unittest.mock.patch.object(roofline, "_single_spec", return_value=None):
         joined = roofline.roofline(t.events, specs)
     assert_frame_equal(roofline.roofline(t.events, specs), joined)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(event, min_size=1, max_size=40))
+def test_the_axis_is_a_stable_sort_of_the_rows(evs: list) -> None:
+    """``on_one_axis``'s rows are the input's sorted by (keys, start) with ties in row order
+    (numpy's stable sort of the shifted starts): the same as polars' stable sort."""
+    ev = events_frame(evs).with_row_index("i")
+    found = on_one_axis(ev, ["host", "rank", "device"], "i")
+    assert found is not None
+    rows, groups = found
+    want = ev.sort("host", "rank", "device", "start_ns", maintain_order=True)["i"]
+    assert rows["i"].to_list() == want.to_list()
+    assert rows["_g"].is_sorted() and rows["_s"].is_sorted()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import polars as pl
 
 
@@ -68,7 +69,10 @@ def on_one_axis(df: pl.DataFrame, keys: Sequence[str], *extra: str
         rows = narrow.join(groups.select(*keys, "_g", "_shift"), on=keys, how="left",
                            nulls_equal=True)
     rows = rows.select("_g", *extra, _s=pl.col("start_ns") + pl.col("_shift"),
-                       _e=pl.col("end_ns") + pl.col("_shift")).sort("_s")
+                       _e=pl.col("end_ns") + pl.col("_shift"))
+    # a stable sort (ties keep row order): numpy's merges the rows' sorted runs (each
+    # stream's activities arrive in time order), 2x faster than polars' sort on them
+    rows = rows[np.argsort(rows["_s"].to_numpy(), kind="stable")]
     groups = groups.select(*[pl.col(f"_str_{k}").alias(k) if k in strings else k
                              for k in keys], "_g", "_shift", "_lo", "_hi")
     return rows, groups
