@@ -32,6 +32,7 @@ from tracelens.jobs import Facts, check_one_job
 from tracelens.model import Notice, Trace, TraceMeta
 from tracelens.protocol import Analysis, JobPlan, Task, needs_whole_job
 from tracelens.reading import default_workers, file_size, spawn_safe
+from tracelens.frames import distinct
 
 if TYPE_CHECKING:
     from tracelens.classify import RuleSet
@@ -114,7 +115,7 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
     return HostPartial(str(host.path), trace.meta, facts,
                        tuple(trace.steps["step"].unique().sort().to_list()),
                        tuple(trace.devices["device"].unique().sort().to_list()), ends,
-                       trace.events.select("host", "rank").unique().sort("rank", "host"),
+                       distinct(trace.events, ["host", "rank"]).sort("rank", "host"),
                        round(time.perf_counter() - t0, 6), parts)
 
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from tracelens.categories import CATEGORIES, COMPUTE_CATEGORIES, KINDS  # noqa: F401 (re-export)
+from tracelens.frames import distinct
 
 CategoryDtype = pl.Enum(list(CATEGORIES))
 KindDtype = pl.Enum(list(KINDS))
@@ -456,7 +457,7 @@ def validate(trace: Trace, classified: bool = True) -> list[str]:
     if st.filter(pl.col("end_ns") < pl.col("start_ns")).height:
         problems.append("steps: rows with end_ns < start_ns")
     dev_keys = trace.devices.select("host", "rank", "device").unique()
-    missing = ev.select("host", "rank", "device").unique().join(
+    missing = distinct(ev, ["host", "rank", "device"]).join(
         dev_keys, on=["host", "rank", "device"], how="anti")
     if missing.height:
         problems.append(f"events: {missing.height} (host, rank, device) not in devices")

@@ -28,6 +28,7 @@ from tracelens.protocol import JobPlan
 if TYPE_CHECKING:
     from tracelens.analyze.axes import AxesOptions
 from tracelens.results.collectives import Collectives
+from tracelens.frames import distinct
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def collective_partial(trace: Trace) -> CollectivePartial:
     """The partial of one host file loaded alone (``tracelens.loader.load([path])``)."""
     return CollectivePartial(meta=trace.meta, acts=partial_activities(trace.events),
                              devices=trace.devices,
-                             hosts=trace.events.select("host", "rank").unique())
+                             hosts=distinct(trace.events, ["host", "rank"]))
 
 
 def merge_activities(parts: list[pl.DataFrame], placements: tuple[Placement, ...] | list[

@@ -34,6 +34,7 @@ from tracelens.errors import TraceInputError
 from tracelens.instances import with_instance_keys
 from tracelens.model import Text, Trace
 from tracelens.text import matches
+from tracelens.frames import distinct
 
 SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
 """Host calls that block until the device catches up: the idle breakdown's, and the peer
@@ -88,7 +89,7 @@ class WindowChoice:
 
 def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
     """The window of each (host, rank) with device activity (WINDOW_SCHEMA)."""
-    ranks = trace.events.select("host", "rank").unique()
+    ranks = distinct(trace.events, ["host", "rank"])
     if choice.time is not None:
         lo, hi = _time_bounds(trace, choice.time)
         out = ranks.with_columns(step=pl.lit(None, pl.Int32), start_ns=pl.lit(lo, pl.Int64),

@@ -32,6 +32,7 @@ from tracelens.model import Trace
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
+from tracelens.frames import distinct
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class CriticalPath:
         nodes = chain_order(pl.concat([device_nodes(trace, win), host_nodes(trace, win)]))
         hr = trace.host_events.filter(pl.col("kind").is_in(["api", "cpu_op"])).select(
             "host", "rank").unique()
-        active = trace.events.select("host", "rank").unique()
+        active = distinct(trace.events, ["host", "rank"])
         missing = active.join(win.select("host", "rank"), on=["host", "rank"], how="anti")
         return CriticalPart(nodes, local_edges(nodes), win, hr, missing)
 

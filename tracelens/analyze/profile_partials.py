@@ -30,6 +30,7 @@ from tracelens.combine import Placement, place
 from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Notice, Trace
 from tracelens.filters import Filters
 from tracelens.notices import steps_disagree
+from tracelens.frames import distinct
 
 if TYPE_CHECKING:
     from tracelens.engine import EngineOptions, HostFile, LoadOptions
@@ -83,13 +84,13 @@ def host_profile_partial(trace: Trace, where: Placement, host_shift: dict[str, i
     worker): its placement, the hosts' shifts, matched activities that include its own rows
     (others' are ignored) and the job's collective types (every host gets their columns)."""
     t = placed(trace, where, host_shift)
-    mine = t.events.select("host", "rank").unique()
+    mine = distinct(t.events, ["host", "rank"])
     acts = acts.join(mine, on=["host", "rank"], how="semi")
     compute = t.events.filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES))
                               & pl.col("step").is_not_null())
     return ProfilePartial(
         comp=component_frame(t, acts, types),
-        kernels=kernel_partial(t), active=t.events.select(DEVICE_KEYS).unique(),
+        kernels=kernel_partial(t), active=distinct(t.events, DEVICE_KEYS),
         steps=t.steps.select("step").unique(),
         compute_steps=compute.select(*DEVICE_KEYS, "step", "category").unique(),
         devices=t.devices, modules=t.modules, notices=tuple(trace.meta.notices),

@@ -21,6 +21,7 @@ from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.hardware import DTYPES, GpuSpec, spec_for_device
 from tracelens.model import COMPUTE_CATEGORIES, Text
 from tracelens.prepare import assign_steps
+from tracelens.frames import distinct
 
 MODEL_CATEGORIES = ("gemm", "attention", "convolution")
 _DUR = pl.col("end_ns") - pl.col("start_ns")
@@ -257,7 +258,7 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
         else:
             model = clip_costs_to_windows(model, windows) if model.height else \
                 model.with_columns(step=pl.lit(None, dtype=pl.Int32))
-        spans = events.lazy().select(keys[:3]).unique().collect().join(
+        spans = distinct(events, keys[:3]).join(
             windows.select("rank", "step", window_ns=pl.col("end_ns") - pl.col("start_ns")),
             on="rank")
     per_dtype = model.filter(pl.col("flops").is_not_null()).group_by(*keys, "dtype") \

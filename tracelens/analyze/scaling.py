@@ -28,6 +28,7 @@ from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
 from tracelens.results.summary import HardwareCount
+from tracelens.frames import distinct
 
 COLLECTIVE_ORDER = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute", "collective-broadcast", "send-recv", "send", "recv",
@@ -126,7 +127,7 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
         "exposed_memory"]
     clipped = clip_to_windows(leveled, windows)
     keys = [*DEVICE_KEYS, "step"]
-    active = ev.select(DEVICE_KEYS).unique()
+    active = distinct(ev, DEVICE_KEYS)
     spans = active.join(windows, on="rank").with_columns(span_ns=pl.col("end_ns")
                                                           - pl.col("start_ns")).select(
         *keys, "span_ns")
@@ -210,7 +211,7 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
     analysis.activities = with_comm(analysis.activities, trace.devices, hosts_of(trace.meta))
     return profile_of(
         path, component_frame(trace, analysis.activities), kernel_partial(trace), analysis,
-        devices=trace.events.select(DEVICE_KEYS).unique().height,
+        devices=distinct(trace.events, DEVICE_KEYS).height,
         steps=max(1, trace.steps.select("step").unique().height),
         hosts=trace.events["host"].n_unique(), hlo_findings=hlo_finding_texts(trace),
         hardware=hardware_counts(trace.devices),

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tracelens.analyze.hlo_findings import LensTimeline
 from tracelens.results.summary import (CategoryTime, CriticalPathLines, DeviceSummary,
                                        IdleBreakdown, StepSummary, Summary, Timeline)
+from tracelens.frames import distinct
 
 __all__ = ["SummaryOptions", "SummaryPartial", "reduce_summary", "summarize",
            "summary_partial"]
@@ -134,7 +135,7 @@ def _device_rows(trace: Trace, events: pl.DataFrame, steps: pl.DataFrame,
     :func:`device_axis` of ``events`` (None with a step, or when it does not fit);
     ``table``: their :func:`~tracelens.analyze.kernel_table.kernel_table`."""
     active = axis[1].select(DEVICE_KEYS) if axis is not None else \
-        events.select(DEVICE_KEYS).unique()
+        distinct(events, DEVICE_KEYS)
     inside = None  # every activity inside one step window or outside all (step_rows)
     if step is not None:
         per_step = step_breakdown(events, steps, active)

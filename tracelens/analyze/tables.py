@@ -14,6 +14,7 @@ from tracelens.analyze.collectives import collective_activities, match_instances
 from tracelens.analyze.idle import idle_breakdown, idle_intervals
 from tracelens.analyze.timeline import DEVICE_KEYS, device_breakdown, step_breakdown
 from tracelens.model import Trace
+from tracelens.frames import distinct
 
 TABLES: tuple[str, ...] = ("events", "kernels", "steps", "devices", "collectives")
 
@@ -75,7 +76,7 @@ def device_table(trace: Trace) -> pl.DataFrame:
 def step_table(trace: Trace) -> pl.DataFrame:
     """Per active device and step: the step window, the timeline numbers and idle parts."""
     ev = trace.events
-    active = ev.select(DEVICE_KEYS).unique()
+    active = distinct(ev, DEVICE_KEYS)
     tl = step_breakdown(ev, trace.steps, active).timeline
     idle = idle_breakdown(idle_intervals(ev, trace.host_events), ev, trace.steps)
     keys = [*DEVICE_KEYS, "step"]
