@@ -71,17 +71,35 @@ def _segments_on_axis(events: pl.DataFrame, axis: Axis | None = None
         if found is None:
             return None
         rows, groups = found
-    # A segment starts where a start passes every end before it; it ends at the running max
-    # of the ends just before the next segment starts (earlier segments all end before it).
-    prev_end = pl.col("_e").cum_max().shift(1)
-    new = prev_end.is_null() | (pl.col("_s") > prev_end)
-    marks = rows.select("_g", "_s", _new=new, _run_end=pl.col("_e").cum_max())
-    last = marks["_new"].shift(-1).fill_null(True)
-    seg = marks.filter("_new").select("_g", seg_s="_s").with_columns(
-        seg_e=marks["_run_end"].filter(last))
-    return seg.with_columns(
-        before=(pl.col("seg_e") - pl.col("seg_s")).cum_sum().shift(1, fill_value=0)
-        .over("_g")), groups
+    return _merged(rows), groups
+
+
+def _merged(rows: pl.DataFrame) -> pl.DataFrame:
+    """The segments of axis ``rows`` (sorted by ``_s``): ``_g``, ``seg_s``, ``seg_e`` and
+    ``before`` (the group's segment time before this one), in numpy over the row arrays.
+    A segment starts where a start passes every end before it; it ends at the running max
+    of the ends just before the next segment starts (earlier segments all end before it).
+    Groups lie apart on the axis, so each group's segments are consecutive and its first
+    row starts a segment."""
+    s, e, g = rows["_s"].to_numpy(), rows["_e"].to_numpy(), rows["_g"].to_numpy()
+    if not len(s):
+        return pl.DataFrame({"_g": rows["_g"], "seg_s": rows["_s"], "seg_e": rows["_e"],
+                             "before": rows["_s"]})
+    run_end = np.maximum.accumulate(e)
+    new = np.empty(len(s), bool)
+    new[0] = True
+    np.greater(s[1:], run_end[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    seg_g, seg_s = g[first], s[first]
+    seg_e = run_end[np.r_[first[1:] - 1, len(s) - 1]]
+    length = seg_e - seg_s
+    upto = np.cumsum(length) - length  # segment time before each segment, all groups
+    group_first = np.r_[True, seg_g[1:] != seg_g[:-1]]
+    before = upto - upto[group_first][np.cumsum(group_first) - 1]
+    return pl.DataFrame({"_g": pl.Series(seg_g, dtype=rows.schema["_g"]),
+                         "seg_s": seg_s, "seg_e": seg_e, "before": before},
+                        schema_overrides={"seg_s": pl.Int64, "seg_e": pl.Int64,
+                                          "before": pl.Int64})
 
 
 def _hidden_by_compute(coll: pl.DataFrame, events: pl.DataFrame, axis: Axis | None = None
