@@ -170,13 +170,16 @@ def _overlapping(df: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
     window's span (the first start to the last end) are dropped first, without a join: a
     step's window holds a few thousand of a trace's millions of rows."""
     w = win.select("host", "rank", _w0="start_ns", _w1="end_ns")
-    overlaps = (pl.col("start_ns") < pl.col("_w1")) & (pl.col("end_ns") > pl.col("_w0")) \
-        | (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(
-            pl.col("_w0"), pl.col("_w1"))
-    span = w.select(_w0=pl.col("_w0").min(), _w1=pl.col("_w1").max())
-    near = df.join(span, how="cross").filter(overlaps).drop("_w0", "_w1")
-    return near.join(w, on=["host", "rank"], maintain_order="left").filter(overlaps) \
-        .drop("_w0", "_w1")
+
+    def overlaps(w0: pl.Expr, w1: pl.Expr) -> pl.Expr:
+        return (pl.col("start_ns") < w1) & (pl.col("end_ns") > w0) \
+            | (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(w0, w1)
+
+    if w.is_empty():
+        return df.clear()
+    span = overlaps(pl.lit(w["_w0"].min(), pl.Int64), pl.lit(w["_w1"].max(), pl.Int64))
+    return df.filter(span).join(w, on=["host", "rank"], maintain_order="left").filter(
+        overlaps(pl.col("_w0"), pl.col("_w1"))).drop("_w0", "_w1")
 
 
 _DEVICE_COLUMNS = ["host", "rank", "device", "stream", "kind", "name", "category", "subcategory",
