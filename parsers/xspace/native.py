@@ -128,6 +128,7 @@ class FastLines:
         self.threads = default_threads() if threads is None else max(1, int(threads))
         self.too_large: dict[str, int] = {}
         self._details: tuple[np.ndarray, list[str | None]] | None = None  # kernel_details
+        self._shapes: dict[str | None, str | None] = {}  # launch shape per kernel_details
 
     def plan(self, reader: Any, plane_idx: int, lines: list[tuple[int, Any]],
              wanted_only: bool) -> None:
@@ -274,7 +275,11 @@ class FastLines:
         and without the columns only the reader reads (not carried into the events' concat)."""
         if self._details is not None:
             codes, uniq = self._details
-            shapes = launch_shape(pl.Series(uniq, dtype=pl.String)).cast(Text)
+            # each distinct string is worked out once per file (lines repeat each other's)
+            new = [u for u in uniq if u not in self._shapes]
+            if new:
+                self._shapes.update(zip(new, launch_shape(pl.Series(new, dtype=pl.String))))
+            shapes = pl.Series([self._shapes[u] for u in uniq], dtype=pl.String).cast(Text)
             launch = shapes.gather(pl.Series(np.ma.masked_array(codes, mask=codes < 0))) \
                 if len(uniq) else pl.repeat(None, df.height, dtype=Text, eager=True)
             df = df.with_columns(launch.alias("launch"))
