@@ -140,3 +140,23 @@ def test_cpu_trace_all_formats(fmt: str) -> None:
     from tests.conftest import CPU_TRACE
 
     invoke("summarize", "--format", fmt, str(real_trace(CPU_TRACE)))
+
+
+@pytest.mark.parametrize("preset, want", [(None, "1"), ("4", "4")])
+def test_the_command_starts_numpy_with_one_blas_thread(preset: str | None, want: str) -> None:
+    """The command asks OpenBLAS for one thread before numpy is imported (it makes no BLAS
+    call; the pool's spinning threads cost CPU), unless the caller set a number."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    code = ("import os, sys; from tracelens.cli import main; "
+            "sys.argv = ['tracelens', 'summarize', '--help']; "
+            "exec('try:\\n main()\\nexcept SystemExit:\\n pass'); "
+            "print('blas', 'numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.splitlines()[-1].split() == ["blas", "False", want]

@@ -28,11 +28,11 @@ import polars as pl
 from tracelens.combine import Placement, host_clock, job_meta, plan
 from tracelens.dask_map import run_map, scheduler_address
 from tracelens.errors import TraceInputError
+from tracelens.frames import distinct
 from tracelens.jobs import Facts, check_one_job
 from tracelens.model import Notice, Trace, TraceMeta
 from tracelens.protocol import Analysis, JobPlan, Task, needs_whole_job
 from tracelens.reading import default_workers, file_size, spawn_safe
-from tracelens.frames import distinct
 
 if TYPE_CHECKING:
     from tracelens.classify import RuleSet

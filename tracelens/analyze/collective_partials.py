@@ -22,13 +22,13 @@ from tracelens.analyze.collectives import collectives_from_activities, partial_a
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, plan, place
 from tracelens.filters import Filters
+from tracelens.frames import distinct
 from tracelens.model import Notice, Trace, TraceMeta
 from tracelens.protocol import JobPlan
 
 if TYPE_CHECKING:
     from tracelens.analyze.axes import AxesOptions
 from tracelens.results.collectives import Collectives
-from tracelens.frames import distinct
 
 
 @dataclass(frozen=True)

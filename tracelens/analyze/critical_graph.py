@@ -31,10 +31,10 @@ import polars as pl
 
 from tracelens.analyze.idle import SYNC_CALL
 from tracelens.errors import TraceInputError
+from tracelens.frames import distinct
 from tracelens.instances import with_instance_keys
 from tracelens.model import Text, Trace
 from tracelens.text import matches
-from tracelens.frames import distinct
 
 SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
 """Host calls that block until the device catches up: the idle breakdown's, and the peer

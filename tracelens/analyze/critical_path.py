@@ -28,11 +28,11 @@ from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
 from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
 from tracelens.analyze.packed import PackedFrame, pack_frame
 from tracelens.analyze.critical_walk import Labels, Walk, Walker, composition
+from tracelens.frames import distinct
 from tracelens.model import Trace
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
-from tracelens.frames import distinct
 
 
 @dataclass(frozen=True)

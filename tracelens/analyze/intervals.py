@@ -72,7 +72,8 @@ def on_one_axis(df: pl.DataFrame, keys: Sequence[str], *extra: str
                        _e=pl.col("end_ns") + pl.col("_shift"))
     # a stable sort (ties keep row order): numpy's merges the rows' sorted runs (each
     # stream's activities arrive in time order), 2x faster than polars' sort on them
-    rows = rows[np.argsort(rows["_s"].to_numpy(), kind="stable")]
+    rows = rows[np.argsort(rows["_s"].to_numpy(), kind="stable")] \
+        if not rows["_s"].null_count() else rows.sort("_s", maintain_order=True)
     groups = groups.select(*[pl.col(f"_str_{k}").alias(k) if k in strings else k
                              for k in keys], "_g", "_shift", "_lo", "_hi")
     return rows, groups

@@ -27,10 +27,10 @@ from tracelens.analyze.summary_merge import merged_notices
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, place
+from tracelens.frames import distinct
 from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Notice, Trace
 from tracelens.filters import Filters
 from tracelens.notices import steps_disagree
-from tracelens.frames import distinct
 
 if TYPE_CHECKING:
     from tracelens.engine import EngineOptions, HostFile, LoadOptions

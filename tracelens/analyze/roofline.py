@@ -18,10 +18,10 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
+from tracelens.frames import distinct
 from tracelens.hardware import DTYPES, GpuSpec, spec_for_device
 from tracelens.model import COMPUTE_CATEGORIES, Text
 from tracelens.prepare import assign_steps
-from tracelens.frames import distinct
 
 MODEL_CATEGORIES = ("gemm", "attention", "convolution")
 _DUR = pl.col("end_ns") - pl.col("start_ns")

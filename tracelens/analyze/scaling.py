@@ -22,13 +22,13 @@ from tracelens.analyze.intervals import exclusive_times
 from tracelens.analyze.kernel_table import kernel_table
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
+from tracelens.frames import distinct
 from tracelens.model import COMPUTE_CATEGORIES, Notice, Trace
 from tracelens.notices import fold_per_host
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
 from tracelens.results.summary import HardwareCount
-from tracelens.frames import distinct
 
 COLLECTIVE_ORDER = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute", "collective-broadcast", "send-recv", "send", "recv",

@@ -29,6 +29,7 @@ from tracelens.analyze.timeline import (DEVICE_KEYS, TIMELINE_COLUMNS, Axis, Bre
                                         device_and_step_breakdowns, device_axis,
                                         step_breakdown, step_rows)
 from tracelens.filters import Filters
+from tracelens.frames import distinct
 from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
 from tracelens.model import Trace
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from tracelens.analyze.hlo_findings import LensTimeline
 from tracelens.results.summary import (CategoryTime, CriticalPathLines, DeviceSummary,
                                        IdleBreakdown, StepSummary, Summary, Timeline)
-from tracelens.frames import distinct
 
 __all__ = ["SummaryOptions", "SummaryPartial", "reduce_summary", "summarize",
            "summary_partial"]

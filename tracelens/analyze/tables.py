@@ -13,8 +13,8 @@ import polars as pl
 from tracelens.analyze.collectives import collective_activities, match_instances
 from tracelens.analyze.idle import idle_breakdown, idle_intervals
 from tracelens.analyze.timeline import DEVICE_KEYS, device_breakdown, step_breakdown
-from tracelens.model import Trace
 from tracelens.frames import distinct
+from tracelens.model import Trace
 
 TABLES: tuple[str, ...] = ("events", "kernels", "steps", "devices", "collectives")
 
