@@ -34,6 +34,7 @@ def main() -> None:
     """Where each training step's GPU time goes, from XProf and rocprofv3 traces."""
     _fewer_collections()
     _no_blas_threads()
+    _fewer_page_faults()
 
 
 def _no_blas_threads() -> None:
@@ -44,6 +45,29 @@ def _no_blas_threads() -> None:
     starts inherit the setting."""
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+_KEEP_BYTES = 64 << 20
+
+
+def _fewer_page_faults() -> None:
+    """glibc's malloc (numpy's arrays) keeps freed memory up to 64 MB for the next array
+    instead of handing every array over 32 MB back to the kernel: a 2M-row column is 16 MB,
+    and each fresh one cost a page fault per 4 kB (300k faults, 0.1 s of the 3.3 s of a
+    2M-kernel ``summarize``; peak memory +0-25 MB). Only in the command's own process, and
+    only with glibc (elsewhere nothing changes)."""
+    try:
+        if not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION"):
+            return
+    except (ValueError, OSError):  # a C library that does not name itself (musl)
+        return
+    import ctypes
+
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, _KEEP_BYTES)
+        mallopt(_M_TRIM_THRESHOLD, _KEEP_BYTES)
 
 
 def _fewer_collections() -> None:
