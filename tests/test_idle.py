@@ -227,3 +227,35 @@ def test_breakdown_from_running_sums_equals_clipping_every_piece(seed: int) -> N
         assert fast.equals(clipped)
     nested = steps.with_columns(end_ns=pl.col("end_ns") + 1000)
     assert idle._breakdown_by_prefix(parts, events, nested) is None
+
+
+def test_a_gap_ends_at_the_first_of_activities_that_start_together() -> None:
+    """Activities starting at the same ns after a gap (two streams): the one that ends first,
+    then the lower correlation id, ends the gap, so its launch call splits it, on the shared
+    axis as on the per-device frames, whatever their row order."""
+    from tracelens.analyze import idle
+
+    # after K0: [1000, 5000) ended by KB (ends first; launched until 2000, not KA's 4000);
+    # [5000... the rest: [7000, 9000) ended by corr 4 (same start and end: the lower id),
+    # launched until 8500, not corr 5's 7500
+    kernels = [(0, 1000, 1, 1), (5000, 7000, 2, 1), (5000, 6000, 3, 2), (9000, 9500, 5, 1),
+               (9000, 9500, 4, 2)]
+    launches = [(0, 10, 1), (0, 4000, 2), (0, 2000, 3), (6500, 7500, 5), (6500, 8500, 4)]
+    for order in (kernels, kernels[::-1]):
+        events = conform(pl.DataFrame({
+            "host": ["n0"] * 5, "rank": [0] * 5, "device": [0] * 5,
+            "stream": [k[3] for k in order], "kind": ["kernel"] * 5, "name": [GEMM] * 5,
+            "start_ns": [k[0] for k in order], "end_ns": [k[1] for k in order],
+            "correlation_id": [k[2] for k in order]}), EVENT_SCHEMA)
+        host = conform(pl.DataFrame({
+            "host": ["n0"] * 5, "rank": [0] * 5, "tid": [7] * 5,
+            "name": ["hipModuleLaunchKernel"] * 5, "start_ns": [a[0] for a in launches],
+            "end_ns": [a[1] for a in launches], "correlation_id": [a[2] for a in launches],
+            "kind": ["api"] * 5}), HOST_EVENT_SCHEMA)
+        frames = idle._idle_by_frames(events, host, idle._sync_calls(host))
+        for got in (idle_intervals(events, host), frames):
+            inside = got.filter(pl.col("start_ns").is_between(0, 10_000)
+                                & pl.col("end_ns").is_between(0, 10_000))
+            assert inside.select("part", "start_ns", "end_ns").rows() == [
+                ("host_launch", 1000, 2000), ("launch_latency", 2000, 5000),
+                ("host_launch", 7000, 8500), ("launch_latency", 8500, 9000)]

@@ -101,12 +101,11 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
     """
     if groups["host"].null_count() or groups["rank"].null_count():
         return None  # a null host or rank matches no launch call: the frame path says so
-    rows = _ties_by_end_and_id(rows)
+    e, corr_all = _ties_by_end_and_id(rows)
     # row-length arrays are made once each (a 2M-activity trace: 16 MB apiece); what is
     # computed per gap is taken at the gaps only
     s = rows["_s"].to_numpy()
     g = rows["_g"].to_numpy()
-    e = rows["_e"].to_numpy()
     prev = np.empty_like(e)
     prev[0] = 0
     np.maximum.accumulate(e[:-1], out=prev[1:])  # never carries over from the previous device
@@ -115,7 +114,7 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
     np.not_equal(g[1:], g[:-1], out=first[1:])
     gap = first | (s > prev)
     del e
-    corr = rows["correlation_id"].filter(pl.Series(gap))
+    corr = corr_all.filter(pl.Series(gap))
     n_dev = groups.height
     at_g = g[gap].astype(np.int64)
     shift = groups["_shift"].to_numpy()[at_g]
@@ -150,24 +149,26 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
 _PART_ORDER = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
 
 
-def _ties_by_end_and_id(rows: pl.DataFrame) -> pl.DataFrame:
-    """``rows`` (sorted by ``_s``) with activities that start together ordered by end, then
-    correlation id (nulls last): the first of them ends the gap. Only the tied rows are
-    sorted (they are few; a full three-key sort of millions of rows costs more)."""
+def _ties_by_end_and_id(rows: pl.DataFrame) -> tuple[np.ndarray, pl.Series]:
+    """The ends and correlation ids of ``rows`` (sorted by ``_s``) with activities that start
+    together ordered by end, then correlation id (nulls last): the first of them ends the
+    gap. Only the tied rows are sorted and moved (they are few; a full three-key sort or a
+    gather of millions of rows costs more); tied rows share ``_s`` and ``_g`` (devices lie
+    apart on the axis), so those columns stay as they are."""
     s = rows["_s"].to_numpy()
+    e, corr = rows["_e"].to_numpy(), rows["correlation_id"]
     same = s[1:] == s[:-1]
     if not same.any():
-        return rows
+        return e, corr
     tied = np.zeros(len(s), bool)
     tied[1:] |= same
     tied[:-1] |= same
     pos = np.flatnonzero(tied)
-    corr = rows["correlation_id"].gather(pos)
-    order = np.lexsort((corr.fill_null(0).to_numpy(), corr.is_null().to_numpy(),
-                        rows["_e"].to_numpy()[pos], s[pos]))
-    perm = np.arange(len(s))
-    perm[pos] = pos[order]
-    return rows[perm]
+    at = corr.gather(pos)
+    order = np.lexsort((at.fill_null(0).to_numpy(), at.is_null().to_numpy(), e[pos], s[pos]))
+    e = e.copy()
+    e[pos] = e[pos[order]]
+    return e, corr.clone().scatter(pos, at.gather(order))  # (the frame keeps its column)
 
 
 def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
