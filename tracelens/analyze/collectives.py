@@ -62,8 +62,8 @@ def _segments_on_axis(events: pl.DataFrame, axis: Axis | None = None
     ``axis``: ``timeline.device_axis`` of ``events`` (every activity, with ``_prio``), when
     the caller has it: its compute rows are the compute axis (devices stay apart on it)."""
     if axis is not None:
-        rows, groups = axis
-        rows = rows.filter(pl.col("_prio").is_in(_COMPUTE_PRIOS))
+        rows, groups = axis  # its compute rows, only the columns read
+        rows = rows.select("_g", "_s", "_e").filter(rows["_prio"].is_in(_COMPUTE_PRIOS))
     else:
         comp = events.select(*DEVICE_KEYS, "start_ns", "end_ns", "category") \
             .filter(pl.col("category").is_in(list(COMPUTE_CATEGORIES)))  # only what is read
