@@ -6,11 +6,11 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.frames import distinct
+from tracelens.frames import distinct, key_changes
 from tracelens.model import Text
 
 row = st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from([0, 1, None]),
-                st.integers(0, 2))
+                st.sampled_from([0, 2, None]))
 
 
 @settings(max_examples=300, deadline=None)
@@ -22,3 +22,22 @@ def test_distinct_is_unique_in_first_seen_order(rows: list[tuple], grouped: bool
                       schema={"host": Text, "rank": pl.Int32, "device": pl.Int32})
     for cols in (["host", "rank"], ["host", "rank", "device"], ["device"]):
         assert distinct(df, cols).equals(df.select(cols).unique(maintain_order=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(row, min_size=1, max_size=40))
+def test_runs_start_where_the_keys_change(rows: list[tuple]) -> None:
+    """``key_changes`` (and the run index ``on_one_axis`` numbers rows by) against the runs
+    counted in Python; a first run of nulls is a run like any other (it numbered -1)."""
+    from tracelens.analyze.intervals import _run_id
+
+    df = pl.DataFrame(rows, orient="row",
+                      schema={"host": Text, "rank": pl.Int32, "device": pl.Int32})
+    keys = [tuple(r) for r in df.rows()]
+    want = [0]
+    for a, b in zip(keys, keys[1:]):
+        want.append(want[-1] + (a != b))
+    got = df.select(_run_id(["host", "rank", "device"]).alias("r"))["r"].to_list()
+    assert got == want
+    assert df.select(key_changes(["host", "rank", "device"]).alias("c"))["c"].to_list() == \
+        [True] + [a != b for a, b in zip(keys, keys[1:])]

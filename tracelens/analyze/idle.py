@@ -26,6 +26,7 @@ import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis, subtract
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
+from tracelens.frames import key_changes
 from tracelens.model import Text
 from tracelens.text import matches
 
@@ -271,8 +272,7 @@ def _breakdown_by_prefix(parts: pl.DataFrame, events: pl.DataFrame,
                                       .is_null().any())).item():
         return None
     # a device's pieces come together (what idle_intervals gives): one run of rows each
-    change = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in DEVICE_KEYS)
-    d = parts.select((change.fill_null(True).cum_sum() - 1).cast(pl.Int64)).to_series() \
+    d = parts.select((key_changes(DEVICE_KEYS).cum_sum() - 1).cast(pl.Int64)).to_series() \
         .to_numpy()
     devs = parts.select(DEVICE_KEYS)[np.flatnonzero(np.r_[True, d[1:] != d[:-1]])]
     if devs.select(pl.struct(DEVICE_KEYS).is_duplicated().any()).item():

@@ -12,6 +12,8 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
+from tracelens.frames import key_changes
+
 
 def union_length_expr(keys: Sequence[str]) -> pl.Expr:
     """Per-row share of the union, for rows sorted by start within each group of ``keys``.
@@ -81,8 +83,7 @@ def on_one_axis(df: pl.DataFrame, keys: Sequence[str], *extra: str
 
 def _run_id(keys: list[str]) -> pl.Expr:
     """0, 1, 2...: the index of each row's run of equal keys."""
-    change = pl.any_horizontal(*(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys))
-    return (change.fill_null(True).cum_sum() - 1).cast(pl.UInt32)
+    return (key_changes(keys).cum_sum() - 1).cast(pl.UInt32)
 
 
 def _sorted_runs(narrow: pl.DataFrame, keys: list[str], strings: list[str]
