@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from run import bench_env  # benchmarks/run.py: the script's own folder is on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
@@ -122,17 +124,8 @@ def make_job(data: Path, hosts: int, per_gpu: int) -> Path:
 
 
 
-def _bench_env(code: Path) -> dict[str, str]:
-    """``run.bench_env``: the code of ``code``, from bytecode compiled once."""
-    if str(ROOT / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-    from run import bench_env
-
-    return bench_env(code)
-
-
 def measure(mode: str, data: Path, command: str) -> dict:
-    env = _bench_env(ROOT)
+    env = bench_env(ROOT)
     proc = subprocess.run([PY, "-c", MEASURE, mode, str(data), command], env=env, cwd=ROOT,
                           capture_output=True, text=True, check=False)
     if proc.returncode:

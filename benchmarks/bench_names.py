@@ -28,17 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from run import bench_env  # benchmarks/run.py: the script's own folder is on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "names_issue26.json"
-
-
-def _bench_env(code: Path) -> dict[str, str]:
-    """``run.bench_env``: the code of ``code``, from bytecode compiled once."""
-    if str(ROOT / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-    from run import bench_env
-
-    return bench_env(code)
 
 
 def make_input(path: Path, names: int, per_name: int) -> Path:
@@ -83,7 +76,7 @@ def make_input(path: Path, names: int, per_name: int) -> Path:
 
 def _run(code: Path, path: Path) -> tuple[float, float, int]:
     """(CPU s, wall s, peak RSS bytes) of ``summarize`` with the code of ``code``."""
-    env = _bench_env(code)
+    env = bench_env(code)
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "tracelens.cli", "summarize", str(path),
                              "--format", "json"], cwd=code, env=env,
