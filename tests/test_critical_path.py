@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tracelens
@@ -55,12 +56,16 @@ def scenario(kernels: list[tuple], api: list[tuple], step: tuple[int, int],
                                     "arch": ["gfx942"] * n}), DEVICE_SCHEMA)
     return Trace(events=events, host_events=host, steps=steps, devices=devices)
 
+
 # Random two-rank traces (the C walk's and the C forward pass's end-to-end property tests):
 # kernels (host, stream, name index, start µs, duration µs, launched) and host calls (host,
 # start µs, duration µs, a sync call or plain CPU work).
 RANDOM_KERNEL = st.tuples(st.integers(0, 1), st.integers(1, 2), st.integers(0, 3),
                           st.integers(0, 60), st.integers(0, 12), st.booleans())
 RANDOM_API = st.tuples(st.integers(0, 1), st.integers(0, 60), st.integers(0, 6), st.booleans())
+RANDOM_TRACES = given(st.lists(RANDOM_KERNEL, min_size=1, max_size=14),
+                      st.lists(RANDOM_API, max_size=8), st.sampled_from([None, (5_000, 50_000)]))
+"""The draws of :func:`random_trace` (kernels, host calls, a step window or none)."""
 
 
 def random_trace(kernels: list[tuple], apis: list[tuple],

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from polars.testing import assert_frame_equal
 
-from tests.test_critical_path import RANDOM_API, RANDOM_KERNEL, random_trace
+from tests.test_critical_path import RANDOM_TRACES, random_trace
 
 from tracelens.analyze import critical_walk as cw
 from tracelens.analyze.critical_solve import Graph
@@ -195,11 +195,9 @@ def test_the_reference_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- every walk of the analysis on random traces ------------------------------------------------
 
 
-
 @needs_c
 @settings(max_examples=60, deadline=None)
-@given(st.lists(RANDOM_KERNEL, min_size=1, max_size=14), st.lists(RANDOM_API, max_size=8),
-       st.sampled_from([None, (5_000, 50_000)]))
+@RANDOM_TRACES
 def test_every_walk_of_random_traces(kernels: list, apis: list,
                                      step: tuple[int, int] | None) -> None:
     """Random two-rank traces (streams, all-reduces, launches that may bind) through
