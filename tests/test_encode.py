@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import orjson
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -129,22 +130,31 @@ def _json_dumps_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_to_json_writes_plain_trees_with_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A tree of ASCII text, 64-bit integers and floats without an exponent never reaches
-    json.dumps: the fast path is the one taken (and gives the same text, above)."""
+    """A tree of ASCII text, 64-bit integers and floats, with an exponent or not, never
+    reaches json.dumps: the fast path is the one taken (and gives the same text, above)."""
     tree = {"a": [1, -2**63, 2**64 - 1, None, True], "b\n\x01\"\\/": _PLAIN_FLOATS,
-            "c": {"d": [], "e": {}, "f": [[{}]]}}
+            "c": {"d": [], "e": {}, "f": [[{}]]}, "g": _ODD_FLOATS}
     want = json.dumps(tree, indent=2, allow_nan=False)
     _json_dumps_refused(monkeypatch)
     assert to_json(tree) == want
 
 
-@pytest.mark.parametrize("odd", [*_ODD_FLOATS, "é", "\x7f", "\U0001f600", 2**64, -2**63 - 1],
-                         ids=repr)
+@pytest.mark.parametrize("odd", [*_ODD_FLOATS, *(-x for x in _ODD_FLOATS)], ids=repr)
+def test_floats_with_an_exponent_are_written_as_json_writes_them(odd: float) -> None:
+    """orjson writes 0.00001 where json writes 1e-05 (and so on): to_json hands orjson
+    json's text for them; elsewhere (encode) they stay floats."""
+    assert orjson.dumps(1e-5) == b"0.00001" != json.dumps(1e-5).encode()  # a real case
+    tree = {"x": [odd, 0.5]}
+    assert to_json(tree) == json.dumps(tree, indent=2, allow_nan=False)
+    assert encode(tree) == tree and type(encode(tree)["x"][0]) is float
+
+
+@pytest.mark.parametrize("odd", ["é", "\x7f", "\U0001f600", 2**64, -2**63 - 1], ids=repr)
 def test_to_json_leaves_to_json_dumps_what_orjson_writes_otherwise(
         odd: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each thing orjson prints differently (a float with an exponent, non-ASCII text, DEL)
-    or refuses (an integer beyond 64 bits) sends the whole tree to json.dumps."""
-    tree = {"x": [1, 0.5, {"y": odd}]}
+    """Each thing orjson prints differently (non-ASCII text, DEL) or refuses (an integer
+    beyond 64 bits) sends the whole tree to json.dumps, floats with an exponent included."""
+    tree = {"x": [1, 0.5, 1e-05, {"y": odd}]}
     want = json.dumps(tree, indent=2, allow_nan=False)
     assert to_json(tree) == want
     _json_dumps_refused(monkeypatch)

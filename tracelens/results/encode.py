@@ -90,22 +90,24 @@ def _field(value: object, meta: Mapping[str, object]) -> JSONValue:
     return encode(value)
 
 
-class _Exponents(threading.local):
-    """How many floats the encoding of this thread wrote that ``orjson`` and ``json`` print
-    differently: both print the shortest digits that read back the same, but ``json`` (as
-    ``repr``) switches to an exponent below 1e-4 and from 1e16 and pads it (``1e-05``,
-    ``1e+16``) where ``orjson`` writes ``0.00001``, ``1e-5``, ``1e16``."""
+class _Fragments(threading.local):
+    """Whether the encoding of this thread is :func:`to_json`'s: each float that ``orjson``
+    and ``json`` print differently is then handed over as the text ``json`` prints. Both
+    print the shortest digits that read back the same, but ``json`` (as ``float.__repr__``)
+    switches to an exponent below 1e-4 and from 1e16 and pads it (``1e-05``, ``1e+16``)
+    where ``orjson`` writes ``0.00001``, ``1e-5``, ``1e16``."""
 
-    count = 0
+    on = False
 
 
-_EXPONENTS = _Exponents()
+_FRAGMENTS = _Fragments()
 
 
 def _float(x: float) -> float:
-    """A finite float as written, counted when its text differs between the encoders."""
-    if x and not 1e-4 <= abs(x) < 1e16:
-        _EXPONENTS.count += 1
+    """A finite float as written; inside :func:`to_json`, one with an exponent as an
+    ``orjson.Fragment`` of the text ``json`` writes for it."""
+    if _FRAGMENTS.on and x and not 1e-4 <= abs(x) < 1e16:
+        return orjson.Fragment(float.__repr__(x).encode("ascii"))  # type: ignore[return-value]
     return x
 
 
@@ -182,17 +184,20 @@ def written(record: object, name: str) -> JSONValue:
 def to_json(result: object) -> str:
     """The JSON a command prints for ``result`` (indented, NaN-free): the text of
     ``json.dumps(encode(result), indent=2)``, written by ``orjson`` (tens of times faster: a
-    whole trace's critical path lists millions of activities) wherever the two agree byte
-    for byte: no float printed with an exponent by either (counted while encoding), only
-    ASCII without DEL (``json`` escapes the rest, ``orjson`` writes UTF-8), integers of at
-    most 64 bits (``orjson`` refuses larger ones). Otherwise ``json`` writes it."""
-    before = _EXPONENTS.count
-    tree = encode(result)
-    if _EXPONENTS.count == before:
-        try:
-            fast = orjson.dumps(tree, option=orjson.OPT_INDENT_2)
-        except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, deep nesting
-            fast = None
-        if fast is not None and fast.isascii() and b"\x7f" not in fast:
-            return fast.decode("ascii")
-    return json.dumps(tree, indent=2, allow_nan=False)
+    whole trace's critical path lists millions of activities) wherever the two can agree
+    byte for byte. Floats both print differently are handed to ``orjson`` as ``json``'s text
+    (:func:`_float`); text that is not ASCII, or holds DEL (``json`` escapes it, ``orjson``
+    writes UTF-8), and integers beyond 64 bits (``orjson`` refuses them) leave the whole
+    result to ``json``."""
+    _FRAGMENTS.on = True
+    try:
+        tree = encode(result)
+    finally:
+        _FRAGMENTS.on = False
+    try:
+        fast = orjson.dumps(tree, option=orjson.OPT_INDENT_2)
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, deep nesting
+        fast = None
+    if fast is not None and fast.isascii() and b"\x7f" not in fast:
+        return fast.decode("ascii")
+    return json.dumps(encode(result), indent=2, allow_nan=False)
