@@ -250,8 +250,8 @@ class FastLines:
             return self._launch(df.with_columns(kinds.select(pl.col("kind").cast(KindDtype),
                                                              pl.col("subcategory").cast(Text),
                                                              "bytes").get_columns()))
-        mc_codes, mc_table = mc
-        key = md_code.astype(np.int64) * (len(mc_table) + 1) + (mc_codes + 1)
+        mc_codes, mc_table = mc  # codes in 0..len(mc_table), the last for null
+        key = md_code.astype(np.int64) * (len(mc_table) + 1) + mc_codes
         space = n_names * (len(mc_table) + 1)
         if space <= 1 << 22:
             seen = np.zeros(space, bool)
@@ -279,9 +279,9 @@ class FastLines:
             new = [u for u in uniq if u not in self._shapes]
             if new:
                 self._shapes.update(zip(new, launch_shape(pl.Series(new, dtype=pl.String))))
-            shapes = pl.Series([self._shapes[u] for u in uniq], dtype=pl.String).cast(Text)
-            launch = shapes.gather(pl.Series(np.ma.masked_array(codes, mask=codes < 0))) \
-                if len(uniq) else pl.repeat(None, df.height, dtype=Text, eager=True)
+            shapes = pl.Series([*(self._shapes[u] for u in uniq), None],
+                               dtype=pl.String).cast(Text)
+            launch = shapes.gather(codes)
             df = df.with_columns(launch.alias("launch"))
         else:
             df = df.with_columns(launch_shape(df["kernel_details"]).cast(Text))
@@ -383,10 +383,11 @@ class _Columns:
 
     def string(self, code: int) -> pl.Series:
         """A text column (:data:`tracelens.model.Text`) of the values ``columns.as_str``
-        gives (codes kept for reuse)."""
+        gives. Its codes are kept for reuse: per row, the index of its value among the
+        line's distinct values, or their count for null."""
         kinds, vals, mask = self._kinds(code)
         if mask == 1 << ABSENT and not self.reader.by_code[code]:
-            self.codes[code] = (np.full(self.n, -1, np.int64), [])
+            self.codes[code] = (np.zeros(self.n, np.int64), [])
             return _nulls(self.n, Text)
         has_defaults = bool(self.reader.by_code[code])  # as in integer()
         defaults = self._defaults(code) if has_defaults else []
@@ -399,24 +400,20 @@ class _Columns:
         table: list[str | None] = [*refs, *strings, *defaults]
         if vals is None:
             vals = np.zeros(self.n, np.int64)
-        base_str, base_def = len(refs), len(refs) + len(strings)
-        idx = np.where(kinds == REF, vals,
-                       np.where(kinds == STR, vals + base_str,
-                                np.where((kinds == ABSENT) & has_defaults,
-                                         self.md_code.astype(np.int64) + base_def, -1)))
-        valid = np.array([t is not None for t in table], bool)
-        ok = idx >= 0
-        if len(table):
-            ok &= valid[np.where(ok, idx, 0)]
-        # dense codes over the distinct values (None excluded), for device_kind
+        # each row's index into ``table``, -1 where it has no value
+        idx = np.where((kinds == ABSENT) & has_defaults,
+                       self.md_code.astype(np.int64) + len(refs) + len(strings), -1) \
+            if has_defaults else np.full(self.n, -1, np.int64)
+        if mask & (1 << STR):
+            idx = np.where(kinds == STR, vals + len(refs), idx)
+        if mask & (1 << REF):
+            idx = np.where(kinds == REF, vals, idx)
+        # table entry -> code over the distinct values (None: their count), and the last
+        # entry for the rows without one (index -1)
         uniq: dict[str, int] = {}
-        remap = np.array([uniq.setdefault(t, len(uniq)) if t is not None else -1
-                          for t in table], np.int64)
-        codes = np.where(ok, remap[np.where(ok, idx, 0)] if len(table) else -1, -1)
+        codes_of = [uniq.setdefault(t, len(uniq)) if t is not None else -1 for t in table]
+        lookup = np.array([len(uniq) if c < 0 else c for c in codes_of] + [len(uniq)],
+                          np.int64)
+        codes = lookup[idx]
         self.codes[code] = (codes, list(uniq))
-        values = pl.Series(list(uniq), dtype=Text)
-        if ok.all():
-            return values.gather(codes)
-        if not ok.any():
-            return _nulls(self.n, Text)
-        return values.gather(pl.Series(np.ma.masked_array(codes, mask=~ok)))
+        return pl.Series([*uniq, None], dtype=Text).gather(codes)
