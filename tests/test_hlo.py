@@ -299,3 +299,30 @@ def test_schema_field_numbers_are_the_verified_ones() -> None:
     conv = message_class("ConvolutionDimensionNumbers").DESCRIPTOR.fields_by_name
     assert (conv["input_batch_dimension"].number, conv["kernel_input_feature_dimension"].number,
             conv["output_spatial_dimensions"].number) == (7, 3, 12)
+
+
+def test_shapes_keep_packed_widths_tuples_and_unknown_types() -> None:
+    """Each instruction's shape as its proto says: a packed ``element_size_in_bits`` only
+    where set, tuples of their parts, unknown type numbers by number; equal shapes give
+    equal Shapes whether or not the decoder shares one object between them."""
+    b = ModuleBuilder("shapes", 7)
+    c = b.computation("main")
+    b.inst(c, "p0", "parameter", "s4[8,3]", parameter_number=0)
+    b.inst(c, "p1", "parameter", "s4[8,3]", parameter_number=1,
+           shape=lambda s: setattr(s.layout, "element_size_in_bits", 4))
+    b.inst(c, "p2", "parameter", "s4[8,3]", parameter_number=2)
+    b.inst(c, "f", "parameter", "f32[8,3]", parameter_number=4)
+    b.inst(c, "t", "tuple", ("s4[8,3]", "f32[2]"), operands=("p0", "p1"),
+           shape=lambda s: setattr(s.tuple_shapes[0].layout, "element_size_in_bits", 4))
+    b.inst(c, "odd", "parameter", "f32[5]", parameter_number=3,
+           shape=lambda s: setattr(s, "element_type", 99), root=True)
+    b.entry(c)
+    insts = module_from_proto(b.bytes()).computations["main"].instructions
+    p0, p1, p2, t = (insts[n].shape for n in ("p0", "p1", "p2", "t"))
+    assert (p0.dtype, p0.dims, p0.element_bits, p0.bytes) == ("s4", (8, 3), 0, 24)
+    assert (p1.dtype, p1.dims, p1.element_bits, p1.bytes) == ("s4", (8, 3), 4, 12)
+    assert p2 == p0 != p1
+    assert (insts["f"].shape.dtype, insts["f"].shape.bytes) == ("f32", 96)
+    assert t.is_tuple and [(s.dtype, s.dims, s.element_bits) for s in t.tuple_shapes] == [
+        ("s4", (8, 3), 4), ("f32", (2,), 0)]
+    assert (insts["odd"].shape.dtype, insts["odd"].shape.dims) == ("type99", (5,))

@@ -17,13 +17,24 @@ from parsers.hlo.replica_groups import iota_groups, mesh_axes_groups
 from tracelens.hlo_model import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
                                  WindowDim, type_name)
 
+_TUPLE = 13  # PrimitiveType TUPLE
 
-def shape_from_proto(sp: Any) -> Shape:
-    dtype = type_name(sp.element_type) or f"type{sp.element_type}"
-    if dtype == "tuple":
-        return Shape("tuple", (), tuple(shape_from_proto(s) for s in sp.tuple_shapes))
-    bits = sp.layout.element_size_in_bits if sp.HasField("layout") else 0
-    return Shape(dtype, tuple(int(d) for d in sp.dimensions), (), int(bits))
+
+def shape_from_proto(sp: Any, seen: dict[tuple[int, tuple[int, ...], int], Shape] | None = None
+                     ) -> Shape:
+    """``sp`` as a :class:`Shape`; ``seen``: the array shapes made so far (a module's
+    instructions repeat a few shapes thousands of times: one immutable Shape serves each)."""
+    element_type = sp.element_type
+    if element_type == _TUPLE:
+        return Shape("tuple", (), tuple(shape_from_proto(s, seen) for s in sp.tuple_shapes))
+    key = (element_type, tuple(sp.dimensions),
+           sp.layout.element_size_in_bits if sp.HasField("layout") else 0)
+    shape = seen.get(key) if seen is not None else None
+    if shape is None:
+        shape = Shape(type_name(element_type) or f"type{element_type}", key[1], (), key[2])
+        if seen is not None:
+            seen[key] = shape
+    return shape
 
 
 def _dot_dims(d: Any) -> DotDims:
@@ -131,12 +142,13 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
     if hm.HasField("device_assignment"):
         module.replica_count = hm.device_assignment.replica_count or None
         module.partition_count = hm.device_assignment.computation_count or None
+    shapes: dict[tuple[int, tuple[int, ...], int], Shape] = {}
     for c in hm.computations:
         names = {i.id: i.name for i in c.instructions}
         comp = Computation(name=c.name, root=names.get(c.root_id, ""),
                            is_fusion=c.is_fusion_computation)
         for i in c.instructions:
-            shape = shape_from_proto(i.shape)
+            shape = shape_from_proto(i.shape, shapes)
             config = _backend_config(i, payloads)
             inst = Instruction(
                 name=i.name, opcode=i.opcode, shape=shape,
