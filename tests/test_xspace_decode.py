@@ -190,6 +190,30 @@ def test_wire_format_edge_cases(tmp_path: Path, name: str) -> None:
         assert_same(p)
 
 
+_LINE_NAMES = ("Stream #8", "Stream #9", "Stream #10", "Stream #11(MemcpyH2D)",
+               "Stream #12(MemcpyH2D)", "Other line", "Stream #13(Memset)")
+
+
+@pytest.mark.parametrize("rotate", range(3))
+def test_stream_lines_of_a_plane_read_together(tmp_path: Path, rotate: int) -> None:
+    """The C source reads a plane's stream lines as one frame per run of equal line types,
+    their per-line tables (metadata ids, interned and inline strings, bytes) laid end to end:
+    every line keeps its own values, kinds and stream, as the per-event reader reads them."""
+    cases = sorted(EDGE_CASES)
+    md_stats = {1: [_stat_body(1, 7, 8), _stat_body(3, 4, 17)], 3: [_stat_body(4, 5, "m")]}
+    lines = b""
+    for k, case in enumerate(cases):
+        name = _LINE_NAMES[(k + 3 * rotate) % len(_LINE_NAMES)]
+        lines += field_bytes(3, field_varint(1, 20 + k) + field_bytes(2, name.encode())
+                             + field_varint(3, 5 + 1000 * k)
+                             + b"".join(field_bytes(4, e) for e in EDGE_CASES[case]))
+    p = tmp_path / "lines.xplane.pb"
+    p.write_bytes(_space_with(EDGE_CASES["memcpy"], plane_extra=lines, md_stats=md_stats))
+    trace = assert_same(p)
+    assert not isinstance(trace, TraceInputError)
+    assert trace.events["stream"].n_unique() > 10  # most lines kept rows
+
+
 def test_event_metadata_default_stats(tmp_path: Path) -> None:
     # defaults: metadata 1 carries hlo_op and program_id; metadata 3 a uint64 correlation id
     md_stats = {1: [_stat_body(1, 7, 8), _stat_body(3, 4, 17)],

@@ -134,21 +134,19 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                                 "{value} is not a usable value: left unknown", file=path.name,
                                 plane=plane.name, stat=key, value=repr(pstats[key])))
         device_rows.append(dict(row, notes_at=len(meta.notices)))  # its notes follow these
+        streams = []
         for line_idx, line in enumerate(plane.lines):
             lm = _STREAM_LINE.match(line.name)
-            if not lm:
-                n = source.count(plane_idx, line_idx, line)
-                if n:
-                    ignored[f"{plane.name} line '{line.name}'"] = n
+            if lm:
+                streams.append((line_idx, line, lm.group(2)))
                 continue
-            df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line)
-            negative += n_neg
-            unknown += n_unknown
-            if df is None:
-                continue
-            df = df.with_columns(device=pl.lit(ordinal, dtype=pl.Int64),
-                                 stream=pl.lit(line.id, dtype=pl.Int64))
-            device_frames.append(source.device_kind(df, lm.group(2)))
+            n = source.count(plane_idx, line_idx, line)
+            if n:
+                ignored[f"{plane.name} line '{line.name}'"] = n
+        frames, n_neg, n_unknown = source.stream_frames(reader, plane_idx, ordinal, streams)
+        device_frames += frames
+        negative += n_neg
+        unknown += n_unknown
     for row in device_rows:  # notes about several planes (tracelens.devices) go here
         row["file_notes_at"] = len(meta.notices)
     cpu_frames, host_frames, steps, pid, n_neg, n_unknown = _read_host_planes(
