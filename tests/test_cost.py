@@ -134,6 +134,36 @@ def test_cost_table_is_one_row_per_distinct_op() -> None:
     assert out["start_ns"].to_list() == trace.events["start_ns"].to_list()
 
 
+def test_hosts_read_one_after_another_share_costs_not_mixing_programs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host files read one after another (the engine's map) share each decoded module and
+    its instructions' costs: the second host costs nothing again, and a program of another
+    shape with the same module and op names keeps its own cost."""
+    import tracelens.cost.opcost as opcost
+
+    calls: list[str] = []
+    real = opcost.instruction_cost
+
+    def counting(module, comp, inst):  # type: ignore[no-untyped-def]
+        calls.append(f"{module.program_id}/{inst.name}")
+        return real(module, comp, inst)
+
+    monkeypatch.setattr(opcost, "instruction_cost", counting)
+    protos = {1: dot_module(1, 48, 40, 24), 2: dot_module(2, 8, 8, 8)}
+
+    def host(name: str, pid: int) -> list[float | None]:
+        trace = make_trace([dict(host=name, name="k", op="dot.1", program_id=pid, start_ns=0,
+                                 end_ns=1)], [{"host": name, "rank": 0, "program_id": pid,
+                                               "module": "jit_dot", "hlo_proto": protos[pid]}])
+        table, problems = op_cost_table(trace.events, trace.modules)
+        assert problems == []
+        return table["_flops"].to_list()
+
+    assert host("a", 1) == host("b", 1) == [2.0 * 48 * 40 * 24]
+    assert host("c", 2) == [2.0 * 8 * 8 * 8]
+    assert calls == ["1/dot.1", "2/dot.1"]
+
+
 # --- rocprofv3 counters ---------------------------------------------------------------------
 
 def test_cost_from_counters_formulas() -> None:

@@ -17,14 +17,19 @@ full FLOPs: both double count; see docs/cost-model.md.)
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import polars as pl
 
 from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace, conform
 from tracelens.name_dtype import name_dtypes
 from tracelens.signatures import Signatures
+
+if TYPE_CHECKING:
+    from tracelens.hlo_model import Module
 
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
@@ -33,6 +38,27 @@ OP_COST_SCHEMA: dict[str, pl.DataType] = {
     "_flops": pl.Float64, "_bytes": pl.Float64, "_dtype": Text, "_msg_bytes": pl.Int64,
     "_group_size": pl.Int32, "_groups": Text, "_note": Text,
 }
+
+
+_MODULES_KEPT = 64  # as many modules as tracelens.hlo.index.decoded_module keeps decoded
+_COSTS: "OrderedDict[int, tuple[Module, dict[tuple[int, str], object]]]" = OrderedDict()
+_COSTS_LOCK = threading.Lock()
+
+
+def _costs_of(module: "Module") -> dict[tuple[int, str], object]:
+    """The costs worked out so far for ``module``'s instructions, by (computation id,
+    instruction name): every host file a process reads shares one decoded object per module
+    (``decoded_module``), so the hosts of a job cost each op once per process, not once per
+    host. The entry holds the module, so its id names no other module while it is kept."""
+    with _COSTS_LOCK:
+        entry = _COSTS.get(id(module))
+        if entry is None or entry[0] is not module:
+            entry = _COSTS[id(module)] = (module, {})
+            if len(_COSTS) > _MODULES_KEPT:
+                _COSTS.popitem(last=False)
+        else:
+            _COSTS.move_to_end(id(module))
+        return entry[1]
 
 
 def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
@@ -58,7 +84,6 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     rows = []
     missing_op = 0
     failed: list[str] = []
-    done: dict[tuple[int, int, str], object] = {}  # hosts sharing a module share its costs
     for host, pid, op in keys.join(lost, on=KEY, how="anti").iter_rows():
         found = index.lookup(host, pid, op)
         if found is None:  # a row without cost, saying why (the events' cost_note)
@@ -67,7 +92,7 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                          "_note": f"op {op!r} is not in the HLO of program {pid}"})
             continue
         module, comp, inst = found
-        memo = (id(module), id(comp), inst.name)
+        done, memo = _costs_of(module), (id(comp), inst.name)
         if memo not in done:
             try:
                 done[memo] = instruction_cost(module, comp, inst)
