@@ -22,7 +22,10 @@ extension walks the serialized bytes instead:
    byte anywhere is still an error.
 3. ``FastLines.frame`` resolves names, ref values and event-metadata default stats on those
    small tables with numpy and builds exactly the frame ``columns.line_frame`` builds
-   from the per-event lists. Stat columns holding a type the fast path does not cover (a
+   from the per-event lists. ``FastLines.stream_frames`` does it once for all the stream
+   lines of a GPU plane (per run of lines of equal line types): their decoded columns are
+   laid end to end first (``_laid_end_to_end``), since each frame costs milliseconds of
+   fixed work and a host file can hold dozens of small lines. Stat columns holding a type the fast path does not cover (a
    double ``program_id``, a string ``correlation_id``...) go through the reference
    conversion (``as_int``/``as_str``) row by row, so odd inputs give the same values too.
 
