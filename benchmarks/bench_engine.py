@@ -1,7 +1,7 @@
 """The engine (issue 17) on an XProf log directory of 64 hosts × 8 GPUs × 20k kernels.
 
     python benchmarks/bench_engine.py [--hosts 64] [--per-gpu 20000] [--workers 2]
-                                      [--command summarize] [--data DIR] [--load]
+                                      [--command summarize] [--data DIR] [--load] [--maps N]
 
 Generates the job with ``tracelens_dev.synth`` + ``tracelens_dev.writers.xspace`` (8 hosts at
 a time, one seed per 8 hosts, distinct host names, one run folder; into ``--data DIR``,
@@ -12,7 +12,9 @@ process:
   is ``summarize`` or ``collectives``, through the functions the CLI calls);
 - ``cluster-N``: the same on a ``LocalCluster`` of N worker processes (its start included);
 - with ``--load``, ``load-all``: the one-process loader of every host's events
-  (``tracelens.load`` + ``summarize``), the path the engine replaces.
+  (``tracelens.load`` + ``summarize``), the path the engine replaces;
+- with ``--maps N``, ``maps-N``: the first N hosts' maps one after another in one process,
+  as a worker runs them (its CPU per host: the map's own cost, without a cluster's noise).
 
 For each: wall time, CPU time (this process and its children) / wall, the client's peak RSS,
 each worker's peak RSS (``resource.getrusage`` in the worker via ``client.run``) and its RSS
@@ -53,7 +55,19 @@ def now():
     return psutil.Process().memory_info().rss
 
 out = {"mode": mode}
-if mode == "load-all":
+if mode.startswith("maps-"):  # N host maps one after another, as one worker runs them
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.analyze.summary import SummaryAnalysis
+    from tracelens.engine import HostFile, MapOptions, map_host
+    from tracelens.protocol import Task
+    from pathlib import Path
+    files = sorted(Path(data).glob("*.xplane.pb"))[:int(mode.split("-")[1])]
+    options = MapOptions(tasks=(Task(SummaryAnalysis(), SummaryOptions()),))
+    c0 = cpu()
+    out["map_s"] = [map_host(HostFile(f), options).map_s for f in files]
+    out["hosts"] = len(files)
+    out["cpu_per_host_s"] = round((cpu() - c0) / len(files), 4)
+elif mode == "load-all":
     import tracelens
     from tracelens.analyze.summary import summarize
     summarize(tracelens.load([data]))
@@ -141,6 +155,8 @@ def main() -> None:
     ap.add_argument("--command", default="summarize", choices=["summarize", "collectives"])
     ap.add_argument("--data", type=Path, default=Path("/tmp/tracelens-bench-engine"))
     ap.add_argument("--load", action="store_true", help="also time the one-process loader")
+    ap.add_argument("--maps", type=int, default=0,
+                    help="also time this many host maps one after another in one process")
     ap.add_argument("--skip-in-process", action="store_true", help="only the cluster (and --load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
     args = ap.parse_args()
@@ -154,7 +170,8 @@ def main() -> None:
           f"made in {time.perf_counter() - t:.1f} s)", flush=True)
     runs = []
     modes = ([] if args.skip_in_process else ["in-process"]) + [f"cluster-{args.workers}"]
-    for mode in modes + (["load-all"] if args.load else []):
+    extra = (["load-all"] if args.load else []) + ([f"maps-{args.maps}"] if args.maps else [])
+    for mode in modes + extra:
         runs.append(measure(mode, job, args.command))
         print(json.dumps({k: v for k, v in runs[-1].items()
                           if k not in ("map_s", "partial_bytes")}), flush=True)
