@@ -25,9 +25,10 @@ extension walks the serialized bytes instead:
    from the per-event lists. ``FastLines.stream_frames`` does it once for all the stream
    lines of a GPU plane (per run of lines of equal line types): their decoded columns are
    laid end to end first (``_laid_end_to_end``), since each frame costs milliseconds of
-   fixed work and a host file can hold dozens of small lines. Stat columns holding a type the fast path does not cover (a
-   double ``program_id``, a string ``correlation_id``...) go through the reference
-   conversion (``as_int``/``as_str``) row by row, so odd inputs give the same values too.
+   fixed work and a host file can hold dozens of small lines. Stat columns holding a type
+   the fast path does not cover (a double ``program_id``, a string ``correlation_id``...)
+   go through the reference conversion (``as_int``/``as_str``) row by row, so odd inputs
+   give the same values too.
 
 The C decoder accepts exactly what the upb decoder accepts (see the C file's header; the
 tests fuzz both on the same bytes). ``TRACELENS_XSPACE_DECODER=python`` forces the
@@ -345,8 +346,8 @@ def _laid_end_to_end(rs: list[dict[str, Any]]) -> dict[str, Any]:
         return [0, *itertools.accumulate(sizes)][:-1]
 
     ns = [r["n"] for r in rs]
-    md_at = starts([len(r["md_ids"]) // 8 for r in rs])
-    ref_at = starts([len(r["ref_ids"]) // 8 for r in rs])
+    md_at = starts([np.frombuffer(r["md_ids"], np.int64).size for r in rs])
+    ref_at = starts([np.frombuffer(r["ref_ids"], np.uint64).size for r in rs])
     str_at = starts([len(r["strings"]) for r in rs])
     kinds, vals = [], []
     for code in range(len(rs[0]["kinds"])):
