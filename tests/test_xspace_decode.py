@@ -214,6 +214,52 @@ def test_stream_lines_of_a_plane_read_together(tmp_path: Path, rotate: int) -> N
     assert trace.events["stream"].n_unique() > 10  # most lines kept rows
 
 
+def _gpu_plane(ordinal: int, names: list[str], stats: list[str], lines: bytes,
+               md_stats: dict[int, list[bytes]] | None = None) -> bytes:
+    """A serialized GPU plane: event metadata ids 1.. named ``names``, stat metadata ids 1..
+    named ``stats``, default stats ``md_stats``, and the serialized lines ``lines``."""
+    plane = xspace_class()().planes.add(id=ordinal, name=f"/device:GPU:{ordinal}")
+    for i, name in enumerate(names, start=1):
+        plane.event_metadata[i].id = i
+        plane.event_metadata[i].name = name
+    for i, name in enumerate(stats, start=1):
+        plane.stat_metadata[i].id = i
+        plane.stat_metadata[i].name = name
+    for mid, bodies in (md_stats or {}).items():
+        plane.event_metadata[mid].MergeFromString(b"".join(field_bytes(5, b) for b in bodies))
+    return plane.SerializeToString() + lines
+
+
+@pytest.mark.parametrize("frame_rows", [1, 4, xspace_native.FRAME_ROWS])
+def test_small_lines_of_several_planes_read_together(tmp_path: Path, frame_rows: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small stream lines of several GPU planes become one frame in the C source (several
+    with a smaller bound of rows): each line keeps its own plane's names, stat ids, interned
+    strings and default stats (the same ids mean other things on each plane here)."""
+    monkeypatch.setattr(xspace_native, "FRAME_ROWS", frame_rows)
+    def line(line_id: int, name: str, events: list[bytes]) -> bytes:
+        return field_bytes(3, field_varint(1, line_id) + field_bytes(2, name.encode())
+                           + field_varint(3, 5) + b"".join(field_bytes(4, e) for e in events))
+
+    events = [_event(stats=_stat(1, 7, 8) + _stat(2, 4, 11)), _event(md=2),
+              _event(md=3, stats=_stat(3, 7, 9) + _stat(4, 5, "inline")), _event(md=1, dur=-2)]
+    first = _gpu_plane(0, ["fusion.1.kd", "MemcpyHtoD", "gemm"],
+                       ["hlo_op", "correlation_id", "hlo_module", "program_id",
+                        "fusion.1", "jit_a", "size:64"],
+                       line(1, "Stream #1", events) + line(2, "Stream #2", events[:2]))
+    second = _gpu_plane(1, ["gemm_b", "loop_add", "MemsetD32"],
+                        ["program_id", "hlo_module", "jit_b", "hlo_op", "x", "y", "op.b",
+                         "correlation_id"],
+                        line(3, "Stream #3", events) + line(4, "Stream #4(Memset)", events)
+                        + line(5, "Stream #5", events[2:]),
+                        md_stats={2: [_stat_body(4, 7, 7), _stat_body(1, 4, 5)]})
+    p = tmp_path / "planes.xplane.pb"
+    p.write_bytes(field_bytes(1, first) + field_bytes(1, second) + field_bytes(4, b"host0"))
+    trace = assert_same(p)
+    assert not isinstance(trace, TraceInputError)
+    assert trace.events.group_by("device").len().sort("device")["len"].to_list() == [5, 7]
+
+
 def test_event_metadata_default_stats(tmp_path: Path) -> None:
     # defaults: metadata 1 carries hlo_op and program_id; metadata 3 a uint64 correlation id
     md_stats = {1: [_stat_body(1, 7, 8), _stat_body(3, 4, 17)],

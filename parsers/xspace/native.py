@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ import polars as pl
 from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, device_kind,
                                     launch_shape, too_large)
 from parsers.xspace.planes import CutMetadata
+from parsers.xspace.source import StreamLines
 from parsers.xspace.space import parse
 from tracelens.errors import TraceInputError
 from tracelens.model import KindDtype, Text
@@ -71,6 +73,9 @@ ABSENT, NONE, INT64, UINT64, DOUBLE, STR, BYTES, REF = range(8)
 _INT_FAST = (1 << ABSENT) | (1 << NONE) | (1 << INT64) | (1 << UINT64)
 _STR_FAST = (1 << ABSENT) | (1 << NONE) | (1 << REF) | (1 << STR)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+FRAME_ROWS = 1 << 18  # stream lines read as one frame: up to this many events (or one line)
 
 
 def available() -> bool:
@@ -212,43 +217,54 @@ class FastLines:
     def frame(self, reader: Any, plane_idx: int, line_idx: int, line: Any,
               wanted_only: bool = False) -> tuple[pl.DataFrame | None, int, int]:
         r = self._decoded(reader, plane_idx, line_idx, line, wanted_only)
-        return (None, 0, 0) if r is None else self._frame(r, reader, wanted_only)
+        return (None, 0, 0) if r is None else self._frame(r, _Tables.of(r, reader),
+                                                            wanted_only)
 
-    def stream_frames(self, reader: Any, plane_idx: int, device: int,
-                      lines: list[tuple[int, Any, str | None]]
-                      ) -> tuple[list[pl.DataFrame], int, int]:
-        """One frame per run of consecutive stream lines of equal line types (normally
-        the whole plane), built from their decoded columns laid end to end: the rows, values
-        and column types of :func:`stream_frames_by_line`'s frames, concatenated, with a
-        fraction of the per-frame work (a host of 25 small lines: ~8 ms a line)."""
+    def stream_frames(self, planes: list[StreamLines]) -> tuple[list[pl.DataFrame], int, int]:
+        """Frames of consecutive stream lines of equal line types, across planes, of up to
+        :data:`FRAME_ROWS` rows (or one line's), each built from its lines' decoded columns
+        laid end to end with the names, refs and defaults of each line's own plane: the rows,
+        values and column types of :func:`stream_frames_by_line`'s frames, concatenated, with
+        a fraction of the per-frame work (~8 ms a frame; a host file can hold dozens of
+        small lines). The bound keeps what is held at once near one plane's columns."""
         frames: list[pl.DataFrame] = []
-        negative = unknown = 0
-        for line_types, run in itertools.groupby(lines, key=lambda x: x[2]):
-            found = [(line.id, r) for line_idx, line, _ in run
-                     if (r := self._decoded(reader, plane_idx, line_idx, line, False))
-                     is not None]
-            if not found:
-                continue
-            df, n_neg, n_unknown = self._frame(_laid_end_to_end([r for _, r in found]),
-                                               reader, False)
-            negative += n_neg
-            unknown += n_unknown
-            if df is None:
-                continue
-            streams = np.repeat(np.array([i for i, _ in found], np.int64),
-                                [r["n"] for _, r in found])
-            df = df.with_columns(device=pl.lit(device, dtype=pl.Int64),
-                                 stream=pl.Series(streams, dtype=pl.Int64))
-            frames.append(self.device_kind(df, line_types))
-        return frames, negative, unknown
+        counts = [0, 0]  # events dropped for a negative duration, events unnamed
+        batch: list[tuple[int, int, dict[str, Any], _Tables]] = []
+        batch_types: str | None = None
 
-    def _frame(self, r: dict[str, Any], reader: Any, wanted_only: bool
+        def flush() -> None:
+            df, n_neg, n_unknown = self._frame(*_laid_end_to_end(
+                [(r, tables) for _, _, r, tables in batch]), False)
+            counts[0] += n_neg
+            counts[1] += n_unknown
+            if df is not None:
+                rows = [r["n"] for _, _, r, _ in batch]
+                df = df.with_columns(
+                    device=pl.Series(np.repeat(np.array([b[0] for b in batch], np.int64), rows)),
+                    stream=pl.Series(np.repeat(np.array([b[1] for b in batch], np.int64), rows)))
+                frames.append(self.device_kind(df, batch_types))
+            batch.clear()
+
+        for reader, plane_idx, device, lines in planes:
+            for line_idx, line, line_types in lines:
+                r = self._decoded(reader, plane_idx, line_idx, line, False)
+                if r is None:
+                    continue
+                if batch and (line_types != batch_types or
+                              sum(b[2]["n"] for b in batch) + r["n"] > FRAME_ROWS):
+                    flush()
+                batch.append((device, line.id, r, _Tables.of(r, reader)))
+                batch_types = line_types
+        if batch:
+            flush()
+        return frames, counts[0], counts[1]
+
+    def _frame(self, r: dict[str, Any], tables: "_Tables", wanted_only: bool
                ) -> tuple[pl.DataFrame | None, int, int]:
-        """The frame of decoded columns ``r`` (one line's, or several laid end to end)."""
-        md_ids = np.frombuffer(r["md_ids"], np.int64)
+        """The frame of decoded columns ``r`` (one line's, or several laid end to end) with
+        their ``tables``."""
         md_counts = np.frombuffer(r["md_counts"], np.int64)
-        get = reader.event_names.get
-        names = [get(m) for m in md_ids.tolist()]
+        names = tables.names
         unknown = sum(c for nm, c in zip(names, md_counts.tolist()) if nm is None) \
             if None in names else 0
         n = r["n"]
@@ -258,7 +274,7 @@ class FastLines:
             if not wanted_only or not md_counts.sum():
                 return None, r["negative"], unknown
         names = [UNKNOWN_NAME if nm is None else nm for nm in names]
-        cols = _Columns(r, reader, md_ids)
+        cols = _Columns(r, tables)
         md_code = cols.md_code
         df = pl.DataFrame({
             "name": pl.Series(names, dtype=Text).gather(md_code) if n else
@@ -332,12 +348,39 @@ class FastLines:
         return df.drop("kernel_details", "memcpy_details", "device_ordinal", "step_num")
 
 
-def _laid_end_to_end(rs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The C decoder's columns of several lines of one plane as one line's: rows in line
-    order; per-line tables (metadata ids, ref ids, strings) concatenated, and the codes and
-    indexes into them shifted by the tables of the lines before."""
-    if len(rs) == 1:
-        return rs[0]
+@dataclass(frozen=True)
+class _Tables:
+    """A decoded line's tables resolved against its plane (lines of several planes can then
+    be laid end to end): the name of each of its metadata ids, the string of each of its ref
+    ids, and per stat code the default of each metadata id (None: no metadata of the plane
+    sets that stat)."""
+
+    names: list[str | None]
+    refs: list[Any]
+    defaults: list[list[Any] | None]
+
+    @classmethod
+    def of(cls, r: dict[str, Any], reader: Any) -> "_Tables":
+        md_ids = np.frombuffer(r["md_ids"], np.int64).tolist()
+        get, ref_names = reader.event_names.get, reader.ref_names
+        return cls([get(m) for m in md_ids],
+                   [ref_names.get(x) for x in np.frombuffer(r["ref_ids"], np.uint64).tolist()],
+                   [[d.get(m) for m in md_ids] if d else None for d in reader.by_code])
+
+
+def _laid_end_to_end(items: list[tuple[dict[str, Any], _Tables]]
+                     ) -> tuple[dict[str, Any], _Tables]:
+    """The C decoder's columns of several lines, with their tables, as one line's: rows in
+    line order; per-line tables (metadata ids, ref ids, strings) concatenated, and the codes
+    and indexes into them shifted by the tables of the lines before."""
+    if len(items) == 1:
+        return items[0]
+    rs = [r for r, _ in items]
+    tables = [t for _, t in items]
+    joined = _Tables([x for t in tables for x in t.names], [x for t in tables for x in t.refs],
+                     [None if all(t.defaults[c] is None for t in tables) else
+                      [x for t in tables for x in (t.defaults[c] or [None] * len(t.names))]
+                      for c in range(len(tables[0].defaults))])
 
     def cat(key: str, dtype: type) -> np.ndarray:
         return np.concatenate([np.frombuffer(r[key], dtype) for r in rs])
@@ -372,7 +415,7 @@ def _laid_end_to_end(rs: list[dict[str, Any]]) -> dict[str, Any]:
         "ref_ids": cat("ref_ids", np.uint64), "strings": [x for r in rs for x in r["strings"]],
         "start_ns": cat("start_ns", np.int64), "end_ns": cat("end_ns", np.int64),
         "kinds": kinds, "vals": vals,
-    }
+    }, joined
 
 
 def _nulls(n: int, dtype: pl.DataType) -> pl.Series:
@@ -382,28 +425,24 @@ def _nulls(n: int, dtype: pl.DataType) -> pl.Series:
 class _Columns:
     """Stat columns of one decoded line, resolved against the plane's tables."""
 
-    def __init__(self, r: dict[str, Any], reader: Any, md_ids: np.ndarray) -> None:
+    def __init__(self, r: dict[str, Any], tables: _Tables) -> None:
         self.r = r
         self.n = r["n"]
-        self.reader = reader
-        self.md_ids = md_ids
+        self.tables = tables
         self.md_code = np.frombuffer(r["md_code"], np.int32)
-        self.ref_ids = np.frombuffer(r["ref_ids"], np.uint64)
-        self._refs: list[Any] | None = None
         self.codes: dict[int, tuple[np.ndarray, list[str | None]]] = {}
         self.too_large: dict[int, int] = {}  # per integer column: uint64 values above 2**63-1
 
     def refs(self) -> list[Any]:
-        if self._refs is None:
-            names = self.reader.ref_names
-            self._refs = [names.get(int(x)) for x in self.ref_ids]
-        return self._refs
+        return self.tables.refs
+
+    def has_defaults(self, code: int) -> bool:
+        """Whether a metadata of the line's plane sets this stat."""
+        return self.tables.defaults[code] is not None
 
     def _defaults(self, code: int) -> list[Any]:
-        d = self.reader.by_code[code]
-        if not d:  # no metadata of the plane sets this stat
-            return [None] * len(self.md_ids)
-        return [d.get(m) for m in self.md_ids.tolist()]
+        d = self.tables.defaults[code]
+        return [None] * len(self.tables.names) if d is None else d
 
     def _kinds(self, code: int) -> tuple[np.ndarray, np.ndarray | None, int]:
         kinds = np.frombuffer(self.r["kinds"][code], np.uint8)
@@ -440,10 +479,10 @@ class _Columns:
     def integer(self, code: int) -> pl.Series:
         """An Int64 column as ``columns.as_int`` makes it."""
         kinds, vals, mask = self._kinds(code)
-        if mask == 1 << ABSENT and not self.reader.by_code[code]:
+        if mask == 1 << ABSENT and not self.has_defaults(code):
             return _nulls(self.n, pl.Int64)
         # no metadata of the plane sets this stat (the usual case): no default to look at
-        has_defaults = bool(self.reader.by_code[code])
+        has_defaults = self.has_defaults(code)
         defaults = self._defaults(code) if has_defaults else []
         if mask & ~_INT_FAST or any(d is not None and type(d) is not int for d in defaults):
             objects = self._objects(code, kinds, vals)
@@ -473,10 +512,10 @@ class _Columns:
         gives. Its codes are kept for reuse: per row, the index of its value among the
         line's distinct values, or their count for null."""
         kinds, vals, mask = self._kinds(code)
-        if mask == 1 << ABSENT and not self.reader.by_code[code]:
+        if mask == 1 << ABSENT and not self.has_defaults(code):
             self.codes[code] = (np.zeros(self.n, np.int64), [])
             return _nulls(self.n, Text)
-        has_defaults = bool(self.reader.by_code[code])  # as in integer()
+        has_defaults = self.has_defaults(code)  # as in integer()
         defaults = self._defaults(code) if has_defaults else []
         if mask & ~_STR_FAST or any(d is not None and type(d) is not str for d in defaults):
             return pl.Series(as_str(self._objects(code, kinds, vals)), dtype=Text)

@@ -11,7 +11,7 @@ import polars as pl
 from parsers.xspace.columns import (EVENT_STATS, INT64_MAX, INT64_MIN, INT_STATS, UNKNOWN_NAME,
                                     device_kind, line_frame, too_large)
 from parsers.xspace.planes import PlaneReader
-from parsers.xspace.source import stream_frames_by_line
+from parsers.xspace.source import StreamLines, stream_frames_by_line
 from tracelens.errors import TraceInputError
 
 
@@ -94,10 +94,8 @@ class PythonLines:
     def device_kind(self, df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
         return device_kind(df, line_types)
 
-    def stream_frames(self, reader: PlaneReader, plane_idx: int, device: int,
-                      lines: list[tuple[int, Any, str | None]]
-                      ) -> tuple[list[pl.DataFrame], int, int]:
-        return stream_frames_by_line(self, reader, plane_idx, device, lines)
+    def stream_frames(self, planes: list[StreamLines]) -> tuple[list[pl.DataFrame], int, int]:
+        return stream_frames_by_line(self, planes)
 
     def finish(self) -> None:
         """Check what was not read (nothing to do: the protobuf runtime parsed it all)."""

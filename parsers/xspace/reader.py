@@ -32,7 +32,7 @@ from parsers.xspace.devices import device_row
 from parsers.xspace.facts import XSpaceFacts
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
-from parsers.xspace.source import LineSource
+from parsers.xspace.source import LineSource, StreamLines
 from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, event_window, profile_span
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
@@ -85,10 +85,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         meta.warn(Notice.of("xspace.profiler_reported", "{file}: profiler reported: {message}",
                             file=path.name, message=msg))
     host = next((h for h in space.hostnames if h), None) or host_from_file_name(path.name)
-    device_frames: list[pl.DataFrame] = []
+    gpu_streams: list[StreamLines] = []
     device_rows: list[dict[str, Any]] = []
     host_frames: list[pl.DataFrame] = []
-    negative = unknown = 0
     ignored: dict[str, int] = {}
     profile_start = None
     span = None
@@ -143,10 +142,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             n = source.count(plane_idx, line_idx, line)
             if n:
                 ignored[f"{plane.name} line '{line.name}'"] = n
-        frames, n_neg, n_unknown = source.stream_frames(reader, plane_idx, ordinal, streams)
-        device_frames += frames
-        negative += n_neg
-        unknown += n_unknown
+        gpu_streams.append(StreamLines(reader, plane_idx, ordinal, streams))
+    device_frames, negative, unknown = source.stream_frames(gpu_streams)
     for row in device_rows:  # notes about several planes (tracelens.devices) go here
         row["file_notes_at"] = len(meta.notices)
     cpu_frames, host_frames, steps, pid, n_neg, n_unknown = _read_host_planes(

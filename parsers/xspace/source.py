@@ -4,11 +4,21 @@ reader builds the same Trace from either."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import polars as pl
 
 from parsers.xspace.planes import CutMetadata, PlaneReader
+
+
+class StreamLines(NamedTuple):
+    """A GPU plane's stream lines: its reader, index and device ordinal, and per line its
+    index, the line and its types (``Stream #N(<types>)``; None without)."""
+
+    reader: PlaneReader
+    plane_idx: int
+    device: int
+    lines: list[tuple[int, Any, str | None]]
 
 
 class LineSource(Protocol):
@@ -37,32 +47,29 @@ class LineSource(Protocol):
     def device_kind(self, df: pl.DataFrame, line_types: str | None) -> pl.DataFrame:
         """``columns.device_kind`` of the frame ``frame`` just returned."""
 
-    def stream_frames(self, reader: PlaneReader, plane_idx: int, device: int,
-                      lines: list[tuple[int, Any, str | None]]
-                      ) -> tuple[list[pl.DataFrame], int, int]:
-        """The events of a GPU plane's stream lines ``(line index, line, line types)``, in
-        line order, as :func:`stream_frames_by_line` makes them (a source may build fewer,
-        larger frames of the same rows), the number dropped for a negative duration and the
-        number unnamed."""
+    def stream_frames(self, planes: list[StreamLines]) -> tuple[list[pl.DataFrame], int, int]:
+        """The events of the GPU planes' stream lines, in plane and line order, as
+        :func:`stream_frames_by_line` makes them (a source may build fewer, larger frames of
+        the same rows), the number dropped for a negative duration and the number unnamed."""
 
     def finish(self) -> None:
         """Check every byte of what was not read."""
 
 
-def stream_frames_by_line(source: LineSource, reader: PlaneReader, plane_idx: int, device: int,
-                          lines: list[tuple[int, Any, str | None]]
+def stream_frames_by_line(source: LineSource, planes: list[StreamLines]
                           ) -> tuple[list[pl.DataFrame], int, int]:
     """:meth:`LineSource.stream_frames`, one line at a time: each line's frame with its
     ``device`` and ``stream`` (the line id), then its kinds (``device_kind``)."""
     frames: list[pl.DataFrame] = []
     negative = unknown = 0
-    for line_idx, line, line_types in lines:
-        df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line)
-        negative += n_neg
-        unknown += n_unknown
-        if df is None:
-            continue
-        df = df.with_columns(device=pl.lit(device, dtype=pl.Int64),
-                             stream=pl.lit(line.id, dtype=pl.Int64))
-        frames.append(source.device_kind(df, line_types))
+    for reader, plane_idx, device, lines in planes:
+        for line_idx, line, line_types in lines:
+            df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line)
+            negative += n_neg
+            unknown += n_unknown
+            if df is None:
+                continue
+            df = df.with_columns(device=pl.lit(device, dtype=pl.Int64),
+                                 stream=pl.lit(line.id, dtype=pl.Int64))
+            frames.append(source.device_kind(df, line_types))
     return frames, negative, unknown
