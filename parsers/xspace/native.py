@@ -404,7 +404,9 @@ def _laid_end_to_end(items: list[tuple[dict[str, Any], _Tables]]
             v = r["vals"][code]
             v = np.zeros(n, np.int64) if v is None else np.frombuffer(v, np.int64)
             if ref0 or str0:  # indexes into this line's tables, shifted past the earlier lines'
-                v = v + np.where(ki == REF, ref0, np.where((ki == STR) | (ki == BYTES), str0, 0))
+                shift = np.zeros(8, np.int64)
+                shift[REF], shift[STR], shift[BYTES] = ref0, str0, str0
+                v = v + shift[ki]
             parts.append(v)
         vals.append(np.concatenate(parts))
     return {
