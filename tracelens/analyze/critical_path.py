@@ -94,10 +94,10 @@ class CriticalPath:
             if isinstance(part.nodes, pl.DataFrame) else part
 
     def merge(self, parts: Sequence[CriticalPart], plan: JobPlan) -> CriticalPart:
-        parts = [p.unpacked() for p in parts]
         nodes, edges = [], []
         offset, chains = 0, 0
-        for i, p in enumerate(parts):
+        for i, packed in enumerate(parts):  # one host unpacked at a time (hundreds of hosts)
+            p = packed.unpacked()
             nodes.append(plan.place(p.nodes, i).with_columns(
                 id=pl.col("id") + offset, chain=pl.col("chain") + chains))
             edges.append(p.edges.with_columns(src=pl.col("src") + offset,
