@@ -308,11 +308,14 @@ class SummaryAnalysis:
     def finish(self, part: Part, options: SummaryOptions) -> Summary:
         from tracelens.analyze.summary_reduce import reduce_summary
 
-        summary = reduce_summary([part[0]], options)
+        merged, crit_part = part
+        del part  # the merged summary part (every host's collective rows) is let go once
+        summary = reduce_summary([merged], options)  # reduced, before the critical path's
+        del merged  # solve, so that the reduce of many hosts holds one of them at a time
         crit = _critical(options)
-        if part[1] is None or crit is None:
+        if crit_part is None or crit is None:
             return summary
-        res = CriticalPath().finish(part[1], crit)
+        res = CriticalPath().finish(crit_part, crit)
         if not res.paths:
             return summary
         longest = max(res.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
