@@ -227,3 +227,18 @@ def test_busbw_share_of_the_link() -> None:
                       DEVICE_SCHEMA)
     assert link_of(devices) == 896.0
     assert encode(analyze(_job(), "x"))["by_type"][0]["busbw_link_pct"] is None
+
+
+def test_worst_instances_tied_in_skew_exposure_and_start_come_in_key_order() -> None:
+    """Instances equal in arrival skew, exposure and start are shown in (key, occurrence)
+    order, whatever order the group-by returned them in (it guarantees none)."""
+    from tracelens.analyze.collectives import collectives_from_activities
+
+    rows = [dict(host="h", rank=r, device=0, instance_key=k, occurrence=0,
+                 start_ns=100 + 5 * r, end_ns=200, dur_ns=100 - 5 * r, exposed_ns=10,
+                 type="all-reduce", op=f"ar.{k}", module="m", msg_bytes=64, group_size=2,
+                 busbw_gb_per_s=1.0)
+            for k in ("k3", "k1", "k2") for r in (0, 1)]
+    for order in (rows, rows[::-1], rows[2:] + rows[:2]):
+        res = collectives_from_activities(pl.DataFrame(order), "wall clock", top=3)
+        assert [w.key for w in res.worst] == ["k1", "k2", "k3"]

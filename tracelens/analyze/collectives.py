@@ -322,8 +322,10 @@ def collectives_from_activities(acts: pl.DataFrame, alignment: str, top: int = 1
         sum_ns=int(r["sum_ns"]), exposed_ns=int(r["exposed_ns"]),
         busbw=busbw(r["busbw_gb_per_s"], r["busbw_p10"], r["busbw_p90"]),
     ) for r in type_summary(res.activities).iter_rows(named=True))
-    worst = res.instances.sort(["arrival_skew_ns", "exposed_ns", "first_start_ns"],
-                               descending=[True, True, False]).head(top)
+    # instances equal in all three come in the group-by's order: their key decides
+    worst = res.instances.sort(["arrival_skew_ns", "exposed_ns", "first_start_ns",
+                                "instance_key", "occurrence"],
+                               descending=[True, True, False, False, False]).head(top)
     worst_rows = tuple(Instance(
         type=r["type"], op=r["op"], module=r["module"], occurrence=r["occurrence"],
         participants=r["participants"], start_ns=r["first_start_ns"],
