@@ -228,36 +228,38 @@ class FastLines:
         a fraction of the per-frame work (~8 ms a frame; a host file can hold dozens of
         small lines). The bound keeps what is held at once near one plane's columns."""
         frames: list[pl.DataFrame] = []
-        counts = [0, 0]  # events dropped for a negative duration, events unnamed
+        negative = unknown = rows = 0  # dropped (negative duration), unnamed; rows batched
         batch: list[tuple[int, int, dict[str, Any], _Tables]] = []
         batch_types: str | None = None
 
         def flush() -> None:
+            nonlocal negative, unknown, rows
             df, n_neg, n_unknown = self._frame(*_laid_end_to_end(
                 [(r, tables) for _, _, r, tables in batch]), False)
-            counts[0] += n_neg
-            counts[1] += n_unknown
+            negative, unknown = negative + n_neg, unknown + n_unknown
             if df is not None:
-                rows = [r["n"] for _, _, r, _ in batch]
+                per_line = [r["n"] for _, _, r, _ in batch]
                 df = df.with_columns(
-                    device=pl.Series(np.repeat(np.array([b[0] for b in batch], np.int64), rows)),
-                    stream=pl.Series(np.repeat(np.array([b[1] for b in batch], np.int64), rows)))
+                    device=pl.Series(np.repeat(np.array([b[0] for b in batch], np.int64),
+                                               per_line)),
+                    stream=pl.Series(np.repeat(np.array([b[1] for b in batch], np.int64),
+                                               per_line)))
                 frames.append(self.device_kind(df, batch_types))
             batch.clear()
+            rows = 0
 
         for reader, plane_idx, device, lines in planes:
             for line_idx, line, line_types in lines:
                 r = self._decoded(reader, plane_idx, line_idx, line, False)
                 if r is None:
                     continue
-                if batch and (line_types != batch_types or
-                              sum(b[2]["n"] for b in batch) + r["n"] > FRAME_ROWS):
+                if batch and (line_types != batch_types or rows + r["n"] > FRAME_ROWS):
                     flush()
                 batch.append((device, line.id, r, _Tables.of(r, reader)))
-                batch_types = line_types
+                batch_types, rows = line_types, rows + r["n"]
         if batch:
             flush()
-        return frames, counts[0], counts[1]
+        return frames, negative, unknown
 
     def _frame(self, r: dict[str, Any], tables: "_Tables", wanted_only: bool
                ) -> tuple[pl.DataFrame | None, int, int]:
