@@ -189,11 +189,11 @@ def to_json(result: object) -> str:
     (:func:`_float`); text that is not ASCII, or holds DEL (``json`` escapes it, ``orjson``
     writes UTF-8), and integers beyond 64 bits (``orjson`` refuses them) leave the whole
     result to ``json``."""
-    _FRAGMENTS.on = True
+    outer, _FRAGMENTS.on = _FRAGMENTS.on, True  # (Fragment: orjson 3.9, the floor we require)
     try:
         tree = encode(result)
     finally:
-        _FRAGMENTS.on = False
+        _FRAGMENTS.on = outer
     try:
         fast = orjson.dumps(tree, option=orjson.OPT_INDENT_2)
     except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, deep nesting
