@@ -242,3 +242,40 @@ def test_worst_instances_tied_in_skew_exposure_and_start_come_in_key_order() -> 
     for order in (rows, rows[::-1], rows[2:] + rows[:2]):
         res = collectives_from_activities(pl.DataFrame(order), "wall clock", top=3)
         assert [w.key for w in res.worst] == ["k1", "k2", "k3"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6))
+def test_streamed_group_bys_give_the_in_memory_engines_values(seed: int, chunks: int) -> None:
+    """The collectives' group-bys run on polars' streaming engine (memory): the values,
+    order-dependent ones (a group's first module, type and last arrival) included, are the
+    in-memory engine's, on rows in several chunks whose instances disagree in module."""
+    import numpy as np
+    import pytest
+
+    import tracelens.analyze.collectives as C
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    start = rng.integers(0, 50, n)
+    rows = pl.DataFrame({
+        "host": rng.choice(["a", "b"], n), "rank": rng.integers(0, 2, n).astype(np.int32),
+        "device": rng.integers(0, 4, n).astype(np.int32),
+        "instance_key": rng.choice(["type:all-reduce", "m/ar.1", "m/ag.2"], n),
+        "occurrence": rng.integers(0, 3, n), "start_ns": start,
+        "dur_ns": rng.integers(1, 20, n), "exposed_ns": rng.integers(0, 5, n),
+        "type": rng.choice(["all-reduce", "all-gather"], n), "op": rng.choice(["x", "y"], n),
+        "module": pl.Series(rng.choice(["m1", "m2", ""], n)).replace("", None),
+        "msg_bytes": rng.integers(1, 9, n),
+        "group_size": rng.integers(1, 4, n), "busbw_gb_per_s": rng.random(n)})
+    step = max(1, n // chunks)
+    rows = pl.concat([rows.slice(i, step) for i in range(0, n, step)], rechunk=False)
+    keys = ["instance_key", "occurrence"]
+    got = C.analyze_collectives(rows, rows)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(C, "_streamed", lambda query: query.collect())
+        want = C.analyze_collectives(rows, rows)
+    assert got.instances.sort(keys).equals(want.instances.sort(keys), null_equal=True)
+    assert got.stragglers.sort("host", "rank", "device").equals(
+        want.stragglers.sort("host", "rank", "device"))
+    assert C.type_summary(got.activities).equals(C.type_summary(want.activities))
