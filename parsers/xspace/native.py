@@ -22,10 +22,11 @@ extension walks the serialized bytes instead:
    byte anywhere is still an error.
 3. ``FastLines.frame`` resolves names, ref values and event-metadata default stats on those
    small tables with numpy and builds exactly the frame ``columns.line_frame`` builds
-   from the per-event lists. ``FastLines.stream_frames`` does it once for all the stream
-   lines of a GPU plane (per run of lines of equal line types): their decoded columns are
-   laid end to end first (``_laid_end_to_end``), since each frame costs milliseconds of
-   fixed work and a host file can hold dozens of small lines. Stat columns holding a type
+   from the per-event lists. ``FastLines.stream_frames`` does it once for many stream lines,
+   across GPU planes (runs of lines of equal line types, up to ``FRAME_ROWS`` events): each
+   line's tables are resolved against its own plane, then the lines' decoded columns are
+   laid end to end (``_laid_end_to_end``), since each frame costs milliseconds of fixed work
+   and a host file can hold dozens of small lines. Stat columns holding a type
    the fast path does not cover (a double ``program_id``, a string ``correlation_id``...)
    go through the reference conversion (``as_int``/``as_str``) row by row, so odd inputs
    give the same values too.
@@ -427,7 +428,8 @@ def _nulls(n: int, dtype: pl.DataType) -> pl.Series:
 
 
 class _Columns:
-    """Stat columns of one decoded line, resolved against the plane's tables."""
+    """Stat columns of decoded rows (one line's, or several laid end to end), resolved
+    against their :class:`_Tables`."""
 
     def __init__(self, r: dict[str, Any], tables: _Tables) -> None:
         self.r = r
