@@ -233,3 +233,19 @@ def test_cost_note_says_why_a_compute_kernel_has_no_flops() -> None:
     counted = trace.events.filter(no_cost_data())["name"].to_list()
     # (and, as before, any kernel without any cost: the blit and the untyped collective)
     assert counted == ["k_noop", "blit", "k_missing", "k_nohlo", "k_bytes", "nccl"]
+
+
+def test_kept_costs_go_with_their_module() -> None:
+    """The per-process op costs keep no module alive: a module's entry goes when it does."""
+    import gc
+
+    from tracelens.cost import events
+    from tracelens.hlo_model import Module
+
+    module = Module("jit_f", 99, "main")
+    costs = events._costs_of(module)
+    assert events._costs_of(module) is costs and id(module) in events._COSTS
+    key = id(module)
+    del module
+    gc.collect()
+    assert key not in events._COSTS

@@ -17,8 +17,7 @@ full FLOPs: both double count; see docs/cost-model.md.)
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
@@ -40,25 +39,20 @@ OP_COST_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-_MODULES_KEPT = 64  # as many modules as tracelens.hlo.index.decoded_module keeps decoded
-_COSTS: "OrderedDict[int, tuple[Module, dict[tuple[int, str], object]]]" = OrderedDict()
-_COSTS_LOCK = threading.Lock()
+_COSTS: "dict[int, tuple[weakref.ref[Module], dict[tuple[int, str], object]]]" = {}
 
 
 def _costs_of(module: "Module") -> dict[tuple[int, str], object]:
     """The costs worked out so far for ``module``'s instructions, by (computation id,
     instruction name): every host file a process reads shares one decoded object per module
     (``decoded_module``), so the hosts of a job cost each op once per process, not once per
-    host. The entry holds the module, so its id names no other module while it is kept."""
-    with _COSTS_LOCK:
-        entry = _COSTS.get(id(module))
-        if entry is None or entry[0] is not module:
-            entry = _COSTS[id(module)] = (module, {})
-            if len(_COSTS) > _MODULES_KEPT:
-                _COSTS.popitem(last=False)
-        else:
-            _COSTS.move_to_end(id(module))
-        return entry[1]
+    host. An entry lives as long as its module (it is dropped as the module is freed, before
+    its id can name another), and keeps none alive."""
+    key = id(module)
+    entry = _COSTS.get(key)
+    if entry is None or entry[0]() is not module:
+        entry = _COSTS[key] = (weakref.ref(module, lambda _: _COSTS.pop(key, None)), {})
+    return entry[1]
 
 
 def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
