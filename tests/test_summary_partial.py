@@ -146,3 +146,50 @@ def test_merged_rocprof_processes_of_one_host(tmp_path: Path) -> None:
     merged = encode(reduce_summary([merge_partials(parts)]))
     assert orjson.dumps(merged) == orjson.dumps(whole)
     assert merged["alignment"].startswith("single host: its 2 processes")
+
+
+def test_critical_path_pieces_are_merged_after_the_summary_reduce(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On many hosts the merged critical-path nodes are the reduce's largest frame after the
+    collective rows: ``SummaryAnalysis.merge`` keeps the hosts' pieces as they came and
+    ``finish`` merges them only once the summary's own reduce is done (and let go), with the
+    same critical path as merging them at once."""
+    import tracelens.analyze.summary_reduce as sr
+    from tracelens.analyze.critical_path import CriticalPath
+    from tracelens.analyze.summary import CriticalPieces, SummaryAnalysis
+    from tracelens.engine import LoadOptions, EngineOptions, Task, run_tasks
+
+    calls: list[str] = []
+    real_reduce, real_merge = sr.reduce_summary, CriticalPath.merge
+
+    def reduce(*a: object, **k: object) -> object:
+        calls.append("reduce")
+        return real_reduce(*a, **k)  # type: ignore[arg-type]
+
+    def merge(self: CriticalPath, *a: object, **k: object) -> object:
+        calls.append("critical merge")
+        return real_merge(self, *a, **k)  # type: ignore[arg-type]
+
+    merged_parts: list[object] = []
+    real_summary_merge = SummaryAnalysis.merge
+
+    def summary_merge(self: SummaryAnalysis, *a: object, **k: object) -> object:
+        out = real_summary_merge(self, *a, **k)  # type: ignore[arg-type]
+        merged_parts.append(out[1])
+        return out
+
+    monkeypatch.setattr(sr, "reduce_summary", reduce)
+    monkeypatch.setattr(CriticalPath, "merge", merge)
+    monkeypatch.setattr(SummaryAnalysis, "merge", summary_merge)
+    opts = SummaryOptions()
+    (summary,), _ = run_tasks([Task(SummaryAnalysis(), opts)], STRAGGLER, LoadOptions(),
+                              EngineOptions(workers=1))
+    assert calls == ["reduce", "critical merge"]
+    assert isinstance(merged_parts[0], CriticalPieces) and len(merged_parts[0].parts) == 2
+    assert summary.critical_path is not None  # type: ignore[attr-defined]
+    # the same path as the pieces merged at once, before any reduce
+    pieces = merged_parts[0]
+    at_once = SummaryAnalysis().finish(  # type: ignore[call-arg]
+        (summary_partial(tracelens.load(STRAGGLER), opts), real_merge(
+            CriticalPath(), pieces.parts, pieces.plan)), opts)
+    assert encode(summary.critical_path) == encode(at_once.critical_path)  # type: ignore

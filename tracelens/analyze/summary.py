@@ -10,7 +10,7 @@ separately loaded hosts are joined by :func:`tracelens.analyze.summary_merge.mer
 from __future__ import annotations
 
 from pathlib import Path
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import polars as pl
@@ -249,7 +249,21 @@ def _kernel_groups(events: pl.DataFrame) -> pl.DataFrame:
 
 CRITICAL_TOP = 3  # projections summarize shows (``tracelens critical-path`` shows them all)
 
-Part = tuple[SummaryPartial, CriticalPart | None]
+@dataclass(frozen=True)
+class CriticalPieces:
+    """The hosts' critical-path parts as they came (packed when they travelled), merged
+    only in ``finish`` once the summary's own reduce has let go of its rows: their nodes
+    unpacked are the job's largest frame after the collective rows (128 hosts: ~200 MB
+    that the collectives reduce would otherwise hold beside its own)."""
+
+    parts: tuple[CriticalPart, ...]
+    plan: JobPlan
+
+    def merged(self) -> CriticalPart:
+        return CriticalPath().merge(self.parts, self.plan)
+
+
+Part = tuple[SummaryPartial, CriticalPart | CriticalPieces | None]
 
 
 def _critical(options: SummaryOptions) -> CriticalPathOptions | None:
@@ -287,7 +301,7 @@ class SummaryAnalysis:
     def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
         crits = [c for _, c in parts]
         crit = None if any(c is None for c in crits) else \
-            CriticalPath().merge(crits, plan)  # type: ignore[arg-type]
+            CriticalPieces(tuple(crits), plan)  # type: ignore[arg-type]
         return self._merge_summary([s for s, _ in parts], plan), crit
 
     @staticmethod
@@ -315,6 +329,8 @@ class SummaryAnalysis:
         crit = _critical(options)
         if crit_part is None or crit is None:
             return summary
+        if isinstance(crit_part, CriticalPieces):
+            crit_part = crit_part.merged()  # the pieces go as the merged part comes
         res = CriticalPath().finish(crit_part, crit)
         if not res.paths:
             return summary
