@@ -279,3 +279,47 @@ def test_streamed_group_bys_give_the_in_memory_engines_values(seed: int, chunks:
     assert got.stragglers.sort("host", "rank", "device").equals(
         want.stragglers.sort("host", "rank", "device"))
     assert C.type_summary(got.activities).equals(C.type_summary(want.activities))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_instances_and_stragglers_are_the_per_activity_definitions(seed: int) -> None:
+    """The instance table and the stragglers come from group-bys and joins against the
+    instance table (no per-activity columns); they equal what :func:`match_instances`'
+    per-activity skew, wait and unique last arrival give, on rows with ties at the last
+    start, one-participant instances and a null instance key."""
+    import numpy as np
+
+    import tracelens.analyze.collectives as C
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    rows = pl.DataFrame({
+        "host": rng.choice(["a", "b"], n), "rank": rng.integers(0, 3, n).astype(np.int32),
+        "device": rng.integers(0, 3, n).astype(np.int32),
+        "instance_key": pl.Series(rng.choice(["k1", "k2", "k3", ""], n)).replace("", None),
+        "occurrence": rng.integers(0, 40, n), "start_ns": rng.integers(0, 6, n),
+        "dur_ns": rng.integers(1, 20, n), "exposed_ns": rng.integers(0, 5, n),
+        "type": "all-reduce", "op": "ar", "module": "m", "msg_bytes": rng.integers(1, 9, n),
+        "group_size": rng.integers(1, 4, n), "busbw_gb_per_s": rng.random(n)})
+    keys = ["instance_key", "occurrence"]
+    m = C.match_instances(rows)
+    want = m.group_by(keys).agg(
+        participants=pl.len(), first_start_ns=pl.col("first_start_ns").first(),
+        arrival_skew_ns=pl.col("skew_ns").max(), max_wait_ns=pl.col("wait_ns").max(),
+        transfer_ns=pl.col("transfer_ns").first(), exposed_ns=pl.col("exposed_ns").sum(),
+        last_host=pl.col("host").filter(pl.col("is_last")).first(),
+        last_rank=pl.col("rank").filter(pl.col("is_last")).first(),
+        last_device=pl.col("device").filter(pl.col("is_last")).first()).sort(keys)
+    got = C.analyze_collectives(rows, rows, per_activity=False)
+    assert got.activities is rows
+    assert got.instances.select(want.columns).sort(keys).equals(want, null_equal=True)
+    caused = m.filter("is_last").group_by(C.DEVICE_KEYS).agg(
+        times_last=pl.len().cast(pl.Int64), caused_wait_ns=pl.col("skew_ns").sum())
+    own = m.group_by(C.DEVICE_KEYS).agg(instances=pl.len(), own_wait_ns=pl.col("wait_ns").sum())
+    want_s = own.join(caused, on=C.DEVICE_KEYS, how="left").with_columns(
+        pl.col("times_last").fill_null(0), pl.col("caused_wait_ns").fill_null(0))
+    order = ["host", "rank", "device"]
+    assert got.stragglers.sort(order).equals(want_s.select(got.stragglers.columns).sort(order))
+    assert (got.instances["last_rank"].is_not_null().sum()
+            == int(got.stragglers["times_last"].sum()))  # some ties, some unique lasts

@@ -245,39 +245,64 @@ def match_instances(acts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def analyze_collectives(events: pl.DataFrame, acts: pl.DataFrame | None = None
-                        ) -> CollectiveAnalysis:
+def analyze_collectives(events: pl.DataFrame, acts: pl.DataFrame | None = None,
+                        per_activity: bool = True) -> CollectiveAnalysis:
     """Instances, skew, waits and stragglers; ``acts``: :func:`collective_activities` of
-    ``events`` when the caller already has them (computed once per command)."""
-    acts = match_instances(acts if acts is not None else collective_activities(events))
-    inst_keys = ["instance_key", "occurrence"]
-    instances = _streamed(acts.lazy().group_by(inst_keys).agg(
+    ``events`` when the caller already has them (computed once per command).
+    ``per_activity``: ``activities`` carry :func:`match_instances`' columns (each row's skew
+    and wait); else they are ``acts`` as given (the reduce of many hosts: seven more
+    columns over millions of rows that the instances and stragglers do not need)."""
+    acts = acts if acts is not None else collective_activities(events)
+    instances, stragglers = _instances_and_stragglers(acts)
+    return CollectiveAnalysis(activities=match_instances(acts) if per_activity else acts,
+                              instances=instances, stragglers=stragglers)
+
+
+def _instances_and_stragglers(acts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The instance table and the stragglers of :func:`match_instances`' definitions,
+    from group-bys and joins against the (small) instance table on the streaming engine:
+    an instance's arrival skew and largest wait are both its last start less its first;
+    its unique last arrival (more than one participant, one row at the last start) is
+    charged that skew; each participant waits from its start to the last one."""
+    inst = ["instance_key", "occurrence"]
+    instances = _streamed(acts.lazy().group_by(inst).agg(
         type=pl.col("type").first(), op=pl.col("op").first(),
         module=pl.col("module").first(), participants=pl.len(),
         msg_bytes=pl.col("msg_bytes").max(), group_size=pl.col("group_size").max(),
-        first_start_ns=pl.col("first_start_ns").first(),
-        arrival_skew_ns=pl.col("skew_ns").max(), max_wait_ns=pl.col("wait_ns").max(),
-        transfer_ns=pl.col("transfer_ns").first(),
-        exposed_ns=pl.col("exposed_ns").sum(),
-        last_host=pl.col("host").filter(pl.col("is_last")).first(),
-        last_rank=pl.col("rank").filter(pl.col("is_last")).first(),
-        last_device=pl.col("device").filter(pl.col("is_last")).first(),
-    )).with_columns(
+        first_start_ns=pl.col("start_ns").min(), _last=pl.col("start_ns").max(),
+        transfer_ns=pl.col("dur_ns").min(), exposed_ns=pl.col("exposed_ns").sum()))
+    ends = instances.lazy().select(*inst, "first_start_ns", "_last", "participants")
+    # the rows at their instance's last start (one an instance, but for ties)
+    at_last = _streamed(acts.lazy().select(*inst, *DEVICE_KEYS, "start_ns").join(
+        ends, on=inst, nulls_equal=True).filter(pl.col("start_ns") == pl.col("_last"))
+        .group_by(inst).agg(pl.col(*DEVICE_KEYS).first(), _n=pl.len(),
+                            skew=(pl.col("_last") - pl.col("first_start_ns")).first(),
+                            _many=(pl.col("participants") > 1).first()))
+    last = at_last.filter((pl.col("_n") == 1) & pl.col("_many"))
+    instances = instances.join(
+        last.select(*inst, last_host="host", last_rank="rank", last_device="device"),
+        on=inst, how="left", nulls_equal=True).with_columns(
+        arrival_skew_ns=pl.col("_last") - pl.col("first_start_ns"),
+        max_wait_ns=pl.col("_last") - pl.col("first_start_ns"),
+    ).select(*inst, "type", "op", "module", "participants", "msg_bytes", "group_size",
+             "first_start_ns", "arrival_skew_ns", "max_wait_ns", "transfer_ns",
+             "exposed_ns", "last_host", "last_rank", "last_device").with_columns(
         busbw_gb_per_s=pl.when(pl.col("transfer_ns") > 0).then(
             pl.col("msg_bytes").cast(pl.Float64) / pl.col("transfer_ns")
             * bus_factor_expr(pl.col("type"), pl.col("group_size"))),
     ).sort("first_start_ns")
     # The wait a last arrival imposes: how much later it came than the first participant.
-    caused = _streamed(acts.lazy().filter(pl.col("is_last")).group_by(DEVICE_KEYS).agg(
-        times_last=pl.len(), caused_wait_ns=pl.col("skew_ns").sum()))
-    own = _streamed(acts.lazy().group_by(DEVICE_KEYS).agg(
-        instances=pl.len(), own_wait_ns=pl.col("wait_ns").sum()))
+    caused = last.group_by(DEVICE_KEYS).agg(times_last=pl.len(),
+                                            caused_wait_ns=pl.col("skew").sum())
+    own = _streamed(acts.lazy().select(*inst, *DEVICE_KEYS, "start_ns").join(
+        ends.select(*inst, "_last"), on=inst, nulls_equal=True).group_by(DEVICE_KEYS).agg(
+        instances=pl.len(), own_wait_ns=(pl.col("_last") - pl.col("start_ns")).sum()))
     stragglers = own.join(caused, on=DEVICE_KEYS, how="left").with_columns(
         pl.col("times_last").fill_null(0).cast(pl.Int64),
         pl.col("caused_wait_ns").fill_null(0),
     ).sort(["times_last", "caused_wait_ns", "rank", "device"],
            descending=[True, True, False, False])
-    return CollectiveAnalysis(activities=acts, instances=instances, stragglers=stragglers)
+    return instances, stragglers
 
 
 def type_summary(acts: pl.DataFrame) -> pl.DataFrame:
@@ -310,7 +335,7 @@ def collectives_from_activities(acts: pl.DataFrame, alignment: str, top: int = 1
     per GPU (nccl-tests), so ``link_pct`` compares it with half the aggregate bidirectional
     link bandwidth of the hardware table.
     """
-    res = analyze_collectives(acts, acts)
+    res = analyze_collectives(acts, acts, per_activity=False)
     half = link_gb_per_s / 2 if link_gb_per_s else None
 
     def busbw(med: float | None, p10: float | None, p90: float | None) -> Busbw:
