@@ -285,9 +285,11 @@ def _critical_part(trace: Trace, options: CriticalPathOptions) -> CriticalPart |
 
 class SummaryAnalysis:
     """partial: :func:`~tracelens.analyze.summary.summary_partial` and the critical path's;
-    merge: :func:`~tracelens.analyze.summary_merge.merge_partials` on the job's alignment;
-    finish: :func:`~tracelens.analyze.summary_reduce.reduce_summary` and
-    :class:`~tracelens.analyze.critical_path.CriticalPath`'s top projections."""
+    merge: :func:`~tracelens.analyze.summary_merge.merge_partials` on the job's alignment,
+    the critical path's parts kept as they came (:class:`CriticalPieces`);
+    finish: :func:`~tracelens.analyze.summary_reduce.reduce_summary`, then the critical
+    path's parts merged and :class:`~tracelens.analyze.critical_path.CriticalPath`'s top
+    projections."""
 
     def partial(self, trace: Trace, options: SummaryOptions) -> Part:
         crit = _critical(options)
