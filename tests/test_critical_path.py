@@ -367,3 +367,37 @@ def test_only_the_longest_path_lists_its_activities_when_asked() -> None:
     for a, b, c in zip(full.paths, lean.paths, bare.paths, strict=True):
         assert b == (a if a is longest else replace(a, activities=()))
         assert c == replace(a, activities=())
+
+
+def test_json_is_the_encoded_result_written_as_bytes() -> None:
+    """``--format json`` is the result's JSON (:func:`tracelens.to_json`), written to stdout
+    as bytes (a whole trace's is a GB: no text copy of it), after any text already written."""
+    import click
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+    from tracelens.cli_common import print_result
+    from tracelens.results.encode import json_bytes, to_json
+
+    from tests.conftest import SAMPLES
+
+    sample = SAMPLES / "h100_8gpu_moe_ddp.xplane.pb"
+    out = CliRunner().invoke(main, ["critical-path", str(sample), "--format", "json"])
+    res = run(CriticalPath(), [sample], CriticalPathOptions(activities="all"))
+    assert out.exit_code == 0, out.output
+    assert out.stdout_bytes == json_bytes(res) + b"\n" == (to_json(res) + "\n").encode()
+
+    @click.command()
+    def both() -> None:
+        click.echo("text first")
+        print_result("json", lambda: b'{\n  "a": 1\n}', lambda: "", lambda: "",
+                     lambda console: None)
+
+    assert CliRunner().invoke(both).stdout_bytes == b'text first\n{\n  "a": 1\n}\n'
+    import contextlib
+    import io
+
+    text = io.StringIO()  # a stream without bytes (a notebook's): the same text
+    with contextlib.redirect_stdout(text):
+        print_result("json", lambda: b'{"a": 1}', lambda: "", lambda: "", lambda console: None)
+    assert text.getvalue() == '{"a": 1}\n'

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracelens.results.encode as encode_module
-from tracelens.results.encode import (blank_as_null, converted, encode, flattened, optional,
-                                      renamed, rounded, to_json)
+from tracelens.results.encode import (blank_as_null, converted, encode, flattened, json_bytes,
+                                      optional, renamed, rounded, to_json)
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,9 @@ _TREES = st.recursive(
 @settings(max_examples=600, deadline=None)
 @given(_TREES)
 def test_to_json_is_the_text_of_json_dumps(tree: object) -> None:
-    assert to_json(tree) == json.dumps(tree, indent=2, allow_nan=False)
+    want = json.dumps(tree, indent=2, allow_nan=False)
+    assert to_json(tree) == want
+    assert json_bytes(tree) == want.encode("ascii")  # (the critical path's CLI output)
 
 
 def _json_dumps_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -76,12 +76,17 @@ def busy(what: str, quiet: bool) -> Any:
     return Console(stderr=True).status(what)
 
 
-def print_result(fmt: str, as_json: Callable[[], str], as_csv: Callable[[], str],
+def print_result(fmt: str, as_json: Callable[[], str | bytes], as_csv: Callable[[], str],
             as_markdown: Callable[[], str], as_table: Callable[[Any], None]) -> None:
     """Print a result in the requested format; tables go to a rich console at least 120
-    columns wide when stdout is not a terminal (a pipe or a file)."""
+    columns wide when stdout is not a terminal (a pipe or a file). JSON given as bytes
+    (:func:`tracelens.results.encode.json_bytes`) goes to stdout's bytes as it is."""
     if fmt == "json":
-        click.echo(as_json())
+        out = as_json()
+        if isinstance(out, bytes):
+            _write_bytes(out)
+        else:
+            click.echo(out)
     elif fmt == "csv":
         click.echo(as_csv(), nl=False)
     elif fmt == "markdown":
@@ -92,6 +97,20 @@ def print_result(fmt: str, as_json: Callable[[], str], as_csv: Callable[[], str]
         if not console.is_terminal:
             console.width = max(console.width, 120)
         as_table(console)
+
+
+def _write_bytes(data: bytes) -> None:
+    """``data`` and a newline on stdout's binary stream, after what its text stream holds
+    (``click.echo`` would first copy ``data`` to append the newline: a GB for a whole
+    trace's critical path)."""
+    binary = getattr(sys.stdout, "buffer", None)
+    if binary is None:  # a stream of text only (a notebook's, a StringIO)
+        click.echo(data.decode("ascii"))
+        return
+    sys.stdout.flush()
+    binary.write(data)
+    binary.write(b"\n")
+    binary.flush()
 
 
 def load_rule_files(rules_files: tuple[str, ...]) -> Any:

@@ -189,6 +189,21 @@ def to_json(result: object) -> str:
     (:func:`_float`); text that is not ASCII, or holds DEL (``json`` escapes it, ``orjson``
     writes UTF-8), and integers beyond 64 bits (``orjson`` refuses them) leave the whole
     result to ``json``."""
+    out = _dumped(result)
+    return out.decode("ascii") if isinstance(out, bytes) else out
+
+
+def json_bytes(result: object) -> bytes:
+    """:func:`to_json`'s text as the ASCII bytes it is written as, without making the text:
+    a whole trace's critical path is a GB of JSON, whose text and its encoding for stdout
+    would be two more copies of it."""
+    out = _dumped(result)
+    return out if isinstance(out, bytes) else out.encode("ascii")
+
+
+def _dumped(result: object) -> bytes | str:
+    """orjson's bytes of ``result``'s JSON where they are ``json.dumps``' text (see
+    :func:`to_json`), else that text (ASCII: ``json`` escapes the rest)."""
     outer, _FRAGMENTS.on = _FRAGMENTS.on, True  # (Fragment: orjson 3.9, the floor we require)
     try:
         tree = encode(result)
@@ -198,6 +213,7 @@ def to_json(result: object) -> str:
         fast = orjson.dumps(tree, option=orjson.OPT_INDENT_2)
     except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, deep nesting
         fast = None
+    del tree
     if fast is not None and fast.isascii() and b"\x7f" not in fast:
-        return fast.decode("ascii")
+        return fast
     return json.dumps(encode(result), indent=2, allow_nan=False)
