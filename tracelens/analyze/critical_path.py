@@ -283,23 +283,23 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
     base = max(_lengths(g, paths, g.e))
     assert int(base) == step, (base, step)  # the pass reproduces the trace (module doc)
     changes: list[tuple[str, str, Change, int]] = []
-    sub = nodes["subcategory"].fill_null("unknown").to_numpy().astype(object)
+    # text columns compared in polars, not as arrays of a million Python strings each
+    sub = nodes["subcategory"].fill_null("unknown")
     coll = ((nodes["category"] == "collective").fill_null(False).to_numpy()
             & nodes["device_node"].to_numpy())
-    for t in sorted(set(sub[coll])):
-        mask = coll & (sub == t)
+    for t in sorted(set(sub.filter(coll).unique().to_list())):
+        mask = coll & (sub == t).to_numpy()
         w = np.where(mask, 0.0, g.w)
         no_wait = np.zeros(g.n_groups, bool)
         no_wait[g.group[mask & (g.group >= 0)]] = True
         on = _on_path_typed(paths, nodes, mask)
         changes.append(("hide", t, Change(w=w, no_wait=no_wait), on))
     who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
-                                     pl.col("device").cast(pl.String)))
-    who_arr = who.to_series().fill_null("").to_numpy().astype(object)
+                                     pl.col("device").cast(pl.String))).to_series().fill_null("")
     waited = sorted({c[5:] for p in paths for c in p.walk.components()
                      if c.startswith("wait:")})
     for name in waited:
-        late = (who_arr == name) & (g.group >= 0)
+        late = (who == name).to_numpy() & (g.group >= 0)
         on = _on_path(paths, lambda c, n=name: c == f"wait:{n}")
         changes.append(("on_time", name, Change(late_ok=late), on))
     changes += _roofline_changes(g, nodes, paths)
@@ -321,11 +321,11 @@ def _roofline_changes(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
     is known runs at it (never slower than it ran); kernels without costs keep their time."""
     attain = nodes["attain_ns"].to_numpy()
     known = ~np.isnan(attain)
-    cat = nodes["category"].fill_null("").to_numpy().astype(object)
+    cat = nodes["category"].fill_null("")
     on = {c for p in paths for c in p.walk.components()}
     out = []
-    for c in sorted({x for x in cat[known] if x in on}):
-        mask = known & (cat == c)
+    for c in sorted({x for x in cat.filter(known).unique().to_list() if x in on}):
+        mask = known & (cat == c).to_numpy()
         w = np.where(mask, np.minimum(g.w, np.floor(np.nan_to_num(attain))), g.w)
         out.append(("roofline", c, Change(w=w), _on_path_typed(paths, nodes, mask)))
     return out
