@@ -332,3 +332,30 @@ def test_jax_shardy_mesh_names_the_axes(tmp_path: Path) -> None:
         assert {m.source for m in result.mesh} == {names[2]}
         if names[2] == "hlo":
             _check(result, {"fsdp": "fsdp", "tp": "tp"})
+
+
+@pytest.mark.parametrize("job", ["kineto-ranks", "xspace-ep", "xspace-fsdp_tp"])
+def test_summary_axis_totals_on_distinct_combinations_are_the_full_mappings(
+        tmp_path: Path, job: str) -> None:
+    """``summarize``'s per-axis totals map the activities' distinct (host, rank, device,
+    groups, group name, type) combinations and gather each row's axis: the same totals,
+    busbw spread, types and host crossing as mapping every row (what ``axes`` does), on
+    Kineto ranks without host names and on XSpace hosts."""
+    import polars as pl
+
+    from tracelens.analyze import axes as A
+    from tracelens.analyze.collectives import partial_activities
+    from tracelens.results.encode import encode
+
+    if job == "kineto-ranks":
+        kineto.write(mesh_trace(per_rank=True), tmp_path / "t")
+    else:
+        xspace.write(mesh_trace(job=job.split("-")[1]), tmp_path / "t")
+    trace = tracelens.load(tmp_path / "t")
+    acts = partial_activities(trace.events)
+    named = all(h.named for h in trace.meta.hosts.values())
+    hosts = acts.select("host").unique().with_columns(named=pl.lit(named))
+    opts = AxesOptions()
+    want = A._axis_totals(A.mapped(acts, trace.devices, hosts, opts)[0], trace.devices, opts)
+    got = A.axis_totals(acts, trace.devices, hosts, opts)
+    assert want and encode(got) == encode(want)
