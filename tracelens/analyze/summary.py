@@ -260,6 +260,7 @@ class CriticalPieces:
     plan: JobPlan
 
     def merged(self) -> CriticalPart:
+        """The job's critical-path part: the hosts' parts merged on the job's plan."""
         return CriticalPath().merge(self.parts, self.plan)
 
 
