@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import tracelens
@@ -329,6 +329,29 @@ def test_time_window_counts_from_the_jobs_zero_on_every_rank(tmp_path: Path) -> 
     bad = CliRunner().invoke(main, ["critical-path", *map(str, files), "--time", "1s:2s"])
     assert bad.exit_code == 2 and "no device activity in --time 1000ms:2000ms" in bad.output
     assert len(bad.output.strip().splitlines()) == 1, bad.output
+
+
+@RANDOM_TRACES
+def test_nodes_in_any_row_order_or_chunks_give_the_same_result(
+        kernels: list, apis: list, step: tuple[int, int] | None) -> None:
+    """The merged nodes are used as they come when their ids are in order (a job's million
+    nodes are not gathered again) and sorted by id when not; in many chunks (one per host,
+    as merged) or one: the same result, byte for byte, as the nodes in id order."""
+    from dataclasses import replace
+
+    from tracelens.protocol import JobPlan
+
+    trace = random_trace(kernels, apis, step)
+    opts = CriticalPathOptions(activities="all")
+    cp = CriticalPath()
+    part = cp.merge([cp.partial(trace, opts)], JobPlan.of_trace(trace))
+    want = encode(cp.finish(part, opts))
+    nodes = part.nodes.sort("id")
+    assume(nodes.height > 1)  # (a window with nothing in it has no order to change)
+    shuffled = nodes.sample(fraction=1.0, shuffle=True, seed=nodes.height)
+    chunked = pl.concat([nodes.slice(i, 2) for i in range(0, nodes.height, 2)], rechunk=False)
+    for variant in (nodes, shuffled, chunked):
+        assert encode(cp.finish(replace(part, nodes=variant), opts)) == want
 
 
 @pytest.mark.parametrize("chains", [1, 7, 600])
