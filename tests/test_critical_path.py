@@ -354,6 +354,27 @@ def test_nodes_in_any_row_order_or_chunks_give_the_same_result(
         assert encode(cp.finish(replace(part, nodes=variant), opts)) == want
 
 
+def test_path_rows_share_one_str_per_distinct_text() -> None:
+    """A path's activity rows are ``iter_rows``' values, each distinct text of a column one
+    str object (a whole trace's paths list millions of rows of a few hundred names)."""
+    from tracelens.analyze.critical_path import _shared_text_rows
+
+    frame = pl.DataFrame({
+        "kind": ["kernel", "api", None, "kernel"],
+        "name": pl.Series(["gemm.kd", "launch", "gemm.kd", "gemm.kd"], dtype=pl.Categorical),
+        "category": pl.Series(["gemm", None, "gemm", "gemm"],
+                              dtype=pl.Enum(["gemm", "other"])),
+        "device": [0, None, 1, 0], "start_ns": [2**62, 5, 7, 9]})
+    frame = frame.with_columns(name2=pl.concat_str(pl.col("name"), pl.lit("")))  # fresh strs
+    got = list(_shared_text_rows(frame))
+    assert got == list(frame.iter_rows())
+    for col in (0, 1, 2, 5):
+        by_text: dict[object, int] = {}
+        for row in got:
+            if row[col] is not None:
+                assert by_text.setdefault(row[col], id(row[col])) == id(row[col])
+
+
 @pytest.mark.parametrize("chains", [1, 7, 600])
 def test_chain_cummax_equals_a_window_per_chain(chains: int) -> None:
     """The forward pass's per-chain running max (one accumulate per chain, or the polars
