@@ -174,3 +174,73 @@ def test_rounded_fields_count_their_exponents_too() -> None:
     assert to_json(Tiny(0.000012345)) == json.dumps({"x": 1.23e-05, "n": 7.0}, indent=2)
     assert to_json(Tiny(12345.0, 2**60)) == json.dumps({"x": 12300.0, "n": 1.15e+18},
                                                         indent=2)
+
+
+# records orjson writes itself: plain fields of text, integers, booleans, None, tuples and
+# such records (a whole trace's critical path is millions of them)
+
+@dataclass(frozen=True)
+class Leaf:
+    name: str
+    device: int | None
+    flag: bool
+    ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Branch:
+    kind: str
+    leaves: tuple[Leaf, ...]
+    first: Leaf | None = None
+
+
+@dataclass(frozen=True)
+class Point:  # not direct: orjson writes some floats otherwise than json (1e-05)
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Mixed:  # not direct (a float, a flattened field); its direct parts are
+    share: float
+    branch: Branch
+    leaf: Leaf = field(metadata=flattened())
+
+
+def test_which_records_orjson_writes_itself() -> None:
+    from tracelens.results.critical_path import CriticalPathResult, DevicePath, PathActivity
+
+    direct = encode_module._direct
+    assert direct(Leaf) and direct(Branch) and direct(PathActivity) and direct(DevicePath)
+    assert direct(CriticalPathResult)
+    assert not direct(Mixed) and not direct(Point) and not direct(Outer) and not direct(Declared)
+    assert not direct(Inner) and not direct(Rate)  # a float; declared rounding
+
+
+_LEAVES = st.builds(Leaf, _TEXT, st.none() | st.integers(-2**70, 2**70), st.booleans(),
+                    st.tuples(st.integers(-2**65, 2**65)) | st.just(()))
+_BRANCHES = st.builds(Branch, _TEXT, st.lists(_LEAVES, max_size=3).map(tuple),
+                      st.none() | _LEAVES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_BRANCHES, st.builds(Mixed, _FLOATS, _BRANCHES, _LEAVES),
+                 st.builds(Point, _FLOATS, _TEXT)))
+def test_records_orjson_writes_are_the_text_of_json_dumps(record: object) -> None:
+    """Written by orjson from the records themselves, or by json.dumps where orjson cannot
+    (non-ASCII text, integers beyond 64 bits): json.dumps' text of the encoded dicts."""
+    want = json.dumps(encode(record), indent=2, allow_nan=False)
+    assert to_json(record) == want
+    assert json_bytes(record) == want.encode("ascii")
+
+
+def test_direct_records_build_no_dicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """to_json hands direct records to orjson as they are: no dict per record is built (a
+    million records cost 6 s and a GB that way)."""
+    tree = Branch("k", (Leaf("a", 1, True, (2, 3)), Leaf("b", None, False)))
+    want = json.dumps(encode(tree), indent=2)
+
+    def refuse(value: object) -> dict:
+        raise AssertionError(f"a dict was built for {value!r}")
+    monkeypatch.setattr(encode_module, "_object", refuse)
+    assert to_json(tree) == want

@@ -19,7 +19,9 @@ infinities ``null`` (JSON has none). A field declares how it is written in its m
 A value computed from other fields (a count, a unit conversion) is a ``field(init=False)``
 the result sets in ``__post_init__``, so it is a field like any other.
 
-:func:`to_json` is what ``--format json`` prints: ``json.dumps(encode(result), indent=2)``.
+:func:`to_json` is what ``--format json`` prints: ``json.dumps(encode(result), indent=2)``
+(the text of it: records whose fields are all plain text, integers, booleans, None and
+tuples or records of those are handed to ``orjson`` as they are, without a dict each).
 """
 
 from __future__ import annotations
@@ -137,6 +139,39 @@ def _plan(cls: type) -> tuple[tuple[str, str, Mapping[str, object], bool, bool, 
                  for f in dataclasses.fields(cls) if f.metadata.get("json", True))
 
 
+_NATIVE = (str, int, bool, type(None))
+"""Values ``orjson`` writes exactly as ``json`` does (floats are not: see :func:`_float`)."""
+
+
+@functools.cache
+def _direct(cls: type) -> bool:
+    """Whether ``orjson`` may write records of dataclass ``cls`` itself (fields in
+    declaration order, as :func:`_object` does) instead of a dict per record: every field
+    plain (no metadata) and typed as text, integers, booleans, None, or tuples and
+    dataclasses of those. A whole trace's critical path is millions of such records: a dict
+    each cost 6 s and the GB they held."""
+    import types
+    import typing
+
+    try:
+        hints = typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation that does not resolve: write dicts
+        return False
+
+    def ok(hint: object) -> bool:
+        origin = typing.get_origin(hint)
+        if origin in (typing.Union, types.UnionType):
+            return all(ok(a) for a in typing.get_args(hint))
+        if origin is tuple:
+            args = typing.get_args(hint)
+            return bool(args) and all(ok(a) for a in args if a is not Ellipsis)
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            return _direct(hint)
+        return hint in _NATIVE
+
+    return all(not f.metadata and ok(hints.get(f.name)) for f in dataclasses.fields(cls))
+
+
 def _object(value: object) -> dict[str, JSONValue]:
     out: dict[str, JSONValue] = {}
     for name, key, meta, optional_, flatten, plain in _plan(type(value)):
@@ -144,7 +179,7 @@ def _object(value: object) -> dict[str, JSONValue]:
         if optional_ and _unset(v):
             continue
         if flatten:
-            inner = encode(v)
+            inner = _object(v) if dataclasses.is_dataclass(v) else encode(v)
             if isinstance(inner, dict):
                 out.update(inner)
                 continue
@@ -161,6 +196,8 @@ def encode(value: object) -> JSONValue:
     if isinstance(value, Enum):
         return encode(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if _FRAGMENTS.on and _direct(type(value)):
+            return value  # type: ignore[return-value]  # written by orjson itself (_dumped)
         return _object(value)
     if _frame(value):
         return [encode(row) for row in value.to_dicts()]  # type: ignore[attr-defined]
