@@ -52,3 +52,44 @@ def test_two_hosts_are_placed_on_distinct_ranks() -> None:
               engine=EngineOptions(workers=1))
     assert out["host"].n_unique() == 2
     assert out["rank"].to_list() == [0, 1]  # XSpace: one rank per host file
+
+
+class WholeJobBusy(BusyPerRank):
+    """BusyPerRank on the job loaded whole, noting whether its trace is still alive when
+    the finish runs."""
+
+    def __init__(self) -> None:
+        self.trace_ref: object = None
+        self.alive_at_finish: list[bool] = []
+
+    def whole_job(self, options: None) -> bool:
+        return True
+
+    def partial(self, trace: Trace, options: None) -> BusyPart:
+        import weakref
+
+        self.trace_ref = weakref.ref(trace)
+        return super().partial(trace, options)
+
+    def finish(self, part: BusyPart, options: None) -> pl.DataFrame:
+        import gc
+
+        gc.collect()
+        self.alive_at_finish.append(self.trace_ref() is not None)  # type: ignore[operator]
+        return super().finish(part, options)
+
+
+def test_a_job_loaded_whole_lets_its_trace_go_before_the_last_finish() -> None:
+    """``run`` (nothing reads the job again) lets the trace go once the partial is taken:
+    a whole trace's events are not held while its critical path solves; ``run_tasks``
+    keeps it by default, for later rounds (``run_again``). Same result both ways."""
+    from tracelens.engine import LoadOptions, run_tasks
+    from tracelens.protocol import Task
+
+    files = [SAMPLES / "mi355x_2x8gpu_straggler"]
+    let_go, kept = WholeJobBusy(), WholeJobBusy()
+    out = run(let_go, files, None, LoadOptions())
+    (same,), job = run_tasks([Task(kept, None)], files, LoadOptions())
+    assert let_go.alive_at_finish == [False] and kept.alive_at_finish == [True]
+    assert job.trace is not None and out.equals(same)  # type: ignore[attr-defined]
+    assert out.equals(run(BusyPerRank(), files, None, engine=EngineOptions(workers=1)))

@@ -302,22 +302,29 @@ def job_plan(job: Job) -> JobPlan:
 def run_tasks(tasks: Sequence[Task[Any]], paths: Sequence[str | Path],
               load: LoadOptions = LoadOptions(), engine: EngineOptions = EngineOptions(),
               client: Any = None, check: Callable[[Job], None] | None = None,
-              found: tuple[list[Path], list[HostFile]] | None = None
-              ) -> tuple[tuple[object, ...], Job]:
+              found: tuple[list[Path], list[HostFile]] | None = None,
+              keep_trace: bool = True) -> tuple[tuple[object, ...], Job]:
     """(each task's result, the job): every host read once, where :func:`engine_workers`
     says (on ``client`` when given: :func:`tracelens.dask_map.engine_client`), each task's
     partial computed on it, merged on the job's plan and finished. ``check`` sees the job
     after the map, before any merge (a command's own checks of what the hosts reported:
     ``--step``, ``--device``);
-    ``found``: the files of ``paths`` already discovered (:func:`host_files`)."""
+    ``found``: the files of ``paths`` already discovered (:func:`host_files`);
+    ``keep_trace``: a job loaded whole keeps its trace for later rounds
+    (:func:`run_again`); without, it is let go after the last partial, before that finish."""
     if load.job_wide or any(needs_whole_job(t.analysis, t.options) for t in tasks):
         job = _job_here(paths, load)
         if check is not None:
             check(job)
         assert job.trace is not None and job.plan is not None
-        return tuple(t.analysis.finish(t.analysis.merge([t.analysis.partial(job.trace, t.options)],
-                                                        job.plan), t.options)
-                     for t in tasks), job
+        results = []
+        for i, t in enumerate(tasks):
+            part = t.analysis.partial(job.trace, t.options)
+            if not keep_trace and i == len(tasks) - 1:
+                job.trace = None  # (a whole trace's events, while its critical path solves)
+            results.append(t.analysis.finish(t.analysis.merge([part], job.plan), t.options))
+            del part
+        return tuple(results), job
     args, files = found if found is not None else host_files(paths, load.step_marker)
     job = run_files(args, files, MapOptions(load.rules, load.step_marker, tasks=tuple(tasks)),
                     engine.workers, engine.scheduler, client)
@@ -400,5 +407,5 @@ def run(analysis: Analysis[Opt, P, R], paths: Sequence[str | Path], options: Opt
         load: LoadOptions = LoadOptions(), engine: EngineOptions = EngineOptions()) -> R:
     """``analysis`` on the trace files behind ``paths``: the only place that decides
     whether the hosts are read in this process or on Dask (:func:`engine_workers`)."""
-    results, _ = run_tasks((Task(analysis, options),), paths, load, engine)
+    results, _ = run_tasks((Task(analysis, options),), paths, load, engine, keep_trace=False)
     return results[0]  # type: ignore[return-value]
