@@ -193,3 +193,43 @@ def test_critical_path_pieces_are_merged_after_the_summary_reduce(
         (summary_partial(tracelens.load(STRAGGLER), opts), real_merge(
             CriticalPath(), pieces.parts, pieces.plan)), opts)
     assert encode(summary.critical_path) == encode(at_once.critical_path)  # type: ignore
+
+
+def test_merged_programs_are_each_programs_first_host_row_without_copying_the_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job's HLO programs after a merge are ``program_protos`` of every part's programs
+    joined at once (each program's row of the first host in name order, with its bytes),
+    packed parts or not; the bytes of a packed part are never put in a frame per host (every
+    host sends the job's programs: 128 copies of a large program)."""
+    from tracelens.analyze import packed
+    from tracelens.analyze.hlo_findings import program_protos
+
+    sc = Scenario(device="mi300x", hosts=3, gpus=1, steps=1, layers=1, seed=5)
+    _, files = write_and_load(build(sc), tmp_path)
+    parts = [summary_partial(tracelens.load([f])) for f in sorted(files)]
+    hosts = [p.devices["host"][0] for p in parts]
+    assert all(p.hlo is not None for p in parts) and len(set(hosts)) == 3
+    # each part's own programs: program 17 everywhere with bytes naming the host, 18 on the
+    # last host with no bytes (no row for it), 19 on the first host only
+    table = [[(17, h.encode()), *([(18, None)] if i == 2 else []),
+              *([(19, b"only")] if i == 0 else [])] for i, h in enumerate(hosts)]
+    crafted = []
+    for p, h, rows in zip(parts, hosts, table):
+        progs = p.hlo.programs  # type: ignore[union-attr]
+        frame = pl.DataFrame({"host": [h] * len(rows), "rank": [0] * len(rows),
+                              "program_id": [r[0] for r in rows],
+                              "module": [f"m{r[0]}" for r in rows],
+                              "hlo_proto": [r[1] for r in rows]}).cast(progs.schema)
+        crafted.append(dataclasses.replace(p, hlo=dataclasses.replace(p.hlo, programs=frame)))
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        ps = [crafted[i] for i in order]
+        want = program_protos(pl.concat([p.hlo.programs for p in ps]))  # type: ignore
+        got = merge_partials(ps).hlo.programs  # type: ignore[union-attr]
+        assert got.drop("rank").equals(want.drop("rank")), (order, got, want)
+        assert set(got["program_id"]) == {17, 19} and got.columns == want.columns
+        first = min(hosts)
+        assert got.filter(pl.col("program_id") == 17)["hlo_proto"][0] == first.encode()
+        with monkeypatch.context() as mp:
+            mp.setattr(packed.PackedPrograms, "frame", lambda self: pytest.fail("copied"))
+            merged = merge_partials([packed.pack_summary(p) for p in ps])
+        assert merged.hlo.programs.drop("rank").equals(want.drop("rank"))  # type: ignore

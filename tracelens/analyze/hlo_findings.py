@@ -49,9 +49,10 @@ def trace_modules(trace: Trace) -> tuple[list[tuple[Module, Schedule | None]], l
     return decode_programs(program_protos(trace.modules))
 
 
-def program_protos(modules: pl.DataFrame) -> pl.DataFrame:
-    """Of the modules table, each program's first host's row (hosts in name order)."""
-    return modules.filter(pl.col("program_id").is_not_null() & pl.col("hlo_proto")
+def program_protos(modules: pl.DataFrame, proto: str = "hlo_proto") -> pl.DataFrame:
+    """Of the modules table, each program's first host's row (hosts in name order) with a
+    program (``proto``: the column that holds it, or points at it)."""
+    return modules.filter(pl.col("program_id").is_not_null() & pl.col(proto)
                           .is_not_null()).sort("program_id", "host") \
         .unique("program_id", keep="first", maintain_order=True)
 
