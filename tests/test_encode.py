@@ -234,6 +234,19 @@ def test_records_orjson_writes_are_the_text_of_json_dumps(record: object) -> Non
     assert json_bytes(record) == want.encode("ascii")
 
 
+@dataclass(frozen=True)
+class Tree:  # holds itself: written as dicts, not a recursion without end
+    name: str
+    kids: tuple[Tree, ...] = ()
+
+
+def test_a_record_type_that_holds_itself_is_written_as_dicts() -> None:
+    tree = Tree("a", (Tree("b"), Tree("c", (Tree("d"),))))
+    assert not encode_module._direct(Tree)
+    assert to_json(tree) == json.dumps(encode(tree), indent=2)
+    assert encode(tree)["kids"][1]["kids"] == [{"name": "d", "kids": []}]
+
+
 def test_direct_records_build_no_dicts(monkeypatch: pytest.MonkeyPatch) -> None:
     """to_json hands direct records to orjson as they are: no dict per record is built (a
     million records cost 6 s and a GB that way)."""

@@ -150,13 +150,22 @@ def _direct(cls: type) -> bool:
     plain (no metadata) and typed as text, integers, booleans, None, or tuples and
     dataclasses of those. A whole trace's critical path is millions of such records: a dict
     each cost 6 s and the GB they held."""
+    return _plain_record(cls, frozenset())
+
+
+def _plain_record(cls: type, seen: frozenset[type]) -> bool:
+    """:func:`_direct` of ``cls`` inside the records ``seen`` (a record type that holds
+    itself, directly or not, is written as dicts)."""
     import types
     import typing
 
+    if cls in seen:
+        return False
     try:
         hints = typing.get_type_hints(cls)
     except (NameError, TypeError):  # an annotation that does not resolve: write dicts
         return False
+    inside = seen | {cls}
 
     def ok(hint: object) -> bool:
         origin = typing.get_origin(hint)
@@ -166,7 +175,7 @@ def _direct(cls: type) -> bool:
             args = typing.get_args(hint)
             return bool(args) and all(ok(a) for a in args if a is not Ellipsis)
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-            return _direct(hint)
+            return _plain_record(hint, inside)
         return hint in _NATIVE
 
     return all(not f.metadata and ok(hints.get(f.name)) for f in dataclasses.fields(cls))
