@@ -233,3 +233,24 @@ def test_merged_programs_are_each_programs_first_host_row_without_copying_the_by
             mp.setattr(packed.PackedPrograms, "frame", lambda self: pytest.fail("copied"))
             merged = merge_partials([packed.pack_summary(p) for p in ps])
         assert merged.hlo.programs.drop("rank").equals(want.drop("rank"))  # type: ignore
+
+
+def test_the_merge_holds_only_the_bytes_of_the_programs_it_keeps(tmp_path: Path) -> None:
+    """Parts not packed (the API's own partials) carry their own copy of each program: the
+    merge lets each go once the fold has dropped its row."""
+    from tracelens.analyze import summary_merge as sm
+
+    sc = Scenario(device="mi300x", hosts=2, gpus=1, steps=1, layers=1, seed=7)
+    _, files = write_and_load(build(sc), tmp_path)
+    parts = [summary_partial(tracelens.load([f])) for f in sorted(files)]
+    held = sm._Held()
+    rows = [sm._programs_apart(p, held).hlo.programs for p in parts]  # type: ignore[union-attr]
+    assert len(held.protos) == held.count == sum(r.height for r in rows) >= 2
+    kept = sm._fold_programs(sm._fold_programs(None, rows[0]), rows[1])
+    held.keep(kept)
+    assert sorted(held.protos) == sorted(kept["_proto"].drop_nulls().to_list())
+    assert len(held.protos) < held.count
+    back = sm._programs_back(kept, held)
+    assert back.columns == parts[0].hlo.programs.columns  # type: ignore[union-attr]
+    assert back["hlo_proto"].to_list() == [
+        parts[0].hlo.programs["hlo_proto"][0]]  # type: ignore[union-attr]

@@ -161,6 +161,7 @@ def merge_partials(partials: list["SummaryPartial"], shifts: dict[str, int] | No
             m = replace(m, hlo=lens_of(m))
         if m.hlo is not None:  # the job's programs folded as they come (see _fold_programs)
             programs = _fold_programs(programs, m.hlo.programs)
+            held.keep(programs)
             m = replace(m, hlo=replace(m.hlo, programs=_programs_back(
                 _empty(m.hlo.programs), held)))
         # activity rows joined in blocks of hosts as they come (in input order): a few
@@ -215,11 +216,16 @@ _PROTO = "_proto"
 
 @dataclass
 class _Held:
-    """The program bytes of the hosts' rows (:func:`_programs_apart`), and the programs
-    table's columns in order."""
+    """The program bytes of the hosts' rows (:func:`_programs_apart`) by row number, and
+    the programs table's columns in order."""
 
-    protos: list[bytes | None] = field(default_factory=list)
+    protos: dict[int, bytes] = field(default_factory=dict)
     order: tuple[str, ...] = ()
+    count: int = 0  # row numbers given so far
+
+    def keep(self, rows: pl.DataFrame) -> None:
+        """Only the bytes of ``rows`` (what the fold kept) stay held."""
+        self.protos = {i: self.protos[i] for i in rows[_PROTO].drop_nulls().to_list()}
 
 
 def _programs_apart(p: "SummaryPartial", held: _Held) -> "SummaryPartial":
@@ -238,11 +244,14 @@ def _programs_apart(p: "SummaryPartial", held: _Held) -> "SummaryPartial":
         rows, order = progs.drop("hlo_proto", strict=False), tuple(progs.columns)
         blobs = progs["hlo_proto"].to_list() if "hlo_proto" in progs.columns else \
             [None] * progs.height
-    first = len(held.protos)
-    held.protos.extend(blobs)
+    numbers: list[int | None] = []
+    for b in blobs:
+        numbers.append(None if b is None else held.count)
+        if b is not None:
+            held.protos[held.count] = b
+        held.count += 1
     held.order = held.order or order
-    rows = rows.with_columns(pl.Series(_PROTO, [None if b is None else first + i
-                                                for i, b in enumerate(blobs)], pl.Int64))
+    rows = rows.with_columns(pl.Series(_PROTO, numbers, pl.Int64))
     return replace(p, hlo=replace(p.hlo, programs=rows))
 
 
