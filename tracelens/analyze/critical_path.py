@@ -117,7 +117,8 @@ def _clipped(nodes: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
     """Node times clipped to their rank's window start (module doc)."""
     # each node's window start by a streamed join of its keys (a million nodes: +34 MB, the
     # in-memory join +93 MB); only the two time columns are new (joining the whole frame
-    # copied every column)
+    # copied every column). The streamed result comes in its own chunks: made one, so that
+    # the frame's columns are cut alike (else the next stages copied them all again)
     w0 = nodes.lazy().select("host", "rank").join(
         win.lazy().select("host", "rank", _w0="start_ns"), on=["host", "rank"], how="left",
         maintain_order="left").collect(engine="streaming")["_w0"].rechunk()
