@@ -151,17 +151,31 @@ def test_floats_with_an_exponent_are_written_as_json_writes_them(odd: float) -> 
     assert encode(tree) == tree and type(encode(tree)["x"][0]) is float
 
 
-@pytest.mark.parametrize("odd", ["é", "\x7f", "\U0001f600", 2**64, -2**63 - 1], ids=repr)
-def test_to_json_leaves_to_json_dumps_what_orjson_writes_otherwise(
+@pytest.mark.parametrize("odd", [2**64, -2**63 - 1, "a\ud800b"], ids=repr)
+def test_to_json_leaves_to_json_dumps_what_orjson_refuses(
         odd: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each thing orjson prints differently (non-ASCII text, DEL) or refuses (an integer
-    beyond 64 bits) sends the whole tree to json.dumps, floats with an exponent included."""
+    """What orjson refuses (an integer beyond 64 bits, a lone surrogate) sends the whole tree
+    to json.dumps, floats with an exponent included."""
     tree = {"x": [1, 0.5, 1e-05, {"y": odd}]}
     want = json.dumps(tree, indent=2, allow_nan=False)
     assert to_json(tree) == want
     _json_dumps_refused(monkeypatch)
     with pytest.raises(AssertionError, match="json.dumps wrote it"):
         to_json(tree)
+
+
+@pytest.mark.parametrize("odd", ["é", "\x7f", "\U0001f600", "a\u2028b×\x7f\x7fé€\U0010ffff",
+                                 "\x00\x1f\\\"\x7f"], ids=repr)
+def test_text_orjson_writes_as_utf8_is_escaped_as_json_escapes_it(
+        odd: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-ASCII text and DEL, which json escapes and orjson writes as they are, in keys and
+    values: escaped in orjson's output, without json.dumps (a GPU spec's "×" sent every
+    MI355X summary there)."""
+    tree = {"x": [1, 0.5, 1e-05, {"y": odd, odd: [odd]}]}
+    want = json.dumps(tree, indent=2, allow_nan=False)
+    _json_dumps_refused(monkeypatch)
+    assert to_json(tree) == want
+    assert json_bytes(tree) == want.encode("ascii")
 
 
 def test_rounded_fields_count_their_exponents_too() -> None:

@@ -30,9 +30,11 @@ import dataclasses
 import functools
 import json
 import math
+import re
 import sys
 import threading
 from enum import Enum
+from json.encoder import encode_basestring_ascii
 from typing import Callable, Mapping
 
 import orjson
@@ -232,9 +234,10 @@ def to_json(result: object) -> str:
     ``json.dumps(encode(result), indent=2)``, written by ``orjson`` (tens of times faster: a
     whole trace's critical path lists millions of activities) wherever the two can agree
     byte for byte. Floats both print differently are handed to ``orjson`` as ``json``'s text
-    (:func:`_float`); text that is not ASCII, or holds DEL (``json`` escapes it, ``orjson``
-    writes UTF-8), and integers beyond 64 bits (``orjson`` refuses them) leave the whole
-    result to ``json``."""
+    (:func:`_float`). Text that is not ASCII, or DEL, which ``json`` escapes and ``orjson``
+    writes as UTF-8, is escaped in ``orjson``'s bytes afterwards (:func:`_escaped`: a GPU
+    spec's "×" sent every such summary to ``json``); integers beyond 64 bits and lone
+    surrogates (``orjson`` refuses them) leave the whole result to ``json``."""
     out = _dumped(result)
     return out.decode("ascii") if isinstance(out, bytes) else out
 
@@ -248,8 +251,8 @@ def json_bytes(result: object) -> bytes:
 
 
 def _dumped(result: object) -> bytes | str:
-    """orjson's bytes of ``result``'s JSON where they are ``json.dumps``' text (see
-    :func:`to_json`), else that text (ASCII: ``json`` escapes the rest)."""
+    """orjson's bytes of ``result``'s JSON, non-ASCII escaped as ``json`` does (see
+    :func:`to_json`), or ``json.dumps``' text where orjson refuses the tree."""
     outer, _FRAGMENTS.on = _FRAGMENTS.on, True  # (Fragment: orjson 3.9, the floor we require)
     try:
         tree = encode(result)
@@ -260,6 +263,20 @@ def _dumped(result: object) -> bytes | str:
     except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, deep nesting
         fast = None
     del tree
-    if fast is not None and fast.isascii() and b"\x7f" not in fast:
-        return fast
-    return json.dumps(encode(result), indent=2, allow_nan=False)
+    if fast is None:
+        return json.dumps(encode(result), indent=2, allow_nan=False)
+    if not fast.isascii() or b"\x7f" in fast:
+        fast = _NOT_ASCII.sub(_escaped, fast)
+    return fast
+
+
+_NOT_ASCII = re.compile(rb"[\x7f-\xff]+")
+"""Runs of bytes that ``json`` escapes and ``orjson`` writes as they are: DEL and UTF-8's
+multi-byte sequences (whole ones: no ASCII byte occurs inside a sequence). They only occur
+inside strings (JSON's structure and numbers are ASCII)."""
+
+
+def _escaped(run: re.Match[bytes]) -> bytes:
+    """``json``'s escapes of a run of :data:`_NOT_ASCII` bytes (``\\u00e9``, surrogate pairs
+    beyond U+FFFF), made by ``json``'s own string escaper so that they cannot differ."""
+    return encode_basestring_ascii(run.group().decode("utf-8"))[1:-1].encode("ascii")
