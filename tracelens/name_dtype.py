@@ -89,7 +89,7 @@ def name_dtypes(names: pl.Series) -> pl.Series:
     coded = names.cast(pl.Categorical).to_frame("name")
     distinct = coded.unique()
     text = distinct["name"].cast(pl.String)
-    found = pl.Series("_dt", [None] * len(text), dtype=pl.String)
+    found = pl.repeat(None, len(text), dtype=pl.String, eager=True).alias("_dt")
     rest = pl.Series(range(len(text)), dtype=pl.UInt32)  # rows no pattern has matched yet
     for pattern, dtype in _PATTERNS:  # first match wins, as in dtype_from_name's chain
         if not len(rest):

@@ -67,7 +67,7 @@ def collective_types(kernels: pl.DataFrame, apis: pl.DataFrame) -> tuple[pl.Seri
     ``kernels``: rank, tid, corr, name, start. ``apis``: rank, domain, name, tid, corr,
     start, end (every traced API domain: HIP/HSA rows locate the launch inside RCCL calls).
     """
-    null = pl.Series("subcategory", [None] * kernels.height, dtype=pl.String)
+    null = pl.repeat(None, kernels.height, dtype=pl.String, eager=True).alias("subcategory")
     rccl = apis.filter(pl.col("domain").str.starts_with("RCCL"))
     is_rccl = kernels["name"].str.contains(RCCL_KERNEL).fill_null(False)
     stats = {"rccl_kernels": int(is_rccl.sum()), "by_api": 0, "by_time": 0, "mixed": 0}

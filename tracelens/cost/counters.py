@@ -175,11 +175,11 @@ def _costed(values: pl.DataFrame, unmatched: int) -> tuple[pl.DataFrame, Notice 
     (None: the process recorded no counters)."""
     names = values.columns
     if not names:
-        return pl.DataFrame({"flops": [None] * values.height}, schema={"flops": pl.Float64}
-                            ).with_columns(bytes=pl.lit(None, pl.Float64),
-                                           dtype=pl.lit(None, pl.String),
-                                           cost_source=pl.lit(None, pl.String),
-                                           cost_note=pl.lit(NO_FLOPS["no_counters"])), None
+        flops = pl.repeat(None, values.height, dtype=pl.Float64, eager=True).alias("flops")
+        return flops.to_frame().with_columns(bytes=pl.lit(None, pl.Float64),
+                                             dtype=pl.lit(None, pl.String),
+                                             cost_source=pl.lit(None, pl.String),
+                                             cost_note=pl.lit(NO_FLOPS["no_counters"])), None
     any_pmc = pl.any_horizontal(pl.col(names).is_not_null())
     out = cost_from_counters(values).select(
         "flops", "bytes", "dtype", "cost_source",

@@ -192,7 +192,7 @@ def _name_dtype(ev: pl.DataFrame) -> pl.Series:
     need = ev.select(((pl.col("kind") == "kernel") & (pl.col("category") == "gemm")
                       & pl.col("dtype").is_null() & pl.col("_dtype").is_null())
                      .fill_null(False)).to_series()
-    out = pl.Series("_name_dtype", [None] * ev.height, dtype=Text)
+    out = pl.repeat(None, ev.height, dtype=Text, eager=True).alias("_name_dtype")  # (no list)
     if need.any():
         out = out.scatter(need.arg_true(), name_dtypes(ev["name"].filter(need)))
     return out
