@@ -253,21 +253,25 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
     else:
         keys.append("step")
         if inside and model.height:  # what clipping keeps: each piece whole, in its window
-            model = assign_steps(model, windows).filter(
+            # (lazy: only the columns grouped below are filtered, not a copy of ``model``)
+            step = assign_steps(model.select("rank", "start_ns"), windows)["step"]
+            lazy = model.lazy().with_columns(step).filter(
                 pl.col("step").is_not_null() & (pl.col("end_ns") > pl.col("start_ns")))
         else:
-            model = clip_costs_to_windows(model, windows) if model.height else \
-                model.with_columns(step=pl.lit(None, dtype=pl.Int32))
+            lazy = (clip_costs_to_windows(model, windows) if model.height else
+                    model.with_columns(step=pl.lit(None, dtype=pl.Int32))).lazy()
         spans = distinct(events, keys[:3]).join(
             windows.select("rank", "step", window_ns=pl.col("end_ns") - pl.col("start_ns")),
             on="rank")
-    per_dtype = model.filter(pl.col("flops").is_not_null()).group_by(*keys, "dtype") \
-        .agg(f=pl.col("flops").sum())
+    if windows is None:
+        lazy = model.lazy()
+    per_dtype = lazy.filter(pl.col("flops").is_not_null()).group_by(*keys, "dtype") \
+        .agg(f=pl.col("flops").sum()).collect()
     dominant = (per_dtype.sort(["f", "dtype"], descending=[True, False])
                 .group_by(keys, maintain_order=True)
                 .agg(mfu_dtype=pl.col("dtype").first(), model_flops=pl.col("f").sum()))
-    missing = model.group_by(keys).agg(model_kernels_without_cost=pl.col("flops").is_null()
-                                       .sum().cast(pl.Int64))
+    missing = lazy.group_by(keys).agg(model_kernels_without_cost=pl.col("flops").is_null()
+                                      .sum().cast(pl.Int64)).collect()
     out = spans.join(dominant, on=keys, how="left").join(missing, on=keys, how="left") \
         .join(specs, on=DEVICE_KEYS, how="left")
     out = out.with_columns(peak_tflops=_peak_of_dtype("mfu_dtype"),
