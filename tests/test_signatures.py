@@ -39,6 +39,51 @@ def test_per_signature_stages_equal_the_per_event_passes(path: Path) -> None:
     assert_frame_equal(annotate_events(ev, table, sig), annotate_events(ev, table))
 
 
+def _annotated_heights(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The heights of the frames the cost columns are worked out on, as they happen."""
+    import tracelens.cost.events as mod
+
+    heights: list[int] = []
+    real = mod._annotated
+
+    def spy(ev: pl.DataFrame) -> pl.DataFrame:
+        heights.append(ev.height)
+        return real(ev)
+    monkeypatch.setattr(mod, "_annotated", spy)
+    return heights
+
+
+@pytest.mark.parametrize("change", ["none", "category", "flops"])
+def test_costs_per_signature_only_where_every_event_of_one_agrees(
+        change: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An XSpace trace's cost columns are worked out once per signature and spread; an event
+    whose category differs from its signature's first event, or a cost the reader filled,
+    sends the whole frame to the per-event pass. Every way, the result is the per-event one."""
+    trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
+    ev = trace.events.with_columns(  # as the reader gives them: no cost yet
+        pl.lit(None, dtype=trace.events.schema[c]).alias(c)
+        for c in ("flops", "bytes", "dtype", "dtype_source", "cost_source", "cost_note",
+                  "msg_bytes", "group_size", "groups"))
+    table, _ = op_cost_table(ev, trace.modules)
+    sig = signatures(ev)
+    last = ev.height - 1  # not a signature's first event (the last kernel name repeats)
+    assert int(sig.row.arg_unique().max()) < last  # type: ignore[arg-type]
+    if change == "category":
+        other = "memory" if ev["category"][last] != "memory" else "gemm"
+        ev = ev.with_columns(category=pl.when(pl.int_range(pl.len()) == last)
+                             .then(pl.lit(other, dtype=ev.schema["category"]))
+                             .otherwise(pl.col("category")))
+    elif change == "flops":
+        ev = ev.with_columns(flops=pl.when(pl.int_range(pl.len()) == last).then(1.0)
+                             .otherwise(pl.col("flops")))
+    heights = _annotated_heights(monkeypatch)
+    got = annotate_events(ev, table, sig)
+    assert heights == [sig.table.height if change == "none" else ev.height]
+    assert_frame_equal(got, annotate_events(ev, table))
+    if change == "flops":
+        assert got["flops"][last] is not None
+
+
 def test_distinct_rows_index_every_row_back() -> None:
     """Every row is its distinct row (nulls included), the distinct rows in first-seen
     order; a colliding hash falls back to the exact join with the same answer."""

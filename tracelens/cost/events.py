@@ -138,9 +138,9 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
     name with the largest total time, ties to the smallest name; kernels without an op and
     alone in their op are), and its op's cost columns from ``table``.
 
-    Worked out once per (host, rank, device, program_id, op, name) and spread onto the
-    events in their order: with the events' :class:`~tracelens.signatures.Signatures`
-    (``sig``, whose keys hold those) by one gather per column, else by a join."""
+    Worked out once per (host, rank, device, program_id, op, name): with the events'
+    :class:`~tracelens.signatures.Signatures` (``sig``, whose keys hold those) one row per
+    signature, in the order of ``sig.table``; else one row per event, by a join."""
     keys = ["host", "rank", "device", "program_id", "op"]
     dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
     if sig is not None:  # each signature's total time, summed from its events (exact)
@@ -162,13 +162,10 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
         on=["host", "program_id", "op"], how="left", nulls_equal=False)
     out = ["_is_main", "_flops", "_bytes", "_dtype", "_msg_bytes", "_group_size", "_groups",
            "_note"]
-    found = coded.select(*keys, "name").join(
+    return coded.select(*keys, "name").join(
         per_name.select(*keys, "name", *out), on=[*keys, "name"], how="left",
         nulls_equal=True, maintain_order="left").select(
         pl.col("_is_main").fill_null(True), *out[1:])
-    if sig is None:
-        return found
-    return pl.DataFrame([sig.spread(c) for c in found.get_columns()])
 
 
 def _main_names(per_name: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
@@ -204,8 +201,44 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame,
     ``sig``: the events' :class:`~tracelens.signatures.Signatures` when the caller has them."""
     if events.is_empty():
         return events
-    cols = events.columns
-    ev = events.hstack(_per_kernel(events, table, sig))
+    found = _per_kernel(events, table, sig)
+    if sig is not None:
+        firsts = _signature_rows(events, sig)
+        if firsts is not None:  # every output is a function of the signature: worked out
+            done = _annotated(firsts.hstack(found))  # per signature, then spread
+            return events.with_columns(sig.spread(done[c]) for c in _OUTPUTS)
+        found = pl.DataFrame([sig.spread(c) for c in found.get_columns()])
+    return _annotated(events.hstack(found)).select(events.columns)
+
+
+_TRACE_COSTS = ("flops", "bytes", "dtype", "cost_source", "cost_note", "msg_bytes",
+                "group_size", "groups")
+"""The cost columns a reader may fill per event (from shapes or counters)."""
+_OUTPUTS = (*_TRACE_COSTS, "dtype_source")
+"""What :func:`_annotated` writes."""
+
+
+def _signature_rows(events: pl.DataFrame, sig: Signatures) -> pl.DataFrame | None:
+    """The first event of each signature (in ``sig.table``'s order), with the columns
+    :func:`_annotated` reads, when those are the same on every event of a signature: the
+    signature's keys are, and so is the category when the classifier ran on signatures; the
+    reader's cost columns are when none is filled (XSpace). Else None: the events are
+    annotated one by one."""
+    if any(events[c].null_count() != events.height for c in _TRACE_COSTS):
+        return None
+    firsts = sig.row.arg_unique()  # in first-seen order, as signature ids count up
+    if not sig.row.gather(firsts).equals(pl.int_range(sig.table.height, dtype=sig.row.dtype,
+                                                      eager=True), check_names=False):
+        return None
+    rows = events.select("kind", "category", "name", "op", "program_id", *_TRACE_COSTS)[firsts]
+    if not sig.spread(rows["category"]).equals(events["category"]):
+        return None
+    return rows
+
+
+def _annotated(ev: pl.DataFrame) -> pl.DataFrame:
+    """The cost columns of ``ev`` (events, or one event per signature) from the HLO costs of
+    :func:`_per_kernel` beside them (the helper columns stay)."""
     ev = ev.with_columns(_name_dtype=_name_dtype(ev))
     helper = ~pl.col("_is_main") & pl.col("_flops").is_not_null()
     hlo_flops = pl.when(helper).then(0.0).otherwise(pl.col("_flops"))
@@ -233,7 +266,7 @@ def annotate_events(events: pl.DataFrame, table: pl.DataFrame,
         group_size=pl.coalesce(pl.col("group_size"), pl.col("_group_size")),
         groups=pl.coalesce(pl.col("groups"), pl.col("_groups")),
     )
-    return ev.with_columns(cost_note=cost_note()).select(cols)
+    return ev.with_columns(cost_note=cost_note())
 
 
 def cost_note() -> pl.Expr:
