@@ -132,14 +132,19 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
     if launch is None:
         return None
     l_end, has = launch
-    cut = np.minimum(np.maximum(l_end, gap_s), gap_e)
-    # each gap: [start, cut) host_launch and [cut, end) launch_latency, or [start, end)
-    # no_host_data; interleaved so that the pieces stay in start order
-    p_g = np.repeat(gap_g, 2)
-    p_s = np.stack([gap_s, cut]).T.ravel()
-    p_e = np.stack([np.where(has, cut, gap_e), gap_e]).T.ravel()
-    p_part = np.stack([np.where(has, 0, 3), np.full(len(has), 2)]).T.ravel()
-    keep = (p_e > p_s) & np.stack([np.ones(len(has), bool), has]).T.ravel()
+    if has.any():
+        cut = np.minimum(np.maximum(l_end, gap_s), gap_e)
+        # each gap: [start, cut) host_launch and [cut, end) launch_latency, or [start, end)
+        # no_host_data; interleaved so that the pieces stay in start order
+        p_g = np.repeat(gap_g, 2)
+        p_s = np.stack([gap_s, cut]).T.ravel()
+        p_e = np.stack([np.where(has, cut, gap_e), gap_e]).T.ravel()
+        p_part = np.stack([np.where(has, 0, 3), np.full(len(has), 2)]).T.ravel()
+        keep = (p_e > p_s) & np.stack([np.ones(len(has), bool), has]).T.ravel()
+    else:  # no launch call found (no host events): each gap is one no_host_data piece
+        p_g, p_s, p_e = gap_g, gap_s, gap_e
+        p_part = np.full(len(has), 3)
+        keep = p_e > p_s
     p_g, p_s, p_e, p_part = p_g[keep], p_s[keep], p_e[keep], p_part[keep]
     names = pl.Series("part", [*_PART_ORDER], dtype=PartDtype)
     keys = groups.select(DEVICE_KEYS)[p_g]
