@@ -47,9 +47,9 @@ def on_one_axis(df: pl.DataFrame, keys: Sequence[str], *extra: str
     strings = [k for k in keys if df.schema[k] == pl.String]
     narrow = df.select(*[pl.col(k).cast(pl.Categorical) if k in strings else k for k in keys],
                        "start_ns", "end_ns", *extra)
-    runs = _sorted_runs(narrow, keys, strings)
-    if runs is not None:  # rows already grouped by keys in key order: no join needed
-        groups = runs
+    found = _sorted_runs(narrow, keys, strings)
+    if found is not None:  # rows already grouped by keys in key order: no join needed
+        groups, g = found
     else:
         groups = narrow.group_by(keys).agg(_lo=pl.col("start_ns").min(),
                                            _hi=pl.col("end_ns").max())
@@ -63,8 +63,7 @@ def on_one_axis(df: pl.DataFrame, keys: Sequence[str], *extra: str
         return None
     groups = groups.with_row_index("_g").with_columns(
         _shift=width.cum_sum() - width - pl.col("_lo"))
-    if runs is not None:
-        g = narrow.select(_g=_run_id(keys))["_g"]
+    if found is not None:
         rows = narrow.select("start_ns", "end_ns", *extra).with_columns(
             g.alias("_g"), groups["_shift"].gather(g).alias("_shift"))
     else:
@@ -87,19 +86,30 @@ def _run_id(keys: list[str]) -> pl.Expr:
 
 
 def _sorted_runs(narrow: pl.DataFrame, keys: list[str], strings: list[str]
-                 ) -> pl.DataFrame | None:
+                 ) -> tuple[pl.DataFrame, pl.Series] | None:
     """When rows come grouped by ``keys`` with the groups in key order (as ``load`` leaves
     events: sorted by stream), one row per run with ``_str_<key>`` copies of string keys and
-    the run's ``_lo``/``_hi``; else None."""
+    the run's ``_lo``/``_hi``, and each row's run (UInt32); else None. Runs are contiguous:
+    their bounds are reduced over slices of the row arrays, not grouped by a hashed id."""
     from tracelens.prepare import _is_sorted
 
-    runs = narrow.with_columns(_r=_run_id(keys)).group_by("_r", maintain_order=True).agg(
-        *[pl.col(k).first() for k in keys], _lo=pl.col("start_ns").min(),
-        _hi=pl.col("end_ns").max())
+    if narrow.is_empty() or narrow["start_ns"].null_count() or narrow["end_ns"].null_count():
+        run = narrow.select(_run_id(keys).alias("_r"))["_r"]
+        runs = narrow.with_columns(run).group_by("_r", maintain_order=True).agg(
+            *[pl.col(k).first() for k in keys], _lo=pl.col("start_ns").min(),
+            _hi=pl.col("end_ns").max()).drop("_r")
+    else:
+        change = narrow.select(key_changes(keys)).to_series()
+        starts = change.arg_true()
+        run = (change.cum_sum() - 1).cast(pl.UInt32)
+        at = starts.to_numpy()
+        runs = narrow.select(keys)[starts].with_columns(
+            _lo=pl.Series(np.minimum.reduceat(narrow["start_ns"].to_numpy(), at)),
+            _hi=pl.Series(np.maximum.reduceat(narrow["end_ns"].to_numpy(), at)))
     runs = runs.with_columns(**{f"_str_{k}": pl.col(k).cast(pl.String) for k in strings})
     if not _is_sorted(runs, [f"_str_{k}" if k in strings else k for k in keys]):
         return None
-    return runs.drop("_r")
+    return runs, run.alias("_g")
 
 
 def union_lengths(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
