@@ -47,7 +47,8 @@ def event_window(span: tuple[int, int] | None, starts: pl.Series) -> Window:
     whichever holds the median event start. Without one, or when neither does: only
     implausible times (before 0, past 2^53 ns on a relative clock or 2^62 on an absolute
     one, or lasting over a day)."""
-    mid = starts.median() if starts.len() else None
+    # (one chunk first: polars' median of the reader's per-plane chunks is 10x slower)
+    mid = starts.rechunk().median() if starts.len() else None
     if span is not None:
         length = span[1] - span[0]
         slack = max(length // 10, 1_000_000)
