@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -162,3 +162,30 @@ def test_the_axis_is_a_stable_sort_of_the_rows(evs: list) -> None:
     want = ev.sort("host", "rank", "device", "start_ns", maintain_order=True)["i"]
     assert rows["i"].to_list() == want.to_list()
     assert rows["_g"].is_sorted() and rows["_s"].is_sorted()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(event, min_size=1, max_size=40), st.lists(launch, min_size=1, max_size=60))
+@example([("a", 0, 0, 0, 10, "gemm", 1)],  # three calls with one id: the latest end wins
+         [("a", 0, 0, 5, 5, "x"), ("a", 0, 0, 9, 5, "y"), ("a", 0, 0, 3, 7, "z")])
+def test_launch_ends_by_table_equal_the_binary_search(evs: list, launches: list) -> None:
+    """Launch ends looked up in a table indexed by key (dense correlation ids) equal those
+    found by binary search in the sorted keys (the same ids spread 10^6 apart), several
+    host events per id included (the latest end wins)."""
+    ev = events_frame(evs)
+    axis = on_one_axis(ev, ["host", "rank", "device"], "correlation_id")
+    assert axis is not None
+    groups = axis[1]
+    gap_g = np.repeat(np.arange(groups.height), 3)
+    corr = pl.Series(np.resize([0, 5, 12, 3, 7], len(gap_g)), dtype=pl.Int64)
+    he = host_frame(launches)
+    dense = idle._launch_ends(groups, gap_g, corr, he)
+    spread = idle._launch_ends(groups, gap_g, corr * 10**6,
+                               he.with_columns(pl.col("correlation_id") * 10**6))
+    assert dense is not None and spread is not None
+    assert np.array_equal(dense[0], spread[0]) and np.array_equal(dense[1], spread[1])
+    for g, c, end, has in zip(gap_g, corr, *dense):  # against the definition, by hand
+        key = groups.row(int(g), named=True)
+        ends = [s + d for h, r, s, d, i, _ in launches
+                if (h, r, i) == (key["host"], key["rank"], c)]
+        assert has == bool(ends) and (not ends or end == max(ends))

@@ -182,7 +182,9 @@ def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
     """Per gap, the end of the launch call of the activity that ends it, and whether there
     is one: the latest end among host events with the device's host and rank and that
     correlation id. Keys are ``pair × 2^b + (id − smallest id)`` with pairs numbered over the
-    devices' (host, rank); None when they would not fit in int64."""
+    devices' (host, rank); None when they would not fit in int64. Dense keys (at most twice
+    as many possible keys as launches or gaps) are looked up in a table indexed by key;
+    others by binary search in the sorted keys."""
     he = host_events.lazy().select("host", "rank", "correlation_id", "end_ns").filter(
         pl.col("correlation_id").is_not_null() & pl.col("host").is_not_null()
         & pl.col("rank").is_not_null()).collect()  # only the columns read are copied
@@ -200,16 +202,26 @@ def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
     code = np.searchsorted(upairs, he_pair).clip(max=len(upairs) - 1)
     mine = upairs[code] == he_pair  # host events of a rank without devices match nothing
     key = (code[mine] << bits) + (he["correlation_id"].to_numpy()[mine] - lo)
-    order = np.argsort(key, kind="stable")
-    key, end = key[order], he["end_ns"].to_numpy()[mine][order]
+    end = he["end_ns"].to_numpy()[mine]
     if not len(key):
         return l_end, found
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    ukey, last_end = key[starts], np.maximum.reduceat(end, starts)
     known = corr.is_not_null().to_numpy()
     cv = corr.fill_null(lo).to_numpy()
     known &= (cv >= lo) & (cv <= hi)
     gkey = (np.searchsorted(upairs, pairs[gap_g]) << bits) + (np.where(known, cv, lo) - lo)
+    size = len(upairs) << bits  # every key is below it
+    if size <= 2 * max(len(key), len(gkey)):  # dense ids (a process's launches): one table
+        last_end = np.full(size, np.iinfo(np.int64).min)
+        np.maximum.at(last_end, key, end)
+        has = np.zeros(size, bool)
+        has[key] = True
+        found = known & has[gkey]
+        l_end[found] = last_end[gkey[found]]
+        return l_end, found
+    order = np.argsort(key, kind="stable")
+    key, end = key[order], end[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ukey, last_end = key[starts], np.maximum.reduceat(end, starts)
     at = np.searchsorted(ukey, gkey).clip(max=len(ukey) - 1)
     found = known & (ukey[at] == gkey)
     l_end[found] = last_end[at[found]]
