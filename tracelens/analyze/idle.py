@@ -137,10 +137,12 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
         # each gap: [start, cut) host_launch and [cut, end) launch_latency, or [start, end)
         # no_host_data; interleaved so that the pieces stay in start order
         p_g = np.repeat(gap_g, 2)
-        p_s = np.stack([gap_s, cut]).T.ravel()
-        p_e = np.stack([np.where(has, cut, gap_e), gap_e]).T.ravel()
-        p_part = np.stack([np.where(has, 0, 3), np.full(len(has), 2)]).T.ravel()
-        keep = (p_e > p_s) & np.stack([np.ones(len(has), bool), has]).T.ravel()
+        p_s, p_e, p_part = (np.empty(2 * len(has), np.int64) for _ in range(3))
+        p_s[0::2], p_s[1::2] = gap_s, cut
+        p_e[0::2], p_e[1::2] = np.where(has, cut, gap_e), gap_e
+        p_part[0::2], p_part[1::2] = np.where(has, 0, 3), 2
+        keep = p_e > p_s
+        keep[1::2] &= has
     else:  # no launch call found (no host events): each gap is one no_host_data piece
         p_g, p_s, p_e = gap_g, gap_s, gap_e
         p_part = np.full(len(has), 3)
