@@ -66,6 +66,12 @@ def test_idle_fast_path_handles_huge_ids_and_falls_back_when_keys_do_not_fit() -
     assert_frame_equal(idle.idle_intervals(ev, he), frames_path(ev, he))
     near = he.filter(pl.col("correlation_id") > 0)
     assert_frame_equal(idle.idle_intervals(ev, near), frames_path(ev, near))
+    # a launch call without an end (as the frame path's max of nulls: no launch call)
+    open_end = host_frame([("a", 0, 10, 5, 3, "hipLaunchKernel"),
+                           ("a", 0, 11, 1, 3, "hipLaunchKernel")]).with_columns(
+        end_ns=pl.when(pl.col("start_ns") == 10).then(None).otherwise(pl.col("end_ns")))
+    for calls in (open_end, open_end.head(1)):
+        assert_frame_equal(idle.idle_intervals(ev, calls), frames_path(ev, calls))
 
 
 def _axis(ev: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:

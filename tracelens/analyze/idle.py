@@ -189,7 +189,8 @@ def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
     others by binary search in the sorted keys."""
     he = host_events.lazy().select("host", "rank", "correlation_id", "end_ns").filter(
         pl.col("correlation_id").is_not_null() & pl.col("host").is_not_null()
-        & pl.col("rank").is_not_null()).collect()  # only the columns read are copied
+        & pl.col("rank").is_not_null() & pl.col("end_ns").is_not_null()
+    ).collect()  # only the columns read are copied; a call without an end ends no gap
     l_end, found = np.zeros(len(gap_g), np.int64), np.zeros(len(gap_g), bool)
     if he.is_empty() or not corr.is_not_null().any():
         return l_end, found
