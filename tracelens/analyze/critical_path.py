@@ -312,7 +312,7 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
     sub = nodes["subcategory"].fill_null("unknown")
     coll = ((nodes["category"] == "collective").fill_null(False).to_numpy()
             & nodes["device_node"].to_numpy())
-    for t in sorted(set(sub.filter(coll).unique().to_list())):
+    for t in sorted(sub.filter(coll).unique().to_list()):
         mask = coll & (sub == t).to_numpy()
         w = np.where(mask, 0.0, g.w)
         no_wait = np.zeros(g.n_groups, bool)

@@ -93,23 +93,21 @@ def _sorted_runs(narrow: pl.DataFrame, keys: list[str], strings: list[str]
     their bounds are reduced over slices of the row arrays, not grouped by a hashed id."""
     from tracelens.prepare import _is_sorted
 
+    run = narrow.select(_run_id(keys).alias("_g"))["_g"]
     if narrow.is_empty() or narrow["start_ns"].null_count() or narrow["end_ns"].null_count():
-        run = narrow.select(_run_id(keys).alias("_r"))["_r"]
-        runs = narrow.with_columns(run).group_by("_r", maintain_order=True).agg(
+        runs = narrow.with_columns(run).group_by("_g", maintain_order=True).agg(
             *[pl.col(k).first() for k in keys], _lo=pl.col("start_ns").min(),
-            _hi=pl.col("end_ns").max()).drop("_r")
+            _hi=pl.col("end_ns").max()).drop("_g")
     else:
-        change = narrow.select(key_changes(keys)).to_series()
-        starts = change.arg_true()
-        run = (change.cum_sum() - 1).cast(pl.UInt32)
-        at = starts.to_numpy()
-        runs = narrow.select(keys)[starts].with_columns(
+        r = run.to_numpy()
+        at = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])  # each run's first row
+        runs = narrow.select(keys)[at].with_columns(
             _lo=pl.Series(np.minimum.reduceat(narrow["start_ns"].to_numpy(), at)),
             _hi=pl.Series(np.maximum.reduceat(narrow["end_ns"].to_numpy(), at)))
     runs = runs.with_columns(**{f"_str_{k}": pl.col(k).cast(pl.String) for k in strings})
     if not _is_sorted(runs, [f"_str_{k}" if k in strings else k for k in keys]):
         return None
-    return runs, run.alias("_g")
+    return runs, run
 
 
 def union_lengths(df: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
