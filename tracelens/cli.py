@@ -487,5 +487,20 @@ main.add_command(critical_path)
 from tracelens.cli_axes import axes as _axes  # noqa: E402 (issue 28: its own module)
 main.add_command(_axes)
 
+
+
+def run() -> None:
+    """The installed ``tracelens`` command: :func:`main`, then an exit that skips the
+    interpreter's last scan of every object the command made. At exit CPython collects the
+    cyclic garbage once more, walking all of a 2M-event run's objects only to free memory the
+    process is about to give back (0.06 s of a 2.9 s ``summarize``); frozen, they are not
+    walked. Open files, ``atexit`` handlers (a Dask cluster's) and modules end as before.
+    In-process callers (tests, notebooks) call :func:`main` and keep their collector."""
+    try:
+        main()
+    finally:
+        gc.freeze()
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()
