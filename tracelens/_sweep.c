@@ -1,4 +1,4 @@
-/* _tracelens_sweep: three hot loops of the analyses, in C. All are optional: the Python
+/* _tracelens_sweep: four hot loops of the analyses, in C. All are optional: the Python
  * module beside each is the reference and the path when this extension is not built (or when
  * TRACELENS_SWEEP=numpy asks for the reference), and the two give identical results.
  *
@@ -71,6 +71,24 @@
  * left when the queue empties are a cycle: it answers 2 (out undefined) and the caller runs
  * the rounds. Indices are checked before any is read (ValueError); the pass runs without the
  * GIL on ten arrays of n to 2n + G entries (and the edges' lists).
+ *
+ * 4. The compute time under each collective (tracelens/analyze/collectives.py,
+ *    _hidden_by_compute; HIDDEN_ABI 1):
+ *
+ *   hidden(s, e, g, prio, compute, q_g, q0, q1) -> bytes of int64, one per query
+ *
+ * The rows of a device axis (intervals.on_one_axis: int64 s, e sorted by s, uint32 group g,
+ * int32 priority), of which those whose priority is in the bitmask ``compute`` count. The
+ * reference (_merged, then a binary search per point in numpy) makes a dozen arrays of the
+ * rows' length; here one pass makes the merged segments (a segment starts where a start
+ * passes every end before it, and ends at the running maximum of the ends just before the
+ * next one starts; the running maximum is taken over every counted row, as numpy's
+ * maximum.accumulate does), each with its group and the group's segment time before it. Per
+ * query (q_g its group, -1 for none; q0 <= q1 on the axis): covered(q1) - covered(q0), where
+ * covered(t) is the segment time of the query's group before t: the last segment starting at
+ * or before t, when it is of that group, gives its time before plus min(t, its end) - its
+ * start; else 0. Arithmetic wraps as numpy's int64 does (uint64). Lengths and priorities are
+ * checked (ValueError); the pass and the searches run without the GIL.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -749,6 +767,145 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------------------------------
+ * 4. The compute time under each collective.
+ * ---------------------------------------------------------------------------------------- */
+
+static int get_fmt(PyObject *obj, buf_t *b, Py_ssize_t n, const char *what, Py_ssize_t size,
+                   const char *codes, const char *name) {
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    if (b->view.itemsize != size || strlen(f) != 1 || !strchr(codes, *f)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected %s values", what, name);
+        return -1;
+    }
+    if (n >= 0 && b->view.len / size != n) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd values, got %zd", what, n,
+                     b->view.len / size);
+        return -1;
+    }
+    return 0;
+}
+
+/* the last index i with a[i] <= t in sorted a[0..n) (-1: none), galloping from ``hint``
+ * (the answer for a nearby t): a collective's start and end lie near the previous one's */
+static Py_ssize_t last_at_or_before(const int64_t *a, Py_ssize_t n, int64_t t,
+                                    Py_ssize_t hint) {
+    Py_ssize_t lo, hi;  /* a[lo - 1] <= t (or lo == 0) and a[hi] > t (or hi == n) */
+    if (hint >= 0 && hint < n && a[hint] <= t) {
+        Py_ssize_t step = 1;
+        lo = hint + 1;
+        while (lo + step - 1 < n && a[lo + step - 1] <= t) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step - 1 < n ? lo + step - 1 : n;
+    } else {
+        lo = 0;
+        hi = (hint >= 0 && hint < n) ? hint : n;
+    }
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (a[mid] <= t) lo = mid + 1; else hi = mid;
+    }
+    return lo - 1;
+}
+
+static PyObject *py_hidden(PyObject *self, PyObject *args) {
+    PyObject *s_obj, *e_obj, *g_obj, *p_obj, *mask_obj, *qg_obj, *q0_obj, *q1_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO!OOO", &s_obj, &e_obj, &g_obj, &p_obj, &PyLong_Type,
+                          &mask_obj, &qg_obj, &q0_obj, &q1_obj))
+        return NULL;
+    unsigned long long mask = PyLong_AsUnsignedLongLong(mask_obj);
+    if (PyErr_Occurred()) return NULL;
+    buf_t s = {0}, e = {0}, g = {0}, p = {0}, qg = {0}, q0 = {0}, q1 = {0};
+    PyObject *result = NULL;
+    int64_t *seg_s = NULL, *seg_e = NULL, *before = NULL;
+    uint32_t *seg_g = NULL;
+    if (get_fmt(s_obj, &s, -1, "hidden: s", 8, "lq", "int64") < 0) goto done;
+    Py_ssize_t n = s.view.len / 8;
+    if (get_fmt(e_obj, &e, n, "hidden: e", 8, "lq", "int64") < 0 ||
+        get_fmt(g_obj, &g, n, "hidden: g", 4, "IL", "uint32") < 0 ||
+        get_fmt(p_obj, &p, n, "hidden: prio", 4, "il", "int32") < 0 ||
+        get_fmt(qg_obj, &qg, -1, "hidden: q_g", 8, "lq", "int64") < 0)
+        goto done;
+    Py_ssize_t m = qg.view.len / 8;
+    if (get_fmt(q0_obj, &q0, m, "hidden: q0", 8, "lq", "int64") < 0 ||
+        get_fmt(q1_obj, &q1, m, "hidden: q1", 8, "lq", "int64") < 0)
+        goto done;
+    const int64_t *S = s.view.buf, *E = e.view.buf, *QG = qg.view.buf;
+    const int64_t *Q0 = q0.view.buf, *Q1 = q1.view.buf;
+    const uint32_t *G = g.view.buf;
+    const int32_t *P = p.view.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (P[i] < 0 || P[i] > 63) {
+            PyErr_Format(PyExc_ValueError, "hidden: priority %d out of 0..63", (int)P[i]);
+            goto done;
+        }
+    Py_ssize_t n_seg = 0;
+    for (Py_ssize_t i = 0; i < n; i++)  /* an upper bound on the segments: the counted rows */
+        n_seg += (mask >> P[i]) & 1;
+    size_t cap = n_seg ? (size_t)n_seg : 1;
+    seg_s = PyMem_RawMalloc(cap * sizeof(int64_t));
+    seg_e = PyMem_RawMalloc(cap * sizeof(int64_t));
+    before = PyMem_RawMalloc(cap * sizeof(int64_t));
+    seg_g = PyMem_RawMalloc(cap * sizeof(uint32_t));
+    result = PyBytes_FromStringAndSize(NULL, m * 8);
+    if (!seg_s || !seg_e || !before || !seg_g || !result) {
+        Py_CLEAR(result);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    uint64_t *out = (uint64_t *)PyBytes_AS_STRING(result);
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t k = -1;
+    int64_t run_end = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!((mask >> P[i]) & 1)) continue;
+        if (k < 0 || S[i] > run_end) {
+            if (k >= 0) seg_e[k] = run_end;
+            k++;
+            seg_s[k] = S[i];
+            seg_g[k] = G[i];
+            before[k] = (k == 0 || seg_g[k - 1] != G[i]) ? 0 :
+                (int64_t)((uint64_t)before[k - 1] + ((uint64_t)seg_e[k - 1] -
+                                                      (uint64_t)seg_s[k - 1]));
+            run_end = (k == 0) ? E[i] : (E[i] > run_end ? E[i] : run_end);
+        } else if (E[i] > run_end) {
+            run_end = E[i];
+        }
+    }
+    if (k >= 0) seg_e[k] = run_end;
+    n_seg = k + 1;
+    Py_ssize_t hint[2] = {-1, -1};
+    for (Py_ssize_t j = 0; j < m; j++) {
+        uint64_t cov[2] = {0, 0};
+        int64_t t2[2] = {Q0[j], Q1[j]};
+        for (int w = 0; w < 2 && QG[j] >= 0; w++) {
+            Py_ssize_t at = last_at_or_before(seg_s, n_seg, t2[w], hint[w]);
+            int64_t t = t2[w];
+            hint[w] = at;
+            if (at < 0 || (int64_t)seg_g[at] != QG[j]) continue;
+            int64_t upto = t < seg_e[at] ? t : seg_e[at];
+            uint64_t part = (uint64_t)upto - (uint64_t)seg_s[at];
+            if ((int64_t)part < 0) part = 0;
+            cov[w] = (uint64_t)before[at] + part;
+        }
+        out[j] = cov[1] - cov[0];
+    }
+    Py_END_ALLOW_THREADS
+done:
+    release(&s); release(&e); release(&g); release(&p);
+    release(&qg); release(&q0); release(&q1);
+    PyMem_RawFree(seg_s);
+    PyMem_RawFree(seg_e);
+    PyMem_RawFree(before);
+    PyMem_RawFree(seg_g);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"prio_sums", py_prio_sums, METH_VARARGS,
      "prio_sums(s, e, prio, runs, n_runs, n_cat, collective, memory) -> "
@@ -757,6 +914,9 @@ static PyMethodDef methods[] = {
      "solve(first, prev_lag, w, anchor, s_src, s_dst, s_start, s_lag, b_src, b_dst, b_lag, "
      "group, arrives, waits, a_lag, n_groups, out) -> 0 solved (every end in out), 1 not "
      "exact in one pass, 2 a cycle"},
+    {"hidden", py_hidden, METH_VARARGS,
+     "hidden(s, e, g, prio, compute, q_g, q0, q1) -> int64 bytes: per query, the compute "
+     "time of its group in [q0, q1)"},
     {"walk", py_walk, METH_VARARGS,
      "walk(s, e, b, b_bind, b_src, s_bind, s_src, s_at_start, prev_binds, group, a_last, comp, "
      "wait, edge_comp, prev_comp, idle, sink, w0, w1) -> (code, ns, on_node, on_ns, cut)"},
@@ -764,13 +924,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tracelens_sweep",
-                                    "The timeline breakdown's one-pass sweep, the critical-path forward pass and walk.", -1,
+                                    "The timeline breakdown's one-pass sweep, the critical-path forward pass and walk, and the compute time under collectives.", -1,
                                     methods};
 
 PyMODINIT_FUNC PyInit__tracelens_sweep(void) {
     PyObject *m = PyModule_Create(&module);
-    /* ABI: prio_sums's arguments and results; WALK_ABI: walk's; SOLVE_ABI: solve's */
+    /* ABI: prio_sums's arguments and results; WALK_ABI: walk's; SOLVE_ABI: solve's;
+     * HIDDEN_ABI: hidden's */
     if (m && (PyModule_AddIntConstant(m, "ABI", 1) < 0 ||
+              PyModule_AddIntConstant(m, "HIDDEN_ABI", 1) < 0 ||
               PyModule_AddIntConstant(m, "WALK_ABI", 1) < 0 ||
               PyModule_AddIntConstant(m, "SOLVE_ABI", 1) < 0)) {
         Py_DECREF(m);

@@ -43,13 +43,12 @@ decide (they settle, or raise after ``MAX_ROUNDS``), as before.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
-from tracelens.analyze.timeline import SWEEP_ENV
+from tracelens.analyze.timeline import references_forced
 
 try:  # the forward pass in C (tracelens/_sweep.c); optional: the rounds give the same result
     import _tracelens_sweep as _SWEEP
@@ -247,7 +246,7 @@ def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None,
     anchor = np.where(has, anchor, np.maximum(anchor, g.s))
     prev_lag = np.where(first, 0.0, g.prev_lag)
     if use_c is None:
-        use_c = _SWEEP is not None and os.environ.get(SWEEP_ENV, "").strip().lower() != "numpy"
+        use_c = _SWEEP is not None and not references_forced()
     if use_c:
         if _SWEEP is None:
             raise RuntimeError("the C forward pass (_tracelens_sweep) is not built")

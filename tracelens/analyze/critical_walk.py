@@ -25,14 +25,13 @@ names (:class:`Walk`), and what the callers sum from them is summed in the piece
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from tracelens.analyze.critical_solve import Graph
-from tracelens.analyze.timeline import SWEEP_ENV
+from tracelens.analyze.timeline import references_forced
 
 try:  # the walk in C (tracelens/_sweep.c); optional: walk() gives the same result
     import _tracelens_sweep as _SWEEP
@@ -206,8 +205,7 @@ class Walker:
     def __init__(self, g: Graph, lab: Labels, use_c: bool | None = None) -> None:
         self.g, self.lab = g, lab
         if use_c is None:
-            use_c = _SWEEP is not None and \
-                os.environ.get(SWEEP_ENV, "").strip().lower() != "numpy"
+            use_c = _SWEEP is not None and not references_forced()
         if use_c and _SWEEP is None:
             raise RuntimeError("the C walk (_tracelens_sweep) is not built")
         self.use_c = use_c

@@ -34,7 +34,13 @@ Axis = tuple[pl.DataFrame, pl.DataFrame]  # ``intervals.on_one_axis``'s (rows, g
 _MEMORY = CATEGORIES.index("memory")
 SWEEP_ENV = "TRACELENS_SWEEP"
 """``numpy`` forces the references where ``_tracelens_sweep`` is built: the numpy sweep here,
-and the Python critical-path walk (:mod:`tracelens.analyze.critical_walk`)."""
+the collectives' hidden compute time in numpy, and the Python critical-path walk and rounds
+(:mod:`tracelens.analyze.critical_walk`, :mod:`tracelens.analyze.critical_solve`)."""
+
+
+def references_forced() -> bool:
+    """Whether :data:`SWEEP_ENV` asks for the references instead of ``_tracelens_sweep``."""
+    return os.environ.get(SWEEP_ENV, "").strip().lower() == "numpy"
 
 
 @dataclass
@@ -123,7 +129,7 @@ def _run_sums(s: np.ndarray, e: np.ndarray, prio: np.ndarray, layouts: list[_Lay
               ) -> list[tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray | None]]]:
     """:func:`_run_sums_numpy`'s sums, from the C sweep (``_tracelens_sweep``: one pass
     instead of ten) when it is built."""
-    if _SWEEP is None or os.environ.get(SWEEP_ENV, "").strip().lower() == "numpy":
+    if _SWEEP is None or references_forced():
         return _run_sums_numpy(s, e, prio, layouts)
     n_cat = len(CATEGORIES)
     runs, counts_of = [], []
