@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.analyze import collectives
-from tracelens.analyze.timeline import DEVICE_KEYS, SWEEP_ENV, device_axis
+from tracelens.analyze.timeline import DEVICE_KEYS, device_axis
+from tracelens.sweep import SWEEP_ENV
 from tracelens.model import COMPUTE_CATEGORIES, EVENT_SCHEMA, conform
 
 needs_c = pytest.mark.skipif(collectives._SWEEP is None,

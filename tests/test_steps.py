@@ -258,12 +258,24 @@ def test_annotations_that_hold_most_device_time_stay_and_say_what_they_miss() ->
     assert not any(w.startswith("the step annotations") for w in full.meta.warnings)
 
 
-def test_inside_share_is_exact_against_the_union_of_windows() -> None:
+@pytest.mark.parametrize("path", ["c", "numpy"])
+def test_inside_share_is_exact_against_the_union_of_windows(
+        path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Against a per-nanosecond count on random intervals and overlapping windows, with
-    events of two ranks or of one (windows of both ranks: the other's count for nothing)."""
+    events of two ranks or of one (windows of both ranks: the other's count for nothing);
+    by the covered-time pass of ``_tracelens_sweep`` and by the numpy reference."""
     import random
 
+    import tracelens.steps as steps_mod
     from tracelens.steps import inside_share
+    from tracelens.sweep import SWEEP_ENV
+
+    if path == "c" and steps_mod._SWEEP is None:
+        pytest.skip("_tracelens_sweep is not built (no compiler at install)")
+    if path == "numpy":
+        monkeypatch.setenv(SWEEP_ENV, "numpy")
+    monkeypatch.setattr(steps_mod, "_window_time_sum" if path == "c" else "_inside_in_c",
+                        None)  # the other path is not taken
 
     rng = random.Random(7)
     for trial in range(80):

@@ -17,20 +17,16 @@ import numpy as np
 import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis
-from tracelens.analyze.timeline import DEVICE_KEYS, Axis, references_forced
+from tracelens.analyze.timeline import DEVICE_KEYS, Axis
 from tracelens.instances import with_instance_keys
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
+from tracelens.sweep import extension, references_forced
 from tracelens.results.collectives import (Busbw, Collectives, Instance, OpTotals, Participant,
                                            Straggler, TypeTotals)
 
 _COMPUTE_PRIOS = [CATEGORIES.index(c) for c in COMPUTE_CATEGORIES]  # ``_prio`` on an axis
 
-try:  # the hidden compute time in one pass (tracelens/_sweep.c); optional: numpy gives the same
-    import _tracelens_sweep as _SWEEP
-    if getattr(_SWEEP, "HIDDEN_ABI", None) != 1:  # built from other sources: do not use it
-        _SWEEP = None
-except ImportError:
-    _SWEEP = None
+_SWEEP = extension("HIDDEN_ABI")  # the covered time in one pass; optional: numpy's the same
 
 
 def bus_factor_expr(kind: pl.Expr, n: pl.Expr) -> pl.Expr:

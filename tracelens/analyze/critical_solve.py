@@ -48,14 +48,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from tracelens.analyze.timeline import references_forced
+from tracelens.sweep import extension, references_forced
 
-try:  # the forward pass in C (tracelens/_sweep.c); optional: the rounds give the same result
-    import _tracelens_sweep as _SWEEP
-    if getattr(_SWEEP, "SOLVE_ABI", None) != 1:  # built from other sources: do not use it
-        _SWEEP = None
-except ImportError:
-    _SWEEP = None
+_SWEEP = extension("SOLVE_ABI")  # the forward pass in C; optional: the rounds give the same
 
 NEG = -np.inf
 MAX_ROUNDS = 100_000

@@ -16,7 +16,7 @@ times faster: a window with no step structure to cut it walks every node of ever
 (the 8 walks of a 300,000-kernel window: 0.45 s of CPU for the lists and the Python walks,
 5 ms in C, arrays included). :class:`Walker` runs one or the other: the C
 walk when it is built (``WALK_ABI`` 1) and ``TRACELENS_SWEEP`` is not ``numpy``
-(:data:`tracelens.analyze.timeline.SWEEP_ENV`, the one switch to the reference
+(:data:`tracelens.sweep.SWEEP_ENV`, the one switch to the reference
 implementations). Their results are identical, bit for bit: the C walk makes the same float
 operations in the same order, and reports the nodes on the path in the order of
 :func:`walk`'s ``on`` dict. The components travel as small integer codes into one table of
@@ -31,14 +31,9 @@ from typing import Callable
 import numpy as np
 
 from tracelens.analyze.critical_solve import Graph
-from tracelens.analyze.timeline import references_forced
+from tracelens.sweep import extension, references_forced
 
-try:  # the walk in C (tracelens/_sweep.c); optional: walk() gives the same result
-    import _tracelens_sweep as _SWEEP
-    if getattr(_SWEEP, "WALK_ABI", None) != 1:  # built from other sources: do not use it
-        _SWEEP = None
-except ImportError:
-    _SWEEP = None
+_SWEEP = extension("WALK_ABI")  # the walk in C; optional: walk() gives the same result
 
 
 @dataclass(frozen=True)

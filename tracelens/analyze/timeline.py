@@ -9,7 +9,6 @@ category at priority k is ``|∪ prio ≤ k| − |∪ prio < k|``, so exclusive 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,13 +16,9 @@ import polars as pl
 
 from tracelens.analyze.intervals import on_one_axis, union_length_expr
 from tracelens.model import CATEGORIES, CategoryDtype, Text
+from tracelens.sweep import extension, references_forced
 
-try:  # the one-pass sweep (tracelens/_sweep.c); optional: numpy gives the same sums
-    import _tracelens_sweep as _SWEEP
-    if getattr(_SWEEP, "ABI", None) != 1:  # built from other sources: do not use it
-        _SWEEP = None
-except ImportError:
-    _SWEEP = None
+_SWEEP = extension("ABI")  # the one-pass sweep; optional: numpy gives the same sums
 
 DEVICE_KEYS = ["host", "rank", "device"]
 TIMELINE_COLUMNS = ["span_ns", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
@@ -32,17 +27,6 @@ _COLLECTIVE = CATEGORIES.index("collective")
 _PRIO = pl.col("category").to_physical().cast(pl.Int32)  # a category's priority: its index
 Axis = tuple[pl.DataFrame, pl.DataFrame]  # ``intervals.on_one_axis``'s (rows, groups)
 _MEMORY = CATEGORIES.index("memory")
-SWEEP_ENV = "TRACELENS_SWEEP"
-"""``numpy`` forces the references where ``_tracelens_sweep`` is built: the numpy sweep here,
-the collectives' hidden compute time in numpy, and the Python critical-path walk and rounds
-(:mod:`tracelens.analyze.critical_walk`, :mod:`tracelens.analyze.critical_solve`)."""
-
-
-def references_forced() -> bool:
-    """Whether :data:`SWEEP_ENV` asks for the references instead of ``_tracelens_sweep``."""
-    return os.environ.get(SWEEP_ENV, "").strip().lower() == "numpy"
-
-
 @dataclass
 class Breakdown:
     """``timeline``: keys + TIMELINE_COLUMNS (+ window bounds); ``categories``: keys +
