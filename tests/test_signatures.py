@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import tracelens
@@ -15,7 +17,7 @@ from tests.conftest import SAMPLES, SHARED
 from tracelens.classify import classify
 from tracelens.cost.events import annotate_events, hlo_kinds, op_cost_table, with_hlo_kind
 from tracelens.model import EVENT_SCHEMA, conform
-from tracelens.signatures import SIGNATURE, distinct_rows, signatures
+from tracelens.signatures import SIGNATURE, distinct_rows, packed_key, signatures
 
 TRACES = [SAMPLES / "mi300x_8gpu_llama_step.xplane.pb", SAMPLES / "h100_8gpu_moe_ddp.xplane.pb",
           SAMPLES / "mi355x_2x8gpu_straggler",
@@ -110,10 +112,46 @@ def test_distinct_rows_index_every_row_back() -> None:
         return pl.Series("h", [1] * frame.height, dtype=pl.UInt64) if seed == 0 \
             else real(frame, seed)
 
+    real_packed = mod.packed_key
     mod.combo_hash = colliding  # type: ignore[assignment]
+    mod.packed_key = lambda keys: None  # type: ignore[assignment]  # the hashed path
     try:
         table, row = distinct_rows(keys)
     finally:
         mod.combo_hash = real  # type: ignore[assignment]
+        mod.packed_key = real_packed  # type: ignore[assignment]
     assert_frame_equal(table, sig.table)
     assert row.cast(pl.UInt32).equals(sig.row)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 2**32 - 1))
+def test_packed_keys_group_as_the_values(n: int, seed: int) -> None:
+    """The packed path (one exact int64 per row) gives the distinct rows and indexes of the
+    values themselves: nulls, negative and wide integers, constant, all-null, categorical and
+    enum columns; a column it cannot pack (text, floats, a range past 2**62) leaves it to the
+    hashes, with the same answer."""
+    rng = np.random.default_rng(seed)
+    big = int(rng.choice([3, 2**20, 2**40, 2**62]))
+    keys = pl.DataFrame({
+        "cat": pl.Series(rng.choice(["k1", "k2", "k3"], n)).cast(pl.Categorical),
+        "enum": pl.Series(rng.choice(["kernel", "memcpy"], n)).cast(
+            pl.Enum(["kernel", "memcpy", "memset"])),
+        "i32": pl.Series(rng.integers(-3, 3, n).astype(np.int32)),
+        "wide": pl.Series(rng.integers(-big, big, n) // max(1, big // 4)).replace(0, None),
+        "const": pl.Series([7] * n, dtype=pl.Int64),
+        "none": pl.Series([None] * n, dtype=pl.Int64),
+        "op": pl.Series(rng.choice(["dot.1", "fusion.2", ""], n)).replace("", None)
+        .cast(pl.Categorical)})
+    want = keys.unique(maintain_order=True)
+    for frame in (keys, keys.with_columns(pl.col("op").cast(pl.String)),
+                  keys.with_columns(pl.col("i32").cast(pl.Float64))):
+        table, row = distinct_rows(frame)
+        assert_frame_equal(table, frame.unique(maintain_order=True))
+        assert_frame_equal(table[row], frame)
+        assert table.height == want.height
+    assert packed_key(keys) is not None
+    assert packed_key(keys.with_columns(pl.col("op").cast(pl.String))) is None
+    assert packed_key(keys.with_columns(pl.col("i32").cast(pl.Float64))) is None
+    wide = pl.DataFrame({"a": [0, 2**40], "b": [0, 2**30]})
+    assert packed_key(wide) is None  # 2**40 * 2**30 values: past 2**62
