@@ -193,7 +193,9 @@ def device_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
     """The window's device activities as nodes, with their collective instance keys
     (counted over the whole trace, so the k-th execution matches across hosts)."""
     ev = trace.events.select(_DEVICE_COLUMNS).with_row_index("_row")
-    keyed = with_instance_keys(ev).select("_row", "instance_key", "occurrence")
+    keyed = with_instance_keys(ev.select(  # what the keys are made of, not every column
+        "_row", "host", "rank", "device", "start_ns", "category", "subcategory", "op",
+        "module")).select("_row", "instance_key", "occurrence")
     ev = _overlapping(ev, win).join(keyed, on="_row", how="left",
                                     maintain_order="left").drop("_row")
     ev = ev.with_columns(attain_ns=attainable_ns(ev, trace.devices))
