@@ -14,7 +14,9 @@ process:
 - with ``--load``, ``load-all``: the one-process loader of every host's events
   (``tracelens.load`` + ``summarize``), the path the engine replaces;
 - with ``--maps N``, ``maps-N``: the first N hosts' maps one after another in one process,
-  as a worker runs them (its CPU per host: the map's own cost, without a cluster's noise).
+  as a worker runs them (its CPU per host: the map's own cost, without a cluster's noise);
+- with ``--floor``, ``floor``: the bare upb ``ParseFromString`` of the largest host file, its
+  RSS after the imports and its peak: what decoding the file alone adds to a process.
 
 For each: wall time, CPU time (this process and its children) / wall, the client's peak RSS,
 each worker's peak RSS (``resource.getrusage`` in the worker via ``client.run``) and its RSS
@@ -55,7 +57,15 @@ def now():
     return psutil.Process().memory_info().rss
 
 out = {"mode": mode}
-if mode.startswith("maps-"):  # N host maps one after another, as one worker runs them
+if mode == "floor":  # the bare decode of the largest host file: upb's ParseFromString
+    from pathlib import Path
+    from parsers.xplane_schema import xspace_class
+    f = max(Path(data).glob("*.xplane.pb"), key=lambda p: p.stat().st_size)
+    cls = xspace_class()
+    out["rss_after_imports_bytes"] = now()
+    cls().ParseFromString(f.read_bytes())
+    out["file_bytes"] = f.stat().st_size
+elif mode.startswith("maps-"):  # N host maps one after another, as one worker runs them
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.engine import HostFile, MapOptions, map_host
@@ -157,6 +167,9 @@ def main() -> None:
     ap.add_argument("--load", action="store_true", help="also time the one-process loader")
     ap.add_argument("--maps", type=int, default=0,
                     help="also time this many host maps one after another in one process")
+    ap.add_argument("--floor", action="store_true",
+                    help="also the bare ParseFromString of the largest host file (a worker's "
+                         "floor: its peak RSS less its RSS after imports)")
     ap.add_argument("--skip-in-process", action="store_true", help="only the cluster (and --load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
     args = ap.parse_args()
@@ -170,7 +183,8 @@ def main() -> None:
           f"made in {time.perf_counter() - t:.1f} s)", flush=True)
     runs = []
     modes = ([] if args.skip_in_process else ["in-process"]) + [f"cluster-{args.workers}"]
-    extra = (["load-all"] if args.load else []) + ([f"maps-{args.maps}"] if args.maps else [])
+    extra = (["load-all"] if args.load else []) + ([f"maps-{args.maps}"] if args.maps else []) \
+        + (["floor"] if args.floor else [])
     for mode in modes + extra:
         runs.append(measure(mode, job, args.command))
         print(json.dumps({k: v for k, v in runs[-1].items()
