@@ -912,6 +912,7 @@ typedef struct {
     int32_t *md_code;
     int64_t *start_ns, *end_ns;
     uint8_t *kinds[NCODES_MAX];
+    uint32_t kind_mask[NCODES_MAX]; /* per stat column, bit k set when a row has kind k */
     int64_t *vals[NCODES_MAX];
     int64_t negative;
     err_t err;
@@ -1068,6 +1069,7 @@ static int emit_event(dec_t *d, const event_t *ev, int64_t ts_ns) {
     for (int c = 0; c < d->ncodes; c++) {
         uint8_t k = ev->kind[c];
         d->kinds[c][i] = k;
+        d->kind_mask[c] |= 1u << (k & 31);
         if (k == K_ABSENT || k == K_NONE) {
             if (d->vals[c]) d->vals[c][i] = 0;
             continue;
@@ -1331,8 +1333,8 @@ static PyObject *job_result(job_t *j) {
     Py_ssize_t n = d->n;
     int ncodes = d->ncodes;
     PyObject *kinds = PyList_New(ncodes), *vals = PyList_New(ncodes),
-             *strings = PyList_New((Py_ssize_t)d->strs.n);
-    if (!kinds || !vals || !strings) goto fail;
+             *masks = PyList_New(ncodes), *strings = PyList_New((Py_ssize_t)d->strs.n);
+    if (!kinds || !vals || !masks || !strings) goto fail;
     for (int c = 0; c < ncodes; c++) {
         PyObject *kb = bytes_of(d->kinds[c], n);
         PyObject *vb = d->vals[c] ? bytes_of(d->vals[c], n * 8) : (Py_INCREF(Py_None), Py_None);
@@ -1343,6 +1345,9 @@ static PyObject *job_result(job_t *j) {
         }
         PyList_SET_ITEM(kinds, c, kb);
         PyList_SET_ITEM(vals, c, vb);
+        PyObject *mb = PyLong_FromUnsignedLong(d->kind_mask[c]);
+        if (!mb) goto fail;
+        PyList_SET_ITEM(masks, c, mb);
     }
     for (size_t i = 0; i < d->strs.n; i++) {
         PyObject *s = d->strs.kind[i] == K_STR
@@ -1352,7 +1357,7 @@ static PyObject *job_result(job_t *j) {
         PyList_SET_ITEM(strings, (Py_ssize_t)i, s);
     }
     return Py_BuildValue(
-        "{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:L,s:n}",
+        "{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:L,s:n}",
         "n", n,
         "md_code", bytes_of(d->md_code, n * 4),
         "md_ids", bytes_of(d->md.order, (Py_ssize_t)d->md.n * 8),
@@ -1360,6 +1365,7 @@ static PyObject *job_result(job_t *j) {
         "start_ns", bytes_of(d->start_ns, n * 8),
         "end_ns", bytes_of(d->end_ns, n * 8),
         "kinds", kinds,
+        "kind_masks", masks,
         "vals", vals,
         "ref_ids", bytes_of(d->refs.order, (Py_ssize_t)d->refs.n * 8),
         "strings", strings,
@@ -1368,6 +1374,7 @@ static PyObject *job_result(job_t *j) {
 fail:
     Py_XDECREF(kinds);
     Py_XDECREF(vals);
+    Py_XDECREF(masks);
     Py_XDECREF(strings);
     return NULL;
 }
@@ -1379,7 +1386,8 @@ fail:
  * carry a wanted stat or have default stats), in order:
  *   n, md_code (int32), md_ids (int64: dense code -> metadata id), md_counts (int64:
  *   non-negative events per metadata id, filtered ones included), start_ns, end_ns (int64),
- *   kinds (list of n_codes bytes, one kind per row), vals (list of n_codes bytes of int64 or
+ *   kinds (list of n_codes bytes, one kind per row), kind_masks (list of n_codes ints: bit k
+ *   set when a row of the column has kind k), vals (list of n_codes bytes of int64 or
  *   None when the column has no value), ref_ids (int64: dense ref code -> ref value),
  *   strings (list of str/bytes: inline values), negative (events with duration < 0),
  *   events (all events of the line).
@@ -1705,7 +1713,7 @@ PyMODINIT_FUNC PyInit__tracelens_xspace(void) {
     PyObject *m = PyModule_Create(&module);
     /* bump with every change of the functions' signatures or results: the Python side
      * ignores a module built from other sources (parsers/xspace/native.py, ABI) */
-    if (m && (PyModule_AddIntConstant(m, "ABI", 4) ||
+    if (m && (PyModule_AddIntConstant(m, "ABI", 5) ||
               PyModule_AddIntConstant(m, "COLUMN_BUDGET_FACTOR", COLUMN_BUDGET_FACTOR) ||
               PyModule_AddIntConstant(m, "COLUMN_BUDGET_BASE", COLUMN_BUDGET_BASE))) {
         Py_DECREF(m);

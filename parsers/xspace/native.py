@@ -38,7 +38,9 @@ per-event reader.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +57,7 @@ from parsers.xspace.space import parse
 from tracelens.errors import TraceInputError
 from tracelens.model import KindDtype, Text
 
-ABI = 4  # the version of parsers/_xspace.c this module speaks to
+ABI = 5  # the version of parsers/_xspace.c this module speaks to
 try:
     import _tracelens_xspace as _c
     _IMPORT_ERROR: str | None = None
@@ -420,6 +422,8 @@ def _laid_end_to_end(items: list[tuple[dict[str, Any], _Tables]]
         "ref_ids": cat("ref_ids", np.uint64), "strings": [x for r in rs for x in r["strings"]],
         "start_ns": cat("start_ns", np.int64), "end_ns": cat("end_ns", np.int64),
         "kinds": kinds, "vals": vals,
+        "kind_masks": [functools.reduce(operator.or_, (r["kind_masks"][c] for r in rs))
+                       for c in range(len(kinds))],
     }, joined
 
 
@@ -454,9 +458,7 @@ class _Columns:
         kinds = np.frombuffer(self.r["kinds"][code], np.uint8)
         vals = self.r["vals"][code]
         vals = None if vals is None else np.frombuffer(vals, np.int64)
-        present = np.bincount(kinds, minlength=8) if self.n else np.zeros(8, np.int64)
-        mask = sum(1 << k for k in range(8) if present[k])
-        return kinds, vals, mask
+        return kinds, vals, self.r["kind_masks"][code]  # bit k: a row of kind k
 
     def _objects(self, code: int, kinds: np.ndarray, vals: np.ndarray | None) -> list[Any]:
         """The per-event values the reference reader would have: exact, one row at a time."""
