@@ -226,28 +226,29 @@ def attainable_ns(ev: pl.DataFrame, devices: pl.DataFrame) -> pl.Series:
     return got.select(pl.when(ok).then(t).alias("attain_ns"))["attain_ns"]
 
 
-def _near(he: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
-    """The host events whose leafness a window's nodes need: those starting between the
-    first start and the last end of the events overlapping the windows' span. An event X
-    overlapping the span is a leaf when the next event of its thread (by start) starts at or
-    after X's end; that next event starts at or after X's start, so either it is kept here,
-    or it and every kept event after X start at or after X's end (X is a leaf either way).
-    A step's window then sorts a few thousand of a trace's millions of host events."""
+def _near(he: pl.DataFrame, win: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:
+    """The host events (of ``he``, those ``keep`` selects) whose leafness a window's nodes
+    need: those starting between the first start and the last end of the events overlapping
+    the windows' span. An event X overlapping the span is a leaf when the next event of its
+    thread (by start) starts at or after X's end; that next event starts at or after X's
+    start, so either it is kept here, or it and every kept event after X start at or after
+    X's end (X is a leaf either way). A step's window then sorts a few thousand of a trace's
+    millions of host events, and only those are copied (one filter, not two)."""
     if win.is_empty() or he.is_empty():
-        return he
+        return he.filter(keep)
     w0, w1 = win["start_ns"].min(), win["end_ns"].max()
     over = (pl.col("start_ns") < w1) & (pl.col("end_ns") > w0) \
         | (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(w0, w1)
-    lo, hi = he.lazy().filter(over).select(pl.col("start_ns").min(), pl.col("end_ns").max()) \
-        .collect().row(0)
+    lo, hi = he.lazy().filter(keep & over).select(pl.col("start_ns").min(),
+                                                  pl.col("end_ns").max()).collect().row(0)
     if lo is None:
-        return he.head(0)
-    return he.filter(pl.col("start_ns").is_between(lo, hi))
+        return he.clear()
+    return he.lazy().filter(keep & pl.col("start_ns").is_between(lo, hi)).collect()
 
 
 def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
     """The leaf host calls and ops of each thread overlapping the window."""
-    he = _near(trace.host_events.filter(pl.col("kind").is_in(list(HOST_KINDS))), win) \
+    he = _near(trace.host_events, win, pl.col("kind").is_in(list(HOST_KINDS))) \
         .with_columns(pid=pl.col("pid").fill_null(-1), tid=pl.col("tid").fill_null(-1))
     thread = ["host", "rank", "pid", "tid"]
     he = he.sort(*thread, "start_ns", pl.col("end_ns"), descending=[False] * 5 + [True])

@@ -81,8 +81,8 @@ class CriticalPath:
     def partial(self, trace: Trace, options: CriticalPathOptions) -> CriticalPart:
         win = windows(trace, WindowChoice(options.step, options.window, options.time))
         nodes = chain_order(pl.concat([device_nodes(trace, win), host_nodes(trace, win)]))
-        hr = trace.host_events.filter(pl.col("kind").is_in(["api", "cpu_op"])).select(
-            "host", "rank").unique()
+        hr = trace.host_events.lazy().filter(pl.col("kind").is_in(["api", "cpu_op"])).select(
+            "host", "rank").unique().collect()  # lazy: 2M launch calls' names not copied
         active = distinct(trace.events, ["host", "rank"])
         missing = active.join(win.select("host", "rank"), on=["host", "rank"], how="anti")
         return CriticalPart(nodes, local_edges(nodes), win, hr, missing)
