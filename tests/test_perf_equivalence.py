@@ -174,6 +174,8 @@ def test_the_axis_is_a_stable_sort_of_the_rows(evs: list) -> None:
 @given(st.lists(event, min_size=1, max_size=40), st.lists(launch, min_size=1, max_size=60))
 @example([("a", 0, 0, 0, 10, "gemm", 1)],  # three calls with one id: the latest end wins
          [("a", 0, 0, 5, 5, "x"), ("a", 0, 0, 9, 5, "y"), ("a", 0, 0, 3, 7, "z")])
+@example([("a", 0, 0, 0, 10, "gemm", 1)],  # the latest end first: not the last call's
+         [("a", 0, 0, 9, 5, "y"), ("a", 0, 0, 5, 5, "x"), ("a", 0, 0, 3, 5, "z")])
 def test_launch_ends_by_table_equal_the_binary_search(evs: list, launches: list) -> None:
     """Launch ends looked up in a table indexed by key (dense correlation ids) equal those
     found by binary search in the sorted keys (the same ids spread 10^6 apart), several

@@ -183,9 +183,10 @@ def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
                  host_events: pl.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
     """Per gap, the end of the launch call of the activity that ends it, and whether there
     is one: the latest end among host events with the device's host and rank and that
-    correlation id. Keys are ``pair × 2^b + (id − smallest id)`` with pairs numbered over the
-    devices' (host, rank); None when they would not fit in int64. Dense keys (at most twice
-    as many possible keys as launches or gaps) are looked up in a table indexed by key;
+    correlation id. Keys are ``pair × span + (id − smallest id)`` with pairs numbered over
+    the devices' (host, rank) and ``span`` the ids' range; None when they would not fit in
+    int64. Dense keys (at most twice as many possible keys as launches or gaps) are looked
+    up in a table indexed by key, written only where a key is (no fill of the whole table);
     others by binary search in the sorted keys."""
     he = host_events.lazy().select("host", "rank", "correlation_id", "end_ns").filter(
         pl.col("correlation_id").is_not_null() & pl.col("host").is_not_null()
@@ -198,23 +199,24 @@ def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
     pairs = groups.select(_pair_key(hosts)).to_series().to_numpy()
     upairs = np.unique(pairs)
     lo, hi = int(he["correlation_id"].min()), int(he["correlation_id"].max())  # type: ignore
-    bits = (hi - lo).bit_length()
-    if (len(upairs) << bits) >= 2**62:
+    span = hi - lo + 1
+    if len(upairs) * span >= 2**62:
         return None
     he_pair = he.select(_pair_key(hosts)).to_series().to_numpy()
     code = np.searchsorted(upairs, he_pair).clip(max=len(upairs) - 1)
     mine = upairs[code] == he_pair  # host events of a rank without devices match nothing
-    key = (code[mine] << bits) + (he["correlation_id"].to_numpy()[mine] - lo)
+    key = code[mine] * span + (he["correlation_id"].to_numpy()[mine] - lo)
     end = he["end_ns"].to_numpy()[mine]
     if not len(key):
         return l_end, found
     known = corr.is_not_null().to_numpy()
     cv = corr.fill_null(lo).to_numpy()
     known &= (cv >= lo) & (cv <= hi)
-    gkey = (np.searchsorted(upairs, pairs[gap_g]) << bits) + (np.where(known, cv, lo) - lo)
-    size = len(upairs) << bits  # every key is below it
+    gkey = np.searchsorted(upairs, pairs[gap_g]) * span + (np.where(known, cv, lo) - lo)
+    size = len(upairs) * span  # every key is below it
     if size <= 2 * max(len(key), len(gkey)):  # dense ids (a process's launches): one table
-        last_end = np.full(size, np.iinfo(np.int64).min)
+        last_end = np.empty(size, np.int64)  # read only where a key is (``has``)
+        last_end[key] = end  # one of each key's ends, then the latest of them
         np.maximum.at(last_end, key, end)
         has = np.zeros(size, bool)
         has[key] = True
