@@ -147,7 +147,8 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
         p_g, p_s, p_e = gap_g, gap_s, gap_e
         p_part = np.full(len(has), 3)
         keep = p_e > p_s
-    p_g, p_s, p_e, p_part = p_g[keep], p_s[keep], p_e[keep], p_part[keep]
+    kept = np.flatnonzero(keep)  # once, then a gather per array (a boolean mask each: 4x)
+    p_g, p_s, p_e, p_part = p_g[kept], p_s[kept], p_e[kept], p_part[kept]
     names = pl.Series("part", [*_PART_ORDER], dtype=PartDtype)
     keys = groups.select(DEVICE_KEYS)[p_g]
     return keys.with_columns(names.gather(p_part), pl.Series("start_ns", p_s, pl.Int64),
@@ -205,8 +206,10 @@ def _launch_ends(groups: pl.DataFrame, gap_g: np.ndarray, corr: pl.Series,
     he_pair = he.select(_pair_key(hosts)).to_series().to_numpy()
     code = np.searchsorted(upairs, he_pair).clip(max=len(upairs) - 1)
     mine = upairs[code] == he_pair  # host events of a rank without devices match nothing
-    key = code[mine] * span + (he["correlation_id"].to_numpy()[mine] - lo)
-    end = he["end_ns"].to_numpy()[mine]
+    ids, end = he["correlation_id"].to_numpy(), he["end_ns"].to_numpy()
+    if not mine.all():  # (a mask over millions of launches costs more than the check)
+        code, ids, end = code[mine], ids[mine], end[mine]
+    key = code * span + (ids - lo)
     if not len(key):
         return l_end, found
     known = corr.is_not_null().to_numpy()
