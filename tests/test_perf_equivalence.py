@@ -18,7 +18,7 @@ import tracelens
 from tests.conftest import SAMPLES
 from tracelens.analyze import idle, roofline
 from tracelens.analyze.intervals import on_one_axis
-from tracelens.model import CATEGORIES, CategoryDtype
+from tracelens.model import CATEGORIES, CategoryDtype, Text
 
 event = st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 2),
                   st.integers(-40, 160), st.integers(0, 40), st.sampled_from(CATEGORIES),
@@ -53,6 +53,30 @@ def frames_path(events: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
 def test_idle_intervals_on_one_axis_equal_the_frame_path(evs: list, launches: list) -> None:
     ev, he = events_frame(evs), host_frame(launches)
     assert_frame_equal(idle.idle_intervals(ev, he), frames_path(ev, he))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(event, min_size=1, max_size=40), st.lists(launch, max_size=40),
+       st.lists(st.integers(1, 40), min_size=2, max_size=12))
+def test_idle_breakdowns_from_pieces_equal_clipping_the_frame_path(
+        evs: list, launches: list, cuts: list) -> None:
+    """The summary's idle breakdowns (the one-axis pieces, a running sum per part serving
+    every window) equal clipping each piece of the frame path to each window: per device
+    span and per step, steps of several ranks, touching and past the activities."""
+    ev = events_frame(evs).with_columns(pl.col("host").cast(Text))  # as the loader's
+    he = host_frame(launches).with_columns(pl.col("host").cast(Text))
+    bounds = np.cumsum(cuts) - 60
+    steps = pl.DataFrame({"rank": np.arange(len(bounds) - 1) % 3, "step": np.arange(
+        len(bounds) - 1), "start_ns": bounds[:-1], "end_ns": bounds[1:]}).cast(
+        {"rank": pl.Int32, "step": pl.Int32})
+    axis = on_one_axis(ev, ["host", "rank", "device"], "correlation_id")
+    assert axis is not None and idle.idle_pieces(ev, he, axis) is not None
+    got = idle.idle_breakdowns(ev, he, [(steps, None), (None, axis[1])], axis)
+    with unittest.mock.patch.object(idle, "_breakdown_by_prefix", lambda *a: None):
+        parts = frames_path(ev, he)
+        want = [idle.idle_breakdown(parts, ev, steps), idle.idle_breakdown(parts, ev)]
+    for g, w in zip(got, want):
+        assert_frame_equal(g, w)
 
 
 def test_idle_fast_path_handles_huge_ids_and_falls_back_when_keys_do_not_fit() -> None:

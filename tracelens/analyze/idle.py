@@ -21,6 +21,8 @@ boundaries like kernels are).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import polars as pl
 
@@ -59,14 +61,40 @@ def idle_intervals(events: pl.DataFrame, host_events: pl.DataFrame,
     """
     if events.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
-    sync = _sync_calls(host_events)
-    # the one-axis path covers traces without synchronizing calls (what cuts gaps further)
-    if sync.is_empty() and axis is None:
+    found = idle_pieces(events, host_events, axis)
+    return _pieces_frame(found) if found is not None else \
+        _idle_by_frames(events, host_events, _sync_calls(host_events))
+
+
+class Pieces(NamedTuple):
+    """:func:`idle_intervals`' rows in arrays (its one-axis path): per piece the device (a
+    row of ``devices``), the part (an index into :data:`IDLE_PARTS`), start and end; a
+    device's pieces together, in start order, disjoint."""
+
+    devices: pl.DataFrame  # host, rank, device
+    g: np.ndarray
+    part: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def idle_pieces(events: pl.DataFrame, host_events: pl.DataFrame,
+                axis: tuple[pl.DataFrame, pl.DataFrame] | None = None) -> Pieces | None:
+    """:func:`idle_intervals` as :class:`Pieces`, when its one-axis path applies (no
+    synchronizing call, times that fit one int64 axis, keys that fit the launch table);
+    else None (the frame path)."""
+    if events.is_empty() or not _sync_calls(host_events).is_empty():
+        return None  # (sync calls cut gaps further: the frame path)
+    if axis is None:
         axis = on_one_axis(events, DEVICE_KEYS, "correlation_id")
-    elif not sync.is_empty():
-        axis = None
-    out = _idle_on_axis(*axis, host_events) if axis is not None else None
-    return out if out is not None else _idle_by_frames(events, host_events, sync)
+    return _idle_on_axis(*axis, host_events) if axis is not None else None
+
+
+def _pieces_frame(p: Pieces) -> pl.DataFrame:
+    names = pl.Series("part", [*_PART_ORDER], dtype=PartDtype)
+    return p.devices[p.g].with_columns(
+        names.gather(p.part), pl.Series("start_ns", p.start, pl.Int64),
+        pl.Series("end_ns", p.end, pl.Int64)).cast(_SCHEMA)
 
 
 def _idle_by_frames(events: pl.DataFrame, host_events: pl.DataFrame,
@@ -93,7 +121,7 @@ def _idle_by_frames(events: pl.DataFrame, host_events: pl.DataFrame,
 
 
 def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.DataFrame
-                  ) -> pl.DataFrame | None:
+                  ) -> Pieces | None:
     """``idle_intervals`` without sync calls, on ``on_one_axis``'s shared time axis: the gaps
     come from one cumulative max, the launch calls from one sorted array of (device's
     host and rank, correlation id) keys searched by binary search, and the pieces are built
@@ -148,11 +176,7 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
         p_part = np.full(len(has), 3)
         keep = p_e > p_s
     kept = np.flatnonzero(keep)  # once, then a gather per array (a boolean mask each: 4x)
-    p_g, p_s, p_e, p_part = p_g[kept], p_s[kept], p_e[kept], p_part[kept]
-    names = pl.Series("part", [*_PART_ORDER], dtype=PartDtype)
-    keys = groups.select(DEVICE_KEYS)[p_g]
-    return keys.with_columns(names.gather(p_part), pl.Series("start_ns", p_s, pl.Int64),
-                             pl.Series("end_ns", p_e, pl.Int64)).cast(_SCHEMA)
+    return Pieces(groups.select(DEVICE_KEYS), p_g[kept], p_part[kept], p_s[kept], p_e[kept])
 
 
 _PART_ORDER = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
@@ -244,6 +268,28 @@ def _pair_key(hosts: list[str]) -> pl.Expr:
     return code * 2**32 + pl.col("rank").cast(pl.Int64) + 2**31
 
 
+def idle_breakdowns(events: pl.DataFrame, host_events: pl.DataFrame,
+                    windows: list[tuple[pl.DataFrame | None, pl.DataFrame | None]],
+                    axis: tuple[pl.DataFrame, pl.DataFrame] | None = None
+                    ) -> list[pl.DataFrame]:
+    """:func:`idle_breakdown` of :func:`idle_intervals` for each ``(steps, spans)`` of
+    ``windows``, from the :class:`Pieces` when the one-axis path gives them: no frame of
+    every piece is made (a 2M-kernel trace has millions), and one running sum per part
+    serves every window. Else from the frame, as ``idle_breakdown`` computes it."""
+    pieces = idle_pieces(events, host_events, axis)
+    frame: pl.DataFrame | None = None
+    out = []
+    for steps, spans in windows:
+        got = pieces_breakdown(pieces, events, steps, spans) if pieces is not None else None
+        if got is None:
+            if frame is None:
+                frame = _pieces_frame(pieces) if pieces is not None else \
+                    idle_intervals(events, host_events, axis)
+            got = idle_breakdown(frame, events, steps, spans)
+        out.append(got)
+    return out
+
+
 def idle_breakdown(parts: pl.DataFrame, events: pl.DataFrame,
                    steps: pl.DataFrame | None = None, spans: pl.DataFrame | None = None
                    ) -> pl.DataFrame:
@@ -283,24 +329,41 @@ def idle_breakdown(parts: pl.DataFrame, events: pl.DataFrame,
 def _breakdown_by_prefix(parts: pl.DataFrame, events: pl.DataFrame,
                          steps: pl.DataFrame | None, spans: pl.DataFrame | None = None
                          ) -> pl.DataFrame | None:
-    """:func:`idle_breakdown` from running sums instead of clipping every piece: a device's
-    pieces of one part are disjoint and in start order, so their time inside a window is
-    F(end) - F(start), F(t) = their time before t (one binary search per window bound).
-    None (the caller clips) when a device's pieces overlap or are out of order, a key is null,
-    a window ends before it starts, or the step windows of a rank overlap."""
-    from tracelens.analyze.timeline import _disjoint
-
-    keys = DEVICE_KEYS if steps is None else [*DEVICE_KEYS, "step"]
-    if parts.is_empty() or (steps is not None and (steps.is_empty() or not _disjoint(steps))):
+    """:func:`idle_breakdown` by :func:`pieces_breakdown` of the frame's rows, when no key,
+    part or time is null and each device's pieces come together (what ``idle_intervals``
+    gives); else None (the caller clips)."""
+    if parts.is_empty():
         return None
     if parts.select(pl.any_horizontal(pl.col(*DEVICE_KEYS, "part", "start_ns", "end_ns")
                                       .is_null().any())).item():
         return None
-    # a device's pieces come together (what idle_intervals gives): one run of rows each
+    # a device's pieces come together: one run of rows each
     d = parts.select((key_changes(DEVICE_KEYS).cum_sum() - 1).cast(pl.Int64)).to_series() \
         .to_numpy()
     devs = parts.select(DEVICE_KEYS)[np.flatnonzero(np.r_[True, d[1:] != d[:-1]])]
-    if devs.select(pl.struct(DEVICE_KEYS).is_duplicated().any()).item():
+    part = parts["part"].cast(PartDtype).to_physical().cast(pl.Int64).to_numpy()
+    return pieces_breakdown(Pieces(devs, d, part, parts["start_ns"].to_numpy(),
+                                   parts["end_ns"].to_numpy()), events, steps, spans)
+
+
+def pieces_breakdown(p: Pieces, events: pl.DataFrame, steps: pl.DataFrame | None,
+                     spans: pl.DataFrame | None = None) -> pl.DataFrame | None:
+    """:func:`idle_breakdown` of :class:`Pieces` from running sums instead of clipping every
+    piece: a device's pieces are disjoint and in start order, so a part's time inside a
+    window is F(end) - F(start), F(t) = its time before t (one binary search per window
+    bound). None (the caller clips) when a device's pieces overlap or are out of order or
+    apart, a key is null, a window ends before it starts, or the step windows of a rank
+    overlap."""
+    from tracelens.analyze.timeline import _disjoint
+
+    keys = DEVICE_KEYS if steps is None else [*DEVICE_KEYS, "step"]
+    if not len(p.g) or (steps is not None and (steps.is_empty() or not _disjoint(steps))):
+        return None
+    devs = p.devices
+    if devs.select(pl.any_horizontal(pl.col(*DEVICE_KEYS).is_null().any())
+                   | pl.struct(DEVICE_KEYS).is_duplicated().any()).item():
+        return None
+    if (np.diff(p.g) < 0).any():  # a device's pieces together, devices in order
         return None
     if steps is None:  # each device's span: its first start to its last end
         win = spans.select(*DEVICE_KEYS, _a="_lo", _b="_hi") if spans is not None else \
@@ -313,46 +376,49 @@ def _breakdown_by_prefix(parts: pl.DataFrame, events: pl.DataFrame,
     if win.is_empty() or win.select(pl.any_horizontal(pl.col("_a", "_b").is_null().any())
                                     | (pl.col("_a") > pl.col("_b")).any()).item():
         return None  # (a window ending before it starts: clipping says what that means)
-    names = list(IDLE_PARTS)
-    part = parts["part"].cast(PartDtype).to_physical().cast(pl.Int64).to_numpy()
-    lo, hi = int(win["_a"].min()), int(win["_b"].max())  # type: ignore[arg-type]
-    s = np.clip(parts["start_ns"].to_numpy(), lo, hi)  # bounded: no sum overflows int64
-    e = np.clip(parts["end_ns"].to_numpy(), lo, hi)
     # a device's pieces in start order, not overlapping (what idle_intervals gives)
-    same = d[1:] == d[:-1]
-    if (same & (parts["start_ns"].to_numpy()[1:] < parts["end_ns"].to_numpy()[:-1])).any():
+    if ((p.g[1:] == p.g[:-1]) & (p.start[1:] < p.end[:-1])).any():
         return None
+    lo, hi = int(win["_a"].min()), int(win["_b"].max())  # type: ignore[arg-type]
     wd, wa, wb = win["_d"].to_numpy(), win["_a"].to_numpy(), win["_b"].to_numpy()
-    sums = np.zeros((len(wd), len(names)), np.int64)
-    order = np.argsort(d * len(names) + part, kind="stable")  # by device, part, then start
-    key = (d * len(names) + part)[order]
-    cut = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
-    w_cut = np.flatnonzero(np.r_[True, wd[1:] != wd[:-1], True])
-    w_of = {int(wd[a]): (a, b) for a, b in zip(w_cut[:-1], w_cut[1:])}
-    for a, b in zip(cut[:-1], cut[1:]):
-        dev, p = divmod(int(key[a]), len(names))
-        if dev not in w_of:
-            continue
-        rows = order[a:b]
-        ps, pe = s[rows], e[rows]
-        wa_, wb_ = w_of[dev]
-        sums[wa_:wb_, p] = _time_before(ps, pe, wb[wa_:wb_]) - _time_before(ps, pe, wa[wa_:wb_])
+    sums = _window_sums(p.g, p.part, np.clip(p.start, lo, hi),  # bounded: no sum overflows
+                        np.clip(p.end, lo, hi), wd, wa, wb)
     has = sums.sum(axis=1) > 0
     out = devs[wd[has]]
     if steps is not None:
         out = out.with_columns(win["step"].filter(pl.Series(has)))
     out = out.with_columns(pl.Series(f"{n}_ns", sums[has, k], dtype=pl.Int64)
-                           for k, n in enumerate(names))
+                           for k, n in enumerate(IDLE_PARTS))
     return out.select(*keys, *[f"{n}_ns" for n in IDLE_PARTS]).sort(keys)
 
 
-def _time_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """For each ``t``, the time of the disjoint pieces [s, e) (in start order) before it."""
-    before = np.r_[0, np.cumsum(e - s)]  # time of the pieces before each one
-    k = np.searchsorted(s, t, side="right") - 1
-    kk = np.maximum(k, 0)
-    inside = np.minimum(e[kk], t) - s[kk]
-    return np.where(k >= 0, before[kk] + np.maximum(inside, 0), 0)
+def _window_sums(g: np.ndarray, part: np.ndarray, s: np.ndarray, e: np.ndarray,
+                 wd: np.ndarray, wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
+    """Per window (device ``wd``, from ``wa`` to ``wb``; sorted by device), each part's time
+    inside it: F(wb) - F(wa), F(t) = the part's time before t, from one running sum per
+    part present on the device. Pieces of a device are disjoint and in start order, so all
+    those starting at or before t but the last lie wholly before t."""
+    sums = np.zeros((len(wd), len(IDLE_PARTS)), np.int64)
+    w_cut = np.flatnonzero(np.r_[True, wd[1:] != wd[:-1], True])
+    w_of = {int(wd[a]): (a, b) for a, b in zip(w_cut[:-1], w_cut[1:])}
+    cut = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
+    for a, b in zip(cut[:-1], cut[1:]):
+        w = w_of.get(int(g[a]))
+        if w is None:
+            continue
+        ps, pe, pp = s[a:b], e[a:b], part[a:b]
+        bounds = np.concatenate([wa[w[0]:w[1]], wb[w[0]:w[1]]])
+        k = np.searchsorted(ps, bounds, side="right") - 1  # the last piece starting by t
+        kk = np.maximum(k, 0)
+        last = np.where(k >= 0, np.minimum(pe[kk], bounds) - ps[kk], 0)  # (its start <= t)
+        length = pe - ps
+        n = w[1] - w[0]
+        for q in np.flatnonzero(np.bincount(pp, minlength=len(IDLE_PARTS))):
+            mine = pp == q
+            before = np.r_[0, np.cumsum(np.where(mine, length, 0))]  # part q before each
+            f = np.where(k >= 0, before[kk] + np.where(mine[kk], last, 0), 0)
+            sums[w[0]:w[1], q] = f[n:] - f[:n]
+    return sums
 
 
 def _gaps(events: pl.DataFrame) -> pl.DataFrame:

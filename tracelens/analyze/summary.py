@@ -18,7 +18,7 @@ import polars as pl
 from tracelens.analyze.collectives import partial_activities
 from tracelens.analyze.critical_path import CriticalPart, CriticalPath, CriticalPathOptions
 from tracelens.analyze.packed import is_packed, pack_summary, unpack_summary
-from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
+from tracelens.analyze.idle import IDLE_PARTS, idle_breakdowns
 from tracelens.analyze import kernel_table as kt
 from tracelens.analyze.roofline import (COVERAGE_FLOOR, clip_costs_to_windows, device_mfu,
                                         device_specs, mfu, model_kernels, roofline, spec_frame)
@@ -222,20 +222,20 @@ def _idle(trace: Trace, device: int | None, steps: pl.DataFrame, step: int | Non
         events = trace.events
         if device is not None:
             events = events.filter(pl.col("device") == device)
-    parts = idle_intervals(events, trace.host_events, axis)
     cols = [f"{p}_ns" for p in IDLE_PARTS]
 
     def typed(r: Mapping[str, object]) -> IdleBreakdown:
         return IdleBreakdown(*(int(r[c]) for c in cols))  # type: ignore[call-overload]
+    spans = axis[1] if axis is not None else None  # each device's first/last time
+    found = idle_breakdowns(events, trace.host_events, ([(steps, None)] if steps.height else [])
+                            + ([(None, spans)] if step is None else []), axis)
     per_step = {(r["host"], r["rank"], r["device"], r["step"]): typed(r)
-                for r in idle_breakdown(parts, events, steps).iter_rows(named=True)} \
-        if steps.height else {}
+                for r in found[0].iter_rows(named=True)} if steps.height else {}
     if step is not None:
         whole = {k[:3]: v for k, v in per_step.items()}
     else:
-        spans = axis[1] if axis is not None else None  # each device's first/last time
         whole = {(r["host"], r["rank"], r["device"]): typed(r)
-                 for r in idle_breakdown(parts, events, spans=spans).iter_rows(named=True)}
+                 for r in found[-1].iter_rows(named=True)}
     return whole, per_step
 
 
