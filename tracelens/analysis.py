@@ -258,9 +258,9 @@ class TraceAnalysis:
         >>> sum(v for k, v in i.items() if k.endswith("_ns")) == t["idle_ns"]
         True
         """
-        from tracelens.analyze.idle import idle_breakdown, idle_intervals
+        from tracelens.analyze.idle import idle_breakdowns
         ev = self.trace.events
-        return idle_breakdown(idle_intervals(ev, self.trace.host_events), ev)
+        return idle_breakdowns(ev, self.trace.host_events, [(None, None)])[0]
 
     def axes(self, mesh: str | None = None, nic_gb_per_s: float | None = None,
              ranks_per_host: int | None = None) -> "Axes":

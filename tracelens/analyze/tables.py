@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.analyze.collectives import collective_activities, match_instances
-from tracelens.analyze.idle import idle_breakdown, idle_intervals
+from tracelens.analyze.idle import idle_breakdowns
 from tracelens.analyze.timeline import DEVICE_KEYS, device_breakdown, step_breakdown
 from tracelens.frames import distinct
 from tracelens.model import Trace
@@ -66,7 +66,7 @@ def device_table(trace: Trace) -> pl.DataFrame:
     """Per active device: its identity, the timeline numbers and the idle parts."""
     ev = trace.events
     tl = device_breakdown(ev).timeline.drop("first_ns", "last_ns", strict=False)
-    idle = idle_breakdown(idle_intervals(ev, trace.host_events), ev)
+    (idle,) = idle_breakdowns(ev, trace.host_events, [(None, None)])
     info = trace.devices.select(*DEVICE_KEYS, "vendor", "arch", "product", "spec_id")
     return info.join(tl, on=DEVICE_KEYS, how="inner").join(
         idle, on=DEVICE_KEYS, how="left").with_columns(
@@ -78,7 +78,7 @@ def step_table(trace: Trace) -> pl.DataFrame:
     ev = trace.events
     active = distinct(ev, DEVICE_KEYS)
     tl = step_breakdown(ev, trace.steps, active).timeline
-    idle = idle_breakdown(idle_intervals(ev, trace.host_events), ev, trace.steps)
+    (idle,) = idle_breakdowns(ev, trace.host_events, [(trace.steps, None)])
     keys = [*DEVICE_KEYS, "step"]
     return tl.join(idle, on=keys, how="left").with_columns(
         pl.col(c).fill_null(0) for c in idle.columns if c.endswith("_ns")).sort(
