@@ -1,4 +1,4 @@
-/* _tracelens_sweep: four hot loops of the analyses, in C. All are optional: the Python
+/* _tracelens_sweep: five hot loops of the analyses, in C. All are optional: the Python
  * module beside each is the reference and the path when this extension is not built (or when
  * TRACELENS_SWEEP=numpy asks for the reference), and the two give identical results.
  *
@@ -89,6 +89,23 @@
  * or before t, when it is of that group, gives its time before plus min(t, its end) - its
  * start; else 0. Arithmetic wraps as numpy's int64 does (uint64). Lengths and priorities are
  * checked (ValueError); the pass and the searches run without the GIL.
+ *
+ * 5. The idle gaps and their pieces (tracelens/analyze/idle.py, _idle_on_axis; IDLE_ABI 1):
+ *
+ *   idle_gaps(s, e, g, shift, hi) -> (gap_g, gap_s, gap_e, gap_row): bytes of int64 each
+ *   idle_pieces(gap_g, gap_s, gap_e, l_end, has) -> (g, part, start, end): bytes of int64
+ *
+ * idle_gaps reads a device axis (int64 s, e sorted by s, uint32 group g nondecreasing; per
+ * group its int64 shift and last end hi). A row starts a gap when it is its group's first or
+ * starts after every end before it (a running maximum that never needs a reset: groups lie
+ * apart on the axis); the gap runs from that maximum (or -2^62 for a group's first row) to
+ * the row's start, both less the group's shift, and gap_row is the row. After each group's
+ * gaps comes its stretch from hi to 2^62 (gap_row -1), every group's in group order: the
+ * reference's concatenation and stable sort by group. idle_pieces splits each gap at
+ * cut = min(max(l_end, start), end) when ``has`` (uint8: a launch call ends at l_end):
+ * [start, cut) host_launch (part 0) and [cut, end) launch_latency (2); without a launch
+ * call [start, end) no_host_data (3); empty pieces are dropped. Lengths and groups are
+ * checked (ValueError); both run without the GIL.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -906,6 +923,141 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------------------------------
+ * 5. The idle gaps and their pieces.
+ * ---------------------------------------------------------------------------------------- */
+
+#define IDLE_INF ((int64_t)1 << 62)
+
+/* bytes objects of n int64 each, in out[0..k) (all or none) */
+static int int64_outputs(PyObject **out, int k, Py_ssize_t n) {
+    for (int i = 0; i < k; i++) {
+        out[i] = PyBytes_FromStringAndSize(NULL, n * 8);
+        if (!out[i]) {
+            for (int j = 0; j < i; j++) Py_CLEAR(out[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *py_idle_gaps(PyObject *self, PyObject *args) {
+    PyObject *s_obj, *e_obj, *g_obj, *sh_obj, *hi_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO", &s_obj, &e_obj, &g_obj, &sh_obj, &hi_obj))
+        return NULL;
+    buf_t s = {0}, e = {0}, g = {0}, sh = {0}, hi = {0};
+    PyObject *out[4] = {NULL, NULL, NULL, NULL}, *result = NULL;
+    if (get_fmt(s_obj, &s, -1, "idle_gaps: s", 8, "lq", "int64") < 0) goto done;
+    Py_ssize_t n = s.view.len / 8;
+    if (get_fmt(e_obj, &e, n, "idle_gaps: e", 8, "lq", "int64") < 0 ||
+        get_fmt(g_obj, &g, n, "idle_gaps: g", 4, "IL", "uint32") < 0 ||
+        get_fmt(sh_obj, &sh, -1, "idle_gaps: shift", 8, "lq", "int64") < 0)
+        goto done;
+    Py_ssize_t n_dev = sh.view.len / 8;
+    if (get_fmt(hi_obj, &hi, n_dev, "idle_gaps: hi", 8, "lq", "int64") < 0) goto done;
+    const int64_t *S = s.view.buf, *E = e.view.buf, *SH = sh.view.buf, *HI = hi.view.buf;
+    const uint32_t *G = g.view.buf;
+    Py_ssize_t n_gaps = 0;
+    int64_t reach = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((Py_ssize_t)G[i] >= n_dev || (i && G[i] < G[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "idle_gaps: groups out of range or order");
+            goto done;
+        }
+        if (i == 0 || G[i] != G[i - 1] || S[i] > reach) n_gaps++;
+        if (i == 0 || E[i] > reach) reach = E[i];
+    }
+    Py_ssize_t total = n_gaps + n_dev;
+    if (int64_outputs(out, 4, total) < 0) goto done;
+    int64_t *OG = (int64_t *)PyBytes_AS_STRING(out[0]), *OS = (int64_t *)PyBytes_AS_STRING(out[1]),
+            *OE = (int64_t *)PyBytes_AS_STRING(out[2]), *OR = (int64_t *)PyBytes_AS_STRING(out[3]);
+    Py_ssize_t j = 0, tail = 0;  /* next output; next group whose stretch is due */
+    Py_BEGIN_ALLOW_THREADS
+#define GAP(grp, a, b, row) do { if (j < total) { OG[j] = (grp); OS[j] = (a); OE[j] = (b); \
+                                                  OR[j] = (row); } j++; } while (0)
+    reach = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t d = G[i];
+        int first = i == 0 || G[i] != G[i - 1];
+        for (; first && tail < d; tail++)  /* the stretches of the groups before */
+            GAP(tail, HI[tail], IDLE_INF, -1);
+        if (first || S[i] > reach)
+            GAP(d, first ? -IDLE_INF : (int64_t)((uint64_t)reach - (uint64_t)SH[d]),
+                (int64_t)((uint64_t)S[i] - (uint64_t)SH[d]), i);
+        if (i == 0 || E[i] > reach) reach = E[i];
+    }
+    for (; tail < n_dev; tail++)
+        GAP(tail, HI[tail], IDLE_INF, -1);
+#undef GAP
+    Py_END_ALLOW_THREADS
+    if (j != total) {  /* cannot happen: the count above is the same test */
+        PyErr_SetString(PyExc_RuntimeError, "idle_gaps: the gaps written differ from those counted");
+        goto done;
+    }
+    result = Py_BuildValue("(NNNN)", out[0], out[1], out[2], out[3]);
+    if (result) out[0] = out[1] = out[2] = out[3] = NULL;
+done:
+    for (int k = 0; k < 4; k++) Py_XDECREF(out[k]);
+    release(&s); release(&e); release(&g); release(&sh); release(&hi);
+    return result;
+}
+
+static PyObject *py_idle_pieces(PyObject *self, PyObject *args) {
+    PyObject *g_obj, *s_obj, *e_obj, *l_obj, *h_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO", &g_obj, &s_obj, &e_obj, &l_obj, &h_obj))
+        return NULL;
+    buf_t g = {0}, s = {0}, e = {0}, l = {0}, h = {0};
+    PyObject *out[4] = {NULL, NULL, NULL, NULL}, *result = NULL;
+    if (get_fmt(g_obj, &g, -1, "idle_pieces: g", 8, "lq", "int64") < 0) goto done;
+    Py_ssize_t n = g.view.len / 8;
+    if (get_fmt(s_obj, &s, n, "idle_pieces: start", 8, "lq", "int64") < 0 ||
+        get_fmt(e_obj, &e, n, "idle_pieces: end", 8, "lq", "int64") < 0 ||
+        get_fmt(l_obj, &l, n, "idle_pieces: l_end", 8, "lq", "int64") < 0 ||
+        get_fmt(h_obj, &h, n, "idle_pieces: has", 1, "?bB", "bool") < 0)
+        goto done;
+    const int64_t *G = g.view.buf, *S = s.view.buf, *E = e.view.buf, *L = l.view.buf;
+    const uint8_t *H = h.view.buf;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (H[i]) {
+            int64_t cut = L[i] > S[i] ? L[i] : S[i];
+            if (cut > E[i]) cut = E[i];
+            total += (cut > S[i]) + (E[i] > cut);
+        } else {
+            total += E[i] > S[i];
+        }
+    }
+    if (int64_outputs(out, 4, total) < 0) goto done;
+    int64_t *OG = (int64_t *)PyBytes_AS_STRING(out[0]), *OP = (int64_t *)PyBytes_AS_STRING(out[1]),
+            *OS = (int64_t *)PyBytes_AS_STRING(out[2]), *OE = (int64_t *)PyBytes_AS_STRING(out[3]);
+    Py_ssize_t j = 0;
+    Py_BEGIN_ALLOW_THREADS
+#define PIECE(part, a, b) do { if (j < total) { OG[j] = G[i]; OP[j] = (part); OS[j] = (a); \
+                                                OE[j] = (b); } j++; } while (0)
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (H[i]) {
+            int64_t cut = L[i] > S[i] ? L[i] : S[i];
+            if (cut > E[i]) cut = E[i];
+            if (cut > S[i]) PIECE(0, S[i], cut);
+            if (E[i] > cut) PIECE(2, cut, E[i]);
+        } else if (E[i] > S[i]) {
+            PIECE(3, S[i], E[i]);
+        }
+    }
+#undef PIECE
+    Py_END_ALLOW_THREADS
+    if (j != total) {  /* cannot happen: the count above is the same test */
+        PyErr_SetString(PyExc_RuntimeError, "idle_pieces: the pieces written differ from those counted");
+        goto done;
+    }
+    result = Py_BuildValue("(NNNN)", out[0], out[1], out[2], out[3]);
+    if (result) out[0] = out[1] = out[2] = out[3] = NULL;
+done:
+    for (int k = 0; k < 4; k++) Py_XDECREF(out[k]);
+    release(&g); release(&s); release(&e); release(&l); release(&h);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"prio_sums", py_prio_sums, METH_VARARGS,
      "prio_sums(s, e, prio, runs, n_runs, n_cat, collective, memory) -> "
@@ -917,6 +1069,10 @@ static PyMethodDef methods[] = {
     {"hidden", py_hidden, METH_VARARGS,
      "hidden(s, e, g, prio, compute, q_g, q0, q1) -> int64 bytes: per query, the compute "
      "time of its group in [q0, q1)"},
+    {"idle_gaps", py_idle_gaps, METH_VARARGS,
+     "idle_gaps(s, e, g, shift, hi) -> (gap_g, gap_s, gap_e, gap_row): int64 bytes"},
+    {"idle_pieces", py_idle_pieces, METH_VARARGS,
+     "idle_pieces(gap_g, gap_s, gap_e, l_end, has) -> (g, part, start, end): int64 bytes"},
     {"walk", py_walk, METH_VARARGS,
      "walk(s, e, b, b_bind, b_src, s_bind, s_src, s_at_start, prev_binds, group, a_last, comp, "
      "wait, edge_comp, prev_comp, idle, sink, w0, w1) -> (code, ns, on_node, on_ns, cut)"},
@@ -924,15 +1080,16 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tracelens_sweep",
-                                    "The timeline breakdown's one-pass sweep, the critical-path forward pass and walk, and the compute time under collectives.", -1,
+                                    "The timeline breakdown's one-pass sweep, the critical-path forward pass and walk, the compute time under collectives, and the idle gaps.", -1,
                                     methods};
 
 PyMODINIT_FUNC PyInit__tracelens_sweep(void) {
     PyObject *m = PyModule_Create(&module);
     /* ABI: prio_sums's arguments and results; WALK_ABI: walk's; SOLVE_ABI: solve's;
-     * HIDDEN_ABI: hidden's */
+     * HIDDEN_ABI: hidden's; IDLE_ABI: idle_gaps' and idle_pieces' */
     if (m && (PyModule_AddIntConstant(m, "ABI", 1) < 0 ||
               PyModule_AddIntConstant(m, "HIDDEN_ABI", 1) < 0 ||
+              PyModule_AddIntConstant(m, "IDLE_ABI", 1) < 0 ||
               PyModule_AddIntConstant(m, "WALK_ABI", 1) < 0 ||
               PyModule_AddIntConstant(m, "SOLVE_ABI", 1) < 0)) {
         Py_DECREF(m);

@@ -30,7 +30,10 @@ from tracelens.analyze.intervals import on_one_axis, subtract
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.frames import key_changes
 from tracelens.model import Text
+from tracelens.sweep import extension, references_forced
 from tracelens.text import matches
+
+_SWEEP = extension("IDLE_ABI")  # the gaps and pieces in one pass each; optional: numpy's
 
 IDLE_PARTS: tuple[str, ...] = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
 
@@ -123,14 +126,42 @@ def _idle_by_frames(events: pl.DataFrame, host_events: pl.DataFrame,
 def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.DataFrame
                   ) -> Pieces | None:
     """``idle_intervals`` without sync calls, on ``on_one_axis``'s shared time axis: the gaps
-    come from one cumulative max, the launch calls from one sorted array of (device's
-    host and rank, correlation id) keys searched by binary search, and the pieces are built
-    in output order (gaps are disjoint and increasing per device), so no string key is
-    hashed or sorted per row. None when the keys do not fit one int64 (the caller falls back).
-    """
+    come from one running maximum, the launch calls from one table or sorted array of
+    (device's host and rank, correlation id) keys, and the pieces are built in output order
+    (gaps are disjoint and increasing per device), so no string key is hashed or sorted per
+    row. The gaps and pieces in one pass each of ``_tracelens_sweep`` when it is built
+    (:func:`_gaps_numpy` and :func:`_pieces_numpy` are the references). None when the keys
+    do not fit one int64 (the caller falls back)."""
     if groups["host"].null_count() or groups["rank"].null_count():
         return None  # a null host or rank matches no launch call: the frame path says so
     e, corr_all = _ties_by_end_and_id(rows)
+    in_c = _SWEEP is not None and not references_forced() \
+        and not any(rows.select("_s", "_e", "_g").null_count().row(0))
+    if in_c:
+        found = _SWEEP.idle_gaps(rows["_s"].to_numpy(), np.ascontiguousarray(e, np.int64),
+                                 rows["_g"].to_numpy(), groups["_shift"].to_numpy(),
+                                 groups["_hi"].to_numpy())
+        gap_g, gap_s, gap_e, gap_row = (np.frombuffer(b, np.int64) for b in found)
+        at = pl.DataFrame({"i": gap_row}).select(pl.when(pl.col("i") >= 0).then("i"))
+        corr = corr_all.gather(at.to_series())  # null after a device's last activity
+    else:
+        gap_g, gap_s, gap_e, corr = _gaps_numpy(rows, groups, e, corr_all)
+    launch = _launch_ends(groups, gap_g, corr, host_events)
+    if launch is None:
+        return None
+    l_end, has = launch
+    if in_c:
+        pieces = [np.frombuffer(b, np.int64) for b in _SWEEP.idle_pieces(
+            gap_g, gap_s, gap_e, l_end, has)]
+        return Pieces(groups.select(DEVICE_KEYS), *pieces)
+    return Pieces(groups.select(DEVICE_KEYS), *_pieces_numpy(gap_g, gap_s, gap_e, l_end, has))
+
+
+def _gaps_numpy(rows: pl.DataFrame, groups: pl.DataFrame, e: np.ndarray, corr_all: pl.Series
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, pl.Series]:
+    """Every device's gaps in time order, then its stretch after its last activity: group,
+    start and end (less the group's shift) and the correlation id of the activity that ends
+    the gap (null for the stretch)."""
     # row-length arrays are made once each (a 2M-activity trace: 16 MB apiece); what is
     # computed per gap is taken at the gaps only
     s = rows["_s"].to_numpy()
@@ -142,28 +173,28 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
     first[0] = True
     np.not_equal(g[1:], g[:-1], out=first[1:])
     gap = first | (s > prev)
-    del e
     corr = corr_all.filter(pl.Series(gap))
     n_dev = groups.height
     at_g = g[gap].astype(np.int64)
     shift = groups["_shift"].to_numpy()[at_g]
-    # a device's gaps in time order, then its stretch after the last activity
     gap_g = np.concatenate([at_g, np.arange(n_dev)])
     gap_s = np.concatenate([np.where(first[gap], -_INF, prev[gap] - shift),
                             groups["_hi"].to_numpy()])
     gap_e = np.concatenate([s[gap] - shift, np.full(n_dev, _INF, np.int64)])
-    del prev, s
     corr = corr.append(pl.Series([None] * n_dev, dtype=corr.dtype))
     order = np.argsort(gap_g, kind="stable")
-    gap_g, gap_s, gap_e, corr = gap_g[order], gap_s[order], gap_e[order], corr.gather(order)
-    launch = _launch_ends(groups, gap_g, corr, host_events)
-    if launch is None:
-        return None
-    l_end, has = launch
+    return gap_g[order], gap_s[order], gap_e[order], corr.gather(order)
+
+
+def _pieces_numpy(gap_g: np.ndarray, gap_s: np.ndarray, gap_e: np.ndarray,
+                  l_end: np.ndarray, has: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each gap as its pieces (group, part, start, end), empty ones dropped: [start, cut)
+    host_launch and [cut, end) launch_latency where a launch call ends at ``l_end``
+    (cut = that end brought into the gap), else [start, end) no_host_data; interleaved so
+    that the pieces stay in start order."""
     if has.any():
         cut = np.minimum(np.maximum(l_end, gap_s), gap_e)
-        # each gap: [start, cut) host_launch and [cut, end) launch_latency, or [start, end)
-        # no_host_data; interleaved so that the pieces stay in start order
         p_g = np.repeat(gap_g, 2)
         p_s, p_e, p_part = (np.empty(2 * len(has), np.int64) for _ in range(3))
         p_s[0::2], p_s[1::2] = gap_s, cut
@@ -176,7 +207,7 @@ def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.Data
         p_part = np.full(len(has), 3)
         keep = p_e > p_s
     kept = np.flatnonzero(keep)  # once, then a gather per array (a boolean mask each: 4x)
-    return Pieces(groups.select(DEVICE_KEYS), p_g[kept], p_part[kept], p_s[kept], p_e[kept])
+    return p_g[kept], p_part[kept], p_s[kept], p_e[kept]
 
 
 _PART_ORDER = ("host_launch", "sync_wait", "launch_latency", "no_host_data")
