@@ -118,9 +118,11 @@ def _discovery_notes(trace: Trace, ctx: Context) -> None:
 
 
 def _rechunk(trace: Trace, ctx: Context) -> None:
-    """One chunk per column: parts and lines arrive as many chunks, which slows every
-    group-by and join below several times over (values unchanged)."""
-    trace.events, trace.host_events = trace.events.rechunk(), trace.host_events.rechunk()
+    """One chunk per event column: parts and lines arrive as many chunks, which slows every
+    group-by and join below several times over (values unchanged). The host events stay as
+    they came: every stage reads a few of their columns through a filter, which copies those
+    anyway (2M launch calls: rechunking all nine columns first took 0.05 s and 110 MB)."""
+    trace.events = trace.events.rechunk()
 
 
 def _clip_overlaps(trace: Trace, ctx: Context) -> None:
