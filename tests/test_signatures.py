@@ -155,3 +155,7 @@ def test_packed_keys_group_as_the_values(n: int, seed: int) -> None:
     assert packed_key(keys.with_columns(pl.col("i32").cast(pl.Float64))) is None
     wide = pl.DataFrame({"a": [0, 2**40], "b": [0, 2**30]})
     assert packed_key(wide) is None  # 2**40 * 2**30 values: past 2**62
+    edge = pl.DataFrame({"a": pl.Series([-2**63, None, -2**63, 2**63 - 1], dtype=pl.Int64)})
+    assert packed_key(edge) is None  # the full int64 range
+    low = edge.head(3)  # the smallest int64 and null: two digits
+    assert distinct_rows(low)[1].to_list() == [0, 1, 0] and packed_key(low) is not None

@@ -60,7 +60,7 @@ def packed_key(keys: pl.DataFrame) -> np.ndarray | None:
         if width == 1:
             continue
         if nulls:  # null is the digit 0, the values 1.. (no overflow: hi - lo < 2**62)
-            digits, shift = (phys.cast(pl.Int64) - (lo - 1)).fill_null(0).to_numpy(), 0
+            digits, shift = (phys.cast(pl.Int64) - lo + 1).fill_null(0).to_numpy(), 0
         else:
             digits, shift = phys.to_numpy(), lo
         if key is None:

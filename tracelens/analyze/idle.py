@@ -305,8 +305,9 @@ def idle_breakdowns(events: pl.DataFrame, host_events: pl.DataFrame,
                     ) -> list[pl.DataFrame]:
     """:func:`idle_breakdown` of :func:`idle_intervals` for each ``(steps, spans)`` of
     ``windows``, from the :class:`Pieces` when the one-axis path gives them: no frame of
-    every piece is made (a 2M-kernel trace has millions), and one running sum per part
-    serves every window. Else from the frame, as ``idle_breakdown`` computes it."""
+    every piece is made (a 2M-kernel trace has millions), and each ``(steps, spans)``'s
+    windows are read off one running sum per part and device. Else from the frame, as
+    ``idle_breakdown`` computes it."""
     pieces = idle_pieces(events, host_events, axis)
     frame: pl.DataFrame | None = None
     out = []
