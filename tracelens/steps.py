@@ -106,8 +106,9 @@ def inside_ns(events: pl.DataFrame, steps: pl.DataFrame) -> dict[int, int]:
         else:
             sel = rank == r
             s_r, e_r = start[sel], end[sel]
-        out[r] = _inside_in_c(*runs, s_r, e_r) if _SWEEP is not None and \
-            not references_forced() else \
+        in_c = _SWEEP is not None and not references_forced() \
+            and s_r.dtype == e_r.dtype == np.int64  # (null times: the reference's floats)
+        out[r] = _inside_in_c(*runs, s_r, e_r) if in_c else \
             _window_time_sum(e_r, *runs) - _window_time_sum(s_r, *runs)
     return out
 
@@ -118,8 +119,8 @@ def _inside_in_c(starts: np.ndarray, ends: np.ndarray, s: np.ndarray, e: np.ndar
     :func:`_window_time_sum`'s temporaries of the events' length, twice."""
     n = len(starts)
     inside = _SWEEP.hidden(starts, ends, np.zeros(n, np.uint32), np.zeros(n, np.int32), 1,
-                           np.zeros(len(s), np.int64), np.ascontiguousarray(s, np.int64),
-                           np.ascontiguousarray(e, np.int64))
+                           np.zeros(len(s), np.int64), np.ascontiguousarray(s),
+                           np.ascontiguousarray(e))
     return int(np.frombuffer(inside, np.int64).sum())
 
 
