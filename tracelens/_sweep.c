@@ -276,12 +276,17 @@ static int get_typed(PyObject *obj, buf_t *b, Py_ssize_t n, const char *what, ch
         ok = b->view.itemsize == 8 && strcmp(f, "d") == 0;
     else if (kind == 'q')
         ok = b->view.itemsize == 8 && (strcmp(f, "q") == 0 || strcmp(f, "l") == 0);
+    else if (kind == 'I')  /* uint32 */
+        ok = b->view.itemsize == 4 && (strcmp(f, "I") == 0 || strcmp(f, "L") == 0);
+    else if (kind == 'i')  /* int32 */
+        ok = b->view.itemsize == 4 && (strcmp(f, "i") == 0 || strcmp(f, "l") == 0);
     else /* '?': one byte per value, nonzero is true */
         ok = b->view.itemsize == 1 &&
              (strcmp(f, "?") == 0 || strcmp(f, "b") == 0 || strcmp(f, "B") == 0);
     if (!ok) {
         PyErr_Format(PyExc_TypeError, "%s: expected %s values", what,
-                     kind == 'd' ? "float64" : (kind == 'q' ? "int64" : "bool"));
+                     kind == 'd' ? "float64" : kind == 'q' ? "int64" : kind == 'I' ? "uint32"
+                     : kind == 'i' ? "int32" : "bool");
         return -1;
     }
     Py_ssize_t got = b->view.len / b->view.itemsize;
@@ -788,24 +793,6 @@ done:
  * 4. The compute time under each collective.
  * ---------------------------------------------------------------------------------------- */
 
-static int get_fmt(PyObject *obj, buf_t *b, Py_ssize_t n, const char *what, Py_ssize_t size,
-                   const char *codes, const char *name) {
-    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    b->held = 1;
-    const char *f = b->view.format ? b->view.format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    if (b->view.itemsize != size || strlen(f) != 1 || !strchr(codes, *f)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected %s values", what, name);
-        return -1;
-    }
-    if (n >= 0 && b->view.len / size != n) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd values, got %zd", what, n,
-                     b->view.len / size);
-        return -1;
-    }
-    return 0;
-}
-
 /* the last index i with a[i] <= t in sorted a[0..n) (-1: none), galloping from ``hint``
  * (the answer for a nearby t): a collective's start and end lie near the previous one's */
 static Py_ssize_t last_at_or_before(const int64_t *a, Py_ssize_t n, int64_t t,
@@ -841,16 +828,16 @@ static PyObject *py_hidden(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     int64_t *seg_s = NULL, *seg_e = NULL, *before = NULL;
     uint32_t *seg_g = NULL;
-    if (get_fmt(s_obj, &s, -1, "hidden: s", 8, "lq", "int64") < 0) goto done;
+    if (get_typed(s_obj, &s, -1, "hidden: s", 'q') < 0) goto done;
     Py_ssize_t n = s.view.len / 8;
-    if (get_fmt(e_obj, &e, n, "hidden: e", 8, "lq", "int64") < 0 ||
-        get_fmt(g_obj, &g, n, "hidden: g", 4, "IL", "uint32") < 0 ||
-        get_fmt(p_obj, &p, n, "hidden: prio", 4, "il", "int32") < 0 ||
-        get_fmt(qg_obj, &qg, -1, "hidden: q_g", 8, "lq", "int64") < 0)
+    if (get_typed(e_obj, &e, n, "hidden: e", 'q') < 0 ||
+        get_typed(g_obj, &g, n, "hidden: g", 'I') < 0 ||
+        get_typed(p_obj, &p, n, "hidden: prio", 'i') < 0 ||
+        get_typed(qg_obj, &qg, -1, "hidden: q_g", 'q') < 0)
         goto done;
     Py_ssize_t m = qg.view.len / 8;
-    if (get_fmt(q0_obj, &q0, m, "hidden: q0", 8, "lq", "int64") < 0 ||
-        get_fmt(q1_obj, &q1, m, "hidden: q1", 8, "lq", "int64") < 0)
+    if (get_typed(q0_obj, &q0, m, "hidden: q0", 'q') < 0 ||
+        get_typed(q1_obj, &q1, m, "hidden: q1", 'q') < 0)
         goto done;
     const int64_t *S = s.view.buf, *E = e.view.buf, *QG = qg.view.buf;
     const int64_t *Q0 = q0.view.buf, *Q1 = q1.view.buf;
@@ -929,6 +916,19 @@ done:
 
 #define IDLE_INF ((int64_t)1 << 62)
 
+/* The four columns as a tuple, when the fill wrote as many rows as the count before it
+ * found (else RuntimeError: cannot happen, the count and the fill make the same test). The
+ * caller keeps and releases its references to out[0..4). */
+static PyObject *four_columns(PyObject **out, Py_ssize_t written, Py_ssize_t total,
+                              const char *what) {
+    if (written != total) {
+        PyErr_Format(PyExc_RuntimeError, "%s: %zd rows written, %zd counted", what, written,
+                     total);
+        return NULL;
+    }
+    return Py_BuildValue("(OOOO)", out[0], out[1], out[2], out[3]);
+}
+
 /* bytes objects of n int64 each, in out[0..k) (all or none) */
 static int int64_outputs(PyObject **out, int k, Py_ssize_t n) {
     for (int i = 0; i < k; i++) {
@@ -947,14 +947,14 @@ static PyObject *py_idle_gaps(PyObject *self, PyObject *args) {
         return NULL;
     buf_t s = {0}, e = {0}, g = {0}, sh = {0}, hi = {0};
     PyObject *out[4] = {NULL, NULL, NULL, NULL}, *result = NULL;
-    if (get_fmt(s_obj, &s, -1, "idle_gaps: s", 8, "lq", "int64") < 0) goto done;
+    if (get_typed(s_obj, &s, -1, "idle_gaps: s", 'q') < 0) goto done;
     Py_ssize_t n = s.view.len / 8;
-    if (get_fmt(e_obj, &e, n, "idle_gaps: e", 8, "lq", "int64") < 0 ||
-        get_fmt(g_obj, &g, n, "idle_gaps: g", 4, "IL", "uint32") < 0 ||
-        get_fmt(sh_obj, &sh, -1, "idle_gaps: shift", 8, "lq", "int64") < 0)
+    if (get_typed(e_obj, &e, n, "idle_gaps: e", 'q') < 0 ||
+        get_typed(g_obj, &g, n, "idle_gaps: g", 'I') < 0 ||
+        get_typed(sh_obj, &sh, -1, "idle_gaps: shift", 'q') < 0)
         goto done;
     Py_ssize_t n_dev = sh.view.len / 8;
-    if (get_fmt(hi_obj, &hi, n_dev, "idle_gaps: hi", 8, "lq", "int64") < 0) goto done;
+    if (get_typed(hi_obj, &hi, n_dev, "idle_gaps: hi", 'q') < 0) goto done;
     const int64_t *S = s.view.buf, *E = e.view.buf, *SH = sh.view.buf, *HI = hi.view.buf;
     const uint32_t *G = g.view.buf;
     Py_ssize_t n_gaps = 0;
@@ -990,12 +990,7 @@ static PyObject *py_idle_gaps(PyObject *self, PyObject *args) {
         GAP(tail, HI[tail], IDLE_INF, -1);
 #undef GAP
     Py_END_ALLOW_THREADS
-    if (j != total) {  /* cannot happen: the count above is the same test */
-        PyErr_SetString(PyExc_RuntimeError, "idle_gaps: the gaps written differ from those counted");
-        goto done;
-    }
-    result = Py_BuildValue("(NNNN)", out[0], out[1], out[2], out[3]);
-    if (result) out[0] = out[1] = out[2] = out[3] = NULL;
+    result = four_columns(out, j, total, "idle_gaps");
 done:
     for (int k = 0; k < 4; k++) Py_XDECREF(out[k]);
     release(&s); release(&e); release(&g); release(&sh); release(&hi);
@@ -1008,12 +1003,12 @@ static PyObject *py_idle_pieces(PyObject *self, PyObject *args) {
         return NULL;
     buf_t g = {0}, s = {0}, e = {0}, l = {0}, h = {0};
     PyObject *out[4] = {NULL, NULL, NULL, NULL}, *result = NULL;
-    if (get_fmt(g_obj, &g, -1, "idle_pieces: g", 8, "lq", "int64") < 0) goto done;
+    if (get_typed(g_obj, &g, -1, "idle_pieces: g", 'q') < 0) goto done;
     Py_ssize_t n = g.view.len / 8;
-    if (get_fmt(s_obj, &s, n, "idle_pieces: start", 8, "lq", "int64") < 0 ||
-        get_fmt(e_obj, &e, n, "idle_pieces: end", 8, "lq", "int64") < 0 ||
-        get_fmt(l_obj, &l, n, "idle_pieces: l_end", 8, "lq", "int64") < 0 ||
-        get_fmt(h_obj, &h, n, "idle_pieces: has", 1, "?bB", "bool") < 0)
+    if (get_typed(s_obj, &s, n, "idle_pieces: start", 'q') < 0 ||
+        get_typed(e_obj, &e, n, "idle_pieces: end", 'q') < 0 ||
+        get_typed(l_obj, &l, n, "idle_pieces: l_end", 'q') < 0 ||
+        get_typed(h_obj, &h, n, "idle_pieces: has", '?') < 0)
         goto done;
     const int64_t *G = g.view.buf, *S = s.view.buf, *E = e.view.buf, *L = l.view.buf;
     const uint8_t *H = h.view.buf;
@@ -1046,12 +1041,7 @@ static PyObject *py_idle_pieces(PyObject *self, PyObject *args) {
     }
 #undef PIECE
     Py_END_ALLOW_THREADS
-    if (j != total) {  /* cannot happen: the count above is the same test */
-        PyErr_SetString(PyExc_RuntimeError, "idle_pieces: the pieces written differ from those counted");
-        goto done;
-    }
-    result = Py_BuildValue("(NNNN)", out[0], out[1], out[2], out[3]);
-    if (result) out[0] = out[1] = out[2] = out[3] = NULL;
+    result = four_columns(out, j, total, "idle_pieces");
 done:
     for (int k = 0; k < 4; k++) Py_XDECREF(out[k]);
     release(&g); release(&s); release(&e); release(&l); release(&h);
