@@ -326,3 +326,34 @@ def test_shapes_keep_packed_widths_tuples_and_unknown_types() -> None:
     assert t.is_tuple and [(s.dtype, s.dims, s.element_bits) for s in t.tuple_shapes] == [
         ("s4", (8, 3), 4), ("f32", (2,), 0)]
     assert (insts["odd"].shape.dtype, insts["odd"].shape.dims) == ("type99", (5,))
+
+
+def test_instruction_fields_read_from_the_proto() -> None:
+    """The decoder reads only the fields an instruction sets (``ListFields``); each of these
+    is read into its own field, and an unset one keeps XLA's reading of proto3's zero (group
+    counts 1, no channel, no groups). ``all_reduce_id`` (the old channel field) counts
+    when ``channel_id`` is unset."""
+    b = ModuleBuilder("fields", 11)
+    c = b.computation("main")
+    b.inst(c, "p", "parameter", "f32[8]", parameter_number=2,
+           metadata=lambda m: setattr(m, "op_name", "jit(f)/dot_general"))
+    b.inst(c, "cp", "collective-permute", "f32[8]", ("p",), channel_id=5,
+           source_target_pairs=lambda s: [s.add(source=a, target=z) for a, z in
+                                          ((0, 1), (1, 2), (2, 0))])
+    b.inst(c, "ar", "all-reduce", "f32[8]", ("p",), all_reduce_id=9,
+           use_global_device_ids=True)
+    b.inst(c, "cmp", "compare", "pred[8]", ("p", "p"), comparison_direction="LT",
+           comparison_type="TOTALORDER")
+    b.inst(c, "gte", "get-tuple-element", "f32[8]", ("p",), tuple_index=3,
+           feature_group_count=4, root=True)
+    b.entry(c)
+    insts = module_from_proto(b.bytes()).computations["main"].instructions
+    p, cp, ar, cmp, gte = (insts[n] for n in ("p", "cp", "ar", "cmp", "gte"))
+    assert (p.op_name, p.parameter_number, p.channel_id, p.replica_groups) == (
+        "jit(f)/dot_general", 2, 0, None)
+    assert (cp.channel_id, cp.source_target_pairs) == (5, ((0, 1), (1, 2), (2, 0)))
+    assert (ar.channel_id, ar.use_global_device_ids, ar.operands) == (9, True, ("p",))
+    assert (cmp.comparison_direction, cmp.comparison_type) == ("LT", "TOTALORDER")
+    assert (gte.tuple_index, gte.feature_group_count, gte.batch_group_count) == (3, 4, 1)
+    assert (p.op_name, cp.op_name, p.custom_call_target, p.fusion_kind) == (
+        "jit(f)/dot_general", "", "", "")

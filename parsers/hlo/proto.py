@@ -148,43 +148,72 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
         comp = Computation(name=c.name, root=names.get(c.root_id, ""),
                            is_fusion=c.is_fusion_computation)
         for i in c.instructions:
-            shape = shape_from_proto(i.shape, shapes)
-            config = _backend_config(i, payloads)
-            inst = Instruction(
-                name=i.name, opcode=i.opcode, shape=shape,
-                operands=tuple(names[o] for o in i.operand_ids if o in names),
-                called=tuple(comp_names[k] for k in i.called_computation_ids if k in comp_names),
-                dimensions=tuple(i.dimensions),
-                dot=_dot_dims(i.dot_dimension_numbers) if i.HasField("dot_dimension_numbers")
-                else (_dot_dims(i.ragged_dot_dimension_numbers.dot_dimension_numbers)
-                      if i.HasField("ragged_dot_dimension_numbers") else None),
-                lhs_ragged_dims=tuple(i.ragged_dot_dimension_numbers.lhs_ragged_dimensions)
-                if i.HasField("ragged_dot_dimension_numbers") else (),
-                window=_window(i.window) if i.HasField("window") else None,
-                conv=_conv_dims(i.convolution_dimension_numbers)
-                if i.HasField("convolution_dimension_numbers") else None,
-                feature_group_count=i.feature_group_count or 1,
-                batch_group_count=i.batch_group_count or 1,
-                custom_call_target=i.custom_call_target,
-                backend_config_text=config,
-                ffi_attributes=parse_attribute_dict(config) if i.opcode == "custom-call"
-                else None,
-                fusion_kind=i.fusion_kind,
-                replica_groups=replica_groups_from_proto(i),
-                channel_id=i.channel_id or i.all_reduce_id,
-                use_global_device_ids=i.use_global_device_ids,
-                source_target_pairs=tuple((p.source, p.target) for p in i.source_target_pairs),
-                tuple_index=i.tuple_index,
-                precision_algorithm=i.precision_config.algorithm
-                if i.HasField("precision_config") else 0,
-                op_name=i.metadata.op_name if i.HasField("metadata") else "",
-                literal=scalar_literal(i, shape),
-                parameter_number=i.parameter_number,
-                comparison_direction=i.comparison_direction,
-                comparison_type=i.comparison_type,
-            )
+            inst = _instruction(i, names, comp_names, payloads, shapes)
             comp.instructions[inst.name] = inst
         module.computations[comp.name] = comp
     if module.entry not in module.computations and hm.computations:
         module.entry = hm.computations[-1].name  # the entry comes last (hlo.md §2.2)
     return module
+
+
+_GROUP_FIELDS = frozenset({"replica_groups", "iota_collective_device_list",
+                           "mesh_axes_replica_group_list", "collective_device_list"})
+
+
+def _instruction(i: Any, names: dict[int, str], comp_names: dict[int, str],
+                 payloads: list[bytes], shapes: dict[tuple[int, tuple[int, ...], int], Shape]
+                 ) -> Instruction:
+    """One ``HloInstructionProto`` as an :class:`Instruction`. Its set fields are listed once
+    (``ListFields``: an instruction sets 4-8 of ~80) and only those are read; an unset field
+    keeps the dataclass default, which is proto3's zero value or what XLA reads for it."""
+    f = {fd.name: v for fd, v in i.ListFields()}
+    get = f.get
+    shape = shape_from_proto(f["shape"] if "shape" in f else i.shape, shapes)
+    opcode = get("opcode", "")
+    kw: dict[str, Any] = {}
+    if "operand_ids" in f:
+        kw["operands"] = tuple(names[o] for o in f["operand_ids"] if o in names)
+    if "called_computation_ids" in f:
+        kw["called"] = tuple(comp_names[k] for k in f["called_computation_ids"]
+                             if k in comp_names)
+    if "dimensions" in f:
+        kw["dimensions"] = tuple(f["dimensions"])
+    if "dot_dimension_numbers" in f:
+        kw["dot"] = _dot_dims(f["dot_dimension_numbers"])
+    if "ragged_dot_dimension_numbers" in f:
+        ragged = f["ragged_dot_dimension_numbers"]
+        if "dot" not in kw:
+            kw["dot"] = _dot_dims(ragged.dot_dimension_numbers)
+        kw["lhs_ragged_dims"] = tuple(ragged.lhs_ragged_dimensions)
+    if "window" in f:
+        kw["window"] = _window(f["window"])
+    if "convolution_dimension_numbers" in f:
+        kw["conv"] = _conv_dims(f["convolution_dimension_numbers"])
+    config = _backend_config(i, payloads) if "backend_config" in f \
+        or "backend_config_payload" in f else ""
+    if _GROUP_FIELDS.intersection(f):
+        kw["replica_groups"] = replica_groups_from_proto(i)
+    if "source_target_pairs" in f:
+        kw["source_target_pairs"] = tuple((p.source, p.target)
+                                          for p in f["source_target_pairs"])
+    if "precision_config" in f:
+        kw["precision_algorithm"] = f["precision_config"].algorithm
+    if "metadata" in f:
+        kw["op_name"] = f["metadata"].op_name
+    if "literal" in f:
+        kw["literal"] = scalar_literal(i, shape)
+    return Instruction(
+        name=get("name", ""), opcode=opcode, shape=shape,
+        feature_group_count=get("feature_group_count", 0) or 1,
+        batch_group_count=get("batch_group_count", 0) or 1,
+        custom_call_target=get("custom_call_target", ""),
+        backend_config_text=config,
+        ffi_attributes=parse_attribute_dict(config) if opcode == "custom-call" else None,
+        fusion_kind=get("fusion_kind", ""),
+        channel_id=get("channel_id", 0) or get("all_reduce_id", 0),
+        use_global_device_ids=get("use_global_device_ids", False),
+        tuple_index=get("tuple_index", 0),
+        parameter_number=get("parameter_number", 0),
+        comparison_direction=get("comparison_direction", ""),
+        comparison_type=get("comparison_type", ""),
+        **kw)
