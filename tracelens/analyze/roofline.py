@@ -270,8 +270,9 @@ def mfu(events: pl.DataFrame, specs: pl.DataFrame, windows: pl.DataFrame | None 
     dominant = (per_dtype.sort(["f", "dtype"], descending=[True, False])
                 .group_by(keys, maintain_order=True)
                 .agg(mfu_dtype=pl.col("dtype").first(), model_flops=pl.col("f").sum()))
-    missing = lazy.group_by(keys).agg(model_kernels_without_cost=pl.col("flops").is_null()
-                                      .sum().cast(pl.Int64)).collect()
+    # counted on the kernels without flops only (a key without any: 0, after the join)
+    missing = lazy.filter(pl.col("flops").is_null()).group_by(keys).agg(
+        model_kernels_without_cost=pl.len().cast(pl.Int64)).collect()
     out = spans.join(dominant, on=keys, how="left").join(missing, on=keys, how="left") \
         .join(specs, on=DEVICE_KEYS, how="left")
     out = out.with_columns(peak_tflops=_peak_of_dtype("mfu_dtype"),
