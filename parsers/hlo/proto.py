@@ -156,6 +156,7 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
     return module
 
 
+# the four encodings replica_groups_from_proto reads: without any of them, no groups (None)
 _GROUP_FIELDS = frozenset({"replica_groups", "iota_collective_device_list",
                            "mesh_axes_replica_group_list", "collective_device_list"})
 
@@ -168,7 +169,7 @@ def _instruction(i: Any, names: dict[int, str], comp_names: dict[int, str],
     keeps the dataclass default, which is proto3's zero value or what XLA reads for it."""
     f = {fd.name: v for fd, v in i.ListFields()}
     get = f.get
-    shape = shape_from_proto(f["shape"] if "shape" in f else i.shape, shapes)
+    shape = shape_from_proto(i.shape, shapes)
     opcode = get("opcode", "")
     kw: dict[str, Any] = {}
     if "operand_ids" in f:
