@@ -111,6 +111,36 @@ def test_run_map_keeps_input_order_on_workers(cluster: str) -> None:
         [r for r, _ in first]
 
 
+def _allocator_env() -> tuple[str | None, str | None]:
+    return os.environ.get("POLARS_MAX_THREADS"), os.environ.get("_RJEM_MALLOC_CONF")
+
+
+def test_local_workers_get_an_arena_per_polars_thread(cluster: str) -> None:
+    """Each worker of a local cluster runs polars on its share of the cores, and its
+    allocator with as many arenas as those threads (dask_map.worker_env)."""
+    from distributed import Client
+
+    threads = str(max(1, (os.cpu_count() or 1) // 2))
+    with Client(cluster, set_as_default=False) as client:
+        got = client.run(_allocator_env)
+    assert len(got) == 2, got
+    for polars_threads, conf in got.values():
+        assert polars_threads == threads
+        # polars puts its own options first in each process; the last arena count wins
+        assert conf is not None and conf.split("narenas:")[-1].split(",")[0] == threads, conf
+
+
+def test_worker_env_keeps_the_allocator_options_already_set(monkeypatch) -> None:
+    from tracelens.dask_map import worker_env
+
+    monkeypatch.delenv("_RJEM_MALLOC_CONF", raising=False)
+    assert worker_env(3) == {"POLARS_MAX_THREADS": "3", "_RJEM_MALLOC_CONF": "narenas:3"}
+    monkeypatch.setenv("_RJEM_MALLOC_CONF", "dirty_decay_ms:500")
+    assert worker_env(3)["_RJEM_MALLOC_CONF"] == "dirty_decay_ms:500,narenas:3"
+    monkeypatch.setenv("_RJEM_MALLOC_CONF", "dirty_decay_ms:500,narenas:7")  # the caller's
+    assert worker_env(3)["_RJEM_MALLOC_CONF"] == "dirty_decay_ms:500,narenas:7"
+
+
 def test_run_map_in_process_for_one_worker() -> None:
     got = run_map(_pid_square, [3, 1, 2], workers=1)
     assert got == [(9, os.getpid()), (1, os.getpid()), (4, os.getpid())]
