@@ -52,6 +52,11 @@
 
 #define MAX_DEPTH 100
 #define NCODES_MAX 16
+/* Ids below these are looked up by index (idmap_init_direct): event metadata ids (one a
+ * distinct event name on a line's plane) and stat metadata ids (stat names and the strings
+ * events refer to), which writers number from 1. Larger ids are hashed, as before. */
+#define DIRECT_METADATA (1 << 15)
+#define DIRECT_STATS (1 << 13)
 /* Column memory of one call <= FACTOR * input bytes + BASE (parsers/xspace/native.py checks
  * the same bound for a whole file first, so both decoders refuse the same files). */
 #define COLUMN_BUDGET_FACTOR 16
@@ -268,7 +273,10 @@ typedef struct {
     uint64_t *keys;
     int32_t *vals;    /* dense index, -1 = empty slot */
     size_t cap;       /* power of two */
-    size_t n;
+    size_t n;         /* entries, hashed and direct */
+    size_t hashed;    /* entries in keys/vals (what the load factor counts) */
+    int32_t *direct;  /* keys below dcap: dense index by key, -1 = absent (no hashing) */
+    size_t dcap;
     uint64_t *order;  /* dense index -> key */
     int64_t *counts;  /* per dense index: a counter the caller uses */
     uint8_t *flag;    /* per dense index: a flag the caller sets */
@@ -300,9 +308,22 @@ static int idmap_init(idmap_t *m, size_t cap) {
     return 0;
 }
 
+/* idmap_init, and keys below ``dcap`` looked up by index instead of hashed: the metadata
+ * and stat ids an XSpace writer numbers from 1, read once per event or stat (a hash of two
+ * multiply rounds and a probe each: a fifth of the line walk). */
+static int idmap_init_direct(idmap_t *m, size_t cap, size_t dcap) {
+    if (idmap_init(m, cap)) return -1;
+    m->direct = malloc(dcap * sizeof(int32_t));
+    if (!m->direct) return -1;
+    memset(m->direct, 0xff, dcap * sizeof(int32_t));
+    m->dcap = dcap;
+    return 0;
+}
+
 static void idmap_free(idmap_t *m) {
     free(m->keys);
     free(m->vals);
+    free(m->direct);
     free(m->order);
     free(m->counts);
     free(m->flag);
@@ -334,16 +355,8 @@ static int idmap_grow(idmap_t *m) {
     return 0;
 }
 
-/* Dense index of ``key``; *is_new says whether it was just added. -1 on out of memory. */
-static inline int32_t idmap_get(idmap_t *m, uint64_t key, int *is_new) {
-    size_t j = hkey(key) & (m->cap - 1);
-    while (m->vals[j] >= 0) {
-        if (m->keys[j] == key) {
-            *is_new = 0;
-            return m->vals[j];
-        }
-        j = (j + 1) & (m->cap - 1);
-    }
+/* The next dense index, for ``key`` (its order, counter and flag); -1 on out of memory. */
+static int32_t idmap_append(idmap_t *m, uint64_t key) {
     if (m->n >= 0x7ffffff0) return -1;
     if (m->n == m->order_cap) {
         size_t oc = m->order_cap ? m->order_cap * 2 : 64;
@@ -359,18 +372,44 @@ static inline int32_t idmap_get(idmap_t *m, uint64_t key, int *is_new) {
         m->order_cap = oc;
     }
     int32_t idx = (int32_t)m->n++;
-    m->keys[j] = key;
-    m->vals[j] = idx;
     m->order[idx] = key;
     m->counts[idx] = 0;
     m->flag[idx] = 0;
+    return idx;
+}
+
+/* Dense index of ``key``; *is_new says whether it was just added. -1 on out of memory. */
+static inline int32_t idmap_get(idmap_t *m, uint64_t key, int *is_new) {
+    if (key < m->dcap) {
+        int32_t v = m->direct[key];
+        *is_new = v < 0;
+        if (v < 0) {
+            v = idmap_append(m, key);
+            if (v >= 0) m->direct[key] = v;
+        }
+        return v;
+    }
+    size_t j = hkey(key) & (m->cap - 1);
+    while (m->vals[j] >= 0) {
+        if (m->keys[j] == key) {
+            *is_new = 0;
+            return m->vals[j];
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    int32_t idx = idmap_append(m, key);
+    if (idx < 0) return -1;
+    m->keys[j] = key;
+    m->vals[j] = idx;
+    m->hashed++;
     *is_new = 1;
-    if (m->n * 2 > m->cap && idmap_grow(m)) return -1;
+    if (m->hashed * 2 > m->cap && idmap_grow(m)) return -1;
     return idx;
 }
 
 /* Lookup only: -1 when absent. */
 static inline int32_t idmap_find(const idmap_t *m, uint64_t key) {
+    if (key < m->dcap) return m->direct[key];
     size_t j = hkey(key) & (m->cap - 1);
     while (m->vals[j] >= 0) {
         if (m->keys[j] == key) return m->vals[j];
@@ -1266,8 +1305,10 @@ static int job_setup(job_t *j, Py_buffer *view, const request_t *r) {
     if (check_range(view, r->off, r->len)) return -1;
     d->ncodes = r->ncodes;
     d->filter = r->filter;
-    if (idmap_init(&d->stat_codes, 64) || idmap_init(&d->md, 256) ||
-        idmap_init(&d->refs, 256) || idmap_init(&d->defaults, 64) || strtab_init(&d->strs)) {
+    if (idmap_init_direct(&d->stat_codes, 64, DIRECT_STATS) ||
+        idmap_init_direct(&d->md, 256, DIRECT_METADATA) ||
+        idmap_init_direct(&d->refs, 256, DIRECT_STATS) || idmap_init(&d->defaults, 64) ||
+        strtab_init(&d->strs)) {
         PyErr_NoMemory();
         return -1;
     }

@@ -190,6 +190,33 @@ def test_wire_format_edge_cases(tmp_path: Path, name: str) -> None:
         assert_same(p)
 
 
+def test_ids_on_both_sides_of_the_direct_lookup(tmp_path: Path) -> None:
+    """Event metadata ids below 2^15 and stat metadata ids below 2^13 are looked up by index
+    in the C decoder, larger ones hashed (``idmap_init_direct``): ids at, below and far
+    above each bound, named or not, as event, stat and reference ids on one line, read as
+    the per-event reader reads them."""
+    big = 2**40
+    events = [_event(md=32767, stats=_stat(8191, 7, 8192) + _stat(2, 4, 11)),
+              _event(md=32768, stats=_stat(8192, 7, 8191) + _stat(big, 4, 77)),
+              _event(md=big, stats=_stat(8191, 7, big + 1) + _stat(8193, 5, "inline")),
+              _event(md=32769, stats=_stat(8191, 7, 8190)),  # an unnamed event metadata id
+              _event(md=1, stats=_stat(8191, 7, 3) + _stat(2, 4, 12))]
+    space = xspace_class()()
+    space.ParseFromString(_space_with(events))
+    plane = space.planes[0]
+    for i, name in ((32767, "below"), (32768, "at"), (big, "far above")):
+        plane.event_metadata[i].id = i
+        plane.event_metadata[i].name = name
+    for i, name in ((8190, "ref.below"), (8191, "hlo_op"), (8192, "hlo_module"),
+                    (8193, "memcpy_details"), (big, "correlation_id"), (big + 1, "ref.far")):
+        plane.stat_metadata[i].id = i
+        plane.stat_metadata[i].name = name
+    p = tmp_path / "ids.xplane.pb"
+    p.write_bytes(space.SerializeToString())
+    trace = assert_same(p)
+    assert trace.events.height == 5  # type: ignore[attr-defined]
+
+
 _LINE_NAMES = ("Stream #8", "Stream #9", "Stream #10", "Stream #11(MemcpyH2D)",
                "Stream #12(MemcpyH2D)", "Other line", "Stream #13(Memset)")
 
