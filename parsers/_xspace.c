@@ -983,6 +983,28 @@ static inline int64_t floordiv1000(__int128 x) {
     return (int64_t)q;  /* range checked by the caller */
 }
 
+/* An event's start and end in ns: the line's ``ts_ns`` plus its offset and offset +
+ * duration in ps, floored to ns. 0, or 1 when either is outside int64. In int64 arithmetic
+ * (a division by the constant 1000 is a multiply) unless offset + duration overflows it;
+ * then in 128 bits (a library division). Either way the same values. */
+static inline int event_times(int64_t ts_ns, int64_t off, int64_t dur, int64_t *start,
+                              int64_t *stop) {
+    int64_t end_ps;
+    if (!__builtin_add_overflow(off, dur, &end_ps)) {
+        int64_t q0 = off / 1000 - (off % 1000 != 0 && off < 0);
+        int64_t q1 = end_ps / 1000 - (end_ps % 1000 != 0 && end_ps < 0);
+        return __builtin_add_overflow(ts_ns, q0, start) || __builtin_add_overflow(ts_ns, q1, stop);
+    }
+    __int128 s = (__int128)off;
+    __int128 e = s + (__int128)dur;
+    __int128 a = (__int128)ts_ns + floordiv1000(s);
+    __int128 b = (__int128)ts_ns + floordiv1000(e);
+    if (a > INT64_MAX || a < INT64_MIN || b > INT64_MAX || b < INT64_MIN) return 1;
+    *start = (int64_t)a;
+    *stop = (int64_t)b;
+    return 0;
+}
+
 /* Does the event with dense metadata index ``mdi`` carry default stats (filter mode)? */
 static inline int md_has_default(dec_t *d, int32_t mdi, int is_new) {
     if (is_new) d->md.flag[mdi] = idmap_find(&d->defaults, d->md.order[mdi]) >= 0;
@@ -1093,11 +1115,8 @@ static int emit_event(dec_t *d, const event_t *ev, int64_t ts_ns) {
     d->md.counts[mdi]++;
     int has_default = md_has_default(d, mdi, is_new);
     /* every event not dropped is checked, filtered or not: the per-event reader does so */
-    __int128 s = (__int128)(int64_t)ev->off;
-    __int128 e = s + (__int128)(int64_t)ev->dur;
-    __int128 start = (__int128)ts_ns + floordiv1000(s);
-    __int128 stop = (__int128)ts_ns + floordiv1000(e);
-    if (start > INT64_MAX || start < INT64_MIN || stop > INT64_MAX || stop < INT64_MIN)
+    int64_t start, stop;
+    if (event_times(ts_ns, (int64_t)ev->off, (int64_t)ev->dur, &start, &stop))
         return fail(&d->err, "event time out of the int64 nanosecond range");
     if (d->filter && !ev->any && !has_default) return 0;
     if (d->n >= d->cap) return fail(&d->err, "more events than counted");  /* cannot happen */

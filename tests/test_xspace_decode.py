@@ -434,6 +434,35 @@ def test_timestamps_out_of_range_are_an_input_error(tmp_path: Path) -> None:
         c.decode(raw, off, length, 2**63 - 10, {}, 7, None, True)
 
 
+@pytest.mark.parametrize("ts, off, dur", [
+    (5, 2**63 - 1000, 5000),            # offset + duration past int64: both times fit
+    (5, -(2**63), 0),                   # the smallest offset
+    (2**63 - 10, 9000, 999),            # the end at INT64_MAX exactly
+    (2**63 - 10, 9000, 1000),           # the end one ns past it: refused
+    (-(2**63) + 5, -5000, 10),          # the start at INT64_MIN exactly
+    (-(2**63) + 5, -5001, 10),          # floored one ns below it: refused
+    (-3, -999_999, 3), (7, -1, 1), (0, 999, 1)])
+def test_event_times_at_the_edges_of_int64(tmp_path: Path, ts: int, off: int, dur: int
+                                           ) -> None:
+    """The C decoder's event times (int64 arithmetic, 128 bits when offset + duration
+    overflows) equal the per-event reader's, or both refuse the file."""
+    p = tmp_path / "edge.xplane.pb"
+    p.write_bytes(_space_with([_event(off=off, dur=dur, stats=_stat(2, 4, 1))], ts=ts))
+    assert_same(p)
+    # the decoder's own columns (the reader drops some of these events later on)
+    start, end = ts + off // 1000, ts + (off + dur) // 1000  # exact: Python's floor division
+    raw = p.read_bytes()
+    c = xspace_native.extension()
+    _, lines, _ = c.scan(raw)
+    (_, _, at, length, _), *_ = lines
+    if -(2**63) <= start < 2**63 and -(2**63) <= end < 2**63:
+        got = c.decode(raw, at, length, ts, {}, 7, None, False)
+        assert struct.unpack("<qq", got["start_ns"] + got["end_ns"]) == (start, end)
+    else:
+        with pytest.raises(ValueError, match="int64 nanosecond range"):
+            c.decode(raw, at, length, ts, {}, 7, None, False)
+
+
 # ---------------------------------------------------------------------------------------------
 # Which decoder ran
 # ---------------------------------------------------------------------------------------------
