@@ -91,9 +91,35 @@ static inline int fail(err_t *e, const char *msg) {
 /* Wire primitives                                                                          */
 /* ---------------------------------------------------------------------------------------- */
 
+/* Bits 7i..7i+6 of a varint from its little-endian bytes ``x`` (at most 8, the rest 0). */
+static inline uint64_t varint_bits(uint64_t x) {
+    return (x & 0x7fULL) | (x & 0x7f00ULL) >> 1 | (x & 0x7f0000ULL) >> 2
+        | (x & 0x7f000000ULL) >> 3 | (x & 0x7f00000000ULL) >> 4
+        | (x & 0x7f0000000000ULL) >> 5 | (x & 0x7f000000000000ULL) >> 6
+        | (x & 0x7f00000000000000ULL) >> 7;
+}
+
 static inline int rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out, err_t *e) {
     const uint8_t *p = *pp;
-    uint64_t v = 0;
+    if (p < end && *p < 0x80) {  /* one byte: tags, ids, lengths */
+        *out = *p;
+        *pp = p + 1;
+        return 0;
+    }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (end - p >= 8) {  /* up to 8 bytes read as one word: no branch per byte */
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t stops = ~w & 0x8080808080808080ULL;  /* the high bit clear: the last byte */
+        if (stops) {
+            int n = __builtin_ctzll(stops) / 8 + 1;
+            *out = varint_bits(n == 8 ? w : w & ((1ULL << (8 * n)) - 1));
+            *pp = p + n;
+            return 0;
+        }
+    }
+#endif
+    uint64_t v = 0;  /* 9 or 10 bytes (negative int64s), or near the end of the buffer */
     for (int i = 0; i < 10; i++) {
         if (p >= end) return fail(e, "truncated varint");
         uint8_t b = *p++;

@@ -463,6 +463,33 @@ def test_event_times_at_the_edges_of_int64(tmp_path: Path, ts: int, off: int, du
             c.decode(raw, at, length, ts, {}, 7, None, False)
 
 
+def test_varints_of_every_length(tmp_path: Path) -> None:
+    """Offsets, durations and stat values of 1 to 10 bytes on the wire, the longest and the
+    shortest of each length, anywhere in an event (the C decoder reads up to 8 bytes as one
+    word when the event has that many left, else byte by byte): what the per-event reader
+    reads, and the decoder's own times exact."""
+    values = sorted({v for n in range(1, 11) for v in (2 ** (7 * (n - 1)), 2 ** (7 * n) - 1)
+                     if v < 2**63})
+    events = [_event(off=v, dur=w, stats=_stat(2, 4, v) + _stat(3, 3, w))
+              for v, w in zip(values, reversed(values))]
+    events += [_event(off=-v, dur=1) for v in values[:6]]  # negative int64: 10 bytes
+    p = tmp_path / "varints.xplane.pb"
+    p.write_bytes(_space_with(events, ts=0))
+    assert_same(p)
+    raw = p.read_bytes()
+    c = xspace_native.extension()
+    _, lines, _ = c.scan(raw)
+    (_, _, at, length, _), *_ = lines
+    got = c.decode(raw, at, length, 0, {2: 0}, 7, None, False)
+    n = len(events)
+    starts = struct.unpack(f"<{n}q", got["start_ns"])
+    ends = struct.unpack(f"<{n}q", got["end_ns"])
+    want = [(v // 1000, (v + w) // 1000) for v, w in zip(values, reversed(values))]
+    want += [(-v // 1000, (-v + 1) // 1000) for v in values[:6]]
+    assert list(zip(starts, ends)) == want
+    assert struct.unpack(f"<{len(values)}q", got["vals"][0][:8 * len(values)]) == tuple(values)
+
+
 # ---------------------------------------------------------------------------------------------
 # Which decoder ran
 # ---------------------------------------------------------------------------------------------
