@@ -301,8 +301,9 @@ typedef struct {
     size_t cap;       /* power of two */
     size_t n;         /* entries, hashed and direct */
     size_t hashed;    /* entries in keys/vals (what the load factor counts) */
-    int32_t *direct;  /* keys below dcap: dense index by key, -1 = absent (no hashing) */
-    size_t dcap;
+    int32_t *direct;  /* keys below dmax: dense index by key (grown to dcap as keys come),
+                       * -1 = absent; no hashing */
+    size_t dcap, dmax;
     uint64_t *order;  /* dense index -> key */
     int64_t *counts;  /* per dense index: a counter the caller uses */
     uint8_t *flag;    /* per dense index: a flag the caller sets */
@@ -334,15 +335,25 @@ static int idmap_init(idmap_t *m, size_t cap) {
     return 0;
 }
 
-/* idmap_init, and keys below ``dcap`` looked up by index instead of hashed: the metadata
+/* idmap_init, and keys below ``dmax`` looked up by index instead of hashed: the metadata
  * and stat ids an XSpace writer numbers from 1, read once per event or stat (a hash of two
- * multiply rounds and a probe each: a fifth of the line walk). */
-static int idmap_init_direct(idmap_t *m, size_t cap, size_t dcap) {
+ * multiply rounds and a probe each: a fifth of the line walk). The index grows with the
+ * largest such key added, so a line of a few names holds a small one. */
+static int idmap_init_direct(idmap_t *m, size_t cap, size_t dmax) {
     if (idmap_init(m, cap)) return -1;
-    m->direct = malloc(dcap * sizeof(int32_t));
-    if (!m->direct) return -1;
-    memset(m->direct, 0xff, dcap * sizeof(int32_t));
-    m->dcap = dcap;
+    m->dmax = dmax;
+    return 0;
+}
+
+/* The index grown past ``key`` (< dmax): a power of two, the new slots absent. */
+static int idmap_grow_direct(idmap_t *m, uint64_t key) {
+    size_t cap = m->dcap ? m->dcap : 64;
+    while (cap <= key) cap *= 2;
+    int32_t *d = realloc(m->direct, cap * sizeof(int32_t));
+    if (!d) return -1;
+    memset(d + m->dcap, 0xff, (cap - m->dcap) * sizeof(int32_t));
+    m->direct = d;
+    m->dcap = cap;
     return 0;
 }
 
@@ -406,7 +417,8 @@ static int32_t idmap_append(idmap_t *m, uint64_t key) {
 
 /* Dense index of ``key``; *is_new says whether it was just added. -1 on out of memory. */
 static inline int32_t idmap_get(idmap_t *m, uint64_t key, int *is_new) {
-    if (key < m->dcap) {
+    if (key < m->dmax) {
+        if (key >= m->dcap && idmap_grow_direct(m, key)) return -1;
         int32_t v = m->direct[key];
         *is_new = v < 0;
         if (v < 0) {
@@ -435,7 +447,7 @@ static inline int32_t idmap_get(idmap_t *m, uint64_t key, int *is_new) {
 
 /* Lookup only: -1 when absent. */
 static inline int32_t idmap_find(const idmap_t *m, uint64_t key) {
-    if (key < m->dcap) return m->direct[key];
+    if (key < m->dmax) return key < m->dcap ? m->direct[key] : -1;  /* never added: absent */
     size_t j = hkey(key) & (m->cap - 1);
     while (m->vals[j] >= 0) {
         if (m->keys[j] == key) return m->vals[j];
