@@ -52,9 +52,9 @@
 
 #define MAX_DEPTH 100
 #define NCODES_MAX 16
-/* Ids below these are looked up by index (idmap_init_direct): event metadata ids (one a
- * distinct event name on a line's plane) and stat metadata ids (stat names and the strings
- * events refer to), which writers number from 1. Larger ids are hashed, as before. */
+/* Ids below these are looked up by index (idmap_init_direct): event metadata ids (one per
+ * distinct event name of a plane) and stat metadata ids (stat names and the strings events
+ * refer to), which writers number from 1. Larger ids are hashed, as before. */
 #define DIRECT_METADATA (1 << 15)
 #define DIRECT_STATS (1 << 13)
 /* Column memory of one call <= FACTOR * input bytes + BASE (parsers/xspace/native.py checks
@@ -337,7 +337,7 @@ static int idmap_init(idmap_t *m, size_t cap) {
 
 /* idmap_init, and keys below ``dmax`` looked up by index instead of hashed: the metadata
  * and stat ids an XSpace writer numbers from 1, read once per event or stat (a hash of two
- * multiply rounds and a probe each: a fifth of the line walk). The index grows with the
+ * multiply rounds and a probe each: about a fifth of the line walk's samples). The index grows with the
  * largest such key added, so a line of a few names holds a small one. */
 static int idmap_init_direct(idmap_t *m, size_t cap, size_t dmax) {
     if (idmap_init(m, cap)) return -1;
