@@ -115,19 +115,30 @@ def _allocator_env() -> tuple[str | None, str | None]:
     return os.environ.get("POLARS_MAX_THREADS"), os.environ.get("_RJEM_MALLOC_CONF")
 
 
+def _arenas(conf: str | None) -> str | None:
+    """The arena count jemalloc reads from ``conf`` (the last one given), if any."""
+    return conf.split("narenas:")[-1].split(",")[0] if conf and "narenas:" in conf else None
+
+
 def test_local_workers_get_an_arena_per_polars_thread(cluster: str) -> None:
-    """Each worker of a local cluster runs polars on its share of the cores, and its
-    allocator with as many arenas as those threads (dask_map.worker_env)."""
+    """Each worker of the local cluster runs polars on its share of the cores, and its
+    allocator with the arena count dask_map.worker_env gives (as many arenas as those
+    threads, unless this process's options already name a count): the setting reaches the
+    worker processes, before polars there reads it."""
     from distributed import Client
 
-    threads = str(max(1, (os.cpu_count() or 1) // 2))
+    from tracelens.dask_map import worker_env
+
+    threads = max(1, (os.cpu_count() or 1) // 2)
+    want = worker_env(threads)
+    assert _arenas(want["_RJEM_MALLOC_CONF"]) is not None
     with Client(cluster, set_as_default=False) as client:
         got = client.run(_allocator_env)
     assert len(got) == 2, got
     for polars_threads, conf in got.values():
-        assert polars_threads == threads
+        assert polars_threads == str(threads)
         # polars puts its own options first in each process; the last arena count wins
-        assert conf is not None and conf.split("narenas:")[-1].split(",")[0] == threads, conf
+        assert _arenas(conf) == _arenas(want["_RJEM_MALLOC_CONF"]), conf
 
 
 def test_worker_env_keeps_the_allocator_options_already_set(monkeypatch) -> None:

@@ -247,9 +247,10 @@ def worker_env(threads: int) -> dict[str, str]:
     (jemalloc) given as many arenas as those threads instead of four per core of the
     machine, so that one host's map reuses the memory the previous maps freed rather than
     each thread's arena keeping its own (64 hosts on 2 workers: each worker's peak
-    289-293 -> 273-278 MB, CPU unchanged; benchmarks/RESULTS.md, round 12). The allocator's
-    options already set here (polars writes its own into ``_RJEM_MALLOC_CONF`` at import,
-    after the caller's) are kept; an arena count among them is left as it is."""
+    289-296 -> 270-277 MB, CPU within the noise; benchmarks/RESULTS.md, round 12). The
+    allocator's options already set here are kept (polars writes its defaults into
+    ``_RJEM_MALLOC_CONF`` at import, followed by the caller's), and an arena count among
+    them is left as it is."""
     conf = os.environ.get("_RJEM_MALLOC_CONF", "")
     if "narenas:" not in conf:
         conf = f"{conf},narenas:{threads}" if conf else f"narenas:{threads}"
