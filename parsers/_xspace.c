@@ -1021,6 +1021,10 @@ static inline int64_t floordiv1000(__int128 x) {
     return (int64_t)q;  /* range checked by the caller */
 }
 
+static inline int64_t floordiv1000_64(int64_t x) {  /* floordiv1000 of an int64 */
+    return x / 1000 - (x % 1000 != 0 && x < 0);
+}
+
 /* An event's start and end in ns: the line's ``ts_ns`` plus its offset and offset +
  * duration in ps, floored to ns. 0, or 1 when either is outside int64. In int64 arithmetic
  * (a division by the constant 1000 is a multiply) unless offset + duration overflows it;
@@ -1028,11 +1032,9 @@ static inline int64_t floordiv1000(__int128 x) {
 static inline int event_times(int64_t ts_ns, int64_t off, int64_t dur, int64_t *start,
                               int64_t *stop) {
     int64_t end_ps;
-    if (!__builtin_add_overflow(off, dur, &end_ps)) {
-        int64_t q0 = off / 1000 - (off % 1000 != 0 && off < 0);
-        int64_t q1 = end_ps / 1000 - (end_ps % 1000 != 0 && end_ps < 0);
-        return __builtin_add_overflow(ts_ns, q0, start) || __builtin_add_overflow(ts_ns, q1, stop);
-    }
+    if (!__builtin_add_overflow(off, dur, &end_ps))
+        return __builtin_add_overflow(ts_ns, floordiv1000_64(off), start) ||
+               __builtin_add_overflow(ts_ns, floordiv1000_64(end_ps), stop);
     __int128 s = (__int128)off;
     __int128 e = s + (__int128)dur;
     __int128 a = (__int128)ts_ns + floordiv1000(s);
