@@ -16,7 +16,12 @@ process:
 - with ``--maps N``, ``maps-N``: the first N hosts' maps one after another in one process,
   as a worker runs them (its CPU per host: the map's own cost, without a cluster's noise);
 - with ``--floor``, ``floor``: the bare upb ``ParseFromString`` of the largest host file, its
-  RSS after the imports and its peak: what decoding the file alone adds to a process.
+  RSS after the imports and its peak: what decoding the file alone adds to a process; and
+  ``runtime-floor``: a worker's own floor before and during that file: its RSS after the
+  imports a map makes, after one map of a bundled 0.3 MB sample (every lazy import and polars'
+  first queries done: a worker's state before its first host), the events frame the loader
+  leaves for the largest host file (``estimated_size``, the model's columns and nothing else)
+  and the peak of loading it (VmHWM, reset after the warm-up through ``/proc/self/clear_refs``).
 
 For each: wall time, CPU time (this process and its children) / wall, the client's peak RSS,
 each worker's peak RSS (``resource.getrusage`` in the worker via ``client.run``) and its RSS
@@ -64,6 +69,33 @@ if mode == "floor":  # the bare decode of the largest host file: upb's ParseFrom
     cls = xspace_class()
     out["rss_after_imports_bytes"] = now()
     cls().ParseFromString(f.read_bytes())
+    out["file_bytes"] = f.stat().st_size
+elif mode == "runtime-floor":  # what a worker holds before its first host, and the model
+    from pathlib import Path
+    import polars, tracelens.loader, tracelens.engine  # what a map imports first
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.analyze.summary import SummaryAnalysis
+    from tracelens.engine import HostFile, MapOptions, map_host
+    from tracelens.loader import load_host
+    from tracelens.protocol import Task
+
+    def status(key):
+        line = next(x for x in open("/proc/self/status") if x.startswith(key + ":"))
+        return int(line.split()[1]) * 1024
+
+    out["rss_after_imports_bytes"] = now()
+    sample = Path(sys.argv[4]) / "sample_traces" / "mi300x_8gpu_llama_step.xplane.pb"
+    map_host(HostFile(sample), MapOptions(tasks=(Task(SummaryAnalysis(), SummaryOptions()),)))
+    out["sample_bytes"] = sample.stat().st_size
+    out["rss_warm_bytes"] = now()
+    f = max(Path(data).glob("*.xplane.pb"), key=lambda p: p.stat().st_size)
+    with open("/proc/self/clear_refs", "w") as hwm:
+        hwm.write("5")  # VmHWM := VmRSS (Linux)
+    out["rss_hwm_reset_bytes"] = status("VmHWM")
+    trace, _ = load_host(f, 0, True)
+    out["load_peak_rss_bytes"] = status("VmHWM")
+    out["events_frame_bytes"] = trace.events.estimated_size()
+    out["events"] = trace.events.height
     out["file_bytes"] = f.stat().st_size
 elif mode.startswith("maps-"):  # N host maps one after another, as one worker runs them
     from tracelens.analyze.summary_types import SummaryOptions
@@ -150,7 +182,8 @@ def make_job(data: Path, hosts: int, per_gpu: int) -> Path:
 
 def measure(mode: str, data: Path, command: str) -> dict:
     env = bench_env(ROOT)
-    proc = subprocess.run([PY, "-c", MEASURE, mode, str(data), command], env=env, cwd=ROOT,
+    proc = subprocess.run([PY, "-c", MEASURE, mode, str(data), command, str(ROOT)], env=env,
+                          cwd=ROOT,
                           capture_output=True, text=True, check=False)
     if proc.returncode:
         return {"mode": mode, "error": proc.stderr.strip().splitlines()[-1:]}
@@ -169,7 +202,8 @@ def main() -> None:
                     help="also time this many host maps one after another in one process")
     ap.add_argument("--floor", action="store_true",
                     help="also the bare ParseFromString of the largest host file (a worker's "
-                         "floor: its peak RSS less its RSS after imports)")
+                         "floor: its peak RSS less its RSS after imports), and a worker's "
+                         "runtime before it and the model's frame of it")
     ap.add_argument("--skip-in-process", action="store_true", help="only the cluster (and --load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
     args = ap.parse_args()
@@ -184,7 +218,7 @@ def main() -> None:
     runs = []
     modes = ([] if args.skip_in_process else ["in-process"]) + [f"cluster-{args.workers}"]
     extra = (["load-all"] if args.load else []) + ([f"maps-{args.maps}"] if args.maps else []) \
-        + (["floor"] if args.floor else [])
+        + (["floor", "runtime-floor"] if args.floor else [])
     for mode in modes + extra:
         runs.append(measure(mode, job, args.command))
         print(json.dumps({k: v for k, v in runs[-1].items()
