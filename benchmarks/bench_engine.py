@@ -18,10 +18,11 @@ process:
 - with ``--floor``, ``floor``: the bare upb ``ParseFromString`` of the largest host file, its
   RSS after the imports and its peak: what decoding the file alone adds to a process; and
   ``runtime-floor``: a worker's own floor before and during that file: its RSS after the
-  imports a map makes, after one map of a bundled 0.3 MB sample (every lazy import and polars'
-  first queries done: a worker's state before its first host), the events frame the loader
-  leaves for the largest host file (``estimated_size``, the model's columns and nothing else)
-  and the peak of loading it (VmHWM, reset after the warm-up through ``/proc/self/clear_refs``).
+  imports a map makes (the loader, the engine, polars, the summary analysis), after one map
+  of a bundled 0.3 MB sample (every lazy import and polars' first queries done: a worker's
+  state before its first host), the events frame the loader leaves for the largest host
+  file (``estimated_size``, the model's columns and nothing else) and the peak of loading
+  it (VmHWM, reset after the warm-up through ``/proc/self/clear_refs``).
 
 For each: wall time, CPU time (this process and its children) / wall, the client's peak RSS,
 each worker's peak RSS (``resource.getrusage`` in the worker via ``client.run``) and its RSS
@@ -72,8 +73,8 @@ if mode == "floor":  # the bare decode of the largest host file: upb's ParseFrom
     out["file_bytes"] = f.stat().st_size
 elif mode == "runtime-floor":  # what a worker holds before its first host, and the model
     from pathlib import Path
-    import polars, tracelens.loader, tracelens.engine  # what a map imports first
-    from tracelens.analyze.summary_types import SummaryOptions
+    import polars, tracelens.loader, tracelens.engine  # what a map imports first, and the
+    from tracelens.analyze.summary_types import SummaryOptions  # analysis it unpickles
     from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.engine import HostFile, MapOptions, map_host
     from tracelens.loader import load_host
@@ -183,8 +184,7 @@ def make_job(data: Path, hosts: int, per_gpu: int) -> Path:
 def measure(mode: str, data: Path, command: str) -> dict:
     env = bench_env(ROOT)
     proc = subprocess.run([PY, "-c", MEASURE, mode, str(data), command, str(ROOT)], env=env,
-                          cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+                          cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode:
         return {"mode": mode, "error": proc.stderr.strip().splitlines()[-1:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
