@@ -8,7 +8,9 @@ and peak RSS (the child's ``VmHWM``), beside the floor: a process that only impo
 - a gzip bomb of every compressed format (``--bomb-gib`` GiB of zeros or spaces, about
   1 MB per GiB compressed), refused by the read budget;
 - a rocpd file whose kernel symbols carry 1 MiB names (cut to 16 KiB after reading);
-- an XSpace with 200k events naming undefined event metadata (one shared unknown name).
+- an XSpace with 200k events naming undefined event metadata (one shared unknown name);
+- an XSpace of 20k one-event stream lines naming ids just below the C decoder's index bounds
+  (each line's maps are sized by its events).
 
 Prints a table and writes ``benchmarks/results/bounds.json``.
 """
@@ -53,7 +55,7 @@ def measure(path: str) -> dict[str, float | int]:
 def cases(d: Path, bomb_gib: int) -> dict[str, Path]:
     from tests.test_inflation import BOMBS, write_bomb
     from tests.test_long_names import _with_long_names
-    from tests.xspace_flood import ordinary_ids, xspace_with_ids
+    from tests.xspace_flood import one_event_lines, ordinary_ids, xspace_with_ids
 
     out = {f"gzip bomb {fmt} ({bomb_gib} GiB)": write_bomb(d / BOMBS[fmt][0], fmt,
                                                            bomb_gib << 30)
@@ -64,6 +66,9 @@ def cases(d: Path, bomb_gib: int) -> dict[str, Path]:
     dangling = d / "dangling.xplane.pb"
     dangling.write_bytes(xspace_with_ids(ordinary_ids(200_000)))
     out["XSpace, 200k dangling metadata ids"] = dangling
+    lines = d / "lines.xplane.pb"
+    lines.write_bytes(one_event_lines(20_000, 2**15 - 1, 2**13 - 1))
+    out["XSpace, 20k one-event lines, large ids"] = lines
     return out
 
 

@@ -54,7 +54,8 @@
 #define NCODES_MAX 16
 /* Ids below these are looked up by index (idmap_init_direct): event metadata ids (one per
  * distinct event name of a plane) and stat metadata ids (stat names and the strings events
- * refer to), which writers number from 1. Larger ids are hashed, as before. */
+ * refer to), which writers number from 1. Larger ids are hashed, as before. A line's own
+ * bound is lower when it has few events (line_direct_bound). */
 #define DIRECT_METADATA (1 << 15)
 #define DIRECT_STATS (1 << 13)
 /* Column memory of one call <= FACTOR * input bytes + BASE (parsers/xspace/native.py checks
@@ -337,12 +338,29 @@ static int idmap_init(idmap_t *m, size_t cap) {
 
 /* idmap_init, and keys below ``dmax`` looked up by index instead of hashed: the metadata
  * and stat ids an XSpace writer numbers from 1, read once per event or stat (a hash of two
- * multiply rounds and a probe each: about a fifth of the line walk's samples). The index grows with the
- * largest such key added, so a line of a few names holds a small one. */
+ * multiply rounds and a probe each: about a fifth of the line walk's samples). The index
+ * grows with the largest such key added, so a line of a few names holds a small one. */
 static int idmap_init_direct(idmap_t *m, size_t cap, size_t dmax) {
     if (idmap_init(m, cap)) return -1;
     m->dmax = dmax;
     return 0;
+}
+
+/* A line's maps are sized by its event count, so that what a line holds grows with its
+ * events, as its columns do (the column budget bounds those): all of a plane's lines are
+ * decoded at once, and a hostile file of many one-event lines naming ids near the bounds
+ * held ~190 kB a line otherwise (20k such lines, 0.9 MB, took 4.2 GB). The hash tables start
+ * at about twice the events (16 to ``cap`` slots) and grow as they fill; ids are indexed below
+ * 64 + 4 per event (at most ``limit``), larger ones hashed. */
+static size_t line_start_cap(size_t cap, Py_ssize_t events) {
+    size_t c = 16;
+    while (c < cap && c < 2 * (size_t)events) c *= 2;
+    return c;
+}
+
+static size_t line_direct_bound(size_t limit, Py_ssize_t events) {
+    size_t near = 64 + 4 * (size_t)events;
+    return near < limit ? near : limit;
 }
 
 /* The index grown past ``key`` (< dmax): a power of two, the new slots absent. */
@@ -1364,10 +1382,16 @@ static int job_setup(job_t *j, Py_buffer *view, const request_t *r) {
     if (check_range(view, r->off, r->len)) return -1;
     d->ncodes = r->ncodes;
     d->filter = r->filter;
-    if (idmap_init_direct(&d->stat_codes, 64, DIRECT_STATS) ||
-        idmap_init_direct(&d->md, 256, DIRECT_METADATA) ||
-        idmap_init_direct(&d->refs, 256, DIRECT_STATS) || idmap_init(&d->defaults, 64) ||
-        strtab_init(&d->strs)) {
+    const uint8_t *p = (const uint8_t *)view->buf + r->off;
+    Py_ssize_t n = j->counted = count_events(p, p + r->len, &d->err);
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "%s", d->err.msg ? d->err.msg : "corrupt line");
+        return -1;
+    }
+    if (idmap_init_direct(&d->stat_codes, 64, line_direct_bound(DIRECT_STATS, n)) ||
+        idmap_init_direct(&d->md, line_start_cap(256, n), line_direct_bound(DIRECT_METADATA, n)) ||
+        idmap_init_direct(&d->refs, line_start_cap(256, n), line_direct_bound(DIRECT_STATS, n)) ||
+        idmap_init(&d->defaults, 64) || strtab_init(&d->strs)) {
         PyErr_NoMemory();
         return -1;
     }
@@ -1389,12 +1413,6 @@ static int job_setup(job_t *j, Py_buffer *view, const request_t *r) {
         }
     }
     if (load_codes(r->codes, r->ncodes, &d->stat_codes, &d->code_of)) goto done;
-    const uint8_t *p = (const uint8_t *)view->buf + r->off;
-    j->counted = count_events(p, p + r->len, &d->err);
-    if (j->counted < 0) {
-        PyErr_Format(PyExc_ValueError, "%s", d->err.msg ? d->err.msg : "corrupt line");
-        goto done;
-    }
     rc = 0;
 done:
     Py_XDECREF(ids);

@@ -8,7 +8,7 @@ import numpy as np
 
 from tracelens_dev.writers.xspace_encode import encode_events, line_bytes
 from parsers.xplane_schema import xspace_class
-from tracelens_dev.wire import field_bytes
+from tracelens_dev.wire import field_bytes, field_varint
 
 _M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 _MASK = (1 << 64) - 1
@@ -56,3 +56,17 @@ def empty_events(n: int) -> bytes:
     plane = space.planes.add(id=0, name="/device:GPU:0")
     line = line_bytes(1, "Stream #1", 0, b"\x22\x00" * n)
     return field_bytes(1, plane.SerializeToString() + field_bytes(3, line))
+
+
+def one_event_lines(n: int, md_id: int, stat_id: int) -> bytes:
+    """One GPU plane of n stream lines of one event each, naming event metadata ``md_id``
+    and carrying one stat of metadata ``stat_id`` whose ref value is ``stat_id`` (about 20
+    bytes a line): with ids near the decoder's index bounds, every line held its index."""
+    stat = field_varint(1, stat_id) + field_varint(7, stat_id)
+    event = field_varint(1, md_id) + field_varint(2, 1) + field_varint(3, 1) \
+        + field_bytes(4, stat)
+    space = xspace_class()()
+    plane = space.planes.add(id=0, name="/device:GPU:0")
+    lines = b"".join(field_bytes(3, line_bytes(k, f"Stream #{k}", 0, field_bytes(4, event)))
+                     for k in range(n))
+    return field_bytes(1, plane.SerializeToString() + lines)
