@@ -13,6 +13,10 @@ other falls under a difference in definition, named here:
 - ``end``: HTA's path ends on the CPU op that ends last; ours ends where the window ends,
   on the device's last activity when it ends last, so the activities at the end of the window
   can be on ours only (after HTA's last device activity);
+- ``order``: on a rank whose trace records no stream-wait call, a device activity waits for
+  the latest activity of another stream of its device that ended before it started (the
+  step's order across streams, DESIGN §6.5); HTA has no such edge, so a stretch of one stream
+  that our path reaches through a hop to another stream is on ours only;
 - ``host``: where a launch call returns after its activity has started, our walk follows
   the source that ended last (the call) and stays on the host, HTA goes to the activity; and
   where a kernel waited both for its launch and for the previous kernel, the later end binds
@@ -54,6 +58,22 @@ def _near(name: str, start: int, pool: list[tuple[str, int]]) -> bool:
     return any(n == name and abs(s - start) <= TOL_NS for n, s in pool)
 
 
+def _hopped(ours: list) -> set[tuple[str, int]]:
+    """The activities of our path in a run of one stream that the path left (forward in
+    time) for another stream of the same device starting after the run ended: the path came
+    to the run through the order across streams."""
+    acts = sorted(ours, key=lambda a: a.start_ns)
+    out: set[tuple[str, int]] = set()
+    run: list = []
+    for a, b in zip(acts, acts[1:] + [None]):
+        run.append(a)
+        if b is None or b.stream != a.stream or b.device != a.device:
+            if b is not None and b.device == a.device and b.start_ns >= a.end_ns:
+                out |= {(x.name, x.start_ns) for x in run}
+            run = []
+    return out
+
+
 @pytest.mark.parametrize("name", READ)
 def test_device_activities_on_the_path_agree_but_for_named_differences(name: str) -> None:
     path = KINETO / name
@@ -77,12 +97,17 @@ def test_device_activities_on_the_path_agree_but_for_named_differences(name: str
              and any(c.component == "sync" for c in p.composition)
              and ("Synchronize" in a.name or "Memcpy" in a.name)]
     last = max((s for _, s in theirs), default=0)
-    why: dict[str, int] = {"both": 0, "graph": 0, "sync": 0, "host": 0}
+    why: dict[str, int] = {"both": 0, "graph": 0, "sync": 0, "order": 0, "host": 0}
+    no_waits = t.host_events.filter(pl.col("name").cast(pl.String).str.contains(
+        "StreamWaitEvent")).is_empty()
+    hop = _hopped(ours) if no_waits else set()
     for a in ours:
         if _near(a.name, a.start_ns, theirs):
             why["both"] += 1
         elif corr.get((a.name, a.start_ns)) in graph:
             why["graph"] += 1
+        elif (a.name, a.start_ns) in hop:
+            why["order"] += 1
         else:  # reached through a sync call (that waited for it or for what followed it)
             # or in the stretch after HTA's path left the device for good (HTA's path ends
             # on the CPU op that ends last, ours where the window ends)

@@ -283,11 +283,100 @@ def chain_order(nodes: pl.DataFrame) -> pl.DataFrame:
 
 
 def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
-    """Launch, sync and event-wait edges among one host's nodes (``chain_order``ed)."""
+    """Launch, sync, event-wait, stream-order and host-delay edges among one host's nodes
+    (``chain_order``ed).
+
+    Which edges exist follows the binding rule of DESIGN §6.5 (docs/critical-path.md):
+
+    - a device activity's recorded event waits, or, on a rank whose trace records no
+      stream-wait call, an *order* edge from the latest activity of another stream of its
+      device that ended before it started (the step's order across streams: a collective
+      waits for the compute that made its data, a kernel for the all-gather it reads);
+    - its launch only where the launch came after everything else it waited for (the host
+      was behind: the stream was free when the kernel was issued); a launch that came
+      earlier bound nothing, and is left out so that a what-if may move the activity
+      before it (the host ran ahead of the device, or was held back by it);
+    - a launch call that was behind while the call before it on its thread was ahead: the
+      host fell behind the device between the two, so the untraced time before the call is
+      on the path only from the moment its stream ran dry (a *host* edge from the activity
+      that freed the stream); before that the device was the path. Where the call before it
+      was behind too, the thread itself is the path (its chain).
+    """
     dev = nodes.filter(pl.col("device_node"))
     hst = nodes.filter(~pl.col("device_node"))
-    parts = [_launch_edges(dev, hst), _sync_edges(dev, hst), _event_edges(dev, hst)]
+    waits = _event_edges(dev, hst)
+    if hst.is_empty() or hst.filter(matches(hst, "name", STREAM_WAIT)).is_empty():
+        waits = pl.concat([waits, _order_edges(dev)])
+    launch, delay = _bound_launch_edges(dev, hst, waits)
+    parts = [launch, delay, _sync_edges(dev, hst), waits]
     return pl.concat([p.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA) for p in parts])  # type: ignore
+
+
+def _order_edges(dev: pl.DataFrame) -> pl.DataFrame:
+    """Per device activity, an edge from the latest activity of another stream of its
+    device that ended at or before its start (ties: the lowest id): the order of the step
+    across streams, where the trace records no event waits."""
+    empty = pl.DataFrame(schema=EDGE_SCHEMA)
+    if dev.is_empty():
+        return empty
+    keys = ["host", "rank", "device"]
+    acts = dev.select(*keys, "stream", src="id", t="end_ns").sort("t", "src")
+    q = dev.select(*keys, "stream", dst="id", t="start_ns").sort("t")
+    # the latest end at or before the start on the device, then on another stream: the
+    # latest of the device's streams (one asof per stream would be a join per stream);
+    # an activity's own stream is its chain, so the latest end of a *different* stream is
+    # the max over the other streams' latest ends: found by the asof on each stream
+    streams = acts.select(*keys, o_stream="stream").unique()
+    q = q.join(streams, on=keys).filter(pl.col("o_stream") != pl.col("stream")).sort("t")
+    got = q.join_asof(acts.rename({"stream": "o_stream"}), on="t",
+                      by=[*keys, "o_stream"], strategy="backward", check_sortedness=False)
+    got = got.filter(pl.col("src").is_not_null()).join(
+        dev.select(src="id", _e="end_ns"), on="src")
+    best = got.sort("dst", "_e", pl.col("src"), descending=[False, False, True]).group_by(
+        "dst", maintain_order=True).agg(src=pl.col("src").last())
+    if best.is_empty():
+        return empty
+    return best.select("src", "dst", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("order"))
+
+
+def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFrame
+                        ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the launch edges that bind, the host-delay edges): :func:`local_edges`."""
+    empty = pl.DataFrame(schema=EDGE_SCHEMA)
+    ln = _launches(dev, hst)
+    if ln.is_empty():
+        return empty, empty
+    # the latest of a device activity's other start sources: its stream's previous
+    # activity, and its event or order waits
+    prev = dev.select("id", "chain", "end_ns").sort("id").with_columns(
+        p_src=pl.when(pl.col("chain").shift(1) == pl.col("chain")).then(pl.col("id").shift(1)),
+        p_t=pl.when(pl.col("chain").shift(1) == pl.col("chain")).then(
+            pl.col("end_ns").shift(1))).select(dst="id", src="p_src", t="p_t")
+    other = waits.filter(pl.col("side") == "S").select("src", "dst").join(
+        dev.select(src="id", t="end_ns"), on="src")
+    cand = pl.concat([prev.filter(pl.col("src").is_not_null()), other.select("dst", "src", "t")])
+    best = cand.sort("dst", "t", pl.col("src"), descending=[False, False, True]).group_by(
+        "dst", maintain_order=True).agg(o_src=pl.col("src").last(), o_t=pl.col("t").last())
+    ln = ln.join(best, left_on="id", right_on="dst", how="left").with_columns(
+        l_t=pl.when(pl.col("l_sync")).then(pl.col("l_s")).otherwise(pl.col("l_e")))
+    # the launch binds where it came after every other source (ties: the device's)
+    ln = ln.with_columns(bound=pl.col("o_t").is_null() | (pl.col("l_t") > pl.col("o_t")))
+    launch = ln.filter(pl.col("bound")).select(
+        "src", dst="id", side=pl.lit("S"),
+        point=pl.when(pl.col("l_sync")).then(pl.lit("S")).otherwise(pl.lit("E")),
+        kind=pl.lit("launch"))
+    # per launch call: whether all it launched was behind (bound) or ahead
+    calls = ln.group_by("src").agg(behind=pl.col("bound").all())
+    # the call before each host node on its thread (the previous node of its chain)
+    thread = hst.select("id", "chain").sort("id").with_columns(
+        p=pl.when(pl.col("chain").shift(1) == pl.col("chain")).then(pl.col("id").shift(1)))
+    fell = ln.filter(pl.col("bound") & pl.col("o_src").is_not_null()).join(
+        thread.select(src="id", p="p"), on="src").join(
+        calls.rename({"src": "p", "behind": "p_behind"}), on="p").filter(~pl.col("p_behind"))
+    delay = fell.filter(pl.col("o_t") <= pl.col("l_s")).sort("src", "o_t", "o_src").group_by(
+        "src", maintain_order=True).agg(o_src=pl.col("o_src").last()).select(
+        src="o_src", dst="src", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("host"))
+    return launch, delay
 
 
 def _launches(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
@@ -303,13 +392,6 @@ def _launches(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
     return dev.filter(pl.col("correlation_id").is_not_null()).join(
         calls, on=["host", "rank", "correlation_id"]).select("id", "src", "l_s", "l_e",
                                                              "l_sync", "l_pid", "l_tid")
-
-
-def _launch_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
-    ln = _launches(dev, hst)
-    return ln.select(src="src", dst="id", side=pl.lit("S"),
-                     point=pl.when(pl.col("l_sync")).then(pl.lit("S")).otherwise(pl.lit("E")),
-                     kind=pl.lit("launch"))
 
 
 def _sync_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:

@@ -328,7 +328,7 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
         on = _on_path(paths, lambda c, n=name: c == f"wait:{n}")
         changes.append(("on_time", name, Change(late_ok=late), on))
     changes += _roofline_changes(g, nodes, paths)
-    launch = g.s_kind == "launch"
+    launch = (g.s_kind == "launch") | (g.s_kind == "host")
     if launch.any():
         on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
         changes.append(("graph_launch", "host launches", Change(drop_s=launch), on))

@@ -48,7 +48,7 @@ class Labels:
     device_node: np.ndarray
 
 
-EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync"}
+EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync", "host": "host"}
 
 
 @dataclass(frozen=True)
