@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tracelens
@@ -345,6 +345,7 @@ def test_time_window_counts_from_the_jobs_zero_on_every_rank(tmp_path: Path) -> 
 
 
 @RANDOM_TRACES
+@settings(deadline=None)  # a loaded machine: no timed assertion in a test
 def test_nodes_in_any_row_order_or_chunks_give_the_same_result(
         kernels: list, apis: list, step: tuple[int, int] | None) -> None:
     """The merged nodes are used as they come when their ids are in order (a job's million
