@@ -248,8 +248,11 @@ def _near(he: pl.DataFrame, win: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:
     return he.lazy().filter(keep & pl.col("start_ns").is_between(lo, hi)).collect()
 
 
-def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
-    """The leaf host calls and ops of each thread overlapping the window."""
+def host_nodes(trace: Trace, win: pl.DataFrame,
+               devices: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The leaf host calls and ops of each thread overlapping the window, and the launch
+    calls (before it) of the window's ``devices`` nodes: whether the host ran ahead or fell
+    behind is read from them (:func:`local_edges`)."""
     he = _near(trace.host_events, win, pl.col("kind").is_in(list(HOST_KINDS))) \
         .with_columns(pid=pl.col("pid").fill_null(-1), tid=pl.col("tid").fill_null(-1))
     thread = ["host", "rank", "pid", "tid"]
@@ -258,6 +261,17 @@ def host_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
     # a leaf: the next event of its thread (by start) starts at or after its end
     he = he.filter(nxt.is_null() | (nxt >= pl.col("end_ns")))
     he = _overlapping(he, win)
+    if devices is not None and devices.height:
+        key = ["host", "rank", "correlation_id"]
+        launched = devices.select(key).filter(pl.col("correlation_id").is_not_null()).unique()
+        early = trace.host_events.lazy().filter(
+            (pl.col("kind") == "api") & pl.col("correlation_id").is_not_null()
+            & (pl.col("end_ns") <= win["start_ns"].max())).join(
+            launched.lazy(), on=key, how="semi").with_columns(
+            pid=pl.col("pid").fill_null(-1), tid=pl.col("tid").fill_null(-1)).collect()
+        ident = [*thread, "start_ns", "end_ns", "correlation_id"]
+        early = early.select(he.columns).join(he.select(ident), on=ident, how="anti")
+        he = pl.concat([he, early.cast(he.schema)])  # type: ignore[arg-type]
     return he.select(
         "host", "rank", device=pl.lit(None, pl.Int32), stream=pl.lit(None, pl.Int64),
         pid="pid", tid="tid", kind="kind", name="name", category=pl.lit(None, pl.String),
@@ -370,13 +384,48 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
     # the call before each host node on its thread (the previous node of its chain)
     thread = hst.select("id", "chain").sort("id").with_columns(
         p=pl.when(pl.col("chain").shift(1) == pl.col("chain")).then(pl.col("id").shift(1)))
+    held = _held_back(ln, dev)
     fell = ln.filter(pl.col("bound") & pl.col("o_src").is_not_null()).join(
         thread.select(src="id", p="p"), on="src").join(
-        calls.rename({"src": "p", "behind": "p_behind"}), on="p").filter(~pl.col("p_behind"))
-    delay = fell.filter(pl.col("o_t") <= pl.col("l_s")).sort("src", "o_t", "o_src").group_by(
-        "src", maintain_order=True).agg(o_src=pl.col("o_src").last()).select(
+        calls.rename({"src": "p", "behind": "p_behind"}), on="p").join(
+        held, on=["l_pid", "l_tid"], how="left").filter(
+        ~pl.col("p_behind") & ~pl.col("held").fill_null(False))
+    fell = fell.filter(pl.col("o_t") <= pl.col("l_s")).sort("src", "o_t", "o_src").group_by(
+        "src", maintain_order=True).agg(o_src=pl.col("o_src").last())
+    # a held-back thread: every launch call waited for its device to reach the activity that
+    # ended last before the call began (the device's progress, on any of its streams)
+    mine = ln.join(held.filter(pl.col("held")), on=["l_pid", "l_tid"]).join(
+        dev.select("id", "host", "rank", "device"), on="id").sort("id").group_by(
+        "src", maintain_order=True).agg(pl.col("host", "rank", "device", "l_s").first())
+    acts = dev.select("host", "rank", "device", o_src="id", l_s="end_ns").sort("l_s", "o_src")
+    waited = mine.sort("l_s").join_asof(acts, on="l_s", by=["host", "rank", "device"],
+                                        strategy="backward", check_sortedness=False).filter(
+        pl.col("o_src").is_not_null()).select("src", "o_src")
+    delay = pl.concat([fell, waited]).sort("src").select(
         src="o_src", dst="src", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("host"))
     return launch, delay
+
+
+HELD_LEAD_NS = 100_000
+"""A thread whose launches mostly came before their streams were free, but by a median of
+less than this, kept pace with a busy device instead of running ahead: it was held back by it
+(:func:`_held_back`)."""
+
+
+def _held_back(ln: pl.DataFrame, dev: pl.DataFrame) -> pl.DataFrame:
+    """Per launching thread (``l_pid``, ``l_tid``): ``held``, whether the device held it back.
+
+    A host that works ahead of the device launches ever further ahead (milliseconds); one
+    that is behind leaves its streams waiting (most launches bind). A thread most of whose
+    launches came before their streams were free, yet only a little before (median lead under
+    :data:`HELD_LEAD_NS`), kept pace with a busy device: its untraced time between launches was
+    waiting for the device (a full queue, a runtime that throttles), not work. Its launches
+    that did bind are then on the path only for the idle they caused."""
+    lead = ln.join(dev.select(id="id", k_s="start_ns"), on="id").with_columns(
+        lead=pl.col("k_s") - pl.col("l_t"))
+    return lead.group_by("l_pid", "l_tid").agg(
+        held=(~pl.col("bound")).mean().ge(0.5)
+        & pl.col("lead").filter(~pl.col("bound")).median().lt(HELD_LEAD_NS))
 
 
 def _launches(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:

@@ -80,7 +80,8 @@ class CriticalPath:
 
     def partial(self, trace: Trace, options: CriticalPathOptions) -> CriticalPart:
         win = windows(trace, WindowChoice(options.step, options.window, options.time))
-        nodes = chain_order(pl.concat([device_nodes(trace, win), host_nodes(trace, win)]))
+        dev = device_nodes(trace, win)
+        nodes = chain_order(pl.concat([dev, host_nodes(trace, win, dev)]))
         hr = trace.host_events.lazy().filter(pl.col("kind").is_in(["api", "cpu_op"])).select(
             "host", "rank").unique().collect()  # lazy: 2M launch calls' names not copied
         active = distinct(trace.events, ["host", "rank"])
@@ -284,7 +285,9 @@ def _shared_text_rows(frame: pl.DataFrame) -> Iterator[tuple]:
 
 def _lengths(g: Graph, paths: list[_Path], e: np.ndarray) -> list[float]:
     """Each path's window length with node ends ``e``: the window's end moves with the
-    latest of its nodes (an idle tail stays), never past the window."""
+    latest of its nodes (an idle tail stays), never past the window. Work that still runs
+    past the window's end after the change (a step marker the devices lag) saves nothing in
+    that window."""
     out = []
     for p in paths:
         base, now = float(g.e[p.cand].max()), float(e[p.cand].max())
@@ -323,10 +326,17 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
                                      pl.col("device").cast(pl.String))).to_series().fill_null("")
     waited = sorted({c[5:] for p in paths for c in p.walk.components()
                      if c.startswith("wait:")})
+    peers = _peer_work(g, nodes, who, waited)
     for name in waited:
-        late = (who == name).to_numpy() & (g.group >= 0)
+        mine = (who == name).to_numpy()
+        late = mine & (g.group >= 0)
         on = _on_path(paths, lambda c, n=name: c == f"wait:{n}")
-        changes.append(("on_time", name, Change(late_ok=late), on))
+        # on time: no one waits for it, and its activities take no longer than the same
+        # activities of its peers (the median of the other devices' k-th execution of the
+        # same name in the window): a slow device's work, or a late host, both removed
+        w = np.where(mine & ~np.isnan(peers[name]), np.minimum(g.w, peers[name]), g.w) \
+            if name in peers else g.w
+        changes.append(("on_time", name, Change(w=w, late_ok=late), on))
     changes += _roofline_changes(g, nodes, paths)
     launch = (g.s_kind == "launch") | (g.s_kind == "host")
     if launch.any():
@@ -338,6 +348,26 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
         out.append(WhatIf(change, target, step, proj, step - proj, on))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]
+
+
+def _peer_work(g: Graph, nodes: pl.DataFrame, who: pl.Series, names: list[str]
+               ) -> dict[str, np.ndarray]:
+    """For each device of ``names`` (``<host>/GPU<d>``), each of its activities' peer time:
+    the median own work of the other devices' executions of the same name and k-th
+    occurrence in the window (NaN where no other device ran it)."""
+    frame = pl.DataFrame({"who": who, "name": nodes["name"].cast(pl.String),
+                          "dev": nodes["device_node"], "w": g.w}).with_row_index("_i")
+    dev = frame.filter(pl.col("dev")).with_columns(
+        k=pl.int_range(pl.len()).over("who", "name"))
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        med = dev.filter(pl.col("who") != name).group_by("name", "k").agg(
+            m=pl.col("w").median())
+        got = dev.filter(pl.col("who") == name).join(med, on=["name", "k"], how="left")
+        arr = np.full(len(g.w), np.nan)
+        arr[got["_i"].to_numpy()] = np.floor(got["m"].fill_null(np.nan).to_numpy())
+        out[name] = arr
+    return out
 
 
 def _roofline_changes(g: Graph, nodes: pl.DataFrame, paths: list[_Path]

@@ -109,13 +109,17 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
     s_at_start = (sk["point"] == "S").to_numpy()
     s_kind = sk["kind"].to_numpy().astype(object)
     b_src, b_dst = bk["src"].to_numpy(), bk["dst"].to_numpy()
-    # observed S-side: the binding source is the latest
+    # observed S-side: the binding source is the latest; a node with a host-delay edge is
+    # detached from its thread's order (the untraced time before it was waiting for the
+    # device, docs/critical-path.md): its thread order still holds, but never binds
     s_t = np.where(s_at_start, s[s_src], e[s_src])
-    t_max = prev_e.copy()
+    detached = np.zeros(n, bool)
+    detached[s_dst[s_kind == "host"]] = True
+    t_max = np.where(detached, NEG, prev_e)
     np.maximum.at(t_max, s_dst, s_t)
-    has_src = ~np.isneginf(t_max)
+    has_src = ~np.isneginf(np.maximum(t_max, prev_e))
     anchor = np.where(has_src, NEG, s)
-    prev_binds = ~first & (prev_e == t_max)
+    prev_binds = ~first & ~detached & (prev_e == t_max)
     gap_prev = s - prev_e
     prev_lag = np.where(prev_binds, gap_prev, np.minimum(0.0, gap_prev))
     prev_lag[first] = 0.0

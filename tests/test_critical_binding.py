@@ -1,0 +1,90 @@
+"""The binding rule of the critical path (DESIGN §6.5, docs/critical-path.md) on constructed
+traces whose answer is worked out by hand: when a launch binds, when the host's untraced time
+is on the path, the order across streams, and what-ifs where the devices lag the step's
+marker (issue 45)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .test_critical_path import (ADD, AR, GEMM, analyze, as_rocpd, as_xspace, comp, on_path,
+                                 scenario, what_if)
+
+
+def _kernels(starts_ends: list[tuple[int, int]], stream: int = 1, name: str = GEMM,
+             first_corr: int = 1) -> list[tuple]:
+    return [(0, stream, name, s, e, first_corr + i) for i, (s, e) in enumerate(starts_ends)]
+
+
+def _launches(ends: list[int], first_corr: int = 1, dur: int = 1_000) -> list[tuple]:
+    return [(0, "hipLaunchKernel", e - dur, e, first_corr + i) for i, e in enumerate(ends)]
+
+
+def test_a_host_that_keeps_pace_with_a_busy_device_is_not_the_path(tmp_path: Path) -> None:
+    """Five 20 us GEMMs back to back from 10 us, each launched 4-6 us before it starts
+    (launch end), except the fourth: the device runs dry at 70 us, the launch ends at 73 us and
+    the GEMM starts at 75 us. The host kept pace with a busy device (most launches came before
+    their stream was free, by a few us), so its untraced time was waiting for the device: the
+    path is the device's work and only the idle the host caused (70 -> 73 us: host 2 us of gap
+    plus the 1 us call) and its launch latency (2 us). The old walk followed the thread back to
+    the window's start (host ~70 us of 100)."""
+    ks = _kernels([(10_000, 30_000), (30_000, 50_000), (50_000, 70_000), (75_000, 95_000),
+                   (95_000, 100_000)])
+    api = _launches([5_000, 25_000, 45_000, 73_000, 91_000])
+    r = analyze(as_xspace(scenario(ks, api, step=(0, 100_000)), tmp_path))
+    # K5 5 us and K4, K3, K2, K1 20 us each (gemm 85); K4 waited for its launch: 2 us of
+    # latency, the call's 1 us and 2 us from the device running dry to the call (host 3);
+    # K1 waited for the first launch (5 us of latency) after the call (1 us of host), and
+    # before that call nothing is known (idle 4)
+    assert comp(r) == {"gemm": 85_000, "host": 3_000 + 1_000, "launch_latency": 2_000 + 5_000,
+                       "idle": 4_000}
+    assert [ns for _, ns in on_path(r)] == [20_000, 20_000, 20_000, 20_000, 5_000]
+
+
+def test_a_host_that_is_behind_at_every_launch_is_the_path(tmp_path: Path) -> None:
+    """Tiny kernels (2 us) each launched 2 us before it starts, 20 us apart: every kernel
+    waited for its launch and the host was behind at every call, so the thread is the path
+    (its untraced time was its own work): only the last kernel is device work on it."""
+    starts = [10_000 + 20_000 * i for i in range(5)]
+    ks = _kernels([(s, s + 2_000) for s in starts], name=ADD)
+    api = _launches([s - 2_000 for s in starts])
+    r = analyze(as_xspace(scenario(ks, api, step=(7_000, 92_000)), tmp_path))
+    c = comp(r)
+    assert c["elementwise"] == 2_000 and c["launch_latency"] == 2_000
+    assert c["host"] == 92_000 - 7_000 - 4_000
+
+
+def test_a_host_that_fell_behind_is_the_path_only_from_when_the_stream_ran_dry(
+        tmp_path: Path) -> None:
+    """A host far ahead (its launches end 196-594 us before their kernels: not held back),
+    then a long untraced stretch: the fourth kernel's launch ends 30 us after the stream ran
+    dry. The host fell behind between the third launch (ahead) and the fourth: the path holds
+    the host from the third GEMM's end (800 us) to the launch's end (830 us) only, then the
+    device back to the window's start (200 us)."""
+    ks = _kernels([(200_000, 400_000), (400_000, 600_000), (600_000, 800_000),
+                   (832_000, 852_000)])
+    api = _launches([2_000, 4_000, 6_000, 830_000])
+    r = analyze(as_xspace(scenario(ks, api, step=(200_000, 852_000)), tmp_path))
+    assert comp(r) == {"gemm": 620_000, "host": 30_000, "launch_latency": 2_000}
+
+
+def test_the_order_across_streams_without_host_events(tmp_path: Path) -> None:
+    """A device-only trace: a GEMM on stream 1 (10-60 us), then an all-reduce on stream 2
+    from 60 us (it reduces the GEMM's output) to 90 us. The path is the GEMM then the
+    all-reduce (it used to be idle until the all-reduce), and hiding the all-reduce saves it."""
+    ks = [(0, 1, GEMM, 10_000, 60_000, None), (0, 2, AR, 60_000, 90_000, None)]
+    t = scenario(ks, [], step=(0, 90_000))
+    for fmt, write in (("xspace", as_xspace), ("rocpd", as_rocpd)):
+        r = analyze(write(t, tmp_path / fmt))
+        assert comp(r) == {"idle": 10_000, "gemm": 50_000, "communication": 30_000}, fmt
+        assert what_if(r, "hide", "all-reduce") == 30_000
+
+
+def test_a_what_if_on_work_past_the_step_marker_saves_what_moves_into_it(
+        tmp_path: Path) -> None:
+    """The step is the host's marker (0-50 us) and the devices lag it: an all-reduce from 30
+    to 80 us runs past its end. Hidden, the step's work ends at 30 us: 20 us sooner in the
+    window (all the all-reduce had in it), not the 50 us it ran."""
+    ks = [(0, 1, ADD, 10_000, 30_000, None), (0, 2, AR, 30_000, 80_000, None)]
+    r = analyze(as_xspace(scenario(ks, [], step=(0, 50_000)), tmp_path))
+    assert what_if(r, "hide", "all-reduce") == 20_000
