@@ -392,16 +392,23 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
         ~pl.col("p_behind") & ~pl.col("held").fill_null(False))
     fell = fell.filter(pl.col("o_t") <= pl.col("l_s")).sort("src", "o_t", "o_src").group_by(
         "src", maintain_order=True).agg(o_src=pl.col("o_src").last())
-    # a held-back thread: every launch call waited for its device to reach the activity that
-    # ended last before the call began (the device's progress, on any of its streams)
-    mine = ln.join(held.filter(pl.col("held")), on=["l_pid", "l_tid"]).join(
+    # a held-back thread: each launch call waited for what its activity waited for on the
+    # device (the latest of its other sources: the host issued the activity as the device
+    # came within the observed lag of being ready for it, before or after); a call whose
+    # activity waited for nothing else, for its device to reach the activity that ended last
+    # before the call began (the device's progress, on any of its streams)
+    hl = ln.join(held.filter(pl.col("held")), on=["l_pid", "l_tid"])
+    gated = hl.filter(pl.col("o_src").is_not_null()).sort(
+        "src", "o_t", "o_src").group_by("src", maintain_order=True).agg(
+        o_src=pl.col("o_src").last())
+    mine = hl.join(gated.select("src"), on="src", how="anti").join(
         dev.select("id", "host", "rank", "device"), on="id").sort("id").group_by(
         "src", maintain_order=True).agg(pl.col("host", "rank", "device", "l_s").first())
     acts = dev.select("host", "rank", "device", o_src="id", l_s="end_ns").sort("l_s", "o_src")
     waited = mine.sort("l_s").join_asof(acts, on="l_s", by=["host", "rank", "device"],
                                         strategy="backward", check_sortedness=False).filter(
         pl.col("o_src").is_not_null()).select("src", "o_src")
-    delay = pl.concat([fell, waited]).sort("src").select(
+    delay = pl.concat([fell, gated, waited]).sort("src").select(
         src="o_src", dst="src", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("host"))
     return launch, delay
 
