@@ -51,6 +51,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "group_size": pl.Int32,
     "groups": Text,
     "group_name": Text,
+    "type_source": Text,
+    "size_source": Text,
     "launch": Text,
 }
 """``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
@@ -62,7 +64,10 @@ comma-separated and groups ';'-separated: PyTorch the group of this rank (global
 ``Process Group Ranks``), XLA every replica group of the op (logical device ids, only in the
 modes where those are device ids); null when unknown. ``group_name``: the process group's
 name or description as the trace gives it (PyTorch ``pg_desc``: ``default_pg``,
-``mesh_tp``, ...)."""
+``mesh_tp``, ...). ``type_source`` / ``size_source`` (issue 46): where a collective's type and
+message size come from, as the reader found them (Kineto: ``record_param_comms``, the
+issuing op such as ``c10d::alltoall_base_``, the ``nccl:all_to_all`` annotation's
+``Input Dims``, or ``kernel name``: no op named one); null where the reader says nothing."""
 
 HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": Text,

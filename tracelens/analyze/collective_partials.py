@@ -58,6 +58,7 @@ class MergedCollectives:
     host_ranks: tuple[pl.DataFrame, ...] = ()
     steps_source: str = "none"  # the job's (JobPlan.steps_source)
     job_hosts: tuple[tuple[str, bool], ...] = ()  # JobPlan.hosts
+    world_sizes: tuple[int, ...] = ()  # the world sizes the files record (distributedInfo)
 
 
 def collective_partial(trace: Trace) -> CollectivePartial:
@@ -115,6 +116,13 @@ class CollectivesOptions:
     axes: "AxesOptions | None" = None  # the mesh (issue 28); None: inferred
 
 
+def world_sizes(metas: Sequence[TraceMeta]) -> tuple[int, ...]:
+    """The world sizes the files record (``meta.member``), distinct and sorted."""
+    return tuple(sorted({m.member.world_size for m in metas if m.member is not None
+                         and isinstance(m.member.world_size, int)
+                         and m.member.world_size > 0}))
+
+
 class MergeCollectives:
     """The job's collective activities placed and aligned (:class:`MergedCollectives`): the
     first round of ``collectives``, ``compare`` and ``scaling``; its ``finish`` returns the
@@ -135,7 +143,8 @@ class MergeCollectives:
                                  plan.placements, plan.shift_of or {},
                                  tuple(place(p.hosts, w) for p, w in zip(parts,
                                                                          plan.placements)),
-                                 plan.steps_source, plan.hosts)
+                                 plan.steps_source, plan.hosts,
+                                 world_sizes([p.meta for p in parts]))
 
     def finish(self, part: MergedCollectives, options: CollectivesOptions
                ) -> MergedCollectives:
@@ -150,11 +159,15 @@ class CollectivesAnalysis(MergeCollectives):
                options: CollectivesOptions) -> Collectives:
         from dataclasses import replace
 
-        from tracelens.analyze.axes import AxesOptions, hosts_frame, with_axes
+        from tracelens.analyze.axes import AxesOptions, hosts_frame, with_axes, \
+            with_inferred_groups, with_world
 
-        res = with_axes(collectives_from_activities(part.acts, part.alignment, options.top,
+        axes = with_world(options.axes or AxesOptions(), part.world_sizes)
+        hosts = hosts_frame(part.job_hosts)
+        # a job that records no process groups: each instance's from the ranks that matched
+        acts = with_inferred_groups(part.acts, part.devices, hosts, axes)
+        res = with_axes(collectives_from_activities(acts, part.alignment, options.top,
                                                     link_of(part.devices)),
-                        part.acts, part.devices, hosts_frame(part.job_hosts),
-                        options.axes or AxesOptions())
+                        acts, part.devices, hosts, axes)
         rows = options.filters.active() if options.filters is not None else None
         return replace(res, steps_source=part.steps_source, filters=rows or None)
