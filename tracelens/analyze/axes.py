@@ -122,7 +122,8 @@ def with_inferred_groups(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.Da
                          options: AxesOptions) -> pl.DataFrame:
     """``acts`` with ``groups`` filled where the trace records none (issue 46): the ids of
     the ranks that matched the instance (all of them when all matched), where the job holds
-    every rank of its recorded world size (``options.world_size``); ``group_size`` and busbw
+    every rank of its recorded world size (``options.world_size``, two ranks or more: one
+    rank's collectives are no group); ``group_size`` and busbw
     follow from that group. ``group_inferred`` marks those rows; ``group_why`` says why a
     row without a group stays without one (null: :data:`NO_GROUP`). Idempotent."""
     if "group_inferred" in acts.columns:
@@ -130,7 +131,7 @@ def with_inferred_groups(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.Da
     need = pl.col("groups").is_null() & ~pl.col("type").is_in(list(_P2P))
     out = acts.with_columns(group_inferred=pl.lit(False), group_why=pl.lit(None, pl.String))
     world = options.world_size
-    if world is None or acts.is_empty() or "instance_key" not in acts.columns \
+    if world is None or world < 2 or acts.is_empty() or "instance_key" not in acts.columns \
             or not acts.select(need.any()).item():
         return out
     me, keyed = member_ids(acts, devices, hosts, options.ranks_per_host)
