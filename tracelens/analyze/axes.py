@@ -152,8 +152,13 @@ def with_inferred_groups(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.Da
         group_size=pl.when(got & pl.col("group_size").is_null())
         .then(pl.col("_n").cast(acts.schema["group_size"])).otherwise(pl.col("group_size")),
     ).drop("_ids", "_n")
-    return out.with_columns(busbw_gb_per_s=pl.col("algbw_gb_per_s") * bus_factor_expr(
-        pl.col("type"), pl.col("group_size")))
+    if "busbw_gb_per_s" not in out.columns:
+        return out
+    # as collectives.collective_activities: algbw (GB/s) × the factor of the group's size
+    algbw = pl.when(pl.col("dur_ns") > 0).then(
+        pl.col("msg_bytes").cast(pl.Float64) / pl.col("dur_ns").cast(pl.Float64))
+    return out.with_columns(busbw_gb_per_s=algbw * bus_factor_expr(pl.col("type"),
+                                                                  pl.col("group_size")))
 
 
 def member_ids(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
@@ -316,7 +321,8 @@ def axis_totals(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
 _MAPPING_READS = ("host", "rank", "device", "groups", "group_name", "type")
 """The activity columns :func:`mapped` reads: an activity's axis depends on these alone."""
 _MAPPED = ("axis", "axis_size", "crosses")
-_TOTALS_READS = ("type", "msg_bytes", "dur_ns", "exposed_ns", "busbw_gb_per_s")
+_TOTALS_READS = ("type", "msg_bytes", "dur_ns", "exposed_ns", "busbw_gb_per_s",
+                 "group_inferred")
 
 
 def _axis_totals(acts: pl.DataFrame, devices: pl.DataFrame, options: AxesOptions

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import polars as pl
 
+from tracelens.analyze.collective_partials import world_sizes as job_world_sizes
 from tracelens.analyze.collectives import partial_activities
 from tracelens.analyze.critical_path import CriticalPart, CriticalPath, CriticalPathOptions
 from tracelens.analyze.packed import is_packed, pack_summary, unpack_summary
@@ -124,6 +125,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         hlo=_lens(trace, whole_acts, unfiltered) if trace.modules.height else None,
         host_facts=file_facts(trace) if len(trace.meta.sources) == 1 else None,
         hosts_named=all(h.named for h in trace.meta.hosts.values()),
+        world_sizes=job_world_sizes([trace.meta]),
     )
 
 
