@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Sequence, TypeVar
 
 import polars as pl
 
@@ -217,6 +217,15 @@ class Membership:
 
     rank: int | None
     world_size: int | None
+
+
+def world_sizes(metas: Sequence["TraceMeta"]) -> tuple[int, ...]:
+    """The world sizes the files state (``meta.member``), distinct and sorted: a job's
+    files agree on one (an analysis infers process groups from it, issue 46)."""
+    return tuple(sorted({m.member.world_size for m in metas if m.member is not None
+                         and isinstance(m.member.world_size, int)
+                         and not isinstance(m.member.world_size, bool)
+                         and m.member.world_size > 0}))
 
 
 COSTED_ATEN_OPS: frozenset[str] = frozenset({

@@ -25,10 +25,9 @@ from tracelens.analyze.balance import balance
 from tracelens.analyze.pipeline import pipeline, pipeline_rows
 from tracelens.analyze.collectives import bus_factor_expr, link_of, match_instances, \
     partial_activities
-from tracelens.analyze.collective_partials import world_sizes
 from tracelens.analyze.mesh import Group, Mesh, given_mesh, inferred_mesh, named, own_group, \
     parse_groups, sdy_meshes
-from tracelens.model import Trace, TraceMeta
+from tracelens.model import Trace, TraceMeta, world_sizes
 from tracelens.protocol import JobPlan
 from tracelens.results.axes import AxisTotals, Axes, InstanceAxis, MeshAxis, Unmapped
 from tracelens.results.collectives import Busbw, Collectives

@@ -23,7 +23,7 @@ from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, plan, place
 from tracelens.filters import Filters
 from tracelens.frames import distinct
-from tracelens.model import Notice, Trace, TraceMeta
+from tracelens.model import Notice, Trace, TraceMeta, world_sizes
 from tracelens.protocol import JobPlan
 
 if TYPE_CHECKING:
@@ -114,13 +114,6 @@ class CollectivesOptions:
     filters: Filters | None = None
     top: int = 10
     axes: "AxesOptions | None" = None  # the mesh (issue 28); None: inferred
-
-
-def world_sizes(metas: Sequence[TraceMeta]) -> tuple[int, ...]:
-    """The world sizes the files record (``meta.member``), distinct and sorted."""
-    return tuple(sorted({m.member.world_size for m in metas if m.member is not None
-                         and isinstance(m.member.world_size, int)
-                         and m.member.world_size > 0}))
 
 
 class MergeCollectives:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import polars as pl
 
-from tracelens.analyze.collective_partials import world_sizes as job_world_sizes
 from tracelens.analyze.collectives import partial_activities
 from tracelens.analyze.critical_path import CriticalPart, CriticalPath, CriticalPathOptions
 from tracelens.analyze.packed import is_packed, pack_summary, unpack_summary
@@ -33,7 +32,7 @@ from tracelens.filters import Filters
 from tracelens.frames import distinct
 from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
-from tracelens.model import Trace
+from tracelens.model import Trace, world_sizes
 from tracelens.notices import steps_disagree
 from tracelens.protocol import JobPlan
 if TYPE_CHECKING:
@@ -125,7 +124,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         hlo=_lens(trace, whole_acts, unfiltered) if trace.modules.height else None,
         host_facts=file_facts(trace) if len(trace.meta.sources) == 1 else None,
         hosts_named=all(h.named for h in trace.meta.hosts.values()),
-        world_sizes=job_world_sizes([trace.meta]),
+        world_sizes=world_sizes([trace.meta]),
     )
 
 
