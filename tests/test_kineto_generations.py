@@ -158,3 +158,23 @@ def test_op_names_of_every_generation_give_their_type(name: str, kind: str | Non
 
     got = pl.DataFrame({"n": [name]}).select(_collective_type(pl.col("n")))["n"][0]
     assert got == kind
+
+
+def test_point_to_point_gets_no_inferred_group(tmp_path: Path) -> None:
+    """Sends matched k-th with k-th across ranks are no group: the all-reduces of the 2023
+    job issued as ``c10d::send`` / ``nccl:send 0->1`` are sends, sized from their annotation,
+    and stay without an axis; the all-to-alls still get theirs."""
+    job = _job(tmp_path, "pt2023")
+    for p in job.iterdir():
+        text = p.read_text().replace("c10d::allreduce_", "c10d::send").replace(
+            "nccl:all_reduce", "nccl:send 0->1")
+        p.write_text(text)
+    res = run(CollectivesAnalysis(), [job], CollectivesOptions(),
+              engine=EngineOptions(workers=1))
+    planted = truth(WORLD)
+    assert {o.type: (o.op, o.msg_bytes, o.type_source) for o in res.ops} == {
+        "send": ("c10d::send", planted["all-reduce"]["msg_bytes"], "nccl:send 0->1"),
+        "all-to-all": ("c10d::alltoall_base_", planted["all-to-all"]["msg_bytes"],
+                       "nccl:all_to_all")}
+    assert [(a.axis, a.size, a.types) for a in res.axes] == [("axis0", WORLD, ("all-to-all",))]
+    assert [(u.reason, u.count) for u in res.unmapped] == [(NO_GROUP, 2 * WORLD)]
