@@ -11,11 +11,18 @@ thread (CPU ops nest on their thread):
   (``OpShapes``), which costs the longest kernel it launched; its other kernels carry 0 so
   every op execution counts once. Only *leaf* costed ops count (``aten::matmul`` around
   ``aten::mm`` is a wrapper: the ``mm`` carries the cost);
-- collectives: the ``record_param_comms`` op around the launch of an NCCL/RCCL kernel gives
-  its type and its ``op`` (``Collective name``), ``msg_bytes`` (the larger of the in/out
-  element counts × the dtype's size: the nccl-tests size for all-gather and reduce-scatter alike),
-  ``group_size`` and ``dtype``, and its process group: ``groups`` (``Process Group
-  Ranks``, global ranks) and ``group_name`` (``Process Group Description``, else ``Name``).
+- collectives (docs/kineto.md has where each PyTorch generation writes what): the op that
+  issued an NCCL/RCCL kernel gives its type and its ``op``, before the kernel name: the
+  ``record_param_comms`` op around the launch (``Collective name``), else the backend's
+  annotation (``nccl:all_to_all``), else the issuing op (``c10d::alltoall_base_``,
+  ``_c10d_functional::*``, ...), so an all-to-all run as ``ncclKernel_SendRecv`` is an
+  all-to-all (``type_source`` says which). ``msg_bytes``: the larger of record_param_comms'
+  in/out element counts × its dtype's size (the nccl-tests size for all-gather and
+  reduce-scatter alike), else the annotation's ``Input Dims`` × ``Input type`` size
+  (``size_source``); ``group_size`` and ``dtype``; the process group: ``groups`` (``Process
+  Group Ranks``, global ranks) and ``group_name`` (``Process Group Description``, else
+  ``Name``). The loader keeps an op's type over the rules' reading of the kernel name
+  (``tracelens.loader.issued_types``).
 """
 
 from __future__ import annotations

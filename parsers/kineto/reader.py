@@ -12,7 +12,9 @@ per-event Python code). What each category gives (docs/kineto.md):
 - ``cuda_runtime``/``cuda_driver`` (HIP names on ROCm): launches, linked to activity by
   correlation id (the ``ac2g`` flows carry the same id, so they are not needed);
 - ``cpu_op``: ATen ops (shapes with ``record_shapes``), ``record_param_comms`` (collective
-  name, sizes, group); ``user_annotation``/``gpu_user_annotation``: ``ProfilerStep#N``.
+  name, sizes, group), ``c10d::*`` ops (the collective that issued a kernel);
+  ``user_annotation``/``gpu_user_annotation``: ``ProfilerStep#N``, and the backend's
+  ``nccl:*`` annotation of a collective (its inputs' ``Input Dims``/``Input type``).
 
 Timestamps are microseconds. Kineto writes them with three decimals (ns resolution) when it
 writes ``baseTimeNanoseconds``; they are converted exactly (integer part and fraction apart,
