@@ -31,7 +31,7 @@ def _x(v: float | None) -> str:
 
 
 def tables(a: Axes) -> list[tuple[str, list[str], list[list[str]]]]:
-    out = axis_tables(a.mesh, a.axes, a.unmapped)
+    out = axis_tables(a.mesh, a.axes, a.unmapped, a.groups_inferred)
     b = a.balance
     if b is not None:
         out.append((f"All-to-all balance per step (max/mean over ranks; time: {b.time_basis})",
@@ -67,13 +67,18 @@ def _pct(v: float | None) -> str:
 
 
 def axis_tables(mesh_axes: tuple[MeshAxis, ...], totals: tuple[AxisTotals, ...],
-                unmapped: tuple[Unmapped, ...]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """The per-axis table and the table of collectives without an axis (when any)."""
+                unmapped: tuple[Unmapped, ...], inferred: int | None = None
+                ) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The per-axis table and the table of collectives without an axis (when any);
+    ``inferred``: the activities whose group was inferred (said in the title)."""
     mesh = " × ".join(f"{m.name}={m.size}" for m in mesh_axes) or "none (no process group)"
-    out = [(f"Collectives per mesh axis (mesh {mesh})",
+    how = (f"; groups INFERRED for {inferred:,} activities from the ranks that matched each "
+           "instance: the trace records no process group" if inferred else "")
+    out = [(f"Collectives per mesh axis (mesh {mesh}{how})",
             ["axis", "size", "hosts", "types", "count", "bytes", "time ms",
              "exposed ms", "exp share", "busbw GB/s", "link", "of link"],
-            [[r.axis, str(r.size), _yes(r.crosses_hosts), ", ".join(r.types), f"{r.count:,}",
+            [[r.axis + (" (inferred groups)" if r.groups_inferred else ""), str(r.size),
+              _yes(r.crosses_hosts), ", ".join(r.types), f"{r.count:,}",
               size(r.bytes), ms(r.time_ns), ms(r.exposed_ns),
               "-" if r.exposed_share is None else f"{100 * r.exposed_share:.1f}%",
               _gbps(r.busbw.median), r.link or "?",

@@ -36,12 +36,16 @@ def tables(c: Collectives) -> list[tuple[str, list[str], list[list[str]]]]:
               "-" if r.busbw.link_pct is None else f"{r.busbw.link_pct:.0f}%"]
              for r in c.by_type])]
     if c.axes or c.unmapped:  # issue 28
-        out += axis_tables(c.mesh, c.axes, c.unmapped)
+        out += axis_tables(c.mesh, c.axes, c.unmapped, c.groups_inferred)
     out += [
            ("Collective ops", ["type", "op", "count", "message", "time ms", "exposed ms",
                                "busbw GB/s"],
             [[r.type, r.op or "-", f"{r.count:,}", size(r.msg_bytes), ms(r.sum_ns),
               ms(r.exposed_ns), _gbps(r.busbw.median)] for r in c.ops]),
+           *([("Where each op's type and message size come from",
+               ["type", "op", "type from", "size from"],
+               [[r.type, r.op or "-", r.type_source or "-", r.size_source or "unknown"]
+                for r in c.ops])] if any(r.type_source for r in c.ops) else []),
            ("Worst instances (largest arrival skew)",
             ["type", "op", "axis", "#", "ranks", "skew ms", "transfer ms", "last to arrive"],
             [[r.type, r.op or "-", r.axis or "-", str(r.occurrence), str(r.participants),

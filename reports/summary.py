@@ -174,7 +174,8 @@ def _tables(s: Summary, all_rows: bool = False
         tables.append(("Collectives per mesh axis (details: tracelens axes)",
                        ["axis", "size", "hosts", "types", "exposed ms", "of exposed",
                         "busbw GB/s"],
-                       [[a.axis, str(a.size),
+                       [[a.axis + (" (inferred groups)" if a.groups_inferred else ""),
+                         str(a.size),
                          {None: "?", True: "across", False: "within"}[a.crosses_hosts],
                          ", ".join(a.types), ms(a.exposed_ns),
                          _pct_of(shown(a, "exposed_share")), _gbps(shown(a.busbw, "median"))]

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from tracelens.model import (STEP_SCHEMA, HostClockFacts, HostInfo, Notice, ProcessInfo,
-                             RankInfo, Trace, TraceMeta)
+from tracelens.model import (STEP_SCHEMA, HostClockFacts, HostInfo, Membership, Notice,
+                             ProcessInfo, RankInfo, Trace, TraceMeta)
 from tracelens.notices import unique
 
 _FRAMES = ("events", "host_events", "steps", "devices", "modules")
@@ -156,6 +156,10 @@ def job_meta(metas: list[TraceMeta], how: Plan) -> TraceMeta:
             meta.ranks.append(RankInfo(rank=rank, host=host, pid=proc.pid if proc else None,
                                        path=source["path"], format=source.get("format")))
     meta.unaligned = how.unaligned
+    # the job's world size, where its files state one and agree (no rank: it is the job's)
+    worlds = {m.member.world_size for m in metas if m.member is not None}
+    if len(worlds) == 1 and None not in worlds:
+        meta.member = Membership(rank=None, world_size=worlds.pop())
     return meta
 
 

@@ -139,8 +139,23 @@ def _classify(trace: Trace, ctx: Context) -> None:
     ctx.signatures = signatures(trace.events)
     keys = ctx.signatures.table
     ctx.costs = op_cost_table(keys, trace.modules)
-    trace.events = classify(trace.events, ctx.rules,
-                            (ctx.signatures, hlo_kinds(keys, ctx.costs[0])))
+    given = trace.events["subcategory"]
+    trace.events = issued_types(classify(trace.events, ctx.rules,
+                                         (ctx.signatures, hlo_kinds(keys, ctx.costs[0]))),
+                                given)
+
+
+def issued_types(events: pl.DataFrame, given: pl.Series) -> pl.DataFrame:
+    """A collective's type as the op that issued it says (the reader's ``subcategory``
+    where its ``type_source`` names an op: ``c10d::alltoall_base_`` run as
+    ``ncclKernel_SendRecv`` is an all-to-all), over the rules' reading of the kernel name."""
+    src = pl.col("type_source").cast(pl.String)
+    by_op = ((pl.col("category") == "collective") & src.is_not_null()
+             & (src != "kernel name") & given.is_not_null())
+    if not events.select(by_op.any()).item():
+        return events
+    return events.with_columns(subcategory=pl.when(by_op).then(pl.lit(given))
+                               .otherwise(pl.col("subcategory")))
 
 
 def _costs(trace: Trace, ctx: Context) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Sequence, TypeVar
 
 import polars as pl
 
@@ -51,6 +51,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "group_size": pl.Int32,
     "groups": Text,
     "group_name": Text,
+    "type_source": Text,
+    "size_source": Text,
     "launch": Text,
 }
 """``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
@@ -62,7 +64,10 @@ comma-separated and groups ';'-separated: PyTorch the group of this rank (global
 ``Process Group Ranks``), XLA every replica group of the op (logical device ids, only in the
 modes where those are device ids); null when unknown. ``group_name``: the process group's
 name or description as the trace gives it (PyTorch ``pg_desc``: ``default_pg``,
-``mesh_tp``, ...)."""
+``mesh_tp``, ...). ``type_source`` / ``size_source`` (issue 46): where a collective's type and
+message size come from, as the reader found them (Kineto: ``record_param_comms``, the
+issuing op such as ``c10d::alltoall_base_``, the ``nccl:all_to_all`` annotation's
+``Input Dims``, or ``kernel name``: no op named one); null where the reader says nothing."""
 
 HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": Text,
@@ -212,6 +217,15 @@ class Membership:
 
     rank: int | None
     world_size: int | None
+
+
+def world_sizes(metas: Sequence["TraceMeta"]) -> tuple[int, ...]:
+    """The world sizes the files state (``meta.member``), distinct and sorted: a job's
+    files agree on one (an analysis infers process groups from it, issue 46)."""
+    return tuple(sorted({m.member.world_size for m in metas if m.member is not None
+                         and isinstance(m.member.world_size, int)
+                         and not isinstance(m.member.world_size, bool)
+                         and m.member.world_size > 0}))
 
 
 COSTED_ATEN_OPS: frozenset[str] = frozenset({

@@ -11,11 +11,18 @@ thread (CPU ops nest on their thread):
   (``OpShapes``), which costs the longest kernel it launched; its other kernels carry 0 so
   every op execution counts once. Only *leaf* costed ops count (``aten::matmul`` around
   ``aten::mm`` is a wrapper: the ``mm`` carries the cost);
-- collectives: the ``record_param_comms`` op around the launch of an NCCL/RCCL kernel gives
-  its type and its ``op`` (``Collective name``), ``msg_bytes`` (the larger of the in/out
-  element counts × the dtype's size: the nccl-tests size for all-gather and reduce-scatter alike),
-  ``group_size`` and ``dtype``, and its process group: ``groups`` (``Process Group
-  Ranks``, global ranks) and ``group_name`` (``Process Group Description``, else ``Name``).
+- collectives (docs/kineto.md has where each PyTorch generation writes what): the op that
+  issued an NCCL/RCCL kernel gives its type and its ``op``, before the kernel name: the
+  ``record_param_comms`` op around the launch (``Collective name``), else the backend's
+  annotation (``nccl:all_to_all``), else the issuing op (``c10d::alltoall_base_``,
+  ``_c10d_functional::*``, ...), so an all-to-all run as ``ncclKernel_SendRecv`` is an
+  all-to-all (``type_source`` says which). ``msg_bytes``: the larger of record_param_comms'
+  in/out element counts × its dtype's size (the nccl-tests size for all-gather and
+  reduce-scatter alike), else the annotation's ``Input Dims`` × ``Input type`` size
+  (``size_source``); ``group_size`` and ``dtype``; the process group: ``groups`` (``Process
+  Group Ranks``, global ranks) and ``group_name`` (``Process Group Description``, else
+  ``Name``). The loader keeps an op's type over the rules' reading of the kernel name
+  (``tracelens.loader.issued_types``).
 """
 
 from __future__ import annotations
@@ -33,21 +40,43 @@ _COLLECTIVE_TYPES = {
     "alltoall": "all-to-all", "alltoallv": "all-to-all", "broadcast": "collective-broadcast",
     "send": "send", "recv": "recv", "recvanysource": "recv", "reduce": "reduce",
     "gather": "gather", "scatter": "scatter", "barrier": "barrier",
+    "monitoredbarrier": "barrier",
 }
-_COMM_DTYPES = {  # c10 ScalarType names record_param_comms writes -> (bytes, tracelens dtype)
+_COMM_DTYPES = {  # lowercased dtype names -> (bytes, tracelens dtype): the c10 ScalarType
+    # names record_param_comms writes (Float, BFloat16, Char = int8, Byte = uint8), and the
+    # C++ names of an annotation's Input type without "c10::" (float, half, long int, ...)
     "float": (4, "fp32"), "double": (8, "fp64"), "half": (2, "fp16"), "bfloat16": (2, "bf16"),
     "byte": (1, "uint8"), "char": (1, "int8"), "short": (2, "int16"), "int": (4, "int32"),
     "long": (8, "int64"), "bool": (1, "bool"), "float8_e4m3fn": (1, "fp8"),
     "float8_e5m2": (1, "fp8"), "float8_e4m3fnuz": (1, "fp8"), "float8_e5m2fnuz": (1, "fp8"),
+    "signed char": (1, "int8"), "unsigned char": (1, "uint8"), "short int": (2, "int16"),
+    "long int": (8, "int64"), "long long": (8, "int64"), "long long int": (8, "int64"),
 }
+# the backend's annotation of a collective (nccl:all_reduce, rccl:all_to_all, nccl:send 0->1),
+# recorded around the launch with its input tensors' shapes (with record_shapes)
+ANNOTATION_PREFIXES = ("nccl:", "rccl:", "gloo:", "ucc:", "mpi:", "xccl:")
+# the ops that issue a collective: the c10d dispatcher ops (c10d::allreduce_,
+# c10d::alltoall_base_), functional collectives (DTensor, torch.compile), the process
+# group's own methods, and FSDP2's communication scopes
+ISSUER_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::", "ProcessGroup",
+                   "FSDP::")
+KERNEL_NAME = "kernel name"  # type_source: no issuing op named a known collective
 _STEP = r"^ProfilerStep#(\d+)$"
 _THREAD = ["l_pid", "l_tid"]
 
 
 def _collective_type(name: pl.Expr) -> pl.Expr:
-    norm = (name.str.to_lowercase().str.replace_all(r"_(?:base|coalesced|into_tensor|tensor)", "")
+    """The collective an op's name says (``allreduce``, ``c10d::alltoall_base_``,
+    ``nccl:all_to_all``, ``nccl:send 0->1``, ``_c10d_functional::all_to_all_single``); null
+    for any other name (``wait``, ``FSDP::all_gather_copy_in``)."""
+    norm = (name.str.to_lowercase().str.replace(r"\s.*$", "").str.replace(r"^.*:", "")
+            .str.replace_all(r"_(?:base|coalesced|into_tensor|tensor|single)", "")
             .str.replace_all("_", ""))
     return norm.replace_strict(_COLLECTIVE_TYPES, default=None, return_dtype=pl.String)
+
+
+def _starts(name: pl.Expr, prefixes: tuple[str, ...]) -> pl.Expr:
+    return pl.any_horizontal(name.str.starts_with(p) for p in prefixes)
 
 
 def _first_by_key(rows: pl.LazyFrame, key: str, cols: list[str]) -> pl.DataFrame:
@@ -167,25 +196,61 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
         pgn=pl.coalesce(pl.col("Process Group Description").replace(["", "undefined"], None),
                         pl.col("Process Group Name"))).collect()
     ev = ev.hstack(_enclosing(ev, comms, "p_"))
-    # the kernel-name regex once, not in each of the ten expressions that read it
-    ev = ev.with_columns(_coll=is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL))
+    # the backend's annotation (nccl:all_to_all, with its inputs' Input Dims/type) and the
+    # op that issued the collective (c10d::alltoall_base_, _c10d_functional::all_reduce, ...)
+    marks = hst.filter(pl.col("cat").is_in(["cpu_op", "Operator", "user_annotation"]))
+    anns = marks.filter(_starts(pl.col("name"), ANNOTATION_PREFIXES)).select(
+        "pid", "tid", "start_ns", "end_ns", "_row", "name").join(
+        comm.lazy(), on="_row", how="left", maintain_order="left").select(
+        "pid", "tid", "start_ns", "end_ns", name="name", nel="Input nelems",
+        adt=pl.col("Input dtype").str.to_lowercase().str.replace(r"^c10::", "")).collect()
+    ev = ev.hstack(_enclosing(ev, anns, "a_"))
+    issuers = marks.filter(_starts(pl.col("name"), ISSUER_PREFIXES)).select(
+        "pid", "tid", "start_ns", "end_ns", "name").collect()
+    ev = ev.hstack(_enclosing(ev, issuers, "i_"))
+    # the kernel-name regex once, not in each of the expressions that read it
+    ev = ev.with_columns(_coll=is_kernel & pl.col("name").str.contains(COLLECTIVE_KERNEL),
+                         _tp=_collective_type(pl.col("p_coll")),
+                         _ta=_collective_type(pl.col("a_name")),
+                         _ti=_collective_type(pl.col("i_name")))
     is_coll = pl.col("_coll")
-    size = pl.col("p_cdt").replace_strict({k: v[0] for k, v in _COMM_DTYPES.items()},
-                                          default=None, return_dtype=pl.Int64)
+
+    def size_of(dt: str) -> pl.Expr:
+        return pl.col(dt).replace_strict({k: v[0] for k, v in _COMM_DTYPES.items()},
+                                         default=None, return_dtype=pl.Int64)
+
+    def dtype_of(dt: str) -> pl.Expr:
+        return pl.col(dt).replace_strict({k: v[1] for k, v in _COMM_DTYPES.items()},
+                                         default=None, return_dtype=pl.String)
+    kind = pl.coalesce("_tp", "_ta", "_ti")
+    by_p = pl.max_horizontal("p_inn", "p_out") * size_of("p_cdt")
+    # an annotation records the inputs only: an all-gather's input is one rank's part
+    by_a = pl.col("a_nel") * size_of("a_adt") * pl.when(kind == "all-gather").then(
+        pl.col("p_gs").cast(pl.Int64)).otherwise(pl.lit(1, pl.Int64))
     ev = ev.with_columns(
-        subcategory=pl.when(is_coll).then(_collective_type(pl.col("p_coll")))
+        subcategory=pl.when(is_coll).then(kind)
         .when(pl.col("kind") == "memcpy").then(pl.col("name").str.extract(
             r"(?i)([HDP])(?:to|2)([HDP])", 0).str.to_lowercase().str.replace("to", "2")),
-        # the c10d collective (allreduce, _allgather_base, ...): what launched the kernel,
-        # and what the classifier's collective-type map reads before the kernel name
+        type_source=pl.when(is_coll).then(
+            pl.when(pl.col("_tp").is_not_null()).then(pl.lit("record_param_comms"))
+            .when(pl.col("_ta").is_not_null()).then(pl.col("a_name"))
+            .when(pl.col("_ti").is_not_null()).then(pl.col("i_name"))
+            .otherwise(pl.lit(KERNEL_NAME))),
+        # the collective that launched the kernel (record_param_comms' allreduce,
+        # _allgather_base, ..., else the c10d op or the annotation that names one): what
+        # matches its executions across ranks, and what the classifier reads first
         op=pl.when(is_coll & pl.col("p_coll").is_not_null()).then(pl.col("p_coll"))
+        .when(is_coll & pl.col("_ti").is_not_null()).then(pl.col("i_name"))
+        .when(is_coll & pl.col("_ta").is_not_null()).then(pl.col("a_name"))
         .otherwise(pl.col("op")),
-        msg_bytes=pl.when(is_coll).then(pl.max_horizontal("p_inn", "p_out") * size),
+        msg_bytes=pl.when(is_coll).then(pl.coalesce(by_p, by_a)),
+        size_source=pl.when(is_coll).then(
+            pl.when(by_p.is_not_null()).then(pl.lit("record_param_comms"))
+            .when(by_a.is_not_null()).then(pl.col("a_name") + " Input Dims")),
         group_size=pl.when(is_coll).then(pl.col("p_gs")).cast(pl.Int32),
         groups=pl.when(is_coll).then(pl.col("p_pgr")),
         group_name=pl.when(is_coll).then(pl.col("p_pgn")),
-        dtype=pl.when(is_coll).then(pl.col("p_cdt").replace_strict(
-            {k: v[1] for k, v in _COMM_DTYPES.items()}, default=None, return_dtype=pl.String)),
+        dtype=pl.when(is_coll).then(pl.coalesce(dtype_of("p_cdt"), dtype_of("a_adt"))),
         bytes=pl.when(pl.col("kind") != "kernel").then(pl.col("bytes").cast(pl.Float64)),
         correlation_id="correlation",
     )
@@ -194,13 +259,15 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
         sized=(is_coll & pl.col("msg_bytes").is_not_null()).sum()).row(0)
     if n_coll and typed < n_coll:
         warn.append(Notice.of("kineto.untyped_collectives", "{n} of {total} collective kernels "
-                              "have no record_param_comms op around their launch (or an "
-                              "unknown Collective name): type from the kernel name only",
+                              "have no op around their launch that names a known collective "
+                              "(record_param_comms, c10d::*, nccl:*): type from the kernel "
+                              "name only",
                               n=n_coll - typed, total=n_coll))
     if n_coll and sized < n_coll:
         warn.append(Notice.of("kineto.unsized_collectives", "{n} of {total} collective kernels "
-                              "have no message size (no record_param_comms sizes or an unknown "
-                              "dtype): busbw unknown", n=n_coll - sized, total=n_coll))
+                              "have no message size (no record_param_comms sizes or nccl:* "
+                              "Input Dims, or an unknown dtype): busbw unknown",
+                              n=n_coll - sized, total=n_coll))
     ev = ev.with_columns(cost_note=_cost_note())
     kernels = ev.filter("_has").select(row=pl.col("_i").cast(pl.UInt32), uid="c_uid",
                                        main=pl.col("_i") == pl.col("_main_i"),
@@ -211,7 +278,8 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
              "collective_kernels_typed": typed, "collective_kernels_sized": sized}
     events = ev.select("device", "stream", "kind", "name", "start_ns", "end_ns", "subcategory",
                        "op", "correlation_id", "flops", "bytes", "dtype", "cost_source",
-                       "msg_bytes", "group_size", "groups", "group_name", "cost_note",
+                       "msg_bytes", "group_size", "groups", "group_name", "type_source",
+                       "size_source", "cost_note",
                        launch=pl.when(is_kernel).then(pl.col("_shape")))
     return events, launches, warn, extra, OpShapes(ops=op_shapes, kernels=kernels)
 

@@ -12,7 +12,9 @@ per-event Python code). What each category gives (docs/kineto.md):
 - ``cuda_runtime``/``cuda_driver`` (HIP names on ROCm): launches, linked to activity by
   correlation id (the ``ac2g`` flows carry the same id, so they are not needed);
 - ``cpu_op``: ATen ops (shapes with ``record_shapes``), ``record_param_comms`` (collective
-  name, sizes, group); ``user_annotation``/``gpu_user_annotation``: ``ProfilerStep#N``.
+  name, sizes, group), ``c10d::*`` ops (the collective that issued a kernel);
+  ``user_annotation``/``gpu_user_annotation``: ``ProfilerStep#N``, and the backend's
+  ``nccl:*`` annotation of a collective (its inputs' ``Input Dims``/``Input type``).
 
 Timestamps are microseconds. Kineto writes them with three decimals (ns resolution) when it
 writes ``baseTimeNanoseconds``; they are converted exactly (integer part and fraction apart,
@@ -40,7 +42,7 @@ from collections import Counter
 from parsers.kineto import checks, typed
 from parsers.kineto.devices import device_frame
 from parsers.kineto.facts import KinetoFacts
-from parsers.kineto.link import link_activity, steps_frame
+from parsers.kineto.link import ANNOTATION_PREFIXES, link_activity, steps_frame
 from parsers.launch import launch_text
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
@@ -66,8 +68,10 @@ _COMM_INT = ("In msg nelems", "Out msg nelems", "Group size")
 _COMM_STR = ("Collective name", "dtype", "Process Group Name", "Process Group Description")
 _PG_RANKS = "Process Group Ranks"  # a list, or its text "[0, 1]" (as PyTorch writes it)
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
+_ANN_NELEMS, _ANN_DTYPE = "Input nelems", "Input dtype"  # what its Input Dims/type give
 COMM_SCHEMA = {"_row": pl.Int64, **{k: pl.Int64 for k in _COMM_INT},
-               **{k: pl.String for k in (*_COMM_STR, _PG_RANKS)}}
+               **{k: pl.String for k in (*_COMM_STR, _PG_RANKS)},
+               _ANN_NELEMS: pl.Int64, _ANN_DTYPE: pl.String}
 # (kept rows, args keys) -> per key, the rows' values: the args read on a few rows only
 Rare = Callable[[list[int], tuple[str, ...]], list[list[Any]]]
 Selector = Callable[[Any, Counter[str]], tuple[list[list[Any]], list[int], Rare]]
@@ -296,11 +300,48 @@ def _chunk_frame(evs: Any, select: Selector, lost: Counter[str], first_row: int,
         if side is host:
             comm = cols.with_columns(side["_row"].gather(at), pl.Series(
                 _PG_RANKS, list(map(_ranks_text, ranks)), dtype=pl.String)).select(
-                list(COMM_SCHEMA))
+                pl.col(c) if c not in (_ANN_NELEMS, _ANN_DTYPE) else pl.lit(None, t).alias(c)
+                for c, t in COMM_SCHEMA.items())
+    # the backend's annotation of a collective (nccl:all_reduce): its inputs' elements
+    at = rows(host, pl.any_horizontal(pl.col("name").str.starts_with(p)
+                                      for p in ANNOTATION_PREFIXES))
+    if at:
+        dims, types = rare(local(host, at), ("Input Dims", "Input type"))
+        got = list(map(_tensor_elements, dims, types))
+        ann = pl.DataFrame({"_row": host["_row"].gather(at),
+                            _ANN_NELEMS: pl.Series([g[0] for g in got], dtype=pl.Int64),
+                            _ANN_DTYPE: pl.Series([g[1] for g in got], dtype=pl.String)}
+                           ).select(pl.col(c) if c in ("_row", _ANN_NELEMS, _ANN_DTYPE)
+                                    else pl.lit(None, t).alias(c)
+                                    for c, t in COMM_SCHEMA.items())
+        comm = pl.concat([comm, ann])
     costed = rows(host, pl.col("name").is_in(list(COSTED_ATEN_OPS)))
     shapes = dict(zip(host["_row"].gather(costed).to_list(),
                       zip(*rare(local(host, costed), SHAPE_KEYS)))) if costed else {}
     return dev, host, comm, shapes
+
+
+def _tensor_elements(dims: Any, types: Any) -> tuple[int | None, str | None]:
+    """The elements of a collective annotation's input tensors (``Input Dims`` ``[[394241]]``,
+    summed over its tensors) and their element type as written (``Input type``
+    ``["float"]``): (None, None) unless every tensor's dims are non-negative integers and
+    every tensor has one and the same type (an empty type names no tensor: skipped)."""
+    if type(dims) is not list or type(types) is not list or len(dims) != len(types):
+        return None, None
+    total, kinds = 0, set()
+    for d, t in zip(dims, types):
+        if t in ("", None) and d == []:
+            continue  # not a tensor (a scalar argument)
+        if type(t) is not str or type(d) is not list or not all(_ok(x) and x >= 0 for x in d):
+            return None, None
+        n = 1
+        for x in d:
+            n *= x
+        total += n
+        kinds.add(t)
+    if len(kinds) != 1 or not _ok(total):
+        return None, None
+    return total, kinds.pop()
 
 
 def _ranks_text(value: Any) -> str | None:

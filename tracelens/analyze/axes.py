@@ -23,10 +23,11 @@ import polars as pl
 
 from tracelens.analyze.balance import balance
 from tracelens.analyze.pipeline import pipeline, pipeline_rows
-from tracelens.analyze.collectives import link_of, match_instances, partial_activities
+from tracelens.analyze.collectives import bus_factor_expr, link_of, match_instances, \
+    partial_activities
 from tracelens.analyze.mesh import Group, Mesh, given_mesh, inferred_mesh, named, own_group, \
     parse_groups, sdy_meshes
-from tracelens.model import Trace, TraceMeta
+from tracelens.model import Trace, TraceMeta, world_sizes
 from tracelens.protocol import JobPlan
 from tracelens.results.axes import AxisTotals, Axes, InstanceAxis, MeshAxis, Unmapped
 from tracelens.results.collectives import Busbw, Collectives
@@ -37,6 +38,11 @@ BAD_GROUP = "its process group could not be read"
 NOT_MEMBER = "its device is not in its op's groups"
 NOT_GRID = "its group is no sub-grid of the mesh"
 OUTSIDE = "its group has ids outside the mesh"
+NOT_INFERRED = ("the trace gives no process group for it, and holds {held} of the job's "
+                "{world} ranks: the ranks that matched it need not be its group")
+INFERRED = "inferred from the ranks that matched each instance (the trace records no group)"
+# point-to-point: a matched "instance" of sends is no group
+_P2P = ("send", "recv", "send-recv", "collective-permute")
 
 
 class MeshMismatch(ValueError):
@@ -54,6 +60,9 @@ class AxesOptions:
     nic_gb_per_s: float | None = None
     ranks_per_host: int | None = None
     mesh_source: str = "mesh"  # where ``mesh`` comes from: the --mesh option, or "hlo"
+    # the job's world size as its trace records it (Kineto distributedInfo.world_size): where
+    # the trace records no process group, an instance's group is then inferred (issue 46)
+    world_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,7 @@ class AxesPart:
     pipe: pl.DataFrame | None = None  # pipeline.pipeline_rows (None: not computed)
     # the named meshes the host's HLO modules record (JAX Shardy ``xla.sdy.meshes``)
     meshes: tuple[tuple[tuple[str, int], ...], ...] = ()
+    world_sizes: tuple[int, ...] = ()  # the world sizes its files record (distributedInfo)
 
 
 class AxesAnalysis:
@@ -82,7 +92,7 @@ class AxesAnalysis:
         meshes = tuple(dict.fromkeys(m for blob in trace.modules["hlo_proto"].to_list()
                                      for m in sdy_meshes(blob)))
         return AxesPart(acts, trace.devices, hosts, pipe=pipeline_rows(trace, acts),
-                        meshes=meshes)
+                        meshes=meshes, world_sizes=world_sizes([trace.meta]))
 
     def merge(self, parts: Sequence[AxesPart], plan: JobPlan) -> AxesPart:
         return AxesPart(plan.concat([p.acts for p in parts]),
@@ -90,12 +100,64 @@ class AxesAnalysis:
                         pl.concat([plan.place(p.hosts, i) for i, p in enumerate(parts)]),
                         plan.alignment, pl.concat([plan.place(p.pipe, i) for i, p in enumerate(
                             parts) if p.pipe is not None], how="vertical"),
-                        tuple(dict.fromkeys(m for p in parts for m in p.meshes)))
+                        tuple(dict.fromkeys(m for p in parts for m in p.meshes)),
+                        tuple(sorted({w for p in parts for w in p.world_sizes})))
 
     def finish(self, part: AxesPart, options: AxesOptions) -> Axes:
         if not options.mesh and len(part.meshes) == 1:  # the one mesh the HLO names
             options = replace(options, mesh=part.meshes[0], mesh_source="hlo")
+        options = with_world(options, part.world_sizes)
         return axes_of(part.acts, part.devices, part.hosts, options, part.alignment, part.pipe)
+
+
+def with_world(options: AxesOptions, sizes: Sequence[int]) -> AxesOptions:
+    """``options`` with the job's world size, when its files agree on one."""
+    if options.world_size is None and len(sizes) == 1:
+        return replace(options, world_size=sizes[0])
+    return options
+
+
+def with_inferred_groups(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
+                         options: AxesOptions) -> pl.DataFrame:
+    """``acts`` with ``groups`` filled where the trace records none (issue 46): the ids of
+    the ranks that matched the instance (all of them when all matched), where the job holds
+    every rank of its recorded world size (``options.world_size``, two ranks or more: one
+    rank's collectives are no group); ``group_size`` and busbw
+    follow from that group. ``group_inferred`` marks those rows; ``group_why`` says why a
+    row without a group stays without one (null: :data:`NO_GROUP`). Idempotent."""
+    if "group_inferred" in acts.columns:
+        return acts
+    need = pl.col("groups").is_null() & ~pl.col("type").is_in(list(_P2P))
+    out = acts.with_columns(group_inferred=pl.lit(False), group_why=pl.lit(None, pl.String))
+    world = options.world_size
+    if world is None or world < 2 or acts.is_empty() or "instance_key" not in acts.columns \
+            or not acts.select(need.any()).item():
+        return out
+    me, keyed = member_ids(acts, devices, hosts, options.ranks_per_host)
+    held = set(keyed["_me"].drop_nulls().to_list())
+    if not set(range(world)) <= held:
+        return out.with_columns(group_why=pl.when(need).then(pl.lit(NOT_INFERRED.format(
+            held=len(held & set(range(world))), world=world))))
+    inst = ["instance_key", "occurrence"]
+    found = out.with_columns(_me=me).filter(need).group_by(inst).agg(
+        _ids=pl.col("_me").unique().sort().cast(pl.String).str.join(","),
+        _n=pl.col("_me").n_unique())
+    out = out.join(found, on=inst, how="left", maintain_order="left", nulls_equal=True)
+    got = need & pl.col("_ids").is_not_null()
+    out = out.with_columns(
+        group_inferred=got,
+        groups=pl.when(got).then(pl.col("_ids").cast(acts.schema["groups"]))
+        .otherwise(pl.col("groups")),
+        group_size=pl.when(got & pl.col("group_size").is_null())
+        .then(pl.col("_n").cast(acts.schema["group_size"])).otherwise(pl.col("group_size")),
+    ).drop("_ids", "_n")
+    if "busbw_gb_per_s" not in out.columns:
+        return out
+    # as collectives.collective_activities: algbw (GB/s) × the factor of the group's size
+    algbw = pl.when(pl.col("dur_ns") > 0).then(
+        pl.col("msg_bytes").cast(pl.Float64) / pl.col("dur_ns").cast(pl.Float64))
+    return out.with_columns(busbw_gb_per_s=algbw * bus_factor_expr(pl.col("type"),
+                                                                  pl.col("group_size")))
 
 
 def member_ids(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
@@ -195,7 +257,10 @@ def mapped(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
         orient="row")
     acts = acts.join(mapping, on=["groups", "_me", "type"], how="left",
                      nulls_equal=False, maintain_order="left").with_columns(
-        reason=pl.when(pl.col("groups").is_null()).then(pl.lit(NO_GROUP))
+        reason=pl.when(pl.col("groups").is_null()).then(
+            pl.col("group_why") if "group_why" in acts.columns else pl.lit(None, pl.String))
+        .otherwise(pl.col("reason"))).with_columns(
+        reason=pl.when(pl.col("groups").is_null()).then(pl.col("reason").fill_null(NO_GROUP))
         .otherwise(pl.col("reason")))
     return acts, mesh
 
@@ -220,14 +285,18 @@ def axes_of(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
     """The :class:`Axes` result of the job's collective activities (module doc);
     ``alignment``: how the job's hosts are aligned (``meta.alignment``); ``pipe``: the
     job's ``pipeline_rows`` (bubbles per stage), when computed."""
-    acts, mesh = mapped(acts, devices, hosts, options)
+    acts, mesh = mapped(with_inferred_groups(acts, devices, hosts, options), devices, hosts,
+                        options)
     total_exposed = int(acts["exposed_ns"].sum() or 0)
     unmapped = tuple(Unmapped(r["reason"], int(r["count"]), int(r["exposed_ns"]))
                      for r in acts.filter(pl.col("axis").is_null()).group_by("reason").agg(
                          count=pl.len(), exposed_ns=pl.col("exposed_ns").sum())
                      .sort(["count", "reason"], descending=[True, False]).iter_rows(named=True))
+    inferred = int(acts["group_inferred"].sum()) if "group_inferred" in acts.columns else 0
     return Axes(mesh=mesh.axes, world=mesh.world, axes=_axis_totals(acts, devices, options),
                 unmapped=unmapped, activities=acts.height, exposed_ns=total_exposed,
+                groups_inferred=inferred or None, groups_inferred_how=INFERRED if inferred
+                else None,
                 instances=instance_axes(acts), balance=balance(acts, alignment),
                 pipeline=None if pipe is None else pipeline(
                     pipe, mesh, acts, acts.select("host", "rank", "device", "_me").unique()))
@@ -251,7 +320,8 @@ def axis_totals(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
 _MAPPING_READS = ("host", "rank", "device", "groups", "group_name", "type")
 """The activity columns :func:`mapped` reads: an activity's axis depends on these alone."""
 _MAPPED = ("axis", "axis_size", "crosses")
-_TOTALS_READS = ("type", "msg_bytes", "dur_ns", "exposed_ns", "busbw_gb_per_s")
+_TOTALS_READS = ("type", "msg_bytes", "dur_ns", "exposed_ns", "busbw_gb_per_s",
+                 "group_inferred")
 
 
 def _axis_totals(acts: pl.DataFrame, devices: pl.DataFrame, options: AxesOptions
@@ -264,6 +334,8 @@ def _axis_totals(acts: pl.DataFrame, devices: pl.DataFrame, options: AxesOptions
         pl.col("axis").is_not_null()).group_by("axis").agg(
         size=pl.col("axis_size").first(), types=pl.col("type").unique().sort(),
         crosses=pl.col("crosses").any(), cross_null=pl.col("crosses").is_null().any(),
+        inferred=(pl.col("group_inferred").sum() if "group_inferred" in acts.columns
+                  else pl.lit(0)),
         count=pl.len(), bytes=pl.col("msg_bytes").sum(),
         unsized=pl.col("msg_bytes").is_null().sum(), time_ns=pl.col("dur_ns").sum(),
         exposed_ns=pl.col("exposed_ns").sum(), med=pl.col("busbw_gb_per_s").median(),
@@ -294,7 +366,8 @@ def _totals(r: dict[str, object], total_exposed: int, intra: float | None,
         unsized=int(r["unsized"]), time_ns=int(r["time_ns"]), exposed_ns=exposed,  # type: ignore
         exposed_share=exposed / total_exposed if total_exposed else None,
         link=link, link_gb_per_s=peak,
-        busbw=Busbw(median=med, p10=r["p10"], p90=r["p90"], link_pct=pct))  # type: ignore
+        busbw=Busbw(median=med, p10=r["p10"], p90=r["p90"], link_pct=pct),  # type: ignore
+        groups_inferred=int(r["inferred"]) or None)  # type: ignore[call-overload]
 
 
 def instance_axes(acts: pl.DataFrame) -> tuple[InstanceAxis, ...]:
@@ -334,4 +407,5 @@ def with_axes(c: Collectives, acts: pl.DataFrame, devices: pl.DataFrame,
     a = axes_of(acts, devices, hosts, options, c.alignment)
     by = {(i.key, i.occurrence): i.axis for i in a.instances}
     worst = tuple(replace(w, axis=by.get((w.key, w.occurrence))) for w in c.worst)
-    return replace(c, worst=worst, mesh=a.mesh, axes=a.axes, unmapped=a.unmapped)
+    return replace(c, worst=worst, mesh=a.mesh, axes=a.axes, unmapped=a.unmapped,
+                   groups_inferred=a.groups_inferred, groups_inferred_how=a.groups_inferred_how)

@@ -23,7 +23,7 @@ from tracelens.analyze.timeline import DEVICE_KEYS
 from tracelens.combine import Placement, plan, place
 from tracelens.filters import Filters
 from tracelens.frames import distinct
-from tracelens.model import Notice, Trace, TraceMeta
+from tracelens.model import Notice, Trace, TraceMeta, world_sizes
 from tracelens.protocol import JobPlan
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ class MergedCollectives:
     host_ranks: tuple[pl.DataFrame, ...] = ()
     steps_source: str = "none"  # the job's (JobPlan.steps_source)
     job_hosts: tuple[tuple[str, bool], ...] = ()  # JobPlan.hosts
+    world_sizes: tuple[int, ...] = ()  # the world sizes the files record (distributedInfo)
 
 
 def collective_partial(trace: Trace) -> CollectivePartial:
@@ -135,7 +136,8 @@ class MergeCollectives:
                                  plan.placements, plan.shift_of or {},
                                  tuple(place(p.hosts, w) for p, w in zip(parts,
                                                                          plan.placements)),
-                                 plan.steps_source, plan.hosts)
+                                 plan.steps_source, plan.hosts,
+                                 world_sizes([p.meta for p in parts]))
 
     def finish(self, part: MergedCollectives, options: CollectivesOptions
                ) -> MergedCollectives:
@@ -150,11 +152,15 @@ class CollectivesAnalysis(MergeCollectives):
                options: CollectivesOptions) -> Collectives:
         from dataclasses import replace
 
-        from tracelens.analyze.axes import AxesOptions, hosts_frame, with_axes
+        from tracelens.analyze.axes import AxesOptions, hosts_frame, with_axes, \
+            with_inferred_groups, with_world
 
-        res = with_axes(collectives_from_activities(part.acts, part.alignment, options.top,
+        axes = with_world(options.axes or AxesOptions(), part.world_sizes)
+        hosts = hosts_frame(part.job_hosts)
+        # a job that records no process groups: each instance's from the ranks that matched
+        acts = with_inferred_groups(part.acts, part.devices, hosts, axes)
+        res = with_axes(collectives_from_activities(acts, part.alignment, options.top,
                                                     link_of(part.devices)),
-                        part.acts, part.devices, hosts_frame(part.job_hosts),
-                        options.axes or AxesOptions())
+                        acts, part.devices, hosts, axes)
         rows = options.filters.active() if options.filters is not None else None
         return replace(res, steps_source=part.steps_source, filters=rows or None)

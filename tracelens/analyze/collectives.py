@@ -233,8 +233,8 @@ def collective_activities(events: pl.DataFrame, axis: Axis | None = None) -> pl.
 
 PARTIAL_COLUMNS: tuple[str, ...] = (
     *DEVICE_KEYS, "stream", "start_ns", "end_ns", "op", "module", "program_id", "step",
-    "msg_bytes", "group_size", "groups", "group_name", "type", "dur_ns", "exposed_ns",
-    "instance_key", "occurrence", "algbw_gb_per_s", "busbw_gb_per_s")
+    "msg_bytes", "group_size", "groups", "group_name", "type_source", "size_source", "type",
+    "dur_ns", "exposed_ns", "instance_key", "occurrence", "algbw_gb_per_s", "busbw_gb_per_s")
 """The activity columns the reduces of per-host partials read (summary, collectives, HLO
 findings, alignment, profiles): the rest (kernel name, costs, launch shape, ...) stays on
 the host, so a partial carries a fraction of the event bytes."""
@@ -242,7 +242,8 @@ the host, so a partial carries a fraction of the event bytes."""
 
 _ACTIVITY_READS: tuple[str, ...] = (
     *DEVICE_KEYS, "stream", "start_ns", "end_ns", "category", "subcategory", "op", "module",
-    "program_id", "step", "msg_bytes", "group_size", "groups", "group_name")
+    "program_id", "step", "msg_bytes", "group_size", "groups", "group_name", "type_source",
+    "size_source")
 """The event columns :func:`partial_activities` reads: its output columns and what the
 instance keys, the hidden compute time and the bandwidths are computed from."""
 
@@ -340,9 +341,19 @@ def _instances_and_stragglers(acts: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     return instances, stragglers
 
 
+def _sources(col: str) -> pl.Expr:
+    """The distinct sources of a group's rows, sorted and joined (null: none said)."""
+    return pl.col(col).cast(pl.String).drop_nulls().unique().sort().str.join(", ")
+
+
+_SOURCE_COLUMNS = ("type_source", "size_source")
+
+
 def type_summary(acts: pl.DataFrame) -> pl.DataFrame:
-    """Per collective type (and op): count, bytes, time, exposed time, busbw spread."""
-    return _streamed(acts.lazy().group_by("type", "op").agg(
+    """Per collective type (and op): count, bytes, time, exposed time, busbw spread, and
+    where the types and sizes come from (when the activities carry it)."""
+    src = [_sources(c).alias(c) for c in _SOURCE_COLUMNS if c in acts.columns]
+    return _streamed(acts.lazy().group_by("type", "op").agg(*src,
         count=pl.len(), msg_bytes=pl.col("msg_bytes").max(),
         sum_ns=pl.col("dur_ns").sum(), exposed_ns=pl.col("exposed_ns").sum(),
         busbw_gb_per_s=pl.col("busbw_gb_per_s").median(),
@@ -381,6 +392,7 @@ def collectives_from_activities(acts: pl.DataFrame, alignment: str, top: int = 1
         type=r["type"], op=r["op"], count=int(r["count"]), msg_bytes=r["msg_bytes"],
         sum_ns=int(r["sum_ns"]), exposed_ns=int(r["exposed_ns"]),
         busbw=busbw(r["busbw_gb_per_s"], r["busbw_p10"], r["busbw_p90"]),
+        type_source=r.get("type_source") or None, size_source=r.get("size_source") or None,
     ) for r in type_summary(res.activities).iter_rows(named=True))
     # instances equal in all three come in the group-by's order: their key decides
     worst = res.instances.sort(["arrival_skew_ns", "exposed_ns", "first_start_ns",

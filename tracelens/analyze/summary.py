@@ -32,7 +32,7 @@ from tracelens.filters import Filters
 from tracelens.frames import distinct
 from tracelens.results.filters import ActiveFilters, SummaryFilters
 from tracelens.hardware import GpuSpec, load_specs_file
-from tracelens.model import Trace
+from tracelens.model import Trace, world_sizes
 from tracelens.notices import steps_disagree
 from tracelens.protocol import JobPlan
 if TYPE_CHECKING:
@@ -124,6 +124,7 @@ def summary_partial(trace: Trace, opts: SummaryOptions | None = None) -> Summary
         hlo=_lens(trace, whole_acts, unfiltered) if trace.modules.height else None,
         host_facts=file_facts(trace) if len(trace.meta.sources) == 1 else None,
         hosts_named=all(h.named for h in trace.meta.hosts.values()),
+        world_sizes=world_sizes([trace.meta]),
     )
 
 

@@ -55,6 +55,7 @@ def concat_partials(partials: list["SummaryPartial"]) -> "SummaryPartial":
         acts=_concat([p.acts for p in partials]),
         hlo=concat_lens([lens_of(p) for p in partials]),
         hosts_named=all(p.hosts_named for p in partials),
+        world_sizes=tuple(sorted({w for p in partials for w in p.world_sizes})),
     )
 
 

@@ -40,6 +40,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
     if not partials:
         raise ValueError("reduce_summary needs at least one partial")
     p = partials[0] if len(partials) == 1 else concat_partials(partials)
+    p = _with_inferred_groups(p)
     devs = p.device_rows
     active = {d.key for d in devs}
     idle = tuple(DeviceKey(*k) for k in sorted((r["host"], r["rank"], r["device"])
@@ -66,6 +67,21 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
                                   straggler_index(devs, coll.stragglers)),
         median_shares=_median_shares(devs), specs=_specs_by_use(devs),
         axes=_axes(p))
+
+
+def _with_inferred_groups(p: SummaryPartial) -> SummaryPartial:
+    """``p`` with each collective instance's group inferred where the job records none
+    (:func:`tracelens.analyze.axes.with_inferred_groups`): its busbw and axis follow."""
+    if p.acts.is_empty() or not p.world_sizes or "groups" not in p.acts.columns:
+        return p
+    from dataclasses import replace
+
+    from tracelens.analyze.axes import AxesOptions, with_inferred_groups, with_world
+
+    hosts = p.acts.select("host").unique().with_columns(named=pl.lit(p.hosts_named))
+    acts = with_inferred_groups(p.acts, p.devices, hosts, with_world(AxesOptions(),
+                                                                      p.world_sizes))
+    return replace(p, acts=acts)
 
 
 def _axes(p: SummaryPartial) -> "tuple[AxisTotals, ...]":

@@ -67,3 +67,5 @@ class SummaryPartial:
     host_facts: "PartFacts | None" = None
     # False when a host name was made up by a reader (Kineto ranks): they count as ranks
     hosts_named: bool = True
+    # the world sizes its files record (Kineto distributedInfo): groups are inferred from them
+    world_sizes: tuple[int, ...] = ()

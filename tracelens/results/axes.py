@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from tracelens.results.collectives import (AxisTotals, Busbw, MeshAxis, Participant,  # noqa: F401
                                            Unmapped)
-from tracelens.results.encode import rounded
+from tracelens.results.encode import optional, rounded
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,9 @@ class Axes:
     instances: tuple[InstanceAxis, ...] = field(metadata={"json": False})
     balance: "Balance | None" = None  # all-to-all balance, when the job has all-to-alls
     pipeline: "Pipeline | None" = None  # bubbles per stage, when the job has stages
+    # activities whose process group was inferred (issue 46: the trace records none), and how
+    groups_inferred: int | None = field(default=None, metadata=optional())
+    groups_inferred_how: str | None = field(default=None, metadata=optional())
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,10 @@ class OpTotals:
     sum_ns: int
     exposed_ns: int
     busbw: Busbw = field(metadata=flattened())
+    # where its type and message size come from, as the reader says (Kineto:
+    # record_param_comms, c10d::alltoall_base_, nccl:all_to_all Input Dims, kernel name)
+    type_source: str | None = field(default=None, metadata=optional())
+    size_source: str | None = field(default=None, metadata=optional())
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,8 @@ class AxisTotals:
     link: str | None
     link_gb_per_s: float | None = field(metadata=rounded(3))
     busbw: Busbw
+    # its activities whose group was inferred from the ranks that matched them (issue 46)
+    groups_inferred: int | None = field(default=None, metadata=optional())
 
 @dataclass(frozen=True)
 class Unmapped:
@@ -161,6 +167,8 @@ class Collectives:
     mesh: tuple[MeshAxis, ...] = ()
     axes: tuple[AxisTotals, ...] = ()
     unmapped: tuple[Unmapped, ...] = ()
+    groups_inferred: int | None = field(default=None, metadata=optional())  # as Axes'
+    groups_inferred_how: str | None = field(default=None, metadata=optional())
     steps_source: str | None = field(default=None, metadata=optional())
     filters: ActiveFilters | None = field(default=None, metadata=optional())
 
