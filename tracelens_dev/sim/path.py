@@ -46,8 +46,15 @@ def _first_seg_of(sim: Sim) -> dict[int, int]:
     return first
 
 
-def critical_path(sim: Sim) -> Path:
-    """The path from the step's end back to 0; its pieces add up to the step time."""
+def critical_path(sim: Sim, after_wait: str = "last") -> Path:
+    """The path from the step's end back to 0; its pieces add up to the step time.
+
+    At a collective the walk stands on, the time from its own arrival to the last arrival
+    is ``wait:<the last arriver>``; below its own arrival the walk continues in the last
+    arriver's history (``after_wait="last"``, the definition: what the step waited for),
+    or in its own device's (``"own"``: the per-device reading, for comparison)."""
+    if after_wait not in ("last", "own"):
+        raise ValueError(f"after_wait must be 'last' or 'own', not {after_wait!r}")
     job, items, segs = sim.job, sim.items, sim.segs
     T = sim.step_ns
     # each rank's host segments in order (they tile [0, the rank's host end])
@@ -91,8 +98,9 @@ def critical_path(sim: Sim) -> Path:
                 if it.start < L:
                     lastm = min((m for m in members if m.start == L), key=lambda m: m.rank)
                     emit(f"wait:{job.device_label(lastm.rank)}", it.start, L, _item_name(it))
-                    ceiling[0] = min(ceiling[0], it.start)
-                    it = lastm
+                    if after_wait == "last":
+                        ceiling[0] = min(ceiling[0], it.start)
+                        it = lastm
             else:
                 emit(spec.category, it.start, it.end, _item_name(it))
             # the binding constraint at it.start: stream order, then event wait, then launch
