@@ -166,6 +166,19 @@ def test_deterministic() -> None:
     assert critical_path(a) == critical_path(b)
 
 
+@pytest.mark.parametrize("fmt", ["xspace", "kineto", "rocpd"])
+def test_written_bytes_deterministic(fmt: str, tmp_path) -> None:
+    from tracelens_dev.sim.scenarios import generate
+    from tracelens_dev.sim.trace import write
+
+    def files(d) -> dict:
+        return {p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+    write(simulate(generate(5)), fmt, tmp_path / "a")
+    write(simulate(generate(5)), fmt, tmp_path / "b")
+    a, b = files(tmp_path / "a"), files(tmp_path / "b")
+    assert a and a == b
+
+
 @pytest.mark.parametrize("fmt", ["xspace", "xspace-device", "kineto", "rocpd", "rpd",
                                  "rocprof-json", "rocprof-csv"])
 def test_written_step_reads_back(fmt: str, tmp_path) -> None:
