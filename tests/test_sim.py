@@ -207,3 +207,23 @@ def test_written_step_reads_back(fmt: str, tmp_path) -> None:
     inst = with_instance_keys(trace.events).group_by("instance_key", "occurrence").len()
     assert inst["len"].to_list() == [job.ranks] * inst.height
     assert inst.height == len(sim.arrivals)
+
+
+@pytest.mark.parametrize("seed", range(0, 45, 4))
+def test_changes_never_slow_the_step(seed: int) -> None:
+    """Every start and end is a max of sums of durations: shortening durations cannot make
+    the step longer, a 0% change changes nothing, and the path adds up (checked inside)."""
+    from tracelens_dev.sim.scenarios import generate
+    job = generate(seed)
+    T = simulate(job).step_ns
+    assert counterfactual(job, Change("faster", "gemm", 0)) == T
+    assert counterfactual(job, Change("host_faster", pct=0)) == T
+    changes = [Change("faster", "gemm", 30), Change("faster", "elementwise", 50),
+               Change("host_faster", pct=50), Change("roofline", "gemm"),
+               Change("graph_launch"), Change("on_time", job.meta.get("straggler") or 0),
+               *(Change("hide", t) for t in ("all-reduce", "all-gather", "reduce-scatter",
+                                              "send-recv"))]
+    for ch in changes:
+        assert counterfactual(job, ch) <= T, ch
+    if job.meta.get("straggler") is not None:
+        assert counterfactual(job, Change("on_time", job.meta["straggler"])) < T
