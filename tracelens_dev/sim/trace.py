@@ -35,10 +35,10 @@ _LIMITS = {
                "cross-stream event dependencies are not in the trace"],
     "xspace-device": ["no host events (step markers only)",
                       "no cross-stream event dependencies"],
-    "kineto": ["host API calls are the writer's own (one launch every 10 us from the first "
-               "kernel's start), not the simulated host timeline",
+    "kineto": ["named host ops are not written (runtime calls only)",
                "collective instances match by type and order (no op): send/recv pairs of "
-               "different stages mismatch", "no cross-stream event dependencies"],
+               "different stages mismatch", "no cross-stream event dependencies",
+               "one file per host (the writer's rank), its devices' threads in it"],
     "rocpd": ["no host API calls (device activity, RCCL API rows and step markers)",
               "collective instances match by type and order (no op)",
               "no cross-stream event dependencies"],
@@ -146,7 +146,7 @@ def write(sim: Sim, fmt: str, out: Path) -> list[Path]:
     what to hand the reader (one path: a file or a directory)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    trace = to_trace(sim, host_events=(fmt == "xspace"))
+    trace = to_trace(sim, host_events=(fmt in ("xspace", "kineto")))
     if fmt in ("xspace", "xspace-device"):
         from tracelens_dev.writers import xspace
         hosts = trace.devices["host"].unique().len()
@@ -155,7 +155,7 @@ def write(sim: Sim, fmt: str, out: Path) -> list[Path]:
         return [target]
     if fmt == "kineto":
         from tracelens_dev.writers import kineto
-        kineto.write(trace, out / "kineto")
+        kineto.write(trace, out / "kineto", host_calls=True)
         return [out / "kineto"]
     from tracelens_dev.writers import rocprof
     if fmt == "rocpd":
