@@ -39,7 +39,9 @@ _LIMITS = {
                "collective instances match by type and order (no op): send/recv pairs of "
                "different stages mismatch", "no cross-stream event dependencies",
                "one file per host (the writer's rank), its devices' threads in it"],
-    "rocpd": ["no host API calls (device activity, RCCL API rows and step markers)",
+    "rocpd": ["no host API calls but RCCL API rows, which the writer places 4 us before each "
+              "collective kernel (not the simulated host timeline): the analyzer reads them "
+              "as host calls that launched the collectives",
               "collective instances match by type and order (no op)",
               "no cross-stream event dependencies"],
 }
