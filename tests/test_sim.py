@@ -99,6 +99,10 @@ def test_graph_launch_and_host_bound_path() -> None:
                                               "elementwise": 1 * US}
     # One graph launch [0, 2]: kernels ready at 7 run [7, 8], [8, 9], [9, 10]; sync ends 10.
     assert counterfactual(HOST_BOUND, Change("graph_launch")) == 10 * US
+    # Only instructions [0, 3) of rank 0 (launch, gap, launch): one graph launch [0, 2],
+    # kernels [7, 8], [8, 9]; the gap after the range stays [2, 12]; the third launch
+    # [12, 14], its kernel [19, 20]; the sync ends 20.
+    assert counterfactual(HOST_BOUND, Change("graph_launch", 0, lo=0, hi=3)) == 20 * US
 
 
 def test_bounded_queue() -> None:
