@@ -87,12 +87,26 @@ def _group_args(e: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
-                 op_args: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+                 op_args: dict[str, dict[str, Any]],
+                 calls: pl.DataFrame | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     launch = "hipLaunchKernel" if amd else "cudaLaunchKernel"
     t0 = int(ev["start_ns"].min()) if ev.height else 0
+    at: dict[int, int] = {}  # the trace's own calls: correlation id -> call start
+    if calls is not None:
+        for c in calls.sort("start_ns", "tid").iter_rows(named=True):
+            corr = int(c["correlation_id"])
+            at.setdefault(corr, int(c["start_ns"]))
+            out.append({"ph": "X", "cat": "cuda_runtime", "name": c["name"], "pid": pid,
+                        "tid": int(c["tid"]) if c["tid"] is not None else 1,
+                        "ts": _us(int(c["start_ns"])),
+                        "dur": _us(int(c["end_ns"]) - int(c["start_ns"])),
+                        "args": {"correlation": corr, "External id": corr}})
     for i, e in enumerate(ev.sort("start_ns", "device", "stream").iter_rows(named=True)):
         corr, cpu = i + 1, t0 + i * 10_000
+        if calls is not None:
+            corr = int(e["correlation_id"])
+            cpu = at.get(corr, cpu) - 1_000
         args: dict[str, Any] = {"device": e["device"], "stream": e["stream"],
                                 "correlation": corr, "External id": corr}
         if e["kind"] != "kernel" and e["bytes"] is not None:
@@ -102,9 +116,10 @@ def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
         out.append({"ph": "X", "cat": _CATS[e["kind"]], "name": e["name"], "pid": e["device"],
                     "tid": e["stream"], "ts": _us(e["start_ns"]),
                     "dur": _us(e["end_ns"] - e["start_ns"]), "args": args})
-        out.append({"ph": "X", "cat": "cuda_runtime", "name": launch, "pid": pid, "tid": 1,
-                    "ts": _us(cpu + 2_000), "dur": 1.0,
-                    "args": {"correlation": corr, "External id": corr}})
+        if calls is None:
+            out.append({"ph": "X", "cat": "cuda_runtime", "name": launch, "pid": pid, "tid": 1,
+                        "ts": _us(cpu + 2_000), "dur": 1.0,
+                        "args": {"correlation": corr, "External id": corr}})
         if e["op"] in op_args:
             out.append({"ph": "X", "cat": "cpu_op", "name": e["op"], "pid": pid, "tid": 1,
                         "ts": _us(cpu + 1_000), "dur": 4.0,
@@ -141,8 +156,13 @@ def _rank_events(ev: pl.DataFrame, steps: pl.DataFrame, amd: bool, pid: int,
 
 
 def write(trace: Trace, out: Path, op_args: dict[str, dict[str, Any]] | None = None,
-          world_size: int | None = None) -> list[Path]:
-    """Write one ``rank-R.json`` per rank of ``trace`` into directory ``out``."""
+          world_size: int | None = None, host_calls: bool = False) -> list[Path]:
+    """Write one ``rank-R.json`` per rank of ``trace`` into directory ``out``.
+
+    ``host_calls``: write the trace's own runtime calls (``host_events`` of kind ``api``,
+    with their threads, times and correlation ids; the device activity keeps its
+    correlation ids) instead of laying out one launch every 10 µs: for the step simulator
+    (tracelens_dev/sim), whose host timeline is part of the truth."""
     trace = plain_text(trace)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -157,7 +177,11 @@ def write(trace: Trace, out: Path, op_args: dict[str, dict[str, Any]] | None = N
                "distributedInfo": {"backend": "nccl", "rank": r,
                                    "world_size": world_size or len(ranks)},
                "baseTimeNanoseconds": _BASE_NS,
-               "traceEvents": _rank_events(ev, steps, amd, 1000 + r, op_args or {})}
+               "traceEvents": _rank_events(
+                   ev, steps, amd, 1000 + r, op_args or {},
+                   trace.host_events.filter((pl.col("rank") == r) & (pl.col("kind") == "api")
+                                            & pl.col("correlation_id").is_not_null())
+                   if host_calls else None)}
         if amd:
             doc["hip_runtime_version"] = 1
         path = out / f"rank-{r}.json"
