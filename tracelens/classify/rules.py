@@ -233,15 +233,15 @@ class RuleSet:
         else:
             found = np.full(keys.height, fallback, dtype=np.uint32)
             rest = keys.with_row_index("__row")  # the rows no rule has matched yet
-            for lo, hi, names in _name_runs(self.rules):
+            for lo, hi, column, pattern in _name_runs(self.rules):
                 if rest.height == 0:
                     break
                 # the words of the names (ops) only for the rows that reach a word rule
                 rest = _with_words(rest, {r.word_source for r in self.rules[lo:hi]
                                           if r.word_source})
-                # rows matching none of the run's name patterns skip the run's rules
-                cand = rest if names is None else rest.filter(
-                    pl.col("name").str.contains(names).fill_null(False))
+                # rows matching none of the run's patterns skip the run's rules
+                cand = rest if pattern is None else rest.filter(
+                    pl.col(column).str.contains(pattern).fill_null(False))
                 matched = []
                 for i in range(lo, hi):
                     if cand.height == 0:
@@ -299,31 +299,46 @@ class RuleSet:
 _RUN_MIN, _RUN_MAX = 4, 8  # consecutive name rules put behind one combined pattern
 
 
+def _key(rule: Rule) -> tuple[str, str] | None:
+    """A text column and a regex every row the rule matches has there: its name pattern, or
+    its first word pattern (on the words of its text); None when it needs neither."""
+    if rule.name is not None:
+        return "name", rule.name
+    if rule.word_source is not None:
+        return WORDS_COLUMN[rule.word_source], rule.word_patterns[0]
+    return None
+
+
 @functools.lru_cache(maxsize=64)
-def _name_runs(rules: tuple[Rule, ...]) -> tuple[tuple[int, int, str | None], ...]:
-    """The rules as runs ``(first, end, pattern)``: runs of ``_RUN_MIN`` to ``_RUN_MAX``
-    consecutive rules that each need a ``name`` match get the alternation of their name
-    patterns (short runs: a run some names do match still skips the rest for the others; a name
-    matching none of them cannot satisfy any rule of the run, so one regex pass sends most
-    rows past the run: 150k distinct kernel names would otherwise take ~40 passes before the
-    GEMM rules); other rules are runs of one without a pattern. First match still wins: the
-    rows a run's pattern keeps go through its rules in order. A combination Rust ``regex``
-    refuses (its size limit) is not used."""
-    out: list[tuple[int, int, str | None]] = []
+def _name_runs(rules: tuple[Rule, ...]) -> tuple[tuple[int, int, str | None, str | None], ...]:
+    """The rules as runs ``(first, end, column, pattern)``: runs of ``_RUN_MIN`` to
+    ``_RUN_MAX`` consecutive rules that each need a match in the same column (the ``name``
+    pattern of a name rule, the first word list of a word rule: :func:`_key`) get the
+    alternation of those patterns (short runs: a run some names do match still skips the rest
+    for the others; a name matching none of them cannot satisfy any rule of the run, so one
+    regex pass sends most rows past the run: 150k distinct kernel names would otherwise take
+    ~40 passes before the GEMM rules, and ~30 more through the word layers); other rules are
+    runs of one without a pattern. First match still wins: the rows a run's pattern keeps go
+    through its rules in order. A combination Rust ``regex`` refuses (its size limit) is not
+    used."""
+    out: list[tuple[int, int, str | None, str | None]] = []
+    keys = [_key(r) for r in rules]
     i = 0
     while i < len(rules):
         j = i
-        while j < len(rules) and rules[j].name is not None:
+        col = keys[i][0] if keys[i] is not None else None
+        while j < len(rules) and col is not None and keys[j] is not None and keys[j][0] == col:
             j += 1
         if j - i >= _RUN_MIN:
             for a in range(i, j, _RUN_MAX):
                 b = min(j, a + _RUN_MAX)
-                names = "|".join(f"(?:{rules[k].name})" for k in range(a, b))
-                ok = _regex_problem(names) is None
-                out += [(a, b, names)] if ok else [(k, k + 1, None) for k in range(a, b)]
+                pattern = "|".join(f"(?:{keys[k][1]})" for k in range(a, b))  # type: ignore[index]
+                ok = _regex_problem(pattern) is None
+                out += [(a, b, col, pattern)] if ok else [(k, k + 1, None, None)
+                                                          for k in range(a, b)]
             i = j
         else:
-            out += [(k, k + 1, None) for k in range(i, max(j, i + 1))]
+            out += [(k, k + 1, None, None) for k in range(i, max(j, i + 1))]
             i = max(j, i + 1)
     return tuple(out)
 
