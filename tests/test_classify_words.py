@@ -185,6 +185,7 @@ BOUNDARIES = [
     ("reduce_fused_impl", "reduction.word.reduce", "custom_reduce_scatter"),
     ("moe_dispatch_tokens", "reduction.word.moe_dispatch", "internode_dispatch"),
     ("route_tokens", "reduction.word.moe_routing", "subroutine_call"),
+    ("moe_align_block_size_kernel", "reduction.word.moe_routing", "align_rows_kernel"),
     ("swiglu_fwd", "elementwise.word.activation", "glue_kernel"),
     ("fp8_to_bf16_convert", "elementwise.word.low_precision_cast", "fp8_scale_fill"),
 ]
