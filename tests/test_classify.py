@@ -1044,7 +1044,9 @@ def test_many_rows_path_answers_like_explain_for_every_reference_name() -> None:
     from tracelens.classify.rules import _FEW_ROWS, _name_runs
 
     rules = RuleSet(load_rules().rules)
-    assert any(p is not None for _, _, p in _name_runs(rules.rules))  # runs are combined
+    runs = _name_runs(rules.rules)
+    assert any(p is not None for _, _, _, p in runs)  # runs are combined
+    assert {c for _, _, c, p in runs if p is not None} == {"name", "__words_name", "__words_op"}
     events = pl.DataFrame({"kind": pl.Series(["kernel"] * len(CASES), dtype=KindDtype),
                            "name": [c[0] for c in CASES], "op": [c[1] for c in CASES]})
     assert events.unique().height > _FEW_ROWS

@@ -137,23 +137,34 @@ def gpus(fmt: str, gpu_specs: Path | None, debug: bool) -> None:
 
 @main.command()
 @click.argument("name")
-@click.option("--op", default=None, help="The HLO op of the kernel (e.g. all-gather-start.3).")
+@click.option("--op", default=None, help="The op that launched the kernel: its HLO op "
+              "(all-gather-start.3) or, in a PyTorch trace, its ATen op (aten::silu).")
 @click.option("--kind", type=click.Choice(["kernel", "memcpy", "memset"]), default="kernel",
               show_default=True)
 @common_options
 @guarded
 def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], quiet: bool,
             debug: bool) -> None:
-    """Which category NAME gets, and the rule that decided it."""
+    """Which category NAME gets, the layer and rule that decided it (library rules, then the
+    words inside the name, then the launching op given with --op), and why."""
     from tracelens.classify import explain as explain_name
 
     m = explain_name(name, op=op, kind=kind, rules=load_rule_files(rules_files))
+    layer = {"library": "library rule", "name words": "name words (no library rule knew it)",
+             "launching op": "launching op (neither a library rule nor the name's words said)",
+             "fallback": "none: no rule recognised it",
+             "user": "user rule (--rules)"}[m.layer]
     click.echo(f"category:    {m.category}")
     click.echo(f"subcategory: {m.subcategory or '-'}")
+    click.echo(f"layer:       {layer}")
     click.echo(f"rule:        {m.rule_id}")
     click.echo(f"why:         {m.description}")
     conds = ", ".join(f"{k} = {v!r}" for k, v in m.conditions.items()) or "(catch-all)"
     click.echo(f"matches:     {conds}")
+    if m.words is not None:
+        text = "op" if m.conditions.get("words_in") == "op" else "name"
+        click.echo(f"words:       {m.words!r} (the {text}'s words); found "
+                   + " and ".join(repr(f) for f in m.found))
 
 
 @main.command()

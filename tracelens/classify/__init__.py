@@ -1,5 +1,9 @@
 """The kernel classifier (DESIGN §5): one ordered rule list, from data, for every trace format.
 
+The list runs in layers: library rules (vendor and framework kernel names, HLO ops), then the
+words inside a name, then the op that launched the kernel where the trace records one (Kineto's
+ATen op), then ``other``; the first rule that matches decides.
+
 ``classify`` labels each event with a category, a subcategory and the id of the deciding rule;
 ``explain`` says why one kernel name got its category. The rules run as polars expressions over
 the distinct ``(kind, name, op, hlo)`` combinations, and the answers are joined back onto the
@@ -10,11 +14,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.classify.rules import Match, Rule, RuleSet, load_rules
+from tracelens.classify.rules import LAYERS, Match, Rule, RuleSet, load_rules, words_of
 from tracelens.model import CategoryDtype, Text
 from tracelens.signatures import Signatures, distinct_rows
 
-__all__ = ["Match", "Rule", "RuleSet", "classify", "explain", "load_rules"]
+__all__ = ["LAYERS", "Match", "Rule", "RuleSet", "classify", "explain", "load_rules", "words_of"]
 
 _KEYS = ("__cls_kind", "__cls_name", "__cls_op", "__cls_hlo")
 _COLUMNS = ("kind", "name", "op", "hlo")  # what RuleSet.decide reads
@@ -70,10 +74,20 @@ def explain(name: str, op: str | None = None, kind: str = "kernel",
     """
     rules = rules if rules is not None else load_rules()
     rule, sub = rules.decide_one(kind, name, op, hlo)
+    words, found = None, ()
+    if rule.word_source is not None:  # the words it read, and what each condition found
+        text = pl.lit(name if rule.word_source == "name" else op, dtype=pl.String)
+        row = pl.select(words_of(text).alias("w"))
+        words = row["w"][0]
+        found = tuple(row.select(pl.col("w").str.extract(p, 1))[0, 0]
+                      for p in rule.word_patterns)
     return Match(
         category=rule.category,
         subcategory=sub,
         rule_id=rule.id,
         description=rule.description,
         conditions=dict(rule.conditions),
+        layer=rule.layer,
+        words=words,
+        found=found,
     )
