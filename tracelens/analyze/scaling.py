@@ -68,16 +68,47 @@ def _windows(trace: Trace) -> pl.DataFrame:
                                                              "end_ns").sort("rank")
 
 
+def with_arrivals(acts: pl.DataFrame) -> pl.DataFrame:
+    """Matched collective activities (``match_instances``' columns) with ``late_from_ns``: on
+    an instance's unique last arrival, the latest start among the other participants (when
+    the others were all there), else null. Instance-wide: computed before a job's
+    activities are split per host."""
+    inst = ["instance_key", "occurrence"]
+    others = pl.when(~pl.col("is_last")).then(pl.col("start_ns")).max().over(inst)
+    return acts.with_columns(late_from_ns=pl.when(pl.col("is_last")).then(others))
+
+
 def _waits(acts: pl.DataFrame) -> pl.DataFrame:
-    """Per collective activity, the part of it spent waiting for the instance's last arrival:
-    ``[start, min(end, last start))``. Instances with more participants than their group size
-    lump several groups together (their wait is not one group's), so they count no wait."""
+    """The time each device loses to a collective's last arrival, as intervals (DESIGN §6.4).
+
+    A device that arrives early waits ``wait_ns``: had the last participant come with the
+    others, the transfer would have started at the device's own arrival and the collective
+    would have ended ``wait_ns`` sooner. So the wait is the *last* ``wait_ns`` of the
+    activity, ``[end - wait, end)`` (level ``straggler_wait:``), and compute that overlaps
+    the activity's start hides the transfer, not the wait. Counted where the wait sits,
+    ``[start, start + wait)``, compute hid the wait and the transfer it pushed past the
+    compute read as exposed communication (the 8 -> 64 GPU case of issue 45: 0.689 ms of
+    waiting and 3.788 ms of exposed all-reduce for a planted 1.5 ms and 3.0 ms).
+
+    The last arrival itself is late by its start less the others' latest start: that span,
+    ``[late_from, start)`` (level ``straggler_late:``), is the same wait seen from the device
+    that caused it, whatever the device did then (its own longer compute, idle), and ranks
+    above compute. Both levels are one component, so a run where one device of n is late by
+    d shows d of waiting on every device, not d·(n-1)/n of waiting and d/n of compute.
+
+    Instances with more participants than their group size lump several groups together
+    (their wait is not one group's), so they count no wait."""
     lumped = pl.col("group_size").is_not_null() & (pl.col("participants")
                                                    > pl.col("group_size"))
-    return acts.filter((pl.col("wait_ns") > 0) & ~lumped).select(
-        *DEVICE_KEYS, "start_ns",
-        end_ns=pl.min_horizontal("end_ns", pl.col("start_ns") + pl.col("wait_ns")),
-        level=pl.lit("straggler_wait:") + _comm(acts))
+    waits = acts.filter((pl.col("wait_ns") > 0) & ~lumped).select(
+        *DEVICE_KEYS,
+        start_ns=pl.max_horizontal("start_ns", pl.col("end_ns") - pl.col("wait_ns")),
+        end_ns="end_ns", level=pl.lit("straggler_wait:") + _comm(acts))
+    late = acts.filter(pl.col("late_from_ns").is_not_null()
+                       & (pl.col("late_from_ns") < pl.col("start_ns")) & ~lumped).select(
+        *DEVICE_KEYS, start_ns="late_from_ns", end_ns="start_ns",
+        level=pl.lit("straggler_late:") + _comm(acts))
+    return pl.concat([waits, late])
 
 
 def _comm(acts: pl.DataFrame) -> pl.Expr:
@@ -104,14 +135,19 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
     """Per (device, step): span and every component's ns (they add up to the span).
 
     ``acts``: the collective activities with their instance waits
-    (``analyze_collectives(...).activities``). Levels, highest priority first: compute per
-    category, straggler wait per type, the rest of each collective type, memory. ``types``:
+    (``analyze_collectives(...).activities``; :func:`with_arrivals` of them where a job's
+    activities are split per host before this). Levels, highest priority first: a last
+    arrival's lateness, compute per category, straggler wait per type (:func:`_waits`), the
+    rest of each collective type, memory; lateness and wait are summed as one component
+    ``straggler_wait:<type>``. ``types``:
     the collective types that get columns (default: those in ``acts``; a host's part of a
     job passes the job's).
     """
     ev = trace.events
     windows = _windows(trace)
     types = collective_types(acts) if types is None else types
+    if "late_from_ns" not in acts.columns:  # a whole job's activities: instance-wide here
+        acts = with_arrivals(acts)
     leveled = pl.concat([
         ev.filter(pl.col("category").cast(pl.String).is_in(list(COMPUTE_CATEGORIES)))
         .select(*DEVICE_KEYS, "start_ns", "end_ns",
@@ -122,7 +158,8 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
         ev.filter(pl.col("category") == "memory").select(*DEVICE_KEYS, "start_ns", "end_ns",
                                                          level=pl.lit("exposed_memory")),
     ])
-    levels = [f"compute:{c}" for c in COMPUTE_CATEGORIES] + [
+    late = [f"straggler_late:{t}" for t in types]
+    levels = late + [f"compute:{c}" for c in COMPUTE_CATEGORIES] + [
         f"straggler_wait:{t}" for t in types] + [f"exposed_comm:{t}" for t in types] + [
         "exposed_memory"]
     clipped = clip_to_windows(leveled, windows)
@@ -140,8 +177,11 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
     for level in levels:
         wide = wide.with_columns(pl.col(level).fill_null(0) if level in wide.columns
                                  else pl.lit(0, dtype=pl.Int64).alias(level))
-    return wide.with_columns(idle=pl.col("span_ns") - pl.sum_horizontal(levels)).select(
-        *keys, "span_ns", *levels, "idle").sort(keys)
+    wide = wide.with_columns(idle=pl.col("span_ns") - pl.sum_horizontal(levels)) \
+        .with_columns(pl.col(f"straggler_wait:{t}") + pl.col(f"straggler_late:{t}")
+                      for t in types)
+    return wide.select(*keys, "span_ns", *[c for c in levels if c not in late],
+                       "idle").sort(keys)
 
 
 NORMALIZE_KD = r"(?:\.kd| \[clone \.kd\])$"
