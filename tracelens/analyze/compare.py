@@ -14,8 +14,12 @@ only within one category, in this order (README "compare"):
 
 Before any of that, each side must have something to compare (a device with activity and a
 step that lasts): else it is refused, naming the file. The result says what was compared: each
-side's hardware, a warning where the two differ (vendor, product, device count), and every
-warning of each side's readers and loader, prefixed ``base:``/``new:``.
+side's hardware, a warning where the two differ in hardware (vendor, product, device count) or
+program (XLA module names, the kernel and op mix: :mod:`tracelens.analyze.run_match`), a
+warning where the noise floor is unknown, and every warning of each side's readers and
+loader, prefixed ``base:``/``new:``. Components move both ways: each one's share is of the
+gross change, and a change within the runs' step-to-step noise is said to be so, not
+decomposed (:func:`tracelens.analyze.scaling.scaling_transition`).
 
 Every output list has a total order, ties broken by name, so the JSON is byte-identical from
 run to run.
@@ -26,11 +30,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.analyze.scaling import RunProfile, scaling_transition
+from tracelens.analyze.scaling import RunProfile, noise_warnings, scaling_transition
 from tracelens.errors import TraceInputError
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
-from tracelens.results.summary import hardware_text
 from tracelens.results.runs import (ComparedRun, Comparison, ComponentChange, KernelChange,
                                     KernelOnly, Matching)
 
@@ -102,9 +105,10 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
 
 
 def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
-        tuple[KernelChange, ...], tuple[KernelOnly, ...], tuple[KernelOnly, ...], Matching]:
+        tuple[KernelChange, ...], tuple[KernelOnly, ...], tuple[KernelOnly, ...], Matching,
+        tuple[pl.DataFrame, pl.DataFrame]]:
     """The ``top`` largest kernel changes, the ``top`` costliest kernels of each side found
-    only there, and how the matching went."""
+    only there, how the matching went, and every unmatched row of each side."""
     matched, only_a, only_b = match_kernels(a.kernels, b.kernels)
     matched = matched.with_columns(delta_ns=pl.col("new_ns_per_step")
                                    - pl.col("base_ns_per_step"))
@@ -138,7 +142,7 @@ def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
                         by_name=int(by.filter(pl.col("match") == "name")["len"].sum()),
                         changed=changed.height, only_base=only_a.height,
                         only_new=only_b.height)
-    return kernels, rows(only_a, "base"), rows(only_b, "new"), matching
+    return kernels, rows(only_a, "base"), rows(only_b, "new"), matching, (only_a, only_b)
 
 
 def check_comparable(p: RunProfile, filters: ActiveFilters | None = None) -> None:
@@ -163,54 +167,42 @@ def _filter_text(filters: ActiveFilters) -> str:
 
 
 def hardware_warnings(a: RunProfile, b: RunProfile) -> list[str]:
-    """What differs between the two runs' hardware: vendor, else product (or arch), and the
-    number of devices with activity; a side whose devices are unknown cannot be checked."""
-    out = []
-    sides = f"base: {hardware_text(a.hardware)}, new: {hardware_text(b.hardware)}"
-    unknown = [s for s, p in (("base", a), ("new", b))
-               if not p.hardware or any(h.kind is None for h in p.hardware)]
-    vendors = [{h.vendor for h in p.hardware if h.vendor} for p in (a, b)]
-    kinds = [{h.kind for h in p.hardware if h.kind} for p in (a, b)]
-    if unknown:
-        out.append(f"the hardware of {' and '.join(unknown)} is not known ({sides}): whether "
-                   "both runs are on the same hardware cannot be checked")
-    if all(vendors) and vendors[0] != vendors[1]:
-        out.append(f"the runs are on different vendors' hardware ({sides}): kernel names and "
-                   "libraries differ, so few kernels match by name, and the step-time change "
-                   "includes the hardware's")
-    elif all(kinds) and kinds[0] != kinds[1]:
-        out.append(f"the runs are on different hardware ({sides}): the step-time change "
-                   "includes the hardware's")
-    if a.devices != b.devices:
-        out.append(f"the runs have different device counts (base: {a.devices}, new: "
-                   f"{b.devices} with activity): components are averaged over devices, and "
-                   "a change of parallelism changes them too (`tracelens scaling` diagnoses "
-                   "scaling)")
-    return out
+    """What differs between the two runs' hardware
+    (:func:`~tracelens.analyze.run_match.hardware_notices`), as text."""
+    from tracelens.analyze.run_match import hardware_notices
+
+    return [n.text for n in hardware_notices(a, b)]
 
 
 def comparison(a: RunProfile, b: RunProfile, top: int = 15) -> Comparison:
     """Run b against run a: step time, components, collectives and kernels (module doc)."""
+    from tracelens.analyze.run_match import hardware_notices, program_notices
+
     check_comparable(a)
     check_comparable(b)
     t = scaling_transition(a, b)
     delta_pct = 100.0 * (b.step_ns - a.step_ns) / a.step_ns if a.step_ns else None
+    share = {c.component: c.share for c in t.causes}
     comps = sorted(set(a.components) | set(b.components))
     rows = [ComponentChange(component=c, base_ns=a.components.get(c, 0.0),
                             new_ns=b.components.get(c, 0.0),
-                            delta_ns=b.components.get(c, 0.0) - a.components.get(c, 0.0))
+                            delta_ns=b.components.get(c, 0.0) - a.components.get(c, 0.0),
+                            share=share.get(c))
             for c in comps]
-    kernels, only_base, only_new, matching = _kernel_table(a, b, top)
-    warnings = (*hardware_warnings(a, b), *[f"base: {w}" for w in a.warnings],
-                *[f"new: {w}" for w in b.warnings])
+    kernels, only_base, only_new, matching, unmatched = _kernel_table(a, b, top)
+    notices = [*hardware_notices(a, b), *program_notices(a, b, *unmatched)]
+    warnings = (*[n.text for n in notices], *noise_warnings(t.noise),
+                *[f"base: {w}" for w in a.warnings], *[f"new: {w}" for w in b.warnings])
     return Comparison(
         base=ComparedRun(path=a.path, devices=a.devices, steps=a.steps, step_ns=a.step_ns,
-                         hardware=a.hardware),
+                         median_se_ns=t.noise.se_ns[0], hardware=a.hardware),
         new=ComparedRun(path=b.path, devices=b.devices, steps=b.steps, step_ns=b.step_ns,
-                        hardware=b.hardware),
+                        median_se_ns=t.noise.se_ns[1], hardware=b.hardware),
         warnings=warnings,
-        delta_ns=b.step_ns - a.step_ns, delta_pct=delta_pct,
-        components=tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.component))),
+        delta_ns=b.step_ns - a.step_ns, delta_pct=delta_pct, gross_ns=t.gross_ns,
+        noise=t.noise,
+        components=tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), -r.delta_ns,
+                                                     r.component))),
         busbw=t.busbw, arrival_skew_ns=t.arrival_skew_ns, kernels=kernels,
         only_base=only_base, only_new=only_new, matching=matching, verdict=t.verdict)
 

@@ -27,13 +27,17 @@ from tracelens.model import COMPUTE_CATEGORIES, Notice, Trace
 from tracelens.notices import fold_per_host
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
-from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
+from tracelens.results.runs import (Cause, Noise, Scaling, ScalingRun, Transition,
+                                    TypeStraggler)
 from tracelens.results.summary import HardwareCount
 
 COLLECTIVE_ORDER = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute", "collective-broadcast", "send-recv", "send", "recv",
                     "reduce", "unknown")
-VERDICT_MIN_SHARE = 0.10  # a cause below 10% of the lost time is listed, not named
+VERDICT_MIN_SHARE = 0.10  # a cause below 10% of the gross change is listed, not named
+NOISE_Z = 2.0  # the noise floor in standard errors of the difference of two median steps
+SE_MEDIAN = 1.2533  # √(π/2): a median's standard error over the mean's (normal steps)
+MAD_SIGMA = 1.4826  # a normal distribution's σ over its median absolute deviation
 STRAGGLER_MIN_LAST = 0.5  # named when it arrives last in at least half of its collectives
 
 
@@ -56,6 +60,8 @@ class RunProfile:
     # loader's warnings, folded per host (what ``compare`` says it compared)
     hardware: tuple[HardwareCount, ...] = ()
     warnings: tuple[str, ...] = ()
+    # every step's span averaged over devices, by step number (the noise floor's input)
+    step_times: tuple[float, ...] = ()
 
 
 def _windows(trace: Trace) -> pl.DataFrame:
@@ -286,8 +292,10 @@ def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
         b=pl.col("busbw_gb_per_s").median()).sort("k").iter_rows(named=True)}
     skew = {r["type"]: r["s"] for r in analysis.instances.group_by("type").agg(
         s=pl.col("arrival_skew_ns").median()).sort("type").iter_rows(named=True)}
+    step_times = tuple(float(v) for v in per_step.sort("step")["span_ns"]) \
+        if per_step.height else ()
     return RunProfile(
-        path=path, devices=devices, hosts=hosts, steps=steps,
+        path=path, devices=devices, hosts=hosts, steps=steps, step_times=step_times,
         step_ns=float(median.get("span_ns") or 0.0), components=components,
         kernels=kernels_of_partials(kernels, max(1, devices * steps)), busbw=busbw,
         skew_ns=skew, stragglers=_stragglers(acts, devices * steps), per_device=per_device,
@@ -357,11 +365,61 @@ def _warnings(a: RunProfile, b: RunProfile, eff: float | None, strong: bool) -> 
     return out
 
 
+def median_se(times: Sequence[float]) -> float | None:
+    """The standard error of a run's median step from its own steps: 1.2533 · σ / √n with
+    σ = 1.4826 · MAD (the median absolute deviation from the median step), so one warm-up or
+    checkpoint step does not widen it; None with fewer than two steps."""
+    n = len(times)
+    if n < 2:
+        return None
+    x = sorted(times)
+    med = _median(x)
+    mad = _median(sorted(abs(v - med) for v in x))
+    return SE_MEDIAN * MAD_SIGMA * mad / n ** 0.5
+
+
+def _median(x: Sequence[float]) -> float:
+    n = len(x)
+    return x[n // 2] if n % 2 else (x[n // 2 - 1] + x[n // 2]) / 2
+
+
+def noise(a: RunProfile, b: RunProfile, delta: float, scale: float = 1.0) -> Noise:
+    """Whether ``delta`` (b's step less a's, a's scaled by ``scale``) stands out of the runs'
+    step-to-step noise (:class:`~tracelens.results.runs.Noise`)."""
+    se_a, se_b = median_se(a.step_times), median_se(b.step_times)
+    se = (None if se_a is None else se_a * scale, se_b)
+    if se_a is None or se_b is None:
+        few = " and ".join(f"{side} ({len(p.step_times)} step)" for side, p in
+                           (("base", a), ("new", b)) if len(p.step_times) < 2)
+        return Noise(floor_ns=None, within=None, se_ns=se,
+                     reason=f"one step in {few}: its step-to-step spread is unknown")
+    floor = NOISE_Z * ((se_a * scale) ** 2 + se_b ** 2) ** 0.5
+    return Noise(floor_ns=floor, within=abs(delta) <= floor, se_ns=se)
+
+
+def noise_warnings(quiet: Noise) -> list[str]:
+    """The warning when the noise floor is unknown: the change is then decomposed with
+    nothing to say whether it is noise."""
+    if quiet.reason is None:
+        return []
+    return [f"noise floor unknown ({quiet.reason}): the change is decomposed without knowing "
+            "whether it stands out of the runs' noise; profile several steps"]
+
+
+def gross_shares(deltas: Sequence[float]) -> tuple[float, list[float | None]]:
+    """The gross change (the sum of absolute deltas) and each delta's share of it, |d|/gross:
+    at most 1 each, 1 together; None where nothing moved."""
+    gross = float(sum(abs(d) for d in deltas))
+    return gross, [abs(d) / gross if gross else None for d in deltas]
+
+
 def scaling_transition(a: RunProfile, b: RunProfile, strong: bool = False) -> Transition:
-    """From run a to run b: efficiency, the lost time split into components, and a verdict.
+    """From run a to run b: efficiency, the change split into components, and a verdict.
 
     Weak scaling expects the same step time; strong scaling expects it to shrink by the device
     ratio, so there every component of a is scaled by devices(a)/devices(b) before comparing.
+    Components move both ways: each cause's share is of the gross change (the sum of their
+    absolute deltas), and a change within the runs' noise (:func:`noise`) is not decomposed.
     The verdict is read off the causes (the same deltas and shares), never recomputed.
     """
     scale = a.devices / b.devices if strong else 1.0
@@ -370,23 +428,26 @@ def scaling_transition(a: RunProfile, b: RunProfile, strong: bool = False) -> Tr
     lost = b.step_ns - ideal
     deltas = sorted(((b.components.get(k, 0.0) - a.components.get(k, 0.0) * scale, k)
                      for k in set(a.components) | set(b.components)),
-                    key=lambda dk: (-dk[0], dk[1]))
+                    key=lambda dk: (-abs(dk[0]), -dk[0], dk[1]))
+    gross, shares = gross_shares([d for d, _ in deltas])
+    quiet = noise(a, b, lost, scale)
 
     def finding(k: str) -> str | None:
         kind, _, what = k.partition(":")
         return b.hlo_findings.get(comm_type(what)) if kind == "exposed_comm" else None
-    causes = tuple(Cause(component=k, delta_ns=d, share=d / lost if lost else None,
-                         hlo_finding=finding(k)) for d, k in deltas)
+    causes = tuple(Cause(component=k, delta_ns=d, share=sh, hlo_finding=finding(k))
+                   for (d, k), sh in zip(deltas, shares))
     return Transition(
         from_path=a.path, to_path=b.path, devices=(a.devices, b.devices), efficiency=eff,
         mode="strong" if strong else "weak", step_ns=(a.step_ns, b.step_ns), delta_ns=lost,
+        gross_ns=gross, noise=quiet,
         causes=causes, busbw={t: (a.busbw.get(t), b.busbw.get(t))
                               for t in sorted(set(a.busbw) | set(b.busbw))},
         arrival_skew_ns={t: (a.skew_ns.get(t), b.skew_ns.get(t))
                          for t in sorted(set(a.skew_ns) | set(b.skew_ns))},
         stragglers=tuple(s for s in b.stragglers if s.times_last)[:5],
-        warnings=tuple(_warnings(a, b, eff, strong)),
-        verdict=tuple(verdict(a, b, causes, lost)))
+        warnings=tuple(_warnings(a, b, eff, strong) + noise_warnings(quiet)),
+        verdict=tuple(verdict(a, b, causes, lost, quiet, ideal)))
 
 
 def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> JSONValue:
@@ -396,18 +457,30 @@ def transition(a: RunProfile, b: RunProfile, strong: bool = False) -> JSONValue:
 
 def scaling(profiles: list[RunProfile], steps_sources: list[str], strong: bool = False,
             filters: ActiveFilters | None = None) -> Scaling:
-    """The ``tracelens scaling`` result: each run and each transition to the next run."""
+    """The ``tracelens scaling`` result: each run and each transition to the next run, whose
+    warnings also say where the two runs differ in hardware or program
+    (:mod:`tracelens.analyze.run_match`; a different device count is the point here)."""
+    from dataclasses import replace
+
+    from tracelens.analyze.run_match import hardware_notices, program_notices
+
+    def checked(a: RunProfile, b: RunProfile) -> Transition:
+        t = scaling_transition(a, b, strong)
+        found = [n.text for n in (*hardware_notices(a, b, counts=False),
+                                  *program_notices(a, b))]
+        return replace(t, warnings=(*found, *t.warnings)) if found else t
+
     return Scaling(
         runs=tuple(ScalingRun(path=p.path, devices=p.devices, hosts=p.hosts, steps=p.steps,
-                              steps_source=src, step_ns=p.step_ns, components=p.components)
+                              steps_source=src, step_ns=p.step_ns, components=p.components,
+                              median_se_ns=median_se(p.step_times))
                    for p, src in zip(profiles, steps_sources)),
-        transitions=tuple(scaling_transition(a, b, strong)
-                          for a, b in zip(profiles, profiles[1:])),
+        transitions=tuple(checked(a, b) for a, b in zip(profiles, profiles[1:])),
         filters=filters or None)
 
 
 def _concentration(a: RunProfile, b: RunProfile, comp: str) -> str:
-    """", mostly on host/GPUn (+x ms per step there)" when one device holds most of a
+    """", mostly on host/GPUn (+x ms there)" when one device holds most of a
     component's growth (summed over the new run's devices, each against the old run's
     average); ties go to the first device name."""
     base = a.components.get(comp, 0.0)
@@ -418,22 +491,20 @@ def _concentration(a: RunProfile, b: RunProfile, comp: str) -> str:
     dev, top = min(growth.items(), key=lambda kv: (-kv[1], kv[0]))
     if top / total < 0.5:
         return ""
-    return f", mostly on {dev} (+{top / 1e6:.3f} ms per step there)"
+    return f", mostly on {dev}: +{top / 1e6:.3f} ms there"
 
 
 def _straggler_text(b: RunProfile, kind: str, delta: float) -> str:
     """The words for a ``straggler_wait:<kind>`` cause: who the others wait for, when one
     device arrives last in most instances of that type."""
-    per_device = f"+{delta / 1e6:.3f} ms per step per device" if delta >= 0 else \
-        f"{delta / 1e6:.3f} ms per step per device"
+    per_device = f"{_ms(delta)} per step per device"
     for s in b.stragglers:  # sorted: most waiting caused first
         if s.type == comm_type(kind) and s.instances and \
                 s.times_last / s.instances >= STRAGGLER_MIN_LAST:
             return (f"waiting for {s.host}/GPU{s.device}, which arrives last in "
-                    f"{100 * s.times_last / s.instances:.0f}% of {kind}s "
-                    f"(exposed waiting {per_device})")
+                    f"{100 * s.times_last / s.instances:.0f}% of {kind}s ({per_device})")
     return (f"waiting in {kind}s for the last arrival, with no device last in most of them "
-            f"(exposed waiting {per_device})")
+            f"({per_device})")
 
 
 def _gb_per_s(value: float) -> str:
@@ -442,27 +513,36 @@ def _gb_per_s(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.3g}"
 
 
-def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
-            lost: float) -> list[str]:
-    """A few ranked sentences naming the causes that explain most of the lost time: the
-    causes' own deltas and shares, in their order."""
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:+,.3f} ms"
+
+
+def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause], lost: float,
+            quiet: Noise | None = None, ideal: float | None = None) -> list[str]:
+    """A few ranked sentences naming the components that moved most, with their share of
+    the gross change and their delta, in the causes' order; one sentence when the step did
+    not change or changed within the runs' noise (``quiet``: :func:`noise`); ``ideal``: a's
+    step as b is measured against it (scaled in strong scaling)."""
+    ideal = a.step_ns if ideal is None else ideal
     if lost == 0:
         return [f"step time did not change ({b.step_ns / 1e6:.3f} ms per step)"]
-    if lost < 0:
-        return [f"step time did not grow ({a.step_ns / 1e6:.3f} → {b.step_ns / 1e6:.3f} ms "
-                "per step)"]
-    lines, listed = [], 0.0
+    if quiet is not None and quiet.within:
+        return [f"no significant change: step time {_ms(lost)} per step ({ideal / 1e6:.3f} → "
+                f"{b.step_ns / 1e6:.3f} ms) is within the runs' step-to-step noise "
+                f"(±{quiet.floor_ns / 1e6:.3f} ms: twice the standard error of the "
+                "difference of their median steps); not decomposed"]
+    lines = []
     for c in causes:
         comp, delta, share = c.component, c.delta_ns, c.share
         if share is None or share < VERDICT_MIN_SHARE or len(lines) == 4:
             continue
-        listed += share
         kind, _, what = comp.partition(":")
-        text = f"{100 * share:.0f}% of the added step time is "
+        text = f"{100 * share:.0f}% of the gross change is "
         if kind == "straggler_wait":
             text += _straggler_text(b, what, delta)
         else:
-            text += _component_label(comp) + _concentration(a, b, comp)
+            text += (_component_label(comp) + f" ({_ms(delta)} per step per device"
+                     + _concentration(a, b, comp) + ")")
         if kind == "exposed_comm":
             ctype = comm_type(what)
             before, after = a.busbw.get(what), b.busbw.get(what)
@@ -473,11 +553,12 @@ def verdict(a: RunProfile, b: RunProfile, causes: Sequence[Cause],
                 text += f"; {b.hlo_findings[ctype]}"
         lines.append(text)
     if not lines:
-        return [f"step time grew {lost / 1e6:.3f} ms per step with no single "
-                f"component above {100 * VERDICT_MIN_SHARE:.0f}% of it"]
-    if listed > 1.0:  # say why the shares add to more than 100%
-        shrank = sorted((c for c in causes if c.delta_ns < 0), key=lambda c: c.delta_ns)[:2]
-        lines.append("these shares add to more than 100% because other components shrank: "
-                     + ", ".join(f"{_component_label(c.component)} {c.delta_ns / 1e6:.3f} ms "
-                                 "per step" for c in shrank))
+        return [f"step time changed {_ms(lost)} per step with no single component above "
+                f"{100 * VERDICT_MIN_SHARE:.0f}% of the gross change"]
+    grew = sum(c.delta_ns for c in causes if c.delta_ns > 0)
+    shrank = sum(c.delta_ns for c in causes if c.delta_ns < 0)
+    if grew and shrank and min(grew, -shrank) >= VERDICT_MIN_SHARE * (grew - shrank):
+        lines.append(f"components moved both ways: {_ms(grew)} grew and {_ms(shrank)} shrank "
+                     f"per step, net {_ms(lost)} (shares are of the gross "
+                     f"{(grew - shrank) / 1e6:,.3f} ms)")
     return lines

@@ -1,0 +1,133 @@
+"""Whether two runs can be compared as the same work (``compare``, ``scaling``; DESIGN §6.4):
+the same hardware and the same program. Each difference is a :class:`~tracelens.model.Notice`
+(stable code, its numbers as fields) that the commands list with their warnings.
+
+Program: where both runs name their programs (XLA modules, HLO), the sets of programs with
+device time; and for every format the mix of work: the share of each run's device time in
+kernels the other run never ran (matched as ``compare`` matches them: HLO op or ATen op,
+then normalized name) and, where both sides record ops (HLO ops, ATen ops), in ops the other
+never ran. Two ranks or two steps of one job run the same kernels; a different model, batch
+shape or library version does not.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracelens.analyze.scaling import RunProfile
+from tracelens.model import Notice
+from tracelens.results.summary import hardware_text
+
+PROGRAM_MIN_UNMATCHED = 0.10
+"""A run spending more than this share of its device time in kernels (or ops) the other run
+never ran ran different work: warned."""
+SHOWN = 3  # names listed in a warning
+
+
+def hardware_notices(a: RunProfile, b: RunProfile, counts: bool = True) -> list[Notice]:
+    """What differs between the two runs' hardware: vendor, else product (or arch), and
+    (``counts``) the number of devices with activity; a side whose devices are unknown
+    cannot be checked."""
+    out = []
+    sides = f"base: {hardware_text(a.hardware)}, new: {hardware_text(b.hardware)}"
+    unknown = [s for s, p in (("base", a), ("new", b))
+               if not p.hardware or any(h.kind is None for h in p.hardware)]
+    vendors = [{h.vendor for h in p.hardware if h.vendor} for p in (a, b)]
+    kinds = [{h.kind for h in p.hardware if h.kind} for p in (a, b)]
+    if unknown:
+        out.append(Notice.of(
+            "runs.hardware_unknown", "the hardware of {sides_unknown} is not known ({sides}): "
+            "whether both runs are on the same hardware cannot be checked",
+            sides_unknown=" and ".join(unknown), sides=sides))
+    if all(vendors) and vendors[0] != vendors[1]:
+        out.append(Notice.of(
+            "runs.vendor", "the runs are on different vendors' hardware ({sides}): kernel "
+            "names and libraries differ, so few kernels match by name, and the step-time "
+            "change includes the hardware's", sides=sides))
+    elif all(kinds) and kinds[0] != kinds[1]:
+        out.append(Notice.of("runs.hardware", "the runs are on different hardware ({sides}): "
+                             "the step-time change includes the hardware's", sides=sides))
+    if counts and a.devices != b.devices:
+        out.append(Notice.of(
+            "runs.device_count", "the runs have different device counts (base: {base}, new: "
+            "{new} with activity): components are averaged over devices, and a change of "
+            "parallelism changes them too (`tracelens scaling` diagnoses scaling)",
+            base=a.devices, new=b.devices))
+    return out
+
+
+def _programs(p: RunProfile) -> set[str]:
+    """The names of the programs (XLA modules) its kernels ran in, with device time."""
+    k = p.kernels
+    if not k.height or "program" not in k.columns:
+        return set()
+    return set(k.filter(pl.col("ns_per_step") > 0)["program"].drop_nulls().to_list())
+
+
+def _names(values: list[str]) -> str:
+    more = f", ... {len(values) - SHOWN} more" if len(values) > SHOWN else ""
+    return ", ".join(values[:SHOWN]) + more
+
+
+def _only_share(mine: pl.DataFrame, theirs: pl.DataFrame, key: str
+                ) -> tuple[float, list[str]]:
+    """The share of ``mine``'s kernel time whose ``key`` ``theirs`` never has, and those
+    keys, costliest first."""
+    total = float(mine["ns_per_step"].sum())
+    if not total:
+        return 0.0, []
+    only = mine.join(theirs.select(key).unique(), on=key, how="anti").group_by(key).agg(
+        pl.col("ns_per_step").sum()).sort(["ns_per_step", key], descending=[True, False])
+    return float(only["ns_per_step"].sum()) / total, [str(v) for v in only[key]]
+
+
+def program_notices(a: RunProfile, b: RunProfile, only_base: pl.DataFrame | None = None,
+                    only_new: pl.DataFrame | None = None) -> list[Notice]:
+    """What says the two runs ran different programs (module doc). ``only_base``/``only_new``:
+    ``compare.match_kernels``' unmatched rows when the caller has them."""
+    from tracelens.analyze.compare import match_kernels
+
+    out = []
+    pa, pb = _programs(a), _programs(b)
+    if pa and pb and pa != pb:
+        out.append(Notice.of(
+            "runs.programs", "the runs ran different XLA programs (only in base: {base}; only "
+            "in new: {new}): the step-time change includes the programs'",
+            base=_names(sorted(pa - pb)) or "-", new=_names(sorted(pb - pa)) or "-"))
+    if only_base is None or only_new is None:
+        _, only_base, only_new = match_kernels(a.kernels, b.kernels)
+    shares = []
+    for side, p, only in (("base", a, only_base), ("new", b, only_new)):
+        total = float(p.kernels["ns_per_step"].sum()) if p.kernels.height else 0.0
+        ns = float(only["base_ns_per_step" if side == "base" else "new_ns_per_step"].sum()) \
+            if only.height else 0.0
+        shares.append((side, ns / total if total else 0.0, only))
+    if any(s > PROGRAM_MIN_UNMATCHED for _, s, _ in shares):
+        (_, sa, oa), (_, sb, ob) = shares
+        out.append(Notice.of(
+            "runs.kernel_mix", "the runs ran different kernels: {base_pct}% of base's device "
+            "time is in kernels new never ran ({base}), {new_pct}% of new's in kernels base "
+            "never ran ({new}): a different program, shapes or libraries; the step-time "
+            "change includes theirs",
+            base_pct=round(100 * sa), base=_names(_costliest(oa, "base")) or "-",
+            new_pct=round(100 * sb), new=_names(_costliest(ob, "new")) or "-"))
+    ka, kb = a.kernels, b.kernels
+    if ka.height and kb.height and ka["op"].drop_nulls().len() and kb["op"].drop_nulls().len():
+        wa = ka.filter(pl.col("op").is_not_null())
+        wb = kb.filter(pl.col("op").is_not_null())
+        sa, na = _only_share(wa, wb, "op")
+        sb, nb = _only_share(wb, wa, "op")
+        if max(sa, sb) > PROGRAM_MIN_UNMATCHED:
+            out.append(Notice.of(
+                "runs.op_mix", "the runs ran different ops: {base_pct}% of base's device time "
+                "(with an op) is in ops new never ran ({base}), {new_pct}% of new's in ops "
+                "base never ran ({new})", base_pct=round(100 * sa), base=_names(na) or "-",
+                new_pct=round(100 * sb), new=_names(nb) or "-"))
+    return out
+
+
+def _costliest(only: pl.DataFrame, side: str) -> list[str]:
+    if not only.height:
+        return []
+    ns, name = f"{side}_ns_per_step", f"{side}_name"
+    return [str(v) for v in only.sort([ns, name], descending=[True, False])[name]]
