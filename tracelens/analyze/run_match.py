@@ -22,6 +22,7 @@ PROGRAM_MIN_UNMATCHED = 0.10
 """A run spending more than this share of its device time in kernels (or ops) the other run
 never ran ran different work: warned."""
 SHOWN = 3  # names listed in a warning
+NAME_CHARS = 60  # each cut to this many characters (C++ kernel names run to kilobytes)
 
 
 def hardware_notices(a: RunProfile, b: RunProfile, counts: bool = True) -> list[Notice]:
@@ -65,8 +66,10 @@ def _programs(p: RunProfile) -> set[str]:
 
 
 def _names(values: list[str]) -> str:
+    """The first :data:`SHOWN` names, each cut to :data:`NAME_CHARS`, and how many more."""
     more = f", ... {len(values) - SHOWN} more" if len(values) > SHOWN else ""
-    return ", ".join(values[:SHOWN]) + more
+    cut = [v if len(v) <= NAME_CHARS else v[:NAME_CHARS - 1] + "…" for v in values[:SHOWN]]
+    return ", ".join(cut) + more
 
 
 def _only_share(mine: pl.DataFrame, theirs: pl.DataFrame, key: str

@@ -84,37 +84,84 @@ def with_arrivals(acts: pl.DataFrame) -> pl.DataFrame:
     return acts.with_columns(late_from_ns=pl.when(pl.col("is_last")).then(others))
 
 
+def _lumped() -> pl.Expr:
+    """Instances with more participants than their group size lump several groups together
+    (their wait is not one group's): they count no wait and no lateness."""
+    return pl.col("group_size").is_not_null() & (pl.col("participants")
+                                                 > pl.col("group_size"))
+
+
 def _waits(acts: pl.DataFrame) -> pl.DataFrame:
-    """The time each device loses to a collective's last arrival, as intervals (DESIGN §6.4).
+    """The time each early device waits for a collective's last arrival, as intervals
+    (DESIGN §6.4): the *last* ``wait_ns`` of the activity, ``[end - wait, end)``.
 
-    A device that arrives early waits ``wait_ns``: had the last participant come with the
-    others, the transfer would have started at the device's own arrival and the collective
-    would have ended ``wait_ns`` sooner. So the wait is the *last* ``wait_ns`` of the
-    activity, ``[end - wait, end)`` (level ``straggler_wait:``), and compute that overlaps
-    the activity's start hides the transfer, not the wait. Counted where the wait sits,
-    ``[start, start + wait)``, compute hid the wait and the transfer it pushed past the
+    Had the last participant come with the others, the transfer would have started at the
+    device's own arrival and the collective would have ended ``wait_ns`` sooner: compute that
+    overlaps the activity's start hides the transfer, not the wait. Counted where the wait
+    sits, ``[start, start + wait)``, compute hid the wait, and the transfer it pushed past the
     compute read as exposed communication (the 8 -> 64 GPU case of issue 45: 0.689 ms of
-    waiting and 3.788 ms of exposed all-reduce for a planted 1.5 ms and 3.0 ms).
-
-    The last arrival itself is late by its start less the others' latest start: that span,
-    ``[late_from, start)`` (level ``straggler_late:``), is the same wait seen from the device
-    that caused it, whatever the device did then (its own longer compute, idle), and ranks
-    above compute. Both levels are one component, so a run where one device of n is late by
-    d shows d of waiting on every device, not d·(n-1)/n of waiting and d/n of compute.
-
-    Instances with more participants than their group size lump several groups together
-    (their wait is not one group's), so they count no wait."""
-    lumped = pl.col("group_size").is_not_null() & (pl.col("participants")
-                                                   > pl.col("group_size"))
-    waits = acts.filter((pl.col("wait_ns") > 0) & ~lumped).select(
+    waiting and 3.788 ms of exposed all-reduce for a planted 1.5 ms and 3.0 ms)."""
+    return acts.filter((pl.col("wait_ns") > 0) & ~_lumped()).select(
         *DEVICE_KEYS,
         start_ns=pl.max_horizontal("start_ns", pl.col("end_ns") - pl.col("wait_ns")),
         end_ns="end_ns", level=pl.lit("straggler_wait:") + _comm(acts))
-    late = acts.filter(pl.col("late_from_ns").is_not_null()
-                       & (pl.col("late_from_ns") < pl.col("start_ns")) & ~lumped).select(
+
+
+def _lateness(acts: pl.DataFrame) -> pl.DataFrame:
+    """The last arrival's lateness, ``[late_from, start)``: from the others' latest arrival to
+    its own (level ``straggler_late:<type>``). It is the others' wait seen from the device that
+    caused it; :func:`move_lateness` books it as that device's straggler wait."""
+    return acts.filter(pl.col("late_from_ns").is_not_null()
+                       & (pl.col("late_from_ns") < pl.col("start_ns")) & ~_lumped()).select(
         *DEVICE_KEYS, start_ns="late_from_ns", end_ns="start_ns",
         level=pl.lit("straggler_late:") + _comm(acts))
-    return pl.concat([waits, late])
+
+
+def move_lateness(comp: pl.DataFrame) -> pl.DataFrame:
+    """:func:`component_frame` rows of a whole job (every device of a step) with each device's
+    lateness (``straggler_late:<type>``, ns of its step in which the others waited for it)
+    moved into its ``straggler_wait:<type>``, and the ``straggler_late`` columns dropped.
+
+    The time comes out of what the late device spent *more* than the devices that were on
+    time: per component, its excess over the step's median of the devices with no lateness
+    (of every device where none was on time), taken in proportion to those excesses and at
+    most their sum. So a device late by d because its GEMM ran d longer shows the others'
+    GEMM time and d of waiting, as they do: a run where one device of n is late by d shows d
+    of waiting on every device, not d·(n-1)/n of waiting and d/n of compute. Components
+    still add up to the span."""
+    late = [c for c in comp.columns if c.startswith("straggler_late:")]
+    if not late:
+        return comp
+    keys = [*DEVICE_KEYS, "step"]
+    waits = [c.replace("straggler_late:", "straggler_wait:", 1) for c in late]
+    parts = [c for c in comp.columns if c not in (*keys, "span_ns", *late, *waits)]
+    total = pl.sum_horizontal(late)
+    if not comp.height or not comp.select(total.sum()).item():
+        return comp.drop(late)
+    on_time = comp.filter(total == 0).group_by("step").agg(pl.col(parts).median())
+    ref = comp.group_by("step").agg(pl.col(parts).median()).join(
+        on_time, on="step", how="left", suffix="__on").select(
+        "step", *[pl.coalesce(c + "__on", c).alias(c + "__ref") for c in parts])
+    excess = {c: pl.max_horizontal(pl.col(c) - pl.col(c + "__ref"), pl.lit(0.0))
+              for c in parts}
+    x = comp.join(ref, on="step", how="left").with_columns(
+        _late=total, _excess=pl.sum_horizontal(list(excess.values())), **{
+            f"{c}__x": e for c, e in excess.items()})
+    moved = pl.min_horizontal("_late", "_excess")
+    frac = pl.when(pl.col("_excess") > 0).then(moved / pl.col("_excess")).otherwise(0.0)
+    # whole ns taken per component, so every column stays an exact integer; the waits get
+    # what was taken, split over the types by their lateness (the last type the remainder)
+    x = x.with_columns(**{f"{c}__m": (pl.col(f"{c}__x") * frac).round().cast(pl.Int64)
+                          for c in parts})
+    x = x.with_columns(_moved=pl.sum_horizontal([f"{c}__m" for c in parts]))
+    split = [(pl.col("_moved") * pl.col(lc) / pl.col("_late")).floor().cast(pl.Int64)
+             for lc in late[:-1]]
+    split.append(pl.col("_moved") - pl.sum_horizontal(split) if split else pl.col("_moved"))
+    return x.with_columns(
+        *[(pl.col(c) - pl.col(f"{c}__m")).alias(c) for c in parts],
+        *[(pl.col(w) + pl.when(pl.col("_late") > 0).then(m).otherwise(0)).alias(w)
+          for w, m in zip(waits, split)],
+    ).select(comp.drop(late).columns)
 
 
 def _comm(acts: pl.DataFrame) -> pl.Expr:
@@ -142,10 +189,11 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
 
     ``acts``: the collective activities with their instance waits
     (``analyze_collectives(...).activities``; :func:`with_arrivals` of them where a job's
-    activities are split per host before this). Levels, highest priority first: a last
-    arrival's lateness, compute per category, straggler wait per type (:func:`_waits`), the
-    rest of each collective type, memory; lateness and wait are summed as one component
-    ``straggler_wait:<type>``. ``types``:
+    activities are split per host before this). Levels, highest priority first: compute per
+    category, straggler wait per type (:func:`_waits`), the rest of each collective type,
+    memory. Besides those, ``straggler_late:<type>``: the device's lateness as the last
+    arrival (:func:`_lateness`, not part of the span's sum), which :func:`move_lateness`
+    books once every device's rows are together. ``types``:
     the collective types that get columns (default: those in ``acts``; a host's part of a
     job passes the job's).
     """
@@ -158,14 +206,14 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
         ev.filter(pl.col("category").cast(pl.String).is_in(list(COMPUTE_CATEGORIES)))
         .select(*DEVICE_KEYS, "start_ns", "end_ns",
                 level=pl.lit("compute:") + pl.col("category").cast(pl.String)),
-        _waits(acts),
+        _waits(acts), _lateness(acts),
         acts.select(*DEVICE_KEYS, "start_ns", "end_ns",
                     level=pl.lit("exposed_comm:") + _comm(acts)),
         ev.filter(pl.col("category") == "memory").select(*DEVICE_KEYS, "start_ns", "end_ns",
                                                          level=pl.lit("exposed_memory")),
     ])
     late = [f"straggler_late:{t}" for t in types]
-    levels = late + [f"compute:{c}" for c in COMPUTE_CATEGORIES] + [
+    levels = [f"compute:{c}" for c in COMPUTE_CATEGORIES] + [
         f"straggler_wait:{t}" for t in types] + [f"exposed_comm:{t}" for t in types] + [
         "exposed_memory"]
     clipped = clip_to_windows(leveled, windows)
@@ -174,20 +222,17 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
     spans = active.join(windows, on="rank").with_columns(span_ns=pl.col("end_ns")
                                                           - pl.col("start_ns")).select(
         *keys, "span_ns")
-    if clipped.height:
-        excl = exclusive_times(clipped, keys, "level", levels).pivot(
-            "level", index=keys, values="exclusive_ns")
-    else:
-        excl = spans.select(keys)
-    wide = spans.join(excl, on=keys, how="left", nulls_equal=True)
-    for level in levels:
-        wide = wide.with_columns(pl.col(level).fill_null(0) if level in wide.columns
-                                 else pl.lit(0, dtype=pl.Int64).alias(level))
-    wide = wide.with_columns(idle=pl.col("span_ns") - pl.sum_horizontal(levels)) \
-        .with_columns(pl.col(f"straggler_wait:{t}") + pl.col(f"straggler_late:{t}")
-                      for t in types)
-    return wide.select(*keys, "span_ns", *[c for c in levels if c not in late],
-                       "idle").sort(keys)
+    wide = spans
+    for lv in (levels, late):  # lateness: its own exclusive times (time in none, or several)
+        if clipped.height:
+            excl = exclusive_times(clipped, keys, "level", lv).pivot(
+                "level", index=keys, values="exclusive_ns")
+            wide = wide.join(excl, on=keys, how="left", nulls_equal=True)
+        for level in lv:
+            wide = wide.with_columns(pl.col(level).fill_null(0) if level in wide.columns
+                                     else pl.lit(0, dtype=pl.Int64).alias(level))
+    wide = wide.with_columns(idle=pl.col("span_ns") - pl.sum_horizontal(levels))
+    return wide.select(*keys, "span_ns", *levels, "idle", *late).sort(keys)
 
 
 NORMALIZE_KD = r"(?:\.kd| \[clone \.kd\])$"
@@ -277,6 +322,7 @@ def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
     """The profile from its parts: :func:`component_frame` rows of every device, the
     :func:`kernel_partial` rows of every host, the job's collective analysis and counts,
     its hardware and warnings."""
+    comp = move_lateness(comp)
     cols = [c for c in comp.columns if c not in (*DEVICE_KEYS, "step")]
     # integer sums divided once: exact, whatever the order of the rows
     per_step = comp.group_by("step").agg([pl.col(c).sum() / pl.len() for c in cols]) \
