@@ -201,8 +201,7 @@ def comparison(a: RunProfile, b: RunProfile, top: int = 15) -> Comparison:
         warnings=warnings,
         delta_ns=b.step_ns - a.step_ns, delta_pct=delta_pct, gross_ns=t.gross_ns,
         noise=t.noise,
-        components=tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), -r.delta_ns,
-                                                     r.component))),
+        components=tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.component))),
         busbw=t.busbw, arrival_skew_ns=t.arrival_skew_ns, kernels=kernels,
         only_base=only_base, only_new=only_new, matching=matching, verdict=t.verdict)
 

@@ -224,7 +224,7 @@ def component_frame(trace: Trace, acts: pl.DataFrame,
         *keys, "span_ns")
     wide = spans
     for lv in (levels, late):  # lateness: its own exclusive times (time in none, or several)
-        if clipped.height:
+        if clipped.height and lv:
             excl = exclusive_times(clipped, keys, "level", lv).pivot(
                 "level", index=keys, values="exclusive_ns")
             wide = wide.join(excl, on=keys, how="left", nulls_equal=True)
@@ -474,7 +474,7 @@ def scaling_transition(a: RunProfile, b: RunProfile, strong: bool = False) -> Tr
     lost = b.step_ns - ideal
     deltas = sorted(((b.components.get(k, 0.0) - a.components.get(k, 0.0) * scale, k)
                      for k in set(a.components) | set(b.components)),
-                    key=lambda dk: (-abs(dk[0]), -dk[0], dk[1]))
+                    key=lambda dk: (-abs(dk[0]), dk[1]))
     gross, shares = gross_shares([d for d, _ in deltas])
     quiet = noise(a, b, lost, scale)
 
