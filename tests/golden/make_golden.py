@@ -23,6 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -64,7 +65,7 @@ HAS_HLO = {"h100", "mi300x", "mi355x", "straggler", "planted", "gemm08", "attent
            "conv08", "cpu4dev"}  # traces that carry HLO modules (XSpace)
 
 
-def _scaling_pair(fmt: str):  # type: ignore[no-untyped-def]
+def _scaling_pair(fmt: str) -> Callable[[Path], None]:
     def make(root: Path) -> None:
         from tracelens_dev.synth.scaling_pair import write_pair
 

@@ -30,79 +30,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracelens.analyze.run_match import match_kernels
 from tracelens.analyze.scaling import RunProfile, noise_warnings, scaling_transition
 from tracelens.errors import TraceInputError
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import (ComparedRun, Comparison, ComponentChange, KernelChange,
                                     KernelOnly, Matching)
-
-_SIDE_COLS = ("program", "op", "name", "ns_per_step", "count_per_step")
-
-
-def _side(df: pl.DataFrame, side: str) -> pl.DataFrame:
-    return df.select("category", "key", *[pl.col(c).alias(f"{side}_{c}") for c in _SIDE_COLS])
-
-
-def _grouped(df: pl.DataFrame, side: str, by: list[str]) -> pl.DataFrame:
-    """A side's remaining kernels, one row per category and ``by``: times and counts summed,
-    the first name in sort order, how many kernels (normalized names) were put together, and
-    program and op when they are the same for all of them (else null)."""
-    p = f"{side}_"
-
-    def single(c: str) -> pl.Expr:
-        return pl.when(pl.col(p + c).n_unique() == 1).then(pl.col(p + c).first())
-
-    return df.sort("category", *by, p + "name", p + "program", p + "op", nulls_last=True) \
-        .group_by("category", *by, maintain_order=True).agg(
-            *[single(c) for c in ("program", "op") if p + c not in by], pl.col(p + "name").min(),
-            pl.col(p + "ns_per_step").sum(), pl.col(p + "count_per_step").sum(),
-            pl.col("key").n_unique().alias(p + "kernels"))
-
-
-def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame,
-                                                                     pl.DataFrame]:
-    """(matched, only_base, only_new) of two ``kernel_frame``s, one to one (module docstring).
-
-    ``matched`` has ``category``, ``match`` ("op" or "name") and every ``base_``/``new_``
-    column; the others have their side's columns.
-    """
-    a, b = _side(base, "base"), _side(new, "new")
-    has_a, has_b = pl.col("base_op").is_not_null(), pl.col("new_op").is_not_null()
-    op_keys = ["category", "base_program", "base_op"]
-    # 1a. same program, op and normalized name
-    by_key = a.filter(has_a).join(
-        b.filter(has_b), left_on=["category", "base_program", "base_op", "key"],
-        right_on=["category", "new_program", "new_op", "key"], coalesce=False,
-        nulls_equal=True)
-    by_key = by_key.drop("key_right").with_columns(match=pl.lit("op"), base_kernels=pl.lit(1),
-                                                   new_kernels=pl.lit(1))
-    a = a.join(by_key.select("category", "base_program", "base_op", "key"),
-               on=["category", "base_program", "base_op", "key"], how="anti", nulls_equal=True)
-    b = b.join(by_key.select("category", "new_program", "new_op", pl.col("key")),
-               on=["category", "new_program", "new_op", "key"], how="anti", nulls_equal=True)
-    # 1b. same program and op: what is left of the op on each side, together
-    ga, gb = _grouped(a.filter(has_a), "base", ["base_program", "base_op"]), \
-        _grouped(b.filter(has_b), "new", ["new_program", "new_op"])
-    by_op = ga.join(gb, left_on=op_keys, right_on=["category", "new_program", "new_op"],
-                    coalesce=False, nulls_equal=True).drop("category_right", strict=False) \
-        .with_columns(match=pl.lit("op"))
-    a = a.join(by_op.select(*op_keys), on=op_keys, how="anti", nulls_equal=True)
-    b = b.join(by_op.select("category", "new_program", "new_op"),
-               on=["category", "new_program", "new_op"], how="anti", nulls_equal=True)
-    # 2. normalized name, per category
-    na, nb = _grouped(a, "base", ["key"]), _grouped(b, "new", ["key"])
-    by_name = na.join(nb, on=["category", "key"]).with_columns(match=pl.lit("name"))
-    only_a = na.join(nb.select("category", "key"), on=["category", "key"], how="anti")
-    only_b = nb.join(na.select("category", "key"), on=["category", "key"], how="anti")
-    cols = ["category", "match", *[f"{s}_{c}" for s in ("base", "new")
-                                   for c in (*_SIDE_COLS, "kernels")]]
-    matched = pl.concat([by_key.select(cols), by_op.select(cols), by_name.select(cols)],
-                        how="vertical_relaxed").sort(
-        "category", "match", "base_program", "base_op", "base_name", nulls_last=True)
-    order = ["category", "key"]
-    return matched, only_a.sort(order), only_b.sort(order)
-
 
 def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
         tuple[KernelChange, ...], tuple[KernelOnly, ...], tuple[KernelOnly, ...], Matching,
