@@ -225,3 +225,40 @@ def test_two_ranks_of_one_job_show_no_share_over_100_percent_and_no_change() -> 
     table = CliRunner().invoke(main, ["compare", str(a), str(b)], terminal_width=300)
     import re
     assert all(int(p) <= 100 for p in re.findall(r"(\d+)%", table.stdout))
+
+
+def _hlo_job(path: Path, elements: int) -> Path:
+    """One GPU, three steps of an all-reduce in XLA program ``jit_step``, whose HLO carries
+    that all-reduce over ``elements`` bf16 values."""
+    from tracelens_dev.synth.hlo import program_proto
+    from tracelens_dev.synth.recipes import Collective, bf16
+
+    proto = program_proto("jit_step", 7, 1, [Collective("all-reduce.1", "all-reduce",
+                                                        bf16(elements), bf16(elements),
+                                                        sync=True)])
+    acts, marks, t = [], [], 1_000
+    for s in range(3):
+        acts.append(Activity(0, 1, "ncclDevKernel_Generic_4(x)", t, 100_000,
+                             {"hlo_op": "all-reduce.1", "hlo_module": "jit_step",
+                              "program_id": 7}))
+        marks.append((s, t, t + 100_000))
+        t += 101_000
+    path.write_bytes(build_xspace(acts, steps=marks, modules=[("jit_step", proto, 7)]))
+    return path
+
+
+def test_the_same_program_name_with_other_hlo_is_warned_in_compare(tmp_path: Path) -> None:
+    """Same module name, same kernels: only the HLO (an all-reduce of 1 Mi instead of 2 Mi
+    values) tells the programs apart. compare warns; a pair of the same HLO does not."""
+    a = _hlo_job(tmp_path / "a.xplane.pb", 1 << 20)
+    same = _hlo_job(tmp_path / "same.xplane.pb", 1 << 20)
+    other = _hlo_job(tmp_path / "b.xplane.pb", 2 << 20)
+    rep = run_json("compare", str(a), str(same))
+    assert not any("HLO" in w for w in rep["warnings"])
+    rep = run_json("compare", str(a), str(other))
+    assert rep["warnings"][0] == ("the runs ran different HLO under the same program name "
+                                  "(jit_step: other instructions or shapes): the step-time "
+                                  "change includes the programs'")
+    # scaling: a larger job's programs are partitioned for it, so different HLO is expected
+    rep = run_json("scaling", str(a), str(other))
+    assert not any("HLO" in w for w in rep["transitions"][0]["warnings"])

@@ -124,7 +124,7 @@ def comparison(a: RunProfile, b: RunProfile, top: int = 15) -> Comparison:
                             share=share.get(c))
             for c in comps]
     kernels, only_base, only_new, matching, unmatched = _kernel_table(a, b, top)
-    notices = [*hardware_notices(a, b), *program_notices(a, b, *unmatched)]
+    notices = [*hardware_notices(a, b), *program_notices(a, b, *unmatched, hlo=True)]
     warnings = (*[n.text for n in notices], *noise_warnings(t.noise),
                 *[f"base: {w}" for w in a.warnings], *[f"new: {w}" for w in b.warnings])
     return Comparison(

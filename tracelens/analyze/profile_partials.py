@@ -119,7 +119,7 @@ def profile_of_partials(parts: list[ProfilePartial], merged: MergedCollectives,
         pl.concat([p.kernels for p in parts]), job, devices=active.height,
         steps=max(1, pl.concat([p.steps for p in parts]).unique().height),
         hosts=active["host"].n_unique(), hlo_findings=findings,
-        hardware=hardware_counts(devices), warnings=_warnings(parts, merged))
+        hardware=hardware_counts(devices), warnings=_warnings(parts, merged), modules=modules)
 
 
 def _warnings(parts: list[ProfilePartial], merged: MergedCollectives) -> tuple[str, ...]:

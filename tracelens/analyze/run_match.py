@@ -3,11 +3,13 @@ the same hardware and the same program. Each difference is a :class:`~tracelens.
 (stable code, its numbers as fields) that the commands list with their warnings.
 
 Program: where both runs name their programs (XLA modules, HLO), the sets of programs with
-device time; and for every format the mix of work: the share of each run's device time in
-kernels the other run never ran (matched as ``compare`` matches them: HLO op or ATen op,
-then normalized name) and, where both sides record ops (HLO ops, ATen ops), in ops the other
-never ran. Two ranks or two steps of one job run the same kernels; a different model, batch
-shape or library version does not.
+device time, and (``compare``) where both carry a program's HLO, its fingerprint: the
+instructions' opcodes and shapes, so two compilations of one program match and a changed
+program (a new fusion, another shape) does not; and for every format the mix of work: the
+share of each run's device time in kernels the other run never ran (matched as ``compare``
+matches them: HLO op or ATen op, then normalized name) and, where both sides record ops (HLO
+ops, ATen ops), in ops the other never ran. Two ranks or two steps of one job run the same
+kernels; a different model, batch shape or library version does not.
 """
 
 from __future__ import annotations
@@ -16,16 +18,52 @@ from typing import Protocol
 
 import polars as pl
 
+from tracelens.hlo_model import Shape
 from tracelens.model import Notice
 from tracelens.results.summary import HardwareCount, hardware_text
 
 
 class Run(Protocol):
-    """What is compared of a run (a :class:`~tracelens.analyze.scaling.Run`)."""
+    """What is compared of a run (a :class:`~tracelens.analyze.scaling.RunProfile`)."""
 
     devices: int
     hardware: tuple[HardwareCount, ...]
     kernels: pl.DataFrame  # category, program, op, key, name, ns_per_step, count_per_step
+    fingerprints: dict[str, tuple[str, ...]]  # module name -> its HLO fingerprints
+
+
+def _shape_text(shape: Shape) -> str:
+    if shape.is_tuple:
+        return "(" + ", ".join(_shape_text(t) for t in shape.tuple_shapes) + ")"
+    return f"{shape.dtype}{list(shape.dims)}"
+
+
+def fingerprints(modules: pl.DataFrame) -> dict[str, tuple[str, ...]]:
+    """Module name -> the sorted distinct fingerprints of its HLO in ``trace.modules`` (one per
+    distinct program of that name): sha256 (12 hex digits) of its instructions' opcodes and
+    shapes, sorted. Names, ids and program ids are per compilation and left out; a module
+    that does not decode has none."""
+    import hashlib
+
+    from tracelens.hlo.index import decoded_module
+
+    out: dict[str, set[str]] = {}
+    if not modules.height:
+        return {}
+    rows = modules.select("module", "program_id", "hlo_proto").unique(
+        ["module", "hlo_proto"]).sort("module", "program_id", nulls_last=True)
+    for name, pid, blob in rows.iter_rows():
+        if name is None or blob is None:
+            continue
+        m = decoded_module(blob, pid if pid is not None else -1)
+        if isinstance(m, Exception):
+            continue
+        items = sorted(f"{i.opcode} {_shape_text(i.shape)}"
+                       for c in m.computations.values() for i in c.instructions.values())
+        digest = hashlib.sha256("\n".join(items).encode()).hexdigest()[:12]
+        out.setdefault(str(name), set()).add(digest)
+    return {k: tuple(sorted(v)) for k, v in sorted(out.items())}
+
 
 PROGRAM_MIN_UNMATCHED = 0.10
 """A run spending more than this share of its device time in kernels (or ops) the other run
@@ -94,9 +132,11 @@ def _only_share(mine: pl.DataFrame, theirs: pl.DataFrame, key: str
 
 
 def program_notices(a: Run, b: Run, only_base: pl.DataFrame | None = None,
-                    only_new: pl.DataFrame | None = None) -> list[Notice]:
+                    only_new: pl.DataFrame | None = None, hlo: bool = False) -> list[Notice]:
     """What says the two runs ran different programs (module doc). ``only_base``/``only_new``:
-    :func:`match_kernels`' unmatched rows when the caller has them."""
+    :func:`match_kernels`' unmatched rows when the caller has them; ``hlo``: compare the HLO
+    fingerprints of the programs both ran (``compare``; a scaling pair's programs are
+    partitioned for their device counts, so they differ by design)."""
     out = []
     pa, pb = _programs(a), _programs(b)
     if pa and pb and pa != pb:
@@ -104,6 +144,13 @@ def program_notices(a: Run, b: Run, only_base: pl.DataFrame | None = None,
             "runs.programs", "the runs ran different XLA programs (only in base: {base}; only "
             "in new: {new}): the step-time change includes the programs'",
             base=_names(sorted(pa - pb)) or "-", new=_names(sorted(pb - pa)) or "-"))
+    changed = sorted(n for n in pa & pb if n in a.fingerprints and n in b.fingerprints
+                     and a.fingerprints[n] != b.fingerprints[n])
+    if hlo and changed:
+        out.append(Notice.of(
+            "runs.hlo", "the runs ran different HLO under the same program name ({names}: "
+            "other instructions or shapes): the step-time change includes the programs'",
+            names=_names(changed)))
     if only_base is None or only_new is None:
         _, only_base, only_new = match_kernels(a.kernels, b.kernels)
     shares = []

@@ -62,6 +62,8 @@ class RunProfile:
     warnings: tuple[str, ...] = ()
     # every step's span averaged over devices, by step number (the noise floor's input)
     step_times: tuple[float, ...] = ()
+    # XLA module name -> its HLO fingerprints (``run_match.fingerprints``; empty without HLO)
+    fingerprints: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _windows(trace: Trace) -> pl.DataFrame:
@@ -306,7 +308,7 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
         steps=max(1, trace.steps.select("step").unique().height),
         hosts=trace.events["host"].n_unique(), hlo_findings=hlo_finding_texts(trace),
         hardware=hardware_counts(trace.devices),
-        warnings=run_warnings(trace.meta.notices))
+        warnings=run_warnings(trace.meta.notices), modules=trace.modules)
 
 
 def run_warnings(notices: Sequence[Notice]) -> tuple[str, ...]:
@@ -318,10 +320,13 @@ def run_warnings(notices: Sequence[Notice]) -> tuple[str, ...]:
 def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
                analysis: CollectiveAnalysis, devices: int, steps: int, hosts: int,
                hlo_findings: dict[str, str], hardware: tuple[HardwareCount, ...] = (),
-               warnings: tuple[str, ...] = ()) -> RunProfile:
+               warnings: tuple[str, ...] = (), modules: pl.DataFrame | None = None
+               ) -> RunProfile:
     """The profile from its parts: :func:`component_frame` rows of every device, the
     :func:`kernel_partial` rows of every host, the job's collective analysis and counts,
-    its hardware and warnings."""
+    its hardware and warnings, and its ``trace.modules`` (the programs' HLO)."""
+    from tracelens.analyze.run_match import fingerprints
+
     comp = move_lateness(comp)
     cols = [c for c in comp.columns if c not in (*DEVICE_KEYS, "step")]
     # integer sums divided once: exact, whatever the order of the rows
@@ -345,7 +350,8 @@ def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
         step_ns=float(median.get("span_ns") or 0.0), components=components,
         kernels=kernels_of_partials(kernels, max(1, devices * steps)), busbw=busbw,
         skew_ns=skew, stragglers=_stragglers(acts, devices * steps), per_device=per_device,
-        hlo_findings=hlo_findings, hardware=hardware, warnings=warnings)
+        hlo_findings=hlo_findings, hardware=hardware, warnings=warnings,
+        fingerprints=fingerprints(modules) if modules is not None else {})
 
 
 def hlo_finding_texts(trace: Trace, acts: pl.DataFrame | None = None) -> dict[str, str]:
