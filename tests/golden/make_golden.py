@@ -114,6 +114,10 @@ def cases() -> list[Case]:
     # (the Kineto form of the pair, 72 rank files, takes 45 s here: its truth test covers it)
     out.append(Case("scaling-planted-8-to-64", ("scaling", "<gen>/n8", "<gen>/n64", "--format",
                                                 "json"), generate="scaling-pair"))
+    ranks = SHARED_TRACES["kineto-128rank"]  # two ranks of one job: within noise
+    out.append(Case("compare-kineto-128rank-ranks", ("compare", ranks + "/rank-0.json.gz",
+                                                     ranks + "/rank-1.json.gz", "--format",
+                                                     "json")))
     out.append(Case("compare-planted-8-to-64", ("compare", "<gen>/n8", "<gen>/n64", "--format",
                                                 "json"), generate="scaling-pair"))
     return out
