@@ -3,11 +3,13 @@
 A run's *profile* is its median step (the step whose span, averaged over devices, is the
 median), averaged over devices, split into components that add up to the step time exactly:
 ``compute:<category>`` (exclusive time of each compute category), ``straggler_wait:<type>``
-(time a device sits in a collective waiting for its last participant to arrive, where no
-compute hides it), ``exposed_comm:<type>`` (the rest of the communication no compute hides),
-``exposed_memory`` and ``idle``. A trace without step markers is one window per device (its
-whole span). Every list and mapping in the outputs has a total order (ties broken by name), so
-the same inputs give byte-identical JSON whatever the hash seed.
+(the time the step loses to a collective's last arrival: :func:`_waits`, :func:`move_lateness`),
+``exposed_comm:<type>`` (the rest of the communication no compute hides), ``exposed_memory``
+and ``idle``. A trace without step markers is one window per device (its whole span). Between
+two runs, components move both ways: shares are of the gross change, and a change within the
+runs' step-to-step noise (:func:`noise`) is not decomposed (docs/compare.md). Every list and
+mapping in the outputs has a total order (ties broken by name), so the same inputs give
+byte-identical JSON whatever the hash seed.
 """
 
 from __future__ import annotations
