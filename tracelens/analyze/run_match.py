@@ -68,6 +68,9 @@ def fingerprints(modules: pl.DataFrame) -> dict[str, tuple[str, ...]]:
 PROGRAM_MIN_UNMATCHED = 0.10
 """A run spending more than this share of its device time in kernels (or ops) the other run
 never ran ran different work: warned."""
+OPS_MIN = 0.5
+"""The op mix is compared where ops cover at least this share of each run's device time (a
+CUDA/HIP graph replay's kernels carry no ATen op: its few that do say nothing of the mix)."""
 SHOWN = 3  # names listed in a warning
 NAME_CHARS = 60  # each cut to this many characters (C++ kernel names run to kilobytes)
 
@@ -168,10 +171,9 @@ def program_notices(a: Run, b: Run, only_base: pl.DataFrame | None = None,
             "change includes theirs",
             base_pct=round(100 * sa), base=_names(_costliest(oa, "base")) or "-",
             new_pct=round(100 * sb), new=_names(_costliest(ob, "new")) or "-"))
-    ka, kb = a.kernels, b.kernels
-    if ka.height and kb.height and ka["op"].drop_nulls().len() and kb["op"].drop_nulls().len():
-        wa = ka.filter(pl.col("op").is_not_null())
-        wb = kb.filter(pl.col("op").is_not_null())
+    wa, wb = (p.kernels.filter(pl.col("op").is_not_null()) if p.kernels.height else p.kernels
+              for p in (a, b))
+    if _share_of(wa, a) >= OPS_MIN and _share_of(wb, b) >= OPS_MIN:
         sa, na = _only_share(wa, wb, "op")
         sb, nb = _only_share(wb, wa, "op")
         if max(sa, sb) > PROGRAM_MIN_UNMATCHED:
@@ -250,6 +252,12 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
         "category", "match", "base_program", "base_op", "base_name", nulls_last=True)
     order = ["category", "key"]
     return matched, only_a.sort(order), only_b.sort(order)
+
+
+def _share_of(part: pl.DataFrame, p: Run) -> float:
+    """``part``'s share of the run's kernel time (0 without any)."""
+    total = float(p.kernels["ns_per_step"].sum()) if p.kernels.height else 0.0
+    return float(part["ns_per_step"].sum()) / total if total and part.height else 0.0
 
 
 def _costliest(only: pl.DataFrame, side: str) -> list[str]:
