@@ -64,7 +64,8 @@ def render_diagnosis(rep: Comparison | Scaling, title: str | None = None,
         kind = "compare"
         figs["delta0"] = delta_figure(rep.components, "NEW − BASE, per component")
         sections = [{"fig": "delta0", "title": "NEW − BASE", "verdict": rep.verdict,
-                     "rows": rep.components, "delta_ns": rep.delta_ns}]
+                     "rows": rep.components, "delta_ns": rep.delta_ns,
+                     "noise": rep.noise, "noise_gross": rep.gross_ns}]
         inputs = [rep.base.path, rep.new.path]
         hardware = {"base": hardware_text(rep.base.hardware),
                     "new": hardware_text(rep.new.hardware)}
@@ -72,10 +73,11 @@ def render_diagnosis(rep: Comparison | Scaling, title: str | None = None,
         kind = "scaling"
         for i, t in enumerate(rep.transitions):
             key = f"delta{i}"
-            figs[key] = delta_figure(t.causes, f"{t.from_path} → {t.to_path}: lost time")
+            figs[key] = delta_figure(t.causes, f"{t.from_path} → {t.to_path}: change")
             sections.append({"fig": key, "title": f"{t.from_path} → {t.to_path}",
                              "verdict": t.verdict, "rows": t.causes,
-                             "delta_ns": t.delta_ns, "t": t})
+                             "delta_ns": t.delta_ns, "t": t, "noise": t.noise,
+                             "noise_gross": t.gross_ns})
         inputs = [r.path for r in rep.runs]
     ctx = {
         "kind": kind, "rep": rep, "sections": sections, "inputs": inputs, "hardware": hardware,

@@ -14,7 +14,7 @@ from rich.text import Text
 from reports.markdown import md_table
 from reports.summary import short_name
 from tracelens.results.encode import to_json
-from tracelens.results.runs import Comparison, KernelChange, KernelOnly, Scaling
+from tracelens.results.runs import Comparison, KernelChange, KernelOnly, Noise, Scaling
 from tracelens.results.summary import hardware_text
 
 Tables = list[tuple[str, list[str], list[list[str]]]]
@@ -51,6 +51,15 @@ def _match_label(k: KernelChange) -> str:
     return f"op {k.op}" + (f" in {k.program}" if k.program else "")
 
 
+def noise_text(n: Noise) -> str:
+    """The noise floor in words: its value and where it comes from, or why it is unknown."""
+    if n.floor_ns is None:
+        return f"unknown ({n.reason})"
+    se = " and ".join(_ms(v) for v in n.se_ns)
+    return (f"±{_ms(n.floor_ns)} ms (2 × √(se_a² + se_b²), the median steps' standard "
+            f"errors {se} ms): the change is {'within' if n.within else 'beyond'} it")
+
+
 def compare_tables(c: Comparison) -> Tables:
     b, n = c.base, c.new
     head = [["base", f"{b.path} ({b.devices} devices, step {_ms(b.step_ns)} ms)"],
@@ -58,15 +67,18 @@ def compare_tables(c: Comparison) -> Tables:
             ["new", f"{n.path} ({n.devices} devices, step {_ms(n.step_ns)} ms)"],
             ["new hardware", hardware_text(n.hardware)],
             ["step time change", f"{_signed_ms(c.delta_ns)} ms ({c.delta_pct:+.1f}%)"
-             if c.delta_pct is not None else "-"]]
+             if c.delta_pct is not None else "-"],
+            ["noise floor", noise_text(c.noise)]]
     out: Tables = [("Compare", ["", ""], head)]
     if c.warnings:
         out.append(("Warnings", ["", ""], [["!", w] for w in c.warnings]))
     out.append(("Verdict", ["", ""], [[str(i + 1), v] for i, v in enumerate(c.verdict)]))
-    out.append(("Step components (ms per step, median step averaged over devices)",
-                ["component", "base", "new", "delta"],
-                [[r.component, _ms(r.base_ns), _ms(r.new_ns), _signed_ms(r.delta_ns)]
-                 for r in c.components if r.base_ns or r.new_ns]))
+    within = "; within noise: not decomposed" if c.noise.within else ""
+    out.append(("Step components (ms per step, median step averaged over devices; shares of "
+                f"the gross change {_ms(c.gross_ns)} ms{within})",
+                ["component", "base", "new", "delta", "share"],
+                [[r.component, _ms(r.base_ns), _ms(r.new_ns), _signed_ms(r.delta_ns),
+                  _pct(r.share)] for r in c.components if r.base_ns or r.new_ns]))
     m = c.matching
     out.append(("Kernels with the largest change (ms per device-step; matched by HLO op, "
                 f"then name: {m.by_op} by op, {m.by_name} by name, {m.changed} "
@@ -89,11 +101,13 @@ def scaling_tables(s: Scaling) -> Tables:
     for t in s.transitions:
         title = (f"{t.from_path} → {t.to_path} ({t.devices[0]} → {t.devices[1]} devices, "
                  f"{t.mode} scaling efficiency {_pct(t.efficiency)}, lost "
-                 f"{_signed_ms(t.delta_ns)} ms per step)")
+                 f"{_signed_ms(t.delta_ns)} ms per step; noise floor {noise_text(t.noise)})")
         if t.warnings:
             out.append(("Warnings", ["", ""], [["!", w] for w in t.warnings]))
         out.append((title, ["", ""], [[str(i + 1), v] for i, v in enumerate(t.verdict)]))
-        out.append(("Causes (ms per step and device; shares of the lost time)",
+        within = "; within noise: not decomposed" if t.noise.within else ""
+        out.append((f"Causes (ms per step and device; shares of the gross change "
+                    f"{_ms(t.gross_ns)} ms{within})",
                     ["component", "delta", "share"],
                     [[c.component, _signed_ms(c.delta_ns), _pct(c.share)]
                      for c in t.causes if abs(c.delta_ns) >= 0.5]))

@@ -197,8 +197,9 @@ def test_scaling_names_the_axis_of_the_grown_exposure(tmp_path: Path, fmt: str) 
     assert tr["causes"][0] == {"component": cause, "delta_ns": truth["delta_ns"],
                                "share": truth["share"]}
     # busbw of that axis's all-gather: 8 MiB over 1 ms × 1/2 (fsdp=2), then over 2 ms × 15/16
-    assert tr["verdict"][0] == (f"100% of the added step time is exposed {axis} all-gather; "
-                                "busbw fell from 4.19 to 3.93 GB/s")
+    assert tr["verdict"][0] == (f"100% of the gross change is exposed {axis} all-gather "
+                                "(+1.000 ms per step per device); busbw fell from 4.19 to "
+                                "3.93 GB/s")
     assert tr["busbw"][f"{axis}:all-gather"] == [pytest.approx(8 * 2**20 / 1e6 / 2, abs=5e-4),
                                                  pytest.approx(8 * 2**20 / 2e6 * 15 / 16,
                                                                abs=5e-4)]

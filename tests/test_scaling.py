@@ -66,7 +66,8 @@ def test_elementwise_regression(tmp_path: Path) -> None:
     new = job(tmp_path / "b", ew=90_000)
     _, rep = run_json("compare", str(base), str(new))
     assert rep["delta_ns"] == 40_000
-    assert rep["verdict"] == ["100% of the added step time is elementwise compute"]
+    assert rep["verdict"] == ["100% of the gross change is elementwise compute (+0.040 ms per "
+                              "step per device)"]
     deltas = {c["component"]: c["delta_ns"] for c in rep["components"]}
     assert deltas["compute:elementwise"] == 40_000
     assert all(v == 0 for k, v in deltas.items() if k != "compute:elementwise")
@@ -82,7 +83,8 @@ def test_exposed_allgather_growth_in_scaling(tmp_path: Path) -> None:
     t = rep["transitions"][0]
     assert t["delta_ns"] == 100_000
     assert t["efficiency"] == pytest.approx(rep["runs"][0]["step_ns"] / rep["runs"][1]["step_ns"])
-    assert t["verdict"] == ["100% of the added step time is exposed all-gather"]
+    assert t["verdict"] == ["100% of the gross change is exposed all-gather (+0.100 ms per step "
+                            "per device)"]
     causes = {c["component"]: c for c in t["causes"]}
     assert causes["exposed_comm:all-gather"]["share"] == 1.0
     assert sum(c["delta_ns"] for c in t["causes"]) == t["delta_ns"]
@@ -95,10 +97,10 @@ def test_straggler(tmp_path: Path) -> None:
     t = rep["transitions"][0]
     assert t["delta_ns"] == 160_000
     first = t["verdict"][0]
-    # 15 of 16 devices wait 160 µs: (n-1)/n = 94% of the added time
-    assert first.startswith("94% of the added step time is waiting for node1/GPU3")
+    # 15 of 16 devices wait 160 µs, and node1/GPU3 is those 160 µs late: all of the change
+    assert first.startswith("100% of the gross change is waiting for node1/GPU3")
     assert "arrives last in 100% of all-reduces" in first
-    assert len(t["verdict"]) == 1  # its own slower GEMM is 1/16 = 6%: listed, not named
+    assert len(t["verdict"]) == 1
     assert t["stragglers"][0]["host"] == "node1" and t["stragglers"][0]["device"] == 3
     assert sum(c["delta_ns"] for c in t["causes"]) == pytest.approx(t["delta_ns"])
 
@@ -155,7 +157,7 @@ def test_html_output_of_compare_and_scaling(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["compare", str(base), str(new), "--html", str(out)])
     assert res.exit_code == 0, res.output
     page = out.read_text()
-    assert "100% of the added step time is elementwise compute" in page
+    assert "100% of the gross change is elementwise compute" in page
     import re
     assert page.count("<script") == 3  # data, plotly.js, the page's own script; nothing loaded
     markup = page.split("<script")[0]  # everything but the inlined scripts
@@ -179,32 +181,38 @@ def test_synthetic_straggler_pair_names_the_slow_device(tmp_path: Path) -> None:
           tmp_path / "slow")
     _, rep = run_json("scaling", str(tmp_path / "base"), str(tmp_path / "slow"))
     t = rep["transitions"][0]
-    assert t["delta_ns"] > 0
-    assert "mi355x-node1/GPU3" in t["verdict"][0]
+    assert t["delta_ns"] > 0 and not t["noise"]["within"]
+    # its GEMM time grows there; the waits it causes (in all-gathers it is last in only some
+    # of: FSDP prefetches them) move most, so they come first
+    assert any("mi355x-node1/GPU3" in line for line in t["verdict"])
     assert sum(c["delta_ns"] for c in t["causes"]) == pytest.approx(t["delta_ns"])
+    assert all(c["share"] <= 1 for c in t["causes"])
 
 
 def test_straggler_wait_is_its_own_cause_and_the_verdict_reads_it(tmp_path: Path) -> None:
-    """15 of 16 devices wait 160 µs for node1/GPU3 in every all-reduce, exposed: per device
-    150 µs of straggler wait (taken out of exposed all-reduce, which does not change), and the
-    straggler's own slower GEMM 10 µs. The verdict says those numbers, per device."""
+    """15 of 16 devices wait 160 µs for node1/GPU3 in every all-reduce, exposed, and node1/GPU3
+    is 160 µs late (its GEMM ran 160 µs longer): 160 µs of straggler wait on every device,
+    none of it exposed all-reduce (which does not change) or compute (the others' GEMM time
+    is unchanged; the straggler's extra GEMM is the wait). The verdict says so, per device."""
     base = job(tmp_path / "a", hosts=2)
     new = job(tmp_path / "b", hosts=2, straggler=(1, 3), delay=160_000)
     _, rep = run_json("scaling", str(base), str(new))
     t = rep["transitions"][0]
     causes = {c["component"]: c for c in t["causes"]}
-    assert causes["straggler_wait:all-reduce"]["delta_ns"] == 150_000
-    assert causes["straggler_wait:all-reduce"]["share"] == 150_000 / 160_000
-    assert causes["compute:gemm"]["delta_ns"] == 10_000
+    assert causes["straggler_wait:all-reduce"]["delta_ns"] == 160_000
+    assert causes["straggler_wait:all-reduce"]["share"] == 1.0
+    assert causes["compute:gemm"]["delta_ns"] == 0
+    assert causes["compute:elementwise"]["delta_ns"] == 0
     assert causes["exposed_comm:all-reduce"]["delta_ns"] == 0
-    assert t["verdict"] == ["94% of the added step time is waiting for node1/GPU3, which arrives "
-                            "last in 100% of all-reduces (exposed waiting +0.150 ms per step "
-                            "per device)"]
+    assert t["gross_ns"] == t["delta_ns"] == 160_000
+    assert t["verdict"] == ["100% of the gross change is waiting for node1/GPU3, which arrives "
+                            "last in 100% of all-reduces (+0.160 ms per step per device)"]
     straggler = t["stragglers"][0]
     assert (straggler["host"], straggler["device"]) == ("node1", 3)
-    assert straggler["wait_per_step_ns"] == 150_000  # here every wait is exposed
+    # the others' waits over every device-step: 15 × 160 µs / 16
+    assert straggler["wait_per_step_ns"] == 150_000
     small, big = rep["runs"]
-    assert big["components"]["straggler_wait:all-reduce"] == 150_000
+    assert big["components"]["straggler_wait:all-reduce"] == 160_000
     assert small["components"]["straggler_wait:all-reduce"] == 0
     for r in rep["runs"]:
         assert sum(r["components"].values()) == r["step_ns"]
@@ -239,16 +247,15 @@ def test_scaling_verdict_equals_the_causes_per_device(synth_8_to_64: tuple[Path,
     step = t["step_ns"][1]
     assert sum(c["delta_ns"] for c in t["causes"]) == pytest.approx(t["delta_ns"])
     named = [c for c in t["causes"] if c["share"] >= 0.10]
-    assert [c["component"] for c in named] == ["exposed_comm:all-reduce",
-                                               "straggler_wait:all-reduce"]
+    assert [c["component"] for c in named] == ["straggler_wait:all-reduce",
+                                               "exposed_comm:all-reduce"]
     # one sentence per named cause, in the causes' order, with the causes' share
     assert len(t["verdict"]) == len(named)
     for line, c in zip(t["verdict"], named):
-        assert line.startswith(f"{100 * c['share']:.0f}% of the added step time is ")
-    wait = next(c for c in named if c["component"] == "straggler_wait:all-reduce")
-    line = t["verdict"][1]
+        assert line.startswith(f"{100 * c['share']:.0f}% of the gross change is ")
+        assert f"{c['delta_ns'] / 1e6:+.3f} ms per step per device" in line
+    line = t["verdict"][0]
     assert "waiting for mi355x-node5/GPU3" in line
-    assert f"+{wait['delta_ns'] / 1e6:.3f} ms per step per device" in line
     # every time in words is per device: none can exceed the step
     for ms in re.findall(r"([0-9][0-9,]*\.[0-9]+) ms", " ".join(t["verdict"])):
         assert float(ms.replace(",", "")) * 1e6 <= step
@@ -263,7 +270,7 @@ def test_scaling_verdict_equals_the_causes_per_device(synth_8_to_64: tuple[Path,
     causes = next(rows for title, _, rows in scaling_tables(res) if title.startswith("Causes"))
     shares = {row[0]: row[2] for row in causes}
     for line, c in zip(t["verdict"], named):
-        assert line.startswith(shares[c["component"]] + " of the added step time")
+        assert line.startswith(shares[c["component"]] + " of the gross change")
     out = tmp_path / "scaling.html"
     assert CliRunner().invoke(main, ["scaling", str(n8), str(n64), "--html", str(out)]
                               ).exit_code == 0
@@ -325,29 +332,39 @@ def test_verdict_busbw_of_small_collectives_is_not_rounded_to_zero() -> None:
 
     a, b = run(1e6, 1e5, 0.4212), run(2e6, 1.1e6, 0.0731)
     lines = verdict(a, b, [Cause("exposed_comm:all-gather", 1e6, 1.0)], 1e6)
-    assert lines == ["100% of the added step time is exposed all-gather; busbw fell from 0.421 "
-                     "to 0.0731 GB/s"]
+    assert lines == ["100% of the gross change is exposed all-gather (+1.000 ms per step per "
+                     "device); busbw fell from 0.421 to 0.0731 GB/s"]
     a, b = run(1e6, 1e5, 271.27), run(2e6, 1.1e6, 39.66)  # large values stay whole GB/s
     assert verdict(a, b, [Cause("exposed_comm:all-gather", 1e6, 1.0)], 1e6)[0].endswith(
         "busbw fell from 271 to 40 GB/s")
 
 
-def test_verdict_says_why_its_shares_exceed_100_percent() -> None:
-    """Shares are of the net added step time: when other components shrank (a real JAX CPU
-    pair: elementwise -1.47 ms, idle -1.43 ms), the listed shares add to more than 100%, and
-    the verdict says which components offset the growth."""
+def test_shares_are_of_the_gross_change_and_never_exceed_100_percent() -> None:
+    """Components move both ways (a real JAX CPU pair: elementwise -1.47 ms, idle -1.43 ms;
+    the 128-rank pair: send-recv -37.9 ms, reduction +31.0 ms on a +0.6 ms step): a share of
+    the net change read "5029% of the added step time". Shares are of the gross change (the
+    sum of absolute deltas), and the verdict says the components moved both ways."""
     import polars as pl
 
-    from tracelens.analyze.scaling import RunProfile, verdict
-    from tracelens.results.runs import Cause
+    from tracelens.analyze.scaling import RunProfile, scaling_transition
 
-    def run(step_ns: float) -> RunProfile:
-        return RunProfile("r", 8, 1, 3, step_ns, {}, pl.DataFrame(), {}, {})
+    def run(step_ns: float, components: dict[str, float]) -> RunProfile:
+        return RunProfile("r", 8, 1, 3, step_ns, components,
+                          pl.DataFrame({"ns_per_step": [1.0]}), {}, {},
+                          step_times=(step_ns, step_ns, step_ns))
 
-    causes = [Cause("exposed_comm:all-gather", 0.8e6, 0.8), Cause("compute:gemm", 0.6e6, 0.6),
-              Cause("idle", -0.1e6, -0.1), Cause("compute:elementwise", -0.3e6, -0.3)]
-    lines = verdict(run(1e6), run(2e6), causes, 1e6)
-    assert lines[-1] == ("these shares add to more than 100% because other components shrank: "
-                         "elementwise compute -0.300 ms per step, idle time -0.100 ms per step")
-    assert len(lines) == 3
-    assert len(verdict(run(1e6), run(2e6), causes[1:], 1e6)) == 1  # 60%: nothing to explain
+    a = run(10e6, {"compute:gemm": 6e6, "compute:elementwise": 3e6, "idle": 1e6})
+    b = run(11e6, {"compute:gemm": 6.6e6, "compute:elementwise": 2.7e6, "idle": 0.9e6,
+                   "exposed_comm:all-gather": 0.8e6})
+    t = scaling_transition(a, b)
+    assert t.delta_ns == 1e6 and t.gross_ns == pytest.approx(1.8e6)
+    shares = {c.component: c.share for c in t.causes}
+    assert shares["exposed_comm:all-gather"] == pytest.approx(0.8 / 1.8)
+    assert shares["compute:elementwise"] == pytest.approx(0.3 / 1.8)
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert all(0 <= v <= 1 for v in shares.values())
+    assert t.verdict[0] == ("44% of the gross change is exposed all-gather (+0.800 ms per step "
+                            "per device)")
+    assert t.noise.floor_ns == 0 and t.noise.within is False  # identical steps: no noise
+    assert t.verdict[-1] == ("components moved both ways: +1.400 ms grew and -0.400 ms shrank "
+                             "per step, net +1.000 ms (shares are of the gross 1.800 ms)")

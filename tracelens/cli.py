@@ -10,7 +10,7 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
@@ -221,6 +221,16 @@ def _emit(fmt: str, result: Any, title: str, tables: Any, csv_rows: Any,
                  lambda console: render.render_table(tables, console))
 
 
+def _warn(warnings: Sequence[str], fmt: str, quiet: bool) -> None:
+    """``compare``/``scaling`` warnings (different hardware or programs, an unknown noise
+    floor, the readers') on stderr for the machine formats, whose stdout a script reads (the
+    table lists them itself); each is also in the JSON."""
+    if quiet or fmt == "table":
+        return
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
+
+
 def _profiles(runs: tuple[Path, ...], step_marker: str | None, categories: tuple[str, ...],
               kernel: str | None, hosts: tuple[str, ...],
               time_window: tuple[int | None, int | None] | None, workers: int | None,
@@ -273,9 +283,10 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
                   new=replace(res.new, steps_source=sb),
                   filters=active or None, gate=Gate(fail_above, regressed))
     shown = replace(res, warnings=()) if quiet and fmt == "table" else res
+    _warn(res.warnings, fmt, quiet)
     _emit(fmt, res, "tracelens compare", compare_tables(shown),
           [asdict(c) for c in res.components],
-          ["component", "base_ns", "new_ns", "delta_ns"], html=html)
+          ["component", "base_ns", "new_ns", "delta_ns", "share"], html=html)
     if regressed:
         click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",
                    err=True)
@@ -310,6 +321,7 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
     rows = [{"from": t.from_path, "to": t.to_path, "component": c.component,
              "delta_ns": c.delta_ns, "share": c.share}
             for t in res.transitions for c in t.causes]
+    _warn([w for t in res.transitions for w in t.warnings], fmt, quiet)
     _emit(fmt, res, "tracelens scaling", scaling_tables(res), rows,
           ["from", "to", "component", "delta_ns", "share"], html=html)
 

@@ -23,6 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -64,13 +65,30 @@ HAS_HLO = {"h100", "mi300x", "mi355x", "straggler", "planted", "gemm08", "attent
            "conv08", "cpu4dev"}  # traces that carry HLO modules (XSpace)
 
 
+def _scaling_pair(fmt: str) -> Callable[[Path], None]:
+    def make(root: Path) -> None:
+        from tracelens_dev.synth.scaling_pair import write_pair
+
+        write_pair(root, fmt)
+    return make
+
+
+GENERATED = {  # name -> writes a case's inputs under a folder that its argv calls ``<gen>``
+    # the planted 8 -> 64 GPU pair (issue 45): +3.0 ms exposed all-reduce, +1.5 ms waiting
+    "scaling-pair": _scaling_pair("xspace"),
+}
+
+
 @dataclass(frozen=True)
 class Case:
-    """One command line; paths in ``argv`` are relative (repo root, or ``../shared``)."""
+    """One command line; paths in ``argv`` are relative (repo root, or ``../shared``), or
+    under ``<gen>``: the inputs :data:`GENERATED` ``[generate]`` writes from planted
+    constants (a truth that a test also checks), in a temporary folder."""
 
     name: str
     argv: tuple[str, ...]
     export: bool = False  # writes ``<out>`` (a CSV), compared instead of stdout
+    generate: str | None = None
 
     def shared(self) -> bool:
         return any(a.startswith("../shared/") for a in self.argv)
@@ -93,6 +111,15 @@ def cases() -> list[Case]:
                     ("compare", SAMPLES["mi300x"], SAMPLES["mi355x"], "--format", "json")))
     out.append(Case("scaling-mi300x-straggler",
                     ("scaling", SAMPLES["mi300x"], SAMPLES["straggler"], "--format", "json")))
+    # (the Kineto form of the pair, 72 rank files, takes 45 s here: its truth test covers it)
+    out.append(Case("scaling-planted-8-to-64", ("scaling", "<gen>/n8", "<gen>/n64", "--format",
+                                                "json"), generate="scaling-pair"))
+    ranks = SHARED_TRACES["kineto-128rank"]  # two ranks of one job: within noise
+    out.append(Case("compare-kineto-128rank-ranks", ("compare", ranks + "/rank-0.json.gz",
+                                                     ranks + "/rank-1.json.gz", "--format",
+                                                     "json")))
+    out.append(Case("compare-planted-8-to-64", ("compare", "<gen>/n8", "<gen>/n64", "--format",
+                                                "json"), generate="scaling-pair"))
     return out
 
 
@@ -104,10 +131,12 @@ def absolute(arg: str) -> str:
     return arg
 
 
-def relative(text: str, out_file: str | None) -> str:
+def relative(text: str, out_file: str | None, gen: str | None = None) -> str:
     """The output with absolute paths written as they are in the case's argv."""
     if out_file:
         text = text.replace(out_file, "<out>")
+    if gen:
+        text = text.replace(gen, "<gen>")
     text = text.replace(str(SHARED) + "/", "../shared/")
     return text.replace(str(ROOT) + "/", "")
 
@@ -120,12 +149,18 @@ def run(case: Case) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         out_file = str(Path(tmp) / "out.csv")
-        argv = [out_file if a == "<out>" else absolute(a) for a in case.argv] + ["--quiet"]
+        gen = None
+        if case.generate:
+            gen = str(Path(tmp) / "gen")
+            GENERATED[case.generate](Path(gen))
+        argv = [out_file if a == "<out>" else gen + a[len("<gen>"):]
+                if gen and a.startswith("<gen>/") else absolute(a)
+                for a in case.argv] + ["--quiet"]
         res = CliRunner().invoke(main, argv)
         if res.exception is not None and not isinstance(res.exception, SystemExit):
             raise RuntimeError(f"{case.name}: {res.exception!r}") from res.exception
         text = Path(out_file).read_text() if case.export and res.exit_code == 0 else res.stdout
-        return {"exit_code": res.exit_code, "output": relative(text, out_file)}
+        return {"exit_code": res.exit_code, "output": relative(text, out_file, gen)}
 
 
 def fixture(case: Case, result: dict) -> dict:

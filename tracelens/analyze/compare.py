@@ -14,8 +14,12 @@ only within one category, in this order (README "compare"):
 
 Before any of that, each side must have something to compare (a device with activity and a
 step that lasts): else it is refused, naming the file. The result says what was compared: each
-side's hardware, a warning where the two differ (vendor, product, device count), and every
-warning of each side's readers and loader, prefixed ``base:``/``new:``.
+side's hardware, a warning where the two differ in hardware (vendor, product, device count) or
+program (XLA module names, the kernel and op mix: :mod:`tracelens.analyze.run_match`), a
+warning where the noise floor is unknown, and every warning of each side's readers and
+loader, prefixed ``base:``/``new:``. Components move both ways: each one's share is of the
+gross change, and a change within the runs' step-to-step noise is said to be so, not
+decomposed (:func:`tracelens.analyze.scaling.scaling_transition`).
 
 Every output list has a total order, ties broken by name, so the JSON is byte-identical from
 run to run.
@@ -26,85 +30,19 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.analyze.scaling import RunProfile, scaling_transition
+from tracelens.analyze.run_match import match_kernels
+from tracelens.analyze.scaling import RunProfile, noise_warnings, scaling_transition
 from tracelens.errors import TraceInputError
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
-from tracelens.results.summary import hardware_text
 from tracelens.results.runs import (ComparedRun, Comparison, ComponentChange, KernelChange,
                                     KernelOnly, Matching)
 
-_SIDE_COLS = ("program", "op", "name", "ns_per_step", "count_per_step")
-
-
-def _side(df: pl.DataFrame, side: str) -> pl.DataFrame:
-    return df.select("category", "key", *[pl.col(c).alias(f"{side}_{c}") for c in _SIDE_COLS])
-
-
-def _grouped(df: pl.DataFrame, side: str, by: list[str]) -> pl.DataFrame:
-    """A side's remaining kernels, one row per category and ``by``: times and counts summed,
-    the first name in sort order, how many kernels (normalized names) were put together, and
-    program and op when they are the same for all of them (else null)."""
-    p = f"{side}_"
-
-    def single(c: str) -> pl.Expr:
-        return pl.when(pl.col(p + c).n_unique() == 1).then(pl.col(p + c).first())
-
-    return df.sort("category", *by, p + "name", p + "program", p + "op", nulls_last=True) \
-        .group_by("category", *by, maintain_order=True).agg(
-            *[single(c) for c in ("program", "op") if p + c not in by], pl.col(p + "name").min(),
-            pl.col(p + "ns_per_step").sum(), pl.col(p + "count_per_step").sum(),
-            pl.col("key").n_unique().alias(p + "kernels"))
-
-
-def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame,
-                                                                     pl.DataFrame]:
-    """(matched, only_base, only_new) of two ``kernel_frame``s, one to one (module docstring).
-
-    ``matched`` has ``category``, ``match`` ("op" or "name") and every ``base_``/``new_``
-    column; the others have their side's columns.
-    """
-    a, b = _side(base, "base"), _side(new, "new")
-    has_a, has_b = pl.col("base_op").is_not_null(), pl.col("new_op").is_not_null()
-    op_keys = ["category", "base_program", "base_op"]
-    # 1a. same program, op and normalized name
-    by_key = a.filter(has_a).join(
-        b.filter(has_b), left_on=["category", "base_program", "base_op", "key"],
-        right_on=["category", "new_program", "new_op", "key"], coalesce=False,
-        nulls_equal=True)
-    by_key = by_key.drop("key_right").with_columns(match=pl.lit("op"), base_kernels=pl.lit(1),
-                                                   new_kernels=pl.lit(1))
-    a = a.join(by_key.select("category", "base_program", "base_op", "key"),
-               on=["category", "base_program", "base_op", "key"], how="anti", nulls_equal=True)
-    b = b.join(by_key.select("category", "new_program", "new_op", pl.col("key")),
-               on=["category", "new_program", "new_op", "key"], how="anti", nulls_equal=True)
-    # 1b. same program and op: what is left of the op on each side, together
-    ga, gb = _grouped(a.filter(has_a), "base", ["base_program", "base_op"]), \
-        _grouped(b.filter(has_b), "new", ["new_program", "new_op"])
-    by_op = ga.join(gb, left_on=op_keys, right_on=["category", "new_program", "new_op"],
-                    coalesce=False, nulls_equal=True).drop("category_right", strict=False) \
-        .with_columns(match=pl.lit("op"))
-    a = a.join(by_op.select(*op_keys), on=op_keys, how="anti", nulls_equal=True)
-    b = b.join(by_op.select("category", "new_program", "new_op"),
-               on=["category", "new_program", "new_op"], how="anti", nulls_equal=True)
-    # 2. normalized name, per category
-    na, nb = _grouped(a, "base", ["key"]), _grouped(b, "new", ["key"])
-    by_name = na.join(nb, on=["category", "key"]).with_columns(match=pl.lit("name"))
-    only_a = na.join(nb.select("category", "key"), on=["category", "key"], how="anti")
-    only_b = nb.join(na.select("category", "key"), on=["category", "key"], how="anti")
-    cols = ["category", "match", *[f"{s}_{c}" for s in ("base", "new")
-                                   for c in (*_SIDE_COLS, "kernels")]]
-    matched = pl.concat([by_key.select(cols), by_op.select(cols), by_name.select(cols)],
-                        how="vertical_relaxed").sort(
-        "category", "match", "base_program", "base_op", "base_name", nulls_last=True)
-    order = ["category", "key"]
-    return matched, only_a.sort(order), only_b.sort(order)
-
-
 def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
-        tuple[KernelChange, ...], tuple[KernelOnly, ...], tuple[KernelOnly, ...], Matching]:
+        tuple[KernelChange, ...], tuple[KernelOnly, ...], tuple[KernelOnly, ...], Matching,
+        tuple[pl.DataFrame, pl.DataFrame]]:
     """The ``top`` largest kernel changes, the ``top`` costliest kernels of each side found
-    only there, and how the matching went."""
+    only there, how the matching went, and every unmatched row of each side."""
     matched, only_a, only_b = match_kernels(a.kernels, b.kernels)
     matched = matched.with_columns(delta_ns=pl.col("new_ns_per_step")
                                    - pl.col("base_ns_per_step"))
@@ -138,7 +76,7 @@ def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
                         by_name=int(by.filter(pl.col("match") == "name")["len"].sum()),
                         changed=changed.height, only_base=only_a.height,
                         only_new=only_b.height)
-    return kernels, rows(only_a, "base"), rows(only_b, "new"), matching
+    return kernels, rows(only_a, "base"), rows(only_b, "new"), matching, (only_a, only_b)
 
 
 def check_comparable(p: RunProfile, filters: ActiveFilters | None = None) -> None:
@@ -163,53 +101,40 @@ def _filter_text(filters: ActiveFilters) -> str:
 
 
 def hardware_warnings(a: RunProfile, b: RunProfile) -> list[str]:
-    """What differs between the two runs' hardware: vendor, else product (or arch), and the
-    number of devices with activity; a side whose devices are unknown cannot be checked."""
-    out = []
-    sides = f"base: {hardware_text(a.hardware)}, new: {hardware_text(b.hardware)}"
-    unknown = [s for s, p in (("base", a), ("new", b))
-               if not p.hardware or any(h.kind is None for h in p.hardware)]
-    vendors = [{h.vendor for h in p.hardware if h.vendor} for p in (a, b)]
-    kinds = [{h.kind for h in p.hardware if h.kind} for p in (a, b)]
-    if unknown:
-        out.append(f"the hardware of {' and '.join(unknown)} is not known ({sides}): whether "
-                   "both runs are on the same hardware cannot be checked")
-    if all(vendors) and vendors[0] != vendors[1]:
-        out.append(f"the runs are on different vendors' hardware ({sides}): kernel names and "
-                   "libraries differ, so few kernels match by name, and the step-time change "
-                   "includes the hardware's")
-    elif all(kinds) and kinds[0] != kinds[1]:
-        out.append(f"the runs are on different hardware ({sides}): the step-time change "
-                   "includes the hardware's")
-    if a.devices != b.devices:
-        out.append(f"the runs have different device counts (base: {a.devices}, new: "
-                   f"{b.devices} with activity): components are averaged over devices, and "
-                   "a change of parallelism changes them too (`tracelens scaling` diagnoses "
-                   "scaling)")
-    return out
+    """What differs between the two runs' hardware
+    (:func:`~tracelens.analyze.run_match.hardware_notices`), as text."""
+    from tracelens.analyze.run_match import hardware_notices
+
+    return [n.text for n in hardware_notices(a, b)]
 
 
 def comparison(a: RunProfile, b: RunProfile, top: int = 15) -> Comparison:
     """Run b against run a: step time, components, collectives and kernels (module doc)."""
+    from tracelens.analyze.run_match import hardware_notices, program_notices
+
     check_comparable(a)
     check_comparable(b)
     t = scaling_transition(a, b)
     delta_pct = 100.0 * (b.step_ns - a.step_ns) / a.step_ns if a.step_ns else None
+    share = {c.component: c.share for c in t.causes}
     comps = sorted(set(a.components) | set(b.components))
     rows = [ComponentChange(component=c, base_ns=a.components.get(c, 0.0),
                             new_ns=b.components.get(c, 0.0),
-                            delta_ns=b.components.get(c, 0.0) - a.components.get(c, 0.0))
+                            delta_ns=b.components.get(c, 0.0) - a.components.get(c, 0.0),
+                            share=share.get(c))
             for c in comps]
-    kernels, only_base, only_new, matching = _kernel_table(a, b, top)
-    warnings = (*hardware_warnings(a, b), *[f"base: {w}" for w in a.warnings],
-                *[f"new: {w}" for w in b.warnings])
+    kernels, only_base, only_new, matching, unmatched = _kernel_table(a, b, top)
+    notices = [*hardware_notices(a, b), *program_notices(a, b, *unmatched, hlo=True)]
+    warnings = (*[n.text for n in notices], *noise_warnings(t.noise),
+                *[f"base: {w}" for w in a.warnings], *[f"new: {w}" for w in b.warnings])
     return Comparison(
         base=ComparedRun(path=a.path, devices=a.devices, steps=a.steps, step_ns=a.step_ns,
-                         hardware=a.hardware),
+                         median_se_ns=t.noise.se_ns[0], hardware=a.hardware),
         new=ComparedRun(path=b.path, devices=b.devices, steps=b.steps, step_ns=b.step_ns,
-                        hardware=b.hardware),
+                        median_se_ns=t.noise.se_ns[1], hardware=b.hardware),
         warnings=warnings,
-        delta_ns=b.step_ns - a.step_ns, delta_pct=delta_pct,
+        delta_ns=b.step_ns - a.step_ns, delta_pct=delta_pct, gross_ns=t.gross_ns,
+        noise=t.noise,
         components=tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.component))),
         busbw=t.busbw, arrival_skew_ns=t.arrival_skew_ns, kernels=kernels,
         only_base=only_base, only_new=only_new, matching=matching, verdict=t.verdict)

@@ -22,7 +22,7 @@ from tracelens.analyze.collective_partials import (CollectivesOptions, MergeColl
 from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from tracelens.analyze.scaling import (RunProfile, hlo_finding_texts, collective_types,
                                        component_frame, kernel_partial, profile_of,
-                                       run_warnings)
+                                       run_warnings, with_arrivals)
 from tracelens.analyze.summary_merge import merged_notices
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS
@@ -54,8 +54,12 @@ class ProfilePartial:
 
 
 def match_job(merged: MergedCollectives) -> CollectiveAnalysis:
-    """Round 1's reduce: the job's instances, waits and stragglers."""
-    return analyze_collectives(merged.acts, merged.acts)
+    """Round 1's reduce: the job's instances, waits and stragglers, each activity with its
+    instance's arrivals (:func:`~tracelens.analyze.scaling.with_arrivals`: instance-wide,
+    so before the activities are split per host)."""
+    job = analyze_collectives(merged.acts, merged.acts)
+    job.activities = with_arrivals(job.activities)
+    return job
 
 
 def placed(trace: Trace, where: Placement, host_shift: dict[str, int]) -> Trace:
@@ -115,7 +119,7 @@ def profile_of_partials(parts: list[ProfilePartial], merged: MergedCollectives,
         pl.concat([p.kernels for p in parts]), job, devices=active.height,
         steps=max(1, pl.concat([p.steps for p in parts]).unique().height),
         hosts=active["host"].n_unique(), hlo_findings=findings,
-        hardware=hardware_counts(devices), warnings=_warnings(parts, merged))
+        hardware=hardware_counts(devices), warnings=_warnings(parts, merged), modules=modules)
 
 
 def _warnings(parts: list[ProfilePartial], merged: MergedCollectives) -> tuple[str, ...]:

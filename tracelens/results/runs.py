@@ -15,7 +15,9 @@ from tracelens.results.summary import HardwareCount
 
 @dataclass(frozen=True)
 class Cause:
-    """One component's change from run a to run b and its share of the lost time."""
+    """One component's change from run a to run b and its share of the gross change (the sum
+    of every component's absolute change: components move both ways, so a share is at most
+    1; the delta's sign says which way it moved)."""
 
     component: str
     delta_ns: float
@@ -40,6 +42,19 @@ class TypeStraggler:
 
 
 @dataclass(frozen=True)
+class Noise:
+    """Whether a step-time change stands out of the runs' own step-to-step spread (DESIGN
+    §6.4): ``floor_ns`` = 2·√(se_a² + se_b²), each run's standard error of its median step
+    ``se`` = 1.2533 · 1.4826 · MAD(step times) / √steps; ``within`` = |change| ≤ floor.
+    Unknown (None, with ``reason``) where a run has fewer than two steps."""
+
+    floor_ns: float | None
+    within: bool | None
+    se_ns: tuple[float | None, float | None]  # (run a, run b); a's scaled as its step is
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Transition:
     """From run a to run b: efficiency, the lost time split into causes, and the verdict
     (sentences read off the causes)."""
@@ -51,6 +66,8 @@ class Transition:
     mode: str  # "weak" or "strong"
     step_ns: tuple[float, float]
     delta_ns: float
+    gross_ns: float  # the sum of the causes' absolute deltas
+    noise: Noise
     causes: tuple[Cause, ...]
     busbw: dict[str, tuple[float | None, float | None]]  # type -> (a, b), sorted by type
     arrival_skew_ns: dict[str, tuple[float | None, float | None]]
@@ -68,6 +85,7 @@ class ScalingRun:
     steps_source: str
     step_ns: float
     components: dict[str, float]  # component order (compute, straggler_wait, comm, ...)
+    median_se_ns: float | None  # its median step's standard error (:class:`Noise`)
 
 
 @dataclass(frozen=True)
@@ -86,6 +104,7 @@ class ComparedRun:
     hardware: tuple[HardwareCount, ...] = field(default=(), kw_only=True)
     steps: int
     step_ns: float
+    median_se_ns: float | None  # its median step's standard error (:class:`Noise`)
     steps_source: str | None = field(default=None, metadata=optional())  # set by the CLI
 
 
@@ -95,6 +114,7 @@ class ComponentChange:
     base_ns: float
     new_ns: float
     delta_ns: float
+    share: float | None  # |delta| over the gross change (:class:`Cause`)
 
 
 @dataclass(frozen=True)
@@ -156,6 +176,8 @@ class Comparison:
     warnings: tuple[str, ...] = field(default=(), kw_only=True)
     delta_ns: float
     delta_pct: float | None
+    gross_ns: float  # the sum of the components' absolute deltas
+    noise: Noise
     components: tuple[ComponentChange, ...]
     busbw: dict[str, tuple[float | None, float | None]]
     arrival_skew_ns: dict[str, tuple[float | None, float | None]]
