@@ -35,9 +35,9 @@ def test_a_host_that_keeps_pace_with_a_busy_device_is_not_the_path(tmp_path: Pat
     # K5 5 us and K4, K3, K2, K1 20 us each (gemm 85); K4 waited for its launch: 2 us of
     # latency, the call's 1 us and 2 us from the device running dry to the call (host 3);
     # K1 waited for the first launch (5 us of latency) after the call (1 us of host), and
-    # before that call nothing is known (idle 4)
-    assert comp(r) == {"gemm": 85_000, "host": 3_000 + 1_000, "launch_latency": 2_000 + 5_000,
-                       "idle": 4_000}
+    # before that call the thread's own untraced time from the step's start (host 4)
+    assert comp(r) == {"gemm": 85_000, "host": 3_000 + 1_000 + 4_000,
+                       "launch_latency": 2_000 + 5_000}
     assert [ns for _, ns in on_path(r)] == [20_000, 20_000, 20_000, 20_000, 5_000]
 
 

@@ -164,13 +164,16 @@ HOST_BOUND = dict(
 def test_host_bound_step_path_through_the_cpu(tmp_path: Path) -> None:
     r = analyze(as_xspace(scenario(**HOST_BOUND), tmp_path))  # type: ignore[arg-type]
     # end: idle 6000 after K3; K3 2000; launch latency 1000; the thread: three launches
-    # (3000) and the two gaps between them (58000); before the first launch, idle 10000
-    assert comp(r) == {"host": 61_000, "idle": 16_000, "gemm": 2_000, "launch_latency": 1_000}
+    # (3000), the two gaps between them (58000) and its own untraced time before the first
+    # launch, from the step's start (10000: the thread runs the step, it was not idle)
+    assert comp(r) == {"host": 71_000, "idle": 6_000, "gemm": 2_000, "launch_latency": 1_000}
     assert on_path(r) == [(GEMM, 2_000)]  # only the last kernel: the others waited for no one
     assert r.paths[0].graph == "host+device"
-    # without launch waits the kernels run back to back from 12000; the thread still ends
-    # at 71000, then the same 6000 of idle tail: 77000
-    assert what_if(r, "graph_launch", "host launches") == 3_000
+    # graph-launched: one replay issues the three kernels, which wait for no launch call and
+    # run back to back from 12000 (to 18000); the calls and the host time between them (what
+    # produced the launches) are gone, so the thread ends at 10000; the same 6000 of idle
+    # tail: 24000, 56000 sooner (the simulator's graph launch, docs/simulator.md)
+    assert what_if(r, "graph_launch", "host launches") == 56_000
 
 
 # -- a device-bound step: the path runs through the stream -------------------------------------
@@ -187,9 +190,10 @@ DEVICE_BOUND = dict(
 def test_device_bound_step_path_through_the_stream(tmp_path: Path) -> None:
     r = analyze(as_xspace(scenario(**DEVICE_BOUND), tmp_path))  # type: ignore[arg-type]
     # idle tail 4000; the sync returns 1000 after K3; K3, K2 (500 idle before it), K1;
-    # K1 waited 8000 after its launch [1000, 2000); idle before the launch
+    # K1 waited 8000 after its launch [1000, 2000); before the launch, the thread's own
+    # untraced time from the step's start (host 1000)
     assert comp(r) == {"gemm": 30_000, "reduction": 29_500, "elementwise": 20_000,
-                       "launch_latency": 8_000, "idle": 5_500, "host": 1_000, "sync": 1_000}
+                       "launch_latency": 8_000, "idle": 4_500, "host": 2_000, "sync": 1_000}
     assert on_path(r) == [(GEMM, 30_000), (RED, 29_500), (ADD, 20_000)]
     assert what_if(r, "graph_launch", "host launches") == 0  # the host is not what it waits for
 
@@ -220,8 +224,9 @@ def test_cross_stream_event_wait(tmp_path: Path) -> None:
     r = analyze(as_xspace(t, tmp_path))
     # K2 on stream 2 waited for K1 on stream 1 (the event), not for its launch
     assert on_path(r) == [(GEMM, 40_000), (ADD, 10_000)]
+    # (K1 waited 8000 after its launch [1000, 2000), and before it the thread's own time)
     assert comp(r) == {"gemm": 40_000, "elementwise": 10_000, "launch_latency": 8_000,
-                       "host": 1_000, "idle": 1_000}
+                       "host": 2_000}
     # the same launches without the wait call, on a rank that records no stream wait at all:
     # the step's order across streams binds (K2 started when K1 ended, 45 us after its
     # launch), not 45 us of launch latency

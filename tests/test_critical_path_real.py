@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -182,6 +183,19 @@ def test_report_says_where_the_path_is_when_it_is_not_drawn(tmp_path: Path) -> N
     cp = summary.critical_path
     assert cp is not None and window is not None and cp.step == window.step
     assert (cp.host, cp.device) not in set(window.events.select("host", "device").iter_rows())
+    # the path goes on in the devices it waited for (GPU5's history, drawn on its row): a
+    # timeline of the devices it never visits draws none of it
+    on_path = {(a.host, a.device) for a in cp.activities if a.device is not None}
+    assert (cp.host, 5) in on_path
+    visited = pl.DataFrame([(h, d) for h, d in on_path], orient="row",
+                           schema={"host": pl.String, "device": pl.Int32})
+    keep = window.events.with_columns(pl.col("host").cast(pl.String)).join(
+        visited, on=["host", "device"], how="anti").with_columns(
+        pl.col("host").cast(window.events.schema["host"]))
+    assert keep.height
+    drawn = render_html(summary, window=window)
+    assert "The thin dark bars mark" in drawn
+    window = replace(window, events=keep)
     html = render_html(summary, window=window)
     assert "runs on no device shown here; <code>tracelens report --device 0</code>" in html
     assert "The thin dark bars" not in html

@@ -446,6 +446,11 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
                     else
                         PUSH(&on, node, (0.0 + c) - lo);
                     c = lo;
+                    if (last != node) { /* below its own arrival: the last arriver's history */
+                        node = last;
+                        at_start = 1;
+                        continue;
+                    }
                 } else if (B[node] > S[node] && bind >= 0) { /* a sync call: to its wait */
                     if (bind >= nb) FAIL("walk: b_bind out of range");
                     const int64_t to = b_src[bind];
@@ -474,8 +479,9 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
                 t = E[node - 1];
                 code = prev_comp[node];
                 nxt_start = 0;
-            } else { /* no source: nothing known before it */
-                PUSH(&pieces, idle, c - w0);
+            } else { /* no source: the time before it on its chain (a host thread's own
+                      * untraced time; idle on a stream) */
+                PUSH(&pieces, prev_comp[node], c - w0);
                 break;
             }
             if (t < c) {
@@ -1080,7 +1086,7 @@ PyMODINIT_FUNC PyInit__tracelens_sweep(void) {
     if (m && (PyModule_AddIntConstant(m, "ABI", 1) < 0 ||
               PyModule_AddIntConstant(m, "HIDDEN_ABI", 1) < 0 ||
               PyModule_AddIntConstant(m, "IDLE_ABI", 1) < 0 ||
-              PyModule_AddIntConstant(m, "WALK_ABI", 1) < 0 ||
+              PyModule_AddIntConstant(m, "WALK_ABI", 2) < 0 ||
               PyModule_AddIntConstant(m, "SOLVE_ABI", 1) < 0)) {
         Py_DECREF(m);
         return NULL;

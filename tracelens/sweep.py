@@ -20,11 +20,17 @@ except ImportError:
 SWEEP_ENV = "TRACELENS_SWEEP"
 
 
+VERSIONS = {"WALK_ABI": 2}
+"""The version each part of the extension must speak where it is not 1 (``WALK_ABI`` 2: a host
+thread's time before its first node is ``host``, issue 45)."""
+
+
 def extension(abi: str) -> ModuleType | None:
-    """The extension, when it is built and speaks version 1 of ``abi`` (``ABI``: the timeline
-    sweep; ``WALK_ABI``, ``SOLVE_ABI``: the critical path's; ``HIDDEN_ABI``: the covered
-    time), else None (built from other sources: not used)."""
-    return _EXT if _EXT is not None and getattr(_EXT, abi, None) == 1 else None
+    """The extension, when it is built and speaks the expected version of ``abi`` (``ABI``:
+    the timeline sweep; ``WALK_ABI``, ``SOLVE_ABI``: the critical path's; ``HIDDEN_ABI``: the
+    covered time; :data:`VERSIONS`), else None (built from other sources: not used)."""
+    want = VERSIONS.get(abi, 1)
+    return _EXT if _EXT is not None and getattr(_EXT, abi, None) == want else None
 
 
 def references_forced() -> bool:

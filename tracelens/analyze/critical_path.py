@@ -324,13 +324,24 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
         changes.append(("hide", t, Change(w=w, no_wait=no_wait), on))
     who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
                                      pl.col("device").cast(pl.String))).to_series().fill_null("")
+    # late participants: the last arrivals of collectives whose members all do the same work
+    # (point-to-point transfers wait for the other stage by design: no one is late there)
+    p2p = sub.is_in(list(P2P)).to_numpy()
+    sym = np.zeros(g.n_groups, bool)
+    if g.n_groups:
+        sym[g.group[(g.group >= 0) & ~p2p]] = True
+    late_names = set(who.to_numpy()[g.a_last[sym & (g.a_last >= 0)]].tolist()) \
+        if g.n_groups else set()
     waited = sorted({c[5:] for p in paths for c in p.walk.components()
-                     if c.startswith("wait:")})
+                     if c.startswith("wait:")} & late_names)
     peers = _peer_work(g, nodes, who, waited)
+    lab_dev = nodes["device_node"].to_numpy()
     for name in waited:
         mine = (who == name).to_numpy()
-        late = mine & (g.group >= 0)
-        on = _on_path(paths, lambda c, n=name: c == f"wait:{n}")
+        late = mine & (g.group >= 0) & ~p2p
+        # what on time removes from a path: the waits for it, and its own work on the path
+        on = int(max(p.walk.total(lambda c, n=name: c == f"wait:{n}")
+                     + p.walk.on_total(mine & lab_dev) for p in paths))
         # on time: no one waits for it, and its activities take no longer than the same
         # activities of its peers (the median of the other devices' k-th execution of the
         # same name in the window): a slow device's work, or a late host, both removed
@@ -340,14 +351,28 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
     changes += _roofline_changes(g, nodes, paths)
     launch = (g.s_kind == "launch") | (g.s_kind == "host")
     if launch.any():
+        # one graph launch replays the launches: the activities wait for no launch call,
+        # and the calls, with the host time between consecutive calls (what produced them),
+        # take none
+        dev_node = nodes["device_node"].to_numpy()
+        call = ~dev_node & nodes["correlation_id"].is_not_null().to_numpy() \
+            & ~nodes["sync"].fill_null(False).to_numpy()  # a blocking copy stays
+        after_call = np.r_[False, call[:-1]] & ~g.first & call
+        w = np.where(call, 0.0, g.w)
+        lag = np.where(after_call, np.minimum(g.prev_lag, 0.0), g.prev_lag)
         on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
-        changes.append(("graph_launch", "host launches", Change(drop_s=launch), on))
+        changes.append(("graph_launch", "host launches",
+                        Change(w=w, drop_s=launch, prev_lag=lag), on))
     out = []
     for change, target, ch, on in changes:
         proj = int(max(_lengths(g, paths, solve(g, ch))))
         out.append(WhatIf(change, target, step, proj, step - proj, on))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]
+
+
+P2P = ("send", "recv", "send-recv", "collective-permute")
+"""Collective types whose members wait for each other by design (pipeline stages)."""
 
 
 def _peer_work(g: Graph, nodes: pl.DataFrame, who: pl.Series, names: list[str]

@@ -204,12 +204,13 @@ def _reproduce(g: Graph) -> Graph:
 class Change:
     """A what-if on the graph: ``w`` per node replaced where ``w_mask``; S-side edges
     dropped where ``drop_s``; nodes whose arrival no one waits for (``late_ok``); groups
-    whose arrival waits are removed (``no_wait``)."""
+    whose arrival waits are removed (``no_wait``); the lags within chains (``prev_lag``)."""
 
     w: np.ndarray | None = None
     drop_s: np.ndarray | None = None
     late_ok: np.ndarray | None = None
     no_wait: np.ndarray | None = None
+    prev_lag: np.ndarray | None = None  # the lags to each chain's previous node, replaced
 
 
 def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None,
@@ -243,7 +244,7 @@ def solve(g: Graph, change: Change = Change(), anchor: np.ndarray | None = None,
     if change.late_ok is not None:
         has |= change.late_ok
     anchor = np.where(has, anchor, np.maximum(anchor, g.s))
-    prev_lag = np.where(first, 0.0, g.prev_lag)
+    prev_lag = np.where(first, 0.0, g.prev_lag if change.prev_lag is None else change.prev_lag)
     if use_c is None:
         use_c = _SWEEP is not None and not references_forced()
     if use_c:

@@ -4,7 +4,9 @@ attribution of every ns of the window to one component (issue 27).
 From the window's end the walk stands on the node that ends last (a device activity of the
 device or a host event of its rank); at each node it attributes the node's own work (begin
 to the cursor), then what the node waited for inside it (a collective: the wait for its
-instance's last arrival, named; a sync call: it moves to the device activity it waited for),
+instance's last arrival, named, and below its own arrival the walk goes on in the last
+arriver's history, the chain that set the step; a sync call: it moves to the device activity
+it waited for),
 then the gap to its binding start source (launch latency, idle on a stream, untraced host
 time on a thread, an event wait), and moves to that source. The cursor only moves back, so
 the pieces are disjoint and cover the window: they add up to it exactly.
@@ -15,7 +17,7 @@ The walk is a pointer chase, one node at a time: :func:`walk` here (over Python 
 times faster: a window with no step structure to cut it walks every node of every device
 (the 8 walks of a 300,000-kernel window: 0.45 s of CPU for the lists and the Python walks,
 5 ms in C, arrays included). :class:`Walker` runs one or the other: the C
-walk when it is built (``WALK_ABI`` 1) and ``TRACELENS_SWEEP`` is not ``numpy``
+walk when it is built (``WALK_ABI`` 2) and ``TRACELENS_SWEEP`` is not ``numpy``
 (:data:`tracelens.sweep.SWEEP_ENV`, the one switch to the reference
 implementations). Their results are identical, bit for bit: the C walk makes the same float
 operations in the same order, and reports the nodes on the path in the order of
@@ -126,6 +128,9 @@ def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
                 pieces.append((f"wait:{who_[last]}", c - lo))
                 on[n] = on.get(n, 0.0) + c - lo
                 c = lo
+                if last != n:  # below its own arrival: the last arriver's history
+                    n, at_start = last, True
+                    continue
             elif b_[n] > s_[n] and bind >= 0:  # a sync call: to what it waited for
                 n, at_start = b_src_[bind], False
                 c = min(c, e_[n])
@@ -140,8 +145,9 @@ def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
         elif prev_binds_[n]:
             src, t = n - 1, e_[n - 1]
             comp, nxt_start = ("idle" if device_node_[n] else "host"), False
-        else:  # no source: nothing known before it
-            pieces.append(("idle", c - w0))
+        else:  # no source: the time before it on its chain (a host thread's own untraced
+            # time before its first node; idle on a stream)
+            pieces.append(("idle" if device_node_[n] else "host", c - w0))
             break
         if t < c:
             lo = max(t, w0)

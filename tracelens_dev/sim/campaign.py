@@ -131,10 +131,30 @@ def check(job: Job, fmt: str, sim: Sim | None = None, out_dir: Path | None = Non
                 analyzer = {"paths": [], "what_if": [], "notes": [],
                             "error": f"{type(e).__name__}: {e}"}
     own = critical_path(sim, after_wait="own").composition
+    if fmt not in HOST_TIMELINE:
+        truth, own = _unseen_host(truth), _unseen_host(own)
     checks = {"path": _check_path(job, T, truth, analyzer, own),
               **_check_what_ifs(job, T, analyzer)}
     return Result(job.meta.get("seed"), str(job.meta.get("regime", "")), fmt, T, checks,
                   truth, analyzer, limits(fmt))
+
+
+HOST_TIMELINE = ("xspace", "kineto")
+"""The formats the simulator writes with its host threads' calls (the others: device only, or
+RCCL API rows that are not the simulated host timeline)."""
+
+HOST_SIDE = ("host", "launch_latency", "sync")
+
+
+def _unseen_host(comp: dict[str, int]) -> dict[str, int]:
+    """The simulator's path as a trace without the host's timeline can tell it: the time the
+    step waited for the host (its work, launch latency, syncs) is device time with nothing
+    known to bind it, ``idle``."""
+    out = {k: v for k, v in comp.items() if k not in HOST_SIDE}
+    unseen = sum(v for k, v in comp.items() if k in HOST_SIDE)
+    if unseen:
+        out["idle"] = out.get("idle", 0) + unseen
+    return out
 
 
 def _errors(comp: dict[str, int], truth: dict[str, int]) -> dict[str, int]:
