@@ -140,7 +140,16 @@ def _classify(trace: Trace, ctx: Context) -> None:
     keys = ctx.signatures.table
     ctx.costs = op_cost_table(keys, trace.modules)
     trace.events = classify(trace.events, ctx.rules,
-                            (ctx.signatures, hlo_kinds(keys, ctx.costs[0])))
+                            (ctx.signatures, tpu_signal(keys, hlo_kinds(keys, ctx.costs[0]))))
+
+
+def tpu_signal(keys: pl.DataFrame, hlo: pl.Series) -> pl.Series:
+    """The rules' HLO signal, with a TPU op's own category where the HLO says nothing:
+    ``tpu:<hlo_category>`` (``tpu:convolution fusion``; the TPU block of rules.toml)."""
+    if "hlo_category" not in keys.columns or keys["hlo_category"].null_count() == keys.height:
+        return hlo
+    own = keys.select(pl.concat_str(pl.lit("tpu:"), pl.col("hlo_category").cast(pl.String)))
+    return pl.coalesce(hlo.cast(pl.String), own.to_series()).alias(hlo.name)
 
 
 def _costs(trace: Trace, ctx: Context) -> None:

@@ -52,6 +52,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "groups": Text,
     "group_name": Text,
     "launch": Text,
+    "hlo_category": Text,
 }
 """``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
 HLO module names repeat within one trace, so (program_id, op) is the key to the HLO.
@@ -62,7 +63,9 @@ comma-separated and groups ';'-separated: PyTorch the group of this rank (global
 ``Process Group Ranks``), XLA every replica group of the op (logical device ids, only in the
 modes where those are device ids); null when unknown. ``group_name``: the process group's
 name or description as the trace gives it (PyTorch ``pg_desc``: ``default_pg``,
-``mesh_tp``, ...)."""
+``mesh_tp``, ...). ``hlo_category`` (issue 48): XLA's own category of a TPU op as the trace
+gives it (``convolution fusion``, ``loop fusion``, ``copy-done``, ``all-reduce``, ...; the
+classifier's signal for TPU ops), null elsewhere."""
 
 HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": Text,
@@ -101,6 +104,10 @@ DEVICE_SCHEMA: dict[str, pl.DataType] = {
     "clock_mhz": pl.Float64,
     "memory_bytes": pl.Int64,
     "spec_id": pl.String,
+    # the device's own peaks as its trace gives them (XSpace TPU planes:
+    # peak_teraflops_per_second, peak_hbm_bw_gigabytes_per_second); null elsewhere
+    "peak_tflops": pl.Float64,
+    "peak_hbm_tb_per_s": pl.Float64,
 }
 
 DEVICE_FACTS_SCHEMA: dict[str, pl.DataType] = {
@@ -117,6 +124,8 @@ DEVICE_FACTS_SCHEMA: dict[str, pl.DataType] = {
     "memory_bytes": pl.Int64,
     "memory_bandwidth": pl.Float64,  # bytes/s, when the trace reports it (ROCm XSpace)
     "described": pl.Boolean,  # Kineto: the file has a deviceProperties entry for it
+    "peak_tflops": pl.Float64,  # XSpace TPU planes: the plane's own dense peak (TFLOP/s)
+    "peak_hbm_tb_per_s": pl.Float64,  # and HBM bandwidth (TB/s)
     "agent": pl.Int64,  # rocprofv3: the HSA agent node id (how warnings name the GPU)
     # null: a GPU to identify; "replaced": identified for its notes, then left out (XSpace GPU
     # planes of a file whose XLA:CPU devices are analyzed instead); "cpu": such a CPU device
