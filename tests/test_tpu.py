@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import tracelens
+from parsers.xspace.tpu import LANE_STREAM
 from tracelens.cli import main
 
 TPU = Path(__file__).resolve().parent.parent / "sample_traces" / "tpu"
@@ -23,6 +24,11 @@ TRACES = ("remat", "flash", "sync", "multi")
 
 def _path(name: str) -> Path:
     return TPU / f"{name}.xplane.pb"
+
+
+def _ops(trace: tracelens.Trace) -> pl.DataFrame:
+    """The ``XLA Ops`` line's events (the async spans are on lanes from LANE_STREAM up)."""
+    return trace.events.filter(pl.col("stream") < LANE_STREAM)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +60,14 @@ def test_tpu_trace_summarizes(name: str, loaded: dict[str, tracelens.Trace]) -> 
         ops = trace.events.filter(pl.col("category") == "attention")["op"].cast(pl.String)
         assert ops.str.contains("flash").all()  # flash_attention.N, flash_mha_bwd_*
     ev = trace.events
-    assert ev["hlo_category"].null_count() == 0
-    assert ev["module"].null_count() == 0 and ev["flops"].null_count() == 0
+    assert ev["hlo_category"].null_count() == 0 and ev["module"].null_count() == 0
+    assert _ops(trace)["flops"].null_count() == 0
+    spans = ev.filter(pl.col("stream") >= LANE_STREAM)  # async copies and slices in flight
+    assert spans.height and set(spans["category"].cast(pl.String)) == {"memory"}
+    assert spans["hlo_category"].cast(pl.String).is_in(["copy-start", "async-start"]).all()
+    # most of the in-flight time is under compute: exposed memory is far below memory time
+    t = d["timeline"]
+    assert t["exposed_memory_ns"] < 0.5 * t["memory_ns"]
 
 
 def test_host_dispatch_annotations_are_not_the_steps(loaded: dict[str, tracelens.Trace]
@@ -93,7 +105,7 @@ def test_tpu_numbers_equal_xprof(name: str, loaded: dict[str, tracelens.Trace],
     prof = _xprof(_path(name), "op_profile", tmp_path, {"group_by": "category"})
     by_cat = {c["name"]: c["metrics"] for c in prof["byCategory"]["children"]}
     idle_ps = by_cat.pop("IDLE", {}).get("rawTime", 0)
-    ours = trace.events.group_by(cat=pl.col("hlo_category").cast(pl.String)).agg(
+    ours = _ops(trace).group_by(cat=pl.col("hlo_category").cast(pl.String)).agg(
         ns=(pl.col("end_ns") - pl.col("start_ns")).sum(), flops=pl.col("flops").sum(),
         n=pl.len())
     ours = {r["cat"]: r for r in ours.iter_rows(named=True)}
@@ -109,7 +121,7 @@ def test_tpu_numbers_equal_xprof(name: str, loaded: dict[str, tracelens.Trace],
     assert prof["byCategory"]["metrics"]["rawTime"] - idle_ps == busy_ps
     # XProf's FLOPs utilization is FLOPs over op time (idle left out) at the plane's peak:
     # ours on our busy time and our peak
-    flops = trace.events["flops"].sum()
+    flops = _ops(trace)["flops"].sum()
     assert flops / (d["timeline"]["busy_ns"] * 1e-9 * d["spec"]["peak_tflops"]["bf16"] * 1e12) \
         == pytest.approx(prof["byCategory"]["metrics"]["flops"], rel=0.01)
 

@@ -60,6 +60,10 @@ class Activity:
     dur_ns: int
     stats: dict[str, Any] = field(default_factory=dict)
     line_name: str | None = None  # default "Stream #<stream>"
+    # the event metadata's own stats and display name, set by the first activity of a name
+    # (TPU planes keep an op's hlo_category, flops, bytes_accessed, program_id there)
+    md_stats: dict[str, Any] = field(default_factory=dict)
+    display_name: str | None = None
 
 
 class _PlaneBuilder:
@@ -108,6 +112,16 @@ class _PlaneBuilder:
             stat.bytes_value = value
         else:
             stat.ref_value = self.stat_id(str(value))
+
+    def describe(self, name: str, stats: dict[str, Any], display_name: str | None) -> None:
+        """Set an event metadata's stats and display name, once (later calls keep it)."""
+        md = self.plane.event_metadata[self.event_id(name)]
+        if md.stats or md.display_name:
+            return
+        if display_name:
+            md.display_name = display_name
+        for k, v in stats.items():
+            self.set_stat(md.stats.add(), k, v)
 
     def line(self, line_id: int, name: str) -> Any:
         key = (line_id, name)
@@ -163,6 +177,8 @@ def build_xspace(activities: Iterable[Activity], *, host: str = "host0",
         b = builders[a.device]
         line = b.line(a.stream, a.line_name or f"Stream #{a.stream}")
         b.add_event(line, a.name, a.start_ns, a.dur_ns, a.stats)
+        if a.md_stats or a.display_name:
+            b.describe(a.name, a.md_stats, a.display_name)
     host_plane = space.planes.add()
     host_plane.name = "/host:CPU"
     hb = _PlaneBuilder(host_plane)
