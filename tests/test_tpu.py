@@ -165,3 +165,72 @@ def test_commands_run_on_tpu_traces(args: tuple[str, ...], tmp_path: Path) -> No
     argv = [a.format(tmp=tmp_path, **names) for a in args]
     res = CliRunner().invoke(main, argv, catch_exceptions=False)
     assert res.exit_code == 0, res.output
+
+
+# -- a writer-made multi-chip TPU trace: async ICI collectives --------------------------------
+
+def test_multichip_async_collectives_show_their_exposure_and_types(tmp_path: Path) -> None:
+    """tracelens_dev's TPU writer plants per chip and step async all-gathers (their own
+    start/done categories) and async-wrapped reduce-scatters hidden behind a matrix product
+    and a loop fusion, then waited for in their done ops, and one synchronous all-reduce:
+    every chip's communication in flight, exposed and overlapped time is what it planted."""
+    from tracelens_dev.writers.xspace import TpuLayout, build_tpu_xspace
+
+    layout = TpuLayout()
+    p = tmp_path / "tpu4.xplane.pb"
+    p.write_bytes(build_tpu_xspace(layout))
+    trace = tracelens.load(p)
+    s = tracelens.summarize(trace)
+    assert [d["product"] for d in s["devices"]] == ["Google TPU v5e"] * layout.chips
+    for d in s["devices"]:
+        truth = layout.truth(d["device"])
+        t = d["timeline"]
+        for key in ("compute_ns", "comm_ns", "exposed_comm_ns", "overlapped_comm_ns"):
+            assert t[key] == layout.steps * truth[key], (d["device"], key)
+        assert [st["timeline"]["span_ns"] for st in d["steps"]] != []
+    by_type = {c["type"]: c for c in s["collectives"]["by_type"]}
+    assert set(by_type) == {"all-gather", "reduce-scatter", "all-reduce"}
+    n = layout.chips * layout.steps
+    assert by_type["all-reduce"]["exposed_ns"] == n * layout.allreduce_ns
+    waits = sum(layout.wait_ns(c) for c in range(layout.chips)) * layout.steps * layout.layers
+    starts = n * layout.layers * layout.start_ns
+    assert by_type["all-gather"]["exposed_ns"] == by_type["reduce-scatter"]["exposed_ns"] \
+        == waits + starts
+    rules = trace.events.group_by(op=pl.col("op").cast(pl.String).str.extract(r"^([a-z_-]+)"),
+                                  rule=pl.col("rule").cast(pl.String)).agg().sort("op")
+    assert dict(rules.iter_rows()) == {
+        "add_fusion": "elementwise.tpu", "all-gather-done": "collective.tpu",
+        "all-gather-start": "collective.tpu", "all-reduce": "collective.tpu",
+        "convolution_fusion": "gemm.tpu_matmul", "reduce-scatter-done": "collective.tpu_async",
+        "reduce-scatter-start": "collective.tpu_async"}
+    # the chip with the longest waits is the last to arrive
+    assert s["collectives"]["stragglers"][0]["device"] == layout.chips - 1
+
+
+# -- across vendors ----------------------------------------------------------------------------
+
+GPU_SAMPLE = TPU.parent / "mi300x_8gpu_llama_step.xplane.pb"
+
+
+def test_compare_a_tpu_run_with_a_gpu_run_says_the_hardware_differs() -> None:
+    res = CliRunner().invoke(main, ["compare", "--format", "json", str(GPU_SAMPLE),
+                                    str(_path("remat"))], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    text = json.dumps(out)
+    assert "different vendors' hardware" in text and "Google TPU v5e" in text
+    comps = {c["component"]: c for c in out["components"]}
+    assert comps["compute:gemm"]["new_ns"] > comps["compute:gemm"]["base_ns"]
+
+
+def test_history_keeps_tpu_and_gpu_series_apart(tmp_path: Path) -> None:
+    store = tmp_path / "h.db"
+    series = []
+    for path in (_path("remat"), GPU_SAMPLE):
+        res = CliRunner().invoke(main, ["history", "add", "--store", str(store),
+                                        "--tag", "model=llama", str(path)],
+                                 catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        series += re.findall(r"series (.+)", res.output)
+    # one tag, two series: the hardware is part of a series' key
+    assert len(series) == 2 and "Google TPU v5e" in series[0] and "MI300X" in series[1]

@@ -18,12 +18,12 @@ XLA's category (the classifier's signal for TPU ops), FLOPs and bytes are the tr
 id stays null: it is a uint64 the model's Int64 column cannot hold. An async op (a copy or a
 collective) is its ``*-start`` and ``*-done`` ops on that line: the done op's time is the wait
 the core did not hide; the ``Async XLA Ops`` spans (the transfer in flight, overlapping
-other ops) are activities of their own stream, named by their start op, so the timeline
-shows how much of each transfer ran under compute (overlapped) and how much did not
-(exposed). They add under 0.07% to busy time on the real traces (the core is busy with some
-op almost whenever a transfer is in flight). Steps come from the ``Steps`` line (the
-reader's first step candidate; host step annotations are the second, used only when they pass
-the same check, :func:`tracelens.steps.choose_candidates`).
+other ops), cut where their done op starts, are activities of their own streams, named by
+their start op, so the timeline shows how much of each transfer ran under compute
+(overlapped) and how much did not (exposed). They add under 0.07% to busy time on the real
+traces (the core is busy with some op almost whenever a transfer is in flight). Steps come
+from the ``Steps`` line (the reader's first step candidate; host step annotations are the
+second, used only when they pass the same check, :func:`tracelens.steps.choose_candidates`).
 
 Everything is read through the same line sources as GPU planes (the C decoder or the
 per-event reader): the plane's reader names each event by its metadata id, and the ops'
@@ -115,12 +115,14 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
         negative, unknown = negative + n_neg, unknown + n_unknown
         if df is not None:
             frames[line.name] = df.select(md=pl.col("name").cast(pl.String), start_ns="start_ns",
-                                          end_ns="end_ns", stream=pl.lit(line.id, pl.Int64))
+                                          end_ns="end_ns", stream=pl.lit(line.id, pl.Int64),
+                                          done=pl.col("op").cast(pl.String))
     source.too_large.clear()
     source.too_large.update(too_large)
     modules = _modules(table)
     if ASYNC_LINE in frames:
-        frames[ASYNC_LINE] = lanes(frames[ASYNC_LINE])
+        frames[ASYNC_LINE] = lanes(until_done(frames[ASYNC_LINE], frames.get(OPS_LINE),
+                                              table))
     parts = [_activities(frames[line], table, modules, ordinal, line == ASYNC_LINE)
              for line in (OPS_LINE, ASYNC_LINE) if line in frames]
     ops = pl.concat(parts, how="vertical") if parts else None
@@ -131,6 +133,25 @@ LANE_STREAM = 1 << 40
 """Async spans in flight together go to separate streams (the model's streams run one
 activity at a time): lane k of the ``Async XLA Ops`` line is stream ``line id + (k+1) << 40``,
 a number no real line id reaches."""
+
+
+def until_done(spans: pl.DataFrame, ops: pl.DataFrame | None, table: pl.DataFrame
+               ) -> pl.DataFrame:
+    """Each async span up to the start of its done op (the span's ``hlo_op`` stat names it:
+    the first event of that op on ``XLA Ops`` starting inside the span): the rest of the span
+    is the done op itself, the wait the core could not hide, which is then counted once (by
+    the done op), not twice. A span whose done op is not found keeps its end."""
+    if ops is None or spans.is_empty():
+        return spans
+    names = table.select("md", name="op_name")
+    done = ops.join(names, on="md", how="inner").select(
+        done="name", done_start="start_ns").sort("done_start")
+    keyed = spans.with_row_index("_row").sort("start_ns")
+    found = keyed.join_asof(done, left_on="start_ns", right_on="done_start", by="done",
+                            strategy="forward", check_sortedness=False)  # both sorted above
+    return found.with_columns(end_ns=pl.when(pl.col("done_start").is_not_null() & (
+        pl.col("done_start") <= pl.col("end_ns"))).then(pl.col("done_start"))
+        .otherwise(pl.col("end_ns"))).sort("_row").drop("_row", "done_start")
 
 
 def lanes(df: pl.DataFrame) -> pl.DataFrame:
