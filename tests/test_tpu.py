@@ -234,3 +234,17 @@ def test_history_keeps_tpu_and_gpu_series_apart(tmp_path: Path) -> None:
         series += re.findall(r"series (.+)", res.output)
     # one tag, two series: the hardware is part of a series' key
     assert len(series) == 2 and "Google TPU v5e" in series[0] and "MI300X" in series[1]
+
+
+@pytest.mark.parametrize("op, category, rule", [
+    ("convolution_add_fusion.3", "convolution fusion", "gemm.tpu_matmul"),
+    ("flash_mha_bwd_dq_block_q_major", "custom-call", "attention.tpu_kernel"),
+    ("copy-done.48", "copy-done", "memory.tpu_copy"),
+    ("select_reduce_fusion", "loop fusion", "reduction.tpu_loop_reduce"),
+    ("compare_select_fusion", "loop fusion", "elementwise.tpu"),
+    ("sort", "sort", "other.tpu"),
+])
+def test_explain_gives_the_tpu_rule(op: str, category: str, rule: str) -> None:
+    res = CliRunner().invoke(main, ["explain", op, "--op", op, "--hlo-category", category],
+                             catch_exceptions=False)
+    assert res.exit_code == 0 and f"rule:        {rule}\n" in res.output, res.output

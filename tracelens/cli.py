@@ -140,14 +140,17 @@ def gpus(fmt: str, gpu_specs: Path | None, debug: bool) -> None:
 @click.option("--op", default=None, help="The HLO op of the kernel (e.g. all-gather-start.3).")
 @click.option("--kind", type=click.Choice(["kernel", "memcpy", "memset"]), default="kernel",
               show_default=True)
+@click.option("--hlo-category", "hlo_category", default=None, metavar="CATEGORY",
+              help="A TPU op's XLA category as its trace gives it (e.g. 'convolution fusion').")
 @common_options
 @guarded
-def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], quiet: bool,
-            debug: bool) -> None:
+def explain(name: str, op: str | None, kind: str, hlo_category: str | None,
+            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Which category NAME gets, and the rule that decided it."""
-    from tracelens.classify import explain as explain_name
+    from tracelens.classify import TPU_SIGNAL, explain as explain_name
 
-    m = explain_name(name, op=op, kind=kind, rules=load_rule_files(rules_files))
+    m = explain_name(name, op=op, kind=kind, rules=load_rule_files(rules_files),
+                     hlo=None if hlo_category is None else TPU_SIGNAL + hlo_category)
     click.echo(f"category:    {m.category}")
     click.echo(f"subcategory: {m.subcategory or '-'}")
     click.echo(f"rule:        {m.rule_id}")

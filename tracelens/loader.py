@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from tracelens.align import align_on_collectives
-from tracelens.classify import RuleSet, classify
+from tracelens.classify import TPU_SIGNAL, RuleSet, classify
 from tracelens.combine import combine
 from tracelens.cost.events import annotate, hlo_kinds, op_cost_table
 from tracelens.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
@@ -148,7 +148,7 @@ def tpu_signal(keys: pl.DataFrame, hlo: pl.Series) -> pl.Series:
     ``tpu:<hlo_category>`` (``tpu:convolution fusion``; the TPU block of rules.toml)."""
     if "hlo_category" not in keys.columns or keys["hlo_category"].null_count() == keys.height:
         return hlo
-    own = keys.select(pl.concat_str(pl.lit("tpu:"), pl.col("hlo_category").cast(pl.String)))
+    own = keys.select(pl.concat_str(pl.lit(TPU_SIGNAL), pl.col("hlo_category").cast(pl.String)))
     return pl.coalesce(hlo.cast(pl.String), own.to_series()).alias(hlo.name)
 
 

@@ -14,7 +14,11 @@ from tracelens.classify.rules import Match, Rule, RuleSet, load_rules
 from tracelens.model import CategoryDtype, Text
 from tracelens.signatures import Signatures, distinct_rows
 
-__all__ = ["Match", "Rule", "RuleSet", "classify", "explain", "load_rules"]
+__all__ = ["Match", "Rule", "RuleSet", "TPU_SIGNAL", "classify", "explain", "load_rules"]
+
+TPU_SIGNAL = "tpu:"
+"""A TPU op's HLO signal is this prefix and XLA's category of the op (``tpu:loop fusion``):
+the rules' TPU block matches it; no GPU kernel's signal starts so."""
 
 _KEYS = ("__cls_kind", "__cls_name", "__cls_op", "__cls_hlo")
 _COLUMNS = ("kind", "name", "op", "hlo")  # what RuleSet.decide reads
