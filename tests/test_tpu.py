@@ -248,3 +248,19 @@ def test_explain_gives_the_tpu_rule(op: str, category: str, rule: str) -> None:
     res = CliRunner().invoke(main, ["explain", op, "--op", op, "--hlo-category", category],
                              catch_exceptions=False)
     assert res.exit_code == 0 and f"rule:        {rule}\n" in res.output, res.output
+
+
+@pytest.mark.parametrize("name", ["flash", "multi"])
+def test_both_decoders_read_tpu_planes_alike(name: str) -> None:
+    """The C decoder and the per-event reader give the same TPU events, steps and devices."""
+    from parsers.xspace import native, read
+
+    if not native.available():
+        pytest.skip("the C decoder is not built")
+    c, py = read(_path(name), decoder="c"), read(_path(name), decoder="python")
+    for frame in ("events", "steps", "devices"):
+        a, b = getattr(c, frame), getattr(py, frame)
+        assert a.cast({k: pl.String for k, v in a.schema.items() if v == pl.Categorical}) \
+            .equals(b.cast({k: pl.String for k, v in b.schema.items()
+                            if v == pl.Categorical})), frame
+    assert c.meta.warnings == py.meta.warnings
