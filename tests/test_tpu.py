@@ -264,3 +264,11 @@ def test_both_decoders_read_tpu_planes_alike(name: str) -> None:
             .equals(b.cast({k: pl.String for k, v in b.schema.items()
                             if v == pl.Categorical})), frame
     assert c.meta.warnings == py.meta.warnings
+
+
+def test_scaling_from_a_tpu_run_to_a_gpu_run_says_the_hardware_differs() -> None:
+    res = CliRunner().invoke(main, ["scaling", "--format", "json", str(_path("remat")),
+                                    str(GPU_SAMPLE)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "different vendors' hardware (base: 1\\u00d7 Google TPU v5e" in res.output or \
+        "different vendors' hardware (base: 1× Google TPU v5e" in res.output

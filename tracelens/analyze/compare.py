@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.analyze.scaling import RunProfile, scaling_transition
+from tracelens.analyze.scaling import RunProfile, hardware_difference, scaling_transition
 from tracelens.errors import TraceInputError
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
-from tracelens.results.summary import hardware_text
 from tracelens.results.runs import (ComparedRun, Comparison, ComponentChange, KernelChange,
                                     KernelOnly, Matching)
 
@@ -163,24 +162,9 @@ def _filter_text(filters: ActiveFilters) -> str:
 
 
 def hardware_warnings(a: RunProfile, b: RunProfile) -> list[str]:
-    """What differs between the two runs' hardware: vendor, else product (or arch), and the
-    number of devices with activity; a side whose devices are unknown cannot be checked."""
-    out = []
-    sides = f"base: {hardware_text(a.hardware)}, new: {hardware_text(b.hardware)}"
-    unknown = [s for s, p in (("base", a), ("new", b))
-               if not p.hardware or any(h.kind is None for h in p.hardware)]
-    vendors = [{h.vendor for h in p.hardware if h.vendor} for p in (a, b)]
-    kinds = [{h.kind for h in p.hardware if h.kind} for p in (a, b)]
-    if unknown:
-        out.append(f"the hardware of {' and '.join(unknown)} is not known ({sides}): whether "
-                   "both runs are on the same hardware cannot be checked")
-    if all(vendors) and vendors[0] != vendors[1]:
-        out.append(f"the runs are on different vendors' hardware ({sides}): kernel names and "
-                   "libraries differ, so few kernels match by name, and the step-time change "
-                   "includes the hardware's")
-    elif all(kinds) and kinds[0] != kinds[1]:
-        out.append(f"the runs are on different hardware ({sides}): the step-time change "
-                   "includes the hardware's")
+    """What differs between the two runs' hardware (:func:`hardware_difference`), and the
+    number of devices with activity."""
+    out = hardware_difference(a, b)
     if a.devices != b.devices:
         out.append(f"the runs have different device counts (base: {a.devices}, new: "
                    f"{b.devices} with activity): components are averaged over devices, and "

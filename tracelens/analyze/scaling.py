@@ -28,7 +28,7 @@ from tracelens.notices import fold_per_host
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import Cause, Scaling, ScalingRun, Transition, TypeStraggler
-from tracelens.results.summary import HardwareCount
+from tracelens.results.summary import HardwareCount, hardware_text
 
 COLLECTIVE_ORDER = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute", "collective-broadcast", "send-recv", "send", "recv",
@@ -296,9 +296,33 @@ def _component_label(c: str) -> str:
             "exposed_memory": "exposed memory traffic", "idle": "idle time"}[kind]
 
 
-def _warnings(a: RunProfile, b: RunProfile, eff: float | None, strong: bool) -> list[str]:
-    """What a reader must know before trusting the efficiency and the causes."""
+def hardware_difference(a: RunProfile, b: RunProfile, unknown_too: bool = True) -> list[str]:
+    """What differs between two runs' hardware: vendor (a TPU run and a GPU run, say), else
+    product (or arch); a side whose devices are unknown cannot be checked (said when
+    ``unknown_too``)."""
     out = []
+    sides = f"base: {hardware_text(a.hardware)}, new: {hardware_text(b.hardware)}"
+    unknown = [s for s, p in (("base", a), ("new", b))
+               if not p.hardware or any(h.kind is None for h in p.hardware)]
+    vendors = [{h.vendor for h in p.hardware if h.vendor} for p in (a, b)]
+    kinds = [{h.kind for h in p.hardware if h.kind} for p in (a, b)]
+    if unknown and unknown_too:
+        out.append(f"the hardware of {' and '.join(unknown)} is not known ({sides}): whether "
+                   "both runs are on the same hardware cannot be checked")
+    if all(vendors) and vendors[0] != vendors[1]:
+        out.append(f"the runs are on different vendors' hardware ({sides}): kernel names and "
+                   "libraries differ, so few kernels match by name, and the step-time change "
+                   "includes the hardware's")
+    elif all(kinds) and kinds[0] != kinds[1]:
+        out.append(f"the runs are on different hardware ({sides}): the step-time change "
+                   "includes the hardware's")
+    return out
+
+
+def _warnings(a: RunProfile, b: RunProfile, eff: float | None, strong: bool) -> list[str]:
+    """What a reader must know before trusting the efficiency and the causes: the hardware
+    first (scaling across hardware mixes the hardware's change into the efficiency)."""
+    out = hardware_difference(a, b, unknown_too=False)
     if b.devices < a.devices:
         out.append(f"runs go from {a.devices} down to {b.devices} devices: the larger run is the "
                    "baseline here, so 'lost' time is what the smaller run loses against it; "
