@@ -160,8 +160,9 @@ def test_a_device_s_own_peaks_replace_the_table_s() -> None:
     forced = spec_for_device("tpu-v5e", "tpu-v5e", None, None, gpu="tpu-v5e",
                              own=(202.7, 0.819))
     assert forced.peak_tflops["bf16"] == 197
-    unknown = spec_for_device(None, None, None, None, own=(100.0, None))
+    unknown = spec_for_device(None, None, None, None, own=(100.0, None), own_name="TPU v9")
     assert unknown.peak_tflops == {"bf16": 100.0} and unknown.hbm_tb_per_s is None
+    assert unknown.name == "TPU v9" and unknown.source.startswith("trace:")
 
 
 def test_find_spec_refuses_a_name_two_gpus_answer_to() -> None:

@@ -558,13 +558,14 @@ def _number(gid: str, key: str, value: Any) -> float:
 def spec_for_device(spec_id: str | None, arch: str | None, compute_units: int | None,
                     clock_mhz: float | None, gpu: str | None = None,
                     extra: dict[str, GpuSpec] | None = None,
-                    own: tuple[float | None, float | None] = (None, None)) -> GpuSpec | None:
+                    own: tuple[float | None, float | None] = (None, None),
+                    own_name: str | None = None) -> GpuSpec | None:
     """The spec one device uses.
 
     ``own``: the device's own dense peak (TFLOP/s) and HBM bandwidth (TB/s) as its trace
     gives them (XSpace TPU planes); when given, they replace the table's bf16 peak and HBM
     bandwidth (a TPU plane's figure is its matrix units' bf16 rate), unless ``gpu`` or
-    ``extra`` says otherwise.
+    ``extra`` says otherwise. ``own_name``: the device's name, for a device the table lacks.
 
     ``gpu`` (``--gpu``) forces a table entry as it is. Otherwise the identified entry
     (``spec_id``; an entry of the same id in ``extra`` replaces the built-in), with AMD FLOP
@@ -585,7 +586,7 @@ def spec_for_device(spec_id: str | None, arch: str | None, compute_units: int | 
     if spec is not None and extra and spec_id in extra:
         return spec  # the user's numbers, as given
     if own[0] is not None or own[1] is not None:
-        return _own_peaks(spec, spec_id, arch, own)
+        return _own_peaks(spec, spec_id or own_name, arch, own)
     derived = derive_peaks(arch, compute_units, clock_mhz)
     if derived is None:
         return spec
@@ -607,8 +608,8 @@ def _own_peaks(spec: GpuSpec | None, spec_id: str | None, arch: str | None,
     said = " and ".join(x for x, v in (("peak_teraflops_per_second", tflops),
                                        ("peak_hbm_bw_gigabytes_per_second", hbm)) if v is not None)
     how = f"trace: the device plane's {said}"
-    base = spec or GpuSpec(id=spec_id or arch or "trace-peaks", name=spec_id or arch or
-                           "device named by its trace", vendor="google", arch=arch,
+    name = spec_id or arch or "unnamed device"
+    base = spec or GpuSpec(id=name, name=name, vendor="google", arch=arch,
                            notes="not in the table: peaks from the trace only")
     peaks = dict(base.peak_tflops)
     if tflops is not None:
