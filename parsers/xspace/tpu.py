@@ -113,10 +113,12 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
             continue
         df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line)
         negative, unknown = negative + n_neg, unknown + n_unknown
-        if df is not None:
-            frames[line.name] = df.select(md=pl.col("name").cast(pl.String), start_ns="start_ns",
-                                          end_ns="end_ns", stream=pl.lit(line.id, pl.Int64),
-                                          done=pl.col("op").cast(pl.String))
+        if df is not None:  # a second line of the same name (another core) joins the first
+            df = df.select(md=pl.col("name").cast(pl.String), start_ns="start_ns",
+                           end_ns="end_ns", stream=pl.lit(line.id, pl.Int64),
+                           done=pl.col("op").cast(pl.String))
+            frames[line.name] = pl.concat([frames[line.name], df]) if line.name in frames \
+                else df
     source.too_large.clear()
     source.too_large.update(too_large)
     modules = _modules(table)
