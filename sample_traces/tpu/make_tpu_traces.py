@@ -4,22 +4,31 @@ A small decoder-only transformer training step, profiled with jax.profiler.trace
 remat (each layer under jax.checkpoint), flash (the same with Pallas TPU flash attention),
 sync (host reads the loss every step), multi (grads and the optimizer update as two programs).
 """
-import glob, os, shutil, sys, tempfile
-import jax, jax.numpy as jnp
+import glob
+import os
+import shutil
+import sys
+import tempfile
 from functools import partial
+
+import jax
+import jax.numpy as jnp
 
 OUT = os.environ.get("OUT", ".")
 L, D, H, F, V, B, S, STEPS = 4, 1024, 8, 4096, 4096, 8, 512, 4
 HD = D // H
 try:
     from jax.experimental.pallas.ops.tpu.flash_attention import flash_attention
-except ImportError as e:  # noqa: F841
+except ImportError:
     flash_attention = None
 
 
 def init(key):
     ks = jax.random.split(key, 2 + 4 * L)
-    n = lambda k, s: (jax.random.normal(k, s, jnp.float32) * s[0] ** -0.5).astype(jnp.bfloat16)
+
+    def n(k, s):
+        return (jax.random.normal(k, s, jnp.float32) * s[0] ** -0.5).astype(jnp.bfloat16)
+
     layers = [dict(qkv=n(ks[2 + 4 * i], (D, 3 * D)), o=n(ks[3 + 4 * i], (D, D)),
                    up=n(ks[4 + 4 * i], (D, F)), down=n(ks[5 + 4 * i], (F, D))) for i in range(L)]
     return dict(emb=n(ks[0], (V, D)), out=n(ks[1], (D, V)), layers=layers)
