@@ -60,6 +60,12 @@ REFERENCE = {
     "a800-40gb": ({"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312,
                    "int8": 624}, 1.555, 40, 400),
     "mi308x": ({}, None, None, None),  # 80 CUs only: FLOPs from the trace's clock, else unknown
+    # Issue 48: Google Cloud TPU docs, per chip (GiB where Google says GiB)
+    "tpu-v4": ({"bf16": 275, "int8": 275}, 1.2, 32 * 2**30 / 1e9, None),
+    "tpu-v5e": ({"bf16": 197, "int8": 393}, 0.819, 16, 400),
+    "tpu-v5p": ({"bf16": 459}, 2.765, 95 * 2**30 / 1e9, 1200),
+    "tpu-v6e": ({"bf16": 918, "int8": 1836}, 1.638, 32, 800),
+    "tpu-v7": ({"bf16": 2307, "fp8": 4614}, 7.38, 192 * 2**30 / 1e9, 1200),
 }
 
 
@@ -134,7 +140,29 @@ def test_find_spec_by_id_name_or_alias() -> None:
     for name in ("mi300x", "MI300X", "AMD Instinct MI300X", "amd-instinct-mi300x"):
         assert find_spec(name).id == "mi300x"
     assert find_spec("H100 SXM").id == find_spec("h100-sxm5").id == "h100"
-    assert find_spec("tpu-v5") is None
+    assert find_spec("tpu-v3") is None
+    # TPUs by the names their XSpace planes give (device_type_string) and Google's names
+    assert find_spec("TPU v5 Lite").id == find_spec("TPU v5e").id == "tpu-v5e"
+    assert find_spec("TPU v5").id == "tpu-v5p"
+    assert hardware.identify_by_name("TPU v5 Lite").spec_id == "tpu-v5e"
+    assert hardware.identify_by_name("TPU v5").spec_id == "tpu-v5p"
+    assert hardware.identify_by_name("TPU v6 lite").spec_id == "tpu-v6e"
+    assert hardware.identify_by_name("TPU7x").spec_id == "tpu-v7"
+    assert hardware.identify_by_name("TPU v4").spec_id == "tpu-v4"
+
+
+def test_a_device_s_own_peaks_replace_the_table_s() -> None:
+    """A TPU plane's peak_teraflops_per_second and HBM figure are used (bf16 and HBM), the
+    rest of the entry stays; --gpu still forces the table's entry."""
+    used = spec_for_device("tpu-v5e", "tpu-v5e", None, None, own=(202.7, 0.8191576375296))
+    assert used.peak_tflops == {"bf16": 202.7, "int8": 393}
+    assert used.hbm_tb_per_s == 0.8191576375296 and used.source.startswith("trace:")
+    forced = spec_for_device("tpu-v5e", "tpu-v5e", None, None, gpu="tpu-v5e",
+                             own=(202.7, 0.819))
+    assert forced.peak_tflops["bf16"] == 197
+    unknown = spec_for_device(None, None, None, None, own=(100.0, None), own_name="TPU v9")
+    assert unknown.peak_tflops == {"bf16": 100.0} and unknown.hbm_tb_per_s is None
+    assert unknown.name == "TPU v9" and unknown.source.startswith("trace:")
 
 
 def test_find_spec_refuses_a_name_two_gpus_answer_to() -> None:

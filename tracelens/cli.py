@@ -141,15 +141,19 @@ def gpus(fmt: str, gpu_specs: Path | None, debug: bool) -> None:
               "(all-gather-start.3) or, in a PyTorch trace, its ATen op (aten::silu).")
 @click.option("--kind", type=click.Choice(["kernel", "memcpy", "memset"]), default="kernel",
               show_default=True)
+@click.option("--hlo-category", "hlo_category", default=None, metavar="CATEGORY",
+              help="A TPU op's XLA category as its trace gives it (e.g. 'convolution fusion').")
 @common_options
 @guarded
-def explain(name: str, op: str | None, kind: str, rules_files: tuple[str, ...], quiet: bool,
-            debug: bool) -> None:
+def explain(name: str, op: str | None, kind: str, hlo_category: str | None,
+            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Which category NAME gets, the layer and rule that decided it (library rules, then the
-    words inside the name, then the launching op given with --op), and why."""
-    from tracelens.classify import explain as explain_name
+    words inside the name, then the launching op given with --op; a TPU op's XLA category
+    with --hlo-category), and why."""
+    from tracelens.classify import TPU_SIGNAL, explain as explain_name
 
-    m = explain_name(name, op=op, kind=kind, rules=load_rule_files(rules_files))
+    m = explain_name(name, op=op, kind=kind, rules=load_rule_files(rules_files),
+                     hlo=None if hlo_category is None else TPU_SIGNAL + hlo_category)
     layer = {"library": "library rule", "name words": "name words (no library rule knew it)",
              "launching op": "launching op (neither a library rule nor the name's words said)",
              "fallback": "none: no rule recognised it",

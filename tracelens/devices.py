@@ -85,7 +85,8 @@ def _row(r: Row, vendor: str | None, arch: str | None, product: hardware.Product
     return {"host": r["host"], "rank": r["rank"], "device": r["device"], "vendor": vendor,
             "arch": arch, "product": product.name if product else fallback,
             "compute_units": r["compute_units"], "clock_mhz": r["clock_mhz"],
-            "memory_bytes": r["memory_bytes"], "spec_id": product.spec_id if product else None}
+            "memory_bytes": r["memory_bytes"], "spec_id": product.spec_id if product else None,
+            "peak_tflops": r.get("peak_tflops"), "peak_hbm_tb_per_s": r.get("peak_hbm_tb_per_s")}
 
 
 def _kineto(facts: list[Row], file: str) -> tuple[list[Row], list[Note]]:
@@ -150,7 +151,7 @@ def _xspace_one(r: Row) -> tuple[Row, Notice | None]:
     (TensorFlow traces); without either, the compute capability is read for both vendors and a
     product only one reading matches is used (:func:`tracelens.hardware.identify_by_capability`)."""
     dev_name, vendor_raw = r["name"], r["vendor"] or ""
-    vendor = {"amd": "amd", "nvidia": "nvidia"}.get(vendor_raw) or (
+    vendor = {"amd": "amd", "nvidia": "nvidia", "google": "google"}.get(vendor_raw) or (
         None if vendor_raw else hardware.vendor_from_name(dev_name))
     major, minor = r["compute_major"], r["compute_minor"]
     gfx = re.match(r"^gfx[0-9a-f]+", dev_name) if dev_name else None

@@ -82,6 +82,13 @@ PRODUCTS: tuple[Product, ...] = (
     Product("mi308x", "AMD Instinct MI308X", "amd", "gfx942", 80),
     Product("v100", "NVIDIA V100", "nvidia", "sm_70", 80),
     Product("l40s", "NVIDIA L40S", "nvidia", "sm_89", 142),
+    # Google TPUs: XSpace TPU planes name the chip (device_type_string ``TPU v5 Lite``) and
+    # give no properties to match, so they are told by name only (issue 48).
+    Product("tpu-v4", "Google TPU v4", "google", "tpu-v4", None, name_only=True),
+    Product("tpu-v5e", "Google TPU v5e", "google", "tpu-v5e", None, name_only=True),
+    Product("tpu-v5p", "Google TPU v5p", "google", "tpu-v5p", None, name_only=True),
+    Product("tpu-v6e", "Google TPU v6e (Trillium)", "google", "tpu-v6e", None, name_only=True),
+    Product("tpu-v7", "Google TPU7x (Ironwood)", "google", "tpu-v7", None, name_only=True),
 )
 
 # HIP reports gcnArch as compute capability major.minor on AMD.
@@ -246,6 +253,18 @@ _SRC_A800 = ("NVIDIA A800 40GB Active and A800 80GB product briefs (the A100's t
              "HBM, NVLink 400 GB/s; dense = sparse / 2)",)
 _SRC_MI308X = ("ROCm/rocMLIR pull request #1927 (MI308X: gfx942, 80 CUs)",
                "rocprofiler-compute gfx942 0200_system_speed_of_light.yaml (per-CU rates)")
+# Google Cloud TPU documentation, one page per generation (the chip's key specifications
+# table), read 2026-12: peaks per chip as Google quotes them (bf16 is the MXU's dense rate).
+_SRC_TPU_V4 = ("docs.cloud.google.com/tpu/docs/v4 (peak bf16 and int8 275 per chip, 32 GiB "
+               "HBM2 at 1200 GB/s)",)
+_SRC_TPU_V5E = ("docs.cloud.google.com/tpu/docs/v5e (peak bf16 197 TFLOPs, int8 393 TOPs, "
+                "16 GB HBM2 at 819 GB/s, ICI 400 GB/s bidirectional per chip)",)
+_SRC_TPU_V5P = ("docs.cloud.google.com/tpu/docs/v5p and tpu7x (peak bf16 459 TFLOPs, 95 GiB "
+                "HBM at 2765 GB/s, ICI 1200 GB/s bidirectional per chip)",)
+_SRC_TPU_V6E = ("docs.cloud.google.com/tpu/docs/v6e (peak bf16 918 TFLOPs, int8 1836 TOPs, "
+                "32 GB HBM at 1638 GB/s, ICI 800 GB/s bidirectional per chip)",)
+_SRC_TPU_V7 = ("docs.cloud.google.com/tpu/docs/tpu7x (peak bf16 2307 TFLOPs, fp8 4614, 192 GiB "
+               "HBM at 7380 GB/s, ICI 1200 GB/s bidirectional per chip)",)
 _AMPERE = {"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624}
 _HOPPER = {"fp64": 67, "fp32": 67, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
            "int8": 1978.9}
@@ -417,6 +436,28 @@ SPECS: dict[str, GpuSpec] = {s.id: s for s in (
             hbm_tb_per_s=8.0, memory_gb=180, link_gb_per_s=1800, compute_units=148,
             sources=_SRC_NV, aliases=("B200",),
             notes="HGX B200 1000 W; HBM quoted 7.7-8 TB/s (8.0 used); NVLink 5"),
+    # TPUs (issue 48): for traces whose TPU plane lacks its own peak stats; when the plane
+    # has them (peak_teraflops_per_second, peak_hbm_bw_gigabytes_per_second) those are used.
+    GpuSpec("tpu-v4", "Google TPU v4", "google", "tpu-v4", {"bf16": 275, "int8": 275},
+            hbm_tb_per_s=1.2, memory_gb=32 * GIB / 1e9, sources=_SRC_TPU_V4,
+            aliases=("TPU v4",), notes="per chip (two TensorCores as one megacore device)"),
+    GpuSpec("tpu-v5e", "Google TPU v5e", "google", "tpu-v5e", {"bf16": 197, "int8": 393},
+            hbm_tb_per_s=0.819, memory_gb=16, link_gb_per_s=400, sources=_SRC_TPU_V5E,
+            aliases=("TPU v5e", "TPU v5 Lite", "TPU v5litepod"),
+            notes="one TensorCore per chip; XSpace names it 'TPU v5 Lite' and its planes "
+                  "report 202.7 TFLOP/s and 819.16 GB/s, which are used when present"),
+    GpuSpec("tpu-v5p", "Google TPU v5p", "google", "tpu-v5p", {"bf16": 459},
+            hbm_tb_per_s=2.765, memory_gb=95 * GIB / 1e9, link_gb_per_s=1200,
+            sources=_SRC_TPU_V5P, aliases=("TPU v5p", "TPU v5"),
+            notes="per chip (two TensorCores as one megacore device)"),
+    GpuSpec("tpu-v6e", "Google TPU v6e (Trillium)", "google", "tpu-v6e",
+            {"bf16": 918, "int8": 1836}, hbm_tb_per_s=1.638, memory_gb=32, link_gb_per_s=800,
+            sources=_SRC_TPU_V6E, aliases=("TPU v6e", "TPU v6 Lite", "Trillium"),
+            notes="one TensorCore per chip"),
+    GpuSpec("tpu-v7", "Google TPU7x (Ironwood)", "google", "tpu-v7",
+            {"bf16": 2307, "fp8": 4614}, hbm_tb_per_s=7.38, memory_gb=192 * GIB / 1e9,
+            link_gb_per_s=1200, sources=_SRC_TPU_V7, aliases=("TPU7x", "TPU v7", "Ironwood"),
+            notes="per chip; each chip is two devices (chiplets) to JAX, each half of these"),
 )}
 
 
@@ -516,8 +557,15 @@ def _number(gid: str, key: str, value: Any) -> float:
 
 def spec_for_device(spec_id: str | None, arch: str | None, compute_units: int | None,
                     clock_mhz: float | None, gpu: str | None = None,
-                    extra: dict[str, GpuSpec] | None = None) -> GpuSpec | None:
+                    extra: dict[str, GpuSpec] | None = None,
+                    own: tuple[float | None, float | None] = (None, None),
+                    own_name: str | None = None) -> GpuSpec | None:
     """The spec one device uses.
+
+    ``own``: the device's own dense peak (TFLOP/s) and HBM bandwidth (TB/s) as its trace
+    gives them (XSpace TPU planes); when given, they replace the table's bf16 peak and HBM
+    bandwidth (a TPU plane's figure is its matrix units' bf16 rate), unless ``gpu`` or
+    ``extra`` says otherwise. ``own_name``: the device's name, for a device the table lacks.
 
     ``gpu`` (``--gpu``) forces a table entry as it is. Otherwise the identified entry
     (``spec_id``; an entry of the same id in ``extra`` replaces the built-in), with AMD FLOP
@@ -537,6 +585,8 @@ def spec_for_device(spec_id: str | None, arch: str | None, compute_units: int | 
     spec = table.get(spec_id) if spec_id else None
     if spec is not None and extra and spec_id in extra:
         return spec  # the user's numbers, as given
+    if own[0] is not None or own[1] is not None:
+        return _own_peaks(spec, spec_id or own_name, arch, own)
     derived = derive_peaks(arch, compute_units, clock_mhz)
     if derived is None:
         return spec
@@ -549,6 +599,24 @@ def spec_for_device(spec_id: str | None, arch: str | None, compute_units: int | 
     return replace(spec, peak_tflops={**spec.peak_tflops, **derived},
                    compute_units=compute_units, clock_mhz=clock_mhz, source=how + "; "
                    "HBM, memory, link from the table")
+
+
+def _own_peaks(spec: GpuSpec | None, spec_id: str | None, arch: str | None,
+               own: tuple[float | None, float | None]) -> GpuSpec:
+    """The spec with the trace's own peaks (bf16 TFLOP/s, HBM TB/s) in place of the table's."""
+    tflops, hbm = own
+    said = " and ".join(x for x, v in (("peak_teraflops_per_second", tflops),
+                                       ("peak_hbm_bw_gigabytes_per_second", hbm)) if v is not None)
+    how = f"trace: the device plane's {said}"
+    name = spec_id or arch or "unnamed device"
+    base = spec or GpuSpec(id=name, name=name, vendor="google", arch=arch,
+                           notes="not in the table: peaks from the trace only")
+    peaks = dict(base.peak_tflops)
+    if tflops is not None:
+        peaks["bf16"] = tflops
+    return replace(base, peak_tflops=peaks,
+                   hbm_tb_per_s=hbm if hbm is not None else base.hbm_tb_per_s,
+                   source=how + ("; the rest from the table" if spec else ""))
 
 
 def reported_bandwidth_warning(spec_id: str | None, reported_bytes_per_s: Any

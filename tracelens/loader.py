@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from tracelens.align import align_on_collectives
-from tracelens.classify import RuleSet, classify
+from tracelens.classify import TPU_SIGNAL, RuleSet, classify
 from tracelens.combine import combine
 from tracelens.cost.events import annotate, hlo_kinds, op_cost_table
 from tracelens.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
@@ -140,9 +140,9 @@ def _classify(trace: Trace, ctx: Context) -> None:
     keys = ctx.signatures.table
     ctx.costs = op_cost_table(keys, trace.modules)
     given = trace.events["subcategory"]
-    trace.events = issued_types(classify(trace.events, ctx.rules,
-                                         (ctx.signatures, hlo_kinds(keys, ctx.costs[0]))),
-                                given)
+    trace.events = issued_types(
+        classify(trace.events, ctx.rules,
+                 (ctx.signatures, tpu_signal(keys, hlo_kinds(keys, ctx.costs[0])))), given)
 
 
 def issued_types(events: pl.DataFrame, given: pl.Series) -> pl.DataFrame:
@@ -156,6 +156,15 @@ def issued_types(events: pl.DataFrame, given: pl.Series) -> pl.DataFrame:
         return events
     return events.with_columns(subcategory=pl.when(by_op).then(pl.lit(given))
                                .otherwise(pl.col("subcategory")))
+
+
+def tpu_signal(keys: pl.DataFrame, hlo: pl.Series) -> pl.Series:
+    """The rules' HLO signal, with a TPU op's own category where the HLO says nothing:
+    ``tpu:<hlo_category>`` (``tpu:convolution fusion``; the TPU block of rules.toml)."""
+    if "hlo_category" not in keys.columns or keys["hlo_category"].null_count() == keys.height:
+        return hlo
+    own = keys.select(pl.concat_str(pl.lit(TPU_SIGNAL), pl.col("hlo_category").cast(pl.String)))
+    return pl.coalesce(hlo.cast(pl.String), own.to_series()).alias(hlo.name)
 
 
 def _costs(trace: Trace, ctx: Context) -> None:

@@ -54,6 +54,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "type_source": Text,
     "size_source": Text,
     "launch": Text,
+    "hlo_category": Text,
 }
 """``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
 HLO module names repeat within one trace, so (program_id, op) is the key to the HLO.
@@ -67,7 +68,10 @@ name or description as the trace gives it (PyTorch ``pg_desc``: ``default_pg``,
 ``mesh_tp``, ...). ``type_source`` / ``size_source`` (issue 46): where a collective's type and
 message size come from, as the reader found them (Kineto: ``record_param_comms``, the
 issuing op such as ``c10d::alltoall_base_``, the ``nccl:all_to_all`` annotation's
-``Input Dims``, or ``kernel name``: no op named one); null where the reader says nothing."""
+``Input Dims``, or ``kernel name``: no op named one); null where the reader says nothing.
+``hlo_category`` (issue 48): XLA's own category of a TPU op as the trace gives it
+(``convolution fusion``, ``loop fusion``, ``copy-done``, ``all-reduce``, ...; the classifier's
+signal for TPU ops), null elsewhere."""
 
 HOST_EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": Text,
@@ -106,6 +110,10 @@ DEVICE_SCHEMA: dict[str, pl.DataType] = {
     "clock_mhz": pl.Float64,
     "memory_bytes": pl.Int64,
     "spec_id": pl.String,
+    # the device's own peaks as its trace gives them (XSpace TPU planes:
+    # peak_teraflops_per_second, peak_hbm_bw_gigabytes_per_second); null elsewhere
+    "peak_tflops": pl.Float64,
+    "peak_hbm_tb_per_s": pl.Float64,
 }
 
 DEVICE_FACTS_SCHEMA: dict[str, pl.DataType] = {
@@ -122,6 +130,8 @@ DEVICE_FACTS_SCHEMA: dict[str, pl.DataType] = {
     "memory_bytes": pl.Int64,
     "memory_bandwidth": pl.Float64,  # bytes/s, when the trace reports it (ROCm XSpace)
     "described": pl.Boolean,  # Kineto: the file has a deviceProperties entry for it
+    "peak_tflops": pl.Float64,  # XSpace TPU planes: the plane's own dense peak (TFLOP/s)
+    "peak_hbm_tb_per_s": pl.Float64,  # and HBM bandwidth (TB/s)
     "agent": pl.Int64,  # rocprofv3: the HSA agent node id (how warnings name the GPU)
     # null: a GPU to identify; "replaced": identified for its notes, then left out (XSpace GPU
     # planes of a file whose XLA:CPU devices are analyzed instead); "cpu": such a CPU device

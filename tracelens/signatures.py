@@ -15,10 +15,10 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-SIGNATURE = ("host", "rank", "device", "kind", "name", "op", "program_id")
+SIGNATURE = ("host", "rank", "device", "kind", "name", "op", "program_id", "hlo_category")
 """An event's kernel: what the classifier (kind, name, op and the op's HLO), the op cost
 table (host, program id, op) and the main kernel of an op execution (per device, by name)
-read of it."""
+read of it; ``hlo_category`` is a TPU op's own category (the classifier's signal there)."""
 
 
 def combo_hash(keys: pl.DataFrame, seed: int) -> pl.Series:

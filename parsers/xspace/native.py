@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from parsers.xspace.tpu import WHOLE_TPU_PLANES
 from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, device_kind,
                                     launch_shape, too_large)
 from parsers.xspace.planes import CutMetadata
@@ -108,7 +109,7 @@ def default_threads() -> int:
 # Planes whose event metadata ``scan`` leaves whole: ``reader._read_modules`` reads the map of
 # ``/host:metadata`` itself (its entries' ``Hlo Proto`` stats), in the map's order before a
 # stable sort; that order is upb's hash order, which depends on every entry of the map.
-WHOLE_PLANES = (b"/host:metadata",)
+WHOLE_PLANES = (b"/host:metadata", *WHOLE_TPU_PLANES)
 
 
 def split(raw: bytes, path: Path, threads: int | None = None) -> tuple[Any, "FastLines"]:

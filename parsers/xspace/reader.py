@@ -33,6 +33,7 @@ from parsers.xspace.facts import XSpaceFacts
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
 from parsers.xspace.source import LineSource, StreamLines
+from parsers.xspace import tpu
 from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, event_window, profile_span
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
@@ -93,6 +94,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     span = None
     cpu_planes: list[tuple[int, Any]] = []
     modules: list[dict[str, Any]] = []
+    tpu_frames: list[pl.DataFrame] = []
+    tpu_steps: list[pl.DataFrame] = []
+    negative_tpu = [0, 0]  # TPU events dropped for a negative duration, unnamed
     readers, n_planned = _plan_lines(space, source, marker)
     check_column_budget(path, n_planned, input_bytes)
     for plane_idx, plane in enumerate(space.planes):
@@ -119,6 +123,24 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                                     "int64 program id (a uint64 fingerprint or none): their HLO "
                                     "cannot be joined to kernels", file=path.name, n=n_bad))
             continue
+        t = tpu.TPU_PLANE.match(plane.name)
+        if t:
+            reader = readers[plane_idx]
+            row, bad = tpu.device_row(int(t.group(1)), reader.plane_stats())
+            for key in bad:
+                meta.warn(Notice.of("xspace.bad_plane_stat", "{file}: {plane}: plane stat "
+                                    "{stat} is not a usable value: left unknown",
+                                    file=path.name, plane=plane.name, stat=key))
+            device_rows.append(dict(row, notes_at=len(meta.notices)))
+            ops, st, skipped, n_neg, n_unknown = tpu.read_plane(
+                reader, plane_idx, plane, source, int(t.group(1)))
+            if ops is not None:
+                tpu_frames.append(ops)
+            tpu_steps.append(st)
+            ignored.update(skipped)
+            negative_tpu[0] += n_neg
+            negative_tpu[1] += n_unknown
+            continue
         if not m:
             n = sum(source.count(plane_idx, i, line) for i, line in enumerate(plane.lines))
             if n and plane.name.startswith("/device:"):
@@ -144,6 +166,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                 ignored[f"{plane.name} line '{line.name}'"] = n
         gpu_streams.append(StreamLines(reader, plane_idx, ordinal, streams))
     device_frames, negative, unknown = source.stream_frames(gpu_streams)
+    device_frames += tpu_frames
+    negative, unknown = negative + negative_tpu[0], unknown + negative_tpu[1]
     for row in device_rows:  # notes about several planes (tracelens.devices) go here
         row["file_notes_at"] = len(meta.notices)
     cpu_frames, host_frames, steps, pid, n_neg, n_unknown = _read_host_planes(
@@ -166,8 +190,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         meta.warn(Notice.of("xspace.unknown_metadata", "{file}: {n} events name an event "
                             "metadata id the plane does not define; kept, named '<unknown event "
                             "metadata>'", file=path.name, n=unknown))
+    steps = tpu.with_device_steps(steps, tpu_steps)
     for what, n in ignored.items():
-        why = "TPU devices are not analyzed" if what.startswith("/device:TPU:") else \
+        why = "not a device timeline" if what.startswith("/device:TPU:") else \
             "not a device stream"
         meta.warn(Notice.of("xspace.ignored_lines", "{file}: ignored {n} events on {what} "
                             "({why})", file=path.name, n=n, what=what, why=why))
@@ -254,6 +279,11 @@ def _plan_lines(space: Any, source: LineSource, marker: str | None = None
     for plane_idx, plane in enumerate(space.planes):
         if plane.name == "/host:CPU":
             host_planes.append(plane_idx)
+        elif tpu.TPU_PLANE.match(plane.name):
+            readers[plane_idx] = tpu.tpu_reader(plane, source.cut_metadata(plane_idx))
+            lines = tpu.read_lines(plane)
+            n_events += sum(source.count(plane_idx, i, line) for i, line in lines)
+            source.plan(readers[plane_idx], plane_idx, lines, wanted_only=False)
         elif plane.name not in ("Task Environment", "/host:metadata") \
                 and _GPU_PLANE.match(plane.name):
             readers[plane_idx] = PlaneReader(plane, source.cut_metadata(plane_idx))

@@ -38,7 +38,9 @@ def device_specs(devices: pl.DataFrame, gpu: str | None = None,
             out[key] = None
             continue
         out[key] = spec_for_device(r["spec_id"], r["arch"], r["compute_units"], r["clock_mhz"],
-                                   gpu=gpu, extra=extra)
+                                   gpu=gpu, extra=extra, own=(r.get("peak_tflops"),
+                                                              r.get("peak_hbm_tb_per_s")),
+                                   own_name=r.get("product"))
     return out
 
 

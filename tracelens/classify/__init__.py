@@ -18,7 +18,12 @@ from tracelens.classify.rules import LAYERS, Match, Rule, RuleSet, load_rules, w
 from tracelens.model import CategoryDtype, Text
 from tracelens.signatures import Signatures, distinct_rows
 
-__all__ = ["LAYERS", "Match", "Rule", "RuleSet", "classify", "explain", "load_rules", "words_of"]
+__all__ = ["LAYERS", "Match", "Rule", "RuleSet", "TPU_SIGNAL", "classify", "explain",
+           "load_rules", "words_of"]
+
+TPU_SIGNAL = "tpu:"
+"""A TPU op's HLO signal is this prefix and XLA's category of the op (``tpu:loop fusion``):
+the rules' TPU block matches it; no GPU kernel's signal starts so."""
 
 _KEYS = ("__cls_kind", "__cls_name", "__cls_op", "__cls_hlo")
 _COLUMNS = ("kind", "name", "op", "hlo")  # what RuleSet.decide reads

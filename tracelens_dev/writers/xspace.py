@@ -60,6 +60,10 @@ class Activity:
     dur_ns: int
     stats: dict[str, Any] = field(default_factory=dict)
     line_name: str | None = None  # default "Stream #<stream>"
+    # the event metadata's own stats and display name, set by the first activity of a name
+    # (TPU planes keep an op's hlo_category, flops, bytes_accessed, program_id there)
+    md_stats: dict[str, Any] = field(default_factory=dict)
+    display_name: str | None = None
 
 
 class _PlaneBuilder:
@@ -108,6 +112,16 @@ class _PlaneBuilder:
             stat.bytes_value = value
         else:
             stat.ref_value = self.stat_id(str(value))
+
+    def describe(self, name: str, stats: dict[str, Any], display_name: str | None) -> None:
+        """Set an event metadata's stats and display name, once (later calls keep it)."""
+        md = self.plane.event_metadata[self.event_id(name)]
+        if md.stats or md.display_name:
+            return
+        if display_name:
+            md.display_name = display_name
+        for k, v in stats.items():
+            self.set_stat(md.stats.add(), k, v)
 
     def line(self, line_id: int, name: str) -> Any:
         key = (line_id, name)
@@ -163,6 +177,8 @@ def build_xspace(activities: Iterable[Activity], *, host: str = "host0",
         b = builders[a.device]
         line = b.line(a.stream, a.line_name or f"Stream #{a.stream}")
         b.add_event(line, a.name, a.start_ns, a.dur_ns, a.stats)
+        if a.md_stats or a.display_name:
+            b.describe(a.name, a.md_stats, a.display_name)
     host_plane = space.planes.add()
     host_plane.name = "/host:CPU"
     hb = _PlaneBuilder(host_plane)
@@ -521,3 +537,109 @@ def write(trace: Trace, path: str | Path, *, layout: str = "auto", run: str | No
             data = gzip.compress(data, compresslevel=6, mtime=0)
         target.write_bytes(data)
     return targets
+
+
+# -- TPU planes (issue 48) ----------------------------------------------------------------------
+
+TPU_V5E_STATS: dict[str, Any] = {
+    "device_type_string": InlineStr("TPU v5 Lite"), "peak_teraflops_per_second": 202.7,
+    "peak_hbm_bw_gigabytes_per_second": 819.1576375296, "has_megacore": 0,
+}
+"""A TPU v5e plane's own stats as a real trace (sample_traces/tpu) writes them."""
+
+_TPU_PROGRAM = UInt64(17_000_000_000_000_000_001)  # a uint64 fingerprint, as TPU traces give
+GEMM_FLOPS = 150_000_000  # each matrix product: 150 TFLOP/s over its 1000 ns
+
+
+@dataclass(frozen=True)
+class TpuLayout:
+    """What :func:`build_tpu_xspace` plants, per chip and step: ``layers`` layers, each an
+    async all-gather of the weights over ICI that a 1000 ns matrix product and a 200 ns loop
+    fusion hide, then waited for ``wait_ns(chip)`` more ns in its done op (exposed), and an
+    async-wrapped reduce-scatter of the gradients likewise (the same wait); then one
+    synchronous 300 ns all-reduce, wholly exposed. Times in ns."""
+
+    chips: int = 4
+    steps: int = 2
+    layers: int = 3
+    gemm_ns: int = 1000
+    loop_ns: int = 200
+    start_ns: int = 10
+    allreduce_ns: int = 300
+    gap_ns: int = 50  # idle between steps
+
+    def wait_ns(self, chip: int) -> int:
+        return 100 * (chip + 1)
+
+    def step_ns(self, chip: int) -> int:
+        per_layer = 2 * (self.start_ns + self.gemm_ns + self.loop_ns + self.wait_ns(chip))
+        return self.layers * per_layer + self.allreduce_ns
+
+    def truth(self, chip: int) -> dict[str, int]:
+        """Per step: compute, communication in flight, exposed communication (the start ops,
+        the done ops' waits, the synchronous all-reduce) and overlapped communication."""
+        n = 2 * self.layers
+        exposed = n * (self.start_ns + self.wait_ns(chip)) + self.allreduce_ns
+        overlapped = n * (self.gemm_ns + self.loop_ns)
+        return {"compute_ns": n * (self.gemm_ns + self.loop_ns), "exposed_comm_ns": exposed,
+                "overlapped_comm_ns": overlapped, "comm_ns": exposed + overlapped,
+                "step_ns": self.step_ns(chip)}
+
+
+def _tpu_op(name: str, shape: str, opcode: str, category: str, flops: int, nbytes: int,
+            line: str, start: int, dur: int, chip: int, extra: str = "") -> Activity:
+    return Activity(chip, 3 if line == "XLA Ops" else 4,
+                    f"%{name} = {shape} {opcode}({shape} %p){extra}", start, dur,
+                    md_stats={"hlo_category": InlineStr(category), "program_id": _TPU_PROGRAM,
+                              "flops": flops, "model_flops": flops, "bytes_accessed": nbytes,
+                              "tf_op": InlineStr(f"jit(train_step)/{opcode}")},
+                    display_name=name, line_name=line)
+
+
+def build_tpu_xspace(layout: TpuLayout = TpuLayout(), host: str = "tpu-host0") -> bytes:
+    """A one-host XSpace of ``layout.chips`` TPU v5e chips with the structure of a real TPU
+    trace (``Steps``, ``XLA Modules``, ``XLA Ops``, ``Async XLA Ops`` lines; op stats on the
+    event metadata; the plane's own peak stats) and async ICI collectives whose exposure
+    :meth:`TpuLayout.truth` gives. The chips start each step together; a chip with a longer
+    wait ends later (the waits stand for peers arriving late)."""
+    acts: list[Activity] = []
+    bf16 = "bf16[1024,1024]{1,0}"
+    for chip in range(layout.chips):
+        t = 1_000
+        for step in range(layout.steps):
+            step_start = t
+            for layer in range(layout.layers):
+                for kind, short, cat_start, cat_done in (
+                        ("all-gather", "ag", "all-gather-start", "all-gather-done"),
+                        ("reduce-scatter", "rs", "async-start", "async-done")):
+                    i = f"{layer}"
+                    start = _tpu_op(f"{kind}-start.{i}", bf16, f"{kind}-start", cat_start, 0,
+                                    2 << 20, "XLA Ops", t, layout.start_ns, chip)
+                    acts.append(start)
+                    t += layout.start_ns
+                    end = t + layout.gemm_ns + layout.loop_ns + layout.wait_ns(chip)
+                    acts.append(Activity(chip, 4, start.name, t, end - t,
+                                         stats={"hlo_op": f"{kind}-done.{i}"},
+                                         line_name="Async XLA Ops"))
+                    acts.append(_tpu_op(f"convolution_fusion.{short}{i}", bf16, "fusion",
+                                        "convolution fusion", GEMM_FLOPS, 6 << 20,
+                                        "XLA Ops", t, layout.gemm_ns, chip,
+                                        ", kind=kOutput"))
+                    t += layout.gemm_ns
+                    acts.append(_tpu_op(f"add_fusion.{short}{i}", bf16, "fusion", "loop fusion",
+                                        1024**2, 6 << 20, "XLA Ops", t, layout.loop_ns, chip,
+                                        ", kind=kLoop"))
+                    t += layout.loop_ns
+                    acts.append(_tpu_op(f"{kind}-done.{i}", bf16, f"{kind}-done", cat_done, 0,
+                                        2 << 20, "XLA Ops", t, end - t, chip))
+                    t = end
+            acts.append(_tpu_op("all-reduce.9", "f32[1024]{0}", "all-reduce", "all-reduce",
+                                1024, 8192, "XLA Ops", t, layout.allreduce_ns, chip))
+            t += layout.allreduce_ns
+            acts.append(Activity(chip, 1, str(step), step_start, t - step_start,
+                                 line_name="Steps"))
+            acts.append(Activity(chip, 2, f"jit_train_step({int(_TPU_PROGRAM)})", step_start,
+                                 t - step_start, line_name="XLA Modules"))
+            t += layout.gap_ns
+    return build_xspace(acts, host=host, device_plane="/device:TPU:",
+                        device_stats={c: TPU_V5E_STATS for c in range(layout.chips)})

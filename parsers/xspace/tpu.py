@@ -1,0 +1,265 @@
+"""TPU device planes of an XSpace file (``/device:TPU:<k>``), read like every other device.
+
+What a TPU plane holds (docs/tpu.md, read off real TPU v5e traces of JAX 0.10): lines
+``Steps`` (one event per step, named by its step number, on the device clock), ``XLA Modules``
+(one event per program execution, named ``<module>(<program id>)``), ``XLA Ops`` (every HLO op
+the core ran, one at a time: the device timeline) and ``Async XLA Ops`` (each async op's span
+from its start to its done op). An op's event metadata is named by its whole HLO instruction
+text; its ``display_name`` is the op name (``convolution_add_fusion.3``), and its stats are
+XLA's own: ``hlo_category`` (``convolution fusion``, ``loop fusion``, ``data formatting``,
+``copy-done``, ``all-reduce``, ...), ``flops``, ``model_flops``, ``bytes_accessed``,
+``program_id`` (a uint64 fingerprint), ``tf_op``. The plane's own stats name the device
+(``device_type_string``: ``TPU v5 Lite``) and its peaks (``peak_teraflops_per_second``,
+``peak_hbm_bw_gigabytes_per_second``).
+
+The activities are the ``XLA Ops`` events: name and op are the op name, ``hlo_category`` is
+XLA's category (the classifier's signal for TPU ops), FLOPs and bytes are the trace's own
+(``cost_source`` "trace"), the module is the program's name from ``XLA Modules``. The program
+id stays null: it is a uint64 the model's Int64 column cannot hold. An async op (a copy or a
+collective) is its ``*-start`` and ``*-done`` ops on that line: the done op's time is the wait
+the core did not hide; the ``Async XLA Ops`` spans (the transfer in flight, overlapping
+other ops), cut where their done op starts, are activities of their own streams, named by
+their start op, so the timeline shows how much of each transfer ran under compute
+(overlapped) and how much did not (exposed). They add under 0.07% to busy time on the real
+traces (the core is busy with some op almost whenever a transfer is in flight). Steps come
+from the ``Steps`` line (the reader's first step candidate; host step annotations are the
+second, used only when they pass the same check, :func:`tracelens.steps.choose_candidates`).
+
+Everything is read through the same line sources as GPU planes (the C decoder or the
+per-event reader): the plane's reader names each event by its metadata id, and the ops'
+metadata (a few thousand entries) is joined on after.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from typing import Any
+
+import polars as pl
+
+from parsers.xspace.planes import PlaneReader, stat_value
+from parsers.xspace.source import LineSource
+from tracelens.model import STEP_SCHEMA, Text, conform
+
+TPU_PLANE = re.compile(r"^/device:TPU:(\d{1,9})$")
+OPS_LINE, ASYNC_LINE, STEPS_LINE, MODULES_LINE = "XLA Ops", "Async XLA Ops", "Steps", \
+    "XLA Modules"
+READ_LINES = (OPS_LINE, ASYNC_LINE, STEPS_LINE, MODULES_LINE)
+# the C decoder keeps these planes' event metadata whole (their ops' stats are read here)
+WHOLE_TPU_PLANES = tuple(f"/device:TPU:{i}".encode() for i in range(256))
+_MODULE_RUN = re.compile(r"^(.*)\((\d+)\)$")
+_OP_NAME = re.compile(r"^%?([^\s=]+)\s*=")
+_NUMBER_STATS = ("flops", "model_flops", "bytes_accessed")
+_TEXT_STATS = ("hlo_category", "program_id", "tf_op")
+
+
+def tpu_reader(plane: Any, cut: Any) -> PlaneReader:
+    """The plane's reader, each event named by its metadata id (ops are joined to their
+    metadata after the line is decoded: names repeat across programs, ids do not)."""
+    reader = PlaneReader(plane, cut)
+    reader.event_names = {k: str(k) for k in reader.event_names}
+    return reader
+
+
+def read_lines(plane: Any) -> list[tuple[int, Any]]:
+    """The lines of a TPU plane that are read."""
+    return [(i, line) for i, line in enumerate(plane.lines) if line.name in READ_LINES]
+
+
+def _number(v: Any) -> float | None:
+    """A non-negative count; a uint64 above 2^63-1 (an all-ones sentinel, say) is unknown, as
+    every integer the model cannot hold."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if 0 <= v < 2**63 else None
+
+
+def op_table(plane: Any) -> pl.DataFrame:
+    """One row per event metadata of the plane: its id (``md``, as the reader names events),
+    the op name, XLA's category, FLOPs, model FLOPs, bytes, program id (text: a uint64) and
+    ``tf_op``."""
+    refs = {k: v.name for k, v in plane.stat_metadata.items()}
+    rows = []
+    for k, md in plane.event_metadata.items():
+        stats = {refs.get(st.metadata_id): stat_value(st, refs) for st in md.stats}
+        m = _OP_NAME.match(md.name)
+        op = m.group(1) if m else (md.display_name or md.name)
+        row = {"md": str(k), "op_name": op, "full": md.name}
+        row.update({s: _number(stats.get(s)) for s in _NUMBER_STATS})
+        row.update({s: None if stats.get(s) is None else str(stats[s]) for s in _TEXT_STATS})
+        rows.append(row)
+    schema = {"md": pl.String, "op_name": pl.String, "full": pl.String,
+              **{s: pl.Float64 for s in _NUMBER_STATS}, **{s: pl.String for s in _TEXT_STATS}}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSource,
+               ordinal: int) -> tuple[pl.DataFrame | None, pl.DataFrame, dict[str, int], int,
+                                      int]:
+    """The plane's ops (event columns less host and rank), its steps (STEP_SCHEMA less rank,
+    candidate 0), the events of lines not read (by line), and the counts of events dropped
+    for a negative duration and unnamed."""
+    table = op_table(plane)
+    too_large = dict(source.too_large)  # TPU program ids are uint64 by design: not counted
+    frames: dict[str, pl.DataFrame] = {}
+    ignored: dict[str, int] = {}
+    negative = unknown = 0
+    for line_idx, line in enumerate(plane.lines):
+        if line.name not in READ_LINES:
+            n = source.count(plane_idx, line_idx, line)
+            if n and line.name != "_counters_":
+                ignored[f"{plane.name} line '{line.name}'"] = n
+            continue
+        df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line)
+        negative, unknown = negative + n_neg, unknown + n_unknown
+        if df is not None:  # a second line of the same name (another core) joins the first
+            df = df.select(md=pl.col("name").cast(pl.String), start_ns="start_ns",
+                           end_ns="end_ns", stream=pl.lit(line.id, pl.Int64),
+                           done=pl.col("op").cast(pl.String))
+            frames[line.name] = pl.concat([frames[line.name], df]) if line.name in frames \
+                else df
+    source.too_large.clear()
+    source.too_large.update(too_large)
+    modules = _modules(table)
+    if ASYNC_LINE in frames:
+        frames[ASYNC_LINE] = lanes(until_done(frames[ASYNC_LINE], frames.get(OPS_LINE),
+                                              table))
+    parts = [_activities(frames[line], table, modules, ordinal, line == ASYNC_LINE)
+             for line in (OPS_LINE, ASYNC_LINE) if line in frames]
+    ops = pl.concat(parts, how="vertical") if parts else None
+    return ops, _steps(frames.get(STEPS_LINE), table), ignored, negative, unknown
+
+
+LANE_STREAM = 1 << 40
+"""Async spans in flight together go to separate streams (the model's streams run one
+activity at a time): lane k of the ``Async XLA Ops`` line is stream ``line id + (k+1) << 40``,
+a number no real line id reaches."""
+
+
+def until_done(spans: pl.DataFrame, ops: pl.DataFrame | None, table: pl.DataFrame
+               ) -> pl.DataFrame:
+    """Each async span up to the start of its done op (the span's ``hlo_op`` stat names it:
+    the first event of that op on ``XLA Ops`` starting inside the span): the rest of the span
+    is the done op itself, the wait the core could not hide, which is then counted once (by
+    the done op), not twice. A span whose done op is not found keeps its end."""
+    if ops is None or spans.is_empty():
+        return spans
+    names = table.select("md", name="op_name")
+    done = ops.join(names, on="md", how="inner").select(
+        done="name", done_start="start_ns").sort("done_start")
+    keyed = spans.with_row_index("_row").sort("start_ns")
+    found = keyed.join_asof(done, left_on="start_ns", right_on="done_start", by="done",
+                            strategy="forward", check_sortedness=False)  # both sorted above
+    return found.with_columns(end_ns=pl.when(pl.col("done_start").is_not_null() & (
+        pl.col("done_start") <= pl.col("end_ns"))).then(pl.col("done_start"))
+        .otherwise(pl.col("end_ns"))).sort("_row").drop("_row", "done_start")
+
+
+def lanes(df: pl.DataFrame) -> pl.DataFrame:
+    """Each span on the first lane free at its start (greedy interval partitioning, in start
+    order: as few lanes as the most spans in flight at once)."""
+    df = df.sort("start_ns", "end_ns", maintain_order=True)
+    ends: list[tuple[int, int]] = []  # (end, lane) of each lane's last span: a heap
+    free: list[int] = []
+    out = []
+    for start, end in zip(df["start_ns"].to_list(), df["end_ns"].to_list()):
+        while ends and ends[0][0] <= start:
+            heapq.heappush(free, heapq.heappop(ends)[1])
+        lane = heapq.heappop(free) if free else len(ends) + len(free)
+        heapq.heappush(ends, (end, lane))
+        out.append(lane)
+    return df.with_columns(stream=pl.col("stream") + (pl.Series(out, dtype=pl.Int64) + 1)
+                           * LANE_STREAM)
+
+
+def _activities(df: pl.DataFrame, table: pl.DataFrame, modules: pl.DataFrame, ordinal: int,
+                spans: bool) -> pl.DataFrame:
+    """A line's events with their ops' metadata. ``spans``: the ``Async XLA Ops`` line, whose
+    events are async transfers in flight (named by their start op): activities of their
+    own stream, with the transfer's bytes and no FLOPs (the start and done ops on ``XLA Ops``
+    keep XLA's own figures, as XProf counts them)."""
+    ev = df.join(table, on="md", how="left", maintain_order="left") \
+        .join(modules, on="program_id", how="left", maintain_order="left")
+    flops = pl.lit(None, pl.Float64) if spans else pl.col("flops")
+    return ev.select(
+        device=pl.lit(ordinal, pl.Int64), stream="stream", kind=pl.lit("kernel"),
+        name=pl.col("op_name").fill_null(pl.col("md")).cast(Text),
+        start_ns="start_ns", end_ns="end_ns", op=pl.col("op_name").cast(Text),
+        module=pl.col("module").cast(Text), hlo_category=pl.col("hlo_category").cast(Text),
+        flops=flops, bytes="bytes_accessed", dtype=_dtype(pl.col("full")).cast(Text),
+        cost_source=pl.when(flops.is_not_null() | pl.col("bytes_accessed").is_not_null())
+        .then(pl.lit("trace")).cast(Text))
+
+
+def _modules(table: pl.DataFrame) -> pl.DataFrame:
+    """program id (text) -> module name, from the ``XLA Modules`` events' metadata names
+    ``<module>(<program id>)``."""
+    names = table["full"].to_list()
+    found = {}
+    for name in names:
+        m = _MODULE_RUN.match(name)
+        if m:
+            found.setdefault(m.group(2), m.group(1))
+    return pl.DataFrame({"program_id": list(found), "module": list(found.values())},
+                        schema={"program_id": pl.String, "module": pl.String})
+
+
+_ELEMENT = r"(pred|s4|s8|s16|s32|s64|u4|u8|u16|u32|u64|f8e4m3fn|f8e5m2|f8e4m3|bf16|f16|f32|f64)\["
+_DTYPES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32", "f64": "fp64", "f8e4m3fn": "fp8",
+           "f8e5m2": "fp8", "f8e4m3": "fp8", "s8": "int8", "u8": "int8"}
+
+
+def _dtype(full: pl.Expr) -> pl.Expr:
+    """The dtype of an op's first operand as its HLO text gives it (``fusion(bf16[..] %x,
+    ...)``: the inputs' type, the one a matrix unit's rate depends on); null when the text
+    has no operand of a floating or 8-bit type."""
+    operand = full.str.extract(r"\(\s*" + _ELEMENT, 1)
+    return operand.replace_strict(_DTYPES, default=None, return_dtype=pl.String)
+
+
+def _steps(df: pl.DataFrame | None, table: pl.DataFrame) -> pl.DataFrame:
+    """The ``Steps`` line's events as steps: each named by its step number (an event whose
+    name is no number is not a step)."""
+    if df is None:
+        return pl.DataFrame(schema=STEP_SCHEMA)
+    named = df.join(table.select("md", "full"), on="md", how="left")
+    steps = named.select(step=pl.col("full").cast(pl.Int64, strict=False), start_ns="start_ns",
+                         end_ns="end_ns").drop_nulls("step")
+    steps = steps.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+    return conform(steps.sort("start_ns").with_columns(
+        rank=pl.lit(0), source=pl.lit("device-steps"), candidate=pl.lit(0)), STEP_SCHEMA)
+
+
+def device_row(ordinal: int, stats: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """One DEVICE_FACTS_SCHEMA row (less host, rank and notes) from a TPU plane's stats: the
+    chip's name as the trace gives it, vendor ``google``, and its own peaks (TFLOP/s; HBM in
+    TB/s from the plane's GB/s), and the stats that could not be used."""
+    bad: list[str] = []
+    name = stats.get("device_type_string")
+    peaks = {}
+    for key, stat, scale in (("peak_tflops", "peak_teraflops_per_second", 1.0),
+                             ("peak_hbm_tb_per_s", "peak_hbm_bw_gigabytes_per_second", 1e-3)):
+        v = stats.get(stat)
+        good = _number(v)
+        if v is not None and not good:  # absent, zero, or not a number: unknown
+            bad.append(stat)
+        peaks[key] = good * scale if good else None
+    row = {"device": ordinal, "name": name.strip() if isinstance(name, str) and name.strip()
+           else None, "vendor": "google", **peaks}
+    return row, bad
+
+
+def with_device_steps(host: pl.DataFrame, device: list[pl.DataFrame]) -> pl.DataFrame:
+    """The steps of a file with TPU planes: the devices' ``Steps`` (one window per step
+    number over the chips, candidate 0) and the host's step annotations as the second
+    candidate (they are the host dispatching each step under JAX's asynchronous dispatch,
+    and are used only when they hold the device time, as every step source must)."""
+    found = [d for d in device if d.height]
+    if not found:
+        return host
+    merged = pl.concat(found).group_by("step").agg(
+        pl.col("start_ns").min(), pl.col("end_ns").max(), pl.col("source").first(),
+        pl.col("rank").first(), pl.col("candidate").first()).sort("start_ns")
+    return pl.concat([conform(merged, STEP_SCHEMA),
+                      host.with_columns(candidate=pl.lit(1, pl.Int32))])
