@@ -101,10 +101,12 @@ def test_other_under_two_percent_of_kernel_time(real: pl.DataFrame) -> None:
              .agg((pl.col("dur").filter(pl.col("category") == "other").sum()
                    / pl.col("dur").sum()).alias("other"))
              .sort("trace"))
-    over = {t: round(s, 4) for t, s in share.iter_rows() if s >= OTHER_TARGET and t != TOY}
+    over = {t: round(s, 4) for t, s in share.iter_rows() if s >= OTHER_TARGET}
     assert over == {}
-    toy = real.filter(pl.col("trace") == TOY, pl.col("name") != "")
-    assert set(toy["rule"]) == {"other.fallback"}  # unknown stays unknown, not guessed
+    # ROCm's documentation example: addition_kernel, subtract_kernel, multiply_kernel say
+    # what they compute (issue 46: named by the words of their names)
+    toy = real.filter(pl.col("trace") == TOY, pl.col("name") != "", pl.col("kind") == "kernel")
+    assert set(toy["rule"]) == {"elementwise.word.arithmetic"}
 
 
 # Real JAX traces of this repository (tests/data, sample_traces/hlo): XLA:CPU names events by

@@ -173,6 +173,9 @@ def test_words_of(text: str, words: str) -> None:
 # (a name the word fires in, the rule; a name holding the same letters inside another word)
 BOUNDARIES = [
     ("moe_sum_kernel", "reduction.word.sum", "consume_tokens_kernel"),
+    ("void addition_kernel<float>(float*, int)", "elementwise.word.arithmetic",
+     "address_translate_kernel"),
+    ("multiply_kernel(float*, int)", "elementwise.word.arithmetic", "custom_add_fusion"),
     ("moe_sum_kernel", "reduction.word.sum", "checksum_kernel"),
     ("L2NormKernel", "reduction.word.norm", "abnormal_value_check"),
     ("L2NormKernel", "reduction.word.norm", "normal_distribution_kernel"),
@@ -298,7 +301,13 @@ def test_no_real_kernel_changes_category_except_from_other() -> None:
         assert set(changed["was_rule"].cast(pl.String)) <= {"other.fallback"}, path
         moved += [(path.name, *r) for r in changed.select(
             pl.col("name", "op", "rule").cast(pl.String)).unique().iter_rows()]
-    assert moved == [("a100_nccl_2rank_rank0.json.gz",
-                      "void cask_cudnn_infer::computeOffsetsKernel<false, false>"
-                      "(cask_cudnn_infer::ComputeOffsetsParams)", "aten::_convolution",
-                      "convolution.aten.conv")]
+    assert sorted(moved) == sorted([
+        ("a100_nccl_2rank_rank0.json.gz",
+         "void cask_cudnn_infer::computeOffsetsKernel<false, false>"
+         "(cask_cudnn_infer::ComputeOffsetsParams)", "aten::_convolution",
+         "convolution.aten.conv"),
+        # ROCm's documentation example: the names say the arithmetic
+        *(("kernel_trace.csv", n, None, "elementwise.word.arithmetic") for n in (
+            "void addition_kernel<float>(float*, float const*, float const*, int, int)",
+            "subtract_kernel(float*, float const*, float const*, int, int)",
+            "multiply_kernel(float*, float const*, float const*, int, int)"))])
