@@ -20,18 +20,19 @@ from tracelens.model import Notice
 ROW_ID = "dispatch_id"  # the record's own id: a copied row gets a new one from the database
 
 
-def drop_copies(df: pl.DataFrame, what: str, warn: list[Notice]) -> pl.DataFrame:
-    """``df`` with each record's later copies dropped (the first kept, order kept); a
-    notice with the count when there were any."""
+def drop_copies(df: pl.DataFrame, what: str, warn: list[Notice], row_id: str = ROW_ID
+                ) -> pl.DataFrame:
+    """``df`` with each record's later copies (equal in every column but ``row_id``)
+    dropped, the first kept, order kept; a notice with the count when there were any."""
     if df.height < 2:
         return df
-    keys = [c for c in df.columns if c != ROW_ID]
+    keys = [c for c in df.columns if c != row_id]
     first = df.select(pl.struct(keys).is_first_distinct()).to_series()
     n = first.len() - int(first.sum())
     if not n:
         return df
     warn.append(Notice.of("rocprof.duplicate_records", "dropped {n} {what} that repeat an "
-                          "earlier record field for field (the same dispatch recorded twice: "
+                          "earlier record field for field (one record written twice: "
                           "read once)", n=n, what=what))
     return df.filter(first)
 

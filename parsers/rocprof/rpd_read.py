@@ -30,7 +30,8 @@ from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
                                      Process, frame)
 from parsers.rocprof.agents import agent_frame
-from parsers.rocprof.sqlite_db import read_db, sanitize
+from parsers.rocprof.dedupe import drop_copies
+from parsers.rocprof.sqlite_db import read_db, refuse_views, sanitize
 from tracelens.errors import TraceInputError
 from tracelens.model import Notice, Trace
 
@@ -40,6 +41,7 @@ KERNEL_TYPES = ("KernelExecution", "Task")
 MARKER_API = "UserMarker"
 _KNOWN_VERSIONS = ("1", "2")
 _MAX_GPU = 1 << 16
+_NEEDED = ("rocpd_op", "rocpd_string")  # the tables an RPD database must hold
 _FIELDS = {"start": "rocpd_op.start", "end": "rocpd_op.end", "agent": "gpuId",
            "queue": "queueId", "op": "opType"}
 _DIRECTION = r"(?i)^(?:copy|memory_copy_)(host|device)_?to_?(host|device)"
@@ -67,7 +69,9 @@ class _Rpd:
         self._strings: dict[str, pl.DataFrame] = {}
         self.tables = {r[0] for r in con.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        for need in ("rocpd_op", "rocpd_string"):
+        refuse_views(con, path, [t for t in _NEEDED if t not in self.tables],
+                     "an RPD database not read")
+        for need in _NEEDED:
             if need not in self.tables:
                 raise TraceInputError(path, f"an RPD database without a {need} table "
                                       "(not rpd_tracer output)")
@@ -140,6 +144,8 @@ class _Rpd:
             'SELECT id, gpuId, queueId, start, "end", description_id, opType_id FROM rocpd_op',
             {"op_id": pl.Int64, "agent": pl.Int64, "queue": pl.Int64, "start": pl.Int64,
              "end": pl.Int64, "description_id": pl.Int64, "opType_id": pl.Int64})
+        # a copied rocpd_op row (a new id, every other field equal) is one op recorded twice
+        ops = drop_copies(ops, "rocpd_op rows", self.warnings, row_id="op_id")
         return self._named(ops, {"description_id": "description", "opType_id": "op_type"})
 
     def _links(self) -> pl.DataFrame:
