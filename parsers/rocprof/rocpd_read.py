@@ -231,7 +231,8 @@ class _Reader:
                 copies=frame(mine(copies), COPY_SCHEMA), apis=frame(mine(apis), API_SCHEMA),
                 markers=frame(mine(markers), MARKER_SCHEMA), init_ns=init, fini_ns=fini,
                 counters=frame(mine(counters), COUNTER_SCHEMA),
-                warnings=list(warnings) + self.warnings, info={"schema_version": version},
+                warnings=list(warnings) + self.warnings,
+                info={"schema_version": version, "identity": self.fingerprint()},
                 fields=_FIELDS))
         return procs
 
