@@ -242,7 +242,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
 def _lacking(space: Any, ordinals: list[int]) -> str:
     """What a complete XProf file of GPU planes holds and this one lacks ("" when nothing):
     XProf writes ``/host:CPU`` and ``Task Environment`` after the device planes, and numbers
-    the devices of a host from 0 without gaps."""
+    the devices of a host without gaps (a first ordinal above 0 is not a gap: a process can
+    be given a subset of a host's GPUs)."""
     if not ordinals:
         return ""
     names = {p.name for p in space.planes}
@@ -251,7 +252,7 @@ def _lacking(space: Any, ordinals: list[int]) -> str:
         parts.append("the /host:CPU plane" + (" and the Task Environment plane"
                                               if "Task Environment" not in names else "")
                      + " (XProf writes them after the device planes)")
-    missing = sorted(set(range(ordinals[-1] + 1)) - set(ordinals))
+    missing = sorted(set(range(ordinals[0], ordinals[-1] + 1)) - set(ordinals))
     if missing:
         shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
         parts.append(f"device ordinal(s) {shown} (the planes hold ordinals "
