@@ -18,12 +18,13 @@ Every mutant is loaded (``tracelens.load``) in a worker process that is restarte
 dies or stalls, and classified against its base:
 
 - ``error-exit-2``: refused with :class:`TraceInputError` (one line, exit 2 on the CLI);
-- ``clean``: read, and it either reads what the base holds or says (a warning that the
-  base does not give) why it reads less or more;
-- ``silent-partial``: read, fewer device events or devices than the base, no new warning;
+- ``clean``: read, and it either reads what the file holds or says (a warning that the
+  base does not give) why it reads less;
+- ``silent-partial``: read, fewer device events than the file holds (or distinct devices
+  than it has device planes, or than the base), no new warning;
 - ``silent-empty``: read, no device event, no new warning;
-- ``doubled``: read, more device events than the base holds (a record counted twice),
-  whatever the warnings;
+- ``doubled``: read, more device events than the file holds distinct records (a record
+  counted twice), whatever the warnings;
 - ``traceback``: any other exception; ``crash``: the worker died (a signal, an abort);
   ``hang``: no answer in ``--timeout`` seconds.
 
@@ -471,7 +472,8 @@ def facts(path: str) -> dict[str, Any]:
         return {"status": "error", "detail": str(exc)[:300]}
     except Exception as exc:  # noqa: BLE001 (a traceback is what the campaign looks for)
         return {"status": "traceback", "detail": f"{type(exc).__name__}: {exc}"[:300]}
-    return {"status": "ok", "events": t.events.height, "devices": t.devices.height,
+    devices = t.devices.select("host", "rank", "device").unique().height  # distinct ones
+    return {"status": "ok", "events": t.events.height, "devices": devices,
             "held": holds, "codes": sorted({n.code for n in t.meta.notices}),
             "warnings": [w[:200] for w in t.meta.warnings]}
 
@@ -604,7 +606,7 @@ def classify(got: dict[str, Any], base: dict[str, Any]) -> str:
         return "doubled"
     if new:
         return "clean"
-    if got["events"] == 0 and most:
+    if got["events"] == 0:  # nothing read and nothing said, whatever the file holds
         return "silent-empty"
     planes = holds.get("planes", base["devices"]) if holds else base["devices"]
     if got["events"] < most or got["devices"] < min(planes, base["devices"]):
