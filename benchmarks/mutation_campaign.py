@@ -236,6 +236,12 @@ def xs_tpu(base: Path, out: Path, rng: random.Random) -> Path:
     return _write_space(base, out, space)
 
 
+# Mutations whose damage a count of the mutant's own records cannot see (the planes a cut
+# file lost, the stats without names, devices merged or unplaced): measured against the base.
+AGAINST_BASE = {"xs_cut_at_plane", "xs_no_stat_metadata", "xs_same_name", "xs_empty_names"}
+# Notices that repair what was read, not account for what was not (they do not excuse a loss).
+REPAIRS = {"load.clipped"}
+
 XSPACE = [xs_same_name, xs_empty_names, xs_no_stat_metadata, xs_cut_at_plane, xs_drop_planes,
           xs_repeat_plane, xs_rename_lines, xs_tpu]
 
@@ -474,6 +480,7 @@ def facts(path: str) -> dict[str, Any]:
         return {"status": "traceback", "detail": f"{type(exc).__name__}: {exc}"[:300]}
     devices = t.devices.select("host", "rank", "device").unique().height  # distinct ones
     return {"status": "ok", "events": t.events.height, "devices": devices,
+            "steps": t.steps.height,
             "held": holds, "codes": sorted({n.code for n in t.meta.notices}),
             "warnings": [w[:200] for w in t.meta.warnings]}
 
@@ -592,15 +599,19 @@ def run_all(paths: list[Path], timeout: float) -> list[dict[str, Any]]:
     return out
 
 
-def classify(got: dict[str, Any], base: dict[str, Any]) -> str:
+def classify(got: dict[str, Any], base: dict[str, Any], mutation: str = "") -> str:
     """The mutant's class (see the module doc): its reading measured against what it holds
-    (:func:`held`) where that is known, else against its base's reading."""
+    (:func:`held`) where that is known, else (and for :data:`AGAINST_BASE`) against its
+    base's reading: events, distinct devices and steps."""
     if got["status"] == "error":
         return "error-exit-2"
     if got["status"] != "ok":
         return got["status"]
-    new = set(got["codes"]) - set(base["codes"])
-    holds = got.get("held")
+    new = set(got["codes"]) - set(base["codes"]) - REPAIRS
+    holds = None if mutation in AGAINST_BASE else got.get("held")
+    if holds is None and not new and (got["events"] < base["events"] or got["steps"] <
+                                      base["steps"] or got["devices"] < base["devices"]):
+        return "silent-empty" if got["events"] == 0 else "silent-partial"
     most = holds["distinct"] if holds else base["events"]
     if got["events"] > most:
         return "doubled"
@@ -651,9 +662,9 @@ def main() -> None:
     for (fmt, base, name, mutant), g in zip(plan, got):
         rows.append({"format": fmt, "base": base.name, "mutation": name,
                      "mutant": str(mutant.relative_to(tmp)),
-                     "class": classify(g, base_facts[str(base)]),
-                     "detail": g.get("detail") or {k: g.get(k) for k in ("events", "devices",
-                                                                          "held")}})
+                     "class": classify(g, base_facts[str(base)], name),
+                     "detail": g.get("detail") or {k: g.get(k) for k in (
+                         "events", "devices", "steps", "held")}})
     counts = Counter(r["class"] for r in rows)
     by_format = {fmt: dict(Counter(r["class"] for r in rows if r["format"] == fmt))
                  for fmt in bases}
