@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import zlib
 from pathlib import Path
 from typing import BinaryIO
@@ -29,20 +30,30 @@ def is_gzip(path: Path) -> bool:
         raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
-def read_maybe_gzip(path: Path, text: bool = False) -> bytes:
+def read_maybe_gzip(path: Path, text: bool | str = False,
+                    limit: tuple[int, str] | None = None) -> bytes:
     """The file's bytes, decompressed when they start with the gzip magic. Raises
     :class:`TraceInputError` for an empty, unreadable or damaged file, and for one past the
     inflation budget (a plain file is refused before it is read). ``text``: the file is
-    JSON, which holds no NUL byte: the first one ends the read (a sparse or zero-filled
-    file is refused after one chunk, not after gigabytes of zeros)."""
-    out = _JsonText(path) if text else io.BytesIO()
+    text (JSON; or the kind named, e.g. ``"CSV"``), which holds no NUL byte: the first
+    one ends the read, and a plain file is looked at first (:func:`check_text`: its holes,
+    head and tail), so that a sparse or zero-filled file is refused before any bulk read.
+    ``limit``: (bytes, why) the format can hold at most, checked on the size of a plain
+    file and as a gzip inflates."""
+    kind = text if isinstance(text, str) else "JSON"
+    out = _JsonText(path, kind) if text else io.BytesIO()
     if is_gzip(path):
-        inflate_to(path, out)
+        inflate_to(path, out, limit)
         if not out.tell():
             raise TraceInputError(path, "empty file (after gunzip)")
         return out.getvalue()  # the buffer itself, not a copy (BytesIO hands it over)
     try:
-        check_plain(path, path.stat().st_size)
+        size = path.stat().st_size
+        if limit is not None and size > limit[0]:
+            raise TraceInputError(path, f"{human(size)}: {limit[1]}")
+        check_plain(path, size)
+        if text:
+            check_text(path, size, kind)
         if text:
             with open(path, "rb") as fh:
                 # the first chunk on its own, so that a zero-filled or sparse file is refused
@@ -60,13 +71,50 @@ def read_maybe_gzip(path: Path, text: bool = False) -> bytes:
     return raw
 
 
-class _JsonText(io.BytesIO):
-    """The bytes of a JSON document, refused at the first NUL byte written (JSON has none:
-    a control character must be escaped even inside a string)."""
+EDGE = 1 << 20  # bytes looked at, at each end of a plain text file, before it is read
 
-    def __init__(self, path: Path) -> None:
+
+def check_text(path: Path, size: int, kind: str = "JSON") -> None:
+    """Refuse a plain text file that is not text, from its layout and its two ends, before
+    any bulk read: a hole (a region never written, read back as zeros: a sparse or
+    preallocated file) or a NUL byte in its first or last MiB. Text holds no NUL byte, so
+    neither can be part of a trace; a file that is text at both ends and between them
+    zeros without holes is still refused at its first NUL as it is read."""
+    with open(path, "rb") as fh:
+        checker = _JsonText(path, kind)
+        checker.check(fh.read(EDGE))
+        hole = _first_hole(fh.fileno(), size)
+        if hole is not None:
+            raise TraceInputError(path, f"a hole (a region never written, read as zero "
+                                  f"bytes) at offset {hole:,} of its {human(size)}: not "
+                                  f"{kind} text (a sparse or preallocated file)")
+        if size > EDGE:
+            at = max(EDGE, size - EDGE)
+            fh.seek(at)
+            checker.check(fh.read(EDGE), at)
+
+
+def _first_hole(fd: int, size: int) -> int | None:
+    """The offset of the file's first hole before its end (None: none, or the file system
+    cannot say); ``SEEK_HOLE`` answers from the file's layout, reading nothing."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None or not size:
+        return None
+    try:  # moves the file's offset: callers seek to where they read next
+        at = os.lseek(fd, 0, seek_hole)
+    except OSError:
+        return None
+    return at if at < size else None
+
+
+class _JsonText(io.BytesIO):
+    """The bytes of a JSON document (or other text: ``kind``), refused at the first NUL
+    byte written (JSON has none: a control character must be escaped even inside a
+    string; nor has a rocprofv3 CSV)."""
+
+    def __init__(self, path: Path, kind: str = "JSON") -> None:
         super().__init__()
-        self.path = path
+        self.path, self.kind = path, kind
 
     def write(self, chunk: bytes) -> int:  # type: ignore[override]
         self.check(chunk, self.tell())
@@ -77,13 +125,14 @@ class _JsonText(io.BytesIO):
         at = data.find(0)
         if at >= 0:
             raise TraceInputError(self.path, f"a NUL byte at offset {offset + at:,}: "
-                                  "not JSON text (a zero-filled or sparse file?)")
+                                  f"not {self.kind} text (a zero-filled or sparse file?)")
 
 
-def inflate_to(path: Path, dst: BinaryIO) -> int:
+def inflate_to(path: Path, dst: BinaryIO, limit: tuple[int, str] | None = None) -> int:
     """Gunzip ``path`` into ``dst`` in chunks, refusing it once it passes the inflation
-    budget; the number of bytes written. An ``OSError`` writing ``dst`` (a full disk) is
-    the caller's to report: it is not damaged gzip data."""
+    budget, or ``limit`` (bytes, why) when given; the number of bytes written. An
+    ``OSError`` writing ``dst`` (a full disk) is the caller's to report: it is not damaged
+    gzip data."""
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -99,6 +148,9 @@ def inflate_to(path: Path, dst: BinaryIO) -> int:
             if not chunk:
                 return total
             total += len(chunk)
+            if limit is not None and total > limit[0]:
+                raise TraceInputError(path, f"gunzips to more than {human(limit[0])}: "
+                                      f"{limit[1]}")
             if not budget.allows(total, fh.tell()):  # tell: read, at most 128 KiB ahead
                 raise budget.refuse(path, f"gunzips to at least {human(total)} from"
                                     f" its first {human(fh.tell())} of {human(size)}",

@@ -68,7 +68,8 @@ def test_text_in_a_time_column_is_counted(files, tmp_path: Path) -> None:
 
 
 def test_a_view_named_like_a_table_is_not_read(files, tmp_path: Path) -> None:
-    """Only objects of type ``table``: a database whose ``rocpd_op`` is a view is not RPD."""
+    """Only objects of type ``table``: a database whose ``rocpd_op`` is a view is not RPD,
+    and the error says that it is a view (not that the table is missing)."""
     path = tmp_path / "view.rpd"
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, string TEXT)")
@@ -78,7 +79,7 @@ def test_a_view_named_like_a_table_is_not_read(files, tmp_path: Path) -> None:
     con.close()
     assert sniff_format(path) == "sqlite"
     from parsers.rocprof import read_rpd
-    with pytest.raises(TraceInputError, match="without a rocpd_op table"):
+    with pytest.raises(TraceInputError, match="rocpd_op is a view, not a table"):
         read_rpd(path)
 
 

@@ -21,10 +21,9 @@ def with_instance_keys(events: pl.DataFrame) -> pl.DataFrame:
     # unstable sort on rows that arrive grouped by device
     coll = events.filter(pl.col("category") == "collective").sort([*_DEVICE, "start_ns"],
                                                                   maintain_order=True)
-    if coll.is_empty():
-        return coll.with_columns(type=pl.lit(None, pl.String),
-                                 instance_key=pl.lit(None, pl.String),
-                                 occurrence=pl.lit(0, pl.Int64))
+    # no shortcut for a part without collectives: the same expressions give its empty frame
+    # the same column types (a String ``type`` beside another part's Categorical one failed
+    # to concatenate when the parts of a job were merged)
     return coll.with_columns(type=pl.col("subcategory").fill_null("unknown")).with_columns(
         instance_key=pl.when(pl.col("op").is_not_null())
         .then(pl.concat_str(pl.col("module").fill_null(""), pl.lit("/"), pl.col("op")))

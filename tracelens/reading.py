@@ -22,7 +22,7 @@ from tracelens.devices import device_notes, insert_notes
 from tracelens.errors import TraceInputError
 from tracelens.formats import reader_for
 from tracelens.long_names import cap_long_names
-from tracelens.model import Trace
+from tracelens.model import Notice, Trace
 from tracelens.cost.shapes import cost_shapes
 
 _PROCESS_MIN_BYTES = 64 << 20  # below this, worker processes take longer to start than to help
@@ -71,6 +71,7 @@ def read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
     try:
         trace = file_stages(reader(f))
         cap_long_names(trace, f.name)
+        say_if_empty(trace, f)
         return trace
     except TraceInputError:
         raise
@@ -79,6 +80,21 @@ def read_one(reader: Callable[[Path], Trace], f: Path) -> Trace:
                               "nested past the decoder's depth limit)") from None
     except Exception as exc:  # a file that breaks the reader is that file's problem
         raise TraceInputError(f, f"unreadable ({type(exc).__name__}: {exc})") from exc
+
+
+NO_DEVICE_ACTIVITY = "no_device_activity"  # the code's last part, whichever reader says it
+
+
+def say_if_empty(trace: Trace, f: Path) -> None:
+    """A file that gave no device activity says so, whatever its format: zeros in every
+    table must not read as an idle job (an empty dispatch table, a CSV of its header only,
+    a list of records written as ``[]``). Kept a warning, not an error: one empty file
+    of a job (a rank that ran nothing) is worth reading with the others."""
+    if trace.events.height or any(n.code.endswith(NO_DEVICE_ACTIVITY)
+                                  for n in trace.meta.notices):
+        return
+    trace.meta.warn(Notice.of("load." + NO_DEVICE_ACTIVITY, "{file}: no device activity (no "
+                              "kernel, memory copy or memset was read from it)", file=f.name))
 
 
 def file_stages(trace: Trace) -> Trace:

@@ -23,6 +23,18 @@ from tracelens.model import Notice
 _TAKES = ((pl.String, (str,)), (pl.Int64, (int,)), (pl.Float64, (int, float)))
 _I64 = (-(1 << 63), 1 << 63)
 _CAT, _PH = attrgetter("cat"), attrgetter("ph")
+# The categories libkineto and PyTorch write that this reader leaves unused on purpose
+# (libkineto's ActivityType names, and the flow and trace-span ones): a complete event of
+# any other category, unused or not, is counted by its value (``cat:<value>``), never
+# dropped unsaid. A known one differing only in case (``"KERNEL"``) is counted, not read:
+# no Kineto writes it, and reading it as ``kernel`` would be a guess about who changed it.
+KNOWN_UNUSED = frozenset((
+    "python_function", "Trace", "overhead", "cuda_sync", "cuda_profiler_range",
+    "external_correlation", "cpu_instant_event", "ac2g", "fwdbwd", "async_cpu_to_gpu",
+    "mtia_runtime", "mtia_ccp_events", "mtia_insight", "glow_runtime", "hpu_op",
+    "xpu_runtime", "xpu_driver", "collective_comm", "privateuse1_runtime",
+    "privateuse1_driver"))
+UNKNOWN_CAT = "cat:"  # the prefix of lost's keys that count a category by its value
 
 
 def typed_series(values: Sequence[Any], dtype: pl.DataType, field: str,
@@ -145,10 +157,13 @@ def selected_structs(events: list[Any], complete: type | None, phase_of: dict[ty
         return kept, at, pl.Series(got, dtype=pl.String)
     del cats
     is_wanted = pl.col("cat").is_in(list(wanted)).fill_null(False)
+    unknown = pl.col("cat").is_not_null() & ~is_wanted & ~pl.col("cat").is_in(
+        list(KNOWN_UNUSED)).fill_null(False)
     if complete is None:  # no event of another phase counts: only a complete one's null cat
         frame = cat.to_frame("cat")
         counts = {"no cat": cat.null_count()}
         keep = frame.select(is_wanted).to_series()
+        _count_unknown(frame.filter(unknown)["cat"], lost)
     else:
         done = pl.Series(list(map(is_, map(type, events), repeat(complete))), dtype=pl.Boolean)
         frame = pl.DataFrame({"cat": cat, "done": done})
@@ -159,11 +174,19 @@ def selected_structs(events: list[Any], complete: type | None, phase_of: dict[ty
             (pl.col("cat").is_in(list(device_cats)).fill_null(False) & ~x).sum()
             .alias("ph(device)")).row(0, named=True)
         keep = frame.select(is_wanted & x).to_series()
+        _count_unknown(frame.filter(unknown & x)["cat"], lost)
     for k, n in counts.items():
         if n:
             lost[k] += n
     at = keep.arg_true().to_list()
     return list(map(events.__getitem__, at)), at, cat.filter(keep)
+
+
+def _count_unknown(cats: pl.Series, lost: Counter[str]) -> None:
+    """Count the complete events of unrecognised categories ``cats`` by value."""
+    if cats.len():
+        for c, n in cats.value_counts().iter_rows():
+            lost[UNKNOWN_CAT + c] += n
 
 
 def _struct_pairs(events: list[Any], cats: list[Any], phase_of: dict[type, str],
@@ -197,6 +220,8 @@ def _count(pairs: Counter[tuple[Any, Any]], wanted: frozenset[str],
                 lost["ph(device)"] += n
         elif c is None and p == "X":  # Kineto gives every complete event a category
             lost["no cat"] += n
+        elif p == "X" and c not in wanted and c not in KNOWN_UNUSED:
+            lost[UNKNOWN_CAT + c] += n
         elif type(p) is not str and (c is None or c not in wanted):
             lost["no ph"] += n  # every trace event has a phase: of one without, nothing known
 
@@ -217,6 +242,9 @@ def _odd_pairs(objects: list[Any], cats: list[Any], phs: list[Any],
     no_cat = sum(1 for c, p in zip(cats, phs) if c is None and p == "X")
     if no_cat:  # Kineto gives every complete event a category: this one lost it
         lost["no cat"] += no_cat
+    for c, p in zip(cats, phs):
+        if p == "X" and type(c) is str and c not in wanted and c not in KNOWN_UNUSED:
+            lost[UNKNOWN_CAT + c] += 1
     no_ph = sum(1 for c, p in zip(cats, phs) if type(p) is not str
                 and (c is None or type(c) is str and c not in wanted))
     if no_ph:  # every trace event has a phase: of an event without one, nothing is known
@@ -239,10 +267,38 @@ def warnings(name: str, lost: Counter[str]) -> list[Notice]:
         out.append(Notice.of("kineto.not_complete", "{file}: skipped {n} {what} ({device} of "
                              "them device activity)", file=name, n=lost["ph"],
                              what=_WHAT["ph"], device=lost["ph(device)"]))
-    fields = {k: v for k, v in sorted(lost.items()) if k not in _WHAT and k != "ph(device)"}
+    unknown = sorted(((k.removeprefix(UNKNOWN_CAT), v) for k, v in lost.items()
+                      if k.startswith(UNKNOWN_CAT)), key=lambda kv: (-kv[1], kv[0]))
+    if unknown:
+        out.append(unknown_categories(name, unknown))
+    fields = {k: v for k, v in sorted(lost.items())
+              if k not in _WHAT and k != "ph(device)" and not k.startswith(UNKNOWN_CAT)}
     if fields:
         listed = ", ".join(f"{k} {v}" for k, v in fields.items())
         out.append(Notice.of("kineto.wrong_types", "{file}: {n} values of the wrong type read "
                              "as unknown (by field: {listed})", file=name,
                              n=sum(fields.values()), listed=listed))
     return out
+
+
+SHOWN_CATS = 6  # unrecognised categories a notice names before it just counts them
+
+
+def unknown_categories(name: str, counts: list[tuple[str, int]]) -> Notice:
+    """The notice of complete events skipped for a category this reader does not know
+    (``counts``: by value, most first); a value that is a used category in another case is
+    said to be one, so that a re-cased kernel is not mistaken for an unused category."""
+    used = {c.lower(): c for c in DEVICE_AND_HOST}
+    shown = []
+    for cat, n in counts[:SHOWN_CATS]:
+        near = used.get(cat.lower())
+        shown.append(f"{cat!r} {n}" + (f" (not {near!r}: categories are case-sensitive)"
+                                       if near else ""))
+    more = f", ... {len(counts) - SHOWN_CATS} more" if len(counts) > SHOWN_CATS else ""
+    return Notice.of("kineto.unknown_category", "{file}: skipped {n} complete events of "
+                     "categories this reader does not know (by cat: {listed})", file=name,
+                     n=sum(n for _, n in counts), listed=", ".join(shown) + more)
+
+
+DEVICE_AND_HOST = ("kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
+                   "cuda_driver", "user_annotation", "gpu_user_annotation")

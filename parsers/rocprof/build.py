@@ -22,6 +22,7 @@ import polars as pl
 
 from parsers.rocprof import agents as agents_mod
 from parsers.rocprof.collectives import collective_types, warnings_for
+from parsers.rocprof.dedupe import drop_copies, drop_repeated_processes
 from parsers.rocprof.facts import RocprofFacts
 from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process, launch_expr
@@ -209,6 +210,9 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
     """One Trace from the processes one input holds, on the host clock ``clock``; ranks in
     the order given."""
     meta = TraceMeta(sources=[{"path": str(path), "format": fmt}])
+    procs, repeated = drop_repeated_processes(procs)
+    for w in repeated:
+        meta.warn(w.about(path.name))
     events, devices, hosts, markers = [], [], [], []
     unusable: list[Notice] = []  # why records were not read, for the error when none is
     counters: list[KernelCounters] = []  # for the core's counter costs
@@ -216,6 +220,8 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
     host_info: dict[str, HostInfo] = {}
     for rank, p in enumerate(procs):
         warn = list(p.warnings)
+        p.dispatches = drop_copies(p.dispatches, "kernel dispatches", warn)
+        p.copies = drop_copies(p.copies, "memory copies", warn)
         host = p.host or "unknown"
         window = profiling_window(p)
         checks = _device_checks(p, window)

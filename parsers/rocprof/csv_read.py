@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from parsers.budget import human, memory_budget
-from parsers.rawfile import is_gzip, read_maybe_gzip
+from parsers.rawfile import check_text, is_gzip, read_maybe_gzip
 from parsers.rocprof.agents import agent_frame, resolve_refs
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
@@ -115,9 +115,11 @@ def _source(path: Path) -> Path | bytes:
     (inflated here, within the inflation budget, not by polars without one); either is
     refused when the frame it makes would pass the memory budget (``parsers.budget``)."""
     gz = is_gzip(path)
-    raw = read_maybe_gzip(path) if gz else None
+    raw = read_maybe_gzip(path, text="CSV") if gz else None
     try:
         size = len(raw) if raw is not None else path.stat().st_size
+        if raw is None:
+            check_text(path, size, "CSV")  # a sparse or zero-filled file, before polars maps it
         budget = memory_budget()
         if budget is None or _frame_bytes(size, size + 1, 1) <= budget.limit:
             return raw if raw is not None else path  # small enough at any cell count

@@ -26,7 +26,7 @@ import polars as pl
 
 from parsers.rocprof.agents import as_int, agent_frame, agent_row
 from parsers.rocprof.build import build_trace
-from parsers.rocprof.sqlite_db import read_db, sanitize
+from parsers.rocprof.sqlite_db import read_db, refuse_views, sanitize
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, frame)
 from tracelens.errors import TraceInputError
@@ -35,6 +35,7 @@ from tracelens.model import Notice, Trace
 FORMAT = "rocpd"
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 _REQUIRED = ("rocpd_kernel_dispatch", "rocpd_info_agent")
+_RPD_TABLES = ("rocpd_op", "rocpd_string", "rocpd_api")  # an RPD database's, named if views
 _FIELDS = {"start": "start", "end": "end", "agent": "agent_id", "queue": "queue_id",
            "op": "name_id"}
 
@@ -114,6 +115,8 @@ class _Reader:
             "rocpd_info_pmc", "rocpd_pmc_event")}
         missing = [b for b in _REQUIRED if self.sources[b] is None]
         if missing:
+            refuse_views(con, path, [b + suffix for b in missing] + list(_RPD_TABLES),
+                         "a SQLite database not read as a rocpd or RPD database")
             if "rocpd_op" in self.names:
                 raise _IsRpd()
             if "CUPTI_ACTIVITY_KIND_KERNEL" in self.names:
@@ -228,7 +231,8 @@ class _Reader:
                 copies=frame(mine(copies), COPY_SCHEMA), apis=frame(mine(apis), API_SCHEMA),
                 markers=frame(mine(markers), MARKER_SCHEMA), init_ns=init, fini_ns=fini,
                 counters=frame(mine(counters), COUNTER_SCHEMA),
-                warnings=list(warnings) + self.warnings, info={"schema_version": version},
+                warnings=list(warnings) + self.warnings,
+                info={"schema_version": version, "identity": self.fingerprint()},
                 fields=_FIELDS))
         return procs
 

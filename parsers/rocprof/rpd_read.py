@@ -30,7 +30,8 @@ from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, MARKER_SCHEMA,
                                      Process, frame)
 from parsers.rocprof.agents import agent_frame
-from parsers.rocprof.sqlite_db import read_db, sanitize
+from parsers.rocprof.dedupe import drop_copied_ops
+from parsers.rocprof.sqlite_db import read_db, refuse_views, sanitize
 from tracelens.errors import TraceInputError
 from tracelens.model import Notice, Trace
 
@@ -40,6 +41,7 @@ KERNEL_TYPES = ("KernelExecution", "Task")
 MARKER_API = "UserMarker"
 _KNOWN_VERSIONS = ("1", "2")
 _MAX_GPU = 1 << 16
+_NEEDED = ("rocpd_op", "rocpd_string")  # the tables an RPD database must hold
 _FIELDS = {"start": "rocpd_op.start", "end": "rocpd_op.end", "agent": "gpuId",
            "queue": "queueId", "op": "opType"}
 _DIRECTION = r"(?i)^(?:copy|memory_copy_)(host|device)_?to_?(host|device)"
@@ -67,7 +69,9 @@ class _Rpd:
         self._strings: dict[str, pl.DataFrame] = {}
         self.tables = {r[0] for r in con.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        for need in ("rocpd_op", "rocpd_string"):
+        refuse_views(con, path, [t for t in _NEEDED if t not in self.tables],
+                     "an RPD database not read")
+        for need in _NEEDED:
             if need not in self.tables:
                 raise TraceInputError(path, f"an RPD database without a {need} table "
                                       "(not rpd_tracer output)")
@@ -140,7 +144,7 @@ class _Rpd:
             'SELECT id, gpuId, queueId, start, "end", description_id, opType_id FROM rocpd_op',
             {"op_id": pl.Int64, "agent": pl.Int64, "queue": pl.Int64, "start": pl.Int64,
              "end": pl.Int64, "description_id": pl.Int64, "opType_id": pl.Int64})
-        return self._named(ops, {"description_id": "description", "opType_id": "op_type"})
+        return ops  # named by the caller, once copies are dropped (on the ids: cheap)
 
     def _links(self) -> pl.DataFrame:
         """op id -> the API call that enqueued it (the first link where an op has several,
@@ -219,6 +223,10 @@ class _Rpd:
                                            version=version))
         apis = self._apis()
         ops = self._ops().join(self._links(), on="op_id", how="left", maintain_order="left")
+        # a copied rocpd_op row (a new id, every other field equal) is one op written twice
+        ops = self._named(drop_copied_ops(ops, ["agent", "queue", "start", "end",
+                                                "description_id", "opType_id"], self.warnings),
+                          {"description_id": "description", "opType_id": "op_type"})
         ops = ops.join(apis.select(api_id="corr", pid="pid", tid="tid"), on="api_id",
                        how="left", maintain_order="left")
         kind = (pl.when(pl.col("op_type").is_in(KERNEL_TYPES)).then(pl.lit("kernel"))

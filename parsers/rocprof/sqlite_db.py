@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import polars as pl
 
@@ -164,3 +164,16 @@ def read_db(path: Path, read: Callable[[sqlite3.Connection], T], what: str) -> T
                                   f"({str(exc).splitlines()[0][:120]})") from None
         finally:
             con.close()
+
+
+def refuse_views(con: sqlite3.Connection, path: Path, names: Iterable[str], what: str) -> None:
+    """Raise, naming them, when any of ``names`` (tables ``what`` needs) is a view: a view
+    can hold any query, so its rows are not the profiler's records and are not read; saying
+    so beats saying the table is missing."""
+    wanted = set(names)
+    views = sorted(r[0] for r in con.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'view'") if r[0] in wanted)
+    if views:
+        raise TraceInputError(path, f"{what}: {', '.join(views)} "
+                              f"{'is a view' if len(views) == 1 else 'are views'}, not "
+                              "a table (a view can hold any query: only tables are read)")

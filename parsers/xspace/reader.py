@@ -36,6 +36,7 @@ from parsers.xspace.source import LineSource, StreamLines
 from parsers.xspace import tpu
 from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, event_window, profile_span
+from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Notice, Text, Trace, TraceMeta, conform,
                              host_from_file_name)
@@ -98,6 +99,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     tpu_steps: list[pl.DataFrame] = []
     negative_tpu = [0, 0]  # TPU events dropped for a negative duration, unnamed
     readers, n_planned = _plan_lines(space, source, marker)
+    seen: dict[int, int] = {}  # device ordinal: the index of its plane
+    no_stat_metadata: list[str] = []  # planes with events whose stats name nothing
+    unnamed = [0, 0]  # planes without a name that hold events, and their events
     check_column_budget(path, n_planned, input_bytes)
     for plane_idx, plane in enumerate(space.planes):
         m = _GPU_PLANE.match(plane.name)
@@ -143,11 +147,22 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             continue
         if not m:
             n = sum(source.count(plane_idx, i, line) for i, line in enumerate(plane.lines))
-            if n and plane.name.startswith("/device:"):
+            if n and plane.name:  # any plane not read: a device plane of another kind, ...
                 ignored[plane.name] = n
+            elif n:  # ... or one without a name (no device, no host: unplaceable)
+                unnamed[0] += 1
+                unnamed[1] += n
             continue
         reader = readers[plane_idx]
         ordinal = int(m.group(1))
+        if ordinal in seen:  # two planes of one ordinal would be read as one device
+            raise TraceInputError(path, f"device planes {seen[ordinal]} and {plane_idx} are "
+                                  f"both named {plane.name!r}: a plane's name is its device's "
+                                  "only identity, so their events cannot be told apart")
+        seen[ordinal] = plane_idx
+        if not plane.stat_metadata and any(source.count(plane_idx, i, line)
+                                           for i, line in enumerate(plane.lines)):
+            no_stat_metadata.append(plane.name)
         pstats = reader.plane_stats()
         row, bad = device_row(ordinal, pstats)
         for key in bad:
@@ -183,6 +198,21 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         meta.warn(Notice.of("xspace.cpu_devices", "{file}: no GPU activity; XLA:CPU ops on host "
                             "threads are analyzed as {n} CPU device(s) by their device_ordinal",
                             file=path.name, n=len(ordinals)))
+    no_stat_metadata += [p.name for i, p in cpu_planes if not p.stat_metadata and any(
+        source.count(i, k, line) for k, line in enumerate(p.lines))]
+    if no_stat_metadata:
+        meta.warn(Notice.of("xspace.no_stat_metadata", "{file}: {n} plane(s) with events "
+                            "define no stat metadata ({planes}): their events' stats (kernel "
+                            "details, correlation ids, step numbers, HLO ops) cannot be named "
+                            "and are left unread", file=path.name, n=len(no_stat_metadata),
+                            planes=", ".join(no_stat_metadata[:4])
+                            + (", ..." if len(no_stat_metadata) > 4 else "")))
+    lacking = _lacking(space, sorted(seen))
+    if lacking:
+        meta.warn(Notice.of("xspace.incomplete", "{file}: lacks what a complete XProf file "
+                            "holds: {lacking}; it may have been cut short (a file cut at a "
+                            "plane boundary is still valid protobuf), so devices or host "
+                            "events can be missing", file=path.name, lacking=lacking))
     if negative:
         meta.warn(Notice.of("xspace.negative_durations", "{file}: dropped {n} events with "
                             "negative duration", file=path.name, n=negative))
@@ -191,6 +221,11 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                             "metadata id the plane does not define; kept, named '<unknown event "
                             "metadata>'", file=path.name, n=unknown))
     steps = tpu.with_device_steps(steps, tpu_steps)
+    if unnamed[0]:
+        meta.warn(Notice.of("xspace.unnamed_planes", "{file}: ignored {n} events on {planes} "
+                            "plane(s) without a name (a plane's name says which device or "
+                            "host it is: without one its events cannot be placed)",
+                            file=path.name, n=unnamed[1], planes=unnamed[0]))
     for what, n in ignored.items():
         why = "not a device timeline" if what.startswith("/device:TPU:") else \
             "not a device stream"
@@ -227,6 +262,27 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                  devices=devices, meta=meta,
                  modules=conform(module_frame.with_columns(host=pl.lit(host, dtype=Text),
                                                            rank=pl.lit(0)), MODULE_SCHEMA))
+
+
+def _lacking(space: Any, ordinals: list[int]) -> str:
+    """What a complete XProf file of GPU planes holds and this one lacks ("" when nothing):
+    XProf writes ``/host:CPU`` and ``Task Environment`` after the device planes, and numbers
+    the devices of a host without gaps (a first ordinal above 0 is not a gap: a process can
+    be given a subset of a host's GPUs)."""
+    if not ordinals:
+        return ""
+    names = {p.name for p in space.planes}
+    parts = []
+    if "/host:CPU" not in names:
+        parts.append("the /host:CPU plane" + (" and the Task Environment plane"
+                                              if "Task Environment" not in names else "")
+                     + " (XProf writes them after the device planes)")
+    missing = sorted(set(range(ordinals[0], ordinals[-1] + 1)) - set(ordinals))
+    if missing:
+        shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
+        parts.append(f"device ordinal(s) {shown} (the planes hold ordinals "
+                     f"{ordinals[0]}-{ordinals[-1]} with gaps)")
+    return "; ".join(parts)
 
 
 _MODULE_NAME = re.compile(r"^(.*)\((-?\d+)\)$")

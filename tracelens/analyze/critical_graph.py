@@ -393,12 +393,17 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
     fell = fell.filter(pl.col("o_t") <= pl.col("l_s")).sort("src", "o_t", "o_src").group_by(
         "src", maintain_order=True).agg(o_src=pl.col("o_src").last())
     # a held-back thread: each launch call waited for what its activity waited for on the
-    # device (the latest of its other sources: the host issued the activity as the device
-    # came within the observed lag of being ready for it, before or after); a call whose
-    # activity waited for nothing else, for its device to reach the activity that ended last
-    # before the call began (the device's progress, on any of its streams)
-    hl = ln.join(held.filter(pl.col("held")), on=["l_pid", "l_tid"])
-    gated = hl.filter(pl.col("o_src").is_not_null()).sort(
+    # device (the latest of its other sources: the device came within the observed lag of
+    # being ready for the activity, and the host issued it); a call whose activity waited for
+    # nothing else, for its device's progress (the activity that ended last before the call
+    # began, on any of its streams)
+    hl = ln.join(held.filter(pl.col("held")), on=["l_pid", "l_tid"]).join(
+        dev.select(o_src="id", o_s="start_ns"), on="o_src", how="left")
+    # the activity it waited for had started when the call began (it may end after: the host
+    # issued the next activity a little before the device was ready for it); an edge back in
+    # time that could close a cycle through a collective is dropped when it does
+    # (critical_solve.build_graph)
+    gated = hl.filter(pl.col("o_src").is_not_null() & (pl.col("o_s") <= pl.col("l_s"))).sort(
         "src", "o_t", "o_src").group_by("src", maintain_order=True).agg(
         o_src=pl.col("o_src").last())
     mine = hl.join(gated.select("src"), on="src", how="anti").join(

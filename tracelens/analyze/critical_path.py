@@ -349,8 +349,8 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
             if name in peers else g.w
         changes.append(("on_time", name, Change(w=w, late_ok=late), on))
     changes += _roofline_changes(g, nodes, paths)
-    launch = (g.s_kind == "launch") | (g.s_kind == "host")
-    if launch.any():
+    launch = g.s_kind == "launch"  # (a held-back call still waits for the device)
+    if launch.any() or (g.s_kind == "host").any():
         # one graph launch replays the launches: the activities wait for no launch call,
         # and the calls, with the host time between consecutive calls (what produced them),
         # take none

@@ -115,6 +115,7 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
     s_t = np.where(s_at_start, s[s_src], e[s_src])
     detached = np.zeros(n, bool)
     detached[s_dst[s_kind == "host"]] = True
+    first = first | detached  # its thread's previous call does not hold it back
     t_max = np.where(detached, NEG, prev_e)
     np.maximum.at(t_max, s_dst, s_t)
     has_src = ~np.isneginf(np.maximum(t_max, prev_e))
@@ -151,7 +152,51 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
     g = Graph(t0, s, e, chain, first, prev_lag, prev_binds, w, b_obs, anchor, s_src, s_dst,
               s_at_start, s_lag, s_kind, b_src, b_dst, b_lag, group, a_lag, n_groups,
               s_bind, b_bind, a_last)
+    # a held-back host's launch may wait for an activity that ends after the call began (the
+    # host issued the next activity a little before the device was ready for it): an edge
+    # back in time. From an activity that had started when the call began, a cycle needs a
+    # path back in time through a wait inside a node (a collective's last arrival, a sync);
+    # where the one pass finds one, the edges from such nodes go, then every backward one,
+    # and the calls wait for the device's progress alone (a cycle would leave the solve to
+    # the rounds: hours on a whole trace)
+    back = (s_kind == "host") & (s_t > s[s_dst])
+    if back.any() and solves_in_one_pass(g) is False:
+        waits_inside = (group >= 0) | np.isin(np.arange(n), b_dst)
+        drop = back & waits_inside[s_src]
+        if not drop.any():  # (those went in the first round)
+            drop = back
+        return build_graph(nodes, _without(edges, drop))  # type: ignore[arg-type]
     return _reproduce(g)
+
+
+def _without(edges: pl.DataFrame, drop_s: np.ndarray) -> pl.DataFrame:
+    """``edges`` less the S-side edges where ``drop_s``."""
+    keep = np.ones(edges.height, bool)
+    keep[np.flatnonzero(edges["side"].to_numpy() == "S")[drop_s]] = False
+    return edges.filter(pl.Series(keep))
+
+
+def solves_in_one_pass(g: Graph) -> bool | None:
+    """Whether the C forward pass solves ``g`` unchanged without finding a cycle (None: the
+    C pass is not built or not used)."""
+    if _SWEEP is None or references_forced() or not len(g.s):
+        return None
+    f64, i64 = np.float64, np.int64
+
+    def arr(x: np.ndarray, t: type) -> np.ndarray:
+        return np.ascontiguousarray(x, t)
+
+    has = ~g.first.copy()
+    has[g.s_dst] = True
+    anchor = np.where(has, g.anchor, np.maximum(g.anchor, g.s))
+    out = np.empty(len(g.s))
+    status = _SWEEP.solve(
+        arr(g.first, np.bool_), arr(np.where(g.first, 0.0, g.prev_lag), f64), arr(g.w, f64),
+        arr(anchor, f64), arr(g.s_src, i64), arr(g.s_dst, i64), arr(g.s_at_start, np.bool_),
+        arr(g.s_lag, f64), arr(g.b_src, i64), arr(g.b_dst, i64), arr(g.b_lag, f64),
+        arr(g.group, i64), arr(g.group >= 0, np.bool_), arr(g.group >= 0, np.bool_),
+        arr(g.a_lag, f64), int(g.n_groups), out)
+    return status != C_CYCLE
 
 
 def _groups(nodes: pl.DataFrame, s: np.ndarray
