@@ -310,11 +310,10 @@ def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
       was behind: the stream was free when the kernel was issued); a launch that came
       earlier bound nothing, and is left out so that a what-if may move the activity
       before it (the host ran ahead of the device, or was held back by it);
-    - a launch call that was behind while the call before it on its thread was ahead: the
-      host fell behind the device between the two, so the untraced time before the call is
-      on the path only from the moment its stream ran dry (a *host* edge from the activity
-      that freed the stream); before that the device was the path. Where the call before it
-      was behind too, the thread itself is the path (its chain).
+    - on a thread held back by the device (:func:`_held_back`), each launch call waits for
+      what its activity waited for on the device (a *host* edge): its untraced time was
+      waiting. On any other thread the untraced time between calls is the host's own work:
+      the thread is a chain, and where a launch bound, the path follows it.
     """
     dev = nodes.filter(pl.col("device_node"))
     hst = nodes.filter(~pl.col("device_node"))
@@ -373,25 +372,23 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
         "dst", maintain_order=True).agg(o_src=pl.col("src").last(), o_t=pl.col("t").last())
     ln = ln.join(best, left_on="id", right_on="dst", how="left").with_columns(
         l_t=pl.when(pl.col("l_sync")).then(pl.col("l_s")).otherwise(pl.col("l_e")))
-    # the launch binds where it came after every other source (ties: the device's)
-    ln = ln.with_columns(bound=pl.col("o_t").is_null() | (pl.col("l_t") > pl.col("o_t")))
+    # the launch binds where it came, with the device's launch latency, after every other
+    # source (ties: the device's). The latency is the least lag from a launch call's end to
+    # its activity's start on the device: no activity starts sooner after its launch (the
+    # graph's binding rule uses the same, critical_solve._launch_latency)
+    k = dev.select("id", "host", "rank", "device", k_s="start_ns")
+    ln = ln.join(k, on="id", how="left").with_columns(
+        lat=(pl.col("k_s") - pl.col("l_t")).clip(lower_bound=0).min().over(
+            "host", "rank", "device"))
+    ln = ln.with_columns(bound=pl.col("o_t").is_null()
+                         | (pl.col("l_t") + pl.col("lat") > pl.col("o_t"))).drop(
+        "k_s", "lat", "host", "rank", "device")
     launch = ln.filter(pl.col("bound")).select(
         "src", dst="id", side=pl.lit("S"),
         point=pl.when(pl.col("l_sync")).then(pl.lit("S")).otherwise(pl.lit("E")),
         kind=pl.lit("launch"))
     # per launch call: whether all it launched was behind (bound) or ahead
-    calls = ln.group_by("src").agg(behind=pl.col("bound").all())
-    # the call before each host node on its thread (the previous node of its chain)
-    thread = hst.select("id", "chain").sort("id").with_columns(
-        p=pl.when(pl.col("chain").shift(1) == pl.col("chain")).then(pl.col("id").shift(1)))
     held = _held_back(ln, dev)
-    fell = ln.filter(pl.col("bound") & pl.col("o_src").is_not_null()).join(
-        thread.select(src="id", p="p"), on="src").join(
-        calls.rename({"src": "p", "behind": "p_behind"}), on="p").join(
-        held, on=["l_pid", "l_tid"], how="left").filter(
-        ~pl.col("p_behind") & ~pl.col("held").fill_null(False))
-    fell = fell.filter(pl.col("o_t") <= pl.col("l_s")).sort("src", "o_t", "o_src").group_by(
-        "src", maintain_order=True).agg(o_src=pl.col("o_src").last())
     # a held-back thread: each launch call waited for what its activity waited for on the
     # device (the latest of its other sources: the device came within the observed lag of
     # being ready for the activity, and the host issued it); a call whose activity waited for
@@ -413,7 +410,7 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
     waited = mine.sort("l_s").join_asof(acts, on="l_s", by=["host", "rank", "device"],
                                         strategy="backward", check_sortedness=False).filter(
         pl.col("o_src").is_not_null()).select("src", "o_src")
-    delay = pl.concat([fell, gated, waited]).sort("src").select(
+    delay = pl.concat([gated, waited]).sort("src").select(
         src="o_src", dst="src", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("host"))
     return launch, delay
 

@@ -113,18 +113,19 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
     # detached from its thread's order (the untraced time before it was waiting for the
     # device, docs/critical-path.md): its thread order still holds, but never binds
     s_t = np.where(s_at_start, s[s_src], e[s_src])
+    s_when = s_t + _launch_latency(nodes, s, s_t, s_dst, s_kind == "launch")
     detached = np.zeros(n, bool)
     detached[s_dst[s_kind == "host"]] = True
     first = first | detached  # its thread's previous call does not hold it back
     t_max = np.where(detached, NEG, prev_e)
-    np.maximum.at(t_max, s_dst, s_t)
+    np.maximum.at(t_max, s_dst, s_when)
     has_src = ~np.isneginf(np.maximum(t_max, prev_e))
     anchor = np.where(has_src, NEG, s)
     prev_binds = ~first & ~detached & (prev_e == t_max)
     gap_prev = s - prev_e
     prev_lag = np.where(prev_binds, gap_prev, np.minimum(0.0, gap_prev))
     prev_lag[first] = 0.0
-    edge_binds = s_t == t_max[s_dst]
+    edge_binds = s_when == t_max[s_dst]
     s_lag = np.where(edge_binds, s[s_dst] - s_t, np.minimum(0.0, s[s_dst] - s_t))
     s_bind = np.full(n, -1, np.int64)
     # the chain previous wins ties (the stream order), else the first binding edge
@@ -167,6 +168,28 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
             drop = back
         return build_graph(nodes, _without(edges, drop))  # type: ignore[arg-type]
     return _reproduce(g)
+
+
+def _launch_latency(nodes: pl.DataFrame, s: np.ndarray, s_t: np.ndarray, s_dst: np.ndarray,
+                    launch: np.ndarray) -> np.ndarray:
+    """Per S-side edge, the launch latency of its destination's device for a launch edge (0
+    for the others): the least lag from a launch call's end to its activity's start there (no
+    activity starts sooner after its launch). A launch binds where it came, with the latency,
+    after every other source: an activity that started one latency after its launch waited
+    for it, though another source ended in between."""
+    out = np.zeros(len(s_dst))
+    if not launch.any():
+        return out
+    dev = nodes.select(pl.concat_str(pl.col("host"), pl.col("rank"), pl.col("device"),
+                                     separator="\x1f")).to_series()
+    code = dev.rank("dense").fill_null(0).to_numpy().astype(np.int64)
+    where = np.flatnonzero(launch)
+    d = code[s_dst[where]]
+    gap = np.maximum(s[s_dst[where]] - s_t[where], 0.0)
+    least = np.full(int(code.max()) + 1, np.inf)
+    np.minimum.at(least, d, gap)
+    out[where] = least[d]
+    return out
 
 
 def _without(edges: pl.DataFrame, drop_s: np.ndarray) -> pl.DataFrame:
