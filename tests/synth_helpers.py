@@ -204,3 +204,22 @@ def writer_device(vendor: str, arch: str, product: str, compute_units: int, memo
     return {"host": host, "rank": rank, "device": 0, "vendor": vendor, "arch": arch,
             "product": product, "compute_units": compute_units, "clock_mhz": None,
             "memory_bytes": memory, "spec_id": None}
+
+
+def write_scaling_pair(root: Path, fmt: str = "xspace") -> tuple[Path, Path]:
+    """The planted 8 -> 64 GPU pair (``tracelens_dev.synth.scaling_pair``, issue 45): both runs
+    under ``root`` (``n8``, ``n64``) in ``fmt``: ``xspace`` (an XProf log
+    directory per run, a file per host) or ``kineto`` (a JSON file per rank)."""
+    from tracelens_dev.synth.scaling_pair import large_trace, small_trace
+    from tracelens_dev.writers import kineto, xspace
+
+    out = []
+    for name, make in (("n8", small_trace), ("n64", large_trace)):
+        if fmt == "xspace":
+            xspace.write(make(), root / name, layout="logdir", run="run1")
+        elif fmt == "kineto":
+            kineto.write(make(per_rank=True), root / name)
+        else:
+            raise ValueError(f"unknown format {fmt!r}")
+        out.append(root / name)
+    return out[0], out[1]

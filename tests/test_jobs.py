@@ -36,15 +36,17 @@ def test_the_sample_folder_is_refused_with_its_jobs() -> None:
     res = cli("summarize", str(SAMPLES))
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
-    assert res.stderr.startswith(f"error: {SAMPLES}: holds 6 jobs, not one (")
+    assert res.stderr.startswith(f"error: {SAMPLES}: holds 10 jobs, not one (")
     assert ("1) h100_8gpu_moe_ddp.xplane.pb (8× NVIDIA H100 SXM); "
             "2) hlo/comm_types.xplane.pb (8× CPU); "
             "3) hlo/planted.xplane.pb (8× CPU); "
             "4) mi300x_8gpu_llama_step.xplane.pb (8× AMD Instinct MI300X); "
             "5) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
             "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb} (16× AMD Instinct MI355X); "
-            "6) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); pass one job's "
-            "files\n") in res.stderr
+            "6) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); "
+            "7) tpu/flash.xplane.pb (1× Google TPU v5e); 8) tpu/multi.xplane.pb (1× Google "
+            "TPU v5e); 9) tpu/remat.xplane.pb (1× Google TPU v5e); 10) tpu/sync.xplane.pb "
+            "(1× Google TPU v5e); pass one job's files\n") in res.stderr
 
 
 def test_different_device_kinds_in_one_folder_are_two_jobs(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ from tracelens.cli import main
 from tracelens_dev.synth import scaling_pair as pair
 from tracelens_dev.writers.xspace import Activity, build_xspace
 
+from .synth_helpers import write_scaling_pair
+
 SHARED_128 = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "kineto" / \
     "sampled_128rank_job"
 
@@ -35,7 +37,7 @@ def test_planted_8_to_64_split_is_exact(tmp_path: Path, fmt: str) -> None:
     (the code before this change said +3.788 ms and +0.689 ms: 0.8 ms of waiting hidden under
     compute pushed the transfer out, and the late GPU's own 1.5 ms read as 1/64 compute)."""
     truth = pair.truth()
-    n8, n64 = pair.write_pair(tmp_path, fmt)
+    n8, n64 = write_scaling_pair(tmp_path, fmt)
     if fmt == "xspace":  # through the command: the per-host rounds of the engine
         rep = run_json("scaling", str(n8), str(n64))
     else:  # 72 rank files: each run loaded whole (the rounds take 0.5 s per file here)
@@ -201,7 +203,7 @@ def test_scaling_warns_on_different_hardware_not_on_device_counts(tmp_path: Path
     rep = run_json("scaling", str(a), str(b))
     warnings = rep["transitions"][0]["warnings"]
     assert any(w.startswith("the runs are on different hardware") for w in warnings), warnings
-    n8, n64 = pair.write_pair(tmp_path / "pair")
+    n8, n64 = write_scaling_pair(tmp_path / "pair")
     assert run_json("scaling", str(n8), str(n64))["transitions"][0]["warnings"] == []
 
 

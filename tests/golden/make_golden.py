@@ -67,9 +67,9 @@ HAS_HLO = {"h100", "mi300x", "mi355x", "straggler", "planted", "gemm08", "attent
 
 def _scaling_pair(fmt: str) -> Callable[[Path], None]:
     def make(root: Path) -> None:
-        from tracelens_dev.synth.scaling_pair import write_pair
+        from tests.synth_helpers import write_scaling_pair
 
-        write_pair(root, fmt)
+        write_scaling_pair(root, fmt)
     return make
 
 

@@ -17,7 +17,6 @@ Steps are marked by the step windows ``[start, end of the all-reduce)``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -92,23 +91,6 @@ def small_trace(per_rank: bool = False) -> Trace:
 def large_trace(per_rank: bool = False) -> Trace:
     """The 64-GPU run, with its late GPU."""
     return pair_trace(8, LARGE_AR_NS, LATE_NS, STRAGGLER, per_rank=per_rank)
-
-
-def write_pair(root: Path, fmt: str = "xspace") -> tuple[Path, Path]:
-    """Both runs under ``root`` (``n8``, ``n64``) in ``fmt``: ``xspace`` (an XProf log
-    directory per run, a file per host) or ``kineto`` (a JSON file per rank)."""
-    from tracelens_dev.writers import kineto, xspace
-
-    out = []
-    for name, make in (("n8", small_trace), ("n64", large_trace)):
-        if fmt == "xspace":
-            xspace.write(make(), root / name, layout="logdir", run="run1")
-        elif fmt == "kineto":
-            kineto.write(make(per_rank=True), root / name)
-        else:
-            raise ValueError(f"unknown format {fmt!r}")
-        out.append(root / name)
-    return out[0], out[1]
 
 
 def truth() -> dict[str, Any]:
