@@ -387,7 +387,6 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
         "src", dst="id", side=pl.lit("S"),
         point=pl.when(pl.col("l_sync")).then(pl.lit("S")).otherwise(pl.lit("E")),
         kind=pl.lit("launch"))
-    # per launch call: whether all it launched was behind (bound) or ahead
     held = _held_back(ln, dev)
     # a held-back thread: each launch call waited for what its activity waited for on the
     # device (the latest of its other sources: the device came within the observed lag of
