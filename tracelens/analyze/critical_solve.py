@@ -109,9 +109,10 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
     s_at_start = (sk["point"] == "S").to_numpy()
     s_kind = sk["kind"].to_numpy().astype(object)
     b_src, b_dst = bk["src"].to_numpy(), bk["dst"].to_numpy()
-    # observed S-side: the binding source is the latest; a node with a host-delay edge is
-    # detached from its thread's order (the untraced time before it was waiting for the
-    # device, docs/critical-path.md): its thread order still holds, but never binds
+    # observed S-side: the binding source is the latest (a launch with its device's launch
+    # latency); a node with a host-delay edge starts its own chain: the untraced time before
+    # it was waiting for the device, so its thread's previous call does not hold it back
+    # (docs/critical-path.md)
     s_t = np.where(s_at_start, s[s_src], e[s_src])
     s_when = s_t + _launch_latency(nodes, s, s_t, s_dst, s_kind == "launch")
     detached = np.zeros(n, bool)
