@@ -24,6 +24,14 @@ names; as plain strings every text column costs 16 bytes a row and every group-b
 on it hashes every row."""
 F = TypeVar("F", bound="FormatFacts")
 
+ASYNC_LANE_STREAM = 1 << 40
+"""Streams at and above this, on TPU ops (those with an ``hlo_category``: other formats'
+stream ids, such as XLA:CPU's hashed threads, can be as large), hold a device's asynchronous
+transfers in flight (TPU ``Async XLA Ops`` spans, one lane per span in flight at once: lane k
+is stream ``(k + 1) * ASYNC_LANE_STREAM`` above the line's own): their time counts as memory
+or communication in flight, but the core waits for them only at their done op, on its own op
+timeline, so they are no stream the critical path orders work on."""
+
 EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": Text,
     "rank": pl.Int32,

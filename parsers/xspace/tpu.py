@@ -40,7 +40,7 @@ import polars as pl
 
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.source import LineSource
-from tracelens.model import STEP_SCHEMA, Text, conform
+from tracelens.model import ASYNC_LANE_STREAM, STEP_SCHEMA, Text, conform
 
 TPU_PLANE = re.compile(r"^/device:TPU:(\d{1,9})$")
 OPS_LINE, ASYNC_LINE, STEPS_LINE, MODULES_LINE = "XLA Ops", "Async XLA Ops", "Steps", \
@@ -131,7 +131,7 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
     return ops, _steps(frames.get(STEPS_LINE), table), ignored, negative, unknown
 
 
-LANE_STREAM = 1 << 40
+LANE_STREAM = ASYNC_LANE_STREAM
 """Async spans in flight together go to separate streams (the model's streams run one
 activity at a time): lane k of the ``Async XLA Ops`` line is stream ``line id + (k+1) << 40``,
 a number no real line id reaches."""
