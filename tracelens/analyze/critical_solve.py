@@ -202,8 +202,9 @@ def _without(edges: pl.DataFrame, drop_s: np.ndarray) -> pl.DataFrame:
 
 def solves_in_one_pass(g: Graph) -> bool | None:
     """Whether the C forward pass solves ``g`` unchanged without finding a cycle (None: the
-    C pass is not built or not used)."""
-    if _SWEEP is None or references_forced() or not len(g.s):
+    C pass is not built). Asked also where the references are forced: the graph (which edges
+    go) must not depend on which pass then solves it."""
+    if _SWEEP is None or not len(g.s):
         return None
     f64, i64 = np.float64, np.int64
 
