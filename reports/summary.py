@@ -305,9 +305,23 @@ def _shown(tables: list[Table]) -> list[Table]:
 
 
 def render_table(summary: Summary, console: Console, all_rows: bool = False) -> None:
+    """The terminal output: short by default (:mod:`reports.summary_brief`), every table with
+    ``all_rows`` (``--all``). Warnings and notes are not printed here: they go to stderr
+    (:func:`stderr_lines`)."""
     from rich.table import Table  # rich only for the terminal: JSON, CSV and Markdown skip it
     from rich.text import Text
 
+    from reports.summary_brief import finding_lines, findings_title, render_brief
+
+    if not all_rows:
+        render_brief(summary, console)
+        return
+    if summary.devices:
+        console.print(Text(findings_title(summary.findings), style="bold"))
+        for title, evidence in finding_lines(summary.findings, limit=None):
+            console.print(Text(title))
+            if evidence:
+                console.print(Text(evidence, style="dim"))
     for title, header, rows in _shown(_tables(summary, all_rows)):
         table = Table(title=title, title_justify="left", show_header=title != "Summary")
         widths = [max([len(col)] + [len(str(r[i])) for r in rows]) for i, col in enumerate(header)]
@@ -328,8 +342,11 @@ def render_table(summary: Summary, console: Console, all_rows: bool = False) -> 
         console.print(table)
     if not summary.devices:
         console.print(Text("No device activity in this trace."))
-    for w in summary.warnings:
-        console.print(Text(f"warning: {w}"), style="yellow")
+
+
+def stderr_lines(s: Summary) -> list[str]:
+    """What goes to stderr beside the output: each warning, then each note, once."""
+    return [f"warning: {w}" for w in s.warnings] + [f"note: {n}" for n in s.notes]
 
 
 def _md_cell(value: str) -> str:
@@ -338,7 +355,20 @@ def _md_cell(value: str) -> str:
 
 
 def render_markdown(s: Summary, all_rows: bool = False) -> str:
+    """Markdown: short by default, every table with ``all_rows``; warnings and notes go to
+    stderr, as for the terminal."""
+    from reports.summary_brief import finding_lines, findings_title, render_brief_markdown
+
+    if not all_rows:
+        return render_brief_markdown(s)
     out = [f"# tracelens summary ({', '.join(i['path'] for i in s.inputs)})", ""]
+    if s.devices:
+        out += [f"## {findings_title(s.findings)}", ""]
+        for title, evidence in finding_lines(s.findings, limit=None):
+            out.append(_md_cell(title.strip()))
+            if evidence:
+                out += ["", "   " + _md_cell(evidence.strip()), ""]
+        out.append("")
     for title, header, rows in _shown(_tables(s, all_rows)):
         out += [f"## {title}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
                 "|" + "---|" * len(header)]
@@ -346,8 +376,6 @@ def render_markdown(s: Summary, all_rows: bool = False) -> str:
         out.append("")
     if not s.devices:
         out += ["No device activity in this trace.", ""]
-    if s.warnings:
-        out += ["## Warnings", ""] + [f"- {_md_cell(w)}" for w in s.warnings] + [""]
     return "\n".join(out)
 
 

@@ -104,18 +104,18 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
               gpu_specs: Path | None, workers: int | None, scheduler: str | None,
               rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
-    from dataclasses import replace
-
     from reports import summary as render
 
     extra_specs = load_gpu_specs(gpu, gpu_specs)
     result = engine_summary(JobInputs(paths, rules_files, step_marker, categories, kernel,
                                       hosts, time_window, workers, scheduler, quiet),
                             device, step, top, gpu, extra_specs)
-    shown = replace(result, warnings=()) if quiet and fmt == "table" else result
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
-                 lambda console: render.render_table(shown, console, all_rows))
+                 lambda console: render.render_table(result, console, all_rows))
+    if not quiet and fmt != "json":  # the JSON holds them in its own fields
+        for line in render.stderr_lines(result):
+            click.echo(line, err=True)
 
 
 @main.command()

@@ -14,6 +14,10 @@ SHOWN_NAMES = 4
 
 CLIPPED = "load.clipped"  # the loader's same-stream clip (tracelens.loader)
 
+NOTE_CODES = frozenset({"devices.reported_bandwidth"})
+"""Notices of a fact the tool corrects itself (a trace's own stat it replaces, and why):
+outputs say them once as notes, not as warnings (issue 47)."""
+
 
 def fold_per_host(notices: Iterable[Notice]) -> list[str]:
     """The notices' texts, those that differ only in the host or file they are about (their

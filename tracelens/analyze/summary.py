@@ -249,6 +249,7 @@ def _kernel_groups(events: pl.DataFrame) -> pl.DataFrame:
 # -- summarize on the Analysis protocol (tracelens.protocol) ------------------------------------
 
 CRITICAL_TOP = 3  # projections summarize shows (``tracelens critical-path`` shows them all)
+FINDINGS_TOP = 50  # what-ifs the findings see: every change the solver projects
 
 @dataclass(frozen=True)
 class CriticalPieces:
@@ -273,7 +274,7 @@ def _critical(options: SummaryOptions) -> CriticalPathOptions | None:
     per-row filters (a path through some categories' kernels only would be no path)."""
     if options.filters is not None and options.filters.active():
         return None
-    return CriticalPathOptions(step=options.step, top=CRITICAL_TOP, activities="longest")
+    return CriticalPathOptions(step=options.step, top=FINDINGS_TOP, activities="longest")
 
 
 def _critical_part(trace: Trace, options: CriticalPathOptions) -> CriticalPart | None:
@@ -324,6 +325,7 @@ class SummaryAnalysis:
         return merged
 
     def finish(self, part: Part, options: SummaryOptions) -> Summary:
+        from tracelens.analyze.findings import findings
         from tracelens.analyze.summary_reduce import reduce_summary
 
         merged, crit_part = part
@@ -332,14 +334,15 @@ class SummaryAnalysis:
         del merged  # solve, so that the reduce of many hosts holds one of them at a time
         crit = _critical(options)
         if crit_part is None or crit is None:
-            return summary
+            return replace(summary, findings=findings(summary))
         if isinstance(crit_part, CriticalPieces):
             crit_part = crit_part.merged()  # the pieces go as the merged part comes
         res = CriticalPath().finish(crit_part, crit)
         if not res.paths:
-            return summary
+            return replace(summary, findings=findings(summary))
         longest = max(res.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
-        return replace(summary, critical_path=CriticalPathLines(
+        summary = replace(summary, critical_path=CriticalPathLines(
             longest.step, longest.length_ns, longest.host, longest.device,
             longest.composition, res.what_if[:CRITICAL_TOP],
             tuple(a for a in longest.activities if a.device is not None and a.on_path_ns)))
+        return replace(summary, findings=findings(summary, res.what_if))

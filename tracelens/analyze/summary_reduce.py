@@ -17,7 +17,8 @@ from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
 from tracelens.names import brief_name
-from tracelens.notices import fold_per_host
+from tracelens.analyze.summary_brief import category_efficiency, roofline_groups, step_spread
+from tracelens.notices import NOTE_CODES, fold_per_host
 from tracelens.results.collectives import Straggler
 from tracelens.results.summary import (CategoryTime, DeviceKey, DeviceSummary, HardwareCount,
                                        Headline, NoFlops, RooflineRow, StepTotal, Summary,
@@ -48,12 +49,15 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
                  if k not in active)
     headline = _headline(devs, idle, p.devices, p.steps, p.hosts_named)
     busy = headline.totals.busy_ns
-    warnings = fold_per_host(p.notices)
+    warnings = fold_per_host(n for n in p.notices if n.code not in NOTE_CODES)
+    notes = fold_per_host(n for n in p.notices if n.code in NOTE_CODES)
     warnings += _coverage_warning(devs, p.gaps, headline.mfu is not None)
     coll = analyze_collectives(p.acts, p.alignment, top=opts.collectives_top, acts=p.acts)
+    straggler = straggler_index(devs, coll.stragglers)
     return Summary(
         version=__version__, inputs=p.inputs, alignment=p.alignment,
-        steps_source=p.steps_source, warnings=tuple(warnings), filters=p.filters,
+        steps_source=p.steps_source, warnings=tuple(warnings), notes=tuple(notes),
+        filters=p.filters,
         headline=headline, devices=devs, idle_devices=idle,
         top_kernels=_top_kernels(p.kernels, p.kernel_ns, opts.top), collectives=coll,
         hlo_findings=_hlo_findings(lens_of(p)),
@@ -63,8 +67,10 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
         no_flops=_no_flops_by_category(p.gaps, busy),
         category_totals=_category_totals(devs),
         step_totals=_step_totals(devs),
-        device_roles=device_roles([d.timeline for d in devs],
-                                  straggler_index(devs, coll.stragglers)),
+        device_roles=device_roles([d.timeline for d in devs], straggler),
+        brief_roles=device_roles([d.timeline for d in devs], straggler, BRIEF_DEVICE_ROWS),
+        step_spread=step_spread(devs), category_efficiency=category_efficiency(p.roofline),
+        roofline_groups=roofline_groups(p.roofline, opts.top),
         median_shares=_median_shares(devs), specs=_specs_by_use(devs),
         axes=_axes(p))
 
@@ -277,6 +283,10 @@ MAX_DEVICE_ROWS = 16
 """Beyond this many devices, per-device tables show the median, slowest and fastest device and
 the outliers (``--all`` shows every row)."""
 
+BRIEF_DEVICE_ROWS = 4
+"""The short ``summarize`` (issue 47) lists every device up to this many, else the median,
+slowest, fastest and outliers."""
+
 OUTLIER_POINTS = 5.0
 """A device is an outlier when its share of compute, exposed communication, exposed memory or
 idle time differs from the median device's by more than this many percentage points."""
@@ -302,10 +312,10 @@ def straggler_index(devs: Sequence[DeviceSummary], stragglers: Sequence[Straggle
     return next((i for i, d in enumerate(devs) if (d.host, d.rank, d.device) == key), None)
 
 
-def device_roles(timelines: Sequence[Timeline], straggler: int | None = None
-                 ) -> tuple[tuple[str, int], ...]:
+def device_roles(timelines: Sequence[Timeline], straggler: int | None = None,
+                 limit: int = MAX_DEVICE_ROWS) -> tuple[tuple[str, int], ...]:
     """(role, index) rows for a per-device table: every device ("" role), or, past
-    MAX_DEVICE_ROWS, the median, slowest and fastest device and every outlier.
+    ``limit`` (MAX_DEVICE_ROWS), the median, slowest and fastest device and every outlier.
 
     Devices of one job wait for each other in exposed communication: the slowest is the one
     the others wait for, ``straggler`` (the last arrival in most collectives) when known, else
@@ -313,7 +323,7 @@ def device_roles(timelines: Sequence[Timeline], straggler: int | None = None
     longest span, then position); the fastest the one waiting most (ties: the shortest span,
     then position), never the slowest. The median device is the median of the others by that
     waiting."""
-    if len(timelines) <= MAX_DEVICE_ROWS:
+    if len(timelines) <= limit:
         return tuple(("", i) for i in range(len(timelines)))
     shares = [_shares(t) for t in timelines]
     wait = [s[1] for s in shares]

@@ -19,6 +19,7 @@ from tracelens.results.collectives import (AxisTotals, Collectives, SummaryColle
 from tracelens.results.critical_path import Component, PathActivity, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.filters import SummaryFilters
+from tracelens.results.findings import Findings
 
 if TYPE_CHECKING:  # annotations only: summarize need not import the HLO lens
     from tracelens.hlo.lens import Finding
@@ -239,6 +240,41 @@ class StepTotal:
 
 
 @dataclass(frozen=True, slots=True)
+class StepSpread:
+    """One step over the devices that ran it: the median device's span and the lowest,
+    median and highest busy, exposed-communication and idle shares of the step (%)."""
+
+    step: int
+    devices: int
+    median_span_ns: int
+    busy_pct: tuple[float, float, float]
+    exposed_comm_pct: tuple[float, float, float]
+    idle_pct: tuple[float, float, float]
+    mfu_median: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineGroup:
+    """Roofline rows of one program whose ops differ only in an instruction number
+    (``custom-call.4``, ``custom-call.9``, ...), summed: ``ops`` of them; rates from the sums;
+    ``efficiency`` time-weighted (None when no row has one)."""
+
+    op: str
+    ops: int
+    module: str | None
+    program_id: int | None
+    category: str | None
+    count: int
+    sum_ns: int
+    flops: float | None
+    bytes: float | None
+    tflops_per_s: float | None
+    tb_per_s: float | None
+    bound: str | None
+    efficiency: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class CriticalPathLines:
     """``summarize``'s lines of ``tracelens critical-path`` (issue 27): the step whose paths
     were taken, its longest path (whose device, and what its time went to: the parts add up
@@ -268,7 +304,12 @@ class Summary:
     alignment: str
     steps_source: str
     warnings: tuple[str, ...]
+    # what the tool corrected and says once (a trace's own stat it does not use, and why)
+    notes: tuple[str, ...] = field(default=(), kw_only=True, metadata=optional())
     filters: SummaryFilters
+    # what to fix first (:mod:`tracelens.analyze.findings`), set once the critical path's
+    # what-ifs are known
+    findings: Findings = field(default=Findings((), None, None, 1.0), kw_only=True)
     headline: Headline
     devices: tuple[DeviceSummary, ...]
     idle_devices: tuple[DeviceKey, ...]
@@ -294,6 +335,16 @@ class Summary:
     axes: tuple[AxisTotals, ...] = field(default=(), metadata=optional())
     # the critical path's top projections (None: no path, or per-row filters given)
     critical_path: CriticalPathLines | None = field(default=None, metadata=optional())
+    # the short tables' device rows: the median, slowest, fastest and outliers past
+    # BRIEF_DEVICE_ROWS devices (``device_roles`` of the ``--all`` tables, at a lower limit)
+    brief_roles: tuple[tuple[str, int], ...] = field(default=(), metadata=HIDDEN)
+    # per step over the devices that ran it: the spread (:class:`StepSpread`)
+    step_spread: tuple["StepSpread", ...] = field(default=(), metadata=HIDDEN)
+    # per compute category: (time-weighted efficiency vs the roofline, op groups with costs)
+    category_efficiency: dict[str, tuple[float, int]] = field(default_factory=dict,
+                                                              metadata=HIDDEN)
+    # the roofline's rows with those that differ only in an instruction number as one
+    roofline_groups: tuple["RooflineGroup", ...] = field(default=(), metadata=HIDDEN)
 
     @property
     def summary_collectives(self) -> SummaryCollectives:

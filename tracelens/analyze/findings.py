@@ -1,0 +1,219 @@
+"""Findings (issue 47): what to fix first, ranked across the analyses ``summarize`` runs.
+
+The projected saving of every finding is a what-if of the critical path
+(:mod:`tracelens.analyze.critical_path`: the step's graph solved again with the change),
+never an estimate made here: the simulator's campaign (docs/simulator.md) is what those are
+checked against. The other analyses give each finding its evidence (collectives' exposure
+and stragglers, the roofline's efficiency, the idle breakdown, the HLO lens). What they find
+that the solver has no projection for (a straggler off the step's path, exposure with no
+critical path under filters) is listed after the projected findings, with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Sequence
+
+from tracelens.results.findings import Findings, RankedFinding
+
+if TYPE_CHECKING:
+    from tracelens.results.critical_path import WhatIf
+    from tracelens.results.summary import Summary
+
+FLOOR_PCT = 1.0
+"""A projected saving under this share of the step is too small to act on: such what-ifs
+are counted in ``below_floor``, not listed."""
+
+MEASURED_FLOOR_PCT = 1.0
+"""An unprojected finding needs its measured cost (exposed time, others' waiting, launch
+idle) to be at least this share of the job's summed device time."""
+
+_PLURAL = {"gemm": "GEMMs", "attention": "attention kernels", "convolution": "convolutions",
+           "elementwise": "elementwise kernels", "reduction": "reductions",
+           "memory": "memory copies", "collective": "collectives", "other": "other kernels"}
+GRAPH_TITLE = "Graph-launch the step (CUDA/HIP graphs): the device waits for kernel launches"
+_DEVICE = re.compile(r"^(?P<host>.*)/[A-Za-z]+(?P<device>\d+)$")
+
+
+def ms(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e6:,.3f}"
+
+
+def plural(word: str) -> str:
+    """``all-gather`` -> ``all-gathers``, ``gemm`` -> ``GEMMs``."""
+    return _PLURAL.get(word, word if word.endswith("s") else word + "s")
+
+
+def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = ()) -> Findings:
+    """The summary's findings: the critical path's what-ifs (all of them, not only the
+    three ``summarize`` lists) made into findings with their evidence, best saving first,
+    then what the analyses measured without a projection."""
+    cp = s.critical_path
+    step = cp.step if cp is not None else None
+    step_ns = cp.step_ns if cp is not None else None
+    projected: list[RankedFinding] = []
+    below: list[str] = []
+    for w in what_ifs:
+        pct = 100.0 * w.saved_ns / w.step_ns if w.step_ns else None
+        if pct is None or pct < FLOOR_PCT:
+            below.append(f"{w.change} {w.target}")
+            continue
+        projected.append(_projected(s, w, pct))
+    projected.sort(key=lambda f: (-(f.saved_ns or 0), f.key))
+    seen = {f.key for f in projected} | set(below)
+    why = ("no critical path: per-row filters are in force" if cp is None
+           and s.filters.active() else "no critical path for this trace" if cp is None
+           else f"not on step {step}'s critical path" if step is not None
+           else "not on the trace's critical path")
+    measured = [f for f in _measured(s, why) if f.key not in seen] + _host_bound(s)
+    measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
+    return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
+
+
+def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
+    """A what-if as a finding; "the path" in its evidence is the step's critical path."""
+    if w.change == "hide":
+        title = f"Overlap the {plural(w.target)} with compute"
+        return RankedFinding("hide", w.target, title, w.saved_ns, pct,
+                             _exposure(s, w.target) + f"; {ms(w.on_path_ns)} ms on the path"
+                             + _hlo_note(s, w.target), _hlo_command(s, w.target))
+    if w.change == "on_time":
+        return RankedFinding("on_time", w.target, _late_title(s, w.target), w.saved_ns, pct,
+                             _waited(s, w.target) + f"; {ms(w.on_path_ns)} ms of its work "
+                             "and waits for it on the path", "tracelens collectives")
+    if w.change == "roofline":
+        eff = s.category_efficiency.get(w.target)
+        what = plural(w.target)
+        title = (f"Speed up the {what}: they run at {eff[0]:.0%} of their attainable rate"
+                 if eff else f"Run the {what} at their attainable rate")
+        rest = (f"; {eff[0]:.1%} over {eff[1]} op group{'s' if eff[1] != 1 else ''}, "
+                "time-weighted" if eff else "")
+        return RankedFinding("roofline", w.target, title, w.saved_ns, pct,
+                             f"{ms(w.on_path_ns)} ms of {w.target} on the path{rest}",
+                             "tracelens summarize --all")
+    if w.change == "graph_launch":
+        return RankedFinding(
+            "graph_launch", w.target, GRAPH_TITLE, w.saved_ns, pct,
+            f"{ms(w.on_path_ns)} ms of host, launch latency and syncs on the path; devices "
+            f"idled {ms(_launch_idle(s))} ms for launches over the job",
+            "tracelens critical-path")
+    return RankedFinding(w.change, w.target, f"{w.change} {w.target}", w.saved_ns, pct,
+                         f"{ms(w.on_path_ns)} ms on the path", "tracelens critical-path")
+
+
+def _measured(s: "Summary", why: str) -> list[RankedFinding]:
+    """Findings the analyses measured, before the projected ones are taken out."""
+    total = s.headline.totals.span_ns
+    floor = MEASURED_FLOOR_PCT / 100.0 * total
+    out = []
+    for t in s.collectives.by_type:
+        if t.exposed_ns >= floor and t.exposed_ns > 0:
+            out.append(RankedFinding("hide", t.type, f"Overlap the {plural(t.type)} with "
+                                     "compute", None, None, _exposure(s, t.type)
+                                     + _hlo_note(s, t.type), _hlo_command(s, t.type),
+                                     unprojected=why))
+    for g in s.collectives.stragglers:
+        if g.times_last * 2 >= g.instances and g.wait_ns >= floor and g.wait_ns > 0:
+            name = _device_name(s, g.host, g.device)
+            out.append(RankedFinding("on_time", name, _late_title(s, name), None, None,
+                                     _waited(s, name), "tracelens collectives",
+                                     unprojected=why))
+    launch = _launch_idle(s)
+    if launch >= floor and launch > 0:
+        out.append(RankedFinding(
+            "graph_launch", "host launches", GRAPH_TITLE, None, None,
+            f"devices idled {ms(launch)} ms for launches over the job",
+            "tracelens critical-path", unprojected=why))
+    return out
+
+
+HOST_BOUND_SHARE = 0.5
+"""The path's host share from which the host itself is a finding."""
+
+
+def _host_bound(s: "Summary") -> list[RankedFinding]:
+    """The host's own work sets the step: most of the path is host time. No what-if moves
+    the host's work itself (they move launches and syncs), so it has no projection."""
+    cp = s.critical_path
+    if cp is None or not cp.step_ns:
+        return []
+    host = sum(c.ns for c in cp.composition if c.component == "host")
+    if host < HOST_BOUND_SHARE * cp.step_ns:
+        return []
+    idle = s.headline.idle_pct
+    return [RankedFinding(
+        "host_bound", "host", f"Speed up the host: {host / cp.step_ns:.0%} of the critical "
+        "path is host work", None, None,
+        f"{ms(host)} of the path's {ms(cp.step_ns)} ms; the devices are "
+        + ("-" if idle is None else f"{idle:.1f}%") + " idle over the job",
+        "tracelens critical-path",
+        unprojected="the what-ifs move launches and syncs, not the host's own work")]
+
+
+def _measured_ns(s: "Summary", f: RankedFinding) -> int:
+    """What an unprojected finding's rank is by: the time it measured."""
+    if f.kind == "host_bound":
+        cp = s.critical_path
+        return sum(c.ns for c in cp.composition if c.component == "host") if cp else 0
+    if f.kind == "hide":
+        return next((t.exposed_ns for t in s.collectives.by_type if t.type == f.target), 0)
+    if f.kind == "on_time":
+        g = _straggler(s, f.target)
+        return g.wait_ns if g is not None else 0
+    return _launch_idle(s)
+
+
+def _device_name(s: "Summary", host: str, device: int) -> str:
+    """How the critical path names a device (``<host>/GPU<d>``; what-ifs and waits)."""
+    return f"{host}/GPU{device}"
+
+
+def _straggler(s: "Summary", name: str):  # type: ignore[no-untyped-def]
+    m = _DEVICE.match(name)
+    if m is None:
+        return None
+    return next((g for g in s.collectives.stragglers
+                 if g.host == m["host"] and g.device == int(m["device"])), None)
+
+
+def _late_title(s: "Summary", name: str) -> str:
+    g = _straggler(s, name)
+    if g is None or not g.times_last:
+        return f"Find why {name} is late: the others wait for it in collectives"
+    return (f"Find why {name} is late: it arrives last in {g.times_last} of {g.instances} "
+            "collectives")
+
+
+def _waited(s: "Summary", name: str) -> str:
+    g = _straggler(s, name)
+    if g is None:
+        return "its peers wait for it at collectives on the critical path"
+    return f"others waited {ms(g.wait_ns)} ms for it over the job"
+
+
+def _exposure(s: "Summary", kind: str) -> str:
+    t = next((t for t in s.collectives.by_type if t.type == kind), None)
+    if t is None:
+        return f"no {kind} instances measured"
+    return f"{ms(t.exposed_ns)} of {ms(t.sum_ns)} ms exposed over the job's {t.count:,} instances"
+
+
+def _hlo_finding(s: "Summary", kind: str):  # type: ignore[no-untyped-def]
+    return next((f for f in s.hlo_findings if f.opcode == kind
+                 and f.exposed_ns_per_step), None)
+
+
+def _hlo_note(s: "Summary", kind: str) -> str:
+    f = _hlo_finding(s, kind)
+    if f is None:
+        return ""
+    return f"; HLO: {f.instruction} [{f.program}] {f.kind}, {ms(f.exposed_ns_per_step)} ms/step"
+
+
+def _hlo_command(s: "Summary", kind: str) -> str:
+    return "tracelens hlo" if _hlo_finding(s, kind) is not None else "tracelens collectives"
+
+
+def _launch_idle(s: "Summary") -> int:
+    return sum(d.timeline.idle_breakdown.host_launch_ns for d in s.devices
+               if d.timeline.idle_breakdown is not None)
