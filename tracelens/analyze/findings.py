@@ -44,10 +44,12 @@ def plural(word: str) -> str:
     return _PLURAL.get(word, word if word.endswith("s") else word + "s")
 
 
-def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = ()) -> Findings:
+def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
+             no_path: str = "no critical path for this trace") -> Findings:
     """The summary's findings: the critical path's what-ifs (all of them, not only the
     three ``summarize`` lists) made into findings with their evidence, best saving first,
-    then what the analyses measured without a projection."""
+    then what the analyses measured without a projection. ``no_path``: why there is no
+    critical path, when ``s`` has none."""
     cp = s.critical_path
     step = cp.step if cp is not None else None
     step_ns = cp.step_ns if cp is not None else None
@@ -61,10 +63,8 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = ()) -> Findings:
         projected.append(_projected(s, w, pct))
     projected.sort(key=lambda f: (-(f.saved_ns or 0), f.key))
     seen = {f.key for f in projected} | set(below)
-    why = ("no critical path: per-row filters are in force" if cp is None
-           and s.filters.active() else "no critical path for this trace" if cp is None
-           else f"not on step {step}'s critical path" if step is not None
-           else "not on the trace's critical path")
+    why = (no_path if cp is None else f"not on step {step}'s critical path"
+           if step is not None else "not on the trace's critical path")
     measured = [f for f in _measured(s, why) if f.key not in seen] + _host_bound(s)
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))

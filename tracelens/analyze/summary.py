@@ -333,13 +333,18 @@ class SummaryAnalysis:
         summary = reduce_summary([merged], options)  # reduced, before the critical path's
         del merged  # solve, so that the reduce of many hosts holds one of them at a time
         crit = _critical(options)
-        if crit_part is None or crit is None:
-            return replace(summary, findings=findings(summary))
+        if crit is None:
+            return replace(summary, findings=findings(
+                summary, no_path="no critical path: per-row filters are in force"))
+        if crit_part is None:
+            return replace(summary, findings=findings(
+                summary, no_path="no critical path: the hosts do not share the step"))
         if isinstance(crit_part, CriticalPieces):
             crit_part = crit_part.merged()  # the pieces go as the merged part comes
         res = CriticalPath().finish(crit_part, crit)
         if not res.paths:
-            return replace(summary, findings=findings(summary))
+            return replace(summary, findings=findings(
+                summary, no_path="no critical path: no window with device activity"))
         longest = max(res.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
         summary = replace(summary, critical_path=CriticalPathLines(
             longest.step, longest.length_ns, longest.host, longest.device,

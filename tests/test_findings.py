@@ -1,0 +1,134 @@
+"""Findings (issue 47): what to fix first, at the top of ``summarize`` and the report.
+
+Truth: the planted straggler of the 2×8 sample (node1/GPU3 computes longer; the others wait
+for it) is the first finding, named with the collectives' count of its late arrivals, and its
+saving is the what-if solver's own (the critical-path command prints the same number: two
+outputs of the tool never disagree). Shape: projected findings are ranked by saving, never
+save more than the step, and come before the unprojected ones, which say why they have no
+projection; what-ifs under the floor are counted, not dropped.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tracelens
+from tracelens.analyze.findings import FLOOR_PCT, findings
+from tracelens.analyze.summary import summarize
+from tracelens.results.findings import Findings, RankedFinding, findings_change
+
+from .conftest import REAL_XPROF, SAMPLES, cli
+
+STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"
+SAMPLE_JOBS = [SAMPLES / "mi300x_8gpu_llama_step.xplane.pb",
+               SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb",
+               SAMPLES / "h100_8gpu_moe_ddp.xplane.pb", STRAGGLER]
+
+
+@pytest.fixture(scope="module")
+def straggler():  # type: ignore[no-untyped-def]
+    return summarize(tracelens.load(STRAGGLER))
+
+
+def test_planted_straggler_is_the_first_finding(straggler) -> None:  # type: ignore[no-untyped-def]
+    truth = json.loads((SAMPLES / "mi355x_2x8gpu_straggler.truth.json").read_text())
+    planted = truth["scenario"]["straggler"]  # host 1, device 3, 30% slower
+    host = truth["hosts"][planted["host"]]["host"]
+    top = straggler.findings.items[0]
+    assert top.kind == "on_time"
+    assert top.target == f"{host}/GPU{planted['device']}"
+    g = straggler.collectives.stragglers[0]
+    assert (g.host, g.device) == ("mi355x-node1", 3)
+    assert f"it arrives last in {g.times_last} of {g.instances} collectives" in top.title
+    assert top.saved_ns is not None and top.unprojected is None
+
+
+def test_savings_are_the_critical_path_what_ifs(straggler) -> None:  # type: ignore[no-untyped-def]
+    """Every projected finding's saving equals the what-if of ``tracelens critical-path``
+    for the same step (the command's JSON), so the findings and the path never disagree."""
+    step = straggler.findings.step
+    out = cli("critical-path", str(STRAGGLER), "--step", str(step), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    what_if = {f"{w['change']} {w['target']}": w["saved_ns"]
+               for w in json.loads(out.stdout)["what_if"]}
+    projected = [f for f in straggler.findings.items if f.saved_ns is not None]
+    assert projected
+    for f in projected:
+        assert what_if[f.key] == f.saved_ns, f.key
+
+
+@pytest.mark.parametrize("path", SAMPLE_JOBS, ids=lambda p: p.name)
+def test_ranked_projected_first_and_bounded(path) -> None:  # type: ignore[no-untyped-def]
+    fs = summarize(tracelens.load(path)).findings
+    items = list(fs.items)
+    assert items, "every bundled sample has something to fix"
+    projected = [f for f in items if f.saved_ns is not None]
+    rest = [f for f in items if f.saved_ns is None]
+    assert items == projected + rest
+    assert [f.saved_ns for f in projected] == sorted((f.saved_ns for f in projected),
+                                                     reverse=True)
+    for f in projected:
+        assert 0 < f.saved_ns <= fs.step_ns
+        assert f.saved_pct == pytest.approx(100.0 * f.saved_ns / fs.step_ns)
+        assert f.saved_pct >= FLOOR_PCT
+    for f in rest:
+        assert f.unprojected, f.key
+    assert len({f.key for f in items}) == len(items), "one finding per change"
+
+
+def test_hidden_all_gathers_on_the_mi355x_sample() -> None:
+    """The MI355X sample's exposed all-gathers (23.5% of its time is exposed communication)
+    are a finding whose saving is the solver's hide what-if, with the exposure as evidence."""
+    s = summarize(tracelens.load(SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb"))
+    f = next(f for f in s.findings.items if f.key == "hide all-gather")
+    ag = next(t for t in s.collectives.by_type if t.type == "all-gather")
+    assert f.saved_ns and f.saved_ns > 0
+    assert f"{ag.exposed_ns / 1e6:,.3f} of {ag.sum_ns / 1e6:,.3f} ms exposed" in f.evidence
+    assert f.title == "Overlap the all-gathers with compute"
+
+
+def test_host_bound_path_is_a_finding_without_projection() -> None:
+    """A real JAX trace whose devices are 97% idle: its path is host work, which no what-if
+    moves; the finding says so instead of presenting a launch what-if as the answer."""
+    path = REAL_XPROF / "mi300x_jax08_conv_8gpu.xplane.pb"
+    if not path.exists():
+        pytest.skip("shared traces are not beside this checkout")
+    s = summarize(tracelens.load(path))
+    f = next(f for f in s.findings.items if f.kind == "host_bound")
+    assert f.saved_ns is None and "not the host's own work" in (f.unprojected or "")
+    host = sum(c.ns for c in s.critical_path.composition if c.component == "host")
+    assert host >= 0.5 * s.critical_path.step_ns
+
+
+def test_below_floor_counted_not_dropped(straggler) -> None:  # type: ignore[no-untyped-def]
+    from tracelens.results.critical_path import WhatIf
+
+    tiny = WhatIf("roofline", "memory", 1_000_000, 999_999, 1, 5)
+    big = WhatIf("hide", "all-gather", 1_000_000, 500_000, 500_000, 600_000)
+    fs = findings(straggler, [tiny, big])
+    assert [f.key for f in fs.items if f.saved_ns is not None] == ["hide all-gather"]
+    assert fs.below_floor == ("roofline memory",)
+
+
+def test_without_critical_path_nothing_is_projected() -> None:
+    out = cli("summarize", str(STRAGGLER), "--category", "gemm", "--category", "collective",
+              "--format", "json")
+    assert out.returncode == 0, out.stderr
+    fs = json.loads(out.stdout)["findings"]
+    assert fs["step_ns"] is None
+    assert fs["items"], "the straggler and the exposure are still measured"
+    for f in fs["items"]:
+        assert f["saved_ns"] is None and "per-row filters" in f["unprojected"]
+
+
+def test_findings_change_names_appeared_and_vanished() -> None:
+    def f(kind: str, target: str) -> RankedFinding:
+        return RankedFinding(kind, target, f"{kind} {target}", 1, 1.0, "", "")
+    base = Findings((f("hide", "all-gather"), f("on_time", "h/GPU3")), 1, 10, 1.0)
+    new = Findings((f("hide", "all-gather"), f("graph_launch", "host launches")), 1, 10, 1.0)
+    ch = findings_change(base, new)
+    assert [x.key for x in ch.appeared] == ["graph_launch host launches"]
+    assert [x.key for x in ch.vanished] == ["on_time h/GPU3"]
+    assert not findings_change(base, base)
