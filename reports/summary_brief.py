@@ -42,7 +42,8 @@ def _pct(x: float | None) -> str:
 
 def headline_lines(s: Summary) -> list[str]:
     """Three lines: what ran (hardware, devices, steps), where its time went, and MFU."""
-    from reports.summary import _coverage_text, _mfu_text, hosts_word, mfu_label, shown
+    from reports.summary import (_coverage_text, _mfu_text, filters_text, hosts_word,
+                                 mfu_label, shown)
 
     h = s.headline
     steps = f"{h.steps} step{'s' if h.steps != 1 else ''}" + (
@@ -59,7 +60,8 @@ def headline_lines(s: Summary) -> list[str]:
     cov = _coverage_text(h)
     if cov != "-":
         third += f" · FLOPs coverage {cov}"
-    return [first, second, third]
+    filters = filters_text(s.filters)
+    return [first, second, third] + ([f"filters: {filters}"] if filters else [])
 
 
 def findings_title(f: Findings) -> str:
@@ -133,10 +135,10 @@ def brief_tables(s: Summary) -> list[Table]:
                      pct(t.exposed_comm_ns, t.span_ns), pct(t.idle_ns, t.span_ns),
                      _mfu_text(shown(d, "mfu"), d.mfu_lower_bound, short=True)])
     more = len(outliers) - SHOWN_OUTLIERS
-    out.append(("Devices" + (f" ({len(picked)} of {len(s.devices)}: median, slowest, fastest, "
-                             "outliers" + (f"; {more} more outliers" if more > 0 else "") + ")"
-                             if cut else "") + " · --all: every device, step and "
-                "table",
+    out.append(((f"Devices ({len(picked)} of {len(s.devices)}; slowest: the last arrival in "
+                 "most collectives, else the least waiting; fastest: waits most"
+                 + (f"; {more} more outliers" if more > 0 else "") + "; --all: every device)")
+                if cut else "Devices (--all: every table)",
                 ["device", "span ms", "busy", "compute", "exp. comm", "idle", "MFU"], rows))
     steps = _brief_steps(s)
     out.append(("Steps (median over the devices, lowest–highest in brackets)"

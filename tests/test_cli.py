@@ -70,8 +70,10 @@ def test_csv_rows_per_device_and_step() -> None:
 
 
 def test_markdown_and_table_outputs() -> None:
-    md = invoke("summarize", "--format", "markdown", "--top", "3", str(SAMPLE))
+    md = invoke("summarize", "--format", "markdown", "--top", "3", "--all", str(SAMPLE))
     assert "## Per-device timeline" in md and "| gemm |" in md
+    short = invoke("summarize", "--format", "markdown", str(SAMPLE))
+    assert "## What to fix first" in short and "## Per-device timeline" not in short
     table = invoke("summarize", str(SAMPLE))
     assert "AMD Instinct MI300X" in table and "exposed communication" in table
 

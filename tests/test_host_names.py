@@ -54,7 +54,7 @@ def test_kineto_ranks_are_ranks_not_hosts(tmp_path: Path) -> None:
     if not KINETO_JOB.exists():
         pytest.skip(f"real trace {KINETO_JOB} not present")
     r = CliRunner().invoke(main, ["summarize", str(KINETO_JOB)])
-    assert r.exit_code == 0 and "2 active of 2 on 2 ranks" in r.output, r.output
+    assert r.exit_code == 0 and "2 active of 2 devices on 2 ranks" in r.output, r.output
     r = CliRunner().invoke(main, ["summarize", str(KINETO_JOB), "--format", "json"])
     h = json.loads(r.output)["headline"]
     assert (h["hosts"], h["hosts_named"]) == (2, False)
@@ -63,4 +63,4 @@ def test_kineto_ranks_are_ranks_not_hosts(tmp_path: Path) -> None:
     assert r.exit_code == 0 and " active of 2 on 2 ranks" in html.read_text()
     # hosts an XSpace names stay hosts
     r = CliRunner().invoke(main, ["summarize", str(SAMPLES / "mi355x_2x8gpu_straggler")])
-    assert r.exit_code == 0 and "16 active of 16 on 2 hosts" in r.output, r.output
+    assert r.exit_code == 0 and "16 active of 16 devices on 2 hosts" in r.output, r.output

@@ -40,7 +40,7 @@ def test_the_straggler_is_the_slowest_never_the_best(straggler_64: Path) -> None
         roles.setdefault(dev, set()).add(role)
     assert rows and roles["mi355x-node5/3"] == {"slowest"}, rows
     assert not {"best", "worst"} & {r for r, _ in rows}
-    assert "slowest arrives last in most collectives" in out
+    assert "slowest: the last arrival in most collectives" in out
 
 
 def test_roles_without_collective_data() -> None:
@@ -71,8 +71,10 @@ def test_filters_in_the_headline() -> None:
                  "kernel Cijk"):
         assert want in line, line
     md = cli("summarize", path, "--format", "markdown", "--time", "2ms:").stdout
-    assert "| filters | time 2.000 ms– |" in md
-    assert "| filters |" not in cli("summarize", path, "--format", "markdown").stdout
+    assert "filters: time 2.000 ms–" in md
+    full = cli("summarize", path, "--format", "markdown", "--time", "2ms:", "--all").stdout
+    assert "| filters | time 2.000 ms– |" in full
+    assert "filters" not in cli("summarize", path, "--format", "markdown").stdout
 
 
 def test_collectives_says_its_filters() -> None:

@@ -21,7 +21,7 @@ def test_short_by_default(path) -> None:  # type: ignore[no-untyped-def]
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert len(lines) <= MAX_LINES, "\n".join(lines)
-    assert lines[3].startswith("What to fix first"), lines[:5]
+    assert lines[3].startswith("What to fix first"), lines[:5]  # after the 3 headline lines
     assert "1. " in lines[4] or "nothing found" in lines[4] or "what-if(s)" in lines[4]
     for absent in ("Why idle", "Roofline (", "Per-step timeline", "HLO findings"):
         assert absent not in out.stdout  # detail of --all
