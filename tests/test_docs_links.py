@@ -145,7 +145,7 @@ def test_docs_index_lists_every_page() -> None:
     missing = [p.name for p in sorted(DOCS.glob("*.md")) if p.name != "index.md"
                and p.name not in listed]
     assert not missing, f"docs/index.md does not list {missing}"
-    assert "index.md" in {t.partition("#")[0] for _, t in links(README)} and index
+    assert "docs/index.md" in {t.partition("#")[0] for _, t in links(README)} and index
 
 
 def test_readme_fits_on_a_screen_or_two() -> None:
