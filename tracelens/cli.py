@@ -434,9 +434,14 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=None,
               help="Write a table here; the format from the extension: .parquet (default), "
                    ".csv, .jsonl.")
-@click.option("--table", type=click.Choice(["events", "kernels", "steps", "devices",
-                                            "collectives"]), default="events",
-              show_default=True, help="Which table -o writes.")
+@click.option("--table", type=click.Choice(["events", "host_events", "kernels", "steps",
+                                            "devices", "collectives"]), default="events",
+              show_default=True,
+              help="Which table -o writes. host_events: the host side (API calls, CPU ops, "
+                   "annotations, markers) with host, rank, pid, tid, name, start_ns, end_ns, "
+                   "correlation_id (to the device activity it launched) and kind; --host "
+                   "narrows it, --time, --category and --kernel select device activities and "
+                   "are refused with it.")
 @click.option("--perfetto", type=click.Path(path_type=Path), default=None,
               help="Write a Chrome/Perfetto trace-event file (.json or .json.gz).")
 @step_marker_option
@@ -461,6 +466,9 @@ def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: P
                                    "(.parquet, .csv, .jsonl)")
     if perfetto is not None:
         check_output_path(perfetto, paths, "--perfetto")
+    if output is not None and table == "host_events" and (time_window or categories or kernel):
+        raise click.UsageError("--table host_events takes --host only: --time, --category "
+                               "and --kernel select device activities")
     trace = load_trace(paths, rules_files, quiet, step_marker)
     trace, _ = apply_filters(trace, paths, categories, kernel, hosts, time_window)
     try:
