@@ -136,7 +136,8 @@ def compare_kernels(events: pl.DataFrame, theirs: dict[str, tuple[int, float]],
     kernels = events.filter(pl.col("kind") == "kernel")
     taken: dict[str, int] = {}
     if clips is not None:
-        taken = dict(clips.filter(pl.col("kind") == "kernel").select("name", "clip_ns").iter_rows())
+        taken = dict(clips.filter(pl.col("kind") == "kernel").group_by("name").agg(
+            pl.col("clip_ns").sum()).iter_rows())  # overlap and nesting: XProf keeps both
     ours = {r["name"]: (int(r["n"]), (r["ns"] + taken.get(r["name"], 0)) / 1000.0,
                         taken.get(r["name"], 0) / 1000.0)
             for r in kernels.group_by("name").agg(
