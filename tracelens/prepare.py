@@ -99,7 +99,9 @@ def _with_clip(events: pl.DataFrame) -> pl.DataFrame:
     Nesting (XLA:CPU records a ``while``, ``conditional`` or ``call`` op on the same line as
     the ops of its body, from before the first to after the last) comes out of the same clip
     as overlap: the container keeps its time before its first inner op, the inner ops keep
-    theirs, and the device's busy time is the innermost op's at each instant between them."""
+    theirs; the container's gaps between its inner ops and after the last are idle, as the
+    dispatch gaps between top-level ops are (planted.xplane.pb: 0.25 ms of its 24 while ops'
+    96.7 ms; 15.6 µs before their bodies is theirs, 96.46 ms is their bodies' ops)."""
     order = [*STREAM_KEYS, "start_ns", "end_ns"]
     ev = events if _is_sorted(events, order) else _sort_by_stream(events)
     # sorted by stream, so the next row is the next activity of the stream when the keys match
