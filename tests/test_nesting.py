@@ -23,16 +23,12 @@ PLANTED = SAMPLES / "hlo" / "planted.xplane.pb"  # real XLA:CPU, a 4-iteration w
 
 
 def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
-    """The length of the union of the intervals [starts, ends)."""
+    """The length of the union of the intervals [starts, ends): sorted by start, a new run
+    begins where a start lies past every end before it."""
     order = np.argsort(starts, kind="stable")
-    total, cur_s, cur_e = 0, None, None
-    for s, e in zip(starts[order].tolist(), ends[order].tolist()):
-        if cur_e is None or s > cur_e:
-            total += 0 if cur_e is None else cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    return total + (0 if cur_e is None else cur_e - cur_s)
+    s, e = starts[order], ends[order]
+    first = np.flatnonzero(np.r_[True, s[1:] > np.maximum.accumulate(e)[:-1]])
+    return int((np.maximum.reduceat(e, first) - s[first]).sum())
 
 
 def test_a_real_while_loop_is_nesting_not_overlap() -> None:
