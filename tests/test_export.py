@@ -112,6 +112,40 @@ def test_other_tables_agree_with_summarize(tmp_path: Path, table: str) -> None:
         assert df.height == n
 
 
+def test_host_events_table(tmp_path: Path) -> None:
+    """Issue 47: ``--table host_events`` writes the model's host event frame whole (API calls
+    and step annotations of the sample, with thread and correlation id), in every format;
+    --host narrows it, a filter of device activities is refused. Before: not a choice."""
+    out = tmp_path / "host.parquet"
+    code, _, err = run("export", str(SAMPLE), "-o", str(out), "--table", "host_events")
+    assert code == 0, err
+    t = tracelens.load(SAMPLE)
+    want = t.host_events.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    back = pl.read_parquet(out)
+    assert back.columns == ["host", "rank", "pid", "tid", "name", "start_ns", "end_ns",
+                            "correlation_id", "kind"]
+    assert back.equals(want) and back.height == 2667
+    assert pl.read_parquet_metadata(out)["tracelens_table"] == "host_events"
+    # the API calls' correlation ids are the launched kernels' own
+    api = set(back.filter(pl.col("kind") == "api")["correlation_id"].drop_nulls().to_list())
+    launched = set(t.events["correlation_id"].drop_nulls().to_list())
+    assert api and launched <= api
+    for ext in (".csv", ".jsonl"):
+        text = tmp_path / f"host{ext}"
+        assert run("export", str(SAMPLE), "-o", str(text), "--table", "host_events")[0] == 0
+        got = pl.read_csv(text) if ext == ".csv" else pl.read_ndjson(text)
+        assert got.height == want.height and got["tid"].to_list() == want["tid"].to_list()
+    job = SAMPLES / "mi355x_2x8gpu_straggler"
+    hosts = sorted(tracelens.load(job).host_events["host"].cast(pl.String).unique())
+    one = tmp_path / "one.csv"
+    assert run("export", str(job), "-o", str(one), "--table", "host_events", "--host",
+               hosts[0])[0] == 0
+    assert set(pl.read_csv(one)["host"]) == {hosts[0]}
+    code, _, err = run("export", str(SAMPLE), "-o", str(tmp_path / "w.csv"), "--table",
+                       "host_events", "--time", "0:1ms")
+    assert code == 2 and "--host only" in err
+
+
 def validate_trace_events(doc: dict) -> dict[str, int]:
     """Check a document against the Chrome trace-event format (JSON object form): what every
     phase we write requires. Returns the count per phase."""

@@ -35,6 +35,10 @@ REFERENCE = {
     # NVIDIA: dense = the starred sparse figure / 2)
     "mi250x": ({"fp64": 47.9, "fp32": 47.9, "fp16": 191.5, "bf16": 191.5, "int8": 191.5},
                1.6384, 64, None),
+    # Issue 47: the MI250 datasheet per OAM (90.5 TF FP64 matrix, 362.1 TF FP16, 3.2768 TB/s,
+    # 128 GB), halved per GCD as for the MI250X
+    "mi250": ({"fp64": 45.3, "fp32": 45.3, "fp16": 181.0, "bf16": 181.0, "int8": 181.0},
+              1.6384, 64, None),
     "mi210": ({"fp64": 45.3, "fp32": 45.3, "fp16": 181.0, "bf16": 181.0, "int8": 181.0},
               1.6384, 64, 300),
     "a100": ({"fp64": 19.5, "fp32": 19.5, "tf32": 156, "fp16": 312, "bf16": 312, "int8": 624},
@@ -96,6 +100,25 @@ def test_new_products_identified_by_properties_or_name() -> None:
     assert hardware.vendor_from_name("Tesla V100-SXM2-16GB") == "nvidia"
     assert hardware.vendor_from_name("AMD Instinct MI210") == "amd"
     assert hardware.vendor_from_name("some accelerator") is None
+
+
+def test_mi250_and_mi250x_told_apart_by_name_and_cus() -> None:
+    """ROCm names both MI200 OAMs' GCDs "AMD Instinct MI250X / MI250" (PCI device 0x740C):
+    the CUs say which (110: MI250X, 104: MI250); without them the name stays ambiguous. An
+    MI250 GCD has the MI210's properties: only a name says MI250. Before issue 47 the 104-CU
+    device of that name was left unidentified (the longest alias, MI250X, disagreed)."""
+    both = "AMD Instinct MI250X / MI250"
+    assert hardware.identify_device(both, "amd", "gfx90a", 104, 1700.0, 64 * GIB)[0].spec_id \
+        == "mi250"
+    assert hardware.identify_device(both, "amd", "gfx90a", 110, 1700.0, 64 * GIB)[0].spec_id \
+        == "mi250x"
+    assert hardware.identify_by_name(both, 64 * GIB) is None  # no CUs: either one
+    assert hardware.identify_by_name("AMD Instinct MI250").spec_id == "mi250"
+    assert hardware.identify_by_name("AMD Instinct MI250X").spec_id == "mi250x"
+    assert identify("amd", "gfx90a", 104, 1700.0, 64 * GIB).spec_id == "mi210"  # as before
+    assert find_spec("MI250").id == "mi250" and find_spec("mi250x").id == "mi250x"
+    assert "per GCD" in SPECS["mi250"].notes and any("mi250.html" in s
+                                                       for s in SPECS["mi250"].sources)
 
 
 @pytest.mark.parametrize("gid", sorted(REFERENCE))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -122,3 +123,109 @@ def test_a_cpu_trace_is_refused_with_the_reason(monkeypatch: pytest.MonkeyPatch)
     assert r.exit_code == 2, r.stdout
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
     assert "CPU" in r.stderr and "kernel_stats" in r.stderr
+
+
+def _as_read(path: Path) -> dict[str, tuple[int, float]]:
+    """What XProf's kernel_stats gives for a file, taken from our own reading of it (our
+    counts and times before the clip): a stand-in that agrees, so a test needs no XProf."""
+    t = tracelens.load(path)
+    return {r.name: (r.ours_count, r.ours_us)
+            for r in xcheck.compare_kernels(t.events, {}, t.meta.clips)}
+
+
+def _job_folder(tmp_path: Path) -> Path:
+    """A folder as a job leaves it: two GPU XSpace files (one a level down), a Kineto file
+    and an XLA:CPU XSpace file beside them."""
+    import shutil
+
+    d = tmp_path / "job"
+    (d / "host1").mkdir(parents=True)
+    shutil.copy(SAMPLE, d / "host0.xplane.pb")
+    _overlapping_kernels(d / "host1" / "overlap.xplane.pb")
+    shutil.copy(Path(__file__).resolve().parent / "data" / "jax_async" / "async_steps.xplane.pb",
+                d / "cpu.xplane.pb")
+    (d / "rank0.json").write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0,
+         "args": {"device": 0, "stream": 7, "correlation": 1}}]}))
+    return d
+
+
+def test_a_folder_checks_each_xspace_file(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47: ``xcheck DIR`` said "cannot read: Is a directory"; now each XSpace file of the
+    folder is checked against XProf's kernel_stats of that file, its rows naming it, and the
+    files it cannot check are listed with why."""
+    d = _job_folder(tmp_path)
+    asked: list[str] = []
+
+    def theirs(path: Path) -> dict[str, tuple[int, float]]:
+        asked.append(path.name)
+        return _as_read(path)
+
+    monkeypatch.setattr(xcheck, "xprof_kernel_stats", theirs)
+    r = CliRunner().invoke(main, ["xcheck", str(d), "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert sorted(asked) == ["host0.xplane.pb", "overlap.xplane.pb"]
+    files = {row["file"] for row in out["kernels"]}
+    assert files == {"host0.xplane.pb", "host1/overlap.xplane.pb"}
+    n0 = tracelens.load(SAMPLE).events.filter(pl.col("kind") == "kernel")["name"].n_unique()
+    assert out["total"] == out["agree"] == n0 + 2
+    assert out["clipped"]["us"] == 0.193  # the second file's clip, added back as for a file
+    skipped = {s["file"]: s["reason"] for s in out["skipped"]}
+    assert set(skipped) == {"cpu.xplane.pb", "rank0.json"}
+    assert "XLA:CPU" in skipped["cpu.xplane.pb"] and "kineto" in skipped["rank0.json"]
+    md = CliRunner().invoke(main, ["xcheck", str(d), "--format", "markdown"]).stdout
+    assert "| file | kernel |" in md and "not checked: cpu.xplane.pb" in md
+
+
+def test_a_difference_in_one_file_of_a_folder_exits_1(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _job_folder(tmp_path)
+
+    def theirs(path: Path) -> dict[str, tuple[int, float]]:
+        got = _as_read(path)
+        if path.name == "overlap.xplane.pb":
+            got["loop_mul_fusion.kd"] = (2, 0.5)
+        return got
+
+    monkeypatch.setattr(xcheck, "xprof_kernel_stats", theirs)
+    r = CliRunner().invoke(main, ["xcheck", str(d), "--format", "json"])
+    assert r.exit_code == 1
+    first = json.loads(r.stdout)["kernels"][0]
+    assert (first["file"], first["kernel"], first["agrees"]) == (
+        "host1/overlap.xplane.pb", "loop_mul_fusion.kd", False)
+
+
+def test_a_folder_with_nothing_to_check_is_one_error(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 2 and one line naming the folder and why each file it holds cannot be checked."""
+    monkeypatch.setattr(xcheck, "xprof_kernel_stats", lambda path: {})
+    d = _job_folder(tmp_path)
+    (d / "host0.xplane.pb").unlink()
+    (d / "host1" / "overlap.xplane.pb").unlink()
+    r = CliRunner().invoke(main, ["xcheck", str(d)])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith(f"error: {d}: ") and len(r.stderr.strip().splitlines()) == 1
+    assert "cpu.xplane.pb: XProf's kernel_stats lists GPU kernels only" in r.stderr
+    assert "rank0.json: a kineto trace, not XSpace" in r.stderr
+    (d / "cpu.xplane.pb").unlink()
+    r = CliRunner().invoke(main, ["xcheck", str(d)])
+    assert r.exit_code == 2 and "holds none (rank0.json: a kineto trace" in r.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = CliRunner().invoke(main, ["xcheck", str(empty)])
+    assert r.exit_code == 2 and "holds no trace files" in r.stderr
+
+
+def test_xprof_itself_on_a_folder(tmp_path: Path) -> None:
+    pytest.importorskip("xprof", reason="XProf (tracelens[xprof]) is not installed")
+    d = tmp_path / "job"
+    (d / "a").mkdir(parents=True)
+    _overlapping_kernels(d / "a" / "h.xplane.pb")
+    _overlapping_kernels(d / "b.xplane.pb")
+    r = CliRunner().invoke(main, ["xcheck", str(d), "--format", "json"])
+    assert r.exit_code == 0, r.stdout
+    out = json.loads(r.stdout)
+    assert out["agree"] == out["total"] == 4 and out["skipped"] == []
+    assert {row["file"] for row in out["kernels"]} == {"a/h.xplane.pb", "b.xplane.pb"}

@@ -434,9 +434,14 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=None,
               help="Write a table here; the format from the extension: .parquet (default), "
                    ".csv, .jsonl.")
-@click.option("--table", type=click.Choice(["events", "kernels", "steps", "devices",
-                                            "collectives"]), default="events",
-              show_default=True, help="Which table -o writes.")
+@click.option("--table", type=click.Choice(["events", "host_events", "kernels", "steps",
+                                            "devices", "collectives"]), default="events",
+              show_default=True,
+              help="Which table -o writes. host_events: the host side (API calls, CPU ops, "
+                   "annotations, markers) with host, rank, pid, tid, name, start_ns, end_ns, "
+                   "correlation_id (to the device activity it launched) and kind; --host "
+                   "narrows it, --time, --category and --kernel select device activities and "
+                   "are refused with it.")
 @click.option("--perfetto", type=click.Path(path_type=Path), default=None,
               help="Write a Chrome/Perfetto trace-event file (.json or .json.gz).")
 @step_marker_option
@@ -461,6 +466,9 @@ def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: P
                                    "(.parquet, .csv, .jsonl)")
     if perfetto is not None:
         check_output_path(perfetto, paths, "--perfetto")
+    if output is not None and table == "host_events" and (time_window or categories or kernel):
+        raise click.UsageError("--table host_events takes --host only: --time, --category "
+                               "and --kernel select device activities")
     trace = load_trace(paths, rules_files, quiet, step_marker)
     trace, _ = apply_filters(trace, paths, categories, kernel, hosts, time_window)
     try:
@@ -489,20 +497,18 @@ def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: P
 @guarded
 def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
            debug: bool) -> None:
-    """Our kernel table next to XProf's own kernel_stats for one XSpace file (needs
-    tracelens[xprof]); exit 1 when any kernel's count or time differs."""
-    from tracelens.loader import sniff_format
-    from tracelens.xcheck import compare_kernels, refuse_cpu_only, xprof_kernel_stats
+    """Our kernel table next to XProf's own kernel_stats for an XSpace file, or for each one
+    in a folder (as summarize finds them; other trace files and all-CPU ones are listed as
+    not checked) (needs tracelens[xprof]); exit 1 when any kernel's count or time differs."""
+    from tracelens.xcheck import check_path
     from reports import xcheck as render
 
-    if sniff_format(path) != "xspace":
-        raise TraceInputError(path, "xcheck compares XSpace files (.xplane.pb) with XProf")
-    trace = load_trace((path,), rules_files, quiet)
-    refuse_cpu_only(trace, path)
-    rows = compare_kernels(trace.events, xprof_kernel_stats(path), trace.meta.clips)
-    print_result(fmt, lambda: render.render_json(rows), lambda: render.render_csv(rows),
-                 lambda: render.render_markdown(rows),
-                 lambda console: render.render_table(rows, console))
+    rows, skipped = check_path(path, lambda f: load_trace((f,), rules_files, quiet))
+    if fmt == "csv" and skipped and not quiet:
+        click.echo(render.skipped_note(skipped), err=True)
+    print_result(fmt, lambda: render.render_json(rows, skipped), lambda: render.render_csv(rows),
+                 lambda: render.render_markdown(rows, skipped),
+                 lambda console: render.render_table(rows, console, skipped))
     if not all(r.agrees for r in rows):
         sys.exit(1)
 

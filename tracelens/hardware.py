@@ -57,6 +57,10 @@ PRODUCTS: tuple[Product, ...] = (
     Product("mi350x", "AMD Instinct MI350X", "amd", "gfx950", 256, max_clock_mhz=2300),
     Product("mi355x", "AMD Instinct MI355X", "amd", "gfx950", 256, min_clock_mhz=2300),
     Product("mi250x", "AMD Instinct MI250X (one GCD)", "amd", "gfx90a", 110),
+    # An MI250 GCD (104 CUs, 64 GB, 1700 MHz) has the MI210's properties and per-device peaks:
+    # only its name tells it apart. ROCm names PCI device 0x740C "AMD Instinct MI250X / MI250"
+    # for both packages: the CUs decide (110: MI250X, 104: MI250; identify_by_name).
+    Product("mi250", "AMD Instinct MI250 (one GCD)", "amd", "gfx90a", 104, name_only=True),
     Product("mi210", "AMD Instinct MI210", "amd", "gfx90a", 104),
     # GH200's GPU has H100's 132 SMs and 96 or 144 GB: only its name tells it apart
     # (identify_by_name); by properties alone a 132-SM sm_90 device stays H100 or H200.
@@ -112,20 +116,33 @@ def vendor_from_name(name: str | None) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def identify_by_name(name: str | None, memory_bytes: int | None = None) -> Product | None:
+def identify_by_name(name: str | None, memory_bytes: int | None = None,
+                     vendor: str | None = None, arch: str | None = None,
+                     compute_units: int | None = None) -> Product | None:
     """The one product whose model name (an alias of its spec: ``V100``, ``H100 PCIe``,
-    ``A100 80GB``) is one to three consecutive words of the device's name; the longest
-    alias named wins (``NVIDIA H100 NVL`` is the H100 NVL, not the H100 SXM ``H100`` names);
-    memory size decides between products named alike (``A100``: 40 vs 80 GB) and must then
-    be known. None when no product or several match."""
+    ``A100 80GB``) is one to three consecutive words of the device's name, among those that
+    agree with the properties given (:func:`agrees`). A name naming one model inside another's
+    (``NVIDIA H100 NVL`` names ``H100`` inside ``H100 NVL``) is the longer one; a name naming
+    two models side by side (ROCm's ``AMD Instinct MI250X / MI250``) is the one the
+    properties agree with (110 or 104 CUs), else ambiguous; memory size decides between
+    products named alike (``A100``: 40 vs 80 GB) and must then be known. None when no
+    product or several match."""
     if not name:
         return None
     words = [_norm(w) for w in re.split(r"[^A-Za-z0-9]+", name) if w]
-    keys = {"".join(words[i:i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
-    hits = {p: max((len(a) for a in map(_norm, SPECS[p.spec_id].aliases) if a in keys),
-                   default=0) for p in PRODUCTS}
-    longest = max(hits.values(), default=0)
-    found = [p for p, n in hits.items() if n and n == longest]
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for n in (1, 2, 3):
+        for i in range(len(words) - n + 1):
+            spans.setdefault("".join(words[i:i + n]), []).append((i, i + n))
+    named = {p: [s for a in map(_norm, SPECS[p.spec_id].aliases) for s in spans.get(a, ())]
+             for p in PRODUCTS if agrees(p, vendor, arch, compute_units)}
+    named = {p: s for p, s in named.items() if s}
+    every = {s for found in named.values() for s in found}
+
+    def inside_another(s: tuple[int, int]) -> bool:
+        return any(t != s and t[0] <= s[0] and s[1] <= t[1] for t in every)
+
+    found = [p for p, s in named.items() if not all(inside_another(x) for x in s)]
     if len(found) > 1:
         found = [p for p in found if memory_bytes is not None
                  and p.min_memory_gib <= memory_bytes / GIB < p.max_memory_gib]
@@ -150,9 +167,7 @@ def identify_device(name: str | None, vendor: str | None, arch: str | None,
     the name names another model (``NVIDIA H800 PCIe`` on an H100 PCIe's properties) the
     table lacks that model: (None, the product the properties match, not used): the name
     stays, peaks unknown."""
-    product = identify_by_name(name, memory_bytes) if name else None
-    if product is not None and not agrees(product, vendor, arch, compute_units):
-        product = None
+    product = identify_by_name(name, memory_bytes, vendor, arch, compute_units) if name else None
     if product is None:
         product = identify(vendor, arch, compute_units, clock_mhz, memory_bytes)
         if product is not None and names_another_model(name, product):
@@ -233,6 +248,12 @@ _SRC_NV = ("nvidia.com/en-us/data-center/h100/, /h200/, /hgx/ datasheets (dense 
 # dense: NVIDIA's starred sparse figures halved).
 _SRC_MI200 = ("amd.com/en/products/accelerators/instinct/mi200/mi250x.html and mi210.html "
               "(peak engine clock 1700 MHz, CUs, HBM2e size and bandwidth, FLOPs)",
+              "rocprofiler-compute gfx90a 0200_system_speed_of_light.yaml (per-CU rates)")
+_SRC_MI250 = ("amd.com/en/products/accelerators/instinct/mi200/mi250.html (per OAM: 208 CUs at "
+              "1700 MHz peak engine clock, 90.5 TF FP64/FP32 matrix, 362.1 TF FP16/BF16, 362.1 "
+              "TOPS INT8, 128 GB HBM2e at 3.2768 TB/s, 6 Infinity Fabric links)",
+              "rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi250.html (104 active CUs and "
+              "1.6 TB/s HBM2e per GCD)",
               "rocprofiler-compute gfx90a 0200_system_speed_of_light.yaml (per-CU rates)")
 _SRC_A100 = ("NVIDIA A100 Tensor Core GPU datasheet, nvidia.com/en-us/data-center/a100/ "
              "(SXM column; dense = sparse / 2)",)
@@ -346,6 +367,14 @@ SPECS: dict[str, GpuSpec] = {s.id: s for s in (
             clock_mhz=1700, sources=_SRC_MI200, aliases=("MI250X",),
             notes="per GCD (half an OAM); link unknown per GCD: the datasheet's 800 GB/s "
                   "Infinity Fabric is per OAM and partly joins its own two GCDs"),
+    # MI250: an OAM of two GCDs like the MI250X, each 104 CUs, 64 GB and half the OAM's
+    # 3.2768 TB/s; FLOPs = 104 CUs x 1700 MHz x rate (90.5 TF FP64 matrix and 362.1 TF FP16
+    # per OAM on the datasheet = 2 x 45.3 and 2 x 181.0).
+    GpuSpec("mi250", "AMD Instinct MI250 (one GCD)", "amd", "gfx90a",
+            _amd("gfx90a", 104, 1700), hbm_tb_per_s=1.6384, memory_gb=64, compute_units=104,
+            clock_mhz=1700, sources=_SRC_MI250, aliases=("MI250",),
+            notes="per GCD (half an OAM); link unknown per GCD: the datasheet's 6 Infinity "
+                  "Fabric links are per OAM and partly join its own two GCDs"),
     GpuSpec("mi210", "AMD Instinct MI210", "amd", "gfx90a", _amd("gfx90a", 104, 1700),
             hbm_tb_per_s=1.6384, memory_gb=64, link_gb_per_s=300, compute_units=104,
             clock_mhz=1700, sources=_SRC_MI200, aliases=("MI210",),

@@ -27,8 +27,8 @@ from tracelens.jobs import Facts as JobFacts
 from tracelens.jobs import check_one_job
 from tracelens.jobs import facts as job_facts
 from tracelens.model import FormatFacts, Notice, Trace, validate
-from tracelens.notices import clipped
-from tracelens.prepare import assign_steps, clip_and_record
+from tracelens.notices import clipped, nested
+from tracelens.prepare import NESTING_KEYS, assign_steps, clip_and_record
 from tracelens.signatures import Signatures, signatures
 from tracelens.reading import read_all
 from tracelens.steps import mark_steps
@@ -126,11 +126,19 @@ def _rechunk(trace: Trace, ctx: Context) -> None:
 
 
 def _clip_overlaps(trace: Trace, ctx: Context) -> None:
-    trace.events, trace.meta.clips = clip_and_record(trace.events)
-    if not trace.meta.clips.is_empty():
-        n_clipped = int(trace.meta.clips["clipped"].sum())
-        max_clip = int(trace.meta.clips["largest_ns"].max())  # type: ignore[arg-type]
-        trace.meta.warn(clipped(n_clipped, max_clip))
+    """Clip each activity's end to the next start of its stream, and say what that undid:
+    overlaps (an in-order stream cannot run two at once) and nesting (an XLA:CPU op holding
+    the next ones whole: a while, conditional or call around its body), told apart."""
+    cpus = trace.devices.filter(pl.col("vendor") == "cpu").select(NESTING_KEYS)
+    trace.events, trace.meta.clips = clip_and_record(trace.events, cpus)
+    overlaps = trace.meta.clips.filter(~pl.col("nested"))
+    if not overlaps.is_empty():
+        max_clip = int(overlaps["largest_ns"].max())  # type: ignore[arg-type]
+        trace.meta.warn(clipped(int(overlaps["clipped"].sum()), max_clip))
+    held = trace.meta.clips.filter(pl.col("nested"))
+    if not held.is_empty():
+        trace.meta.warn(nested(int(held["clipped"].sum()),
+                               sorted(set(held["name"].to_list()))))
 
 
 def _classify(trace: Trace, ctx: Context) -> None:

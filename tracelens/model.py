@@ -408,8 +408,8 @@ class TraceMeta:
     format_facts: list[FormatFacts] = field(default_factory=list)
     # the per-op cost table of tracelens.cost.events.annotate (None before costs are annotated)
     op_costs: pl.DataFrame | None = None
-    # what the same-stream clip took per (kind, name) (tracelens.prepare.CLIP_SCHEMA), as
-    # loaded, before any filter; None before the loader's clip stage
+    # what the same-stream clip took per (kind, name, nested: XLA:CPU nesting, else overlap)
+    # (tracelens.prepare.CLIP_SCHEMA), as loaded, before any filter; None before the clip
     clips: pl.DataFrame | None = None
     # why hosts could not be put on one clock; the loader tries collective ends before it warns
     unaligned: Notice | None = None

@@ -13,8 +13,9 @@ SHOWN_NAMES = 4
 """How many of the hosts (or files) a folded warning names before it just counts them."""
 
 CLIPPED = "load.clipped"  # the loader's same-stream clip (tracelens.loader)
+NESTED = "load.nested"  # activities holding the next ones of their stream (tracelens.loader)
 
-NOTE_CODES = frozenset({"devices.reported_bandwidth"})
+NOTE_CODES = frozenset({"devices.reported_bandwidth", "load.nested"})
 """Notices of a fact the tool corrects itself (a trace's own stat it replaces, and why):
 outputs say them once as notes, not as warnings (issue 47)."""
 
@@ -49,6 +50,29 @@ def clipped(n: int, largest_ns: int) -> Notice:
     return Notice.of(CLIPPED, "clipped {n} same-stream overlaps (largest {largest_ns} ns): an "
                      "in-order stream cannot run two activities at once",
                      n=n, largest_ns=largest_ns)
+
+
+def nested(n: int, names: Iterable[str]) -> Notice:
+    """The loader's notice of ``n`` XLA:CPU ops that held the next ones of their stream whole
+    (``names``: theirs): nesting, which the same-stream clip resolves. ``names`` is kept whole
+    in its field (distinct, sorted, ``|``-separated) for :func:`nested_total`; the text shows
+    the first :data:`SHOWN_NAMES`."""
+    every = sorted(set(names))
+    shown = ", ".join(every[:SHOWN_NAMES]) + (
+        f", ... {len(every) - SHOWN_NAMES} more" if len(every) > SHOWN_NAMES else "")
+    return Notice.of(NESTED, "nesting on {n} ops, not overlap: each contains the ones after it "
+                     "on its stream ({shown}; XLA:CPU runs a while, conditional or call around "
+                     "its body's ops); each keeps its time before its first inner op, and the "
+                     "inner ops are the device's work", n=n, shown=shown,
+                     names="|".join(every))
+
+
+def nested_total(notices: Iterable[Notice]) -> tuple[int, list[str]]:
+    """(ops counted as nesting, their names) over every nesting notice among ``notices`` (one
+    per file loaded alone): what :func:`nested` says of them together; (0, []) without one."""
+    found = [n for n in notices if n.code == NESTED]
+    names = {x for n in found for x in str(n.get("names") or "").split("|") if x}
+    return sum(int(n.get("n") or 0) for n in found), sorted(names)
 
 
 def clipped_total(notices: Iterable[Notice]) -> tuple[int, int]:

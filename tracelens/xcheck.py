@@ -1,5 +1,6 @@
 """Cross-check against XProf's own converters: our per-kernel table next to XProf's
-``kernel_stats`` for the same XSpace file (``tracelens xcheck``).
+``kernel_stats`` for the same XSpace file (``tracelens xcheck``), file by file for a folder
+(each XSpace file ``summarize`` would read there: one host's profile each).
 
 XProf is an optional dependency (``pip install 'tracelens[xprof]'``); it writes cache files
 next to its input, so it always runs on a copy in a temporary folder (inputs are read-only).
@@ -10,8 +11,9 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import polars as pl
 
@@ -64,6 +66,34 @@ def xprof_kernel_stats(path: Path) -> dict[str, tuple[int, float]]:
     return kernel_stats_by_name(json.loads(done.stdout)) if done.stdout.strip() else {}
 
 
+def xspace_files(path: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The XSpace files behind ``path`` (the file itself, or those of a folder, found as every
+    command finds them: :func:`tracelens.formats.discover`), and the other trace files found,
+    each with why xcheck leaves it out. A file, or a folder, with no XSpace file is a
+    :class:`TraceInputError`."""
+    from tracelens.formats import discover, sniff_format
+
+    found, _ = discover(path)
+    xspace = [f for f in found if sniff_format(f) == "xspace"]
+    other = [(f, f"a {sniff_format(f)} trace, not XSpace") for f in found if f not in xspace]
+    if not xspace:
+        if not path.is_dir():
+            raise TraceInputError(path, "xcheck compares XSpace files (.xplane.pb) with XProf")
+        raise TraceInputError(path, "xcheck compares XSpace files (.xplane.pb) with XProf, "
+                                    f"and the folder holds none ({_listed(other, path)})")
+    return xspace, other
+
+
+def _listed(items: list[tuple[Path, str]], base: Path) -> str:
+    """``a.json: a kineto trace, not XSpace; ...`` (paths relative to the folder ``base``)."""
+    return "; ".join(f"{label(f, base)}: {why}" for f, why in items)
+
+
+def label(f: Path, base: Path) -> str:
+    """How the outputs name ``f``: its path inside the folder ``base``, else its name."""
+    return str(f.relative_to(base)) if base.is_dir() and f.is_relative_to(base) else f.name
+
+
 def refuse_cpu_only(trace: Trace, path: Path) -> None:
     """XProf's ``kernel_stats`` lists GPU kernels only: on a trace whose devices are all XLA:CPU
     it has no row, and every op would be a disagreement that is not one."""
@@ -86,6 +116,7 @@ class KernelCheck:
     ours_us: float | None
     xprof_us: float | None
     clipped_us: float | None = None
+    file: str | None = None  # the file it was read from (a folder's path inside it)
 
     @property
     def agrees(self) -> bool:
@@ -105,7 +136,8 @@ def compare_kernels(events: pl.DataFrame, theirs: dict[str, tuple[int, float]],
     kernels = events.filter(pl.col("kind") == "kernel")
     taken: dict[str, int] = {}
     if clips is not None:
-        taken = dict(clips.filter(pl.col("kind") == "kernel").select("name", "clip_ns").iter_rows())
+        taken = dict(clips.filter(pl.col("kind") == "kernel").group_by("name").agg(
+            pl.col("clip_ns").sum()).iter_rows())  # overlap and nesting: XProf keeps both
     ours = {r["name"]: (int(r["n"]), (r["ns"] + taken.get(r["name"], 0)) / 1000.0,
                         taken.get(r["name"], 0) / 1000.0)
             for r in kernels.group_by("name").agg(
@@ -123,3 +155,33 @@ def clipped_total(rows: list[KernelCheck]) -> tuple[int, float]:
     """(how many kernel names the same-stream clip shortened, the µs it took from them)."""
     cut = [r.clipped_us for r in rows if r.clipped_us]
     return len(cut), sum(cut)  # type: ignore[arg-type]
+
+
+def check_path(path: Path, load: Callable[[Path], Trace]
+               ) -> tuple[list[KernelCheck], list[tuple[str, str]]]:
+    """Every XSpace file behind ``path`` against XProf's ``kernel_stats`` of that file (one
+    XProf run per file, as XProf reads one host's profile): the rows of all files (each
+    names its file), disagreements first, and the files left out with why (other formats,
+    files whose devices are all XLA:CPU). ``load`` reads one file as the command does. A
+    single file that cannot be checked, or a folder where no file can be, is a
+    :class:`TraceInputError` saying why."""
+    files, left = xspace_files(path)
+    rows: list[KernelCheck] = []
+    checked = 0
+    for f in files:
+        trace = load(f)
+        try:
+            refuse_cpu_only(trace, f)
+        except TraceInputError as exc:
+            if not path.is_dir():
+                raise
+            left.append((f, exc.problem))
+            continue
+        name = label(f, path)
+        rows += [replace(r, file=name) for r in compare_kernels(
+            trace.events, xprof_kernel_stats(f), trace.meta.clips)]
+        checked += 1
+    if not checked:
+        raise TraceInputError(path, f"no file xcheck can compare with XProf: {_listed(left, path)}")
+    skipped = sorted((label(f, path), why) for f, why in left)
+    return sorted(rows, key=lambda r: (r.agrees, r.file or "", r.name)), skipped

@@ -14,7 +14,8 @@ import polars as pl
 from tracelens.analyze.packed import PackedPrograms, is_packed, strings_back, unpack_summary
 from tracelens.analyze.roofline import roofline_bounds
 from tracelens.model import CATEGORIES, Notice
-from tracelens.notices import CLIPPED, clipped, clipped_total, unique
+from tracelens.notices import (CLIPPED, NESTED, clipped, clipped_total, nested, nested_total,
+                               unique)
 from tracelens.steps import ORDERED_LAST
 
 if TYPE_CHECKING:
@@ -270,9 +271,12 @@ def merged_notices(per_file: Sequence[Sequence[Notice]], unaligned: Notice | Non
     overlaps counted over all parts (summed from each part's own clip notice), the hosts
     left unaligned, then the step marking's (:data:`tracelens.steps.ORDERED_LAST`)."""
     flat = [n for notices in per_file for n in notices]
-    readers = unique(n for n in flat if n.code != CLIPPED and n.code not in ORDERED_LAST)
+    readers = unique(n for n in flat if n.code not in (CLIPPED, NESTED)
+                     and n.code not in ORDERED_LAST)
     n_clip, largest = clipped_total(flat)
     stage = [clipped(n_clip, largest)] if n_clip else []
+    n_nest, names = nested_total(flat)
+    stage += [nested(n_nest, names)] if n_nest else []
     stage += [unaligned] if unaligned else []
     steps = unique(n for n in flat if n.code in ORDERED_LAST)
     return tuple(readers + [n for n in stage if n not in readers] + steps)

@@ -1,5 +1,6 @@
-"""The tables ``tracelens export`` writes: the event frame and per-kernel, per-step,
-per-device and per-collective tables, each one polars frame with a stable column order.
+"""The tables ``tracelens export`` writes: the event frame, the host event frame and
+per-kernel, per-step, per-device and per-collective tables, each one polars frame with a
+stable column order.
 
 They are the analyses' own frames (no re-computation): the timeline breakdown of
 ``analyze.timeline`` with the idle parts of ``analyze.idle``, and the collective activities of
@@ -16,7 +17,8 @@ from tracelens.analyze.timeline import DEVICE_KEYS, device_breakdown, step_break
 from tracelens.frames import distinct
 from tracelens.model import Trace
 
-TABLES: tuple[str, ...] = ("events", "kernels", "steps", "devices", "collectives")
+TABLES: tuple[str, ...] = ("events", "host_events", "kernels", "steps", "devices",
+                           "collectives")
 
 
 def kernel_stats(events: pl.DataFrame) -> pl.DataFrame:
@@ -96,6 +98,8 @@ def build_table(trace: Trace, name: str) -> pl.DataFrame:
     """One of :data:`TABLES` for ``trace``."""
     if name == "events":
         return trace.events
+    if name == "host_events":  # the model's frame: host API calls, CPU ops, annotations
+        return trace.host_events
     if name == "kernels":
         return kernel_stats(trace.events)
     if name == "steps":
