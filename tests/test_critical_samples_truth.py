@@ -41,6 +41,12 @@ _MI300X_WHY = (
     "GEMM that ended in those 7 us (the trace records no event waits; the guessed order edge "
     "binds), so it keeps the GEMM's later time")
 
+_QUEUED_WHY = (
+    "issue 45 (open): -12.5% (2x8: 3.088 against 3.529 ms), -31% (MI300X: 0.647 against 0.942 "
+    "ms): a reduce-scatter queued a few us behind an all-gather on its stream is read as "
+    "waiting for a GEMM that ended in between (a guessed order edge that binds; the samples "
+    "record no stream waits). With those edges left out: +0.9% and +4.5%")
+
 CASES = [
     pytest.param("mi300x_8gpu_llama_step", "on_time", "mi300x-node0/GPU5",
                  {"straggler": None}, id="mi300x-on_time-GPU5",
@@ -49,6 +55,17 @@ CASES = [
                  {"straggler": None}, id="2x8-on_time-node1-GPU3"),
     pytest.param("mi355x_8gpu_llama_fsdp", "hide", "all-gather",
                  {"hidden_collectives": ("all-gather",)}, id="mi355x-hide-all-gather"),
+    # beyond the issue's list: the other collective type, and the other samples
+    pytest.param("mi355x_8gpu_llama_fsdp", "hide", "reduce-scatter",
+                 {"hidden_collectives": ("reduce-scatter",)}, id="mi355x-hide-reduce-scatter"),
+    pytest.param("mi355x_2x8gpu_straggler", "hide", "reduce-scatter",
+                 {"hidden_collectives": ("reduce-scatter",)}, id="2x8-hide-reduce-scatter"),
+    pytest.param("mi355x_2x8gpu_straggler", "hide", "all-gather",
+                 {"hidden_collectives": ("all-gather",)}, id="2x8-hide-all-gather",
+                 marks=pytest.mark.xfail(strict=True, reason=_QUEUED_WHY)),
+    pytest.param("mi300x_8gpu_llama_step", "hide", "all-gather",
+                 {"hidden_collectives": ("all-gather",)}, id="mi300x-hide-all-gather",
+                 marks=pytest.mark.xfail(strict=True, reason=_QUEUED_WHY)),
 ]
 
 
