@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .test_critical_path import (ADD, AR, GEMM, analyze, as_rocpd, as_xspace, comp, on_path,
-                                 scenario, what_if)
+import polars as pl
+
+from .test_critical_path import (ADD, AR, GEMM, RED, analyze, as_rocpd, as_xspace, comp,
+                                 on_path, scenario, what_if)
 
 
 def _kernels(starts_ends: list[tuple[int, int]], stream: int = 1, name: str = GEMM,
@@ -93,3 +95,33 @@ def test_a_what_if_on_work_past_the_step_marker_saves_what_moves_into_it(
     ks = [(0, 1, ADD, 10_000, 30_000, None), (0, 2, AR, 30_000, 80_000, None)]
     r = analyze(as_xspace(scenario(ks, [], step=(0, 50_000)), tmp_path))
     assert what_if(r, "hide", "all-reduce") == 20_000
+
+
+def test_a_kernel_waits_for_the_latest_activity_of_each_other_stream(tmp_path: Path) -> None:
+    """A device-only trace: a GEMM on stream 1 (0-50 us) and, after it, a GEMM (100-150 us)
+    that waits for both a reduction on stream 3 (0-80 us, its input) and an all-reduce on
+    stream 2 (10-95 us). Hidden, the all-reduce takes no time, and the second GEMM still
+    waits for the reduction: it starts at 80 us, 20 us sooner (not at 50 us: 50 us sooner,
+    as when only the latest other stream's activity, the all-reduce, was its order)."""
+    ks = [(0, 1, GEMM, 0, 50_000, None), (0, 3, RED, 0, 80_000, None),
+          (0, 2, AR, 10_000, 95_000, None), (0, 1, GEMM, 100_000, 150_000, None)]
+    r = analyze(as_xspace(scenario(ks, [], step=(0, 150_000)), tmp_path))
+    assert what_if(r, "hide", "all-reduce") == 20_000
+
+
+def test_a_collective_queued_behind_another_waits_for_its_stream(tmp_path: Path) -> None:
+    """A device-only trace: two all-reduces back to back on stream 2 (10-60 and 62-90 us)
+    while a GEMM runs on stream 1 (0-58 us). The second all-reduce waited for its stream (the
+    GEMM had ended before the stream was free): it has no order edge from the GEMM, so hiding
+    the first cannot leave it waiting for the GEMM. The first waits for nothing of the
+    device (it started before the GEMM ended)."""
+    from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
+
+    ks = [(0, 1, GEMM, 0, 58_000, None), (0, 2, AR, 10_000, 60_000, None),
+          (0, 2, AR, 62_000, 90_000, None)]
+    part = CriticalPath().partial(scenario(ks, [], step=(0, 90_000)), CriticalPathOptions())
+    nodes = part.nodes
+    assert isinstance(nodes, pl.DataFrame)
+    order = part.edges.filter(pl.col("kind") == "order")
+    start = dict(zip(nodes["id"].to_list(), nodes["start_ns"].to_list()))
+    assert [(start[s], start[d]) for s, d in order.select("src", "dst").iter_rows()] == []

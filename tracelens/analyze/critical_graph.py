@@ -309,9 +309,10 @@ def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
     Which edges exist follows the binding rule of DESIGN §6.5 (docs/critical-path.md):
 
     - a device activity's recorded event waits, or, on a rank whose trace records no
-      stream-wait call, an *order* edge from the latest activity of another stream of its
-      device that ended before it started (the step's order across streams: a collective
-      waits for the compute that made its data, a kernel for the all-gather it reads);
+      stream-wait call, *order* edges from the latest activity of each other stream of its
+      device that ended before it started and after its own stream was free (the step's
+      order across streams: a collective waits for the compute that made its data, a kernel
+      for the all-gather it reads and the copy of its input);
     - its launch only where the launch came after everything else it waited for (the host
       was behind: the stream was free when the kernel was issued); a launch that came
       earlier bound nothing, and is left out so that a what-if may move the activity
@@ -332,9 +333,10 @@ def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
 
 
 def _order_edges(dev: pl.DataFrame) -> pl.DataFrame:
-    """Per device activity, an edge from the latest activity of another stream of its
-    device that ended at or before its start (ties: the lowest id): the order of the step
-    across streams, where the trace records no event waits."""
+    """Per device activity and other stream of its device, an edge from that stream's latest
+    activity that ended at or before its start (ties: the later in its chain), unless it
+    ended before the activity's own stream was free: the order of the step across streams,
+    where the trace records no event waits (docs/critical-path.md)."""
     empty = pl.DataFrame(schema=EDGE_SCHEMA)
     if dev.is_empty():
         return empty
@@ -351,8 +353,16 @@ def _order_edges(dev: pl.DataFrame) -> pl.DataFrame:
                       by=[*keys, "o_stream"], strategy="backward", check_sortedness=False)
     got = got.filter(pl.col("src").is_not_null()).join(
         dev.select(src="id", _e="end_ns"), on="src")
-    best = got.sort("dst", "_e", pl.col("src"), descending=[False, False, True]).group_by(
-        "dst", maintain_order=True).agg(src=pl.col("src").last())
+    # one edge per other stream (a kernel may wait for a copy and an all-gather), but not
+    # from an activity that ended before the node's own stream was free: the stream's order
+    # explains the start, and nothing in the trace says the node waited for it (a
+    # collective queued behind another on its stream does not wait for the compute that
+    # ran meanwhile)
+    prev = dev.select("id", "chain", "end_ns").sort("id").select(
+        dst="id", _p=pl.when(pl.col("chain").shift(1) == pl.col("chain")).then(
+            pl.col("end_ns").shift(1)))
+    best = got.join(prev, on="dst", how="left").filter(
+        pl.col("_p").is_null() | (pl.col("_e") >= pl.col("_p"))).sort("dst", "src")
     if best.is_empty():
         return empty
     return best.select("src", "dst", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("order"))

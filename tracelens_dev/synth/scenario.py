@@ -14,6 +14,9 @@ MOE_LAYER: tuple[str, ...] = ("norm", "qkv", "rope", "attn", "out", "residual", 
 """The same layer with a mixture-of-experts MLP ("moe": router GEMM, top-k sort, all-to-all
 dispatch, expert GEMMs with SwiGLU, all-to-all combine)."""
 
+COLLECTIVE_TYPES = frozenset({"all-gather", "reduce-scatter", "all-reduce", "all-to-all"})
+"""The collective types a scenario's program runs."""
+
 ROLES = frozenset({"norm", "qkv", "rope", "attn", "out", "residual", "gate_up", "swiglu",
                    "down", "moe"})
 
@@ -48,6 +51,10 @@ class Scenario:
     ``te_attributes``: the attribute dictionary of the AMD (Transformer Engine) attention calls:
     ``"full"`` as TE writes it (batch, heads, sequence lengths, head dims: the cost model knows
     the FLOPs; the bundled AMD samples), ``"minimal"`` without the shape attributes (FLOPs null).
+    ``hidden_collectives``: a counterfactual knob (:mod:`tracelens_dev.synth.counterfactual`):
+    the collectives of these types are perfectly overlapped: nothing ever waits for them (their
+    kernels take no time and no member waits for the last arrival), every random draw is made
+    as without the knob, so the rest of the scenario is the same.
     """
 
     name: str = "synthetic"
@@ -87,6 +94,7 @@ class Scenario:
     te_attributes: str = "minimal"
     module: str = "jit_train_step"
     seed: int = 0
+    hidden_collectives: tuple[str, ...] = ()
 
     def roles(self) -> tuple[str, ...]:
         if self.layer_roles is not None:
@@ -124,5 +132,8 @@ class Scenario:
         if self.host_offsets_ns is not None and (len(self.host_offsets_ns) != self.hosts
                                                  or min(self.host_offsets_ns) < 0):
             problems.append("host_offsets_ns needs one offset >= 0 per host")
+        bad = set(self.hidden_collectives) - COLLECTIVE_TYPES
+        if bad:
+            problems.append(f"unknown collective types {sorted(bad)} to hide")
         if problems:
             raise ValueError("invalid scenario: " + "; ".join(problems))

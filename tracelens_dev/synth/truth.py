@@ -162,7 +162,7 @@ def compute_truth(sc: Scenario, model: DeviceModel, prog: Program, rec: Records,
     return {
         "truth_version": TRUTH_VERSION,
         "generator": "tracelens_dev.synth",
-        "scenario": dataclasses.asdict(sc),
+        "scenario": _described(sc),
         "device_model": model.key,
         "host": hosts[0],
         "hosts": [{"host": hosts[h], "rank": h, "profile_start_ns": offsets[hosts[h]]}
@@ -222,4 +222,13 @@ def _planted(sc: Scenario, hosts: list[str]) -> dict[str, Any]:
         s = sc.straggler
         out["straggler"] = {"host": hosts[s.host], "rank": s.host, "device": s.device,
                             "slowdown": s.slowdown}
+    return out
+
+
+def _described(sc: Scenario) -> dict[str, Any]:
+    """The scenario as the truth records it: a counterfactual knob only where it is set (the
+    job is the same without it; the committed samples' truth predates it)."""
+    out = dataclasses.asdict(sc)
+    if not out["hidden_collectives"]:
+        del out["hidden_collectives"]
     return out
