@@ -135,8 +135,8 @@ def brief_tables(s: Summary) -> list[Table]:
                      pct(t.exposed_comm_ns, t.span_ns), pct(t.idle_ns, t.span_ns),
                      _mfu_text(shown(d, "mfu"), d.mfu_lower_bound, short=True)])
     more = len(outliers) - SHOWN_OUTLIERS
-    out.append(((f"Devices ({len(picked)} of {len(s.devices)}; slowest: the last arrival in "
-                 "most collectives, else the least waiting; fastest: waits most"
+    out.append(((f"Devices ({len(picked)} of {len(s.devices)}; slowest: last in most "
+                 "collectives, else waits least; fastest: waits most"
                  + (f"; {more} more outliers" if more > 0 else "") + "; --all: every device)")
                 if cut else "Devices (--all: every table)",
                 ["device", "span ms", "busy", "compute", "exp. comm", "idle", "MFU"], rows))

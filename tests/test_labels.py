@@ -40,7 +40,7 @@ def test_the_straggler_is_the_slowest_never_the_best(straggler_64: Path) -> None
         roles.setdefault(dev, set()).add(role)
     assert rows and roles["mi355x-node5/3"] == {"slowest"}, rows
     assert not {"best", "worst"} & {r for r, _ in rows}
-    assert "slowest: the last arrival in most collectives" in out
+    assert "slowest: last in most collectives" in out
 
 
 def test_roles_without_collective_data() -> None:

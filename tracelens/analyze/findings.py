@@ -94,8 +94,8 @@ def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
     if w.change == "graph_launch":
         return RankedFinding(
             "graph_launch", w.target, GRAPH_TITLE, w.saved_ns, pct,
-            f"{ms(w.on_path_ns)} ms of host, launch latency and syncs on the path; devices "
-            f"idled {ms(_launch_idle(s))} ms for launches over the job",
+            f"on the path: {ms(w.on_path_ns)} ms of host, launches and syncs; device idle "
+            f"for launches: {ms(_launch_idle(s))} ms (job)",
             "tracelens critical-path")
     return RankedFinding(w.change, w.target, f"{w.change} {w.target}", w.saved_ns, pct,
                          f"{ms(w.on_path_ns)} ms on the path", "tracelens critical-path")
@@ -122,7 +122,7 @@ def _measured(s: "Summary", why: str) -> list[RankedFinding]:
     if launch >= floor and launch > 0:
         out.append(RankedFinding(
             "graph_launch", "host launches", GRAPH_TITLE, None, None,
-            f"devices idled {ms(launch)} ms for launches over the job",
+            f"device idle for launches: {ms(launch)} ms (job)",
             "tracelens critical-path", unprojected=why))
     return out
 
