@@ -67,6 +67,9 @@ def render_table(c: Collectives, console: Console) -> None:
         console.print(Text("No collective activity in this trace."))
         return
     for title, header, rows in tables(c):
+        if not rows:  # no empty table (issue 47)
+            console.print(Text(f"{title}: none"))
+            continue
         table = Table(title=title, title_justify="left")
         for col in header:
             table.add_column(col, no_wrap=True, justify="left" if col in (

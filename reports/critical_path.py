@@ -46,6 +46,9 @@ def tables(r: CriticalPathResult) -> list[tuple[str, list[str], list[list[str]]]
 
 def render_table(r: CriticalPathResult, console: Console) -> None:
     for title, header, rows in tables(r):
+        if not rows:  # no empty table (issue 47)
+            console.print(Text(f"{title}: none"))
+            continue
         t = Table(title=title, title_justify="left")
         for h in header:
             t.add_column(h, justify="left" if h in ("device", "change", "target", "graph",

@@ -69,9 +69,7 @@ def compare_tables(c: Comparison) -> Tables:
             ["step time change", f"{_signed_ms(c.delta_ns)} ms ({c.delta_pct:+.1f}%)"
              if c.delta_pct is not None else "-"],
             ["noise floor", noise_text(c.noise)]]
-    out: Tables = [("Compare", ["", ""], head)]
-    if c.warnings:
-        out.append(("Warnings", ["", ""], [["!", w] for w in c.warnings]))
+    out: Tables = [("Compare", ["", ""], head)]  # warnings: on stderr (the CLI), not here
     out.append(("Verdict", ["", ""], [[str(i + 1), v] for i, v in enumerate(c.verdict)]))
     within = "; within noise: not decomposed" if c.noise.within else ""
     out.append(("Step components (ms per step, median step averaged over devices; shares of "
@@ -102,8 +100,6 @@ def scaling_tables(s: Scaling) -> Tables:
         title = (f"{t.from_path} → {t.to_path} ({t.devices[0]} → {t.devices[1]} devices, "
                  f"{t.mode} scaling efficiency {_pct(t.efficiency)}, lost "
                  f"{_signed_ms(t.delta_ns)} ms per step; noise floor {noise_text(t.noise)})")
-        if t.warnings:
-            out.append(("Warnings", ["", ""], [["!", w] for w in t.warnings]))
         out.append((title, ["", ""], [[str(i + 1), v] for i, v in enumerate(t.verdict)]))
         within = "; within noise: not decomposed" if t.noise.within else ""
         out.append((f"Causes (ms per step and device; shares of the gross change "
@@ -116,6 +112,9 @@ def scaling_tables(s: Scaling) -> Tables:
 
 def render_table(tables: Tables, console: Console) -> None:
     for title, header, rows in tables:
+        if not rows:  # no empty table (issue 47)
+            console.print(Text(f"{title}: none"))
+            continue
         table = Table(title=title, title_justify="left", show_header=any(header))
         for col in header:
             table.add_column(col, justify="left" if col in ("", "component", "kernel",

@@ -195,18 +195,17 @@ def _tables(s: Summary, all_rows: bool = False
                        ["change", "target", "saves ms", "step ms after"],
                        [[w.change, w.target, ms(w.saved_ns), ms(w.projected_step_ns)]
                         for w in cp.what_if]))
-    costed = [r for r in s.roofline if r.flops is not None or r.bytes is not None]
-    if costed:
-        tables.append(("Roofline (top op groups with cost data, by time; efficiency vs the "
-                       "bound's ceiling)",
+    if s.roofline_groups:  # ops that differ only in an instruction number: one row
+        tables.append(("Roofline (top op groups with cost data, by time, ops differing only in "
+                       "an instruction number as one; efficiency vs the bound's ceiling, "
+                       "time-weighted)",
                        ["op", "category", "count", "sum ms", "GFLOP", "TFLOP/s", "TB/s",
-                        "FLOP/B", "bound", "eff."],
+                        "bound", "eff."],
                        [[short_name(r.op if r.program_id is None
                                     else f"{r.op} [{r.module}({r.program_id})]", 100),
-                         r.category, f"{r.count:,}", ms(r.sum_ns),
-                         _num(r.flops, 1e-9), _num(shown(r, "tflops_per_s")),
-                         _num(shown(r, "tb_per_s")), _num(shown(r, "intensity")),
-                         r.bound or "-", _frac(shown(r, "efficiency"))] for r in costed]))
+                         r.category or "-", f"{r.count:,}", ms(r.sum_ns),
+                         _num(r.flops, 1e-9), _num(r.tflops_per_s), _num(r.tb_per_s),
+                         r.bound or "-", _frac(r.efficiency)] for r in s.roofline_groups]))
     return tables
 
 

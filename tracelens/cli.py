@@ -227,9 +227,9 @@ def _emit(fmt: str, result: Any, title: str, tables: Any, csv_rows: Any,
 
 def _warn(warnings: Sequence[str], fmt: str, quiet: bool) -> None:
     """``compare``/``scaling`` warnings (different hardware or programs, an unknown noise
-    floor, the readers') on stderr for the machine formats, whose stdout a script reads (the
-    table lists them itself); each is also in the JSON."""
-    if quiet or fmt == "table":
+    floor, the readers') on stderr, once each, whatever the format (stdout holds the result
+    alone; each is also in the JSON)."""
+    if quiet:
         return
     for w in warnings:
         click.echo(f"warning: {w}", err=True)

@@ -26,7 +26,7 @@ from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.frames import distinct
 from tracelens.model import COMPUTE_CATEGORIES, Notice, Trace
-from tracelens.notices import fold_per_host
+from tracelens.notices import NOTE_CODES, fold_per_host
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import (Cause, Noise, Scaling, ScalingRun, Transition,
@@ -315,8 +315,9 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
 
 def run_warnings(notices: Sequence[Notice]) -> tuple[str, ...]:
     """The run's warnings, those repeated per host or file said once (as ``summarize``
-    folds them)."""
-    return tuple(fold_per_host(notices))
+    folds them); facts the tool corrects itself (:data:`tracelens.notices.NOTE_CODES`) are
+    ``summarize``'s notes, not a comparison's warnings."""
+    return tuple(fold_per_host(n for n in notices if n.code not in NOTE_CODES))
 
 
 def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
