@@ -327,7 +327,7 @@ class TraceAnalysis(FrameAnswers):
         """``tracelens export``: ``table`` written to ``output`` (.parquet, .csv, .jsonl)
         and/or a Chrome/Perfetto trace-event file to ``perfetto`` (.json, .json.gz); returns
         (file, what it holds) for each file written. Both paths are checked first."""
-        from tracelens import __version__
+        from tracelens.version import __version__
         from reports.export import format_of, write_table
 
         if output is None and perfetto is None:
