@@ -44,12 +44,13 @@ def __getattr__(name: str) -> object:
         from tracelens import analysis
         return getattr(analysis, name)
     if name in ("history_record", "history_runs", "history_show", "history_check",
-                "explain"):
+                "history_export", "explain"):
         from tracelens import analysis_history
         return getattr(analysis_history, name)
     raise AttributeError(f"module 'tracelens' has no attribute {name!r}")
 
 
-__all__ = ["Trace", "TraceAnalysis", "compare", "explain", "history_check", "history_record",
+__all__ = ["Trace", "TraceAnalysis", "compare", "explain", "history_check", "history_export",
+           "history_record",
            "history_runs", "history_show", "load", "load_analysis", "scaling", "summarize",
            "to_json", "__version__"]

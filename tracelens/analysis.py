@@ -429,7 +429,7 @@ def compare(base: "TraceAnalysis | str | Path", new: "TraceAnalysis | str | Path
             top: int = 15, fail_above: float | None = None, **inputs: Any) -> Comparison:
     """Where ``new`` spends more or less time per step than ``base`` (``tracelens
     compare``); either may be a path (read with ``inputs``: :class:`TraceAnalysis`'s
-    keywords). ``fail_above``: the gate (``gate.regressed`` when the step time grew by more
+    keywords). ``fail_above``: the gate (``gate.regression``: the step time grew by more
     than that percent). Runs whose filters leave nothing to compare are an input error.
 
     >>> import tracelens
@@ -442,6 +442,7 @@ def compare(base: "TraceAnalysis | str | Path", new: "TraceAnalysis | str | Path
     from tracelens.results.runs import Gate
 
     a, b = _analyses([base, new], inputs)
+    fail_above = None if fail_above is None else float(fail_above)  # as --fail-above reads it
     ((pa, sa), (pb, sb)), active = _profiles([a, b]), a._in.active()
     for p in (pa, pb):
         check_comparable(p, active)

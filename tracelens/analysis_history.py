@@ -158,3 +158,11 @@ def explain(name: str, op: str | None = None, kind: str = "kernel",
         raise TraceUsageError(f"{kind!r} is not one of kernel, memcpy, memset", "--kind")
     return explain_name(name, op=op, kind=kind, rules=load_rule_files(rules),
                         hlo=None if hlo_category is None else TPU_SIGNAL + hlo_category)
+
+
+def history_export(store: str | Path, out: str | Path) -> list[Path]:
+    """``tracelens history export``: the store as Parquet files (one per table) in ``out``
+    (created); returns the files written."""
+    from tracelens.history.export import export_parquet
+
+    return export_parquet(history_runs(store), Path(out))

@@ -240,7 +240,7 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     _emit(fmt, res, "tracelens compare", compare_tables(shown),
           [asdict(c) for c in res.components],
           ["component", "base_ns", "new_ns", "delta_ns", "share"], html=html)
-    if res.gate.regressed:
+    if res.gate.regression:
         click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",
                    err=True)
         sys.exit(1)

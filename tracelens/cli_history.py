@@ -160,9 +160,7 @@ def check(store: Path, tags: tuple[str, ...], baseline: str | None, window: int,
 @guarded
 def export(store: Path, out: Path, debug: bool) -> None:
     """The store as Parquet files (one per table) for dashboards."""
-    from tracelens.history.export import export_parquet
+    from tracelens.analysis_history import history_export
 
-    from tracelens.analysis_history import history_runs
-
-    for p in export_parquet(history_runs(store), out):
+    for p in history_export(store, out):
         click.echo(str(p))
