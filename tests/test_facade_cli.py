@@ -181,3 +181,16 @@ def test_results_show_themselves_in_a_screen(tmp_path: Path) -> None:
     s = TraceAnalysis(str(evil)).summary
     page = s._repr_html_()
     assert "<script>" not in page and "k&lt;script&gt;alert(1)&lt;/script&gt;&amp;" in page
+
+
+def test_xcheck_prints_the_facades_rows(tmp_path: Path) -> None:
+    """``xcheck``'s JSON is its renderer's (not yet a typed result): of the facade's rows."""
+    from reports.xcheck import render_json
+
+    res = cli("xcheck", LLAMA, "--format", "json")
+    assert res.returncode in (0, 1), res.stderr
+    assert res.stdout == render_json(TraceAnalysis(LLAMA).xcheck()) + "\n"
+    other = tmp_path / "t.json"
+    other.write_text('{"traceEvents": []}')
+    assert _cli_error("xcheck", str(other)) == _input_error(
+        lambda: TraceAnalysis(str(other)).xcheck())

@@ -1,4 +1,7 @@
-"""The ``tracelens`` command. The only module that knows parsers, core and renderers.
+"""The ``tracelens`` command. Every command is its options, one call of the facade
+(:mod:`tracelens.analysis`: loading, the engine, every check of the arguments), then a
+renderer (:mod:`reports`); the options the commands share are composed once
+(:func:`tracelens.cli_common.analysis_options`).
 
 Exit codes: 0 success; 1 a requested check failed; 2 bad usage or unreadable input, with one
 line ``error: <path>: <what is wrong>`` on stderr and no traceback unless ``--debug``.
