@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from tracelens.results.encode import JSONValue
 
 TEXT = 60        # characters of one text value
 LINE = 110       # characters of one row's line
@@ -100,7 +105,7 @@ def html_repr(r: object) -> str:
             f"<small>{e(HINT)}</small></div>")
 
 
-def rich_table(r: object) -> Any:
+def rich_table(r: object) -> Table:
     """The same fields as a rich table (``rich.print(result)``)."""
     from rich.markup import escape
     from rich.table import Table
@@ -111,7 +116,7 @@ def rich_table(r: object) -> Any:
     return t
 
 
-def to_dict(r: object) -> Any:
+def to_dict(r: object) -> JSONValue:
     """The whole result as plain data: its JSON form (:func:`tracelens.to_json`'s)."""
     from tracelens.results.encode import encode
 
