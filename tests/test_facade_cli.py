@@ -83,6 +83,8 @@ def test_history_json_is_the_facades(tmp_path: Path) -> None:
         history_show(s, tags={"job": "llama"})) + "\n"
     assert _json("history", "list", "--store", s) == tracelens.to_json(
         tuple(history_runs(s))) + "\n"
+    for r in (history_check(s), history_show(s), history_runs(s)[0]):
+        assert len(repr(r)) < 2000 and len(r._repr_html_()) < 10_000
 
 
 def _cli_error(*args: str) -> str:
@@ -176,6 +178,13 @@ def test_results_show_themselves_in_a_screen(tmp_path: Path) -> None:
         assert len(r._repr_html_()) < 10_000, type(r).__name__
         assert r.to_dict() == tracelens.to_json.__globals__["encode"](r)
     assert len(repr(a.summary)) < 2000 and repr(a.summary).startswith("Summary(")
+    import io
+
+    from rich.console import Console
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(a.summary)
+    assert len(console.export_text().splitlines()) < 60  # a screen
+    assert repr(a) == f"TraceAnalysis({STRAGGLER})"
     evil = tmp_path / "evil.xplane.pb"
     evil.write_bytes(build_xspace([Activity(0, 1, "k<script>alert(1)</script>&", 0, 10)]))
     s = TraceAnalysis(str(evil)).summary

@@ -95,6 +95,12 @@ class TraceAnalysis(FrameAnswers):
         self._rules = self._in.rules
         self._step_marker = step_marker
 
+    def __repr__(self) -> str:
+        """What the analysis reads and with which filters, on one line."""
+        what = ", ".join(map(str, self._paths)) if self._paths else "a loaded trace"
+        active = self._in.active()
+        return f"TraceAnalysis({what}" + (f", filters={active}" if active else "") + ")"
+
     @property
     def _filtered(self) -> bool:
         return bool(self._in.active())
