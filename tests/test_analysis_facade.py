@@ -19,10 +19,12 @@ def _examples() -> list[doctest.DocTest]:
     (which ``doctest.testmod`` does not look into)."""
     finder = doctest.DocTestFinder()
     tests = finder.find(facade, globs=vars(facade))
-    for name, attr in vars(facade.TraceAnalysis).items():
-        if isinstance(attr, cached_property) or (callable(attr) and not name.startswith("_")):
-            tests += finder.find(getattr(attr, "func", attr), f"TraceAnalysis.{name}",
-                                 module=facade, globs=vars(facade))
+    for cls in facade.TraceAnalysis.__mro__[:-1]:  # with the frame answers' mixin
+        for name, attr in vars(cls).items():
+            if isinstance(attr, cached_property) or (callable(attr)
+                                                     and not name.startswith("_")):
+                tests += finder.find(getattr(attr, "func", attr), f"TraceAnalysis.{name}",
+                                     module=facade, globs=vars(facade))
     return [t for t in tests if t.examples]
 
 

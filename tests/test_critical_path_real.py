@@ -175,10 +175,11 @@ def test_report_says_where_the_path_is_when_it_is_not_drawn(tmp_path: Path) -> N
     from dataclasses import replace
 
     from reports.html import render_html
-    from tracelens.cli_common import JobInputs, engine_summary
+    from tracelens.analysis_jobs import job_summary
+    from tracelens.inputs import JobInputs
 
     trace = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
-    summary, window = engine_summary(JobInputs((trace,)), None, None, 10, None, None,
+    summary, window = job_summary(JobInputs((trace,)), None, None, 10, None, None,
                                      window=True)
     cp = summary.critical_path
     assert cp is not None and window is not None and cp.step == window.step

@@ -70,13 +70,14 @@ def test_report_of_many_files_in_this_process_reads_each_once(name: str, argv: t
                                                               request, reads: list[str]) -> None:
     """Several host files mapped in this process (the straggler sample's two hosts differ
     on their median step; job16's sixteen agree): each read once."""
-    from tracelens.cli_common import JobInputs, engine_summary
+    from tracelens.analysis_jobs import job_summary
+    from tracelens.inputs import JobInputs
 
     path = request.getfixturevalue("job16") if name == "job16" else STRAGGLER
     device = int(argv[1]) if argv[:1] == ("--device",) else None
     marker = argv[1] if argv[:1] == ("--step-marker",) else None
     cats = (argv[1],) if argv[:1] == ("--category",) else ()
-    _, window = engine_summary(JobInputs((path,), step_marker=marker, categories=cats,
+    _, window = job_summary(JobInputs((path,), step_marker=marker, categories=cats,
                                          workers=1), device, None, 10, None, None, window=True)
     assert window is not None and window.events.height
     assert sorted(reads) == _files(path)
@@ -84,10 +85,11 @@ def test_report_of_many_files_in_this_process_reads_each_once(name: str, argv: t
 
 def test_report_loaded_whole_for_a_job_wide_filter_reads_each_once(job16: Path,
                                                                    reads: list[str]) -> None:
-    from tracelens.cli_common import JobInputs, engine_summary
+    from tracelens.analysis_jobs import job_summary
+    from tracelens.inputs import JobInputs
 
     host = sorted({f.split(".")[0] for f in _files(job16)})[0]
-    engine_summary(JobInputs((job16,), hosts=(host,)), None, None, 10, None, None, window=True)
+    job_summary(JobInputs((job16,), hosts=(host,)), None, None, 10, None, None, window=True)
     assert sorted(reads) == _files(job16)
 
 
@@ -148,11 +150,12 @@ def test_a_missed_step_reads_its_owners_again(reads: list[str], monkeypatch) -> 
     again, alone; the page is the whole job's."""
     import tracelens.analyze.window_parts as parts
     from tracelens.analyze.window import timeline_window
-    from tracelens.cli_common import JobInputs, engine_summary
+    from tracelens.analysis_jobs import job_summary
+    from tracelens.inputs import JobInputs
     from tracelens.loader import load
 
     monkeypatch.setattr(parts, "GUESSED_STEPS", 1)
-    _, window = engine_summary(JobInputs((STRAGGLER,), workers=1), None, None, 10, None, None,
+    _, window = job_summary(JobInputs((STRAGGLER,), workers=1), None, None, 10, None, None,
                                window=True)
     files = _files(STRAGGLER)
     assert sorted(reads) == sorted([*files, "mi355x-node1.xplane.pb"])
@@ -170,14 +173,15 @@ def test_a_window_past_what_hosts_sent_reads_them_again(job16: Path, reads: list
 
     import tracelens.analyze.window_parts as parts
     from tracelens.analyze.window import timeline_window
-    from tracelens.cli_common import JobInputs, engine_summary
+    from tracelens.analysis_jobs import job_summary
+    from tracelens.inputs import JobInputs
     from tracelens.loader import load
 
     real = parts._opening
     monkeypatch.setattr(parts, "_opening", lambda ev, first: real(
         ev, first.sort("start_ns", "end_ns").head(1)))
     marker = "no such marker"
-    _, window = engine_summary(JobInputs((job16,), step_marker=marker, workers=1), None, None,
+    _, window = job_summary(JobInputs((job16,), step_marker=marker, workers=1), None, None,
                                10, None, None, window=True)
     count = collections.Counter(reads)
     assert set(count) == set(_files(job16)) and 2 in count.values()

@@ -30,8 +30,9 @@ def summarize(trace: Trace, **kwargs) -> dict:
 
 
 def __getattr__(name: str) -> object:
-    """``tracelens.Trace`` (:mod:`tracelens.model`), ``tracelens.TraceAnalysis`` and
-    ``tracelens.load_analysis`` (the facade of :mod:`tracelens.analysis`), imported on first
+    """``tracelens.Trace`` (:mod:`tracelens.model`), ``tracelens.TraceAnalysis``,
+    ``compare``, ``scaling`` and ``load_analysis`` (the facade of :mod:`tracelens.analysis`),
+    the run history and ``explain`` (:mod:`tracelens.analysis_history`), imported on first
     use: ``import tracelens`` (and so ``tracelens --help``) does not import polars."""
     if name == "Trace":
         from tracelens.model import Trace
@@ -42,8 +43,14 @@ def __getattr__(name: str) -> object:
     if name in ("TraceAnalysis", "load_analysis", "compare", "scaling"):
         from tracelens import analysis
         return getattr(analysis, name)
+    if name in ("history_record", "history_runs", "history_show", "history_check",
+                "history_export", "explain"):
+        from tracelens import analysis_history
+        return getattr(analysis_history, name)
     raise AttributeError(f"module 'tracelens' has no attribute {name!r}")
 
 
-__all__ = ["Trace", "TraceAnalysis", "compare", "load", "load_analysis", "scaling",
-           "summarize", "to_json", "__version__"]
+__all__ = ["Trace", "TraceAnalysis", "compare", "explain", "history_check", "history_export",
+           "history_record",
+           "history_runs", "history_show", "load", "load_analysis", "scaling", "summarize",
+           "to_json", "__version__"]

@@ -1,4 +1,7 @@
-"""The ``tracelens`` command. The only module that knows parsers, core and renderers.
+"""The ``tracelens`` command. Every command is its options, one call of the facade
+(:mod:`tracelens.analysis`: loading, the engine, every check of the arguments), then a
+renderer (:mod:`reports`); the options the commands share are composed once
+(:func:`tracelens.cli_common.analysis_options`).
 
 Exit codes: 0 success; 1 a requested check failed; 2 bad usage or unreadable input, with one
 line ``error: <path>: <what is wrong>`` on stderr and no traceback unless ``--debug``.
@@ -10,22 +13,16 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Callable, Sequence
 
 import click
 
 from tracelens import __version__
-from tracelens.cli_common import (JobInputs, apply_filters, check_output_path,
-                                  common_options, engine_collectives, engine_options,
-                                  engine_summary, fail_with, filter_options, format_option,
-                                  gpu_options, guarded, html_option, load_gpu_specs,
-                                  load_rule_files, load_trace, print_result,
-                                  step_marker_option)
+from tracelens.cli_common import (analysis, analysis_options, facade_inputs, format_option,
+                                  guarded, html_option, print_result)
+from tracelens.cli_axes import axes as _axes, axes_options
 from tracelens.errors import TraceInputError
-from tracelens.cli_axes import axes_options, mesh_errors
 
-if TYPE_CHECKING:
-    from tracelens.results.filters import ActiveFilters
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -81,39 +78,34 @@ def _fewer_collections() -> None:
     click.get_current_context().call_on_close(lambda: gc.set_threshold(*old))
 
 
+PATHS = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+DEVICE = click.option("--device", type=int, default=None,
+                      help="Only this device ordinal (every host).")
+STEP = click.option("--step", type=int, default=None, help="Only this step's window.")
+
+
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--device", type=int, default=None, help="Only this device ordinal (every host).")
-@click.option("--step", type=int, default=None, help="Only this step's window.")
+@PATHS
+@DEVICE
+@STEP
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many top kernels to list.")
 @click.option("--all", "all_rows", is_flag=True,
               help="Every device in the tables (past 16 devices they show the median, best, "
                    "worst and outliers).")
 @format_option
-@step_marker_option
-@filter_options
-@gpu_options
-@engine_options
-@common_options
+@analysis_options(gpu=True)
 @guarded
 def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top: int,
-              all_rows: bool, fmt: str, step_marker: str | None,
-              categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
-              time_window: tuple[int | None, int | None] | None, gpu: str | None,
-              gpu_specs: Path | None, workers: int | None, scheduler: str | None,
-              rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+              all_rows: bool, fmt: str, **opts: Any) -> None:
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
     from reports import summary as render
 
-    extra_specs = load_gpu_specs(gpu, gpu_specs)
-    result = engine_summary(JobInputs(paths, rules_files, step_marker, categories, kernel,
-                                      hosts, time_window, workers, scheduler, quiet),
-                            device, step, top, gpu, extra_specs)
+    result = analysis(paths, opts).summarize(device, step, top)
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
                  lambda console: render.render_table(result, console, all_rows))
-    if not quiet and fmt != "json":  # the JSON holds them in its own fields
+    if not opts["quiet"] and fmt != "json":  # the JSON holds them in its own fields
         for line in render.stderr_lines(result):
             click.echo(line, err=True)
 
@@ -127,6 +119,7 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
 def gpus(fmt: str, gpu_specs: Path | None, debug: bool) -> None:
     """The GPU peak table the roofline and MFU use (dense; sources with --format json)."""
     from tracelens import hardware
+    from tracelens.inputs import load_gpu_specs
     from reports import gpus as render
 
     specs = {**hardware.SPECS, **(load_gpu_specs(None, gpu_specs) or {})}
@@ -143,17 +136,16 @@ def gpus(fmt: str, gpu_specs: Path | None, debug: bool) -> None:
               show_default=True)
 @click.option("--hlo-category", "hlo_category", default=None, metavar="CATEGORY",
               help="A TPU op's XLA category as its trace gives it (e.g. 'convolution fusion').")
-@common_options
+@analysis_options(filters=False, engine=False, step_marker=False)
 @guarded
 def explain(name: str, op: str | None, kind: str, hlo_category: str | None,
-            rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+            **opts: Any) -> None:
     """Which category NAME gets, the layer and rule that decided it (library rules, then the
     words inside the name, then the launching op given with --op; a TPU op's XLA category
     with --hlo-category), and why."""
-    from tracelens.classify import TPU_SIGNAL, explain as explain_name
+    from tracelens.analysis_history import explain as explain_name
 
-    m = explain_name(name, op=op, kind=kind, rules=load_rule_files(rules_files),
-                     hlo=None if hlo_category is None else TPU_SIGNAL + hlo_category)
+    m = explain_name(name, op, kind, hlo_category, opts["rules_files"])
     layer = {"library": "library rule", "name words": "name words (no library rule knew it)",
              "launching op": "launching op (neither a library rule nor the name's words said)",
              "fallback": "none: no rule recognised it",
@@ -172,39 +164,35 @@ def explain(name: str, op: str | None, kind: str, hlo_category: str | None,
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@PATHS
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many worst instances to list.")
 @axes_options
 @format_option
-@step_marker_option
-@filter_options
-@engine_options
-@common_options
+@analysis_options()
 @guarded
-def collectives(paths: tuple[Path, ...], top: int, mesh: tuple[tuple[str, int], ...],
+def collectives(paths: tuple[Path, ...], top: int, mesh: str | None,
                 nic_gb_per_s: float | None, ranks_per_host: int | None, fmt: str,
-                step_marker: str | None,
-                categories: tuple[str, ...], kernel: str | None, hosts: tuple[str, ...],
-                time_window: tuple[int | None, int | None] | None, workers: int | None,
-                scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
-                debug: bool) -> None:
+                **opts: Any) -> None:
     """Collectives: per-type time, exposure and busbw; per mesh axis; worst instances;
     stragglers."""
-    from dataclasses import replace
-
-    from tracelens.analyze.axes import AxesOptions
     from reports import collectives as render
 
-    job_in = JobInputs(paths, rules_files, step_marker, categories, kernel, hosts,
-                       time_window, workers, scheduler, quiet)
-    with mesh_errors():
-        res, _ = engine_collectives(job_in, top, AxesOptions(mesh, nic_gb_per_s,
-                                                             ranks_per_host))
-    res = replace(res, filters=job_in.active() or None)
+    res = analysis(paths, opts).collectives_report(top, mesh, nic_gb_per_s, ranks_per_host)
     print_result(fmt, lambda: render.render_json(res), lambda: render.render_csv(res),
                  lambda: render.render_markdown(res),
                  lambda console: render.render_table(res, console))
+
+
+def _write_html(html: Path | None, page: Callable[[], str]) -> None:
+    """``--html``: the result also as a self-contained page."""
+    if html is None:
+        return
+    try:
+        html.write_text(page(), encoding="utf-8")
+    except OSError as exc:
+        raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
+            from None
 
 
 def _emit(fmt: str, result: Any, title: str, tables: Any, csv_rows: Any,
@@ -213,12 +201,7 @@ def _emit(fmt: str, result: Any, title: str, tables: Any, csv_rows: Any,
 
     if html is not None:
         from reports.html_diagnosis import render_diagnosis
-        try:
-            html.write_text(render_diagnosis(result), encoding="utf-8")
-        except OSError as exc:
-            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
-                from None
-
+        _write_html(html, lambda: render_diagnosis(result))
     print_result(fmt, lambda: render.render_json(result),
                  lambda: render.render_csv(csv_rows, csv_cols),
                  lambda: render.render_markdown(title, tables),
@@ -235,20 +218,6 @@ def _warn(warnings: Sequence[str], fmt: str, quiet: bool) -> None:
         click.echo(f"warning: {w}", err=True)
 
 
-def _profiles(runs: tuple[Path, ...], step_marker: str | None, categories: tuple[str, ...],
-              kernel: str | None, hosts: tuple[str, ...],
-              time_window: tuple[int | None, int | None] | None, workers: int | None,
-              scheduler: str | None, rules_files: tuple[str, ...]
-              ) -> tuple[list[tuple[Any, str]], ActiveFilters]:
-    """Each run's (RunProfile, steps source) and the filters in force (per host on the
-    engine, or each run loaded whole for the job-wide ``--host``/``--time``)."""
-    from tracelens.analyze.profile_partials import run_profiles
-
-    job_in = JobInputs(runs, rules_files, step_marker, categories, kernel, hosts, time_window,
-                       workers, scheduler, True)
-    return run_profiles(runs, job_in.rows(), job_in.load(), job_in.engine()), job_in.active()
-
-
 @main.command()
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
@@ -257,41 +226,24 @@ def _profiles(runs: tuple[Path, ...], step_marker: str | None, categories: tuple
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True)
 @format_option
 @html_option
-@step_marker_option
-@filter_options
-@engine_options
-@common_options
+@analysis_options()
 @guarded
 def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
-            html: Path | None, step_marker: str | None, categories: tuple[str, ...],
-            kernel: str | None, hosts: tuple[str, ...],
-            time_window: tuple[int | None, int | None] | None, workers: int | None,
-            scheduler: str | None, rules_files: tuple[str, ...], quiet: bool,
-            debug: bool) -> None:
+            html: Path | None, **opts: Any) -> None:
     """Where NEW spends more (or less) time per step than BASE."""
     from dataclasses import asdict, replace
 
-    from tracelens.analyze.compare import check_comparable, comparison
-    from tracelens.results.runs import Gate
+    from tracelens.analysis import compare as build
     from reports.scaling import compare_tables
 
-    ((pa, sa), (pb, sb)), active = _profiles((base, new), step_marker, categories, kernel,
-                                             hosts, time_window, workers, scheduler,
-                                             rules_files)
-    for p in (pa, pb):
-        check_comparable(p, active)
-    res = comparison(pa, pb, top=top)
-    regressed = (fail_above is not None and res.delta_pct is not None
-                 and res.delta_pct > fail_above)
-    res = replace(res, base=replace(res.base, steps_source=sa),
-                  new=replace(res.new, steps_source=sb),
-                  filters=active or None, gate=Gate(fail_above, regressed))
-    shown = replace(res, warnings=()) if quiet and fmt == "table" else res
-    _warn(res.warnings, fmt, quiet)
+    inputs = facade_inputs((base, new), opts) | {"progress": None}
+    res = build(base, new, top=top, fail_above=fail_above, **inputs)
+    shown = replace(res, warnings=()) if opts["quiet"] and fmt == "table" else res
+    _warn(res.warnings, fmt, opts["quiet"])
     _emit(fmt, res, "tracelens compare", compare_tables(shown),
           [asdict(c) for c in res.components],
           ["component", "base_ns", "new_ns", "delta_ns", "share"], html=html)
-    if regressed:
+    if res.gate.regression:
         click.echo(f"regression: step time grew {res.delta_pct:.1f}% (limit {fail_above}%)",
                    err=True)
         sys.exit(1)
@@ -303,32 +255,22 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
               help="Strong scaling: the same global work, so step time should shrink.")
 @format_option
 @html_option
-@step_marker_option
-@filter_options
-@engine_options
-@common_options
+@analysis_options()
 @guarded
 def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
-            step_marker: str | None, categories: tuple[str, ...], kernel: str | None,
-            hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
-            workers: int | None, scheduler: str | None, rules_files: tuple[str, ...],
-            quiet: bool, debug: bool) -> None:
+            **opts: Any) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
-    from tracelens.analyze.scaling import scaling as build
+    from tracelens.analysis import scaling as build
     from reports.scaling import scaling_tables
 
-    if len(runs) < 2:
-        raise click.UsageError("scaling needs at least two runs")
-    found, active = _profiles(runs, step_marker, categories, kernel, hosts, time_window,
-                              workers, scheduler, rules_files)
-    res = build([p for p, _ in found], [s for _, s in found], strong=strong, filters=active)
+    inputs = facade_inputs(runs, opts) | {"progress": None}
+    res = build(list(runs), strong=strong, **inputs)
     rows = [{"from": t.from_path, "to": t.to_path, "component": c.component,
              "delta_ns": c.delta_ns, "share": c.share}
             for t in res.transitions for c in t.causes]
-    _warn([w for t in res.transitions for w in t.warnings], fmt, quiet)
+    _warn([w for t in res.transitions for w in t.warnings], fmt, opts["quiet"])
     _emit(fmt, res, "tracelens scaling", scaling_tables(res), rows,
           ["from", "to", "component", "delta_ns", "share"], html=html)
-
 
 
 @main.command()
@@ -342,95 +284,47 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
                    "groups span hosts where the input does not say).")
 @format_option
 @html_option
-@engine_options
-@common_options
+@analysis_options(filters=False, step_marker=False)
 @guarded
 def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None, fmt: str,
-        html: Path | None, workers: int | None, scheduler: str | None,
-        rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+        html: Path | None, **opts: Any) -> None:
     """Why communication costs what it does, read from the compiled HLO: collectives per
     program and findings (collective in a loop, upcast, no overlap window, small, repeated
     gather, cross-host), each with its measured exposed time per step when PATH is a trace.
     PATH may also be an XLA dump: a file (*.after_optimizations.txt, or a serialized HloProto)
     or a --xla_dump_to directory (its optimized modules)."""
-    from tracelens.analyze.hlo_findings import lens_dump, require_programs
-    from tracelens.formats import (XSPACE_SUFFIXES, find_hlo_dumps, is_hlo_dump_file,
-                                   read_hlo_dump)
-    from tracelens.hlo.lens import HostMap
     from reports import hlo as render
 
-    hosts = HostMap(host_of=lambda d: f"host{d // devices_per_host}") \
-        if devices_per_host else HostMap()
-    dumps = find_hlo_dumps(path) if path.is_dir() and not any(
-        p.name.endswith(XSPACE_SUFFIXES) for p in path.rglob("*")) else []
-    if path.is_file() and is_hlo_dump_file(path):
-        result = lens_dump([read_hlo_dump(path)], program, hosts)
-    elif dumps:  # an XLA dump directory
-        result = lens_dump([read_hlo_dump(p) for p in dumps], program, hosts)
-    else:  # per host on the engine (README, "Many hosts")
-        from tracelens.analyze.hlo_findings import LensAnalysis, LensOptions
-        from tracelens.engine import EngineOptions, LoadOptions, run
-
-        result = run(LensAnalysis(), [path],
-                     LensOptions(program, hosts if devices_per_host else None),
-                     LoadOptions(load_rule_files(rules_files)), EngineOptions(workers, scheduler))
-    require_programs(result, path, program)
-    result = result.top(top)
-    if html is not None:
-        try:
-            html.write_text(render.render_html(result, f"tracelens hlo {path.name}"),
-                            encoding="utf-8")
-        except OSError as exc:
-            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
-                from None
+    result = analysis((path,), opts).hlo_lens(program, top, devices_per_host)
+    _write_html(html, lambda: render.render_html(result, f"tracelens hlo {path.name}"))
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result),
                  lambda console: render.render_table(result, console))
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@PATHS
 @click.option("-o", "--output", "output", required=True, type=click.Path(path_type=Path),
               help="The HTML file to write (only there; nothing is written next to inputs).")
 @click.option("--title", default=None, help="Report title (default: the input file names).")
-@click.option("--device", type=int, default=None, help="Only this device ordinal (every host).")
-@click.option("--step", type=int, default=None, help="Only this step's window.")
+@DEVICE
+@STEP
 @click.option("--top", type=click.IntRange(min=0), default=100, show_default=True,
               help="How many top kernels the report's table holds.")
-@step_marker_option
-@filter_options
-@gpu_options
-@engine_options
-@common_options
+@analysis_options(gpu=True)
 @guarded
 def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int | None,
-           step: int | None, top: int, step_marker: str | None, categories: tuple[str, ...],
-           kernel: str | None, hosts: tuple[str, ...],
-           time_window: tuple[int | None, int | None] | None, gpu: str | None,
-           gpu_specs: Path | None, workers: int | None, scheduler: str | None,
-           rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+           step: int | None, top: int, **opts: Any) -> None:
     """One self-contained HTML report (charts and tables; opens offline). Per host on the
     engine (--workers, --scheduler), each host file read once; with --host or --time every
     host is loaded in this process."""
-    from reports.html import render_html
-
-    check_output_path(output, paths, "-o")  # fail before reading (possibly large) inputs
-    extra_specs = load_gpu_specs(gpu, gpu_specs)
-    summary, window = engine_summary(JobInputs(paths, rules_files, step_marker, categories,
-                                               kernel, hosts, time_window, workers, scheduler,
-                                               quiet),
-                                     device, step, top, gpu, extra_specs, window=True)
-    html = render_html(summary, title=title, window=window)
-    try:
-        output.write_text(html, encoding="utf-8")
-    except OSError as exc:
-        fail_with(f"{output}: cannot write the report: {exc.strerror or exc}", debug)
-    if not quiet:
-        click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)", err=True)
+    size = analysis(paths, opts).report(output, title, device, step, top)
+    if not opts["quiet"]:
+        click.echo(f"wrote {output} ({size / 1e6:.1f} MB)", err=True)
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@PATHS
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=None,
               help="Write a table here; the format from the extension: .parquet (default), "
                    ".csv, .jsonl.")
@@ -444,67 +338,29 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
                    "are refused with it.")
 @click.option("--perfetto", type=click.Path(path_type=Path), default=None,
               help="Write a Chrome/Perfetto trace-event file (.json or .json.gz).")
-@step_marker_option
-@filter_options
-@common_options
+@analysis_options(engine=False)
 @guarded
 def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: Path | None,
-           step_marker: str | None, categories: tuple[str, ...], kernel: str | None,
-           hosts: tuple[str, ...], time_window: tuple[int | None, int | None] | None,
-           rules_files: tuple[str, ...], quiet: bool, debug: bool) -> None:
+           **opts: Any) -> None:
     """Take the data away: an event or statistics table, or a timeline for Perfetto."""
-    from tracelens.analyze.tables import build_table, counter_intervals
-    from reports.export import format_of, write_table
-    from reports.perfetto import write_perfetto
-
-    if output is None and perfetto is None:
-        raise click.UsageError("give -o FILE (a table) and/or --perfetto FILE (a timeline)")
-    if output is not None:
-        check_output_path(output, paths, "-o")
-        if output.suffix and format_of(output) is None:
-            raise click.UsageError(f"-o {output}: unknown table format {output.suffix!r} "
-                                   "(.parquet, .csv, .jsonl)")
-    if perfetto is not None:
-        check_output_path(perfetto, paths, "--perfetto")
-    if output is not None and table == "host_events" and (time_window or categories or kernel):
-        raise click.UsageError("--table host_events takes --host only: --time, --category "
-                               "and --kernel select device activities")
-    trace = load_trace(paths, rules_files, quiet, step_marker)
-    trace, _ = apply_filters(trace, paths, categories, kernel, hosts, time_window)
-    try:
-        if output is not None:
-            df = build_table(trace, table)
-            write_table(df, output, table, __version__)
-            if not quiet:
-                click.echo(f"wrote {output} ({table}: {df.height:,} rows)", err=True)
-        if perfetto is not None:
-            n = write_perfetto(trace.events, trace.steps, trace.devices,
-                               counter_intervals(trace), perfetto,
-                               {"tracelens_version": __version__,
-                                "inputs": [s["path"] for s in trace.meta.sources]})
-            if not quiet:
-                click.echo(f"wrote {perfetto} ({n:,} trace events)", err=True)
-    except OSError as exc:
-        target = output if perfetto is None else perfetto
-        raise TraceInputError(getattr(exc, "filename", None) or target,
-                              f"cannot write: {exc.strerror or exc}") from None
+    for path, what in analysis(paths, opts).export(output, table, perfetto):
+        if not opts["quiet"]:
+            click.echo(f"wrote {path} ({what})", err=True)
 
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @format_option
-@common_options
+@analysis_options(filters=False, engine=False, step_marker=False)
 @guarded
-def xcheck(path: Path, fmt: str, rules_files: tuple[str, ...], quiet: bool,
-           debug: bool) -> None:
+def xcheck(path: Path, fmt: str, **opts: Any) -> None:
     """Our kernel table next to XProf's own kernel_stats for an XSpace file, or for each one
     in a folder (as summarize finds them; other trace files and all-CPU ones are listed as
     not checked) (needs tracelens[xprof]); exit 1 when any kernel's count or time differs."""
-    from tracelens.xcheck import check_path
     from reports import xcheck as render
 
-    rows, skipped = check_path(path, lambda f: load_trace((f,), rules_files, quiet))
-    if fmt == "csv" and skipped and not quiet:
+    rows, skipped = analysis((path,), opts).xcheck_files()
+    if fmt == "csv" and skipped and not opts["quiet"]:
         click.echo(render.skipped_note(skipped), err=True)
     print_result(fmt, lambda: render.render_json(rows, skipped), lambda: render.render_csv(rows),
                  lambda: render.render_markdown(rows, skipped),
@@ -517,7 +373,6 @@ from tracelens.cli_history import history  # noqa: E402  (issue 29: `tracelens h
 main.add_command(history)
 from tracelens.cli_critical import critical_path  # noqa: E402
 main.add_command(critical_path)
-from tracelens.cli_axes import axes as _axes  # noqa: E402 (issue 28: its own module)
 main.add_command(_axes)
 
 

@@ -26,3 +26,20 @@ class TraceInputError(Exception):
         """Pickle as (path, problem): the error crosses process boundaries (a Dask worker's
         failure reaches the client) and must arrive with its path, not fail to unpickle."""
         return (type(self), (self.path, self.problem))
+
+
+class TraceUsageError(ValueError):
+    """A bad argument: an option value that cannot be right whatever the trace holds (an
+    unknown ``--gpu``, a bad ``--time`` or ``--mesh``, an output file that is a folder). The
+    facade raises it; the CLI shows it as click's usage error (exit 2). ``option``: the
+    option it is about, when the problem is that option's value (click's "Invalid value for
+    '<option>'"); ``str(exc)`` is the message either way."""
+
+    def __init__(self, problem: str, option: str | None = None) -> None:
+        self.problem = one_line(problem)
+        self.option = option
+        super().__init__(f"Invalid value for '{option}': {self.problem}" if option
+                         else self.problem)
+
+    def __reduce__(self) -> tuple[type, tuple[str, str | None]]:
+        return (type(self), (self.problem, self.option))

@@ -141,7 +141,7 @@ def _record(prof: RunProfile, steps_source: str, summary: Summary, coll: Collect
             label: str, tags: dict[str, str], recorded_at: str,
             inputs: tuple[RecordedInput, ...], inputs_hash: str) -> RunRecord:
     """The record from the analyses' results (module doc)."""
-    from tracelens import __version__
+    from tracelens.version import __version__
     from tracelens.history.store import series_key
     from tracelens.results.summary import hardware_text
 

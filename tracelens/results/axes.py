@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tracelens.results import display
 from tracelens.results.collectives import (AxisTotals, Busbw, MeshAxis, Participant,  # noqa: F401
                                            Unmapped)
 from tracelens.results.encode import optional, rounded
@@ -46,6 +47,12 @@ class Axes:
     # activities whose process group was inferred (issue 46: the trace records none), and how
     groups_inferred: int | None = field(default=None, metadata=optional())
     groups_inferred_how: str | None = field(default=None, metadata=optional())
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tracelens.results import display
 from tracelens.results.encode import flattened, optional, renamed, rounded
 from tracelens.results.filters import ActiveFilters
 
@@ -175,6 +176,12 @@ class Collectives:
     def __post_init__(self) -> None:
         half = self.link_gb_per_s / 2 if self.link_gb_per_s else None
         object.__setattr__(self, "link_unidirectional_gb_per_s", half)
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tracelens.results import display
+
 
 @dataclass(frozen=True)
 class Window:
@@ -76,3 +78,9 @@ class CriticalPathResult:
     paths: tuple[DevicePath, ...]
     what_if: tuple[WhatIf, ...]
     notes: tuple[str, ...] = ()
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict

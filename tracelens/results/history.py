@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tracelens.results import display
 from tracelens.results.encode import rounded
 
 
@@ -83,6 +84,12 @@ class RunRecord:
     categories: tuple[CategoryRecord, ...] = ()
     kernels: tuple[KernelRecord, ...] = ()
     comm: tuple[CommRecord, ...] = ()
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict
 
 
 @dataclass(frozen=True)
@@ -163,6 +170,12 @@ class HistoryCheck:
     baseline: str | None
     notes: tuple[str, ...] = ()
 
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict
+
 
 @dataclass(frozen=True)
 class HistoryShow:
@@ -173,3 +186,9 @@ class HistoryShow:
     runs: tuple[RunPoint, ...]
     regressions: tuple[Regression, ...]
     notes: tuple[str, ...] = ()
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from tracelens.results import display
 from tracelens.hlo.lens import Finding, ProgramLens
 
 
@@ -29,3 +30,9 @@ class HloLensResult:
         """This result showing only its ``n`` costliest findings (None: all)."""
         return self if n is None else replace(self, findings=self.findings[:n],
                                               findings_total=self.findings_total)
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict

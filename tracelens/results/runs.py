@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tracelens.results import display
 from tracelens.results.encode import flattened, optional, renamed
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.summary import HardwareCount
@@ -94,6 +95,12 @@ class Scaling:
     transitions: tuple[Transition, ...]
     # the CLI's active filters, when any
     filters: ActiveFilters | None = field(default=None, metadata=optional())
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict
 
 
 @dataclass(frozen=True)
@@ -190,3 +197,9 @@ class Comparison:
     filters: ActiveFilters | None = field(default=None, metadata=optional())
     # set by the CLI: written as its two keys
     gate: Gate | None = field(default=None, metadata=optional() | flattened())
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
+from tracelens.results import display
 from tracelens.hardware import DTYPES, GpuSpec
 from tracelens.results.collectives import (AxisTotals, Collectives, SummaryCollectives,
                                            top_lines)
@@ -356,3 +357,9 @@ class Summary:
         """This summary with the filters of ``extra`` set as well (the CLI's job-wide ones)."""
         from dataclasses import replace
         return replace(self, filters=self.filters.merged(extra))
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict
