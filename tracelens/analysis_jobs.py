@@ -6,7 +6,6 @@ for the job-wide filters, with the checks of what the hosts reported (``--step``
 from __future__ import annotations
 
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from tracelens.errors import TraceInputError, TraceUsageError
