@@ -14,6 +14,7 @@ from rich.text import Text
 from reports.markdown import md_table
 from reports.summary import short_name
 from tracelens.results.encode import to_json
+from tracelens.results.findings import RankedFinding
 from tracelens.results.runs import Comparison, KernelChange, KernelOnly, Noise, Scaling
 from tracelens.results.summary import hardware_text
 
@@ -84,12 +85,23 @@ def compare_tables(c: Comparison) -> Tables:
                 ["kernel", "category", "matched by", "base", "new", "delta"],
                 [[_kernel_label(k), k.category or "-", _match_label(k), _ms(k.base_ns),
                   _ms(k.new_ns), _signed_ms(k.delta_ns)] for k in c.kernels]))
+    if c.findings is not None:  # what to fix first, as summarize says it for each run
+        out.append(("Findings that appeared in new or vanished from base (summarize's what "
+                    "to fix first)", ["", "finding", "saving per step"],
+                    [["appeared", f.title, _finding_saving(f)] for f in c.findings.appeared]
+                    + [["vanished", f.title, _finding_saving(f)] for f in c.findings.vanished]))
     for side, only in (("base", c.only_base), ("new", c.only_new)):
         if only:
             out.append((f"Kernels only in {side}", ["kernel", "category", "ms per step"],
                         [[_kernel_label(k), k.category or "-", _ms(k.ns_per_step)]
                          for k in only]))
     return out
+
+
+def _finding_saving(f: RankedFinding) -> str:
+    if f.saved_ns is None:
+        return "no projection"
+    return f"{_ms(f.saved_ns)} ms" + ("" if f.saved_pct is None else f" ({f.saved_pct:.1f}%)")
 
 
 def scaling_tables(s: Scaling) -> Tables:
@@ -117,8 +129,8 @@ def render_table(tables: Tables, console: Console) -> None:
             continue
         table = Table(title=title, title_justify="left", show_header=any(header))
         for col in header:
-            table.add_column(col, justify="left" if col in ("", "component", "kernel",
-                                                             "category", "run") else "right",
+            table.add_column(col, justify="left" if col in (
+                "", "component", "kernel", "category", "run", "finding") else "right",
                              overflow="fold")
         for row in rows:
             table.add_row(*[Text(c) for c in row])

@@ -13,61 +13,21 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
+from reports.markdown import md_cell
+from reports.summary_text import (_coverage_text, _device_label, _gbps, _mfu_text,  # noqa: F401
+                                  filters_text, hosts_word, mfu_label, ms, pct, short_name,
+                                  shown)
 from tracelens.analyze.idle import IDLE_PARTS
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.analyze.summary_reduce import OUTLIER_POINTS
 from tracelens.model import CATEGORIES
 from tracelens.hardware import GpuSpec
-from tracelens.results.encode import to_json, written
-from tracelens.results.filters import ActiveFilters, FilterValue, SummaryFilters
-from tracelens.results.summary import (DeviceSummary, Headline, IdleBreakdown, Summary,
+from tracelens.results.encode import to_json
+from tracelens.results.summary import (IdleBreakdown, Summary,
                                        Timeline, hardware_text, spec_view)
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-
-def ms(ns: int | float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e6:,.3f}"
-
-
-def pct(part: int | float, whole: int | float) -> str:
-    return f"{100.0 * part / whole:.1f}%" if whole else "-"
-
-
-def short_name(name: str, width: int = 80) -> str:
-    """Keep the start and the end of a long kernel name (Tensile names run to 640 chars)."""
-    if len(name) <= width:
-        return name
-    tail = width // 4
-    return name[: width - tail - 1] + "…" + name[-tail:]
-
-
-def filters_text(filters: ActiveFilters | SummaryFilters) -> str:
-    """The filters in force (the JSON's ``filters``) in words, ``"; "`` between them: every
-    number of the output is of what they keep, so the headline says them (empty: none)."""
-    def text(key: str, value: FilterValue) -> str:
-        if key == "time_ns" and isinstance(value, tuple):  # ns from the trace's zero
-            a, b = (("" if v is None else ms(v)) for v in value)
-            return f"time {a}–{b} ms" if a and b else f"time {a} ms–" if a else f"time –{b} ms"
-        return f"{key} {', '.join(map(str, value)) if isinstance(value, tuple) else value}"
-    return "; ".join(text(k, v) for k, v in filters.items() if v is not None and v != ())
-
-
-def hosts_word(h: Headline) -> str:
-    """"hosts", or "ranks" where the trace names no host (Kineto: ``rank<N>``, file names)."""
-    return "hosts" if h.hosts_named else "ranks"
-
-
-def _device_label(d: DeviceSummary, many_hosts: bool) -> str:
-    return f"{d.host}/{d.device}" if many_hosts else str(d.device)
-
-
-def shown(record: object, name: str) -> float | None:
-    """A number of ``record`` as the JSON writes it (rounded as declared on the field): the
-    tables show what the JSON says."""
-    v = written(record, name)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _share(record: object, name: str) -> str:
@@ -213,40 +173,11 @@ def _pct_of(share: float | None) -> str:
     return "-" if share is None else f"{100 * share:.1f}%"
 
 
-def _gbps(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.1f}"
-
-
 def _num(x: float | None, scale: float = 1.0) -> str:
     if x is None:
         return "-"
     v = x * scale
     return f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
-
-
-def mfu_label(h: Headline) -> str:
-    """What the headline MFU is, for every output that shows it (terminal, Markdown, HTML):
-    the median step's with steps (of the median device when there are several), else over
-    the span (``headline.mfu_basis``)."""
-    many = h.active_devices > 1
-    if h.mfu_basis == "median step":
-        return "MFU (median step, median device)" if many else "MFU (median step)"
-    return "MFU (median device)" if many else "MFU"
-
-
-def _mfu_text(x: float | None, lower_bound: bool | None, short: bool = False) -> str:
-    """MFU as a percentage, marked as a lower bound when some compute time has no FLOPs."""
-    if x is None:
-        return "-"
-    if not lower_bound:
-        return f"{100.0 * x:.1f}%"
-    return f"≥{100.0 * x:.1f}%" if short else f"≥ {100.0 * x:.1f}% (lower bound: see warnings)"
-
-
-def _coverage_text(h: Headline) -> str:
-    """Share of compute-kernel time whose kernels carry FLOPs (docs/cost-model.md §9)."""
-    cov = shown(h, "flops_coverage")
-    return "-" if cov is None else f"{100.0 * cov:.1f}% of compute-kernel time has FLOPs"
 
 
 def _frac(x: float | None) -> str:
@@ -348,11 +279,6 @@ def stderr_lines(s: Summary) -> list[str]:
     return [f"warning: {w}" for w in s.warnings] + [f"note: {n}" for n in s.notes]
 
 
-def _md_cell(value: str) -> str:
-    return (value.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-            .replace(">", "&gt;").replace("\n", " "))
-
-
 def render_markdown(s: Summary, all_rows: bool = False) -> str:
     """Markdown: short by default, every table with ``all_rows``; warnings and notes go to
     stderr, as for the terminal."""
@@ -364,14 +290,14 @@ def render_markdown(s: Summary, all_rows: bool = False) -> str:
     if s.devices:
         out += [f"## {findings_title(s.findings)}", ""]
         for title, evidence in finding_lines(s.findings, limit=None):
-            out.append(_md_cell(title.strip()))
+            out.append(md_cell(title.strip()))
             if evidence:
-                out += ["", "   " + _md_cell(evidence.strip()), ""]
+                out += ["", "   " + md_cell(evidence.strip()), ""]
         out.append("")
     for title, header, rows in _shown(_tables(s, all_rows)):
-        out += [f"## {title}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
+        out += [f"## {title}", "", "| " + " | ".join(md_cell(h) for h in header) + " |",
                 "|" + "---|" * len(header)]
-        out += ["| " + " | ".join(_md_cell(str(c)) for c in row) + " |" for row in rows]
+        out += ["| " + " | ".join(md_cell(str(c)) for c in row) + " |" for row in rows]
         out.append("")
     if not s.devices:
         out += ["No device activity in this trace.", ""]

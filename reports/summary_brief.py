@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from reports.markdown import md_cell as _md_cell
+from reports.summary_text import (_coverage_text, _device_label, _gbps, _mfu_text,
+                                  filters_text, hosts_word, mfu_label, ms, pct, short_name,
+                                  shown)
 from tracelens.results.findings import Findings, RankedFinding
 from tracelens.results.summary import StepSpread, Summary, hardware_text
 
@@ -32,18 +36,12 @@ CRITICAL_PARTS = 3
 """The critical path's largest components the short output names (the rest: counted)."""
 
 
-def ms(ns: int | float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e6:,.3f}"
-
-
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
 
 
 def headline_lines(s: Summary) -> list[str]:
     """Three lines: what ran (hardware, devices, steps), where its time went, and MFU."""
-    from reports.summary import (_coverage_text, _mfu_text, filters_text, hosts_word,
-                                 mfu_label, shown)
 
     h = s.headline
     steps = f"{h.steps} step{'s' if h.steps != 1 else ''}" + (
@@ -118,7 +116,6 @@ Table = tuple[str, list[str], list[list[str]]]
 
 def brief_tables(s: Summary) -> list[Table]:
     """The short output's tables (empty ones left out by the caller)."""
-    from reports.summary import _device_label, _mfu_text, pct, short_name, shown
 
     many_hosts = s.headline.hosts > 1
     out: list[Table] = []
@@ -161,7 +158,6 @@ def brief_tables(s: Summary) -> list[Table]:
 
 def category_line(s: Summary) -> str:
     """The categories by exclusive time, as shares of busy time, in one line."""
-    from reports.summary import pct
 
     busy = s.headline.totals.busy_ns
     return "Categories (exclusive time, of busy): " + " · ".join(
@@ -170,7 +166,6 @@ def category_line(s: Summary) -> str:
 
 def collective_lines(s: Summary) -> list[str]:
     """One line per collective type, and one naming who the others waited for."""
-    from reports.summary import _gbps, shown
 
     c = s.summary_collectives
     out = [f"{r.type}: {r.count:,} instances, {ms(r.sum_ns)} ms, {ms(r.exposed_ns)} ms "
@@ -200,7 +195,6 @@ def render_brief(s: Summary, console: "Console") -> None:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    from reports.summary import short_name
 
     for line in headline_lines(s):
         console.print(Text(line))
@@ -245,7 +239,6 @@ def render_brief(s: Summary, console: "Console") -> None:
 
 def render_brief_markdown(s: Summary) -> str:
     """The short output as Markdown (the same sections, cells escaped)."""
-    from reports.summary import _md_cell
 
     out = [f"# tracelens summary ({', '.join(_md_cell(i['path']) for i in s.inputs)})", ""]
     out += [_md_cell(line) + "  " for line in headline_lines(s)] + [""]

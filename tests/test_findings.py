@@ -132,3 +132,25 @@ def test_findings_change_names_appeared_and_vanished() -> None:
     assert [x.key for x in ch.appeared] == ["graph_launch host launches"]
     assert [x.key for x in ch.vanished] == ["on_time h/GPU3"]
     assert not findings_change(base, base)
+
+
+def test_compare_names_findings_that_appeared_or_vanished() -> None:
+    """``compare``'s findings change is what the two runs' ``summarize`` say: the keys of
+    new's findings that base lacks, and the reverse (two outputs of the tool agree)."""
+    base = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
+    new = SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb"
+
+    def keys(path) -> list[str]:  # type: ignore[no-untyped-def]
+        out = cli("summarize", str(path), "--format", "json")
+        return [f"{f['kind']} {f['target']}" for f in json.loads(out.stdout)["findings"]["items"]]
+
+    kb, kn = keys(base), keys(new)
+    out = cli("compare", str(base), str(new), "--format", "json")
+    ch = json.loads(out.stdout)["findings"]
+    assert [f"{f['kind']} {f['target']}" for f in ch["appeared"]] == [k for k in kn
+                                                                        if k not in kb]
+    assert [f"{f['kind']} {f['target']}" for f in ch["vanished"]] == [k for k in kb
+                                                                        if k not in kn]
+    assert ch["vanished"], "the MI300X sample's late GPU5 is no finding of the MI355X sample"
+    same = json.loads(cli("compare", str(base), str(base), "--format", "json").stdout)
+    assert same["findings"] == {"appeared": [], "vanished": []}

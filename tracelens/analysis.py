@@ -347,9 +347,9 @@ class TraceAnalysis(FrameAnswers):
                                       "(.parquet, .csv, .jsonl)")
         if perfetto is not None:
             check_output_path(perfetto, self._paths, "--perfetto")
-        rows = self._in.rows()
+        rows = self._in.filters()  # every filter given (host, category, kernel, time)
         if output is not None and table == "host_events" and (
-                rows.time_ns is not None or rows.category or rows.kernel is not None):
+                rows.time is not None or rows.categories or rows.kernel is not None):
             raise TraceUsageError("--table host_events takes --host only: --time, --category "
                                   "and --kernel select device activities")
         wrote: list[tuple[Path, str]] = []
@@ -467,9 +467,11 @@ def compare(base: "TraceAnalysis | str | Path", new: "TraceAnalysis | str | Path
     res = comparison(pa, pb, top=top)
     regressed = (fail_above is not None and res.delta_pct is not None
                  and res.delta_pct > fail_above)
+    from tracelens.results.findings import findings_change
     return replace(res, base=replace(res.base, steps_source=sa),
                    new=replace(res.new, steps_source=sb), filters=active or None,
-                   gate=Gate(fail_above, regressed))
+                   gate=Gate(fail_above, regressed),
+                   findings=findings_change(a.summary.findings, b.summary.findings))
 
 
 def scaling(runs: Sequence["TraceAnalysis | str | Path"], strong: bool = False,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from tracelens.results import display
 from tracelens.results.encode import flattened, optional, renamed
 from tracelens.results.filters import ActiveFilters
+from tracelens.results.findings import FindingsChange
 from tracelens.results.summary import HardwareCount
 
 
@@ -197,6 +198,9 @@ class Comparison:
     filters: ActiveFilters | None = field(default=None, metadata=optional())
     # set by the CLI: written as its two keys
     gate: Gate | None = field(default=None, metadata=optional() | flattened())
+    # the findings (``summarize``'s "what to fix first") that appeared in new or vanished
+    # from base, by kind and target; None when not computed (a comparison of profiles alone)
+    findings: FindingsChange | None = field(default=None, kw_only=True)
 
     # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
     __repr__ = display.short_repr
