@@ -104,6 +104,17 @@ def check_tables(c: HistoryCheck) -> Tables:
                       _ms(v.threshold_ns)] for v in c.series])]
     if c.regressions:
         out.append(("Regressions", REG_HEADER, _regression_rows(c.regressions)))
+    moved = [[v.series, what, title] for v in c.series
+             for what, titles in (("appeared", v.findings_appeared),
+                                  ("vanished", v.findings_vanished)) for title in titles or ()]
+    unknown = [v.series for v in c.series if v.baseline_label and v.findings_appeared is None]
+    if moved or any(v.findings_appeared is not None for v in c.series):
+        out.append(("Findings since the baseline (summarize's what to fix first)",
+                    ["series", "", "finding"], moved))
+    if unknown:
+        out.append(("Notes", ["", ""], [["!", f"{s}: findings not compared (a run of the two "
+                                         "was recorded before the store kept findings)"]
+                                        for s in unknown]))
     if c.notes:
         out.append(("Notes", ["", ""], [["!", n] for n in c.notes]))
     return out

@@ -394,3 +394,39 @@ def test_a_store_held_while_opened_is_waited_for(tmp_path: Path, monkeypatch) ->
     monkeypatch.setattr(st, "BUSY_TIMEOUT_S", 0.2)
     with pytest.raises(TraceInputError, match="another process held the run store"):
         open_store(tmp_path / "runs.db", create=True)
+
+
+def test_check_names_findings_that_appeared_since_the_baseline(tmp_path: Path) -> None:
+    """Issue 47: a run whose GPU 3 computes 50% slower than its peers (planted) gets the
+    finding "find why ... GPU3 is late"; ``history check`` against the run without it names
+    that finding as appeared, as ``summarize`` of each run says (a finding is its kind and
+    target). A run recorded before the store kept findings is said to be uncompared."""
+    from tracelens_dev.synth import Scenario, build
+    from tracelens_dev.synth.scenario import Straggler
+    from tracelens_dev.writers.xspace import write
+
+    store = tmp_path / "runs.db"
+    for label, lag in (("even", None), ("late", Straggler(0, 3, 1.5))):
+        syn = build(Scenario(hosts=1, gpus=8, steps=2, layers=1, seed=3, straggler=lag))
+        write(syn.trace, tmp_path / label)
+        assert _add(store, tmp_path / label, "--label", label).returncode == 0
+    res = cli("history", "check", "--store", str(store), "--baseline", "even",
+              "--format", "json")
+    (series,) = json.loads(res.stdout)["series"]
+    late = json.loads(cli("summarize", str(tmp_path / "late"), "--format", "json").stdout)
+    even = json.loads(cli("summarize", str(tmp_path / "even"), "--format", "json").stdout)
+    keys = {f"{f['kind']} {f['target']}" for f in even["findings"]["items"]}
+    want = [f["title"] for f in late["findings"]["items"]
+            if f"{f['kind']} {f['target']}" not in keys]
+    assert series["findings_appeared"] == want
+    assert any(t.startswith("Find why mi355x-node0/GPU3 is late") for t in want)
+    table = cli("history", "check", "--store", str(store), "--baseline", "even").stdout
+    assert "Findings since the baseline" in table and "GPU3 is late" in table
+    # a store of schema 1 (before findings): its runs' findings are unknown, not none
+    with sqlite3.connect(store) as c:
+        c.execute("UPDATE runs SET findings_recorded = 0 WHERE label = 'even'")
+    (series,) = json.loads(cli("history", "check", "--store", str(store), "--baseline",
+                               "even", "--format", "json").stdout)["series"]
+    assert series["findings_appeared"] is None and series["findings_vanished"] is None
+    assert "findings not compared" in cli("history", "check", "--store", str(store),
+                                          "--baseline", "even").stdout

@@ -436,19 +436,26 @@ less than this, kept pace with a busy device instead of running ahead: it was he
 (:func:`_held_back`)."""
 
 
+HELD_AHEAD_SHARE = 0.25
+"""The share of a thread's launches that must come before their streams were free for it to
+count as held back (with :data:`HELD_LEAD_NS`): a host paced by the device has about half."""
+
+
 def _held_back(ln: pl.DataFrame, dev: pl.DataFrame) -> pl.DataFrame:
     """Per launching thread (``l_pid``, ``l_tid``): ``held``, whether the device held it back.
 
     A host that works ahead of the device launches ever further ahead (milliseconds); one
-    that is behind leaves its streams waiting (most launches bind). A thread most of whose
-    launches came before their streams were free, yet only a little before (median lead under
-    :data:`HELD_LEAD_NS`), kept pace with a busy device: its untraced time between launches was
-    waiting for the device (a full queue, a runtime that throttles), not work. Its launches
-    that did bind are then on the path only for the idle they caused."""
+    that is behind leaves its streams waiting (nearly every launch binds). A thread a good
+    part of whose launches (:data:`HELD_AHEAD_SHARE`) came before their streams were free,
+    yet only a little before (median lead under :data:`HELD_LEAD_NS`), kept pace with a busy
+    device: its untraced time between launches was waiting for the device (a full queue, a
+    runtime that throttles), not work. (A host paced by the device lands on either side of
+    the moment its stream frees by a few µs of jitter: about half its launches bind.) Its
+    launches that did bind are then on the path only for the idle they caused."""
     lead = ln.join(dev.select(id="id", k_s="start_ns"), on="id").with_columns(
         lead=pl.col("k_s") - pl.col("l_t"))
     return lead.group_by("l_pid", "l_tid").agg(
-        held=(~pl.col("bound")).mean().ge(0.5)
+        held=(~pl.col("bound")).mean().ge(HELD_AHEAD_SHARE)
         & pl.col("lead").filter(~pl.col("bound")).median().lt(HELD_LEAD_NS))
 
 

@@ -104,8 +104,9 @@ def check_series(runs: Sequence[RunRecord], window: int = DEFAULT_WINDOW,
     threshold = max(NOISE_K * sigma if sigma is not None else 0.0, limit)
     delta = newest.step_ns - base.step_ns
     pct = 100.0 * delta / base.step_ns if base.step_ns else 0.0
+    appeared, vanished = findings_moved(base, newest)
     ok = SeriesCheck(newest.series, len(runs), newest.label, "ok", None, base.label, pct,
-                     threshold)
+                     threshold, appeared, vanished)
     if not delta > threshold:
         return ok, None
     if t is not None and baseline is None:
@@ -119,11 +120,23 @@ def check_series(runs: Sequence[RunRecord], window: int = DEFAULT_WINDOW,
                 break
     causes = _causes(base, newest, recent, t, delta)
     return (SeriesCheck(newest.series, len(runs), newest.label, "regressed", None, base.label,
-                        pct, threshold),
+                        pct, threshold, appeared, vanished),
             Regression(label=newest.label, series=newest.series, step_ns=newest.step_ns,
                        baseline_step_ns=base.step_ns, change_pct=pct, first_label=first.label,
                        causes=causes, baseline_label=base.label, spread_ns=sigma,
                        threshold_ns=threshold))
+
+
+def findings_moved(base: RunRecord, new: RunRecord
+                   ) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """The titles of ``new``'s findings ``base`` lacks and of ``base``'s gone from ``new``
+    (by kind and target); (None, None) when either run was recorded without findings."""
+    if base.findings is None or new.findings is None:
+        return None, None
+    old = {f.key for f in base.findings}
+    now = {f.key for f in new.findings}
+    return (tuple(f.title for f in new.findings if f.key not in old),
+            tuple(f.title for f in base.findings if f.key not in now))
 
 
 def _causes(base: RunRecord, new: RunRecord, recent: Sequence[RunRecord], t: int | None,

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from tracelens.errors import TraceInputError
-from tracelens.results.history import (CategoryRecord, CommRecord, KernelRecord,
-                                       RecordedInput, RunRecord)
+from tracelens.results.history import (CategoryRecord, CommRecord, FindingRecord,
+                                       KernelRecord, RecordedInput, RunRecord)
 
 if TYPE_CHECKING:
     from tracelens.analyze.scaling import RunProfile
@@ -161,4 +161,6 @@ def _record(prof: RunProfile, steps_source: str, summary: Summary, coll: Collect
         kernels=tuple(KernelRecord(r["category"], r["program"], r["op"], r["key"], r["name"],
                                    float(r["ns_per_step"]), float(r["count_per_step"]))
                       for r in kernels.iter_rows(named=True)),
-        comm=tuple(CommRecord(t.type, t.count, t.sum_ns, t.exposed_ns) for t in coll.by_type))
+        comm=tuple(CommRecord(t.type, t.count, t.sum_ns, t.exposed_ns) for t in coll.by_type),
+        findings=tuple(FindingRecord(f.kind, f.target, f.title, f.saved_ns)
+                       for f in summary.findings.items))

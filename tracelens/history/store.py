@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Callable
 
 from tracelens.errors import TraceInputError
-from tracelens.results.history import (CategoryRecord, CommRecord, KernelRecord,
-                                       RecordedInput, RunRecord)
+from tracelens.results.history import (CategoryRecord, CommRecord, FindingRecord,
+                                       KernelRecord, RecordedInput, RunRecord)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x544C4853  # "TLHS": a tracelens history store
 BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another's transaction
 _RETRY_S = 0.05  # between checks of a store another process holds while it is opened
@@ -70,8 +70,24 @@ def _to_v1(conn: sqlite3.Connection) -> None:
             conn.execute(stmt)
 
 
+_V2 = """
+CREATE TABLE findings (run_id INTEGER NOT NULL REFERENCES runs(id), position INTEGER NOT NULL,
+                       kind TEXT NOT NULL, target TEXT NOT NULL, title TEXT NOT NULL,
+                       saved_ns INTEGER, PRIMARY KEY (run_id, position));
+ALTER TABLE runs ADD COLUMN findings_recorded INTEGER NOT NULL DEFAULT 0
+"""
+
+
+def _to_v2(conn: sqlite3.Connection) -> None:
+    """Version 2 keeps each run's findings; runs recorded before have none recorded
+    (``findings_recorded`` 0), which is not the same as none found."""
+    for stmt in _V2.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
 # version n -> the function that brings a store at version n-1 to n (inside one transaction)
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v1}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v1, 2: _to_v2}
 
 
 class Store:
@@ -139,9 +155,10 @@ class Store:
 def _insert(conn: sqlite3.Connection, r: RunRecord) -> None:
     cur = conn.execute(
         "INSERT INTO runs (label, recorded_at, inputs_hash, hardware, devices, hosts, steps, "
-        "steps_source, step_ns, mfu, tool_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "steps_source, step_ns, mfu, tool_version, findings_recorded) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (r.label, r.recorded_at, r.inputs_hash, r.hardware, r.devices, r.hosts, r.steps,
-         r.steps_source, r.step_ns, r.mfu, r.tool_version))
+         r.steps_source, r.step_ns, r.mfu, r.tool_version, int(r.findings is not None)))
     rid = cur.lastrowid
     conn.executemany("INSERT INTO tags VALUES (?, ?, ?)",
                      [(rid, k, v) for k, v in sorted(r.tags.items())])
@@ -157,6 +174,9 @@ def _insert(conn: sqlite3.Connection, r: RunRecord) -> None:
                        k.ns_per_step, k.count_per_step) for i, k in enumerate(r.kernels)])
     conn.executemany("INSERT INTO comm VALUES (?, ?, ?, ?, ?)",
                      [(rid, c.type, c.count, c.sum_ns, c.exposed_ns) for c in r.comm])
+    conn.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
+                     [(rid, i, f.kind, f.target, f.title, f.saved_ns)
+                      for i, f in enumerate(r.findings or ())])
 
 
 def _name_parts(k: KernelRecord) -> tuple[str | None, str | None]:
@@ -199,10 +219,14 @@ def _read_runs(conn: sqlite3.Connection) -> list[RunRecord]:
                      "count_per_step FROM kernels ORDER BY run_id, position")
     comm = _grouped(conn, "SELECT run_id, type, count, sum_ns, exposed_ns FROM comm "
                     "ORDER BY run_id, type")
+    found = _grouped(conn, "SELECT run_id, kind, target, title, saved_ns FROM findings "
+                     "ORDER BY run_id, position")
     out = []
-    for (rid, label, at, h, hw, devices, hosts, steps, src, step_ns, mfu, ver) in conn.execute(
+    for (rid, label, at, h, hw, devices, hosts, steps, src, step_ns, mfu, ver,
+         kept) in conn.execute(
             "SELECT id, label, recorded_at, inputs_hash, hardware, devices, hosts, steps, "
-            "steps_source, step_ns, mfu, tool_version FROM runs ORDER BY recorded_at, id"):
+            "steps_source, step_ns, mfu, tool_version, findings_recorded FROM runs "
+            "ORDER BY recorded_at, id"):
         t = {k: v for k, v in tags.get(rid, [])}
         out.append(RunRecord(
             label=label, recorded_at=at, tags=t, series=series_key(t, hw, devices),
@@ -213,7 +237,8 @@ def _read_runs(conn: sqlite3.Connection) -> list[RunRecord]:
             categories=tuple(CategoryRecord(*x) for x in cats.get(rid, [])),
             kernels=tuple(KernelRecord(c, p, o, k, k + x if x is not None else n, ns, cnt)
                           for c, p, o, k, x, n, ns, cnt in kerns.get(rid, [])),
-            comm=tuple(CommRecord(*x) for x in comm.get(rid, []))))
+            comm=tuple(CommRecord(*x) for x in comm.get(rid, [])),
+            findings=tuple(FindingRecord(*x) for x in found.get(rid, [])) if kept else None))
     return out
 
 

@@ -59,6 +59,22 @@ class CommRecord:
 
 
 @dataclass(frozen=True)
+class FindingRecord:
+    """One of ``summarize``'s findings (what to fix first) as recorded: its kind and target
+    (what names it from run to run), its title and its projected saving per step (null:
+    no projection)."""
+
+    kind: str
+    target: str
+    title: str
+    saved_ns: int | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind} {self.target}"
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """One recorded run: identity, tags, hardware and the numbers (a few KB, no events).
 
@@ -84,6 +100,8 @@ class RunRecord:
     categories: tuple[CategoryRecord, ...] = ()
     kernels: tuple[KernelRecord, ...] = ()
     comm: tuple[CommRecord, ...] = ()
+    # summarize's findings; None for a run recorded before the store kept them
+    findings: tuple[FindingRecord, ...] | None = None
 
     # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
     __repr__ = display.short_repr
@@ -154,6 +172,11 @@ class SeriesCheck:
     baseline_label: str | None = None
     change_pct: float | None = field(default=None, metadata=rounded(3))
     threshold_ns: float | None = field(default=None, metadata=rounded(3))
+    # the newest run's findings (summarize's what to fix first) its baseline did not have,
+    # and the baseline's it no longer has, by title; None when a run of the two was
+    # recorded before the store kept findings
+    findings_appeared: tuple[str, ...] | None = None
+    findings_vanished: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
