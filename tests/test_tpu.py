@@ -291,3 +291,31 @@ def test_the_critical_path_of_a_tpu_step_is_its_ops_not_transfers_in_flight() ->
     dev = tracelens.summarize(t)["devices"][0]
     exclusive = {c["category"]: c["exclusive_ns"] for c in dev["categories"]}
     assert comp.get("memory", 0) <= exclusive["memory"], (comp, exclusive)
+
+
+# -- the compiled HLO of the TPU programs ------------------------------------------------------
+
+def test_hlo_joins_the_tpu_programs_by_their_uint64_ids(loaded: dict[str, tracelens.Trace]
+                                                        ) -> None:
+    """The ops' ``program_id`` stats and ``/host:metadata``'s modules carry the same uint64
+    fingerprints (``jit_adam(12830982495678525054)`` on multi: above 2^63-1); both are
+    stored as the same 64 bits, so every op joins its program's HLO and ``hlo`` lists both
+    programs as run, under the trace's own numbers."""
+    trace = loaded["multi"]
+    assert trace.events["program_id"].null_count() == 0
+    assert set(trace.events["program_id"]) == set(trace.modules["program_id"])
+    res = CliRunner().invoke(main, ["hlo", "--format", "json", str(_path("multi"))],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    progs = {p["module"]: p for p in json.loads(res.stdout)["programs"]}
+    assert {m: (p["program_id"], p["executed"]) for m, p in progs.items()} == {
+        "jit_adam": (12830982495678525054, True), "jit_loss_fn": (8922086851000103833, True)}
+    res = CliRunner().invoke(main, ["hlo", "--format", "json", "--program",
+                                    "12830982495678525054", str(_path("multi"))],
+                             catch_exceptions=False)
+    assert [p["module"] for p in json.loads(res.stdout)["programs"]] == ["jit_adam"]
+    # the ops' cost stays XLA's own (what XProf sums); the HLO only adds what the trace lacks
+    ops = _ops(trace)
+    assert (ops["cost_source"].cast(pl.String) == "trace").all()
+    assert ops.filter(pl.col("category") == "gemm")["dtype_source"].cast(pl.String) \
+        .is_in(["trace"]).all()

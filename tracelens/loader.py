@@ -159,12 +159,14 @@ def issued_types(events: pl.DataFrame, given: pl.Series) -> pl.DataFrame:
 
 
 def tpu_signal(keys: pl.DataFrame, hlo: pl.Series) -> pl.Series:
-    """The rules' HLO signal, with a TPU op's own category where the HLO says nothing:
-    ``tpu:<hlo_category>`` (``tpu:convolution fusion``; the TPU block of rules.toml)."""
+    """The rules' HLO signal, a TPU op's own category first: ``tpu:<hlo_category>``
+    (``tpu:convolution fusion``; the TPU block of rules.toml), XLA's category of the op, which
+    XProf groups by; the HLO's reading of the instruction (the GPU rules' signal) only where
+    the trace gives no category."""
     if "hlo_category" not in keys.columns or keys["hlo_category"].null_count() == keys.height:
         return hlo
     own = keys.select(pl.concat_str(pl.lit(TPU_SIGNAL), pl.col("hlo_category").cast(pl.String)))
-    return pl.coalesce(hlo.cast(pl.String), own.to_series()).alias(hlo.name)
+    return pl.coalesce(own.to_series(), hlo.cast(pl.String)).alias(hlo.name)
 
 
 def _costs(trace: Trace, ctx: Context) -> None:

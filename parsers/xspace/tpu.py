@@ -14,8 +14,10 @@ XLA's own: ``hlo_category`` (``convolution fusion``, ``loop fusion``, ``data for
 
 The activities are the ``XLA Ops`` events: name and op are the op name, ``hlo_category`` is
 XLA's category (the classifier's signal for TPU ops), FLOPs and bytes are the trace's own
-(``cost_source`` "trace"), the module is the program's name from ``XLA Modules``. The program
-id stays null: it is a uint64 the model's Int64 column cannot hold. An async op (a copy or a
+(``cost_source`` "trace"), the module is the program's name from ``XLA Modules`` and the
+program id its uint64 fingerprint, stored as the same 64 bits
+(:func:`tracelens.model.stored_program_id`), as ``/host:metadata``'s HloProtos are keyed, so
+the ops join their HLO. An async op (a copy or a
 collective) is its ``*-start`` and ``*-done`` ops on that line: the done op's time is the wait
 the core did not hide; the ``Async XLA Ops`` spans (the transfer in flight, overlapping
 other ops), cut where their done op starts, are activities of their own streams, named by
@@ -186,10 +188,18 @@ def _activities(df: pl.DataFrame, table: pl.DataFrame, modules: pl.DataFrame, or
         device=pl.lit(ordinal, pl.Int64), stream="stream", kind=pl.lit("kernel"),
         name=pl.col("op_name").fill_null(pl.col("md")).cast(Text),
         start_ns="start_ns", end_ns="end_ns", op=pl.col("op_name").cast(Text),
-        module=pl.col("module").cast(Text), hlo_category=pl.col("hlo_category").cast(Text),
+        module=pl.col("module").cast(Text), program_id=_program_id(pl.col("program_id")),
+        hlo_category=pl.col("hlo_category").cast(Text),
         flops=flops, bytes="bytes_accessed", dtype=_dtype(pl.col("full")).cast(Text),
         cost_source=pl.when(flops.is_not_null() | pl.col("bytes_accessed").is_not_null())
         .then(pl.lit("trace")).cast(Text))
+
+
+def _program_id(text: pl.Expr) -> pl.Expr:
+    """The ``program_id`` stat (uint64 text) as the model stores program ids: its 64 bits as
+    an Int64 (:func:`tracelens.model.stored_program_id`, which ``/host:metadata`` goes
+    through too); not a uint64: null."""
+    return text.cast(pl.UInt64, strict=False).reinterpret(signed=True)
 
 
 def _modules(table: pl.DataFrame) -> pl.DataFrame:

@@ -18,7 +18,7 @@ import polars as pl
 
 from tracelens.formats import decode_hlo, read_hlo_text
 from tracelens.hlo_model import Computation, Instruction, Module
-from tracelens.model import Notice
+from tracelens.model import Notice, shown_program_id
 
 
 @functools.lru_cache(maxsize=64)
@@ -55,7 +55,8 @@ class HloIndex:
             if isinstance(found, Exception):
                 index.problems.append(Notice.of(
                     "cost.hlo_undecodable", "HLO of module {module}({program_id}) on {host} "
-                    "could not be decoded ({error}: {why})", module=name, program_id=pid,
+                    "could not be decoded ({error}: {why})", module=name,
+                    program_id=shown_program_id(pid),
                     host=host, error=type(found).__name__, why=str(found)))
             else:
                 index.modules[(host, pid)] = found

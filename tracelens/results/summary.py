@@ -19,6 +19,7 @@ from tracelens.results.collectives import (AxisTotals, Collectives, SummaryColle
 from tracelens.results.critical_path import Component, PathActivity, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.filters import SummaryFilters
+from tracelens.model import shown_program_id
 
 if TYPE_CHECKING:  # annotations only: summarize need not import the HLO lens
     from tracelens.hlo.lens import Finding
@@ -199,7 +200,7 @@ class RooflineRow:
     """One op group of the roofline (``tracelens.analyze.roofline``), unrounded."""
 
     op: str
-    program_id: int | None
+    program_id: int | None = field(metadata=converted(shown_program_id))
     module: str | None
     kernel: str | None
     category: str | None
