@@ -42,7 +42,8 @@ def test_tpu_trace_summarizes(name: str, loaded: dict[str, tracelens.Trace]) -> 
     s = tracelens.summarize(trace)
     assert s["steps_source"] == "device-steps"
     (d,) = s["devices"]
-    assert d["product"] == "Google TPU v5e"
+    # named as the trace names it (device_type_string), the table's entry found for it
+    assert d["product"] == "TPU v5 Lite" and trace.devices["spec_id"].to_list() == ["tpu-v5e"]
     # the plane's own peaks, not the table's 197 TFLOP/s
     assert d["spec"]["peak_tflops"]["bf16"] == pytest.approx(202.7)
     assert d["spec"]["hbm_tb_per_s"] == pytest.approx(0.8191576375296)
@@ -181,7 +182,7 @@ def test_multichip_async_collectives_show_their_exposure_and_types(tmp_path: Pat
     p.write_bytes(build_tpu_xspace(layout))
     trace = tracelens.load(p)
     s = tracelens.summarize(trace)
-    assert [d["product"] for d in s["devices"]] == ["Google TPU v5e"] * layout.chips
+    assert [d["product"] for d in s["devices"]] == ["TPU v5 Lite"] * layout.chips
     for d in s["devices"]:
         truth = layout.truth(d["device"])
         t = d["timeline"]
@@ -218,7 +219,7 @@ def test_compare_a_tpu_run_with_a_gpu_run_says_the_hardware_differs() -> None:
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)  # the warnings also go to stderr
     text = json.dumps(out)
-    assert "different vendors' hardware" in text and "Google TPU v5e" in text
+    assert "different vendors' hardware" in text and "TPU v5 Lite" in text
     comps = {c["component"]: c for c in out["components"]}
     assert comps["compute:gemm"]["new_ns"] > comps["compute:gemm"]["base_ns"]
 
@@ -233,7 +234,7 @@ def test_history_keeps_tpu_and_gpu_series_apart(tmp_path: Path) -> None:
         assert res.exit_code == 0, res.output
         series += re.findall(r"series (.+)", res.output)
     # one tag, two series: the hardware is part of a series' key
-    assert len(series) == 2 and "Google TPU v5e" in series[0] and "MI300X" in series[1]
+    assert len(series) == 2 and "TPU v5 Lite" in series[0] and "MI300X" in series[1]
 
 
 @pytest.mark.parametrize("op, category, rule", [
@@ -270,8 +271,8 @@ def test_scaling_from_a_tpu_run_to_a_gpu_run_says_the_hardware_differs() -> None
     res = CliRunner().invoke(main, ["scaling", "--format", "json", str(_path("remat")),
                                     str(GPU_SAMPLE)], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    assert "different vendors' hardware (base: 1\\u00d7 Google TPU v5e" in res.output or \
-        "different vendors' hardware (base: 1× Google TPU v5e" in res.output
+    assert "different vendors' hardware (base: 1\\u00d7 TPU v5 Lite" in res.output or \
+        "different vendors' hardware (base: 1× TPU v5 Lite" in res.output
 
 
 def test_the_critical_path_of_a_tpu_step_is_its_ops_not_transfers_in_flight() -> None:
@@ -319,3 +320,21 @@ def test_hlo_joins_the_tpu_programs_by_their_uint64_ids(loaded: dict[str, tracel
     assert (ops["cost_source"].cast(pl.String) == "trace").all()
     assert ops.filter(pl.col("category") == "gemm")["dtype_source"].cast(pl.String) \
         .is_in(["trace"]).all()
+
+
+def test_a_tpu_plane_without_peaks_keeps_its_name_and_gets_the_tables_peaks(tmp_path: Path
+                                                                            ) -> None:
+    """A plane that names its chip but gives no peak stats: the device keeps the trace's name
+    and MFU uses the hardware table's entry for that chip (v5e: 197 bf16 TFLOP/s)."""
+    from tracelens_dev.writers.xspace import Activity, InlineStr, build_xspace
+
+    acts = [Activity(0, 1, f"%convolution_fusion.{i} = bf16[8]{{0}} fusion(bf16[8]{{0}} %p)",
+                     i * 100, 50, md_stats={"flops": 1e6, "hlo_category": InlineStr(
+                         "convolution fusion")}, display_name=f"convolution_fusion.{i}",
+                     line_name="XLA Ops") for i in range(4)]
+    p = tmp_path / "tpu.xplane.pb"
+    p.write_bytes(build_xspace(acts, device_plane="/device:TPU:", device_stats={
+        0: {"device_type_string": "TPU v5 Lite"}}))
+    (d,) = tracelens.summarize(tracelens.load(p))["devices"]
+    assert d["product"] == "TPU v5 Lite"
+    assert d["spec"]["peak_tflops"]["bf16"] == 197

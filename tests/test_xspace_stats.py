@@ -126,7 +126,7 @@ def test_tpu_trace_reads_its_ops_and_leaves_uint64_values_unknown(tmp_path: Path
         assert t.events["flops"].null_count() == 10 and t.events["bytes"].to_list()[0] == 1.5
         assert t.events["program_id"].to_list() == [BIG - 2**64] * 10  # the same 64 bits
         assert t.modules["program_id"].to_list() == [BIG - 2**64]
-        assert t.devices["product"].to_list() == ["Google TPU v5e", None]
+        assert t.devices["product"].to_list() == ["TPU v5 Lite", None]
         assert t.devices["peak_tflops"].to_list() == [197.0, None]
 
 
