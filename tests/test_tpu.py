@@ -338,3 +338,22 @@ def test_a_tpu_plane_without_peaks_keeps_its_name_and_gets_the_tables_peaks(tmp_
     (d,) = tracelens.summarize(tracelens.load(p))["devices"]
     assert d["product"] == "TPU v5 Lite"
     assert d["spec"]["peak_tflops"]["bf16"] == 197
+
+
+def test_per_device_labels_say_tpu(tmp_path: Path) -> None:
+    """The critical path's device labels (and its wait components) say what kind of device
+    the model's devices are: ``TPU<n>`` on TPU planes (vendor google), not ``GPU<n>``."""
+    from tracelens_dev.writers.xspace import TpuLayout, build_tpu_xspace
+
+    res = CliRunner().invoke(main, ["critical-path", str(_path("remat"))],
+                             catch_exceptions=False)
+    assert res.exit_code == 0 and "runsc/TPU0" in res.output and "GPU" not in res.output
+    p = tmp_path / "tpu4.xplane.pb"
+    p.write_bytes(build_tpu_xspace(TpuLayout()))
+    res = CliRunner().invoke(main, ["critical-path", "--format", "json", str(p)],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    waits = {c["component"] for d in out["paths"] for c in d["composition"]
+             if c["component"].startswith("wait:")}
+    assert waits and all(re.fullmatch(r"wait:.+/TPU\d+", w) for w in waits), waits

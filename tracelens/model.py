@@ -162,6 +162,18 @@ MODULE_SCHEMA: dict[str, pl.DataType] = {
 """``trace.modules``: compiled programs the trace carries (XSpace ``/host:metadata``): the
 serialized ``xla.HloProto`` of each (host, program_id), for the cost model."""
 
+DEVICE_KINDS = {"google": "TPU", "cpu": "CPU"}
+"""A device's kind by the model's ``vendor`` (``trace.devices``), as labels name it
+(``TPU0``, ``host/GPU3``): readers set ``google`` only on TPU planes and ``cpu`` only on
+XLA:CPU devices; every other vendor (or none) is a GPU's."""
+
+
+def device_kind(vendor: pl.Expr) -> pl.Expr:
+    """:data:`DEVICE_KINDS` of a ``vendor`` column (``GPU`` for any other)."""
+    return vendor.cast(pl.String).str.to_lowercase().replace_strict(
+        DEVICE_KINDS, default="GPU", return_dtype=pl.String)
+
+
 _U64 = 1 << 64
 
 
