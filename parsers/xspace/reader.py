@@ -221,7 +221,10 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         meta.warn(Notice.of("xspace.unknown_metadata", "{file}: {n} events name an event "
                             "metadata id the plane does not define; kept, named '<unknown event "
                             "metadata>'", file=path.name, n=unknown))
-    steps = tpu.with_device_steps(steps, tpu_steps)
+    steps, grouped = tpu.with_device_steps(steps, tpu_steps)
+    if grouped:
+        meta.warn(Notice.of("xspace.tpu_steps_grouped", "{file}: {what}", file=path.name,
+                            what=grouped))
     if unnamed[0]:
         meta.warn(Notice.of("xspace.unnamed_planes", "{file}: ignored {n} events on {planes} "
                             "plane(s) without a name (a plane's name says which device or "

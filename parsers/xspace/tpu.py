@@ -130,7 +130,8 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
     parts = [_activities(frames[line], table, modules, ordinal, line == ASYNC_LINE)
              for line in (OPS_LINE, ASYNC_LINE) if line in frames]
     ops = pl.concat(parts, how="vertical") if parts else None
-    return ops, _steps(frames.get(STEPS_LINE), table), ignored, negative, unknown
+    return ops, _steps(frames.get(STEPS_LINE), table, frames.get(MODULES_LINE)), ignored, \
+        negative, unknown
 
 
 LANE_STREAM = ASYNC_LANE_STREAM
@@ -228,17 +229,34 @@ def _dtype(full: pl.Expr) -> pl.Expr:
     return operand.replace_strict(_DTYPES, default=None, return_dtype=pl.String)
 
 
-def _steps(df: pl.DataFrame | None, table: pl.DataFrame) -> pl.DataFrame:
-    """The ``Steps`` line's events as steps: each named by its step number (an event whose
-    name is no number is not a step)."""
+STEP_PROGRAMS = {**STEP_SCHEMA, "programs": pl.String}
+"""A plane's device steps: STEP_SCHEMA and ``programs``, the programs that ran in each step
+(the ``XLA Modules`` runs starting in it, in order, ``,``-joined)."""
+
+
+def _steps(df: pl.DataFrame | None, table: pl.DataFrame, runs: pl.DataFrame | None
+           ) -> pl.DataFrame:
+    """The ``Steps`` line's events as steps (STEP_PROGRAMS): each named by its step number
+    (an event whose name is no number is not a step)."""
     if df is None:
-        return pl.DataFrame(schema=STEP_SCHEMA)
+        return pl.DataFrame(schema=STEP_PROGRAMS)
     named = df.join(table.select("md", "full"), on="md", how="left")
     steps = named.select(step=pl.col("full").cast(pl.Int64, strict=False), start_ns="start_ns",
                          end_ns="end_ns").drop_nulls("step")
-    steps = steps.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max())
-    return conform(steps.sort("start_ns").with_columns(
-        rank=pl.lit(0), source=pl.lit("device-steps"), candidate=pl.lit(0)), STEP_SCHEMA)
+    steps = steps.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max()) \
+        .sort("start_ns")
+    programs = pl.lit(None, pl.String)
+    if runs is not None and runs.height:  # each run to the step it starts in (steps abut)
+        run = runs.join(table.select("md", "full"), on="md", how="left").select(
+            _run_start="start_ns", program=pl.col("full").str.extract(_MODULE_RUN.pattern, 1)
+        ).sort("_run_start")
+        owned = run.join_asof(steps.select("step", _run_start="start_ns"), on="_run_start",
+                              strategy="backward").group_by("step", maintain_order=True) \
+            .agg(programs=pl.col("program").str.join(","))
+        steps = steps.join(owned, on="step", how="left", maintain_order="left")
+        programs = pl.col("programs")
+    return conform(steps.with_columns(rank=pl.lit(0), source=pl.lit("device-steps"),
+                                      candidate=pl.lit(0), programs=programs), STEP_PROGRAMS)
 
 
 def device_row(ordinal: int, stats: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -260,16 +278,57 @@ def device_row(ordinal: int, stats: dict[str, Any]) -> tuple[dict[str, Any], lis
     return row, bad
 
 
-def with_device_steps(host: pl.DataFrame, device: list[pl.DataFrame]) -> pl.DataFrame:
+def with_device_steps(host: pl.DataFrame, device: list[pl.DataFrame]
+                      ) -> tuple[pl.DataFrame, str | None]:
     """The steps of a file with TPU planes: the devices' ``Steps`` (one window per step
-    number over the chips, candidate 0) and the host's step annotations as the second
-    candidate (they are the host dispatching each step under JAX's asynchronous dispatch,
-    and are used only when they hold the device time, as every step source must)."""
+    number over the chips, candidate 0; several programs' runs per host step grouped by
+    :func:`host_grouped`) and the host's step annotations as the second candidate (they are
+    the host dispatching each step under JAX's asynchronous dispatch, and are used only when
+    they hold the device time, as every step source must); and what the grouping did."""
     found = [d for d in device if d.height]
     if not found:
-        return host
+        return host, None
     merged = pl.concat(found).group_by("step").agg(
         pl.col("start_ns").min(), pl.col("end_ns").max(), pl.col("source").first(),
-        pl.col("rank").first(), pl.col("candidate").first()).sort("start_ns")
+        pl.col("rank").first(), pl.col("candidate").first(),
+        # the chips' programs of a step (one SPMD program runs on every chip)
+        pl.col("programs").unique().sort().str.join("|")).sort("start_ns")
+    merged, note = host_grouped(merged, host)
     return pl.concat([conform(merged, STEP_SCHEMA),
-                      host.with_columns(candidate=pl.lit(1, pl.Int32))])
+                      host.with_columns(candidate=pl.lit(1, pl.Int32))]), note
+
+
+def host_grouped(device: pl.DataFrame, host: pl.DataFrame
+                 ) -> tuple[pl.DataFrame, str | None]:
+    """The device steps grouped into the host's annotated steps when a step runs several
+    programs: the ``Steps`` line has one event per program run (``multi``: 8 for 4 host
+    steps of ``value_and_grad`` then the update), where XProf's step is the host's step
+    (its grouping gives every device event the group id of the host step that dispatched
+    it, and combines the device step markers of one group id).
+
+    Done only when what the trace holds leaves one answer: the host has one series of
+    annotated steps, the device steps are ``m`` (> 1) times as many, every run of ``m``
+    consecutive device steps runs the same programs in the same order, and each host step
+    starts before the device steps it is given (dispatch precedes execution). The group
+    takes the host step's number and spans its device steps. Otherwise the device steps
+    stay as they are. Returns the steps and a sentence saying what was grouped (None:
+    nothing)."""
+    hs = host.filter(pl.col("step").is_not_null()).sort("start_ns")
+    n_host, n_dev = hs.height, device.height
+    if n_host == 0 or n_dev <= n_host or n_dev % n_host or hs["rank"].n_unique() != 1 \
+            or hs["step"].n_unique() != n_host or device["programs"].null_count():
+        return device, None
+    m = n_dev // n_host
+    seq = device["programs"].to_list()
+    if any(seq[i] != seq[i % m] for i in range(n_dev)):  # one entry per device step
+        return device, None
+    group = pl.int_range(0, n_dev, eager=True) // m
+    grouped = device.with_columns(_g=group).group_by("_g", maintain_order=True).agg(
+        pl.col("start_ns").min(), pl.col("end_ns").max(), pl.col("source").first(),
+        pl.col("rank").first(), pl.col("candidate").first()) \
+        .with_columns(step=hs["step"], _host_start=hs["start_ns"])
+    if (grouped["_host_start"] > grouped["start_ns"]).any():
+        return device, None
+    note = (f"{n_dev} device steps (one per program run: {', '.join(seq[:m])}) grouped into "
+            f"the host's {n_host} annotated steps, {m} runs each, as XProf groups them")
+    return grouped.drop("_g", "_host_start"), note
