@@ -239,6 +239,8 @@ def test_history_keeps_tpu_and_gpu_series_apart(tmp_path: Path) -> None:
     ("copy-done.48", "copy-done", "memory.tpu_copy"),
     ("select_reduce_fusion", "loop fusion", "reduction.tpu_loop_reduce"),
     ("compare_select_fusion", "loop fusion", "elementwise.tpu"),
+    ("fusion.60", "loop fusion; root reduce", "reduction.tpu_loop_root"),
+    ("fusion.61", "loop fusion; root multiply", "elementwise.tpu"),
     ("sort", "sort", "other.tpu"),
 ])
 def test_explain_gives_the_tpu_rule(op: str, category: str, rule: str) -> None:
@@ -367,3 +369,27 @@ def test_a_step_of_two_programs_is_one_step(loaded: dict[str, tracelens.Trace]) 
     (note,) = [w for w in trace.meta.warnings if "grouped into the host's" in w]
     assert "8 device steps" in note and "jit_loss_fn, jit_adam" in note and "2 runs" in note
     assert not [w for w in loaded["remat"].meta.warnings if "grouped" in w]
+
+
+def test_loop_fusions_are_reductions_by_their_root_in_the_hlo(
+        loaded: dict[str, tracelens.Trace]) -> None:
+    """A loop fusion is a reduction when its root is a reduce, which the trace's HLO says
+    where the name does not (remat: fusion.60, fusion.185, ... are rooted at a reduce; only
+    select_reduce_fusion's name says so); every other loop fusion stays elementwise."""
+    from tracelens.hlo.index import HloIndex
+
+    trace = loaded["remat"]
+    ops = trace.events.filter(pl.col("hlo_category") == "loop fusion").select(
+        "host", "program_id", "op", "category", "rule").unique()
+    index = HloIndex.from_frames(trace.modules, wanted=ops)
+    roots = [index.fusion_root(h, p, str(o)) for h, p, o in ops.select(
+        "host", "program_id", "op").iter_rows()]
+    assert None not in roots
+    cats = ops.with_columns(root=pl.Series(roots))
+    by_root = cats.filter(pl.col("root").is_in(["reduce", "reduce-window"]))
+    assert by_root.height == 8 and (by_root["category"] == "reduction").all()
+    named = ~by_root["op"].cast(pl.String).str.contains("reduce")
+    assert named.sum() == 6
+    assert set(by_root.filter(named)["rule"].cast(pl.String)) == {"reduction.tpu_loop_root"}
+    assert (cats.filter(~pl.col("root").is_in(["reduce", "reduce-window"]))["category"]
+            == "elementwise").all()

@@ -85,6 +85,24 @@ class HloIndex:
     def module(self, host: str | None, program_id: int) -> Module | None:
         return self.modules.get((host, program_id)) or self.modules.get((None, program_id))
 
+    def fusion_root(self, host: str | None, program_id: int, name: str) -> str | None:
+        """The opcode at the root of the computation the fusion ``name`` calls: a
+        multi-output fusion's (a ``tuple`` root) is ``reduce``/``reduce-window`` when one of
+        its outputs is, else ``tuple``; None when the instruction, its body or root is not
+        in the HLO."""
+        found = self.lookup(host, program_id, name)
+        if found is None or not found[2].called:
+            return None
+        module, _, inst = found
+        body = module.computations.get(inst.called[0])
+        root = body.root_instruction if body is not None else None
+        if root is None:
+            return None
+        if root.opcode != "tuple":
+            return root.opcode
+        outs = {body.instructions[o].opcode for o in root.operands if o in body.instructions}
+        return next((r for r in ("reduce", "reduce-window") if r in outs), "tuple")
+
     def lookup(self, host: str | None, program_id: int,
                name: str) -> tuple[Module, Computation, Instruction] | None:
         """The instruction a kernel's ``op`` names: in the entry computation first, then any
