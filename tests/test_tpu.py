@@ -393,3 +393,30 @@ def test_loop_fusions_are_reductions_by_their_root_in_the_hlo(
     assert set(by_root.filter(named)["rule"].cast(pl.String)) == {"reduction.tpu_loop_root"}
     assert (cats.filter(~pl.col("root").is_in(["reduce", "reduce-window"]))["category"]
             == "elementwise").all()
+
+
+def test_async_spans_take_as_few_lanes_as_are_in_flight() -> None:
+    """The columnar lane assignment: no two spans of a lane overlap (a lane freed at t takes
+    a span starting at t; zero-length spans too), and there are as many lanes as the most
+    spans in flight at once, on random spans of every overlap."""
+    import numpy as np
+
+    from parsers.xspace.tpu import lane_numbers
+
+    rng = np.random.default_rng(48)
+    for n in [0, 1, 2, 5, *rng.integers(10, 400, 60)]:
+        start = np.sort(rng.integers(0, 1000, n))
+        end = start + rng.integers(0, 120, n) * rng.integers(0, 2, n)  # many zero-length
+        o = np.lexsort((end, start))
+        start, end = start[o], end[o]
+        lane = lane_numbers(start, end)
+        k = np.lexsort((start, lane))
+        same = lane[k][1:] == lane[k][:-1]
+        assert (start[k][1:][same] >= end[k][:-1][same]).all()
+        # in flight at each span's start: the spans of positive length covering it (half
+        # open); a zero-length span for its instant, before the spans that start then
+        pos = end > start
+        began = np.where(pos[:, None], start[None, pos] <= start[:, None],
+                         start[None, pos] < start[:, None])
+        cover = (began & (start[:, None] < end[None, pos])).sum(axis=1) + ~pos
+        assert (lane.max() + 1 if n else 0) == (int(cover.max()) if n else 0), n

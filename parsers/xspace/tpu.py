@@ -34,10 +34,10 @@ metadata (a few thousand entries) is joined on after.
 
 from __future__ import annotations
 
-import heapq
 import re
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from parsers.xspace.planes import PlaneReader, stat_value
@@ -160,20 +160,69 @@ def until_done(spans: pl.DataFrame, ops: pl.DataFrame | None, table: pl.DataFram
 
 
 def lanes(df: pl.DataFrame) -> pl.DataFrame:
-    """Each span on the first lane free at its start (greedy interval partitioning, in start
-    order: as few lanes as the most spans in flight at once)."""
+    """Each span on a lane of its own stream, lanes reused as spans end: as few lanes as the
+    most spans in flight at once (:func:`lane_numbers`)."""
     df = df.sort("start_ns", "end_ns", maintain_order=True)
-    ends: list[tuple[int, int]] = []  # (end, lane) of each lane's last span: a heap
-    free: list[int] = []
-    out = []
-    for start, end in zip(df["start_ns"].to_list(), df["end_ns"].to_list()):
-        while ends and ends[0][0] <= start:
-            heapq.heappush(free, heapq.heappop(ends)[1])
-        lane = heapq.heappop(free) if free else len(ends) + len(free)
-        heapq.heappush(ends, (end, lane))
-        out.append(lane)
-    return df.with_columns(stream=pl.col("stream") + (pl.Series(out, dtype=pl.Int64) + 1)
-                           * LANE_STREAM)
+    lane = lane_numbers(df["start_ns"].to_numpy(), df["end_ns"].to_numpy())
+    return df.with_columns(stream=pl.col("stream") + (pl.Series(lane) + 1) * LANE_STREAM)
+
+
+def lane_numbers(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The lane of each span (spans in (start, end) order), columnar: a sweep over the spans'
+    starts and ends in time order (at one time the ends of spans begun earlier first, so a
+    lane freed at t takes a span starting at t; a zero-length span's end right after its own
+    start) keeps a stack of free lanes, ``width`` fresh ones (the most spans in flight) under
+    those that spans free. A start pops the top, an end pushes its span's lane back. Within
+    one slot of the stack pushes and pops alternate, so sorting the operations by slot pairs
+    each pop with the push it takes; a span whose lane was freed by an earlier span gets that
+    span's lane, followed back to a fresh lane by pointer jumping (each round halves every
+    chain). Same lane count as greedy first-free-lane assignment; 1M spans, ~40 in flight:
+    0.3 s against 1.1 s for a heap loop per span (benchmarks/RESULTS.md)."""
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    order = _sweep_order(start, end)  # op 2k: span k's start, 2k + 1: its end
+    push = (order & 1).astype(bool)  # an end pushes, a start pops
+    free = np.cumsum(np.where(push, 1, -1))
+    width = int(-free.min())
+    size = np.concatenate([np.arange(1, width + 1), width + free])  # stack size after each op
+    is_push = np.concatenate([np.ones(width, bool), push])
+    slot = size + ~is_push  # the slot an op pushes to (its size after) or pops from (before)
+    # a stable sort of small integers is a radix sort
+    by_slot = np.argsort(slot.astype(np.int16) if width < 1 << 15 else slot, kind="stable")
+    at = np.flatnonzero(~is_push[by_slot])
+    pop_op, push_op = by_slot[at], by_slot[at - 1]
+    span = order[pop_op - width] >> 1
+    lane = np.zeros(n, np.int64)
+    ptr = np.arange(n)  # a span on a fresh lane is its chain's root
+    fresh = push_op < width  # the fresh lanes were pushed width-1 first, lane 0 last (top)
+    lane[span[fresh]] = width - 1 - push_op[fresh]
+    ptr[span[~fresh]] = order[push_op[~fresh] - width] >> 1
+    while True:  # pointer jumping to each chain's root: each round halves every chain
+        up = ptr[ptr]
+        if np.array_equal(up, ptr):
+            return lane[ptr]
+        ptr = up
+
+
+def _sweep_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The spans' starts (op ``2k``) and ends (``2k + 1``) in sweep order: by time; at one
+    time the ends of spans of positive length first, then the starts in span order, each
+    zero-length span's end right after its start. Two sorted runs merged: the starts with
+    the zero-length ends (in span order: already by time) and the other ends (sorted; nearly
+    sorted already, which the stable sort's runs use)."""
+    n = len(start)
+    zero = end == start
+    ops = np.arange(2 * n)
+    s_op = ops[((ops & 1) == 0) | np.repeat(zero, 2)]  # every start, and zero-length ends
+    s_t = start[s_op >> 1]
+    e_span = np.flatnonzero(~zero)
+    e_span = e_span[np.argsort(end[e_span], kind="stable")]
+    e_t = end[e_span]
+    order = np.empty(2 * n, np.int64)
+    order[np.arange(len(s_op)) + np.searchsorted(e_t, s_t, side="right")] = s_op
+    order[np.arange(len(e_span)) + np.searchsorted(s_t, e_t, side="left")] = 2 * e_span + 1
+    return order
 
 
 def _activities(df: pl.DataFrame, table: pl.DataFrame, modules: pl.DataFrame, ordinal: int,
