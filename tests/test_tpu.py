@@ -420,3 +420,16 @@ def test_async_spans_take_as_few_lanes_as_are_in_flight() -> None:
                          start[None, pos] < start[:, None])
         cover = (began & (start[:, None] < end[None, pos])).sum(axis=1) + ~pos
         assert (lane.max() + 1 if n else 0) == (int(cover.max()) if n else 0), n
+
+
+def test_scaling_names_tpu_devices_as_tpus(tmp_path: Path) -> None:
+    """scaling's per-device labels (and its straggler verdicts) name a TPU run's devices
+    ``<host>/TPU<n>`` from the model's devices, not ``GPU<n>``."""
+    from tracelens.analyze.scaling import device_kind_of, profile
+    from tracelens_dev.writers.xspace import TpuLayout, build_tpu_xspace
+
+    p = tmp_path / "tpu4.xplane.pb"
+    p.write_bytes(build_tpu_xspace(TpuLayout()))
+    prof = profile(tracelens.load(p), str(p))
+    assert device_kind_of(prof.hardware) == "TPU"
+    assert prof.per_device and all(re.fullmatch(r".+/TPU\d", k) for k in prof.per_device)
