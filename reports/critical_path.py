@@ -19,7 +19,7 @@ TOP_COMPONENTS = 4
 
 
 def _who(p: DevicePath) -> str:
-    return f"{p.host}/GPU{p.device}"
+    return f"{p.host}/{p.kind}{p.device}"
 
 
 def _top(p: DevicePath) -> str:

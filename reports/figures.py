@@ -17,7 +17,7 @@ from typing import Sequence
 from reports.palette import color, label
 from reports.summary import shown
 from tracelens import names
-from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
+from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES, DEVICE_KINDS
 from tracelens.results.summary import (CategoryTime, DeviceSummary, StepTotal, Summary,
                                        TopKernel)
 
@@ -66,7 +66,7 @@ HOST_CHARS = 32  # host names in chart labels
 def device_label(d: DeviceSummary, many_hosts: bool, host_chars: int | None = None) -> str:
     """"GPU 3", or "host · GPU 3" when the trace has several hosts (the host name shortened
     to ``host_chars`` in charts)."""
-    kind = "CPU" if (d.vendor or "").lower() == "cpu" else "GPU"
+    kind = DEVICE_KINDS.get((d.vendor or "").lower(), "GPU")  # TPU, CPU or GPU
     if not many_hosts:
         return f"{kind} {d.device}"
     host = str(d.host)

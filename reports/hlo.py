@@ -14,7 +14,7 @@ from reports.html import TEMPLATES
 from reports.markdown import md_table
 from reports.summary import ms, shown
 from reports.units import size
-from tracelens.hlo.lens import Finding
+from tracelens.hlo.lens import Finding, program_label
 from tracelens.results.encode import to_json, written
 from tracelens.results.hlo import HloLensResult
 
@@ -57,7 +57,7 @@ def tables(rep: HloLensResult) -> Tables:
     for p in sorted(rep.programs, key=lambda p: p.executed is False):
         if not p.collectives:
             continue
-        out.append((f"Collectives of {p.module}({p.program_id})"
+        out.append((f"Collectives of {program_label(p.module, p.program_id)}"
                     + ("" if p.scheduled else " (no schedule)")
                     + (" (never ran in this trace)" if p.executed is False else ""),
                     ["name", "opcode", "dtype", "bytes", "group", "async", "loop", "trips",
@@ -67,7 +67,7 @@ def tables(rep: HloLensResult) -> Tables:
                       c.loop or "-", _opt(c.trip_count), _opt(c.executions_per_step),
                       size(c.bytes_per_step), _yes(c.spans_hosts),
                       _flops(c.overlap_flops)] for c in p.collectives]))
-    notes = [[f"{p.module}({p.program_id})", n] for p in rep.programs for n in p.notes]
+    notes = [[program_label(p.module, p.program_id), n] for p in rep.programs for n in p.notes]
     if notes:
         out.append(("Notes", ["program", "note"], notes))
     quiet = [p for p in rep.programs if not p.collectives]

@@ -150,19 +150,23 @@ def _tables(s: Summary, all_rows: bool = False
     if cp is not None and cp.what_if:
         step = "the trace" if cp.step is None else f"step {cp.step}"
         parts = ", ".join(f"{c.component} {ms(c.ns)}" for c in cp.composition if c.ns)
-        tables.append((f"Critical path, {step}: {ms(cp.step_ns)} ms on {cp.host}/GPU"
-                       f"{cp.device} ({parts}; details: tracelens critical-path)",
+        tables.append((f"Critical path, {step}: {ms(cp.step_ns)} ms on "
+                       f"{s.device_name(cp.host, cp.device)} ({parts}; details: tracelens "
+                       "critical-path)",
                        ["change", "target", "saves ms", "step ms after"],
                        [[w.change, w.target, ms(w.saved_ns), ms(w.projected_step_ns)]
                         for w in cp.what_if]))
     if s.roofline_groups:  # ops that differ only in an instruction number: one row
+        from tracelens.hlo.lens import program_label
+
         tables.append(("Roofline (top op groups with cost data, by time, ops differing only in "
                        "an instruction number as one; efficiency vs the bound's ceiling, "
                        "time-weighted)",
                        ["op", "category", "count", "sum ms", "GFLOP", "TFLOP/s", "TB/s",
                         "bound", "eff."],
                        [[short_name(r.op if r.program_id is None
-                                    else f"{r.op} [{r.module}({r.program_id})]", 100),
+                                    else f"{r.op} [{program_label(r.module or '?', r.program_id)}]",
+                                    100),
                          r.category or "-", f"{r.count:,}", ms(r.sum_ns),
                          _num(r.flops, 1e-9), _num(r.tflops_per_s), _num(r.tb_per_s),
                          r.bound or "-", _frac(r.efficiency)] for r in s.roofline_groups]))

@@ -185,7 +185,7 @@ def critical_line(s: Summary) -> str | None:
     shown = [c for c in cp.composition if c.ns]
     parts = ", ".join(f"{c.component} {ms(c.ns)}" for c in shown[:CRITICAL_PARTS])
     more = f", {len(shown) - CRITICAL_PARTS} more" if len(shown) > CRITICAL_PARTS else ""
-    return (f"Critical path, {step}: {ms(cp.step_ns)} ms on {cp.host}/GPU{cp.device}: "
+    return (f"Critical path, {step}: {ms(cp.step_ns)} ms on {s.device_name(cp.host, cp.device)}: "
             f"{parts}{more} → tracelens critical-path")
 
 

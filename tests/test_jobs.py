@@ -44,9 +44,9 @@ def test_the_sample_folder_is_refused_with_its_jobs() -> None:
             "5) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
             "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb} (16× AMD Instinct MI355X); "
             "6) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); "
-            "7) tpu/flash.xplane.pb (1× Google TPU v5e); 8) tpu/multi.xplane.pb (1× Google "
-            "TPU v5e); 9) tpu/remat.xplane.pb (1× Google TPU v5e); 10) tpu/sync.xplane.pb "
-            "(1× Google TPU v5e); pass one job's files\n") in res.stderr
+            "7) tpu/flash.xplane.pb (1× TPU v5 Lite); 8) tpu/multi.xplane.pb (1× TPU v5 "
+            "Lite); 9) tpu/remat.xplane.pb (1× TPU v5 Lite); 10) tpu/sync.xplane.pb "
+            "(1× TPU v5 Lite); pass one job's files\n") in res.stderr
 
 
 def test_different_device_kinds_in_one_folder_are_two_jobs(tmp_path: Path) -> None:

@@ -99,8 +99,9 @@ def test_uint64_plane_stats_do_not_crash(tmp_path: Path) -> None:
 
 def test_tpu_trace_reads_its_ops_and_leaves_uint64_values_unknown(tmp_path: Path) -> None:
     """TPU planes are read (issue 48; they were ignored before): XLA's op stats on the event
-    metadata, as real traces keep them, with a uint64 program id (a fingerprint) and a uint64
-    all-ones FLOPs count, which stay unknown; a plane without its own peaks has none."""
+    metadata, as real traces keep them, with a uint64 program id (a fingerprint, kept as its
+    64 bits so the ops join their module) and a uint64 all-ones FLOPs count, which stays
+    unknown; a plane without its own peaks has none."""
     acts = [Activity(d, 1, f"%fusion.{i} = f32[8]{{0}} fusion(f32[8]{{0}} %p), kind=kLoop",
                      i * 100, 50, md_stats={"program_id": UInt64(BIG),
                                             "flops": UInt64(2**64 - 1), "bytes_accessed": 1.5,
@@ -116,15 +117,16 @@ def test_tpu_trace_reads_its_ops_and_leaves_uint64_values_unknown(tmp_path: Path
         r = CliRunner().invoke(main, ["summarize", str(p)], env={xspace_native.ENV: d})
         assert r.exit_code == 0, r.output
         assert "not analyzed" not in r.output and "No device activity" not in r.output
-        assert "1 HLO modules have no int64 program id" in r.output
+        assert "HLO modules have no" not in r.output  # the uint64 id joins
         assert "uint64 above" not in r.output  # TPU program ids are not read as Int64
         t = _read(p, decoder=d)
         assert t.events.height == 10
         assert t.events["op"].cast(pl.String).to_list()[:2] == ["fusion.0", "fusion.1"]
         assert t.events["hlo_category"].cast(pl.String).unique().to_list() == ["loop fusion"]
         assert t.events["flops"].null_count() == 10 and t.events["bytes"].to_list()[0] == 1.5
-        assert t.events["program_id"].null_count() == 10
-        assert t.devices["product"].to_list() == ["Google TPU v5e", None]
+        assert t.events["program_id"].to_list() == [BIG - 2**64] * 10  # the same 64 bits
+        assert t.modules["program_id"].to_list() == [BIG - 2**64]
+        assert t.devices["product"].to_list() == ["TPU v5 Lite", None]
         assert t.devices["peak_tflops"].to_list() == [197.0, None]
 
 

@@ -174,7 +174,10 @@ def _xspace_one(r: Row) -> tuple[Row, Notice | None]:
                             "cores, which only {vendor}'s reading matches",
                             product=product.name, major=major, minor=minor, cus=cus,
                             vendor="NVIDIA" if vendor == "nvidia" else "AMD")
-    return _row(r, vendor or (vendor_raw or None), arch, product, product_name), how
+    row = _row(r, vendor or (vendor_raw or None), arch, product, product_name)
+    if vendor == "google" and product_name:  # a TPU is named as its trace names it (issue
+        row["product"] = product_name  # 48: "TPU v5 Lite"); the table's entry gives the spec
+    return row, how
 
 
 def _xspace(facts: list[Row], file: str) -> tuple[list[Row], list[Note]]:

@@ -150,7 +150,8 @@ def _classify(trace: Trace, ctx: Context) -> None:
     given = trace.events["subcategory"]
     trace.events = issued_types(
         classify(trace.events, ctx.rules,
-                 (ctx.signatures, tpu_signal(keys, hlo_kinds(keys, ctx.costs[0])))), given)
+                 (ctx.signatures, tpu_signal(keys, hlo_kinds(keys, ctx.costs[0]),
+                                             trace.modules))), given)
 
 
 def issued_types(events: pl.DataFrame, given: pl.Series) -> pl.DataFrame:
@@ -166,13 +167,48 @@ def issued_types(events: pl.DataFrame, given: pl.Series) -> pl.DataFrame:
                                .otherwise(pl.col("subcategory")))
 
 
-def tpu_signal(keys: pl.DataFrame, hlo: pl.Series) -> pl.Series:
-    """The rules' HLO signal, with a TPU op's own category where the HLO says nothing:
-    ``tpu:<hlo_category>`` (``tpu:convolution fusion``; the TPU block of rules.toml)."""
+def tpu_signal(keys: pl.DataFrame, hlo: pl.Series, modules: pl.DataFrame | None = None
+               ) -> pl.Series:
+    """The rules' HLO signal, a TPU op's own category first: ``tpu:<hlo_category>``
+    (``tpu:convolution fusion``; the TPU block of rules.toml), XLA's category of the op, which
+    XProf groups by; for a loop fusion whose HLO is in ``modules``, with its root
+    (``tpu:loop fusion; root reduce``: :func:`loop_fusion_roots`); the HLO's reading of the
+    instruction (the GPU rules' signal) only where the trace gives no category."""
     if "hlo_category" not in keys.columns or keys["hlo_category"].null_count() == keys.height:
         return hlo
-    own = keys.select(pl.concat_str(pl.lit(TPU_SIGNAL), pl.col("hlo_category").cast(pl.String)))
-    return pl.coalesce(hlo.cast(pl.String), own.to_series()).alias(hlo.name)
+    roots = loop_fusion_roots(keys, modules)
+    own = keys.select(pl.concat_str(pl.lit(TPU_SIGNAL), pl.col("hlo_category").cast(pl.String),
+                                    pl.lit(roots).fill_null("")))
+    return pl.coalesce(own.to_series(), hlo.cast(pl.String)).alias(hlo.name)
+
+
+LOOP_FUSION = "loop fusion"
+
+
+def loop_fusion_roots(keys: pl.DataFrame, modules: pl.DataFrame | None) -> pl.Series:
+    """Per row of ``keys`` (host, program_id, op, hlo_category): ``; root <opcode>`` for a
+    TPU loop fusion whose fusion computation the trace's HLO holds
+    (:meth:`tracelens.hlo.index.HloIndex.fusion_root`), else null. Looked up once per
+    distinct op (a few hundred), not per event."""
+    none = pl.Series("root", [None] * keys.height, dtype=pl.String)
+    if modules is None or not modules.height or "program_id" not in keys.columns:
+        return none
+    loops = keys.select("host", "program_id", "op").filter(
+        (keys["hlo_category"].cast(pl.String) == LOOP_FUSION)
+        & keys["program_id"].is_not_null() & keys["op"].is_not_null()).unique()
+    if not loops.height:
+        return none
+    from tracelens.hlo.index import HloIndex
+
+    index = HloIndex.from_frames(modules, wanted=loops)
+    found = loops.with_columns(root=pl.Series([
+        index.fusion_root(h, p, str(o)) for h, p, o in loops.iter_rows()], dtype=pl.String))
+    found = found.filter(pl.col("root").is_not_null()).with_columns(
+        root=pl.concat_str(pl.lit("; root "), "root"))
+    joined = keys.select("host", "program_id", "op", "hlo_category").join(
+        found, on=["host", "program_id", "op"], how="left", maintain_order="left")
+    return joined.select(pl.when(pl.col("hlo_category").cast(pl.String) == LOOP_FUSION)
+                         .then("root"))["root"]
 
 
 def _costs(trace: Trace, ctx: Context) -> None:

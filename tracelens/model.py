@@ -162,6 +162,37 @@ MODULE_SCHEMA: dict[str, pl.DataType] = {
 """``trace.modules``: compiled programs the trace carries (XSpace ``/host:metadata``): the
 serialized ``xla.HloProto`` of each (host, program_id), for the cost model."""
 
+DEVICE_KINDS = {"google": "TPU", "cpu": "CPU"}
+"""A device's kind by the model's ``vendor`` (``trace.devices``), as labels name it
+(``TPU0``, ``host/GPU3``): readers set ``google`` only on TPU planes and ``cpu`` only on
+XLA:CPU devices; every other vendor (or none) is a GPU's."""
+
+
+def device_kind(vendor: pl.Expr) -> pl.Expr:
+    """:data:`DEVICE_KINDS` of a ``vendor`` column (``GPU`` for any other)."""
+    return vendor.cast(pl.String).str.to_lowercase().replace_strict(
+        DEVICE_KINDS, default="GPU", return_dtype=pl.String)
+
+
+_U64 = 1 << 64
+
+
+def stored_program_id(value: object) -> int | None:
+    """A program id as the Int64 ``program_id`` columns hold it. XLA's ids are 64-bit: GPU
+    program ids are non-negative int64s, TPU ones uint64 fingerprints (half of them above
+    2^63-1); one above 2^63-1 is stored as the same 64 bits read signed (two's complement),
+    so the ids of events and of ``/host:metadata`` still join, and
+    :func:`shown_program_id` gives the trace's own number back. Anything else (not an
+    integer, outside 64 bits) is unknown."""
+    if type(value) is not int or not -(1 << 63) <= value < _U64:
+        return None
+    return value - _U64 if value >= 1 << 63 else value
+
+
+def shown_program_id(pid: int | None) -> int | None:
+    """The program id as the trace writes it (a stored negative id is a uint64's 64 bits)."""
+    return None if pid is None else pid % _U64
+
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "events": EVENT_SCHEMA,
     "host_events": HOST_EVENT_SCHEMA,

@@ -405,7 +405,9 @@ def _program_runs(trace: Trace, candidates: list[int] | None
     chosen = (per_prog.filter(pl.col("hi") >= need)
               .sort(["rank", "time", "program_id"], descending=[False, True, False])
               .group_by("rank", maintain_order=True).first())
-    label = pl.format("{}({})", pl.col("module").fill_null("?"), "program_id")
+    # the id as the trace writes it (a TPU fingerprint is a uint64: model.shown_program_id)
+    label = pl.format("{}({})", pl.col("module").fill_null("?"),
+                      pl.col("program_id").reinterpret(signed=False))
     chosen = chosen.with_columns(label=label)
     for r in chosen.filter(pl.col("lo") != pl.col("hi")).iter_rows(named=True):
         host = trace.events.filter(pl.col("rank") == r["rank"])["host"][0]

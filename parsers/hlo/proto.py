@@ -151,7 +151,9 @@ def module_from_proto(data: bytes, program_id: int | None = None) -> Module:
             inst = _instruction(i, names, comp_names, payloads, shapes)
             comp.instructions[inst.name] = inst
         module.computations[comp.name] = comp
-    if module.entry not in module.computations and hm.computations:
+    if not hm.computations:  # an empty or damaged proto: no program to read, not an empty one
+        raise ValueError("the HloProto holds no computation")
+    if module.entry not in module.computations:
         module.entry = hm.computations[-1].name  # the entry comes last (hlo.md §2.2)
     return module
 

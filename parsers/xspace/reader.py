@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from parsers.xspace import native
-from parsers.xspace.columns import INT64_MAX, check_column_budget, launch_shape, too_large
+from parsers.xspace.columns import INT64_MAX, check_column_budget, launch_shape
 from parsers.xspace.devices import device_row
 from parsers.xspace.facts import XSpaceFacts
 from parsers.xspace.planes import PlaneReader, stat_value
@@ -39,6 +39,7 @@ from parsers.xspace.window import drop_outside, event_window, profile_span
 from tracelens.errors import TraceInputError
 from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Notice, Text, Trace, TraceMeta, conform,
+                             stored_program_id,
                              host_from_file_name)
 
 # An ordinal of 10 digits or more is no GPU's: such a plane is skipped with a warning.
@@ -124,8 +125,8 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             n_bad = sum(1 for m in modules if m["program_id"] is None)
             if n_bad:
                 meta.warn(Notice.of("xspace.no_program_id", "{file}: {n} HLO modules have no "
-                                    "int64 program id (a uint64 fingerprint or none): their HLO "
-                                    "cannot be joined to kernels", file=path.name, n=n_bad))
+                                    "64-bit integer program id: their HLO cannot be joined to "
+                                    "kernels", file=path.name, n=n_bad))
             continue
         t = tpu.TPU_PLANE.match(plane.name)
         if t:
@@ -220,7 +221,10 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         meta.warn(Notice.of("xspace.unknown_metadata", "{file}: {n} events name an event "
                             "metadata id the plane does not define; kept, named '<unknown event "
                             "metadata>'", file=path.name, n=unknown))
-    steps = tpu.with_device_steps(steps, tpu_steps)
+    steps, grouped = tpu.with_device_steps(steps, tpu_steps)
+    if grouped:
+        meta.warn(Notice.of("xspace.tpu_steps_grouped", "{file}: {what}", file=path.name,
+                            what=grouped))
     if unnamed[0]:
         meta.warn(Notice.of("xspace.unnamed_planes", "{file}: ignored {n} events on {planes} "
                             "plane(s) without a name (a plane's name says which device or "
@@ -302,8 +306,8 @@ def _read_modules(plane: Any) -> list[dict[str, Any]]:
         pid_stat = stats.get("program_id")
         program_id = int(m.group(2)) if m else (
             stat_value(pid_stat, ref_names) if pid_stat is not None else None)
-        if program_id is not None and (type(program_id) is not int or too_large([program_id])):
-            program_id = None  # a uint64 fingerprint (TPU) or not an integer: unknown
+        # a TPU fingerprint above 2^63-1 keeps its 64 bits (tracelens.model.stored_program_id)
+        program_id = stored_program_id(program_id)
         out.append({"program_id": program_id, "module": m.group(1) if m else md.name,
                     "hlo_proto": proto.bytes_value})
     return sorted(out, key=lambda r: (r["program_id"] is None, r["program_id"] or 0))

@@ -14,8 +14,10 @@ XLA's own: ``hlo_category`` (``convolution fusion``, ``loop fusion``, ``data for
 
 The activities are the ``XLA Ops`` events: name and op are the op name, ``hlo_category`` is
 XLA's category (the classifier's signal for TPU ops), FLOPs and bytes are the trace's own
-(``cost_source`` "trace"), the module is the program's name from ``XLA Modules``. The program
-id stays null: it is a uint64 the model's Int64 column cannot hold. An async op (a copy or a
+(``cost_source`` "trace"), the module is the program's name from ``XLA Modules`` and the
+program id its uint64 fingerprint, stored as the same 64 bits
+(:func:`tracelens.model.stored_program_id`), as ``/host:metadata``'s HloProtos are keyed, so
+the ops join their HLO. An async op (a copy or a
 collective) is its ``*-start`` and ``*-done`` ops on that line: the done op's time is the wait
 the core did not hide; the ``Async XLA Ops`` spans (the transfer in flight, overlapping
 other ops), cut where their done op starts, are activities of their own streams, named by
@@ -32,10 +34,10 @@ metadata (a few thousand entries) is joined on after.
 
 from __future__ import annotations
 
-import heapq
 import re
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from parsers.xspace.planes import PlaneReader, stat_value
@@ -128,7 +130,8 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
     parts = [_activities(frames[line], table, modules, ordinal, line == ASYNC_LINE)
              for line in (OPS_LINE, ASYNC_LINE) if line in frames]
     ops = pl.concat(parts, how="vertical") if parts else None
-    return ops, _steps(frames.get(STEPS_LINE), table), ignored, negative, unknown
+    return ops, _steps(frames.get(STEPS_LINE), table, frames.get(MODULES_LINE)), ignored, \
+        negative, unknown
 
 
 LANE_STREAM = ASYNC_LANE_STREAM
@@ -157,20 +160,69 @@ def until_done(spans: pl.DataFrame, ops: pl.DataFrame | None, table: pl.DataFram
 
 
 def lanes(df: pl.DataFrame) -> pl.DataFrame:
-    """Each span on the first lane free at its start (greedy interval partitioning, in start
-    order: as few lanes as the most spans in flight at once)."""
+    """Each span on a lane of its own stream, lanes reused as spans end: as few lanes as the
+    most spans in flight at once (:func:`lane_numbers`)."""
     df = df.sort("start_ns", "end_ns", maintain_order=True)
-    ends: list[tuple[int, int]] = []  # (end, lane) of each lane's last span: a heap
-    free: list[int] = []
-    out = []
-    for start, end in zip(df["start_ns"].to_list(), df["end_ns"].to_list()):
-        while ends and ends[0][0] <= start:
-            heapq.heappush(free, heapq.heappop(ends)[1])
-        lane = heapq.heappop(free) if free else len(ends) + len(free)
-        heapq.heappush(ends, (end, lane))
-        out.append(lane)
-    return df.with_columns(stream=pl.col("stream") + (pl.Series(out, dtype=pl.Int64) + 1)
-                           * LANE_STREAM)
+    lane = lane_numbers(df["start_ns"].to_numpy(), df["end_ns"].to_numpy())
+    return df.with_columns(stream=pl.col("stream") + (pl.Series(lane) + 1) * LANE_STREAM)
+
+
+def lane_numbers(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The lane of each span (spans in (start, end) order), columnar: a sweep over the spans'
+    starts and ends in time order (at one time the ends of spans begun earlier first, so a
+    lane freed at t takes a span starting at t; a zero-length span's end right after its own
+    start) keeps a stack of free lanes, ``width`` fresh ones (the most spans in flight) under
+    those that spans free. A start pops the top, an end pushes its span's lane back. Within
+    one slot of the stack pushes and pops alternate, so sorting the operations by slot pairs
+    each pop with the push it takes; a span whose lane was freed by an earlier span gets that
+    span's lane, followed back to a fresh lane by pointer jumping (each round halves every
+    chain). Same lane count as greedy first-free-lane assignment; 1M spans, ~40 in flight:
+    0.3 s against 1.1 s for a heap loop per span (benchmarks/RESULTS.md)."""
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    order = _sweep_order(start, end)  # op 2k: span k's start, 2k + 1: its end
+    push = (order & 1).astype(bool)  # an end pushes, a start pops
+    free = np.cumsum(np.where(push, 1, -1))
+    width = int(-free.min())
+    size = np.concatenate([np.arange(1, width + 1), width + free])  # stack size after each op
+    is_push = np.concatenate([np.ones(width, bool), push])
+    slot = size + ~is_push  # the slot an op pushes to (its size after) or pops from (before)
+    # a stable sort of small integers is a radix sort
+    by_slot = np.argsort(slot.astype(np.int16) if width < 1 << 15 else slot, kind="stable")
+    at = np.flatnonzero(~is_push[by_slot])
+    pop_op, push_op = by_slot[at], by_slot[at - 1]
+    span = order[pop_op - width] >> 1
+    lane = np.zeros(n, np.int64)
+    ptr = np.arange(n)  # a span on a fresh lane is its chain's root
+    fresh = push_op < width  # the fresh lanes were pushed width-1 first, lane 0 last (top)
+    lane[span[fresh]] = width - 1 - push_op[fresh]
+    ptr[span[~fresh]] = order[push_op[~fresh] - width] >> 1
+    while True:  # pointer jumping to each chain's root: each round halves every chain
+        up = ptr[ptr]
+        if np.array_equal(up, ptr):
+            return lane[ptr]
+        ptr = up
+
+
+def _sweep_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The spans' starts (op ``2k``) and ends (``2k + 1``) in sweep order: by time; at one
+    time the ends of spans of positive length first, then the starts in span order, each
+    zero-length span's end right after its start. Two sorted runs merged: the starts with
+    the zero-length ends (in span order: already by time) and the other ends (sorted; nearly
+    sorted already, which the stable sort's runs use)."""
+    n = len(start)
+    zero = end == start
+    ops = np.arange(2 * n)
+    s_op = ops[((ops & 1) == 0) | np.repeat(zero, 2)]  # every start, and zero-length ends
+    s_t = start[s_op >> 1]
+    e_span = np.flatnonzero(~zero)
+    e_span = e_span[np.argsort(end[e_span], kind="stable")]
+    e_t = end[e_span]
+    order = np.empty(2 * n, np.int64)
+    order[np.arange(len(s_op)) + np.searchsorted(e_t, s_t, side="right")] = s_op
+    order[np.arange(len(e_span)) + np.searchsorted(s_t, e_t, side="left")] = 2 * e_span + 1
+    return order
 
 
 def _activities(df: pl.DataFrame, table: pl.DataFrame, modules: pl.DataFrame, ordinal: int,
@@ -186,10 +238,18 @@ def _activities(df: pl.DataFrame, table: pl.DataFrame, modules: pl.DataFrame, or
         device=pl.lit(ordinal, pl.Int64), stream="stream", kind=pl.lit("kernel"),
         name=pl.col("op_name").fill_null(pl.col("md")).cast(Text),
         start_ns="start_ns", end_ns="end_ns", op=pl.col("op_name").cast(Text),
-        module=pl.col("module").cast(Text), hlo_category=pl.col("hlo_category").cast(Text),
+        module=pl.col("module").cast(Text), program_id=_program_id(pl.col("program_id")),
+        hlo_category=pl.col("hlo_category").cast(Text),
         flops=flops, bytes="bytes_accessed", dtype=_dtype(pl.col("full")).cast(Text),
         cost_source=pl.when(flops.is_not_null() | pl.col("bytes_accessed").is_not_null())
         .then(pl.lit("trace")).cast(Text))
+
+
+def _program_id(text: pl.Expr) -> pl.Expr:
+    """The ``program_id`` stat (uint64 text) as the model stores program ids: its 64 bits as
+    an Int64 (:func:`tracelens.model.stored_program_id`, which ``/host:metadata`` goes
+    through too); not a uint64: null."""
+    return text.cast(pl.UInt64, strict=False).reinterpret(signed=True)
 
 
 def _modules(table: pl.DataFrame) -> pl.DataFrame:
@@ -218,17 +278,34 @@ def _dtype(full: pl.Expr) -> pl.Expr:
     return operand.replace_strict(_DTYPES, default=None, return_dtype=pl.String)
 
 
-def _steps(df: pl.DataFrame | None, table: pl.DataFrame) -> pl.DataFrame:
-    """The ``Steps`` line's events as steps: each named by its step number (an event whose
-    name is no number is not a step)."""
+STEP_PROGRAMS = {**STEP_SCHEMA, "programs": pl.String}
+"""A plane's device steps: STEP_SCHEMA and ``programs``, the programs that ran in each step
+(the ``XLA Modules`` runs starting in it, in order, ``,``-joined)."""
+
+
+def _steps(df: pl.DataFrame | None, table: pl.DataFrame, runs: pl.DataFrame | None
+           ) -> pl.DataFrame:
+    """The ``Steps`` line's events as steps (STEP_PROGRAMS): each named by its step number
+    (an event whose name is no number is not a step)."""
     if df is None:
-        return pl.DataFrame(schema=STEP_SCHEMA)
+        return pl.DataFrame(schema=STEP_PROGRAMS)
     named = df.join(table.select("md", "full"), on="md", how="left")
     steps = named.select(step=pl.col("full").cast(pl.Int64, strict=False), start_ns="start_ns",
                          end_ns="end_ns").drop_nulls("step")
-    steps = steps.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max())
-    return conform(steps.sort("start_ns").with_columns(
-        rank=pl.lit(0), source=pl.lit("device-steps"), candidate=pl.lit(0)), STEP_SCHEMA)
+    steps = steps.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max()) \
+        .sort("start_ns")
+    programs = pl.lit(None, pl.String)
+    if runs is not None and runs.height:  # each run to the step it starts in (steps abut)
+        run = runs.join(table.select("md", "full"), on="md", how="left").select(
+            _run_start="start_ns", program=pl.col("full").str.extract(_MODULE_RUN.pattern, 1)
+        ).sort("_run_start")
+        owned = run.join_asof(steps.select("step", _run_start="start_ns"), on="_run_start",
+                              strategy="backward").group_by("step", maintain_order=True) \
+            .agg(programs=pl.col("program").str.join(","))
+        steps = steps.join(owned, on="step", how="left", maintain_order="left")
+        programs = pl.col("programs")
+    return conform(steps.with_columns(rank=pl.lit(0), source=pl.lit("device-steps"),
+                                      candidate=pl.lit(0), programs=programs), STEP_PROGRAMS)
 
 
 def device_row(ordinal: int, stats: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -250,16 +327,57 @@ def device_row(ordinal: int, stats: dict[str, Any]) -> tuple[dict[str, Any], lis
     return row, bad
 
 
-def with_device_steps(host: pl.DataFrame, device: list[pl.DataFrame]) -> pl.DataFrame:
+def with_device_steps(host: pl.DataFrame, device: list[pl.DataFrame]
+                      ) -> tuple[pl.DataFrame, str | None]:
     """The steps of a file with TPU planes: the devices' ``Steps`` (one window per step
-    number over the chips, candidate 0) and the host's step annotations as the second
-    candidate (they are the host dispatching each step under JAX's asynchronous dispatch,
-    and are used only when they hold the device time, as every step source must)."""
+    number over the chips, candidate 0; several programs' runs per host step grouped by
+    :func:`host_grouped`) and the host's step annotations as the second candidate (they are
+    the host dispatching each step under JAX's asynchronous dispatch, and are used only when
+    they hold the device time, as every step source must); and what the grouping did."""
     found = [d for d in device if d.height]
     if not found:
-        return host
+        return host, None
     merged = pl.concat(found).group_by("step").agg(
         pl.col("start_ns").min(), pl.col("end_ns").max(), pl.col("source").first(),
-        pl.col("rank").first(), pl.col("candidate").first()).sort("start_ns")
+        pl.col("rank").first(), pl.col("candidate").first(),
+        # the chips' programs of a step (one SPMD program runs on every chip)
+        pl.col("programs").unique().sort().str.join("|")).sort("start_ns")
+    merged, note = host_grouped(merged, host)
     return pl.concat([conform(merged, STEP_SCHEMA),
-                      host.with_columns(candidate=pl.lit(1, pl.Int32))])
+                      host.with_columns(candidate=pl.lit(1, pl.Int32))]), note
+
+
+def host_grouped(device: pl.DataFrame, host: pl.DataFrame
+                 ) -> tuple[pl.DataFrame, str | None]:
+    """The device steps grouped into the host's annotated steps when a step runs several
+    programs: the ``Steps`` line has one event per program run (``multi``: 8 for 4 host
+    steps of ``value_and_grad`` then the update), where XProf's step is the host's step
+    (its grouping gives every device event the group id of the host step that dispatched
+    it, and combines the device step markers of one group id).
+
+    Done only when what the trace holds leaves one answer: the host has one series of
+    annotated steps, the device steps are ``m`` (> 1) times as many, every run of ``m``
+    consecutive device steps runs the same programs in the same order, and each host step
+    starts before the device steps it is given (dispatch precedes execution). The group
+    takes the host step's number and spans its device steps. Otherwise the device steps
+    stay as they are. Returns the steps and a sentence saying what was grouped (None:
+    nothing)."""
+    hs = host.filter(pl.col("step").is_not_null()).sort("start_ns")
+    n_host, n_dev = hs.height, device.height
+    if n_host == 0 or n_dev <= n_host or n_dev % n_host or hs["rank"].n_unique() != 1 \
+            or hs["step"].n_unique() != n_host or device["programs"].null_count():
+        return device, None
+    m = n_dev // n_host
+    seq = device["programs"].to_list()
+    if any(seq[i] != seq[i % m] for i in range(n_dev)):  # one entry per device step
+        return device, None
+    group = pl.int_range(0, n_dev, eager=True) // m
+    grouped = device.with_columns(_g=group).group_by("_g", maintain_order=True).agg(
+        pl.col("start_ns").min(), pl.col("end_ns").max(), pl.col("source").first(),
+        pl.col("rank").first(), pl.col("candidate").first()) \
+        .with_columns(step=hs["step"], _host_start=hs["start_ns"])
+    if (grouped["_host_start"] > grouped["start_ns"]).any():
+        return device, None
+    note = (f"{n_dev} device steps (one per program run: {', '.join(seq[:m])}) grouped into "
+            f"the host's {n_host} annotated steps, {m} runs each, as XProf groups them")
+    return grouped.drop("_g", "_host_start"), note

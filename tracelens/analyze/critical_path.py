@@ -29,7 +29,7 @@ from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
 from tracelens.analyze.packed import PackedFrame, pack_frame
 from tracelens.analyze.critical_walk import Labels, Walk, Walker, composition
 from tracelens.frames import distinct
-from tracelens.model import Trace
+from tracelens.model import Trace, device_kind
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
@@ -56,13 +56,15 @@ class CriticalPathOptions:
 class CriticalPart:
     """One host's (or the job's) graph pieces: NODE_SCHEMA + ``chain``, ``id``;
     EDGE_SCHEMA; WINDOW_SCHEMA; ``host_ranks``: the (host, rank) pairs with host events;
-    ``unwindowed``: the (host, rank) pairs with device activity but no window."""
+    ``unwindowed``: the (host, rank) pairs with device activity but no window; ``kinds``:
+    each device's kind (host, rank, device, kind: GPU, TPU, CPU; model.device_kind)."""
 
     nodes: pl.DataFrame | PackedFrame  # packed to travel (:meth:`CriticalPath.pack`)
     edges: pl.DataFrame
     windows: pl.DataFrame
     host_ranks: pl.DataFrame
     unwindowed: pl.DataFrame
+    kinds: pl.DataFrame | None = None
 
     def unpacked(self) -> "CriticalPart":
         """The part with its nodes as a frame again."""
@@ -86,7 +88,9 @@ class CriticalPath:
             "host", "rank").unique().collect()  # lazy: 2M launch calls' names not copied
         active = distinct(trace.events, ["host", "rank"])
         missing = active.join(win.select("host", "rank"), on=["host", "rank"], how="anti")
-        return CriticalPart(nodes, local_edges(nodes), win, hr, missing)
+        kinds = trace.devices.select("host", "rank", "device", kind=device_kind(
+            pl.col("vendor")))
+        return CriticalPart(nodes, local_edges(nodes), win, hr, missing, kinds)
 
     def pack(self, part: CriticalPart) -> CriticalPart:
         """The part to travel and wait small: its nodes (one row per activity of the window,
@@ -108,7 +112,8 @@ class CriticalPath:
         return CriticalPart(pl.concat(nodes), pl.concat(edges),
                             plan.concat([p.windows for p in parts]),
                             plan.concat([p.host_ranks for p in parts]),
-                            plan.concat([p.unwindowed for p in parts]))
+                            plan.concat([p.unwindowed for p in parts]),
+                            plan.concat([p.kinds for p in parts if p.kinds is not None]))
 
     def finish(self, part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
         return critical_paths(part.unpacked(), options)
@@ -127,16 +132,28 @@ def _clipped(nodes: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
                               end_ns=pl.max_horizontal(pl.col("end_ns"), w0))
 
 
-def _labels(nodes: pl.DataFrame) -> Labels:
+def _who(nodes: pl.DataFrame, kinds: pl.DataFrame | None) -> pl.Series:
+    """Each node's participant, ``<host>/<kind><device>`` (``runsc/TPU0``; the kind from the
+    model's devices, GPU where unknown); null for host nodes."""
+    kind = pl.lit("GPU")
+    if kinds is not None and kinds.height:
+        kind = nodes.select(pl.col("host").cast(pl.String), pl.col("device").cast(pl.Int64)) \
+            .join(kinds.select(pl.col("host").cast(pl.String), pl.col("device")
+                               .cast(pl.Int64), "kind").unique(["host", "device"]),
+                  on=["host", "device"], how="left", maintain_order="left")["kind"] \
+            .fill_null("GPU")
+    return nodes.select(pl.concat_str(pl.col("host"), pl.lit("/"), kind,
+                                      pl.col("device").cast(pl.String))).to_series()
+
+
+def _labels(nodes: pl.DataFrame, kinds: pl.DataFrame | None = None) -> Labels:
     comp = nodes.select(pl.when(pl.col("device_node") & (pl.col("category") == "collective"))
                         .then(pl.lit("communication"))
                         .when(pl.col("device_node")).then(pl.col("category").fill_null("other"))
                         .when(pl.col("sync")).then(pl.lit("sync"))
                         .otherwise(pl.lit("host")))
-    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
-                                     pl.col("device").cast(pl.String)))
     comp_code, comp_names = _coded(comp.to_series())
-    who_code, who_names = _coded(who.to_series().fill_null("host"))
+    who_code, who_names = _coded(_who(nodes, kinds).fill_null("host"))
     return Labels(comp_code, comp_names, who_code, who_names, nodes["device_node"].to_numpy())
 
 
@@ -172,7 +189,7 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
     ids_sorted = part.nodes["id"].is_sorted()
     nodes = _clipped(part.nodes if ids_sorted else part.nodes.sort("id"), part.windows)
     g = build_graph(nodes, part.edges)
-    lab = _labels(nodes)
+    lab = _labels(nodes, part.kinds)
     paths = _walk_all(g, nodes, part.edges, win, lab)
     notes = list(g.notes)
     what = (f"no host annotation matching {options.window!r}" if options.window is not None
@@ -186,13 +203,17 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
             what = f"step {step}" if step is not None else "its window"
             notes.append(f"{host} rank {rank}: no device activity in {what}, no path")
     with_host = {(h, r) for h, r in part.host_ranks.iter_rows()}
+    kind_of = {} if part.kinds is None else {
+        (h, d): k for h, d, k in part.kinds.select("host", "device", "kind").iter_rows()}
     longest = max(range(len(paths)), default=-1,
                   key=lambda i: (paths[i].w1 - paths[i].w0, -paths[i].rank, -paths[i].device))
     out = tuple(_device_path(p, g, nodes, (p.host, p.rank) in with_host,
                              options.activities == "all"
-                             or (options.activities == "longest" and i == longest))
+                             or (options.activities == "longest" and i == longest),
+                             kind_of.get((p.host, p.device), "GPU"))
                 for i, p in enumerate(paths))
-    return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top)), tuple(notes))
+    return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top, part.kinds)),
+                              tuple(notes))
 
 
 def _linked_threads(nodes: pl.DataFrame, edges: pl.DataFrame
@@ -249,11 +270,11 @@ _ACTIVITY = ["kind", "name", "category", "host", "device", "stream", "start_ns",
 
 
 def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool,
-                 activities: bool = True) -> DevicePath:
+                 activities: bool = True, kind: str = "GPU") -> DevicePath:
     comp = tuple(Component(k, v) for k, v in composition(p.walk))
     if not activities:
         return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
-                          "host+device" if host_graph else "device-only", comp, ())
+                          "host+device" if host_graph else "device-only", comp, (), kind)
     node = p.walk.on_node
     ns = p.walk.on_ns.astype(np.int64)  # int(): truncated
     ids = node[ns > 0]
@@ -262,7 +283,7 @@ def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool,
         "start_ns", "_id")
     rows = tuple(PathActivity(*r) for r in _shared_text_rows(acts.drop("_id")))
     return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
-                      "host+device" if host_graph else "device-only", comp, rows)
+                      "host+device" if host_graph else "device-only", comp, rows, kind)
 
 
 def _shared_text_rows(frame: pl.DataFrame) -> Iterator[tuple]:
@@ -304,7 +325,8 @@ def _on_path(paths: list[_Path], pred: Callable[[str], bool]) -> int:
     return int(best)
 
 
-def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> list[WhatIf]:
+def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
+              kinds: pl.DataFrame | None = None) -> list[WhatIf]:
     if not paths:
         return []
     step = max(p.w1 - p.w0 for p in paths)
@@ -322,8 +344,7 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int) -> li
         no_wait[g.group[mask & (g.group >= 0)]] = True
         on = _on_path_typed(paths, nodes, mask)
         changes.append(("hide", t, Change(w=w, no_wait=no_wait), on))
-    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
-                                     pl.col("device").cast(pl.String))).to_series().fill_null("")
+    who = _who(nodes, kinds).fill_null("")
     # late participants: the last arrivals of collectives whose members all do the same work
     # (point-to-point transfers wait for the other stage by design: no one is late there)
     p2p = sub.is_in(list(P2P)).to_numpy()

@@ -84,10 +84,15 @@ def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
     if w.change == "roofline":
         eff = s.category_efficiency.get(w.target)
         what = plural(w.target)
+        # over 100%: some groups run faster than their ceiling (a peak or their bytes are
+        # off for them); the what-if speeds up only those under it, so the title says that
         title = (f"Speed up the {what}: they run at {eff[0]:.0%} of their attainable rate"
-                 if eff else f"Run the {what} at their attainable rate")
+                 if eff and eff[0] <= 1.0 else f"Run the {what} that run below their roofline "
+                 "at their attainable rate")
         rest = (f"; {eff[0]:.1%} over {eff[1]} op group{'s' if eff[1] != 1 else ''}, "
-                "time-weighted" if eff else "")
+                "time-weighted" + (" (over 100%: some run above the roofline's ceiling, which "
+                                   "is then too low for them)" if eff[0] > 1.0 else "")
+                if eff else "")
         return RankedFinding("roofline", w.target, title, w.saved_ns, pct,
                              f"{ms(w.on_path_ns)} ms of {w.target} on the path{rest}",
                              "tracelens summarize --all")
@@ -164,8 +169,9 @@ def _measured_ns(s: "Summary", f: RankedFinding) -> int:
 
 
 def _device_name(s: "Summary", host: str, device: int) -> str:
-    """How the critical path names a device (``<host>/GPU<d>``; what-ifs and waits)."""
-    return f"{host}/GPU{device}"
+    """How the critical path names a device (``<host>/GPU<d>``, ``TPU``/``CPU`` by its
+    vendor; what-ifs and waits)."""
+    return s.device_name(host, device)
 
 
 def _straggler(s: "Summary", name: str):  # type: ignore[no-untyped-def]

@@ -20,9 +20,9 @@ from tracelens.errors import TraceInputError
 from tracelens.formats import hlo_schedule
 from tracelens.hlo_model import Module, Schedule
 from tracelens.hlo.lens import (Finding, HostMap, ProgramLens, analyze_module, human_bytes,
-                                with_exposure)
+                                program_label, with_exposure)
 from tracelens.hlo.index import decoded_module
-from tracelens.model import COMPUTE_CATEGORIES, Trace
+from tracelens.model import COMPUTE_CATEGORIES, Trace, shown_program_id
 from tracelens.results.hlo import HloLensResult
 
 if TYPE_CHECKING:
@@ -41,7 +41,8 @@ def _sort_key(f: Finding) -> tuple:
 def _select(programs: list[ProgramLens], program: str | None) -> list[ProgramLens]:
     if program is None:
         return programs
-    return [p for p in programs if p.module == program or str(p.program_id) == program]
+    return [p for p in programs if program in (p.module, str(p.program_id),
+                                                str(shown_program_id(p.program_id)))]
 
 
 def trace_modules(trace: Trace) -> tuple[list[tuple[Module, Schedule | None]], list[str]]:
@@ -69,7 +70,7 @@ def decode_programs(rows: pl.DataFrame
                 continue
             except Exception as exc:  # a damaged module is that module's problem
                 found = exc
-        problems.append(f"HLO of module {name}({pid}) could not be decoded "
+        problems.append(f"HLO of module {program_label(name, pid)} could not be decoded "
                         f"({type(found).__name__}: {found})")
     return out, problems
 

@@ -25,7 +25,7 @@ from tracelens.analyze.kernel_table import kernel_table
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.frames import distinct
-from tracelens.model import COMPUTE_CATEGORIES, Notice, Trace
+from tracelens.model import COMPUTE_CATEGORIES, DEVICE_KINDS, Notice, Trace
 from tracelens.notices import NOTE_CODES, fold_per_host
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
@@ -320,6 +320,13 @@ def run_warnings(notices: Sequence[Notice]) -> tuple[str, ...]:
     return tuple(fold_per_host(n for n in notices if n.code not in NOTE_CODES))
 
 
+def device_kind_of(hardware: Sequence[HardwareCount]) -> str:
+    """The run's device kind for labels (``host/TPU3``): :data:`tracelens.model.DEVICE_KINDS`
+    of its devices' vendor when they all have one kind, else GPU."""
+    kinds = {DEVICE_KINDS.get((h.vendor or "").lower(), "GPU") for h in hardware}
+    return kinds.pop() if len(kinds) == 1 else "GPU"
+
+
 def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
                analysis: CollectiveAnalysis, devices: int, steps: int, hosts: int,
                hlo_findings: dict[str, str], hardware: tuple[HardwareCount, ...] = (),
@@ -338,7 +345,8 @@ def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
     median = per_step.row((per_step.height - 1) // 2, named=True) if per_step.height else {}
     acts = analysis.activities
     components = {c: float(median.get(c) or 0.0) for c in cols if c != "span_ns"}
-    per_device = {f"{r['host']}/GPU{r['device']}": {c: float(r[c]) for c in components}
+    kind = device_kind_of(hardware)
+    per_device = {f"{r['host']}/{kind}{r['device']}": {c: float(r[c]) for c in components}
                   for r in comp.filter(pl.col("step") == median.get("step")).iter_rows(
                       named=True)} if median else {}
     # per type, or per <axis>:<type> where the activities carry it (``axes.with_comm``)
@@ -556,7 +564,8 @@ def _straggler_text(b: RunProfile, kind: str, delta: float) -> str:
     for s in b.stragglers:  # sorted: most waiting caused first
         if s.type == comm_type(kind) and s.instances and \
                 s.times_last / s.instances >= STRAGGLER_MIN_LAST:
-            return (f"waiting for {s.host}/GPU{s.device}, which arrives last in "
+            return (f"waiting for {s.host}/{device_kind_of(b.hardware)}{s.device}, which "
+                    "arrives last in "
                     f"{100 * s.times_last / s.instances:.0f}% of {kind}s ({per_device})")
     return (f"waiting in {kind}s for the last arrival, with no device last in most of them "
             f"({per_device})")

@@ -15,7 +15,7 @@ from tracelens.analyze.roofline import COVERAGE_FLOOR
 from tracelens.analyze.summary_merge import concat_partials, lens_of
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
-from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES
+from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES, DEVICE_KINDS
 from tracelens.names import brief_name
 from tracelens.analyze.summary_brief import category_efficiency, roofline_groups, step_spread
 from tracelens.notices import NOTE_CODES, fold_per_host
@@ -163,7 +163,7 @@ def _coverage_warning(devs: tuple[DeviceSummary, ...], gaps: pl.DataFrame,
     worst_cov = round(worst.flops_coverage, 6)  # type: ignore[arg-type]
     return [f"FLOPs cover {100.0 * covered / total:.1f}% of compute-kernel time ({len(low)} "
             f"device(s) under {COVERAGE_FLOOR:.0%}, lowest {worst.host}/"
-            f"{'CPU' if worst.vendor == 'cpu' else 'GPU'}{worst.device} "
+            f"{DEVICE_KINDS.get((worst.vendor or '').lower(), 'GPU')}{worst.device} "
             f"{100.0 * worst_cov:.1f}%), so MFU is "
             f"{'a lower bound' if mfu_known else 'unknown'}. Without FLOPs, as a share of "
             f"compute-kernel time (summed over streams): {cats}. Longest: {op_text}"]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import polars as pl
 
-from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace, conform
+from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace, conform, shown_program_id
 from tracelens.name_dtype import name_dtypes
 from tracelens.signatures import Signatures
 
@@ -83,7 +83,8 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
         if found is None:  # a row without cost, saying why (the events' cost_note)
             missing_op += 1
             rows.append({"host": host, "program_id": pid, "op": op,
-                         "_note": f"op {op!r} is not in the HLO of program {pid}"})
+                         "_note": f"op {op!r} is not in the HLO of program "
+                                  f"{shown_program_id(pid)}"})
             continue
         module, comp, inst = found
         done, memo = _costs_of(module), (id(comp), inst.name)
@@ -94,7 +95,8 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
                 done[memo] = exc
         c = done[memo]
         if isinstance(c, Exception):
-            failed.append(f"{module.name}({pid})/{op}: {type(c).__name__}: {c}")
+            failed.append(f"{module.name}({shown_program_id(pid)})/{op}: "
+                          f"{type(c).__name__}: {c}")
             rows.append({"host": host, "program_id": pid, "op": op, "module": module.name,
                          "_note": f"the cost of this op could not be computed from its HLO "
                                   f"({type(c).__name__})"})
@@ -121,7 +123,8 @@ def op_cost_table(events: pl.DataFrame, modules: pl.DataFrame,
     table = pl.DataFrame(rows, schema=OP_COST_SCHEMA)
     if lost.height:  # in key order, as one lookup per key gave them
         table = pl.concat([table, conform(lost.with_columns(_note=pl.format(
-            "the trace has no HLO for program {} on this host", "program_id")),
+            "the trace has no HLO for program {} on this host",
+            pl.col("program_id").reinterpret(signed=False))),
             OP_COST_SCHEMA)]).sort(_lexical(KEY))
     return table, problems
 
@@ -244,14 +247,16 @@ def _annotated(ev: pl.DataFrame) -> pl.DataFrame:
     hlo_flops = pl.when(helper).then(0.0).otherwise(pl.col("_flops"))
     hlo_bytes = pl.when(~pl.col("_is_main") & pl.col("_bytes").is_not_null()).then(0.0) \
         .otherwise(pl.col("_bytes"))
-    counters = pl.col("cost_source") == "counters"
+    # the hardware's counters, and XLA's own per-op figures on TPU (cost_source "trace":
+    # what XProf sums), win over the HLO cost rules
+    own = pl.col("cost_source").is_in(["counters", "trace"])
     has_hlo = pl.col("_flops").is_not_null() | pl.col("_bytes").is_not_null() \
         | pl.col("_msg_bytes").is_not_null()
     kernel = pl.col("kind") == "kernel"
     ev = ev.with_columns(
-        flops=pl.when(counters | ~kernel).then(pl.col("flops"))
+        flops=pl.when(own | ~kernel).then(pl.col("flops"))
         .otherwise(pl.coalesce(hlo_flops, pl.col("flops"))),
-        bytes=pl.when(counters | ~kernel).then(pl.col("bytes"))
+        bytes=pl.when(own | ~kernel).then(pl.col("bytes"))
         .otherwise(pl.coalesce(hlo_bytes, pl.col("bytes"))),
         dtype=pl.coalesce(pl.col("dtype"), pl.col("_dtype"), pl.col("_name_dtype")),
         dtype_source=pl.when(pl.col("dtype").is_not_null()).then(

@@ -18,7 +18,7 @@ import polars as pl
 
 from tracelens.formats import decode_hlo, read_hlo_text
 from tracelens.hlo_model import Computation, Instruction, Module
-from tracelens.model import Notice
+from tracelens.model import Notice, shown_program_id
 
 
 @functools.lru_cache(maxsize=64)
@@ -55,7 +55,8 @@ class HloIndex:
             if isinstance(found, Exception):
                 index.problems.append(Notice.of(
                     "cost.hlo_undecodable", "HLO of module {module}({program_id}) on {host} "
-                    "could not be decoded ({error}: {why})", module=name, program_id=pid,
+                    "could not be decoded ({error}: {why})", module=name,
+                    program_id=shown_program_id(pid),
                     host=host, error=type(found).__name__, why=str(found)))
             else:
                 index.modules[(host, pid)] = found
@@ -83,6 +84,24 @@ class HloIndex:
 
     def module(self, host: str | None, program_id: int) -> Module | None:
         return self.modules.get((host, program_id)) or self.modules.get((None, program_id))
+
+    def fusion_root(self, host: str | None, program_id: int, name: str) -> str | None:
+        """The opcode at the root of the computation the fusion ``name`` calls: a
+        multi-output fusion's (a ``tuple`` root) is ``reduce``/``reduce-window`` when one of
+        its outputs is, else ``tuple``; None when the instruction, its body or root is not
+        in the HLO."""
+        found = self.lookup(host, program_id, name)
+        if found is None or not found[2].called:
+            return None
+        module, _, inst = found
+        body = module.computations.get(inst.called[0])
+        root = body.root_instruction if body is not None else None
+        if root is None:
+            return None
+        if root.opcode != "tuple":
+            return root.opcode
+        outs = {body.instructions[o].opcode for o in root.operands if o in body.instructions}
+        return next((r for r in ("reduce", "reduce-window") if r in outs), "tuple")
 
     def lookup(self, host: str | None, program_id: int,
                name: str) -> tuple[Module, Computation, Instruction] | None:

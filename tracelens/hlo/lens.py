@@ -24,6 +24,7 @@ from tracelens.cost.groups import group_mode
 from tracelens.cost.opcost import COLLECTIVES, instruction_cost
 from tracelens.hlo.tripcount import derive, known_trip_count, while_parts
 from tracelens.hlo_model import Computation, Instruction, Module
+from tracelens.model import shown_program_id
 from tracelens.results.encode import blank_as_null, converted, renamed, rounded
 
 HIDDEN = {"json": False}
@@ -39,6 +40,12 @@ MOVES = ("copy", "transpose", "bitcast", "reshape")
 NO_WORK = ("parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all",
            "partition-id", "replica-id", "add-dependency", "opt-barrier")
 LOOP_CALLERS = ("while", "call", "conditional", "async-start")
+
+
+def program_label(module: str, program_id: int | None) -> str:
+    """``<module>(<program id>)`` with the id as the trace writes it (a TPU fingerprint is a
+    uint64: :func:`tracelens.model.shown_program_id`); the module alone without an id."""
+    return module if program_id is None else f"{module}({shown_program_id(program_id)})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +94,7 @@ class Finding:
 
     kind: str
     program: str
-    program_id: int | None
+    program_id: int | None = field(metadata=converted(shown_program_id))
     instruction: str
     # every instruction it covers (small-collectives: all)
     instructions: tuple[str, ...] = field(default=(), kw_only=True)
@@ -100,7 +107,8 @@ class Finding:
     exposed_note: str = field(default="", metadata=converted(blank_as_null))
     compilations: int = field(init=False)  # len(program_ids), at least 1
     # the programs (compilations of its module) it was found in, itself first when alone
-    program_ids: tuple[int | None, ...] = ()
+    program_ids: tuple[int | None, ...] = field(default=(), metadata=converted(
+        lambda ids: tuple(shown_program_id(i) for i in ids)))  # type: ignore[arg-type]
     executed: bool | None = None        # any of them ran in the trace (None: cannot tell)
 
     def __post_init__(self) -> None:
@@ -113,7 +121,7 @@ class ProgramLens:
     findings are written once, merged over compilations, by ``tracelens hlo``)."""
 
     module: str
-    program_id: int | None
+    program_id: int | None = field(metadata=converted(shown_program_id))
     scheduled: bool
     executed: bool | None = None  # it has device events in the trace (None: cannot tell)
     notes: tuple[str, ...] = ()
@@ -423,8 +431,7 @@ def upcast_source(module: Module, comp: Computation, name: str,
 def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
     """Findings read from the HLO alone (no-overlap-window's synchronous case and every
     measured cost need the trace: :mod:`tracelens.analyze.hlo_findings`)."""
-    program = f"{module.name}({module.program_id})" if module.program_id is not None \
-        else module.name
+    program = program_label(module.name, module.program_id)
     out: list[Finding] = []
 
     def add(kind: str, c: Collective, message: str, bytes_per_step: int | None,

@@ -5,7 +5,7 @@ Times are integer ns on the job's clock. JSON comes from :func:`tracelens.result
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tracelens.results import display
 
@@ -56,6 +56,7 @@ class DevicePath:
     graph: str
     composition: tuple[Component, ...]
     activities: tuple[PathActivity, ...]
+    kind: str = field(default="GPU", metadata={"json": False})  # GPU, TPU, CPU (model.py)
 
 
 @dataclass(frozen=True)

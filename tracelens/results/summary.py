@@ -21,6 +21,7 @@ from tracelens.results.critical_path import Component, PathActivity, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.filters import SummaryFilters
 from tracelens.results.findings import Findings
+from tracelens.model import shown_program_id
 
 if TYPE_CHECKING:  # annotations only: summarize need not import the HLO lens
     from tracelens.hlo.lens import Finding
@@ -201,7 +202,7 @@ class RooflineRow:
     """One op group of the roofline (``tracelens.analyze.roofline``), unrounded."""
 
     op: str
-    program_id: int | None
+    program_id: int | None = field(metadata=converted(shown_program_id))
     module: str | None
     kernel: str | None
     category: str | None
@@ -352,6 +353,15 @@ class Summary:
         """The JSON's ``collectives``: per type, and up to three devices the others waited
         for."""
         return top_lines(self.collectives)
+
+    def device_name(self, host: str, device: int) -> str:
+        """How the critical path names one of the devices: ``<host>/<kind><ordinal>``, the
+        kind from its vendor (:data:`tracelens.model.DEVICE_KINDS`: TPU, CPU, else GPU)."""
+        from tracelens.model import DEVICE_KINDS
+
+        vendor = next((d.vendor for d in self.devices if d.host == host
+                       and d.device == device), None)
+        return f"{host}/{DEVICE_KINDS.get((vendor or '').lower(), 'GPU')}{device}"
 
     def with_filters(self, extra: SummaryFilters) -> "Summary":
         """This summary with the filters of ``extra`` set as well (the CLI's job-wide ones)."""
