@@ -87,6 +87,17 @@ def test_sample_report(browser: Browser, tmp_path: Path) -> None:
     assert {"timeline", "categories", "heatmap", "steps", "kernels", "coll_time"} <= set(
         state["rendered"])
     assert state["kernelRows"] == len(summary.top_kernels)
+    # The report opens with the findings (issue 47): the first section, shown, its items the
+    # summary's in rank order, each with its projected saving.
+    first = browser.evaluate("""(function () {
+      var s = document.querySelector("main > section");
+      var box = s.getBoundingClientRect();
+      return {id: s.id, visible: box.height > 0 && box.top < window.innerHeight,
+              items: Array.prototype.map.call(s.querySelectorAll("ol.findings > li > strong"),
+                                              function (e) { return e.textContent; })};
+    }())""")
+    assert first["id"] == "findings" and first["visible"], first
+    assert first["items"] == [f.title for f in summary.findings.items]
     # The table sorts and filters.
     browser.evaluate("""(function () {
       var f = document.getElementById("kernel-filter"); f.value = "tensile";
