@@ -244,7 +244,7 @@ def heatmap_figure(summary: Summary) -> Fig | None:
 
 # -- per step ------------------------------------------------------------------------------
 def _mfu_pct(v: float | None) -> float | None:
-    """MFU is a fraction (DESIGN §6.2); shown in percent."""
+    """MFU is a fraction (docs/definitions.md#mfu); shown in percent."""
     if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
     return rnd(100.0 * v, 3)

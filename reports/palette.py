@@ -3,7 +3,7 @@ report, so that "gemm" or "exposed communication" has the same colour everywhere
 
 Exposed communication is drawn in the ``collective`` colour and exposed memory in the
 ``memory`` colour: in the per-device timeline they are exactly those categories' exclusive
-times (DESIGN §6.1).
+times (docs/definitions.md#timeline).
 """
 
 from __future__ import annotations

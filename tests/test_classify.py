@@ -1,4 +1,4 @@
-"""Tests for the kernel classifier (tracelens.classify, DESIGN §5)."""
+"""Tests for the kernel classifier (tracelens.classify, docs/definitions.md#categories)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The binding rule of the critical path (DESIGN §6.5, docs/critical-path.md) on constructed
+"""The binding rule of the critical path (docs/critical-path.md#the-binding-rule) on constructed
 traces whose answer is worked out by hand: when a launch binds, when the host's untraced time
 is on the path, the order across streams, and what-ifs where the devices lag the step's
 marker (issue 45)."""

@@ -15,7 +15,8 @@ other falls under a difference in definition, named here:
   can be on ours only (after HTA's last device activity);
 - ``order``: on a rank whose trace records no stream-wait call, a device activity waits for
   the latest activity of another stream of its device that ended before it started (the
-  step's order across streams, DESIGN §6.5); HTA has no such edge, so a stretch of one stream
+  #the-binding-rule); HTA has no such edge, so a stretch of one stream
+  step's order across streams, docs/critical-path.md
   that our path reaches through a hop to another stream is on ours only;
 - ``host``: where a launch call returns after its activity has started, our walk follows
   the source that ended last (the call) and stays on the host, HTA goes to the activity; and

@@ -1,4 +1,5 @@
-"""A hand-built XSpace whose every timeline number is known by construction (DESIGN §6.1)."""
+"""A hand-built XSpace whose every timeline number is known by construction
+(docs/definitions.md#timeline)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ def test_kernel_counts_and_time_match_xprof_kernel_stats(key: str, tmp_path: Pat
 
 @pytest.mark.parametrize("key", sorted(GPU_TRACES))
 def test_timeline_matches_tracelens_gpu_timeline_where_definitions_agree(key: str) -> None:
-    """busy and span equal TraceLens's gpu_timeline to the ns (DESIGN §6.1 keeps them
+    """busy and span equal TraceLens's gpu_timeline to the ns (docs/definitions.md#timeline keeps
+    them
     compatible); TraceLens counts __amd_rocclr_copyBuffer as computation (oracle defect 8), we
     count it as memory, so our compute is smaller by the copies' exclusive time."""
     path = real_trace(GPU_TRACES[key])

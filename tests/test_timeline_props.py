@@ -1,4 +1,5 @@
-"""Property tests: the timeline arithmetic against a per-nanosecond brute force (DESIGN §6.1)."""
+"""Property tests: the timeline arithmetic against a per-nanosecond brute force
+(docs/definitions.md#timeline)."""
 
 from __future__ import annotations
 

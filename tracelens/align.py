@@ -1,7 +1,8 @@
 """Put hosts without a shared wall-clock onto one clock by their matched collective ends.
 
 A collective completes on every participant at nearly the same moment (the data arrives
-everywhere), so when hosts cannot be aligned by their profile start times (DESIGN §3), the
+#paths-and-directories), the
+everywhere), so when hosts cannot be aligned by their profile start times (docs/inputs.md
 median over matched instances of (reference end − host end) is a robust clock offset.
 Processes on one host share its clock, so the shift is per host, not per rank.
 """

@@ -28,7 +28,7 @@ class FrameAnswers:
     @cached_property
     def timeline(self) -> pl.DataFrame:
         """Per device: span, busy, compute, communication (exposed and overlapped), memory
-        and idle time in ns; the parts add up exactly (DESIGN §5).
+        and idle time in ns; the parts add up exactly (docs/definitions.md#timeline).
 
         >>> import tracelens
         >>> a = TraceAnalysis(tracelens.load("sample_traces/mi300x_8gpu_llama_step.xplane.pb"))

@@ -8,7 +8,8 @@ CATEGORIES: tuple[str, ...] = (
     "gemm", "attention", "convolution", "elementwise", "reduction", "other",
     "collective", "memory",
 )
-"""Categories in exclusive-time priority order (highest first), DESIGN §5 and §6.1."""
+"""Categories in exclusive-time priority order (highest first), docs/definitions.md#categories and
+#timeline."""
 
 COMPUTE_CATEGORIES: tuple[str, ...] = CATEGORIES[:6]
 KINDS: tuple[str, ...] = ("kernel", "memcpy", "memset")

@@ -1,4 +1,5 @@
-"""Which GPU a device is, and its peak rates: the roofline ceilings (DESIGN §6.2).
+"""Which GPU a device is, and its peak rates: the roofline ceilings
+(docs/cost-model.md#7-hardware-peaks-tracelenshardware-tracelens-gpus).
 
 Identification (:func:`identify_device`) takes the trace's own product name first (when it
 agrees with the vendor, arch and SMs/CUs the trace gives), then what the trace says about the

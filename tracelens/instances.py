@@ -1,4 +1,4 @@
-"""Which collective executions are one instance across devices (DESIGN §6.3).
+"""Which collective executions are one instance across devices (docs/definitions.md#collectives).
 
 The k-th execution of the same op in the same module on each device (or, when the trace has
 no op, the k-th collective of the same type) is one instance. Here, below the analyzers, so

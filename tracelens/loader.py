@@ -142,7 +142,8 @@ def _clip_overlaps(trace: Trace, ctx: Context) -> None:
 
 
 def _classify(trace: Trace, ctx: Context) -> None:
-    """Categories, with what each HLO op computes (DESIGN §6.2) as the rules' HLO signal,
+    """Categories, with what each HLO op computes (docs/definitions.md#cost-model) as the rules'
+    HLO signal,
     worked out per signature (:mod:`tracelens.signatures`) and spread onto the events."""
     ctx.signatures = signatures(trace.events)
     keys = ctx.signatures.table

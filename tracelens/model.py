@@ -1,4 +1,4 @@
-"""The data model every parser fills and every analysis reads (DESIGN §3).
+"""The data model every parser fills and every analysis reads (docs/python-api.md#the-data-model).
 
 A :class:`Trace` holds polars DataFrames with fixed schemas. A column a format cannot supply
 is null, never guessed. Times are integer nanoseconds in the trace's clock.
@@ -64,7 +64,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "launch": Text,
     "hlo_category": Text,
 }
-"""``trace.events``: one row per device activity. ``program_id`` is an addition to DESIGN §3:
+"""``trace.events``: one row per device activity. ``program_id`` is ours:
 HLO module names repeat within one trace, so (program_id, op) is the key to the HLO.
 ``launch`` (also an addition): the kernel's launch shape as the trace gives it,
 ``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` (the parts known), null when the trace has none.

@@ -37,7 +37,8 @@ def _sort_by_stream(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def clip_stream_overlaps(events: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
-    """Clip each activity's end to the next start on the same in-order stream (DESIGN §4).
+    """Clip each activity's end to the next start on the same in-order stream
+    (docs/definitions.md#same-stream-overlaps).
 
     Returns the events sorted by (host, rank, device, stream, start), the number of clipped
     events and the largest clip in ns. ROCm timestamps overlap by ~100 ns on a few percent of

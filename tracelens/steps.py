@@ -1,4 +1,4 @@
-"""Where a trace's steps come from (DESIGN §6.0), decided once per load.
+"""Where a trace's steps come from (docs/definitions.md#steps), decided once per load.
 
 In order: ``--step-marker REGEX`` when given (host markers whose name matches, else the
 executions of a program whose module name matches); else the trace's own step annotations

@@ -1,4 +1,5 @@
-"""Collectives (DESIGN §6.3): type, size, bandwidth, exposure, and cross-device skew.
+"""Collectives (docs/definitions.md#collectives): type, size, bandwidth, exposure, and cross-device
+skew.
 
 Every collective activity gets its exposed time (the part of its interval no compute kernel on
 its device covers), algbw and busbw when its message size is known (nccl-tests convention).

@@ -217,7 +217,7 @@ def device_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
 
 
 def attainable_ns(ev: pl.DataFrame, devices: pl.DataFrame) -> pl.Series:
-    """Per activity, the time it would take at its roofline (DESIGN §6.2):
+    """Per activity, the time it would take at its roofline (docs/definitions.md#cost-model):
     max(flops / peak(dtype), bytes / HBM bandwidth), for compute kernels whose FLOPs, bytes
     and GPU peaks are known; null otherwise."""
     from tracelens.analyze.roofline import _peak_of_dtype, device_specs, spec_frame
@@ -306,7 +306,7 @@ def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
     """Launch, sync, event-wait, stream-order and host-delay edges among one host's nodes
     (``chain_order``ed).
 
-    Which edges exist follows the binding rule of DESIGN §6.5 (docs/critical-path.md):
+    Which edges exist follows the binding rule (docs/critical-path.md#the-binding-rule):
 
     - a device activity's recorded event waits, or, on a rank whose trace records no
       stream-wait call, *order* edges from the latest activity of each other stream of its

@@ -1,6 +1,7 @@
 """Exact interval arithmetic on frames, vectorized with polars.
 
-The one primitive is the length of a union of intervals per group. Everything in DESIGN §6.1
+#timeline
+The one primitive is the length of a union of intervals per group. Everything in docs/definitions.md
 reduces to it: |A − B| = |A ∪ B| − |B|, so exposed times and exclusive times are differences of
 unions of growing sets, which keeps every identity exact in integer nanoseconds.
 """

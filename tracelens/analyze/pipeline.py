@@ -4,7 +4,8 @@ The pipeline axis is the mesh axis named ``pp`` (``--mesh``, the trace's process
 else the one axis all point-to-point collectives (send, recv, collective-permute) lie
 along; a device's stage is its coordinate on that axis. Per device and step, its *bubble* is
 the step time in which it computes nothing and moves nothing it could hide: the idle time
-of its timeline (DESIGN §6.1) plus the exposed time of its point-to-point transfers (a
+#timeline) plus the exposed time of its point-to-point transfers (a
+of its timeline (docs/definitions.md
 receive waiting for the neighbour stage's activations or gradients). Per stage, averaged
 over its devices and steps: the step time, the bubble, its fraction of the step, and the
 shares of the bubble before the stage's first compute kernel of the step (warm-up) and

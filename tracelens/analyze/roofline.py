@@ -1,11 +1,11 @@
-"""Roofline per op group and MFU per device and step (DESIGN §6.2).
+"""Roofline per op group and MFU per device and step (docs/definitions.md#roofline).
 
 Per op group (the HLO op, keyed by program, or the kernel name when there is no op), over the
 reported devices: count, time, flops, bytes, intensity = flops/bytes, achieved TFLOP/s and TB/s,
 attainable = min(peak(dtype), intensity × HBM), bound (compute when intensity × HBM ≥ peak,
 else memory) and efficiency = achieved / attainable (TFLOP/s against the peak when compute
 bound, TB/s against HBM when memory bound, so a zero-FLOP copy still gets one). Collectives and
-memcpy/memset are left out (DESIGN §6.3 has their bandwidths).
+memcpy/memset are left out.
 
 MFU = model FLOPs (``gemm`` + ``attention`` + ``convolution`` kernels) / (window time × dense
 peak of the window's dominant dtype, the one with the most model FLOPs). A kernel crossing a

@@ -1,4 +1,5 @@
-"""Whether two runs can be compared as the same work (``compare``, ``scaling``; DESIGN §6.4):
+"""Whether two runs can be compared as the same work (``compare``, ``scaling``;
+docs/compare.md#definitions):
 the same hardware and the same program. Each difference is a :class:`~tracelens.model.Notice`
 (stable code, its numbers as fields) that the commands list with their warnings.
 

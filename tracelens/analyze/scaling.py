@@ -1,4 +1,5 @@
-"""Why a job got slower: profiles of runs, their differences, and a verdict (DESIGN §6.4).
+"""Why a job got slower: profiles of runs, their differences, and a verdict
+(docs/compare.md#definitions).
 
 A run's *profile* is its median step (the step whose span, averaged over devices, is the
 median), averaged over devices, split into components that add up to the step time exactly:
@@ -97,7 +98,7 @@ def _lumped() -> pl.Expr:
 
 def _waits(acts: pl.DataFrame) -> pl.DataFrame:
     """The time each early device waits for a collective's last arrival, as intervals
-    (DESIGN §6.4): the *last* ``wait_ns`` of the activity, ``[end - wait, end)``.
+    (docs/compare.md#definitions): the *last* ``wait_ns`` of the activity, ``[end - wait, end)``.
 
     Had the last participant come with the others, the transfer would have started at the
     device's own arrival and the collective would have ended ``wait_ns`` sooner: compute that

@@ -1,4 +1,5 @@
-"""The timeline breakdown of DESIGN §6.1, per device, for the whole trace and per step.
+"""The timeline breakdown of docs/definitions.md#timeline, per device, for the whole trace and per
+step.
 
 For one device and one window: COMP = kernels not ``collective``/``memory``, COMM =
 ``collective``, MEM = ``memory``. ``compute = |COMP|``, ``exposed_comm = |COMP ∪ COMM| − |COMP|``,

@@ -1,4 +1,5 @@
-"""The kernel classifier (DESIGN §5): one ordered rule list, from data, for every trace format.
+"""The kernel classifier (docs/definitions.md#categories): one ordered rule list, from data, for
+every trace format.
 
 The list runs in layers: library rules (vendor and framework kernel names, HLO ops), then the
 words inside a name, then the op that launched the kernel where the trace records one (Kineto's

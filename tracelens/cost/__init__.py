@@ -1,4 +1,5 @@
-"""The cost model (DESIGN §6.2, §6.3): FLOPs, bytes, dtype and collective sizes of kernels.
+"""The cost model (docs/definitions.md#cost-model, #collectives): FLOPs, bytes, dtype and
+collective sizes of kernels.
 
 - ``events``: per-activity cost joined onto ``trace.events`` from the HLO of each kernel's op,
   once per distinct (host, program id, op), and the cost notes;

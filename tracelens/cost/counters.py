@@ -1,4 +1,5 @@
-"""FLOPs and HBM bytes per kernel dispatch from rocprofv3 PMC counters (DESIGN §6.2: counters
+"""FLOPs and HBM bytes per kernel dispatch from rocprofv3 PMC counters
+(docs/cost-model.md#6-rocprofv3-pmc-counters-tracelenscostcounterscost_from_counters: counters
 are the strongest cost source).
 
 Formulas: rocprofiler-compute (shared/reference/rocprof.md §5.4):

@@ -1,4 +1,5 @@
-"""Per-activity cost (DESIGN §6.2): ``flops``, ``bytes``, ``dtype``, ``cost_source``, and for
+"""Per-activity cost (docs/definitions.md#cost-model): ``flops``, ``bytes``, ``dtype``,
+``cost_source``, and for
 collectives ``msg_bytes`` and ``group_size`` (§6.3).
 
 Sources, strongest first: hardware counters (rocprofv3 PMC, :func:`cost_from_counters`, filled

@@ -1,4 +1,5 @@
-"""FLOPs, bytes and collective sizes of one HLO instruction (DESIGN §6.2, §6.3).
+"""FLOPs, bytes and collective sizes of one HLO instruction (docs/definitions.md#cost-model,
+#collectives).
 
 Rules (shared/reference/hlo.md §8, XLA ``hlo_cost_analysis.cc``):
 

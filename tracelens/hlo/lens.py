@@ -58,7 +58,8 @@ class Collective:
     name: str
     opcode: str                      # base opcode: all-reduce, all-gather, ...
     dtype: str | None                # operand element type(s), "f32" or "f32,bf16"
-    bytes: int | None                # per execution (DESIGN §6.3 message bytes)
+    # per execution (message bytes: docs/cost-model.md#4-collectives-msg_bytes-group_size)
+    bytes: int | None
     group_size: int | None
     is_async: bool = field(metadata=renamed("async"))
     done: str | None                 # the matching -done of an async start

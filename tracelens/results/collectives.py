@@ -1,4 +1,4 @@
-"""The ``tracelens collectives`` result, unrounded (DESIGN §6.3).
+"""The ``tracelens collectives`` result, unrounded (docs/definitions.md#collectives).
 
 Times are integer ns; bandwidths GB/s floats as computed; ``None`` where unknown (no message
 size, no link bandwidth in the hardware table, no unique last arrival). The JSON is

@@ -1,4 +1,5 @@
-"""The ``tracelens compare`` and ``tracelens scaling`` results (DESIGN §6.4). Times are ns
+"""The ``tracelens compare`` and ``tracelens scaling`` results (docs/compare.md#definitions). Times
+are ns
 per step (medians and averages over devices: floats); ``None`` where a ratio has no
 denominator or a run lacks the value. The JSON is :func:`tracelens.results.encode.encode`
 of them (values as computed).
@@ -45,8 +46,9 @@ class TypeStraggler:
 
 @dataclass(frozen=True)
 class Noise:
-    """Whether a step-time change stands out of the runs' own step-to-step spread (DESIGN
-    §6.4): ``floor_ns`` = 2·√(se_a² + se_b²), each run's standard error of its median step
+    """Whether a step-time change stands out of the runs' own step-to-step spread
+    (docs/compare.md#definitions): ``floor_ns`` = 2·√(se_a² + se_b²), each run's standard error of
+    its median step
     ``se`` = 1.2533 · 1.4826 · MAD(step times) / √steps; ``within`` = |change| ≤ floor.
     Unknown (None, with ``reason``) where a run has fewer than two steps."""
 

@@ -51,7 +51,7 @@ class IdleBreakdown:
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    """Exact interval arithmetic of one device over a window (DESIGN: timeline)."""
+    """Exact interval arithmetic of one device over a window (docs/definitions.md#timeline)."""
 
     span_ns: int
     busy_ns: int

@@ -6,7 +6,8 @@ custom call, a Triton GEMM fusion, an attention custom call, a loop/input fusion
 a sort, a copy or a collective, described by the array shapes the scenario chose (bf16
 activations and weights, f32 statistics). :mod:`tracelens_dev.synth.hlo` serializes the recipes
 into the program's ``xla.HloProto``; :meth:`cost` is the ground truth of one execution, written
-here from the construction with the rules of DESIGN §6.2/§6.3 (docs/cost-model.md §3-4), never
+#cost-model and #collectives (docs/cost-model.md §3-4), never
+here from the construction with the rules of docs/definitions.md
 by ``tracelens.hlo``:
 
 - GEMMs (custom call or Triton fusion): FLOPs ``2·batch·M·N·K``; bytes = lhs + rhs + result

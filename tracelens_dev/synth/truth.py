@@ -1,6 +1,7 @@
 """Ground truth of a synthetic job, computed from the construction (never from tracelens.analyze).
 
-Definitions are those of DESIGN §6.1 (README "What the numbers mean"); the method differs on
+#timeline (README "What the numbers mean"); the method differs on
+Definitions are those of docs/definitions.md
 purpose: an elementary-segment sweep. All start/end times of one device (clipped to the window)
 cut its time into segments; per segment and category a running count says which categories are
 active. Then, summing segment lengths: busy = any active; compute = a compute category active;
