@@ -69,3 +69,23 @@ def test_short_markdown_has_the_findings() -> None:
     assert out.returncode == 0
     assert "## What to fix first" in out.stdout
     assert "Find why mi355x-node1/GPU3 is late" in out.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("summarize", "{s}"), ("summarize", "{s}", "--all"), ("collectives", "{s}"),
+    ("axes", "{s}"), ("critical-path", "{s}"), ("hlo", "{m}"),
+    ("compare", "{m}", "{s}"), ("scaling", "{m}", "{s}")], ids=lambda a: " ".join(a))
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_stdout_of_every_command_holds_no_warning(args, fmt) -> None:  # type: ignore[no-untyped-def]
+    """Issue 47: warnings (and notes) go to stderr, each once; stdout holds the result. On
+    the 2-host MI355X job (its memory_bandwidth note) and against the MI300X sample (compare
+    and scaling warn that the hardware differs)."""
+    paths = {"s": str(SAMPLES / "mi355x_2x8gpu_straggler"),
+             "m": str(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")}
+    out = cli(*[a.format(**paths) for a in args], "--format", fmt)
+    assert out.returncode == 0, out.stderr
+    assert "warning" not in out.stdout.lower() and "memory_bandwidth" not in out.stdout
+    said = [line for line in out.stderr.splitlines() if line.startswith(("warning:", "note:"))]
+    assert len(said) == len(set(said)), said  # each once
+    if args[0] in ("compare", "scaling"):
+        assert any("different hardware" in line for line in said), out.stderr
