@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reports.markdown import md_cell as _md_cell
-from reports.summary_text import (_coverage_text, _device_label, _gbps, _mfu_text,
+from reports.summary_text import (_device_label, _gbps, _mfu_text,
                                   filters_text, hosts_word, mfu_label, ms, pct, short_name,
                                   shown)
 from tracelens.results.findings import Findings, RankedFinding
@@ -54,10 +54,10 @@ def headline_lines(s: Summary) -> list[str]:
                          f"exposed communication {_pct(shown(h, 'exposed_comm_pct'))}",
                          f"exposed memory {_pct(shown(h, 'exposed_memory_pct'))}",
                          f"idle {_pct(shown(h, 'idle_pct'))}"])
-    third = f"{mfu_label(h)} {_mfu_text(shown(h, 'mfu'), h.mfu_lower_bound, short=True)}"
-    cov = _coverage_text(h)
-    if cov != "-":
-        third += f" · FLOPs coverage {cov}"
+    third = f"{mfu_label(h)} {_mfu_text(shown(h, 'mfu'), h.mfu_lower_bound)}"
+    cov = shown(h, "flops_coverage")
+    if cov is not None:
+        third += f" · FLOPs for {100.0 * cov:.1f}% of compute time"
     filters = filters_text(s.filters)
     return [first, second, third] + ([f"filters: {filters}"] if filters else [])
 

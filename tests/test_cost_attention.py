@@ -186,8 +186,10 @@ def test_low_coverage_warns_with_categories_ops_and_reasons(tmp_path: Path) -> N
            "sequences" in warning
     from reports import summary as render
     from tracelens.analyze.summary import summarize
-    md = render.render_markdown(summarize(load(tmp_path, packed_ns=2_000_000)))
+    md = render.render_markdown(summarize(load(tmp_path, packed_ns=2_000_000)), all_rows=True)
     assert "| MFU (median step) | ≥ " in md and "(lower bound: see warnings)" in md
+    short = render.render_markdown(summarize(load(tmp_path, packed_ns=2_000_000)))
+    assert "MFU (median step) ≥ " in short and "(lower bound: see warnings)" in short
     assert f"| FLOPs coverage | {100 * d['flops_coverage']:.1f}% of compute-kernel time" in md
 
 
