@@ -430,3 +430,41 @@ def test_check_names_findings_that_appeared_since_the_baseline(tmp_path: Path) -
     assert series["findings_appeared"] is None and series["findings_vanished"] is None
     assert "findings not compared" in cli("history", "check", "--store", str(store),
                                           "--baseline", "even").stdout
+
+
+def test_a_read_only_store_of_schema_1_is_read_as_it_is(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store of the schema before findings that may not be written (a CI artifact): the
+    readers read it at its own version, its runs' findings unknown, the file untouched. (The
+    file's mode is not what makes it read-only here: root may write any file, so the test
+    says the process may not write it, as ``os.access`` would for another user.)"""
+    import hashlib
+
+    from tracelens.history import store as st
+
+    store = tmp_path / "runs.db"
+    for i in range(2):
+        p = write_run(tmp_path / f"r{i}.xplane.pb", seed=i)
+        assert _add(store, p, "--label", f"r{i}").returncode == 0
+    with sqlite3.connect(store) as c:  # back to schema 1, as an older tracelens wrote it
+        c.execute("DROP TABLE findings")
+        c.execute("ALTER TABLE runs DROP COLUMN findings_recorded")
+        c.execute("UPDATE schema_version SET version = 1")
+    c.close()
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    real = os.access
+    monkeypatch.setattr(st.os, "access", lambda path, mode, **kw: False if (
+        mode == os.W_OK and Path(path) == store) else real(path, mode, **kw))
+    res = cli("history", "check", "--store", str(store), "--baseline", "r0", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    (series,) = json.loads(res.stdout)["series"]
+    assert series["findings_appeared"] is None
+    with open_store(store) as s:
+        assert [r.findings for r in s.runs()] == [None, None]
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == before
+    monkeypatch.setattr(st.os, "access", real)  # writable: migrated on open, as before
+    with open_store(store) as s:
+        assert [r.findings for r in s.runs()] == [None, None]  # recorded without: unknown
+    with sqlite3.connect(store) as c:
+        assert c.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+    c.close()

@@ -13,6 +13,7 @@ and left exactly as it is: nothing is written to it.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -147,7 +148,7 @@ class Store:
     def runs(self) -> list[RunRecord]:
         """Every run, in the order recorded (time recorded, then insertion)."""
         try:
-            return _read_runs(self.conn)
+            return _read_runs(self.conn, _version(self.conn, self.path))
         except sqlite3.Error as exc:
             raise self._fail(exc) from None
 
@@ -206,7 +207,9 @@ def setup_text(hardware: str, devices: int) -> str:
     return f"{hardware} | {devices} device{'' if devices == 1 else 's'}"
 
 
-def _read_runs(conn: sqlite3.Connection) -> list[RunRecord]:
+def _read_runs(conn: sqlite3.Connection, version: int = SCHEMA_VERSION) -> list[RunRecord]:
+    """The runs of a store at ``version`` (one of schema 1, read where it could not be
+    migrated, has no findings: each run's are unknown)."""
     tags = _grouped(conn, "SELECT run_id, key, value FROM tags ORDER BY run_id, key")
     inputs = _grouped(conn, "SELECT run_id, path, sha256, bytes FROM inputs "
                       "ORDER BY run_id, position")
@@ -220,12 +223,13 @@ def _read_runs(conn: sqlite3.Connection) -> list[RunRecord]:
     comm = _grouped(conn, "SELECT run_id, type, count, sum_ns, exposed_ns FROM comm "
                     "ORDER BY run_id, type")
     found = _grouped(conn, "SELECT run_id, kind, target, title, saved_ns FROM findings "
-                     "ORDER BY run_id, position")
+                     "ORDER BY run_id, position") if version >= 2 else {}
+    kept_col = "findings_recorded" if version >= 2 else "0"
     out = []
     for (rid, label, at, h, hw, devices, hosts, steps, src, step_ns, mfu, ver,
          kept) in conn.execute(
             "SELECT id, label, recorded_at, inputs_hash, hardware, devices, hosts, steps, "
-            "steps_source, step_ns, mfu, tool_version, findings_recorded FROM runs "
+            f"steps_source, step_ns, mfu, tool_version, {kept_col} FROM runs "
             "ORDER BY recorded_at, id"):
         t = {k: v for k, v in tags.get(rid, [])}
         out.append(RunRecord(
@@ -318,6 +322,8 @@ def _prepare(conn: sqlite3.Connection, path: Path, create: bool) -> None:
     if not create and version == 0:
         raise TraceInputError(path, "empty file, not a run store yet (`tracelens history "
                               "add` creates it)")
+    if not create and not os.access(path, os.W_OK):
+        return  # a store we may only read (a CI artifact) is read at its own version
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("BEGIN IMMEDIATE")
     try:
