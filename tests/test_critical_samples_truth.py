@@ -140,10 +140,10 @@ def test_hiding_an_unknown_collective_type_is_refused() -> None:
 @pytest.mark.xfail(strict=True, reason=(
     "issue 45 (open): a one-host 8-GPU job whose GPU 3 computes 1.5x slower (synth seed 3, "
     "one layer): on_time projects 0.767 ms, the regeneration without the slowdown saves 1.965 "
-    "ms. Each peer's host, held back by its device, launched the reduce-scatter 1.17 ms after "
-    "the compute it waited for ended (its queue was behind the all-reduce that waited for GPU "
-    "3); the launch's host edge keeps that lag fixed, so the peers' arrival moves 0.13 ms "
-    "instead of with the all-reduce"))
+    "ms. The peers start the reduce-scatter 1.18 ms after their last compute ended: the "
+    "generator sets a collective's issue time from the block's end, which nothing in the "
+    "trace shows, and writes each launch call just before its kernel; so the analyzer binds "
+    "the reduce-scatter to that launch, whose lag stays, and the peers' arrival moves 0.13 ms"))
 def test_on_time_of_a_planted_one_host_straggler(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from tracelens_dev.writers.xspace import write
     from tracelens_dev.synth import build
