@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Sequence
 from tracelens.results.findings import Findings, RankedFinding
 
 if TYPE_CHECKING:
+    from tracelens.hlo.lens import Finding
+    from tracelens.results.collectives import Straggler
     from tracelens.results.critical_path import WhatIf
     from tracelens.results.summary import Summary
 
@@ -174,7 +176,7 @@ def _device_name(s: "Summary", host: str, device: int) -> str:
     return s.device_name(host, device)
 
 
-def _straggler(s: "Summary", name: str):  # type: ignore[no-untyped-def]
+def _straggler(s: "Summary", name: str) -> "Straggler | None":
     m = _DEVICE.match(name)
     if m is None:
         return None
@@ -204,7 +206,7 @@ def _exposure(s: "Summary", kind: str) -> str:
     return f"{ms(t.exposed_ns)} of {ms(t.sum_ns)} ms exposed over the job's {t.count:,} instances"
 
 
-def _hlo_finding(s: "Summary", kind: str):  # type: ignore[no-untyped-def]
+def _hlo_finding(s: "Summary", kind: str) -> "Finding | None":
     return next((f for f in s.hlo_findings if f.opcode == kind
                  and f.exposed_ns_per_step), None)
 
