@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 from rich.console import Console
 from rich.table import Table
@@ -14,7 +13,9 @@ from rich.text import Text
 
 from typing import Sequence
 
-from tracelens.xcheck import KernelCheck, clipped_total
+from tracelens.results.encode import to_json
+from tracelens.results.xcheck import XCheck, clip_note
+from tracelens.xcheck import KernelCheck
 
 COLUMNS = ["file", "kernel", "ours_count", "xprof_count", "ours_us", "clipped_us", "xprof_us",
            "agrees"]
@@ -31,17 +32,6 @@ def _row(r: KernelCheck) -> list[str | int | float | bool | None]:
             _us(r.xprof_us), r.agrees]
 
 
-def clip_note(rows: list[KernelCheck]) -> str | None:
-    """The sentence that says our times are compared before the same-stream clip, and what
-    that clip took (None: it took nothing)."""
-    names, us = clipped_total(rows)
-    if not names:
-        return None
-    return (f"ours_us is as read, before the same-stream clip; the clip took {us:,.3f} µs "
-            f"from {names} kernel name(s) (clipped_us), which every other command leaves out "
-            "and XProf keeps")
-
-
 def _columns(rows: list[KernelCheck]) -> list[int]:
     """The columns the table and Markdown show: the file only for rows of several files."""
     several = len({r.file for r in rows}) > 1
@@ -55,14 +45,9 @@ def skipped_note(skipped: Skipped) -> str | None:
     return "not checked: " + "; ".join(f"{f} ({why})" for f, why in skipped)
 
 
-def render_json(rows: list[KernelCheck], skipped: Skipped = ()) -> str:
-    names, us = clipped_total(rows)
-    return json.dumps({"kernels": [dict(zip(COLUMNS, _row(r))) for r in rows],
-                       "agree": sum(r.agrees for r in rows), "total": len(rows),
-                       "clipped": {"kernels": names, "us": round(us, 3),
-                                   "note": clip_note(rows)},
-                       "skipped": [{"file": f, "reason": why} for f, why in skipped]},
-                      indent=2)
+def render_json(result: XCheck) -> str:
+    """The JSON: :func:`tracelens.results.encode.to_json` of the typed result."""
+    return to_json(result)
 
 
 def render_csv(rows: list[KernelCheck]) -> str:

@@ -193,12 +193,11 @@ def test_results_show_themselves_in_a_screen(tmp_path: Path) -> None:
 
 
 def test_xcheck_prints_the_facades_rows(tmp_path: Path) -> None:
-    """``xcheck``'s JSON is its renderer's (not yet a typed result): of the facade's rows."""
-    from reports.xcheck import render_json
+    """``xcheck``'s JSON is ``to_json`` of the facade's typed result, as every command's."""
 
     res = cli("xcheck", LLAMA, "--format", "json")
     assert res.returncode in (0, 1), res.stderr
-    assert res.stdout == render_json(TraceAnalysis(LLAMA).xcheck()) + "\n"
+    assert res.stdout == tracelens.to_json(TraceAnalysis(LLAMA).xcheck()) + "\n"
     other = tmp_path / "t.json"
     other.write_text('{"traceEvents": []}')
     assert _cli_error("xcheck", str(other)) == _input_error(

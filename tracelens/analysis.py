@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tracelens.results.hlo import HloLensResult
     from tracelens.results.runs import Comparison, Scaling
     from tracelens.results.summary import Summary
-    from tracelens.xcheck import KernelCheck
+    from tracelens.results.xcheck import XCheck
 
 Opt = TypeVar("Opt")
 P = TypeVar("P")
@@ -373,23 +373,20 @@ class TraceAnalysis(FrameAnswers):
                                   f"cannot write: {exc.strerror or exc}") from None
         return wrote
 
-    def xcheck(self) -> list[KernelCheck]:
+    def xcheck(self) -> "XCheck":
         """``tracelens xcheck``: the kernel table next to XProf's own kernel_stats for the
-        XSpace file or the folder's XSpace files (needs ``tracelens[xprof]``); a row per
-        kernel and file, ``agrees`` each (:meth:`xcheck_files` also says what was left out)."""
-        return self.xcheck_files()[0]
-
-    def xcheck_files(self) -> "tuple[list[KernelCheck], list[tuple[str, str]]]":
-        """:meth:`xcheck`'s rows and the files not checked, with why (other formats,
-        all-CPU traces): each XSpace file is read alone, as XProf reads one host's file."""
+        XSpace file or each XSpace file of the folder (needs ``tracelens[xprof]``): a row per
+        file and kernel, ``agrees`` each, and the files not checked with why (other formats,
+        all-CPU traces); each file is read alone, as XProf reads one host's file."""
         from tracelens.loader import load
+        from tracelens.results.xcheck import xcheck_result
         from tracelens.xcheck import check_path
 
         if len(self._in.paths) != 1:
             raise TraceUsageError("xcheck compares one XSpace file (.xplane.pb) or the XSpace "
                                   "files of one folder with XProf")
-        return check_path(self._in.paths[0], lambda f: load(
-            [f], rules=self._rules, step_marker=self._step_marker, progress=self._in.progress))
+        return xcheck_result(*check_path(self._in.paths[0], lambda f: load(
+            [f], rules=self._rules, step_marker=self._step_marker, progress=self._in.progress)))
 
     @cached_property
     def profile(self) -> RunProfile:

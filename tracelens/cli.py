@@ -359,10 +359,11 @@ def xcheck(path: Path, fmt: str, **opts: Any) -> None:
     not checked) (needs tracelens[xprof]); exit 1 when any kernel's count or time differs."""
     from reports import xcheck as render
 
-    rows, skipped = analysis((path,), opts).xcheck_files()
+    res = analysis((path,), opts).xcheck()
+    rows, skipped = list(res.rows), [(s.file, s.reason) for s in res.skipped]
     if fmt == "csv" and skipped and not opts["quiet"]:
         click.echo(render.skipped_note(skipped), err=True)
-    print_result(fmt, lambda: render.render_json(rows, skipped), lambda: render.render_csv(rows),
+    print_result(fmt, lambda: render.render_json(res), lambda: render.render_csv(rows),
                  lambda: render.render_markdown(rows, skipped),
                  lambda console: render.render_table(rows, console, skipped))
     if not all(r.agrees for r in rows):
