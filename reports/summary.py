@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING
 
 from reports.markdown import md_cell
 from reports.summary_text import (_coverage_text, _device_label, _gbps, _mfu_text,  # noqa: F401
+                                  _peaks_line, peaks_unknown,
                                   filters_text, hosts_word, mfu_label, ms, pct, short_name,
                                   shown)
 from tracelens.analyze.idle import IDLE_PARTS
 from tracelens.analyze.timeline import TIMELINE_COLUMNS
 from tracelens.analyze.summary_reduce import OUTLIER_POINTS
 from tracelens.model import CATEGORIES
-from tracelens.hardware import GpuSpec
 from tracelens.results.encode import to_json
 from tracelens.results.summary import (IdleBreakdown, Summary,
-                                       Timeline, hardware_text, spec_view)
+                                       Timeline, hardware_text)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -188,45 +188,12 @@ def _frac(x: float | None) -> str:
     return "-" if x is None else f"{100.0 * x:.1f}%"
 
 
-def _has_peaks(spec: GpuSpec) -> bool:
-    return bool(spec_view(spec).peak_tflops or spec.hbm_tb_per_s)
-
-
-def peaks_unknown(s: Summary) -> list[str]:
-    """The names of the active devices' products (or archs) that have no peak at all: no
-    spec (a device the table lacks keeps its name) or a spec without FLOP or HBM peaks."""
-    out: list[str] = []
-    for d in s.devices:
-        sp = d.spec
-        if sp is not None and _has_peaks(sp):
-            continue
-        name = sp.name if sp is not None else d.product or d.arch
-        if name and name not in out:
-            out.append(name)
-    return out
-
-
 def hardware_card(s: Summary) -> str:
     """The HTML card's hardware: :func:`hardware_text` with each product that has no peaks
     marked ``(peaks unknown)`` (the terminal's peaks line says the same)."""
     lacking = set(peaks_unknown(s))
     return ", ".join(hardware_text([c]) + (" (peaks unknown)" if c.kind in lacking else "")
                      for c in s.headline.hardware) or "unknown"
-
-
-def _peaks_line(s: Summary) -> str:
-    seen: dict[str, str] = {}
-    for d in s.devices:
-        sp = d.spec
-        if sp is None or sp.id in seen:
-            continue
-        pk = spec_view(sp).peak_tflops
-        parts = [f"{dt} {pk[dt]:g} TFLOP/s" for dt in ("bf16", "fp8") if pk.get(dt)]
-        hbm = f"HBM {sp.hbm_tb_per_s:g} TB/s" if sp.hbm_tb_per_s else "HBM unknown"
-        if pk or sp.hbm_tb_per_s:
-            seen[sp.id] = f"{sp.name}: " + ", ".join(parts + [hbm])
-    lines = list(seen.values()) + [f"{n}: peaks unknown" for n in peaks_unknown(s)]
-    return "; ".join(lines)
 
 
 Table = tuple[str, list[str], list[list[str]]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reports.markdown import md_cell as _md_cell
-from reports.summary_text import (_device_label, _gbps, _mfu_text,
+from reports.summary_text import (_device_label, _gbps, _mfu_text, _peaks_line,
                                   filters_text, hosts_word, mfu_label, ms, pct, short_name,
                                   shown)
 from tracelens.results.findings import Findings, RankedFinding
@@ -28,6 +28,9 @@ SHOWN_STEPS = 6
 """Up to this many steps each get a row; past it the median, slowest and fastest step."""
 
 SHOWN_KERNELS = 10
+
+SHOWN_STRAGGLERS = 2
+"""Devices the others waited for that the short output names (the collectives JSON: three)."""
 
 SHOWN_OUTLIERS = 3
 """Outlier devices the short table lists (the rest counted; ``--all`` lists every device)."""
@@ -58,8 +61,10 @@ def headline_lines(s: Summary) -> list[str]:
     cov = shown(h, "flops_coverage")
     if cov is not None:
         third += f" · FLOPs for {100.0 * cov:.1f}% of compute time"
+    peaks = _peaks_line(s)
     filters = filters_text(s.filters)
-    return [first, second, third] + ([f"filters: {filters}"] if filters else [])
+    return [first, second, third] + ([f"peaks (dense): {peaks}"] if peaks else []) + (
+        [f"filters: {filters}"] if filters else [])
 
 
 def findings_title(f: Findings) -> str:
@@ -168,12 +173,12 @@ def collective_lines(s: Summary) -> list[str]:
     """One line per collective type, and one naming who the others waited for."""
 
     c = s.summary_collectives
-    out = [f"{r.type}: {r.count:,} instances, {ms(r.sum_ns)} ms, {ms(r.exposed_ns)} ms "
+    out = [f"{r.type} collectives: {r.count:,}, {ms(r.sum_ns)} ms, {ms(r.exposed_ns)} ms "
            f"exposed, busbw {_gbps(shown(r.busbw, 'median'))} GB/s" for r in c.by_type]
     if c.stragglers:
-        out.append("waited for: " + ", ".join(
+        out.append("Waited for in collectives: " + ", ".join(
             f"{g.host}/{g.device} {ms(g.wait_ns)} ms (last {g.times_last}/{g.instances})"
-            for g in c.stragglers))
+            for g in c.stragglers[:SHOWN_STRAGGLERS]))
     return out
 
 
@@ -186,7 +191,7 @@ def critical_line(s: Summary) -> str | None:
     parts = ", ".join(f"{c.component} {ms(c.ns)}" for c in shown[:CRITICAL_PARTS])
     more = f", {len(shown) - CRITICAL_PARTS} more" if len(shown) > CRITICAL_PARTS else ""
     return (f"Critical path, {step}: {ms(cp.step_ns)} ms on {s.device_name(cp.host, cp.device)}: "
-            f"{parts}{more} → tracelens critical-path")
+            f"{parts}{more}")
 
 
 def render_brief(s: Summary, console: "Console") -> None:
@@ -227,11 +232,8 @@ def render_brief(s: Summary, console: "Console") -> None:
             table.add_row(*[Text(str(c)) for c in row])
         console.print(table)
     console.print(Text(category_line(s)))
-    coll = collective_lines(s)
-    if coll:
-        console.print(Text("Collectives → tracelens collectives", style="italic"))
-        for line in coll:
-            console.print(Text("  " + line))
+    for line in collective_lines(s):  # details: tracelens collectives
+        console.print(Text(line))
     cp = critical_line(s)
     if cp:
         console.print(Text(cp))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from tracelens.results.encode import written
 from tracelens.results.filters import ActiveFilters, FilterValue, SummaryFilters
-from tracelens.results.summary import DeviceSummary, Headline
+from tracelens.hardware import GpuSpec
+from tracelens.results.summary import DeviceSummary, Headline, Summary, spec_view
 
 
 def ms(ns: int | float | None) -> str:
@@ -79,3 +80,36 @@ def _coverage_text(h: Headline) -> str:
     """Share of compute-kernel time whose kernels carry FLOPs (docs/cost-model.md §9)."""
     cov = shown(h, "flops_coverage")
     return "-" if cov is None else f"{100.0 * cov:.1f}% of compute-kernel time has FLOPs"
+
+
+def _has_peaks(spec: GpuSpec) -> bool:
+    return bool(spec_view(spec).peak_tflops or spec.hbm_tb_per_s)
+
+
+def peaks_unknown(s: Summary) -> list[str]:
+    """The names of the active devices' products (or archs) that have no peak at all: no
+    spec (a device the table lacks keeps its name) or a spec without FLOP or HBM peaks."""
+    out: list[str] = []
+    for d in s.devices:
+        sp = d.spec
+        if sp is not None and _has_peaks(sp):
+            continue
+        name = sp.name if sp is not None else d.product or d.arch
+        if name and name not in out:
+            out.append(name)
+    return out
+
+
+def _peaks_line(s: Summary) -> str:
+    seen: dict[str, str] = {}
+    for d in s.devices:
+        sp = d.spec
+        if sp is None or sp.id in seen:
+            continue
+        pk = spec_view(sp).peak_tflops
+        parts = [f"{dt} {pk[dt]:g} TFLOP/s" for dt in ("bf16", "fp8") if pk.get(dt)]
+        hbm = f"HBM {sp.hbm_tb_per_s:g} TB/s" if sp.hbm_tb_per_s else "HBM unknown"
+        if pk or sp.hbm_tb_per_s:
+            seen[sp.id] = f"{sp.name}: " + ", ".join(parts + [hbm])
+    lines = list(seen.values()) + [f"{n}: peaks unknown" for n in peaks_unknown(s)]
+    return "; ".join(lines)

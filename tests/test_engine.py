@@ -462,17 +462,19 @@ def test_sigterm_tears_the_local_cluster_down(job16: Path, tmp_path: Path) -> No
 
 # -- compare and scaling: each run's profile in two rounds of per-host maps ---------------------
 
-def _loaded_profiles(paths, filters=None, load_options=None, engine=None):
-    """The one-process path the engine replaces: each run loaded whole, filtered, profiled."""
+def _loaded_profiles(paths, filters=None, load_options=None, engine=None, extra=()):
+    """The one-process path the engine replaces: each run loaded whole, filtered, profiled
+    (and ``extra``'s analyses, compare's summaries, on the same trace)."""
     from tracelens.analyze.scaling import profile
     from tracelens.filters import apply
+    from tracelens.protocol import run_trace
 
     out = []
     for path in paths:
-        trace = load([path], rules=load_options.rules, step_marker=load_options.step_marker)
-        if filters is not None and filters.active():
-            trace = apply(trace, filters)
-        out.append((profile(trace, str(path)), trace.meta.steps_source))
+        whole = load([path], rules=load_options.rules, step_marker=load_options.step_marker)
+        trace = apply(whole, filters) if filters is not None and filters.active() else whole
+        out.append((profile(trace, str(path)), trace.meta.steps_source,
+                    *[run_trace(t.analysis, whole, t.options) for t in extra]))
     return out
 
 

@@ -56,9 +56,13 @@ def test_every_output_shows_the_same_mfu(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     mfu = json.loads(res.stdout)["headline"]["mfu"]
     shown = f"{100 * mfu:.1f}%"
-    term = cli("summarize", path).stdout
-    assert re.search(rf"MFU \(median step\)\s*│\s*{re.escape(shown)}", term)
+    term = cli("summarize", path).stdout  # the short headline, then the --all table
+    assert re.search(rf"MFU \(median step\) {re.escape(shown)}", term)
+    full = cli("summarize", path, "--all").stdout
+    assert re.search(rf"MFU \(median step\)\s*│\s*{re.escape(shown)}", full)
     md = cli("summarize", "--format", "markdown", path).stdout
+    assert re.search(rf"MFU \(median step\) {re.escape(shown)}", md)
+    md = cli("summarize", "--format", "markdown", "--all", path).stdout
     assert re.search(rf"\| MFU \(median step\) \| {re.escape(shown)} \|", md)
     out = tmp_path / "r.html"
     assert cli("report", path, "-o", str(out)).returncode == 0

@@ -113,7 +113,7 @@ def test_summarize_contract_and_renderers() -> None:
     from reports import summary as render
     from tracelens.analyze.summary import summarize
     typed = summarize(t)
-    md = render.render_markdown(typed)
+    md = render.render_markdown(typed, all_rows=True)
     assert "## Roofline" in md and "| MFU |" in md and "| 100.0% |" in md
     rows = list(csv.DictReader(io.StringIO(render.render_csv(typed))))
     assert float(rows[0]["mfu"]) == pytest.approx(d["mfu"])

@@ -39,9 +39,13 @@ def test_comparison_is_typed_and_its_json_is_the_cli_json(profiles) -> None:
     assert "filters" not in plain and len(c.kernels) == 5
     assert c.delta_ns == b.step_ns - a.step_ns and c.busbw == scaling_transition(a, b).busbw
     # what the CLI adds, in the CLI's key order
+    from tracelens.analyze.summary import summarize
+    from tracelens.results.findings import findings_change
     cli = dataclasses.replace(c, base=dataclasses.replace(c.base, steps_source="annotation"),
                               new=dataclasses.replace(c.new, steps_source="annotation"),
-                              gate=Gate(1.0, True))
+                              gate=Gate(1.0, True), findings=findings_change(
+                                  summarize(load([MI300X])).findings,
+                                  summarize(load([MI355X])).findings))
     res = CliRunner().invoke(main, ["compare", str(MI300X), str(MI355X), "--format", "json",
                                     "--top", "5", "--fail-above", "1", "--quiet"])
     assert res.exit_code == 1

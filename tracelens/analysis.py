@@ -24,6 +24,8 @@ from tracelens.analysis_frames import FrameAnswers
 from tracelens.model import Trace
 
 if TYPE_CHECKING:
+    from tracelens.analyze.summary import SummaryAnalysis
+    from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.analyze.scaling import RunProfile
     from tracelens.analyze.window import TimelineWindow
     from tracelens.classify import RuleSet
@@ -156,6 +158,16 @@ class TraceAnalysis(FrameAnswers):
         tracelens.errors.TraceInputError: ...: step 999 is not in the trace (steps: [0, 1, 2], ...)
         """
         return self._summary(device, step, top, False)  # type: ignore[return-value]
+
+    def _summary_task(self) -> "tuple[SummaryAnalysis, SummaryOptions]":
+        """The analysis and options of :attr:`summary` (its defaults), for an engine run
+        that reads the files for another analysis too."""
+        from tracelens.analyze.summary import SummaryAnalysis
+        from tracelens.analyze.summary_types import SummaryOptions
+        rows = self._in.rows()
+        return SummaryAnalysis(), SummaryOptions(
+            top=10, gpu=self._gpu, gpu_specs=self._extra_specs,
+            filters=rows if rows.active() else None)
 
     def _summary(self, device: int | None, step: int | None, top: int, window: bool
                  ) -> "Summary | tuple[Summary, TimelineWindow | None]":
@@ -425,18 +437,26 @@ def _analyses(runs: Sequence["TraceAnalysis | str | Path"], inputs: dict[str, An
     return [r if isinstance(r, TraceAnalysis) else TraceAnalysis(r, **inputs) for r in runs]
 
 
-def _profiles(runs: list[TraceAnalysis]) -> "list[tuple[RunProfile, str]]":
+def _profiles(runs: list[TraceAnalysis], summaries: bool = False
+              ) -> "list[tuple[RunProfile, str]]":
     """Each run's (profile, steps source); runs of one path each, read with the same
-    options, share one engine cluster (``tracelens compare``/``scaling``)."""
+    options, share one engine cluster (``tracelens compare``/``scaling``). ``summaries``:
+    each run's :attr:`TraceAnalysis.summary` too, from the same read of its files (compare's
+    findings; a run's file is read once)."""
     first = runs[0]._in
     together = all(len(r._paths) == 1 and not r._here and "_profile_and_source" not in
                    r.__dict__ and r._in == replace(first, paths=r._in.paths) for r in runs)
     if together:
         from tracelens.analyze.profile_partials import run_profiles
+        from tracelens.protocol import Task
+        extra = [Task(*r._summary_task()) for r in runs[:1]] if summaries and not any(
+            "summary" in r.__dict__ for r in runs) else []
         found = run_profiles([r._in.paths[0] for r in runs], first.rows(), first.load(),
-                             first.engine())
+                             first.engine(), extra)
         for r, f in zip(runs, found):
-            r.__dict__["_profile_and_source"] = f
+            r.__dict__["_profile_and_source"] = f[:2]
+            if extra:
+                r.__dict__["summary"] = f[2].with_filters(r._in.active())
     return [r._profile_and_source for r in runs]
 
 
@@ -458,7 +478,7 @@ def compare(base: "TraceAnalysis | str | Path", new: "TraceAnalysis | str | Path
 
     a, b = _analyses([base, new], inputs)
     fail_above = None if fail_above is None else float(fail_above)  # as --fail-above reads it
-    ((pa, sa), (pb, sb)), active = _profiles([a, b]), a._in.active()
+    ((pa, sa), (pb, sb)), active = _profiles([a, b], summaries=True), a._in.active()
     for p in (pa, pb):
         check_comparable(p, active)
     res = comparison(pa, pb, top=top)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import polars as pl
 
@@ -34,7 +34,7 @@ from tracelens.notices import steps_disagree
 
 if TYPE_CHECKING:
     from tracelens.engine import EngineOptions, HostFile, LoadOptions
-    from tracelens.protocol import JobPlan
+    from tracelens.protocol import JobPlan, Task
 
 
 @dataclass(frozen=True)
@@ -202,41 +202,44 @@ class HostProfile:
 
 
 def run_profiles(paths: Sequence[Path], filters: Filters | None = None,
-                 load: "LoadOptions | None" = None, engine: "EngineOptions | None" = None
-                 ) -> list[tuple[RunProfile, str]]:
+                 load: "LoadOptions | None" = None, engine: "EngineOptions | None" = None,
+                 extra: "Sequence[Task[Any]]" = ()) -> list[tuple[RunProfile, str]]:
     """Per run: (its :class:`RunProfile`, its steps source), equal to ``profile(apply(load(
     [path]), filters), str(path))``; ``filters``: categories and kernel names (the job-wide
     ones are in ``load``: each run is then loaded whole). Every run's host files are found
     first; the rounds of all runs share one cluster, sized by
-    :func:`~tracelens.engine.engine_workers` for all of them."""
+    :func:`~tracelens.engine.engine_workers` for all of them. ``extra``: analyses run in each
+    run's first round, from the same read of its files; their results follow the steps
+    source in each tuple (``compare``'s summaries, for the findings)."""
     from tracelens.dask_map import engine_client
     from tracelens.engine import EngineOptions, LoadOptions, engine_workers, host_files
 
     load = load or LoadOptions()
     engine = engine or EngineOptions()
     if load.job_wide:
-        return [run_profile(p, ([p], []), filters, load, engine, None) for p in paths]
+        return [run_profile(p, ([p], []), filters, load, engine, None, extra) for p in paths]
     found = [host_files([p], load.step_marker) for p in paths]
     n = engine_workers([f for _, files in found for f in files], engine.workers,
                        engine.scheduler)
     with engine_client(n, engine.scheduler) as client:
         return [run_profile(p, found_p, filters, load, EngineOptions(n, engine.scheduler),
-                             client) for p, found_p in zip(paths, found)]
+                            client, extra) for p, found_p in zip(paths, found)]
 
 
 def run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
-                 filters: Filters | None, load: "LoadOptions", engine: "EngineOptions",
-                 client: object) -> tuple[RunProfile, str]:
-    """The rounds of one run (the module doc) on ``client`` (None: in this process)."""
+                filters: Filters | None, load: "LoadOptions", engine: "EngineOptions",
+                client: object, extra: "Sequence[Task[Any]]" = ()) -> tuple[RunProfile, str]:
+    """The rounds of one run (the module doc) on ``client`` (None: in this process);
+    ``extra``'s results (run in the first round) follow the steps source."""
     from tracelens.engine import run_again, run_tasks
     from tracelens.protocol import Task
 
     if len(found[1]) == 1 or load.job_wide:  # loaded whole: one round
-        results, _ = run_tasks([Task(WholeProfile(), ProfileOptions(filters, str(path)))],
-                               [path], load, engine, client, found=found)
-        return results[0]  # type: ignore[return-value]
-    results, job = run_tasks([Task(MergeCollectives(), CollectivesOptions(filters))], [path],
-                             load, engine, client, found=found)
+        results, _ = run_tasks([Task(WholeProfile(), ProfileOptions(filters, str(path))),
+                                *extra], [path], load, engine, client, found=found)
+        return (*results[0], *results[1:])  # type: ignore[return-value]
+    results, job = run_tasks([Task(MergeCollectives(), CollectivesOptions(filters)), *extra],
+                             [path], load, engine, client, found=found)
     merged: MergedCollectives = results[0]  # type: ignore[assignment]
     analysis = match_job(merged)
     from tracelens.analyze.axes import hosts_frame, with_comm
@@ -252,4 +255,4 @@ def run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
             analysis.activities.join(mine, on=["host", "rank"], how="semi"), types)))
     profile = run_again(HostProfile(), job, per_host, RunRound(merged, analysis, str(path)),
                         load, engine, client)
-    return profile, job.meta.steps_source
+    return (profile, job.meta.steps_source, *results[1:])  # type: ignore[return-value]

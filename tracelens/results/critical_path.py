@@ -5,7 +5,7 @@ Times are integer ns on the job's clock. JSON comes from :func:`tracelens.result
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tracelens.results import display
 
@@ -56,7 +56,9 @@ class DevicePath:
     graph: str
     composition: tuple[Component, ...]
     activities: tuple[PathActivity, ...]
-    kind: str = field(default="GPU", metadata={"json": False})  # GPU, TPU, CPU (model.py)
+    # GPU, TPU or CPU (tracelens.model.DEVICE_KINDS): how the labels name the device; a plain
+    # field, so orjson writes a whole trace's paths itself (results.encode._direct)
+    kind: str = "GPU"
 
 
 @dataclass(frozen=True)
