@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import polars as pl
 
@@ -203,7 +203,7 @@ class HostProfile:
 
 def run_profiles(paths: Sequence[Path], filters: Filters | None = None,
                  load: "LoadOptions | None" = None, engine: "EngineOptions | None" = None,
-                 extra: "Sequence[Task[Any]]" = ()) -> list[tuple[RunProfile, str]]:
+                 extra: "Sequence[Task[object]]" = ()) -> list[tuple[RunProfile, str]]:
     """Per run: (its :class:`RunProfile`, its steps source), equal to ``profile(apply(load(
     [path]), filters), str(path))``; ``filters``: categories and kernel names (the job-wide
     ones are in ``load``: each run is then loaded whole). Every run's host files are found
@@ -228,7 +228,7 @@ def run_profiles(paths: Sequence[Path], filters: Filters | None = None,
 
 def run_profile(path: Path, found: "tuple[list[Path], list[HostFile]]",
                 filters: Filters | None, load: "LoadOptions", engine: "EngineOptions",
-                client: object, extra: "Sequence[Task[Any]]" = ()) -> tuple[RunProfile, str]:
+                client: object, extra: "Sequence[Task[object]]" = ()) -> tuple[RunProfile, str]:
     """The rounds of one run (the module doc) on ``client`` (None: in this process);
     ``extra``'s results (run in the first round) follow the steps source."""
     from tracelens.engine import run_again, run_tasks
