@@ -1,0 +1,127 @@
+"""The critical path stitched from the hosts' own graphs equals the job's single graph, byte for
+byte (issue 45, item 6; tracelens/analyze/critical_segments.py).
+
+Each job is loaded whole, its critical-path part cut into one part per host (ids renumbered,
+as a host's map makes them), and the two answers compared as JSON: the job's graph of the
+parts concatenated (:meth:`CriticalPath.merge`'s order) and the stitched walks. The jobs: the
+bundled samples, the simulator's campaign scenarios (the fast subset's seeds, with and without
+host events), and the multi-rank jobs of tests/test_critical_path.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracelens
+from tracelens.analyze import critical_segments as cs
+from tracelens.analyze.critical_path import (CriticalPart, CriticalPath, CriticalPathOptions,
+                                             critical_paths)
+from tracelens.results.encode import encode
+
+from .conftest import SAMPLES
+from .test_critical_path import STRAGGLER, as_xspace, scenario
+
+OPTIONS = {
+    "step": CriticalPathOptions(activities="all"),
+    "summarize": CriticalPathOptions(top=3, activities="longest"),
+    "whole": CriticalPathOptions(time=(0, None), activities="all"),
+}
+
+
+def host_parts(part: CriticalPart) -> list[CriticalPart]:
+    """The job's part cut per host (sorted names), each host's nodes numbered from 0."""
+    nodes = part.unpacked().nodes
+    assert isinstance(nodes, pl.DataFrame)
+    out = []
+    for host in sorted(nodes["host"].cast(pl.String).unique().drop_nulls().to_list()):
+        mine = nodes.filter(pl.col("host").cast(pl.String) == host).sort("id")
+        new = dict(zip(mine["id"].to_list(), range(mine.height)))
+        edges = part.edges.filter(pl.col("src").is_in(list(new))).with_columns(
+            src=pl.col("src").replace_strict(new, return_dtype=pl.Int64),
+            dst=pl.col("dst").replace_strict(new, return_dtype=pl.Int64))
+        assert edges.height == part.edges.filter(pl.col("dst").is_in(list(new))).height
+
+        def of(df: pl.DataFrame, h: str = host) -> pl.DataFrame:
+            return df.filter(pl.col("host").cast(pl.String) == h)
+
+        out.append(CriticalPart(mine.with_columns(id=pl.int_range(pl.len(), dtype=pl.Int64)),
+                                edges, of(part.windows), of(part.host_ranks),
+                                of(part.unwindowed)))
+    return out
+
+
+def job_part(parts: list[CriticalPart]) -> CriticalPart:
+    """The parts concatenated as :meth:`CriticalPath.merge` places them (already placed)."""
+    nodes, edges, offset, chains = [], [], 0, 0
+    for p in parts:
+        n = p.nodes
+        assert isinstance(n, pl.DataFrame)
+        nodes.append(n.with_columns(id=pl.col("id") + offset, chain=pl.col("chain") + chains))
+        edges.append(p.edges.with_columns(src=pl.col("src") + offset,
+                                          dst=pl.col("dst") + offset))
+        offset += n.height
+        chains += int(n["chain"].max()) + 1 if n.height else 0  # type: ignore[arg-type]
+    return CriticalPart(pl.concat(nodes), pl.concat(edges),
+                        pl.concat([p.windows for p in parts]),
+                        pl.concat([p.host_ranks for p in parts]),
+                        pl.concat([p.unwindowed for p in parts]))
+
+
+def compare(trace: tracelens.Trace, options: CriticalPathOptions) -> str:
+    """'' when the stitched paths equal the job graph's (JSON bytes), else why not; raises
+    when they differ."""
+    parts = host_parts(CriticalPath().partial(trace, options))
+    single = critical_paths(job_part(parts), options)
+    try:
+        paths, notes = cs.stitched_paths(parts, options)
+    except cs.NotStitchable as e:
+        return str(e)
+    want = json.dumps(encode(single.paths)) + json.dumps(list(single.notes))
+    got = json.dumps(encode(paths)) + json.dumps(list(notes))
+    assert got == want
+    return ""
+
+
+SAMPLE_JOBS = ["mi300x_8gpu_llama_step.xplane.pb", "mi355x_8gpu_llama_fsdp.xplane.pb",
+               "h100_8gpu_moe_ddp.xplane.pb", "mi355x_2x8gpu_straggler",
+               "tpu/multi.xplane.pb", "tpu/sync.xplane.pb"]
+
+
+@pytest.mark.parametrize("opt", sorted(OPTIONS))
+@pytest.mark.parametrize("name", SAMPLE_JOBS)
+def test_the_samples(name: str, opt: str) -> None:
+    why = compare(tracelens.load([SAMPLES / name]), OPTIONS[opt])
+    assert not why, why
+
+
+SIM_SEEDS = (18, 1, 47, 3, 4, 5, 6, 7, 8, 9, 10, 11)  # the campaign's fast subset
+
+
+@pytest.mark.parametrize("fmt", ["xspace", "xspace-device"])
+@pytest.mark.parametrize("seed", SIM_SEEDS)
+def test_the_simulator_scenarios(tmp_path: Path, seed: int, fmt: str) -> None:
+    from tracelens_dev.sim.engine import simulate
+    from tracelens_dev.sim.scenarios import generate
+    from tracelens_dev.sim.trace import write
+
+    (path,) = write(simulate(generate(seed)), fmt, tmp_path)[:1]
+    trace = tracelens.load([path])
+    for opt in ("summarize", "whole"):
+        why = compare(trace, OPTIONS[opt])
+        assert not why, why
+
+
+def test_a_straggler_across_two_hosts(tmp_path: Path) -> None:
+    trace = tracelens.load(as_xspace(scenario(**STRAGGLER), tmp_path))  # type: ignore[arg-type]
+    parts = host_parts(CriticalPath().partial(trace, OPTIONS["step"]))
+    assert len(parts) == 2
+    paths, _ = cs.stitched_paths(parts, OPTIONS["step"])
+    # the fast rank's walk waits for the slow one and goes on in its history (a segment on
+    # the other host): its GEMM, not the fast rank's, is on the path
+    fast = next(p for p in paths if p.rank == 0)
+    assert {a.host for a in fast.activities} == {p.host for p in paths}
+    assert compare(trace, OPTIONS["step"]) == ""
