@@ -15,15 +15,18 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import settings
 
 import tracelens
 from tracelens.analyze import critical_segments as cs
 from tracelens.analyze.critical_path import (CriticalPart, CriticalPath, CriticalPathOptions,
                                              critical_paths)
+from tracelens.errors import TraceInputError
 from tracelens.results.encode import encode
 
 from .conftest import SAMPLES
-from .test_critical_path import STRAGGLER, as_xspace, scenario
+from .test_critical_path import (AR, GEMM, RANDOM_TRACES, STRAGGLER, as_xspace, random_trace,
+                                 scenario)
 
 OPTIONS = {
     "step": CriticalPathOptions(activities="all"),
@@ -74,7 +77,12 @@ def job_part(parts: list[CriticalPart]) -> CriticalPart:
 def compare(trace: tracelens.Trace, options: CriticalPathOptions) -> str:
     """'' when the stitched paths equal the job graph's (JSON bytes), else why not; raises
     when they differ."""
-    parts = host_parts(CriticalPath().partial(trace, options))
+    try:
+        parts = host_parts(CriticalPath().partial(trace, options))
+    except TraceInputError as e:  # (a random trace with no window)
+        return str(e)
+    if not parts:
+        return "no nodes"
     single = critical_paths(job_part(parts), options)
     try:
         paths, notes = cs.stitched_paths(parts, options)
@@ -125,3 +133,75 @@ def test_a_straggler_across_two_hosts(tmp_path: Path) -> None:
     fast = next(p for p in paths if p.rank == 0)
     assert {a.host for a in fast.activities} == {p.host for p in paths}
     assert compare(trace, OPTIONS["step"]) == ""
+
+
+class _Both:
+    """The critical path's map as the engine runs it per host; finish: the stitched paths
+    of the hosts' parts placed in the job, and the job graph's result of their merge."""
+
+    def partial(self, trace: tracelens.Trace, options: CriticalPathOptions) -> CriticalPart:
+        return CriticalPath().partial(trace, options)
+
+    def pack(self, part: CriticalPart) -> CriticalPart:
+        return CriticalPath().pack(part)
+
+    def merge(self, parts: list[CriticalPart], plan: object) -> tuple:
+        return cs.placed_parts(parts, plan), CriticalPath().merge(parts, plan)  # type: ignore
+
+    def finish(self, part: tuple, options: CriticalPathOptions) -> tuple[str, str]:
+        placed, merged = part
+        single = critical_paths(merged, options)
+        paths, notes = cs.stitched_paths(placed, options)
+        return (json.dumps(encode(paths)) + json.dumps(list(notes)),
+                json.dumps(encode(single.paths)) + json.dumps(list(single.notes)))
+
+
+@pytest.mark.parametrize("opt", ["summarize", "whole"])
+def test_the_engines_host_parts(tmp_path: Path, opt: str) -> None:
+    """The parts as the engine's maps make them, one per host file (placed by the job's plan:
+    ranks, names), on the 2x8 sample and a 4-rank simulated job written as a log directory."""
+    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
+    from tracelens.protocol import Task
+    from tracelens_dev.sim.engine import simulate
+    from tracelens_dev.sim.scenarios import generate
+    from tracelens_dev.sim.trace import write
+
+    jobs = [SAMPLES / "mi355x_2x8gpu_straggler"]
+    for seed in SIM_SEEDS:
+        sim = simulate(generate(seed))
+        (path,) = write(sim, "xspace", tmp_path / str(seed))[:1]
+        if path.is_dir() and len(list(path.rglob("*.xplane.pb"))) > 1:
+            jobs.append(path)
+            break
+    assert len(jobs) == 2
+    for job in jobs:
+        (got,), ran = run_tasks([Task(_Both(), OPTIONS[opt])], [job], LoadOptions(),
+                                EngineOptions(1))
+        assert len(ran.hosts) > 1
+        stitched, single = got  # type: ignore[misc]
+        assert stitched == single
+
+
+def test_a_tie_for_last_arrival_goes_to_the_first_host() -> None:
+    """Two hosts arrive last at once: the job's graph names the first node in the job's
+    order (host, then node); so must the stitched walk (the instance table's tie-break)."""
+    trace = scenario(kernels=[(0, 1, GEMM, 10_000, 20_000, None), (0, 1, AR, 20_000, 60_000, None),
+                              (1, 1, GEMM, 10_000, 50_000, None), (1, 1, AR, 50_000, 60_000, None),
+                              (2, 1, GEMM, 10_000, 50_000, None), (2, 1, AR, 50_000, 60_000, None)],
+                     api=[], step=(0, 70_000), hosts=("n0", "n1", "n2"))
+    parts = host_parts(CriticalPath().partial(trace, OPTIONS["step"]))
+    paths, _ = cs.stitched_paths(parts, OPTIONS["step"])
+    fast = next(p for p in paths if p.rank == 0)
+    assert "wait:n1/GPU0" in {c.component for c in fast.composition}
+    assert compare(trace, OPTIONS["step"]) == ""
+
+
+@RANDOM_TRACES
+@settings(max_examples=60, deadline=None)
+def test_random_two_rank_traces(kernels: list, apis: list, step: tuple[int, int] | None
+                                ) -> None:
+    """Random two-rank traces (streams, all-reduces, launches that may bind, syncs): where
+    the stitch is possible, it is the job graph's answer byte for byte."""
+    trace = random_trace(kernels, apis, step)
+    for opt in ("step", "whole"):
+        compare(trace, OPTIONS[opt])

@@ -46,6 +46,7 @@ from tracelens.analyze.critical_path import (_ACTIVITY, CriticalPart, CriticalPa
 from tracelens.analyze.critical_solve import (Change, Graph, build_graph, solve,
                                               solves_in_one_pass)
 from tracelens.analyze.critical_walk import Walk, Walkable, composition, walk_on, walkable
+from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import Component, DevicePath, PathActivity, Window
 
 
@@ -243,6 +244,19 @@ class HostGraph:
         return out
 
 
+def placed_parts(parts: Sequence[CriticalPart], plan: JobPlan) -> list[CriticalPart]:
+    """The hosts' parts (as the engine's maps made them) each placed in the job on its own
+    (ranks, host names, clock shifts: :meth:`CriticalPath.merge`'s placement, ids and chains
+    left the host's)."""
+    out = []
+    for i, packed in enumerate(parts):
+        p = packed.unpacked()
+        out.append(CriticalPart(plan.place(p.nodes, i), p.edges,  # type: ignore[arg-type]
+                                plan.place(p.windows, i), plan.place(p.host_ranks, i),
+                                plan.place(p.unwindowed, i)))
+    return out
+
+
 def stitched_paths(parts: Sequence[CriticalPart], options: CriticalPathOptions
                    ) -> tuple[tuple[DevicePath, ...], tuple[str, ...]]:
     """The job's paths and notes (as :func:`critical_path.critical_paths` gives them on the
@@ -355,4 +369,5 @@ def _device_path(d: DeviceWindow, w: Walk, hosts: list[HostGraph], offset: np.nd
                       rows)
 
 
-__all__ = ["NotStitchable", "arrivals", "instance_table", "HostGraph", "stitched_paths"]
+__all__ = ["NotStitchable", "arrivals", "instance_table", "HostGraph", "placed_parts",
+           "stitched_paths"]
