@@ -205,3 +205,58 @@ def test_random_two_rank_traces(kernels: list, apis: list, step: tuple[int, int]
     trace = random_trace(kernels, apis, step)
     for opt in ("step", "whole"):
         compare(trace, OPTIONS[opt])
+
+
+# -- what-ifs: the forward pass of each change, host by host ------------------------------------
+
+def solve_everywhere(parts: list[CriticalPart], options: CriticalPathOptions
+                     ) -> list[tuple[bool, int]]:
+    """For every forward pass the job's graph makes (the reproduction and each what-if's
+    change), whether the hosts' rounds (:func:`critical_segments.stitched_solve`) give every
+    node's end bit for bit, and in how many rounds."""
+    import numpy as np
+
+    from tracelens.analyze import critical_path as cp
+    from tracelens.analyze.critical_solve import Change, solve
+
+    seen = []
+    real = cp.solve
+
+    def record(g, ch=None, *a, **k):  # type: ignore[no-untyped-def]
+        ch = Change() if ch is None else ch
+        seen.append((g, ch))
+        return real(g, ch, *a, **k)
+
+    cp.solve = record  # type: ignore[assignment]
+    try:
+        critical_paths(job_part(parts), options)
+    finally:
+        cp.solve = real  # type: ignore[assignment]
+    inst = cs.instance_table([cs.arrivals(p) for p in parts])
+    hosts = [cs.HostGraph(p, inst, i) for i, p in enumerate(parts)]
+    keys = cs.job_keys(hosts)
+    out = []
+    for g, ch in seen:
+        ends, rounds = cs.stitched_solve(hosts, cs.host_changes(hosts, ch, keys))
+        out.append((bool(np.array_equal(np.concatenate(ends), solve(g, ch))), rounds))
+    return out
+
+
+@pytest.mark.parametrize("name", ["mi300x_8gpu_llama_step.xplane.pb", "mi355x_2x8gpu_straggler"])
+def test_what_if_passes_on_the_samples(name: str) -> None:
+    parts = host_parts(CriticalPath().partial(tracelens.load([SAMPLES / name]),
+                                              OPTIONS["summarize"]))
+    got = solve_everywhere(parts, OPTIONS["summarize"])
+    assert len(got) > 3 and all(same for same, _ in got), got
+
+
+@pytest.mark.parametrize("seed", (3, 5, 18))
+def test_what_if_passes_on_simulated_jobs(tmp_path: Path, seed: int) -> None:
+    from tracelens_dev.sim.engine import simulate
+    from tracelens_dev.sim.scenarios import generate
+    from tracelens_dev.sim.trace import write
+
+    (path,) = write(simulate(generate(seed)), "xspace", tmp_path)[:1]
+    parts = host_parts(CriticalPath().partial(tracelens.load([path]), OPTIONS["summarize"]))
+    got = solve_everywhere(parts, OPTIONS["summarize"])
+    assert got and all(same for same, _ in got), got

@@ -371,3 +371,109 @@ def _device_path(d: DeviceWindow, w: Walk, hosts: list[HostGraph], offset: np.nd
 
 __all__ = ["NotStitchable", "arrivals", "instance_table", "HostGraph", "placed_parts",
            "stitched_paths"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The forward pass of a change, host by host (what-ifs; a prototype: not wired)
+# ---------------------------------------------------------------------------------------------
+
+def _cut(x: np.ndarray | None, at: int, n: int, k: int, fill: object) -> np.ndarray | None:
+    """A per-node array's slice of one host, its ``k`` sentinels' entries appended."""
+    if x is None:
+        return None
+    return np.r_[x[at:at + n], np.full(k, fill, x.dtype)]
+
+
+def host_changes(hosts: Sequence[HostGraph], ch: Change, keys: Sequence[str]
+                 ) -> list[Change]:
+    """``ch`` (over the job's graph of the hosts' nodes in order; ``keys``: the job's group
+    codes' keys, :func:`job_keys`) cut into each host's change (sentinels unchanged)."""
+    out = []
+    node0, edge0 = 0, 0
+    code = {k: i for i, k in enumerate(keys)}
+    for h in hosts:
+        n, k = h.n, len(h.keys)
+        ne = len(h.g.s_src)
+        no_wait = None if ch.no_wait is None else \
+            np.array([ch.no_wait[code[key]] for key in h.keys], bool)
+        out.append(Change(w=_cut(ch.w, node0, n, k, 0.0),
+                          drop_s=None if ch.drop_s is None else ch.drop_s[edge0:edge0 + ne],
+                          late_ok=_cut(ch.late_ok, node0, n, k, False), no_wait=no_wait,
+                          prev_lag=_cut(ch.prev_lag, node0, n, k, 0.0)))
+        node0 += n
+        edge0 += ne
+    return out
+
+
+def job_keys(hosts: Sequence[HostGraph]) -> list[str]:
+    """The job graph's group codes' keys: every instance key of the job (one member or
+    more), sorted (:func:`critical_solve._groups`' dense rank)."""
+    return sorted({k for h in hosts for k in _key(h.nodes).drop_nulls().unique().to_list()})
+
+
+def _starts(g: Graph, ch: Change, e: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """Every node's start under ``ch`` given the pass's ends ``e`` (the pass's own rule:
+    the chain's previous end and lag, the kept S-side sources, the anchor)."""
+    keep = np.ones(len(g.s_src), bool) if ch.drop_s is None else ~ch.drop_s
+    first = g.first if ch.late_ok is None else g.first | ch.late_ok
+    if ch.late_ok is not None:
+        keep &= ~ch.late_ok[g.s_dst]
+    src, dst, lag, at = g.s_src[keep], g.s_dst[keep], g.s_lag[keep], g.s_at_start[keep]
+    has = ~first.copy()
+    has[dst] = True
+    if ch.late_ok is not None:
+        has |= ch.late_ok
+    anchor = np.where(has, anchor, np.maximum(anchor, g.s))
+    prev_lag = np.where(first, 0.0, g.prev_lag if ch.prev_lag is None else ch.prev_lag)
+    prev = np.r_[-np.inf, e[:-1]]
+    prev[first] = -np.inf
+    s = np.full(len(e), -np.inf)
+    for _ in range(len(e) + 1):
+        xs = anchor.copy()
+        np.maximum.at(xs, dst, np.where(at, s[src], e[src]) + lag)
+        new = np.maximum(prev + prev_lag, xs)
+        if np.array_equal(new, s):
+            return s
+        s = new
+    raise RuntimeError("starts did not settle")
+
+
+def stitched_solve(hosts: Sequence[HostGraph], changes: Sequence[Change],
+                   max_rounds: int = 100_000) -> tuple[list[np.ndarray], int]:
+    """(each host's node ends under its change, rounds): the job's forward pass of a change
+    without the job's graph. The instances' arrivals start at the observed ones (a change
+    only shortens work or drops waits, so the pass's arrivals are no later); each round,
+    every host solves its own graph with its sentinels at the current arrivals and reports
+    its members' latest start per instance; the job's arrival of an instance is the latest
+    of those. Where a round leaves every arrival as it was, the arrivals are a fixed point
+    of the job's pass, which on an acyclic graph is its one solution: each host's ends then
+    are the job's, exactly."""
+    arrival: dict[str, float] = {}
+    for h in hosts:
+        for j, key in enumerate(h.keys):
+            arrival[key] = float(h.g.s[h.n + j])
+    for rounds in range(1, max_rounds + 1):
+        ends, got = [], {}
+        for h, ch in zip(hosts, changes):
+            k = len(h.keys)
+            T = np.array([arrival[key] for key in h.keys])
+            s = h.g.s.copy()
+            s[h.n:] = T
+            anchor = h.g.anchor.copy()
+            anchor[h.n:] = T
+            g = replace(h.g, s=s, anchor=anchor)
+            e = solve(g, ch)
+            ends.append(e[:h.n])
+            if k:
+                st = _starts(g, ch, e, anchor)
+                arrives = (g.group[:h.n] >= 0)
+                if ch.late_ok is not None:
+                    arrives &= ~ch.late_ok[:h.n]
+                latest = np.full(k, -np.inf)
+                np.maximum.at(latest, g.group[:h.n][arrives], st[:h.n][arrives])
+                for key, v in zip(h.keys, latest.tolist()):
+                    got[key] = max(got.get(key, -np.inf), v)
+        if all(got.get(key, -np.inf) == v for key, v in arrival.items()):
+            return ends, rounds
+        arrival = {key: got.get(key, -np.inf) for key in arrival}
+    raise RuntimeError("the stitched pass did not settle")
