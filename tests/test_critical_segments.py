@@ -213,32 +213,45 @@ def solve_everywhere(parts: list[CriticalPart], options: CriticalPathOptions
                      ) -> list[tuple[bool, int]]:
     """For every forward pass the job's graph makes (the reproduction and each what-if's
     change), whether the hosts' rounds (:func:`critical_segments.stitched_solve`) give every
-    node's end bit for bit, and in how many rounds."""
+    node's end bit for bit, and each window's length after a what-if
+    (:func:`critical_segments.stitched_lengths`) as the job's graph reads it; and in how many
+    rounds."""
     import numpy as np
 
     from tracelens.analyze import critical_path as cp
     from tracelens.analyze.critical_solve import Change, solve
 
-    seen = []
-    real = cp.solve
+    seen, lengths = [], {}
+    real, real_lengths = cp.solve, cp._lengths
 
     def record(g, ch=None, *a, **k):  # type: ignore[no-untyped-def]
         ch = Change() if ch is None else ch
-        seen.append((g, ch))
-        return real(g, ch, *a, **k)
+        e = real(g, ch, *a, **k)
+        seen.append((g, ch, e))
+        return e
 
-    cp.solve = record  # type: ignore[assignment]
+    def record_lengths(g, paths, e):  # type: ignore[no-untyped-def]
+        got = real_lengths(g, paths, e)
+        lengths[id(e)] = [int(v) for v in got]
+        return got
+
+    cp.solve, cp._lengths = record, record_lengths  # type: ignore[assignment]
     try:
         critical_paths(job_part(parts), options)
     finally:
-        cp.solve = real  # type: ignore[assignment]
+        cp.solve, cp._lengths = real, real_lengths  # type: ignore[assignment]
     inst = cs.instance_table([cs.arrivals(p) for p in parts])
     hosts = [cs.HostGraph(p, inst, i) for i, p in enumerate(parts)]
     keys = cs.job_keys(hosts)
+    win = pl.concat([p.windows for p in parts])
     out = []
-    for g, ch in seen:
+    for g, ch, e in seen:
         ends, rounds = cs.stitched_solve(hosts, cs.host_changes(hosts, ch, keys))
-        out.append((bool(np.array_equal(np.concatenate(ends), solve(g, ch))), rounds))
+        same = bool(np.array_equal(np.concatenate(ends), solve(g, ch)))
+        if id(e) in lengths:  # a what-if's projection: each window's length after it
+            same &= cs.stitched_lengths(hosts, win, ends) == lengths[id(e)]
+        out.append((same, rounds))
+    assert lengths
     return out
 
 

@@ -123,6 +123,7 @@ class DeviceWindow:
     w0: int
     w1: int
     sink: int
+    cand: np.ndarray  # the nodes its end may rest on (host-local)
 
 
 def _backward(g: Graph, a_obs: np.ndarray) -> bool:
@@ -240,7 +241,8 @@ class HostGraph:
             top = cand[clipped == clipped.max()]
             dev_top = top[dev[top]]
             last = int(dev_top[0] if len(dev_top) else top[0])
-            out.append(DeviceWindow(rank, host, device, step, lo - g.t0, hi - g.t0, last))
+            out.append(DeviceWindow(rank, host, device, step, lo - g.t0, hi - g.t0, last,
+                                    cand))
         return out
 
 
@@ -477,3 +479,19 @@ def stitched_solve(hosts: Sequence[HostGraph], changes: Sequence[Change],
             return ends, rounds
         arrival = {key: got.get(key, -np.inf) for key in arrival}
     raise RuntimeError("the stitched pass did not settle")
+
+
+def stitched_lengths(hosts: Sequence[HostGraph], win: pl.DataFrame,
+                     ends: Sequence[np.ndarray]) -> list[int]:
+    """Each device window's length (rank, host, device order) with the hosts' node ends
+    ``ends`` (:func:`stitched_solve`), as :func:`critical_path._lengths` reads a pass: the
+    window's end moves with the latest of its nodes, never past the window. Each a number a
+    host computes from its own ends."""
+    rows = []
+    for h, e in zip(hosts, ends):
+        mine = win.filter(pl.col("host").is_in(h.nodes["host"].unique().implode()))
+        for d in h.devices(mine):
+            base, now = float(h.g.e[d.cand].max()), float(e[d.cand].max())
+            rows.append(((d.rank, d.host, d.device),
+                         min(d.w1, now + max(0.0, d.w1 - base)) - d.w0))
+    return [int(v) for _, v in sorted(rows, key=lambda r: r[0])]
