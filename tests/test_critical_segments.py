@@ -182,13 +182,19 @@ def test_the_engines_host_parts(tmp_path: Path, opt: str) -> None:
         assert stitched == single
 
 
+def three_hosts() -> tracelens.Trace:
+    """Three ranks on three hosts; the last two arrive at the all-reduce at once."""
+    return scenario(kernels=[(0, 1, GEMM, 10_000, 20_000, None), (0, 1, AR, 20_000, 60_000, None),
+                             (1, 1, GEMM, 10_000, 50_000, None), (1, 1, AR, 50_000, 60_000, None),
+                             (2, 1, GEMM, 10_000, 45_000, None), (2, 1, GEMM, 45_000, 50_000, None),
+                             (2, 1, AR, 50_000, 60_000, None)],
+                    api=[], step=(0, 70_000), hosts=("n0", "n1", "n2"))
+
+
 def test_a_tie_for_last_arrival_goes_to_the_first_host() -> None:
     """Two hosts arrive last at once: the job's graph names the first node in the job's
     order (host, then node); so must the stitched walk (the instance table's tie-break)."""
-    trace = scenario(kernels=[(0, 1, GEMM, 10_000, 20_000, None), (0, 1, AR, 20_000, 60_000, None),
-                              (1, 1, GEMM, 10_000, 50_000, None), (1, 1, AR, 50_000, 60_000, None),
-                              (2, 1, GEMM, 10_000, 50_000, None), (2, 1, AR, 50_000, 60_000, None)],
-                     api=[], step=(0, 70_000), hosts=("n0", "n1", "n2"))
+    trace = three_hosts()
     parts = host_parts(CriticalPath().partial(trace, OPTIONS["step"]))
     paths, _ = cs.stitched_paths(parts, OPTIONS["step"])
     fast = next(p for p in paths if p.rank == 0)
@@ -273,3 +279,35 @@ def test_what_if_passes_on_simulated_jobs(tmp_path: Path, seed: int) -> None:
     parts = host_parts(CriticalPath().partial(tracelens.load([path]), OPTIONS["summarize"]))
     got = solve_everywhere(parts, OPTIONS["summarize"])
     assert got and all(same for same, _ in got), got
+
+
+@pytest.mark.parametrize("name", ["mi355x_2x8gpu_straggler", "h100_8gpu_moe_ddp.xplane.pb",
+                                  "three hosts"])
+def test_peer_time_without_gathering_the_activities(name: str) -> None:
+    """on_time's peer time of every device (the median of the other devices' work per kernel
+    name and occurrence) from counts per key the hosts answer, equal to the job graph's: on
+    the samples (15 and 7 peers: odd counts) and three hosts (2 peers: the mean of two)."""
+    import numpy as np
+
+    from tracelens.analyze import critical_path as cp
+    from tracelens.analyze.critical_solve import build_graph
+
+    trace = three_hosts() if name == "three hosts" else tracelens.load([SAMPLES / name])
+    parts = host_parts(CriticalPath().partial(trace, OPTIONS["summarize"]))
+    job = job_part(parts)
+    nodes = cp._clipped(job.nodes, job.windows)  # type: ignore[arg-type]
+    g = build_graph(nodes, job.edges)
+    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
+                                     pl.col("device").cast(pl.String))).to_series().fill_null("")
+    names = sorted(set(who.to_list()) - {""})
+    want = cp._peer_work(g, nodes, who, names)
+    inst = cs.instance_table([cs.arrivals(p) for p in parts])
+    hosts = [cs.HostGraph(p, inst, i) for i, p in enumerate(parts)]
+    got, rounds = cs.peer_medians([cs.device_work(h) for h in hosts], names)
+    offset = np.cumsum([0] + [h.n for h in hosts])
+    assert sorted(got) == names and rounds > len(names)
+    for device in names:
+        owner, rows, med = got[device]
+        arr = np.full(len(g.w), np.nan)
+        arr[offset[owner] + rows] = med
+        assert np.array_equal(arr, want[device], equal_nan=True), device

@@ -495,3 +495,84 @@ def stitched_lengths(hosts: Sequence[HostGraph], win: pl.DataFrame,
             rows.append(((d.rank, d.host, d.device),
                          min(d.w1, now + max(0.0, d.w1 - base)) - d.w0))
     return [int(v) for _, v in sorted(rows, key=lambda r: r[0])]
+
+
+# ---------------------------------------------------------------------------------------------
+# on_time's peer time without gathering the job's activities
+# ---------------------------------------------------------------------------------------------
+
+def device_work(h: HostGraph) -> pl.DataFrame:
+    """The host's device nodes as :func:`critical_path._peer_work` numbers them: ``who``
+    (``<host>/GPU<d>``), ``name``, ``k`` (the occurrence of the name on the device, in node
+    order), own work ``w`` and the node ``_i``."""
+    nodes = h.nodes
+    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
+                                     pl.col("device").cast(pl.String))).to_series()
+    frame = pl.DataFrame({"who": who.fill_null(""), "name": nodes["name"].cast(pl.String),
+                          "dev": nodes["device_node"], "w": h.g.w[:h.n]}).with_row_index("_i")
+    return frame.filter(pl.col("dev")).with_columns(
+        k=pl.int_range(pl.len()).over("who", "name")).drop("dev")
+
+
+def _counts(work: pl.DataFrame, name: str, keys: pl.DataFrame, at: np.ndarray | None
+            ) -> tuple[np.ndarray, ...]:
+    """One host's answer for the devices other than ``name``, per key (``keys``: name, k,
+    row ``_q``): with ``at`` None (count, least, largest w), else the count of w <= ``at``."""
+    q = keys.height
+    got = work.filter(pl.col("who") != name).join(keys, on=["name", "k"])
+    row = got["_q"].to_numpy()
+    w = got["w"].to_numpy()
+    if at is not None:
+        return (np.bincount(row[w <= at[row]], minlength=q),)
+    lo, hi = np.full(q, np.inf), np.full(q, -np.inf)
+    np.minimum.at(lo, row, w)
+    np.maximum.at(hi, row, w)
+    return np.bincount(row, minlength=q), lo, hi
+
+
+def peer_medians(works: Sequence[pl.DataFrame], names: Sequence[str]
+                 ) -> tuple[dict[str, tuple[int, np.ndarray, np.ndarray]], int]:
+    """({device: (its host, its nodes ``_i``, their peer time)}, rounds):
+    :func:`critical_path._peer_work` with each host's ``works`` (:func:`device_work`) kept
+    where it is. Per key (name, k) of the device's activities, the hosts answer how many of
+    their other devices' w they hold, the least and the largest, then, round by round, how
+    many are at most a bound: a bisection on the integer ns finds the two middle values (the
+    median of an even count is their mean, as polars takes it), floored. What travels is a
+    few numbers per key, however many devices."""
+    for work in works:
+        w = work["w"].to_numpy()
+        if not np.array_equal(w, np.floor(w)):
+            raise NotStitchable("own work that is not whole ns: the bisection needs integers")
+    out: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+    rounds = 0
+    for name in names:
+        owner = next((i for i, w in enumerate(works)
+                      if w.filter(pl.col("who") == name).height), None)
+        if owner is None:
+            continue
+        mine = works[owner].filter(pl.col("who") == name)
+        keys = mine.select("name", "k").with_row_index("_q").with_columns(
+            pl.col("_q").cast(pl.Int64))
+        q = keys.height
+        count, lo, hi = np.zeros(q, np.int64), np.full(q, np.inf), np.full(q, -np.inf)
+        for work in works:
+            c, a, b = _counts(work, name, keys, None)
+            count += c
+            lo, hi = np.minimum(lo, a), np.maximum(hi, b)
+        rounds += 1
+        has = count > 0
+        stats = []
+        for rank in ((count - 1) // 2, count // 2):
+            a, b = np.where(has, lo, 0.0), np.where(has, hi, 0.0)
+            while (a < b).any():
+                mid = np.floor((a + b) / 2)
+                below = np.zeros(q, np.int64)
+                for work in works:
+                    below += _counts(work, name, keys, mid)[0]
+                rounds += 1
+                enough = below >= rank + 1
+                a, b = np.where(enough | (a >= b), a, mid + 1), np.where(enough & (a < b), mid, b)
+            stats.append(a)
+        med = np.where(has, np.floor((stats[0] + stats[1]) / 2), np.nan)
+        out[name] = (owner, mine["_i"].to_numpy(), med)
+    return out, rounds
