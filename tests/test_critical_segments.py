@@ -1,5 +1,6 @@
 """The critical path stitched from the hosts' own graphs equals the job's single graph, byte for
-byte (issue 45, item 6; tracelens/analyze/critical_segments.py).
+byte (issue 45, item 6; tracelens/analyze/critical_segments.py): the paths and notes, and the
+whole result with its what-ifs.
 
 Each job is loaded whole, its critical-path part cut into one part per host (ids renumbered,
 as a host's map makes them), and the two answers compared as JSON: the job's graph of the
@@ -86,11 +87,14 @@ def compare(trace: tracelens.Trace, options: CriticalPathOptions) -> str:
     single = critical_paths(job_part(parts), options)
     try:
         paths, notes = cs.stitched_paths(parts, options)
+        whole = cs.stitched_result(parts, options)
     except cs.NotStitchable as e:
         return str(e)
     want = json.dumps(encode(single.paths)) + json.dumps(list(single.notes))
     got = json.dumps(encode(paths)) + json.dumps(list(notes))
     assert got == want
+    # the whole result, what-ifs included
+    assert json.dumps(encode(whole)) == json.dumps(encode(single))
     return ""
 
 
@@ -136,7 +140,7 @@ def test_a_straggler_across_two_hosts(tmp_path: Path) -> None:
 
 
 class _Both:
-    """The critical path's map as the engine runs it per host; finish: the stitched paths
+    """The critical path's map as the engine runs it per host; finish: the stitched result
     of the hosts' parts placed in the job, and the job graph's result of their merge."""
 
     def partial(self, trace: tracelens.Trace, options: CriticalPathOptions) -> CriticalPart:
@@ -150,10 +154,8 @@ class _Both:
 
     def finish(self, part: tuple, options: CriticalPathOptions) -> tuple[str, str]:
         placed, merged = part
-        single = critical_paths(merged, options)
-        paths, notes = cs.stitched_paths(placed, options)
-        return (json.dumps(encode(paths)) + json.dumps(list(notes)),
-                json.dumps(encode(single.paths)) + json.dumps(list(single.notes)))
+        return (json.dumps(encode(cs.stitched_result(placed, options))),
+                json.dumps(encode(critical_paths(merged, options))))
 
 
 @pytest.mark.parametrize("opt", ["summarize", "whole"])
