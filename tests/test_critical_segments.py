@@ -25,7 +25,7 @@ from tracelens.analyze.critical_path import (CriticalPart, CriticalPath, Critica
 from tracelens.errors import TraceInputError
 from tracelens.results.encode import encode
 
-from .conftest import SAMPLES
+from .conftest import SAMPLES, SHARED
 from .test_critical_path import (AR, GEMM, RANDOM_TRACES, STRAGGLER, as_xspace, random_trace,
                                  scenario)
 
@@ -313,3 +313,24 @@ def test_peer_time_without_gathering_the_activities(name: str) -> None:
         arr = np.full(len(g.w), np.nan)
         arr[offset[owner] + rows] = med
         assert np.array_equal(arr, want[device], equal_nan=True), device
+
+
+SAMPLED_JOB = SHARED / "traces" / "kineto" / "sampled_128rank_job"
+
+
+@pytest.mark.skipif(not SAMPLED_JOB.exists(), reason="the shared traces are not here")
+def test_a_real_cycle_across_hosts_is_refused() -> None:
+    """The shared sampled 128-rank job (two ranks on two hosts): its step is stitched
+    identically; its whole trace's graph has a cycle through instances across the hosts (the
+    job's one pass finds it; no held-back launch goes back in time, so the job's build keeps
+    it and its rounds settle it from below), which the hosts' rounds from above need not
+    settle the same way: the stitch refuses it."""
+    from tracelens.analyze import critical_path as cp
+    from tracelens.analyze.critical_solve import build_graph, solves_in_one_pass
+
+    trace = tracelens.load([SAMPLED_JOB])
+    assert compare(trace, OPTIONS["summarize"]) == ""
+    assert compare(trace, OPTIONS["whole"]) == "the job's graph has a cycle across hosts"
+    job = job_part(host_parts(CriticalPath().partial(trace, OPTIONS["whole"])))
+    g = build_graph(cp._clipped(job.nodes, job.windows), job.edges)  # type: ignore[arg-type]
+    assert solves_in_one_pass(g) is False

@@ -195,8 +195,7 @@ class HostGraph:
         """(a, b) for each instance a of this host whose last arrival reaches the start of a
         member of instance b here without passing another instance's arrival (a forward
         pass per instance, from its sentinel alone, every other wait for an arrival
-        dropped; a start counts as reached where a source of it is: a little more than the
-        exact set, so a cycle may be seen that is not there, never missed)."""
+        dropped; a start is reached where its chain's previous end or a source point is)."""
         g, k = self.g, len(self.keys)
         n = len(g.s)
         out: list[tuple[str, str]] = []
@@ -212,9 +211,17 @@ class HostGraph:
             others = np.ones(k, bool)
             others[j] = False
             e = solve(replace(flat, anchor=anchor), Change(w=zero, no_wait=others))
+            # a start is reached where its chain's previous end is, or a source's end (or,
+            # from a blocking call, its start: settled over those edges)
             reached = np.zeros(n, bool)
             reached[1:] = ~g.first[1:] & (e[:-1] >= 0)
-            reached[g.s_dst[e[g.s_src] >= 0]] = True
+            by_end = ~g.s_at_start
+            reached[g.s_dst[by_end & (e[g.s_src] >= 0)]] = True
+            while True:
+                more = g.s_dst[g.s_at_start & reached[g.s_src] & ~reached[g.s_dst]]
+                if not len(more):
+                    break
+                reached[more] = True
             out += [(self.keys[j], self.keys[b])
                     for b in np.unique(g.group[member[reached[member]]]).tolist()]
         return out
