@@ -19,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 import tracelens
+from tracelens.analyze import critical_rounds as cr
 from tracelens.analyze import critical_segments as cs
 from tracelens.analyze.critical_path import (CriticalPart, CriticalPath, CriticalPathOptions,
                                              critical_paths)
@@ -93,8 +94,11 @@ def compare(trace: tracelens.Trace, options: CriticalPathOptions) -> str:
     want = json.dumps(encode(single.paths)) + json.dumps(list(single.notes))
     got = json.dumps(encode(paths)) + json.dumps(list(notes))
     assert got == want
-    # the whole result, what-ifs included
+    # the whole result, what-ifs included; and as rounds between the job and its hosts
     assert json.dumps(encode(whole)) == json.dumps(encode(single))
+    hosts = cr.LocalHosts([cr.HostSide(p) for p in parts])
+    assert json.dumps(encode(cr.rounds_result(hosts, None, options))) == \
+        json.dumps(encode(single))
     return ""
 
 
@@ -150,12 +154,15 @@ class _Both:
         return CriticalPath().pack(part)
 
     def merge(self, parts: list[CriticalPart], plan: object) -> tuple:
-        return cs.placed_parts(parts, plan), CriticalPath().merge(parts, plan)  # type: ignore
+        return (cs.placed_parts(parts, plan), CriticalPath().merge(parts, plan),  # type: ignore
+                parts, plan)
 
     def finish(self, part: tuple, options: CriticalPathOptions) -> tuple[str, str]:
-        placed, merged = part
-        return (json.dumps(encode(cs.stitched_result(placed, options))),
-                json.dumps(encode(critical_paths(merged, options))))
+        placed, merged, parts, plan = part
+        single = json.dumps(encode(critical_paths(merged, options)))
+        hosts = cr.LocalHosts([cr.HostSide(p) for p in parts])  # placed by the hosts
+        assert json.dumps(encode(cr.rounds_result(hosts, plan, options))) == single
+        return json.dumps(encode(cs.stitched_result(placed, options))), single
 
 
 @pytest.mark.parametrize("opt", ["summarize", "whole"])
