@@ -13,6 +13,7 @@ could differ (the caller then merges the parts as before).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -50,6 +51,9 @@ class HostSide:
         self.part, self.index = p, index
         return {"arrivals": arrivals(p), "windows": p.windows, "host_ranks": p.host_ranks,
                 "unwindowed": p.unwindowed}
+
+    def placed(self) -> CriticalPart:
+        return self.part
 
     def build(self, inst: InstanceTable, win: pl.DataFrame) -> dict[str, Any]:
         h = self.h = HostGraph(self.part, inst, self.index)
@@ -141,7 +145,8 @@ class HostSide:
     # -- what-ifs --------------------------------------------------------------------------
 
     def peer_keys(self, name: str) -> pl.DataFrame | None:
-        self.work = device_work(self.h)
+        if not hasattr(self, "work"):
+            self.work = device_work(self.h)
         w = self.work["w"].to_numpy()
         if not np.array_equal(w, np.floor(w)):
             raise NotStitchable("own work that is not whole ns: the bisection needs integers")
@@ -268,6 +273,122 @@ class LocalHosts:
         which = range(len(self.sides)) if only is None else only
         return [getattr(self.sides[i], method)(*(args[k] if args is not None else ()))
                 for k, i in enumerate(which)]
+
+
+# -- on Dask workers: each host's side kept in its worker's process -------------------------------
+
+ENV_ROUNDS = "TRACELENS_CRITICAL_ROUNDS"
+"""Set to 1 where the engine's Dask cluster outlives the map (a ``--scheduler`` cluster): the
+critical-path parts stay on the workers and ``summarize`` solves them in rounds."""
+
+_SIDES: dict[str, HostSide] = {}  # this worker's hosts' sides, by key
+
+
+@dataclass(frozen=True)
+class Resident:
+    """Where a host's critical-path part stayed: its worker and key (what the map returns
+    in its place)."""
+
+    scheduler: str
+    worker: str
+    key: str
+
+
+def keep_here(part: CriticalPart) -> CriticalPart | Resident:
+    """``part`` kept in this worker's process when :data:`ENV_ROUNDS` asks for it and this is
+    a Dask worker; else ``part`` itself (it travels as before)."""
+    import os
+    import uuid
+
+    if os.environ.get(ENV_ROUNDS, "").strip() != "1":
+        return part
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return part
+    key = uuid.uuid4().hex
+    _SIDES[key] = HostSide(part)
+    return Resident(worker.scheduler.address, worker.address, key)
+
+
+def _on_side(key: str, method: str, args: tuple) -> Any:
+    return getattr(_SIDES[key], method)(*args)
+
+
+def _drop(key: str) -> None:
+    _SIDES.pop(key, None)
+
+
+class DaskHosts:
+    """The hosts' sides on their Dask workers: each call one task per host, on its worker."""
+
+    def __init__(self, where: Sequence[Resident]) -> None:
+        from distributed import Client
+
+        self.where = list(where)
+        self.client = Client(self.where[0].scheduler, set_as_default=False)
+        self.rounds = 0
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def call(self, method: str, args: Sequence[tuple] | None = None,
+             only: Sequence[int] | None = None) -> list[Any]:
+        self.rounds += 1
+        which = list(range(len(self.where))) if only is None else list(only)
+        futures = [self.client.submit(_on_side, self.where[i].key, method,
+                                      args[k] if args is not None else (),
+                                      workers=[self.where[i].worker],
+                                      allow_other_workers=False, pure=False)
+                   for k, i in enumerate(which)]
+        try:
+            return self.client.gather(futures)
+        finally:
+            self.client.cancel(futures)
+
+    def close(self) -> None:
+        futures = [self.client.submit(_drop, r.key, workers=[r.worker],
+                                      allow_other_workers=False, pure=False)
+                   for r in self.where]
+        self.client.gather(futures)
+        self.client.close()
+
+
+def merged_placed(parts: Sequence[CriticalPart]) -> CriticalPart:
+    """The hosts' parts, already placed, as one job part (:meth:`CriticalPath.merge` without
+    the placing): where the stitch refuses, the job's graph as before."""
+    nodes, edges, offset, chains = [], [], 0, 0
+    for p in parts:
+        n = p.unpacked().nodes
+        assert isinstance(n, pl.DataFrame)
+        nodes.append(n.with_columns(id=pl.col("id") + offset, chain=pl.col("chain") + chains))
+        edges.append(p.edges.with_columns(src=pl.col("src") + offset,
+                                          dst=pl.col("dst") + offset))
+        offset += n.height
+        chains += int(n["chain"].max()) + 1 if n.height else 0  # type: ignore[arg-type]
+    return CriticalPart(pl.concat(nodes), pl.concat(edges),
+                        pl.concat([p.windows for p in parts]),
+                        pl.concat([p.host_ranks for p in parts]),
+                        pl.concat([p.unwindowed for p in parts]))
+
+
+def resident_result(where: Sequence[Resident], plan: JobPlan, options: CriticalPathOptions
+                    ) -> CriticalPathResult:
+    """The critical path of the hosts' parts kept on their workers: in rounds, or, where the
+    stitch refuses, the job's graph of their parts fetched (as before)."""
+    from tracelens.analyze.critical_path import critical_paths
+
+    H = DaskHosts(where)
+    try:
+        try:
+            return rounds_result(H, plan, options)
+        except NotStitchable:
+            parts = H.call("placed")
+            return critical_paths(merged_placed(parts), options)
+    finally:
+        H.close()
 
 
 def rounds_result(H: Any, plan: JobPlan | None, options: CriticalPathOptions
@@ -481,4 +602,5 @@ def _peer_medians(H: Any, names: list[str]) -> dict[str, tuple[int, np.ndarray, 
     return out
 
 
-__all__ = ["HostSide", "LocalHosts", "rounds_result"]
+__all__ = ["DaskHosts", "HostSide", "LocalHosts", "Resident", "keep_here", "resident_result",
+           "rounds_result"]
