@@ -341,3 +341,42 @@ def test_a_real_cycle_across_hosts_is_refused() -> None:
     job = job_part(host_parts(CriticalPath().partial(trace, OPTIONS["whole"])))
     g = build_graph(cp._clipped(job.nodes, job.windows), job.edges)  # type: ignore[arg-type]
     assert solves_in_one_pass(g) is False
+
+
+def _set_rounds(value: str) -> None:
+    import os
+    os.environ[cr.ENV_ROUNDS] = value
+
+
+def test_summarize_in_rounds_on_the_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """summarize on a 2-worker cluster with the critical-path parts kept on the workers and
+    solved there in rounds prints the same JSON as with the parts gathered and merged."""
+    from distributed import Client
+
+    from tracelens.analyze.summary import SummaryAnalysis
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.dask_map import local_cluster
+    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
+    from tracelens.protocol import Task
+
+    ran = []
+    real = cr.resident_result
+
+    def counted(*a, **k):  # type: ignore[no-untyped-def]
+        ran.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(cr, "resident_result", counted)
+    job = SAMPLES / "mi355x_2x8gpu_straggler"
+    with local_cluster(2, str(tmp_path / "dask")) as cluster:
+        with Client(cluster, set_as_default=False) as client:
+            out = {}
+            for value in ("0", "1"):
+                client.run(_set_rounds, value)
+                (res,), _ = run_tasks([Task(SummaryAnalysis(), SummaryOptions())], [job],
+                                      LoadOptions(), EngineOptions(None,
+                                                                   cluster.scheduler_address))
+                out[value] = json.dumps(encode(res))
+    assert ran == [1]  # the second run went in rounds
+    assert out["1"] == out["0"]
