@@ -154,6 +154,8 @@ else:
     out["map_s"] = [h.map_s for h in job.hosts]
     out["partial_bytes"] = [len(pickle.dumps(h)) for h in job.hosts]
     out["result_bytes"] = len(result)
+    import hashlib
+    out["result_sha256"] = hashlib.sha256(result.encode()).hexdigest()
 out["wall_s"] = round(time.perf_counter() - t0, 3)
 out["cpu_s"] = round(cpu(), 3)
 out["client_peak_rss_bytes"] = peak()
@@ -253,8 +255,10 @@ def make_ar_job(data: Path, hosts: int, per_gpu: int, every: int = 50,
     return run_dir
 
 
-def measure(mode: str, data: Path, command: str) -> dict:
+def measure(mode: str, data: Path, command: str, rounds: bool = False) -> dict:
     env = bench_env(ROOT)
+    if rounds:  # summarize's critical path solved in rounds on the workers (critical_rounds)
+        env["TRACELENS_CRITICAL_ROUNDS"] = "1"
     proc = subprocess.run([PY, "-c", MEASURE, mode, str(data), command, str(ROOT)], env=env,
                           cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode:
@@ -280,6 +284,9 @@ def main() -> None:
                     help="also the bare ParseFromString of the largest host file (a worker's "
                          "floor: its peak RSS less its RSS after imports), and a worker's "
                          "runtime before it and the model's frame of it")
+    ap.add_argument("--rounds", action="store_true",
+                    help="the cluster keeps the critical-path parts on its workers and solves "
+                         "them in rounds there (TRACELENS_CRITICAL_ROUNDS=1)")
     ap.add_argument("--skip-in-process", action="store_true", help="only the cluster (and --load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
     args = ap.parse_args()
@@ -297,13 +304,14 @@ def main() -> None:
     extra = (["load-all"] if args.load else []) + ([f"maps-{args.maps}"] if args.maps else []) \
         + (["floor", "runtime-floor"] if args.floor else [])
     for mode in modes + extra:
-        runs.append(measure(mode, job, args.command))
+        runs.append(measure(mode, job, args.command, args.rounds and mode.startswith("cluster")))
         print(json.dumps({k: v for k, v in runs[-1].items()
                           if k not in ("map_s", "partial_bytes")}), flush=True)
     report = {"workload": f"{args.hosts} hosts × 8 GPUs × {args.per_gpu:,} kernels"
                           + (", an all-reduce every 50 on a second stream, no step markers"
                              if args.shape == "ar50" else ""),
-              "command": args.command, "files": len(files), "file_bytes": sizes,
+              "command": args.command, "rounds": args.rounds, "files": len(files),
+              "file_bytes": sizes,
               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
                          f"{platform.python_version()}", "runs": runs}
     args.out.write_text(json.dumps(report, indent=1) + "\n")
