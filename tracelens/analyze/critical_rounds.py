@@ -144,22 +144,45 @@ class HostSide:
 
     # -- what-ifs --------------------------------------------------------------------------
 
-    def peer_keys(self, name: str) -> pl.DataFrame | None:
-        if not hasattr(self, "work"):
-            self.work = device_work(self.h)
+    def peer_keys(self, names: list[str]) -> dict[str, pl.DataFrame]:
+        """For each of ``names`` that is a device of this host: its keys (name, k, row
+        ``_q``) and, kept here, its nodes."""
+        self.work = device_work(self.h)
         w = self.work["w"].to_numpy()
         if not np.array_equal(w, np.floor(w)):
             raise NotStitchable("own work that is not whole ns: the bisection needs integers")
-        mine = self.work.filter(pl.col("who") == name)
-        return mine.select("name", "k").with_row_index("_q").with_columns(
-            pl.col("_q").cast(pl.Int64)) if mine.height else None
+        out, self.peer_rows = {}, {}
+        for name in names:
+            mine = self.work.filter(pl.col("who") == name)
+            if mine.height:
+                out[name] = mine.select("name", "k").with_row_index("_q").with_columns(
+                    pl.col("_q").cast(pl.Int64))
+                self.peer_rows[name] = mine["_i"].to_numpy()
+        return out
 
-    def peer_rows(self, name: str) -> np.ndarray:
-        return self.work.filter(pl.col("who") == name)["_i"].to_numpy()
+    def peer_setup(self, keys: dict[str, pl.DataFrame]) -> list[tuple[np.ndarray, ...]]:
+        """Each late device's keys kept with this host's other devices' work on them; per
+        device (count, least, largest) per key."""
+        self.peer: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+        out = []
+        for name, k in keys.items():
+            got = self.work.filter(pl.col("who") != name).join(k, on=["name", "k"])
+            row, w = got["_q"].to_numpy(), got["w"].to_numpy()
+            self.peer[name] = (row, w, k.height)
+            out.append(_counts(self.work, name, k, None))
+        return out
 
-    def peer_counts(self, name: str, keys: pl.DataFrame, at: np.ndarray | None
-                    ) -> tuple[np.ndarray, ...]:
-        return _counts(self.work, name, keys, at)
+    def peer_below(self, names: list[str], at: list[np.ndarray]) -> list[np.ndarray]:
+        """Per late device, per key: how many of this host's other devices' work is at most
+        ``at``."""
+        out = []
+        for name, bound in zip(names, at):
+            row, w, q = self.peer[name]
+            out.append(np.bincount(row[w <= bound[row]], minlength=q))
+        return out
+
+    def peer_row(self, name: str) -> np.ndarray:
+        return self.peer_rows[name]
 
     def set_changes(self, specs: list[tuple]) -> None:
         """The what-ifs' changes on this host, in the job's order (``specs``: ("hide", type,
@@ -267,11 +290,12 @@ class LocalHosts:
         return len(self.sides)
 
     def call(self, method: str, args: Sequence[tuple] | None = None,
-             only: Sequence[int] | None = None) -> list[Any]:
-        """``method`` on each host (``only``: those), with its ``args``; results in order."""
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[Any]:
+        """``method`` on each host (``only``: those), with its ``args`` and then ``common``
+        (the same for every host); results in order."""
         self.rounds += 1
         which = range(len(self.sides)) if only is None else only
-        return [getattr(self.sides[i], method)(*(args[k] if args is not None else ()))
+        return [getattr(self.sides[i], method)(*(args[k] if args is not None else ()), *common)
                 for k, i in enumerate(which)]
 
 
@@ -313,8 +337,8 @@ def keep_here(part: CriticalPart) -> CriticalPart | Resident:
     return Resident(worker.scheduler.address, worker.address, key)
 
 
-def _on_side(key: str, method: str, args: tuple) -> Any:
-    return getattr(_SIDES[key], method)(*args)
+def _on_side(key: str, method: str, args: tuple, *common: Any) -> Any:
+    return getattr(_SIDES[key], method)(*args, *common)
 
 
 def _drop(key: str) -> None:
@@ -335,18 +359,22 @@ class DaskHosts:
         return len(self.where)
 
     def call(self, method: str, args: Sequence[tuple] | None = None,
-             only: Sequence[int] | None = None) -> list[Any]:
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[Any]:
+        """:meth:`LocalHosts.call` on the workers: ``common`` sent once to each worker
+        (scattered), not once per host."""
         self.rounds += 1
         which = list(range(len(self.where))) if only is None else list(only)
+        shared = self.client.scatter(list(common), broadcast=True, hash=False) \
+            if common else []
         futures = [self.client.submit(_on_side, self.where[i].key, method,
-                                      args[k] if args is not None else (),
+                                      args[k] if args is not None else (), *shared,
                                       workers=[self.where[i].worker],
                                       allow_other_workers=False, pure=False)
                    for k, i in enumerate(which)]
         try:
             return self.client.gather(futures)
         finally:
-            self.client.cancel(futures)
+            self.client.cancel(futures + shared)
 
     def close(self) -> None:
         futures = [self.client.submit(_drop, r.key, workers=[r.worker],
@@ -399,7 +427,7 @@ def rounds_result(H: Any, plan: JobPlan | None, options: CriticalPathOptions
     inst = instance_table([p["arrivals"] for p in placed])
     win_all = pl.concat([p["windows"] for p in placed])
     win = win_all if options.rank is None else win_all.filter(pl.col("rank") == options.rank)
-    info = H.call("build", [(inst, win)] * n)
+    info = H.call("build", common=(inst, win))
     if any(x["backward"] for x in info) or inst.table["a_obs_ns"].is_duplicated().any():
         if _has_cycle([e for es in H.call("instance_edges") for e in es]):
             raise NotStitchable("the job's graph has a cycle across hosts")
@@ -472,7 +500,7 @@ def _on_totals(H: Any, n_walks: int, specs: list[tuple[str, str]]) -> list[list[
     hosts it went through (whole ns: the order of the sum does not matter)."""
     out = [[0.0] * n_walks for _ in specs]
     walked = H.call("walked")
-    for i, rows in enumerate(H.call("on_totals", [(specs,)] * len(H))):
+    for i, rows in enumerate(H.call("on_totals", common=(specs,))):
         for j, row in enumerate(rows):
             for wid, v in zip(walked[i], row):
                 out[j][wid] += v
@@ -554,7 +582,7 @@ def _passes(H: Any, inst: InstanceTable, n: int) -> int:
     rounds = 0
     while any(a is not None for a in arrival):
         rounds += 1
-        got = H.call("solve_round", [(arrival,)] * len(H))
+        got = H.call("solve_round", common=(arrival,))
         nxt: list[dict[str, float] | None] = []
         for j, arr in enumerate(arrival):
             if arr is None:
@@ -571,34 +599,45 @@ def _passes(H: Any, inst: InstanceTable, n: int) -> int:
 
 
 def _peer_medians(H: Any, names: list[str]) -> dict[str, tuple[int, np.ndarray, np.ndarray]]:
-    """:func:`critical_segments.peer_medians` over the hosts' rounds."""
-    out: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
-    for name in names:
-        keys_of = H.call("peer_keys", [(name,)] * len(H))
-        owner = next((i for i, k in enumerate(keys_of) if k is not None), None)
-        if owner is None:
-            continue
-        keys = keys_of[owner]
-        q = keys.height
-        count, lo, hi = np.zeros(q, np.int64), np.full(q, np.inf), np.full(q, -np.inf)
-        for c, a, b in H.call("peer_counts", [(name, keys, None)] * len(H)):
-            count += c
-            lo, hi = np.minimum(lo, a), np.maximum(hi, b)
-        has = count > 0
-        stats = []
-        for rank in ((count - 1) // 2, count // 2):
-            a, b = np.where(has, lo, 0.0), np.where(has, hi, 0.0)
-            while (a < b).any():
-                mid = np.floor((a + b) / 2)
-                below = np.zeros(q, np.int64)
-                for (c,) in H.call("peer_counts", [(name, keys, mid)] * len(H)):
-                    below += c
-                enough = below >= rank + 1
-                a, b = np.where(enough | (a >= b), a, mid + 1), np.where(enough & (a < b), mid, b)
-            stats.append(a)
-        med = np.where(has, np.floor((stats[0] + stats[1]) / 2), np.nan)
-        rows = H.call("peer_rows", [(name,)], only=[owner])[0]
-        out[name] = (owner, rows, med)
+    """:func:`critical_segments.peer_medians` over the hosts' rounds, every late device's
+    bisection in the same rounds: the keys sent once, then per round one bound per key."""
+    if not names:
+        return {}
+    found = H.call("peer_keys", common=(names,))
+    owner = {name: i for i, got in enumerate(found) for name in got}
+    keys = {name: found[owner[name]][name] for name in names if name in owner}
+    todo = list(keys)
+    if not todo:
+        return {}
+    q = [keys[x].height for x in todo]
+    count = [np.zeros(m, np.int64) for m in q]
+    lo = [np.full(m, np.inf) for m in q]
+    hi = [np.full(m, -np.inf) for m in q]
+    for per in H.call("peer_setup", common=(keys,)):
+        for j, (c, a, b) in enumerate(per):
+            count[j] += c
+            lo[j], hi[j] = np.minimum(lo[j], a), np.maximum(hi[j], b)
+    has = [c > 0 for c in count]
+    # the two middle values of each key, all devices and both ranks in the same rounds
+    ranks = [(c - 1) // 2 for c in count] + [c // 2 for c in count]
+    a = [np.where(h, x, 0.0) for h, x in zip(has, lo)] * 2
+    b = [np.where(h, x, 0.0) for h, x in zip(has, hi)] * 2
+    names2 = todo + todo
+    while any((x < y).any() for x, y in zip(a, b)):
+        mid = [np.floor((x + y) / 2) for x, y in zip(a, b)]
+        below = [np.zeros(len(m), np.int64) for m in mid]
+        for per in H.call("peer_below", common=(names2, mid)):
+            for j, c in enumerate(per):
+                below[j] += c
+        for j in range(len(a)):
+            enough = below[j] >= ranks[j] + 1
+            a[j], b[j] = (np.where(enough | (a[j] >= b[j]), a[j], mid[j] + 1),
+                          np.where(enough & (a[j] < b[j]), mid[j], b[j]))
+    out = {}
+    for j, name in enumerate(todo):
+        med = np.where(has[j], np.floor((a[j] + a[j + len(todo)]) / 2), np.nan)
+        rows = H.call("peer_row", [(name,)], only=[owner[name]])[0]
+        out[name] = (owner[name], rows, med)
     return out
 
 
