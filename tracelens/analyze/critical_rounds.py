@@ -32,18 +32,32 @@ from tracelens.results.critical_path import (Component, CriticalPathResult, Devi
                                              PathActivity, WhatIf, Window)
 
 
+class _Seen:
+    """A walk's visited states on one host, (node, at its start), as two bits a node (a set
+    of tuples cost ~100 bytes a state: a walk of a whole trace visits every node)."""
+
+    def __init__(self, n: int) -> None:
+        self.bits = bytearray(2 * n)
+
+    def __contains__(self, state: tuple[int, bool]) -> bool:
+        return bool(self.bits[2 * state[0] + state[1]])
+
+    def add(self, state: tuple[int, bool]) -> None:
+        self.bits[2 * state[0] + state[1]] = 1
+
+
 class HostSide:
     """One host's side of the rounds (module doc): its part, then its graph, the states of
     the walks that went through it, its what-ifs' changes and their passes."""
 
     def __init__(self, part: CriticalPart) -> None:
-        self.part = part.unpacked()
-        self.walks: dict[int, tuple[set[tuple[int, bool]], dict[int, float]]] = {}
+        self.part = part  # packed until placed (its frames then hold nothing of the trace's)
+        self.walks: dict[int, tuple[_Seen, dict[int, float]]] = {}
 
     # -- round 1 and 2: placed, its instance members; its graph ------------------------------
 
     def place(self, plan: JobPlan | None, index: int) -> dict[str, Any]:
-        p = self.part
+        p = self.part.unpacked()
         if plan is not None:
             p = CriticalPart(plan.place(p.nodes, index), p.edges,  # type: ignore[arg-type]
                              plan.place(p.windows, index), plan.place(p.host_ranks, index),
@@ -57,6 +71,10 @@ class HostSide:
 
     def build(self, inst: InstanceTable, win: pl.DataFrame) -> dict[str, Any]:
         h = self.h = HostGraph(self.part, inst, self.index)
+        # its nodes, clipped (clipping again is a no-op), stand for the placed part's where
+        # the job's graph is needed after all (:meth:`placed`): one copy kept, not two
+        self.part = CriticalPart(h.nodes, self.part.edges, self.part.windows,
+                                 self.part.host_ranks, self.part.unwindowed)
         self.devs: list[DeviceWindow] = h.devices(
             win.filter(pl.col("host").is_in(h.nodes["host"].unique().implode())))
         self.loc = loc = _local(h)
@@ -93,7 +111,7 @@ class HostSide:
                 if L.e[node] < c:
                     pieces.append(("idle", c - max(L.e[node], w0)))
                     c = max(L.e[node], w0)
-            seen, on = self.walks.setdefault(wid, (set(), {}))
+            seen, on = self.walks.setdefault(wid, (_Seen(len(L.e)), {}))
             cut, exit_ = walk_on(L, node, at_start, c, w0, pieces, on, seen, h.foreign)
             totals: dict[str, float] = {}
             for name, ns in pieces:
@@ -104,6 +122,11 @@ class HostSide:
                 where = (host, at, exit_[1])
             out.append((wid, totals, cut, where))
         return out
+
+    def walks_done(self) -> None:
+        """The walks are over: their visited states and the walk's lists go."""
+        self.walks = {wid: (_Seen(0), on) for wid, (_, on) in self.walks.items()}
+        self.h.lists = None  # type: ignore[assignment]
 
     def _mask(self, spec: tuple[str, str]) -> np.ndarray:
         kind, what = spec
@@ -333,7 +356,9 @@ def keep_here(part: CriticalPart) -> CriticalPart | Resident:
     except (ImportError, ValueError):
         return part
     key = uuid.uuid4().hex
-    _SIDES[key] = HostSide(part)
+    from tracelens.analyze.critical_path import CriticalPath
+
+    _SIDES[key] = HostSide(CriticalPath().pack(part))
     return Resident(worker.scheduler.address, worker.address, key)
 
 
@@ -435,6 +460,7 @@ def rounds_result(H: Any, plan: JobPlan | None, options: CriticalPathOptions
     todo = sorted(((d, i, k) for i, x in enumerate(info) for k, d in enumerate(x["devices"])),
                   key=lambda t: (t[0][0], t[0][1], t[0][2]))
     walks = _walks(H, todo)
+    H.call("walks_done")
     devs = [DeviceWindow(*d, sink=-1, cand=np.zeros(0, np.int64)) for d, _, _ in todo]
     longest = max(range(len(devs)), default=-1, key=lambda k: (
         devs[k].w1 - devs[k].w0, -devs[k].rank, -devs[k].device))
