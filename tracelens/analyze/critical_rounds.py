@@ -26,7 +26,7 @@ from tracelens.analyze.critical_segments import (DeviceWindow, HostGraph, Instan
                                                  _starts, arrivals, device_work,
                                                  instance_table)
 from tracelens.analyze.critical_solve import Change, solve
-from tracelens.analyze.critical_walk import Walk, composition, walk_on
+from tracelens.analyze.critical_walk import Walk, composition, walk_on, walkable
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
@@ -71,6 +71,7 @@ class HostSide:
 
     def build(self, inst: InstanceTable, win: pl.DataFrame) -> dict[str, Any]:
         h = self.h = HostGraph(self.part, inst, self.index)
+        h.lists = None  # made for each round of walks, not kept (tens of MB a host)
         # its nodes, clipped (clipping again is a no-op), stand for the placed part's where
         # the job's graph is needed after all (:meth:`placed`): one copy kept, not two
         self.part = CriticalPart(h.nodes, self.part.edges, self.part.windows,
@@ -102,8 +103,8 @@ class HostSide:
         from there, to its end or to another host: (walk, ns per component in the pieces'
         order of first appearance, revisits cut, exit (host, node, cursor) or None)."""
         h, out = self.h, []
+        L = walkable(h.g, h.labels)
         for wid, dev, node, at_start, c, w0 in reqs:
-            L = h.lists
             pieces: list[tuple[str, float]] = []
             if dev is not None:  # the walk's start: the window's end on its node
                 d = self.devs[dev]
@@ -126,7 +127,6 @@ class HostSide:
     def walks_done(self) -> None:
         """The walks are over: their visited states and the walk's lists go."""
         self.walks = {wid: (_Seen(0), on) for wid, (_, on) in self.walks.items()}
-        self.h.lists = None  # type: ignore[assignment]
 
     def _mask(self, spec: tuple[str, str]) -> np.ndarray:
         kind, what = spec

@@ -189,7 +189,8 @@ class HostGraph:
         self.nodes = nodes
         self.edges = part.edges
         self.windows = part.windows
-        self.lists: Walkable = walkable(g, _labels(full))
+        self.labels = _labels(full)
+        self.lists: Walkable | None = walkable(g, self.labels)  # (None: made per walk call)
 
     def instance_edges(self) -> list[tuple[str, str]]:
         """(a, b) for each instance a of this host whose last arrival reaches the start of a
@@ -237,7 +238,7 @@ class HostGraph:
             ids=pl.col("id")).collect().iter_rows())
         linked = _linked_threads(nodes, self.edges)
         end = nodes["end_ns"].to_numpy()
-        dev = np.asarray(self.lists.device_node, bool)
+        dev = np.asarray(self.labels.device_node, bool)
         out = []
         for host, rank, device, dev_ids, step, lo, hi in devices.select(
                 "host", "rank", "device", "ids", "step", "start_ns", "end_ns").iter_rows():
@@ -316,6 +317,7 @@ def _stitch(parts: Sequence[CriticalPart], options: CriticalPathOptions) -> _Sti
 def _walk(hosts: list[HostGraph], i: int, d: DeviceWindow, offset: np.ndarray) -> Walk:
     """The job's walk of ``d`` (on host ``i``), segment by segment (module doc)."""
     L = hosts[i].lists
+    assert L is not None
     pieces: list[tuple[str, float]] = []
     on: dict[int, float] = {}
     w0, c, n = float(d.w0), float(d.w1), d.sink
@@ -327,6 +329,7 @@ def _walk(hosts: list[HostGraph], i: int, d: DeviceWindow, offset: np.ndarray) -
     while True:
         h = hosts[i]
         mine: dict[int, float] = {}
+        assert h.lists is not None
         got, exit_ = walk_on(h.lists, n, at_start, c, w0, pieces, mine,
                              seen.setdefault(i, set()), h.foreign)
         cut += got
