@@ -14,7 +14,7 @@ could differ (the caller then merges the parts as before).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -305,6 +305,14 @@ class HostSide:
 class LocalHosts:
     """The hosts' sides in this process."""
 
+    def fold(self, method: str, fold: Callable[[Any, Any], Any], acc: Any,
+             common: tuple = ()) -> Any:
+        """``method`` on every host, each answer folded into ``acc`` as it comes (so the
+        job holds one host's answer at a time, not every host's)."""
+        for got in self.call(method, common=common):
+            acc = fold(acc, got)
+        return acc
+
     def __init__(self, sides: Sequence[HostSide]) -> None:
         self.sides = list(sides)
         self.rounds = 0
@@ -400,6 +408,25 @@ class DaskHosts:
             return self.client.gather(futures)
         finally:
             self.client.cancel(futures + shared)
+
+    def fold(self, method: str, fold: Callable[[Any, Any], Any], acc: Any,
+             common: tuple = ()) -> Any:
+        """:meth:`LocalHosts.fold` on the workers: the hosts answer at once, and each answer
+        is fetched, folded and let go in turn (the others wait on their workers)."""
+        self.rounds += 1
+        shared = self.client.scatter(list(common), broadcast=True, hash=False) \
+            if common else []
+        futures = [self.client.submit(_on_side, r.key, method, (), *shared,
+                                      workers=[r.worker], allow_other_workers=False,
+                                      pure=False) for r in self.where]
+        try:
+            for k, fut in enumerate(futures):
+                acc = fold(acc, self.client.gather(fut))
+                fut.release()
+                futures[k] = None
+            return acc
+        finally:
+            self.client.cancel([f for f in futures if f is not None] + shared)
 
     def close(self) -> None:
         futures = [self.client.submit(_drop, r.key, workers=[r.worker],
@@ -608,20 +635,33 @@ def _passes(H: Any, inst: InstanceTable, n: int) -> int:
     rounds = 0
     while any(a is not None for a in arrival):
         rounds += 1
-        got = H.call("solve_round", common=(arrival,))
+        latest: list[dict[str, float]] = H.fold(
+            "solve_round", _latest, [{} for _ in range(n)], common=(arrival,))
         nxt: list[dict[str, float] | None] = []
         for j, arr in enumerate(arrival):
             if arr is None:
                 nxt.append(None)
                 continue
-            latest: dict[str, float] = {}
-            for host in got:
-                for key, v in (host[j] or {}).items():
-                    latest[key] = max(latest.get(key, -np.inf), v)
-            new = {key: latest.get(key, -np.inf) for key in arr}
+            new = {key: latest[j].get(key, -np.inf) for key in arr}
             nxt.append(None if new == arr else new)
         arrival = nxt
     return rounds
+
+
+def _latest(acc: list[dict[str, float]], host: list[dict[str, float] | None]
+            ) -> list[dict[str, float]]:
+    """Fold: the latest member start per instance, per change."""
+    for j, got in enumerate(host):
+        for key, v in (got or {}).items():
+            acc[j][key] = max(acc[j].get(key, -np.inf), v)
+    return acc
+
+
+def _add(acc: list[np.ndarray], per: list[np.ndarray]) -> list[np.ndarray]:
+    """Fold: counts summed per late device and rank."""
+    for j, c in enumerate(per):
+        acc[j] += c
+    return acc
 
 
 def _peer_medians(H: Any, names: list[str]) -> dict[str, tuple[int, np.ndarray, np.ndarray]]:
@@ -639,10 +679,12 @@ def _peer_medians(H: Any, names: list[str]) -> dict[str, tuple[int, np.ndarray, 
     count = [np.zeros(m, np.int64) for m in q]
     lo = [np.full(m, np.inf) for m in q]
     hi = [np.full(m, -np.inf) for m in q]
-    for per in H.call("peer_setup", common=(keys,)):
+    def stats(acc: None, per: list[tuple[np.ndarray, ...]]) -> None:
         for j, (c, a, b) in enumerate(per):
             count[j] += c
             lo[j], hi[j] = np.minimum(lo[j], a), np.maximum(hi[j], b)
+
+    H.fold("peer_setup", stats, None, common=(keys,))
     has = [c > 0 for c in count]
     # the two middle values of each key, all devices and both ranks in the same rounds
     ranks = [(c - 1) // 2 for c in count] + [c // 2 for c in count]
@@ -651,10 +693,8 @@ def _peer_medians(H: Any, names: list[str]) -> dict[str, tuple[int, np.ndarray, 
     names2 = todo + todo
     while any((x < y).any() for x, y in zip(a, b)):
         mid = [np.floor((x + y) / 2) for x, y in zip(a, b)]
-        below = [np.zeros(len(m), np.int64) for m in mid]
-        for per in H.call("peer_below", common=(names2, mid)):
-            for j, c in enumerate(per):
-                below[j] += c
+        below = H.fold("peer_below", _add, [np.zeros(len(m), np.int64) for m in mid],
+                       common=(names2, mid))
         for j in range(len(a)):
             enough = below[j] >= ranks[j] + 1
             a[j], b[j] = (np.where(enough | (a[j] >= b[j]), a[j], mid[j] + 1),
