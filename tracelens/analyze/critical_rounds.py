@@ -210,7 +210,14 @@ class HostSide:
     def set_changes(self, specs: list[tuple]) -> None:
         """The what-ifs' changes on this host, in the job's order (``specs``: ("hide", type,
         the hidden instances), ("on_time", device, its peer time or None), ("roofline",
-        category), ("graph_launch",))."""
+        category), ("graph_launch",)): kept as specs, each made when its pass runs (a few
+        arrays of every node each, for every change, would stay otherwise). The peer time's
+        counts go."""
+        self.specs = specs
+        self.work = self.peer = None  # type: ignore[assignment]
+        self.now: list[list[float] | None] = [None] * len(specs)
+
+    def _change(self, spec: tuple) -> Change:
         h, loc = self.h, self.loc
         n, k = h.n, len(h.keys)
         w0, group = h.g.w[:n], h.g.group[:n]
@@ -224,35 +231,29 @@ class HostSide:
                               [x in no_wait for x in h.keys], bool),
                           drop_s=drop, prev_lag=None if lag is None else np.r_[lag, np.zeros(k)])
 
-        self.changes: list[Change] = []
-        for spec in specs:
-            if spec[0] == "hide":
-                m = self._mask(("type", spec[1]))
-                self.changes.append(make(w=np.where(m, 0.0, w0), no_wait=set(spec[2])))
-            elif spec[0] == "on_time":
-                mine = loc.who == spec[1]
-                late = mine & (group >= 0) & ~loc.p2p
-                w = w0
-                if spec[2] is not None:
-                    rows, med = spec[2]
-                    p = np.full(n, np.nan)
-                    p[rows] = med
-                    w = np.where(mine & ~np.isnan(p), np.minimum(w0, p), w0)
-                self.changes.append(make(w=w, late=late))
-            elif spec[0] == "roofline":
-                m = self._mask(("category", spec[1]))
-                attain = h.nodes["attain_ns"].to_numpy()
-                self.changes.append(make(w=np.where(
-                    m, np.minimum(w0, np.floor(np.nan_to_num(attain))), w0)))
-            else:
-                call = ~h.nodes["device_node"].to_numpy() \
-                    & h.nodes["correlation_id"].is_not_null().to_numpy() \
-                    & ~h.nodes["sync"].fill_null(False).to_numpy()
-                after = np.r_[False, call[:-1]] & ~h.g.first[:n] & call
-                lag = np.where(after, np.minimum(h.g.prev_lag[:n], 0.0), h.g.prev_lag[:n])
-                self.changes.append(make(w=np.where(call, 0.0, w0),
-                                         drop=h.g.s_kind == "launch", lag=lag))
-        self.ends: list[np.ndarray | None] = [None] * len(self.changes)
+        if spec[0] == "hide":
+            m = self._mask(("type", spec[1]))
+            return make(w=np.where(m, 0.0, w0), no_wait=set(spec[2]))
+        if spec[0] == "on_time":
+            mine = loc.who == spec[1]
+            late = mine & (group >= 0) & ~loc.p2p
+            w = w0
+            if spec[2] is not None:
+                rows, med = spec[2]
+                p = np.full(n, np.nan)
+                p[rows] = med
+                w = np.where(mine & ~np.isnan(p), np.minimum(w0, p), w0)
+            return make(w=w, late=late)
+        if spec[0] == "roofline":
+            m = self._mask(("category", spec[1]))
+            attain = h.nodes["attain_ns"].to_numpy()
+            return make(w=np.where(m, np.minimum(w0, np.floor(np.nan_to_num(attain))), w0))
+        call = ~h.nodes["device_node"].to_numpy() \
+            & h.nodes["correlation_id"].is_not_null().to_numpy() \
+            & ~h.nodes["sync"].fill_null(False).to_numpy()
+        after = np.r_[False, call[:-1]] & ~h.g.first[:n] & call
+        lag = np.where(after, np.minimum(h.g.prev_lag[:n], 0.0), h.g.prev_lag[:n])
+        return make(w=np.where(call, 0.0, w0), drop=h.g.s_kind == "launch", lag=lag)
 
     def solve_round(self, arrivals: list[dict[str, float] | None]
                     ) -> list[dict[str, float] | None]:
@@ -265,13 +266,14 @@ class HostSide:
             if arr is None:
                 out.append(None)
                 continue
-            ch = self.changes[j]
+            ch = self._change(self.specs[j])
             T = np.array([arr[key] for key in h.keys])
             s, anchor = h.g.s.copy(), h.g.anchor.copy()
             s[h.n:], anchor[h.n:] = T, T
             g = replace(h.g, s=s, anchor=anchor)
             e = solve(g, ch)
-            self.ends[j] = e[:h.n]
+            # what the windows' lengths read of the ends: the latest end of each window's nodes
+            self.now[j] = [float(e[d.cand].max()) for d in self.devs]
             got: dict[str, float] = {}
             if len(h.keys):
                 st = _starts(g, ch, e, anchor)
@@ -288,11 +290,11 @@ class HostSide:
         """Per change, each of this host's windows' length after it (as
         :func:`critical_path._lengths` reads a pass)."""
         out = []
-        for e in self.ends:
-            assert e is not None
+        for now_j in self.now:
+            assert now_j is not None
             row = []
-            for d in self.devs:
-                base, now = float(self.h.g.e[d.cand].max()), float(e[d.cand].max())
+            for d, now in zip(self.devs, now_j):
+                base = float(self.h.g.e[d.cand].max())
                 row.append(min(d.w1, now + max(0.0, d.w1 - base)) - d.w0)
             out.append(row)
         return out
