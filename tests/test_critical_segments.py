@@ -61,19 +61,7 @@ def host_parts(part: CriticalPart) -> list[CriticalPart]:
 
 def job_part(parts: list[CriticalPart]) -> CriticalPart:
     """The parts concatenated as :meth:`CriticalPath.merge` places them (already placed)."""
-    nodes, edges, offset, chains = [], [], 0, 0
-    for p in parts:
-        n = p.nodes
-        assert isinstance(n, pl.DataFrame)
-        nodes.append(n.with_columns(id=pl.col("id") + offset, chain=pl.col("chain") + chains))
-        edges.append(p.edges.with_columns(src=pl.col("src") + offset,
-                                          dst=pl.col("dst") + offset))
-        offset += n.height
-        chains += int(n["chain"].max()) + 1 if n.height else 0  # type: ignore[arg-type]
-    return CriticalPart(pl.concat(nodes), pl.concat(edges),
-                        pl.concat([p.windows for p in parts]),
-                        pl.concat([p.host_ranks for p in parts]),
-                        pl.concat([p.unwindowed for p in parts]))
+    return cr.merged_placed(parts)
 
 
 def compare(trace: tracelens.Trace, options: CriticalPathOptions) -> str:
