@@ -154,6 +154,8 @@ else:
     out["map_s"] = [h.map_s for h in job.hosts]
     out["partial_bytes"] = [len(pickle.dumps(h)) for h in job.hosts]
     out["result_bytes"] = len(result)
+    import hashlib
+    out["result_sha256"] = hashlib.sha256(result.encode()).hexdigest()
 out["wall_s"] = round(time.perf_counter() - t0, 3)
 out["cpu_s"] = round(cpu(), 3)
 out["client_peak_rss_bytes"] = peak()
@@ -181,8 +183,82 @@ def make_job(data: Path, hosts: int, per_gpu: int) -> Path:
 
 
 
-def measure(mode: str, data: Path, command: str) -> dict:
+def make_ar_job(data: Path, hosts: int, per_gpu: int, every: int = 50,
+                transfer_ns: int = 100_000) -> Path:
+    """Issue 45's shape: ``hosts`` × 8 GPUs × ``per_gpu`` compute kernels on stream 1 (two
+    names alternating, 20-60 µs each, 1-3 µs apart, seeded per host and GPU), after every
+    ``every``-th of them an all-reduce on stream 2, no step markers and no host events. An
+    all-reduce starts when its GPU issued it and the previous one ended (stream order) and
+    ends ``transfer_ns`` after the last GPU of the job arrived (one instance across all
+    ranks, the k-th on every GPU). Two passes: the arrivals of every GPU first (kept: GPUs ×
+    all-reduces), then 8 hosts at a time written as one XProf log directory."""
+    import numpy as np
+    import polars as pl
+
+    from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
+                                 Trace, conform)
+    from tracelens_dev.writers.xspace import write
+
+    root = data / f"ar{every}_{hosts}x8_{per_gpu}"
+    run_dir = root / "plugins" / "profile" / "bench"
+    if run_dir.exists() and len(list(run_dir.glob("*.xplane.pb"))) == hosts:
+        return run_dir
+    n_ar = per_gpu // every
+    t0 = 1_000_000
+
+    def compute(h: int, g: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng([17, h, g])
+        dur = rng.integers(20_000, 60_000, per_gpu)
+        gap = rng.integers(1_000, 3_000, per_gpu)
+        end = t0 + np.cumsum(gap + dur)
+        return end - dur, end
+
+    arrive = np.empty((hosts * 8, n_ar), np.int64)
+    for h in range(hosts):
+        for g in range(8):
+            _, end = compute(h, g)
+            arrive[h * 8 + g] = end[every - 1::every][:n_ar] + 500  # issued after its kernel
+    ar_start = np.empty_like(arrive)
+    ar_end = np.empty(n_ar, np.int64)
+    prev = 0
+    for i in range(n_ar):
+        ar_start[:, i] = np.maximum(arrive[:, i], prev)
+        prev = ar_end[i] = int(ar_start[:, i].max()) + transfer_ns
+    names = np.array(["Cijk_Ailk_Bljk_BBS_BH_MT256x224x64_MI16x16x16x1_SN_1LDSB0.kd",
+                      "loop_add_fusion.kd"])
+    ops = np.array(["dot.1", "add_fusion"])
+    ar_name, ar_op = "ncclDevKernel_Generic_4(x)", "all-reduce-start.1"
+    for first in range(0, hosts, 8):
+        frames = []
+        for h in range(first, min(first + 8, hosts)):
+            for g in range(8):
+                start, end = compute(h, g)
+                k = np.arange(per_gpu) % 2
+                frames.append(pl.DataFrame({
+                    "host": f"node{h:04d}", "rank": h, "device": g, "stream": 1,
+                    "kind": "kernel", "name": names[k], "op": ops[k], "category": None,
+                    "subcategory": None, "start_ns": start, "end_ns": end}))
+                frames.append(pl.DataFrame({
+                    "host": f"node{h:04d}", "rank": h, "device": g, "stream": 2,
+                    "kind": "kernel", "name": ar_name, "op": ar_op, "category": "collective",
+                    "subcategory": "all-reduce", "start_ns": ar_start[h * 8 + g],
+                    "end_ns": ar_end}))
+        events = conform(pl.concat(frames, how="vertical_relaxed"), EVENT_SCHEMA)
+        devices = conform(events.select("host", "rank", "device").unique().sort(
+            "rank", "device").with_columns(vendor=pl.lit("AMD"), arch=pl.lit("gfx942")),
+            DEVICE_SCHEMA)
+        trace = Trace(events=events, host_events=pl.DataFrame(schema=HOST_EVENT_SCHEMA),
+                      steps=conform(pl.DataFrame(schema=STEP_SCHEMA), STEP_SCHEMA),
+                      devices=devices)
+        write(trace, root, layout="logdir", run="bench")
+        print(f"  wrote hosts {first}..{min(first + 8, hosts) - 1}", flush=True)
+    return run_dir
+
+
+def measure(mode: str, data: Path, command: str, rounds: bool = False) -> dict:
     env = bench_env(ROOT)
+    if rounds:  # summarize's critical path solved in rounds on the workers (critical_rounds)
+        env["TRACELENS_CRITICAL_ROUNDS"] = "1"
     proc = subprocess.run([PY, "-c", MEASURE, mode, str(data), command, str(ROOT)], env=env,
                           cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode:
@@ -194,6 +270,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hosts", type=int, default=64)
     ap.add_argument("--per-gpu", type=int, default=20_000)
+    ap.add_argument("--shape", default="synth", choices=["synth", "ar50"],
+                    help="synth: the synthetic FSDP job (steps, host launches off); ar50: "
+                         "issue 45's job (an all-reduce every 50 kernels on a second stream, "
+                         "no step markers)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--command", default="summarize", choices=["summarize", "collectives"])
     ap.add_argument("--data", type=Path, default=Path("/tmp/tracelens-bench-engine"))
@@ -204,13 +284,17 @@ def main() -> None:
                     help="also the bare ParseFromString of the largest host file (a worker's "
                          "floor: its peak RSS less its RSS after imports), and a worker's "
                          "runtime before it and the model's frame of it")
+    ap.add_argument("--rounds", action="store_true",
+                    help="the cluster keeps the critical-path parts on its workers and solves "
+                         "them in rounds there (TRACELENS_CRITICAL_ROUNDS=1)")
     ap.add_argument("--skip-in-process", action="store_true", help="only the cluster (and --load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     args.data.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    job = make_job(args.data, args.hosts, args.per_gpu)
+    job = make_job(args.data, args.hosts, args.per_gpu) if args.shape == "synth" else \
+        make_ar_job(args.data, args.hosts, args.per_gpu)
     files = sorted(job.glob("*.xplane.pb"))
     sizes = [f.stat().st_size for f in files]
     print(f"job: {job} ({len(files)} files, {sum(sizes) / 1e6:.1f} MB, "
@@ -220,11 +304,14 @@ def main() -> None:
     extra = (["load-all"] if args.load else []) + ([f"maps-{args.maps}"] if args.maps else []) \
         + (["floor", "runtime-floor"] if args.floor else [])
     for mode in modes + extra:
-        runs.append(measure(mode, job, args.command))
+        runs.append(measure(mode, job, args.command, args.rounds and mode.startswith("cluster")))
         print(json.dumps({k: v for k, v in runs[-1].items()
                           if k not in ("map_s", "partial_bytes")}), flush=True)
-    report = {"workload": f"{args.hosts} hosts × 8 GPUs × {args.per_gpu:,} kernels",
-              "command": args.command, "files": len(files), "file_bytes": sizes,
+    report = {"workload": f"{args.hosts} hosts × 8 GPUs × {args.per_gpu:,} kernels"
+                          + (", an all-reduce every 50 on a second stream, no step markers"
+                             if args.shape == "ar50" else ""),
+              "command": args.command, "rounds": args.rounds, "files": len(files),
+              "file_bytes": sizes,
               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
                          f"{platform.python_version()}", "runs": runs}
     args.out.write_text(json.dumps(report, indent=1) + "\n")

@@ -191,17 +191,8 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
     g = build_graph(nodes, part.edges)
     lab = _labels(nodes, part.kinds)
     paths = _walk_all(g, nodes, part.edges, win, lab)
-    notes = list(g.notes)
-    what = (f"no host annotation matching {options.window!r}" if options.window is not None
-            else "no window")
-    for host, rank in part.unwindowed.sort("rank", "host").iter_rows():
-        if options.rank is None or rank == options.rank:
-            notes.append(f"{host} rank {rank}: {what}, no path")
-    shown = {(p.host, p.rank) for p in paths}
-    for host, rank, step in win.select("host", "rank", "step").iter_rows():
-        if (host, rank) not in shown:
-            what = f"step {step}" if step is not None else "its window"
-            notes.append(f"{host} rank {rank}: no device activity in {what}, no path")
+    notes = list(g.notes) + path_notes(win, part.unwindowed, {(p.host, p.rank) for p in paths},
+                                       options)
     with_host = {(h, r) for h, r in part.host_ranks.iter_rows()}
     kind_of = {} if part.kinds is None else {
         (h, d): k for h, d, k in part.kinds.select("host", "device", "kind").iter_rows()}
@@ -214,6 +205,22 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
                 for i, p in enumerate(paths))
     return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top, part.kinds)),
                               tuple(notes))
+
+
+def path_notes(win: pl.DataFrame, unwindowed: pl.DataFrame, shown: set[tuple[str, int]],
+               options: CriticalPathOptions) -> list[str]:
+    """The notes on ranks without a path: no window, or no device activity in it."""
+    notes = []
+    what = (f"no host annotation matching {options.window!r}" if options.window is not None
+            else "no window")
+    for host, rank in unwindowed.sort("rank", "host").iter_rows():
+        if options.rank is None or rank == options.rank:
+            notes.append(f"{host} rank {rank}: {what}, no path")
+    for host, rank, step in win.select("host", "rank", "step").iter_rows():
+        if (host, rank) not in shown:
+            what = f"step {step}" if step is not None else "its window"
+            notes.append(f"{host} rank {rank}: no device activity in {what}, no path")
+    return notes
 
 
 def _linked_threads(nodes: pl.DataFrame, edges: pl.DataFrame

@@ -93,11 +93,21 @@ def _rel(col: pl.Series, t0: int) -> np.ndarray:
     return (col.to_numpy().astype(np.int64) - t0).astype(np.float64)
 
 
-def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
+Groups = tuple[np.ndarray, np.ndarray, np.ndarray, int]
+"""(instance group per node or -1, observed last arrival per group, the node that arrived
+last per group, number of groups): :func:`_groups`."""
+
+
+def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
+                groups: Groups | None = None) -> Graph:
     """The graph of ``nodes`` (chain-ordered, ``id`` = row) and their external ``edges``,
-    with the instance arrivals of the collective nodes across every rank of the job."""
+    with the instance arrivals of the collective nodes across every rank of the job.
+    ``t0`` and ``groups`` (relative to ``t0``) given: one host's piece of the job's graph,
+    its instances' arrivals as the job saw them (:mod:`tracelens.analyze.critical_segments`);
+    the back edges then stay (the caller checks there are none)."""
     n = nodes.height
-    t0 = int(nodes["start_ns"].min()) if n else 0  # type: ignore[arg-type]
+    if t0 is None:
+        t0 = int(nodes["start_ns"].min()) if n else 0  # type: ignore[arg-type]
     s, e = _rel(nodes["start_ns"], t0), _rel(nodes["end_ns"], t0)
     chain = nodes["chain"].to_numpy()
     first = np.r_[True, chain[1:] != chain[:-1]] if n else np.zeros(0, bool)
@@ -133,7 +143,7 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
     cand = np.flatnonzero(edge_binds & ~prev_binds[s_dst])
     s_bind[s_dst[cand[::-1]]] = cand[::-1]
     # arrivals: each collective node's instance (same key and k) across the job
-    group, a_obs, a_last, n_groups = _groups(nodes, s)
+    group, a_obs, a_last, n_groups = _groups(nodes, s) if groups is None else groups
     b_t = np.full(n, NEG)
     np.maximum.at(b_t, b_dst, e[b_src])
     arr = np.where(group >= 0, a_obs[np.maximum(group, 0)] if n_groups else NEG, NEG)
@@ -162,7 +172,7 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame) -> Graph:
     # and the calls wait for the device's progress alone (a cycle would leave the solve to
     # the rounds: hours on a whole trace)
     back = (s_kind == "host") & (s_t > s[s_dst])
-    if back.any() and solves_in_one_pass(g) is False:
+    if back.any() and groups is None and solves_in_one_pass(g) is False:
         waits_inside = (group >= 0) | np.isin(np.arange(n), b_dst)
         drop = back & waits_inside[s_src]
         if not drop.any():  # (those went in the first round)

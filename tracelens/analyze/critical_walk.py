@@ -28,7 +28,7 @@ names (:class:`Walk`), and what the callers sum from them is summed in the piece
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -93,19 +93,31 @@ def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
     revisits cut short) for the window [w0, w1] ending at ``sink``; ``lists``: the graph's
     :func:`walkable` lists when the caller walks it more than once."""
     L = lists if lists is not None else walkable(g, lab)
-    s_, e_, b_, b_bind_, b_src_ = L.s, L.e, L.b, L.b_bind, L.b_src
-    s_bind_, s_src_, s_kind_, s_at_start_ = L.s_bind, L.s_src, L.s_kind, L.s_at_start
-    prev_binds_, group_, a_last_ = L.prev_binds, L.group, L.a_last
-    component_, who_, device_node_ = L.component, L.who, L.device_node
     pieces: list[tuple[str, float]] = []
     on: dict[int, float] = {}
     c = w1
     n = sink
-    if e_[n] < c:
-        pieces.append(("idle", c - max(e_[n], w0)))
-        c = max(e_[n], w0)
-    at_start = False
-    seen: set[tuple[int, bool]] = set()
+    if L.e[n] < c:
+        pieces.append(("idle", c - max(L.e[n], w0)))
+        c = max(L.e[n], w0)
+    cut, _ = walk_on(L, n, False, c, w0, pieces, on, set())
+    return pieces, on, cut
+
+
+def walk_on(L: Walkable, n: int, at_start: bool, c: float, w0: float,
+            pieces: list[tuple[str, float]], on: dict[int, float],
+            seen: set[tuple[int, bool]], foreign: Sequence[str] = ()
+            ) -> tuple[int, tuple[int, float] | None]:
+    """The walk from node ``n`` (at its start point when ``at_start``) with the cursor at
+    ``c``, appending to ``pieces`` and ``on``; ``seen``: the states already visited. Returns
+    (revisits cut short, exit): where an instance's last arriver is on another host
+    (``a_last`` -2 - k, its participant ``foreign[k]``), the walk stops below the wait and
+    returns (k, cursor) (:mod:`tracelens.analyze.critical_segments` goes on there); None
+    when the walk ended."""
+    s_, e_, b_, b_bind_, b_src_ = L.s, L.e, L.b, L.b_bind, L.b_src
+    s_bind_, s_src_, s_kind_, s_at_start_ = L.s_bind, L.s_src, L.s_kind, L.s_at_start
+    prev_binds_, group_, a_last_ = L.prev_binds, L.group, L.a_last
+    component_, who_, device_node_ = L.component, L.who, L.device_node
     cut = 0
     while c > w0:
         if (n, at_start) in seen:
@@ -125,9 +137,12 @@ def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
             if b_[n] > s_[n] and bind == -2:  # waited for the instance's last arrival
                 lo = max(s_[n], w0)
                 last = a_last_[group_[n]]
-                pieces.append((f"wait:{who_[last]}", c - lo))
+                name = who_[last] if last >= 0 else foreign[-2 - last]
+                pieces.append((f"wait:{name}", c - lo))
                 on[n] = on.get(n, 0.0) + c - lo
                 c = lo
+                if last < 0:  # the last arriver is on another host
+                    return cut, (-2 - last, c)
                 if last != n:  # below its own arrival: the last arriver's history
                     n, at_start = last, True
                     continue
@@ -154,7 +169,7 @@ def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
             pieces.append((comp, c - lo))
             c = lo
         n, at_start = src, nxt_start
-    return pieces, on, cut
+    return cut, None
 
 
 @dataclass(frozen=True)

@@ -295,13 +295,17 @@ class SummaryAnalysis:
     projections."""
 
     def partial(self, trace: Trace, options: SummaryOptions) -> Part:
+        from tracelens.analyze.critical_rounds import keep_here
+
         crit = _critical(options)
-        return summary_partial(trace, options), \
-            None if crit is None else _critical_part(trace, crit)
+        part = None if crit is None else _critical_part(trace, crit)
+        return summary_partial(trace, options), None if part is None else keep_here(part)
 
     def pack(self, part: Part) -> Part:
         """The partial to travel and wait small (:mod:`tracelens.analyze.packed`)."""
-        return pack_summary(part[0]), None if part[1] is None else CriticalPath().pack(part[1])
+        crit = part[1] if part[1] is None or not isinstance(part[1], CriticalPart) \
+            else CriticalPath().pack(part[1])  # (a part kept on its worker: its handle)
+        return pack_summary(part[0]), crit
 
     def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
         crits = [c for _, c in parts]
@@ -339,9 +343,16 @@ class SummaryAnalysis:
         if crit_part is None:
             return replace(summary, findings=findings(
                 summary, no_path="no critical path: the hosts do not share the step"))
-        if isinstance(crit_part, CriticalPieces):
-            crit_part = crit_part.merged()  # the pieces go as the merged part comes
-        res = CriticalPath().finish(crit_part, crit)
+        from tracelens.analyze.critical_rounds import Resident, resident_result
+
+        if isinstance(crit_part, CriticalPieces) and crit_part.parts \
+                and all(isinstance(p, Resident) for p in crit_part.parts):
+            # the parts stayed on their workers: solved there in rounds (critical_rounds)
+            res = resident_result(crit_part.parts, crit_part.plan, crit)  # type: ignore
+        else:
+            if isinstance(crit_part, CriticalPieces):
+                crit_part = crit_part.merged()  # the pieces go as the merged part comes
+            res = CriticalPath().finish(crit_part, crit)
         if not res.paths:
             return replace(summary, findings=findings(
                 summary, no_path="no critical path: no window with device activity"))

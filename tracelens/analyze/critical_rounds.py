@@ -1,0 +1,713 @@
+"""The stitched critical path (:mod:`tracelens.analyze.critical_segments`) as rounds between
+the job and its hosts (issue 45, item 6): each host's part stays where its map made it (a
+:class:`HostSide`, on its Dask worker or in this process), and the job asks all hosts at once,
+round after round, for small answers: their instance members, their walks' segments, their
+passes' latest member starts per instance, their counts for a late device's peer time, their
+windows' lengths after each change, and at the end the longest path's activities. The job
+never holds a host's nodes.
+
+:func:`rounds_result` is :func:`critical_path.critical_paths` of the merged parts, byte for
+byte, or :class:`~tracelens.analyze.critical_segments.NotStitchable` where the job's graph
+could differ (the caller then merges the parts as before).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import polars as pl
+
+from tracelens.analyze.critical_path import (_ACTIVITY, CriticalPart, CriticalPathOptions,
+                                             _shared_text_rows, path_notes)
+from tracelens.analyze.critical_segments import (DeviceWindow, HostGraph, InstanceTable,
+                                                 NotStitchable, _counts, _has_cycle, _local,
+                                                 _starts, arrivals, device_work,
+                                                 instance_table)
+from tracelens.analyze.critical_solve import Change, solve
+from tracelens.analyze.critical_walk import Walk, composition, walk_on, walkable
+from tracelens.protocol import JobPlan
+from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
+                                             PathActivity, WhatIf, Window)
+
+
+class _Seen:
+    """A walk's visited states on one host, (node, at its start), as two bits a node (a set
+    of tuples cost ~100 bytes a state: a walk of a whole trace visits every node)."""
+
+    def __init__(self, n: int) -> None:
+        self.bits = bytearray(2 * n)
+
+    def __contains__(self, state: tuple[int, bool]) -> bool:
+        return bool(self.bits[2 * state[0] + state[1]])
+
+    def add(self, state: tuple[int, bool]) -> None:
+        self.bits[2 * state[0] + state[1]] = 1
+
+
+class HostSide:
+    """One host's side of the rounds (module doc): its part, then its graph, the states of
+    the walks that went through it, its what-ifs' changes and their passes."""
+
+    def __init__(self, part: CriticalPart) -> None:
+        self.part = part  # packed until placed (its frames then hold nothing of the trace's)
+        self.walks: dict[int, tuple[_Seen, dict[int, float]]] = {}
+
+    # -- round 1 and 2: placed, its instance members; its graph ------------------------------
+
+    def place(self, plan: JobPlan | None, index: int) -> dict[str, Any]:
+        p = self.part.unpacked()
+        if plan is not None:
+            p = CriticalPart(plan.place(p.nodes, index), p.edges,  # type: ignore[arg-type]
+                             plan.place(p.windows, index), plan.place(p.host_ranks, index),
+                             plan.place(p.unwindowed, index))
+        self.part, self.index = p, index
+        return {"arrivals": arrivals(p), "windows": p.windows, "host_ranks": p.host_ranks,
+                "unwindowed": p.unwindowed}
+
+    def placed(self) -> CriticalPart:
+        return self.part
+
+    def build(self, inst: InstanceTable, win: pl.DataFrame) -> dict[str, Any]:
+        h = self.h = HostGraph(self.part, inst, self.index)
+        h.lists = None  # made for each round of walks, not kept (tens of MB a host)
+        # its nodes, clipped (clipping again is a no-op), stand for the placed part's where
+        # the job's graph is needed after all (:meth:`placed`): one copy kept, not two
+        self.part = CriticalPart(h.nodes, self.part.edges, self.part.windows,
+                                 self.part.host_ranks, self.part.unwindowed)
+        self.devs: list[DeviceWindow] = h.devices(
+            win.filter(pl.col("host").is_in(h.nodes["host"].unique().implode())))
+        self.loc = loc = _local(h)
+        group = h.g.group[:h.n]
+        types: dict[str, list[str]] = {}
+        for t in loc.sub.filter(pl.Series(loc.coll)).unique().to_list():
+            m = loc.coll & (loc.sub == t).to_numpy()
+            types[t] = [h.keys[j] for j in np.unique(group[m & (group >= 0)]).tolist()]
+        sym = [h.keys[j] for j in np.unique(group[(group >= 0) & ~loc.p2p]).tolist()]
+        attain = h.nodes["attain_ns"].to_numpy()
+        cats = set(h.nodes["category"].fill_null("").filter(
+            pl.Series(~np.isnan(attain))).unique().to_list())
+        return {"n": h.n, "keys": h.keys, "backward": h.backward, "sym": sym, "types": types,
+                "cats": cats, "launch": bool((h.g.s_kind == "launch").any()),
+                "host_edges": bool((h.g.s_kind == "host").any()),
+                "devices": [(d.rank, d.host, d.device, d.step, d.w0, d.w1) for d in self.devs]}
+
+    def instance_edges(self) -> list[tuple[str, str]]:
+        return self.h.instance_edges()
+
+    # -- the walks -------------------------------------------------------------------------
+
+    def walk(self, reqs: list[tuple]) -> list[tuple]:
+        """Per request (walk, device index or None, node, at start, cursor, w0): the walk on
+        from there, to its end or to another host: (walk, ns per component in the pieces'
+        order of first appearance, revisits cut, exit (host, node, cursor) or None)."""
+        h, out = self.h, []
+        L = walkable(h.g, h.labels)
+        for wid, dev, node, at_start, c, w0 in reqs:
+            pieces: list[tuple[str, float]] = []
+            if dev is not None:  # the walk's start: the window's end on its node
+                d = self.devs[dev]
+                node, at_start, c, w0 = d.sink, False, float(d.w1), float(d.w0)
+                if L.e[node] < c:
+                    pieces.append(("idle", c - max(L.e[node], w0)))
+                    c = max(L.e[node], w0)
+            seen, on = self.walks.setdefault(wid, (_Seen(len(L.e)), {}))
+            cut, exit_ = walk_on(L, node, at_start, c, w0, pieces, on, seen, h.foreign)
+            totals: dict[str, float] = {}
+            for name, ns in pieces:
+                totals[name] = totals.get(name, 0.0) + ns
+            where = None
+            if exit_ is not None:
+                host, at = h.foreign_at[exit_[0]]
+                where = (host, at, exit_[1])
+            out.append((wid, totals, cut, where))
+        return out
+
+    def walks_done(self) -> None:
+        """The walks are over: their visited states and the walk's lists go."""
+        self.walks = {wid: (_Seen(0), on) for wid, (_, on) in self.walks.items()}
+
+    def _mask(self, spec: tuple[str, str]) -> np.ndarray:
+        kind, what = spec
+        loc = self.loc
+        if kind == "type":
+            return loc.coll & (loc.sub == what).to_numpy()
+        if kind == "device":
+            return (loc.who == what) & loc.dev
+        attain = self.h.nodes["attain_ns"].to_numpy()
+        return ~np.isnan(attain) & (self.h.nodes["category"].fill_null("") == what).to_numpy()
+
+    def on_totals(self, specs: list[tuple[str, str]]) -> list[list[float]]:
+        """Per spec, per walk that went through this host: the ns on its path of the nodes
+        the spec names (a collective type, a device, a category with a roofline)."""
+        out = []
+        for spec in specs:
+            m = self._mask(spec)
+            row = []
+            for wid in sorted(self.walks):
+                on = self.walks[wid][1]
+                ids = np.fromiter(on.keys(), np.int64, len(on))
+                ns = np.fromiter(on.values(), np.float64, len(on))
+                row.append(float(ns[m[ids]].sum()) if len(ids) else 0.0)
+            out.append(row)
+        return out
+
+    def walked(self) -> list[int]:
+        return sorted(self.walks)
+
+    def activities(self, wid: int, offset: int) -> pl.DataFrame:
+        on = self.walks.get(wid, (set(), {}))[1]
+        ids = np.fromiter(on.keys(), np.int64, len(on))
+        ns = np.fromiter(on.values(), np.float64, len(on)).astype(np.int64)
+        keep = ns > 0
+        return self.h.nodes.select(_ACTIVITY)[ids[keep]].with_columns(
+            on_path_ns=pl.Series(ns[keep], dtype=pl.Int64),
+            _id=pl.Series(ids[keep] + offset, dtype=pl.Int64))
+
+    # -- what-ifs --------------------------------------------------------------------------
+
+    def peer_keys(self, names: list[str]) -> dict[str, pl.DataFrame]:
+        """For each of ``names`` that is a device of this host: its keys (name, k, row
+        ``_q``) and, kept here, its nodes."""
+        self.work = device_work(self.h)
+        w = self.work["w"].to_numpy()
+        if not np.array_equal(w, np.floor(w)):
+            raise NotStitchable("own work that is not whole ns: the bisection needs integers")
+        out, self.peer_rows = {}, {}
+        for name in names:
+            mine = self.work.filter(pl.col("who") == name)
+            if mine.height:
+                out[name] = mine.select("name", "k").with_row_index("_q").with_columns(
+                    pl.col("_q").cast(pl.Int64))
+                self.peer_rows[name] = mine["_i"].to_numpy()
+        return out
+
+    def peer_setup(self, keys: dict[str, pl.DataFrame]) -> list[tuple[np.ndarray, ...]]:
+        """Each late device's keys kept with this host's other devices' work on them; per
+        device (count, least, largest) per key."""
+        self.peer: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+        out = []
+        for name, k in keys.items():
+            got = self.work.filter(pl.col("who") != name).join(k, on=["name", "k"])
+            row, w = got["_q"].to_numpy(), got["w"].to_numpy()
+            self.peer[name] = (row, w, k.height)
+            out.append(_counts(self.work, name, k, None))
+        return out
+
+    def peer_below(self, names: list[str], at: list[np.ndarray]) -> list[np.ndarray]:
+        """Per late device, per key: how many of this host's other devices' work is at most
+        ``at``."""
+        out = []
+        for name, bound in zip(names, at):
+            row, w, q = self.peer[name]
+            out.append(np.bincount(row[w <= bound[row]], minlength=q))
+        return out
+
+    def peer_row(self, name: str) -> np.ndarray:
+        return self.peer_rows[name]
+
+    def set_changes(self, specs: list[tuple]) -> None:
+        """The what-ifs' changes on this host, in the job's order (``specs``: ("hide", type,
+        the hidden instances), ("on_time", device, its peer time or None), ("roofline",
+        category), ("graph_launch",)): kept as specs, each made when its pass runs (a few
+        arrays of every node each, for every change, would stay otherwise). The peer time's
+        counts go."""
+        self.specs = specs
+        self.work = self.peer = None  # type: ignore[assignment]
+        self.now: list[list[float] | None] = [None] * len(specs)
+
+    def _change(self, spec: tuple) -> Change:
+        h, loc = self.h, self.loc
+        n, k = h.n, len(h.keys)
+        w0, group = h.g.w[:n], h.g.group[:n]
+
+        def make(w: np.ndarray | None = None, late: np.ndarray | None = None,
+                 no_wait: set[str] | None = None, drop: np.ndarray | None = None,
+                 lag: np.ndarray | None = None) -> Change:
+            return Change(w=None if w is None else np.r_[w, np.zeros(k)],
+                          late_ok=None if late is None else np.r_[late, np.zeros(k, bool)],
+                          no_wait=None if no_wait is None else np.array(
+                              [x in no_wait for x in h.keys], bool),
+                          drop_s=drop, prev_lag=None if lag is None else np.r_[lag, np.zeros(k)])
+
+        if spec[0] == "hide":
+            m = self._mask(("type", spec[1]))
+            return make(w=np.where(m, 0.0, w0), no_wait=set(spec[2]))
+        if spec[0] == "on_time":
+            mine = loc.who == spec[1]
+            late = mine & (group >= 0) & ~loc.p2p
+            w = w0
+            if spec[2] is not None:
+                rows, med = spec[2]
+                p = np.full(n, np.nan)
+                p[rows] = med
+                w = np.where(mine & ~np.isnan(p), np.minimum(w0, p), w0)
+            return make(w=w, late=late)
+        if spec[0] == "roofline":
+            m = self._mask(("category", spec[1]))
+            attain = h.nodes["attain_ns"].to_numpy()
+            return make(w=np.where(m, np.minimum(w0, np.floor(np.nan_to_num(attain))), w0))
+        call = ~h.nodes["device_node"].to_numpy() \
+            & h.nodes["correlation_id"].is_not_null().to_numpy() \
+            & ~h.nodes["sync"].fill_null(False).to_numpy()
+        after = np.r_[False, call[:-1]] & ~h.g.first[:n] & call
+        lag = np.where(after, np.minimum(h.g.prev_lag[:n], 0.0), h.g.prev_lag[:n])
+        return make(w=np.where(call, 0.0, w0), drop=h.g.s_kind == "launch", lag=lag)
+
+    def solve_round(self, arrivals: list[dict[str, float] | None]
+                    ) -> list[dict[str, float] | None]:
+        """Each change's pass with its sentinels at ``arrivals`` (None: settled, skipped):
+        the latest start of this host's arriving members per instance."""
+        from dataclasses import replace
+
+        h, out = self.h, []
+        for j, arr in enumerate(arrivals):
+            if arr is None:
+                out.append(None)
+                continue
+            ch = self._change(self.specs[j])
+            T = np.array([arr[key] for key in h.keys])
+            s, anchor = h.g.s.copy(), h.g.anchor.copy()
+            s[h.n:], anchor[h.n:] = T, T
+            g = replace(h.g, s=s, anchor=anchor)
+            e = solve(g, ch)
+            # what the windows' lengths read of the ends: the latest end of each window's nodes
+            self.now[j] = [float(e[d.cand].max()) for d in self.devs]
+            got: dict[str, float] = {}
+            if len(h.keys):
+                st = _starts(g, ch, e, anchor)
+                arrives = h.g.group[:h.n] >= 0
+                if ch.late_ok is not None:
+                    arrives &= ~ch.late_ok[:h.n]
+                latest = np.full(len(h.keys), -np.inf)
+                np.maximum.at(latest, h.g.group[:h.n][arrives], st[:h.n][arrives])
+                got = dict(zip(h.keys, latest.tolist()))
+            out.append(got)
+        return out
+
+    def lengths(self) -> list[list[float]]:
+        """Per change, each of this host's windows' length after it (as
+        :func:`critical_path._lengths` reads a pass)."""
+        out = []
+        for now_j in self.now:
+            assert now_j is not None
+            row = []
+            for d, now in zip(self.devs, now_j):
+                base = float(self.h.g.e[d.cand].max())
+                row.append(min(d.w1, now + max(0.0, d.w1 - base)) - d.w0)
+            out.append(row)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the hosts are
+# ---------------------------------------------------------------------------------------------
+
+class LocalHosts:
+    """The hosts' sides in this process."""
+
+    def fold(self, method: str, fold: Callable[[Any, Any], Any], acc: Any,
+             common: tuple = ()) -> Any:
+        """``method`` on every host, each answer folded into ``acc`` as it comes (so the
+        job holds one host's answer at a time, not every host's)."""
+        for got in self.call(method, common=common):
+            acc = fold(acc, got)
+        return acc
+
+    def __init__(self, sides: Sequence[HostSide]) -> None:
+        self.sides = list(sides)
+        self.rounds = 0
+
+    def __len__(self) -> int:
+        return len(self.sides)
+
+    def call(self, method: str, args: Sequence[tuple] | None = None,
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[Any]:
+        """``method`` on each host (``only``: those), with its ``args`` and then ``common``
+        (the same for every host); results in order."""
+        self.rounds += 1
+        which = range(len(self.sides)) if only is None else only
+        return [getattr(self.sides[i], method)(*(args[k] if args is not None else ()), *common)
+                for k, i in enumerate(which)]
+
+
+# -- on Dask workers: each host's side kept in its worker's process -------------------------------
+
+ENV_ROUNDS = "TRACELENS_CRITICAL_ROUNDS"
+"""Set to 1 where the engine's Dask cluster outlives the map (a ``--scheduler`` cluster): the
+critical-path parts stay on the workers and ``summarize`` solves them in rounds."""
+
+_SIDES: dict[str, HostSide] = {}  # this worker's hosts' sides, by key
+
+
+@dataclass(frozen=True)
+class Resident:
+    """Where a host's critical-path part stayed: its worker and key (what the map returns
+    in its place)."""
+
+    scheduler: str
+    worker: str
+    key: str
+
+
+def keep_here(part: CriticalPart) -> CriticalPart | Resident:
+    """``part`` kept in this worker's process when :data:`ENV_ROUNDS` asks for it and this is
+    a Dask worker; else ``part`` itself (it travels as before)."""
+    import os
+    import uuid
+
+    if os.environ.get(ENV_ROUNDS, "").strip() != "1":
+        return part
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return part
+    key = uuid.uuid4().hex
+    from tracelens.analyze.critical_path import CriticalPath
+
+    _SIDES[key] = HostSide(CriticalPath().pack(part))
+    return Resident(worker.scheduler.address, worker.address, key)
+
+
+def _on_side(key: str, method: str, args: tuple, *common: Any) -> Any:
+    return getattr(_SIDES[key], method)(*args, *common)
+
+
+def _drop(key: str) -> None:
+    _SIDES.pop(key, None)
+
+
+class DaskHosts:
+    """The hosts' sides on their Dask workers: each call one task per host, on its worker."""
+
+    def __init__(self, where: Sequence[Resident]) -> None:
+        from distributed import Client
+
+        self.where = list(where)
+        self.client = Client(self.where[0].scheduler, set_as_default=False)
+        self.rounds = 0
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def call(self, method: str, args: Sequence[tuple] | None = None,
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[Any]:
+        """:meth:`LocalHosts.call` on the workers: ``common`` sent once to each worker
+        (scattered), not once per host."""
+        self.rounds += 1
+        which = list(range(len(self.where))) if only is None else list(only)
+        shared = self.client.scatter(list(common), broadcast=True, hash=False) \
+            if common else []
+        futures = [self.client.submit(_on_side, self.where[i].key, method,
+                                      args[k] if args is not None else (), *shared,
+                                      workers=[self.where[i].worker],
+                                      allow_other_workers=False, pure=False)
+                   for k, i in enumerate(which)]
+        try:
+            return self.client.gather(futures)
+        finally:
+            self.client.cancel(futures + shared)
+
+    def fold(self, method: str, fold: Callable[[Any, Any], Any], acc: Any,
+             common: tuple = ()) -> Any:
+        """:meth:`LocalHosts.fold` on the workers: the hosts answer at once, and each answer
+        is fetched, folded and let go in turn (the others wait on their workers)."""
+        self.rounds += 1
+        shared = self.client.scatter(list(common), broadcast=True, hash=False) \
+            if common else []
+        futures = [self.client.submit(_on_side, r.key, method, (), *shared,
+                                      workers=[r.worker], allow_other_workers=False,
+                                      pure=False) for r in self.where]
+        try:
+            for k, fut in enumerate(futures):
+                acc = fold(acc, self.client.gather(fut))
+                fut.release()
+                futures[k] = None
+            return acc
+        finally:
+            self.client.cancel([f for f in futures if f is not None] + shared)
+
+    def close(self) -> None:
+        futures = [self.client.submit(_drop, r.key, workers=[r.worker],
+                                      allow_other_workers=False, pure=False)
+                   for r in self.where]
+        self.client.gather(futures)
+        self.client.close()
+
+
+def merged_placed(parts: Sequence[CriticalPart]) -> CriticalPart:
+    """The hosts' parts, already placed, as one job part (:meth:`CriticalPath.merge` without
+    the placing): where the stitch refuses, the job's graph as before."""
+    nodes, edges, offset, chains = [], [], 0, 0
+    for p in parts:
+        n = p.unpacked().nodes
+        assert isinstance(n, pl.DataFrame)
+        nodes.append(n.with_columns(id=pl.col("id") + offset, chain=pl.col("chain") + chains))
+        edges.append(p.edges.with_columns(src=pl.col("src") + offset,
+                                          dst=pl.col("dst") + offset))
+        offset += n.height
+        chains += int(n["chain"].max()) + 1 if n.height else 0  # type: ignore[arg-type]
+    return CriticalPart(pl.concat(nodes), pl.concat(edges),
+                        pl.concat([p.windows for p in parts]),
+                        pl.concat([p.host_ranks for p in parts]),
+                        pl.concat([p.unwindowed for p in parts]))
+
+
+def resident_result(where: Sequence[Resident], plan: JobPlan, options: CriticalPathOptions
+                    ) -> CriticalPathResult:
+    """The critical path of the hosts' parts kept on their workers: in rounds, or, where the
+    stitch refuses, the job's graph of their parts fetched (as before)."""
+    from tracelens.analyze.critical_path import critical_paths
+
+    H = DaskHosts(where)
+    try:
+        try:
+            return rounds_result(H, plan, options)
+        except NotStitchable:
+            parts = H.call("placed")
+            return critical_paths(merged_placed(parts), options)
+    finally:
+        H.close()
+
+
+def rounds_result(H: Any, plan: JobPlan | None, options: CriticalPathOptions
+                  ) -> CriticalPathResult:
+    """The job's critical-path result from the hosts ``H`` (module doc)."""
+    n = len(H)
+    placed = H.call("place", [(plan, i) for i in range(n)])
+    inst = instance_table([p["arrivals"] for p in placed])
+    win_all = pl.concat([p["windows"] for p in placed])
+    win = win_all if options.rank is None else win_all.filter(pl.col("rank") == options.rank)
+    info = H.call("build", common=(inst, win))
+    if any(x["backward"] for x in info) or inst.table["a_obs_ns"].is_duplicated().any():
+        if _has_cycle([e for es in H.call("instance_edges") for e in es]):
+            raise NotStitchable("the job's graph has a cycle across hosts")
+    offset = np.cumsum([0] + [x["n"] for x in info])
+    todo = sorted(((d, i, k) for i, x in enumerate(info) for k, d in enumerate(x["devices"])),
+                  key=lambda t: (t[0][0], t[0][1], t[0][2]))
+    walks = _walks(H, todo)
+    H.call("walks_done")
+    devs = [DeviceWindow(*d, sink=-1, cand=np.zeros(0, np.int64)) for d, _, _ in todo]
+    longest = max(range(len(devs)), default=-1, key=lambda k: (
+        devs[k].w1 - devs[k].w0, -devs[k].rank, -devs[k].device))
+    with_host = {(h, r) for p in placed for h, r in p["host_ranks"].iter_rows()}
+    t0 = inst.t0
+    paths = []
+    for k, d in enumerate(devs):
+        listed = options.activities == "all" or (options.activities == "longest"
+                                                 and k == longest)
+        acts = _activities(H, k, offset) if listed else None
+        comp = tuple(Component(c, v) for c, v in composition(walks[k]))
+        graph = "host+device" if (d.host, d.rank) in with_host else "device-only"
+        w0, w1 = d.w0 + t0, d.w1 + t0
+        paths.append(DevicePath(d.rank, d.host, d.device, d.step, Window(w0, w1), w1 - w0,
+                                graph, comp, acts if acts is not None else ()))
+    unwindowed = pl.concat([p["unwindowed"] for p in placed])
+    notes = path_notes(win, unwindowed, {(p.host, p.rank) for p in paths}, options)
+    what = _what_ifs(H, info, inst, devs, todo, walks, options.top)
+    return CriticalPathResult(tuple(paths), tuple(what), tuple(notes))
+
+
+def _walks(H: Any, todo: list[tuple]) -> list[Walk]:
+    """Every device's walk, all at once, round after round: each round, every host walks on
+    the segments that reached it (module doc of :mod:`critical_segments`)."""
+    totals: list[dict[str, float]] = [{} for _ in todo]
+    cuts = [0] * len(todo)
+    pending: dict[int, list[tuple]] = {}
+    for wid, (d, i, k) in enumerate(todo):
+        pending.setdefault(i, []).append((wid, k, 0, False, 0.0, float(d[4])))
+    while pending:
+        hosts = sorted(pending)
+        got = H.call("walk", [(pending[i],) for i in hosts], only=hosts)
+        pending = {}
+        for answers in got:
+            for wid, tot, cut, where in answers:
+                for name, ns in tot.items():
+                    totals[wid][name] = totals[wid].get(name, 0.0) + ns
+                cuts[wid] += cut
+                if where is not None:
+                    host, node, c = where
+                    pending.setdefault(host, []).append(
+                        (wid, None, node, True, c, float(todo[wid][0][4])))
+    out = []
+    for tot, cut in zip(totals, cuts):
+        names = tuple(tot)
+        out.append(Walk(names, np.arange(len(names), dtype=np.int64),
+                        np.array([tot[x] for x in names], np.float64),
+                        np.zeros(0, np.int64), np.zeros(0), cut))
+    return out
+
+
+def _activities(H: Any, wid: int, offset: np.ndarray) -> tuple[PathActivity, ...]:
+    frames = [f for f in H.call("activities", [(wid, int(offset[i])) for i in range(len(H))])
+              if f.height]
+    if not frames:
+        return ()
+    acts = pl.concat(frames).sort("start_ns", "_id")
+    return tuple(PathActivity(*r) for r in _shared_text_rows(acts.drop("_id")))
+
+
+def _on_totals(H: Any, n_walks: int, specs: list[tuple[str, str]]) -> list[list[float]]:
+    """Per spec, per walk: the ns on its path of the nodes the spec names, summed over the
+    hosts it went through (whole ns: the order of the sum does not matter)."""
+    out = [[0.0] * n_walks for _ in specs]
+    walked = H.call("walked")
+    for i, rows in enumerate(H.call("on_totals", common=(specs,))):
+        for j, row in enumerate(rows):
+            for wid, v in zip(walked[i], row):
+                out[j][wid] += v
+    return out
+
+
+def _what_ifs(H: Any, info: list[dict], inst: InstanceTable, devs: list[DeviceWindow],
+              todo: list[tuple], walks: list[Walk], top: int) -> list[WhatIf]:
+    """:func:`critical_path._what_ifs` over the hosts' rounds."""
+    if not walks:
+        return []
+    step = max(d.w1 - d.w0 for d in devs)
+    nw = len(walks)
+    specs: list[tuple] = []
+    labels: list[tuple[str, str]] = []
+    on: list[int] = []
+    types = sorted({t for x in info for t in x["types"]})
+    hide_on = _on_totals(H, nw, [("type", t) for t in types])
+    for t, row in zip(types, hide_on):
+        hidden = {key for x in info for key in x["types"].get(t, [])}
+        specs.append(("hide", t, hidden))
+        labels.append(("hide", t))
+        on.append(int(max(row)))
+    sym = {key for x in info for key in x["sym"]}
+    late_names = set(inst.table.filter(pl.col("key").is_in(list(sym)))["who"].to_list())
+    waited = sorted({c[5:] for w in walks for c in w.components() if c.startswith("wait:")}
+                    & late_names)
+    peers = _peer_medians(H, waited)
+    mine_on = _on_totals(H, nw, [("device", name) for name in waited])
+    for name, row in zip(waited, mine_on):
+        total = [w.total(lambda c, n=name: c == f"wait:{n}") + row[k]
+                 for k, w in enumerate(walks)]
+        specs.append(("on_time", name, peers.get(name)))
+        labels.append(("on_time", name))
+        on.append(int(max(total)))
+    on_comp = {c for w in walks for c in w.components()}
+    cats = sorted({c for x in info for c in x["cats"] if c in on_comp})
+    for c, row in zip(cats, _on_totals(H, nw, [("category", c) for c in cats])):
+        specs.append(("roofline", c))
+        labels.append(("roofline", c))
+        on.append(int(max(row)))
+    if any(x["launch"] or x["host_edges"] for x in info):
+        specs.append(("graph_launch",))
+        labels.append(("graph_launch", "host launches"))
+        on.append(int(max(w.total(lambda c: c in ("launch_latency", "host", "sync"))
+                          for w in walks)))
+    per_host: list[list[tuple]] = [[] for _ in range(len(H))]
+    for spec in specs:
+        for i in range(len(H)):
+            if spec[0] == "on_time":
+                p = spec[2]
+                per_host[i].append(("on_time", spec[1],
+                                    None if p is None or p[0] != i else (p[1], p[2])))
+            else:
+                per_host[i].append(spec)
+    H.call("set_changes", [(s,) for s in per_host])
+    _passes(H, inst, len(specs))
+    lengths = [[0.0] * len(devs) for _ in specs]
+    index = {(i, k): j for j, (_, i, k) in enumerate(todo)}
+    for i, rows in enumerate(H.call("lengths")):
+        for c, row in enumerate(rows):
+            for k, v in enumerate(row):
+                lengths[c][index[(i, k)]] = v
+    out = []
+    for (kind, target), row, o in zip(labels, lengths, on):
+        proj = int(max(row))
+        out.append(WhatIf(kind, target, step, proj, step - proj, o))
+    out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
+    return out[:top]
+
+
+def _passes(H: Any, inst: InstanceTable, n: int) -> int:
+    """Every change's pass in rounds until its arrivals settle (:func:`critical_segments.
+    stitched_solve`); returns the rounds."""
+    base = dict(zip(inst.table["key"].to_list(),
+                    (inst.table["a_obs_ns"].cast(pl.Int64) - inst.t0).cast(pl.Float64)
+                    .to_list()))
+    arrival: list[dict[str, float] | None] = [dict(base) for _ in range(n)]
+    rounds = 0
+    while any(a is not None for a in arrival):
+        rounds += 1
+        latest: list[dict[str, float]] = H.fold(
+            "solve_round", _latest, [{} for _ in range(n)], common=(arrival,))
+        nxt: list[dict[str, float] | None] = []
+        for j, arr in enumerate(arrival):
+            if arr is None:
+                nxt.append(None)
+                continue
+            new = {key: latest[j].get(key, -np.inf) for key in arr}
+            nxt.append(None if new == arr else new)
+        arrival = nxt
+    return rounds
+
+
+def _latest(acc: list[dict[str, float]], host: list[dict[str, float] | None]
+            ) -> list[dict[str, float]]:
+    """Fold: the latest member start per instance, per change."""
+    for j, got in enumerate(host):
+        for key, v in (got or {}).items():
+            acc[j][key] = max(acc[j].get(key, -np.inf), v)
+    return acc
+
+
+def _add(acc: list[np.ndarray], per: list[np.ndarray]) -> list[np.ndarray]:
+    """Fold: counts summed per late device and rank."""
+    for j, c in enumerate(per):
+        acc[j] += c
+    return acc
+
+
+def _peer_medians(H: Any, names: list[str]) -> dict[str, tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`critical_segments.peer_medians` over the hosts' rounds, every late device's
+    bisection in the same rounds: the keys sent once, then per round one bound per key."""
+    if not names:
+        return {}
+    found = H.call("peer_keys", common=(names,))
+    owner = {name: i for i, got in enumerate(found) for name in got}
+    keys = {name: found[owner[name]][name] for name in names if name in owner}
+    todo = list(keys)
+    if not todo:
+        return {}
+    q = [keys[x].height for x in todo]
+    count = [np.zeros(m, np.int64) for m in q]
+    lo = [np.full(m, np.inf) for m in q]
+    hi = [np.full(m, -np.inf) for m in q]
+    def stats(acc: None, per: list[tuple[np.ndarray, ...]]) -> None:
+        for j, (c, a, b) in enumerate(per):
+            count[j] += c
+            lo[j], hi[j] = np.minimum(lo[j], a), np.maximum(hi[j], b)
+
+    H.fold("peer_setup", stats, None, common=(keys,))
+    has = [c > 0 for c in count]
+    # the two middle values of each key, all devices and both ranks in the same rounds
+    ranks = [(c - 1) // 2 for c in count] + [c // 2 for c in count]
+    a = [np.where(h, x, 0.0) for h, x in zip(has, lo)] * 2
+    b = [np.where(h, x, 0.0) for h, x in zip(has, hi)] * 2
+    names2 = todo + todo
+    while any((x < y).any() for x, y in zip(a, b)):
+        mid = [np.floor((x + y) / 2) for x, y in zip(a, b)]
+        below = H.fold("peer_below", _add, [np.zeros(len(m), np.int64) for m in mid],
+                       common=(names2, mid))
+        for j in range(len(a)):
+            enough = below[j] >= ranks[j] + 1
+            a[j], b[j] = (np.where(enough | (a[j] >= b[j]), a[j], mid[j] + 1),
+                          np.where(enough & (a[j] < b[j]), mid[j], b[j]))
+    out = {}
+    for j, name in enumerate(todo):
+        med = np.where(has[j], np.floor((a[j] + a[j + len(todo)]) / 2), np.nan)
+        rows = H.call("peer_row", [(name,)], only=[owner[name]])[0]
+        out[name] = (owner[name], rows, med)
+    return out
+
+
+__all__ = ["DaskHosts", "HostSide", "LocalHosts", "Resident", "keep_here", "resident_result",
+           "rounds_result"]
