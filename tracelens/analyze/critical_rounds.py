@@ -14,7 +14,7 @@ could differ (the caller then merges the parts as before).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 import polars as pl
@@ -56,7 +56,7 @@ class HostSide:
 
     # -- round 1 and 2: placed, its instance members; its graph ------------------------------
 
-    def place(self, plan: JobPlan | None, index: int) -> dict[str, Any]:
+    def place(self, plan: JobPlan | None, index: int) -> dict[str, object]:
         p = self.part.unpacked()
         if plan is not None:
             p = CriticalPart(plan.place(p.nodes, index), p.edges,  # type: ignore[arg-type]
@@ -69,7 +69,7 @@ class HostSide:
     def placed(self) -> CriticalPart:
         return self.part
 
-    def build(self, inst: InstanceTable, win: pl.DataFrame) -> dict[str, Any]:
+    def build(self, inst: InstanceTable, win: pl.DataFrame) -> dict[str, object]:
         h = self.h = HostGraph(self.part, inst, self.index)
         h.lists = None  # made for each round of walks, not kept (tens of MB a host)
         # its nodes, clipped (clipping again is a no-op), stand for the placed part's where
@@ -304,11 +304,26 @@ class HostSide:
 # Where the hosts are
 # ---------------------------------------------------------------------------------------------
 
+class Hosts(Protocol):
+    """Where the hosts' sides are (:class:`LocalHosts`, :class:`DaskHosts`): a method run on
+    each host, answers in order or folded one at a time."""
+
+    rounds: int
+
+    def __len__(self) -> int: ...
+
+    def call(self, method: str, args: Sequence[tuple] | None = None,
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[object]: ...
+
+    def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
+             common: tuple = ()) -> object: ...
+
+
 class LocalHosts:
     """The hosts' sides in this process."""
 
-    def fold(self, method: str, fold: Callable[[Any, Any], Any], acc: Any,
-             common: tuple = ()) -> Any:
+    def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
+             common: tuple = ()) -> object:
         """``method`` on every host, each answer folded into ``acc`` as it comes (so the
         job holds one host's answer at a time, not every host's)."""
         for got in self.call(method, common=common):
@@ -323,7 +338,7 @@ class LocalHosts:
         return len(self.sides)
 
     def call(self, method: str, args: Sequence[tuple] | None = None,
-             only: Sequence[int] | None = None, common: tuple = ()) -> list[Any]:
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[object]:
         """``method`` on each host (``only``: those), with its ``args`` and then ``common``
         (the same for every host); results in order."""
         self.rounds += 1
@@ -372,7 +387,7 @@ def keep_here(part: CriticalPart) -> CriticalPart | Resident:
     return Resident(worker.scheduler.address, worker.address, key)
 
 
-def _on_side(key: str, method: str, args: tuple, *common: Any) -> Any:
+def _on_side(key: str, method: str, args: tuple, *common: object) -> object:
     return getattr(_SIDES[key], method)(*args, *common)
 
 
@@ -394,7 +409,7 @@ class DaskHosts:
         return len(self.where)
 
     def call(self, method: str, args: Sequence[tuple] | None = None,
-             only: Sequence[int] | None = None, common: tuple = ()) -> list[Any]:
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[object]:
         """:meth:`LocalHosts.call` on the workers: ``common`` sent once to each worker
         (scattered), not once per host."""
         self.rounds += 1
@@ -411,8 +426,8 @@ class DaskHosts:
         finally:
             self.client.cancel(futures + shared)
 
-    def fold(self, method: str, fold: Callable[[Any, Any], Any], acc: Any,
-             common: tuple = ()) -> Any:
+    def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
+             common: tuple = ()) -> object:
         """:meth:`LocalHosts.fold` on the workers: the hosts answer at once, and each answer
         is fetched, folded and let go in turn (the others wait on their workers)."""
         self.rounds += 1
@@ -473,7 +488,7 @@ def resident_result(where: Sequence[Resident], plan: JobPlan, options: CriticalP
         H.close()
 
 
-def rounds_result(H: Any, plan: JobPlan | None, options: CriticalPathOptions
+def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
                   ) -> CriticalPathResult:
     """The job's critical-path result from the hosts ``H`` (module doc)."""
     n = len(H)
@@ -511,7 +526,7 @@ def rounds_result(H: Any, plan: JobPlan | None, options: CriticalPathOptions
     return CriticalPathResult(tuple(paths), tuple(what), tuple(notes))
 
 
-def _walks(H: Any, todo: list[tuple]) -> list[Walk]:
+def _walks(H: "Hosts", todo: list[tuple]) -> list[Walk]:
     """Every device's walk, all at once, round after round: each round, every host walks on
     the segments that reached it (module doc of :mod:`critical_segments`)."""
     totals: list[dict[str, float]] = [{} for _ in todo]
@@ -541,7 +556,7 @@ def _walks(H: Any, todo: list[tuple]) -> list[Walk]:
     return out
 
 
-def _activities(H: Any, wid: int, offset: np.ndarray) -> tuple[PathActivity, ...]:
+def _activities(H: "Hosts", wid: int, offset: np.ndarray) -> tuple[PathActivity, ...]:
     frames = [f for f in H.call("activities", [(wid, int(offset[i])) for i in range(len(H))])
               if f.height]
     if not frames:
@@ -550,7 +565,7 @@ def _activities(H: Any, wid: int, offset: np.ndarray) -> tuple[PathActivity, ...
     return tuple(PathActivity(*r) for r in _shared_text_rows(acts.drop("_id")))
 
 
-def _on_totals(H: Any, n_walks: int, specs: list[tuple[str, str]]) -> list[list[float]]:
+def _on_totals(H: "Hosts", n_walks: int, specs: list[tuple[str, str]]) -> list[list[float]]:
     """Per spec, per walk: the ns on its path of the nodes the spec names, summed over the
     hosts it went through (whole ns: the order of the sum does not matter)."""
     out = [[0.0] * n_walks for _ in specs]
@@ -562,7 +577,7 @@ def _on_totals(H: Any, n_walks: int, specs: list[tuple[str, str]]) -> list[list[
     return out
 
 
-def _what_ifs(H: Any, info: list[dict], inst: InstanceTable, devs: list[DeviceWindow],
+def _what_ifs(H: "Hosts", info: list[dict], inst: InstanceTable, devs: list[DeviceWindow],
               todo: list[tuple], walks: list[Walk], top: int) -> list[WhatIf]:
     """:func:`critical_path._what_ifs` over the hosts' rounds."""
     if not walks:
@@ -627,7 +642,7 @@ def _what_ifs(H: Any, info: list[dict], inst: InstanceTable, devs: list[DeviceWi
     return out[:top]
 
 
-def _passes(H: Any, inst: InstanceTable, n: int) -> int:
+def _passes(H: "Hosts", inst: InstanceTable, n: int) -> int:
     """Every change's pass in rounds until its arrivals settle (:func:`critical_segments.
     stitched_solve`); returns the rounds."""
     base = dict(zip(inst.table["key"].to_list(),
@@ -666,7 +681,7 @@ def _add(acc: list[np.ndarray], per: list[np.ndarray]) -> list[np.ndarray]:
     return acc
 
 
-def _peer_medians(H: Any, names: list[str]) -> dict[str, tuple[int, np.ndarray, np.ndarray]]:
+def _peer_medians(H: "Hosts", names: list[str]) -> dict[str, tuple[int, np.ndarray, np.ndarray]]:
     """:func:`critical_segments.peer_medians` over the hosts' rounds, every late device's
     bisection in the same rounds: the keys sent once, then per round one bound per key."""
     if not names:
