@@ -47,8 +47,8 @@ from tracelens.analyze.critical_solve import (Change, Graph, build_graph, solve,
                                               solves_in_one_pass)
 from tracelens.analyze.critical_walk import Walk, Walkable, composition, walk_on, walkable
 from tracelens.protocol import JobPlan
-from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
-                                             PathActivity, WhatIf, Window)
+from tracelens.results.critical_path import (Component, DevicePath,
+                                             PathActivity, Window)
 
 
 class NotStitchable(Exception):
@@ -401,7 +401,8 @@ __all__ = ["NotStitchable", "arrivals", "instance_table", "HostGraph", "placed_p
 
 
 # ---------------------------------------------------------------------------------------------
-# The forward pass of a change, host by host (what-ifs; a prototype: not wired)
+# The forward pass of a change, host by host, in one process: the reference the tests check
+# bit for bit against the job's graph (critical_rounds runs the same rounds on the workers)
 # ---------------------------------------------------------------------------------------------
 
 def _cut(x: np.ndarray | None, at: int, n: int, k: int, fill: object) -> np.ndarray | None:
@@ -604,19 +605,8 @@ def peer_medians(works: Sequence[pl.DataFrame], names: Sequence[str]
 
 
 # ---------------------------------------------------------------------------------------------
-# The whole result: paths and what-ifs from the hosts' graphs (a prototype: not wired)
+# What the what-ifs read of one host (critical_rounds solves them in rounds)
 # ---------------------------------------------------------------------------------------------
-
-def stitched_result(parts: Sequence[CriticalPart], options: CriticalPathOptions
-                    ) -> CriticalPathResult:
-    """:func:`critical_path.critical_paths` of the merged ``parts`` (placed in the job) from
-    the hosts' own graphs: the paths (:func:`stitched_paths`) and each what-if as
-    :func:`critical_path._what_ifs` makes it, its change cut per host, its pass in rounds
-    (:func:`stitched_solve`), ``on_time``'s peer time by :func:`peer_medians`. Everything
-    the job combines is per instance, per path or per key of a late device's activities."""
-    st = _stitch(parts, options)
-    return CriticalPathResult(st.paths, tuple(_stitched_what_ifs(st, options.top)), st.notes)
-
 
 @dataclass(frozen=True)
 class _Local:
@@ -638,125 +628,3 @@ def _local(h: HostGraph) -> _Local:
         pl.String))).to_series().fill_null("").to_numpy()
     return _Local(sub, coll, who, sub.is_in(list(P2P)).to_numpy(),
                   nodes["device_node"].to_numpy())
-
-
-def _on_total(st: _Stitched, walk: Walk, masks: Sequence[np.ndarray]) -> float:
-    """:meth:`Walk.on_total` of a stitched walk, the mask given per host."""
-    if not len(walk.on_node):
-        return 0.0
-    host_of = np.searchsorted(st.offset, walk.on_node, side="right") - 1
-    keep = np.zeros(len(walk.on_node), bool)
-    for i in np.unique(host_of).tolist():
-        sel = host_of == i
-        keep[sel] = masks[i][walk.on_node[sel] - st.offset[i]]
-    return float(np.add.accumulate(np.r_[0.0, walk.on_ns[keep]])[-1])
-
-
-def _stitched_what_ifs(st: _Stitched, top: int) -> list[WhatIf]:
-    hosts, walks = st.hosts, st.walks
-    if not walks:
-        return []
-    step = max(d.w1 - d.w0 for d, _, _ in walks)
-    loc = [_local(h) for h in hosts]
-
-    def lengths(ends: Sequence[np.ndarray]) -> float:
-        out = []
-        for d, i, _ in walks:
-            h = hosts[i]
-            base, now = float(h.g.e[d.cand].max()), float(ends[i][d.cand].max())
-            out.append(min(d.w1, now + max(0.0, d.w1 - base)) - d.w0)
-        return max(out)
-
-    assert int(lengths([h.g.e[:h.n] for h in hosts])) == step
-    by_path = [w for _, _, w in walks]
-
-    def typed(masks: Sequence[np.ndarray]) -> int:
-        return int(max(_on_total(st, w, masks) for w in by_path))
-
-    def change(w: Sequence[np.ndarray] | None = None, late: Sequence[np.ndarray] | None = None,
-               no_wait: set[str] | None = None, drop: Sequence[np.ndarray] | None = None,
-               lag: Sequence[np.ndarray] | None = None) -> list[Change]:
-        out = []
-        for i, h in enumerate(hosts):
-            k = len(h.keys)
-            out.append(Change(
-                w=None if w is None else np.r_[w[i], np.zeros(k)],
-                late_ok=None if late is None else np.r_[late[i], np.zeros(k, bool)],
-                no_wait=None if no_wait is None else np.array([x in no_wait for x in h.keys],
-                                                              bool),
-                drop_s=None if drop is None else drop[i],
-                prev_lag=None if lag is None else np.r_[lag[i], np.zeros(k)]))
-        return out
-
-    def group(i: int) -> np.ndarray:
-        return hosts[i].g.group[:hosts[i].n]
-
-    changes: list[tuple[str, str, list[Change], int]] = []
-    types = sorted({t for x in loc for t in x.sub.filter(pl.Series(x.coll)).unique().to_list()})
-    for t in types:
-        masks = [x.coll & (x.sub == t).to_numpy() for x in loc]
-        hidden = {hosts[i].keys[j] for i, m in enumerate(masks)
-                  for j in np.unique(group(i)[m & (group(i) >= 0)]).tolist()}
-        changes.append(("hide", t, change(
-            w=[np.where(m, 0.0, h.g.w[:h.n]) for m, h in zip(masks, hosts)],
-            no_wait=hidden), typed(masks)))
-    # late participants: the last arrivals of instances with a member that is no
-    # point-to-point transfer
-    sym = {hosts[i].keys[j] for i, x in enumerate(loc)
-           for j in np.unique(group(i)[(group(i) >= 0) & ~x.p2p]).tolist()}
-    late_names = set()
-    for i, h in enumerate(hosts):
-        for j, key in enumerate(h.keys):
-            if key in sym:
-                last = int(h.g.a_last[j])
-                late_names.add(loc[i].who[last] if last >= 0 else h.foreign[-2 - last])
-    waited = sorted({c[5:] for w in by_path for c in w.components() if c.startswith("wait:")}
-                    & late_names)
-    peers, _ = peer_medians([device_work(h) for h in hosts], waited)
-    for name in waited:
-        mine = [x.who == name for x in loc]
-        late = [m & (group(i) >= 0) & ~loc[i].p2p for i, m in enumerate(mine)]
-        dev_mine = [m & x.dev for m, x in zip(mine, loc)]
-        on = int(max(w.total(lambda c, n=name: c == f"wait:{n}") + _on_total(st, w, dev_mine)
-                     for w in by_path))
-        ws = [h.g.w[:h.n] for h in hosts]
-        if name in peers:
-            owner, rows, med = peers[name]
-            p = np.full(hosts[owner].n, np.nan)
-            p[rows] = med
-            ws[owner] = np.where(mine[owner] & ~np.isnan(p), np.minimum(ws[owner], p),
-                                 ws[owner])
-        changes.append(("on_time", name, change(w=ws, late=late), on))
-    on_comp = {c for w in by_path for c in w.components()}
-    cats = []
-    for h in hosts:
-        attain = h.nodes["attain_ns"].to_numpy()
-        cats.append((attain, ~np.isnan(attain), h.nodes["category"].fill_null("")))
-    for c in sorted({x for attain, known, cat in cats
-                     for x in cat.filter(pl.Series(known)).unique().to_list() if x in on_comp}):
-        masks = [known & (cat == c).to_numpy() for _, known, cat in cats]
-        ws = [np.where(m, np.minimum(h.g.w[:h.n], np.floor(np.nan_to_num(a))), h.g.w[:h.n])
-              for m, h, (a, _, _) in zip(masks, hosts, cats)]
-        changes.append(("roofline", c, change(w=ws), typed(masks)))
-    launch = [h.g.s_kind == "launch" for h in hosts]
-    if any(x.any() for x in launch) or any((h.g.s_kind == "host").any() for h in hosts):
-        ws, lags = [], []
-        for h in hosts:
-            n = h.n
-            call = ~h.nodes["device_node"].to_numpy() \
-                & h.nodes["correlation_id"].is_not_null().to_numpy() \
-                & ~h.nodes["sync"].fill_null(False).to_numpy()
-            after = np.r_[False, call[:-1]] & ~h.g.first[:n] & call
-            ws.append(np.where(call, 0.0, h.g.w[:n]))
-            lags.append(np.where(after, np.minimum(h.g.prev_lag[:n], 0.0), h.g.prev_lag[:n]))
-        on = int(max(w.total(lambda c: c in ("launch_latency", "host", "sync"))
-                     for w in by_path))
-        changes.append(("graph_launch", "host launches",
-                        change(w=ws, drop=launch, lag=lags), on))
-    out = []
-    for kind, target, chs, on in changes:
-        ends, _ = stitched_solve(hosts, chs)
-        proj = int(lengths(ends))
-        out.append(WhatIf(kind, target, step, proj, step - proj, on))
-    out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
-    return out[:top]
