@@ -49,6 +49,18 @@ def test_steps_one_row_each_with_their_spread() -> None:
             if re.match(r"^[012] +8 +6\.000 ", line)]
     assert len(rows) == 3, out.stdout
     assert all(line.split()[1] == "8" for line in rows)  # devices that ran the step
+    # each row's busy spread is the lowest, median and highest of the devices' own step
+    # timelines in the JSON (the per device × step numbers --all and the JSON keep)
+    import json
+    import statistics
+    doc = json.loads(cli("summarize", str(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"),
+                         "--format", "json").stdout)
+    for line in rows:
+        step = int(line.split()[0])
+        busy = sorted(100 * st["timeline"]["busy_ns"] / st["timeline"]["span_ns"]
+                      for d in doc["devices"] for st in d["steps"] if st["step"] == step)
+        want = f"{statistics.median_low(busy):.1f}% ({busy[0]:.1f}–{busy[-1]:.1f})"
+        assert want in line, (line, want)
 
 
 def test_warnings_and_notes_on_stderr_once() -> None:
