@@ -19,7 +19,9 @@ from tracelens.analyze.findings import FLOOR_PCT, findings
 from tracelens.analyze.summary import summarize
 from tracelens.results.findings import Findings, RankedFinding, findings_change
 
-from .conftest import REAL_XPROF, SAMPLES, cli
+from .conftest import REAL_XPROF, SAMPLES, SHARED, cli
+
+TRACES = SHARED / "traces"
 
 STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"
 SAMPLE_JOBS = [SAMPLES / "mi300x_8gpu_llama_step.xplane.pb",
@@ -154,3 +156,24 @@ def test_compare_names_findings_that_appeared_or_vanished() -> None:
     assert ch["vanished"], "the MI300X sample's late GPU5 is no finding of the MI355X sample"
     same = json.loads(cli("compare", str(base), str(base), "--format", "json").stdout)
     assert same["findings"] == {"appeared": [], "vanished": []}
+
+
+def test_graph_launch_evidence_is_the_idle_breakdowns_launch_idle() -> None:
+    """The graph-launch finding's "device idle for launches" is the idle breakdown's host
+    launch and launch latency parts summed over the devices (the JSON's own numbers): the
+    real SGLang trace whose 494 ms of idle the breakdown puts on launch latency."""
+    path = TRACES / "kineto" / "mi300x_inference" / "sglang_qwen3_8b_prefilldecode.json.gz"
+    if not path.exists():
+        pytest.skip("shared traces are not beside this checkout")
+    doc = json.loads(cli("summarize", str(path), "--format", "json").stdout)
+    f = next(f for f in doc["findings"]["items"] if f["kind"] == "graph_launch")
+    idle = sum(d["timeline"]["idle_breakdown"]["host_launch_ns"]
+               + d["timeline"]["idle_breakdown"]["launch_latency_ns"] for d in doc["devices"])
+    assert f"device idle for launches: {idle / 1e6:,.3f} ms" in f["evidence"]
+    assert idle > 0.9 * f["saved_ns"]  # the saving is idle the breakdown says launches caused
+
+
+def test_a_collective_of_unknown_type_reads_as_such() -> None:
+    from tracelens.analyze.findings import plural
+    assert plural("unknown") == "collectives of unknown type"
+    assert plural("all-gather") == "all-gathers" and plural("gemm") == "GEMMs"

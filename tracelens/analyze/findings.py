@@ -30,7 +30,8 @@ MEASURED_FLOOR_PCT = 1.0
 """An unprojected finding needs its measured cost (exposed time, others' waiting, launch
 idle) to be at least this share of the job's summed device time."""
 
-_PLURAL = {"gemm": "GEMMs", "attention": "attention kernels", "convolution": "convolutions",
+_PLURAL = {"unknown": "collectives of unknown type", "gemm": "GEMMs",
+           "attention": "attention kernels", "convolution": "convolutions",
            "elementwise": "elementwise kernels", "reduction": "reductions",
            "memory": "memory copies", "collective": "collectives", "other": "other kernels"}
 GRAPH_TITLE = "Graph-launch the step (CUDA/HIP graphs): the device waits for kernel launches"
@@ -42,7 +43,8 @@ def ms(ns: float | None) -> str:
 
 
 def plural(word: str) -> str:
-    """``all-gather`` -> ``all-gathers``, ``gemm`` -> ``GEMMs``."""
+    """``all-gather`` -> ``all-gathers``, ``gemm`` -> ``GEMMs`` (a collective type or a
+    category; ``unknown``: a collective whose type the trace does not say)."""
     return _PLURAL.get(word, word if word.endswith("s") else word + "s")
 
 
@@ -223,5 +225,7 @@ def _hlo_command(s: "Summary", kind: str) -> str:
 
 
 def _launch_idle(s: "Summary") -> int:
-    return sum(d.timeline.idle_breakdown.host_launch_ns for d in s.devices
-               if d.timeline.idle_breakdown is not None)
+    """The devices' idle that waited for launches over the job: the idle breakdown's host
+    launch and launch latency parts (what a graph launch removes)."""
+    return sum(b.host_launch_ns + b.launch_latency_ns for d in s.devices
+               if (b := d.timeline.idle_breakdown) is not None)
