@@ -42,11 +42,13 @@ def _kernel_label(k: KernelChange | KernelOnly) -> str:
     n = max(getattr(k, "kernels", None) or 1, getattr(k, "base_kernels", None) or 1,
             getattr(k, "new_kernels", None) or 1)
     match = getattr(k, "match", None)
-    return text + (f" (+{n - 1} more of this op)" if n > 1 and match == "op" else
+    return text + (f" (+{n - 1} more of this op)" if n > 1 and match in ("op", "jax_op") else
                    f" ({n} kernels)" if n > 1 else "")
 
 
 def _match_label(k: KernelChange) -> str:
+    if k.match == "jax_op":
+        return f"JAX op {k.jax_op}" + (f" in {k.program}" if k.program else "")
     if k.match != "op":
         return "name"
     return f"op {k.op}" + (f" in {k.program}" if k.program else "")
@@ -80,7 +82,8 @@ def compare_tables(c: Comparison) -> Tables:
                   _pct(r.share)] for r in c.components if r.base_ns or r.new_ns]))
     m = c.matching
     out.append(("Kernels with the largest change (ms per device-step; matched by HLO op, "
-                f"then name: {m.by_op} by op, {m.by_name} by name, {m.changed} "
+                f"then JAX op, then name: {m.by_op} by op, {m.by_jax_op} by JAX op, "
+                f"{m.by_name} by name, {m.changed} "
                 f"changed, {m.only_base} only in base, {m.only_new} only in new)",
                 ["kernel", "category", "matched by", "base", "new", "delta"],
                 [[_kernel_label(k), k.category or "-", _match_label(k), _ms(k.base_ns),

@@ -32,6 +32,13 @@ is stream ``(k + 1) * ASYNC_LANE_STREAM`` above the line's own): their time coun
 or communication in flight, but the core waits for them only at their done op, on its own op
 timeline, so they are no stream the critical path orders work on."""
 
+def on_async_lane() -> pl.Expr:
+    """True for a TPU transfer's span in flight on an async lane (:data:`ASYNC_LANE_STREAM`):
+    no activity of the core's own timeline (no stream order, no program's first op)."""
+    return (pl.col("hlo_category").is_not_null()
+            & (pl.col("stream") >= ASYNC_LANE_STREAM)).fill_null(False)
+
+
 EVENT_SCHEMA: dict[str, pl.DataType] = {
     "host": Text,
     "rank": pl.Int32,

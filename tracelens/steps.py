@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracelens.model import STEP_SCHEMA, Notice, Trace, conform
+from tracelens.model import STEP_SCHEMA, Notice, Trace, conform, on_async_lane
 from tracelens.sweep import extension, references_forced
 
 _SWEEP = extension("HIDDEN_ABI")  # the covered time in one pass; optional: numpy's the same
@@ -378,7 +378,10 @@ def _program_runs(trace: Trace, candidates: list[int] | None
     """:func:`program_steps`, and the (rank, program_id) each rank's steps come from."""
     none = pl.DataFrame(schema={"rank": pl.Int32, "program_id": pl.Int64})
     key = ["rank", "device", "program_id"]
-    ev = trace.events.select(*key, "stream", "op", "name", "start_ns", "end_ns", "module") \
+    ev = trace.events
+    if "hlo_category" in ev.columns:  # a TPU copy's span in flight is no run of its program
+        ev = ev.filter(~on_async_lane())
+    ev = ev.select(*key, "stream", "op", "name", "start_ns", "end_ns", "module") \
         .filter(pl.col("program_id").is_not_null())
     if candidates is not None:
         ev = ev.filter(pl.col("program_id").is_in(candidates))

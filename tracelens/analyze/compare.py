@@ -7,7 +7,10 @@ only within one category, in this order (README "compare"):
 1. by HLO op, where both sides have one, in the same program (or both without a program
    name): the same (program, op, normalized name),
    then the same (program, op) with the kernels of that op left on each side taken together
-   (another Tensile tile for the same GEMM; an attention op whose kernels are named per arch);
+   (another Tensile tile for the same GEMM; an attention op whose kernels are named per arch),
+   then the same (program, JAX op) with what is left of that JAX op on each side taken
+   together (:mod:`tracelens.hlo.jax_ops`: another compilation of one JAX program, on other
+   hardware too: a TPU's ``fusion`` and a GPU's ``custom-call.1`` for one ``dot_general``);
 2. by normalized name (``.kd`` and clone suffixes stripped, numeric suffixes kept), every
    kernel of that name left on a side counted together;
 3. the rest is unmatched (``only_base`` / ``only_new``).
@@ -70,9 +73,11 @@ def _kernel_table(a: RunProfile, b: RunProfile, top: int) -> tuple[
         base_program=r["base_program"], base_ns=r["base_ns_per_step"],
         new_ns=r["new_ns_per_step"], delta_ns=r["delta_ns"],
         base_count=r["base_count_per_step"], new_count=r["new_count_per_step"],
-        base_kernels=r["base_kernels"], new_kernels=r["new_kernels"])
+        base_kernels=r["base_kernels"], new_kernels=r["new_kernels"],
+        jax_op=r["new_jax_op"] if r["new_jax_op"] == r["base_jax_op"] else None)
         for r in changed.head(top).iter_rows(named=True))
     matching = Matching(by_op=int(by.filter(pl.col("match") == "op")["len"].sum()),
+                        by_jax_op=int(by.filter(pl.col("match") == "jax_op")["len"].sum()),
                         by_name=int(by.filter(pl.col("match") == "name")["len"].sum()),
                         changed=changed.height, only_base=only_a.height,
                         only_new=only_b.height)

@@ -33,7 +33,7 @@ from tracelens.analyze.idle import SYNC_CALL
 from tracelens.errors import TraceInputError
 from tracelens.frames import distinct
 from tracelens.instances import with_instance_keys
-from tracelens.model import ASYNC_LANE_STREAM, Text, Trace
+from tracelens.model import Text, Trace, on_async_lane
 from tracelens.text import matches
 
 SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
@@ -198,8 +198,7 @@ def device_nodes(trace: Trace, win: pl.DataFrame) -> pl.DataFrame:
     core waits for them at their done op, which is one; their lanes are no stream order."""
     ev = trace.events
     if "hlo_category" in ev.columns:  # (only TPU ops carry XLA's category, and lanes)
-        ev = ev.filter(~(pl.col("hlo_category").is_not_null()
-                         & (pl.col("stream") >= ASYNC_LANE_STREAM)).fill_null(False))
+        ev = ev.filter(~on_async_lane())
     ev = ev.select(_DEVICE_COLUMNS).with_row_index("_row")
     keyed = with_instance_keys(ev.select(  # what the keys are made of, not every column
         "_row", "host", "rank", "device", "start_ns", "category", "subcategory", "op",

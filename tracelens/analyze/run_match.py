@@ -19,7 +19,7 @@ from typing import Protocol
 
 import polars as pl
 
-from tracelens.hlo_model import Shape
+from tracelens.hlo_model import Module, Shape
 from tracelens.model import Notice
 from tracelens.results.summary import HardwareCount, hardware_text
 
@@ -29,8 +29,9 @@ class Run(Protocol):
 
     devices: int
     hardware: tuple[HardwareCount, ...]
-    kernels: pl.DataFrame  # category, program, op, key, name, ns_per_step, count_per_step
+    kernels: pl.DataFrame  # category, program, op, key, name, jax_op, ns_per_step, count_per_step
     fingerprints: dict[str, tuple[str, ...]]  # module name -> its HLO fingerprints
+    signatures: dict[str, tuple[str, ...]]  # module name -> its parameter/result fingerprints
 
 
 def _shape_text(shape: Shape) -> str:
@@ -39,11 +40,24 @@ def _shape_text(shape: Shape) -> str:
     return f"{shape.dtype}{list(shape.dims)}"
 
 
-def fingerprints(modules: pl.DataFrame) -> dict[str, tuple[str, ...]]:
+def _signature_items(m: Module) -> list[str]:
+    """A program's signature: its entry's parameters in order and its result, as shapes."""
+    entry = m.computations.get(m.entry)
+    if entry is None:
+        return []
+    params = sorted((i.parameter_number, _shape_text(i.shape))
+                    for i in entry.instructions.values() if i.opcode == "parameter")
+    root = entry.instructions.get(entry.root)
+    return [t for _, t in params] + ["-> " + (_shape_text(root.shape) if root else "?")]
+
+
+def fingerprints(modules: pl.DataFrame, signature: bool = False) -> dict[str, tuple[str, ...]]:
     """Module name -> the sorted distinct fingerprints of its HLO in ``trace.modules`` (one per
     distinct program of that name): sha256 (12 hex digits) of its instructions' opcodes and
     shapes, sorted. Names, ids and program ids are per compilation and left out; a module
-    that does not decode has none."""
+    that does not decode has none. ``signature``: of its entry's parameter and result shapes
+    only, which every backend compiling one JAX function with one set of arguments shares
+    (the instructions are the backend's own: a TPU's and a GPU's HLO of one program differ)."""
     import hashlib
 
     from tracelens.hlo.index import decoded_module
@@ -59,8 +73,9 @@ def fingerprints(modules: pl.DataFrame) -> dict[str, tuple[str, ...]]:
         m = decoded_module(blob, pid if pid is not None else -1)
         if isinstance(m, Exception):
             continue
-        items = sorted(f"{i.opcode} {_shape_text(i.shape)}"
-                       for c in m.computations.values() for i in c.instructions.values())
+        items = _signature_items(m) if signature else sorted(
+            f"{i.opcode} {_shape_text(i.shape)}"
+            for c in m.computations.values() for i in c.instructions.values())
         digest = hashlib.sha256("\n".join(items).encode()).hexdigest()[:12]
         out.setdefault(str(name), set()).add(digest)
     return {k: tuple(sorted(v)) for k, v in sorted(out.items())}
@@ -84,17 +99,17 @@ def hardware_notices(a: Run, b: Run, counts: bool = True) -> list[Notice]:
     sides = f"base: {hardware_text(a.hardware)}, new: {hardware_text(b.hardware)}"
     unknown = [s for s, p in (("base", a), ("new", b))
                if not p.hardware or any(h.kind is None for h in p.hardware)]
-    vendors = [{h.vendor for h in p.hardware if h.vendor} for p in (a, b)]
     kinds = [{h.kind for h in p.hardware if h.kind} for p in (a, b)]
     if unknown:
         out.append(Notice.of(
             "runs.hardware_unknown", "the hardware of {sides_unknown} is not known ({sides}): "
             "whether both runs are on the same hardware cannot be checked",
             sides_unknown=" and ".join(unknown), sides=sides))
-    if all(vendors) and vendors[0] != vendors[1]:
+    if _vendors_differ(a, b):
         out.append(Notice.of(
             "runs.vendor", "the runs are on different vendors' hardware ({sides}): kernel "
-            "names and libraries differ, so few kernels match by name, and the step-time "
+            "names and libraries differ, so kernels match by the JAX op they ran for (where "
+            "both traces carry their programs' HLO) more than by name, and the step-time "
             "change includes the hardware's", sides=sides))
     elif all(kinds) and kinds[0] != kinds[1]:
         out.append(Notice.of("runs.hardware", "the runs are on different hardware ({sides}): "
@@ -106,6 +121,17 @@ def hardware_notices(a: Run, b: Run, counts: bool = True) -> list[Notice]:
             "parallelism changes them too (`tracelens scaling` diagnoses scaling)",
             base=a.devices, new=b.devices))
     return out
+
+
+def _vendors_differ(a: Run, b: Run) -> bool:
+    vendors = [{h.vendor for h in p.hardware if h.vendor} for p in (a, b)]
+    return bool(all(vendors) and vendors[0] != vendors[1])
+
+
+def _changed(names: set[str], fa: dict[str, tuple[str, ...]],
+             fb: dict[str, tuple[str, ...]]) -> list[str]:
+    """The programs of ``names`` both sides fingerprint whose fingerprints differ."""
+    return sorted(n for n in names if n in fa and n in fb and fa[n] != fb[n])
 
 
 def _programs(p: Run) -> set[str]:
@@ -148,9 +174,14 @@ def program_notices(a: Run, b: Run, only_base: pl.DataFrame | None = None,
             "runs.programs", "the runs ran different XLA programs (only in base: {base}; only "
             "in new: {new}): the step-time change includes the programs'",
             base=_names(sorted(pa - pb)) or "-", new=_names(sorted(pb - pa)) or "-"))
-    changed = sorted(n for n in pa & pb if n in a.fingerprints and n in b.fingerprints
-                     and a.fingerprints[n] != b.fingerprints[n])
-    if hlo and changed:
+    if hlo and _vendors_differ(a, b):  # each backend's own HLO: compare what JAX gave it
+        changed = _changed(pa & pb, a.signatures, b.signatures)
+        if changed:
+            out.append(Notice.of(
+                "runs.signature", "the runs ran programs of one name with other parameter or "
+                "result shapes ({names}): the step-time change includes the programs'",
+                names=_names(changed)))
+    elif hlo and (changed := _changed(pa & pb, a.fingerprints, b.fingerprints)):
         out.append(Notice.of(
             "runs.hlo", "the runs ran different HLO under the same program name ({names}: "
             "other instructions or shapes): the step-time change includes the programs'",
@@ -172,21 +203,25 @@ def program_notices(a: Run, b: Run, only_base: pl.DataFrame | None = None,
             "change includes theirs",
             base_pct=round(100 * sa), base=_names(_costliest(oa, "base")) or "-",
             new_pct=round(100 * sb), new=_names(_costliest(ob, "new")) or "-"))
-    wa, wb = (p.kernels.filter(pl.col("op").is_not_null()) if p.kernels.height else p.kernels
-              for p in (a, b))
-    if _share_of(wa, a) >= OPS_MIN and _share_of(wb, b) >= OPS_MIN:
-        sa, na = _only_share(wa, wb, "op")
-        sb, nb = _only_share(wb, wa, "op")
+    for key, what, one in (("jax_op", "JAX ops", "a JAX op"), ("op", "ops", "an op")):
+        # JAX ops outlive compilations: another backend's HLO op names are its own
+        wa, wb = (p.kernels.filter(pl.col(key).is_not_null()) if p.kernels.height
+                  else p.kernels for p in (a, b))
+        if _share_of(wa, a) < OPS_MIN or _share_of(wb, b) < OPS_MIN:
+            continue
+        sa, na = _only_share(wa, wb, key)
+        sb, nb = _only_share(wb, wa, key)
         if max(sa, sb) > PROGRAM_MIN_UNMATCHED:
             out.append(Notice.of(
-                "runs.op_mix", "the runs ran different ops: {base_pct}% of base's device time "
-                "(with an op) is in ops new never ran ({base}), {new_pct}% of new's in ops "
-                "base never ran ({new})", base_pct=round(100 * sa), base=_names(na) or "-",
-                new_pct=round(100 * sb), new=_names(nb) or "-"))
+                "runs.op_mix", "the runs ran different {what}: {base_pct}% of base's device "
+                "time (with {one}) is in {what} new never ran ({base}), {new_pct}% of new's in "
+                "{what} base never ran ({new})", what=what, one=one, base_pct=round(100 * sa),
+                base=_names(na) or "-", new_pct=round(100 * sb), new=_names(nb) or "-"))
+        break
     return out
 
 
-_SIDE_COLS = ("program", "op", "name", "ns_per_step", "count_per_step")
+_SIDE_COLS = ("program", "op", "name", "jax_op", "ns_per_step", "count_per_step")
 
 
 def _side(df: pl.DataFrame, side: str) -> pl.DataFrame:
@@ -204,7 +239,8 @@ def _grouped(df: pl.DataFrame, side: str, by: list[str]) -> pl.DataFrame:
 
     return df.sort("category", *by, p + "name", p + "program", p + "op", nulls_last=True) \
         .group_by("category", *by, maintain_order=True).agg(
-            *[single(c) for c in ("program", "op") if p + c not in by], pl.col(p + "name").min(),
+            *[single(c) for c in ("program", "op", "jax_op") if p + c not in by],
+            pl.col(p + "name").min(),
             pl.col(p + "ns_per_step").sum(), pl.col(p + "count_per_step").sum(),
             pl.col("key").n_unique().alias(p + "kernels"))
 
@@ -215,7 +251,7 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
     :mod:`tracelens.analyze.compare`'s docstring gives (``compare`` and the kernel-mix
     warning match kernels alike).
 
-    ``matched`` has ``category``, ``match`` ("op" or "name") and every ``base_``/``new_``
+    ``matched`` has ``category``, ``match`` ("op", "jax_op" or "name") and every ``base_``/``new_``
     column; the others have their side's columns.
     """
     a, b = _side(base, "base"), _side(new, "new")
@@ -241,6 +277,19 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
     a = a.join(by_op.select(*op_keys), on=op_keys, how="anti", nulls_equal=True)
     b = b.join(by_op.select("category", "new_program", "new_op"),
                on=["category", "new_program", "new_op"], how="anti", nulls_equal=True)
+    # 1c. same program and JAX op (another compilation of it: other HLO op names, another
+    # backend's kernels): what is left of it on each side, together
+    jax_keys = ["category", "base_program", "base_jax_op"]
+    ja = _grouped(a.filter(pl.col("base_jax_op").is_not_null()), "base",
+                  ["base_program", "base_jax_op"])
+    jb = _grouped(b.filter(pl.col("new_jax_op").is_not_null()), "new",
+                  ["new_program", "new_jax_op"])
+    by_jax = ja.join(jb, left_on=jax_keys, right_on=["category", "new_program", "new_jax_op"],
+                     coalesce=False, nulls_equal=True).drop("category_right", strict=False) \
+        .with_columns(match=pl.lit("jax_op"))
+    a = a.join(by_jax.select(*jax_keys), on=jax_keys, how="anti", nulls_equal=True)
+    b = b.join(by_jax.select("category", "new_program", "new_jax_op"),
+               on=["category", "new_program", "new_jax_op"], how="anti", nulls_equal=True)
     # 2. normalized name, per category
     na, nb = _grouped(a, "base", ["key"]), _grouped(b, "new", ["key"])
     by_name = na.join(nb, on=["category", "key"]).with_columns(match=pl.lit("name"))
@@ -248,7 +297,8 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
     only_b = nb.join(na.select("category", "key"), on=["category", "key"], how="anti")
     cols = ["category", "match", *[f"{s}_{c}" for s in ("base", "new")
                                    for c in (*_SIDE_COLS, "kernels")]]
-    matched = pl.concat([by_key.select(cols), by_op.select(cols), by_name.select(cols)],
+    matched = pl.concat([by_key.select(cols), by_op.select(cols), by_jax.select(cols),
+                         by_name.select(cols)],
                         how="vertical_relaxed").sort(
         "category", "match", "base_program", "base_op", "base_name", nulls_last=True)
     order = ["category", "key"]

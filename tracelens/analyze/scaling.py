@@ -52,7 +52,7 @@ class RunProfile:
     steps: int
     step_ns: float
     components: dict[str, float]  # in component order: compute, straggler_wait, comm, ...
-    kernels: pl.DataFrame  # category, program, op, key, name, ns_per_step, count_per_step
+    kernels: pl.DataFrame  # category, program, op, key, name, jax_op, ns_per_step, count_per_step
     busbw: dict[str, float | None]
     skew_ns: dict[str, float | None]
     stragglers: tuple[TypeStraggler, ...] = ()
@@ -67,6 +67,8 @@ class RunProfile:
     step_times: tuple[float, ...] = ()
     # XLA module name -> its HLO fingerprints (``run_match.fingerprints``; empty without HLO)
     fingerprints: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # and of its programs' parameter and result shapes (compared across vendors)
+    signatures: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _windows(trace: Trace) -> pl.DataFrame:
@@ -259,38 +261,55 @@ def normalize_kernel(name: str) -> str:
 
 
 def program_key(ev: pl.DataFrame) -> pl.DataFrame:
-    """A program's name that can be compared across runs: its module name, plus ``#k`` (the
-    rank of its ``program_id`` among the trace's modules of that name) when the name repeats.
-    ``program_id`` itself is a per-compilation number and differs between runs."""
-    progs = ev.select("module", "program_id").unique().filter(pl.col("module").is_not_null())
-    dense = pl.col("program_id").rank("dense").over("module")
-    many = pl.col("program_id").n_unique().over("module") > 1
-    return progs.with_columns(program=pl.when(many & dense.is_not_null()).then(
-        pl.col("module") + "#" + dense.cast(pl.String)).otherwise(pl.col("module")))
+    """A program's name that can be compared across runs: its module name, plus ``#k`` when
+    the name repeats: the k-th program of that name to run (by its first kernel in ``ev``'s
+    ``first_ns``, then program id). ``program_id`` itself is a per-compilation number (on TPU
+    a fingerprint) and differs between runs; the order the programs ran in is the program's
+    (an eager JAX loop runs its ``jit_matmul`` programs in one order on every backend)."""
+    progs = ev.filter(pl.col("module").is_not_null()).group_by("module", "program_id").agg(
+        pl.col("first_ns").min()).sort("module", "first_ns", "program_id", nulls_last=True)
+    k = pl.int_range(1, pl.len() + 1).over("module")
+    many = pl.len().over("module") > 1
+    return progs.with_columns(program=pl.when(many & pl.col("program_id").is_not_null()).then(
+        pl.col("module") + "#" + k.cast(pl.String)).otherwise(pl.col("module"))).select(
+        "module", "program_id", "program")
 
 
 def kernel_partial(trace: Trace) -> pl.DataFrame:
     """Per (category, module, program_id, op, normalized name): total ns and count over the
-    trace's step windows (the whole span without steps), and the first name in sort order.
+    trace's step windows (the whole span without steps), the first name in sort order, the
+    op's JAX op (:mod:`tracelens.hlo.jax_ops`, null where the HLO does not say) and the first
+    start of its program in the trace (``program_key``'s order: a window may start mid-loop).
     Exact integer sums: the parts of several hosts add up (:func:`kernels_of_partials`).
     Summed from the events' :func:`~tracelens.analyze.kernel_table.kernel_table` (the one
     kernel aggregation ``summarize`` uses too): names are normalized per distinct name."""
+    from tracelens.hlo.jax_ops import jax_op_table
+
     ev = clip_to_windows(trace.events, _windows(trace)) if trace.steps.height else trace.events
-    return kernel_table(ev).with_columns(category=pl.col("category").cast(pl.String),
+    part = kernel_table(ev).with_columns(category=pl.col("category").cast(pl.String),
                                          key=normalize_kernel_expr()).group_by(
         "category", "module", "program_id", "op", "key").agg(
         name=pl.col("name").min(), ns=pl.col("sum_ns").sum(),
         count=pl.col("count").sum().cast(pl.Int64))
+    first = trace.events.filter(pl.col("module").is_not_null()).group_by(
+        "module", "program_id").agg(
+        first_ns=pl.col("start_ns").min()).with_columns(pl.col("module").cast(
+            part.schema["module"]))
+    ops = jax_op_table(trace.modules, first).with_columns(
+        pl.col(c).cast(part.schema[c]) for c in ("module", "op"))
+    return part.join(first, on=["module", "program_id"], how="left", nulls_equal=True).join(
+        ops, on=["module", "program_id", "op"], how="left", nulls_equal=True)
 
 
 def kernels_of_partials(part: pl.DataFrame, n_windows: int) -> pl.DataFrame:
-    """Per (category, program, op, normalized name): time and count per device-step, and the
-    first of its names in sort order, from :func:`kernel_partial` rows (of one trace or of
-    several hosts concatenated). Rows sorted by those keys."""
+    """Per (category, program, op, normalized name): time and count per device-step, the
+    first of its names in sort order and its JAX op, from :func:`kernel_partial` rows (of one
+    trace or of several hosts concatenated). Rows sorted by those keys."""
     keys = ["category", "program", "op", "key"]
     return part.join(program_key(part), on=["module", "program_id"], how="left",
                      nulls_equal=True).group_by(keys).agg(
-        name=pl.col("name").min(), ns_per_step=pl.col("ns").sum() / n_windows,
+        name=pl.col("name").min(), jax_op=pl.col("jax_op").min(),
+        ns_per_step=pl.col("ns").sum() / n_windows,
         count_per_step=pl.col("count").sum() / n_windows,
     ).sort(keys, nulls_last=True)
 
@@ -363,7 +382,8 @@ def profile_of(path: str, comp: pl.DataFrame, kernels: pl.DataFrame,
         kernels=kernels_of_partials(kernels, max(1, devices * steps)), busbw=busbw,
         skew_ns=skew, stragglers=_stragglers(acts, devices * steps), per_device=per_device,
         hlo_findings=hlo_findings, hardware=hardware, warnings=warnings,
-        fingerprints=fingerprints(modules) if modules is not None else {})
+        fingerprints=fingerprints(modules) if modules is not None else {},
+        signatures=fingerprints(modules, signature=True) if modules is not None else {})
 
 
 def hlo_finding_texts(trace: Trace, acts: pl.DataFrame | None = None) -> dict[str, str]:

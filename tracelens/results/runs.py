@@ -134,7 +134,7 @@ class KernelChange:
     name: str
     base_name: str
     category: str | None
-    match: str  # "op" or "name"
+    match: str  # "op", "jax_op" (another compilation of the same JAX op) or "name"
     op: str | None
     base_op: str | None
     program: str | None
@@ -146,6 +146,7 @@ class KernelChange:
     new_count: float
     base_kernels: int
     new_kernels: int
+    jax_op: str | None = None  # the JAX op both sides ran it for (HLO metadata), when known
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,7 @@ class KernelOnly:
 @dataclass(frozen=True)
 class Matching:
     by_op: int
+    by_jax_op: int
     by_name: int
     changed: int
     only_base: int
