@@ -88,3 +88,25 @@ def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
 def xspace_class() -> type:
     """The ``XSpace`` message class (built once per process, in a private pool)."""
     return message_class(build_pool(_file_descriptor()), f"{_PKG}.XSpace")
+
+
+# XProf's ``memory_access_breakdown`` stat of a TPU op: a serialized MemoryAccessBreakdown
+# (``xprof/protobuf/op_metrics.proto``): one entry per (read or write, memory space) with its
+# bytes. Memory spaces as XProf's roofline reads them: 1 HBM, 2 CMEM, 3 VMEM.
+_BREAKDOWN: dict[str, list[tuple]] = {
+    "MemoryAccessBreakdown": [
+        ("memory_accessed", 1, _F.TYPE_MESSAGE, _F.LABEL_REPEATED,
+         ".tensorflow.profiler.MemoryAccessed", None)],
+    "MemoryAccessed": [
+        ("operation_type", 1, _F.TYPE_INT32, _F.LABEL_OPTIONAL, None, None),
+        ("memory_space", 2, _F.TYPE_UINT64, _F.LABEL_OPTIONAL, None, None),
+        ("bytes_accessed", 3, _F.TYPE_UINT64, _F.LABEL_OPTIONAL, None, None)],
+}
+MEMORY_SPACE_HBM = 1
+
+
+@lru_cache(maxsize=1)
+def memory_breakdown_class() -> type:
+    """The ``MemoryAccessBreakdown`` message class (its own private pool)."""
+    fd = file_descriptor("tracelens/memory_breakdown.proto", _PKG, _BREAKDOWN)
+    return message_class(build_pool(fd), f"{_PKG}.MemoryAccessBreakdown")

@@ -137,8 +137,14 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                                     "{stat} is not a usable value: left unknown",
                                     file=path.name, plane=plane.name, stat=key))
             device_rows.append(dict(row, notes_at=len(meta.notices)))
-            ops, st, skipped, n_neg, n_unknown = tpu.read_plane(
+            ops, st, skipped, n_neg, n_unknown, n_all_spaces = tpu.read_plane(
                 reader, plane_idx, plane, source, int(t.group(1)))
+            if n_all_spaces:
+                meta.warn(Notice.of(
+                    "xspace.tpu_bytes_all_spaces", "{file}: {plane}: {n} ops carry no "
+                    "memory_access_breakdown: their bytes are XLA's bytes_accessed over every "
+                    "memory space, not HBM alone, so their roofline bound is too low",
+                    file=path.name, plane=plane.name, n=n_all_spaces))
             if ops is not None:
                 tpu_frames.append(ops)
             tpu_steps.append(st)

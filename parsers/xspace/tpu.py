@@ -40,6 +40,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from google.protobuf.message import DecodeError
+
+from parsers.xplane_schema import MEMORY_SPACE_HBM, memory_breakdown_class
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.source import LineSource
 from tracelens.model import ASYNC_LANE_STREAM, STEP_SCHEMA, Text, conform
@@ -54,6 +57,7 @@ _MODULE_RUN = re.compile(r"^(.*)\((\d+)\)$")
 _OP_NAME = re.compile(r"^%?([^\s=]+)\s*=")
 _NUMBER_STATS = ("flops", "model_flops", "bytes_accessed")
 _TEXT_STATS = ("hlo_category", "program_id", "tf_op")
+_ISSUE_OR_WAIT = r"-(start|done)$"  # hlo_category of an async op's start or done
 
 
 def tpu_reader(plane: Any, cut: Any) -> PlaneReader:
@@ -77,31 +81,50 @@ def _number(v: Any) -> float | None:
     return float(v) if 0 <= v < 2**63 else None
 
 
+def _hbm_bytes(blob: Any) -> float | None:
+    """The HBM bytes (reads and writes) of an op's ``memory_access_breakdown`` stat; None
+    without one or when it does not decode. XLA's ``bytes_accessed`` counts every memory
+    space: on a TPU most of a fused GEMM's traffic is on-chip (VMEM), and against the HBM
+    roof it put ops "above the roofline" (114.8% on ``remat``), where XProf's roofline model
+    reads the HBM share, as this does."""
+    if not isinstance(blob, bytes):
+        return None
+    try:
+        msg = memory_breakdown_class()()
+        msg.ParseFromString(blob)
+    except DecodeError:
+        return None
+    return float(sum(a.bytes_accessed for a in msg.memory_accessed
+                     if a.memory_space == MEMORY_SPACE_HBM))
+
+
 def op_table(plane: Any) -> pl.DataFrame:
     """One row per event metadata of the plane: its id (``md``, as the reader names events),
-    the op name, XLA's category, FLOPs, model FLOPs, bytes, program id (text: a uint64) and
-    ``tf_op``."""
+    the op name, XLA's category, FLOPs, model FLOPs, bytes (all memory spaces), HBM bytes
+    (null without a breakdown), program id (text: a uint64) and ``tf_op``."""
     refs = {k: v.name for k, v in plane.stat_metadata.items()}
     rows = []
     for k, md in plane.event_metadata.items():
         stats = {refs.get(st.metadata_id): stat_value(st, refs) for st in md.stats}
         m = _OP_NAME.match(md.name)
         op = m.group(1) if m else (md.display_name or md.name)
-        row = {"md": str(k), "op_name": op, "full": md.name}
+        row = {"md": str(k), "op_name": op, "full": md.name,
+               "hbm_bytes": _hbm_bytes(stats.get("memory_access_breakdown"))}
         row.update({s: _number(stats.get(s)) for s in _NUMBER_STATS})
         row.update({s: None if stats.get(s) is None else str(stats[s]) for s in _TEXT_STATS})
         rows.append(row)
     schema = {"md": pl.String, "op_name": pl.String, "full": pl.String,
-              **{s: pl.Float64 for s in _NUMBER_STATS}, **{s: pl.String for s in _TEXT_STATS}}
+              "hbm_bytes": pl.Float64, **{s: pl.Float64 for s in _NUMBER_STATS},
+              **{s: pl.String for s in _TEXT_STATS}}
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSource,
                ordinal: int) -> tuple[pl.DataFrame | None, pl.DataFrame, dict[str, int], int,
-                                      int]:
+                                      int, int]:
     """The plane's ops (event columns less host and rank), its steps (STEP_SCHEMA less rank,
-    candidate 0), the events of lines not read (by line), and the counts of events dropped
-    for a negative duration and unnamed."""
+    candidate 0), the events of lines not read (by line), the counts of events dropped
+    for a negative duration and unnamed, and of ops whose bytes are all memory spaces'."""
     table = op_table(plane)
     too_large = dict(source.too_large)  # TPU program ids are uint64 by design: not counted
     frames: dict[str, pl.DataFrame] = {}
@@ -131,7 +154,7 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
              for line in (OPS_LINE, ASYNC_LINE) if line in frames]
     ops = pl.concat(parts, how="vertical") if parts else None
     return ops, _steps(frames.get(STEPS_LINE), table, frames.get(MODULES_LINE)), ignored, \
-        negative, unknown
+        negative, unknown, all_spaces_ops(table)
 
 
 LANE_STREAM = ASYNC_LANE_STREAM
@@ -230,7 +253,11 @@ def _activities(df: pl.DataFrame, table: pl.DataFrame, modules: pl.DataFrame, or
     """A line's events with their ops' metadata. ``spans``: the ``Async XLA Ops`` line, whose
     events are async transfers in flight (named by their start op): activities of their
     own stream, with the transfer's bytes and no FLOPs (the start and done ops on ``XLA Ops``
-    keep XLA's own figures, as XProf counts them)."""
+    keep XLA's own figures, as XProf counts them). Bytes are the HBM bytes of the op's memory
+    breakdown where it has one (:func:`_hbm_bytes`), else XLA's ``bytes_accessed``; an async
+    start or done op on ``XLA Ops`` has none: the bytes move in the transfer's span, while the
+    start op issues it and the done op waits for it (rated against a roof, their few ns made
+    XProf's own roofline say 4096× of HBM bandwidth)."""
     ev = df.join(table, on="md", how="left", maintain_order="left") \
         .join(modules, on="program_id", how="left", maintain_order="left")
     flops = pl.lit(None, pl.Float64) if spans else pl.col("flops")
@@ -240,9 +267,19 @@ def _activities(df: pl.DataFrame, table: pl.DataFrame, modules: pl.DataFrame, or
         start_ns="start_ns", end_ns="end_ns", op=pl.col("op_name").cast(Text),
         module=pl.col("module").cast(Text), program_id=_program_id(pl.col("program_id")),
         hlo_category=pl.col("hlo_category").cast(Text),
-        flops=flops, bytes="bytes_accessed", dtype=_dtype(pl.col("full")).cast(Text),
+        flops=flops, bytes=pl.when(spans | ~pl.col("hlo_category").str.contains(_ISSUE_OR_WAIT)
+                                   .fill_null(False))
+        .then(pl.coalesce("hbm_bytes", "bytes_accessed")),
+        dtype=_dtype(pl.col("full")).cast(Text),
         cost_source=pl.when(flops.is_not_null() | pl.col("bytes_accessed").is_not_null())
         .then(pl.lit("trace")).cast(Text))
+
+
+def all_spaces_ops(table: pl.DataFrame) -> int:
+    """Ops with bytes but no memory breakdown: their bytes are every memory space's (the
+    reader says how many; their HBM roofline is then a lower bound)."""
+    return table.filter(pl.col("bytes_accessed").is_not_null()
+                        & pl.col("hbm_bytes").is_null()).height
 
 
 def _program_id(text: pl.Expr) -> pl.Expr:
@@ -272,9 +309,10 @@ _DTYPES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32", "f64": "fp64", "f8e4m3f
 
 def _dtype(full: pl.Expr) -> pl.Expr:
     """The dtype of an op's first operand as its HLO text gives it (``fusion(bf16[..] %x,
-    ...)``: the inputs' type, the one a matrix unit's rate depends on); null when the text
-    has no operand of a floating or 8-bit type."""
-    operand = full.str.extract(r"\(\s*" + _ELEMENT, 1)
+    ...)``: the inputs' type, the one a matrix unit's rate depends on; the parenthesis after
+    the opcode, not a tuple result's: ``(f32[8,512], bf16[..]) fusion(bf16[..] %x, ...)`` is
+    bf16); null when the text has no operand of a floating or 8-bit type."""
+    operand = full.str.extract(r"\s[a-z][\w.-]*\(\s*" + _ELEMENT, 1)  # after the opcode
     return operand.replace_strict(_DTYPES, default=None, return_dtype=pl.String)
 
 

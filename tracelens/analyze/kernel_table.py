@@ -24,7 +24,7 @@ import polars as pl
 
 from tracelens.analyze.roofline import roofline_bounds
 from tracelens.analyze.timeline import DEVICE_KEYS
-from tracelens.model import COMPUTE_CATEGORIES, Text
+from tracelens.model import COMPUTE_CATEGORIES, Text, on_async_lane
 
 KEYS = ("host", "rank", "device", "kind", "name", "category", "subcategory", "rule", "op",
         "program_id", "module", "dtype", "cost_note", "_fn", "_bn", "_mn")
@@ -43,11 +43,19 @@ def kernel_table(events: pl.DataFrame, detail: bool = False) -> pl.DataFrame:
 
     ``detail`` (``export --table kernels``, which reports distributions): the launch shape
     is a key too, and each group keeps its durations (``_durs``, a list), so nearest-rank
-    percentiles, minima and maxima are taken from the same table."""
+    percentiles, minima and maxima are taken from the same table.
+
+    A TPU copy's or slice's span in flight on an async lane
+    (:func:`~tracelens.model.on_async_lane`) is not a row of its own: it is the same op as
+    its start on the core's op line (same name, same bytes), whose time the core spent; the
+    transfer's time in flight counts in the timeline (memory, exposed memory), not here."""
     keys = (*KEYS, "launch") if detail else KEYS
     strings = [k for k in keys if events.schema.get(k) in (pl.String, Text)]
     integral = [(c, f"_{c[0]}int", f"_{c[0]}abs") for c in ("flops", "bytes")]
-    coded = events.lazy().with_row_index("_i").select(
+    lazy = events.lazy()
+    if events["hlo_category"].null_count() < events.height:  # (only TPU ops have one)
+        lazy = lazy.filter(~on_async_lane())  # ONE op's transfer in flight: its op counts
+    coded = lazy.with_row_index("_i").select(
         "_i", *[pl.col(k).cast(pl.Categorical) if k in strings else pl.col(k)
                 for k in keys if not k.startswith("_")],
         _fn=pl.col("flops").is_null(), _bn=pl.col("bytes").is_null(),

@@ -20,7 +20,7 @@ import polars as pl
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.frames import distinct
 from tracelens.hardware import DTYPES, GpuSpec, spec_for_device
-from tracelens.model import COMPUTE_CATEGORIES, Text
+from tracelens.model import COMPUTE_CATEGORIES, Text, on_async_lane
 from tracelens.prepare import assign_steps
 
 MODEL_CATEGORIES = ("gemm", "attention", "convolution")
@@ -129,7 +129,8 @@ def roofline_frame(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
     shared by :func:`roofline` and ``summarize``'s roofline mix (no second scan of the
     events)."""
     kernels = events.lazy().filter((pl.col("kind") == "kernel")
-                                   & (pl.col("category") != "collective"))
+                                   & (pl.col("category") != "collective")
+                                   & ~on_async_lane())  # a TPU transfer in flight: no op
     # only what the groups read, string keys as categoricals (each string hashed once, the
     # group-bys run on codes): no copy of the other event columns
     read = [pl.coalesce("op", "name").cast(pl.Categorical).alias("_group"), "program_id",
@@ -212,9 +213,13 @@ def roofline_bounds(agg: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
         tb_per_s=pl.when(t > 0).then(pl.col("bytes") / t / 1e3),
         peak_tflops=_peak_of_dtype(),
     )
+    # an op that moves no HBM bytes but computes (a TPU fusion whose operands are all in
+    # VMEM) is compute-bound: its memory roof is infinitely high
     ridge_ok = pl.col("peak_tflops").is_not_null() & pl.col("hbm_tb_per_s").is_not_null() \
-        & pl.col("flops").is_not_null() & pl.col("bytes").is_not_null() & (pl.col("bytes") > 0)
-    mem_roof = pl.col("intensity").fill_null(0.0) * pl.col("hbm_tb_per_s")
+        & pl.col("flops").is_not_null() & pl.col("bytes").is_not_null() \
+        & ((pl.col("bytes") > 0) | (pl.col("flops") > 0))
+    mem_roof = pl.when(pl.col("bytes") > 0).then(
+        pl.col("intensity") * pl.col("hbm_tb_per_s")).otherwise(float("inf"))
     compute_bound = mem_roof >= pl.col("peak_tflops")
     agg = agg.with_columns(
         attainable_tflops_per_s=pl.when(ridge_ok).then(

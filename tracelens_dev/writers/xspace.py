@@ -25,7 +25,7 @@ import polars as pl
 
 from tracelens_dev.writers import plain_text
 
-from parsers.xplane_schema import xspace_class
+from parsers.xplane_schema import MEMORY_SPACE_HBM, memory_breakdown_class, xspace_class
 from tracelens.model import HostInfo, Trace
 from tracelens_dev.hints import WriterHints, writer_hints
 
@@ -586,12 +586,23 @@ class TpuLayout:
                 "step_ns": self.step_ns(chip)}
 
 
+def _hbm_breakdown(nbytes: int) -> bytes:
+    """A ``memory_access_breakdown`` stat as real TPU ops carry it: here every byte in HBM,
+    half read and half written."""
+    msg = memory_breakdown_class()()
+    for op_type, part in ((1, nbytes - nbytes // 2), (2, nbytes // 2)):
+        msg.memory_accessed.add(operation_type=op_type, memory_space=MEMORY_SPACE_HBM,
+                                bytes_accessed=part)
+    return msg.SerializeToString()
+
+
 def _tpu_op(name: str, shape: str, opcode: str, category: str, flops: int, nbytes: int,
             line: str, start: int, dur: int, chip: int, extra: str = "") -> Activity:
     return Activity(chip, 3 if line == "XLA Ops" else 4,
                     f"%{name} = {shape} {opcode}({shape} %p){extra}", start, dur,
                     md_stats={"hlo_category": InlineStr(category), "program_id": _TPU_PROGRAM,
                               "flops": flops, "model_flops": flops, "bytes_accessed": nbytes,
+                              "memory_access_breakdown": _hbm_breakdown(nbytes),
                               "tf_op": InlineStr(f"jit(train_step)/{opcode}")},
                     display_name=name, line_name=line)
 
