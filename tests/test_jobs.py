@@ -36,7 +36,7 @@ def test_the_sample_folder_is_refused_with_its_jobs() -> None:
     res = cli("summarize", str(SAMPLES))
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
-    assert res.stderr.startswith(f"error: {SAMPLES}: holds 10 jobs, not one (")
+    assert res.stderr.startswith(f"error: {SAMPLES}: holds 11 jobs, not one (")
     assert ("1) h100_8gpu_moe_ddp.xplane.pb (8× NVIDIA H100 SXM); "
             "2) hlo/comm_types.xplane.pb (8× CPU); "
             "3) hlo/planted.xplane.pb (8× CPU); "
@@ -44,8 +44,9 @@ def test_the_sample_folder_is_refused_with_its_jobs() -> None:
             "5) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
             "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb} (16× AMD Instinct MI355X); "
             "6) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); "
-            "7) tpu/flash.xplane.pb (1× TPU v5 Lite); 8) tpu/multi.xplane.pb (1× TPU v5 "
-            "Lite); 9) tpu/remat.xplane.pb (1× TPU v5 Lite); 10) tpu/sync.xplane.pb "
+            "7) tpu/eager_block.xplane.pb (1× TPU v5 Lite); "
+            "8) tpu/flash.xplane.pb (1× TPU v5 Lite); 9) tpu/multi.xplane.pb (1× TPU v5 "
+            "Lite); 10) tpu/remat.xplane.pb (1× TPU v5 Lite); 11) tpu/sync.xplane.pb "
             "(1× TPU v5 Lite); pass one job's files\n") in res.stderr
 
 
