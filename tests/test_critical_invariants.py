@@ -24,7 +24,8 @@ from tracelens.protocol import run_trace
 from .conftest import SAMPLES, SHARED
 
 TRACES = SHARED / "traces"
-SAMPLE_FILES = [*sorted(p.name for p in SAMPLES.glob("*.xplane.pb")), "mi355x_2x8gpu_straggler"]
+SAMPLE_FILES = [*sorted(p.name for p in SAMPLES.glob("*.xplane.pb")), "mi355x_2x8gpu_straggler",
+                *sorted(f"tpu/{p.name}" for p in (SAMPLES / "tpu").glob("*.xplane.pb"))]
 REAL_FILES = [
     "xprof/mi300x_jax08_gemm.xplane.pb", "xprof/mi300x_jax08_attention.xplane.pb",
     "xprof/mi300x_jax08_conv_8gpu.xplane.pb", "xprof/cpu_4dev_dp_allreduce.xplane.pb",
