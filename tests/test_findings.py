@@ -177,3 +177,43 @@ def test_a_collective_of_unknown_type_reads_as_such() -> None:
     from tracelens.analyze.findings import plural
     assert plural("unknown") == "collectives of unknown type"
     assert plural("all-gather") == "all-gathers" and plural("gemm") == "GEMMs"
+
+
+def _gapped(tmp_path, gap_ns: int):  # type: ignore[no-untyped-def]
+    """A device-only step: two GEMMs on one stream of one GPU with a planted gap between
+    them that nothing in the trace explains (no host events)."""
+    from tracelens_dev.writers.xspace import Activity, build_xspace
+
+    acts = [Activity(0, 1, "Cijk_gemm_a.kd", 1_000_000, 1_000_000, {"hlo_op": "custom-call.1"}),
+            Activity(0, 1, "Cijk_gemm_b.kd", 2_000_000 + gap_ns, 1_000_000,
+                     {"hlo_op": "custom-call.2"})]
+    p = tmp_path / f"gap{gap_ns}.xplane.pb"
+    p.write_bytes(build_xspace(acts))
+    return summarize(tracelens.load(p))
+
+
+def test_a_path_mostly_idle_is_a_finding_without_projection(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Planted: 3 ms of unexplained gap between two 1 ms GEMMs (a 5 ms path): the finding
+    names 60% of the path idle, 3.000 ms, and says no what-if can move it. A 0.1 ms gap
+    (under a tenth of the path) is no finding."""
+    s = _gapped(tmp_path, 3_000_000)
+    assert s.critical_path is not None and s.critical_path.step_ns == 5_000_000
+    (f,) = [f for f in s.findings.items if f.kind == "idle"]
+    assert f.title == "Find what the device waits for: 60% of the critical path is idle"
+    assert f.saved_ns is None and "no what-if can move them" in (f.unprojected or "")
+    assert f.evidence.startswith("3.000 of the path's 5.000 ms on host0/GPU0")
+    s = _gapped(tmp_path, 100_000)
+    assert not [f for f in s.findings.items if f.kind == "idle"]
+
+
+def test_the_eager_tpu_loops_idle_is_a_finding() -> None:
+    """Real: the eager TPU trace dispatches one jitted module per jnp call; its step's path
+    is 27% idle, which the finding gives as the critical path's own idle component."""
+    s = summarize(tracelens.load(SAMPLES / "tpu" / "eager_block.xplane.pb"))
+    (f,) = [f for f in s.findings.items if f.kind == "idle"]
+    idle = sum(c.ns for c in s.critical_path.composition if c.component == "idle")
+    assert f.title.startswith(f"Find what the device waits for: "
+                              f"{idle / s.critical_path.step_ns:.0%}")
+    assert f.evidence.startswith(f"{idle / 1e6:,.3f} of the path's")
+    remat = summarize(tracelens.load(SAMPLES / "tpu" / "remat.xplane.pb"))
+    assert not [f for f in remat.findings.items if f.kind == "idle"]

@@ -69,7 +69,8 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     seen = {f.key for f in projected} | set(below)
     why = (no_path if cp is None else f"not on step {step}'s critical path"
            if step is not None else "not on the trace's critical path")
-    measured = [f for f in _measured(s, why) if f.key not in seen] + _host_bound(s)
+    measured = [f for f in _measured(s, why) if f.key not in seen] + _host_bound(s) \
+        + _idle_path(s)
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
 
@@ -159,11 +160,44 @@ def _host_bound(s: "Summary") -> list[RankedFinding]:
         unprojected="the what-ifs move launches and syncs, not the host's own work")]
 
 
+IDLE_SHARE = 0.10
+"""The path's idle share from which the unexplained idle is a finding."""
+
+
+def _idle_path(s: "Summary") -> list[RankedFinding]:
+    """The step waits for nothing the trace shows: the path's ``idle`` (a gap no host call,
+    event or launch in the trace binds: a device-only trace's dispatch gaps, a TPU host
+    reading results). What caused it is not in the trace, so there is no what-if for it; the
+    finding says how much of the step it is, rather than leave it to the headline's idle."""
+    cp = s.critical_path
+    if cp is None or not cp.step_ns:
+        return []
+    idle = sum(c.ns for c in cp.composition if c.component == "idle")
+    if idle < IDLE_SHARE * cp.step_ns:
+        return []
+    job = s.headline.idle_pct
+    return [RankedFinding(
+        "idle", "device", f"Find what the device waits for: {idle / cp.step_ns:.0%} of the "
+        "critical path is idle", None, None,
+        f"{ms(idle)} of the path's {ms(cp.step_ns)} ms on {_path_device(s)}; the devices are "
+        + ("-" if job is None else f"{job:.1f}%") + " idle over the job",
+        "tracelens summarize --all",
+        unprojected="nothing in the trace binds those gaps (no host call, launch or event "
+        "waits on them), so no what-if can move them")]
+
+
+def _path_device(s: "Summary") -> str:
+    cp = s.critical_path
+    assert cp is not None
+    return _device_name(s, cp.host, cp.device)
+
+
 def _measured_ns(s: "Summary", f: RankedFinding) -> int:
     """What an unprojected finding's rank is by: the time it measured."""
-    if f.kind == "host_bound":
+    if f.kind in ("host_bound", "idle"):
         cp = s.critical_path
-        return sum(c.ns for c in cp.composition if c.component == "host") if cp else 0
+        part = "host" if f.kind == "host_bound" else "idle"
+        return sum(c.ns for c in cp.composition if c.component == part) if cp else 0
     if f.kind == "hide":
         return next((t.exposed_ns for t in s.collectives.by_type if t.type == f.target), 0)
     if f.kind == "on_time":
