@@ -93,7 +93,7 @@ def _tables(s: Summary, all_rows: bool = False
                     for p in IDLE_PARTS]]
                  for role, d in picked for t in [d.timeline] if t.idle_ns]
     if idle_rows:
-        tables.append(("Why idle (shares of idle time; README: idle breakdown)",
+        tables.append(("Why idle (shares of idle time; docs/definitions.md#idle-breakdown)",
                        ["device", "idle ms", "host launch", "sync wait", "launch latency",
                         "no host data"], idle_rows))
     busy = h.totals.busy_ns

@@ -41,7 +41,8 @@ class DeviceKey(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class IdleBreakdown:
-    """Why a device was idle (README: idle breakdown); the parts add up to ``idle_ns``."""
+    """Why a device was idle (docs/definitions.md#idle-breakdown); the parts add up to
+    ``idle_ns``."""
 
     host_launch_ns: int = 0
     sync_wait_ns: int = 0
