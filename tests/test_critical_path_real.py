@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import tracelens
+from tracelens.analyze.summary import summarize
 from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
 from tracelens.cli import main
 from tracelens.engine import EngineOptions, run
@@ -49,16 +50,27 @@ def test_real_trace_composition_and_savings(name: str) -> None:
 
 
 def test_waits_across_devices_name_the_last_to_arrive() -> None:
-    """The JAX CPU trace (4 devices, one all-reduce per step): CPU3 arrives last, so the
-    others' paths wait for it, and it arriving on time is measured to save time."""
+    """The JAX CPU trace (4 devices, one all-reduce per step, no host events): CPU3 arrives
+    last, so the others' paths wait for it. What makes it late is not its own work: its path
+    is mostly gaps that nothing in the trace binds (its ops start over 10 µs after anything
+    they are known to wait for), which are held where they are; so on time (its work at
+    its peers' pace, no one waiting) saves little, and summarize names it as a straggler
+    without a projection instead of dropping it."""
     path = TRACES / SMALL[0]
     if not path.exists():
         pytest.skip(f"{path} not present")
-    r = run_trace(CriticalPath(), tracelens.load(path), CriticalPathOptions(step=1))
+    t = tracelens.load(path)
+    r = run_trace(CriticalPath(), t, CriticalPathOptions(step=1))
     waits = {c.component for p in r.paths for c in p.composition if c.component.startswith("wait:")}
     assert waits == {"wait:vm/CPU3"}  # XLA:CPU devices: the model says CPU
-    best = r.what_if[0]
-    assert (best.change, best.target) == ("on_time", "vm/CPU3") and best.saved_ns > 0
+    (late,) = [p for p in r.paths if p.device == 3]
+    idle = sum(c.ns for c in late.composition if c.component == "idle")
+    assert idle > 0.8 * late.length_ns
+    on_time = next(w for w in r.what_if if (w.change, w.target) == ("on_time", "vm/CPU3"))
+    assert 0 <= on_time.saved_ns < 0.01 * on_time.step_ns
+    s = summarize(t)
+    (f,) = [f for f in s.findings.items if f.key == "on_time vm/CPU3"]
+    assert f.saved_ns is None and "gaps nothing in the trace binds" in (f.unprojected or "")
 
 
 def test_engine_on_a_dask_cluster_agrees(tmp_path: Path) -> None:

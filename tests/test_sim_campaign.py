@@ -5,7 +5,9 @@ benchmarks/bench_counterfactual.py).
 
 The cases the analyzer still fails are marked ``xfail(strict=True)`` with the check and the
 reason, so a fix turns it into an XPASS that fails until its mark is removed (73 cases: 31
-failed before the binding rule of docs/critical-path.md, 6 now, all without host events).
+failed before the binding rule of docs/critical-path.md, 6 before device-only activities
+that start long after every known source were pinned there, 2 now: a pipeline without host
+events).
 A check with nothing to compare (no what-if the simulator models) is skipped, saying so.
 """
 
@@ -22,19 +24,11 @@ SEEDS = (18, 1, 47, 3, 4, 5, 6, 7, 8, 9, 10, 11)  # every regime (seed % 9); 2-8
 FORMATS = ("xspace", "xspace-device")
 CHECKS = ("path", "what_if", "best")
 
-_DEVICE_ONLY_HOST_BOUND = (
-    "issue 45, a limit of device-only traces: a host-bound step's device gaps look like a "
-    "stream's own order without the host's calls, so the path holds the kernels the host "
-    "was waiting to launch and what-ifs move them")
 _DEVICE_ONLY_PIPELINE = (
     "issue 45: without host events a pipeline stage's path reads its wait for the previous "
     "stage as idle and hide send-recv misses the stages' compute (open)")
 
 FAILING: dict[tuple[int, str, str], str] = {
-    (1, "xspace-device", "path"): _DEVICE_ONLY_HOST_BOUND,
-    (1, "xspace-device", "what_if"): _DEVICE_ONLY_HOST_BOUND,
-    (10, "xspace-device", "path"): _DEVICE_ONLY_HOST_BOUND,
-    (10, "xspace-device", "what_if"): _DEVICE_ONLY_HOST_BOUND,
     (4, "xspace-device", "path"): _DEVICE_ONLY_PIPELINE,
     (4, "xspace-device", "what_if"): _DEVICE_ONLY_PIPELINE,
 }

@@ -130,8 +130,13 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
     first = first | detached  # its thread's previous call does not hold it back
     t_max = np.where(detached, NEG, prev_e)
     np.maximum.at(t_max, s_dst, s_when)
+    # a device activity of a rank without host events that started well after everything
+    # the trace says it waited for waited for something the trace does not show (its
+    # launch, a host sync): it is pinned at its start, and the path before it is unknown
+    unseen = _unseen_starts(nodes, s, t_max)
+    t_max = np.where(unseen, s, t_max)
     has_src = ~np.isneginf(np.maximum(t_max, prev_e))
-    anchor = np.where(has_src, NEG, s)
+    anchor = np.where(has_src & ~unseen, NEG, s)
     prev_binds = ~first & ~detached & (prev_e == t_max)
     gap_prev = s - prev_e
     prev_lag = np.where(prev_binds, gap_prev, np.minimum(0.0, gap_prev))
@@ -179,6 +184,41 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
             drop = back
         return build_graph(nodes, _without(edges, drop))  # type: ignore[arg-type]
     return _reproduce(g)
+
+
+UNSEEN_GAP_NS = 10_000
+"""A device activity that started more than this after its latest known source (its stream's
+previous activity, an order or event edge), on a rank whose trace has no host events, waited
+for what the trace does not record: a kernel queued behind another starts within a few µs of
+it (the launch overhead), a kernel the host was late to launch does not."""
+
+
+def _unseen_starts(nodes: pl.DataFrame, s: np.ndarray, t_max: np.ndarray) -> np.ndarray:
+    """Per node: a device activity of a device-only rank whose start no known source explains
+    (:data:`UNSEEN_GAP_NS`); its chain's first node has no source and is anchored anyway."""
+    n = nodes.height
+    if not n or "device_node" not in nodes.columns:
+        return np.zeros(n, bool)
+    dev = nodes["device_node"].to_numpy()
+    hosted = nodes.filter(~pl.col("device_node")).select("host", "rank").unique()
+    only = ~nodes.select(pl.struct("host", "rank").is_in(hosted.to_struct().implode())
+                         ).to_series().to_numpy() if hosted.height else np.ones(n, bool)
+    known = ~np.isneginf(t_max)
+    cand = dev & only & known & (s - np.where(known, t_max, 0.0) > UNSEEN_GAP_NS)
+    if not cand.any():
+        return cand
+    # after a device-to-host copy the host read a result (a blocking copy): the gap is its
+    # reaction to the copy, which is then on the path, as the stream's order puts it
+    keys = ["host", "rank", "device"]
+    ends = nodes.lazy().filter(pl.col("device_node")).select(
+        *keys, t="end_ns", d2h=pl.col("subcategory").cast(pl.String) == "d2h").collect() \
+        .sort("t")
+    asked = nodes.lazy().with_row_index("_i").filter(pl.Series(cand)).select(
+        "_i", *keys, t="start_ns").collect().sort("t")
+    after = asked.join_asof(ends, on="t", by=keys, strategy="backward",
+                            check_sortedness=False).filter(pl.col("d2h").fill_null(False))
+    cand[after["_i"].to_numpy()] = False
+    return cand
 
 
 def _launch_latency(nodes: pl.DataFrame, s: np.ndarray, s_t: np.ndarray, s_dst: np.ndarray,

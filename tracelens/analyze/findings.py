@@ -12,6 +12,7 @@ critical path under filters) is listed after the projected findings, with the re
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
 from tracelens.results.findings import Findings, RankedFinding
@@ -69,10 +70,26 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     seen = {f.key for f in projected} | set(below)
     why = (no_path if cp is None else f"not on step {step}'s critical path"
            if step is not None else "not on the trace's critical path")
-    measured = [f for f in _measured(s, why) if f.key not in seen] + _host_bound(s) \
-        + _idle_path(s)
+    # a problem the analyses measured stays listed where its what-if saves under the floor:
+    # the solver says why it has no projection worth listing
+    small = {f"{w.change} {w.target}": w.saved_ns for w in what_ifs}
+    found = _measured(s, why)
+    measured = [f for f in found if f.key not in seen] + [
+        replace(f, unprojected=_unmoved(f, small[f.key])) for f in found
+        if f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
+        + _host_bound(s) + _idle_path(s)
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
+
+
+def _unmoved(f: RankedFinding, saved_ns: int) -> str:
+    """Why a straggler or exposed collectives the analyses measured have no projection worth
+    listing: their what-if saves under the floor."""
+    what = "on time it" if f.kind == "on_time" else "overlapping them"
+    them = "the others' waits for it are" if f.kind == "on_time" else "they are"
+    return (f"{what} saves {ms(saved_ns)} ms of the step (under {FLOOR_PCT:g}%): {them} off "
+            "the critical path, or what the step waits for is gaps nothing in the trace binds, "
+            "which no what-if moves")
 
 
 def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
