@@ -70,26 +70,26 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     seen = {f.key for f in projected} | set(below)
     why = (no_path if cp is None else f"not on step {step}'s critical path"
            if step is not None else "not on the trace's critical path")
-    # a problem the analyses measured stays listed where its what-if saves under the floor:
-    # the solver says why it has no projection worth listing
+    # where the path is mostly gaps nothing in the trace binds, a problem the analyses
+    # measured stays listed though its what-if saves under the floor: the pinned gaps, not
+    # the problem, hold the step, and the finding says so
     small = {f"{w.change} {w.target}": w.saved_ns for w in what_ifs}
-    found = _measured(s, why)
+    found, gaps = _measured(s, why), _idle_path(s)
     measured = [f for f in found if f.key not in seen] + [
-        replace(f, unprojected=_unmoved(f, small[f.key])) for f in found
-        if f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
-        + _host_bound(s) + _idle_path(s)
+        replace(f, unprojected=_unmoved(f, small[f.key], _idle_ns(s))) for f in found
+        if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
+        + _host_bound(s) + gaps
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
 
 
-def _unmoved(f: RankedFinding, saved_ns: int) -> str:
+def _unmoved(f: RankedFinding, saved_ns: int, idle_ns: int) -> str:
     """Why a straggler or exposed collectives the analyses measured have no projection worth
-    listing: their what-if saves under the floor."""
+    listing on a path mostly made of gaps nothing in the trace binds (``idle_ns`` of it)."""
     what = "on time it" if f.kind == "on_time" else "overlapping them"
-    them = "the others' waits for it are" if f.kind == "on_time" else "they are"
-    return (f"{what} saves {ms(saved_ns)} ms of the step (under {FLOOR_PCT:g}%): {them} off "
-            "the critical path, or what the step waits for is gaps nothing in the trace binds, "
-            "which no what-if moves")
+    return (f"{what} saves {ms(saved_ns)} ms of the step (under {FLOOR_PCT:g}%): "
+            f"{ms(idle_ns)} ms of the critical path are gaps nothing in the trace binds, "
+            "held where they are")
 
 
 def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
@@ -187,10 +187,8 @@ def _idle_path(s: "Summary") -> list[RankedFinding]:
     reading results). What caused it is not in the trace, so there is no what-if for it; the
     finding says how much of the step it is, rather than leave it to the headline's idle."""
     cp = s.critical_path
-    if cp is None or not cp.step_ns:
-        return []
-    idle = sum(c.ns for c in cp.composition if c.component == "idle")
-    if idle < IDLE_SHARE * cp.step_ns:
+    idle = _idle_ns(s)
+    if cp is None or not cp.step_ns or idle < IDLE_SHARE * cp.step_ns:
         return []
     job = s.headline.idle_pct
     return [RankedFinding(
@@ -201,6 +199,12 @@ def _idle_path(s: "Summary") -> list[RankedFinding]:
         "tracelens summarize --all",
         unprojected="nothing in the trace binds those gaps (no host call, launch or event "
         "waits on them), so no what-if can move them")]
+
+
+def _idle_ns(s: "Summary") -> int:
+    """The ``idle`` on the step's critical path (0 without one)."""
+    cp = s.critical_path
+    return sum(c.ns for c in cp.composition if c.component == "idle") if cp else 0
 
 
 def _path_device(s: "Summary") -> str:
