@@ -330,40 +330,44 @@ def test_a_real_cycle_across_hosts_is_refused() -> None:
     assert solves_in_one_pass(g) is False
 
 
-def _set_rounds(value: str) -> None:
-    import os
-    os.environ[cr.ENV_ROUNDS] = value
-
-
 def test_summarize_in_rounds_on_the_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                             ) -> None:
-    """summarize on a 2-worker cluster with the critical-path parts kept on the workers and
-    solved there in rounds prints the same JSON as with the parts gathered and merged."""
+    """summarize on a 2-worker cluster that outlives the map keeps its partials on the
+    workers by default: the summary is reduced on a worker and the critical path solved
+    there in rounds, and the JSON is the one of the same job in this process and of the
+    parts gathered and merged here (``TRACELENS_CRITICAL_ROUNDS=0``)."""
     from distributed import Client
 
+    from tracelens.analyze import summary_resident as sr
     from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.dask_map import local_cluster
-    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
+    from tracelens.engine import ENV_KEEP, EngineOptions, LoadOptions, run_tasks
     from tracelens.protocol import Task
 
-    ran = []
-    real = cr.resident_result
+    ran: list[str] = []
 
-    def counted(*a, **k):  # type: ignore[no-untyped-def]
-        ran.append(1)
-        return real(*a, **k)
+    def counted(name, real):  # type: ignore[no-untyped-def]
+        def f(*a, **k):  # type: ignore[no-untyped-def]
+            ran.append(name)
+            return real(*a, **k)
+        return f
 
-    monkeypatch.setattr(cr, "resident_result", counted)
+    monkeypatch.setattr(cr, "resident_result", counted("rounds", cr.resident_result))
+    monkeypatch.setattr(sr, "resident_summary", counted("summary", sr.resident_summary))
     job = SAMPLES / "mi355x_2x8gpu_straggler"
+    task = Task(SummaryAnalysis(), SummaryOptions())
+    (here,), _ = run_tasks([task], [job], LoadOptions(), EngineOptions(1))
+    out = {}
     with local_cluster(2, str(tmp_path / "dask")) as cluster:
         with Client(cluster, set_as_default=False) as client:
-            out = {}
-            for value in ("0", "1"):
-                client.run(_set_rounds, value)
-                (res,), _ = run_tasks([Task(SummaryAnalysis(), SummaryOptions())], [job],
-                                      LoadOptions(), EngineOptions(None,
-                                                                   cluster.scheduler_address))
+            for value in ("0", ""):
+                monkeypatch.setenv(ENV_KEEP, value)
+                (res,), _ = run_tasks([task], [job], LoadOptions(),
+                                      EngineOptions(None, cluster.scheduler_address))
                 out[value] = json.dumps(encode(res))
-    assert ran == [1]  # the second run went in rounds
-    assert out["1"] == out["0"]
+            # what the finish used is gone from the workers
+            left = client.run(lambda: len(cr._SIDES) + len(sr._KEPT))
+    assert ran == ["summary", "rounds"]  # only the second run kept its parts there
+    assert out[""] == out["0"] == json.dumps(encode(here))
+    assert set(left.values()) == {0}

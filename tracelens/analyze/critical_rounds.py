@@ -79,42 +79,72 @@ class LocalHosts:
 
 # -- on Dask workers: each host's side kept in its worker's process -------------------------------
 
-ENV_ROUNDS = "TRACELENS_CRITICAL_ROUNDS"
-"""Set to 1 where the engine's Dask cluster outlives the map (a ``--scheduler`` cluster): the
-critical-path parts stay on the workers and ``summarize`` solves them in rounds."""
-
 _SIDES: dict[str, HostSide] = {}  # this worker's hosts' sides, by key
 
 
 @dataclass(frozen=True)
 class Resident:
-    """Where a host's critical-path part stayed: its worker and key (what the map returns
-    in its place)."""
+    """Where a host's partial stayed (:attr:`tracelens.engine.MapOptions.keep`): its
+    worker and key (what the map returns in its place)."""
 
     scheduler: str
     worker: str
     key: str
 
 
-def keep_here(part: CriticalPart) -> CriticalPart | Resident:
-    """``part`` kept in this worker's process when :data:`ENV_ROUNDS` asks for it and this is
-    a Dask worker; else ``part`` itself (it travels as before)."""
-    import os
-    import uuid
-
-    if os.environ.get(ENV_ROUNDS, "").strip() != "1":
-        return part
+def on_worker() -> object | None:
+    """This process's Dask worker, or None when this is not one."""
     try:
         from distributed import get_worker
 
-        worker = get_worker()
+        return get_worker()
     except (ImportError, ValueError):
-        return part
-    key = uuid.uuid4().hex
+        return None
+
+
+def keep_here(part: CriticalPart) -> CriticalPart | Resident:
+    """``part`` kept in this Dask worker's process for the job's rounds (the engine asks
+    for it where the cluster outlives the finish); off a worker, ``part`` itself packed."""
+    import uuid
+
     from tracelens.analyze.critical_path import CriticalPath
 
+    worker = on_worker()
+    if worker is None:
+        return CriticalPath().pack(part)
+    key = uuid.uuid4().hex
     _SIDES[key] = HostSide(CriticalPath().pack(part))
-    return Resident(worker.scheduler.address, worker.address, key)
+    return Resident(worker.scheduler.address, worker.address, key)  # type: ignore[attr-defined]
+
+
+def still_there(client: object, where: Sequence[Resident]) -> None:
+    """Every worker that kept a host's partial is still in the cluster; else one error (a
+    task pinned to a worker that left would wait for it forever)."""
+    from tracelens.errors import TraceInputError
+
+    info = client.scheduler_info()  # type: ignore[attr-defined]
+    known = set(info.get("workers", {}))
+    gone = sorted({r.worker for r in where} - known)
+    if gone:
+        raise TraceInputError(where[0].scheduler, f"worker {gone[0]} kept hosts' partials "
+                              f"after the map and has left the cluster ({len(gone)} gone); "
+                              "run again (TRACELENS_CRITICAL_ROUNDS=0 brings every part back "
+                              "to this process instead)")
+
+
+def drop_kept(parts: Sequence[object]) -> None:
+    """Let go of the partials kept on their workers among ``parts`` (handles; anything else
+    is skipped), whatever store kept them."""
+    where = [p for p in parts if isinstance(p, Resident)]
+    if not where:
+        return
+    from distributed import Client
+
+    with Client(where[0].scheduler, set_as_default=False) as client:
+        alive = set(client.scheduler_info().get("workers", {}))
+        futures = [client.submit(_drop, r.key, workers=[r.worker], allow_other_workers=False,
+                                 pure=False) for r in where if r.worker in alive]
+        client.gather(futures)
 
 
 def _on_side(key: str, method: str, args: tuple, *common: object) -> object:
@@ -122,7 +152,10 @@ def _on_side(key: str, method: str, args: tuple, *common: object) -> object:
 
 
 def _drop(key: str) -> None:
+    from tracelens.analyze.summary_resident import _KEPT
+
     _SIDES.pop(key, None)
+    _KEPT.pop(key, None)
 
 
 class DaskHosts:
@@ -134,6 +167,11 @@ class DaskHosts:
         self.where = list(where)
         self.client = Client(self.where[0].scheduler, set_as_default=False)
         self.rounds = 0
+        try:
+            still_there(self.client, self.where)
+        except BaseException:
+            self.client.close()
+            raise
 
     def __len__(self) -> int:
         return len(self.where)
