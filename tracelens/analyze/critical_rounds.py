@@ -22,7 +22,8 @@ import polars as pl
 from tracelens.analyze.critical_path import (CriticalPart, CriticalPathOptions,
                                              _shared_text_rows, path_notes)
 from tracelens.analyze.critical_segments import (DeviceWindow, InstanceTable,
-                                                 NotStitchable, _has_cycle, instance_table)
+                                                 NotStitchable, _has_cycle, fold_arrivals,
+                                                 table_of)
 from tracelens.analyze.critical_walk import Walk, composition
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
@@ -46,18 +47,21 @@ class Hosts(Protocol):
              only: Sequence[int] | None = None, common: tuple = ()) -> list[object]: ...
 
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
-             common: tuple = ()) -> object: ...
+             common: tuple = (), args: Sequence[tuple] | None = None) -> object: ...
 
 
 class LocalHosts:
     """The hosts' sides in this process."""
 
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
-             common: tuple = ()) -> object:
-        """``method`` on every host, each answer folded into ``acc`` as it comes (so the
-        job holds one host's answer at a time, not every host's)."""
-        for got in self.call(method, common=common):
-            acc = fold(acc, got)
+             common: tuple = (), args: Sequence[tuple] | None = None) -> object:
+        """``method`` on every host (with its ``args``, then ``common``), each answer folded
+        into ``acc`` in host order (so the job holds one host's answer at a time, not every
+        host's)."""
+        self.rounds += 1
+        for i, side in enumerate(self.sides):
+            acc = fold(acc, getattr(side, method)(*(args[i] if args is not None else ()),
+                                                  *common))
         return acc
 
     def __init__(self, sides: Sequence[HostSide]) -> None:
@@ -195,15 +199,16 @@ class DaskHosts:
             self.client.cancel(futures + shared)
 
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
-             common: tuple = ()) -> object:
+             common: tuple = (), args: Sequence[tuple] | None = None) -> object:
         """:meth:`LocalHosts.fold` on the workers: the hosts answer at once, and each answer
         is fetched, folded and let go in turn (the others wait on their workers)."""
         self.rounds += 1
         shared = self.client.scatter(list(common), broadcast=True, hash=False) \
             if common else []
-        futures = [self.client.submit(_on_side, r.key, method, (), *shared,
+        futures = [self.client.submit(_on_side, r.key, method,
+                                      args[i] if args is not None else (), *shared,
                                       workers=[r.worker], allow_other_workers=False,
-                                      pure=False) for r in self.where]
+                                      pure=False) for i, r in enumerate(self.where)]
         try:
             for k, fut in enumerate(futures):
                 acc = fold(acc, self.client.gather(fut))
@@ -260,9 +265,16 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
                   ) -> CriticalPathResult:
     """The job's critical-path result from the hosts ``H`` (module doc)."""
     n = len(H)
-    placed = H.call("place", [(plan, i) for i in range(n)])
-    inst = instance_table([p["arrivals"] for p in placed])
-    win_all = pl.concat([p["windows"] for p in placed])
+    placed: dict[str, list] = {"t_min": [], "windows": [], "host_ranks": [], "unwindowed": []}
+
+    def take(acc: pl.DataFrame | None, got: dict) -> pl.DataFrame:
+        for name, kept in placed.items():
+            kept.append(got[name])
+        return fold_arrivals(acc, got["instances"])
+
+    folded = H.fold("place", take, None, args=[(plan, i) for i in range(n)])
+    inst = table_of(min((t for t in placed["t_min"] if t is not None), default=0), folded)
+    win_all = pl.concat(placed["windows"])
     win = win_all if options.rank is None else win_all.filter(pl.col("rank") == options.rank)
     info = H.call("build", common=(inst, win))
     if any(x["backward"] for x in info) or inst.table["a_obs_ns"].is_duplicated().any():
@@ -276,7 +288,7 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
     devs = [DeviceWindow(*d, sink=-1, cand=np.zeros(0, np.int64)) for d, _, _ in todo]
     longest = max(range(len(devs)), default=-1, key=lambda k: (
         devs[k].w1 - devs[k].w0, -devs[k].rank, -devs[k].device))
-    with_host = {(h, r) for p in placed for h, r in p["host_ranks"].iter_rows()}
+    with_host = {(h, r) for p in placed["host_ranks"] for h, r in p.iter_rows()}
     t0 = inst.t0
     paths = []
     for k, d in enumerate(devs):
@@ -288,7 +300,7 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
         w0, w1 = d.w0 + t0, d.w1 + t0
         paths.append(DevicePath(d.rank, d.host, d.device, d.step, Window(w0, w1), w1 - w0,
                                 graph, comp, acts if acts is not None else ()))
-    unwindowed = pl.concat([p["unwindowed"] for p in placed])
+    unwindowed = pl.concat(placed["unwindowed"])
     notes = path_notes(win, unwindowed, {(p.host, p.rank) for p in paths}, options)
     what = _what_ifs(H, info, inst, devs, todo, walks, options.top)
     return CriticalPathResult(tuple(paths), tuple(what), tuple(notes))

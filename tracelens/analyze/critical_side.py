@@ -12,7 +12,8 @@ import polars as pl
 from tracelens.analyze.critical_path import _ACTIVITY, CriticalPart
 from tracelens.analyze.critical_segments import (DeviceWindow, HostGraph, InstanceTable,
                                                  NotStitchable, _counts, _local,
-                                                 _starts, arrivals, device_work)
+                                                 _starts, arrivals, device_work,
+                                                 key_arrivals)
 from tracelens.analyze.critical_solve import Change, solve
 from tracelens.analyze.critical_walk import walk_on, walkable
 from tracelens.protocol import JobPlan
@@ -49,8 +50,9 @@ class HostSide:
                              plan.place(p.windows, index), plan.place(p.host_ranks, index),
                              plan.place(p.unwindowed, index))
         self.part, self.index = p, index
-        return {"arrivals": arrivals(p), "windows": p.windows, "host_ranks": p.host_ranks,
-                "unwindowed": p.unwindowed}
+        got = arrivals(p)  # its members folded per instance here: one row a key travels
+        return {"t_min": got.t_min, "instances": key_arrivals(got, index),
+                "windows": p.windows, "host_ranks": p.host_ranks, "unwindowed": p.unwindowed}
 
     def placed(self) -> CriticalPart:
         return self.part
