@@ -13,7 +13,7 @@ could differ (the caller then merges the parts as before).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -267,21 +267,30 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
     n = len(H)
     placed: dict[str, list] = {"t_min": [], "windows": [], "host_ranks": [], "unwindowed": []}
 
-    def take(acc: pl.DataFrame | None, got: dict) -> pl.DataFrame:
+    waiting: list[pl.DataFrame] = []  # hosts' records folded FOLD_BATCH at a time
+
+    def take(acc: pl.DataFrame | None, got: dict) -> pl.DataFrame | None:
         for name, kept in placed.items():
             kept.append(got[name])
-        return fold_arrivals(acc, got["instances"])
+        waiting.append(got["instances"])
+        if len(waiting) < FOLD_BATCH:
+            return acc
+        more = pl.concat(waiting)
+        waiting.clear()
+        return fold_arrivals(acc, more)
 
     folded = H.fold("place", take, None, args=[(plan, i) for i in range(n)])
+    if waiting:
+        folded = fold_arrivals(folded, pl.concat(waiting))
     inst = table_of(min((t for t in placed["t_min"] if t is not None), default=0), folded)
     win_all = pl.concat(placed["windows"])
     win = win_all if options.rank is None else win_all.filter(pl.col("rank") == options.rank)
-    info = H.call("build", common=(inst, win))
-    if any(x["backward"] for x in info) or inst.table["a_obs_ns"].is_duplicated().any():
+    info = H.fold("build", _joined, JobInfo(), common=(inst, win))
+    if info.backward or inst.table["a_obs_ns"].is_duplicated().any():
         if _has_cycle([e for es in H.call("instance_edges") for e in es]):
             raise NotStitchable("the job's graph has a cycle across hosts")
-    offset = np.cumsum([0] + [x["n"] for x in info])
-    todo = sorted(((d, i, k) for i, x in enumerate(info) for k, d in enumerate(x["devices"])),
+    offset = np.cumsum([0] + info.n)
+    todo = sorted(((d, i, k) for i, ds in enumerate(info.devices) for k, d in enumerate(ds)),
                   key=lambda t: (t[0][0], t[0][1], t[0][2]))
     walks = _walks(H, todo)
     H.call("walks_done")
@@ -304,6 +313,39 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
     notes = path_notes(win, unwindowed, {(p.host, p.rank) for p in paths}, options)
     what = _what_ifs(H, info, inst, devs, todo, walks, options.top)
     return CriticalPathResult(tuple(paths), tuple(what), tuple(notes))
+
+
+FOLD_BATCH = 64  # hosts' instance records folded at once: one sort per batch, not per host
+
+
+@dataclass
+class JobInfo:
+    """What the job keeps of its hosts' builds (folded one host at a time: the sets are the
+    job's, each instance key once, not once per host): per host its node count and windows
+    to walk; the collective types with the instances of each, the instances of symmetric
+    collectives, the categories with a roofline; whether any host has an edge back in
+    time, launches or host edges."""
+
+    n: list[int] = field(default_factory=list)
+    devices: list[list[tuple]] = field(default_factory=list)
+    types: dict[str, set[str]] = field(default_factory=dict)
+    sym: set[str] = field(default_factory=set)
+    cats: set[str] = field(default_factory=set)
+    backward: bool = False
+    launch: bool = False
+
+
+def _joined(acc: JobInfo, x: dict) -> JobInfo:
+    """Fold: one host's build answer into the job's :class:`JobInfo`."""
+    acc.n.append(x["n"])
+    acc.devices.append(x["devices"])
+    for t, keys in x["types"].items():
+        acc.types.setdefault(t, set()).update(keys)
+    acc.sym.update(x["sym"])
+    acc.cats.update(x["cats"])
+    acc.backward = acc.backward or x["backward"]
+    acc.launch = acc.launch or x["launch"] or x["host_edges"]
+    return acc
 
 
 def _walks(H: "Hosts", todo: list[tuple]) -> list[Walk]:
@@ -357,7 +399,7 @@ def _on_totals(H: "Hosts", n_walks: int, specs: list[tuple[str, str]]) -> list[l
     return out
 
 
-def _what_ifs(H: "Hosts", info: list[dict], inst: InstanceTable, devs: list[DeviceWindow],
+def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceWindow],
               todo: list[tuple], walks: list[Walk], top: int) -> list[WhatIf]:
     """:func:`critical_path._what_ifs` over the hosts' rounds."""
     if not walks:
@@ -367,15 +409,13 @@ def _what_ifs(H: "Hosts", info: list[dict], inst: InstanceTable, devs: list[Devi
     specs: list[tuple] = []
     labels: list[tuple[str, str]] = []
     on: list[int] = []
-    types = sorted({t for x in info for t in x["types"]})
+    types = sorted(info.types)
     hide_on = _on_totals(H, nw, [("type", t) for t in types])
     for t, row in zip(types, hide_on):
-        hidden = {key for x in info for key in x["types"].get(t, [])}
-        specs.append(("hide", t, hidden))
+        specs.append(("hide", t, info.types[t]))
         labels.append(("hide", t))
         on.append(int(max(row)))
-    sym = {key for x in info for key in x["sym"]}
-    late_names = set(inst.table.filter(pl.col("key").is_in(list(sym)))["who"].to_list())
+    late_names = set(inst.table.filter(pl.col("key").is_in(list(info.sym)))["who"].to_list())
     waited = sorted({c[5:] for w in walks for c in w.components() if c.startswith("wait:")}
                     & late_names)
     peers = _peer_medians(H, waited)
@@ -387,26 +427,17 @@ def _what_ifs(H: "Hosts", info: list[dict], inst: InstanceTable, devs: list[Devi
         labels.append(("on_time", name))
         on.append(int(max(total)))
     on_comp = {c for w in walks for c in w.components()}
-    cats = sorted({c for x in info for c in x["cats"] if c in on_comp})
+    cats = sorted(c for c in info.cats if c in on_comp)
     for c, row in zip(cats, _on_totals(H, nw, [("category", c) for c in cats])):
         specs.append(("roofline", c))
         labels.append(("roofline", c))
         on.append(int(max(row)))
-    if any(x["launch"] or x["host_edges"] for x in info):
+    if info.launch:
         specs.append(("graph_launch",))
         labels.append(("graph_launch", "host launches"))
         on.append(int(max(w.total(lambda c: c in ("launch_latency", "host", "sync"))
                           for w in walks)))
-    per_host: list[list[tuple]] = [[] for _ in range(len(H))]
-    for spec in specs:
-        for i in range(len(H)):
-            if spec[0] == "on_time":
-                p = spec[2]
-                per_host[i].append(("on_time", spec[1],
-                                    None if p is None or p[0] != i else (p[1], p[2])))
-            else:
-                per_host[i].append(spec)
-    H.call("set_changes", [(s,) for s in per_host])
+    H.call("set_changes", common=(specs,))  # each host takes its own of the peer times
     _passes(H, inst, len(specs))
     lengths = [[0.0] * len(devs) for _ in specs]
     index = {(i, k): j for j, (_, i, k) in enumerate(todo)}
