@@ -56,6 +56,12 @@ def cpu():
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 def peak(_dask_worker=None):
+    # this process's own high-water mark (VmHWM): ru_maxrss starts at the parent's peak when
+    # the parent was larger (Linux keeps it across exec; a parent that just generated the
+    # job reads ~380 MB in its child before the child did anything)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 def now():
@@ -176,6 +182,7 @@ else:
 out["wall_s"] = round(time.perf_counter() - t0, 3)
 out["cpu_s"] = round(cpu(), 3)
 out["client_peak_rss_bytes"] = peak()
+out["client_ru_maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps(out))
 """
 
