@@ -47,22 +47,32 @@ class Hosts(Protocol):
              only: Sequence[int] | None = None, common: tuple = ()) -> list[object]: ...
 
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
-             common: tuple = (), args: Sequence[tuple] | None = None) -> object: ...
+             common: tuple = ()) -> object: ...
+
+    def each(self, method: str, take: Callable[[int, object], None],
+             common: tuple = (), args: Sequence[tuple] | None = None) -> None: ...
 
 
 class LocalHosts:
     """The hosts' sides in this process."""
 
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
-             common: tuple = (), args: Sequence[tuple] | None = None) -> object:
-        """``method`` on every host (with its ``args``, then ``common``), each answer folded
-        into ``acc`` in host order (so the job holds one host's answer at a time, not every
-        host's)."""
+             common: tuple = ()) -> object:
+        """``method`` on every host, each answer folded into ``acc`` (``fold`` is associative
+        and commutative, and an answer has the shape of ``acc``: a group of hosts' answers
+        folded is one more answer), so the job holds one host's answer at a time."""
+        self.rounds += 1
+        for side in self.sides:
+            acc = fold(acc, getattr(side, method)(*common))
+        return acc
+
+    def each(self, method: str, take: Callable[[int, object], None],
+             common: tuple = (), args: Sequence[tuple] | None = None) -> None:
+        """``method`` on every host (with its ``args``, then ``common``), ``take(host,
+        answer)`` as each comes (in no set order), not every host's answer at once."""
         self.rounds += 1
         for i, side in enumerate(self.sides):
-            acc = fold(acc, getattr(side, method)(*(args[i] if args is not None else ()),
-                                                  *common))
-        return acc
+            take(i, getattr(side, method)(*(args[i] if args is not None else ()), *common))
 
     def __init__(self, sides: Sequence[HostSide]) -> None:
         self.sides = list(sides)
@@ -151,8 +161,18 @@ def drop_kept(parts: Sequence[object]) -> None:
         client.gather(futures)
 
 
-def _on_side(key: str, method: str, args: tuple, *common: object) -> object:
-    return getattr(_SIDES[key], method)(*args, *common)
+def _on_sides(keys: list[str], method: str, args: list[tuple], common: list[object]
+              ) -> list[object]:
+    """``method`` on each of this worker's hosts ``keys``: their answers, in order."""
+    return [getattr(_SIDES[k], method)(*a, *common) for k, a in zip(keys, args)]
+
+
+def _fold_sides(keys: list[str], method: str, args: list[tuple], common: list[object],
+                fold: Callable[[object, object], object], acc: object) -> object:
+    """``method`` on each of this worker's hosts ``keys``, folded into ``acc``."""
+    for k, a in zip(keys, args):
+        acc = fold(acc, getattr(_SIDES[k], method)(*a, *common))
+    return acc
 
 
 def _drop(key: str) -> None:
@@ -180,41 +200,71 @@ class DaskHosts:
     def __len__(self) -> int:
         return len(self.where)
 
-    def call(self, method: str, args: Sequence[tuple] | None = None,
-             only: Sequence[int] | None = None, common: tuple = ()) -> list[object]:
-        """:meth:`LocalHosts.call` on the workers: ``common`` sent once to each worker
-        (scattered), not once per host."""
-        self.rounds += 1
-        which = list(range(len(self.where))) if only is None else list(only)
+    def _batches(self, which: Sequence[int]) -> dict[str, list[int]]:
+        """The positions of ``which`` (host indexes) grouped by the worker that holds them."""
+        out: dict[str, list[int]] = {}
+        for k, i in enumerate(which):
+            out.setdefault(self.where[i].worker, []).append(k)
+        return out
+
+    def _submit(self, fn: Callable, which: Sequence[int], method: str,
+                args: Sequence[tuple] | None, common: tuple, *extra: object
+                ) -> tuple[list[list[int]], list[object], list[object]]:
+        """One task a worker: ``fn`` over the worker's hosts among ``which`` (``common`` sent
+        once to each worker, scattered): (positions per task, futures, scattered)."""
         shared = self.client.scatter(list(common), broadcast=True, hash=False) \
             if common else []
-        futures = [self.client.submit(_on_side, self.where[i].key, method,
-                                      args[k] if args is not None else (), *shared,
-                                      workers=[self.where[i].worker],
-                                      allow_other_workers=False, pure=False)
-                   for k, i in enumerate(which)]
+        batches = self._batches(which)
+        futures = [self.client.submit(
+            fn, [self.where[which[k]].key for k in ks], method,
+            [args[k] if args is not None else () for k in ks], list(shared), *extra,
+            workers=[w], allow_other_workers=False, pure=False) for w, ks in batches.items()]
+        return list(batches.values()), futures, shared
+
+    def call(self, method: str, args: Sequence[tuple] | None = None,
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[object]:
+        """:meth:`LocalHosts.call` on the workers: one task a worker for its hosts (a task
+        per host would be the client's and scheduler's cost of every host, every round)."""
+        self.rounds += 1
+        which = list(range(len(self.where))) if only is None else list(only)
+        positions, futures, shared = self._submit(_on_sides, which, method, args, common)
         try:
-            return self.client.gather(futures)
+            out: list[object] = [None] * len(which)
+            for ks, fut in zip(positions, futures):
+                for k, got in zip(ks, fut.result()):  # type: ignore[attr-defined]
+                    out[k] = got
+            return out
         finally:
             self.client.cancel(futures + shared)
 
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
-             common: tuple = (), args: Sequence[tuple] | None = None) -> object:
-        """:meth:`LocalHosts.fold` on the workers: the hosts answer at once, and each answer
-        is fetched, folded and let go in turn (the others wait on their workers)."""
+             common: tuple = ()) -> object:
+        """:meth:`LocalHosts.fold` on the workers: each worker folds its hosts' answers
+        into a copy of ``acc``, and the job folds the workers' folds."""
         self.rounds += 1
-        shared = self.client.scatter(list(common), broadcast=True, hash=False) \
-            if common else []
-        futures = [self.client.submit(_on_side, r.key, method,
-                                      args[i] if args is not None else (), *shared,
-                                      workers=[r.worker], allow_other_workers=False,
-                                      pure=False) for i, r in enumerate(self.where)]
+        positions, futures, shared = self._submit(
+            _fold_sides, range(len(self.where)), method, None, common, fold, acc)
         try:
             for k, fut in enumerate(futures):
-                acc = fold(acc, self.client.gather(fut))
-                fut.release()
+                acc = fold(acc, fut.result())  # type: ignore[attr-defined]
+                fut.release()  # type: ignore[attr-defined]
                 futures[k] = None
             return acc
+        finally:
+            self.client.cancel([f for f in futures if f is not None] + shared)
+
+    def each(self, method: str, take: Callable[[int, object], None],
+             common: tuple = (), args: Sequence[tuple] | None = None) -> None:
+        """:meth:`LocalHosts.each` on the workers: one worker's answers at a time."""
+        self.rounds += 1
+        which = list(range(len(self.where)))
+        positions, futures, shared = self._submit(_on_sides, which, method, args, common)
+        try:
+            for j, (ks, fut) in enumerate(zip(positions, futures)):
+                for k, got in zip(ks, fut.result()):  # type: ignore[attr-defined]
+                    take(which[k], got)
+                fut.release()  # type: ignore[attr-defined]
+                futures[j] = None
         finally:
             self.client.cancel([f for f in futures if f is not None] + shared)
 
@@ -265,27 +315,28 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
                   ) -> CriticalPathResult:
     """The job's critical-path result from the hosts ``H`` (module doc)."""
     n = len(H)
-    placed: dict[str, list] = {"t_min": [], "windows": [], "host_ranks": [], "unwindowed": []}
 
+    placed: dict[str, list] = {name: [None] * n for name in  # in host order, as they come
+                               ("t_min", "windows", "host_ranks", "unwindowed")}
     waiting: list[pl.DataFrame] = []  # hosts' records folded FOLD_BATCH at a time
+    folded: list[pl.DataFrame | None] = [None]
 
-    def take(acc: pl.DataFrame | None, got: dict) -> pl.DataFrame | None:
+    def take(i: int, got: dict) -> None:
         for name, kept in placed.items():
-            kept.append(got[name])
+            kept[i] = got[name]
         waiting.append(got["instances"])
-        if len(waiting) < FOLD_BATCH:
-            return acc
-        more = pl.concat(waiting)
-        waiting.clear()
-        return fold_arrivals(acc, more)
+        if len(waiting) >= FOLD_BATCH:
+            folded[0] = fold_arrivals(folded[0], pl.concat(waiting))
+            waiting.clear()
 
-    folded = H.fold("place", take, None, args=[(plan, i) for i in range(n)])
+    H.each("place", take, args=[(plan, i) for i in range(n)])
     if waiting:
-        folded = fold_arrivals(folded, pl.concat(waiting))
-    inst = table_of(min((t for t in placed["t_min"] if t is not None), default=0), folded)
+        folded[0] = fold_arrivals(folded[0], pl.concat(waiting))
+    inst = table_of(min((t for t in placed["t_min"] if t is not None), default=0), folded[0])
     win_all = pl.concat(placed["windows"])
     win = win_all if options.rank is None else win_all.filter(pl.col("rank") == options.rank)
-    info = H.fold("build", _joined, JobInfo(), common=(inst, win))
+    info = JobInfo(n=[0] * n, devices=[[] for _ in range(n)])
+    H.each("build", lambda i, x: _joined(info, i, x), common=(inst, win))
     if info.backward or inst.table["a_obs_ns"].is_duplicated().any():
         if _has_cycle([e for es in H.call("instance_edges") for e in es]):
             raise NotStitchable("the job's graph has a cycle across hosts")
@@ -335,17 +386,16 @@ class JobInfo:
     launch: bool = False
 
 
-def _joined(acc: JobInfo, x: dict) -> JobInfo:
-    """Fold: one host's build answer into the job's :class:`JobInfo`."""
-    acc.n.append(x["n"])
-    acc.devices.append(x["devices"])
+def _joined(acc: JobInfo, i: int, x: dict) -> None:
+    """Host ``i``'s build answer into the job's :class:`JobInfo`."""
+    acc.n[i] = x["n"]
+    acc.devices[i] = x["devices"]
     for t, keys in x["types"].items():
         acc.types.setdefault(t, set()).update(keys)
     acc.sym.update(x["sym"])
     acc.cats.update(x["cats"])
     acc.backward = acc.backward or x["backward"]
     acc.launch = acc.launch or x["launch"] or x["host_edges"]
-    return acc
 
 
 def _walks(H: "Hosts", todo: list[tuple]) -> list[Walk]:
@@ -485,6 +535,13 @@ def _latest(acc: list[dict[str, float]], host: list[dict[str, float] | None]
     return acc
 
 
+def _stats(acc: list[tuple[np.ndarray, ...]], per: list[tuple[np.ndarray, ...]]
+           ) -> list[tuple[np.ndarray, ...]]:
+    """Fold: per late device and key, counts summed, the least and the largest."""
+    return [(c0 + c, np.minimum(a0, a), np.maximum(b0, b))
+            for (c0, a0, b0), (c, a, b) in zip(acc, per)]
+
+
 def _add(acc: list[np.ndarray], per: list[np.ndarray]) -> list[np.ndarray]:
     """Fold: counts summed per late device and rank."""
     for j, c in enumerate(per):
@@ -504,15 +561,9 @@ def _peer_medians(H: "Hosts", names: list[str]) -> dict[str, tuple[int, np.ndarr
     if not todo:
         return {}
     q = [keys[x].height for x in todo]
-    count = [np.zeros(m, np.int64) for m in q]
-    lo = [np.full(m, np.inf) for m in q]
-    hi = [np.full(m, -np.inf) for m in q]
-    def stats(acc: None, per: list[tuple[np.ndarray, ...]]) -> None:
-        for j, (c, a, b) in enumerate(per):
-            count[j] += c
-            lo[j], hi[j] = np.minimum(lo[j], a), np.maximum(hi[j], b)
-
-    H.fold("peer_setup", stats, None, common=(keys,))
+    got = H.fold("peer_setup", _stats, [(np.zeros(m, np.int64), np.full(m, np.inf),
+                                         np.full(m, -np.inf)) for m in q], common=(keys,))
+    count, lo, hi = [c for c, _, _ in got], [a for _, a, _ in got], [b for _, _, b in got]
     has = [c > 0 for c in count]
     # the two middle values of each key, all devices and both ranks in the same rounds
     ranks = [(c - 1) // 2 for c in count] + [c // 2 for c in count]
