@@ -269,11 +269,13 @@ class DaskHosts:
             self.client.cancel([f for f in futures if f is not None] + shared)
 
     def close(self) -> None:
-        futures = [self.client.submit(_drop, r.key, workers=[r.worker],
-                                      allow_other_workers=False, pure=False)
-                   for r in self.where]
-        self.client.gather(futures)
-        self.client.close()
+        try:
+            alive = set(self.client.scheduler_info().get("workers", {}))
+            self.client.gather([self.client.submit(_drop, r.key, workers=[r.worker],
+                                                   allow_other_workers=False, pure=False)
+                                for r in self.where if r.worker in alive])
+        finally:
+            self.client.close()
 
 
 def merged_placed(parts: Sequence[CriticalPart]) -> CriticalPart:
