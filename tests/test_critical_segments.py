@@ -469,3 +469,20 @@ def test_a_job_that_fails_after_the_map_lets_go_of_its_parts(tmp_path: Path) -> 
                           EngineOptions(None, cluster.scheduler_address), check=refuse)
             left = client.run(lambda: (len(cr._SIDES), len(sr._KEPT)))
     assert set(left.values()) == {(0, 0)}
+
+
+def test_a_worker_gone_after_the_map_is_one_error() -> None:
+    """A worker that kept hosts' parts and left the cluster before the finish: one input
+    error naming it (a task pinned to it would wait forever), none while all are there."""
+    class Scheduler:
+        def __init__(self, workers: list[str]) -> None:
+            self.workers = workers
+
+        def scheduler_info(self) -> dict:
+            return {"workers": {w: {} for w in self.workers}}
+
+    where = [cr.Resident("tcp://s:1", "tcp://w:1", "a"), cr.Resident("tcp://s:1", "tcp://w:2",
+                                                                     "b")]
+    cr.still_there(Scheduler(["tcp://w:1", "tcp://w:2"]), where)
+    with pytest.raises(TraceInputError, match="worker tcp://w:2 kept hosts' partials"):
+        cr.still_there(Scheduler(["tcp://w:1"]), where)
