@@ -21,6 +21,7 @@ from hypothesis import settings
 import tracelens
 from tracelens.analyze import critical_rounds as cr
 from tracelens.analyze import critical_segments as cs
+from tracelens.analyze import kept
 from tracelens.analyze.critical_path import (CriticalPart, CriticalPath, CriticalPathOptions,
                                              critical_paths)
 from tracelens.errors import TraceInputError
@@ -367,7 +368,7 @@ def test_summarize_in_rounds_on_the_workers(tmp_path: Path, monkeypatch: pytest.
                                       EngineOptions(None, cluster.scheduler_address))
                 out[value] = json.dumps(encode(res))
             # what the finish used is gone from the workers
-            left = client.run(lambda: len(cr._SIDES) + len(sr._KEPT))
+            left = client.run(lambda: len(kept.STORE))
     assert ran == ["summary", "rounds"]  # only the second run kept its parts there
     assert out[""] == out["0"] == json.dumps(encode(here))
     assert set(left.values()) == {0}
@@ -451,7 +452,6 @@ def test_a_job_that_fails_after_the_map_lets_go_of_its_parts(tmp_path: Path) -> 
     check's."""
     from distributed import Client
 
-    from tracelens.analyze import summary_resident as sr
     from tracelens.analyze.summary import SummaryAnalysis
     from tracelens.analyze.summary_types import SummaryOptions
     from tracelens.dask_map import local_cluster
@@ -467,8 +467,8 @@ def test_a_job_that_fails_after_the_map_lets_go_of_its_parts(tmp_path: Path) -> 
             with pytest.raises(TraceInputError, match="no such step"):
                 run_tasks([Task(SummaryAnalysis(), SummaryOptions())], [job], LoadOptions(),
                           EngineOptions(None, cluster.scheduler_address), check=refuse)
-            left = client.run(lambda: (len(cr._SIDES), len(sr._KEPT)))
-    assert set(left.values()) == {(0, 0)}
+            left = client.run(lambda: len(kept.STORE))
+    assert set(left.values()) == {0}
 
 
 def test_a_worker_gone_after_the_map_is_one_error() -> None:
@@ -481,8 +481,8 @@ def test_a_worker_gone_after_the_map_is_one_error() -> None:
         def scheduler_info(self) -> dict:
             return {"workers": {w: {} for w in self.workers}}
 
-    where = [cr.Resident("tcp://s:1", "tcp://w:1", "a"), cr.Resident("tcp://s:1", "tcp://w:2",
+    where = [kept.Resident("tcp://s:1", "tcp://w:1", "a"), kept.Resident("tcp://s:1", "tcp://w:2",
                                                                      "b")]
-    cr.still_there(Scheduler(["tcp://w:1", "tcp://w:2"]), where)
+    kept.still_there(Scheduler(["tcp://w:1", "tcp://w:2"]), where)
     with pytest.raises(TraceInputError, match="worker tcp://w:2 kept hosts' partials"):
-        cr.still_there(Scheduler(["tcp://w:1"]), where)
+        kept.still_there(Scheduler(["tcp://w:1"]), where)

@@ -29,6 +29,7 @@ from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
 from tracelens.analyze.critical_side import HostSide
+from tracelens.analyze.kept import STORE, Resident, drop_on, keep, still_there
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,93 +94,27 @@ class LocalHosts:
 
 # -- on Dask workers: each host's side kept in its worker's process -------------------------------
 
-_SIDES: dict[str, HostSide] = {}  # this worker's hosts' sides, by key
-
-
-@dataclass(frozen=True)
-class Resident:
-    """Where a host's partial stayed (:attr:`tracelens.engine.MapOptions.keep`): its
-    worker and key (what the map returns in its place)."""
-
-    scheduler: str
-    worker: str
-    key: str
-
-
-def on_worker() -> object | None:
-    """This process's Dask worker, or None when this is not one."""
-    try:
-        from distributed import get_worker
-
-        return get_worker()
-    except (ImportError, ValueError):
-        return None
-
-
 def keep_here(part: CriticalPart) -> CriticalPart | Resident:
     """``part`` kept in this Dask worker's process for the job's rounds (the engine asks
     for it where the cluster outlives the finish); off a worker, ``part`` itself packed."""
-    import uuid
-
     from tracelens.analyze.critical_path import CriticalPath
 
-    worker = on_worker()
-    if worker is None:
-        return CriticalPath().pack(part)
-    key = uuid.uuid4().hex
-    _SIDES[key] = HostSide(CriticalPath().pack(part))
-    return Resident(worker.scheduler.address, worker.address, key)  # type: ignore[attr-defined]
-
-
-def still_there(client: object, where: Sequence[Resident]) -> None:
-    """Every worker that kept a host's partial is still in the cluster; else one error (a
-    task pinned to a worker that left would wait for it forever)."""
-    from tracelens.errors import TraceInputError
-
-    info = client.scheduler_info()  # type: ignore[attr-defined]
-    known = set(info.get("workers", {}))
-    gone = sorted({r.worker for r in where} - known)
-    if gone:
-        raise TraceInputError(where[0].scheduler, f"worker {gone[0]} kept hosts' partials "
-                              f"after the map and has left the cluster ({len(gone)} gone); "
-                              "run again (TRACELENS_CRITICAL_ROUNDS=0 brings every part back "
-                              "to this process instead)")
-
-
-def drop_kept(parts: Sequence[object]) -> None:
-    """Let go of the partials kept on their workers among ``parts`` (handles; anything else
-    is skipped), whatever store kept them."""
-    where = [p for p in parts if isinstance(p, Resident)]
-    if not where:
-        return
-    from distributed import Client
-
-    with Client(where[0].scheduler, set_as_default=False) as client:
-        alive = set(client.scheduler_info().get("workers", {}))
-        futures = [client.submit(_drop, r.key, workers=[r.worker], allow_other_workers=False,
-                                 pure=False) for r in where if r.worker in alive]
-        client.gather(futures)
+    packed = CriticalPath().pack(part)
+    return keep(HostSide(packed)) or packed
 
 
 def _on_sides(keys: list[str], method: str, args: list[tuple], common: list[object]
               ) -> list[object]:
     """``method`` on each of this worker's hosts ``keys``: their answers, in order."""
-    return [getattr(_SIDES[k], method)(*a, *common) for k, a in zip(keys, args)]
+    return [getattr(STORE[k], method)(*a, *common) for k, a in zip(keys, args)]
 
 
 def _fold_sides(keys: list[str], method: str, args: list[tuple], common: list[object],
                 fold: Callable[[object, object], object], acc: object) -> object:
     """``method`` on each of this worker's hosts ``keys``, folded into ``acc``."""
     for k, a in zip(keys, args):
-        acc = fold(acc, getattr(_SIDES[k], method)(*a, *common))
+        acc = fold(acc, getattr(STORE[k], method)(*a, *common))
     return acc
-
-
-def _drop(key: str) -> None:
-    from tracelens.analyze.summary_resident import _KEPT
-
-    _SIDES.pop(key, None)
-    _KEPT.pop(key, None)
 
 
 class DaskHosts:
@@ -270,10 +205,7 @@ class DaskHosts:
 
     def close(self) -> None:
         try:
-            alive = set(self.client.scheduler_info().get("workers", {}))
-            self.client.gather([self.client.submit(_drop, r.key, workers=[r.worker],
-                                                   allow_other_workers=False, pure=False)
-                                for r in self.where if r.worker in alive])
+            drop_on(self.client, self.where)
         finally:
             self.client.close()
 

@@ -326,12 +326,12 @@ class SummaryAnalysis:
     def drop(self, parts: Sequence[Part]) -> None:
         """Let go of what :meth:`keep` left on the workers (a job that fails before its
         finish; the finish takes what it uses)."""
-        from tracelens.analyze.critical_rounds import drop_kept
+        from tracelens.analyze.kept import drop
 
-        drop_kept([p for part in parts for p in part])
+        drop([p for part in parts for p in part])
 
     def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
-        from tracelens.analyze.critical_rounds import Resident
+        from tracelens.analyze.kept import Resident
 
         crits = [c for _, c in parts]
         crit = None if any(c is None for c in crits) else \
@@ -365,7 +365,8 @@ class SummaryAnalysis:
         if isinstance(merged, KeptSummaries):  # the hosts' partials stayed on the workers
             from tracelens.analyze.summary_resident import resident_summary
 
-            summary = resident_summary(merged.parts, merged.plan, options)
+            summary = resident_summary(merged.parts, merged.plan, options,
+                                       self._merge_summary)
         else:  # reduced before the critical path's solve, so that the reduce of many hosts
             summary = reduce_summary([merged], options)  # holds one of them at a time
         del merged
@@ -376,7 +377,8 @@ class SummaryAnalysis:
         if crit_part is None:
             return replace(summary, findings=findings(
                 summary, no_path="no critical path: the hosts do not share the step"))
-        from tracelens.analyze.critical_rounds import Resident, resident_result
+        from tracelens.analyze.critical_rounds import resident_result
+        from tracelens.analyze.kept import Resident
 
         if isinstance(crit_part, CriticalPieces) and crit_part.parts \
                 and all(isinstance(p, Resident) for p in crit_part.parts):

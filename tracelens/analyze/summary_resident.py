@@ -8,10 +8,9 @@ merge and reduce as in this process, so the same result, byte for byte."""
 
 from __future__ import annotations
 
-import uuid
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from tracelens.analyze.critical_rounds import Resident, on_worker, still_there
+from tracelens.analyze.kept import Resident, keep, still_there, take
 from tracelens.analyze.packed import pack_summary
 from tracelens.analyze.summary_types import SummaryOptions, SummaryPartial
 from tracelens.protocol import JobPlan
@@ -19,39 +18,31 @@ from tracelens.protocol import JobPlan
 if TYPE_CHECKING:
     from tracelens.results.summary import Summary
 
-_KEPT: dict[str, SummaryPartial] = {}  # this worker's hosts' packed summary partials
-
 
 def keep_summary(part: SummaryPartial) -> SummaryPartial | Resident:
     """``part`` packed and kept in this Dask worker's process (its handle returned); off a
     worker, ``part`` packed (it travels as before)."""
     packed = pack_summary(part)
-    worker = on_worker()
-    if worker is None:
-        return packed
-    key = uuid.uuid4().hex
-    _KEPT[key] = packed
-    return Resident(worker.scheduler.address, worker.address, key)  # type: ignore[attr-defined]
+    return keep(packed) or packed
 
 
-def _take(key: str) -> SummaryPartial:
-    """The kept partial, handed to Dask (it moves to the reducing worker from here)."""
-    return _KEPT.pop(key)
+Merge = Callable[[Sequence[SummaryPartial], JobPlan], SummaryPartial]
 
 
-def _reduce(plan: JobPlan, options: SummaryOptions, *parts: SummaryPartial) -> "Summary":
-    from tracelens.analyze.summary import SummaryAnalysis
+def _reduce(plan: JobPlan, options: SummaryOptions, merge: Merge, *parts: SummaryPartial
+            ) -> "Summary":
     from tracelens.analyze.summary_reduce import reduce_summary
 
-    merged = SummaryAnalysis._merge_summary(parts, plan)
+    merged = merge(parts, plan)
     del parts
     return reduce_summary([merged], options)
 
 
 def resident_summary(parts: Sequence[SummaryPartial | Resident], plan: JobPlan,
-                     options: SummaryOptions) -> "Summary":
+                     options: SummaryOptions, merge: Merge) -> "Summary":
     """The job's summary reduced on a worker from its hosts' partials (kept ones taken
-    where they stayed, any other sent along), in input order."""
+    where they stayed, any other sent along), in input order: ``merge`` (the summary's
+    merge of partials, a module-level function), then the reduce."""
     from distributed import Client
 
     where = [p for p in parts if isinstance(p, Resident)]
@@ -62,12 +53,12 @@ def resident_summary(parts: Sequence[SummaryPartial | Resident], plan: JobPlan,
         args = []
         for p in parts:
             if isinstance(p, Resident):
-                futures.append(client.submit(_take, p.key, workers=[p.worker],
+                futures.append(client.submit(take, p.key, workers=[p.worker],
                                              allow_other_workers=False, pure=False))
                 args.append(futures[-1])
             else:
                 args.append(p)
-        futures.append(client.submit(_reduce, plan, options, *args, pure=False))
+        futures.append(client.submit(_reduce, plan, options, merge, *args, pure=False))
         return futures[-1].result()  # type: ignore[attr-defined, no-any-return]
     finally:
         client.cancel(futures)
