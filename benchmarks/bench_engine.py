@@ -56,6 +56,12 @@ def cpu():
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 def peak(_dask_worker=None):
+    # this process's own high-water mark (VmHWM): ru_maxrss starts at the parent's peak when
+    # the parent was larger (Linux keeps it across exec; a parent that just generated the
+    # job reads ~380 MB in its child before the child did anything)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 def now():
@@ -63,6 +69,23 @@ def now():
     return psutil.Process().memory_info().rss
 
 out = {"mode": mode}
+
+def watch():  # where the client's RSS peaked: its main thread's frames at the highest sample
+    import threading, traceback
+    main_id = threading.main_thread().ident
+    def run():
+        best = 0
+        while True:
+            r = now()
+            if r > best:
+                best = r
+                frames = traceback.extract_stack(sys._current_frames().get(main_id))[-5:]
+                out["client_peak_sampled"] = [r, " <- ".join(
+                    f"{f.name}:{f.lineno}" for f in reversed(frames))]
+            time.sleep(0.02)
+    threading.Thread(target=run, daemon=True).start()
+
+watch()
 if mode == "floor":  # the bare decode of the largest host file: upb's ParseFromString
     from pathlib import Path
     from parsers.xplane_schema import xspace_class
@@ -159,6 +182,7 @@ else:
 out["wall_s"] = round(time.perf_counter() - t0, 3)
 out["cpu_s"] = round(cpu(), 3)
 out["client_peak_rss_bytes"] = peak()
+out["client_ru_maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps(out))
 """
 
@@ -255,10 +279,11 @@ def make_ar_job(data: Path, hosts: int, per_gpu: int, every: int = 50,
     return run_dir
 
 
-def measure(mode: str, data: Path, command: str, rounds: bool = False) -> dict:
+def measure(mode: str, data: Path, command: str, gather: bool = False) -> dict:
     env = bench_env(ROOT)
-    if rounds:  # summarize's critical path solved in rounds on the workers (critical_rounds)
-        env["TRACELENS_CRITICAL_ROUNDS"] = "1"
+    # a cluster keeps summarize's partials on its workers by default (the summary reduced on
+    # a worker, the critical path in rounds there); ``gather``: every part comes back here
+    env["TRACELENS_CRITICAL_ROUNDS"] = "0" if gather else "1"
     proc = subprocess.run([PY, "-c", MEASURE, mode, str(data), command, str(ROOT)], env=env,
                           cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode:
@@ -285,8 +310,12 @@ def main() -> None:
                          "floor: its peak RSS less its RSS after imports), and a worker's "
                          "runtime before it and the model's frame of it")
     ap.add_argument("--rounds", action="store_true",
-                    help="the cluster keeps the critical-path parts on its workers and solves "
-                         "them in rounds there (TRACELENS_CRITICAL_ROUNDS=1)")
+                    help="the default (kept for old command lines): the cluster keeps "
+                         "summarize's partials on its workers, reduces the summary on one "
+                         "and solves the critical path in rounds there")
+    ap.add_argument("--gather", action="store_true",
+                    help="every host's parts come back to the client and are merged there, "
+                         "the critical path as one job graph (TRACELENS_CRITICAL_ROUNDS=0)")
     ap.add_argument("--skip-in-process", action="store_true", help="only the cluster (and --load)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "engine.json")
     args = ap.parse_args()
@@ -304,13 +333,13 @@ def main() -> None:
     extra = (["load-all"] if args.load else []) + ([f"maps-{args.maps}"] if args.maps else []) \
         + (["floor", "runtime-floor"] if args.floor else [])
     for mode in modes + extra:
-        runs.append(measure(mode, job, args.command, args.rounds and mode.startswith("cluster")))
+        runs.append(measure(mode, job, args.command, args.gather))
         print(json.dumps({k: v for k, v in runs[-1].items()
                           if k not in ("map_s", "partial_bytes")}), flush=True)
     report = {"workload": f"{args.hosts} hosts × 8 GPUs × {args.per_gpu:,} kernels"
                           + (", an all-reduce every 50 on a second stream, no step markers"
                              if args.shape == "ar50" else ""),
-              "command": args.command, "rounds": args.rounds, "files": len(files),
+              "command": args.command, "rounds": not args.gather, "files": len(files),
               "file_bytes": sizes,
               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
                          f"{platform.python_version()}", "runs": runs}

@@ -21,6 +21,7 @@ from hypothesis import settings
 import tracelens
 from tracelens.analyze import critical_rounds as cr
 from tracelens.analyze import critical_segments as cs
+from tracelens.analyze import kept
 from tracelens.analyze.critical_path import (CriticalPart, CriticalPath, CriticalPathOptions,
                                              critical_paths)
 from tracelens.errors import TraceInputError
@@ -330,15 +331,125 @@ def test_a_real_cycle_across_hosts_is_refused() -> None:
     assert solves_in_one_pass(g) is False
 
 
-def _set_rounds(value: str) -> None:
-    import os
-    os.environ[cr.ENV_ROUNDS] = value
-
-
 def test_summarize_in_rounds_on_the_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                             ) -> None:
-    """summarize on a 2-worker cluster with the critical-path parts kept on the workers and
-    solved there in rounds prints the same JSON as with the parts gathered and merged."""
+    """summarize on a 2-worker cluster that outlives the map keeps its partials on the
+    workers by default: the summary is reduced on a worker and the critical path solved
+    there in rounds, and the JSON is the one of the same job in this process and of the
+    parts gathered and merged here (``TRACELENS_CRITICAL_ROUNDS=0``)."""
+    from distributed import Client
+
+    from tracelens.analyze import summary_resident as sr
+    from tracelens.analyze.summary import SummaryAnalysis
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.dask_map import local_cluster
+    from tracelens.engine import ENV_KEEP, EngineOptions, LoadOptions, run_tasks
+    from tracelens.protocol import Task
+
+    ran: list[str] = []
+
+    def counted(name, real):  # type: ignore[no-untyped-def]
+        def f(*a, **k):  # type: ignore[no-untyped-def]
+            ran.append(name)
+            return real(*a, **k)
+        return f
+
+    monkeypatch.setattr(cr, "resident_result", counted("rounds", cr.resident_result))
+    monkeypatch.setattr(sr, "resident_summary", counted("summary", sr.resident_summary))
+    job = SAMPLES / "mi355x_2x8gpu_straggler"
+    task = Task(SummaryAnalysis(), SummaryOptions())
+    (here,), _ = run_tasks([task], [job], LoadOptions(), EngineOptions(1))
+    out = {}
+    with local_cluster(2, str(tmp_path / "dask")) as cluster:
+        with Client(cluster, set_as_default=False) as client:
+            for value in ("0", ""):
+                monkeypatch.setenv(ENV_KEEP, value)
+                (res,), _ = run_tasks([task], [job], LoadOptions(),
+                                      EngineOptions(None, cluster.scheduler_address))
+                out[value] = json.dumps(encode(res))
+            # what the finish used is gone from the workers
+            left = client.run(lambda: len(kept.STORE))
+    assert ran == ["summary", "rounds"]  # only the second run kept its parts there
+    assert out[""] == out["0"] == json.dumps(encode(here))
+    assert set(left.values()) == {0}
+
+
+def _grouped_table(hosts: list[cs.Arrivals]) -> pl.DataFrame:
+    """The instance table as one group-by of every member of every host (the job's rule:
+    per key, two or more members; the latest start, ties to the first host, then its
+    first node), the reference the host-by-host fold must equal."""
+    rows = pl.concat([h.members.with_columns(host=pl.lit(i, pl.Int64))
+                      for i, h in enumerate(hosts)])
+    return rows.sort("start_ns", "host", "id", descending=[True, False, False]).group_by(
+        "key", maintain_order=True).agg(
+        n=pl.len(), a_obs_ns=pl.col("start_ns").first(), last_host=pl.col("host").first(),
+        last_id=pl.col("id").first(), who=pl.col("who").first()).filter(
+        pl.col("n") >= 2).drop("n")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_instance_table_folded_host_by_host(seed: int) -> None:
+    """Each host's members folded per key, then the hosts folded one at a time, in any
+    order and grouping (what the rounds do, so the client holds one row per instance),
+    give the table of one group-by of every member: ties of the last arrival within and
+    across hosts, instances with one member, a host without members."""
+    import random
+
+    rng = random.Random(seed)
+    hosts = []
+    for h in range(rng.randint(1, 6)):
+        n = 0 if h == 1 else rng.randint(1, 40)
+        keys = [f"ar:{rng.randint(0, 12)}" for _ in range(n)]
+        hosts.append(cs.Arrivals(rng.randint(0, 100) if n else None, pl.DataFrame(
+            {"key": keys, "id": list(range(n)), "start_ns": [rng.randint(0, 5) for _ in keys],
+             "who": [f"n{h}/GPU{rng.randint(0, 3)}" for _ in keys]},
+            schema={"key": pl.String, "id": pl.Int64, "start_ns": pl.Int64,
+                    "who": pl.String})))
+    want = _grouped_table(hosts)
+    assert cs.instance_table(hosts).table.equals(want)
+    records = [cs.key_arrivals(h, i) for i, h in enumerate(hosts)]
+    rng.shuffle(records)
+    half = len(records) // 2
+    left = right = None
+    for r in records[:half]:
+        left = cs.fold_arrivals(left, r)
+    for r in records[half:]:
+        right = cs.fold_arrivals(right, r)
+    both = right if left is None else cs.fold_arrivals(left, right)  # type: ignore[arg-type]
+    t0 = min((h.t_min for h in hosts if h.t_min is not None), default=0)
+    got = cs.table_of(t0, both)
+    assert got.table.equals(want) and got.t0 == cs.instance_table(hosts).t0
+
+
+def test_the_local_cluster_outlives_the_map(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """``--workers 2`` (the engine's own local cluster): the cluster is held until the
+    finish, so the partials stay on its workers (the summary reduced on a worker, the
+    critical path in rounds) and the JSON is the one of the job in this process."""
+    from tracelens.analyze import summary_resident as sr
+    from tracelens.analyze.summary import SummaryAnalysis
+    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
+    from tracelens.protocol import Task
+
+    ran: list[str] = []
+    real_rounds, real_summary = cr.resident_result, sr.resident_summary
+    monkeypatch.setattr(cr, "resident_result",
+                        lambda *a, **k: ran.append("rounds") or real_rounds(*a, **k))
+    monkeypatch.setattr(sr, "resident_summary",
+                        lambda *a, **k: ran.append("summary") or real_summary(*a, **k))
+    job = SAMPLES / "mi355x_2x8gpu_straggler"
+    task = Task(SummaryAnalysis(), SummaryOptions())
+    (here,), _ = run_tasks([task], [job], LoadOptions(), EngineOptions(1))
+    (there,), _ = run_tasks([task], [job], LoadOptions(), EngineOptions(2))
+    assert ran == ["summary", "rounds"]
+    assert json.dumps(encode(there)) == json.dumps(encode(here))
+
+
+def test_a_job_that_fails_after_the_map_lets_go_of_its_parts(tmp_path: Path) -> None:
+    """A command's check that refuses the job after the map (``--step`` of no host): what
+    the map kept on the workers of a cluster that lives on is let go, and the error is the
+    check's."""
     from distributed import Client
 
     from tracelens.analyze.summary import SummaryAnalysis
@@ -347,23 +458,31 @@ def test_summarize_in_rounds_on_the_workers(tmp_path: Path, monkeypatch: pytest.
     from tracelens.engine import EngineOptions, LoadOptions, run_tasks
     from tracelens.protocol import Task
 
-    ran = []
-    real = cr.resident_result
+    def refuse(job: object) -> None:
+        raise TraceInputError("job", "no such step")
 
-    def counted(*a, **k):  # type: ignore[no-untyped-def]
-        ran.append(1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(cr, "resident_result", counted)
     job = SAMPLES / "mi355x_2x8gpu_straggler"
     with local_cluster(2, str(tmp_path / "dask")) as cluster:
         with Client(cluster, set_as_default=False) as client:
-            out = {}
-            for value in ("0", "1"):
-                client.run(_set_rounds, value)
-                (res,), _ = run_tasks([Task(SummaryAnalysis(), SummaryOptions())], [job],
-                                      LoadOptions(), EngineOptions(None,
-                                                                   cluster.scheduler_address))
-                out[value] = json.dumps(encode(res))
-    assert ran == [1]  # the second run went in rounds
-    assert out["1"] == out["0"]
+            with pytest.raises(TraceInputError, match="no such step"):
+                run_tasks([Task(SummaryAnalysis(), SummaryOptions())], [job], LoadOptions(),
+                          EngineOptions(None, cluster.scheduler_address), check=refuse)
+            left = client.run(lambda: len(kept.STORE))
+    assert set(left.values()) == {0}
+
+
+def test_a_worker_gone_after_the_map_is_one_error() -> None:
+    """A worker that kept hosts' parts and left the cluster before the finish: one input
+    error naming it (a task pinned to it would wait forever), none while all are there."""
+    class Scheduler:
+        def __init__(self, workers: list[str]) -> None:
+            self.workers = workers
+
+        def scheduler_info(self) -> dict:
+            return {"workers": {w: {} for w in self.workers}}
+
+    where = [kept.Resident("tcp://s:1", "tcp://w:1", "a"), kept.Resident("tcp://s:1", "tcp://w:2",
+                                                                     "b")]
+    kept.still_there(Scheduler(["tcp://w:1", "tcp://w:2"]), where)
+    with pytest.raises(TraceInputError, match="worker tcp://w:2 kept hosts' partials"):
+        kept.still_there(Scheduler(["tcp://w:1"]), where)

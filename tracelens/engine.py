@@ -72,6 +72,9 @@ class MapOptions:
     # pack each partial to travel and wait small (an analysis's optional ``pack``): False
     # only for one file mapped in this process, whose partial is merged at once
     pack: bool = True
+    # the cluster outlives the job's finish (run_tasks holds it): an analysis with an
+    # optional ``keep(part)`` leaves its partial on its Dask worker and sends a handle
+    keep: bool = False
 
 
 @dataclass
@@ -103,8 +106,8 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
     t0 = time.perf_counter()
     trace, facts = load_host(host.path, host.arg, host.in_dir, options.rules,
                              options.step_marker, options.threads, host.notes)
-    parts = tuple(_packed(t.analysis, t.analysis.partial(trace, t.options), options.pack)
-                  for t in options.tasks)
+    parts = tuple(_packed(t.analysis, t.analysis.partial(trace, t.options), options.pack,
+                          options.keep) for t in options.tasks)
     from tracelens.instances import with_instance_keys
 
     ends = None
@@ -119,9 +122,14 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
                        round(time.perf_counter() - t0, 6), parts)
 
 
-def _packed(analysis: object, part: object, pack: bool) -> object:
+def _packed(analysis: object, part: object, pack: bool, keep: bool = False) -> object:
     """``part`` packed by its analysis's optional ``pack(part)`` (a transport form its
-    ``merge`` reads back: :mod:`tracelens.analyze.packed`), when ``pack``."""
+    ``merge`` reads back: :mod:`tracelens.analyze.packed`), when ``pack``; with ``keep``,
+    left on this Dask worker by the analysis's optional ``keep(part)`` (what it returns
+    travels instead: a handle; off a worker it packs as ``pack`` would)."""
+    kept = getattr(analysis, "keep", None) if keep else None
+    if kept is not None:
+        return kept(part)
     how = getattr(analysis, "pack", None)
     return how(part) if pack and how is not None else part
 
@@ -326,14 +334,58 @@ def run_tasks(tasks: Sequence[Task[Any]], paths: Sequence[str | Path],
             del part
         return tuple(results), job
     args, files = found if found is not None else host_files(paths, load.step_marker)
-    job = run_files(args, files, MapOptions(load.rules, load.step_marker, tasks=tuple(tasks)),
+    keep = keeps_on_workers() and any(hasattr(t.analysis, "keep") for t in tasks)
+    if keep and client is None:
+        n = engine_workers(files, engine.workers, engine.scheduler)
+        if n > 1 or scheduler_address(engine.scheduler):
+            # a cluster (local, or a client of the one at --scheduler) held open until the
+            # tasks finish, so the partials they keep on its workers are there to finish
+            from tracelens.dask_map import engine_client
+
+            with engine_client(n, engine.scheduler) as own:
+                return _map_and_finish(tasks, args, files, load, engine, own, check, True)
+    return _map_and_finish(tasks, args, files, load, engine, client, check,
+                           keep and client is not None)
+
+
+def _map_and_finish(tasks: Sequence[Task[Any]], args: list[Path], files: list[HostFile],
+                    load: LoadOptions, engine: EngineOptions, client: Any,
+                    check: Callable[[Job], None] | None, keep: bool
+                    ) -> tuple[tuple[object, ...], Job]:
+    """:func:`run_tasks` of files on the engine: the map (``keep``: on ``client``'s cluster,
+    which outlives the finish), the command's checks, the merges and finishes."""
+    job = run_files(args, files, MapOptions(load.rules, load.step_marker, tasks=tuple(tasks),
+                                            keep=keep),
                     engine.workers, engine.scheduler, client)
-    if check is not None:
-        check(job)
-    where = job.plan = job_plan(job)
-    results = tuple(t.analysis.finish(t.analysis.merge([h.parts[i] for h in job.hosts], where),
-                                      t.options) for i, t in enumerate(tasks))
+    try:
+        if check is not None:
+            check(job)
+        where = job.plan = job_plan(job)
+        results = tuple(t.analysis.finish(t.analysis.merge([h.parts[i] for h in job.hosts],
+                                                           where), t.options)
+                        for i, t in enumerate(tasks))
+    except BaseException:
+        if keep:  # what the map left on the workers goes with the failed job
+            for i, t in enumerate(tasks):
+                drop = getattr(t.analysis, "drop", None)
+                if drop is not None:
+                    try:
+                        drop([h.parts[i] for h in job.hosts])
+                    except Exception:  # a cluster gone too: the failure is what to tell
+                        pass
+        raise
     return results, job
+
+
+ENV_KEEP = "TRACELENS_CRITICAL_ROUNDS"
+"""``0`` opts out of keeping partials on the workers (:attr:`MapOptions.keep`): every host's
+parts come back to this process and are merged here, the critical path as one job graph."""
+
+
+def keeps_on_workers() -> bool:
+    """Whether a map on a Dask cluster keeps the partials that can stay on their workers
+    there (the default), or sends them back (``TRACELENS_CRITICAL_ROUNDS=0``)."""
+    return os.environ.get(ENV_KEEP, "").strip() != "0"
 
 
 @dataclass(frozen=True)

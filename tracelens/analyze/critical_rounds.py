@@ -13,7 +13,7 @@ could differ (the caller then merges the parts as before).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -22,12 +22,14 @@ import polars as pl
 from tracelens.analyze.critical_path import (CriticalPart, CriticalPathOptions,
                                              _shared_text_rows, path_notes)
 from tracelens.analyze.critical_segments import (DeviceWindow, InstanceTable,
-                                                 NotStitchable, _has_cycle, instance_table)
+                                                 NotStitchable, _has_cycle, fold_arrivals,
+                                                 table_of)
 from tracelens.analyze.critical_walk import Walk, composition
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
 from tracelens.analyze.critical_side import HostSide
+from tracelens.analyze.kept import STORE, Resident, drop_on, keep, still_there
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,17 +50,30 @@ class Hosts(Protocol):
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
              common: tuple = ()) -> object: ...
 
+    def each(self, method: str, take: Callable[[int, object], None],
+             common: tuple = (), args: Sequence[tuple] | None = None) -> None: ...
+
 
 class LocalHosts:
     """The hosts' sides in this process."""
 
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
              common: tuple = ()) -> object:
-        """``method`` on every host, each answer folded into ``acc`` as it comes (so the
-        job holds one host's answer at a time, not every host's)."""
-        for got in self.call(method, common=common):
-            acc = fold(acc, got)
+        """``method`` on every host, each answer folded into ``acc`` (``fold`` is associative
+        and commutative, and an answer has the shape of ``acc``: a group of hosts' answers
+        folded is one more answer), so the job holds one host's answer at a time."""
+        self.rounds += 1
+        for side in self.sides:
+            acc = fold(acc, getattr(side, method)(*common))
         return acc
+
+    def each(self, method: str, take: Callable[[int, object], None],
+             common: tuple = (), args: Sequence[tuple] | None = None) -> None:
+        """``method`` on every host (with its ``args``, then ``common``), ``take(host,
+        answer)`` as each comes (in no set order), not every host's answer at once."""
+        self.rounds += 1
+        for i, side in enumerate(self.sides):
+            take(i, getattr(side, method)(*(args[i] if args is not None else ()), *common))
 
     def __init__(self, sides: Sequence[HostSide]) -> None:
         self.sides = list(sides)
@@ -79,50 +94,27 @@ class LocalHosts:
 
 # -- on Dask workers: each host's side kept in its worker's process -------------------------------
 
-ENV_ROUNDS = "TRACELENS_CRITICAL_ROUNDS"
-"""Set to 1 where the engine's Dask cluster outlives the map (a ``--scheduler`` cluster): the
-critical-path parts stay on the workers and ``summarize`` solves them in rounds."""
-
-_SIDES: dict[str, HostSide] = {}  # this worker's hosts' sides, by key
-
-
-@dataclass(frozen=True)
-class Resident:
-    """Where a host's critical-path part stayed: its worker and key (what the map returns
-    in its place)."""
-
-    scheduler: str
-    worker: str
-    key: str
-
-
 def keep_here(part: CriticalPart) -> CriticalPart | Resident:
-    """``part`` kept in this worker's process when :data:`ENV_ROUNDS` asks for it and this is
-    a Dask worker; else ``part`` itself (it travels as before)."""
-    import os
-    import uuid
-
-    if os.environ.get(ENV_ROUNDS, "").strip() != "1":
-        return part
-    try:
-        from distributed import get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):
-        return part
-    key = uuid.uuid4().hex
+    """``part`` kept in this Dask worker's process for the job's rounds (the engine asks
+    for it where the cluster outlives the finish); off a worker, ``part`` itself packed."""
     from tracelens.analyze.critical_path import CriticalPath
 
-    _SIDES[key] = HostSide(CriticalPath().pack(part))
-    return Resident(worker.scheduler.address, worker.address, key)
+    packed = CriticalPath().pack(part)
+    return keep(HostSide(packed)) or packed
 
 
-def _on_side(key: str, method: str, args: tuple, *common: object) -> object:
-    return getattr(_SIDES[key], method)(*args, *common)
+def _on_sides(keys: list[str], method: str, args: list[tuple], common: list[object]
+              ) -> list[object]:
+    """``method`` on each of this worker's hosts ``keys``: their answers, in order."""
+    return [getattr(STORE[k], method)(*a, *common) for k, a in zip(keys, args)]
 
 
-def _drop(key: str) -> None:
-    _SIDES.pop(key, None)
+def _fold_sides(keys: list[str], method: str, args: list[tuple], common: list[object],
+                fold: Callable[[object, object], object], acc: object) -> object:
+    """``method`` on each of this worker's hosts ``keys``, folded into ``acc``."""
+    for k, a in zip(keys, args):
+        acc = fold(acc, getattr(STORE[k], method)(*a, *common))
+    return acc
 
 
 class DaskHosts:
@@ -134,53 +126,88 @@ class DaskHosts:
         self.where = list(where)
         self.client = Client(self.where[0].scheduler, set_as_default=False)
         self.rounds = 0
+        try:
+            still_there(self.client, self.where)
+        except BaseException:
+            self.client.close()
+            raise
 
     def __len__(self) -> int:
         return len(self.where)
 
-    def call(self, method: str, args: Sequence[tuple] | None = None,
-             only: Sequence[int] | None = None, common: tuple = ()) -> list[object]:
-        """:meth:`LocalHosts.call` on the workers: ``common`` sent once to each worker
-        (scattered), not once per host."""
-        self.rounds += 1
-        which = list(range(len(self.where))) if only is None else list(only)
+    def _batches(self, which: Sequence[int]) -> dict[str, list[int]]:
+        """The positions of ``which`` (host indexes) grouped by the worker that holds them."""
+        out: dict[str, list[int]] = {}
+        for k, i in enumerate(which):
+            out.setdefault(self.where[i].worker, []).append(k)
+        return out
+
+    def _submit(self, fn: Callable, which: Sequence[int], method: str,
+                args: Sequence[tuple] | None, common: tuple, *extra: object
+                ) -> tuple[list[list[int]], list[object], list[object]]:
+        """One task a worker: ``fn`` over the worker's hosts among ``which`` (``common`` sent
+        once to each worker, scattered): (positions per task, futures, scattered)."""
         shared = self.client.scatter(list(common), broadcast=True, hash=False) \
             if common else []
-        futures = [self.client.submit(_on_side, self.where[i].key, method,
-                                      args[k] if args is not None else (), *shared,
-                                      workers=[self.where[i].worker],
-                                      allow_other_workers=False, pure=False)
-                   for k, i in enumerate(which)]
+        batches = self._batches(which)
+        futures = [self.client.submit(
+            fn, [self.where[which[k]].key for k in ks], method,
+            [args[k] if args is not None else () for k in ks], list(shared), *extra,
+            workers=[w], allow_other_workers=False, pure=False) for w, ks in batches.items()]
+        return list(batches.values()), futures, shared
+
+    def call(self, method: str, args: Sequence[tuple] | None = None,
+             only: Sequence[int] | None = None, common: tuple = ()) -> list[object]:
+        """:meth:`LocalHosts.call` on the workers: one task a worker for its hosts (a task
+        per host would be the client's and scheduler's cost of every host, every round)."""
+        self.rounds += 1
+        which = list(range(len(self.where))) if only is None else list(only)
+        positions, futures, shared = self._submit(_on_sides, which, method, args, common)
         try:
-            return self.client.gather(futures)
+            out: list[object] = [None] * len(which)
+            for ks, fut in zip(positions, futures):
+                for k, got in zip(ks, fut.result()):  # type: ignore[attr-defined]
+                    out[k] = got
+            return out
         finally:
             self.client.cancel(futures + shared)
 
     def fold(self, method: str, fold: Callable[[object, object], object], acc: object,
              common: tuple = ()) -> object:
-        """:meth:`LocalHosts.fold` on the workers: the hosts answer at once, and each answer
-        is fetched, folded and let go in turn (the others wait on their workers)."""
+        """:meth:`LocalHosts.fold` on the workers: each worker folds its hosts' answers
+        into a copy of ``acc``, and the job folds the workers' folds."""
         self.rounds += 1
-        shared = self.client.scatter(list(common), broadcast=True, hash=False) \
-            if common else []
-        futures = [self.client.submit(_on_side, r.key, method, (), *shared,
-                                      workers=[r.worker], allow_other_workers=False,
-                                      pure=False) for r in self.where]
+        positions, futures, shared = self._submit(
+            _fold_sides, range(len(self.where)), method, None, common, fold, acc)
         try:
             for k, fut in enumerate(futures):
-                acc = fold(acc, self.client.gather(fut))
-                fut.release()
+                acc = fold(acc, fut.result())  # type: ignore[attr-defined]
+                fut.release()  # type: ignore[attr-defined]
                 futures[k] = None
             return acc
         finally:
             self.client.cancel([f for f in futures if f is not None] + shared)
 
+    def each(self, method: str, take: Callable[[int, object], None],
+             common: tuple = (), args: Sequence[tuple] | None = None) -> None:
+        """:meth:`LocalHosts.each` on the workers: one worker's answers at a time."""
+        self.rounds += 1
+        which = list(range(len(self.where)))
+        positions, futures, shared = self._submit(_on_sides, which, method, args, common)
+        try:
+            for j, (ks, fut) in enumerate(zip(positions, futures)):
+                for k, got in zip(ks, fut.result()):  # type: ignore[attr-defined]
+                    take(which[k], got)
+                fut.release()  # type: ignore[attr-defined]
+                futures[j] = None
+        finally:
+            self.client.cancel([f for f in futures if f is not None] + shared)
+
     def close(self) -> None:
-        futures = [self.client.submit(_drop, r.key, workers=[r.worker],
-                                      allow_other_workers=False, pure=False)
-                   for r in self.where]
-        self.client.gather(futures)
-        self.client.close()
+        try:
+            drop_on(self.client, self.where)
+        finally:
+            self.client.close()
 
 
 def merged_placed(parts: Sequence[CriticalPart]) -> CriticalPart:
@@ -222,23 +249,40 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
                   ) -> CriticalPathResult:
     """The job's critical-path result from the hosts ``H`` (module doc)."""
     n = len(H)
-    placed = H.call("place", [(plan, i) for i in range(n)])
-    inst = instance_table([p["arrivals"] for p in placed])
-    win_all = pl.concat([p["windows"] for p in placed])
+
+    placed: dict[str, list] = {name: [None] * n for name in  # in host order, as they come
+                               ("t_min", "windows", "host_ranks", "unwindowed")}
+    waiting: list[pl.DataFrame] = []  # hosts' records folded FOLD_BATCH at a time
+    folded: list[pl.DataFrame | None] = [None]
+
+    def take(i: int, got: dict) -> None:
+        for name, kept in placed.items():
+            kept[i] = got[name]
+        waiting.append(got["instances"])
+        if len(waiting) >= FOLD_BATCH:
+            folded[0] = fold_arrivals(folded[0], pl.concat(waiting))
+            waiting.clear()
+
+    H.each("place", take, args=[(plan, i) for i in range(n)])
+    if waiting:
+        folded[0] = fold_arrivals(folded[0], pl.concat(waiting))
+    inst = table_of(min((t for t in placed["t_min"] if t is not None), default=0), folded[0])
+    win_all = pl.concat(placed["windows"])
     win = win_all if options.rank is None else win_all.filter(pl.col("rank") == options.rank)
-    info = H.call("build", common=(inst, win))
-    if any(x["backward"] for x in info) or inst.table["a_obs_ns"].is_duplicated().any():
+    info = JobInfo(n=[0] * n, devices=[[] for _ in range(n)])
+    H.each("build", lambda i, x: _joined(info, i, x), common=(inst, win))
+    if info.backward or inst.table["a_obs_ns"].is_duplicated().any():
         if _has_cycle([e for es in H.call("instance_edges") for e in es]):
             raise NotStitchable("the job's graph has a cycle across hosts")
-    offset = np.cumsum([0] + [x["n"] for x in info])
-    todo = sorted(((d, i, k) for i, x in enumerate(info) for k, d in enumerate(x["devices"])),
+    offset = np.cumsum([0] + info.n)
+    todo = sorted(((d, i, k) for i, ds in enumerate(info.devices) for k, d in enumerate(ds)),
                   key=lambda t: (t[0][0], t[0][1], t[0][2]))
     walks = _walks(H, todo)
     H.call("walks_done")
     devs = [DeviceWindow(*d, sink=-1, cand=np.zeros(0, np.int64)) for d, _, _ in todo]
     longest = max(range(len(devs)), default=-1, key=lambda k: (
         devs[k].w1 - devs[k].w0, -devs[k].rank, -devs[k].device))
-    with_host = {(h, r) for p in placed for h, r in p["host_ranks"].iter_rows()}
+    with_host = {(h, r) for p in placed["host_ranks"] for h, r in p.iter_rows()}
     t0 = inst.t0
     paths = []
     for k, d in enumerate(devs):
@@ -250,10 +294,42 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
         w0, w1 = d.w0 + t0, d.w1 + t0
         paths.append(DevicePath(d.rank, d.host, d.device, d.step, Window(w0, w1), w1 - w0,
                                 graph, comp, acts if acts is not None else ()))
-    unwindowed = pl.concat([p["unwindowed"] for p in placed])
+    unwindowed = pl.concat(placed["unwindowed"])
     notes = path_notes(win, unwindowed, {(p.host, p.rank) for p in paths}, options)
     what = _what_ifs(H, info, inst, devs, todo, walks, options.top)
     return CriticalPathResult(tuple(paths), tuple(what), tuple(notes))
+
+
+FOLD_BATCH = 64  # hosts' instance records folded at once: one sort per batch, not per host
+
+
+@dataclass
+class JobInfo:
+    """What the job keeps of its hosts' builds (folded one host at a time: the sets are the
+    job's, each instance key once, not once per host): per host its node count and windows
+    to walk; the collective types with the instances of each, the instances of symmetric
+    collectives, the categories with a roofline; whether any host has an edge back in
+    time, launches or host edges."""
+
+    n: list[int] = field(default_factory=list)
+    devices: list[list[tuple]] = field(default_factory=list)
+    types: dict[str, set[str]] = field(default_factory=dict)
+    sym: set[str] = field(default_factory=set)
+    cats: set[str] = field(default_factory=set)
+    backward: bool = False
+    launch: bool = False
+
+
+def _joined(acc: JobInfo, i: int, x: dict) -> None:
+    """Host ``i``'s build answer into the job's :class:`JobInfo`."""
+    acc.n[i] = x["n"]
+    acc.devices[i] = x["devices"]
+    for t, keys in x["types"].items():
+        acc.types.setdefault(t, set()).update(keys)
+    acc.sym.update(x["sym"])
+    acc.cats.update(x["cats"])
+    acc.backward = acc.backward or x["backward"]
+    acc.launch = acc.launch or x["launch"] or x["host_edges"]
 
 
 def _walks(H: "Hosts", todo: list[tuple]) -> list[Walk]:
@@ -307,7 +383,7 @@ def _on_totals(H: "Hosts", n_walks: int, specs: list[tuple[str, str]]) -> list[l
     return out
 
 
-def _what_ifs(H: "Hosts", info: list[dict], inst: InstanceTable, devs: list[DeviceWindow],
+def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceWindow],
               todo: list[tuple], walks: list[Walk], top: int) -> list[WhatIf]:
     """:func:`critical_path._what_ifs` over the hosts' rounds."""
     if not walks:
@@ -317,15 +393,13 @@ def _what_ifs(H: "Hosts", info: list[dict], inst: InstanceTable, devs: list[Devi
     specs: list[tuple] = []
     labels: list[tuple[str, str]] = []
     on: list[int] = []
-    types = sorted({t for x in info for t in x["types"]})
+    types = sorted(info.types)
     hide_on = _on_totals(H, nw, [("type", t) for t in types])
     for t, row in zip(types, hide_on):
-        hidden = {key for x in info for key in x["types"].get(t, [])}
-        specs.append(("hide", t, hidden))
+        specs.append(("hide", t, info.types[t]))
         labels.append(("hide", t))
         on.append(int(max(row)))
-    sym = {key for x in info for key in x["sym"]}
-    late_names = set(inst.table.filter(pl.col("key").is_in(list(sym)))["who"].to_list())
+    late_names = set(inst.table.filter(pl.col("key").is_in(list(info.sym)))["who"].to_list())
     waited = sorted({c[5:] for w in walks for c in w.components() if c.startswith("wait:")}
                     & late_names)
     peers = _peer_medians(H, waited)
@@ -337,26 +411,17 @@ def _what_ifs(H: "Hosts", info: list[dict], inst: InstanceTable, devs: list[Devi
         labels.append(("on_time", name))
         on.append(int(max(total)))
     on_comp = {c for w in walks for c in w.components()}
-    cats = sorted({c for x in info for c in x["cats"] if c in on_comp})
+    cats = sorted(c for c in info.cats if c in on_comp)
     for c, row in zip(cats, _on_totals(H, nw, [("category", c) for c in cats])):
         specs.append(("roofline", c))
         labels.append(("roofline", c))
         on.append(int(max(row)))
-    if any(x["launch"] or x["host_edges"] for x in info):
+    if info.launch:
         specs.append(("graph_launch",))
         labels.append(("graph_launch", "host launches"))
         on.append(int(max(w.total(lambda c: c in ("launch_latency", "host", "sync"))
                           for w in walks)))
-    per_host: list[list[tuple]] = [[] for _ in range(len(H))]
-    for spec in specs:
-        for i in range(len(H)):
-            if spec[0] == "on_time":
-                p = spec[2]
-                per_host[i].append(("on_time", spec[1],
-                                    None if p is None or p[0] != i else (p[1], p[2])))
-            else:
-                per_host[i].append(spec)
-    H.call("set_changes", [(s,) for s in per_host])
+    H.call("set_changes", common=(specs,))  # each host takes its own of the peer times
     _passes(H, inst, len(specs))
     lengths = [[0.0] * len(devs) for _ in specs]
     index = {(i, k): j for j, (_, i, k) in enumerate(todo)}
@@ -404,6 +469,13 @@ def _latest(acc: list[dict[str, float]], host: list[dict[str, float] | None]
     return acc
 
 
+def _stats(acc: list[tuple[np.ndarray, ...]], per: list[tuple[np.ndarray, ...]]
+           ) -> list[tuple[np.ndarray, ...]]:
+    """Fold: per late device and key, counts summed, the least and the largest."""
+    return [(c0 + c, np.minimum(a0, a), np.maximum(b0, b))
+            for (c0, a0, b0), (c, a, b) in zip(acc, per)]
+
+
 def _add(acc: list[np.ndarray], per: list[np.ndarray]) -> list[np.ndarray]:
     """Fold: counts summed per late device and rank."""
     for j, c in enumerate(per):
@@ -423,15 +495,9 @@ def _peer_medians(H: "Hosts", names: list[str]) -> dict[str, tuple[int, np.ndarr
     if not todo:
         return {}
     q = [keys[x].height for x in todo]
-    count = [np.zeros(m, np.int64) for m in q]
-    lo = [np.full(m, np.inf) for m in q]
-    hi = [np.full(m, -np.inf) for m in q]
-    def stats(acc: None, per: list[tuple[np.ndarray, ...]]) -> None:
-        for j, (c, a, b) in enumerate(per):
-            count[j] += c
-            lo[j], hi[j] = np.minimum(lo[j], a), np.maximum(hi[j], b)
-
-    H.fold("peer_setup", stats, None, common=(keys,))
+    got = H.fold("peer_setup", _stats, [(np.zeros(m, np.int64), np.full(m, np.inf),
+                                         np.full(m, -np.inf)) for m in q], common=(keys,))
+    count, lo, hi = [c for c, _, _ in got], [a for _, a, _ in got], [b for _, _, b in got]
     has = [c > 0 for c in count]
     # the two middle values of each key, all devices and both ranks in the same rounds
     ranks = [(c - 1) // 2 for c in count] + [c // 2 for c in count]

@@ -102,14 +102,41 @@ class InstanceTable:
 
 
 def instance_table(hosts: Sequence[Arrivals]) -> InstanceTable:
-    t0 = min((h.t_min for h in hosts if h.t_min is not None), default=0)
-    rows = pl.concat([h.members.with_columns(host=pl.lit(i, pl.Int64))
-                      for i, h in enumerate(hosts)])
-    table = rows.sort("start_ns", "host", "id", descending=[True, False, False]) \
-        .group_by("key", maintain_order=True).agg(
-            n=pl.len(), a_obs_ns=pl.col("start_ns").first(), last_host=pl.col("host").first(),
-            last_id=pl.col("id").first(), who=pl.col("who").first()) \
-        .filter(pl.col("n") >= 2).drop("n")
+    acc = None
+    for i, h in enumerate(hosts):
+        acc = fold_arrivals(acc, key_arrivals(h, i))
+    return table_of(min((h.t_min for h in hosts if h.t_min is not None), default=0), acc)
+
+
+_LATEST = ("start_ns", "host", "id")  # the last arrival: the latest start, then the first
+_FIRST = [True, False, False]  # host, then its first node (as the job's graph takes it)
+
+
+def key_arrivals(h: Arrivals, index: int) -> pl.DataFrame:
+    """Host ``index``'s members folded per instance key (a host's record in the job's
+    table): how many, and its latest one (``start_ns``, ``host``, ``id``, ``who``)."""
+    return fold_arrivals(None, h.members.with_columns(n=pl.lit(1, pl.Int64),
+                                                      host=pl.lit(index, pl.Int64)))
+
+
+def fold_arrivals(acc: pl.DataFrame | None, more: pl.DataFrame) -> pl.DataFrame:
+    """Two hosts' (or groups of hosts') records per key as one: counts summed, the latest
+    member kept (ties: the first host, then its first node). Associative, so the job's
+    table is folded one host at a time and holds one row per instance, not per member."""
+    rows = more if acc is None else pl.concat([acc, more])
+    return rows.sort(*_LATEST, descending=_FIRST).group_by("key", maintain_order=True).agg(
+        n=pl.col("n").sum(), start_ns=pl.col("start_ns").first(),
+        host=pl.col("host").first(), id=pl.col("id").first(), who=pl.col("who").first())
+
+
+def table_of(t0: int, folded: pl.DataFrame | None) -> InstanceTable:
+    """The job's :class:`InstanceTable` from every host's records folded (instances of two
+    or more members, by their last arrival)."""
+    if folded is None:
+        folded = pl.DataFrame(schema={"key": pl.String, "n": pl.Int64, "start_ns": pl.Int64,
+                                      "host": pl.Int64, "id": pl.Int64, "who": pl.String})
+    table = folded.filter(pl.col("n") >= 2).sort(*_LATEST, descending=_FIRST).select(
+        "key", a_obs_ns="start_ns", last_host="host", last_id="id", who="who")
     return InstanceTable(t0, table)
 
 

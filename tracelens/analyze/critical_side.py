@@ -12,7 +12,8 @@ import polars as pl
 from tracelens.analyze.critical_path import _ACTIVITY, CriticalPart
 from tracelens.analyze.critical_segments import (DeviceWindow, HostGraph, InstanceTable,
                                                  NotStitchable, _counts, _local,
-                                                 _starts, arrivals, device_work)
+                                                 _starts, arrivals, device_work,
+                                                 key_arrivals)
 from tracelens.analyze.critical_solve import Change, solve
 from tracelens.analyze.critical_walk import walk_on, walkable
 from tracelens.protocol import JobPlan
@@ -49,8 +50,9 @@ class HostSide:
                              plan.place(p.windows, index), plan.place(p.host_ranks, index),
                              plan.place(p.unwindowed, index))
         self.part, self.index = p, index
-        return {"arrivals": arrivals(p), "windows": p.windows, "host_ranks": p.host_ranks,
-                "unwindowed": p.unwindowed}
+        got = arrivals(p)  # its members folded per instance here: one row a key travels
+        return {"t_min": got.t_min, "instances": key_arrivals(got, index),
+                "windows": p.windows, "host_ranks": p.host_ranks, "unwindowed": p.unwindowed}
 
     def placed(self) -> CriticalPart:
         return self.part
@@ -74,7 +76,7 @@ class HostSide:
         attain = h.nodes["attain_ns"].to_numpy()
         cats = set(h.nodes["category"].fill_null("").filter(
             pl.Series(~np.isnan(attain))).unique().to_list())
-        return {"n": h.n, "keys": h.keys, "backward": h.backward, "sym": sym, "types": types,
+        return {"n": h.n, "backward": h.backward, "sym": sym, "types": types,
                 "cats": cats, "launch": bool((h.g.s_kind == "launch").any()),
                 "host_edges": bool((h.g.s_kind == "host").any()),
                 "devices": [(d.rank, d.host, d.device, d.step, d.w0, d.w1) for d in self.devs]}
@@ -194,12 +196,14 @@ class HostSide:
         return self.peer_rows[name]
 
     def set_changes(self, specs: list[tuple]) -> None:
-        """The what-ifs' changes on this host, in the job's order (``specs``: ("hide", type,
-        the hidden instances), ("on_time", device, its peer time or None), ("roofline",
-        category), ("graph_launch",)): kept as specs, each made when its pass runs (a few
-        arrays of every node each, for every change, would stay otherwise). The peer time's
-        counts go."""
-        self.specs = specs
+        """The what-ifs' changes on this host, in the job's order (``specs``, the same for
+        every host: ("hide", type, the hidden instances), ("on_time", device, (its owner
+        host, rows, peer time) or None: the owner keeps its rows and peer time, the others
+        None), ("roofline", category), ("graph_launch",)): kept as specs, each made when
+        its pass runs (a few arrays of every node each, for every change, would stay
+        otherwise). The peer time's counts go."""
+        self.specs = [("on_time", s[1], None if s[2] is None or s[2][0] != self.index
+                       else (s[2][1], s[2][2])) if s[0] == "on_time" else s for s in specs]
         self.work = self.peer = None  # type: ignore[assignment]
         self.now: list[list[float] | None] = [None] * len(specs)
 

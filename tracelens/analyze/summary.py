@@ -266,7 +266,16 @@ class CriticalPieces:
         return CriticalPath().merge(self.parts, self.plan)
 
 
-Part = tuple[SummaryPartial, CriticalPart | CriticalPieces | None]
+@dataclass(frozen=True)
+class KeptSummaries:
+    """The hosts' summary partials where they stayed (handles, on their Dask workers), and
+    the job's plan: merged and reduced on a worker in ``finish``."""
+
+    parts: tuple[object, ...]
+    plan: JobPlan
+
+
+Part = tuple[SummaryPartial | KeptSummaries, CriticalPart | CriticalPieces | None]
 
 
 def _critical(options: SummaryOptions) -> CriticalPathOptions | None:
@@ -295,23 +304,42 @@ class SummaryAnalysis:
     projections."""
 
     def partial(self, trace: Trace, options: SummaryOptions) -> Part:
-        from tracelens.analyze.critical_rounds import keep_here
-
         crit = _critical(options)
         part = None if crit is None else _critical_part(trace, crit)
-        return summary_partial(trace, options), None if part is None else keep_here(part)
+        return summary_partial(trace, options), part
 
     def pack(self, part: Part) -> Part:
         """The partial to travel and wait small (:mod:`tracelens.analyze.packed`)."""
-        crit = part[1] if part[1] is None or not isinstance(part[1], CriticalPart) \
-            else CriticalPath().pack(part[1])  # (a part kept on its worker: its handle)
+        crit = part[1] if part[1] is None else CriticalPath().pack(part[1])
         return pack_summary(part[0]), crit
 
+    def keep(self, part: Part) -> Part:
+        """The partial left on this Dask worker, handles travelling instead (the engine's
+        cluster outlives the finish): the summary's reduced on a worker
+        (:mod:`~tracelens.analyze.summary_resident`), the critical path's solved in rounds
+        (:mod:`~tracelens.analyze.critical_rounds`); off a worker, :meth:`pack`."""
+        from tracelens.analyze.critical_rounds import keep_here
+        from tracelens.analyze.summary_resident import keep_summary
+
+        return keep_summary(part[0]), None if part[1] is None else keep_here(part[1])
+
+    def drop(self, parts: Sequence[Part]) -> None:
+        """Let go of what :meth:`keep` left on the workers (a job that fails before its
+        finish; the finish takes what it uses)."""
+        from tracelens.analyze.kept import drop
+
+        drop([p for part in parts for p in part])
+
     def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
+        from tracelens.analyze.kept import Resident
+
         crits = [c for _, c in parts]
         crit = None if any(c is None for c in crits) else \
             CriticalPieces(tuple(crits), plan)  # type: ignore[arg-type]
-        return self._merge_summary([s for s, _ in parts], plan), crit
+        sums = [s for s, _ in parts]
+        if any(isinstance(s, Resident) for s in sums):  # reduced where they are, in finish
+            return KeptSummaries(tuple(sums), plan), crit  # type: ignore[arg-type]
+        return self._merge_summary(sums, plan), crit
 
     @staticmethod
     def _merge_summary(parts: Sequence[SummaryPartial], plan: JobPlan) -> SummaryPartial:
@@ -334,8 +362,14 @@ class SummaryAnalysis:
 
         merged, crit_part = part
         del part  # the merged summary part (every host's collective rows) is let go once
-        summary = reduce_summary([merged], options)  # reduced, before the critical path's
-        del merged  # solve, so that the reduce of many hosts holds one of them at a time
+        if isinstance(merged, KeptSummaries):  # the hosts' partials stayed on the workers
+            from tracelens.analyze.summary_resident import resident_summary
+
+            summary = resident_summary(merged.parts, merged.plan, options,
+                                       self._merge_summary)
+        else:  # reduced before the critical path's solve, so that the reduce of many hosts
+            summary = reduce_summary([merged], options)  # holds one of them at a time
+        del merged
         crit = _critical(options)
         if crit is None:
             return replace(summary, findings=findings(
@@ -343,7 +377,8 @@ class SummaryAnalysis:
         if crit_part is None:
             return replace(summary, findings=findings(
                 summary, no_path="no critical path: the hosts do not share the step"))
-        from tracelens.analyze.critical_rounds import Resident, resident_result
+        from tracelens.analyze.critical_rounds import resident_result
+        from tracelens.analyze.kept import Resident
 
         if isinstance(crit_part, CriticalPieces) and crit_part.parts \
                 and all(isinstance(p, Resident) for p in crit_part.parts):
