@@ -425,7 +425,10 @@ def test_only_the_longest_path_lists_its_activities_when_asked() -> None:
     full = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3))
     lean = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3, activities="longest"))
     bare = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3, activities="none"))
-    longest = max(full.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
+    from tracelens.analyze.critical_walk import step_path_key
+
+    longest = max(full.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns,
+                                                          p.rank, p.device))
     assert len(full.paths) > 1 and lean.what_if == full.what_if == bare.what_if
     assert all(p.activities for p in full.paths) and full.notes == lean.notes == bare.notes
     for a, b, c in zip(full.paths, lean.paths, bare.paths, strict=True):

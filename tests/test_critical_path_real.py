@@ -93,7 +93,7 @@ def test_command_outputs(tmp_path: Path) -> None:
     assert len(doc["what_if"]) == 2 and len(doc["paths"]) == 8
     p = doc["paths"][0]
     assert list(p) == ["rank", "host", "device", "step", "window", "length_ns", "graph",
-                       "composition", "activities", "kind"]
+                       "composition", "activities", "kind", "idle_after_ns"]
     assert sum(c["ns"] for c in p["composition"]) == p["length_ns"]
     assert list(doc["what_if"][0]) == ["change", "target", "step_ns", "projected_step_ns",
                                        "saved_ns", "on_path_ns"]

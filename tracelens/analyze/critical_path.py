@@ -27,7 +27,8 @@ from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
 from tracelens.analyze.packed import PackedFrame, pack_frame
-from tracelens.analyze.critical_walk import Labels, Walk, Walker, composition
+from tracelens.analyze.critical_walk import (Labels, Walk, Walker, composition, idle_after,
+                                             step_path_key)
 from tracelens.frames import distinct
 from tracelens.model import Trace, device_kind
 from tracelens.protocol import JobPlan
@@ -177,6 +178,7 @@ class _Path:
     w1: int
     cand: np.ndarray  # the nodes the window's end may rest on
     walk: Walk  # the pieces, and the ns on the path per node
+    idle_after: int = 0  # the window's ns after the node the walk starts on
 
 
 def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
@@ -196,8 +198,8 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
     with_host = {(h, r) for h, r in part.host_ranks.iter_rows()}
     kind_of = {} if part.kinds is None else {
         (h, d): k for h, d, k in part.kinds.select("host", "device", "kind").iter_rows()}
-    longest = max(range(len(paths)), default=-1,
-                  key=lambda i: (paths[i].w1 - paths[i].w0, -paths[i].rank, -paths[i].device))
+    longest = max(range(len(paths)), default=-1, key=lambda i: step_path_key(
+        paths[i].w1 - paths[i].w0, paths[i].idle_after, paths[i].rank, paths[i].device))
     out = tuple(_device_path(p, g, nodes, (p.host, p.rank) in with_host,
                              options.activities == "all"
                              or (options.activities == "longest" and i == longest),
@@ -269,7 +271,8 @@ def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFr
         dev_top = top[lab.device_node[top]]
         last = int(dev_top[0] if len(dev_top) else top[0])
         w0, w1 = float(lo - g.t0), float(hi - g.t0)
-        out.append(_Path(rank, host, device, step, lo, hi, cand, walker.walk(last, w0, w1)))
+        out.append(_Path(rank, host, device, step, lo, hi, cand, walker.walk(last, w0, w1),
+                         idle_after(float(g.e[last]), w0, w1)))
     return out
 
 
@@ -281,7 +284,8 @@ def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool,
     comp = tuple(Component(k, v) for k, v in composition(p.walk))
     if not activities:
         return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
-                          "host+device" if host_graph else "device-only", comp, (), kind)
+                          "host+device" if host_graph else "device-only", comp, (), kind,
+                          p.idle_after)
     node = p.walk.on_node
     ns = p.walk.on_ns.astype(np.int64)  # int(): truncated
     ids = node[ns > 0]
@@ -290,7 +294,8 @@ def _device_path(p: _Path, g: Graph, nodes: pl.DataFrame, host_graph: bool,
         "start_ns", "_id")
     rows = tuple(PathActivity(*r) for r in _shared_text_rows(acts.drop("_id")))
     return DevicePath(p.rank, p.host, p.device, p.step, Window(p.w0, p.w1), p.w1 - p.w0,
-                      "host+device" if host_graph else "device-only", comp, rows, kind)
+                      "host+device" if host_graph else "device-only", comp, rows, kind,
+                      p.idle_after)
 
 
 def _shared_text_rows(frame: pl.DataFrame) -> Iterator[tuple]:

@@ -24,7 +24,7 @@ from tracelens.analyze.critical_path import (CriticalPart, CriticalPathOptions,
 from tracelens.analyze.critical_segments import (DeviceWindow, InstanceTable,
                                                  NotStitchable, _has_cycle, fold_arrivals,
                                                  table_of)
-from tracelens.analyze.critical_walk import Walk, composition
+from tracelens.analyze.critical_walk import Walk, composition, step_path_key
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
@@ -277,11 +277,11 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
     offset = np.cumsum([0] + info.n)
     todo = sorted(((d, i, k) for i, ds in enumerate(info.devices) for k, d in enumerate(ds)),
                   key=lambda t: (t[0][0], t[0][1], t[0][2]))
-    walks = _walks(H, todo)
+    walks, after = _walks(H, todo)
     H.call("walks_done")
     devs = [DeviceWindow(*d, sink=-1, cand=np.zeros(0, np.int64)) for d, _, _ in todo]
-    longest = max(range(len(devs)), default=-1, key=lambda k: (
-        devs[k].w1 - devs[k].w0, -devs[k].rank, -devs[k].device))
+    longest = max(range(len(devs)), default=-1, key=lambda k: step_path_key(
+        devs[k].w1 - devs[k].w0, after[k], devs[k].rank, devs[k].device))
     with_host = {(h, r) for p in placed["host_ranks"] for h, r in p.iter_rows()}
     t0 = inst.t0
     paths = []
@@ -293,7 +293,8 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
         graph = "host+device" if (d.host, d.rank) in with_host else "device-only"
         w0, w1 = d.w0 + t0, d.w1 + t0
         paths.append(DevicePath(d.rank, d.host, d.device, d.step, Window(w0, w1), w1 - w0,
-                                graph, comp, acts if acts is not None else ()))
+                                graph, comp, acts if acts is not None else (),
+                                idle_after_ns=after[k]))
     unwindowed = pl.concat(placed["unwindowed"])
     notes = path_notes(win, unwindowed, {(p.host, p.rank) for p in paths}, options)
     what = _what_ifs(H, info, inst, devs, todo, walks, options.top)
@@ -332,11 +333,13 @@ def _joined(acc: JobInfo, i: int, x: dict) -> None:
     acc.launch = acc.launch or x["launch"] or x["host_edges"]
 
 
-def _walks(H: "Hosts", todo: list[tuple]) -> list[Walk]:
+def _walks(H: "Hosts", todo: list[tuple]) -> tuple[list[Walk], list[int]]:
     """Every device's walk, all at once, round after round: each round, every host walks on
-    the segments that reached it (module doc of :mod:`critical_segments`)."""
+    the segments that reached it (module doc of :mod:`critical_segments`); and each walk's
+    :func:`~tracelens.analyze.critical_walk.idle_after`."""
     totals: list[dict[str, float]] = [{} for _ in todo]
     cuts = [0] * len(todo)
+    after = [0] * len(todo)
     pending: dict[int, list[tuple]] = {}
     for wid, (d, i, k) in enumerate(todo):
         pending.setdefault(i, []).append((wid, k, 0, False, 0.0, float(d[4])))
@@ -345,10 +348,11 @@ def _walks(H: "Hosts", todo: list[tuple]) -> list[Walk]:
         got = H.call("walk", [(pending[i],) for i in hosts], only=hosts)
         pending = {}
         for answers in got:
-            for wid, tot, cut, where in answers:
+            for wid, tot, cut, where, tail in answers:
                 for name, ns in tot.items():
                     totals[wid][name] = totals[wid].get(name, 0.0) + ns
                 cuts[wid] += cut
+                after[wid] += tail
                 if where is not None:
                     host, node, c = where
                     pending.setdefault(host, []).append(
@@ -359,7 +363,7 @@ def _walks(H: "Hosts", todo: list[tuple]) -> list[Walk]:
         out.append(Walk(names, np.arange(len(names), dtype=np.int64),
                         np.array([tot[x] for x in names], np.float64),
                         np.zeros(0, np.int64), np.zeros(0), cut))
-    return out
+    return out, after
 
 
 def _activities(H: "Hosts", wid: int, offset: np.ndarray) -> tuple[PathActivity, ...]:

@@ -45,7 +45,8 @@ from tracelens.analyze.critical_path import (_ACTIVITY, P2P, CriticalPart, Criti
                                              _shared_text_rows, path_notes)
 from tracelens.analyze.critical_solve import (Change, Graph, build_graph, solve,
                                               solves_in_one_pass)
-from tracelens.analyze.critical_walk import Walk, Walkable, composition, walk_on, walkable
+from tracelens.analyze.critical_walk import (Walk, Walkable, composition, idle_after,
+                                             step_path_key, walk_on, walkable)
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, DevicePath,
                                              PathActivity, Window)
@@ -328,17 +329,25 @@ def _stitch(parts: Sequence[CriticalPart], options: CriticalPathOptions) -> _Sti
         win.filter(pl.col("host").is_in(h.nodes["host"].unique().implode())))),
         key=lambda x: (x[0].rank, x[0].host, x[0].device))
     walks = [(d, i, _walk(hosts, i, d, offset)) for d, i in todo]
-    longest = max(range(len(walks)), default=-1, key=lambda k: (
-        walks[k][0].w1 - walks[k][0].w0, -walks[k][0].rank, -walks[k][0].device))
+    after = [_idle_after(hosts[i], d) for d, i, _ in walks]
+    longest = max(range(len(walks)), default=-1, key=lambda k: step_path_key(
+        walks[k][0].w1 - walks[k][0].w0, after[k], walks[k][0].rank, walks[k][0].device))
     with_host = {(h, r) for p in parts for h, r in p.host_ranks.iter_rows()}
     out = []
     for k, (d, _, w) in enumerate(walks):
         listed = options.activities == "all" or (options.activities == "longest"
                                                  and k == longest)
-        out.append(_device_path(d, w, hosts, offset, (d.host, d.rank) in with_host, listed))
+        out.append(_device_path(d, w, hosts, offset, (d.host, d.rank) in with_host, listed,
+                                after[k]))
     unwindowed = pl.concat([p.unwindowed for p in parts])
     notes = path_notes(win, unwindowed, {(p.host, p.rank) for p in out}, options)
     return _Stitched(hosts, offset, walks, tuple(out), tuple(notes))
+
+
+def _idle_after(h: HostGraph, d: DeviceWindow) -> int:
+    """:func:`~tracelens.analyze.critical_walk.idle_after` of ``d``'s walk on its host."""
+    assert h.lists is not None
+    return idle_after(float(h.lists.e[d.sink]), float(d.w0), float(d.w1))
 
 
 def _walk(hosts: list[HostGraph], i: int, d: DeviceWindow, offset: np.ndarray) -> Walk:
@@ -397,7 +406,7 @@ def _has_cycle(edges: list[tuple[str, str]]) -> bool:
 
 
 def _device_path(d: DeviceWindow, w: Walk, hosts: list[HostGraph], offset: np.ndarray,
-                 host_graph: bool, activities: bool) -> DevicePath:
+                 host_graph: bool, activities: bool, after: int = 0) -> DevicePath:
     """:func:`critical_path._device_path` of a stitched walk: the path's activities gathered
     from the hosts they ran on."""
     comp = tuple(Component(k, v) for k, v in composition(w))
@@ -405,7 +414,7 @@ def _device_path(d: DeviceWindow, w: Walk, hosts: list[HostGraph], offset: np.nd
     w0, w1 = d.w0 + hosts[0].g.t0, d.w1 + hosts[0].g.t0
     if not activities:
         return DevicePath(d.rank, d.host, d.device, d.step, Window(w0, w1), w1 - w0, graph,
-                          comp, ())
+                          comp, (), idle_after_ns=after)
     ns = w.on_ns.astype(np.int64)
     ids = w.on_node[ns > 0]
     host_of = np.searchsorted(offset, ids, side="right") - 1
@@ -420,7 +429,7 @@ def _device_path(d: DeviceWindow, w: Walk, hosts: list[HostGraph], offset: np.nd
             on_path_ns=pl.lit(0, pl.Int64), _id=pl.lit(0, pl.Int64))
     rows = tuple(PathActivity(*r) for r in _shared_text_rows(acts.drop("_id")))
     return DevicePath(d.rank, d.host, d.device, d.step, Window(w0, w1), w1 - w0, graph, comp,
-                      rows)
+                      rows, idle_after_ns=after)
 
 
 __all__ = ["NotStitchable", "arrivals", "instance_table", "HostGraph", "placed_parts",

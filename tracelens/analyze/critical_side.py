@@ -15,7 +15,7 @@ from tracelens.analyze.critical_segments import (DeviceWindow, HostGraph, Instan
                                                  _starts, arrivals, device_work,
                                                  key_arrivals)
 from tracelens.analyze.critical_solve import Change, solve
-from tracelens.analyze.critical_walk import walk_on, walkable
+from tracelens.analyze.critical_walk import idle_after, walk_on, walkable
 from tracelens.protocol import JobPlan
 
 
@@ -89,14 +89,18 @@ class HostSide:
     def walk(self, reqs: list[tuple]) -> list[tuple]:
         """Per request (walk, device index or None, node, at start, cursor, w0): the walk on
         from there, to its end or to another host: (walk, ns per component in the pieces'
-        order of first appearance, revisits cut, exit (host, node, cursor) or None)."""
+        order of first appearance, revisits cut, exit (host, node, cursor) or None, the
+        window's ns after its start node: :func:`~tracelens.analyze.critical_walk.idle_after`,
+        0 where the walk goes on)."""
         h, out = self.h, []
         L = walkable(h.g, h.labels)
         for wid, dev, node, at_start, c, w0 in reqs:
             pieces: list[tuple[str, float]] = []
+            after = 0
             if dev is not None:  # the walk's start: the window's end on its node
                 d = self.devs[dev]
                 node, at_start, c, w0 = d.sink, False, float(d.w1), float(d.w0)
+                after = idle_after(float(L.e[node]), w0, c)
                 if L.e[node] < c:
                     pieces.append(("idle", c - max(L.e[node], w0)))
                     c = max(L.e[node], w0)
@@ -109,7 +113,7 @@ class HostSide:
             if exit_ is not None:
                 host, at = h.foreign_at[exit_[0]]
                 where = (host, at, exit_[1])
-            out.append((wid, totals, cut, where))
+            out.append((wid, totals, cut, where, after))
         return out
 
     def walks_done(self) -> None:

@@ -282,6 +282,21 @@ def composition(w: Walk) -> list[tuple[str, int]]:
     return sorted(rows, key=lambda r: (-r[1], r[0]))
 
 
+def idle_after(e_sink: float, w0: float, w1: float) -> int:
+    """The window's ns after the node its walk starts on (the walk's first piece, ``idle``):
+    the device's own work on the path ended that much before the window's end."""
+    return int(w1 - max(e_sink, w0)) if e_sink < w1 else 0
+
+
+def step_path_key(length_ns: float, idle_after_ns: int, rank: int, device: int) -> tuple:
+    """The order that picks the step's path among the devices' paths (the largest): the
+    longest window, then the device whose own work ended last (every device of a synchronous
+    job has the same window: a pipeline's first stage, done early, would otherwise be
+    shown, its path walking back through the time it had finished), then the lowest rank
+    and device."""
+    return (length_ns, -idle_after_ns, -rank, -device)
+
+
 def composition_of(pieces: list[tuple[str, float]]) -> list[tuple[str, int]]:
     """:func:`composition` of :func:`walk`'s pieces (the reference)."""
     total: dict[str, float] = {}

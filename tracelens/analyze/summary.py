@@ -391,7 +391,10 @@ class SummaryAnalysis:
         if not res.paths:
             return replace(summary, findings=findings(
                 summary, no_path="no critical path: no window with device activity"))
-        longest = max(res.paths, key=lambda p: (p.length_ns, -p.rank, -p.device))
+        from tracelens.analyze.critical_walk import step_path_key
+
+        longest = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns,
+                                                             p.rank, p.device))
         summary = replace(summary, critical_path=CriticalPathLines(
             longest.step, longest.length_ns, longest.host, longest.device,
             longest.composition, res.what_if[:CRITICAL_TOP],

@@ -169,7 +169,10 @@ def _check_path(job: Job, T: int, truth: dict[str, int], an: dict[str, Any],
     paths = an.get("paths") or []
     if not paths:
         return Check("path", False, T, tol, why=an.get("error") or "the analyzer gave no path")
-    longest = max(paths, key=lambda p: int(p.get("length_ns") or 0))
+    # the step's path as summarize picks it (tracelens.analyze.critical_walk.step_path_key)
+    longest = max(paths, key=lambda p: (int(p.get("length_ns") or 0),
+                                        -int(p.get("idle_after_ns") or 0),
+                                        -int(p.get("rank") or 0), -int(p.get("device") or 0)))
     comp: dict[str, int] = {}
     for c in longest.get("composition") or []:
         k = _norm_component(job, str(c["component"]))
