@@ -48,7 +48,7 @@ def _tf_ops(path: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["program_id", "op", "tf_op"], orient="row")
 
 
-@pytest.mark.parametrize("name", ["eager_block", "remat", "flash", "multi"])
+@pytest.mark.parametrize("name", ["eager_block", "remat", "flash", "sync", "multi"])
 def test_the_jax_op_read_from_the_hlo_is_xprofs_tf_op(name: str) -> None:
     path = TPU / f"{name}.xplane.pb"
     theirs = _tf_ops(path)
