@@ -154,3 +154,12 @@ def test_scaling_from_the_gpu_run_to_the_tpu_run_of_one_program() -> None:
     assert res.exit_code == 0, res.output
     (tr,) = json.loads(res.stdout)["transitions"]
     assert any("different vendors' hardware" in w for w in tr["warnings"])
+
+
+def test_a_module_without_a_name_adds_no_jax_ops() -> None:
+    """A program whose name the trace does not give is left out (its ops stay unknown), and
+    does not stop the named ones from being read."""
+    mods = tracelens.load(EAGER).modules
+    unnamed = mods.head(1).with_columns(pl.lit(None, pl.String).alias("module"))
+    both = jax_op_table(pl.concat([mods, unnamed], how="vertical_relaxed"))
+    assert both.equals(jax_op_table(mods)) and both["module"].null_count() == 0

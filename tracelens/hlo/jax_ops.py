@@ -66,7 +66,8 @@ def jax_op_table(modules: pl.DataFrame, wanted: pl.DataFrame | None = None) -> p
     unknown); ``hlo`` says why."""
     if not modules.height:
         return pl.DataFrame(schema=JAX_OP_SCHEMA)
-    rows = modules.filter(pl.col("program_id").is_not_null()).select(
+    rows = modules.filter(pl.col("program_id").is_not_null()
+                          & pl.col("module").is_not_null()).select(
         "module", "program_id", "hlo_proto").unique(["module", "program_id", "hlo_proto"])
     if wanted is not None:
         rows = rows.join(wanted.select(pl.col("module").cast(pl.String), "program_id")
