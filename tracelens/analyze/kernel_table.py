@@ -53,7 +53,8 @@ def kernel_table(events: pl.DataFrame, detail: bool = False) -> pl.DataFrame:
     strings = [k for k in keys if events.schema.get(k) in (pl.String, Text)]
     integral = [(c, f"_{c[0]}int", f"_{c[0]}abs") for c in ("flops", "bytes")]
     lazy = events.lazy()
-    if events["hlo_category"].null_count() < events.height:  # (only TPU ops have one)
+    if "hlo_category" in events.columns \
+            and events["hlo_category"].null_count() < events.height:  # (only TPU ops have one)
         lazy = lazy.filter(~on_async_lane())  # ONE op's transfer in flight: its op counts
     coded = lazy.with_row_index("_i").select(
         "_i", *[pl.col(k).cast(pl.Categorical) if k in strings else pl.col(k)

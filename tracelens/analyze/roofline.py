@@ -129,8 +129,9 @@ def roofline_frame(events: pl.DataFrame, specs: pl.DataFrame) -> pl.DataFrame:
     shared by :func:`roofline` and ``summarize``'s roofline mix (no second scan of the
     events)."""
     kernels = events.lazy().filter((pl.col("kind") == "kernel")
-                                   & (pl.col("category") != "collective")
-                                   & ~on_async_lane())  # a TPU transfer in flight: no op
+                                   & (pl.col("category") != "collective"))
+    if "hlo_category" in events.columns:  # a TPU transfer in flight on its lane is no op
+        kernels = kernels.filter(~on_async_lane())
     # only what the groups read, string keys as categoricals (each string hashed once, the
     # group-bys run on codes): no copy of the other event columns
     read = [pl.coalesce("op", "name").cast(pl.Categorical).alias("_group"), "program_id",
