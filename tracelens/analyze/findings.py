@@ -76,7 +76,7 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     small = {f"{w.change} {w.target}": w.saved_ns for w in what_ifs}
     found, gaps = _measured(s, why), _idle_path(s)
     measured = [f for f in found if f.key not in seen] + [
-        replace(f, unprojected=_unmoved(f, small[f.key], _idle_ns(s))) for f in found
+        replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
         + _host_bound(s) + gaps
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
@@ -161,18 +161,12 @@ HOST_BOUND_SHARE = 0.5
 def _host_bound(s: "Summary") -> list[RankedFinding]:
     """The host's own work sets the step: most of the path is host time. No what-if moves
     the host's work itself (they move launches and syncs), so it has no projection."""
-    cp = s.critical_path
-    if cp is None or not cp.step_ns:
+    host = _path_ns(s, "host")
+    if not _share_at_least(s, host, HOST_BOUND_SHARE):
         return []
-    host = sum(c.ns for c in cp.composition if c.component == "host")
-    if host < HOST_BOUND_SHARE * cp.step_ns:
-        return []
-    idle = s.headline.idle_pct
     return [RankedFinding(
-        "host_bound", "host", f"Speed up the host: {host / cp.step_ns:.0%} of the critical "
-        "path is host work", None, None,
-        f"{ms(host)} of the path's {ms(cp.step_ns)} ms; the devices are "
-        + ("-" if idle is None else f"{idle:.1f}%") + " idle over the job",
+        "host_bound", "host", f"Speed up the host: {_share(s, host):.0%} of the critical "
+        "path is host work", None, None, _path_evidence(s, host, on_device=False),
         "tracelens critical-path",
         unprojected="the what-ifs move launches and syncs, not the host's own work")]
 
@@ -186,39 +180,48 @@ def _idle_path(s: "Summary") -> list[RankedFinding]:
     event or launch in the trace binds: a device-only trace's dispatch gaps, a TPU host
     reading results). What caused it is not in the trace, so there is no what-if for it; the
     finding says how much of the step it is, rather than leave it to the headline's idle."""
-    cp = s.critical_path
-    idle = _idle_ns(s)
-    if cp is None or not cp.step_ns or idle < IDLE_SHARE * cp.step_ns:
+    idle = _path_ns(s, "idle")
+    if not _share_at_least(s, idle, IDLE_SHARE):
         return []
-    job = s.headline.idle_pct
     return [RankedFinding(
-        "idle", "device", f"Find what the device waits for: {idle / cp.step_ns:.0%} of the "
-        "critical path is idle", None, None,
-        f"{ms(idle)} of the path's {ms(cp.step_ns)} ms on {_path_device(s)}; the devices are "
-        + ("-" if job is None else f"{job:.1f}%") + " idle over the job",
+        "idle", "device", f"Find what the device waits for: {_share(s, idle):.0%} of the "
+        "critical path is idle", None, None, _path_evidence(s, idle, on_device=True),
         "tracelens summarize --all",
         unprojected="nothing in the trace binds those gaps (no host call, launch or event "
         "waits on them), so no what-if can move them")]
 
 
-def _idle_ns(s: "Summary") -> int:
-    """The ``idle`` on the step's critical path (0 without one)."""
+def _path_ns(s: "Summary", component: str) -> int:
+    """``component``'s ns on the step's critical path (0 without one)."""
     cp = s.critical_path
-    return sum(c.ns for c in cp.composition if c.component == "idle") if cp else 0
+    return sum(c.ns for c in cp.composition if c.component == component) if cp else 0
 
 
-def _path_device(s: "Summary") -> str:
+def _share_at_least(s: "Summary", ns: int, share: float) -> bool:
+    cp = s.critical_path
+    return cp is not None and bool(cp.step_ns) and ns >= share * cp.step_ns
+
+
+def _share(s: "Summary", ns: int) -> float:
+    cp = s.critical_path
+    assert cp is not None and cp.step_ns
+    return ns / cp.step_ns
+
+
+def _path_evidence(s: "Summary", ns: int, on_device: bool) -> str:
+    """``<ns> of the path's <step> ms [on <device>]; the devices are <x>% idle over the job``."""
     cp = s.critical_path
     assert cp is not None
-    return _device_name(s, cp.host, cp.device)
+    idle = s.headline.idle_pct
+    where = f" on {_device_name(s, cp.host, cp.device)}" if on_device else ""
+    return (f"{ms(ns)} of the path's {ms(cp.step_ns)} ms{where}; the devices are "
+            + ("-" if idle is None else f"{idle:.1f}%") + " idle over the job")
 
 
 def _measured_ns(s: "Summary", f: RankedFinding) -> int:
     """What an unprojected finding's rank is by: the time it measured."""
     if f.kind in ("host_bound", "idle"):
-        cp = s.critical_path
-        part = "host" if f.kind == "host_bound" else "idle"
-        return sum(c.ns for c in cp.composition if c.component == part) if cp else 0
+        return _path_ns(s, "host" if f.kind == "host_bound" else "idle")
     if f.kind == "hide":
         return next((t.exposed_ns for t in s.collectives.by_type if t.type == f.target), 0)
     if f.kind == "on_time":

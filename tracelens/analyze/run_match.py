@@ -245,6 +245,20 @@ def _grouped(df: pl.DataFrame, side: str, by: list[str]) -> pl.DataFrame:
             pl.col("key").n_unique().alias(p + "kernels"))
 
 
+def _together(a: pl.DataFrame, b: pl.DataFrame, col: str
+              ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The kernels left of one (category, program, ``col``) on each side, taken together and
+    matched (``match`` = ``col``), and each side less them. Rows without ``col`` take no
+    part."""
+    ka, kb = ["category", "base_program", f"base_{col}"], ["category", "new_program", f"new_{col}"]
+    ga = _grouped(a.filter(pl.col(ka[2]).is_not_null()), "base", ka[1:])
+    gb = _grouped(b.filter(pl.col(kb[2]).is_not_null()), "new", kb[1:])
+    got = ga.join(gb, left_on=ka, right_on=kb, coalesce=False, nulls_equal=True).drop(
+        "category_right", strict=False).with_columns(match=pl.lit(col))
+    return (got, a.join(got.select(*ka), on=ka, how="anti", nulls_equal=True),
+            b.join(got.select(*kb), on=kb, how="anti", nulls_equal=True))
+
+
 def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame,
                                                                      pl.DataFrame]:
     """(matched, only_base, only_new) of two ``kernel_frame``s, one to one, in the order
@@ -256,7 +270,6 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
     """
     a, b = _side(base, "base"), _side(new, "new")
     has_a, has_b = pl.col("base_op").is_not_null(), pl.col("new_op").is_not_null()
-    op_keys = ["category", "base_program", "base_op"]
     # 1a. same program, op and normalized name
     by_key = a.filter(has_a).join(
         b.filter(has_b), left_on=["category", "base_program", "base_op", "key"],
@@ -269,27 +282,10 @@ def match_kernels(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, 
     b = b.join(by_key.select("category", "new_program", "new_op", pl.col("key")),
                on=["category", "new_program", "new_op", "key"], how="anti", nulls_equal=True)
     # 1b. same program and op: what is left of the op on each side, together
-    ga, gb = _grouped(a.filter(has_a), "base", ["base_program", "base_op"]), \
-        _grouped(b.filter(has_b), "new", ["new_program", "new_op"])
-    by_op = ga.join(gb, left_on=op_keys, right_on=["category", "new_program", "new_op"],
-                    coalesce=False, nulls_equal=True).drop("category_right", strict=False) \
-        .with_columns(match=pl.lit("op"))
-    a = a.join(by_op.select(*op_keys), on=op_keys, how="anti", nulls_equal=True)
-    b = b.join(by_op.select("category", "new_program", "new_op"),
-               on=["category", "new_program", "new_op"], how="anti", nulls_equal=True)
+    by_op, a, b = _together(a, b, "op")
     # 1c. same program and JAX op (another compilation of it: other HLO op names, another
     # backend's kernels): what is left of it on each side, together
-    jax_keys = ["category", "base_program", "base_jax_op"]
-    ja = _grouped(a.filter(pl.col("base_jax_op").is_not_null()), "base",
-                  ["base_program", "base_jax_op"])
-    jb = _grouped(b.filter(pl.col("new_jax_op").is_not_null()), "new",
-                  ["new_program", "new_jax_op"])
-    by_jax = ja.join(jb, left_on=jax_keys, right_on=["category", "new_program", "new_jax_op"],
-                     coalesce=False, nulls_equal=True).drop("category_right", strict=False) \
-        .with_columns(match=pl.lit("jax_op"))
-    a = a.join(by_jax.select(*jax_keys), on=jax_keys, how="anti", nulls_equal=True)
-    b = b.join(by_jax.select("category", "new_program", "new_jax_op"),
-               on=["category", "new_program", "new_jax_op"], how="anti", nulls_equal=True)
+    by_jax, a, b = _together(a, b, "jax_op")
     # 2. normalized name, per category
     na, nb = _grouped(a, "base", ["key"]), _grouped(b, "new", ["key"])
     by_name = na.join(nb, on=["category", "key"]).with_columns(match=pl.lit("name"))
