@@ -468,3 +468,21 @@ def test_json_is_the_encoded_result_written_as_bytes() -> None:
     with contextlib.redirect_stdout(text):
         print_result("json", lambda: b'{"a": 1}', lambda: "", lambda: "", lambda console: None)
     assert text.getvalue() == '{"a": 1}\n'
+
+
+def test_the_steps_path_is_the_device_whose_work_ended_last(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Planted: two GPUs of one rank share the window [1, 4] ms; GPU0's only kernel ends at
+    2 ms, GPU1's at 4 ms. GPU0's path has 2 ms after its last node (``idle_after_ns``),
+    GPU1's none, and the step's path (summarize's) is GPU1's, not rank 0's first device."""
+    from tracelens.analyze.summary import summarize
+    from tracelens_dev.writers.xspace import Activity, build_xspace
+
+    p = tmp_path / "two.xplane.pb"
+    p.write_bytes(build_xspace([
+        Activity(0, 1, "Cijk_gemm_a.kd", 1_000_000, 1_000_000, {"hlo_op": "custom-call.1"}),
+        Activity(1, 1, "Cijk_gemm_b.kd", 1_000_000, 3_000_000, {"hlo_op": "custom-call.2"})]))
+    t = tracelens.load(p)
+    r = run_trace(CriticalPath(), t, CriticalPathOptions())
+    after = {pth.device: (pth.length_ns, pth.idle_after_ns) for pth in r.paths}
+    assert after == {0: (3_000_000, 2_000_000), 1: (3_000_000, 0)}
+    assert summarize(t).critical_path.device == 1

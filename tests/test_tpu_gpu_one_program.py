@@ -163,3 +163,36 @@ def test_a_module_without_a_name_adds_no_jax_ops() -> None:
     unnamed = mods.head(1).with_columns(pl.lit(None, pl.String).alias("module"))
     both = jax_op_table(pl.concat([mods, unnamed], how="vertical_relaxed"))
     assert both.equals(jax_op_table(mods)) and both["module"].null_count() == 0
+
+
+def test_a_program_of_one_name_with_other_shapes_is_warned_across_vendors() -> None:
+    """Across vendors each backend's HLO is its own, so a program of one name is compared by
+    its parameter and result shapes: the eager program against itself with one of its
+    ``jit_matmul`` programs' shapes changed (the GPU side's signatures as given) is named."""
+    from dataclasses import dataclass, field
+
+    from tracelens.analyze.run_match import program_notices
+    from tracelens.results.summary import HardwareCount
+
+    mods = tracelens.load(EAGER).modules
+    sig = fingerprints(mods, signature=True)
+    kern = pl.DataFrame({"category": ["gemm"], "program": ["jit_matmul"], "op": ["fusion"],
+                         "key": ["fusion"], "name": ["fusion"], "jax_op": ["x"],
+                         "ns_per_step": [1.0], "count_per_step": [1.0]})
+
+    @dataclass
+    class R:
+        hardware: tuple[HardwareCount, ...]
+        signatures: dict
+        devices: int = 1
+        kernels: pl.DataFrame = field(default_factory=lambda: kern)
+        fingerprints: dict = field(default_factory=dict)
+
+    tpu = R((HardwareCount("TPU v5 Lite", None, "google", 1),), sig)
+    gpu = R((HardwareCount("AMD Instinct MI300X", "gfx942", "amd", 1),),
+            {**sig, "jit_matmul": ("0123456789ab",)})
+    texts = [n.text for n in program_notices(gpu, tpu, hlo=True)]
+    assert any("other parameter or result shapes (jit_matmul" in t for t in texts), texts
+    same = R((HardwareCount("AMD Instinct MI300X", "gfx942", "amd", 1),), sig)
+    assert not [t for t in (n.text for n in program_notices(same, tpu, hlo=True))
+                if "parameter or result shapes" in t]
