@@ -74,7 +74,12 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     # measured stays listed though its what-if saves under the floor: the pinned gaps, not
     # the problem, hold the step, and the finding says so
     small = {f"{w.change} {w.target}": w.saved_ns for w in what_ifs}
-    found, gaps = _measured(s, why), _idle_path(s)
+    # a straggler's cost is others waiting for it: "off the path" is said of those waits (its
+    # own path may be the step's, as the late device's often is)
+    late_why = why if cp is None else (f"no path of step {step} waits for its arrival"
+                                       if step is not None else
+                                       "no path of the trace waits for its arrival")
+    found, gaps = _measured(s, why, late_why), _idle_path(s)
     measured = [f for f in found if f.key not in seen] + [
         replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
@@ -128,7 +133,7 @@ def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
                          f"{ms(w.on_path_ns)} ms on the path", "tracelens critical-path")
 
 
-def _measured(s: "Summary", why: str) -> list[RankedFinding]:
+def _measured(s: "Summary", why: str, late_why: str) -> list[RankedFinding]:
     """Findings the analyses measured, before the projected ones are taken out."""
     total = s.headline.totals.span_ns
     floor = MEASURED_FLOOR_PCT / 100.0 * total
@@ -144,7 +149,7 @@ def _measured(s: "Summary", why: str) -> list[RankedFinding]:
             name = _device_name(s, g.host, g.device)
             out.append(RankedFinding("on_time", name, _late_title(s, name), None, None,
                                      _waited(s, name), "tracelens collectives",
-                                     unprojected=why))
+                                     unprojected=late_why))
     launch = _launch_idle(s)
     if launch >= floor and launch > 0:
         out.append(RankedFinding(
