@@ -125,3 +125,84 @@ def test_a_collective_queued_behind_another_waits_for_its_stream(tmp_path: Path)
     order = part.edges.filter(pl.col("kind") == "order")
     start = dict(zip(nodes["id"].to_list(), nodes["start_ns"].to_list()))
     assert [(start[s], start[d]) for s, d in order.select("src", "dst").iter_rows()] == []
+
+
+_KIND = {"all-gather": ("ncclDevKernel_AllGather_RING_LL(x)", "all-gather-start.1"),
+         "reduce-scatter": ("ncclDevKernel_ReduceScatter_RING_LL(x)", "reduce-scatter.1")}
+
+
+def _typed(trace, types: dict[int, str]):  # type: ignore[no-untyped-def]
+    """The trace with the collectives at rows ``types`` of the given type (name, HLO op)."""
+    import dataclasses
+
+    ev = trace.events.with_row_index("_r")
+    for col, k in (("name", 0), ("op", 1)):
+        ev = ev.with_columns(pl.col("_r").replace_strict(
+            {r: _KIND[t][k] for r, t in types.items()},
+            default=pl.col(col).cast(pl.String)).cast(ev[col].dtype).alias(col))
+    ev = ev.with_columns(subcategory=pl.col("_r").replace_strict(
+        types, default=pl.col("subcategory").cast(pl.String)).cast(ev["subcategory"].dtype))
+    return dataclasses.replace(trace, events=ev.drop("_r"))
+
+
+def test_a_collective_queued_behind_another_does_not_wait_for_compute_ended_meanwhile(
+        tmp_path: Path) -> None:
+    """A device-only trace: an all-gather (10-60 us) and a reduce-scatter queued behind it
+    (63-90 us) on stream 2, a GEMM on stream 1 (0-61 us) that ended in the 3 us between them.
+    The reduce-scatter started within a queue's latency of its stream's previous activity:
+    the stream explains its start, no order edge from the GEMM is guessed. Hidden, the
+    all-gather takes no time: the reduce-scatter runs 13-40 us (its 3 us queue lag kept),
+    and the step's work ends with the GEMM at 61 us: 29 us sooner (0 while the GEMM's edge
+    bound it)."""
+    ks = [(0, 1, GEMM, 0, 61_000, None), (0, 2, AR, 10_000, 60_000, None),
+          (0, 2, AR, 63_000, 90_000, None)]
+    t = _typed(scenario(ks, [], step=(0, 90_000)), {1: "all-gather", 2: "reduce-scatter"})
+    r = analyze(as_xspace(t, tmp_path))
+    assert what_if(r, "hide", "all-gather") == 29_000
+
+
+def test_a_stream_edge_that_comes_to_bind_keeps_the_devices_queue_latency(
+        tmp_path: Path) -> None:
+    """A device-only trace: GEMM 0-40 us on stream 1, an all-gather 0-60 us on stream 2, a
+    second GEMM 65-100 us that waited for the all-gather (its order edge binds), then an add
+    and a reduction each 3 us after the previous (103-110, 113-120 us): the device's queue
+    latency is 3 us. Hidden, the all-gather takes no time and the second GEMM waits for its
+    stream's previous GEMM, starting its queue latency after it (43 us, not 40): the work
+    ends at 98 us, 22 us sooner."""
+    ks = [(0, 1, GEMM, 0, 40_000, None), (0, 2, AR, 0, 60_000, None),
+          (0, 1, GEMM, 65_000, 100_000, None), (0, 1, ADD, 103_000, 110_000, None),
+          (0, 1, RED, 113_000, 120_000, None)]
+    t = _typed(scenario(ks, [], step=(0, 120_000)), {1: "all-gather"})
+    r = analyze(as_xspace(t, tmp_path))
+    assert what_if(r, "hide", "all-gather") == 22_000
+
+
+def test_a_window_ends_with_its_last_device() -> None:
+    """Two devices share a window 0-100 us: one ended at 60 us, the other at 100 us. After a
+    change that moves the first's end to 50 us and the second's to 70 us, the step is 70 us:
+    the first had no idle tail of its own (its window's end was the second's), and the tail
+    after the latest device (here none; 10 us in the second case) stays."""
+    from tracelens.analyze.critical_walk import window_lengths
+
+    assert window_lengths([(0, 100, 60, 50), (0, 100, 100, 70)]) == [50, 70]
+    assert window_lengths([(0, 100, 60, 50), (0, 100, 90, 70)]) == [60, 80]
+    # windows of other hosts' markers keep their own tails
+    assert window_lengths([(0, 100, 60, 50), (5, 120, 100, 70)]) == [90, 85]
+
+
+def test_the_queue_latency_keeps_the_lags_whole_ns(tmp_path: Path) -> None:
+    """The one-pass solve in C is exact on integers only (critical_solve's module doc): the
+    queue latency, a median that may fall between two gaps (here 3,001 and 4,000 ns: 3,500.5),
+    is floored, so every lag stays whole ns and the what-ifs keep the fast pass."""
+    import numpy as np
+
+    from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
+    from tracelens.analyze.critical_solve import build_graph
+
+    ks = [(0, 1, GEMM, 0, 40_000, None), (0, 2, AR, 0, 60_000, None),
+          (0, 1, GEMM, 65_000, 100_000, None), (0, 1, ADD, 103_001, 110_000, None),
+          (0, 1, RED, 114_000, 120_000, None)]
+    part = CriticalPath().partial(scenario(ks, [], step=(0, 120_000)), CriticalPathOptions())
+    g = build_graph(part.nodes.sort("id"), part.edges)
+    assert np.array_equal(g.prev_lag, np.floor(g.prev_lag))
+    assert 3_500 in g.prev_lag.tolist()  # the second GEMM's, its stream's GEMM not binding

@@ -7,7 +7,7 @@ The cases the analyzer still fails are marked ``xfail(strict=True)`` with the ch
 reason, so a fix turns it into an XPASS that fails until its mark is removed (73 cases: 31
 failed before the binding rule of docs/critical-path.md, 6 before device-only activities
 that start long after every known source were pinned there and the step's path became the
-device whose work ended last, 1 now: hide send-recv on a pipeline without host events).
+device whose work ended last, 1 before a step's window ended with its last device: none now).
 A check with nothing to compare (no what-if the simulator models) is skipped, saying so.
 """
 
@@ -24,13 +24,7 @@ SEEDS = (18, 1, 47, 3, 4, 5, 6, 7, 8, 9, 10, 11)  # every regime (seed % 9); 2-8
 FORMATS = ("xspace", "xspace-device")
 CHECKS = ("path", "what_if", "best")
 
-_DEVICE_ONLY_PIPELINE = (
-    "issue 45: without host events hide send-recv on a pipeline misses part of the stages' "
-    "compute (projects 160 us where re-simulating saves 206 us; open)")
-
-FAILING: dict[tuple[int, str, str], str] = {
-    (4, "xspace-device", "what_if"): _DEVICE_ONLY_PIPELINE,
-}
+FAILING: dict[tuple[int, str, str], str] = {}
 
 
 @lru_cache(maxsize=None)

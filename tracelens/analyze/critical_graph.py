@@ -331,11 +331,21 @@ def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([p.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA) for p in parts])  # type: ignore
 
 
+QUEUED_NS = 10_000
+"""The most a device's queue latency is taken to be: an activity that started within its
+device's queue latency (twice the median gap between consecutive activities of the device's
+streams, at most this) of its stream's previous activity was queued behind it, as a kernel
+the host issued early starts a few µs after the one before. Its start is explained by its
+stream; no order edge is guessed for it. The same bound says when a device-only activity
+waited for something unrecorded (critical_solve.UNSEEN_GAP_NS)."""
+
+
 def _order_edges(dev: pl.DataFrame) -> pl.DataFrame:
     """Per device activity and other stream of its device, an edge from that stream's latest
-    activity that ended at or before its start (ties: the later in its chain), unless it
-    ended before the activity's own stream was free: the order of the step across streams,
-    where the trace records no event waits (docs/critical-path.md)."""
+    activity that ended at or before its start (ties: the later in its chain), unless its
+    own stream explains the start (it ended before that stream was free, or the activity
+    started within the device's queue latency of it, :data:`QUEUED_NS`): the order of the
+    step across streams, where the trace records no event waits (docs/critical-path.md)."""
     empty = pl.DataFrame(schema=EDGE_SCHEMA)
     if dev.is_empty():
         return empty
@@ -353,15 +363,19 @@ def _order_edges(dev: pl.DataFrame) -> pl.DataFrame:
     got = got.filter(pl.col("src").is_not_null()).join(
         dev.select(src="id", _e="end_ns"), on="src")
     # one edge per other stream (a kernel may wait for a copy and an all-gather), but not
-    # from an activity that ended before the node's own stream was free: the stream's order
-    # explains the start, and nothing in the trace says the node waited for it (a
-    # collective queued behind another on its stream does not wait for the compute that
-    # ran meanwhile)
-    prev = dev.select("id", "chain", "end_ns").sort("id").select(
-        dst="id", _p=pl.when(pl.col("chain").shift(1) == pl.col("chain")).then(
-            pl.col("end_ns").shift(1)))
+    # where the node's own stream explains its start: from an activity that ended before
+    # that stream was free, or for a node that started within its device's queue latency of
+    # it (QUEUED_NS): nothing in the trace says it waited for more (a collective queued
+    # behind another on its stream does not wait for the compute that ended meanwhile)
+    prev = dev.select(*keys, "id", "chain", "start_ns", "end_ns").sort("id").select(
+        *keys, dst="id", _s="start_ns", _p=pl.when(
+            pl.col("chain").shift(1) == pl.col("chain")).then(pl.col("end_ns").shift(1)))
+    lag = (pl.col("_s") - pl.col("_p")).clip(lower_bound=0)
+    prev = prev.with_columns(_g=lag <= (2 * lag.median().over(keys)).clip(
+        upper_bound=QUEUED_NS)).select("dst", "_p", _g=pl.col("_g").fill_null(False))
     best = got.join(prev, on="dst", how="left").filter(
-        pl.col("_p").is_null() | (pl.col("_e") >= pl.col("_p"))).sort("dst", "src")
+        pl.col("_p").is_null() | ((pl.col("_e") >= pl.col("_p")) & ~pl.col("_g"))
+    ).sort("dst", "src")
     if best.is_empty():
         return empty
     return best.select("src", "dst", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("order"))

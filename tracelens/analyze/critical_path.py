@@ -28,7 +28,7 @@ from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
 from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
 from tracelens.analyze.packed import PackedFrame, pack_frame
 from tracelens.analyze.critical_walk import (Labels, Walk, Walker, composition, idle_after,
-                                             step_path_key)
+                                             step_path_key, window_lengths)
 from tracelens.frames import distinct
 from tracelens.model import Trace, device_kind
 from tracelens.protocol import JobPlan
@@ -317,16 +317,9 @@ def _shared_text_rows(frame: pl.DataFrame) -> Iterator[tuple]:
 # ---------------------------------------------------------------------------------------------
 
 def _lengths(g: Graph, paths: list[_Path], e: np.ndarray) -> list[float]:
-    """Each path's window length with node ends ``e``: the window's end moves with the
-    latest of its nodes (an idle tail stays), never past the window. Work that still runs
-    past the window's end after the change (a step marker the devices lag) saves nothing in
-    that window."""
-    out = []
-    for p in paths:
-        base, now = float(g.e[p.cand].max()), float(e[p.cand].max())
-        w0, w1 = p.w0 - g.t0, p.w1 - g.t0
-        out.append(min(w1, now + max(0.0, w1 - base)) - w0)
-    return out
+    """Each path's window length with node ends ``e`` (critical_walk.window_lengths)."""
+    return window_lengths([(p.w0 - g.t0, p.w1 - g.t0, float(g.e[p.cand].max()),
+                            float(e[p.cand].max())) for p in paths])
 
 
 def _on_path(paths: list[_Path], pred: Callable[[str], bool]) -> int:

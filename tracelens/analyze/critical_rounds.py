@@ -24,7 +24,7 @@ from tracelens.analyze.critical_path import (CriticalPart, CriticalPathOptions,
 from tracelens.analyze.critical_segments import (DeviceWindow, InstanceTable,
                                                  NotStitchable, _has_cycle, fold_arrivals,
                                                  table_of)
-from tracelens.analyze.critical_walk import Walk, composition, step_path_key
+from tracelens.analyze.critical_walk import Walk, composition, step_path_key, window_lengths
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
@@ -427,15 +427,15 @@ def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceW
                           for w in walks)))
     H.call("set_changes", common=(specs,))  # each host takes its own of the peer times
     _passes(H, inst, len(specs))
-    lengths = [[0.0] * len(devs) for _ in specs]
+    windows: list[list] = [[None] * len(devs) for _ in specs]
     index = {(i, k): j for j, (_, i, k) in enumerate(todo)}
     for i, rows in enumerate(H.call("lengths")):
         for c, row in enumerate(rows):
             for k, v in enumerate(row):
-                lengths[c][index[(i, k)]] = v
+                windows[c][index[(i, k)]] = v
     out = []
-    for (kind, target), row, o in zip(labels, lengths, on):
-        proj = int(max(row))
+    for (kind, target), row, o in zip(labels, windows, on):
+        proj = int(max(window_lengths(row)))
         out.append(WhatIf(kind, target, step, proj, step - proj, o))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]

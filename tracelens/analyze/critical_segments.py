@@ -46,7 +46,8 @@ from tracelens.analyze.critical_path import (_ACTIVITY, P2P, CriticalPart, Criti
 from tracelens.analyze.critical_solve import (Change, Graph, build_graph, solve,
                                               solves_in_one_pass)
 from tracelens.analyze.critical_walk import (Walk, Walkable, composition, idle_after,
-                                             step_path_key, walk_on, walkable)
+                                             step_path_key, walk_on, walkable,
+                                             window_lengths)
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, DevicePath,
                                              PathActivity, Window)
@@ -546,17 +547,16 @@ def stitched_solve(hosts: Sequence[HostGraph], changes: Sequence[Change],
 def stitched_lengths(hosts: Sequence[HostGraph], win: pl.DataFrame,
                      ends: Sequence[np.ndarray]) -> list[int]:
     """Each device window's length (rank, host, device order) with the hosts' node ends
-    ``ends`` (:func:`stitched_solve`), as :func:`critical_path._lengths` reads a pass: the
-    window's end moves with the latest of its nodes, never past the window. Each a number a
-    host computes from its own ends."""
+    ``ends`` (:func:`stitched_solve`), as :func:`critical_path._lengths` reads a pass
+    (critical_walk.window_lengths): four numbers a host computes from its own ends."""
     rows = []
     for h, e in zip(hosts, ends):
         mine = win.filter(pl.col("host").is_in(h.nodes["host"].unique().implode()))
         for d in h.devices(mine):
-            base, now = float(h.g.e[d.cand].max()), float(e[d.cand].max())
-            rows.append(((d.rank, d.host, d.device),
-                         min(d.w1, now + max(0.0, d.w1 - base)) - d.w0))
-    return [int(v) for _, v in sorted(rows, key=lambda r: r[0])]
+            rows.append(((d.rank, d.host, d.device), (float(d.w0), float(d.w1),
+                         float(h.g.e[d.cand].max()), float(e[d.cand].max()))))
+    rows.sort(key=lambda r: r[0])
+    return [int(v) for v in window_lengths([r for _, r in rows])]
 
 
 # ---------------------------------------------------------------------------------------------

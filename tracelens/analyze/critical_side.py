@@ -280,15 +280,12 @@ class HostSide:
             out.append(got)
         return out
 
-    def lengths(self) -> list[list[float]]:
-        """Per change, each of this host's windows' length after it (as
-        :func:`critical_path._lengths` reads a pass)."""
+    def lengths(self) -> list[list[tuple[float, float, float, float]]]:
+        """Per change, each of this host's windows' (w0, w1, base, now): what
+        critical_walk.window_lengths reads of a pass, once the client has every host's."""
         out = []
         for now_j in self.now:
             assert now_j is not None
-            row = []
-            for d, now in zip(self.devs, now_j):
-                base = float(self.h.g.e[d.cand].max())
-                row.append(min(d.w1, now + max(0.0, d.w1 - base)) - d.w0)
-            out.append(row)
+            out.append([(float(d.w0), float(d.w1), float(self.h.g.e[d.cand].max()), now)
+                        for d, now in zip(self.devs, now_j)])
         return out

@@ -10,8 +10,9 @@ waits for inside it) and an end E = B + w. The forward pass computes, for every 
 with the lags taken from the trace so that, unchanged, the pass reproduces every observed
 time exactly: the binding source's lag is the observed gap, every other source's is
 ``min(0, gap)`` (it cannot be what the node waited for, but it cannot end later than the node
-started either). A what-if changes ``w`` or removes sources and solves again on the same
-graph: that is the projection.
+started either), but for a device stream's previous activity, whose lag is its device's
+queue latency, at most the gap (:func:`_queue_latency`). A what-if changes ``w`` or removes
+sources and solves again on the same graph: that is the projection.
 
 The reference pass (:func:`_rounds`) is columnar: within a chain (a stream or a thread),
 ``E_n = max(E_{n-1} + a_n, Z_n)`` is a max-plus recurrence solved with one cumulative sum and
@@ -48,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from tracelens.analyze.critical_graph import QUEUED_NS
 from tracelens.sweep import extension, references_forced
 
 _SWEEP = extension("SOLVE_ABI")  # the forward pass in C; optional: the rounds give the same
@@ -139,7 +141,8 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
     anchor = np.where(has_src & ~unseen, NEG, s)
     prev_binds = ~first & ~detached & (prev_e == t_max)
     gap_prev = s - prev_e
-    prev_lag = np.where(prev_binds, gap_prev, np.minimum(0.0, gap_prev))
+    prev_lag = np.where(prev_binds, gap_prev,
+                        np.minimum(gap_prev, _queue_latency(nodes, gap_prev, prev_binds)))
     prev_lag[first] = 0.0
     edge_binds = s_when == t_max[s_dst]
     s_lag = np.where(edge_binds, s[s_dst] - s_t, np.minimum(0.0, s[s_dst] - s_t))
@@ -186,7 +189,7 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
     return _reproduce(g)
 
 
-UNSEEN_GAP_NS = 10_000
+UNSEEN_GAP_NS = QUEUED_NS
 """A device activity that started more than this after its latest known source (its stream's
 previous activity, an order or event edge), on a rank whose trace has no host events, waited
 for what the trace does not record: a kernel queued behind another starts within a few µs of
@@ -219,6 +222,25 @@ def _unseen_starts(nodes: pl.DataFrame, s: np.ndarray, t_max: np.ndarray) -> np.
                             check_sortedness=False).filter(pl.col("d2h").fill_null(False))
     cand[after["_i"].to_numpy()] = False
     return cand
+
+
+def _queue_latency(nodes: pl.DataFrame, gap_prev: np.ndarray, prev_binds: np.ndarray
+                   ) -> np.ndarray:
+    """Per node, the least lag after its chain's previous node should that come to bind it:
+    on a device, its queue latency, the median lag of the activities that waited for their
+    stream's previous one (a kernel queued behind another starts a few µs after it; the
+    samples' generator draws 2-9 µs); 0 on a host thread and where no activity of the device
+    waited for its stream. At most the observed gap (module doc), so the unchanged pass still
+    reproduces the trace."""
+    n = nodes.height
+    if not n or "device_node" not in nodes.columns:
+        return np.zeros(n)
+    dev = nodes["device_node"].to_numpy()
+    q = nodes.select("host", "rank", "device").with_columns(
+        _g=pl.Series(np.where(dev & prev_binds, gap_prev, np.nan)).fill_nan(None)).select(
+        pl.col("_g").median().over("host", "rank", "device")).to_series()
+    # whole ns (the one-pass solve is exact on integers only: module doc)
+    return np.where(dev, np.floor(q.fill_null(0.0).to_numpy()), 0.0)
 
 
 def _launch_latency(nodes: pl.DataFrame, s: np.ndarray, s_t: np.ndarray, s_dst: np.ndarray,

@@ -288,6 +288,20 @@ def idle_after(e_sink: float, w0: float, w1: float) -> int:
     return int(w1 - max(e_sink, w0)) if e_sink < w1 else 0
 
 
+def window_lengths(rows: Sequence[tuple[float, float, float, float]]) -> list[float]:
+    """Each device window's length after a change, from its (w0, w1, base, now): its nodes'
+    latest end as observed (``base``) and after the change (``now``). The window's end moves
+    with the latest end of the nodes of every device sharing the window (a step is as long
+    as its last device), keeping the idle tail after the latest of them (a host finishing
+    the step after its devices), never past the window: work that runs past its end after
+    the change (a step marker the devices lag) saves nothing in it. A device that finished
+    early has no tail of its own: its window's end was another device's."""
+    last: dict[tuple[float, float], float] = {}
+    for w0, w1, base, _ in rows:
+        last[(w0, w1)] = max(last.get((w0, w1), -np.inf), base)
+    return [min(w1, now + max(0.0, w1 - last[(w0, w1)])) - w0 for w0, w1, _, now in rows]
+
+
 def step_path_key(length_ns: float, idle_after_ns: int, rank: int, device: int) -> tuple:
     """The order that picks the step's path among the devices' paths (the largest): the
     longest window, then the device whose own work ended last (every device of a synchronous
