@@ -158,15 +158,15 @@ def test_hiding_an_unknown_collective_type_is_refused() -> None:
 
 
 def test_on_time_of_a_planted_one_host_straggler(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tracelens_dev.writers.xspace import write
-    from tracelens_dev.synth import build
-
     """A one-host 8-GPU job whose GPU 3 computes 1.5x slower; its collectives are issued at
     their block's end (``overlap=0``), as a host that waits for the block issues them. (With
     ``overlap`` > 0 the generator issues a collective a fixed time before its block ends, a
     time taken from the future: behind a block that ends in a synchronous all-reduce waiting
     for GPU 3, the peers' reduce-scatters start late with nothing in the trace saying why, so
     no analysis of the trace can move them: docs/critical-path.md.)"""
+    from tracelens_dev.writers.xspace import write
+    from tracelens_dev.synth import build
+
     late = Scenario(hosts=1, gpus=8, steps=2, layers=1, seed=3, overlap=0.0,
                     straggler=Straggler(0, 3, 1.5))
     write(build(late).trace, tmp_path / "late")
