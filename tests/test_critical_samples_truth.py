@@ -4,10 +4,13 @@ again with only the planted delay removed, or with one collective type perfectly
 and the what-if must save what that regeneration saves, within 2%
 (tracelens_dev/synth/counterfactual.py says which step time is compared).
 
-Every case holds within 2% but the MI300X ``on_time GPU5`` (strict xfail, +8.9%): it saves
-the regeneration's 177.5 µs plus the 15.7 µs the regeneration still waits for GPU5, whose own
-jitter leaves it last into one all-gather (tested exactly below; docs/critical-path.md, "On
-the bundled samples").
+The issue's "done when" compares the ``on_time`` projection with the step time of the
+sample generated without the delay: both samples' projected steps are within 2% of their
+regenerations' (MI300X 5.807 against 5.823 ms, -0.27%; 2x8 exact). Held to their savings, a
+measure 30x stricter there, every case holds within 2% but the MI300X ``on_time GPU5``
+(strict xfail, +8.9%): it saves the regeneration's 177.5 µs plus the 15.7 µs the
+regeneration still waits for GPU5, whose own jitter leaves it last into one all-gather
+(tested exactly below; docs/critical-path.md, "On the bundled samples").
 """
 
 from __future__ import annotations
@@ -82,6 +85,25 @@ def test_what_if_saves_what_the_regeneration_saves(name: str, change: str, targe
     truth = step_saving_ns(sc, dataclasses.replace(sc, **knobs), steps.pop())
     assert truth > 0
     assert got[0].saved_ns == pytest.approx(truth, rel=TOLERANCE), (got[0].saved_ns, truth)
+
+
+@pytest.mark.parametrize(("name", "target"), [
+    ("mi300x_8gpu_llama_step", "mi300x-node0/GPU5"),
+    ("mi355x_2x8gpu_straggler", "mi355x-node1/GPU3")])
+def test_on_time_projects_the_step_of_the_sample_made_without_the_delay(name: str,
+                                                                        target: str) -> None:
+    """The done-when's measure: the late device named, and the step ``on_time`` projects
+    within 2% of the step time of the same sample generated without its slowdown."""
+    result = _analyzed(name)
+    got = [w for w in result.what_if if (w.change, w.target) == ("on_time", target)]
+    assert len(got) == 1, [(w.change, w.target) for w in result.what_if]
+    (step,) = {p.step for p in result.paths}
+    sc = BY_NAME[name].scenario
+    regenerated = got[0].step_ns - step_saving_ns(sc, dataclasses.replace(sc, straggler=None),
+                                                  step)
+    assert regenerated < got[0].step_ns
+    assert got[0].projected_step_ns == pytest.approx(regenerated, rel=TOLERANCE), (
+        got[0].projected_step_ns, regenerated)
 
 
 def test_on_time_differs_from_the_regeneration_by_its_residual_wait() -> None:
