@@ -19,7 +19,7 @@ from tracelens.results.encode import encode
 from tracelens.steps import ORDERED_LAST
 from tracelens_dev.writers.xspace import Activity, build_xspace
 
-from .conftest import SAMPLES, SHARED
+from .conftest import SAMPLES, SHARED, cli
 
 START = 1_800_000_000_000_000_000
 
@@ -178,3 +178,44 @@ def test_every_notice_of_a_real_trace_is_typed_and_carries_its_file(path: Path) 
         opens = next((f for f in names if n.text.startswith(f + ": ")), None)
         assert opens is None or n.get("file") == opens, n
     assert orjson.dumps(trace.meta.warnings) == orjson.dumps([n.text for n in trace.meta.notices])
+
+
+def test_every_command_says_the_readers_warnings_as_summarize_does(tmp_path: Path) -> None:
+    """``collectives``, ``axes`` and ``critical-path`` read the same files as ``summarize``:
+    what their readers said (a profiler's own warning, overlaps clipped) is said by each, on
+    stderr and in the JSON, folded the same way, per host on the engine and from a trace
+    loaded here."""
+    files = [_host(tmp_path / "alpha.xplane.pb", "alpha", ["disk full"], overlaps=2),
+             _host(tmp_path / "beta.xplane.pb", "beta", ["disk full"], overlaps=3)]
+    want = ["alpha.xplane.pb: profiler reported: disk full (the same on 2 hosts/files: "
+            "alpha.xplane.pb, beta.xplane.pb)", clipped(5, 30).text]
+    summary = tracelens.summarize(tracelens.load(files))["warnings"]
+    assert [w for w in summary if w in want] == want
+    for command in ("collectives", "axes", "critical-path"):
+        res = cli(command, *map(str, files), "--format", "json")
+        assert res.returncode == 0, res.stderr
+        said = [w for w in orjson.loads(res.stdout)["warnings"] if w in want]
+        assert said == want, command
+        assert [line[len("warning: "):] for line in res.stderr.splitlines()
+                if line[len("warning: "):] in want] == want, command
+    here = tracelens.TraceAnalysis(tracelens.load(files))
+    for got in (here.collectives, here.axes(), here.critical_path()):
+        assert [w for w in got.warnings if w in want] == want
+    quiet = cli("collectives", *map(str, files), "--quiet")
+    assert quiet.returncode == 0 and "warning:" not in quiet.stderr
+
+
+@pytest.mark.skipif(not (SHARED / "traces" / "kineto" / "sampled_128rank_job").exists(),
+                    reason="../shared (the sampled 128-rank Kineto job) is not here")
+def test_collectives_leave_out_what_the_readers_said_of_flops() -> None:
+    """How FLOPs were counted bears on the critical path's roofline what-if, not on the
+    collectives: rank 1's ATen op without shapes is the critical path's warning only; both
+    say each rank's missing message sizes and device properties."""
+    job = SHARED / "traces" / "kineto" / "sampled_128rank_job"
+    here = tracelens.TraceAnalysis(job)
+    flops = [w for w in here.critical_path().warnings if "FLOPs" in w]
+    assert len(flops) == 1 and flops[0].startswith("rank-1.json.gz: ")
+    coll = here.collectives.warnings
+    assert not [w for w in coll if "FLOPs" in w]
+    assert [w for w in coll if "deviceProperties" in w] == [
+        w for w in here.critical_path().warnings if "deviceProperties" in w] != []

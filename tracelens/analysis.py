@@ -229,9 +229,11 @@ class TraceAnalysis(FrameAnswers):
         if not self._here:
             return job_collectives(self._in, top, axes)
         from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
+        from tracelens.notices import COSTS, run_warnings
         with mesh_errors():
             res = self._run(CollectivesAnalysis(), CollectivesOptions(self._in.rows(), top, axes))
-        return replace(res, filters=self._in.active() or None)
+        return replace(res, filters=self._in.active() or None,
+                       warnings=run_warnings(self.trace.meta.notices, skip=COSTS))
 
     @cached_property
     def collectives(self) -> Collectives:
@@ -326,11 +328,18 @@ class TraceAnalysis(FrameAnswers):
         >>> [(x.axis, x.size) for x in a.axes().axes]
         [('axis0', 16)]
         """
-        from tracelens.analysis_jobs import mesh_errors
+        from tracelens.analysis_jobs import mesh_errors, run_noticed
         from tracelens.analyze.axes import AxesAnalysis, AxesOptions
+        from tracelens.notices import COSTS, run_warnings
+        opts = AxesOptions(mesh_axes(mesh), nic_gb_per_s, ranks_per_host)
         with mesh_errors():
-            return self._run(AxesAnalysis(), AxesOptions(mesh_axes(mesh), nic_gb_per_s,
-                                                         ranks_per_host))
+            if self._here:
+                from tracelens.protocol import run_trace
+                res, notices = run_trace(AxesAnalysis(), self.trace, opts), \
+                    tuple(self.trace.meta.notices)
+            else:
+                res, notices = run_noticed(AxesAnalysis(), opts, self._in)
+        return replace(res, warnings=run_warnings(notices, skip=COSTS))
 
     def table(self, name: str = "events") -> pl.DataFrame:
         """One table of ``tracelens export`` (``events``, ``kernels``, ``steps``,

@@ -6,6 +6,7 @@ for the job-wide filters, with the checks of what the hosts reported (``--step``
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator
 
 from tracelens.errors import TraceInputError, TraceUsageError
@@ -13,6 +14,9 @@ from tracelens.inputs import JobInputs, check_known, joined
 
 if TYPE_CHECKING:
     from tracelens.analyze.axes import AxesOptions
+    from tracelens.engine import Job, LoadOptions
+    from tracelens.model import Notice
+    from tracelens.protocol import Analysis
     from tracelens.analyze.window import TimelineWindow
     from tracelens.model import Trace
     from tracelens.results.collectives import Collectives
@@ -73,22 +77,43 @@ def job_window(job_in: JobInputs, opts: Any) -> "TimelineWindow | None":
     return window_of(chosen, job, opts, load, engine)
 
 
-def job_collectives(job_in: JobInputs, top: int, axes: "AxesOptions | None" = None
-                    ) -> "Collectives":
-    """``collectives``: the typed result with its mesh axes and the filters in force."""
-    from dataclasses import replace
+def job_notices(job: "Job") -> "tuple[Notice, ...]":
+    """What the readers and the loader said of the job's files, as ``summarize`` gathers
+    them: each host file's notices once, the clipped overlaps summed, the hosts left
+    unaligned (by the job's plan: hosts without a shared clock aligned on their collectives'
+    ends are not)."""
+    from tracelens.analyze.summary_merge import merged_notices
 
-    from tracelens.analyze.axes import AxesOptions
-    from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
+    unaligned = job.plan.unaligned if job.plan is not None else job.meta.unaligned
+    return merged_notices([h.meta.notices for h in job.hosts], unaligned)
+
+
+def run_noticed(analysis: "Analysis[Any, Any, Any]", options: Any, job_in: JobInputs,
+                load: "LoadOptions | None" = None) -> "tuple[Any, tuple[Notice, ...]]":
+    """(``analysis`` on the job's files on the engine, :func:`job_notices`): a command's
+    result and what the readers said of the files it read (``load``: the loader's options,
+    default ``job_in``'s)."""
     from tracelens.engine import run_tasks
     from tracelens.protocol import Task
 
+    results, job = run_tasks((Task(analysis, options),), job_in.paths, load or job_in.load(),
+                             job_in.engine(), keep_trace=False)
+    return results[0], job_notices(job)
+
+
+def job_collectives(job_in: JobInputs, top: int, axes: "AxesOptions | None" = None
+                    ) -> "Collectives":
+    """``collectives``: the typed result with its mesh axes, the filters in force and the
+    readers' warnings."""
+    from tracelens.analyze.axes import AxesOptions
+    from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
+    from tracelens.notices import COSTS, run_warnings
+
     with mesh_errors():
-        results, _ = run_tasks([Task(CollectivesAnalysis(),
-                                     CollectivesOptions(job_in.rows(), top,
-                                                        axes or AxesOptions()))],
-                               job_in.paths, job_in.load(), job_in.engine())
-    return replace(results[0], filters=job_in.active() or None)  # type: ignore[type-var]
+        res, notices = run_noticed(CollectivesAnalysis(), CollectivesOptions(
+            job_in.rows(), top, axes or AxesOptions()), job_in)
+    return replace(res, filters=job_in.active() or None,
+                   warnings=run_warnings(notices, skip=COSTS))
 
 
 @contextmanager
@@ -143,7 +168,8 @@ def critical_path(job_in: JobInputs, step: int | None, window: str | None,
     loaded (else it is read per host on the engine)."""
     from tracelens.analyze.critical_graph import window_pattern
     from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-    from tracelens.engine import EngineOptions, LoadOptions, run
+    from tracelens.engine import LoadOptions
+    from tracelens.notices import run_warnings
 
     if window is not None:
         window_pattern(window)  # a bad regex fails before any file is read
@@ -151,15 +177,14 @@ def critical_path(job_in: JobInputs, step: int | None, window: str | None,
                                activities=activities)  # type: ignore[arg-type]
     if trace is not None:
         from tracelens.protocol import run_trace
-        res = run_trace(CriticalPath(), trace, opts)
+        res, notices = run_trace(CriticalPath(), trace, opts), tuple(trace.meta.notices)
     else:
-        res = run(CriticalPath(), job_in.paths, opts,
-                  LoadOptions(job_in.rules, job_in.step_marker),
-                  EngineOptions(job_in.workers, job_in.scheduler))
+        res, notices = run_noticed(CriticalPath(), opts, job_in,
+                                   LoadOptions(job_in.rules, job_in.step_marker))
     if rank is not None and not res.paths and not res.notes:
         raise TraceUsageError(f"--rank {rank}: no such rank with device activity")
     if not res.paths:
         why = res.notes[0] if res.notes else "no device activity"
         names = job_in.paths or [str(s["path"]) for s in trace.meta.sources]  # type: ignore
         raise TraceInputError(joined(names), f"no critical path: {why}")
-    return res
+    return replace(res, warnings=run_warnings(notices))

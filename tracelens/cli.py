@@ -13,13 +13,13 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import click
 
 from tracelens import __version__
 from tracelens.cli_common import (analysis, analysis_options, facade_inputs, format_option,
-                                  guarded, html_option, print_result)
+                                  guarded, html_option, print_result, warn)
 from tracelens.cli_axes import axes as _axes, axes_options
 from tracelens.errors import TraceInputError
 
@@ -179,6 +179,7 @@ def collectives(paths: tuple[Path, ...], top: int, mesh: str | None,
     from reports import collectives as render
 
     res = analysis(paths, opts).collectives_report(top, mesh, nic_gb_per_s, ranks_per_host)
+    warn(res.warnings, opts["quiet"])
     print_result(fmt, lambda: render.render_json(res), lambda: render.render_csv(res),
                  lambda: render.render_markdown(res),
                  lambda console: render.render_table(res, console))
@@ -208,16 +209,6 @@ def _emit(fmt: str, result: Any, title: str, tables: Any, csv_rows: Any,
                  lambda console: render.render_table(tables, console))
 
 
-def _warn(warnings: Sequence[str], fmt: str, quiet: bool) -> None:
-    """``compare``/``scaling`` warnings (different hardware or programs, an unknown noise
-    floor, the readers') on stderr, once each, whatever the format (stdout holds the result
-    alone; each is also in the JSON)."""
-    if quiet:
-        return
-    for w in warnings:
-        click.echo(f"warning: {w}", err=True)
-
-
 @main.command()
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
@@ -239,7 +230,7 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     inputs = facade_inputs((base, new), opts) | {"progress": None}
     res = build(base, new, top=top, fail_above=fail_above, **inputs)
     shown = replace(res, warnings=()) if opts["quiet"] and fmt == "table" else res
-    _warn(res.warnings, fmt, opts["quiet"])
+    warn(res.warnings, opts["quiet"])
     _emit(fmt, res, "tracelens compare", compare_tables(shown),
           [asdict(c) for c in res.components],
           ["component", "base_ns", "new_ns", "delta_ns", "share"], html=html)
@@ -268,7 +259,7 @@ def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
     rows = [{"from": t.from_path, "to": t.to_path, "component": c.component,
              "delta_ns": c.delta_ns, "share": c.share}
             for t in res.transitions for c in t.causes]
-    _warn([w for t in res.transitions for w in t.warnings], fmt, opts["quiet"])
+    warn([w for t in res.transitions for w in t.warnings], opts["quiet"])
     _emit(fmt, res, "tracelens scaling", scaling_tables(res), rows,
           ["from", "to", "component", "delta_ns", "share"], html=html)
 

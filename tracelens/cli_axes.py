@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 import click
 
-from tracelens.cli_common import analysis, analysis_options, format_option, guarded, print_result
+from tracelens.cli_common import (analysis, analysis_options, format_option, guarded,
+                                  print_result, warn)
 
 
 def axes_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -41,6 +42,7 @@ def axes(paths: tuple[Path, ...], mesh: str | None, nic_gb_per_s: float | None,
     from reports import axes as render
 
     res = analysis(paths, opts).axes(mesh, nic_gb_per_s, ranks_per_host)
+    warn(res.warnings, opts["quiet"])
     print_result(fmt, lambda: render.render_json(res), lambda: render.render_csv(res),
                  lambda: render.render_markdown(res),
                  lambda console: render.render_table(res, console))

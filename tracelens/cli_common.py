@@ -10,7 +10,7 @@ import functools
 import sys
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import click
 
@@ -78,6 +78,16 @@ def busy(what: str, quiet: bool) -> Any:
         return contextlib.nullcontext()
     from rich.console import Console
     return Console(stderr=True).status(what)
+
+
+def warn(warnings: Sequence[str], quiet: bool) -> None:
+    """A result's warnings (the readers', different hardware or programs, an unknown noise
+    floor) on stderr, once each, whatever the format (stdout holds the result alone; each is
+    also in the JSON)."""
+    if quiet:
+        return
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
 
 
 def print_result(fmt: str, as_json: Callable[[], str | bytes], as_csv: Callable[[], str],

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from tracelens.cli_common import analysis, analysis_options, guarded, print_result
+from tracelens.cli_common import analysis, analysis_options, guarded, print_result, warn
 
 
 @click.command("critical-path")
@@ -46,6 +46,7 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
     # only the JSON and the Perfetto trace list the paths' activities
     listed = "all" if fmt == "json" or perfetto is not None else "none"
     res = analysis(paths, opts).critical_path(step, window, span, rank, top, listed)
+    warn(res.warnings, opts["quiet"])
     if perfetto is not None:
         render.write_perfetto(res, perfetto)
     print_result(fmt, lambda: render.render_json(res), lambda: "",

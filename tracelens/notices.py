@@ -5,7 +5,7 @@ host name changed), and the notices the core's stages raise about a whole job.""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from tracelens.model import Notice
 
@@ -38,6 +38,20 @@ def fold_per_host(notices: Iterable[Notice]) -> list[str]:
         out.append(f"{members[0].text} (the same on {len(labels)} hosts/files: "
                    f"{', '.join(labels[:SHOWN_NAMES])}{more})")
     return out
+
+
+def run_warnings(notices: Sequence[Notice], skip: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The run's warnings, those repeated per host or file said once (as ``summarize``
+    folds them); facts the tool corrects itself (:data:`NOTE_CODES`) are ``summarize``'s
+    notes, not warnings. ``skip``: code prefixes of notices that do not bear on the output
+    at hand (``cost.``: how FLOPs were counted, for a command that shows none)."""
+    return tuple(fold_per_host(n for n in notices if n.code not in NOTE_CODES
+                               and not n.code.startswith(skip)))
+
+
+COSTS = ("cost.",)
+"""The code prefix of the notices about FLOPs and bytes (:func:`run_warnings`' ``skip`` for
+the outputs that show neither: ``collectives``, ``axes``)."""
 
 
 def unique(notices: Iterable[Notice]) -> list[Notice]:

@@ -22,7 +22,7 @@ from tracelens.analyze.collective_partials import (CollectivesOptions, MergeColl
 from tracelens.analyze.collectives import CollectiveAnalysis, analyze_collectives
 from tracelens.analyze.scaling import (RunProfile, hlo_finding_texts, collective_types,
                                        component_frame, kernel_partial, profile_of,
-                                       run_warnings, with_arrivals)
+                                       with_arrivals)
 from tracelens.analyze.summary_merge import merged_notices
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS
@@ -30,7 +30,7 @@ from tracelens.combine import Placement, place
 from tracelens.frames import distinct
 from tracelens.model import COMPUTE_CATEGORIES, HOST_EVENT_SCHEMA, STEP_SCHEMA, Notice, Trace
 from tracelens.filters import Filters
-from tracelens.notices import steps_disagree
+from tracelens.notices import run_warnings, steps_disagree
 
 if TYPE_CHECKING:
     from tracelens.engine import EngineOptions, HostFile, LoadOptions

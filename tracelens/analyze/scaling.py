@@ -26,8 +26,8 @@ from tracelens.analyze.kernel_table import kernel_table
 from tracelens.analyze.summary_reduce import hardware_counts
 from tracelens.analyze.timeline import DEVICE_KEYS, clip_to_windows
 from tracelens.frames import distinct
-from tracelens.model import COMPUTE_CATEGORIES, DEVICE_KINDS, Notice, Trace
-from tracelens.notices import NOTE_CODES, fold_per_host
+from tracelens.model import COMPUTE_CATEGORIES, DEVICE_KINDS, Trace
+from tracelens.notices import run_warnings
 from tracelens.results.encode import JSONValue, encode
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import (Cause, Noise, Scaling, ScalingRun, Transition,
@@ -331,13 +331,6 @@ def profile(trace: Trace, path: str = "") -> RunProfile:
         hosts=trace.events["host"].n_unique(), hlo_findings=hlo_finding_texts(trace),
         hardware=hardware_counts(trace.devices),
         warnings=run_warnings(trace.meta.notices), modules=trace.modules)
-
-
-def run_warnings(notices: Sequence[Notice]) -> tuple[str, ...]:
-    """The run's warnings, those repeated per host or file said once (as ``summarize``
-    folds them); facts the tool corrects itself (:data:`tracelens.notices.NOTE_CODES`) are
-    ``summarize``'s notes, not a comparison's warnings."""
-    return tuple(fold_per_host(n for n in notices if n.code not in NOTE_CODES))
 
 
 def device_kind_of(hardware: Sequence[HardwareCount]) -> str:

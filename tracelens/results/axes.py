@@ -47,6 +47,8 @@ class Axes:
     # activities whose process group was inferred (issue 46: the trace records none), and how
     groups_inferred: int | None = field(default=None, metadata=optional())
     groups_inferred_how: str | None = field(default=None, metadata=optional())
+    # what the readers said of the files (set by ``tracelens axes``, as summarize's)
+    warnings: tuple[str, ...] = field(default=(), metadata=optional())
 
     # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
     __repr__ = display.short_repr

@@ -5,9 +5,10 @@ Times are integer ns on the job's clock. JSON comes from :func:`tracelens.result
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tracelens.results import display
+from tracelens.results.encode import optional
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ class CriticalPathResult:
     paths: tuple[DevicePath, ...]
     what_if: tuple[WhatIf, ...]
     notes: tuple[str, ...] = ()
+    # what the readers said of the files (set by ``tracelens critical-path``, as summarize's)
+    warnings: tuple[str, ...] = field(default=(), metadata=optional())
 
     # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
     __repr__ = display.short_repr
