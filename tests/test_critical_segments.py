@@ -298,11 +298,12 @@ def test_peer_time_without_gathering_the_activities(name: str) -> None:
                                      pl.col("device").cast(pl.String))).to_series().fill_null("")
     names = sorted(set(who.to_list()) - {""})
     want = cp._peer_work(g, nodes, who, names)
-    inst = cs.instance_table([cs.arrivals(p) for p in parts])
-    hosts = [cs.HostGraph(p, inst, i) for i, p in enumerate(parts)]
-    got, rounds = cs.peer_medians([cs.device_work(h) for h in hosts], names)
-    offset = np.cumsum([0] + [h.n for h in hosts])
-    assert sorted(got) == names and rounds > len(names)
+    hosts = cr.LocalHosts([cr.HostSide(p) for p in parts])
+    cr.rounds_result(hosts, None, OPTIONS["summarize"])  # (each host's side built)
+    before = hosts.rounds
+    got = cr._peer_medians(hosts, names)
+    offset = np.cumsum([0] + [side.h.n for side in hosts.sides])
+    assert sorted(got) == names and hosts.rounds - before > 3  # keys, setup, bisection, rows
     for device in names:
         owner, rows, med = got[device]
         arr = np.full(len(g.w), np.nan)

@@ -488,8 +488,14 @@ def _add(acc: list[np.ndarray], per: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _peer_medians(H: "Hosts", names: list[str]) -> dict[str, tuple[int, np.ndarray, np.ndarray]]:
-    """:func:`critical_segments.peer_medians` over the hosts' rounds, every late device's
-    bisection in the same rounds: the keys sent once, then per round one bound per key."""
+    """{device: (its host, its nodes ``_i``, their peer time)}: :func:`critical_path.
+    _peer_work` with each host's work kept where it is. Per key (name, k) of the device's
+    activities, the hosts answer how many of their other devices' w they hold, the least and
+    the largest, then, round by round, how many are at most a bound: a bisection on the
+    integer ns finds the two middle values (the median of an even count is their mean, as
+    polars takes it), floored. What travels is a few numbers per key, however many devices;
+    every late device's bisection runs in the same rounds (the keys sent once, then per
+    round one bound per key)."""
     if not names:
         return {}
     found = H.call("peer_keys", common=(names,))

@@ -11,12 +11,39 @@ import polars as pl
 
 from tracelens.analyze.critical_path import _ACTIVITY, CriticalPart
 from tracelens.analyze.critical_segments import (DeviceWindow, HostGraph, InstanceTable,
-                                                 NotStitchable, _counts, _local,
-                                                 _starts, arrivals, device_work,
+                                                 NotStitchable, _local, _starts, arrivals,
                                                  key_arrivals)
 from tracelens.analyze.critical_solve import Change, solve
 from tracelens.analyze.critical_walk import idle_after, walk_on, walkable
 from tracelens.protocol import JobPlan
+
+
+# on_time's peer time: each host answers counts per key of its own devices' work
+
+def device_work(h: HostGraph) -> pl.DataFrame:
+    """The host's device nodes as :func:`critical_path._peer_work` numbers them: ``who``
+    (``<host>/GPU<d>``), ``name``, ``k`` (the occurrence of the name on the device, in node
+    order), own work ``w`` and the node ``_i``."""
+    nodes = h.nodes
+    who = nodes.select(pl.concat_str(pl.col("host"), pl.lit("/GPU"),
+                                     pl.col("device").cast(pl.String))).to_series()
+    frame = pl.DataFrame({"who": who.fill_null(""), "name": nodes["name"].cast(pl.String),
+                          "dev": nodes["device_node"], "w": h.g.w[:h.n]}).with_row_index("_i")
+    return frame.filter(pl.col("dev")).with_columns(
+        k=pl.int_range(pl.len()).over("who", "name")).drop("dev")
+
+
+def _counts(work: pl.DataFrame, name: str, keys: pl.DataFrame) -> tuple[np.ndarray, ...]:
+    """One host's first answer for the devices other than ``name``, per key (``keys``: name,
+    k, row ``_q``): how many of their w it holds, the least and the largest."""
+    q = keys.height
+    got = work.filter(pl.col("who") != name).join(keys, on=["name", "k"])
+    row = got["_q"].to_numpy()
+    w = got["w"].to_numpy()
+    lo, hi = np.full(q, np.inf), np.full(q, -np.inf)
+    np.minimum.at(lo, row, w)
+    np.maximum.at(hi, row, w)
+    return np.bincount(row, minlength=q), lo, hi
 
 
 class _Seen:
@@ -184,7 +211,7 @@ class HostSide:
             got = self.work.filter(pl.col("who") != name).join(k, on=["name", "k"])
             row, w = got["_q"].to_numpy(), got["w"].to_numpy()
             self.peer[name] = (row, w, k.height)
-            out.append(_counts(self.work, name, k, None))
+            out.append(_counts(self.work, name, k))
         return out
 
     def peer_below(self, names: list[str], at: list[np.ndarray]) -> list[np.ndarray]:
