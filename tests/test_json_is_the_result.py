@@ -36,8 +36,10 @@ def test_the_json_keys_are_the_declared_fields() -> None:
                if f.metadata.get("json", True)]
     assert list(s) == written
     c = json.loads(tracelens.to_json(a.collectives))
-    assert list(c)[-2:] == ["unmapped", "steps_source"]  # no filters (mesh axes before)
-    # a filter that keeps every activity: the same result, with the filter said last
+    # no filters (mesh axes before, the readers' warnings last)
+    assert list(c)[-3:] == ["unmapped", "steps_source", "warnings"]
+    # a filter that keeps every activity: the same result, with the filter said
     filtered = json.loads(_cli("collectives", str(STRAGGLER), "--kernel", "."))
-    assert list(filtered)[-1] == "filters" and filtered["filters"] == {"kernel": "."}
+    assert list(filtered)[-2:] == ["filters", "warnings"]
+    assert filtered["filters"] == {"kernel": "."}
     assert {k: v for k, v in filtered.items() if k != "filters"} == c

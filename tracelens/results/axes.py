@@ -48,7 +48,7 @@ class Axes:
     groups_inferred: int | None = field(default=None, metadata=optional())
     groups_inferred_how: str | None = field(default=None, metadata=optional())
     # what the readers said of the files (set by ``tracelens axes``, as summarize's)
-    warnings: tuple[str, ...] = field(default=(), metadata=optional())
+    warnings: tuple[str, ...] = ()
 
     # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
     __repr__ = display.short_repr

@@ -173,7 +173,7 @@ class Collectives:
     steps_source: str | None = field(default=None, metadata=optional())
     filters: ActiveFilters | None = field(default=None, metadata=optional())
     # what the readers said of the files (set by ``tracelens collectives``, as summarize's)
-    warnings: tuple[str, ...] = field(default=(), metadata=optional())
+    warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         half = self.link_gb_per_s / 2 if self.link_gb_per_s else None

@@ -5,10 +5,9 @@ Times are integer ns on the job's clock. JSON comes from :func:`tracelens.result
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tracelens.results import display
-from tracelens.results.encode import optional
 
 
 @dataclass(frozen=True)
@@ -86,8 +85,9 @@ class CriticalPathResult:
     paths: tuple[DevicePath, ...]
     what_if: tuple[WhatIf, ...]
     notes: tuple[str, ...] = ()
-    # what the readers said of the files (set by ``tracelens critical-path``, as summarize's)
-    warnings: tuple[str, ...] = field(default=(), metadata=optional())
+    # what the readers said of the files (set by ``tracelens critical-path``, as summarize's;
+    # a plain field: orjson writes the result itself, a GB for a whole trace)
+    warnings: tuple[str, ...] = ()
 
     # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
     __repr__ = display.short_repr
