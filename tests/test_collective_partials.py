@@ -125,7 +125,7 @@ def test_typed_result_is_frozen_unrounded_and_rounded_only_in_json() -> None:
     j = encode(c)
     assert list(j) == ["by_type", "collectives", "worst_instances", "stragglers", "alignment",
                        "instances", "link_gb_per_s", "link_unidirectional_gb_per_s", "mesh",
-                       "axes", "unmapped"]
+                       "axes", "unmapped", "warnings"]
     assert len(c.worst) == 3 and c.instances > 3
     assert c.link_unidirectional_gb_per_s == 200.0
     for row, typed in zip(j["by_type"], c.by_type):
