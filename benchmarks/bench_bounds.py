@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 _CHILD = """
 import re, sys
 from click.testing import CliRunner
-from tracelens.cli import main
+from tracelens.cli.commands import main
 code = 0
 if sys.argv[1] != '--floor':
     code = CliRunner().invoke(main, ['summarize', sys.argv[1], '--format', 'json']).exit_code

@@ -96,12 +96,13 @@ if mode == "floor":  # the bare decode of the largest host file: upb's ParseFrom
     out["file_bytes"] = f.stat().st_size
 elif mode == "runtime-floor":  # what a worker holds before its first host, and the model
     from pathlib import Path
-    import polars, tracelens.loader, tracelens.engine  # what a map imports first, and the
-    from tracelens.analyze.summary_types import SummaryOptions  # analysis it unpickles
-    from tracelens.analyze.summary import SummaryAnalysis
-    from tracelens.engine import HostFile, MapOptions, map_host
-    from tracelens.loader import load_host
-    from tracelens.protocol import Task
+    import polars, tracelens.loading.loader, tracelens.engine.hosts  # what a map imports first,
+    and the
+    from tracelens.analyze.summary.types import SummaryOptions  # analysis it unpickles
+    from tracelens.analyze.summary.build import SummaryAnalysis
+    from tracelens.engine.hosts import HostFile, MapOptions, map_host
+    from tracelens.loading.loader import load_host
+    from tracelens.engine.protocol import Task
 
     def status(key):
         line = next(x for x in open("/proc/self/status") if x.startswith(key + ":"))
@@ -122,10 +123,10 @@ elif mode == "runtime-floor":  # what a worker holds before its first host, and 
     out["events"] = trace.events.height
     out["file_bytes"] = f.stat().st_size
 elif mode.startswith("maps-"):  # N host maps one after another, as one worker runs them
-    from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.analyze.summary import SummaryAnalysis
-    from tracelens.engine import HostFile, MapOptions, map_host
-    from tracelens.protocol import Task
+    from tracelens.analyze.summary.types import SummaryOptions
+    from tracelens.analyze.summary.build import SummaryAnalysis
+    from tracelens.engine.hosts import HostFile, MapOptions, map_host
+    from tracelens.engine.protocol import Task
     from pathlib import Path
     files = sorted(Path(data).glob("*.xplane.pb"))[:int(mode.split("-")[1])]
     options = MapOptions(tasks=(Task(SummaryAnalysis(), SummaryOptions()),))
@@ -135,15 +136,18 @@ elif mode.startswith("maps-"):  # N host maps one after another, as one worker r
     out["cpu_per_host_s"] = round((cpu() - c0) / len(files), 4)
 elif mode == "load-all":
     import tracelens
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
     summarize(tracelens.load([data]))
 else:
-    from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.dask_map import local_cluster
-    from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
-    from tracelens.analyze.summary import SummaryAnalysis
-    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
-    from tracelens.protocol import Task
+    from tracelens.analyze.summary.types import SummaryOptions
+    from tracelens.engine.cluster import local_cluster
+    from tracelens.analyze.communication.collective_parts import (
+        CollectivesAnalysis,
+        CollectivesOptions,
+    )
+    from tracelens.analyze.summary.build import SummaryAnalysis
+    from tracelens.engine.hosts import EngineOptions, LoadOptions, run_tasks
+    from tracelens.engine.protocol import Task
     from tracelens.results.encode import encode
 
     def run_command(command, paths, workers=None, scheduler=None):
@@ -165,7 +169,8 @@ else:
         client = Client(cluster, set_as_default=False)
         out["cluster_start_s"] = round(time.perf_counter() - t0, 3)
         def warm(_dask_worker=None):
-            import tracelens.loader, tracelens.engine, polars  # what a map imports first
+            import tracelens.loading.loader, tracelens.engine.hosts, polars  # what a map imports
+            first
             return now()
         out["worker_rss_after_imports_bytes"] = sorted(client.run(warm).values())
         job, result = run_command(command, [data], scheduler=cluster.scheduler_address)
@@ -219,7 +224,7 @@ def make_ar_job(data: Path, hosts: int, per_gpu: int, every: int = 50,
     import numpy as np
     import polars as pl
 
-    from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
+    from tracelens.core.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
                                  Trace, conform)
     from tracelens_dev.writers.xspace import write
 

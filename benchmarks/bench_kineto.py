@@ -10,7 +10,7 @@ shifted by the trace's span, correlation and External ids offset), written uncom
 Each tool runs in a fresh process under ``/usr/bin/time`` (wall and CPU seconds, peak RSS;
 sizes in decimal MB, RSS as well, so RSS / JSON is a plain ratio):
 
-- ``tracelens``: ``python -m tracelens.cli summarize FILE --format json`` end to end;
+- ``tracelens``: ``python -m tracelens.cli.commands summarize FILE --format json`` end to end;
 - ``hta``: HTA's ``TraceAnalysis(trace_dir=...)`` load plus ``get_temporal_breakdown`` in its
   own virtual environment (``pip install HolisticTraceAnalysis``);
 - ``floor``: read, gunzip and ``orjson.loads`` the document, nothing else;
@@ -49,7 +49,7 @@ FLOOR = ("import gzip, sys, orjson\nraw = open(sys.argv[1], 'rb').read()\n"
          "raw = gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw\n"
          "assert orjson.loads(raw)['traceEvents']\n")
 FLOOR_NOGC = "import gc\ngc.disable()\n" + FLOOR
-STARTUP = ("import tracelens.loader, tracelens.analyze.summary, reports.summary, "
+STARTUP = ("import tracelens.loading.loader, tracelens.analyze.summary.build, reports.summary, "
            "parsers.kineto.reader")
 # the reader's stages in one process: CPU seconds (getrusage, polars' threads included) of
 # each function, by name where the tree has it (stages nest: "chunk frames" includes the
@@ -162,7 +162,7 @@ def run(path: Path, hta_python: str | None, repeat: int, before: Path | None = N
     size = len(gzip.decompress(path.read_bytes())) if path.name.endswith(".gz") \
         else path.stat().st_size
     row: dict = {"file": path.name, "json_mb": size / 1e6}
-    summarize = [sys.executable, "-m", "tracelens.cli", "summarize", str(path), "--format",
+    summarize = [sys.executable, "-m", "tracelens.cli.commands", "summarize", str(path), "--format",
                  "json"]
     cmds = {"tracelens": (summarize, ROOT), "floor": ([sys.executable, "-c", FLOOR, str(path)],
                                                       ROOT),

@@ -78,7 +78,7 @@ def _run(code: Path, path: Path) -> tuple[float, float, int]:
     """(CPU s, wall s, peak RSS bytes) of ``summarize`` with the code of ``code``."""
     env = bench_env(code)
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "tracelens.cli", "summarize", str(path),
+    proc = subprocess.Popen([sys.executable, "-m", "tracelens.cli.commands", "summarize", str(path),
                              "--format", "json"], cwd=code, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 DUMP = r"""
 import pickle, sys
-import tracelens.cli, tracelens.engine as engine
+import tracelens.cli.commands, tracelens.engine.hosts as engine
 out = sys.argv[2]
 
 def saved(hosts, args):
@@ -34,7 +34,7 @@ def saved(hosts, args):
 
 engine.reduce_hosts = saved
 sys.argv = ["tracelens", "summarize", sys.argv[1], "--workers", "1", "--format", "json"]
-tracelens.cli.main()
+tracelens.cli.commands.main()
 """
 
 REDUCE = r"""
@@ -66,7 +66,7 @@ def timed(module, name):
             rows.append((name, before, rss(), hwm(), time.process_time() - cpu))
     setattr(obj, attr, wrapper)
 
-import tracelens.cli, tracelens.engine as engine
+import tracelens.cli.commands, tracelens.engine.hosts as engine
 print(f"imports: rss {rss()} MB")
 with open(sys.argv[2], "rb") as f:
     hosts = pickle.load(f)
@@ -82,18 +82,18 @@ def saved_map(fn, items, *args, **kwargs):
     return hosts
 
 engine.run_map = saved_map
-for module, name in [("tracelens.analyze.summary", "SummaryAnalysis.merge"),
-                     ("tracelens.analyze.collectives", "collectives_from_activities"),
-                     ("tracelens.analyze.axes", "axis_totals"),
-                     ("tracelens.analyze.summary_reduce", "reduce_summary"),
-                     ("tracelens.analyze.summary", "CriticalPieces.merged"),
-                     ("tracelens.analyze.critical_path", "CriticalPath.finish"),
+for module, name in [("tracelens.analyze.summary.build", "SummaryAnalysis.merge"),
+                     ("tracelens.analyze.communication.collectives", "collectives_from_activities"),
+                     ("tracelens.analyze.communication.axes", "axis_totals"),
+                     ("tracelens.analyze.summary.reduce", "reduce_summary"),
+                     ("tracelens.analyze.summary.build", "CriticalPieces.merged"),
+                     ("tracelens.analyze.critical.path", "CriticalPath.finish"),
                      ("reports.summary", "render_json")]:
     timed(module, name)
 sys.argv = ["tracelens", "summarize", sys.argv[1], "--workers", "1", "--format", "json"]
 out, sys.stdout = sys.stdout, open("/dev/null", "w")
 try:
-    tracelens.cli.main()
+    tracelens.cli.commands.main()
 except SystemExit:
     pass
 sys.stdout = out

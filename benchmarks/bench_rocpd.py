@@ -61,7 +61,7 @@ def synthetic_trace(n: int):
     """``n`` dispatches on 8 GPUs as a Trace (times in ns, steps every 1/100 of the run)."""
     import polars as pl
 
-    from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
+    from tracelens.core.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
                                  Trace, conform)
     per_dev = n // 8
     i = pl.int_range(0, per_dev, dtype=pl.Int64, eager=True)
@@ -119,12 +119,12 @@ def timed(cmd: list[str]) -> float:
 def stages(path: Path) -> dict[str, float]:
     """Where the time goes, in-process (the loader's steps, then the summary)."""
     from parsers import rocprof
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
     from tracelens.classify import classify
-    from tracelens.reading import file_stages
-    from tracelens.loader import combine
-    from tracelens.model import validate
-    from tracelens.prepare import assign_steps, clip_stream_overlaps
+    from tracelens.loading.reading import file_stages
+    from tracelens.loading.loader import combine
+    from tracelens.core.model import validate
+    from tracelens.loading.prepare import assign_steps, clip_stream_overlaps
     out, t = {}, time.perf_counter()
 
     def lap(name: str) -> None:
@@ -164,7 +164,7 @@ def main() -> None:
         db.parent.mkdir(parents=True, exist_ok=True)
         built = build(db, args.dispatches)
         print(f"wrote {db} ({db.stat().st_size / 2**20:.0f} MiB) in {built:.1f} s")
-    summarize = [sys.executable, "-m", "tracelens.cli", "summarize", str(db), "--format",
+    summarize = [sys.executable, "-m", "tracelens.cli.commands", "summarize", str(db), "--format",
                  "json", "--step-marker", STEP_MARKER]
     floor = [sys.executable, "-c", FLOOR, str(db)]
     runs = {"summarize": [], "floor": []}

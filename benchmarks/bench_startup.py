@@ -55,7 +55,7 @@ print(json.dumps({"wall": time.perf_counter() - t0, "cpu": ru.ru_utime + ru.ru_s
 
 def commands() -> dict[str, tuple[list[str], bool]]:
     """name -> (argv, whether it runs tracelens code: those are repeated with ``--before``)."""
-    tl = [PY, "-m", "tracelens.cli"]
+    tl = [PY, "-m", "tracelens.cli.commands"]
     out = {"python -c pass (floor)": ([PY, "-c", "pass"], False),
            "python -c 'import polars' (floor)": ([PY, "-c", "import polars"], False),
            "tracelens --help": ([*tl, "--help"], True)}

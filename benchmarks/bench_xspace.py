@@ -52,19 +52,19 @@ def wrap(modname, fname):
             T[fname] = round(T.get(fname, 0.0) + time.process_time() - t, 3)
     setattr(mod, fname, g)
 t0 = time.process_time()
-import tracelens.cli as cli
-import tracelens.analyze.summary
+import tracelens.cli.commands as cli
+import tracelens.analyze.summary.build
 T["imports"] = round(time.process_time() - t0, 3)
-for m, fs in [("tracelens.reading", ["read_all"]),
-              ("tracelens.loader", ["load_host", "_classify", "_costs", "_steps"]),
-              ("tracelens.analyze.summary", ["summary_partial", "_device_rows", "_idle",
+for m, fs in [("tracelens.loading.reading", ["read_all"]),
+              ("tracelens.loading.loader", ["load_host", "_classify", "_costs", "_steps"]),
+              ("tracelens.analyze.summary.build", ["summary_partial", "_device_rows", "_idle",
                                              "device_and_step_breakdowns", "mfu",
                                              "device_mfu", "partial_activities",
                                              "device_axis", "reduce_summary", "roofline",
                                              "roofline_frame", "_kernel_groups",
                                              "_roofline_mix", "without_flops",
                                              "flops_coverage"]),
-              ("tracelens.analyze.kernel_table", ["kernel_table", "roofline_of"])]:
+              ("tracelens.analyze.compute.kernel_table", ["kernel_table", "roofline_of"])]:
     for f in fs:
         wrap(m, f)
 sys.argv = ["tracelens", "summarize", sys.argv[1], "--format", "json"]

@@ -33,7 +33,7 @@ def dump(paths: list[Path], out: Path) -> None:
     import dataclasses
 
     from parsers import kineto
-    from tracelens.errors import TraceInputError
+    from tracelens.core.errors import TraceInputError
     for i, path in enumerate(paths):
         try:
             tr = kineto.read(path)

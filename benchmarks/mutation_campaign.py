@@ -467,7 +467,7 @@ def facts(path: str) -> dict[str, Any]:
     """What loading ``path`` gives: refused (its message), an exception, or counts; and
     what the file holds, counted without tracelens where it can be (:func:`held`)."""
     import tracelens
-    from tracelens.errors import TraceInputError
+    from tracelens.core.errors import TraceInputError
     try:
         holds = held(Path(path))
     except Exception:  # noqa: BLE001 (a file the independent count cannot parse)

@@ -168,7 +168,7 @@ _COMPILED: set[Path] = set()
 
 
 def tracelens_cmd(*args: str) -> list[str]:
-    return [PY, "-m", "tracelens.cli", *args]
+    return [PY, "-m", "tracelens.cli.commands", *args]
 
 
 def _bench_rocpd() -> Any:
@@ -320,18 +320,18 @@ import json, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
 from parsers import xspace as xspace_reader
-from tracelens.analyze.summary import summarize
+from tracelens.analyze.summary.build import summarize
 from tracelens.classify import classify
 from tracelens.cost.events import annotate, op_cost_table, with_hlo_kind
-from tracelens.loader import combine
-from tracelens.model import validate
-from tracelens.prepare import assign_steps, clip_stream_overlaps
+from tracelens.loading.loader import combine
+from tracelens.core.model import validate
+from tracelens.loading.prepare import assign_steps, clip_stream_overlaps
 out, t = {"import": time.perf_counter() - t0}, time.perf_counter()
 def lap(name):
     global t
     now = time.perf_counter(); out[name] = round(now - t, 3); t = now
-try:  # code of issue 26 and later identifies devices after the reader (tracelens.reading)
-    from tracelens.reading import file_stages
+try:  # code of issue 26 and later identifies devices after the reader (tracelens.loading.reading)
+    from tracelens.loading.reading import file_stages
 except ImportError:
     file_stages = lambda trace: trace
 trace = file_stages(xspace_reader.read(Path(sys.argv[1])))

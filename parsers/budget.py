@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 ENV = "TRACELENS_MAX_INFLATE"
 RATIO = 100  # inflated bytes per compressed byte a gzip input may reach

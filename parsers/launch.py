@@ -1,6 +1,6 @@
 """The model's ``launch`` text from a format's launch-shape columns, one polars expression.
 
-``tracelens.model.EVENT_SCHEMA`` ``launch`` is ``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` with
+``tracelens.core.model.EVENT_SCHEMA`` ``launch`` is ``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` with
 only the parts the trace gives (the XSpace reader writes the same text from
 ``kernel_details``). Shared by the Kineto and rocprofv3 readers so the text cannot drift.
 """

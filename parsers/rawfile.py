@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from parsers.budget import check_plain, gzip_budget, human
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 4 << 20  # inflated bytes per step: the budget is checked after each

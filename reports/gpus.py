@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracelens.hardware import DTYPES, GpuSpec
+from tracelens.core.hardware import DTYPES, GpuSpec
 
 HEADER = ["id", "name", "arch", "CUs", "MHz", *DTYPES, "HBM TB/s", "mem GB", "link GB/s"]
 

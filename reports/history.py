@@ -1,7 +1,7 @@
 """Render the ``tracelens history`` results (issue 29): tables (terminal, Markdown, CSV),
 JSON through :mod:`tracelens.results.encode`, and ``--html``: one self-contained page with a
 trend chart per series, regressions marked. Formatting only; trace text (labels, tags,
-paths) is escaped in the page (jinja2 autoescape, :func:`reports.figures.ptext`)."""
+paths) is escaped in the page (jinja2 autoescape, :func:`reports.html.figures.ptext`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Sequence
 
 from markupsafe import Markup
 
-from reports import figures as F
-from reports.html import TEMPLATES, _env, plotly_js, script_json
-from reports.palette import color
+from reports.html import figures as F
+from reports.html.page import TEMPLATES, _env, plotly_js, script_json
+from reports.html.palette import color
 from reports.scaling import Tables
 from tracelens.results.encode import JSONValue
 from tracelens.results.history import (HistoryCheck, HistoryShow, Regression, RunPoint,

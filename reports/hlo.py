@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from reports.html import TEMPLATES
+from reports.html.page import TEMPLATES
 from reports.markdown import md_table
 from reports.summary import ms, shown
 from reports.units import size

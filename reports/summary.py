@@ -18,10 +18,10 @@ from reports.summary_text import (_coverage_text, _device_label, _gbps, _mfu_tex
                                   _peaks_line, peaks_unknown,
                                   filters_text, hosts_word, mfu_label, ms, pct, short_name,
                                   shown)
-from tracelens.analyze.idle import IDLE_PARTS
-from tracelens.analyze.timeline import TIMELINE_COLUMNS
-from tracelens.analyze.summary_reduce import OUTLIER_POINTS
-from tracelens.model import CATEGORIES
+from tracelens.analyze.timeline.idle import IDLE_PARTS
+from tracelens.analyze.timeline.breakdown import TIMELINE_COLUMNS
+from tracelens.analyze.summary.reduce import OUTLIER_POINTS
+from tracelens.core.model import CATEGORIES
 from tracelens.results.encode import to_json
 from tracelens.results.summary import (IdleBreakdown, Summary,
                                        Timeline, hardware_text)

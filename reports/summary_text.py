@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tracelens.results.encode import written
 from tracelens.results.filters import ActiveFilters, FilterValue, SummaryFilters
-from tracelens.hardware import GpuSpec
+from tracelens.core.hardware import GpuSpec
 from tracelens.results.summary import DeviceSummary, Headline, Summary, spec_view
 
 

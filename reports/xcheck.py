@@ -15,12 +15,12 @@ from typing import Sequence
 
 from tracelens.results.encode import to_json
 from tracelens.results.xcheck import XCheck, clip_note
-from tracelens.xcheck import KernelCheck
+from tracelens.analyze.xcheck import KernelCheck
 
 COLUMNS = ["file", "kernel", "ours_count", "xprof_count", "ours_us", "clipped_us", "xprof_us",
            "agrees"]
 Skipped = Sequence[tuple[str, str]]
-"""The files of a folder left out, each with why (``tracelens.xcheck.check_path``)."""
+"""The files of a folder left out, each with why (``tracelens.analyze.xcheck.check_path``)."""
 
 
 def _us(v: float | None) -> float | None:

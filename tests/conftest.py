@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tracelens.xcheck import kernel_stats_by_name  # noqa: F401  (used by the oracle tests)
+from tracelens.analyze.xcheck import kernel_stats_by_name  # noqa: F401  (used by the oracle tests)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -57,7 +57,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     use ``tests.test_bad_input.run_cli``."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     res = CliRunner().invoke(main, list(args), catch_exceptions=False)
     return subprocess.CompletedProcess(["tracelens", *args], res.exit_code, res.stdout,

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from parsers.hlo.schema import hlo_proto_class
-from tracelens.hlo_model import PRIMITIVE_TYPES
+from tracelens.core.hlo_model import PRIMITIVE_TYPES
 
 TYPE_NUMBER = {name: num for num, (name, _) in PRIMITIVE_TYPES.items()}
 

@@ -10,7 +10,7 @@ import pytest
 
 import tracelens
 from tracelens_dev.writers.xspace import write
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 from tracelens_dev.synth import Synthetic, build
 from tracelens_dev.synth.scenario import Scenario
 
@@ -141,7 +141,7 @@ def assert_costs_match_truth(trace: Trace, truth: dict[str, Any]) -> None:
 def assert_mfu_matches_truth(trace: Trace, truth: dict[str, Any], steps: bool = True) -> None:
     """Model FLOPs and MFU per device (whole trace) and (``steps``) per step, as the truth
     computes them (float sums in another order: relative 1e-9)."""
-    from tracelens.analyze.roofline import device_specs, mfu, spec_frame
+    from tracelens.analyze.compute.roofline import device_specs, mfu, spec_frame
 
     specs = spec_frame(device_specs(trace.devices))
     whole = {(r["host"], r["device"]): r for r in mfu(trace.events, specs).iter_rows(named=True)}
@@ -167,7 +167,7 @@ def assert_busbw_matches_truth(trace: Trace, truth: dict[str, Any]) -> None:
     (msg_bytes / transfer × the nccl-tests factor) as constructed. The analysis matches the
     k-th execution of an op across all devices, so a per-host collective (the MoE all-to-all)
     on several hosts is one instance whose transfer is the shortest of its groups'."""
-    from tracelens.analyze.collectives import analyze_collectives
+    from tracelens.analyze.communication.collectives import analyze_collectives
     from tracelens_dev.synth.costs import bus_factor
 
     groups: dict[tuple[str, int], list[dict]] = {}

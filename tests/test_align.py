@@ -8,8 +8,9 @@ import polars as pl
 
 import tracelens
 from tests.synth_helpers import write_skewed_hosts
-from tracelens.align import align_on_collectives, collective_end_offsets
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
+from tracelens.loading.align import align_on_collectives, collective_end_offsets
+from tracelens.core.model import (
+    DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              conform)
 
 

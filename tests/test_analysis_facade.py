@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import tracelens.analysis as facade
+import tracelens.api.analysis as facade
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,7 +49,7 @@ def test_facade_results_are_computed_once() -> None:
 def test_answers_from_paths_equal_answers_from_the_loaded_trace() -> None:
     """From paths the job-level answers run per host on the engine; they equal the same
     analyses on the whole job loaded here (the 2-host sample: placement and merge)."""
-    from tracelens.loader import load
+    from tracelens.loading.loader import load
     from tracelens.results.encode import encode
 
     path = ROOT / "sample_traces/mi355x_2x8gpu_straggler"

@@ -10,10 +10,16 @@ from pathlib import Path
 import pytest
 
 import tracelens
-from tracelens.analyze.axes import NO_GROUP, NOT_GRID, NOT_INFERRED, AxesAnalysis, AxesOptions
-from tracelens.analyze.mesh import chains, given_mesh, inferred_mesh, parse_mesh
-from tracelens.engine import EngineOptions, run
-from tracelens.protocol import run_trace
+from tracelens.analyze.communication.axes import (
+    NO_GROUP,
+    NOT_GRID,
+    NOT_INFERRED,
+    AxesAnalysis,
+    AxesOptions,
+)
+from tracelens.analyze.communication.mesh import chains, given_mesh, inferred_mesh, parse_mesh
+from tracelens.engine.hosts import EngineOptions, run
+from tracelens.engine.protocol import run_trace
 from tracelens.results.axes import Axes
 from tracelens_dev.synth.mesh_job import (ep_truth, mesh_trace, mesh_truth, pp_truth,
                                           scaling_truth)
@@ -180,7 +186,7 @@ def test_scaling_names_the_axis_of_the_grown_exposure(tmp_path: Path, fmt: str) 
     group names in Kineto; inferred, axis0, in XSpace, whose HLO names none)."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     truth = scaling_truth()
     runs = []
@@ -237,7 +243,7 @@ def test_pipeline_bubbles_per_stage_equal_the_gpipe_schedule(tmp_path: Path) -> 
 def test_summarize_and_report_show_one_line_per_axis(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     kineto.write(mesh_trace(per_rank=True), tmp_path / "ranks")
     out = CliRunner().invoke(main, ["summarize", str(tmp_path / "ranks"), "--format", "json"])
@@ -259,7 +265,7 @@ def test_summarize_of_an_all_to_all_job_shows_the_axes_command_totals(tmp_path: 
     balance (which needs ends) is not computed there. CI once broke here on a random draw."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     xspace.write(mesh_trace(job="ep"), tmp_path / "logs")
     full = run_trace(AxesAnalysis(), tracelens.load(tmp_path / "logs"), AxesOptions())
@@ -277,7 +283,7 @@ def test_summarize_of_an_all_to_all_job_shows_the_axes_command_totals(tmp_path: 
 def test_a_mesh_that_does_not_hold_the_job_is_a_usage_error(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     xspace.write(mesh_trace(), tmp_path / "logs")
     for cmd in ("axes", "collectives"):
@@ -323,7 +329,7 @@ def test_jax_shardy_mesh_names_the_axes(tmp_path: Path) -> None:
     """JAX records its named mesh in the HLO (``xla.sdy.meshes``): the axes take its names
     without --mesh; an empty mesh (as the real CPU trace has) or one that does not hold
     the job's devices leaves the axes inferred."""
-    from tracelens.analyze.mesh import sdy_meshes
+    from tracelens.analyze.communication.mesh import sdy_meshes
 
     assert sdy_meshes(b"\x0exla.sdy.meshes\x12\x1c{empty_mesh = #sdy.mesh<[]>}") == []
     for text, names in (('{mesh = #sdy.mesh<["fsdp"=4, "tp"=4]>}', ("fsdp", "tp", "hlo")),
@@ -347,8 +353,8 @@ def test_summary_axis_totals_on_distinct_combinations_are_the_full_mappings(
     Kineto ranks without host names and on XSpace hosts."""
     import polars as pl
 
-    from tracelens.analyze import axes as A
-    from tracelens.analyze.collectives import partial_activities
+    from tracelens.analyze.communication import axes as A
+    from tracelens.analyze.communication.collectives import partial_activities
     from tracelens.results.encode import encode
 
     if job == "kineto-ranks":

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import tracelens
 from tests.conftest import cli
 from tracelens_dev.writers.xspace import Activity, build_xspace
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -173,7 +173,7 @@ def test_oversized_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
-    from tracelens.cli_common import progress_bar
+    from tracelens.cli.common import progress_bar
 
     assert progress_bar([tmp_path], quiet=False) is None  # pytest captures stderr
 

@@ -22,8 +22,8 @@ import tracelens
 from parsers.xplane_schema import xspace_class
 from tests.conftest import SAMPLES, cli, real_rocprof
 from tests.test_inflation import _assert_refused, run_cli, run_measured
-from tracelens.errors import TraceInputError
-from tracelens.model import Trace
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import Trace
 
 XSPACE = SAMPLES / "h100_8gpu_moe_ddp.xplane.pb"
 
@@ -339,7 +339,7 @@ def test_collectives_on_a_mixed_folder_with_an_empty_part(made: dict[str, Path],
 
 
 def test_partial_of_no_collectives_has_the_same_types(source: Trace) -> None:
-    from tracelens.analyze.collectives import partial_activities
+    from tracelens.analyze.communication.collectives import partial_activities
     full = partial_activities(source.events)
     empty = partial_activities(source.events.clear())
     assert full.height and empty.height == 0

@@ -15,11 +15,14 @@ from polars.testing import assert_frame_equal
 
 import tracelens
 from tests.conftest import SAMPLES
-from tracelens import prepare
+from tracelens.loading import prepare
 from tracelens.cost import events as cost
-from tracelens.analyze import collectives, summary, summary_reduce, timeline
-from tracelens.errors import TraceInputError
-from tracelens.model import CATEGORIES, COMPUTE_CATEGORIES, CategoryDtype
+from tracelens.analyze.communication import collectives
+from tracelens.analyze.summary import build as summary
+from tracelens.analyze.summary import reduce as summary_reduce
+from tracelens.analyze.timeline import breakdown as timeline
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import CATEGORIES, COMPUTE_CATEGORIES, CategoryDtype
 
 DEVICE_KEYS = ["host", "rank", "device"]
 STREAM_KEYS = ["host", "rank", "device", "stream"]
@@ -281,8 +284,8 @@ def test_parallel_read_reports_the_first_bad_file(tmp_path: Path,
 def test_worker_processes_read_other_formats(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Formats other than XSpace are read by spawned processes (Arrow IPC back)."""
-    from tracelens import reading
-    from tracelens.formats import reader_for
+    from tracelens.loading import reading
+    from tracelens.loading.formats import reader_for
 
     f = next((SAMPLES / "mi355x_2x8gpu_straggler").rglob("*.xplane.pb"))
     status, value = reading.read_in_worker("xspace", f, None)

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from tracelens.classify import Match, RuleSet, classify, explain, load_rules
-from tracelens.errors import TraceInputError
-from tracelens.model import CATEGORIES, CategoryDtype, KindDtype, Text
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import CATEGORIES, CategoryDtype, KindDtype, Text
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ORACLES = SHARED / "oracles"
@@ -912,7 +912,7 @@ def test_hash_collision_falls_back_to_exact_join(monkeypatch: pytest.MonkeyPatch
                       [("attn_fwd", None), ("reduce.1", "reduce.1"), ("attn_fwd", None),
                        (RCCL_GENERIC, "all-reduce-start"), ("dot.2", "dot.2")]])
     expected = classify(events)
-    import tracelens.signatures as signatures_mod
+    import tracelens.core.signatures as signatures_mod
 
     real_hash = signatures_mod.combo_hash
 

@@ -19,7 +19,7 @@ import pytest
 import tracelens
 from tracelens.classify import classify, explain
 from tracelens.cost.events import op_cost_table, with_hlo_kind
-from tracelens.model import KindDtype
+from tracelens.core.model import KindDtype
 
 from tests.conftest import SHARED
 from tests.test_classify import CASES

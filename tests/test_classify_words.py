@@ -19,7 +19,7 @@ from tests.synth_helpers import writer_device, writer_events
 from tracelens.classify import classify, explain, load_rules, words_of
 from tracelens.classify.rules import BUILTIN_PATH, RuleSet, parse_rules
 from tracelens.cost.events import op_cost_table, with_hlo_kind
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tracelens_dev.writers.kineto import write as write_kineto
 from tracelens_dev.writers.xspace import Activity, build_xspace
 
@@ -208,7 +208,7 @@ def test_bulk_path_answers_like_explain_on_every_word_case() -> None:
              *[OPAQUE] * len(OP_CASES)]
     ops = [None] * (len(names) - len(OP_CASES)) + list(OP_CASES)
     ev = pl.DataFrame({"kind": ["kernel"] * len(names), "name": names, "op": ops},
-                      schema_overrides={"kind": tracelens.model.KindDtype})
+                      schema_overrides={"kind": tracelens.core.model.KindDtype})
     assert ev.unique().height > 32  # past the one-query path
     got = classify(ev, RuleSet(load_rules().rules))
     want = [explain(n, o) for n, o in zip(names, ops)]

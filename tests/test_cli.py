@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import GPU_TRACES, SAMPLES, cli, real_trace
-from tracelens.analyze.timeline import TIMELINE_COLUMNS
-from tracelens.cli import main
+from tracelens.analyze.timeline.breakdown import TIMELINE_COLUMNS
+from tracelens.cli.commands import main
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 
@@ -155,8 +155,8 @@ def test_the_installed_command_keeps_the_exit_code_and_freezes_the_collector(
     import tomllib
 
     scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
-    assert scripts["project"]["scripts"]["tracelens"] == "tracelens.cli:run"
-    prog = ("import gc, sys; from tracelens.cli import run; "
+    assert scripts["project"]["scripts"]["tracelens"] == "tracelens.cli.commands:run"
+    prog = ("import gc, sys; from tracelens.cli.commands import run; "
             f"sys.argv = ['tracelens', *{args!r}]\n"
             "try:\n run()\nexcept SystemExit as e:\n"
             " print('exit', e.code, gc.get_freeze_count() > 1000)")
@@ -176,7 +176,7 @@ def test_the_command_starts_numpy_with_one_blas_thread(preset: str | None, want:
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if preset is not None:
         env["OPENBLAS_NUM_THREADS"] = preset
-    code = ("import os, sys; from tracelens.cli import main; "
+    code = ("import os, sys; from tracelens.cli.commands import main; "
             "sys.argv = ['tracelens', 'summarize', '--help']; "
             "exec('try:\\n main()\\nexcept SystemExit:\\n pass'); "
             "print('blas', 'numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))")

@@ -11,13 +11,14 @@ import polars as pl
 import pytest
 
 from tracelens_dev.writers.xspace import Activity, build_xspace
-from tracelens.align import collective_end_offsets, offsets_from_activities
-from tracelens.analyze.collective_partials import (collective_partial, collectives_of_partials,
+from tracelens.loading.align import collective_end_offsets, offsets_from_activities
+from tracelens.analyze.communication.collective_parts import (
+    collective_partial, collectives_of_partials,
                                                    merge_collective_partials)
-from tracelens.analyze.collectives import (analyze, collective_activities,
+from tracelens.analyze.communication.collectives import (analyze, collective_activities,
                                            link_of)
-from tracelens.formats import discover
-from tracelens.loader import load
+from tracelens.loading.formats import discover
+from tracelens.loading.loader import load
 from tracelens.results.encode import encode, to_json
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,8 +6,12 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyze.collectives import analyze_collectives, collective_activities, type_summary
-from tracelens.model import CATEGORIES, CategoryDtype
+from tracelens.analyze.communication.collectives import (
+    analyze_collectives,
+    collective_activities,
+    type_summary,
+)
+from tracelens.core.model import CATEGORIES, CategoryDtype
 
 
 def _events(rows: list[dict]) -> pl.DataFrame:
@@ -87,7 +91,7 @@ def test_collectives_that_start_together_count_in_row_order() -> None:
     """Two kinds of collective starting at the same ns on one device (two streams): the k-th
     of each key follows the rows' order, whatever order the device's rows come in, and so
     is the same on every run and engine (the sort by device and start is stable)."""
-    from tracelens.instances import with_instance_keys
+    from tracelens.core.instances import with_instance_keys
 
     rows = [dict(device=d, category="collective", op=op, module="m", stream=s,
                  start_ns=100 * k, end_ns=100 * k + 50)
@@ -120,7 +124,7 @@ def test_collectives_command_on_sample() -> None:
     from click.testing import CliRunner
 
     from tests.conftest import SAMPLES
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     sample = str(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
     res = CliRunner().invoke(main, ["collectives", "--format", "json", sample])
@@ -144,7 +148,7 @@ def test_planted_straggler_in_the_two_host_sample() -> None:
 
     import tracelens
     from tests.conftest import SAMPLES
-    from tracelens.analyze.collectives import analyze
+    from tracelens.analyze.communication.collectives import analyze
     from tracelens.results.encode import encode
 
     truth = json.loads((SAMPLES / "mi355x_2x8gpu_straggler.truth.json").read_text())
@@ -211,8 +215,8 @@ def test_busbw_share_of_the_link() -> None:
     per activity busbw = 2(n-1)/n × 1 MiB / duration; the median activity of the hand-built
     all-reduce lasts 1300 ns (the three that wait) -> 1209.884 GB/s; an MI300X link table
     value of 896 GB/s gives 448 GB/s per direction -> 270.1%."""
-    from tracelens.analyze.collectives import analyze, link_of
-    from tracelens.model import DEVICE_SCHEMA, conform
+    from tracelens.analyze.communication.collectives import analyze, link_of
+    from tracelens.core.model import DEVICE_SCHEMA, conform
     from tracelens.results.encode import encode
 
     rep = encode(analyze(_job(delay=300), "single host", link_gb_per_s=896.0))
@@ -232,7 +236,7 @@ def test_busbw_share_of_the_link() -> None:
 def test_worst_instances_tied_in_skew_exposure_and_start_come_in_key_order() -> None:
     """Instances equal in arrival skew, exposure and start are shown in (key, occurrence)
     order, whatever order the group-by returned them in (it guarantees none)."""
-    from tracelens.analyze.collectives import collectives_from_activities
+    from tracelens.analyze.communication.collectives import collectives_from_activities
 
     rows = [dict(host="h", rank=r, device=0, instance_key=k, occurrence=0,
                  start_ns=100 + 5 * r, end_ns=200, dur_ns=100 - 5 * r, exposed_ns=10,
@@ -253,7 +257,7 @@ def test_streamed_group_bys_give_the_in_memory_engines_values(seed: int, chunks:
     import numpy as np
     import pytest
 
-    import tracelens.analyze.collectives as C
+    import tracelens.analyze.communication.collectives as C
 
     rng = np.random.default_rng(seed)
     n = 400
@@ -290,7 +294,7 @@ def test_instances_and_stragglers_are_the_per_activity_definitions(seed: int) ->
     start, one-participant instances and a null instance key."""
     import numpy as np
 
-    import tracelens.analyze.collectives as C
+    import tracelens.analyze.communication.collectives as C
 
     rng = np.random.default_rng(seed)
     n = 300

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.analyze.hlo_findings import lens_trace
+from tracelens.analyze.compute.hlo_findings import lens_trace
 from tracelens.classify import explain
-from tracelens.loader import load
+from tracelens.loading.loader import load
 
 TRACE = Path(__file__).resolve().parents[1] / "sample_traces" / "hlo" / "comm_types.xplane.pb"
 

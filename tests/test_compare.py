@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import ROOT, SAMPLES
-from tracelens.cli import main
-from tracelens.model import STEP_SCHEMA
+from tracelens.cli.commands import main
+from tracelens.core.model import STEP_SCHEMA
 
 MI300X = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 MI355X = SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb"
@@ -30,7 +30,8 @@ FMHA_BWD = "void ck_tile::kentry<256, 1, ck_tile::FmhaBwdDQDKDVKernel<ck_tile::T
 def run_in_process(args: list[str], seed: str) -> bytes:
     """``tracelens ARGS`` in a fresh interpreter with PYTHONHASHSEED=seed: its stdout."""
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "-c", "from tracelens.cli import main; main()", *args],
+    prog = "from tracelens.cli.commands import main; main()"
+    res = subprocess.run([sys.executable, "-c", prog, *args],
                          capture_output=True, env=env, cwd=ROOT, timeout=600)
     assert res.returncode == 0, res.stderr.decode()
     return res.stdout
@@ -38,7 +39,7 @@ def run_in_process(args: list[str], seed: str) -> bytes:
 
 _RUN_EACH = """
 import json, sys
-from tracelens.cli import main
+from tracelens.cli.commands import main
 for args in json.loads(sys.argv[1]):
     main.main(args, standalone_mode=False)
     sys.stdout.write("\\0")
@@ -105,9 +106,9 @@ def test_samples_pair_kernels_only_within_their_category() -> None:
     named per architecture), never with a GEMM, and nothing is counted twice."""
     if not (MI300X.exists() and MI355X.exists()):
         pytest.skip("sample traces not generated")
-    from tracelens.analyze.compare import match_kernels
-    from tracelens.analyze.scaling import profile
-    from tracelens.loader import load
+    from tracelens.analyze.runs.compare import match_kernels
+    from tracelens.analyze.runs.scaling import profile
+    from tracelens.loading.loader import load
 
     a, b = profile(load([MI300X])), profile(load([MI355X]))
     matched, only_a, only_b = match_kernels(a.kernels, b.kernels)
@@ -191,9 +192,9 @@ def test_a_kernel_name_under_renumbered_ops_pairs_once_in_total(tmp_path: Path) 
 def test_matching_does_not_depend_on_row_order(tmp_path: Path) -> None:
     if not (MI300X.exists() and MI355X.exists()):
         pytest.skip("sample traces not generated")
-    from tracelens.analyze.compare import match_kernels
-    from tracelens.analyze.scaling import profile
-    from tracelens.loader import load
+    from tracelens.analyze.runs.compare import match_kernels
+    from tracelens.analyze.runs.scaling import profile
+    from tracelens.loading.loader import load
 
     a, b = profile(load([MI300X])).kernels, profile(load([MI355X])).kernels
     ref = match_kernels(a, b)
@@ -222,7 +223,7 @@ def _reader_warnings(path: Path) -> list[str]:
     """The run's reader warnings, without the facts the tool corrects (notes, which
     ``summarize`` says and a comparison does not repeat)."""
     import tracelens
-    from tracelens.notices import NOTE_CODES
+    from tracelens.core.notices import NOTE_CODES
     return [n.text for n in tracelens.load(path).meta.notices if n.code not in NOTE_CODES]
 
 

@@ -11,7 +11,7 @@ import pytest
 from tests.hlo_build import ModuleBuilder
 from tracelens.cost.events import annotate, annotate_events, op_cost_table
 from tracelens.cost.counters import cost_from_counters
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, MODULE_SCHEMA, STEP_SCHEMA,
+from tracelens.core.model import (DEVICE_SCHEMA, EVENT_SCHEMA, MODULE_SCHEMA, STEP_SCHEMA,
                              HOST_EVENT_SCHEMA, Trace, conform)
 
 
@@ -210,7 +210,7 @@ def test_incomplete_hbm_counter_set_gives_no_bytes(missing: str) -> None:
 def test_cost_note_says_why_a_compute_kernel_has_no_flops() -> None:
     """Every compute kernel without FLOPs gets the reason; memory and collectives get none;
     ``no_cost_data`` counts compute kernels without FLOPs even when their bytes are known."""
-    from tracelens.analyze.roofline import no_cost_data
+    from tracelens.analyze.compute.roofline import no_cost_data
     trace = make_trace(
         [dict(host="h0", name="k_noop", category="elementwise", start_ns=0, end_ns=10),
          dict(host="h0", name="blit", category="memory", start_ns=10, end_ns=20),
@@ -240,7 +240,7 @@ def test_kept_costs_go_with_their_module() -> None:
     import gc
 
     from tracelens.cost import events
-    from tracelens.hlo_model import Module
+    from tracelens.core.hlo_model import Module
 
     module = Module("jit_f", 99, "main")
     costs = events._costs_of(module)

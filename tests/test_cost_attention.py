@@ -13,7 +13,7 @@ import pytest
 import tracelens
 from tracelens_dev.writers.xspace import write
 from tests.hlo_build import ModuleBuilder
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+from tracelens.core.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, Trace, conform)
 
 B, N, KV, S, D = 2, 16, 4, 2048, 128  # batch, query heads, kv heads (GQA), seq, head dim
@@ -185,7 +185,7 @@ def test_low_coverage_warns_with_categories_ops_and_reasons(tmp_path: Path) -> N
     assert f"custom-call.15 (attention, {share:.1f}%): te_fused_attn_forward_ffi: packed " \
            "sequences" in warning
     from reports import summary as render
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
     md = render.render_markdown(summarize(load(tmp_path, packed_ns=2_000_000)), all_rows=True)
     assert "| MFU (median step) | ≥ " in md and "(lower bound: see warnings)" in md
     short = render.render_markdown(summarize(load(tmp_path, packed_ns=2_000_000)))
@@ -201,8 +201,8 @@ def test_summarize_json_is_deterministic(tmp_path: Path) -> None:
 
 
 def test_report_shows_coverage_and_lower_bound(tmp_path: Path) -> None:
-    from reports.html import render_html
-    from tracelens.analyze.summary import summarize
+    from reports.html.page import render_html
+    from tracelens.analyze.summary.build import summarize
     s = summarize(load(tmp_path, packed_ns=2_000_000))
     page = render_html(s, generated="test")
     cov = 100 * s.headline.flops_coverage

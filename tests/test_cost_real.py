@@ -14,7 +14,7 @@ import tracelens
 from tests.conftest import CPU_TRACE, GPU_TRACES, oracle, real_trace
 from tracelens.hlo.index import HloIndex
 from tracelens.cost.opcost import ARITHMETIC
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 
 STRUCTURE_KINDS = ("reduction", "elementwise", "copy", "sort")  # non-GEMM fusions by body
 

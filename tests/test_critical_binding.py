@@ -115,7 +115,7 @@ def test_a_collective_queued_behind_another_waits_for_its_stream(tmp_path: Path)
     GEMM had ended before the stream was free): it has no order edge from the GEMM, so hiding
     the first cannot leave it waiting for the GEMM. The first waits for nothing of the
     device (it started before the GEMM ended)."""
-    from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
+    from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
 
     ks = [(0, 1, GEMM, 0, 58_000, None), (0, 2, AR, 10_000, 60_000, None),
           (0, 2, AR, 62_000, 90_000, None)]
@@ -182,7 +182,7 @@ def test_a_window_ends_with_its_last_device() -> None:
     change that moves the first's end to 50 us and the second's to 70 us, the step is 70 us:
     the first had no idle tail of its own (its window's end was the second's), and the tail
     after the latest device (here none; 10 us in the second case) stays."""
-    from tracelens.analyze.critical_walk import window_lengths
+    from tracelens.analyze.critical.walk import window_lengths
 
     assert window_lengths([(0, 100, 60, 50), (0, 100, 100, 70)]) == [50, 70]
     assert window_lengths([(0, 100, 60, 50), (0, 100, 90, 70)]) == [60, 80]
@@ -196,8 +196,8 @@ def test_the_queue_latency_keeps_the_lags_whole_ns(tmp_path: Path) -> None:
     is floored, so every lag stays whole ns and the what-ifs keep the fast pass."""
     import numpy as np
 
-    from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-    from tracelens.analyze.critical_solve import build_graph
+    from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+    from tracelens.analyze.critical.solve import build_graph
 
     ks = [(0, 1, GEMM, 0, 40_000, None), (0, 2, AR, 0, 60_000, None),
           (0, 1, GEMM, 65_000, 100_000, None), (0, 1, ADD, 103_001, 110_000, None),

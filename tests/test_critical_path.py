@@ -12,11 +12,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tracelens
-from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-from tracelens.engine import EngineOptions, LoadOptions, run
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
+from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+from tracelens.engine.hosts import EngineOptions, LoadOptions, run
+from tracelens.core.model import (
+    DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              conform)
-from tracelens.protocol import run_trace
+from tracelens.engine.protocol import run_trace
 from tracelens.results.critical_path import CriticalPathResult
 from tracelens.results.encode import encode
 
@@ -292,7 +293,7 @@ def test_hidden_collective_saves_nothing(tmp_path: Path, fmt: str) -> None:
 def test_roofline_what_if_runs_a_category_at_its_attainable_time(tmp_path: Path) -> None:
     """The device-bound step with the GEMM costed so that its roofline time is 10 µs of its
     30: the stream behind it moves up by 20 µs, and so does the sync and the window's end."""
-    from tracelens import hardware
+    from tracelens.core import hardware
 
     t = tracelens.load(as_xspace(scenario(**DEVICE_BOUND), tmp_path))  # type: ignore[arg-type]
     spec = hardware.find_spec("mi300x", hardware.SPECS)
@@ -317,8 +318,8 @@ def test_time_window_counts_from_the_jobs_zero_on_every_rank(tmp_path: Path) -> 
     runs to the last activity; a stretch with nothing in it is exit 2 with one line."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
-    from tracelens.filters import trace_zero
+    from tracelens.cli.commands import main
+    from tracelens.loading.filters import trace_zero
 
     from dataclasses import replace
 
@@ -359,7 +360,7 @@ def test_nodes_in_any_row_order_or_chunks_give_the_same_result(
     as merged) or one: the same result, byte for byte, as the nodes in id order."""
     from dataclasses import replace
 
-    from tracelens.protocol import JobPlan
+    from tracelens.engine.protocol import JobPlan
 
     trace = random_trace(kernels, apis, step)
     opts = CriticalPathOptions(activities="all")
@@ -377,7 +378,7 @@ def test_nodes_in_any_row_order_or_chunks_give_the_same_result(
 def test_path_rows_share_one_str_per_distinct_text() -> None:
     """A path's activity rows are ``iter_rows``' values, each distinct text of a column one
     str object (a whole trace's paths list millions of rows of a few hundred names)."""
-    from tracelens.analyze.critical_path import _shared_text_rows
+    from tracelens.analyze.critical.path import _shared_text_rows
 
     frame = pl.DataFrame({
         "kind": ["kernel", "api", None, "kernel"],
@@ -401,7 +402,7 @@ def test_chain_cummax_equals_a_window_per_chain(chains: int) -> None:
     window past 512 chains) equals polars' ``cum_max().over(chain)``, -inf included."""
     import numpy as np
 
-    from tracelens.analyze import critical_solve
+    from tracelens.analyze.critical import solve as critical_solve
 
     rng = np.random.default_rng(chains)
     sizes = rng.integers(1, 40, chains)
@@ -425,7 +426,7 @@ def test_only_the_longest_path_lists_its_activities_when_asked() -> None:
     full = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3))
     lean = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3, activities="longest"))
     bare = run_trace(CriticalPath(), trace, CriticalPathOptions(top=3, activities="none"))
-    from tracelens.analyze.critical_walk import step_path_key
+    from tracelens.analyze.critical.walk import step_path_key
 
     longest = max(full.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns,
                                                           p.rank, p.device))
@@ -442,8 +443,8 @@ def test_json_is_the_encoded_result_written_as_bytes() -> None:
     import click
     from click.testing import CliRunner
 
-    from tracelens.cli import main
-    from tracelens.cli_common import print_result
+    from tracelens.cli.commands import main
+    from tracelens.cli.common import print_result
     from tracelens.results.encode import json_bytes, to_json
 
     from tests.conftest import SAMPLES
@@ -475,7 +476,7 @@ def test_the_steps_path_is_the_device_whose_work_ended_last(tmp_path) -> None:  
     """Planted: two GPUs of one rank share the window [1, 4] ms; GPU0's only kernel ends at
     2 ms, GPU1's at 4 ms. GPU0's path has 2 ms after its last node (``idle_after_ns``),
     GPU1's none, and the step's path (summarize's) is GPU1's, not rank 0's first device."""
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
     from tracelens_dev.writers.xspace import Activity, build_xspace
 
     p = tmp_path / "two.xplane.pb"

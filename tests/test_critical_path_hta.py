@@ -34,8 +34,8 @@ import polars as pl
 import pytest
 
 import tracelens
-from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-from tracelens.protocol import run_trace
+from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+from tracelens.engine.protocol import run_trace
 
 from .conftest import SHARED
 

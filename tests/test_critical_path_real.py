@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 import tracelens
-from tracelens.analyze.summary import summarize
-from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-from tracelens.cli import main
-from tracelens.engine import EngineOptions, run
-from tracelens.protocol import run_trace
+from tracelens.analyze.summary.build import summarize
+from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+from tracelens.cli.commands import main
+from tracelens.engine.hosts import EngineOptions, run
+from tracelens.engine.protocol import run_trace
 from tracelens.results.encode import encode
 
 from .conftest import SAMPLES, SHARED
@@ -152,7 +152,7 @@ def test_report_draws_the_path_on_the_timeline_of_its_step(tmp_path: Path) -> No
     ``--step`` the timeline (the median step) names the path's step instead of drawing it."""
     import re
 
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
 
     trace = TRACES / "xprof/cpu_4dev_dp_allreduce.xplane.pb"
     if not trace.exists():
@@ -173,7 +173,7 @@ def test_report_draws_the_path_on_the_timeline_of_its_step(tmp_path: Path) -> No
     widths = sorted(drawn[0]["x"])
     unit = fig["layout"]["xaxis"]["title"]["text"].split("(")[1].split(")")[0]
     div = {"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
-    # the figure rounds its numbers (reports.figures.rnd): to a thousandth of the unit
+    # the figure rounds its numbers (reports.html.figures.rnd): to a thousandth of the unit
     assert widths == pytest.approx(sorted(a.on_path_ns / div for a in cp.activities),
                                    abs=1.01e-3)
     res = CliRunner().invoke(main, ["report", str(trace), "-o", str(out), "--quiet"])
@@ -195,9 +195,9 @@ def test_report_says_where_the_path_is_when_it_is_not_drawn(tmp_path: Path) -> N
     timeline of another step than the path's names the path's step."""
     from dataclasses import replace
 
-    from reports.html import render_html
-    from tracelens.analysis_jobs import job_summary
-    from tracelens.inputs import JobInputs
+    from reports.html.page import render_html
+    from tracelens.api.jobs import job_summary
+    from tracelens.loading.inputs import JobInputs
 
     trace = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
     summary, window = job_summary(JobInputs((trace,)), None, None, 10, None, None,

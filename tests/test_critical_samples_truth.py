@@ -23,8 +23,8 @@ import polars as pl
 import pytest
 
 import tracelens
-from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-from tracelens.protocol import run_trace
+from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+from tracelens.engine.protocol import run_trace
 from tracelens.results.critical_path import CriticalPathResult
 from tracelens_dev.synth.counterfactual import records, step_saving_ns
 from tracelens_dev.synth.devices import device_model

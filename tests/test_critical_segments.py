@@ -1,5 +1,5 @@
 """The critical path stitched from the hosts' own graphs equals the job's single graph, byte for
-byte (issue 45, item 6; tracelens/analyze/critical_segments.py): the paths and notes, and the
+byte (issue 45, item 6; tracelens/analyze/critical/stitched.py): the paths and notes, and the
 whole result with its what-ifs.
 
 Each job is loaded whole, its critical-path part cut into one part per host (ids renumbered,
@@ -19,12 +19,12 @@ import pytest
 from hypothesis import settings
 
 import tracelens
-from tracelens.analyze import critical_rounds as cr
-from tracelens.analyze import critical_segments as cs
-from tracelens.analyze import kept
-from tracelens.analyze.critical_path import (CriticalPart, CriticalPath, CriticalPathOptions,
+from tracelens.analyze.critical import rounds as cr
+from tracelens.analyze.critical import stitched as cs
+from tracelens.engine import worker_store as kept
+from tracelens.analyze.critical.path import (CriticalPart, CriticalPath, CriticalPathOptions,
                                              critical_paths)
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tracelens.results.encode import encode
 
 from .conftest import SAMPLES, SHARED
@@ -157,8 +157,8 @@ class _Both:
 def test_the_engines_host_parts(tmp_path: Path, opt: str) -> None:
     """The parts as the engine's maps make them, one per host file (placed by the job's plan:
     ranks, names), on the 2x8 sample and a 4-rank simulated job written as a log directory."""
-    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
-    from tracelens.protocol import Task
+    from tracelens.engine.hosts import EngineOptions, LoadOptions, run_tasks
+    from tracelens.engine.protocol import Task
     from tracelens_dev.sim.engine import simulate
     from tracelens_dev.sim.scenarios import generate
     from tracelens_dev.sim.trace import write
@@ -221,8 +221,8 @@ def solve_everywhere(parts: list[CriticalPart], options: CriticalPathOptions
     rounds."""
     import numpy as np
 
-    from tracelens.analyze import critical_path as cp
-    from tracelens.analyze.critical_solve import Change, solve
+    from tracelens.analyze.critical import path as cp
+    from tracelens.analyze.critical.solve import Change, solve
 
     seen, lengths = [], {}
     real, real_lengths = cp.solve, cp._lengths
@@ -286,8 +286,8 @@ def test_peer_time_without_gathering_the_activities(name: str) -> None:
     the samples (15 and 7 peers: odd counts) and three hosts (2 peers: the mean of two)."""
     import numpy as np
 
-    from tracelens.analyze import critical_path as cp
-    from tracelens.analyze.critical_solve import build_graph
+    from tracelens.analyze.critical import path as cp
+    from tracelens.analyze.critical.solve import build_graph
 
     trace = three_hosts() if name == "three hosts" else tracelens.load([SAMPLES / name])
     parts = host_parts(CriticalPath().partial(trace, OPTIONS["summarize"]))
@@ -321,8 +321,8 @@ def test_a_real_cycle_across_hosts_is_refused() -> None:
     job's one pass finds it; no held-back launch goes back in time, so the job's build keeps
     it and its rounds settle it from below), which the hosts' rounds from above need not
     settle the same way: the stitch refuses it."""
-    from tracelens.analyze import critical_path as cp
-    from tracelens.analyze.critical_solve import build_graph, solves_in_one_pass
+    from tracelens.analyze.critical import path as cp
+    from tracelens.analyze.critical.solve import build_graph, solves_in_one_pass
 
     trace = tracelens.load([SAMPLED_JOB])
     assert compare(trace, OPTIONS["summarize"]) == ""
@@ -340,12 +340,12 @@ def test_summarize_in_rounds_on_the_workers(tmp_path: Path, monkeypatch: pytest.
     parts gathered and merged here (``TRACELENS_CRITICAL_ROUNDS=0``)."""
     from distributed import Client
 
-    from tracelens.analyze import summary_resident as sr
-    from tracelens.analyze.summary import SummaryAnalysis
-    from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.dask_map import local_cluster
-    from tracelens.engine import ENV_KEEP, EngineOptions, LoadOptions, run_tasks
-    from tracelens.protocol import Task
+    from tracelens.analyze.summary import on_workers as sr
+    from tracelens.analyze.summary.build import SummaryAnalysis
+    from tracelens.analyze.summary.types import SummaryOptions
+    from tracelens.engine.cluster import local_cluster
+    from tracelens.engine.hosts import ENV_KEEP, EngineOptions, LoadOptions, run_tasks
+    from tracelens.engine.protocol import Task
 
     ran: list[str] = []
 
@@ -427,11 +427,11 @@ def test_the_local_cluster_outlives_the_map(tmp_path: Path, monkeypatch: pytest.
     """``--workers 2`` (the engine's own local cluster): the cluster is held until the
     finish, so the partials stay on its workers (the summary reduced on a worker, the
     critical path in rounds) and the JSON is the one of the job in this process."""
-    from tracelens.analyze import summary_resident as sr
-    from tracelens.analyze.summary import SummaryAnalysis
-    from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
-    from tracelens.protocol import Task
+    from tracelens.analyze.summary import on_workers as sr
+    from tracelens.analyze.summary.build import SummaryAnalysis
+    from tracelens.analyze.summary.types import SummaryOptions
+    from tracelens.engine.hosts import EngineOptions, LoadOptions, run_tasks
+    from tracelens.engine.protocol import Task
 
     ran: list[str] = []
     real_rounds, real_summary = cr.resident_result, sr.resident_summary
@@ -453,11 +453,11 @@ def test_a_job_that_fails_after_the_map_lets_go_of_its_parts(tmp_path: Path) -> 
     check's."""
     from distributed import Client
 
-    from tracelens.analyze.summary import SummaryAnalysis
-    from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.dask_map import local_cluster
-    from tracelens.engine import EngineOptions, LoadOptions, run_tasks
-    from tracelens.protocol import Task
+    from tracelens.analyze.summary.build import SummaryAnalysis
+    from tracelens.analyze.summary.types import SummaryOptions
+    from tracelens.engine.cluster import local_cluster
+    from tracelens.engine.hosts import EngineOptions, LoadOptions, run_tasks
+    from tracelens.engine.protocol import Task
 
     def refuse(job: object) -> None:
         raise TraceInputError("job", "no such step")

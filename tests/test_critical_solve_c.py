@@ -1,5 +1,5 @@
 """The critical-path forward pass in C (``_tracelens_sweep.solve``) against the rounds it
-replaces (``tracelens.analyze.critical_solve._rounds``, the reference): the same end for every
+replaces (``tracelens.analyze.critical.solve._rounds``, the reference): the same end for every
 node, bit for bit (-inf included), on random acyclic graphs (chains, S-side edges from a
 source's start or end, sync edges, collective groups that arrive and wait) under every kind of
 ``Change``; the fall back to the rounds where one pass cannot be exact (fractions, sums past
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from tests.test_critical_path import RANDOM_TRACES, random_trace
 
-from tracelens.analyze import critical_solve as cs
-from tracelens.analyze.critical_solve import NEG, Change, Graph
+from tracelens.analyze.critical import solve as cs
+from tracelens.analyze.critical.solve import NEG, Change, Graph
 
 needs_c = pytest.mark.skipif(cs._SWEEP is None, reason="the C forward pass _tracelens_sweep "
                              "is not built (no compiler at install)")
@@ -379,9 +379,9 @@ def test_every_solve_of_random_traces(kernels: list, apis: list,
     ``critical_paths``: every solve it makes (the reproduction, each what-if), in C, is the
     rounds' result bit for bit; and the result with the C pass is the result with the
     reference."""
-    from tracelens.analyze import critical_path as cp
-    from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-    from tracelens.protocol import run_trace
+    from tracelens.analyze.critical import path as cp
+    from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+    from tracelens.engine.protocol import run_trace
 
     trace = random_trace(kernels, apis, step)
     statuses: list[int] = []

@@ -1,5 +1,5 @@
 """The critical-path walk in C (``_tracelens_sweep.walk``) against the Python walk it replaces
-(``tracelens.analyze.critical_walk.walk``, the reference): the same pieces, the same ns on
+(``tracelens.analyze.critical.walk.walk``, the reference): the same pieces, the same ns on
 the path per node in the same order, the same revisits cut, bit for bit; on random graphs
 (cycles, waits for arrivals, sync hops, float times that round) and on every walk the
 analysis makes of random traces."""
@@ -16,8 +16,8 @@ from polars.testing import assert_frame_equal
 
 from tests.test_critical_path import RANDOM_TRACES, random_trace
 
-from tracelens.analyze import critical_walk as cw
-from tracelens.analyze.critical_solve import Graph
+from tracelens.analyze.critical import walk as cw
+from tracelens.analyze.critical.solve import Graph
 
 needs_c = pytest.mark.skipif(cw._SWEEP is None, reason="the C walk _tracelens_sweep is not "
                              "built (no compiler at install)")
@@ -203,8 +203,8 @@ def test_every_walk_of_random_traces(kernels: list, apis: list,
     """Random two-rank traces (streams, all-reduces, launches that may bind) through
     ``critical_paths``: each walk it makes, in C, is the reference's walk; and the result
     with the C walk is the result with the reference."""
-    from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-    from tracelens.protocol import run_trace
+    from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+    from tracelens.engine.protocol import run_trace
 
     trace = random_trace(kernels, apis, step)
     walks = []
@@ -230,7 +230,7 @@ def test_every_walk_of_random_traces(kernels: list, apis: list,
 
 def test_labels_as_codes() -> None:
     """``_labels``: the components and participants as codes into their distinct names."""
-    from tracelens.analyze.critical_path import _coded
+    from tracelens.analyze.critical.path import _coded
 
     col = pl.Series(["gemm", "host", "gemm", "wait", "host"])
     codes, names = _coded(col)
@@ -253,7 +253,7 @@ def test_host_nodes_see_only_the_events_near_the_window(events: list, windows: l
     ending where the next starts, windows before, after and around them)."""
     from types import SimpleNamespace
 
-    from tracelens.analyze import critical_graph as cg
+    from tracelens.analyze.critical import graph as cg
 
     he = pl.DataFrame(
         [("h", rank, 7, tid, kind, f"e{i}", s, s + d, i)

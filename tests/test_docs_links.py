@@ -112,8 +112,8 @@ def broken_links(files: list[Path], root: Path = ROOT) -> list[str]:
 
 def test_slug_follows_githubs_rules() -> None:
     assert slug("## rocprofv3 (ROCm 6.2 – 7.x)".lstrip("# ")) == "rocprofv3-rocm-62--7x"
-    assert slug("7. Hardware peaks (`tracelens.hardware`, `tracelens gpus`)") == \
-        "7-hardware-peaks-tracelenshardware-tracelens-gpus"
+    assert slug("7. Hardware peaks (`tracelens.core.hardware`, `tracelens gpus`)") == \
+        "7-hardware-peaks-tracelenscorehardware-tracelens-gpus"
     assert slug("Where a collective's facts live, by PyTorch generation") == \
         "where-a-collectives-facts-live-by-pytorch-generation"
     assert slug("`summarize --format json`") == "summarize---format-json"

@@ -17,12 +17,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracelens.dask_map import local_cluster, run_map
-from tracelens.engine import HostFile, MapOptions, map_host, run_hosts
-from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
-from tracelens.protocol import Task
-from tracelens.errors import TraceInputError
-from tracelens.loader import load
+from tracelens.engine.cluster import local_cluster, run_map
+from tracelens.engine.hosts import HostFile, MapOptions, map_host, run_hosts
+from tracelens.analyze.communication.collective_parts import CollectivesAnalysis, CollectivesOptions
+from tracelens.engine.protocol import Task
+from tracelens.core.errors import TraceInputError
+from tracelens.loading.loader import load
 
 # a hung cluster test fails with every thread's stack instead of hanging CI (issue 25 D14);
 # the thread method: Dask's threads keep a signal from reaching a blocked main thread
@@ -127,7 +127,7 @@ def test_local_workers_get_an_arena_per_polars_thread(cluster: str) -> None:
     worker processes, before polars there reads it."""
     from distributed import Client
 
-    from tracelens.dask_map import worker_env
+    from tracelens.engine.cluster import worker_env
 
     threads = max(1, (os.cpu_count() or 1) // 2)
     want = worker_env(threads)
@@ -142,7 +142,7 @@ def test_local_workers_get_an_arena_per_polars_thread(cluster: str) -> None:
 
 
 def test_worker_env_keeps_the_allocator_options_already_set(monkeypatch) -> None:
-    from tracelens.dask_map import worker_env
+    from tracelens.engine.cluster import worker_env
 
     monkeypatch.delenv("_RJEM_MALLOC_CONF", raising=False)
     assert worker_env(3) == {"POLARS_MAX_THREADS": "3", "_RJEM_MALLOC_CONF": "narenas:3"}
@@ -247,9 +247,9 @@ def test_map_host_sends_back_no_event_frames() -> None:
     rows (which instances match across hosts), each a fraction of them, and the critical
     path's graph of one step window (the activities in that window only)."""
     f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
-    from tracelens.analyze.summary_types import SummaryOptions
+    from tracelens.analyze.summary.types import SummaryOptions
 
-    from tracelens.analyze.summary import SummaryAnalysis
+    from tracelens.analyze.summary.build import SummaryAnalysis
 
     part = map_host(HostFile(f), MapOptions(tasks=(
         Task(SummaryAnalysis(), SummaryOptions()),
@@ -276,7 +276,7 @@ MULTI = {"straggler": STRAGGLER, "rocprof-counters": SHARED / "rocprof" / "count
 def _cli(*argv: str) -> str:
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     res = CliRunner().invoke(main, list(argv))
     assert res.exit_code == 0, res.output
@@ -306,8 +306,8 @@ def test_engine_summary_equals_the_one_process_summary(job16: Path, loaded) -> N
     """The random 16-host job through the per-host map and reduce gives the summary and the
     HLO lens of the whole job loaded in one process, byte for byte."""
     from reports import summary as render
-    from tracelens.analyze.hlo_findings import lens_trace
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.compute.hlo_findings import lens_trace
+    from tracelens.analyze.summary.build import summarize
     from tracelens.results.encode import to_json
 
     trace = loaded(job16)
@@ -321,7 +321,7 @@ def test_bad_host_file_exits_2_with_its_path_from_the_cluster(tmp_path: Path,
                                                               cluster: str) -> None:
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     run = _straggler_copy(tmp_path)
     bad = run / "mi355x-node0.xplane.pb"
@@ -341,7 +341,7 @@ def test_hosts_aligned_on_collective_ends_as_in_one_process(tmp_path: Path, star
     step timeline is drawn in the aligned time, with steps and without."""
     from reports import summary as render
     from tests.synth_helpers import write_skewed_hosts
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
 
     write_skewed_hosts(tmp_path, starts)
     whole = load([tmp_path])
@@ -389,7 +389,7 @@ def test_unreachable_scheduler_is_one_error_line() -> None:
     import dask
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         res = CliRunner().invoke(main, ["collectives", str(STRAGGLER), "--scheduler",
@@ -402,7 +402,7 @@ def test_discovery_notes_reach_the_output_as_in_one_process(tmp_path: Path) -> N
     """A folder whose second rocprofv3 process is also there in another format: the note
     that says which file was read is in the summary, which equals the one-process one."""
     from reports import summary as render
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
 
     src = SHARED / "rocprof" / "mi350x_908_results.json.gz"
     if not src.exists():
@@ -417,7 +417,7 @@ def test_discovery_notes_reach_the_output_as_in_one_process(tmp_path: Path) -> N
 
 
 def test_engine_workers_decides_where_the_map_runs(tmp_path: Path, monkeypatch) -> None:
-    import tracelens.engine as engine
+    import tracelens.engine.hosts as engine
 
     files = [HostFile(tmp_path / f"h{i}.xplane.pb") for i in range(4)]
     for f in files:
@@ -465,9 +465,9 @@ def test_sigterm_tears_the_local_cluster_down(job16: Path, tmp_path: Path) -> No
 def _loaded_profiles(paths, filters=None, load_options=None, engine=None, extra=()):
     """The one-process path the engine replaces: each run loaded whole, filtered, profiled
     (and ``extra``'s analyses, compare's summaries, on the same trace)."""
-    from tracelens.analyze.scaling import profile
-    from tracelens.filters import apply
-    from tracelens.protocol import run_trace
+    from tracelens.analyze.runs.scaling import profile
+    from tracelens.loading.filters import apply
+    from tracelens.engine.protocol import run_trace
 
     out = []
     for path in paths:
@@ -485,7 +485,7 @@ def test_compare_and_scaling_byte_identical_on_the_engine(job16: Path, cluster: 
     single file:
     compare and scaling, with and without per-row filters, in this process, on the cluster
     and by loading each run whole give the same output, byte for byte."""
-    import tracelens.analyze.profile_partials as engine_runs
+    import tracelens.analyze.runs.profile_parts as engine_runs
     from tests.synth_helpers import write_skewed_hosts
 
     s, j = str(STRAGGLER), str(job16)
@@ -511,7 +511,7 @@ def test_compare_host_files_fail_with_their_path_from_the_cluster(tmp_path: Path
     """A broken host file in either round-1 run is one error line naming it, exit 2."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     run = _straggler_copy(tmp_path)
     bad = run / "mi355x-node1.xplane.pb"
@@ -525,7 +525,7 @@ def test_compare_host_files_fail_with_their_path_from_the_cluster(tmp_path: Path
 def test_compare_maps_both_rounds_of_both_runs_on_one_client(cluster: str,
                                                               monkeypatch) -> None:
     """One cluster start (or connection) per command, not one per round and run."""
-    import tracelens.dask_map as dask_map
+    import tracelens.engine.cluster as dask_map
 
     opened = []
 
@@ -542,7 +542,7 @@ def test_compare_maps_both_rounds_of_both_runs_on_one_client(cluster: str,
 def test_a_run_of_one_file_is_read_once(monkeypatch) -> None:
     """Round 2 re-reads host files only for runs of several: one file holds every
     participant of its collectives."""
-    import tracelens.loader as loader
+    import tracelens.loading.loader as loader
 
     read = []
     real = loader.load_host
@@ -571,9 +571,9 @@ def _report_loaded(path: Path, step: int | None = None, device: int | None = Non
 
     from dataclasses import replace
 
-    from reports.html import render_html
-    from tracelens.analyze.summary import summarize
-    from tracelens.analyze.window import timeline_window
+    from reports.html.page import render_html
+    from tracelens.analyze.summary.build import summarize
+    from tracelens.analyze.timeline.window import timeline_window
 
     trace = load([path], step_marker=step_marker)
     summary = summarize(trace, device=device, step=step, top=100)
@@ -624,8 +624,8 @@ def test_a_packed_summary_partial_unpacks_to_the_same_frames(loaded) -> None:
     alike is one object in the process that receives both."""
     import dataclasses
 
-    from tracelens.analyze.packed import pack_summary, unpack_summary
-    from tracelens.analyze.summary import summary_partial
+    from tracelens.analyze.summary.packed import pack_summary, unpack_summary
+    from tracelens.analyze.summary.build import summary_partial
 
     f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
     part = summary_partial(loaded(f))
@@ -655,7 +655,7 @@ def test_a_scheduler_without_workers_is_one_error_line(monkeypatch) -> None:
     from click.testing import CliRunner
     from distributed import LocalCluster
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     monkeypatch.setenv("TRACELENS_WORKER_WAIT_S", "2")
     with LocalCluster(n_workers=0, processes=True, dashboard_address=None,
@@ -695,7 +695,7 @@ def test_a_stalled_item_fails_naming_it(cluster: str, monkeypatch) -> None:
 
 @pytest.mark.parametrize("raw", ["abc", "0", "-5", "inf"])
 def test_a_bad_limit_is_an_error_naming_its_variable(monkeypatch, raw: str) -> None:
-    from tracelens.dask_map import limit_s
+    from tracelens.engine.cluster import limit_s
 
     monkeypatch.setenv("TRACELENS_STALL_S", raw)
     with pytest.raises(TraceInputError, match="must be a positive number of seconds"):

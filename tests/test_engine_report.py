@@ -1,9 +1,10 @@
 """``report`` reads each host file once (issue 26): round 1 sends, with the choice of the
 step-timeline window, each host's guess of what the window needs of it
-(:mod:`tracelens.analyze.window_parts`); only the owners of shown devices whose guess missed
+(:mod:`tracelens.analyze.timeline.window_parts`); only the owners of shown devices whose guess
+missed
 are read again. The page is the one the whole job loaded in one process gives.
 
-Reads are counted where every path reads a file: :func:`tracelens.reading.read_one` (the
+Reads are counted where every path reads a file: :func:`tracelens.loading.reading.read_one` (the
 registry's reader on one file), here and, for the local cluster, on its workers.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from distributed import WorkerPlugin
 
-import tracelens.reading as reading
+import tracelens.loading.reading as reading
 from tests.conftest import REAL_XPROF
 from tests import test_engine
 from tests.test_engine import SAMPLES, STRAGGLER, _report_loaded, _report_page
@@ -70,8 +71,8 @@ def test_report_of_many_files_in_this_process_reads_each_once(name: str, argv: t
                                                               request, reads: list[str]) -> None:
     """Several host files mapped in this process (the straggler sample's two hosts differ
     on their median step; job16's sixteen agree): each read once."""
-    from tracelens.analysis_jobs import job_summary
-    from tracelens.inputs import JobInputs
+    from tracelens.api.jobs import job_summary
+    from tracelens.loading.inputs import JobInputs
 
     path = request.getfixturevalue("job16") if name == "job16" else STRAGGLER
     device = int(argv[1]) if argv[:1] == ("--device",) else None
@@ -85,8 +86,8 @@ def test_report_of_many_files_in_this_process_reads_each_once(name: str, argv: t
 
 def test_report_loaded_whole_for_a_job_wide_filter_reads_each_once(job16: Path,
                                                                    reads: list[str]) -> None:
-    from tracelens.analysis_jobs import job_summary
-    from tracelens.inputs import JobInputs
+    from tracelens.api.jobs import job_summary
+    from tracelens.loading.inputs import JobInputs
 
     host = sorted({f.split(".")[0] for f in _files(job16)})[0]
     job_summary(JobInputs((job16,), hosts=(host,)), None, None, 10, None, None, window=True)
@@ -100,7 +101,7 @@ class _CountReads(WorkerPlugin):
         self.log = log
 
     def setup(self, worker: object) -> None:
-        import tracelens.reading as where
+        import tracelens.loading.reading as where
 
         real, log = where.read_one, self.log
 
@@ -120,7 +121,7 @@ def test_report_on_a_local_cluster_reads_each_file_once(job16: Path, tmp_path: P
     import cloudpickle
     from distributed import Client
 
-    import tracelens.dask_map as dask_map
+    import tracelens.engine.cluster as dask_map
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     log = tmp_path / "reads.log"
@@ -148,11 +149,11 @@ def test_a_missed_step_reads_its_owners_again(reads: list[str], monkeypatch) -> 
     """Each host guessing only its own median step: the straggler sample's second host
     guesses step 1, the job draws step 0, so that host (it owns a shown device) is read
     again, alone; the page is the whole job's."""
-    import tracelens.analyze.window_parts as parts
-    from tracelens.analyze.window import timeline_window
-    from tracelens.analysis_jobs import job_summary
-    from tracelens.inputs import JobInputs
-    from tracelens.loader import load
+    import tracelens.analyze.timeline.window_parts as parts
+    from tracelens.analyze.timeline.window import timeline_window
+    from tracelens.api.jobs import job_summary
+    from tracelens.loading.inputs import JobInputs
+    from tracelens.loading.loader import load
 
     monkeypatch.setattr(parts, "GUESSED_STEPS", 1)
     _, window = job_summary(JobInputs((STRAGGLER,), workers=1), None, None, 10, None, None,
@@ -171,11 +172,11 @@ def test_a_window_past_what_hosts_sent_reads_them_again(job16: Path, reads: list
     activity, by force) are read again; the window is the whole job's."""
     import polars as pl
 
-    import tracelens.analyze.window_parts as parts
-    from tracelens.analyze.window import timeline_window
-    from tracelens.analysis_jobs import job_summary
-    from tracelens.inputs import JobInputs
-    from tracelens.loader import load
+    import tracelens.analyze.timeline.window_parts as parts
+    from tracelens.analyze.timeline.window import timeline_window
+    from tracelens.api.jobs import job_summary
+    from tracelens.loading.inputs import JobInputs
+    from tracelens.loading.loader import load
 
     real = parts._opening
     monkeypatch.setattr(parts, "_opening", lambda ev, first: real(

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import tracelens
-from tracelens.analyze.tables import kernel_stats
-from tracelens.cli import main
+from tracelens.analyze.timeline.tables import kernel_stats
+from tracelens.cli.commands import main
 
 from .conftest import CPU_TRACE, GPU_TRACES, REAL_ROCPROF, SAMPLES, real_trace
 
@@ -58,7 +58,7 @@ def test_kernel_stats_by_hand() -> None:
                        "device": [0, 0, 1, 0], "start_ns": [0, 100, 0, 5],
                        "end_ns": [10, 130, 20, 6],
                        "launch": ["grid=2,1,1", "grid=1,1,1", "grid=2,1,1", None]})
-    from tracelens.model import EVENT_SCHEMA, conform
+    from tracelens.core.model import EVENT_SCHEMA, conform
 
     got = kernel_stats(conform(ev, EVENT_SCHEMA)).to_dicts()  # an event frame of the model
     assert [r["name"] for r in got] == ["a", "b"]

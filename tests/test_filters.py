@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 import tracelens
-from tracelens.filters import Filters, apply, parse_time, parse_window, trace_zero
+from tracelens.loading.filters import Filters, apply, parse_time, parse_window, trace_zero
 
 from .conftest import SAMPLES
 from .synth_helpers import timeline_numbers
@@ -67,7 +67,7 @@ def test_time_window_clips_like_a_step() -> None:
 def _cli(*args: str) -> tuple[int, str, str]:
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     r = CliRunner().invoke(main, list(args))
     return r.exit_code, r.stdout, r.stderr

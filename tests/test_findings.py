@@ -15,8 +15,8 @@ import json
 import pytest
 
 import tracelens
-from tracelens.analyze.findings import FLOOR_PCT, findings
-from tracelens.analyze.summary import summarize
+from tracelens.analyze.summary.findings import FLOOR_PCT, findings
+from tracelens.analyze.summary.build import summarize
 from tracelens.results.findings import Findings, RankedFinding, findings_change
 
 from .conftest import REAL_XPROF, SAMPLES, SHARED, cli
@@ -174,7 +174,7 @@ def test_graph_launch_evidence_is_the_idle_breakdowns_launch_idle() -> None:
 
 
 def test_a_collective_of_unknown_type_reads_as_such() -> None:
-    from tracelens.analyze.findings import plural
+    from tracelens.analyze.summary.findings import plural
     assert plural("unknown") == "collectives of unknown type"
     assert plural("all-gather") == "all-gathers" and plural("gemm") == "GEMMs"
 

@@ -13,8 +13,8 @@ import tracelens
 from tests.conftest import SAMPLES, cli
 from tests.test_bad_input import _assert_one_line_error
 from tests.test_rocprof_bad_input import _sqlite
-from tracelens.errors import TraceInputError
-from tracelens.formats import sniff_format
+from tracelens.core.errors import TraceInputError
+from tracelens.loading.formats import sniff_format
 
 V1_CSV = ('"Index","KernelName","gpu-id","queue-id","queue-index","pid","tid","grd","wgr",'
           '"lds","scr","arch_vgpr","accum_vgpr","sgpr","wave_size","sig","obj","DispatchNs",'

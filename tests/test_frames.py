@@ -1,4 +1,4 @@
-"""tracelens.frames: the shared frame helpers against the polars operations they replace."""
+"""tracelens.core.frames: the shared frame helpers against the polars operations they replace."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.frames import distinct, key_changes
-from tracelens.model import Text
+from tracelens.core.frames import distinct, key_changes
+from tracelens.core.model import Text
 
 row = st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from([0, 1, None]),
                 st.sampled_from([0, 2, None]))
@@ -29,7 +29,7 @@ def test_distinct_is_unique_in_first_seen_order(rows: list[tuple], grouped: bool
 def test_runs_start_where_the_keys_change(rows: list[tuple]) -> None:
     """``key_changes`` (and the run index ``on_one_axis`` numbers rows by) against the runs
     counted in Python; a first run of nulls is a run like any other (it numbered -1)."""
-    from tracelens.analyze.intervals import _run_id
+    from tracelens.core.intervals import _run_id
 
     df = pl.DataFrame(rows, orient="row",
                       schema={"host": Text, "rank": pl.Int32, "device": pl.Int32})
@@ -56,7 +56,7 @@ def test_one_axis_from_sorted_runs_equals_the_grouped_axis(rows: list[tuple],
     keys and start times included; rows in another order take the group-by path."""
     from unittest import mock
 
-    import tracelens.analyze.intervals as intervals
+    import tracelens.core.intervals as intervals
 
     if key_order:  # grouped as events arrive: by key, nulls first as ``sort`` puts them
         rows = sorted(rows, key=lambda r: tuple((v is not None, v) for v in r[0]))

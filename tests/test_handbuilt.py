@@ -10,7 +10,7 @@ import pytest
 
 import tracelens
 from tracelens_dev.writers.xspace import Activity, build_xspace
-from tracelens.model import validate
+from tracelens.core.model import validate
 from tests.synth_helpers import timeline_numbers
 
 GEMM = "Cijk_Ailk_Bljk_BBS_BH_MT256x224x64_MI16x16x16x1_SN_1LDSB0.kd"
@@ -151,7 +151,7 @@ def test_xla_cpu_ops_become_cpu_devices(tmp_path: Path) -> None:
 
 
 def test_conform_of_an_empty_frame_has_no_rows() -> None:
-    from tracelens.model import DEVICE_SCHEMA, conform
+    from tracelens.core.model import DEVICE_SCHEMA, conform
 
     assert conform(pl.DataFrame(), DEVICE_SCHEMA).height == 0
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tracelens import hardware
-from tracelens.hardware import (SPECS, derive_peaks, find_spec, identify, load_specs_file,
+from tracelens.core import hardware
+from tracelens.core.hardware import (SPECS, derive_peaks, find_spec, identify, load_specs_file,
                                 reported_bandwidth_warning, spec_for_device)
 
 GIB = 1 << 30
@@ -199,7 +199,7 @@ def test_find_spec_refuses_a_name_two_gpus_answer_to() -> None:
 def test_cli_gpu_ambiguous_name_is_a_usage_error(tmp_path) -> None:
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
     sample = sorted(Path("sample_traces").glob("*.xplane.pb"))[0]
     res = CliRunner().invoke(main, ["summarize", str(sample), "--gpu", "A100"])
     assert res.exit_code == 2
@@ -269,7 +269,7 @@ def test_kineto_device_named_by_the_trace(name: str, want: str | None) -> None:
     """Issue 25 A3: a Kineto ``deviceProperties`` entry named ``NVIDIA H800`` was reported as
     ``NVIDIA H100 SXM`` (900 GB/s NVLink instead of 400) because its SMs and memory match."""
     from parsers.kineto.devices import device_frame
-    from tracelens.devices import identify_frame
+    from tracelens.loading.devices import identify_frame
 
     sms = 114 if "PCIe" in name else 132
     props = [{"id": 0, "name": name, "computeMajor": 9, "computeMinor": 0, "numSms": sms,

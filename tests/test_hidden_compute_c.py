@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyze import collectives
-from tracelens.analyze.timeline import DEVICE_KEYS, device_axis
-from tracelens.sweep import SWEEP_ENV
-from tracelens.model import COMPUTE_CATEGORIES, EVENT_SCHEMA, conform
+from tracelens.analyze.communication import collectives
+from tracelens.analyze.timeline.breakdown import DEVICE_KEYS, device_axis
+from tracelens.core.sweep import SWEEP_ENV
+from tracelens.core.model import COMPUTE_CATEGORIES, EVENT_SCHEMA, conform
 
 needs_c = pytest.mark.skipif(collectives._SWEEP is None,
                              reason="_tracelens_sweep is not built (no compiler at install)")

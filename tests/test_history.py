@@ -374,7 +374,7 @@ def test_a_store_held_while_opened_is_waited_for(tmp_path: Path, monkeypatch) ->
     again, and only a store held past the timeout is an error, saying so in one line."""
     import sqlite3
 
-    from tracelens.errors import TraceInputError
+    from tracelens.core.errors import TraceInputError
     from tracelens.history import store as st
 
     real, calls = st._prepare, []

@@ -8,7 +8,7 @@ import pytest
 
 from tests.hlo_build import ModuleBuilder
 from parsers.hlo.attrs import parse_attribute_dict
-from tracelens.hlo_model import Instruction, Shape
+from tracelens.core.hlo_model import Instruction, Shape
 from tracelens.cost.opcost import instruction_cost
 from parsers.hlo.proto import module_from_proto
 from parsers.hlo.text import parse_module

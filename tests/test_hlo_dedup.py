@@ -94,7 +94,7 @@ def test_a_dump_of_two_compilations_has_its_finding_once():
     finding, executed unknown (a dump has no timeline)."""
     from dataclasses import replace
 
-    from tracelens.analyze.hlo_findings import lens_dump
+    from tracelens.analyze.compute.hlo_findings import lens_dump
     from parsers.hlo.dump import load_dump
 
     module, schedule = load_dump(TRACE.parents[2].parent / "sample_traces" / "hlo"

@@ -17,15 +17,15 @@ import pytest
 
 from tests.conftest import CPU_TRACE, cli, real_trace
 from tests.hlo_build import ModuleBuilder
-from tracelens.analyze.collectives import collective_activities
-from tracelens.analyze.hlo_findings import (finding_for, lens_dump, lens_trace, measured,
+from tracelens.analyze.communication.collectives import collective_activities
+from tracelens.analyze.compute.hlo_findings import (finding_for, lens_dump, lens_trace, measured,
                                             top_findings)
 from tracelens.classify import explain
 from parsers.hlo.dump import load_dump, schedule_from_proto
 from tracelens.hlo.lens import SMALL_MIN_COUNT, HostMap, analyze_module
 from parsers.hlo.proto import module_from_proto
 from parsers.hlo.text import parse_module
-from tracelens.loader import load
+from tracelens.loading.loader import load
 
 ROOT = Path(__file__).resolve().parents[1]
 HLO = ROOT / "sample_traces" / "hlo"
@@ -390,7 +390,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_cli_json_contract_and_determinism(tmp_path):
     # a fresh interpreter (its own hash seed) gives what this process gives
-    out = subprocess.run([sys.executable, "-c", "from tracelens.cli import main; main()",
+    out = subprocess.run([sys.executable, "-c", "from tracelens.cli.commands import main; main()",
                           "hlo", str(PLANTED), "--format", "json"], capture_output=True,
                          text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr

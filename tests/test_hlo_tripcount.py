@@ -23,7 +23,7 @@ from parsers.hlo.proto import module_from_proto
 from parsers.hlo.schema import hlo_proto_class
 from parsers.hlo.text import parse_module
 from tracelens.hlo.tripcount import count, derive, int_range
-from tracelens.loader import load
+from tracelens.loading.loader import load
 
 HLO = Path(__file__).resolve().parents[1] / "sample_traces" / "hlo"
 WHILES = HLO / "module_0004.while_loops.after_optimizations"

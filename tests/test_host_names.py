@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 import tracelens
 from parsers.xplane_schema import xspace_class
-from tracelens.analyze.summary import summary_partial
-from tracelens.analyze.summary_merge import merge_partials
-from tracelens.cli import main
-from tracelens.model import host_from_file_name
+from tracelens.analyze.summary.build import summary_partial
+from tracelens.analyze.summary.merge import merge_partials
+from tracelens.cli.commands import main
+from tracelens.core.model import host_from_file_name
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import SAMPLES, SHARED
 

@@ -9,9 +9,10 @@ import pytest
 
 import tracelens
 from tracelens_dev.writers.xspace import write
-from tracelens.analyze.idle import IDLE_PARTS, idle_breakdown, idle_intervals
-from tracelens.analyze.timeline import DEVICE_KEYS, device_breakdown, step_breakdown
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
+from tracelens.analyze.timeline.idle import IDLE_PARTS, idle_breakdown, idle_intervals
+from tracelens.analyze.timeline.breakdown import DEVICE_KEYS, device_breakdown, step_breakdown
+from tracelens.core.model import (
+    DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA, Trace,
                              conform)
 
 from .conftest import GPU_TRACES, SAMPLES, real_trace
@@ -143,7 +144,7 @@ def test_subtract_equals_brute_force() -> None:
     """``intervals.subtract`` against a point-by-point construction on random small sets."""
     import random
 
-    from tracelens.analyze.intervals import subtract
+    from tracelens.core.intervals import subtract
 
     rng = random.Random(11)
     for _ in range(40):
@@ -170,7 +171,7 @@ def test_subtract_equals_brute_force() -> None:
 def test_big_jobs_show_representative_devices() -> None:
     """Past 16 devices the tables show the median, slowest and fastest device and outliers;
     --all every row."""
-    from tracelens.analyze.summary_reduce import MAX_DEVICE_ROWS, device_roles
+    from tracelens.analyze.summary.reduce import MAX_DEVICE_ROWS, device_roles
     from tracelens.results.summary import Timeline
 
     def dev(compute: int, idle: int) -> Timeline:
@@ -195,7 +196,7 @@ def test_breakdown_from_running_sums_equals_clipping_every_piece(seed: int) -> N
     and pieces past the windows included. Overlapping windows are left to clipping."""
     import numpy as np
 
-    from tracelens.analyze import idle
+    from tracelens.analyze.timeline import idle
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -233,7 +234,7 @@ def test_a_gap_ends_at_the_first_of_activities_that_start_together() -> None:
     """Activities starting at the same ns after a gap (two streams): the one that ends first,
     then the lower correlation id, ends the gap, so its launch call splits it, on the shared
     axis as on the per-device frames, whatever their row order."""
-    from tracelens.analyze import idle
+    from tracelens.analyze.timeline import idle
 
     # after K0: [1000, 5000) ended by KB (ends first; launched until 2000, not KA's 4000);
     # [5000... the rest: [7000, 9000) ended by corr 4 (same start and end: the lower id),

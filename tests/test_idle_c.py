@@ -1,5 +1,6 @@
 """The idle gaps and pieces in one pass each of ``_tracelens_sweep`` (``idle_gaps``,
-``idle_pieces``) equal the numpy references of ``tracelens.analyze.idle`` they stand in for,
+``idle_pieces``) equal the numpy references of ``tracelens.analyze.timeline.idle`` they stand in
+for,
 on random device axes with ties, several devices and gaps of every kind."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyze import idle
-from tracelens.analyze.intervals import on_one_axis
-from tracelens.model import CATEGORIES, CategoryDtype
+from tracelens.analyze.timeline import idle
+from tracelens.core.intervals import on_one_axis
+from tracelens.core.model import CATEGORIES, CategoryDtype
 
 needs_c = pytest.mark.skipif(idle._SWEEP is None,
                              reason="_tracelens_sweep is not built (no compiler at install)")

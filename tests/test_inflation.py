@@ -21,7 +21,7 @@ import tracelens
 from parsers import budget
 from tests.conftest import SHARED, real_rocprof, real_trace
 from tests.test_rocprof_mutation import small_outputs
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = budget.ENV

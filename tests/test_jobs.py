@@ -16,9 +16,9 @@ from parsers.xplane_schema import xspace_class
 from tracelens_dev.writers.rocprof import write_json, write_rocpd
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import SAMPLES, SHARED, cli
-from tracelens.devices import identify_devices
-from tracelens.errors import TraceInputError
-from tracelens.jobs import check_one_job, facts
+from tracelens.loading.devices import identify_devices
+from tracelens.core.errors import TraceInputError
+from tracelens.loading.jobs import check_one_job, facts
 
 T0 = 1_800_000_000_000_000_000
 MI300X = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"

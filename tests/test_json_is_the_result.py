@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 import tracelens
 from tests.conftest import SAMPLES
-from tracelens.analysis import TraceAnalysis
-from tracelens.cli import main
+from tracelens.api.analysis import TraceAnalysis
+from tracelens.cli.commands import main
 
 STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"
 

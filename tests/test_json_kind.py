@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED, cli
-from tracelens import json_kind as jk
-from tracelens.formats import sniff_format
+from tracelens.loading import json_kind as jk
+from tracelens.loading.formats import sniff_format
 
 KINETO = sorted((SHARED / "traces" / "kineto").rglob("*.json.gz"))
 
@@ -126,7 +126,7 @@ def test_real_kineto_trace_rewritten_reads_the_same(path: Path, tmp_path: Path) 
 def test_damaged_deflate_stream_in_the_sniff_window_is_one_error(tmp_path: Path,
                                                                 name: str) -> None:
     """Before, ``zlib.error`` escaped ``sniff_format`` as a traceback on every gzip format."""
-    from tracelens.errors import TraceInputError
+    from tracelens.core.errors import TraceInputError
 
     packed = bytearray(gzip.compress(bytes(range(256)) * 64))
     packed[12:20] = b"\xff" * 8  # inside the deflate stream, just after the header

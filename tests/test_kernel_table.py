@@ -15,9 +15,9 @@ from polars.testing import assert_frame_equal
 
 import tracelens
 from tests.conftest import SAMPLES
-from tracelens.analyze import kernel_table as kt
-from tracelens.analyze import roofline
-from tracelens.model import CATEGORIES
+from tracelens.analyze.compute import kernel_table as kt
+from tracelens.analyze.compute import roofline
+from tracelens.core.model import CATEGORIES
 
 BASE = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb").events.head(1)
 FLOPS = [None, 0.0, 1.0, 3.0, 2.0**40, 0.5, 2.0**60, float("inf"), 7.0]
@@ -50,7 +50,7 @@ def specs_of(ev: pl.DataFrame, split: bool) -> pl.DataFrame:
     spec = {}
     for i, (h, r, d) in enumerate(devs.iter_rows()):
         if not (split and i % 3 == 2):  # an unlisted device has no spec (null)
-            spec[(h, r, d)] = tracelens.hardware.spec_for_device(
+            spec[(h, r, d)] = tracelens.core.hardware.spec_for_device(
                 "mi300x" if not split or i % 2 else "h100", None, None, None)
     return roofline.spec_frame(spec)
 
@@ -142,9 +142,9 @@ def test_kernel_table_on_the_samples(path: Path) -> None:
     assert assert_table_equals_rows(t.events, specs)
 
 
-def old_kernel_partial(trace: tracelens.model.Trace) -> pl.DataFrame:
+def old_kernel_partial(trace: tracelens.core.model.Trace) -> pl.DataFrame:
     """``scaling.kernel_partial`` before the kernel table (commit 5750f9a): per event."""
-    from tracelens.analyze.scaling import _windows, clip_to_windows, normalize_kernel_expr
+    from tracelens.analyze.runs.scaling import _windows, clip_to_windows, normalize_kernel_expr
 
     ev = clip_to_windows(trace.events, _windows(trace)) if trace.steps.height else trace.events
     ev = ev.with_columns(pl.col(pl.Categorical).cast(pl.String))
@@ -157,7 +157,7 @@ def old_kernel_partial(trace: tracelens.model.Trace) -> pl.DataFrame:
 
 @pytest.mark.parametrize("steps", [True, False])
 def test_scaling_kernel_partial_from_the_table_equals_the_events(steps: bool) -> None:
-    from tracelens.analyze.scaling import kernel_partial
+    from tracelens.analyze.runs.scaling import kernel_partial
 
     keys = ["category", "module", "program_id", "op", "key"]
     for path in [SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb",
@@ -174,7 +174,7 @@ def test_scaling_kernel_partial_from_the_table_equals_the_events(steps: bool) ->
 
 def old_kernel_stats(events: pl.DataFrame) -> pl.DataFrame:
     """``tables.kernel_stats`` before it was taken from the kernel table (its own pass)."""
-    from tracelens.analyze.timeline import DEVICE_KEYS
+    from tracelens.analyze.timeline.breakdown import DEVICE_KEYS
 
     keys = ["name", "kind", "category", "subcategory", "rule"]
     dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
@@ -204,7 +204,7 @@ def test_export_kernel_stats_from_the_table_equal_the_pass_over_the_events(
     """The export's per-kernel table (percentiles, mode of the launch shapes with ties to
     the smallest, distinct devices) from the one kernel aggregation equals its old pass:
     random names, devices, durations (ties and zeros) and launch shapes (nulls, ties)."""
-    from tracelens.analyze.tables import kernel_stats
+    from tracelens.analyze.timeline.tables import kernel_stats
 
     ev = frame(rows).with_columns(launch=pl.Series(launches[:len(rows)], dtype=pl.String))
     assert_frame_equal(kernel_stats(ev), old_kernel_stats(ev))

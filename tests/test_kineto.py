@@ -16,10 +16,10 @@ from parsers.kineto.facts import kineto_facts
 from parsers.kineto.reader import to_ns
 from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import SAMPLES, SHARED, cli
-from tracelens.analyze.collectives import collective_activities
-from tracelens.errors import TraceInputError
-from tracelens.formats import sniff_format
-from tracelens.model import CounterFacts, ShapeFacts
+from tracelens.analyze.communication.collectives import collective_activities
+from tracelens.core.errors import TraceInputError
+from tracelens.loading.formats import sniff_format
+from tracelens.core.model import CounterFacts, ShapeFacts
 from tests.test_rocprof_parity import _without_host
 
 KINETO = SHARED / "traces" / "kineto"
@@ -359,7 +359,7 @@ def test_nan_and_infinity_written_by_python_json_are_unknown_values(tmp_path: Pa
     dur is."""
     from dataclasses import replace
 
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
 
     path = _real("a100_nccl_2rank_rank0.json.gz")
     doc = json.load(gzip.open(path))
@@ -396,7 +396,7 @@ def test_nan_and_infinity_written_by_python_json_are_unknown_values(tmp_path: Pa
 def test_host_name_keeps_the_dots_of_the_file_name(tmp_path: Path, name: str,
                                                    host: str) -> None:
     """Issue 25 A4: the host was the file name cut at its first dot (``h100_Qwen_Qwen1``)."""
-    from tracelens.loader import load
+    from tracelens.loading.loader import load
 
     src = _real("mi250_rocm62_minitoy_train.json.gz")
     copy = tmp_path / name
@@ -410,7 +410,7 @@ def test_events_without_a_name_are_dropped_and_counted(tmp_path: Path, tolerant:
     """Issue 25 D13: null kernel names ended in ``AssertionError: trace violates the model:
     events.name: 5 nulls``; now they are skipped, counted, and the rest is read. With
     ``tolerant`` a NaN elsewhere sends the document down the dict path."""
-    from tracelens.loader import load
+    from tracelens.loading.loader import load
 
     doc = json.loads(gzip.decompress(_real("a100_nccl_2rank_rank0.json.gz").read_bytes()))
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
@@ -433,7 +433,7 @@ def test_a_gpu_the_table_lacks_keeps_its_name_with_peaks_unknown(tmp_path: Path)
     its peaks are unknown: the peaks line left the device out, the HTML said nothing."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     doc = json.loads(gzip.decompress(_real("a100_nccl_2rank_rank0.json.gz").read_bytes()))
     for p in doc["deviceProperties"]:
@@ -452,9 +452,10 @@ def test_a_gpu_the_table_lacks_keeps_its_name_with_peaks_unknown(tmp_path: Path)
 
 def test_a_worker_process_sends_the_file_costed_and_identified() -> None:
     """Issue 26: shape costs and device identification are core stages that run right after
-    the reader, in the reading worker too (tracelens.reading.file_stages): what comes back is
+    the reader, in the reading worker too (tracelens.loading.reading.file_stages): what comes back
+    is
     costed and identified, and the reader's facts are used up, not shipped."""
-    from tracelens.reading import from_worker, read_in_worker
+    from tracelens.loading.reading import from_worker, read_in_worker
 
     path = _real("mi250_rocm62_minitoy_train.json.gz")
     part = from_worker(read_in_worker("kineto", path, None))

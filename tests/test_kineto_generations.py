@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 
 import tracelens
-from tracelens.analyze.axes import NO_GROUP, AxesAnalysis, AxesOptions
-from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
-from tracelens.engine import EngineOptions, run
+from tracelens.analyze.communication.axes import NO_GROUP, AxesAnalysis, AxesOptions
+from tracelens.analyze.communication.collective_parts import CollectivesAnalysis, CollectivesOptions
+from tracelens.engine.hosts import EngineOptions, run
 from tracelens_dev.writers.kineto_generations import GENERATIONS, truth, write_job
 
 WORLD = 8
@@ -83,7 +83,7 @@ def test_2023_job_axes_say_the_groups_are_inferred(tmp_path: Path) -> None:
     give one axis of size 8 with both types, and say that its groups are inferred."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     job = _job(tmp_path, "pt2023")
     ax = run(AxesAnalysis(), [job], AxesOptions(), engine=EngineOptions(workers=1))

@@ -23,8 +23,8 @@ import pytest
 
 import tracelens
 from tests.conftest import SHARED
-from tracelens.errors import TraceInputError
-from tracelens.model import validate
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import validate
 
 KINETO = SHARED / "traces" / "kineto"
 BASES = ["mi250_rocm62_minitoy_train.json.gz", "mi300x_inference/sglang_qwen3_8b_decode.json.gz"]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from parsers.kineto import checks, reader, typed
 from tests.conftest import SHARED
 from tests.test_kineto_typed import _event, _write
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 XDIT = SHARED / "traces" / "kineto" / "mi300x_inference" / "xdit_flux1_aiter_sage_rank0.json.gz"
 
@@ -270,7 +270,7 @@ def test_first_row_by_key_is_the_sorted_unique_one(rows: list) -> None:
 def test_device_activity_written_twice_is_kept_once(rows: list) -> None:
     """Rows that agree on device, stream and times are compared as a whole (a copy is kept
     once, a different kernel at the same time is kept); rows that do not are not compared."""
-    from tracelens.model import TraceMeta
+    from tracelens.core.model import TraceMeta
     dev = pl.DataFrame(
         {"kind": ["kernel"] * len(rows), "name": [r[0] for r in rows], "device": [0] * len(rows),
          "stream": [r[1] for r in rows], "start_ns": [r[2] for r in rows],

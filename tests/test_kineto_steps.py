@@ -1,4 +1,4 @@
-"""Kineto step sources (tracelens.steps.choose_candidates): a source that cannot hold the
+"""Kineto step sources (tracelens.loading.steps.choose_candidates): a source that cannot hold the
 steps gives way to the next one, and a warning says which, with each one's share."""
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ import pytest
 
 from parsers.kineto import reader, typed
 from tests.conftest import SHARED
-from tracelens.errors import TraceInputError
-from tracelens.reading import file_stages
+from tracelens.core.errors import TraceInputError
+from tracelens.loading.reading import file_stages
 
 KINETO = SHARED / "traces" / "kineto"
 REAL = sorted(KINETO.rglob("*.json.gz")) if KINETO.exists() else []

@@ -46,7 +46,7 @@ def test_the_straggler_is_the_slowest_never_the_best(straggler_64: Path) -> None
 def test_roles_without_collective_data() -> None:
     """Without arrival data the slowest is the device waiting least in exposed communication,
     the fastest the one waiting most; the median the median of the others."""
-    from tracelens.analyze.summary_reduce import device_roles
+    from tracelens.analyze.summary.reduce import device_roles
     from tracelens.results.summary import Timeline
 
     def dev(comm: int, span: int = 100) -> Timeline:

@@ -26,10 +26,12 @@ PACKAGES = RUNTIME + (DEV,)
 
 # What a parser may use of the core (issue 26): the data model and the errors. Parsers report
 # facts (device names and properties, recorded shapes, counter values); identifying devices
-# and costing kernels are load stages of the core (tracelens.devices, tracelens.cost.counters,
-# tracelens.cost.shapes: tracelens.reading.file_stages). The data model of XLA programs
-# (tracelens.hlo_model) is what the HLO decoders (parsers.hlo) produce and the cost model reads.
-PARSER_CORE = {"tracelens.model", "tracelens.hlo_model", "tracelens.errors"}
+# and costing kernels are load stages of the core (tracelens.loading.devices,
+# tracelens.cost.counters,
+# tracelens.cost.shapes: tracelens.loading.reading.file_stages). The data model of XLA programs
+# (tracelens.core.hlo_model) is what the HLO decoders (parsers.hlo) produce and the cost model
+# reads.
+PARSER_CORE = {"tracelens.core.model", "tracelens.core.hlo_model", "tracelens.core.errors"}
 
 
 def _modules() -> dict[str, Path]:
@@ -120,8 +122,8 @@ def test_no_import_cycle() -> None:
 
 
 def test_parsers_use_only_the_model_and_errors_of_the_core_and_no_renderer() -> None:
-    assert GRAPH["tracelens.hlo_model"] == set()  # the HLO model is a leaf: no way on from it
-    assert GRAPH["parsers.hlo.proto"] >= {"tracelens.hlo_model"}  # the graph sees the decoders
+    assert GRAPH["tracelens.core.hlo_model"] == set()  # the HLO model is a leaf: no way on from it
+    assert GRAPH["parsers.hlo.proto"] >= {"tracelens.core.hlo_model"}  # the graph sees the decoders
     bad = [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
            for d in deps if _package(d) in ("tracelens", DEV) and d not in PARSER_CORE]
     bad += [(m, d) for m, deps in GRAPH.items() if m.startswith("parsers")
@@ -130,8 +132,9 @@ def test_parsers_use_only_the_model_and_errors_of_the_core_and_no_renderer() -> 
 
 
 # the modules that read traces: the loader in parts (formats holds the readers) and the CLI
-READING = ("tracelens.loader", "tracelens.formats", "tracelens.reading", "tracelens.combine",
-           "tracelens.engine", "tracelens.dask_map", "tracelens.cli")
+READING = ("tracelens.loading.loader", "tracelens.loading.formats", "tracelens.loading.reading",
+           "tracelens.loading.combine",
+           "tracelens.engine.hosts", "tracelens.engine.cluster", "tracelens.cli.commands")
 
 
 def test_reports_never_read_traces() -> None:
@@ -140,10 +143,10 @@ def test_reports_never_read_traces() -> None:
     assert bad == []
 
 
-CLI = ("tracelens.cli", "tracelens.cli_history")  # the command modules (cli.py registers the other)
+CLI = ("tracelens.cli.commands", "tracelens.cli.history")  # the command modules
 # The Python facade is the other front door (issue 47): each command is options -> one facade
 # call -> render, and the facade writes what a command writes (the report, the tables).
-FACADE = ("tracelens.analysis",)
+FACADE = ("tracelens.api.analysis",)
 
 
 def test_the_core_reaches_parsers_only_through_the_reader_registry_and_renderers_only_from_the_cli(
@@ -151,9 +154,9 @@ def test_the_core_reaches_parsers_only_through_the_reader_registry_and_renderers
     core = [m for m in GRAPH if _package(m) == "tracelens"]
     to_reports = [(m, d) for m in core for d in GRAPH[m]
                   if d.startswith("reports") and m not in CLI + FACADE
-                  and not m.startswith("tracelens.cli_")]  # the CLI's command modules
+                  and not m.startswith("tracelens.cli.")]  # the CLI's command modules
     to_parsers = [(m, d) for m in core for d in GRAPH[m] if d.startswith("parsers")
-                  and m != "tracelens.formats"]  # the readers' registry
+                  and m != "tracelens.loading.formats"]  # the readers' registry
     assert to_reports == [] and to_parsers == []
 
 
@@ -191,7 +194,7 @@ def test_the_model_carries_no_format_or_writer_field() -> None:
     of the model."""
     from dataclasses import fields
 
-    from tracelens.model import HostInfo, TraceMeta
+    from tracelens.core.model import HostInfo, TraceMeta
 
     assert [f.name for f in fields(TraceMeta)] == [
         "sources", "notices", "alignment", "steps_source", "hosts", "ranks", "format_facts",

@@ -11,11 +11,11 @@ import pytest
 
 import tracelens
 from tests.conftest import SAMPLES
-from tracelens import formats
-from tracelens.errors import TraceInputError
-from tracelens.formats import Reader
+from tracelens.loading import formats
+from tracelens.core.errors import TraceInputError
+from tracelens.loading.formats import Reader
 from parsers.xspace.facts import decoders
-from tracelens.model import HostInfo, RankInfo, Trace
+from tracelens.core.model import HostInfo, RankInfo, Trace
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 STRAGGLER = SAMPLES / "mi355x_2x8gpu_straggler"

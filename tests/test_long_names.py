@@ -18,7 +18,7 @@ import pytest
 
 import tracelens
 from tests.conftest import ROOT, SAMPLES
-from tracelens.long_names import MAX_NAME_BYTES
+from tracelens.loading.long_names import MAX_NAME_BYTES
 from tracelens_dev.writers.rocprof import write_json, write_rocpd
 
 BIG = 1 << 20
@@ -73,7 +73,8 @@ def test_long_names_are_cut_distinct_and_counted(tmp_path: Path, writer: str) ->
 def test_summarize_of_a_shared_long_name_stays_small(tmp_path: Path) -> None:
     path = _with_long_names(tmp_path, "rocpd")
     # the child's own peak (VmHWM starts anew at exec; ru_maxrss keeps this process's)
-    code = ("import re; from click.testing import CliRunner; from tracelens.cli import main; "
+    code = ("import re; from click.testing import CliRunner; "
+            "from tracelens.cli.commands import main; "
             f"r = CliRunner().invoke(main, ['summarize', {str(path)!r}, '--format', 'json']); "
             "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()); "
             "print(r.exit_code, hwm.group(1))")

@@ -9,7 +9,7 @@ import polars as pl
 
 import tracelens
 from tracelens_dev.writers.xspace import Activity, build_xspace
-from tracelens.model import validate
+from tracelens.core.model import validate
 
 T0 = 1_800_000_000_000_000_000
 

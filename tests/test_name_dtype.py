@@ -1,7 +1,7 @@
 """Issue 25 B6 on traces our Kineto writer builds: a B200 MoE step of TRT-LLM/FlashInfer kernels
 and a TensorFlow V100 step of Eigen kernels are classified (``other`` under 2% of busy; all of
 it was ``other`` before), and a GEMM's dtype comes from its name where nothing better says it
-(tracelens.name_dtype)."""
+(tracelens.core.name_dtype)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import pytest
 import tracelens
 from tests.synth_helpers import writer_device, writer_events
 from tests.conftest import cli
-from tracelens import hardware
-from tracelens.analyze.roofline import device_specs, roofline, spec_frame
+from tracelens.core import hardware
+from tracelens.analyze.compute.roofline import device_specs, roofline, spec_frame
 from tests.test_classify import B6_NAMES
-from tracelens.name_dtype import dtype_from_name, name_dtypes
+from tracelens.core.name_dtype import dtype_from_name, name_dtypes
 from tracelens_dev.writers.kineto import write as write_kineto
 
-# (name, dtype or None): the conventions of tracelens/name_dtype.py
+# (name, dtype or None): the conventions of tracelens/core/name_dtype.py
 DTYPES = [
     ("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x256x256u2_s3_et128x256_m256x256x32_cga1x1x1_sm100f",
      "fp8"),  # MXFP4 x MXFP8 operands run on Blackwell's f8f6f4 path, at the fp8 rate

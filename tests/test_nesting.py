@@ -14,7 +14,7 @@ import pytest
 
 import tracelens
 from parsers import xspace as xspace_reader
-from tracelens.prepare import STREAM_KEYS
+from tracelens.loading.prepare import STREAM_KEYS
 from tracelens_dev.writers.xspace import build_xspace
 
 from .conftest import SAMPLES
@@ -121,7 +121,7 @@ def test_a_gpu_kernel_holding_the_next_one_is_an_overlap(tmp_path: Path) -> None
 
 
 def test_nesting_notices_of_several_files_add_up() -> None:
-    from tracelens.notices import nested, nested_total
+    from tracelens.core.notices import nested, nested_total
 
     many = [f"while.{i}" for i in range(6)]
     assert nested_total([nested(24, ["while.15"]), nested(6, many[:2] + ["while.15"])]) == (
@@ -137,8 +137,8 @@ def _cpu_host(path: Path, host: str) -> Path:
 
 
 def test_hosts_summarized_apart_count_their_nesting_together(tmp_path: Path) -> None:
-    from tracelens.analyze.summary import SummaryOptions, reduce_summary, summary_partial
-    from tracelens.analyze.summary_merge import merge_partials
+    from tracelens.analyze.summary.build import SummaryOptions, reduce_summary, summary_partial
+    from tracelens.analyze.summary.merge import merge_partials
 
     files = [_cpu_host(tmp_path / f"h{i}.xplane.pb", f"h{i}") for i in range(2)]
     whole = tracelens.load(files).meta.warnings

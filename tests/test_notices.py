@@ -11,12 +11,12 @@ import pytest
 
 import tracelens
 from parsers.xplane_schema import xspace_class
-from tracelens.analyze.summary import reduce_summary, summary_partial
-from tracelens.analyze.summary_merge import merge_partials, merged_notices
-from tracelens.model import Notice, TraceMeta
-from tracelens.notices import CLIPPED, clipped, clipped_total, fold_per_host
+from tracelens.analyze.summary.build import reduce_summary, summary_partial
+from tracelens.analyze.summary.merge import merge_partials, merged_notices
+from tracelens.core.model import Notice, TraceMeta
+from tracelens.core.notices import CLIPPED, clipped, clipped_total, fold_per_host
 from tracelens.results.encode import encode
-from tracelens.steps import ORDERED_LAST
+from tracelens.loading.steps import ORDERED_LAST
 from tracelens_dev.writers.xspace import Activity, build_xspace
 
 from .conftest import SAMPLES, SHARED, cli

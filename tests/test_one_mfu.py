@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 import tracelens
-from tracelens.analysis import TraceAnalysis
+from tracelens.api.analysis import TraceAnalysis
 from tests.conftest import cli, real_trace
 
 GEMM = "mi300x_jax08_gemm.xplane.pb"  # jit_dot(49) runs 3 times in a 9.5 ms span
@@ -79,8 +79,8 @@ def test_per_step_mfu_without_clipping_equals_clipping() -> None:
     from polars.testing import assert_frame_equal
 
     from tests.conftest import SAMPLES
-    from tracelens.analyze.roofline import device_specs, mfu, model_kernels, spec_frame
-    from tracelens.analyze.timeline import device_axis, step_rows
+    from tracelens.analyze.compute.roofline import device_specs, mfu, model_kernels, spec_frame
+    from tracelens.analyze.timeline.breakdown import device_axis, step_rows
 
     for path in (SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb", SAMPLES / "mi355x_2x8gpu_straggler",
                  real_trace("mi300x_jax08_gemm.xplane.pb")):
@@ -101,9 +101,9 @@ def test_per_step_mfu_without_clipping_ignores_a_stale_step_column() -> None:
     without clipping finds each kernel's window itself, as clipping does."""
     from polars.testing import assert_frame_equal
 
-    from tracelens.analyze.roofline import mfu, spec_frame
-    from tracelens.analyze.timeline import device_axis, step_rows
-    from tracelens.model import EVENT_SCHEMA, STEP_SCHEMA, conform
+    from tracelens.analyze.compute.roofline import mfu, spec_frame
+    from tracelens.analyze.timeline.breakdown import device_axis, step_rows
+    from tracelens.core.model import EVENT_SCHEMA, STEP_SCHEMA, conform
 
     ev = conform(pl.DataFrame({
         "host": ["h"] * 3, "rank": [0] * 3, "device": [0] * 3, "stream": [1] * 3,

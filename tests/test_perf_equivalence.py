@@ -16,9 +16,10 @@ from polars.testing import assert_frame_equal
 
 import tracelens
 from tests.conftest import SAMPLES
-from tracelens.analyze import idle, roofline
-from tracelens.analyze.intervals import on_one_axis
-from tracelens.model import CATEGORIES, CategoryDtype, Text
+from tracelens.analyze.timeline import idle
+from tracelens.analyze.compute import roofline
+from tracelens.core.intervals import on_one_axis
+from tracelens.core.model import CATEGORIES, CategoryDtype, Text
 
 event = st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 2),
                   st.integers(-40, 160), st.integers(0, 40), st.sampled_from(CATEGORIES),

@@ -10,12 +10,15 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from tests.test_collective_partials import STRAGGLER, TRACES, _job
-from tracelens.analyze.collective_partials import collective_partial, merge_collective_partials
-from tracelens.analyze.compare import compare
-from tracelens.analyze.profile_partials import match_job, profile_of_partials, profile_partial
-from tracelens.analyze.scaling import RunProfile, profile
-from tracelens.formats import discover
-from tracelens.loader import load
+from tracelens.analyze.communication.collective_parts import (
+    collective_partial,
+    merge_collective_partials,
+)
+from tracelens.analyze.runs.compare import compare
+from tracelens.analyze.runs.profile_parts import match_job, profile_of_partials, profile_partial
+from tracelens.analyze.runs.scaling import RunProfile, profile
+from tracelens.loading.formats import discover
+from tracelens.loading.loader import load
 
 FIELDS = ("path", "devices", "hosts", "steps", "step_ns", "components", "busbw", "skew_ns",
           "stragglers", "per_device", "hlo_findings", "hardware", "warnings")

@@ -1,4 +1,4 @@
-"""The Analysis protocol (tracelens.protocol): one analysis gives the same result on a trace
+"""The Analysis protocol (tracelens.engine.protocol): one analysis gives the same result on a trace
 loaded in this process (run_trace) and on its files through the engine (engine.run), with
 each host's part placed on the job's plan."""
 
@@ -11,9 +11,9 @@ from typing import Sequence
 import polars as pl
 
 import tracelens
-from tracelens.engine import EngineOptions, run
-from tracelens.model import Trace
-from tracelens.protocol import JobPlan, run_trace
+from tracelens.engine.hosts import EngineOptions, run
+from tracelens.core.model import Trace
+from tracelens.engine.protocol import JobPlan, run_trace
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 
@@ -83,8 +83,8 @@ def test_a_job_loaded_whole_lets_its_trace_go_before_the_last_finish() -> None:
     """``run`` (nothing reads the job again) lets the trace go once the partial is taken:
     a whole trace's events are not held while its critical path solves; ``run_tasks``
     keeps it by default, for later rounds (``run_again``). Same result both ways."""
-    from tracelens.engine import LoadOptions, run_tasks
-    from tracelens.protocol import Task
+    from tracelens.engine.hosts import LoadOptions, run_tasks
+    from tracelens.engine.protocol import Task
 
     files = [SAMPLES / "mi355x_2x8gpu_straggler"]
     let_go, kept = WholeJobBusy(), WholeJobBusy()

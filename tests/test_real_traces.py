@@ -11,7 +11,7 @@ import pytest
 
 import tracelens
 from tests.conftest import CPU_TRACE, GPU_TRACES, kernel_stats_by_name, oracle, real_trace
-from tracelens.model import validate
+from tracelens.core.model import validate
 
 
 def xprof_kernel_stats(trace: Path, tmp_path: Path) -> dict[str, tuple[int, float]]:

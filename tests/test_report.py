@@ -17,13 +17,13 @@ from click.testing import CliRunner
 
 import tracelens
 from tracelens_dev.writers.xspace import Activity, build_xspace
-from reports import figures as F
-from reports.html import SIZE_BUDGET_BYTES, plotly_js, render_html, script_json
-from reports.palette import CATEGORY_COLORS, COLORS
+from reports.html import figures as F
+from reports.html.page import SIZE_BUDGET_BYTES, plotly_js, render_html, script_json
+from reports.html.palette import CATEGORY_COLORS, COLORS
 from tests.conftest import GPU_TRACES, SAMPLES, real_trace
-from tracelens.analyze.summary import summarize
-from tracelens.cli import main
-from tracelens.hardware import GpuSpec
+from tracelens.analyze.summary.build import summarize
+from tracelens.cli.commands import main
+from tracelens.core.hardware import GpuSpec
 from tracelens.results.collectives import Collectives
 from tracelens.results.summary import RooflineRow, Summary, TopKernel
 

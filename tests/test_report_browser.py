@@ -16,8 +16,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from reports import figures as F
-from reports.html import render_html
+from reports.html import figures as F
+from reports.html.page import render_html
 from tests.browser import Browser, find_chromium
 from tests.conftest import CPU_TRACE, GPU_TRACES, REAL_XPROF, ROOT, SAMPLES
 from tests.test_report import XSS, XSS_HOSTS, report_of, with_cost_model, xss_logdir

@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 
 import tracelens
-from reports.figures_window import step_timeline_figure
-from tracelens.analyze.window import median_step, timeline_window
-from tracelens.model import Trace
+from reports.html.figures_window import step_timeline_figure
+from tracelens.analyze.timeline.window import median_step, timeline_window
+from tracelens.core.model import Trace
 
 from .conftest import SAMPLES
 from .test_idle import planted

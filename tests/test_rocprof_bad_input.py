@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import tracelens
 from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import SAMPLES, cli
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tests.test_bad_input import _assert_one_line_error
 
 

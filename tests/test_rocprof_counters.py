@@ -158,7 +158,7 @@ def test_counters_travel_as_the_readers_facts_and_are_used_up() -> None:
     so a loaded trace (and what a worker sends back) carries none."""
     from parsers.rocprof import read_csv
     from parsers.rocprof.facts import RocprofFacts
-    from tracelens.model import CounterFacts, HostClockFacts
+    from tracelens.core.model import CounterFacts, HostClockFacts
 
     path = _real("prefill_fetch_counter_collection.csv")
     read = read_csv(path)

@@ -21,7 +21,7 @@ import pytest
 import tracelens
 from tests.conftest import SAMPLES
 from tests.test_rocprof_mutation import _tables, _unconstrained, small_outputs
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tracelens_dev.writers.rocprof import write_rocpd
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1

@@ -22,8 +22,8 @@ import tracelens
 from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import REAL_ROCPROF, SAMPLES, cli
 from tests.test_bad_input import _assert_one_line_error
-from tracelens.errors import TraceInputError
-from tracelens.model import HostClockFacts, validate
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import HostClockFacts, validate
 
 WRONG = [None, "x", "", 1.5, -1, True, {}, [], {"handle": "x"}, 1 << 70]
 SEEDS = range(20)

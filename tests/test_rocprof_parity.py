@@ -18,7 +18,7 @@ import pytest
 
 import tracelens
 from parsers.rocprof.facts import rocprof_facts
-from tracelens.model import HostInfo
+from tracelens.core.model import HostInfo
 from tracelens_dev.writers.rocprof import write_csv, write_json, write_rocpd
 from tests.conftest import SAMPLES
 from tests.synth_helpers import timeline_numbers

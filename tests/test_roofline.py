@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 import tracelens
 from tests.conftest import GPU_TRACES, SAMPLES, real_trace
-from tracelens.analyze.roofline import device_specs, mfu, roofline, spec_frame
-from tracelens.cli import main
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+from tracelens.analyze.compute.roofline import device_specs, mfu, roofline, spec_frame
+from tracelens.cli.commands import main
+from tracelens.core.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, Trace, conform)
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
@@ -111,7 +111,7 @@ def test_summarize_contract_and_renderers() -> None:
     assert one["roofline"][0]["flops"] == pytest.approx(1307.4e3 * 500)  # half inside step 1
     json.dumps(s)  # JSON-ready
     from reports import summary as render
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
     typed = summarize(t)
     md = render.render_markdown(typed, all_rows=True)
     assert "## Roofline" in md and "| MFU |" in md and "| 100.0% |" in md
@@ -186,7 +186,7 @@ def test_roofline_category_tie_goes_to_the_higher_priority_category() -> None:
     which changed ``summarize`` output from run to run on a real Kineto trace)."""
     import itertools
 
-    from tracelens.model import CATEGORIES
+    from tracelens.core.model import CATEGORIES
 
     perms = list(itertools.permutations(CATEGORIES[:6]))[::37]  # 20 row orders
     rows = [dict(host="h0", rank=0, device=0, stream=1, kind="kernel", rule="test",
@@ -205,7 +205,7 @@ def test_category_efficiency_and_grouped_rows_are_time_weighted() -> None:
     it: GEMMs run at (1000 + 1500) / 4000 = 62.5% of their attainable rate, time-weighted
     (the findings' "run at 62%"; an unweighted mean would say 75%), and the two ops, which
     differ only in an instruction number, are one roofline row of 4000 ns (``--all``)."""
-    from tracelens.analyze.summary_brief import category_efficiency, roofline_groups
+    from tracelens.analyze.summary.brief import category_efficiency, roofline_groups
 
     t = make_trace()
     peak = 1307.4e3

@@ -21,8 +21,8 @@ import pytest
 import tracelens
 from tests.conftest import SAMPLES, cli
 from parsers.rocprof.facts import rocprof_facts
-from tracelens.formats import sniff_format
-from tracelens.model import HOST_EVENT_SCHEMA, HostClockFacts, conform
+from tracelens.loading.formats import sniff_format
+from tracelens.core.model import HOST_EVENT_SCHEMA, HostClockFacts, conform
 from tracelens_dev.writers.rocprof import write_rocpd, write_rpd
 
 STEP_NAME = "ProfilerStep#{step}"

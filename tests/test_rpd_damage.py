@@ -18,8 +18,8 @@ import tracelens
 from tests.test_rocprof_damage import I64_MAX, I64_MIN, _swap_children
 from tests.test_rocprof_mutation import _loads_or_refuses
 from tests.test_rpd import OTHER, STEP_NAME, TASKS, _copy, _edit, _source, sample_files
-from tracelens.errors import TraceInputError
-from tracelens.formats import sniff_format
+from tracelens.core.errors import TraceInputError
+from tracelens.loading.formats import sniff_format
 from tracelens_dev.writers.rocprof import write_rpd
 
 

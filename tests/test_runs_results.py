@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tracelens.analyze.compare import compare, comparison
-from tracelens.analyze.scaling import profile, scaling, scaling_transition, transition
-from tracelens.cli import main
-from tracelens.loader import load
+from tracelens.analyze.runs.compare import compare, comparison
+from tracelens.analyze.runs.scaling import profile, scaling, scaling_transition, transition
+from tracelens.cli.commands import main
+from tracelens.loading.loader import load
 from tracelens.results.encode import encode
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.runs import Gate
@@ -39,7 +39,7 @@ def test_comparison_is_typed_and_its_json_is_the_cli_json(profiles) -> None:
     assert "filters" not in plain and len(c.kernels) == 5
     assert c.delta_ns == b.step_ns - a.step_ns and c.busbw == scaling_transition(a, b).busbw
     # what the CLI adds, in the CLI's key order
-    from tracelens.analyze.summary import summarize
+    from tracelens.analyze.summary.build import summarize
     from tracelens.results.findings import findings_change
     cli = dataclasses.replace(c, base=dataclasses.replace(c.base, steps_source="annotation"),
                               new=dataclasses.replace(c.new, steps_source="annotation"),

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from tracelens_dev.writers.xspace import Activity, build_xspace
-from tracelens.cli import main
+from tracelens.cli.commands import main
 
 GEMM = "Cijk_Ailk_Bljk_BBS_BH_MT256x256x64_MI16x16x16x1_SN_1LDSB0.kd"
 RCCL = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
@@ -120,7 +120,7 @@ def test_compare_with_itself_and_fail_above(tmp_path: Path) -> None:
 
 
 def test_kernel_matching_by_normalized_name_and_op(tmp_path: Path) -> None:
-    from tracelens.analyze.scaling import normalize_kernel
+    from tracelens.analyze.runs.scaling import normalize_kernel
 
     # only suffixes that never tell two kernels apart are stripped; numbers name fusions
     assert normalize_kernel("loop_add_fusion_3.kd") == "loop_add_fusion_3"
@@ -138,9 +138,9 @@ def test_kernel_matching_by_normalized_name_and_op(tmp_path: Path) -> None:
     _, rep = run_json("compare", str(base), str(new))
     assert not rep["only_base"] and not rep["only_new"]
     assert rep["kernels"] == []  # matched, and nothing changed
-    from tracelens.analyze.compare import match_kernels
-    from tracelens.analyze.scaling import profile
-    from tracelens.loader import load
+    from tracelens.analyze.runs.compare import match_kernels
+    from tracelens.analyze.runs.scaling import profile
+    from tracelens.loading.loader import load
 
     matched, only_a, only_b = match_kernels(profile(load([base])).kernels,
                                             profile(load([new])).kernels)
@@ -260,8 +260,8 @@ def test_scaling_verdict_equals_the_causes_per_device(synth_8_to_64: tuple[Path,
     for ms in re.findall(r"([0-9][0-9,]*\.[0-9]+) ms", " ".join(t["verdict"])):
         assert float(ms.replace(",", "")) * 1e6 <= step
     # the typed result is what the JSON says, and its table prints the verdict's shares
-    from tracelens.analyze.scaling import profile, scaling
-    from tracelens.loader import load
+    from tracelens.analyze.runs.scaling import profile, scaling
+    from tracelens.loading.loader import load
     from tracelens.results.encode import encode
 
     res = scaling([profile(load([p]), str(p)) for p in (n8, n64)],
@@ -323,7 +323,7 @@ def test_verdict_busbw_of_small_collectives_is_not_rounded_to_zero() -> None:
     verdict said "busbw fell from 0 to 0 GB/s"."""
     import polars as pl
 
-    from tracelens.analyze.scaling import RunProfile, verdict
+    from tracelens.analyze.runs.scaling import RunProfile, verdict
     from tracelens.results.runs import Cause
 
     def run(step_ns: float, exposed: float, busbw: float) -> RunProfile:
@@ -346,7 +346,7 @@ def test_shares_are_of_the_gross_change_and_never_exceed_100_percent() -> None:
     sum of absolute deltas), and the verdict says the components moved both ways."""
     import polars as pl
 
-    from tracelens.analyze.scaling import RunProfile, scaling_transition
+    from tracelens.analyze.runs.scaling import RunProfile, scaling_transition
 
     def run(step_ns: float, components: dict[str, float]) -> RunProfile:
         return RunProfile("r", 8, 1, 3, step_ns, components,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import tracelens
-from tracelens.analyze.scaling import profile, transition
+from tracelens.analyze.runs.scaling import profile, transition
 
 from .conftest import SAMPLES
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tracelens.cli import main
+from tracelens.cli.commands import main
 from tracelens_dev.synth import scaling_pair as pair
 from tracelens_dev.writers.xspace import Activity, build_xspace
 
@@ -42,7 +42,7 @@ def test_planted_8_to_64_split_is_exact(tmp_path: Path, fmt: str) -> None:
         rep = run_json("scaling", str(n8), str(n64))
     else:  # 72 rank files: each run loaded whole (the rounds take 0.5 s per file here)
         import tracelens
-        from tracelens.analyze.scaling import profile, scaling
+        from tracelens.analyze.runs.scaling import profile, scaling
         from tracelens.results.encode import encode
 
         rep = json.loads(json.dumps(encode(scaling(

@@ -1,4 +1,4 @@
-"""The loader's per-signature classification and costs (tracelens.signatures) equal the
+"""The loader's per-signature classification and costs (tracelens.core.signatures) equal the
 per-event passes they replace, on the bundled samples, real traces and random frames."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import tracelens
 from tests.conftest import SAMPLES, SHARED
 from tracelens.classify import classify
 from tracelens.cost.events import annotate_events, hlo_kinds, op_cost_table, with_hlo_kind
-from tracelens.model import EVENT_SCHEMA, conform
-from tracelens.signatures import SIGNATURE, distinct_rows, packed_key, signatures
+from tracelens.core.model import EVENT_SCHEMA, conform
+from tracelens.core.signatures import SIGNATURE, distinct_rows, packed_key, signatures
 
 TRACES = [SAMPLES / "mi300x_8gpu_llama_step.xplane.pb", SAMPLES / "h100_8gpu_moe_ddp.xplane.pb",
           SAMPLES / "mi355x_2x8gpu_straggler",
@@ -104,7 +104,7 @@ def test_distinct_rows_index_every_row_back() -> None:
     assert_frame_equal(sig.table[sig.row], keys)
     assert sig.table.height == keys.unique().height
     assert_frame_equal(sig.table, keys.unique(maintain_order=True))
-    import tracelens.signatures as mod
+    import tracelens.core.signatures as mod
 
     real = mod.combo_hash
 

@@ -191,7 +191,7 @@ def test_written_step_reads_back(fmt: str, tmp_path) -> None:
     import polars as pl
 
     import tracelens
-    from tracelens.instances import with_instance_keys
+    from tracelens.core.instances import with_instance_keys
     from tracelens_dev.sim.scenarios import generate
     from tracelens_dev.sim.trace import write
 

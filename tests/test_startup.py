@@ -17,12 +17,12 @@ import pytest
 from tests.conftest import ROOT, SHARED, cli
 
 KINETO = SHARED / "traces" / "kineto" / "mi250_rocm62_minitoy_train.json.gz"
-# Run the CLI as ``python -m tracelens.cli`` would, then write the names in sys.modules.
+# Run the CLI as ``python -m tracelens.cli.commands`` would, then write the names in sys.modules.
 RUN = """
 import json, runpy, sys
 out, sys.argv = sys.argv[1], ["tracelens", *sys.argv[2:]]
 try:
-    runpy.run_module("tracelens.cli", run_name="__main__", alter_sys=True)
+    runpy.run_module("tracelens.cli.commands", run_name="__main__", alter_sys=True)
 except SystemExit as exc:
     assert not exc.code, exc.code
 with open(out, "w") as fh:
@@ -30,8 +30,8 @@ with open(out, "w") as fh:
 """
 NEVER = ("google.protobuf.descriptor", "google.protobuf.descriptor_pb2",
          "google.protobuf.text_format", "parsers.hlo", "parsers.hlo.schema", "tracelens.hlo.lens",
-         "tracelens.hlo.index", "tracelens.hlo_model", "tracelens.cost.opcost",
-         "tracelens.analyze.hlo_findings", "tracelens.results.runs",
+         "tracelens.hlo.index", "tracelens.core.hlo_model", "tracelens.cost.opcost",
+         "tracelens.analyze.compute.hlo_findings", "tracelens.results.runs",
          "plotly", "jinja2", "dask", "distributed")
 
 
@@ -59,7 +59,7 @@ def test_summarize_kineto_imports_no_protobuf_hlo_report_or_dask(tmp_path: Path,
 def test_help_imports_no_polars(tmp_path: Path) -> None:
     """``import tracelens`` and the option choices need no polars (nor numpy)."""
     loaded = _modules_after(tmp_path, "--help")
-    assert "tracelens.cli_common" in loaded and "click" in loaded
+    assert "tracelens.cli.common" in loaded and "click" in loaded
     assert not sorted(m for m in loaded if m.split(".")[0] in ("polars", "numpy", "rich"))
 
 
@@ -67,7 +67,7 @@ def test_commands_run_with_a_raised_collector_threshold_and_restore_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     if not KINETO.exists():
         pytest.skip(f"real trace {KINETO} not present")
-    import tracelens.cli_common as common
+    import tracelens.cli.common as common
 
     seen = []
     real = common.print_result
@@ -77,7 +77,7 @@ def test_commands_run_with_a_raised_collector_threshold_and_restore_it(
         real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(common, "print_result", spy)
-    monkeypatch.setattr("tracelens.cli.print_result", spy)
+    monkeypatch.setattr("tracelens.cli.commands.print_result", spy)
     before = gc.get_threshold()
     res = cli("summarize", str(KINETO), "--format", "json")
     assert res.returncode == 0, res.stderr

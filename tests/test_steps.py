@@ -1,4 +1,4 @@
-"""Where steps come from (tracelens.steps): annotations, --step-marker, or the executions of
+"""Where steps come from (tracelens.loading.steps): annotations, --step-marker, or the executions of
 the heaviest program that runs at least twice; and ``steps_source`` in every output."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import tracelens
 from parsers import xspace as xspace_reader
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import CPU_TRACE, GPU_TRACES, SAMPLES, real_trace
-from tracelens.cli import main
+from tracelens.cli.commands import main
 
 
 def kernel(dev: int, stream: int, name: str, start: int, dur: int, op: str, prog: int,
@@ -266,9 +266,9 @@ def test_inside_share_is_exact_against_the_union_of_windows(
     by the covered-time pass of ``_tracelens_sweep`` and by the numpy reference."""
     import random
 
-    import tracelens.steps as steps_mod
-    from tracelens.steps import inside_share
-    from tracelens.sweep import SWEEP_ENV
+    import tracelens.loading.steps as steps_mod
+    from tracelens.loading.steps import inside_share
+    from tracelens.core.sweep import SWEEP_ENV
 
     if path == "c" and steps_mod._SWEEP is None:
         pytest.skip("_tracelens_sweep is not built (no compiler at install)")

@@ -16,9 +16,9 @@ import tracelens
 from tracelens_dev.writers.xspace import Activity, build_xspace
 from tests.conftest import SAMPLES
 from tests.synth_helpers import write_and_load
-from tracelens.analyze.summary import (SummaryOptions, reduce_summary, summarize,
+from tracelens.analyze.summary.build import (SummaryOptions, reduce_summary, summarize,
                                        summary_partial)
-from tracelens.analyze.summary_merge import merge_partials
+from tracelens.analyze.summary.merge import merge_partials
 from tracelens.results.encode import encode
 from tracelens.results.summary import Summary
 from tracelens_dev.synth import build
@@ -123,7 +123,7 @@ def test_partial_is_picklable_small_and_holds_no_event_frame() -> None:
 
 
 def test_filters_apply_in_the_partial() -> None:
-    from tracelens.filters import Filters, apply
+    from tracelens.loading.filters import Filters, apply
 
     trace = tracelens.load(STRAGGLER)
     f = Filters(categories=("gemm", "collective"))
@@ -136,7 +136,7 @@ def test_merged_rocprof_processes_of_one_host(tmp_path: Path) -> None:
     """rocprofv3: one file per process, ranks of one host on its shared clock (no shift)."""
     from tracelens_dev.writers.rocprof import write_rocpd
     from tests.test_rocprof_parity import STEP, _two_ranks
-    from tracelens.loader import discover
+    from tracelens.loading.loader import discover
 
     trace = tracelens.load(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
     write_rocpd(_two_ranks(trace, "mi300x-node0"), tmp_path / "run")
@@ -155,10 +155,10 @@ def test_critical_path_pieces_are_merged_after_the_summary_reduce(
     collective rows: ``SummaryAnalysis.merge`` keeps the hosts' pieces as they came and
     ``finish`` merges them only once the summary's own reduce is done (and let go), with the
     same critical path as merging them at once."""
-    import tracelens.analyze.summary_reduce as sr
-    from tracelens.analyze.critical_path import CriticalPath
-    from tracelens.analyze.summary import CriticalPieces, SummaryAnalysis
-    from tracelens.engine import LoadOptions, EngineOptions, Task, run_tasks
+    import tracelens.analyze.summary.reduce as sr
+    from tracelens.analyze.critical.path import CriticalPath
+    from tracelens.analyze.summary.build import CriticalPieces, SummaryAnalysis
+    from tracelens.engine.hosts import LoadOptions, EngineOptions, Task, run_tasks
 
     calls: list[str] = []
     real_reduce, real_merge = sr.reduce_summary, CriticalPath.merge
@@ -202,8 +202,8 @@ def test_merged_programs_are_each_programs_first_host_row_without_copying_the_by
     joined at once (each program's row of the first host in name order, with its bytes),
     packed parts or not; the bytes of a packed part are never put in a frame per host (every
     host sends the job's programs: 128 copies of a large program)."""
-    from tracelens.analyze import packed
-    from tracelens.analyze.hlo_findings import program_protos
+    from tracelens.analyze.summary import packed
+    from tracelens.analyze.compute.hlo_findings import program_protos
 
     sc = Scenario(device="mi300x", hosts=3, gpus=1, steps=1, layers=1, seed=5)
     _, files = write_and_load(build(sc), tmp_path)
@@ -239,7 +239,7 @@ def test_merged_programs_are_each_programs_first_host_row_without_copying_the_by
 def test_the_merge_holds_only_the_bytes_of_the_programs_it_keeps(tmp_path: Path) -> None:
     """Parts not packed (the API's own partials) carry their own copy of each program: the
     merge lets each go once the fold has dropped its row."""
-    from tracelens.analyze import summary_merge as sm
+    from tracelens.analyze.summary import merge as sm
 
     sc = Scenario(device="mi300x", hosts=2, gpus=1, steps=1, layers=1, seed=7)
     _, files = write_and_load(build(sc), tmp_path)

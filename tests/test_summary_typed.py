@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 import tracelens
 from tests.conftest import SAMPLES
-from tracelens.analyze.summary import summarize
-from tracelens.cli import main
+from tracelens.analyze.summary.build import summarize
+from tracelens.cli.commands import main
 from tracelens.results.encode import encode
 
 SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
@@ -20,7 +20,7 @@ SAMPLE = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
 
 def test_report_runs_the_collectives_analysis_once(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    import tracelens.analyze.collectives as C
+    import tracelens.analyze.communication.collectives as C
 
     calls = []
     real = C.analyze_collectives

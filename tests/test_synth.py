@@ -18,7 +18,7 @@ from tests.synth_helpers import (assert_busbw_matches_truth, assert_costs_match_
                                  assert_mfu_matches_truth, assert_step_categories_match,
                                  assert_summary_matches_truth, by_category, collective_rows,
                                  write_and_load)
-from tracelens.model import CATEGORIES
+from tracelens.core.model import CATEGORIES
 from tracelens_dev.synth import Scenario, Straggler, build
 from tracelens_dev.synth.samples import SAMPLES as SAMPLE_DEFS
 from tracelens_dev.synth.truth import sweep
@@ -151,7 +151,7 @@ def test_random_scenarios_reproduce_truth(sc: Scenario, tmp_path_factory) -> Non
     summary = tracelens.summarize(trace)
     # Markers that end before the device runs the step (fixed short ones, or async_markers:
     # the host's dispatch) can hold under half of the step program's device time:
-    # tracelens.steps then takes the program's executions as the steps (the async dispatch
+    # tracelens.loading.steps then takes the program's executions as the steps (the async dispatch
     # rule, tests/test_steps.py), which the truth, made of the markers, is not.
     markers = summary["steps_source"] == "annotation"
     if not markers:
@@ -216,8 +216,8 @@ def test_synth_never_imports_parsers_writers_or_analyzers() -> None:
 
     import tracelens_dev.synth
 
-    allowed = ("tracelens.model", "tracelens.hardware", "tracelens_dev.synth",
-               "parsers.hlo.schema", "tracelens.hlo_model", "tracelens_dev.wire",
+    allowed = ("tracelens.core.model", "tracelens.core.hardware", "tracelens_dev.synth",
+               "parsers.hlo.schema", "tracelens.core.hlo_model", "tracelens_dev.wire",
                "tracelens_dev.hints")
     files = sorted(Path(tracelens_dev.synth.__file__).parent.glob("*.py"))
     assert len(files) > 5  # the package is where this test looks

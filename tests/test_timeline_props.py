@@ -7,9 +7,9 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracelens.analyze.intervals import union_lengths
-from tracelens.analyze.timeline import clip_to_windows, device_breakdown, step_breakdown
-from tracelens.model import CATEGORIES, CategoryDtype
+from tracelens.core.intervals import union_lengths
+from tracelens.analyze.timeline.breakdown import clip_to_windows, device_breakdown, step_breakdown
+from tracelens.core.model import CATEGORIES, CategoryDtype
 
 interval = st.tuples(st.integers(0, 80), st.integers(0, 30), st.sampled_from(CATEGORIES),
                      st.integers(0, 1))
@@ -136,7 +136,7 @@ def test_device_and_step_breakdowns_equal_the_two_breakdowns(
     in a gap, start or end at a window's edge, or of length 0, the answer stays theirs."""
     from polars.testing import assert_frame_equal
 
-    from tracelens.analyze.timeline import (_step_rows, device_and_step_breakdowns,
+    from tracelens.analyze.timeline.breakdown import (_step_rows, device_and_step_breakdowns,
                                             device_axis)
 
     windows, t = [], 7
@@ -190,7 +190,7 @@ def test_the_c_sweep_equals_the_numpy_sweep(n: int, seed: int) -> None:
     import numpy as np
     import pytest
 
-    from tracelens.analyze import timeline
+    from tracelens.analyze.timeline import breakdown as timeline
 
     if timeline._SWEEP is None:
         pytest.skip("the C sweep _tracelens_sweep is not built (no compiler at install)")
@@ -217,7 +217,7 @@ def test_the_c_sweep_refuses_what_it_cannot_index() -> None:
     import numpy as np
     import pytest
 
-    from tracelens.analyze import timeline
+    from tracelens.analyze.timeline import breakdown as timeline
 
     if timeline._SWEEP is None:
         pytest.skip("the C sweep _tracelens_sweep is not built (no compiler at install)")

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 import tracelens
 from parsers.xspace.tpu import LANE_STREAM
-from tracelens.cli import main
+from tracelens.cli.commands import main
 
 TPU = Path(__file__).resolve().parent.parent / "sample_traces" / "tpu"
 TRACES = ("remat", "flash", "sync", "multi")
@@ -376,8 +376,8 @@ def test_the_critical_path_of_a_tpu_step_is_its_ops_not_transfers_in_flight() ->
     op time in convolution fusions: the core waits for a transfer only at its done op, so the
     path holds the ops, and one step's memory on it is at most the device's exclusive memory
     time over the whole trace (1.5 ms; memory summed over the spans in flight: 129 ms)."""
-    from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-    from tracelens.protocol import run_trace
+    from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+    from tracelens.engine.protocol import run_trace
 
     t = tracelens.load(_path("remat"))
     r = run_trace(CriticalPath(), t, CriticalPathOptions())
@@ -522,7 +522,7 @@ def test_async_spans_take_as_few_lanes_as_are_in_flight() -> None:
 def test_scaling_names_tpu_devices_as_tpus(tmp_path: Path) -> None:
     """scaling's per-device labels (and its straggler verdicts) name a TPU run's devices
     ``<host>/TPU<n>`` from the model's devices, not ``GPU<n>``."""
-    from tracelens.analyze.scaling import device_kind_of, profile
+    from tracelens.analyze.runs.scaling import device_kind_of, profile
     from tracelens_dev.writers.xspace import TpuLayout, build_tpu_xspace
 
     p = tmp_path / "tpu4.xplane.pb"

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 import tracelens
 from parsers.xplane_schema import xspace_class
 from parsers.xspace.planes import stat_value
-from tracelens.analyze.run_match import fingerprints
-from tracelens.analyze.scaling import program_key
-from tracelens.cli import main
+from tracelens.analyze.runs.match import fingerprints
+from tracelens.analyze.runs.scaling import program_key
+from tracelens.cli.commands import main
 from tracelens.hlo.jax_ops import jax_op_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,7 +171,7 @@ def test_a_program_of_one_name_with_other_shapes_is_warned_across_vendors() -> N
     ``jit_matmul`` programs' shapes changed (the GPU side's signatures as given) is named."""
     from dataclasses import dataclass, field
 
-    from tracelens.analyze.run_match import program_notices
+    from tracelens.analyze.runs.match import program_notices
     from tracelens.results.summary import HardwareCount
 
     mods = tracelens.load(EAGER).modules

@@ -96,7 +96,7 @@ def test_lower_bound_only_where_an_mfu_is_shown() -> None:
 
 
 def test_brief_names() -> None:
-    from tracelens.names import brief_name
+    from tracelens.core.names import brief_name
     assert brief_name(
         "void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16, "
         "(vllm::Fp8KVCacheDataType)0, 1, 128, 256, false, 4, 1, ck_tile::ComposedAttention<0u,"

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 import tracelens
-from tracelens import xcheck
-from tracelens.cli import main
+from tracelens.analyze import xcheck
+from tracelens.cli.commands import main
 
 from .conftest import SAMPLES
 

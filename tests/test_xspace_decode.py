@@ -22,7 +22,7 @@ from parsers.xplane_schema import xspace_class
 from parsers.xspace.facts import decoders
 from tracelens_dev.writers.xspace import Activity, build_xspace, write
 from tests.conftest import REAL_XPROF, SAMPLES
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tracelens_dev.synth import Scenario, build
 
 pytestmark = pytest.mark.skipif(not xspace_native.available(),

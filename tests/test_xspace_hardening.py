@@ -16,7 +16,7 @@ from parsers import xspace as xspace_reader
 from parsers.xspace import native as xspace_native
 from tests.xspace_flood import (colliding_ids, empty_events, one_event_lines, ordinary_ids,
                                 xspace_with_ids)
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 pytestmark = pytest.mark.skipif(not xspace_native.available(),
                                 reason=f"C decoder not built: "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "parsers" / "xspace"
-CORE_ALLOWED = {"tracelens.model", "tracelens.errors", "tracelens.hardware"}
+CORE_ALLOWED = {"tracelens.core.model", "tracelens.core.errors", "tracelens.core.hardware"}
 
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:

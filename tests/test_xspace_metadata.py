@@ -23,7 +23,7 @@ from parsers.xspace.columns import EVENT_STATS
 from parsers.xspace.planes import PlaneReader
 from parsers.xspace.space import parse
 from tests.test_xspace_decode import assert_same, mutated
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tracelens_dev.writers.xspace_encode import field_bytes, field_varint, tag, varint
 
 pytestmark = pytest.mark.skipif(not xspace_native.available(),

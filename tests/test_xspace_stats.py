@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from parsers import xspace as xspace_reader
 from parsers.xspace import native as xspace_native
 from tracelens_dev.writers.xspace import Activity, InlineStr, Ref, UInt64, build_xspace
-from tracelens.cli import main
-from tracelens.devices import identify_devices
-from tracelens.errors import TraceInputError
-from tracelens.model import Trace
+from tracelens.cli.commands import main
+from tracelens.loading.devices import identify_devices
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import Trace
 
 BIG = 9646411105960254074  # the uint64 of the real TPU trace that failed (> 2**63)
 DECODERS = ["python", "c"] if xspace_native.available() else ["python"]
@@ -242,7 +242,7 @@ def test_idle_planes_with_the_same_stats_get_the_same_identification(tmp_path: P
 
 
 def test_identification_notes_keep_the_order_of_the_file(tmp_path: Path) -> None:
-    """Issue 26: devices are identified after the reader (tracelens.devices), and each note
+    """Issue 26: devices are identified after the reader (tracelens.loading.devices), and each note
     goes where the reader warned about that plane: plane 0's unusable stat, its bandwidth
     note (the same text for plane 1, said once), plane 1's unusable stat."""
     import tracelens

@@ -1,14 +1,14 @@
 """What the trace writers need beyond a trace's frames to write a synthetic trace faithfully
 (docs/synthetic.md). The generator's output carries them (its ``trace.meta`` is a
 :class:`SynthMeta`); readers never produce them, so they are no part of
-:mod:`tracelens.model` (issue 26)."""
+:mod:`tracelens.core.model` (issue 26)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracelens.model import Trace, TraceMeta
+from tracelens.core.model import Trace, TraceMeta
 
 
 @dataclass

@@ -16,8 +16,8 @@ from google.protobuf.message import DecodeError  # cheap: no descriptors
 from parsers.hlo.proto import module_from_proto
 from parsers.hlo.text import _FILE_ID, parse_module
 from parsers.rawfile import read_maybe_gzip
-from tracelens.errors import TraceInputError
-from tracelens.hlo_model import Module, Schedule
+from tracelens.core.errors import TraceInputError
+from tracelens.core.hlo_model import Module, Schedule
 TEXT_SUFFIXES = (".txt", ".hlo")
 # The optimized module of an XLA dump directory (--xla_dump_to): module_0004.jit_f.
 # after_optimizations.txt, or with the backend before it (cpu_after_optimizations,

@@ -1,4 +1,5 @@
-"""Decode a serialized ``xla.HloProto`` (XSpace ``/host:metadata``) into :mod:`tracelens.hlo_model`.
+"""Decode a serialized ``xla.HloProto`` (XSpace ``/host:metadata``) into
+:mod:`tracelens.core.hlo_model`.
 
 Facts used (shared/reference/hlo.md): operands and called computations are ids
 (``(computation_id << 32) | local_id`` since 2025-09, small ints before: only equality is
@@ -14,7 +15,7 @@ from typing import Any
 
 from parsers.hlo.attrs import parse_attribute_dict
 from parsers.hlo.replica_groups import iota_groups, mesh_axes_groups
-from tracelens.hlo_model import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
+from tracelens.core.hlo_model import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
                                  WindowDim, type_name)
 
 _TUPLE = 13  # PrimitiveType TUPLE

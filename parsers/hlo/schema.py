@@ -7,7 +7,7 @@ Field numbers are the verified ones of shared/reference/hlo.md §2 (openxla/xla 
 ``183fa00c``); those of ``LiteralProto`` (scalar constants, for loop trip counts) were read
 from ``xla_data.proto`` on openxla/xla main. Fields we leave out (shardings, buffer
 assignment, sub-byte and f8 literal values, ...) are skipped by the protobuf runtime as unknown
-fields. Enums are declared as ``int32`` (same varint wire form); :mod:`tracelens.hlo_model`
+fields. Enums are declared as ``int32`` (same varint wire form); :mod:`tracelens.core.hlo_model`
 names their values.
 
 Replica groups: all four encodings are carried (49, 87 incl. its pre-2026 nested iota at 87.2,

@@ -1,5 +1,5 @@
 """A small parser for XLA's HLO text dumps (``*.after_optimizations.txt``) into
-:mod:`tracelens.hlo_model`: enough for the cost model (shapes, opcodes, operands, called
+:mod:`tracelens.core.hlo_model`: enough for the cost model (shapes, opcodes, operands, called
 computations, dot/conv attributes, custom-call target, backend config, replica groups).
 
 Handles both operand spellings XLA has printed: with shapes (``dot(f32[2,3]{1,0} %a, ...)``)
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from parsers.hlo.attrs import parse_attribute_dict
 from parsers.hlo.replica_groups import iota_groups
-from tracelens.hlo_model import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
+from tracelens.core.hlo_model import (Computation, ConvDims, DotDims, Instruction, Module, Shape,
                                  WindowDim)
 
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")

@@ -1,6 +1,6 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON: ``*.pt.trace.json[.gz]``, one file per rank.
 
-:func:`read`: one rank's file into a :class:`tracelens.model.Trace` (docs/kineto.md).
+:func:`read`: one rank's file into a :class:`tracelens.core.model.Trace` (docs/kineto.md).
 The writer (a Trace as Kineto JSON, for the tests) is ``tracelens_dev.writers.kineto``.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 
 FORMAT = "kineto"
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import polars as pl
 
-from tracelens.model import Notice
+from tracelens.core.model import Notice
 
 # the Python types a column of each dtype takes as they are (bool is not a number here)
 _TAKES = ((pl.String, (str,)), (pl.Int64, (int,)), (pl.Float64, (int, float)))

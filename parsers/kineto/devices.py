@@ -4,7 +4,7 @@ Kineto records ``name``, ``numSms`` (SMs, or CUs on ROCm), ``totalGlobalMem`` (b
 ``computeMajor``/``computeMinor`` (on ROCm: HIP's gcnArch, 9.4 = gfx942) and ``warpSize``; no
 clock. The vendor is NVIDIA when the name says so; AMD when the name says so, when the
 document has ROCm keys (``roctracer_version``, ``hip_runtime_version``), or when the warp
-size is 64 (NVIDIA GPUs have 32). These are the facts; :mod:`tracelens.devices` identifies
+size is 64 (NVIDIA GPUs have 32). These are the facts; :mod:`tracelens.loading.devices` identifies
 the product (some ROCm builds write empty names, the vLLM traces: then from CUs, memory and
 gfx version alone, and a warning says so).
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.model import DEVICE_FACTS_SCHEMA, Notice, conform
+from tracelens.core.model import DEVICE_FACTS_SCHEMA, Notice, conform
 
 _ROCM_KEYS = ("roctracer_version", "hip_runtime_version", "hip_driver_version")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracelens.model import FormatFacts, TraceMeta
+from tracelens.core.model import FormatFacts, TraceMeta
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class KinetoFacts(FormatFacts):
     backend: str | None = None
     timestamps: str = ""  # exact or rounded to the nearest ns, and why
     # the step sources the file offers, in order of preference, joined with " > " ("none":
-    # none); tracelens.steps chooses one (meta.steps_source)
+    # none); tracelens.loading.steps chooses one (meta.steps_source)
     steps_source: str = "none"
     unlinked_activities: int = 0
     collective_kernels: int = 0

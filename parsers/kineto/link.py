@@ -5,7 +5,7 @@ launched it (``cudaLaunchKernel``, ``hipExtModuleLaunchKernel``, ``cudaGraphLaun
 That call gives the launching thread and time. From there, with time containment on the
 thread (CPU ops nest on their thread):
 
-- ``op``: the costed ATen op around the launch (``tracelens.model.COSTED_ATEN_OPS``), else the
+- ``op``: the costed ATen op around the launch (``tracelens.core.model.COSTED_ATEN_OPS``), else the
   CPU op whose ``External id`` the activity (or its launch) carries;
 - FLOPs/bytes (``cost_source = "shapes"``): the costed op's recorded shapes go to the core
   (``OpShapes``), which costs the longest kernel it launched; its other kernels carry 0 so
@@ -22,7 +22,7 @@ thread (CPU ops nest on their thread):
   (``size_source``); ``group_size`` and ``dtype``; the process group: ``groups`` (``Process
   Group Ranks``, global ranks) and ``group_name`` (``Process Group Description``, else
   ``Name``). The loader keeps an op's type over the rules' reading of the kernel name
-  (``tracelens.loader.issued_types``).
+  (``tracelens.loading.loader.issued_types``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.model import COSTED_ATEN_OPS, STEP_SCHEMA, Notice, OpShapes
+from tracelens.core.model import COSTED_ATEN_OPS, STEP_SCHEMA, Notice, OpShapes
 
 COLLECTIVE_KERNEL = r"(?i)nccl|rccl|msccl|cross_device_reduce|all_?reduce|all_?gather|" \
                     r"reduce_?scatter"
@@ -106,7 +106,7 @@ def _enclosing(ev: pl.DataFrame, ops: pl.DataFrame, prefix: str) -> pl.DataFrame
 
 def _costed_ops(ops: pl.LazyFrame, shapes: dict[int, tuple[Any, Any, Any]]
                 ) -> tuple[pl.DataFrame, dict[int, tuple[str, Any, Any, Any]]]:
-    """Leaf costed ops (:data:`tracelens.model.COSTED_ATEN_OPS`: ``aten::matmul`` around
+    """Leaf costed ops (:data:`tracelens.core.model.COSTED_ATEN_OPS`: ``aten::matmul`` around
     ``aten::mm`` is a wrapper), and each one's recorded shapes by its uid, for the core's
     shape costs. ``shapes``: ``Input Dims``, ``Input type`` and ``Concrete Inputs`` by
     ``_row``, for (at least) every row named as a costed op."""
@@ -287,7 +287,7 @@ def link_activity(dev: pl.DataFrame, hst: pl.LazyFrame, comm: pl.DataFrame,
 def steps_frame(hst: pl.LazyFrame, events: pl.DataFrame, launches: pl.DataFrame
                 ) -> tuple[pl.DataFrame, str]:
     """Every step source of this rank, as candidates in order of preference (STEP_SCHEMA's
-    ``candidate``), and a description of them; :mod:`tracelens.steps` keeps one.
+    ``candidate``), and a description of them; :mod:`tracelens.loading.steps` keeps one.
 
     0. ``ProfilerStep#N`` on the GPU side (``gpu_user_annotation``: what the device ran for
        the step, source ``annotation:gpu``), with the CPU-side window (below) for a step

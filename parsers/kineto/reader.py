@@ -45,8 +45,8 @@ from parsers.kineto.facts import KinetoFacts
 from parsers.kineto.link import ANNOTATION_PREFIXES, link_activity, steps_frame
 from parsers.launch import launch_text
 from parsers.rawfile import read_maybe_gzip
-from tracelens.errors import TraceInputError
-from tracelens.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
                              HostInfo, Membership, Notice, ShapeFacts, Text, Trace,
                              TraceMeta, conform, host_from_file_name)
 
@@ -366,7 +366,7 @@ def columns(chunks: Iterable[Any], select: Selector) -> list[Any]:
     stream, bytes and the launch shape on the device side); the collective arguments of the
     host side's ``record_param_comms`` rows (:data:`COMM_SCHEMA`, by ``_row``); the shapes
     (``Input Dims``, ``Input type``, ``Concrete Inputs``) of the host rows whose name is a
-    costed op (``tracelens.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see
+    costed op (``tracelens.core.model.COSTED_ATEN_OPS``), by ``_row`` (as a list: see
     :func:`_build`).
     Chunk by chunk, so only one chunk's events need to exist as Python objects at a time.
     Last, what was skipped or read as unknown, by field (:mod:`parsers.kineto.checks`)."""

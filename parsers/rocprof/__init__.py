@@ -1,6 +1,6 @@
 """rocprofv3 input: the rocpd SQLite database, the JSON and the CSV outputs.
 
-Readers (each returns a single-file :class:`tracelens.model.Trace`, one rank per process):
+Readers (each returns a single-file :class:`tracelens.core.model.Trace`, one rank per process):
 
 - :func:`read_rocpd` - ``<pid>_results.db`` (the default since ROCm 7.0), opened read-only;
 - :func:`read_rpd` - rocmProfileData (``rpd_tracer``) ``.rpd`` databases, opened read-only;
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 
 FORMATS = ("rocpd", "rpd", "rocprof-json", "rocprof-csv")
 

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from parsers.rocprof.records import AGENT_SCHEMA, frame
-from tracelens.model import DEVICE_FACTS_SCHEMA, Notice, conform
+from tracelens.core.model import DEVICE_FACTS_SCHEMA, Notice, conform
 
 _GFX = re.compile(r"^gfx[0-9a-f]+$")
 
@@ -119,7 +119,7 @@ def resolve_refs(refs: pl.Series, agents: pl.DataFrame) -> tuple[pl.Series, int]
 
 def devices(agents: pl.DataFrame, active: set[int], host: str, rank: int, notes_at: int = 0
             ) -> pl.DataFrame:
-    """DEVICE_FACTS_SCHEMA rows for the GPU agents with activity (:mod:`tracelens.devices`
+    """DEVICE_FACTS_SCHEMA rows for the GPU agents with activity (:mod:`tracelens.loading.devices`
     identifies them; ``notes_at``: where in the file's warnings its notes go)."""
     gpus = with_ordinals(agents).filter(pl.col("node_id").is_in(sorted(active)))
     rows = []

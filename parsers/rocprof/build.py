@@ -1,4 +1,4 @@
-"""Normalized per-process records -> one :class:`tracelens.model.Trace` (one rank per process).
+"""Normalized per-process records -> one :class:`tracelens.core.model.Trace` (one rank per process).
 
 What is decided here, for every rocprofv3 format alike:
 
@@ -26,8 +26,8 @@ from parsers.rocprof.dedupe import drop_copies, drop_repeated_processes
 from parsers.rocprof.facts import RocprofFacts
 from parsers.rocprof.markers import steps_from_markers
 from parsers.rocprof.records import Process, launch_expr
-from tracelens.errors import TraceInputError
-from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA,
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA,
                              STEP_SCHEMA, CounterFacts, HostInfo, KernelCounters, Notice,
                              ProcessInfo, Text, Trace, TraceMeta, conform)
 
@@ -261,7 +261,7 @@ def build_trace(procs: list[Process], path: Path, fmt: str,
             counted.notes_at = len(meta.notices)
         unusable += [w for w in warn if w.code in UNUSABLE]
         counters.append(counted)
-        # the process's identification notes follow its other warnings (tracelens.devices)
+        # the process's identification notes follow its other warnings (tracelens.loading.devices)
         devices.append(agents_mod.devices(p.agents, active_nodes, host, rank,
                                           len(meta.notices)))
         processes.append(ProcessInfo(rank=rank, host=host, pid=p.pid, init_ns=p.init_ns,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.model import Notice
+from tracelens.core.model import Notice
 
 RCCL_KERNEL = r"(?i)nccl|rccl|msccl|oneRankReduce"
 

@@ -23,8 +23,8 @@ from parsers.rocprof.agents import agent_frame, resolve_refs
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, frame)
-from tracelens.errors import TraceInputError
-from tracelens.model import Notice, Trace
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import Notice, Trace
 
 FORMAT = "rocprof-csv"
 TABLES = ("kernel_trace", "agent_info", "memory_copy_trace", "hip_api_trace",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from parsers.rocprof.records import Process
-from tracelens.model import Notice
+from tracelens.core.model import Notice
 
 ROW_ID = "dispatch_id"  # the record's own id: a copied row gets a new one from the database
 

@@ -1,12 +1,12 @@
 """What the rocprofv3 and RPD readers say about how they read a file, beyond the frames: its
 processes on the host clock (what the core reads of it: the model's
-:class:`~tracelens.model.HostClockFacts`) and the schema of the output."""
+:class:`~tracelens.core.model.HostClockFacts`) and the schema of the output."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracelens.model import HostClockFacts, TraceMeta
+from tracelens.core.model import HostClockFacts, TraceMeta
 
 
 @dataclass(frozen=True)

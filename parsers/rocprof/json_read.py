@@ -30,8 +30,8 @@ from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, empty, frame)
 from parsers.rawfile import read_maybe_gzip
-from tracelens.errors import TraceInputError
-from tracelens.model import Notice, Trace
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import Notice, Trace
 
 FORMAT = "rocprof-json"
 TOP_KEY = "rocprofiler-sdk-tool"

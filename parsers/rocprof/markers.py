@@ -13,7 +13,7 @@ import re
 
 import polars as pl
 
-from tracelens.model import STEP_SCHEMA, Notice, conform
+from tracelens.core.model import STEP_SCHEMA, Notice, conform
 
 
 def _number(m: re.Match[str]) -> int | None:

@@ -2,7 +2,7 @@
 
 Each reader (rocpd SQLite, JSON, CSV) turns one profiled process into a :class:`Process` of
 small polars frames with the schemas below; :mod:`parsers.rocprof.build` turns a list of them
-into a :class:`tracelens.model.Trace`. Agents are referred to by their HSA node id everywhere
+into a :class:`tracelens.core.model.Trace`. Agents are referred to by their HSA node id everywhere
 (rocpd ``agent_id``, JSON handles and CSV ``Agent N`` strings are resolved on the way in).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.model import Notice
+from tracelens.core.model import Notice
 
 from parsers.launch import dims, launch_text
 

@@ -29,8 +29,8 @@ from parsers.rocprof.build import build_trace
 from parsers.rocprof.sqlite_db import read_db, refuse_views, sanitize
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, frame)
-from tracelens.errors import TraceInputError
-from tracelens.model import Notice, Trace
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import Notice, Trace
 
 FORMAT = "rocpd"
 _MARKER_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")

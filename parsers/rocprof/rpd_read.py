@@ -32,8 +32,8 @@ from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, DISPATCH_SCHEMA, M
 from parsers.rocprof.agents import agent_frame
 from parsers.rocprof.dedupe import drop_copied_ops
 from parsers.rocprof.sqlite_db import read_db, refuse_views, sanitize
-from tracelens.errors import TraceInputError
-from tracelens.model import Notice, Trace
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import Notice, Trace
 
 FORMAT = "rpd"
 CLOCK = "CLOCK_MONOTONIC"  # rpd_tracer's clocktime_ns (roctracer/rocprofiler-sdk times)

@@ -18,7 +18,7 @@ import polars as pl
 
 from parsers.budget import env_limit
 from parsers.rawfile import inflate_to, is_gzip
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 SECONDS_ENV = "TRACELENS_SQLITE_SECONDS"
 SECONDS = 600.0

@@ -1,4 +1,4 @@
-"""XProf XSpace files (``*.xplane.pb``) as a :class:`~tracelens.model.Trace`.
+"""XProf XSpace files (``*.xplane.pb``) as a :class:`~tracelens.core.model.Trace`.
 
 Layout: ``space`` reads and parses the protobuf messages; ``planes`` resolves a plane's
 metadata; two line sources behind the ``source.LineSource`` protocol turn a line's events into

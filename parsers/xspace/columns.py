@@ -11,8 +11,8 @@ from typing import Any, Iterable
 import polars as pl
 
 from parsers.launch import launch_text
-from tracelens.errors import TraceInputError
-from tracelens.model import Text
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import Text
 
 # one name for every dangling metadata id: its number says nothing, and a million distinct
 # made-up names made every per-name group-by of the analyses crawl (58 s for 1M events)

@@ -1,5 +1,5 @@
 """One DEVICE_FACTS_SCHEMA row from a GPU plane's stats: the device's name string, vendor,
-capability, cores, clock, memory and reported bandwidth (:mod:`tracelens.devices` identifies
+capability, cores, clock, memory and reported bandwidth (:mod:`tracelens.loading.devices` identifies
 the product from them)."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracelens.model import FormatFacts, TraceMeta
+from tracelens.core.model import FormatFacts, TraceMeta
 
 
 @dataclass(frozen=True)

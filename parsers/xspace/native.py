@@ -55,8 +55,8 @@ from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, d
 from parsers.xspace.planes import CutMetadata
 from parsers.xspace.source import StreamLines
 from parsers.xspace.space import parse
-from tracelens.errors import TraceInputError
-from tracelens.model import KindDtype, Text
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import KindDtype, Text
 
 ABI = 5  # the version of parsers/_xspace.c this module speaks to
 try:
@@ -101,7 +101,8 @@ def default_decoder() -> str:
 
 
 def default_threads() -> int:
-    """Decoder threads for one file when the caller does not say: up to 4 (``tracelens.reading``,
+    """Decoder threads for one file when the caller does not say: up to 4
+    (``tracelens.loading.reading``,
     which knows how many files it reads at once, passes its own number)."""
     return max(1, min(4, os.cpu_count() or 1))
 
@@ -517,7 +518,7 @@ class _Columns:
         return pl.Series(np.ma.masked_array(out, mask=~ok), dtype=pl.Int64)
 
     def string(self, code: int) -> pl.Series:
-        """A text column (:data:`tracelens.model.Text`) of the values ``columns.as_str``
+        """A text column (:data:`tracelens.core.model.Text`) of the values ``columns.as_str``
         gives. Its codes are kept for reuse: per row, the index of its value among the
         line's distinct values, or their count for null."""
         kinds, vals, mask = self._kinds(code)

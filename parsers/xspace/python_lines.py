@@ -12,7 +12,7 @@ from parsers.xspace.columns import (EVENT_STATS, INT64_MAX, INT64_MIN, INT_STATS
                                     device_kind, line_frame, too_large)
 from parsers.xspace.planes import PlaneReader
 from parsers.xspace.source import StreamLines, stream_frames_by_line
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 
 def line_columns(reader: PlaneReader, line: Any) -> dict[str, list[Any]]:

@@ -7,8 +7,8 @@ stream lines ``Stream #N`` or the legacy ``Stream #N(Kernel...)``; an event star
 defaults for every event of that metadata. XLA:CPU traces have no device plane: their ops run on
 host threads and carry ``device_ordinal``, which we treat as the device.
 
-One file becomes one single-host :class:`~tracelens.model.Trace` with rank 0; joining hosts is
-the core's job (``tracelens.combine``).
+One file becomes one single-host :class:`~tracelens.core.model.Trace` with rank 0; joining hosts is
+the core's job (``tracelens.loading.combine``).
 
 Two sources of event columns give the same Trace: the C decoder (``parsers.xspace.native``,
 which walks the serialized events and leaves only the small rest to protobuf; the default
@@ -36,8 +36,9 @@ from parsers.xspace.source import LineSource, StreamLines
 from parsers.xspace import tpu
 from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, event_window, profile_span
-from tracelens.errors import TraceInputError
-from tracelens.model import (DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import (
+    DEVICE_FACTS_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Notice, Text, Trace, TraceMeta, conform,
                              stored_program_id,
                              host_from_file_name)
@@ -190,7 +191,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     device_frames, negative, unknown = source.stream_frames(gpu_streams)
     device_frames += tpu_frames
     negative, unknown = negative + negative_tpu[0], unknown + negative_tpu[1]
-    for row in device_rows:  # notes about several planes (tracelens.devices) go here
+    for row in device_rows:  # notes about several planes (tracelens.loading.devices) go here
         row["file_notes_at"] = len(meta.notices)
     cpu_frames, host_frames, steps, pid, n_neg, n_unknown = _read_host_planes(
         cpu_planes, source, readers, meta, f"{path.name}: ")
@@ -312,7 +313,7 @@ def _read_modules(plane: Any) -> list[dict[str, Any]]:
         pid_stat = stats.get("program_id")
         program_id = int(m.group(2)) if m else (
             stat_value(pid_stat, ref_names) if pid_stat is not None else None)
-        # a TPU fingerprint above 2^63-1 keeps its 64 bits (tracelens.model.stored_program_id)
+        # a TPU fingerprint above 2^63-1 keeps its 64 bits (tracelens.core.model.stored_program_id)
         program_id = stored_program_id(program_id)
         out.append({"program_id": program_id, "module": m.group(1) if m else md.name,
                     "hlo_proto": proto.bytes_value})

@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 
 from parsers.rawfile import is_gzip, read_maybe_gzip
 from parsers.xplane_schema import xspace_class
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 
 FORMAT = "xspace"
 MAX_PROTO_BYTES = 2 * 1024**3 - 1  # protobuf refuses messages of 2 GiB and more

@@ -16,7 +16,7 @@ The activities are the ``XLA Ops`` events: name and op are the op name, ``hlo_ca
 XLA's category (the classifier's signal for TPU ops), FLOPs and bytes are the trace's own
 (``cost_source`` "trace"), the module is the program's name from ``XLA Modules`` and the
 program id its uint64 fingerprint, stored as the same 64 bits
-(:func:`tracelens.model.stored_program_id`), as ``/host:metadata``'s HloProtos are keyed, so
+(:func:`tracelens.core.model.stored_program_id`), as ``/host:metadata``'s HloProtos are keyed, so
 the ops join their HLO. An async op (a copy or a
 collective) is its ``*-start`` and ``*-done`` ops on that line: the done op's time is the wait
 the core did not hide; the ``Async XLA Ops`` spans (the transfer in flight, overlapping
@@ -25,7 +25,7 @@ their start op, so the timeline shows how much of each transfer ran under comput
 (overlapped) and how much did not (exposed). They add under 0.07% to busy time on the real
 traces (the core is busy with some op almost whenever a transfer is in flight). Steps come
 from the ``Steps`` line (the reader's first step candidate; host step annotations are the
-second, used only when they pass the same check, :func:`tracelens.steps.choose_candidates`).
+second, used only when they pass the same check, :func:`tracelens.loading.steps.choose_candidates`).
 
 Everything is read through the same line sources as GPU planes (the C decoder or the
 per-event reader): the plane's reader names each event by its metadata id, and the ops'
@@ -45,7 +45,7 @@ from google.protobuf.message import DecodeError
 from parsers.xplane_schema import MEMORY_SPACE_HBM, memory_breakdown_class
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.source import LineSource
-from tracelens.model import ASYNC_LANE_STREAM, STEP_SCHEMA, Text, conform
+from tracelens.core.model import ASYNC_LANE_STREAM, STEP_SCHEMA, Text, conform
 
 TPU_PLANE = re.compile(r"^/device:TPU:(\d{1,9})$")
 OPS_LINE, ASYNC_LINE, STEPS_LINE, MODULES_LINE = "XLA Ops", "Async XLA Ops", "Steps", \
@@ -284,7 +284,7 @@ def all_spaces_ops(table: pl.DataFrame) -> int:
 
 def _program_id(text: pl.Expr) -> pl.Expr:
     """The ``program_id`` stat (uint64 text) as the model stores program ids: its 64 bits as
-    an Int64 (:func:`tracelens.model.stored_program_id`, which ``/host:metadata`` goes
+    an Int64 (:func:`tracelens.core.model.stored_program_id`, which ``/host:metadata`` goes
     through too); not a uint64: null."""
     return text.cast(pl.UInt64, strict=False).reinterpret(signed=True)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import polars as pl
 
 from tracelens.classify.rules import LAYERS, Match, Rule, RuleSet, load_rules, words_of
-from tracelens.model import CategoryDtype, Text
-from tracelens.signatures import Signatures, distinct_rows
+from tracelens.core.model import CategoryDtype, Text
+from tracelens.core.signatures import Signatures, distinct_rows
 
 __all__ = ["LAYERS", "Match", "Rule", "RuleSet", "TPU_SIGNAL", "classify", "explain",
            "load_rules", "words_of"]
@@ -36,7 +36,7 @@ def classify(events: pl.DataFrame, rules: RuleSet | None = None,
 
     Row order and all other columns are kept. The subcategory is the rule's when it gives one,
     else the event's existing value (e.g. a memcpy's ``h2d`` or an RCCL type from the parser).
-    ``signed``: the events' :class:`~tracelens.signatures.Signatures` and the HLO signal of
+    ``signed``: the events' :class:`~tracelens.core.signatures.Signatures` and the HLO signal of
     each signature (the loader's): the rules then run on the signatures' distinct rows and
     the answers are spread by the events' signature; else on the events' own ``hlo``.
     """

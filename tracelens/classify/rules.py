@@ -28,8 +28,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from tracelens.errors import TraceInputError
-from tracelens.model import CATEGORIES, KINDS
+from tracelens.core.errors import TraceInputError
+from tracelens.core.model import CATEGORIES, KINDS
 
 BUILTIN_NAME = "rules.toml"
 BUILTIN_PATH = f"<builtin {BUILTIN_NAME}>"  # the packaged rules' name in messages

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracelens.hlo_model import Instruction
+from tracelens.core.hlo_model import Instruction
 
 TE_ATTENTION_PREFIX = "te_fused_attn_"
 CAUSAL_MASKS = frozenset((2, 3, 4, 5))

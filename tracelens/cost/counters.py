@@ -36,7 +36,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.model import EVENT_SCHEMA, CounterFacts, Notice, Trace
+from tracelens.core.model import EVENT_SCHEMA, CounterFacts, Notice, Trace
 
 MFMA_TYPES = {"F16": "fp16", "BF16": "bf16", "F32": "fp32", "F64": "fp64", "F8": "fp8",
               "F6F4": "fp4", "XF32": "tf32", "I8": "int8"}
@@ -141,10 +141,10 @@ _COSTS = {c: EVENT_SCHEMA[c] for c in ("flops", "bytes", "dtype", "cost_source",
 def cost_counters(trace: Trace) -> list[tuple[int, int, Notice]]:
     """The load stage of counter costs (issue 26): ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` and ``cost_note`` of each kernel of a rank whose reader handed over its
-    counters (the reader's :class:`~tracelens.model.CounterFacts`, then dropped), right after
+    counters (the reader's :class:`~tracelens.core.model.CounterFacts`, then dropped), right after
     reading; null where the counters collected do not determine them. Returns one note per
     process that recorded counters, (where in the file's notices, rank, the notice), for
-    :func:`tracelens.devices`'s ``insert_notes``."""
+    :func:`tracelens.loading.devices`'s ``insert_notes``."""
     handed = trace.meta.facts(CounterFacts)
     if not handed:
         return []

@@ -1,9 +1,9 @@
 """The roofline dtype an XLA element type computes in (the element types themselves, their
-numbers and widths, are the HLO model's: :mod:`tracelens.hlo_model`)."""
+numbers and widths, are the HLO model's: :mod:`tracelens.core.hlo_model`)."""
 
 from __future__ import annotations
 
-# HLO element type -> the dtype key of the hardware peak table (tracelens.hardware).
+# HLO element type -> the dtype key of the hardware peak table (tracelens.core.hardware).
 _ROOFLINE_DTYPE = {
     "f64": "fp64", "c128": "fp64", "f32": "fp32", "c64": "fp32", "f16": "fp16", "bf16": "bf16",
     "f4e2m1fn": "fp4", "f6e3m2fn": "fp6", "f6e2m3fn": "fp6",

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Iterable
 
 import polars as pl
 
-from tracelens.model import COMPUTE_CATEGORIES, Notice, Text, Trace, conform, shown_program_id
-from tracelens.name_dtype import name_dtypes
-from tracelens.signatures import Signatures
+from tracelens.core.model import COMPUTE_CATEGORIES, Notice, Text, Trace, conform, shown_program_id
+from tracelens.core.name_dtype import name_dtypes
+from tracelens.core.signatures import Signatures
 
 if TYPE_CHECKING:
-    from tracelens.hlo_model import Module
+    from tracelens.core.hlo_model import Module
 
 KEY = ["host", "program_id", "op"]
 OP_COST_SCHEMA: dict[str, pl.DataType] = {
@@ -143,7 +143,7 @@ def _per_kernel(events: pl.DataFrame, table: pl.DataFrame,
     alone in their op are), and its op's cost columns from ``table``.
 
     Worked out once per (host, rank, device, program_id, op, name): with the events'
-    :class:`~tracelens.signatures.Signatures` (``sig``, whose keys hold those) one row per
+    :class:`~tracelens.core.signatures.Signatures` (``sig``, whose keys hold those) one row per
     signature, in the order of ``sig.table``; else one row per event, by a join."""
     keys = ["host", "rank", "device", "program_id", "op"]
     dur = (pl.col("end_ns") - pl.col("start_ns")).alias("_d")
@@ -202,7 +202,7 @@ def _name_dtype(ev: pl.DataFrame) -> pl.Series:
 def annotate_events(events: pl.DataFrame, table: pl.DataFrame,
                     sig: Signatures | None = None) -> pl.DataFrame:
     """Fill the cost columns of ``events`` from an :func:`op_cost_table` (counters win);
-    ``sig``: the events' :class:`~tracelens.signatures.Signatures` when the caller has them."""
+    ``sig``: the events' :class:`~tracelens.core.signatures.Signatures` when the caller has them."""
     if events.is_empty():
         return events
     found = _per_kernel(events, table, sig)
@@ -307,7 +307,7 @@ def with_hlo_kind(events: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
 
 def hlo_kinds(keys: pl.DataFrame, table: pl.DataFrame) -> pl.Series:
     """:func:`with_hlo_kind`'s ``hlo`` of each row of ``keys`` (host, program_id, op): of
-    the events, or of their :class:`~tracelens.signatures.Signatures`' table."""
+    the events, or of their :class:`~tracelens.core.signatures.Signatures`' table."""
     kind = pl.when(pl.col("collective").is_not_null()).then(
         pl.concat_str(pl.col("cost_kind"), pl.lit(":"), pl.col("collective"))) \
         .otherwise(pl.col("cost_kind"))
@@ -321,7 +321,7 @@ def annotate(trace: Trace, hlo_text: Iterable[str | Path] = (),
     """Fill the cost columns of ``trace.events`` from the trace's HLO (and text dumps), keep
     the per-op table in ``trace.meta.op_costs``, and record problems as warnings.
     ``table`` is an :func:`op_cost_table` result already computed for these events; ``sig``
-    their :class:`~tracelens.signatures.Signatures`, when the caller has them."""
+    their :class:`~tracelens.core.signatures.Signatures`, when the caller has them."""
     table, problems = table if table is not None else op_cost_table(
         trace.events, trace.modules, hlo_text)
     for p in problems:

@@ -38,7 +38,7 @@ from math import prod
 from tracelens.cost.attention import TE_ATTENTION_PREFIX, opaque_kind_and_note, te_attention
 from tracelens.cost.dtypes import roofline_dtype, widest
 from tracelens.cost.groups import group_mode, group_size
-from tracelens.hlo_model import Computation, ConvDims, DotDims, Instruction, Module, Shape
+from tracelens.core.hlo_model import Computation, ConvDims, DotDims, Instruction, Module, Shape
 
 GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul")  # prefixes ($f8, $mx variants)
 CONV_TARGET_PREFIX = "__cudnn$conv"

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import polars as pl
 
-from tracelens.model import COSTED_ATEN_OPS, EVENT_SCHEMA, Notice, ShapeFacts, Trace
+from tracelens.core.model import COSTED_ATEN_OPS, EVENT_SCHEMA, Notice, ShapeFacts, Trace
 
 _DTYPES: dict[str, tuple[str, int]] = {
     "float": ("fp32", 4), "double": ("fp64", 8), "c10::half": ("fp16", 2),
@@ -268,10 +268,10 @@ def cost_shapes(trace: Trace) -> list[tuple[int, int, Notice]]:
     """The load stage of shape costs (issue 26): ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` ("shapes") and ``cost_note`` of each kernel a costed ATen op launched,
     from the op's recorded shapes the reader handed over (its
-    :class:`~tracelens.model.ShapeFacts`, then dropped), right after reading: the op's cost
+    :class:`~tracelens.core.model.ShapeFacts`, then dropped), right after reading: the op's cost
     on its longest kernel, 0 on its others. Returns the note counting the ops whose shapes
     give no cost, (where in the file's notices, rank, the notice), for
-    :func:`tracelens.devices.insert_notes`."""
+    :func:`tracelens.loading.devices.insert_notes`."""
     handed = trace.meta.facts(ShapeFacts)
     if not handed:
         return []

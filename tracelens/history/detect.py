@@ -19,7 +19,7 @@ against the runs before it, at most ``window`` of them:
    :data:`NOISE_K` spreads AND by more than ``fail_above`` percent.
 5. Causes: the components (``compare``'s exact split) that grew from the baseline run to the
    newest by more than NOISE_K of their own spread (the same estimate on the component) and
-   by at least :data:`~tracelens.analyze.scaling.VERDICT_MIN_SHARE` of the step's growth.
+   by at least :data:`~tracelens.analyze.runs.scaling.VERDICT_MIN_SHARE` of the step's growth.
    ``first_label``: the change point's run (the first of the later part); against a
    ``--baseline``, the earliest run of the unbroken stretch, ending at the newest, of runs
    slower than the baseline by more than the threshold.
@@ -35,7 +35,7 @@ from __future__ import annotations
 from statistics import median
 from typing import Sequence
 
-from tracelens.analyze.scaling import VERDICT_MIN_SHARE
+from tracelens.analyze.runs.scaling import VERDICT_MIN_SHARE
 from tracelens.history.store import setup_text
 from tracelens.results.history import (HistoryCheck, MovedComponent, Regression, RunPoint,
                                        RunRecord, SeriesCheck)

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import polars as pl
 
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tracelens.results.history import RunRecord
 
 _RUN_SCHEMA = {"label": pl.String, "recorded_at": pl.String, "series": pl.String,

@@ -5,13 +5,13 @@ analyses: :func:`record_run` loads the trace once in this process and hands it t
 :func:`record_job` (the CLI's) runs their per-host maps on the engine, as the commands do:
 
 - step time and its components: ``compare``'s profile
-  (:func:`tracelens.analyze.scaling.profile`: the median step, averaged over devices, split
+  (:func:`tracelens.analyze.runs.scaling.profile`: the median step, averaged over devices, split
   into components that add up to it exactly), and its kernel groups (the costliest
   :data:`KERNELS_KEPT`, per device-step);
-- categories and MFU: ``summarize`` (:func:`tracelens.analyze.summary.summarize`; MFU is the
+- categories and MFU: ``summarize`` (:func:`tracelens.analyze.summary.build.summarize`; MFU is the
   headline's, from ``roofline.device_mfu``);
 - exposed communication per type: ``collectives``
-  (:func:`tracelens.analyze.collectives.analyze`).
+  (:func:`tracelens.analyze.communication.collectives.analyze`).
 
 A run with nothing to compare (no device activity) is refused as ``compare`` refuses it.
 """
@@ -23,12 +23,12 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tracelens.results.history import (CategoryRecord, CommRecord, FindingRecord,
                                        KernelRecord, RecordedInput, RunRecord)
 
 if TYPE_CHECKING:
-    from tracelens.analyze.scaling import RunProfile
+    from tracelens.analyze.runs.scaling import RunProfile
     from tracelens.results.collectives import Collectives
     from tracelens.results.summary import Summary
 
@@ -53,7 +53,7 @@ def hash_inputs(paths: Sequence[Path], step_marker: str | None,
 
     The identity covers the files' contents (not their paths: a trace moved is the same
     run), the step marker and the rule files' contents: whatever changes the numbers."""
-    from tracelens.loader import discover_files
+    from tracelens.loading.loader import discover_files
 
     _, files, _, _ = discover_files(list(paths), step_marker)
     inputs = tuple(RecordedInput(str(f), file_sha256(f), f.stat().st_size) for f in files)
@@ -84,10 +84,10 @@ def record_run(paths: Sequence[Path], label: str, tags: dict[str, str], recorded
                inputs: tuple[RecordedInput, ...], inputs_hash: str,
                step_marker: str | None = None, rules: object = None) -> RunRecord:
     """The record of the run behind ``paths``, loaded in this process (module doc)."""
-    from tracelens.analyze.collectives import analyze, link_of
-    from tracelens.analyze.scaling import profile
-    from tracelens.analyze.summary import summarize
-    from tracelens.loader import load
+    from tracelens.analyze.communication.collectives import analyze, link_of
+    from tracelens.analyze.runs.scaling import profile
+    from tracelens.analyze.summary.build import summarize
+    from tracelens.loading.loader import load
 
     trace = load(list(paths), rules=rules, step_marker=step_marker)  # type: ignore[arg-type]
     prof = profile(trace, ", ".join(str(p) for p in paths))
@@ -103,18 +103,27 @@ def record_job(paths: Sequence[Path], label: str, tags: dict[str, str], recorded
                inputs: tuple[RecordedInput, ...], inputs_hash: str,
                step_marker: str | None = None, rules: object = None,
                workers: int | None = None, scheduler: str | None = None) -> RunRecord:
-    """:func:`record_run` with each host file mapped on the engine (:mod:`tracelens.engine`:
+    """:func:`record_run` with each host file mapped on the engine (:mod:`tracelens.engine.hosts`:
     in this process, a local cluster or ``scheduler``), as ``compare``, ``summarize`` and
     ``collectives`` run there: the profile's rounds
-    (:func:`tracelens.analyze.profile_partials.run_profile`), then one more read of every
-    host for the summary and collectives partials (one :func:`tracelens.engine.run_tasks`)."""
-    from tracelens.analyze.collective_partials import CollectivesAnalysis, CollectivesOptions
-    from tracelens.analyze.profile_partials import run_profile
-    from tracelens.analyze.summary import SummaryAnalysis
-    from tracelens.analyze.summary_types import SummaryOptions
-    from tracelens.dask_map import engine_client
-    from tracelens.engine import EngineOptions, LoadOptions, engine_workers, host_files, run_tasks
-    from tracelens.protocol import Task
+    (:func:`tracelens.analyze.runs.profile_parts.run_profile`), then one more read of every
+    host for the summary and collectives partials (one :func:`tracelens.engine.hosts.run_tasks`)."""
+    from tracelens.analyze.communication.collective_parts import (
+        CollectivesAnalysis,
+        CollectivesOptions,
+    )
+    from tracelens.analyze.runs.profile_parts import run_profile
+    from tracelens.analyze.summary.build import SummaryAnalysis
+    from tracelens.analyze.summary.types import SummaryOptions
+    from tracelens.engine.cluster import engine_client
+    from tracelens.engine.hosts import (
+        EngineOptions,
+        LoadOptions,
+        engine_workers,
+        host_files,
+        run_tasks,
+    )
+    from tracelens.engine.protocol import Task
 
     found = host_files(list(paths), step_marker)
     n = engine_workers(found[1], workers, scheduler)
@@ -132,7 +141,7 @@ def record_job(paths: Sequence[Path], label: str, tags: dict[str, str], recorded
 
 
 def _check(prof: RunProfile) -> None:
-    from tracelens.analyze.compare import check_comparable
+    from tracelens.analyze.runs.compare import check_comparable
 
     check_comparable(prof)
 

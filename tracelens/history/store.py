@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from tracelens.errors import TraceInputError
+from tracelens.core.errors import TraceInputError
 from tracelens.results.history import (CategoryRecord, CommRecord, FindingRecord,
                                        KernelRecord, RecordedInput, RunRecord)
 

@@ -16,9 +16,9 @@ from typing import Iterable
 
 import polars as pl
 
-from tracelens.formats import decode_hlo, read_hlo_text
-from tracelens.hlo_model import Computation, Instruction, Module
-from tracelens.model import Notice, shown_program_id
+from tracelens.loading.formats import decode_hlo, read_hlo_text
+from tracelens.core.hlo_model import Computation, Instruction, Module
+from tracelens.core.model import Notice, shown_program_id
 
 
 @functools.lru_cache(maxsize=64)

@@ -19,7 +19,7 @@ from collections import deque
 import polars as pl
 
 from tracelens.hlo.index import decoded_module
-from tracelens.hlo_model import Computation, Instruction, Module
+from tracelens.core.hlo_model import Computation, Instruction, Module
 
 JAX_OP_SCHEMA = {"module": pl.String, "program_id": pl.Int64, "op": pl.String,
                  "jax_op": pl.String}

@@ -3,7 +3,7 @@
 Static half of the HLO lens: every collective of a module with its size, groups, where it sits,
 how often it runs per step and the compute scheduled behind it, and the findings that follow
 from the HLO alone. The measured half (each finding's exposed time from the trace) is joined in
-:mod:`tracelens.analyze.hlo_findings`.
+:mod:`tracelens.analyze.compute.hlo_findings`.
 
 Facts (shared/reference/hlo.md): a ``while`` runs its body ``known_trip_count.n`` times
 (``WhileLoopBackendConfig``), else the count :mod:`tracelens.hlo.tripcount` derives from its
@@ -23,8 +23,8 @@ from typing import Callable
 from tracelens.cost.groups import group_mode
 from tracelens.cost.opcost import COLLECTIVES, instruction_cost
 from tracelens.hlo.tripcount import derive, known_trip_count, while_parts
-from tracelens.hlo_model import Computation, Instruction, Module
-from tracelens.model import shown_program_id
+from tracelens.core.hlo_model import Computation, Instruction, Module
+from tracelens.core.model import shown_program_id
 from tracelens.results.encode import blank_as_null, converted, renamed, rounded
 
 HIDDEN = {"json": False}
@@ -44,7 +44,7 @@ LOOP_CALLERS = ("while", "call", "conditional", "async-start")
 
 def program_label(module: str, program_id: int | None) -> str:
     """``<module>(<program id>)`` with the id as the trace writes it (a TPU fingerprint is a
-    uint64: :func:`tracelens.model.shown_program_id`); the module alone without an id."""
+    uint64: :func:`tracelens.core.model.shown_program_id`); the module alone without an id."""
     return module if program_id is None else f"{module}({shown_program_id(program_id)})"
 
 
@@ -431,7 +431,7 @@ def upcast_source(module: Module, comp: Computation, name: str,
 
 def static_findings(module: Module, colls: list[Collective]) -> list[Finding]:
     """Findings read from the HLO alone (no-overlap-window's synchronous case and every
-    measured cost need the trace: :mod:`tracelens.analyze.hlo_findings`)."""
+    measured cost need the trace: :mod:`tracelens.analyze.compute.hlo_findings`)."""
     program = program_label(module.name, module.program_id)
     out: list[Finding] = []
 

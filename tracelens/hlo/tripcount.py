@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from tracelens.hlo_model import Computation, Instruction, Module
+from tracelens.core.hlo_model import Computation, Instruction, Module
 
 MAX_DEPTH = 32  # instructions followed per value; HLO expression chains here are short
 PASS_THROUGH = ("copy", "bitcast", "reshape")

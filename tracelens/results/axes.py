@@ -109,7 +109,8 @@ class Balance:
 
 @dataclass(frozen=True)
 class StageBubble:
-    """One pipeline stage, over its devices and steps (``tracelens.analyze.pipeline``):
+    """One pipeline stage, over its devices and steps
+    (``tracelens.analyze.communication.pipeline``):
     mean step time and bubble (ns), the bubble's fraction of the step time, and its
     warm-up / cool-down shares (None: no bubble)."""
 

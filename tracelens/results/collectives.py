@@ -163,7 +163,8 @@ class Collectives:
     link_gb_per_s: float | None
     # busbw counts one direction per GPU (nccl-tests): half the aggregate link
     link_unidirectional_gb_per_s: float | None = field(init=False)
-    # per mesh axis (issue 28, ``tracelens.analyze.axes``): the mesh outermost first, the
+    # per mesh axis (issue 28, ``tracelens.analyze.communication.axes``): the mesh outermost first,
+    # the
     # axes most exposed first, the activities without an axis by reason
     mesh: tuple[MeshAxis, ...] = ()
     axes: tuple[AxisTotals, ...] = ()

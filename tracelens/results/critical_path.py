@@ -56,12 +56,12 @@ class DevicePath:
     graph: str
     composition: tuple[Component, ...]
     activities: tuple[PathActivity, ...]
-    # GPU, TPU or CPU (tracelens.model.DEVICE_KINDS): how the labels name the device; a plain
+    # GPU, TPU or CPU (tracelens.core.model.DEVICE_KINDS): how the labels name the device; a plain
     # field, so orjson writes a whole trace's paths itself (results.encode._direct)
     kind: str = "GPU"
     # the window's ns after the device's last node on the path: its own work ended that much
     # before the window's end (another device set it); the step's path is the one whose work
-    # ended last (tracelens.analyze.critical_walk.step_path_key)
+    # ended last (tracelens.analyze.critical.walk.step_path_key)
     idle_after_ns: int = 0
 
 

@@ -2,7 +2,7 @@
 ``history check`` finds. JSON comes from :mod:`tracelens.results.encode`.
 
 A run's numbers are those of the existing analyses, never recomputed: the median-step
-components of ``compare`` (:class:`tracelens.analyze.scaling.RunProfile`, they add up to
+components of ``compare`` (:class:`tracelens.analyze.runs.scaling.RunProfile`, they add up to
 ``step_ns`` exactly), ``summarize``'s category totals and MFU, and the ``collectives``
 exposed time per type. Times are ns; components are per median step, averaged over devices.
 """

@@ -5,7 +5,7 @@ contract (README "summarize --format json") is :func:`tracelens.results.encode.e
 these records: field order is key order, and each field declares its rounding there
 (ratios -- MFU, FLOPs coverage -- 6 decimals, percentages 3, mean kernel time 0.1 ns,
 roofline rates 6-7 significant digits). Every number a renderer shows lives here, computed
-once by :mod:`tracelens.analyze.summary` (renderers never sum or take medians themselves).
+once by :mod:`tracelens.analyze.summary.build` (renderers never sum or take medians themselves).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from tracelens.results import display
-from tracelens.hardware import DTYPES, GpuSpec
+from tracelens.core.hardware import DTYPES, GpuSpec
 from tracelens.results.collectives import (AxisTotals, Collectives, SummaryCollectives,
                                            top_lines)
 from tracelens.results.critical_path import Component, PathActivity, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.filters import SummaryFilters
 from tracelens.results.findings import Findings
-from tracelens.model import shown_program_id
+from tracelens.core.model import shown_program_id
 
 if TYPE_CHECKING:  # annotations only: summarize need not import the HLO lens
     from tracelens.hlo.lens import Finding
@@ -90,8 +90,8 @@ class StepSummary:
 
 @dataclass(frozen=True, slots=True)
 class SpecView:
-    """What the JSON says of a device's :class:`~tracelens.hardware.GpuSpec` (``tracelens
-    gpus`` lists the rest); peaks in :data:`tracelens.hardware.DTYPES` order."""
+    """What the JSON says of a device's :class:`~tracelens.core.hardware.GpuSpec` (``tracelens
+    gpus`` lists the rest); peaks in :data:`tracelens.core.hardware.DTYPES` order."""
 
     id: str
     name: str
@@ -200,7 +200,7 @@ class TopKernel:
 
 @dataclass(frozen=True, slots=True)
 class RooflineRow:
-    """One op group of the roofline (``tracelens.analyze.roofline``), unrounded."""
+    """One op group of the roofline (``tracelens.analyze.compute.roofline``), unrounded."""
 
     op: str
     program_id: int | None = field(metadata=converted(shown_program_id))
@@ -310,7 +310,7 @@ class Summary:
     # what the tool corrected and says once (a trace's own stat it does not use, and why)
     notes: tuple[str, ...] = field(default=(), kw_only=True, metadata=optional())
     filters: SummaryFilters
-    # what to fix first (:mod:`tracelens.analyze.findings`), set once the critical path's
+    # what to fix first (:mod:`tracelens.analyze.summary.findings`), set once the critical path's
     # what-ifs are known
     findings: Findings = field(default=Findings((), None, None, 1.0), kw_only=True)
     headline: Headline
@@ -334,7 +334,8 @@ class Summary:
     median_shares: dict[str, float] = field(metadata=HIDDEN)
     # the devices' distinct specs, the most used first
     specs: tuple[GpuSpec, ...] = field(metadata=HIDDEN)
-    # communication per mesh axis (issue 28: tracelens.analyze.axes), when groups are known
+    # communication per mesh axis (issue 28: tracelens.analyze.communication.axes), when groups are
+    # known
     axes: tuple[AxisTotals, ...] = field(default=(), metadata=optional())
     # the critical path's top projections (None: no path, or per-row filters given)
     critical_path: CriticalPathLines | None = field(default=None, metadata=optional())
@@ -357,8 +358,8 @@ class Summary:
 
     def device_name(self, host: str, device: int) -> str:
         """How the critical path names one of the devices: ``<host>/<kind><ordinal>``, the
-        kind from its vendor (:data:`tracelens.model.DEVICE_KINDS`: TPU, CPU, else GPU)."""
-        from tracelens.model import DEVICE_KINDS
+        kind from its vendor (:data:`tracelens.core.model.DEVICE_KINDS`: TPU, CPU, else GPU)."""
+        from tracelens.core.model import DEVICE_KINDS
 
         vendor = next((d.vendor for d in self.devices if d.host == host
                        and d.device == device), None)

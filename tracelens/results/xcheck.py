@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tracelens.results import display
 from tracelens.results.encode import rounded
-from tracelens.xcheck import KernelCheck, clipped_total
+from tracelens.analyze.xcheck import KernelCheck, clipped_total
 
 US = rounded(3)
 
@@ -74,7 +74,7 @@ def clip_note(rows: "list[KernelCheck] | tuple[KernelCheck, ...]") -> str | None
 
 
 def xcheck_result(rows: list[KernelCheck], skipped: list[tuple[str, str]]) -> XCheck:
-    """The typed result of :func:`tracelens.xcheck.check_path`'s rows and skipped files."""
+    """The typed result of :func:`tracelens.analyze.xcheck.check_path`'s rows and skipped files."""
     names, us = clipped_total(rows)
     return XCheck(
         tuple(KernelRow(r.file, r.name, r.ours_count, r.xprof_count, r.ours_us, r.clipped_us,

@@ -8,7 +8,7 @@ path run on the file, and three checks against the simulator's truth (docs/simul
     the change that truly saves most among those both sides evaluate (its true saving
     within the what-if tolerance of the best one's).
 
-The analyzer is run as the ``critical-path`` command runs it (:func:`tracelens.engine.run`
+The analyzer is run as the ``critical-path`` command runs it (:func:`tracelens.engine.hosts.run`
 on ``CriticalPath``), in this process, and read through its JSON result.
 """
 
@@ -69,8 +69,8 @@ class Result:
 
 def run_analyzer(path: Path, fmt: str) -> dict[str, Any]:
     """tracelens's critical path of the file, as ``critical-path --format json`` gives it."""
-    from tracelens.analyze.critical_path import CriticalPath, CriticalPathOptions
-    from tracelens.engine import EngineOptions, LoadOptions, run
+    from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+    from tracelens.engine.hosts import EngineOptions, LoadOptions, run
     from tracelens.results.encode import json_bytes
 
     res = run(CriticalPath(), [path], CriticalPathOptions(top=1000, activities="none"),
@@ -169,7 +169,7 @@ def _check_path(job: Job, T: int, truth: dict[str, int], an: dict[str, Any],
     paths = an.get("paths") or []
     if not paths:
         return Check("path", False, T, tol, why=an.get("error") or "the analyzer gave no path")
-    # the step's path as summarize picks it (tracelens.analyze.critical_walk.step_path_key)
+    # the step's path as summarize picks it (tracelens.analyze.critical.walk.step_path_key)
     longest = max(paths, key=lambda p: (int(p.get("length_ns") or 0),
                                         -int(p.get("idle_after_ns") or 0),
                                         -int(p.get("rank") or 0), -int(p.get("device") or 0)))

@@ -1,4 +1,4 @@
-"""A simulated step as a :class:`tracelens.model.Trace`, and written in every format the
+"""A simulated step as a :class:`tracelens.core.model.Trace`, and written in every format the
 readers take (docs/simulator.md).
 
 Model rank = host (one process per host, as JAX runs), device = the simulator rank's device
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
+from tracelens.core.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
                              HostInfo, Trace, conform)
 from tracelens_dev.hints import SynthMeta, WriterHints
 from tracelens_dev.sim.engine import Sim

@@ -2,7 +2,7 @@
 
     from tracelens_dev.synth import Scenario, Straggler, build
     syn = build(Scenario(device="mi355x", gpus=8, layers=4, steps=3, overlap=0.7, seed=1))
-    syn.trace   # an unclassified tracelens.model.Trace: every writer's input
+    syn.trace   # an unclassified tracelens.core.model.Trace: every writer's input
     syn.truth   # the ground truth dict (JSON-ready), computed from the construction
 
 A scenario (hosts × GPUs of one device model, a Llama-like or MoE step of layers, FSDP or DDP
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 from tracelens_dev.synth.devices import DEVICE_MODELS, DeviceModel, device_model
 from tracelens_dev.synth.program import events_per_device_per_step, scaled
 from tracelens_dev.synth.scenario import LLAMA_LAYER, MOE_LAYER, Scenario, Straggler

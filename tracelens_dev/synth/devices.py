@@ -9,7 +9,7 @@ A :class:`DeviceModel` carries three kinds of facts:
 - speeds used to turn the scenario's model dimensions into kernel durations (dense bf16 matrix
   peak, HBM bandwidth, achievable collective bus bandwidth inside and across nodes). These
   shape the synthetic timeline; the truth's MFU divides by ``peak_tflops`` (the datasheet
-  dense bf16 peak, as tracelens.hardware has it), no analysis reads them back.
+  dense bf16 peak, as tracelens.core.hardware has it), no analysis reads them back.
 
 Adding a device: add one ``DeviceModel`` to :data:`DEVICE_MODELS` (see docs/synthetic.md).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tracelens import hardware
+from tracelens.core import hardware
 
 
 @dataclass(frozen=True)

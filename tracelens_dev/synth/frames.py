@@ -1,4 +1,4 @@
-"""The construction as a :class:`~tracelens.model.Trace`: the format-neutral form every writer
+"""The construction as a :class:`~tracelens.core.model.Trace`: the format-neutral form every writer
 consumes.
 
 The trace is what a reader of a perfect trace of this job would return before classification:
@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 import polars as pl
 
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+from tracelens.core.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Trace, conform)
 from tracelens_dev.hints import SynthMeta, WriterHints
 from tracelens_dev.synth.devices import DeviceModel

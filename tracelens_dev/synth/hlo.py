@@ -35,7 +35,7 @@ import zlib
 from typing import Any
 
 from parsers.hlo.schema import hlo_proto_class, message_class
-from tracelens.hlo_model import PRIMITIVE_TYPES
+from tracelens.core.hlo_model import PRIMITIVE_TYPES
 from tracelens_dev.wire import field_bytes
 from tracelens_dev.synth.recipes import (Arr, Attention, Collective, Copy, Fusion, Gemm, In, Recipe,
                                      Shape, Sort)

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from tracelens.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
+from tracelens.core.model import (DEVICE_SCHEMA, EVENT_SCHEMA, HOST_EVENT_SCHEMA, MODULE_SCHEMA,
                              STEP_SCHEMA, HostInfo, Trace, TraceMeta, conform)
 from tracelens_dev.synth.devices import device_model
 from tracelens_dev.synth.hlo import program_proto

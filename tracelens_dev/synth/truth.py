@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from tracelens.model import CATEGORIES
+from tracelens.core.model import CATEGORIES
 from tracelens_dev.synth.costs import (activity_costs_truth, bus_factor, mfu_truth, model_config,
                                    ops_truth)
 from tracelens_dev.synth.devices import DeviceModel

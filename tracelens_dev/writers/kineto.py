@@ -1,4 +1,4 @@
-"""Write a :class:`tracelens.model.Trace` as Kineto JSON, one file per rank (``rank-R.json``).
+"""Write a :class:`tracelens.core.model.Trace` as Kineto JSON, one file per rank (``rank-R.json``).
 
 For the synthetic scenarios and the parity tests: what the PyTorch profiler would record for
 the same device activity. Per rank: ``deviceProperties`` from the device rows,
@@ -25,8 +25,8 @@ import polars as pl
 
 from tracelens_dev.writers import plain_text
 
-from tracelens import hardware
-from tracelens.model import Trace
+from tracelens.core import hardware
+from tracelens.core.model import Trace
 
 _TYPES = {"all-reduce": "allreduce", "all-gather": "allgather",
           "reduce-scatter": "reduce_scatter", "all-to-all": "all_to_all",

@@ -1,7 +1,7 @@
 """Writer for XSpace files, the mirror of ``parsers.xprof``: tests and sample traces use it to
 build traces whose answers are known by construction.
 
-``write(trace, path)`` writes any :class:`~tracelens.model.Trace` (synthetic ones from
+``write(trace, path)`` writes any :class:`~tracelens.core.model.Trace` (synthetic ones from
 ``tracelens_dev.synth`` at millions of events: lines are encoded in bulk by
 ``tracelens_dev.writers.xspace_encode``) as one file per host or an XProf log directory.
 ``build_xspace`` builds a small XSpace from a list of :class:`Activity` for hand-made test
@@ -26,7 +26,7 @@ import polars as pl
 from tracelens_dev.writers import plain_text
 
 from parsers.xplane_schema import MEMORY_SPACE_HBM, memory_breakdown_class, xspace_class
-from tracelens.model import HostInfo, Trace
+from tracelens.core.model import HostInfo, Trace
 from tracelens_dev.hints import WriterHints, writer_hints
 
 AMD_MI300X_STATS: dict[str, Any] = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 
 
 def write_rocpd(trace: Trace, path: Path, **kwargs: Any) -> list[Path]:

@@ -27,7 +27,7 @@ import polars as pl
 from tracelens_dev.writers.rocprof.export import STEP_NAME, export
 from parsers.rocprof.records import Process
 from tracelens_dev.writers.rocprof.rocpd_write import identity
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 
 LAYOUTS = ("6.2", "6.3", "7", "rocpd")
 

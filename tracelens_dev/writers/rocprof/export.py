@@ -1,4 +1,4 @@
-"""A :class:`tracelens.model.Trace` -> one normalized :class:`Process` per rank, for writers.
+"""A :class:`tracelens.core.model.Trace` -> one normalized :class:`Process` per rank, for writers.
 
 The inverse of :mod:`parsers.rocprof.build`, with what a real rocprofv3 run records:
 
@@ -30,7 +30,7 @@ from parsers.rocprof.agents import agent_frame, gfx_target_version
 from parsers.rocprof.collectives import TYPE_APIS
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      MARKER_SCHEMA, Process, frame, launch_columns)
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 
 STEP_NAME = "step {step}"
 _COPY_OPS = {"h2d": "MEMORY_COPY_HOST_TO_DEVICE", "d2h": "MEMORY_COPY_DEVICE_TO_HOST"}

@@ -22,7 +22,7 @@ from parsers.rocprof.names import (BUFFER_KINDS, CALLBACK_KINDS, MARKER_MARK_OP,
                                    MARKER_RANGE_OP, kind_id, op_id, strings_table)
 from parsers.rocprof.records import Process
 from tracelens_dev.writers.rocprof.rocpd_write import agent_json, output_paths
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 
 _EMPTY_BUFFERS = ("hip_api", "hsa_api", "memory_allocation", "scratch_memory",
                   "rocdecode_api", "rocjpeg_api", "pc_sample_host_trap", "pc_sample_stochastic")

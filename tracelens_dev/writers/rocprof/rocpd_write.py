@@ -25,7 +25,7 @@ from tracelens_dev.writers.rocprof.export import STEP_NAME, export
 from parsers.rocprof.names import MARKER_MARK_OP, MARKER_RANGE_OP
 from parsers.rocprof.records import Process
 from tracelens_dev.writers.rocprof.rocpd_schema import SCHEMA_VERSION, ddl
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 
 
 def identity(host: str, pid: int) -> tuple[str, str, int]:

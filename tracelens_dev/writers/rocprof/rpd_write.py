@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from parsers.rocprof.records import Process
-from tracelens.model import Trace
+from tracelens.core.model import Trace
 from tracelens_dev.writers.rocprof.export import STEP_NAME, export
 
 SCHEMA_VERSION = "2"

@@ -1,0 +1,1 @@
+"""Files written beside the text outputs: tables and Perfetto traces."""

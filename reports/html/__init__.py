@@ -1,0 +1,1 @@
+"""The HTML pages: the report, the diagnosis pages, their plotly figures."""

@@ -1,0 +1,2 @@
+"""Collectives: exposure, bandwidth, waits, mesh axes, all-to-all balance,
+pipeline bubbles."""

@@ -1,0 +1,1 @@
+"""Runs against runs: ``compare`` and ``scaling``."""

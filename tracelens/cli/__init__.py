@@ -1,0 +1,1 @@
+"""The ``tracelens`` command: options -> one facade call -> a renderer."""

@@ -1,0 +1,5 @@
+"""``python -m tracelens.cli``: the ``tracelens`` command."""
+
+from tracelens.cli.commands import run
+
+run()
