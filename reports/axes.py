@@ -95,7 +95,7 @@ def render_table(a: Axes, console: Console) -> None:
         console.print(Text("No collective activity in this trace."))
         return
     for title, header, rows in tables(a):
-        if not rows:  # no empty table (issue 47): one line says what is missing
+        if not rows:  # no empty table: one line says what is missing
             console.print(Text(f"{title}: none"))
             continue
         table = Table(title=Text(title), title_justify="left")

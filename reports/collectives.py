@@ -35,7 +35,7 @@ def tables(c: Collectives) -> list[tuple[str, list[str], list[list[str]]]]:
             [[r.type, f"{r.count:,}", ms(r.sum_ns), ms(r.exposed_ns), _spread(r.busbw),
               "-" if r.busbw.link_pct is None else f"{r.busbw.link_pct:.0f}%"]
              for r in c.by_type])]
-    if c.axes or c.unmapped:  # issue 28
+    if c.axes or c.unmapped:
         out += axis_tables(c.mesh, c.axes, c.unmapped, c.groups_inferred)
     out += [
            ("Collective ops", ["type", "op", "count", "message", "time ms", "exposed ms",
@@ -67,7 +67,7 @@ def render_table(c: Collectives, console: Console) -> None:
         console.print(Text("No collective activity in this trace."))
         return
     for title, header, rows in tables(c):
-        if not rows:  # no empty table (issue 47)
+        if not rows:  # no empty table
             console.print(Text(f"{title}: none"))
             continue
         table = Table(title=title, title_justify="left")

@@ -46,7 +46,7 @@ def tables(r: CriticalPathResult) -> list[tuple[str, list[str], list[list[str]]]
 
 def render_table(r: CriticalPathResult, console: Console) -> None:
     for title, header, rows in tables(r):
-        if not rows:  # no empty table (issue 47)
+        if not rows:  # no empty table
             console.print(Text(f"{title}: none"))
             continue
         t = Table(title=title, title_justify="left")

@@ -1,4 +1,4 @@
-"""Render the ``tracelens history`` results (issue 29): tables (terminal, Markdown, CSV),
+"""Render the ``tracelens history`` results: tables (terminal, Markdown, CSV),
 JSON through :mod:`tracelens.results.encode`, and ``--html``: one self-contained page with a
 trend chart per series, regressions marked. Formatting only; trace text (labels, tags,
 paths) is escaped in the page (jinja2 autoescape, :func:`reports.html.figures.ptext`)."""

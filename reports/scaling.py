@@ -127,7 +127,7 @@ def scaling_tables(s: Scaling) -> Tables:
 
 def render_table(tables: Tables, console: Console) -> None:
     for title, header, rows in tables:
-        if not rows:  # no empty table (issue 47)
+        if not rows:  # no empty table
             console.print(Text(f"{title}: none"))
             continue
         table = Table(title=title, title_justify="left", show_header=any(header))

@@ -130,7 +130,7 @@ def _tables(s: Summary, all_rows: bool = False
                            ["device", "arrived last", "others waited ms"],
                            [[f"{g.host}/{g.device}", f"{g.times_last} of {g.instances}",
                              ms(g.wait_ns)] for g in coll.stragglers]))
-    if s.axes:  # issue 28: one line per mesh axis
+    if s.axes:  # one line per mesh axis
         tables.append(("Collectives per mesh axis (details: tracelens axes)",
                        ["axis", "size", "hosts", "types", "exposed ms", "of exposed",
                         "busbw GB/s"],

@@ -1,4 +1,4 @@
-"""The short ``summarize`` (issue 47): the headline, what to fix first, and one screen of
+"""The short ``summarize``: the headline, what to fix first, and one screen of
 tables (about 50 lines on any job); ``--all`` gives every table (:mod:`reports.summary`).
 
 Only formatting: every number is a field of the typed

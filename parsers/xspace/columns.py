@@ -1,6 +1,6 @@
 """Column helpers both XSpace line sources share: the stats read from events, their
 conversion to the model's types, the frame of one line, the kind of each device activity,
-and the column-memory budget (issue 14) both decoders enforce alike."""
+and the column-memory budget both decoders enforce alike."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``tracelens axes``: communication per mesh axis (issue 28): options -> the facade's
+"""``tracelens axes``: communication per mesh axis: options -> the facade's
 :meth:`~tracelens.api.analysis.TraceAnalysis.axes` -> render."""
 
 from __future__ import annotations

@@ -361,7 +361,7 @@ def xcheck(path: Path, fmt: str, **opts: Any) -> None:
         sys.exit(1)
 
 
-from tracelens.cli.history import history  # noqa: E402  (issue 29: `tracelens history`)
+from tracelens.cli.history import history  # noqa: E402  (`tracelens history`)
 main.add_command(history)
 from tracelens.cli.critical_path import critical_path  # noqa: E402
 main.add_command(critical_path)

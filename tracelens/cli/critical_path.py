@@ -1,4 +1,4 @@
-"""``tracelens critical-path``: the command (issue 27), added to ``main`` by
+"""``tracelens critical-path``: the command, added to ``main`` by
 :mod:`tracelens.cli.commands`: options -> the facade's
 :meth:`~tracelens.api.analysis.TraceAnalysis.critical_path` -> render
 (:mod:`reports.critical_path`)."""

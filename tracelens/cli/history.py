@@ -1,4 +1,4 @@
-"""``tracelens history``: record runs in a store and find regressions across them (issue 29).
+"""``tracelens history``: record runs in a store and find regressions across them.
 
 ``add`` records runs, ``list`` and ``show`` read them back, ``check`` is the CI gate (exit 1
 when the newest run of a series regressed), ``export`` writes Parquet. A store that cannot be

@@ -88,7 +88,7 @@ PRODUCTS: tuple[Product, ...] = (
     Product("v100", "NVIDIA V100", "nvidia", "sm_70", 80),
     Product("l40s", "NVIDIA L40S", "nvidia", "sm_89", 142),
     # Google TPUs: XSpace TPU planes name the chip (device_type_string ``TPU v5 Lite``) and
-    # give no properties to match, so they are told by name only (issue 48).
+    # give no properties to match, so they are told by name only.
     Product("tpu-v4", "Google TPU v4", "google", "tpu-v4", None, name_only=True),
     Product("tpu-v5e", "Google TPU v5e", "google", "tpu-v5e", None, name_only=True),
     Product("tpu-v5p", "Google TPU v5p", "google", "tpu-v5p", None, name_only=True),
@@ -245,7 +245,7 @@ _SRC_AMD = ("ROCm/ROCm docs/conceptual/gpu-arch/mi300.md (MI300X peaks, FLOPS/cl
             "shared/reference/rocprof.md §5.1-5.2")
 _SRC_NV = ("nvidia.com/en-us/data-center/h100/, /h200/, /hgx/ datasheets (dense = sparse / 2)",
            "shared/reference/rocprof.md §5.3")
-# Vendor datasheets of the products added for issue 12 (values as the datasheets print them,
+# Vendor datasheets of the later products (values as the datasheets print them,
 # dense: NVIDIA's starred sparse figures halved).
 _SRC_MI200 = ("amd.com/en/products/accelerators/instinct/mi200/mi250x.html and mi210.html "
               "(peak engine clock 1700 MHz, CUs, HBM2e size and bandwidth, FLOPs)",
@@ -466,7 +466,7 @@ SPECS: dict[str, GpuSpec] = {s.id: s for s in (
             hbm_tb_per_s=8.0, memory_gb=180, link_gb_per_s=1800, compute_units=148,
             sources=_SRC_NV, aliases=("B200",),
             notes="HGX B200 1000 W; HBM quoted 7.7-8 TB/s (8.0 used); NVLink 5"),
-    # TPUs (issue 48): for traces whose TPU plane lacks its own peak stats; when the plane
+    # TPUs: for traces whose TPU plane lacks its own peak stats; when the plane
     # has them (peak_teraflops_per_second, peak_hbm_bw_gigabytes_per_second) those are used.
     GpuSpec("tpu-v4", "Google TPU v4", "google", "tpu-v4", {"bf16": 275, "int8": 275},
             hbm_tb_per_s=1.2, memory_gb=32 * GIB / 1e9, sources=_SRC_TPU_V4,

@@ -75,16 +75,16 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
 HLO module names repeat within one trace, so (program_id, op) is the key to the HLO.
 ``launch`` (also an addition): the kernel's launch shape as the trace gives it,
 ``grid=X,Y,Z block=X,Y,Z regs=N shared=B`` (the parts known), null when the trace has none.
-``groups`` (issue 28): a collective's process group(s) as the trace gives them, member ids
+``groups``: a collective's process group(s) as the trace gives them, member ids
 comma-separated and groups ';'-separated: PyTorch the group of this rank (global ranks,
 ``Process Group Ranks``), XLA every replica group of the op (logical device ids, only in the
 modes where those are device ids); null when unknown. ``group_name``: the process group's
 name or description as the trace gives it (PyTorch ``pg_desc``: ``default_pg``,
-``mesh_tp``, ...). ``type_source`` / ``size_source`` (issue 46): where a collective's type and
+``mesh_tp``, ...). ``type_source`` / ``size_source``: where a collective's type and
 message size come from, as the reader found them (Kineto: ``record_param_comms``, the
 issuing op such as ``c10d::alltoall_base_``, the ``nccl:all_to_all`` annotation's
 ``Input Dims``, or ``kernel name``: no op named one); null where the reader says nothing.
-``hlo_category`` (issue 48): XLA's own category of a TPU op as the trace gives it
+``hlo_category``: XLA's own category of a TPU op as the trace gives it
 (``convolution fusion``, ``loop fusion``, ``copy-done``, ``all-reduce``, ...; the classifier's
 signal for TPU ops), null elsewhere."""
 
@@ -278,7 +278,7 @@ class Membership:
 
 def world_sizes(metas: Sequence["TraceMeta"]) -> tuple[int, ...]:
     """The world sizes the files state (``meta.member``), distinct and sorted: a job's
-    files agree on one (an analysis infers process groups from it, issue 46)."""
+    files agree on one (an analysis infers process groups from it)."""
     return tuple(sorted({m.member.world_size for m in metas if m.member is not None
                          and isinstance(m.member.world_size, int)
                          and not isinstance(m.member.world_size, bool)

@@ -17,7 +17,7 @@ NESTED = "load.nested"  # activities holding the next ones of their stream (the 
 
 NOTE_CODES = frozenset({"devices.reported_bandwidth", "load.nested"})
 """Notices of a fact the tool corrects itself (a trace's own stat it replaces, and why):
-outputs say them once as notes, not as warnings (issue 47)."""
+outputs say them once as notes, not as warnings."""
 
 
 def fold_per_host(notices: Iterable[Notice]) -> list[str]:

@@ -22,7 +22,7 @@ SWEEP_ENV = "TRACELENS_SWEEP"
 
 VERSIONS = {"WALK_ABI": 2}
 """The version each part of the extension must speak where it is not 1 (``WALK_ABI`` 2: a host
-thread's time before its first node is ``host``, issue 45)."""
+thread's time before its first node is ``host``)."""
 
 
 def extension(abi: str) -> ModuleType | None:

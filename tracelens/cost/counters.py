@@ -139,7 +139,7 @@ _COSTS = {c: EVENT_SCHEMA[c] for c in ("flops", "bytes", "dtype", "cost_source",
 
 
 def cost_counters(trace: Trace) -> list[tuple[int, int, Notice]]:
-    """The load stage of counter costs (issue 26): ``flops``, ``bytes``, ``dtype``,
+    """The load stage of counter costs: ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` and ``cost_note`` of each kernel of a rank whose reader handed over its
     counters (the reader's :class:`~tracelens.core.model.CounterFacts`, then dropped), right after
     reading; null where the counters collected do not determine them. Returns one note per

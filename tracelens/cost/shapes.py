@@ -265,7 +265,7 @@ _COSTS = {c: EVENT_SCHEMA[c] for c in ("flops", "bytes", "dtype", "cost_source",
 
 
 def cost_shapes(trace: Trace) -> list[tuple[int, int, Notice]]:
-    """The load stage of shape costs (issue 26): ``flops``, ``bytes``, ``dtype``,
+    """The load stage of shape costs: ``flops``, ``bytes``, ``dtype``,
     ``cost_source`` ("shapes") and ``cost_note`` of each kernel a costed ATen op launched,
     from the op's recorded shapes the reader handed over (its
     :class:`~tracelens.core.model.ShapeFacts`, then dropped), right after reading: the op's cost

@@ -1,4 +1,4 @@
-"""Where a map runs (issue 17): in this process, on a local Dask cluster, or on an existing
+"""Where a map runs: in this process, on a local Dask cluster, or on an existing
 one; split from :mod:`tracelens.engine.hosts`, which decides *what* is mapped.
 
 :func:`run_map` decides where: ``workers`` 1 (or one item) in this process; more on a
@@ -8,7 +8,7 @@ paths. An input error on a worker comes back as the same :class:`TraceInputError
 failing item in input order; a worker that dies is retried by Dask, and a file that kills its
 workers every time fails with its path.
 
-Nothing waits forever (issue 25 D14): a cluster (local or at ``scheduler``) with no worker
+Nothing waits forever: a cluster (local or at ``scheduler``) with no worker
 after ``TRACELENS_WORKER_WAIT_S`` seconds (default 60: a worker process starts in a few) is
 an error naming its address; a map whose cluster has had no worker for that long (every
 worker lost) fails; and a map in which no item has finished for ``TRACELENS_STALL_S``

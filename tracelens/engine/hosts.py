@@ -1,5 +1,5 @@
 """Where the per-host work of a job runs: in this process, on a local Dask cluster, or on an
-existing one (issue 17).
+existing one.
 
 A job of many hosts is a map and a reduce. The map (:func:`map_host`) reads ONE host file,
 runs the loader's stages on it and returns a :class:`HostPartial`: the host's metadata, its

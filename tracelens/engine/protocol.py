@@ -1,4 +1,4 @@
-"""The one protocol every analysis follows (issue 26), so that each runs the same in one
+"""The one protocol every analysis follows, so that each runs the same in one
 process or on a Dask cluster, and the engine is written once.
 
 An analysis is three functions of typed, picklable values::

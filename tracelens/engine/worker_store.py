@@ -1,4 +1,4 @@
-"""What a map leaves on its Dask worker (issue 45, item 6): where the engine's cluster
+"""What a map leaves on its Dask worker: where the engine's cluster
 outlives the finish (:attr:`tracelens.engine.hosts.MapOptions.keep`), an analysis keeps a host's
 partial in the worker's process (:data:`STORE`) and a :class:`Resident` handle travels in its
 place; the finish asks that worker for what it needs (:mod:`~tracelens.analyze.critical.rounds`,

@@ -1,1 +1,1 @@
-"""Run history (issue 29): a store of recorded runs, regression detection across them."""
+"""Run history: a store of recorded runs, regression detection across them."""

@@ -1,4 +1,4 @@
-"""Noise-aware regression detection on a series of recorded runs (issue 29).
+"""Noise-aware regression detection on a series of recorded runs.
 
 A *series* is the runs sharing tags, hardware and device count (:func:`series_key`): runs on
 other hardware or device counts are never compared. The newest run of a series is checked

@@ -1,4 +1,4 @@
-"""``history export``: the run store as Parquet files for dashboards (issue 29).
+"""``history export``: the run store as Parquet files for dashboards.
 
 One folder, one file per table, every row keyed by the run's ``label``: ``runs.parquet``
 (one row per run, its tags as ``tag.<key>`` columns), ``components.parquet``,

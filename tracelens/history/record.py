@@ -1,4 +1,4 @@
-"""A run's record (issue 29): what ``history add`` stores, taken from the existing analyses.
+"""A run's record: what ``history add`` stores, taken from the existing analyses.
 
 The numbers are those the other commands print for the same inputs, from their own
 analyses: :func:`record_run` loads the trace once in this process and hands it to them;

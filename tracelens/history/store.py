@@ -1,4 +1,4 @@
-"""The run store (issue 29): one SQLite file of recorded runs, safe for concurrent writers.
+"""The run store: one SQLite file of recorded runs, safe for concurrent writers.
 
 Why SQLite: one file, no server, and its locking makes two CI jobs adding runs at once
 safe. The store runs in WAL mode (readers never block the writer), every write is one

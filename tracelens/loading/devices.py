@@ -1,4 +1,4 @@
-"""Device identification, a load stage of the core (issue 26): readers hand over what a trace
+"""Device identification, a load stage of the core: readers hand over what a trace
 says about each GPU (``DEVICE_FACTS_SCHEMA``: names, vendor, arch, capability, CUs, clock,
 memory), this finds the product and its spec in :mod:`tracelens.core.hardware` and turns the frame
 into ``DEVICE_SCHEMA`` rows, right after each file is read

@@ -1,4 +1,4 @@
-"""Communication per mesh axis (issue 28), unrounded; JSON through ``results.encode``.
+"""Communication per mesh axis, unrounded; JSON through ``results.encode``.
 
 Times are integer ns, bytes integers, bandwidths GB/s floats as computed; ``None`` where
 unknown (no message size, no link peak, hosts of the group's members not in the trace).
@@ -44,7 +44,7 @@ class Axes:
     instances: tuple[InstanceAxis, ...] = field(metadata={"json": False})
     balance: "Balance | None" = None  # all-to-all balance, when the job has all-to-alls
     pipeline: "Pipeline | None" = None  # bubbles per stage, when the job has stages
-    # activities whose process group was inferred (issue 46: the trace records none), and how
+    # activities whose process group was inferred (the trace records none), and how
     groups_inferred: int | None = field(default=None, metadata=optional())
     groups_inferred_how: str | None = field(default=None, metadata=optional())
     # what the readers said of the files (set by ``tracelens axes``, as summarize's)
@@ -98,7 +98,7 @@ class StepBalance:
 
 @dataclass(frozen=True)
 class Balance:
-    """MoE all-to-all balance (issue 28): per instance, per step, and the ranks that were
+    """MoE all-to-all balance: per instance, per step, and the ranks that were
     the slowest participant, most often first; ``time_basis``: what a rank's time is."""
 
     time_basis: str

@@ -78,7 +78,7 @@ class Instance:
     exposed_ns: int
     busbw_gb_per_s: float | None = field(metadata=GBPS)
     last: Participant | None  # the unique last arrival, if any
-    axis: str | None = None  # its mesh axis (issue 28), None: unknown (``Collectives.unmapped``)
+    axis: str | None = None  # its mesh axis, None: unknown (``Collectives.unmapped``)
     key: str | None = field(default=None, compare=False,
                             metadata={"json": False})  # instance key (not in the JSON)
 
@@ -136,7 +136,7 @@ class AxisTotals:
     link: str | None
     link_gb_per_s: float | None = field(metadata=rounded(3))
     busbw: Busbw
-    # its activities whose group was inferred from the ranks that matched them (issue 46)
+    # its activities whose group was inferred from the ranks that matched them
     groups_inferred: int | None = field(default=None, metadata=optional())
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class Collectives:
     link_gb_per_s: float | None
     # busbw counts one direction per GPU (nccl-tests): half the aggregate link
     link_unidirectional_gb_per_s: float | None = field(init=False)
-    # per mesh axis (issue 28, ``tracelens.analyze.communication.axes``): the mesh outermost first,
+    # per mesh axis (``tracelens.analyze.communication.axes``): the mesh outermost first,
     # the
     # axes most exposed first, the activities without an axis by reason
     mesh: tuple[MeshAxis, ...] = ()

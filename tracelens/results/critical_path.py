@@ -1,4 +1,4 @@
-"""The ``tracelens critical-path`` result (issue 27): per-device paths and ranked what-ifs.
+"""The ``tracelens critical-path`` result: per-device paths and ranked what-ifs.
 
 Times are integer ns on the job's clock. JSON comes from :func:`tracelens.results.encode`.
 """

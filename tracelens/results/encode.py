@@ -1,4 +1,4 @@
-"""One generic JSON encoder for typed results (issue 26): the documented JSON is written
+"""One generic JSON encoder for typed results: the documented JSON is written
 from the result types themselves, so a new analysis writes no JSON code.
 
 A frozen dataclass becomes an object of its fields in declaration order; a NamedTuple an

@@ -1,4 +1,4 @@
-"""What to fix first (issue 47): the ``findings`` that head ``summarize`` and the report.
+"""What to fix first: the ``findings`` that head ``summarize`` and the report.
 
 Each finding is one change a person can make, with the step time the what-if solver projects
 it saves (:class:`~tracelens.results.critical_path.WhatIf`) and the measured numbers that

@@ -1,4 +1,4 @@
-"""The ``tracelens history`` results (issue 29): what a run store holds per run and what
+"""The ``tracelens history`` results: what a run store holds per run and what
 ``history check`` finds. JSON comes from :mod:`tracelens.results.encode`.
 
 A run's numbers are those of the existing analyses, never recomputed: the median-step

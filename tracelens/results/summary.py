@@ -279,7 +279,7 @@ class RooflineGroup:
 
 @dataclass(frozen=True, slots=True)
 class CriticalPathLines:
-    """``summarize``'s lines of ``tracelens critical-path`` (issue 27): the step whose paths
+    """``summarize``'s lines of ``tracelens critical-path``: the step whose paths
     were taken, its longest path (whose device, and what its time went to: the parts add up
     to ``step_ns``) and the three changes that would shorten the step most. ``activities``:
     the longest path's device activities (what ``report`` draws on its timeline of the same
@@ -334,7 +334,7 @@ class Summary:
     median_shares: dict[str, float] = field(metadata=HIDDEN)
     # the devices' distinct specs, the most used first
     specs: tuple[GpuSpec, ...] = field(metadata=HIDDEN)
-    # communication per mesh axis (issue 28: tracelens.analyze.communication.axes), when groups are
+    # communication per mesh axis (tracelens.analyze.communication.axes), when groups are
     # known
     axes: tuple[AxisTotals, ...] = field(default=(), metadata=optional())
     # the critical path's top projections (None: no path, or per-row filters given)

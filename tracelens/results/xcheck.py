@@ -1,4 +1,4 @@
-"""The ``tracelens xcheck`` result (issue 47: its JSON is :func:`tracelens.to_json` of it, as
+"""The ``tracelens xcheck`` result (its JSON is :func:`tracelens.to_json` of it, as
 for every command): one row per file and kernel name, ours next to XProf's kernel_stats, what
 the same-stream clip took, and the files of a folder not checked."""
 

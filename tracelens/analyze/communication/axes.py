@@ -1,4 +1,4 @@
-"""Communication per mesh axis (issue 28), on the Analysis protocol.
+"""Communication per mesh axis, on the Analysis protocol.
 
 Each collective activity's process group comes from the trace (``events.groups``: PyTorch
 ``record_param_comms`` ranks, XLA replica groups / permute pairs); the activity's own id in
@@ -70,7 +70,7 @@ class AxesOptions:
     ranks_per_host: int | None = None
     mesh_source: str = "mesh"  # where ``mesh`` comes from: the --mesh option, or "hlo"
     # the job's world size as its trace records it (Kineto distributedInfo.world_size): where
-    # the trace records no process group, an instance's group is then inferred (issue 46)
+    # the trace records no process group, an instance's group is then inferred
     world_size: int | None = None
 
 
@@ -128,7 +128,7 @@ def with_world(options: AxesOptions, sizes: Sequence[int]) -> AxesOptions:
 
 def with_inferred_groups(acts: pl.DataFrame, devices: pl.DataFrame, hosts: pl.DataFrame,
                          options: AxesOptions) -> pl.DataFrame:
-    """``acts`` with ``groups`` filled where the trace records none (issue 46): the ids of
+    """``acts`` with ``groups`` filled where the trace records none: the ids of
     the ranks that matched the instance (all of them when all matched), where the job holds
     every rank of its recorded world size (``options.world_size``, two ranks or more: one
     rank's collectives are no group); ``group_size`` and busbw

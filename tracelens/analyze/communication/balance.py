@@ -1,4 +1,4 @@
-"""MoE all-to-all balance (issue 28): how unevenly the ranks of each expert-parallel
+"""MoE all-to-all balance: how unevenly the ranks of each expert-parallel
 all-to-all (dispatch, combine; NCCL/RCCL, XLA ``all-to-all``/``ragged-all-to-all``, DeepEP
 kernels named dispatch/combine) carry it.
 

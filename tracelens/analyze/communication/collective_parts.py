@@ -1,4 +1,4 @@
-"""The collectives analysis split into a per-host map and a global reduce (issue 17).
+"""The collectives analysis split into a per-host map and a global reduce.
 
 A host file's partial is its collective activities (:func:`collective_activities`: exposure
 to compute is per device, so it is complete within one host), its devices (for the link
@@ -117,7 +117,7 @@ class CollectivesOptions:
 
     filters: Filters | None = None
     top: int = 10
-    axes: "AxesOptions | None" = None  # the mesh (issue 28); None: inferred
+    axes: "AxesOptions | None" = None  # the mesh; None: inferred
 
 
 class MergeCollectives:

@@ -1,4 +1,4 @@
-"""Process groups to mesh axes (issue 28): pure functions of small group lists, no frames.
+"""Process groups to mesh axes: pure functions of small group lists, no frames.
 
 Devices are numbered row-major over the mesh (outermost axis first), as ``jax.make_mesh``
 and PyTorch's ``DeviceMesh`` lay them out: along an axis of stride s, neighbours' ids

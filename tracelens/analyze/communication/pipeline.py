@@ -1,4 +1,4 @@
-"""Pipeline bubbles per stage (issue 28).
+"""Pipeline bubbles per stage.
 
 The pipeline axis is the mesh axis named ``pp`` (``--mesh``, the trace's process groups),
 else the one axis all point-to-point collectives (send, recv, collective-permute) lie

@@ -1,4 +1,4 @@
-"""One aggregation of the events for every per-kernel sum ``summarize`` needs (issue 26).
+"""One aggregation of the events for every per-kernel sum ``summarize`` needs.
 
 :func:`kernel_table` groups the events ONCE by every key a kernel sum is taken over (device,
 kind, name, category, subcategory, rule, op, program, module, dtype, cost note, and whether

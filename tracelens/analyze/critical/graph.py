@@ -1,4 +1,4 @@
-"""One host's piece of the critical-path dependency graph of a window (issue 27).
+"""One host's piece of the critical-path dependency graph of a window.
 
 The graph's nodes are the activities of the window (a step, an annotation's k-th
 occurrence, or the whole trace), per rank:

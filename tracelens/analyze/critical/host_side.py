@@ -1,4 +1,4 @@
-"""One host's side of the stitched critical path's rounds (issue 45, item 6): its part, then
+"""One host's side of the stitched critical path's rounds: its part, then
 its graph, the states of its walks and the answers the job asks of it in each round
 (:mod:`tracelens.analyze.critical.rounds` asks; this runs where the part stays, on its Dask
 worker or in this process)."""

@@ -1,5 +1,5 @@
 """``tracelens critical-path``: what sets the step time, across ranks, and what each fix
-would save (issue 27), on the Analysis protocol (:mod:`tracelens.engine.protocol`).
+would save, on the Analysis protocol (:mod:`tracelens.engine.protocol`).
 
 - ``partial`` (per host): the window of each rank and the graph pieces in it
   (:mod:`tracelens.analyze.critical.graph`): nodes and their launch, sync and event-wait

@@ -1,5 +1,5 @@
 """The stitched critical path (:mod:`tracelens.analyze.critical.stitched`) as rounds between
-the job and its hosts (issue 45, item 6): each host's part stays where its map made it (a
+the job and its hosts: each host's part stays where its map made it (a
 :class:`HostSide`, on its Dask worker or in this process), and the job asks all hosts at once,
 round after round, for small answers: their instance members, their walks' segments, their
 passes' latest member starts per instance, their counts for a late device's peer time, their

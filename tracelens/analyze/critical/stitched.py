@@ -1,4 +1,4 @@
-"""The critical path stitched from the hosts' own graphs (issue 45, item 6): the job-wide graph
+"""The critical path stitched from the hosts' own graphs: the job-wide graph
 of :mod:`tracelens.analyze.critical.path` never built in one process.
 
 Ranks depend on each other only at their collective instances: a member's own work waits for

@@ -1,5 +1,5 @@
 """The walk back along binding sources from a window's end: the critical path and the
-attribution of every ns of the window to one component (issue 27).
+attribution of every ns of the window to one component.
 
 From the window's end the walk stands on the node that ends last (a device activity of the
 device or a host event of its rank); at each node it attributes the node's own work (begin

@@ -1,4 +1,4 @@
-"""A run's profile (``compare``, ``scaling``) from per-host partials (issue 17): two rounds.
+"""A run's profile (``compare``, ``scaling``) from per-host partials: two rounds.
 
 Round 1 is the collectives partial of every host (:mod:`collective_partials`); its reduce
 matches collective instances across hosts, which gives every activity its wait for the last

@@ -1,4 +1,4 @@
-"""What the short ``summarize`` shows beyond the full tables (issue 47), computed once in the
+"""What the short ``summarize`` shows beyond the full tables, computed once in the
 reduce: each step's spread over the devices (one row a step, not one a device and step),
 the roofline with rows that differ only in an instruction number as one, and each compute
 category's efficiency against its roofline (the findings' evidence)."""

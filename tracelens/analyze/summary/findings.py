@@ -1,4 +1,4 @@
-"""Findings (issue 47): what to fix first, ranked across the analyses ``summarize`` runs.
+"""Findings: what to fix first, ranked across the analyses ``summarize`` runs.
 
 The projected saving of every finding is a what-if of the critical path
 (:mod:`tracelens.analyze.critical.path`: the step's graph solved again with the change),

@@ -1,9 +1,9 @@
-"""The summary's partials left on their Dask workers (issue 45, item 6): where the engine's
+"""The summary's partials left on their Dask workers: where the engine's
 cluster outlives the finish (:attr:`tracelens.engine.hosts.MapOptions.keep`), each host's summary
 partial stays on the worker that mapped it and a handle travels instead; the finish has one
 worker merge and reduce them (Dask moves the partials between workers) and brings back only
 the typed :class:`~tracelens.results.summary.Summary`. The client never holds the job's
-collective rows (1,600 a host on issue 45's job) nor the reduce's work on them: the same
+collective rows (1,600 a host on the 64-host benchmark job) nor the reduce's work on them: the same
 merge and reduce as in this process, so the same result, byte for byte."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A summary partial as it travels from a host's map to the reduce and waits there for the
-other hosts (issue 17): its larger frames as zstd-compressed Arrow IPC bytes with their
+other hosts: its larger frames as zstd-compressed Arrow IPC bytes with their
 strings dictionary-encoded (a host's 16k collective rows: 3.7 MB pickled, 0.3 MB packed),
 and each HLO program's bytes held once per process however many hosts send the same program.
 

@@ -285,7 +285,7 @@ MAX_DEVICE_ROWS = 16
 the outliers (``--all`` shows every row)."""
 
 BRIEF_DEVICE_ROWS = 4
-"""The short ``summarize`` (issue 47) lists every device up to this many, else the median,
+"""The short ``summarize`` lists every device up to this many, else the median,
 slowest, fastest and outliers."""
 
 OUTLIER_POINTS = 5.0
