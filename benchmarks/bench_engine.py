@@ -96,8 +96,8 @@ if mode == "floor":  # the bare decode of the largest host file: upb's ParseFrom
     out["file_bytes"] = f.stat().st_size
 elif mode == "runtime-floor":  # what a worker holds before its first host, and the model
     from pathlib import Path
-    import polars, tracelens.loading.loader, tracelens.engine.hosts  # what a map imports first,
-    and the
+    import polars, tracelens.loading.loader, tracelens.engine.hosts  # a map's first imports,
+    # and the
     from tracelens.analyze.summary.types import SummaryOptions  # analysis it unpickles
     from tracelens.analyze.summary.build import SummaryAnalysis
     from tracelens.engine.hosts import HostFile, MapOptions, map_host
@@ -169,8 +169,7 @@ else:
         client = Client(cluster, set_as_default=False)
         out["cluster_start_s"] = round(time.perf_counter() - t0, 3)
         def warm(_dask_worker=None):
-            import tracelens.loading.loader, tracelens.engine.hosts, polars  # what a map imports
-            first
+            import tracelens.loading.loader, tracelens.engine.hosts, polars  # a map's imports
             return now()
         out["worker_rss_after_imports_bytes"] = sorted(client.run(warm).values())
         job, result = run_command(command, [data], scheduler=cluster.scheduler_address)
