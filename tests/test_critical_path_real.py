@@ -197,7 +197,7 @@ def test_report_says_where_the_path_is_when_it_is_not_drawn(tmp_path: Path) -> N
 
     from reports.html.page import render_html
     from tracelens.api.jobs import job_summary
-    from tracelens.loading.inputs import JobInputs
+    from tracelens.api.inputs import JobInputs
 
     trace = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
     summary, window = job_summary(JobInputs((trace,)), None, None, 10, None, None,

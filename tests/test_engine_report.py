@@ -72,7 +72,7 @@ def test_report_of_many_files_in_this_process_reads_each_once(name: str, argv: t
     """Several host files mapped in this process (the straggler sample's two hosts differ
     on their median step; job16's sixteen agree): each read once."""
     from tracelens.api.jobs import job_summary
-    from tracelens.loading.inputs import JobInputs
+    from tracelens.api.inputs import JobInputs
 
     path = request.getfixturevalue("job16") if name == "job16" else STRAGGLER
     device = int(argv[1]) if argv[:1] == ("--device",) else None
@@ -87,7 +87,7 @@ def test_report_of_many_files_in_this_process_reads_each_once(name: str, argv: t
 def test_report_loaded_whole_for_a_job_wide_filter_reads_each_once(job16: Path,
                                                                    reads: list[str]) -> None:
     from tracelens.api.jobs import job_summary
-    from tracelens.loading.inputs import JobInputs
+    from tracelens.api.inputs import JobInputs
 
     host = sorted({f.split(".")[0] for f in _files(job16)})[0]
     job_summary(JobInputs((job16,), hosts=(host,)), None, None, 10, None, None, window=True)
@@ -152,7 +152,7 @@ def test_a_missed_step_reads_its_owners_again(reads: list[str], monkeypatch) -> 
     import tracelens.analyze.timeline.window_parts as parts
     from tracelens.analyze.timeline.window import timeline_window
     from tracelens.api.jobs import job_summary
-    from tracelens.loading.inputs import JobInputs
+    from tracelens.api.inputs import JobInputs
     from tracelens.loading.loader import load
 
     monkeypatch.setattr(parts, "GUESSED_STEPS", 1)
@@ -175,7 +175,7 @@ def test_a_window_past_what_hosts_sent_reads_them_again(job16: Path, reads: list
     import tracelens.analyze.timeline.window_parts as parts
     from tracelens.analyze.timeline.window import timeline_window
     from tracelens.api.jobs import job_summary
-    from tracelens.loading.inputs import JobInputs
+    from tracelens.api.inputs import JobInputs
     from tracelens.loading.loader import load
 
     real = parts._opening

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 import polars as pl
 
 from tracelens.core.errors import TraceInputError, TraceUsageError
-from tracelens.loading.inputs import (JobInputs, check_device_and_step, check_output_path, joined,
+from tracelens.api.inputs import (JobInputs, check_device_and_step, check_output_path, joined,
                               load_gpu_specs, mesh_axes, time_window)
 from tracelens.api.frames import FrameAnswers
 from tracelens.core.model import Trace

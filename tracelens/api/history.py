@@ -57,7 +57,7 @@ def history_record(paths: Sequence[str | Path], store: str | Path, label: str | 
     (created with its first run); the same inputs are recorded once."""
     from tracelens.history.record import hash_inputs, now_utc, parse_time, record_job
     from tracelens.history.store import open_store
-    from tracelens.loading.inputs import check_regex, load_rule_files
+    from tracelens.api.inputs import check_regex, load_rule_files
 
     paths, store = [Path(p) for p in paths], Path(store)
     if not paths:
@@ -152,7 +152,7 @@ def explain(name: str, op: str | None = None, kind: str = "kernel",
     it (library rules, the words inside the name, then the launching ``op``; a TPU op's XLA
     ``hlo_category``), and why."""
     from tracelens.classify import TPU_SIGNAL, explain as explain_name
-    from tracelens.loading.inputs import load_rule_files
+    from tracelens.api.inputs import load_rule_files
 
     if kind not in ("kernel", "memcpy", "memset"):
         raise TraceUsageError(f"{kind!r} is not one of kernel, memcpy, memset", "--kind")

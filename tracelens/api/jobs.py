@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator
 
 from tracelens.core.errors import TraceInputError, TraceUsageError
-from tracelens.loading.inputs import JobInputs, check_known, joined
+from tracelens.api.inputs import JobInputs, check_known, joined
 
 if TYPE_CHECKING:
     from tracelens.analyze.communication.axes import AxesOptions

@@ -119,7 +119,7 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
 def gpus(fmt: str, gpu_specs: Path | None, debug: bool) -> None:
     """The GPU peak table the roofline and MFU use (dense; sources with --format json)."""
     from tracelens.core import hardware
-    from tracelens.loading.inputs import load_gpu_specs
+    from tracelens.api.inputs import load_gpu_specs
     from reports import gpus as render
 
     specs = {**hardware.SPECS, **(load_gpu_specs(None, gpu_specs) or {})}

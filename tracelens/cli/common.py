@@ -2,7 +2,7 @@
 on stderr, output dispatch, and the option groups (format, HTML, step marker, filters, GPU
 specs, engine, rules), composed once (:func:`analysis_options`) and turned into the facade
 (:func:`analysis`). The commands themselves are in :mod:`tracelens.cli.commands`; every check of
-their arguments is the facade's (:mod:`tracelens.loading.inputs`)."""
+their arguments is the facade's (:mod:`tracelens.api.inputs`)."""
 
 from __future__ import annotations
 

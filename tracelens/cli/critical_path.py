@@ -39,7 +39,7 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
                   perfetto: Path | None, **opts: Any) -> None:
     """What sets the step time: the critical path per device, and what each fix saves."""
     from reports import critical_path as render
-    from tracelens.loading.inputs import check_output_path
+    from tracelens.api.inputs import check_output_path
 
     if perfetto is not None:
         check_output_path(perfetto, paths, "--perfetto")

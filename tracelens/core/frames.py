@@ -22,3 +22,17 @@ def distinct(df: pl.DataFrame, cols: Sequence[str]) -> pl.DataFrame:
     cols = list(cols)
     return df.lazy().select(cols).filter(key_changes(cols)).unique(maintain_order=True) \
         .collect()
+
+
+def is_sorted(df: pl.DataFrame, cols: list[str]) -> bool:
+    """Whether ``df`` is already in ascending order of ``cols`` (nulls first, as ``sort``)."""
+    if df.height < 2:
+        return True
+    later: pl.Expr = pl.lit(False)
+    # row i-1 <= row i, lexicographically, built from the last column to the first
+    for c in reversed(cols):
+        prev, cur = pl.col(c).shift(1), pl.col(c)
+        lt = (prev.is_null() & cur.is_not_null()) | (prev < cur).fill_null(False)
+        eq = (prev.is_null() & cur.is_null()) | (prev == cur).fill_null(False)
+        later = lt | (eq & later) if c != cols[-1] else lt | eq
+    return bool(df.select(later.slice(1).all()).item())

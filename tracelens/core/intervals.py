@@ -1,9 +1,9 @@
 """Exact interval arithmetic on frames, vectorized with polars.
 
-#timeline
-The one primitive is the length of a union of intervals per group. Everything in docs/definitions.md
-reduces to it: |A − B| = |A ∪ B| − |B|, so exposed times and exclusive times are differences of
-unions of growing sets, which keeps every identity exact in integer nanoseconds.
+The one primitive is the length of a union of intervals per group. Everything in
+docs/definitions.md#timeline reduces to it: |A − B| = |A ∪ B| − |B|, so exposed times and
+exclusive times are differences of unions of growing sets, which keeps every identity exact
+in integer nanoseconds.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from tracelens.core.frames import key_changes
+from tracelens.core.frames import is_sorted, key_changes
 
 
 def union_length_expr(keys: Sequence[str]) -> pl.Expr:
@@ -92,7 +92,6 @@ def _sorted_runs(narrow: pl.DataFrame, keys: list[str], strings: list[str]
     events: sorted by stream), one row per run with ``_str_<key>`` copies of string keys and
     the run's ``_lo``/``_hi``, and each row's run (UInt32); else None. Runs are contiguous:
     their bounds are reduced over slices of the row arrays, not grouped by a hashed id."""
-    from tracelens.loading.prepare import _is_sorted
 
     run = narrow.select(_run_id(keys).alias("_g"))["_g"]
     if narrow.is_empty() or narrow["start_ns"].null_count() or narrow["end_ns"].null_count():
@@ -106,7 +105,7 @@ def _sorted_runs(narrow: pl.DataFrame, keys: list[str], strings: list[str]
             _lo=pl.Series(np.minimum.reduceat(narrow["start_ns"].to_numpy(), at)),
             _hi=pl.Series(np.maximum.reduceat(narrow["end_ns"].to_numpy(), at)))
     runs = runs.with_columns(**{f"_str_{k}": pl.col(k).cast(pl.String) for k in strings})
-    if not _is_sorted(runs, [f"_str_{k}" if k in strings else k for k in keys]):
+    if not is_sorted(runs, [f"_str_{k}" if k in strings else k for k in keys]):
         return None
     return runs, run
 

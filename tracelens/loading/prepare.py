@@ -5,21 +5,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tracelens.core.frames import is_sorted
+
 STREAM_KEYS = ["host", "rank", "device", "stream"]
-
-
-def _is_sorted(df: pl.DataFrame, cols: list[str]) -> bool:
-    """Whether ``df`` is already in ascending order of ``cols`` (nulls first, as ``sort``)."""
-    if df.height < 2:
-        return True
-    later: pl.Expr = pl.lit(False)
-    # row i-1 <= row i, lexicographically, built from the last column to the first
-    for c in reversed(cols):
-        prev, cur = pl.col(c).shift(1), pl.col(c)
-        lt = (prev.is_null() & cur.is_not_null()) | (prev < cur).fill_null(False)
-        eq = (prev.is_null() & cur.is_null()) | (prev == cur).fill_null(False)
-        later = lt | (eq & later) if c != cols[-1] else lt | eq
-    return bool(df.select(later.slice(1).all()).item())
 
 
 def _sort_by_stream(events: pl.DataFrame) -> pl.DataFrame:
@@ -104,7 +92,7 @@ def _with_clip(events: pl.DataFrame) -> pl.DataFrame:
     dispatch gaps between top-level ops are (planted.xplane.pb: 0.25 ms of its 24 while ops'
     96.7 ms; 15.6 µs before their bodies is theirs, 96.46 ms is their bodies' ops)."""
     order = [*STREAM_KEYS, "start_ns", "end_ns"]
-    ev = events if _is_sorted(events, order) else _sort_by_stream(events)
+    ev = events if is_sorted(events, order) else _sort_by_stream(events)
     # sorted by stream, so the next row is the next activity of the stream when the keys match
     same_stream = pl.all_horizontal(pl.col(k).shift(-1).eq_missing(pl.col(k))
                                     for k in STREAM_KEYS)
