@@ -201,3 +201,32 @@ def test_the_model_carries_no_format_or_writer_field() -> None:
         "op_costs", "clips", "unaligned", "member"]
     assert [f.name for f in fields(HostInfo)] == [
         "path", "named", "profile_start_ns", "ranks", "paths", "pid"]
+
+
+def test_dask_is_imported_in_one_runtime_module() -> None:
+    """``distributed`` (Dask) stays inside the engine: one module imports it, and the
+    analyses reach their workers through that module's functions."""
+    users = set()
+    for m, path in MODULES.items():
+        if _package(m) not in RUNTIME:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if any(n == "distributed" or n.startswith("distributed.") for n in names):
+                users.add(m)
+    assert users == {"tracelens.engine.cluster"}
+
+
+def test_the_engine_finds_no_capability_by_name() -> None:
+    """An analysis's optional capabilities (pack, keep and drop, whole_job) are protocols
+    the engine asks for with isinstance (tracelens.engine.protocol), never getattr."""
+    found = []
+    for m, path in MODULES.items():
+        if not m.startswith("tracelens.engine"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" \
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                found.append((m, node.args[1].value))
+    assert [f for f in found if f[1] in ("pack", "keep", "drop", "whole_job")] == []

@@ -216,6 +216,24 @@ def _unwrap(fut: Any, item: Any) -> Any:
     return value
 
 
+def this_worker() -> Any | None:
+    """This process's Dask worker, or None when this is not one (or Dask is not installed)."""
+    try:
+        from distributed import get_worker
+
+        return get_worker()
+    except (ImportError, ValueError):
+        return None
+
+
+def connect(scheduler: str) -> Any:
+    """A client of the running cluster at ``scheduler`` (the cluster a map ran on): how the
+    finish reaches the parts the map left on its workers. The caller closes it."""
+    from distributed import Client
+
+    return Client(scheduler, set_as_default=False)
+
+
 def local_cluster(n: int, scratch: str | None = None) -> Any:
     """A quiet ``distributed.LocalCluster`` of ``n`` single-threaded worker processes, on
     127.0.0.1 only (its HTTP endpoints on a free port, no dashboard), each worker's polars

@@ -31,7 +31,14 @@ from tracelens.core.errors import TraceInputError
 from tracelens.core.frames import distinct
 from tracelens.loading.jobs import Facts, check_one_job
 from tracelens.core.model import Notice, Trace, TraceMeta
-from tracelens.engine.protocol import Analysis, JobPlan, Task, needs_whole_job
+from tracelens.engine.protocol import (
+    Analysis,
+    JobPlan,
+    KeepsOnWorkers,
+    Packs,
+    Task,
+    needs_whole_job,
+)
 from tracelens.loading.reading import default_workers, file_size, spawn_safe
 
 if TYPE_CHECKING:
@@ -127,11 +134,9 @@ def _packed(analysis: object, part: object, pack: bool, keep: bool = False) -> o
     ``merge`` reads back: :mod:`tracelens.analyze.summary.packed`), when ``pack``; with ``keep``,
     left on this Dask worker by the analysis's optional ``keep(part)`` (what it returns
     travels instead: a handle; off a worker it packs as ``pack`` would)."""
-    kept = getattr(analysis, "keep", None) if keep else None
-    if kept is not None:
-        return kept(part)
-    how = getattr(analysis, "pack", None)
-    return how(part) if pack and how is not None else part
+    if keep and isinstance(analysis, KeepsOnWorkers):
+        return analysis.keep(part)
+    return analysis.pack(part) if pack and isinstance(analysis, Packs) else part
 
 
 def _on_wall_clock(meta: TraceMeta) -> bool:
@@ -367,10 +372,9 @@ def _map_and_finish(tasks: Sequence[Task[Any]], args: list[Path], files: list[Ho
     except BaseException:
         if keep:  # what the map left on the workers goes with the failed job
             for i, t in enumerate(tasks):
-                drop = getattr(t.analysis, "drop", None)
-                if drop is not None:
+                if isinstance(t.analysis, KeepsOnWorkers):
                     try:
-                        drop([h.parts[i] for h in job.hosts])
+                        t.analysis.drop([h.parts[i] for h in job.hosts])
                     except Exception:  # a cluster gone too: the failure is what to tell
                         pass
         raise

@@ -20,7 +20,7 @@ analysis takes another analysis's ``Result`` in its options.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, Sequence, TypeVar
+from typing import Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 import polars as pl
 
@@ -107,13 +107,48 @@ class Analysis(Protocol[Opt, P, R]):
         ...
 
 
+# What an analysis may offer beyond the protocol, each declared here and asked for with
+# ``isinstance`` (the engine finds no method by name).
+
+
+@runtime_checkable
+class NeedsWholeJob(Protocol):
+    """An analysis some of whose options are in the job's clock (``critical-path --time``
+    counts from the job's first activity, which no host alone knows)."""
+
+    def whole_job(self, options: object) -> bool:
+        """Whether, under ``options``, the job must be loaded whole in one process."""
+        ...
+
+
+@runtime_checkable
+class Packs(Protocol):
+    """An analysis whose parts travel and wait in a smaller form that its ``merge`` reads
+    back (:mod:`tracelens.analyze.summary.packed`)."""
+
+    def pack(self, part: object) -> object:
+        """``part`` in its transport form."""
+        ...
+
+
+@runtime_checkable
+class KeepsOnWorkers(Protocol):
+    """An analysis that leaves its parts on the Dask workers that computed them (handles
+    travel instead) when the engine's cluster outlives the finish."""
+
+    def keep(self, part: object) -> object:
+        """``part`` kept on this worker (its handle), or packed off a worker."""
+        ...
+
+    def drop(self, parts: Sequence[object]) -> None:
+        """Let go of what :meth:`keep` left on the workers (a job that failed)."""
+        ...
+
+
 def needs_whole_job(analysis: object, options: object) -> bool:
-    """Whether ``analysis`` under ``options`` must see the job loaded whole in one process:
-    its optional ``whole_job(options) -> bool`` says so when an option is in the job's
-    clock (``critical-path --time`` counts from the job's first activity, which no host
-    alone knows). Without the method: never."""
-    ask = getattr(analysis, "whole_job", None)
-    return bool(ask(options)) if ask is not None else False
+    """Whether ``analysis`` under ``options`` must see the job loaded whole in one process
+    (:class:`NeedsWholeJob`); any other analysis: never."""
+    return isinstance(analysis, NeedsWholeJob) and bool(analysis.whole_job(options))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Sequence
 
+from tracelens.engine.cluster import connect, this_worker
+
 STORE: dict[str, object] = {}  # this worker's kept partials, by key
 
 
@@ -23,19 +25,9 @@ class Resident:
     key: str
 
 
-def on_worker() -> object | None:
-    """This process's Dask worker, or None when this is not one."""
-    try:
-        from distributed import get_worker
-
-        return get_worker()
-    except (ImportError, ValueError):
-        return None
-
-
 def keep(value: object) -> Resident | None:
     """``value`` kept in this Dask worker's process (its handle), or None off a worker."""
-    worker = on_worker()
+    worker = this_worker()
     if worker is None:
         return None
     key = uuid.uuid4().hex
@@ -72,9 +64,7 @@ def drop(parts: Sequence[object]) -> None:
     where = [p for p in parts if isinstance(p, Resident)]
     if not where:
         return
-    from distributed import Client
-
-    with Client(where[0].scheduler, set_as_default=False) as client:
+    with connect(where[0].scheduler) as client:
         drop_on(client, where)
 
 

@@ -121,10 +121,10 @@ class DaskHosts:
     """The hosts' sides on their Dask workers: each call one task per host, on its worker."""
 
     def __init__(self, where: Sequence[Resident]) -> None:
-        from distributed import Client
+        from tracelens.engine.cluster import connect
 
         self.where = list(where)
-        self.client = Client(self.where[0].scheduler, set_as_default=False)
+        self.client = connect(self.where[0].scheduler)
         self.rounds = 0
         try:
             still_there(self.client, self.where)

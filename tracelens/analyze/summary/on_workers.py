@@ -43,10 +43,10 @@ def resident_summary(parts: Sequence[SummaryPartial | Resident], plan: JobPlan,
     """The job's summary reduced on a worker from its hosts' partials (kept ones taken
     where they stayed, any other sent along), in input order: ``merge`` (the summary's
     merge of partials, a module-level function), then the reduce."""
-    from distributed import Client
+    from tracelens.engine.cluster import connect
 
     where = [p for p in parts if isinstance(p, Resident)]
-    client = Client(where[0].scheduler, set_as_default=False)
+    client = connect(where[0].scheduler)
     futures: list[object] = []
     try:
         still_there(client, where)
