@@ -8,9 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from tracelens.core import hardware
-from tracelens.core.hardware import (SPECS, derive_peaks, find_spec, identify, load_specs_file,
-                                reported_bandwidth_warning, spec_for_device)
+
+from tracelens.loading import identify as ident
+from tracelens.core.hardware import (
+    SPECS,
+    derive_peaks,
+    find_spec,
+    load_specs_file,
+    reported_bandwidth_warning,
+    spec_for_device,
+)
+from tracelens.loading.identify import identify
 
 GIB = 1 << 30
 
@@ -90,16 +98,16 @@ def test_new_products_identified_by_properties_or_name() -> None:
     assert identify("nvidia", "sm_89", 142, 2520.0, 48 * GIB).spec_id == "l40s"
     # GH200's GPU looks like an H100 by its properties: only its name says GH200
     assert identify("nvidia", "sm_90", 132, 1980.0, 80 * GIB).spec_id == "h100"
-    assert hardware.identify_by_name("NVIDIA GH200 480GB").spec_id == "gh200"
-    assert hardware.identify_by_name("Tesla V100-SXM2-16GB").spec_id == "v100"
-    assert hardware.identify_by_name("NVIDIA A100-SXM4-80GB", 80 * GIB).spec_id == "a100"
-    assert hardware.identify_by_name("NVIDIA A100 PCIe") is None  # memory decides
-    assert hardware.identify_by_name("NVIDIA A100-SXM4-80GB").spec_id == "a100"  # name says
-    assert hardware.identify_by_name("NVIDIA H100 80GB HBM3").spec_id == "h100"
-    assert hardware.identify_by_name("gfx942") is None
-    assert hardware.vendor_from_name("Tesla V100-SXM2-16GB") == "nvidia"
-    assert hardware.vendor_from_name("AMD Instinct MI210") == "amd"
-    assert hardware.vendor_from_name("some accelerator") is None
+    assert ident.identify_by_name("NVIDIA GH200 480GB").spec_id == "gh200"
+    assert ident.identify_by_name("Tesla V100-SXM2-16GB").spec_id == "v100"
+    assert ident.identify_by_name("NVIDIA A100-SXM4-80GB", 80 * GIB).spec_id == "a100"
+    assert ident.identify_by_name("NVIDIA A100 PCIe") is None  # memory decides
+    assert ident.identify_by_name("NVIDIA A100-SXM4-80GB").spec_id == "a100"  # name says
+    assert ident.identify_by_name("NVIDIA H100 80GB HBM3").spec_id == "h100"
+    assert ident.identify_by_name("gfx942") is None
+    assert ident.vendor_from_name("Tesla V100-SXM2-16GB") == "nvidia"
+    assert ident.vendor_from_name("AMD Instinct MI210") == "amd"
+    assert ident.vendor_from_name("some accelerator") is None
 
 
 def test_mi250_and_mi250x_told_apart_by_name_and_cus() -> None:
@@ -108,13 +116,13 @@ def test_mi250_and_mi250x_told_apart_by_name_and_cus() -> None:
     MI250 GCD has the MI210's properties: only a name says MI250. Before issue 47 the 104-CU
     device of that name was left unidentified (the longest alias, MI250X, disagreed)."""
     both = "AMD Instinct MI250X / MI250"
-    assert hardware.identify_device(both, "amd", "gfx90a", 104, 1700.0, 64 * GIB)[0].spec_id \
+    assert ident.identify_device(both, "amd", "gfx90a", 104, 1700.0, 64 * GIB)[0].spec_id \
         == "mi250"
-    assert hardware.identify_device(both, "amd", "gfx90a", 110, 1700.0, 64 * GIB)[0].spec_id \
+    assert ident.identify_device(both, "amd", "gfx90a", 110, 1700.0, 64 * GIB)[0].spec_id \
         == "mi250x"
-    assert hardware.identify_by_name(both, 64 * GIB) is None  # no CUs: either one
-    assert hardware.identify_by_name("AMD Instinct MI250").spec_id == "mi250"
-    assert hardware.identify_by_name("AMD Instinct MI250X").spec_id == "mi250x"
+    assert ident.identify_by_name(both, 64 * GIB) is None  # no CUs: either one
+    assert ident.identify_by_name("AMD Instinct MI250").spec_id == "mi250"
+    assert ident.identify_by_name("AMD Instinct MI250X").spec_id == "mi250x"
     assert identify("amd", "gfx90a", 104, 1700.0, 64 * GIB).spec_id == "mi210"  # as before
     assert find_spec("MI250").id == "mi250" and find_spec("mi250x").id == "mi250x"
     assert "per GCD" in SPECS["mi250"].notes and any("mi250.html" in s
@@ -155,8 +163,8 @@ def test_identify_keeps_working_for_existing_callers() -> None:
     assert identify("nvidia", "sm_90", 132, 1980.0, 80 * GIB).spec_id == "h100"
     assert identify("nvidia", "sm_90", 132, 1980.0, 141 * GIB).spec_id == "h200"
     assert identify("amd", "gfx942", 304, 2100.0, None) is None  # ambiguous: never a guess
-    assert hardware.AMD_ARCH_BY_CAP[(9, 4)] == "gfx942"
-    assert {p.spec_id for p in hardware.PRODUCTS} <= set(SPECS)
+    assert ident.AMD_ARCH_BY_CAP[(9, 4)] == "gfx942"
+    assert {p.spec_id for p in ident.PRODUCTS} <= set(SPECS)
 
 
 def test_find_spec_by_id_name_or_alias() -> None:
@@ -167,11 +175,11 @@ def test_find_spec_by_id_name_or_alias() -> None:
     # TPUs by the names their XSpace planes give (device_type_string) and Google's names
     assert find_spec("TPU v5 Lite").id == find_spec("TPU v5e").id == "tpu-v5e"
     assert find_spec("TPU v5").id == "tpu-v5p"
-    assert hardware.identify_by_name("TPU v5 Lite").spec_id == "tpu-v5e"
-    assert hardware.identify_by_name("TPU v5").spec_id == "tpu-v5p"
-    assert hardware.identify_by_name("TPU v6 lite").spec_id == "tpu-v6e"
-    assert hardware.identify_by_name("TPU7x").spec_id == "tpu-v7"
-    assert hardware.identify_by_name("TPU v4").spec_id == "tpu-v4"
+    assert ident.identify_by_name("TPU v5 Lite").spec_id == "tpu-v5e"
+    assert ident.identify_by_name("TPU v5").spec_id == "tpu-v5p"
+    assert ident.identify_by_name("TPU v6 lite").spec_id == "tpu-v6e"
+    assert ident.identify_by_name("TPU7x").spec_id == "tpu-v7"
+    assert ident.identify_by_name("TPU v4").spec_id == "tpu-v4"
 
 
 def test_a_device_s_own_peaks_replace_the_table_s() -> None:
@@ -301,13 +309,13 @@ def test_table_gaps_are_identified_name_first(name: str, sms: int, gib: float,
     """Issue 25 A3: H20, H100 PCIe/NVL and A800 were not in the table (an H20 was unknown, an
     H100 NVL an H100 SXM, an A800 an A100 with 600 GB/s NVLink)."""
     arch = "sm_80" if sms == 108 else "sm_90"
-    product, unused = hardware.identify_device(name, "nvidia", arch, sms, None,
+    product, unused = ident.identify_device(name, "nvidia", arch, sms, None,
                                                int(gib * GIB))
     assert (product.spec_id if product else None) == want and unused is None
 
 
 def test_mi308x_is_identified_by_its_80_cus_and_derives_flops_from_the_clock() -> None:
-    p, _ = hardware.identify_device("AMD Instinct MI308X", "amd", "gfx942", 80, None, None)
+    p, _ = ident.identify_device("AMD Instinct MI308X", "amd", "gfx942", 80, None, None)
     assert p is not None and p.spec_id == "mi308x"
     assert identify("amd", "gfx942", 80, 2100.0, 192 * GIB).spec_id == "mi308x"
     assert spec_for_device("mi308x", "gfx942", 80, None).peak_tflops == {}  # no clock: unknown
@@ -316,7 +324,7 @@ def test_mi308x_is_identified_by_its_80_cus_and_derives_flops_from_the_clock() -
 
 
 def test_a_device_without_vendor_is_identified_by_its_capability_under_one_reading() -> None:
-    assert hardware.identify_by_capability(7, 0, 80, 1530.0, 16 * GIB).spec_id == "v100"
-    assert hardware.identify_by_capability(9, 0, 132, 1980.0, 80 * GIB).spec_id == "h100"
-    assert hardware.identify_by_capability(9, 4, 304, 2100.0, 192 * GIB).spec_id == "mi300x"
-    assert hardware.identify_by_capability(9, 0, 120, 1502.0, 32 * GIB) is None  # MI100: none
+    assert ident.identify_by_capability(7, 0, 80, 1530.0, 16 * GIB).spec_id == "v100"
+    assert ident.identify_by_capability(9, 0, 132, 1980.0, 80 * GIB).spec_id == "h100"
+    assert ident.identify_by_capability(9, 4, 304, 2100.0, 192 * GIB).spec_id == "mi300x"
+    assert ident.identify_by_capability(9, 0, 120, 1502.0, 32 * GIB) is None  # MI100: none

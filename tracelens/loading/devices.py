@@ -5,7 +5,7 @@ into ``DEVICE_SCHEMA`` rows, right after each file is read
 (:func:`tracelens.loading.reading.file_stages`, in threads, worker processes and Dask workers
 alike).
 
-Name first, then properties (:func:`tracelens.core.hardware.identify_device`). What cannot be
+Name first, then properties (:func:`tracelens.loading.identify.identify_device`). What cannot be
 identified is warned, each note where the reader's own warnings put it (``notes_at``), so the
 warnings keep the order of the file. How each format's facts are read, and how its notes name
 a device, follow the format: Kineto ``device N``, rocprofv3 ``GPU agent N``, XSpace
@@ -22,6 +22,8 @@ from typing import Any, Callable
 import polars as pl
 
 from tracelens.core import hardware
+
+from tracelens.loading import identify
 from tracelens.core.model import DEVICE_FACTS_SCHEMA, DEVICE_SCHEMA, Notice, Trace, conform
 
 Row = dict[str, Any]
@@ -77,11 +79,11 @@ def capability_arch(vendor: str | None, major: int | None, minor: int | None) ->
     if vendor == "nvidia":
         return f"sm_{major}{minor}"
     if vendor == "amd":
-        return hardware.AMD_ARCH_BY_CAP.get((major, minor))
+        return identify.AMD_ARCH_BY_CAP.get((major, minor))
     return None
 
 
-def _row(r: Row, vendor: str | None, arch: str | None, product: hardware.Product | None,
+def _row(r: Row, vendor: str | None, arch: str | None, product: identify.Product | None,
          fallback: str | None) -> Row:
     return {"host": r["host"], "rank": r["rank"], "device": r["device"], "vendor": vendor,
             "arch": arch, "product": product.name if product else fallback,
@@ -98,7 +100,7 @@ def _kineto(facts: list[Row], file: str) -> tuple[list[Row], list[Note]]:
         d, name, vendor, pos = r["device"], r["name"] or "", r["vendor"], r["notes_at"]
         arch = capability_arch(vendor, r["compute_major"], r["compute_minor"])
         cus, mem = r["compute_units"], r["memory_bytes"]
-        product, unused = hardware.identify_device(name, vendor, arch, cus, None, mem)
+        product, unused = identify.identify_device(name, vendor, arch, cus, None, mem)
         if unused is not None:
             notes.append((pos, 0, Notice.of(
                 "devices.unlisted_name", "{file}: device {device}: the trace names it "
@@ -127,7 +129,7 @@ def _rocprof(facts: list[Row], file: str) -> tuple[list[Row], list[Note]]:
     for r in facts:
         name, arch, cus, clock = r["name"], r["arch"], r["compute_units"], r["clock_mhz"]
         pos, rank = r["notes_at"], r["rank"]
-        product, unused = hardware.identify_device(name, r["vendor"], arch, cus, clock,
+        product, unused = identify.identify_device(name, r["vendor"], arch, cus, clock,
                                                    r["memory_bytes"])
         if unused is not None:
             notes.append((pos, rank, Notice.of(
@@ -151,16 +153,16 @@ def _xspace_one(r: Row) -> tuple[Row, Notice | None]:
     stats match. The name also says the vendor when the plane lacks ``device_vendor``
     (TensorFlow traces); without either, the compute capability is read for both vendors and a
     product only one reading matches is used
-    (:func:`tracelens.core.hardware.identify_by_capability`)."""
+    (:func:`tracelens.loading.identify.identify_by_capability`)."""
     dev_name, vendor_raw = r["name"], r["vendor"] or ""
     vendor = {"amd": "amd", "nvidia": "nvidia", "google": "google"}.get(vendor_raw) or (
-        None if vendor_raw else hardware.vendor_from_name(dev_name))
+        None if vendor_raw else identify.vendor_from_name(dev_name))
     major, minor = r["compute_major"], r["compute_minor"]
     gfx = re.match(r"^gfx[0-9a-f]+", dev_name) if dev_name else None
     arch = gfx.group(0) if gfx else capability_arch(vendor, major, minor)
     cus, clock_mhz, mem = r["compute_units"], r["clock_mhz"], r["memory_bytes"]
     product_name = dev_name if dev_name and not gfx else None
-    product, unused = hardware.identify_device(product_name, vendor, arch, cus, clock_mhz, mem)
+    product, unused = identify.identify_device(product_name, vendor, arch, cus, clock_mhz, mem)
     how = None
     if unused is not None:
         how = Notice.of("devices.unlisted_plane_name", "named {name!r}, which the peak table "
@@ -168,7 +170,7 @@ def _xspace_one(r: Row) -> tuple[Row, Notice | None]:
                         name=product_name, like=unused.name)
     elif product is None and vendor is None and not vendor_raw and major is not None \
             and minor is not None:
-        product = hardware.identify_by_capability(major, minor, cus, clock_mhz, mem)
+        product = identify.identify_by_capability(major, minor, cus, clock_mhz, mem)
         if product is not None:
             vendor, arch = product.vendor, product.arch
             how = Notice.of("devices.by_capability", "no device_vendor stat: identified as "

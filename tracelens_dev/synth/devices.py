@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tracelens.core import hardware
+
+from tracelens.loading import identify
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class DeviceModel:
 
     def devices_row(self) -> dict[str, Any]:
         """The ``trace.devices`` columns a reader derives from this device's plane stats."""
-        product = hardware.identify(self.vendor, self.arch, self.compute_units,
+        product = identify.identify(self.vendor, self.arch, self.compute_units,
                                     self.clock_mhz, self.memory_bytes)
         return {"vendor": self.vendor, "arch": self.arch,
                 "product": product.name if product else None,

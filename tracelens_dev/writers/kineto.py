@@ -25,7 +25,8 @@ import polars as pl
 
 from tracelens_dev.writers import plain_text
 
-from tracelens.core import hardware
+
+from tracelens.loading import identify
 from tracelens.core.model import Trace
 
 _TYPES = {"all-reduce": "allreduce", "all-gather": "allgather",
@@ -45,7 +46,7 @@ def _us(ns: int) -> float:
 
 
 def _properties(devices: pl.DataFrame) -> list[dict[str, Any]]:
-    caps = {v: k for k, v in hardware.AMD_ARCH_BY_CAP.items()}
+    caps = {v: k for k, v in identify.AMD_ARCH_BY_CAP.items()}
     out = []
     for d in devices.sort("device").iter_rows(named=True):
         arch = d["arch"] or ""
