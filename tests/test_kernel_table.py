@@ -144,7 +144,9 @@ def test_kernel_table_on_the_samples(path: Path) -> None:
 
 def old_kernel_partial(trace: tracelens.core.model.Trace) -> pl.DataFrame:
     """``scaling.kernel_partial`` before the kernel table (commit 5750f9a): per event."""
-    from tracelens.analyze.runs.scaling import _windows, clip_to_windows, normalize_kernel_expr
+    from tracelens.analyze.runs.kernels import run_windows as _windows
+    from tracelens.analyze.timeline.breakdown import clip_to_windows
+    from tracelens.analyze.runs.kernels import normalize_kernel_expr
 
     ev = clip_to_windows(trace.events, _windows(trace)) if trace.steps.height else trace.events
     ev = ev.with_columns(pl.col(pl.Categorical).cast(pl.String))
@@ -157,7 +159,7 @@ def old_kernel_partial(trace: tracelens.core.model.Trace) -> pl.DataFrame:
 
 @pytest.mark.parametrize("steps", [True, False])
 def test_scaling_kernel_partial_from_the_table_equals_the_events(steps: bool) -> None:
-    from tracelens.analyze.runs.scaling import kernel_partial
+    from tracelens.analyze.runs.kernels import kernel_partial
 
     keys = ["category", "module", "program_id", "op", "key"]
     for path in [SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb",

@@ -120,7 +120,7 @@ def test_compare_with_itself_and_fail_above(tmp_path: Path) -> None:
 
 
 def test_kernel_matching_by_normalized_name_and_op(tmp_path: Path) -> None:
-    from tracelens.analyze.runs.scaling import normalize_kernel
+    from tracelens.analyze.runs.kernels import normalize_kernel
 
     # only suffixes that never tell two kernels apart are stripped; numbers name fusions
     assert normalize_kernel("loop_add_fusion_3.kd") == "loop_add_fusion_3"

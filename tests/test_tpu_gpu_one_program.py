@@ -19,7 +19,7 @@ import tracelens
 from parsers.xplane_schema import xspace_class
 from parsers.xspace.planes import stat_value
 from tracelens.analyze.runs.match import fingerprints
-from tracelens.analyze.runs.scaling import program_key
+from tracelens.analyze.runs.kernels import program_key
 from tracelens.cli.commands import main
 from tracelens.hlo.jax_ops import jax_op_table
 

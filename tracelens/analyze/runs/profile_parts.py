@@ -20,9 +20,15 @@ from tracelens.loading.align import shift_ranks
 from tracelens.analyze.communication.collective_parts import (CollectivesOptions, MergeCollectives,
                                                    MergedCollectives)
 from tracelens.analyze.communication.collectives import CollectiveAnalysis, analyze_collectives
-from tracelens.analyze.runs.scaling import (RunProfile, hlo_finding_texts, collective_types,
-                                       component_frame, kernel_partial, profile_of,
-                                       with_arrivals)
+from tracelens.analyze.runs.scaling import (
+    RunProfile,
+    collective_types,
+    component_frame,
+    hlo_finding_texts,
+    profile_of,
+    with_arrivals,
+)
+from tracelens.analyze.runs.kernels import kernel_partial
 from tracelens.analyze.summary.merge import merged_notices
 from tracelens.analyze.summary.reduce import hardware_counts
 from tracelens.analyze.timeline.breakdown import DEVICE_KEYS
