@@ -742,7 +742,7 @@ def test_builtin_rules_pass_the_rust_regex_check(tmp_path: Path) -> None:
     compilation); here they get it, as a user's copy of the file would."""
     from importlib import resources
 
-    from tracelens.classify import rules as rules_mod
+    from tracelens.classify import loading as rules_mod
 
     text = resources.files("tracelens.classify").joinpath("rules.toml").read_text()
     copy = tmp_path / "copy.toml"

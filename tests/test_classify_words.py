@@ -17,7 +17,8 @@ import tracelens
 from tests.conftest import SHARED, cli
 from tests.synth_helpers import writer_device, writer_events
 from tracelens.classify import classify, explain, load_rules, words_of
-from tracelens.classify.rules import BUILTIN_PATH, RuleSet, parse_rules
+from tracelens.classify.rules import BUILTIN_PATH, RuleSet
+from tracelens.classify.loading import parse_rules
 from tracelens.cost.events import op_cost_table, with_hlo_kind
 from tracelens.core.errors import TraceInputError
 from tracelens_dev.writers.kineto import write as write_kineto

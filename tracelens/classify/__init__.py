@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracelens.classify.rules import LAYERS, Match, Rule, RuleSet, load_rules, words_of
+from tracelens.classify.rules import LAYERS, Match, Rule, RuleSet, words_of
+from tracelens.classify.loading import load_rules
 from tracelens.core.model import CategoryDtype, Text
 from tracelens.core.signatures import Signatures, distinct_rows
 
