@@ -138,7 +138,8 @@ WHY: dict[str, str] = {
     "host_pause-cpu1_pause": "Projectable as on the TPU; " + _HOST + "; and " + _THREADS,
     "host_sync-tpu_sync": "Projectable: np.asarray(jax.Array) (the sync) and the next dispatch "
     "are in the host plane; " + _HOST + "; the 3.8 ms gap is idle on the path",
-    "host_sync-cpu1_sync": "As on the TPU; " + _THREADS,
+    "host_sync-cpu1_sync": "As on the TPU (the sync is CommonPjRtBuffer::Await there); "
+    + _THREADS,
     "h2d-tpu_transfer": "Projectable from the host side only: DevicePutWithSharding, Linearize "
     "(2.7 ms a step) and Transpose chunks on worker threads are in the host plane, the DMA is "
     "not on the device plane; " + _HOST,
