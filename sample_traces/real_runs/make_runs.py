@@ -321,6 +321,42 @@ def scan() -> None:
         body(step), False, shapes=shapes)
 
 
+def scan_train() -> None:
+    """A training step (value_and_grad and an SGD update) of the chain's layers under lax.scan
+    vs unrolled: the scan's forward and backward are while loops whose bodies hold the
+    matmuls (the case of a real scanned training step whose path read as idle)."""
+    n = 4 if SMALL else 8
+    ws = weights(n)
+
+    def loss_scan(ws: Any, x: Any) -> Any:
+        y = jax.lax.scan(lambda x, w: (jnp.tanh(x @ w), None), x, ws)[0]
+        return jnp.mean(jnp.square(y.astype(jnp.float32)))
+
+    def loss_unrolled(ws: Any, x: Any) -> Any:
+        return jnp.mean(jnp.square(chain(ws, x).astype(jnp.float32)))
+
+    def train(loss: Callable) -> Callable:
+        @jax.jit
+        def t(ws: Any, x: Any) -> tuple[Any, Any]:
+            v, g = jax.value_and_grad(loss)(ws, x)
+            return (ws - (1e-3 * g).astype(ws.dtype)), v
+        return t
+
+    def body(fn: Callable) -> Callable:
+        def b(i: int, ws: Any) -> tuple[Any, Any]:
+            ws, v = fn(ws, xs)
+            return ws, ws
+        return b
+
+    xs = x0()
+    shapes = dict(M=M, D=D, layers=n)
+    run("scan_train", "scan", f"value_and_grad + SGD of {n} layers of tanh(x @ W) under "
+        "lax.scan (while loops forward and backward)", "unrolled", lambda: ws,
+        body(train(loss_scan)), False, shapes=shapes)
+    run("scan_train", "unrolled", "nothing (the same layers unrolled under jit)", None,
+        lambda: ws, body(train(loss_unrolled)), False, shapes=shapes)
+
+
 # ---------------------------------------------------------------- 8 XLA:CPU devices
 
 if SMALL:
@@ -510,7 +546,7 @@ def alltoall() -> None:
 
 
 ONE = {"host_pause": host_pause, "host_sync": host_sync, "h2d": h2d, "eager": eager,
-       "scan": scan}
+       "scan": scan, "scan_train": scan_train}
 EIGHT = {"straggler_extra": straggler_extra, "straggler_slow": straggler_slow,
          "collective": collective, "pipeline": pipeline, "alltoall": alltoall}
 
