@@ -1,0 +1,99 @@
+"""Never silent, round four (issue 57): copies read twice, SQLite journals ignored, false
+refusals, outputs that replaced what was not theirs, duplicated lines. Each case here read
+silently (doubled, empty, refused or clobbered) before.
+
+Inputs are writer-made (``tracelens_dev.writers``) from the bundled MI300X sample, the bundled
+XSpace samples, or real traces of ``shared/traces`` (skipped when absent)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tracelens
+from tests.conftest import SAMPLES, cli
+from tests.test_bad_input_silent import made, source  # noqa: F401  (fixtures)
+from tracelens.model import Trace
+
+XSPACE = SAMPLES / "h100_8gpu_moe_ddp.xplane.pb"
+TPU = SAMPLES / "tpu" / "multi.xplane.pb"
+
+
+def _warned(trace: Trace, *words: str) -> str:
+    hit = [w for w in trace.meta.warnings if all(x in w for x in words)]
+    assert hit, trace.meta.warnings
+    return hit[0]
+
+
+def _shape(trace: Trace) -> tuple[int, int, int]:
+    """(hosts, devices, device events): what a doubled read doubles."""
+    return (trace.devices["host"].n_unique(), trace.devices.height, trace.events.height)
+
+
+# ---- item 1: byte-identical copies are one file ------------------------------------------
+
+def _with_copy(src: Path, tmp: Path, copy_name: str, name: str | None = None) -> Path:
+    """A folder holding ``src`` (as ``name``; with its sibling CSV tables) and a renamed
+    copy of it."""
+    d = tmp / "job"
+    if src.name.endswith(".csv"):
+        shutil.copytree(src.parent, d)
+        prefix = src.name[: -len("kernel_trace.csv")]
+        for p in list(d.iterdir()):  # the whole CSV set again under another prefix
+            if p.name.startswith(prefix):
+                shutil.copy(p, d / (copy_name + p.name[len(prefix):]))
+    else:
+        d.mkdir()
+        shutil.copy(src, d / (name or src.name))
+        shutil.copy(src, d / copy_name)
+    return d
+
+
+@pytest.mark.parametrize("kind, copy_name", [
+    ("xspace", "copy.xplane.pb"), ("tpu", "copy.xplane.pb"),
+    ("kineto", "copy_rank.json"), ("json", "999_results.json"),
+    ("csv", "999_"), ("rocpd", "999_results.db"), ("rpd", "copy.rpd")])
+def test_a_copy_beside_a_trace_is_read_once_and_said(kind: str, copy_name: str,
+                                                       made: dict[str, Path],  # noqa: F811
+                                                       tmp_path: Path) -> None:
+    src = {"xspace": XSPACE, "tpu": TPU}.get(kind) or made[kind]
+    alone = tracelens.load(src)
+    named = {"json": "1_results.json", "rocpd": "1_results.db"}.get(kind)
+    both = tracelens.load(_with_copy(src, tmp_path, copy_name, named))
+    assert _shape(both) == _shape(alone)
+    _warned(both, "byte-identical", "read once")
+
+
+def test_a_file_given_by_two_paths_is_read_once(tmp_path: Path) -> None:
+    link = tmp_path / "link.xplane.pb"
+    link.symlink_to(XSPACE)
+    trace = tracelens.load([XSPACE, link])
+    assert _shape(trace) == _shape(tracelens.load(XSPACE))
+    _warned(trace, "byte-identical", str(link))
+
+
+def test_files_that_differ_are_all_read(tmp_path: Path) -> None:
+    """Same size, same first MiB, one byte apart at the end: two files, no copy note."""
+    from tracelens.copies import drop_copies
+
+    a, b = tmp_path / "a.bin", tmp_path / "b.bin"
+    body = bytes(range(256)) * 8192  # 2 MiB
+    a.write_bytes(body)
+    b.write_bytes(body[:-1] + b"\x00")
+    assert drop_copies([a, b]) == ([a, b], [])
+    c = tmp_path / "c.bin"
+    c.write_bytes(body)
+    kept, notes = drop_copies([a, b, c])
+    assert kept == [a, b] and len(notes) == 1 and notes[0].get("copies") == str(c)
+
+
+def test_a_copy_is_said_by_summarize(tmp_path: Path) -> None:
+    d = _with_copy(XSPACE, tmp_path, "copy.xplane.pb")
+    res = cli("summarize", str(d), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    import json
+
+    out = json.loads(res.stdout)
+    assert any("byte-identical" in w for w in out["warnings"]), out["warnings"]
