@@ -97,3 +97,84 @@ def test_a_copy_is_said_by_summarize(tmp_path: Path) -> None:
 
     out = json.loads(res.stdout)
     assert any("byte-identical" in w for w in out["warnings"]), out["warnings"]
+
+
+# ---- item 4: SQLite read as SQLite reads it (WAL, hot journal), nothing written beside ----
+
+def _wal_copy(db: Path, dst: Path) -> Path:
+    """``db`` copied into a WAL-mode database at ``dst`` whose rows all sit in its ``-wal``
+    file: the files are copied away while the writer is still open (closing would checkpoint
+    them into the database file)."""
+    import sqlite3
+
+    work = dst.parent / "work"
+    work.mkdir()
+    live = work / dst.name
+    out = sqlite3.connect(live)
+    out.execute("PRAGMA journal_mode=WAL")
+    out.execute("PRAGMA wal_autocheckpoint=0")
+    src = sqlite3.connect(db)
+    src.backup(out)
+    src.close()
+    shutil.copyfile(live, dst)
+    shutil.copyfile(live.with_name(live.name + "-wal"), dst.with_name(dst.name + "-wal"))
+    out.close()
+    return dst
+
+
+def _kernel_rows(db: Path) -> int:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        name = con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND (name "
+                           "LIKE 'rocpd_kernel_dispatch%' OR name = 'rocpd_op')").fetchone()[0]
+        return int(con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0])
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("kind, name", [("rocpd", "1_results.db"), ("rpd", "trace.rpd")])
+def test_rows_committed_only_in_the_wal_are_read(kind: str, name: str,
+                                                 made: dict[str, Path],  # noqa: F811
+                                                 tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    db = _wal_copy(made[kind], tmp_path / "in" / name)
+    assert (db.stat().st_size < made[kind].stat().st_size
+            and db.with_name(name + "-wal").stat().st_size > 0)  # the rows are in the log
+    before = sorted(p.name for p in db.parent.iterdir())
+    trace = tracelens.load(db)
+    assert _shape(trace) == _shape(tracelens.load(made[kind]))
+    assert trace.events.height > 0
+    assert sorted(p.name for p in db.parent.iterdir()) == before  # nothing written beside
+
+
+@pytest.mark.parametrize("kind, name", [("rocpd", "1_results.db"), ("rpd", "trace.rpd")])
+def test_a_hot_rollback_journal_is_rolled_back_in_a_copy(kind: str, name: str,
+                                                         made: dict[str, Path],  # noqa: F811
+                                                         tmp_path: Path) -> None:
+    """A writer killed mid-transaction leaves its changes in the database file and the old
+    pages in ``-journal``: SQLite reads the old pages (the last commit); so does tracelens,
+    in a copy, leaving the input and its journal as they were."""
+    import subprocess
+    import sys
+
+    (tmp_path / "in").mkdir()
+    db = tmp_path / "in" / name
+    shutil.copyfile(made[kind], db)
+    crash = ("import os, sqlite3, sys\n"
+             "con = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+             "con.execute('PRAGMA cache_size=1')\n"
+             "con.execute('BEGIN')\n"
+             "for (t,) in con.execute(\"SELECT name FROM sqlite_master WHERE type='table' "
+             "AND name NOT LIKE 'sqlite_%'\").fetchall():\n"
+             "    con.execute(f'DELETE FROM \"{t}\"')\n"
+             "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", crash, str(db)], check=True)
+    journal = db.with_name(name + "-journal")
+    assert journal.stat().st_size > 0  # hot: the torn file needs it
+    stamp = (db.read_bytes(), journal.read_bytes())
+    trace = tracelens.load(db)
+    assert _shape(trace) == _shape(tracelens.load(made[kind]))
+    assert (db.read_bytes(), journal.read_bytes()) == stamp  # input untouched
+    assert _kernel_rows(made[kind]) > 0

@@ -86,24 +86,14 @@ _RPD_TABLE = re.compile(rb'CREATE TABLE (?:IF NOT EXISTS )?"?rocpd_op"?\s*\(')
 def _sqlite_kind(path: Path, head: bytes, gz: bool) -> str:
     """``rpd`` for a rocmProfileData database (a ``rocpd_op`` table and no rocprofv3
     ``rocpd_kernel_dispatch``), else ``sqlite`` (rocprofv3's rocpd; its reader says what
-    any other database is). The table list is read with SQLite, read-only and bounded; a
+    any other database is). The table list is read with SQLite, read-only and bounded, as
+    the readers open the file (:mod:`parsers.rocprof.sqlite_db`); a
     gzipped database is told from the schema text in its first inflated bytes."""
     if gz:  # the inflated head is all there is to look at without inflating the file
         return "rpd" if _RPD_TABLE.search(head) and b"rocpd_kernel_dispatch" not in head \
             else "sqlite"
-    import sqlite3
-    try:
-        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
-    except sqlite3.Error:
-        return "sqlite"
-    try:
-        con.set_progress_handler(lambda: 1, 1_000_000)  # a damaged schema cannot loop
-        names = {r[0] for r in con.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except (sqlite3.Error, UnicodeDecodeError):
-        return "sqlite"
-    finally:
-        con.close()
+    from parsers.rocprof.sqlite_db import table_names
+    names = table_names(path)  # as SQLite reads it: with its -wal or hot journal applied
     return "rpd" if "rocpd_op" in names and not any(
         n.startswith("rocpd_kernel_dispatch") for n in names) else "sqlite"
 
