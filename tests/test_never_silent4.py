@@ -178,3 +178,63 @@ def test_a_hot_rollback_journal_is_rolled_back_in_a_copy(kind: str, name: str,
     assert _shape(trace) == _shape(tracelens.load(made[kind]))
     assert (db.read_bytes(), journal.read_bytes()) == stamp  # input untouched
     assert _kernel_rows(made[kind]) > 0
+
+
+# ---- item 6: false refusals (BOM, a leading unknown protobuf field, a lone surrogate) -----
+
+def _text(path: Path) -> bytes:
+    import gzip
+
+    raw = path.read_bytes()
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+@pytest.mark.parametrize("kind", ["kineto", "json", "csv"])
+def test_a_utf8_bom_before_the_text_is_read(kind: str, made: dict[str, Path],  # noqa: F811
+                                            tmp_path: Path) -> None:
+    import gzip
+
+    src = made[kind]
+    if kind == "csv":
+        d = tmp_path / "csv"
+        shutil.copytree(src.parent, d)
+        for p in d.glob("*.csv"):
+            p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+        bom = d / src.name
+    else:
+        bom = tmp_path / ("1_results.json" if kind == "json" else "rank0.json")
+        bom.write_bytes(b"\xef\xbb\xbf" + _text(src))
+    assert _shape(tracelens.load(bom)) == _shape(tracelens.load(src))
+    if kind != "csv":
+        gz = bom.with_name(bom.name + ".gz")
+        gz.write_bytes(gzip.compress(bom.read_bytes()))
+        assert _shape(tracelens.load(gz)) == _shape(tracelens.load(src))
+
+
+def test_an_unknown_leading_protobuf_field_is_skipped(tmp_path: Path) -> None:
+    """A field of a newer XSpace schema written before the planes (field 15 varint 1, field
+    99 bytes "hi"): protobuf skips unknown fields, wherever they are."""
+    path = tmp_path / "x.xplane.pb"
+    path.write_bytes(b"\x78\x01" + bytes([0x9a, 0x06, 2]) + b"hi" + XSPACE.read_bytes())
+    assert _shape(tracelens.load(path)) == _shape(tracelens.load(XSPACE))
+    (tmp_path / "junk.xplane.pb").write_bytes(b"\xff\xff\xff\xff\xff\xff garbage")
+    res = cli("summarize", str(tmp_path / "junk.xplane.pb"))  # still refused: not protobuf
+    assert res.returncode == 2 and "not an XSpace protobuf" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("kind", ["kineto", "json"])
+def test_a_lone_surrogate_in_a_name_is_replaced_and_said(kind: str,
+                                                         made: dict[str, Path],  # noqa: F811
+                                                         tmp_path: Path) -> None:
+    src = made[kind]
+    text = _text(src)
+    alone = tracelens.load(src)
+    name = alone.events["name"][0]
+    token = name.encode()
+    assert token in text
+    hurt = tmp_path / ("1_results.json" if kind == "json" else "rank0.json")
+    hurt.write_bytes(text.replace(token, b"\\ud800" + token))
+    trace = tracelens.load(hurt)
+    assert _shape(trace) == _shape(alone)
+    assert ("\ufffd" + name) in set(trace.events["name"].to_list())
+    _warned(trace, "lone UTF-16 surrogate", "U+FFFD")

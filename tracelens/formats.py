@@ -59,6 +59,8 @@ def _sniff_gzip(path: Path) -> str:
 def _sniff(path: Path, head: bytes, rest: IO[bytes], gz: bool = False) -> str:
     """The format of a file whose first bytes are ``head``, ``rest`` the stream after them
     (``gz``: inflated from a gzip file)."""
+    if head.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark before JSON or CSV text
+        head = head[3:]
     if not head:
         raise TraceInputError(path, "empty file")
     if head.startswith(b"SQLite format 3\x00"):

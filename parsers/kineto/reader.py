@@ -44,7 +44,7 @@ from parsers.kineto.devices import device_frame
 from parsers.kineto.facts import KinetoFacts
 from parsers.kineto.link import ANNOTATION_PREFIXES, link_activity, steps_frame
 from parsers.launch import launch_text
-from parsers.rawfile import read_maybe_gzip
+from parsers.rawfile import lone_note, lone_surrogates, read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
                              HostInfo, Membership, Notice, ShapeFacts, Text, Trace,
@@ -80,11 +80,14 @@ _DEVICE = frozenset(DEVICE_CATS)
 
 def _tolerant(path: Path, raw: bytes) -> tuple[list[Any], dict[str, Any]]:
     """The orjson path: the events as dicts, and the header keys present."""
-    constants = 0
+    constants = lone = 0
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        doc, constants = _with_constants(raw)
+        fixed, lone = lone_surrogates(raw)
+        doc = _loads_or_none(fixed) if lone else None
+        if doc is None:
+            doc, constants = _with_constants(fixed)
         if doc is None:
             msg = str(exc).splitlines()[0][:120]
             raise TraceInputError(path, f"corrupt or truncated JSON ({msg})") from None
@@ -93,7 +96,19 @@ def _tolerant(path: Path, raw: bytes) -> tuple[list[Any], dict[str, Any]]:
     header = {k: doc[k] for k in typed.HEADER if k in doc}
     if constants:
         header[NOT_JSON] = constants
+    if lone:
+        header[LONE_SURROGATES] = lone
     return doc["traceEvents"], header
+
+
+def _loads_or_none(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+LONE_SURROGATES = "_lone_surrogates"  # header key: \ud800-style escapes replaced by U+FFFD
 
 
 NOT_JSON = "_not_json_constants"  # header key: NaN/Infinity values read as unknown
@@ -474,6 +489,8 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     for w in checks.warnings(path.name, lost):
         meta.warn(w)
     device_seen = dev.height + lost["ph(device)"]
+    if header.get(LONE_SURROGATES):
+        meta.warn(lone_note(path.name, header[LONE_SURROGATES]))
     if header.get(NOT_JSON):
         meta.warn(Notice.of("kineto.not_json", "{file}: {n} NaN/Infinity values, which JSON does "
                             "not allow (Python's json module writes them), read as unknown",
