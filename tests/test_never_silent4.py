@@ -8,6 +8,7 @@ XSpace samples, or real traces of ``shared/traces`` (skipped when absent)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -238,3 +239,76 @@ def test_a_lone_surrogate_in_a_name_is_replaced_and_said(kind: str,
     assert _shape(trace) == _shape(alone)
     assert ("\ufffd" + name) in set(trace.events["name"].to_list())
     _warned(trace, "lone UTF-16 surrogate", "U+FFFD")
+
+
+# ---- item 7: outputs replace only regular files, and say so ------------------------------
+
+MI300X = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a fresh process with a short timeout: a write that opens a FIFO blocks
+    forever, which must fail the test, not hang it."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "tracelens.cli", *args], capture_output=True,
+                          text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
+
+
+def _one_line(res: subprocess.CompletedProcess[str], path: Path, *words: str) -> None:
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: "), res.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+@pytest.mark.parametrize("command", [
+    ("export", "--table", "kernels", "-o"), ("export", "--perfetto"), ("report", "-o"),
+    ("critical-path", "--perfetto")])
+def test_a_fifo_at_the_output_path_is_refused_not_opened(command: tuple[str, ...],
+                                                         tmp_path: Path) -> None:
+    import os
+    import stat
+
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    res = _run(command[0], str(MI300X), *command[1:], str(fifo))
+    _one_line(res, fifo, "FIFO", "not a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]  # no .part left
+
+
+def test_a_link_out_of_the_output_folder_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "other").mkdir()
+    target = tmp_path / "other" / "precious.csv"
+    target.write_text("keep me\n")
+    link = tmp_path / "out" / "k.csv"
+    link.symlink_to(target)
+    res = cli("export", str(MI300X), "--table", "kernels", "-o", str(link))
+    _one_line(res, link, "link out of its folder")
+    assert link.is_symlink() and target.read_text() == "keep me\n"
+
+
+def test_a_replaced_file_is_said(tmp_path: Path) -> None:
+    out = tmp_path / "k.csv"
+    res = cli("export", str(MI300X), "--table", "kernels", "-o", str(out))
+    assert res.returncode == 0 and "note: replaced" not in res.stderr, res.stderr
+    res = cli("export", str(MI300X), "--table", "kernels", "-o", str(out))
+    assert res.returncode == 0 and f"note: replaced {out}" in res.stderr, res.stderr
+
+
+def test_html_and_history_outputs_refuse_a_fifo(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "page.html"
+    os.mkfifo(fifo)
+    res = _run("compare", str(MI300X), str(MI300X), "--html", str(fifo))
+    _one_line(res, fifo, "FIFO")
+    store = tmp_path / "runs.db"
+    assert cli("history", "add", str(MI300X), "--store", str(store)).returncode == 0
+    (tmp_path / "pq").mkdir()
+    os.mkfifo(tmp_path / "pq" / "runs.parquet")
+    res = _run("history", "export", "--store", str(store), "-o", str(tmp_path / "pq"))
+    _one_line(res, tmp_path / "pq" / "runs.parquet", "FIFO")
