@@ -312,3 +312,81 @@ def test_html_and_history_outputs_refuse_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pq" / "runs.parquet")
     res = _run("history", "export", "--store", str(store), "-o", str(tmp_path / "pq"))
     _one_line(res, tmp_path / "pq" / "runs.parquet", "FIFO")
+
+
+# ---- item 5: lines lost or counted twice --------------------------------------------------
+
+def _edit_space(src: Path, tmp: Path, edit: object) -> Path:
+    from parsers.xplane_schema import xspace_class
+
+    space = xspace_class()()
+    space.ParseFromString(src.read_bytes())
+    edit(space)  # type: ignore[operator]
+    out = tmp / src.name
+    out.write_bytes(space.SerializeToString())
+    return out
+
+
+def _copy_line(plane: object, name: str | None = None, same_id: bool = False) -> None:
+    """The plane's first line (named ``name``, else the first with events) added again,
+    under a new line id unless ``same_id``."""
+    lines = plane.lines  # type: ignore[attr-defined]
+    line = next(ln for ln in lines if (ln.name == name if name else len(ln.events)))
+    new = lines.add()
+    new.CopyFrom(line)
+    if not same_id:
+        new.id = _new_id(lines)
+
+
+def _new_id(lines: object) -> int:
+    """A line id no line of the plane has (TPU line ids reach 2^63-1)."""
+    ids = {ln.id for ln in lines}  # type: ignore[attr-defined]
+    return next(i for i in range(1000, 2000) if i not in ids)
+
+
+def _first_plane(space: object, prefix: str) -> object:
+    return next(p for p in space.planes if p.name.startswith(prefix))  # type: ignore
+
+
+@pytest.mark.parametrize("src, plane, line, same_id", [
+    (XSPACE, "/device:GPU:", None, False), (XSPACE, "/device:GPU:", None, True),
+    (TPU, "/device:TPU:", "XLA Ops", False), (TPU, "/device:TPU:", "Async XLA Ops", False),
+    (TPU, "/device:TPU:", "XLA Ops", True)])
+def test_a_line_held_twice_is_read_once_and_counted(src: Path, plane: str, line: str | None,
+                                                    same_id: bool, tmp_path: Path) -> None:
+    hurt = _edit_space(src, tmp_path, lambda s: _copy_line(_first_plane(s, plane), line,
+                                                           same_id))
+    trace, alone = tracelens.load(hurt), tracelens.load(src)
+    assert _shape(trace) == _shape(alone)
+    assert trace.steps.height == alone.steps.height
+    _warned(trace, "read once what the file holds twice")
+
+
+def test_xla_cpu_host_thread_lines_held_twice_are_read_once() -> None:
+    from tests.conftest import CPU_TRACE, real_trace
+
+    src = real_trace(CPU_TRACE)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        def edit(space: object) -> None:
+            host = _first_plane(space, "/host:CPU")
+            busy = sorted(host.lines, key=lambda ln: -len(ln.events))  # type: ignore
+            for ln in busy[:2]:  # the two busiest threads: one under a new id, one same id
+                new = host.lines.add()  # type: ignore[attr-defined]
+                new.CopyFrom(ln)
+            new.id = _new_id(host.lines)  # type: ignore[attr-defined]
+        hurt = _edit_space(src, Path(d), edit)
+        trace, alone = tracelens.load(hurt), tracelens.load(src)
+        assert _shape(trace) == _shape(alone)
+        _warned(trace, "read once what the file holds twice")
+
+
+def test_a_tpu_plane_without_its_xla_ops_line_is_said(tmp_path: Path) -> None:
+    def edit(space: object) -> None:
+        plane = _first_plane(space, "/device:TPU:")
+        keep = [ln for ln in plane.lines if ln.name != "XLA Ops"]  # type: ignore
+        del plane.lines[:]  # type: ignore[attr-defined]
+        plane.lines.extend(keep)  # type: ignore[attr-defined]
+    trace = tracelens.load(_edit_space(TPU, tmp_path, edit))
+    _warned(trace, "no 'XLA Ops' line", "only its")
