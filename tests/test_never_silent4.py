@@ -390,3 +390,31 @@ def test_a_tpu_plane_without_its_xla_ops_line_is_said(tmp_path: Path) -> None:
         plane.lines.extend(keep)  # type: ignore[attr-defined]
     trace = tracelens.load(_edit_space(TPU, tmp_path, edit))
     _warned(trace, "no 'XLA Ops' line", "only its")
+
+
+def test_kineto_kernels_with_dur_0_are_counted(made: dict[str, Path],  # noqa: F811
+                                               tmp_path: Path) -> None:
+    import json
+
+    doc = json.loads(_text(made["kineto"]))
+    n = 0
+    for ev in doc["traceEvents"]:
+        if ev.get("cat") == "kernel" and ev.get("ph") == "X":
+            ev["dur"] = 0
+            n += 1
+    assert n > 100
+    hurt = tmp_path / "rank0.json"
+    hurt.write_text(json.dumps(doc))
+    said = _warned(tracelens.load(hurt), "have dur 0")
+    assert f"({n} kernels)" in said
+    assert not [w for w in tracelens.load(made["kineto"]).meta.warnings if "dur 0" in w]
+
+
+def test_kineto_with_traceevents_twice_is_refused(made: dict[str, Path],  # noqa: F811
+                                                  tmp_path: Path) -> None:
+    text = _text(made["kineto"]).decode()
+    assert text.rstrip().endswith("}")
+    hurt = tmp_path / "rank0.json"
+    hurt.write_text(text.rstrip()[:-1] + ', "traceEvents": []}')
+    res = cli("summarize", str(hurt))
+    _one_line(res, hurt, "'traceEvents' 2 times")

@@ -111,6 +111,22 @@ def _loads_or_none(raw: bytes) -> Any:
 LONE_SURROGATES = "_lone_surrogates"  # header key: \ud800-style escapes replaced by U+FFFD
 
 
+_EVENTS_KEY = re.compile(rb'(?<!\\)"traceEvents"\s*:')
+
+
+def _one_events_key(path: Path, raw: bytes) -> None:
+    """Refuse a document with ``traceEvents`` twice: every JSON parser keeps the last value
+    of a repeated key, so an empty list after the real one read as "no device activity".
+    Which one is meant is the writer's to say; a key in a string is escaped, not counted."""
+    if raw.count(b'"traceEvents"') < 2:  # one memchr-fast pass; the regex only when needed
+        return
+    n = len(_EVENTS_KEY.findall(raw))
+    if n > 1:
+        raise TraceInputError(path, f"the JSON object holds the key 'traceEvents' {n} times "
+                              "(JSON parsers keep only the last one, so the others would be "
+                              "lost without a word): keep one")
+
+
 NOT_JSON = "_not_json_constants"  # header key: NaN/Infinity values read as unknown
 _CONSTANT = re.compile(rb"[:,\[]\s*(?:NaN|-?Infinity)\s*[,}\]]")
 
@@ -417,6 +433,7 @@ def paused_gc() -> Iterator[None]:
 
 def read(path: Path) -> Trace:
     raw = read_maybe_gzip(path, text=True)
+    _one_events_key(path, raw)
     errors = (TypeError, ValueError, KeyError, AttributeError, OverflowError,
               pl.exceptions.PolarsError)
     try:
@@ -530,6 +547,14 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
                            stream=pl.coalesce("stream", "tid"),
                            kind=pl.col("cat").replace_strict(DEVICE_CATS, return_dtype=pl.String))
     dev = _usable(path, dev, meta)
+    instants = dev.select(n=(pl.col("end_ns") == pl.col("start_ns")).sum(),
+                          kernels=((pl.col("end_ns") == pl.col("start_ns"))
+                                   & (pl.col("kind") == "kernel")).sum()).row(0)
+    if instants[0]:  # a kernel takes time: dur 0 is time not recorded, not a free kernel
+        meta.warn(Notice.of("kineto.zero_duration", "{file}: {n} of {total} device activities "
+                            "({kernels} kernels) have dur 0: their time was not recorded, so "
+                            "busy time and kernel times leave it out", file=path.name,
+                            n=instants[0], total=dev.height, kernels=instants[1]))
     bad_shape = dev.filter(pl.col("_bad_shape") & (pl.col("kind") == "kernel")).height
     if bad_shape:
         meta.warn(Notice.of("kineto.bad_launch_shape", "{file}: {n} kernels have a launch-shape "
