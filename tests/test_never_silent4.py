@@ -418,3 +418,45 @@ def test_kineto_with_traceevents_twice_is_refused(made: dict[str, Path],  # noqa
     hurt.write_text(text.rstrip()[:-1] + ', "traceEvents": []}')
     res = cli("summarize", str(hurt))
     _one_line(res, hurt, "'traceEvents' 2 times")
+
+
+# ---- item 3: entries that look like part of the job and cannot be read -------------------
+
+def _log_dir(tmp: Path) -> Path:
+    """The bundled two-host straggler job as a log dir per host (p0/, p1/)."""
+    src = SAMPLES / "mi355x_2x8gpu_straggler"
+    hosts = sorted(src.rglob("*.xplane.pb"))
+    for i, f in enumerate(hosts):
+        d = tmp / "logs" / f"p{i}" / f.relative_to(src).parent
+        d.mkdir(parents=True)
+        shutil.copy(f, d / f.name)
+    assert tracelens.load(tmp / "logs").devices["host"].n_unique() == 2
+    return tmp / "logs"
+
+
+def test_a_fifo_named_like_a_host_file_is_an_error(tmp_path: Path) -> None:
+    import os
+
+    logs = _log_dir(tmp_path)
+    host1 = next((logs / "p1").rglob("*.xplane.pb"))
+    host1.unlink()
+    os.mkfifo(host1)
+    res = _run("summarize", str(logs))
+    _one_line(res, host1, "FIFO", "not read in part")
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """chmod 000 does not stop root, so the refusal to list is the OS's answer faked."""
+    import os
+
+    logs = _log_dir(tmp_path)
+    real = os.scandir
+
+    def scandir(path: object) -> object:
+        if Path(str(path)).name == "p1":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "scandir", scandir)
+    res = cli("summarize", str(logs))
+    _one_line(res, logs / "p1", "cannot list the folder", "Permission denied")

@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Callable
 from tracelens.errors import TraceInputError
 from tracelens.json_kind import json_kind
 from tracelens.model import Notice, Trace
+from tracelens.walk import walk_files
 
 if TYPE_CHECKING:
     from tracelens.hlo_model import Module, Schedule
@@ -164,7 +165,13 @@ def discover(path: Path) -> tuple[list[Path], list[Notice]]:
         return [path], []
     if not path.is_dir():
         raise TraceInputError(path, "not a regular file or directory")
-    files = sorted(p for p in path.rglob("*") if p.is_file())
+    files, unread = walk_files(path, _traceish)
+    if unread:  # part of the job may be there: refused, never read in part
+        where, why = unread[0]
+        more = f" (and {len(unread) - 1} more: {', '.join(str(p) for p, _ in unread[1:4])}" \
+            f"{', ...' if len(unread) > 4 else ''})" if len(unread) > 1 else ""
+        raise TraceInputError(where, f"{why}: it may hold part of the job in {path}, so the "
+                              f"job is not read in part{more}")
     # several profile runs are several jobs unless their files say they were recorded together
     # (tracelens.jobs): hosts of one job may name their run folders a second apart
     found = [p for p in files if p.name.endswith(XSPACE_SUFFIXES)]
@@ -178,6 +185,13 @@ def discover(path: Path) -> tuple[list[Path], list[Notice]]:
                               "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, "
                               "rpd_tracer *.rpd, or Kineto *.json[.gz])")
     return sorted(found), notes
+
+
+def _traceish(name: str) -> bool:
+    """Whether a file of this name would be read as part of a job (:func:`discover`)."""
+    lower = name.lower()
+    return lower.endswith((*XSPACE_SUFFIXES, *RPD_SUFFIXES, ".json", ".json.gz", ".db",
+                           ".csv"))
 
 
 # rocprofv3 output names (shared/reference/rocprof.md §1.3), by preference: one per process.
