@@ -460,3 +460,26 @@ def test_a_folder_that_cannot_be_listed_is_an_error(tmp_path: Path,
     monkeypatch.setattr(os, "scandir", scandir)
     res = cli("summarize", str(logs))
     _one_line(res, logs / "p1", "cannot list the folder", "Permission denied")
+
+
+# ---- item 8 (part): what a refusal or the help says ---------------------------------------
+
+def test_xcheck_on_a_tpu_trace_is_refused_with_the_reason() -> None:
+    """XProf's kernel_stats is GPU only: on a TPU trace every op was "not agreeing" (exit 1,
+    "0 of 802 kernels agree")."""
+    res = cli("xcheck", str(SAMPLES / "tpu" / "flash.xplane.pb"))
+    _one_line(res, SAMPLES / "tpu" / "flash.xplane.pb", "GPU kernels only", "TPU")
+
+
+def test_a_folder_of_nsight_output_says_so(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.nsys-rep").write_bytes(b"\x00" * 64)
+    (tmp_path / "out" / "kernels.parquet").write_bytes(b"PAR1")
+    res = cli("summarize", str(tmp_path))
+    _one_line(res, tmp_path, "holds no trace files", "Nsight Systems report",
+              "out/report.nsys-rep")
+
+
+def test_help_names_every_input_format() -> None:
+    out = cli("--help").stdout
+    assert all(w in out for w in ("XSpace", "TPU", "Kineto", "rocprofv3", "rpd_tracer")), out

@@ -29,7 +29,9 @@ from tracelens.cli_axes import axes as _axes, axes_options
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tracelens")
 def main() -> None:
-    """Where each training step's GPU time goes, from XProf and rocprofv3 traces."""
+    """Where each training step's GPU time goes, from XProf XSpace (GPU, TPU, XLA:CPU),
+    PyTorch profiler (Kineto) JSON, rocprofv3 (rocpd .db, JSON, CSV) and rpd_tracer (.rpd)
+    traces."""
     _fewer_collections()
     _no_blas_threads()
     _fewer_page_faults()

@@ -181,9 +181,14 @@ def discover(path: Path) -> tuple[list[Path], list[Notice]]:
     found += [p for p in files if p.name.endswith((".json", ".json.gz")) and p not in found
               and sniff_format(p) == "kineto"]  # PyTorch profiler: one file per rank
     if not found:
+        foreign = [p for p in files if _foreign_by_name(p.name)]
+        said = (f"; it holds {_UNSUPPORTED[_foreign_by_name(foreign[0].name) or '']} "
+                f"({foreign[0].relative_to(path)}"
+                f"{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''})"
+                if foreign else "")
         raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], "
                               "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, "
-                              "rpd_tracer *.rpd, or Kineto *.json[.gz])")
+                              f"rpd_tracer *.rpd, or Kineto *.json[.gz]){said}")
     return sorted(found), notes
 
 
