@@ -483,3 +483,44 @@ def test_a_folder_of_nsight_output_says_so(tmp_path: Path) -> None:
 def test_help_names_every_input_format() -> None:
     out = cli("--help").stdout
     assert all(w in out for w in ("XSpace", "TPU", "Kineto", "rocprofv3", "rpd_tracer")), out
+
+
+def test_history_reads_a_store_in_a_read_only_folder_and_writes_nothing_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A WAL store whose last run is still in its -wal (copied while its writer was open),
+    in a folder the process may not write (root may write anything: the folder is said to be
+    read-only as os.access says it for another user). list reads every run and leaves the
+    folder as it was: no -shm created, the -wal not checkpointed into the store."""
+    import hashlib
+    import json
+    import os
+    import sqlite3
+
+    from tracelens.history import store as st
+
+    work = tmp_path / "work"
+    work.mkdir()
+    live = work / "runs.db"
+    for label, trace in (("a", MI300X), ("b", SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb")):
+        assert cli("history", "add", str(trace), "--store", str(live), "--label",
+                   label).returncode == 0
+    keep = sqlite3.connect(live)  # an open reader keeps the next add's log in the -wal
+    keep.execute("PRAGMA wal_autocheckpoint=0")
+    keep.execute("SELECT count(*) FROM runs").fetchone()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    assert cli("history", "add", str(SAMPLES / "h100_8gpu_moe_ddp.xplane.pb"), "--store",
+               str(live), "--label", "c").returncode == 0
+    for f in work.iterdir():
+        if f.name.endswith(("runs.db", "-wal")):
+            shutil.copyfile(f, ro / f.name)
+    keep.close()
+    assert (ro / "runs.db-wal").stat().st_size > 0
+    stamp = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in ro.iterdir()}
+    real = os.access
+    monkeypatch.setattr(st.os, "access", lambda path, mode, **kw: False if (
+        mode == os.W_OK and Path(path) in (ro, ro / "runs.db")) else real(path, mode, **kw))
+    res = cli("history", "list", "--store", str(ro / "runs.db"), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert [r["label"] for r in json.loads(res.stdout)] == ["a", "b", "c"]
+    assert {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in ro.iterdir()} == stamp
