@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -94,9 +95,9 @@ def test_hosts_of_one_job_are_accepted(tmp_path: Path) -> None:
 
 
 def test_several_run_folders_are_several_jobs(tmp_path: Path) -> None:
-    for run in ("r1", "r2"):
+    for run, start in (("r1", T0), ("r2", T0 + 1)):  # not byte-identical (a copy is one file)
         (tmp_path / run).mkdir()
-        (tmp_path / run / "a.xplane.pb").write_bytes(_host("nodeA", T0))
+        (tmp_path / run / "a.xplane.pb").write_bytes(_host("nodeA", start))
     with pytest.raises(TraceInputError, match=r"holds 2 jobs.*1\) r1/a.xplane.pb .*2\) "
                                               r"r2/a.xplane.pb"):
         tracelens.load(tmp_path)
@@ -142,13 +143,15 @@ def test_one_log_directory_per_process_is_one_job() -> None:
     assert _summary(JAX_2PROC) == _summary(files)
 
 
-def test_the_same_process_in_two_run_folders_is_two_jobs(tmp_path: Path) -> None:
-    """A copy of one process's run (same host, process and window) is no second process."""
+def test_the_same_process_in_two_run_folders_is_one_file(tmp_path: Path) -> None:
+    """A copy of one process's run (same host, process and window) is no second process:
+    byte-identical, it is that one file, read once and said (it was refused as two jobs)."""
     run = next(JAX_2PROC.rglob("*.xplane.pb")).parent
     for name in ("2026_01_01_00_00_00", "2026_01_01_00_00_01"):
         shutil.copytree(run, tmp_path / "plugins" / "profile" / name)
-    with pytest.raises(TraceInputError, match="holds 2 jobs"):
-        tracelens.load(tmp_path)
+    trace = tracelens.load(tmp_path)
+    assert trace.devices.height == tracelens.load(run).devices.height
+    assert any("byte-identical" in w for w in trace.meta.warnings)
 
 
 def test_hosts_whose_run_folders_are_a_second_apart_are_one_job(tmp_path: Path) -> None:
@@ -191,8 +194,9 @@ def test_kineto_ranks_in_their_own_folders_are_one_job(tmp_path: Path) -> None:
     for r in ("a", "b"):
         (tmp_path / "twice" / r).mkdir(parents=True)
         shutil.copy(KINETO_128 / "rank-0.json.gz", tmp_path / "twice" / r)
-    with pytest.raises(TraceInputError, match="holds 2 jobs"):
-        tracelens.load(tmp_path / "twice")
+    twice = tracelens.load(tmp_path / "twice")  # byte-identical: one file, read once
+    assert twice.devices.height == tracelens.load(KINETO_128 / "rank-0.json.gz").devices.height
+    assert any("byte-identical" in w for w in twice.meta.warnings)
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +213,12 @@ def test_rocprof_processes_and_hosts_of_one_job_are_accepted(small: tracelens.Tr
     assert len({p.parent for p in paths}) == 2
     assert tracelens.load(tmp_path / "out").devices["host"].n_unique() == 2
     write_rocpd(small, tmp_path / "one" / "1_results.db")
-    write_rocpd(small, tmp_path / "one" / "2_results.db")  # same host, same times
+    second = write_rocpd(small, tmp_path / "one" / "2_results.db")[0]  # same host and times
+    with sqlite3.connect(second) as con:  # another process (a copy is one file, read once)
+        table = con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name "
+                            "LIKE 'rocpd_info_process_%'").fetchone()[0]
+        con.execute(f'UPDATE "{table}" SET pid = pid + 1')
+    con.close()
     assert tracelens.load(tmp_path / "one").devices["rank"].n_unique() == 2
 
 

@@ -19,16 +19,19 @@ import click
 
 from tracelens import __version__
 from tracelens.cli.common import (analysis, analysis_options, facade_inputs, format_option,
-                                  guarded, html_option, print_result, warn)
+                                  guarded, html_option, print_result, say_replaced,
+                                  warn, write_output)
+from tracelens.api.outputs import replacing
 from tracelens.cli.axes import axes as _axes, axes_options
-from tracelens.core.errors import TraceInputError
 
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tracelens")
 def main() -> None:
-    """Where each training step's GPU time goes, from XProf and rocprofv3 traces."""
+    """Where each training step's GPU time goes, from XProf XSpace (GPU, TPU, XLA:CPU),
+    PyTorch profiler (Kineto) JSON, rocprofv3 (rocpd .db, JSON, CSV) and rpd_tracer (.rpd)
+    traces."""
     _fewer_collections()
     _no_blas_threads()
     _fewer_page_faults()
@@ -186,14 +189,11 @@ def collectives(paths: tuple[Path, ...], top: int, mesh: str | None,
 
 
 def _write_html(html: Path | None, page: Callable[[], str]) -> None:
-    """``--html``: the result also as a self-contained page."""
+    """``--html``: the result also as a self-contained page (only a regular file is
+    replaced, and said)."""
     if html is None:
         return
-    try:
-        html.write_text(page(), encoding="utf-8")
-    except OSError as exc:
-        raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
-            from None
+    write_output(html, page, "--html")
 
 
 def _emit(fmt: str, result: Any, title: str, tables: Any, csv_rows: Any,
@@ -309,8 +309,10 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
     """One self-contained HTML report (charts and tables; opens offline). Per host on the
     engine (--workers, --scheduler), each host file read once; with --host or --time every
     host is loaded in this process."""
+    old = replacing([output])
     size = analysis(paths, opts).report(output, title, device, step, top)
     if not opts["quiet"]:
+        say_replaced(old)
         click.echo(f"wrote {output} ({size / 1e6:.1f} MB)", err=True)
 
 
@@ -334,8 +336,10 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
 def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: Path | None,
            **opts: Any) -> None:
     """Take the data away: an event or statistics table, or a timeline for Perfetto."""
+    old = replacing([output, perfetto])
     for path, what in analysis(paths, opts).export(output, table, perfetto):
         if not opts["quiet"]:
+            say_replaced([p for p in old if p == path])
             click.echo(f"wrote {path} ({what})", err=True)
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from tracelens.cli.common import analysis, analysis_options, guarded, print_result, warn
+from tracelens.cli.common import (analysis, analysis_options, guarded, print_result,
+                                  say_replaced, warn)
 
 
 @click.command("critical-path")
@@ -40,7 +41,9 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
     """What sets the step time: the critical path per device, and what each fix saves."""
     from reports import critical_path as render
     from tracelens.api.inputs import check_output_path
+    from tracelens.api.outputs import replacing
 
+    old = replacing([perfetto])
     if perfetto is not None:
         check_output_path(perfetto, paths, "--perfetto")
     # only the JSON and the Perfetto trace list the paths' activities
@@ -49,6 +52,8 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
     warn(res.warnings, opts["quiet"])
     if perfetto is not None:
         render.write_perfetto(res, perfetto)
+        if not opts["quiet"]:
+            say_replaced(old)
     print_result(fmt, lambda: render.render_json(res), lambda: "",
                  lambda: render.render_markdown(res),
                  lambda console: render.render_table(res, console))

@@ -21,6 +21,7 @@ import polars as pl
 from tracelens.loading.align import align_on_collectives
 from tracelens.classify import TPU_SIGNAL, RuleSet, classify
 from tracelens.loading.combine import combine
+from tracelens.loading.paths.copies import drop_copies
 from tracelens.cost.events import annotate, hlo_kinds, op_cost_table
 from tracelens.loading.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
 from tracelens.loading.jobs import Facts as JobFacts
@@ -85,7 +86,8 @@ def discover_files(paths: str | Path | Sequence[str | Path], step_marker: str | 
         notes += skipped
         for f in found:
             origin.setdefault(f, i)
-    return args, list(origin), origin, notes
+    files, copies = drop_copies(list(origin))  # a copy beside a trace is not another host
+    return args, files, {f: origin[f] for f in files}, notes + copies
 
 
 def load_host(path: Path, arg: int, in_dir: bool, rules: RuleSet | None = None,
