@@ -34,21 +34,31 @@ def _host(host: str, start: int | None) -> bytes:
 
 
 def test_the_sample_folder_is_refused_with_its_jobs() -> None:
+    """The samples folder holds many jobs (the bundled samples, the real TPU and XLA:CPU
+    traces, the real counterfactual runs): one line lists them all, numbered, in path order."""
+    import re
+
     res = cli("summarize", str(SAMPLES))
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
-    assert res.stderr.startswith(f"error: {SAMPLES}: holds 11 jobs, not one (")
-    assert ("1) h100_8gpu_moe_ddp.xplane.pb (8× NVIDIA H100 SXM); "
-            "2) hlo/comm_types.xplane.pb (8× CPU); "
-            "3) hlo/planted.xplane.pb (8× CPU); "
-            "4) mi300x_8gpu_llama_step.xplane.pb (8× AMD Instinct MI300X); "
-            "5) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
-            "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb} (16× AMD Instinct MI355X); "
-            "6) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); "
-            "7) tpu/eager_block.xplane.pb (1× TPU v5 Lite); "
-            "8) tpu/flash.xplane.pb (1× TPU v5 Lite); 9) tpu/multi.xplane.pb (1× TPU v5 "
-            "Lite); 10) tpu/remat.xplane.pb (1× TPU v5 Lite); 11) tpu/sync.xplane.pb "
-            "(1× TPU v5 Lite); pass one job's files\n") in res.stderr
+    jobs = re.findall(r"(?:\): |; )(\d+)\) ([^;]+?) \((\d+× [^)]+)\)", res.stderr)
+    assert [int(n) for n, _, _ in jobs] == list(range(1, len(jobs) + 1))
+    assert res.stderr.startswith(f"error: {SAMPLES}: holds {len(jobs)} jobs, not one (")
+    assert res.stderr.endswith("; pass one job's files\n")
+    listed = [(path, kind) for _, path, kind in jobs]
+    expected = [
+        ("h100_8gpu_moe_ddp.xplane.pb", "8× NVIDIA H100 SXM"),
+        ("hlo/comm_types.xplane.pb", "8× CPU"), ("hlo/planted.xplane.pb", "8× CPU"),
+        ("mi300x_8gpu_llama_step.xplane.pb", "8× AMD Instinct MI300X"),
+        ("mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
+         "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb}", "16× AMD Instinct MI355X"),
+        ("mi355x_8gpu_llama_fsdp.xplane.pb", "8× AMD Instinct MI355X"),
+        ("tpu/eager_block.xplane.pb", "1× TPU v5 Lite"), ("tpu/flash.xplane.pb", "1× TPU v5 Lite"),
+        ("tpu/multi.xplane.pb", "1× TPU v5 Lite"), ("tpu/remat.xplane.pb", "1× TPU v5 Lite"),
+        ("tpu/sync.xplane.pb", "1× TPU v5 Lite")]
+    assert [e for e in listed if e in expected] == expected  # each, in path order
+    assert listed == sorted(listed)
+    assert len(listed) > len(expected)  # and the real runs beside them
 
 
 def test_different_device_kinds_in_one_folder_are_two_jobs(tmp_path: Path) -> None:
