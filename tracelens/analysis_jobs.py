@@ -174,7 +174,8 @@ def critical_path(job_in: JobInputs, step: int | None, window: str | None,
     if window is not None:
         window_pattern(window)  # a bad regex fails before any file is read
     opts = CriticalPathOptions(step=step, window=window, rank=rank, top=top, time=time,
-                               activities=activities)  # type: ignore[arg-type]
+                               activities=activities,  # type: ignore[arg-type]
+                               consistency=True)
     if trace is not None:
         from tracelens.protocol import run_trace
         res, notices = run_trace(CriticalPath(), trace, opts), tuple(trace.meta.notices)
@@ -187,4 +188,6 @@ def critical_path(job_in: JobInputs, step: int | None, window: str | None,
         why = res.notes[0] if res.notes else "no device activity"
         names = job_in.paths or [str(s["path"]) for s in trace.meta.sources]  # type: ignore
         raise TraceInputError(joined(names), f"no critical path: {why}")
-    return replace(res, warnings=run_warnings(notices))
+    from tracelens.analyze.consistency import warnings as inconsistent
+
+    return replace(res, warnings=(*run_warnings(notices), *inconsistent(res.consistency)))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from tracelens.results import display
 from tracelens.hardware import DTYPES, GpuSpec
+from tracelens.results.consistency import Consistency
 from tracelens.results.collectives import (AxisTotals, Collectives, SummaryCollectives,
                                            top_lines)
 from tracelens.results.critical_path import Component, PathActivity, WhatIf
@@ -313,6 +314,9 @@ class Summary:
     # what to fix first (:mod:`tracelens.analyze.findings`), set once the critical path's
     # what-ifs are known
     findings: Findings = field(default=Findings((), None, None, 1.0), kw_only=True)
+    # the findings and the critical path checked against the step's measured facts
+    # (:mod:`tracelens.analyze.consistency`); None where no check ran (no critical path)
+    consistency: Consistency | None = field(default=None, kw_only=True, metadata=optional())
     headline: Headline
     devices: tuple[DeviceSummary, ...]
     idle_devices: tuple[DeviceKey, ...]

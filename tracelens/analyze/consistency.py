@@ -1,0 +1,365 @@
+"""The consistency gate: every explanation checked against the measured facts of its window.
+
+The critical path and its what-ifs come from a graph the trace is read into; the timeline
+breakdown, the idle breakdown and the collectives' arrivals are measured on the trace's
+activities directly (:mod:`tracelens.analyze.timeline`, :mod:`tracelens.analyze.idle`,
+:mod:`tracelens.analyze.collectives`). Where the two disagree the explanation is wrong, not
+the measurement: the gate says which fact contradicts it (a :class:`Violation`), and
+``summarize`` marks the finding it contradicts instead of presenting it as a plain one.
+
+The facts are per device, over the same window as the critical path
+(:func:`~tracelens.analyze.critical_graph.windows`), computed per host where its file is
+read (:func:`window_facts`, a few rows a device) and placed in the job like every part
+(:func:`merge_facts`). The checks (docs/critical-path.md, "The consistency gate"):
+
+- ``path_idle``: a path's ``idle`` <= the idle of the devices it visits (its own and those
+  it waits for) in the window; a nested op (``while``) is busy time there;
+- ``path_host``: a path's ``host`` <= the same devices' idle (a host holds a step only while
+  its device has nothing to run);
+- ``hide``: hiding a collective type saves <= that type's exposed time on the step path's
+  devices in the window;
+- ``graph_launch``: saves <= the step path's devices' idle waiting for launches (the idle
+  breakdown's host launch and launch latency), and nothing where most of their launched
+  work was launched by graph replays already;
+- ``on_time``: saves <= the time the others waited for that participant in the window (the
+  arrival skew of each collective instance it arrived last at);
+- ``nothing_to_fix``: no findings never stands beside an exposure (communication or memory),
+  idle or waiting for a straggler over 10% of a device's window;
+- ``step``: the findings' step is the headline's step (its length the headline's median).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Sequence
+
+import polars as pl
+
+from tracelens.results.consistency import Consistency, Violation
+
+if TYPE_CHECKING:
+    from tracelens.analyze.critical_graph import WindowChoice
+    from tracelens.model import Trace
+    from tracelens.protocol import JobPlan
+    from tracelens.results.critical_path import CriticalPathResult, DevicePath
+    from tracelens.results.findings import Findings
+    from tracelens.results.summary import Summary
+
+PATH_CHECKS = ("path_idle", "path_host", "hide", "graph_launch", "on_time")
+FINDINGS_CHECKS = ("nothing_to_fix", "step")
+NOTHING_SHARE = 0.10
+"""A measured exposure, idle or straggler wait from this share of a device's window on
+stands against "nothing found to fix"."""
+GRAPH_SHARE = 0.5
+"""From this share of a device's launched work launched by graph replays, the device's
+launches are a graph's already: a graph-launch what-if has nothing to replace."""
+_DEVICE = re.compile(r"^(?P<host>.*)/[A-Za-z]+(?P<device>\d+)$")
+
+DEVICE_FACTS: dict[str, pl.DataType] = {
+    "host": pl.String, "rank": pl.Int32, "device": pl.Int32, "step": pl.Int32,
+    "start_ns": pl.Int64, "end_ns": pl.Int64, "span_ns": pl.Int64, "busy_ns": pl.Int64,
+    "idle_ns": pl.Int64, "exposed_comm_ns": pl.Int64, "exposed_memory_ns": pl.Int64,
+    "host_launch_ns": pl.Int64, "launch_latency_ns": pl.Int64, "sync_wait_ns": pl.Int64,
+    "no_host_data_ns": pl.Int64, "launched_ns": pl.Int64, "graph_ns": pl.Int64}
+"""Per device and window: the timeline (docs/definitions.md#timeline), the idle breakdown
+(#idle-breakdown), and the time of its activities with a launch call in the trace
+(``launched_ns``), of them launched by a graph replay (``graph_ns``)."""
+EXPOSED_FACTS: dict[str, pl.DataType] = {
+    "host": pl.String, "rank": pl.Int32, "device": pl.Int32, "type": pl.String,
+    "exposed_ns": pl.Int64}
+ARRIVAL_FACTS: dict[str, pl.DataType] = {
+    "host": pl.String, "rank": pl.Int32, "device": pl.Int32, "instance": pl.String,
+    "occurrence": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64}
+
+
+@dataclass(frozen=True)
+class WindowFacts:
+    """The measured facts of one window, per device (:data:`DEVICE_FACTS`), per device and
+    collective type (exposed time in the window, :data:`EXPOSED_FACTS`) and per collective
+    activity starting in the window (its instance and arrival, :data:`ARRIVAL_FACTS`)."""
+
+    devices: pl.DataFrame
+    exposed: pl.DataFrame
+    arrivals: pl.DataFrame
+
+
+def window_facts(trace: "Trace", choice: "WindowChoice") -> WindowFacts:
+    """The facts of ``trace`` over the window ``choice`` picks on each rank (the critical
+    path's own)."""
+    from tracelens.analyze.collectives import collective_activities
+    from tracelens.analyze.critical_graph import windows
+    from tracelens.analyze.idle import IDLE_PARTS, idle_breakdowns
+    from tracelens.analyze.timeline import clip_to_windows, step_breakdown
+    from tracelens.instances import with_instance_keys
+
+    win = windows(trace, choice)
+    if win.is_empty() or trace.events.is_empty():
+        return _empty()
+    # the window as a step (-1: none) so that the timeline and idle breakdowns cut it alike
+    steps = win.select("rank", step=pl.col("step").fill_null(-1), start_ns="start_ns",
+                       end_ns="end_ns")
+    ev = trace.events.join(win.select("host", "rank"), on=["host", "rank"])
+    keys = ["host", "rank", "device", "step"]
+    if ev.is_empty():
+        return _empty()
+    active = ev.select("host", "rank", "device").unique()
+    tl = step_breakdown(ev, steps, active).timeline
+    idle = idle_breakdowns(ev, trace.host_events, [(steps, None)])[0]
+    parts = [f"{p}_ns" for p in IDLE_PARTS]
+    cut = clip_to_windows(ev, steps)
+    launched = _launched(cut, trace.host_events)
+    dev = tl.join(idle.select(*keys, *parts), on=keys, how="left").join(
+        launched, on=keys, how="left").with_columns(
+        [pl.col(c).fill_null(0) for c in (*parts, "launched_ns", "graph_ns")])
+    dev = dev.with_columns(step=pl.when(pl.col("step") >= 0).then(pl.col("step")),
+                           host=pl.col("host").cast(pl.String))
+    acts = collective_activities(cut)
+    exposed = acts.group_by("host", "rank", "device", "type").agg(
+        exposed_ns=pl.col("exposed_ns").sum()).with_columns(host=pl.col("host").cast(pl.String))
+    # instances are counted over the whole trace (the k-th execution matches across hosts),
+    # then kept where the activity starts in its rank's window
+    keyed = with_instance_keys(trace.events.select(
+        "host", "rank", "device", "start_ns", "end_ns", "category", "subcategory", "op",
+        "module"))
+    arr = keyed.join(win.select("host", "rank", _w0="start_ns", _w1="end_ns"),
+                     on=["host", "rank"]).filter(
+        (pl.col("start_ns") >= pl.col("_w0")) & (pl.col("start_ns") < pl.col("_w1")))
+    arr = arr.select("host", "rank", "device", instance="instance_key",
+                     occurrence="occurrence", start_ns="start_ns", end_ns="end_ns") \
+        .with_columns(host=pl.col("host").cast(pl.String))
+    return WindowFacts(dev.select(list(DEVICE_FACTS)).cast(DEVICE_FACTS),  # type: ignore
+                       exposed.select(list(EXPOSED_FACTS)).cast(EXPOSED_FACTS),  # type: ignore
+                       arr.select(list(ARRIVAL_FACTS)).cast(ARRIVAL_FACTS))  # type: ignore
+
+
+def _launched(cut: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFrame:
+    """Per device and window: the time of its activities with a launch call (same host,
+    rank and correlation id), and of those launched by a graph replay (a ``*GraphLaunch``
+    call)."""
+    calls = host_events.filter(pl.col("correlation_id").is_not_null()).group_by(
+        "host", "rank", "correlation_id").agg(
+        graph=pl.col("name").cast(pl.String).str.contains("(?i)graphlaunch").any())
+    got = cut.filter(pl.col("correlation_id").is_not_null()).join(
+        calls, on=["host", "rank", "correlation_id"])
+    dur = pl.col("end_ns") - pl.col("start_ns")
+    return got.group_by("host", "rank", "device", "step").agg(
+        launched_ns=dur.sum(), graph_ns=dur.filter(pl.col("graph")).sum()).with_columns(
+        host=pl.col("host").cast(cut.schema["host"]))
+
+
+def _empty() -> WindowFacts:
+    return WindowFacts(pl.DataFrame(schema=DEVICE_FACTS), pl.DataFrame(schema=EXPOSED_FACTS),
+                       pl.DataFrame(schema=ARRIVAL_FACTS))
+
+
+def merge_facts(parts: Sequence[WindowFacts], plan: "JobPlan") -> WindowFacts:
+    """The hosts' facts placed in the job (ranks, host names, clock shifts)."""
+    if not parts:
+        return _empty()
+    return WindowFacts(*(plan.concat([getattr(p, name) for p in parts]).cast(schema)
+                         for name, schema in (("devices", DEVICE_FACTS),
+                                              ("exposed", EXPOSED_FACTS),
+                                              ("arrivals", ARRIVAL_FACTS))))
+
+
+# -- the checks -----------------------------------------------------------------------------
+
+def ms(ns: float) -> str:
+    return f"{ns / 1e6:,.3f}"
+
+
+@dataclass(frozen=True)
+class _Job:
+    """The facts as lookups: per (host, device) its window's row; per (host, device, type)
+    its exposed time; per (host, device) the others' waiting for it."""
+
+    device: dict[tuple[str, int], dict]
+    exposed: dict[tuple[str, int, str], int]
+    waited_for: dict[tuple[str, int], int]
+
+    @staticmethod
+    def of(facts: WindowFacts) -> "_Job":
+        dev = {(r["host"], r["device"]): r for r in facts.devices.iter_rows(named=True)}
+        exp = {(h, d, t): int(x) for h, d, t, x in facts.exposed.select(
+            "host", "device", "type", "exposed_ns").iter_rows()}
+        return _Job(dev, exp, _waited_for(facts.arrivals))
+
+    def total(self, devices: Sequence[tuple[str, int]], col: str) -> int:
+        return sum(int(self.device[d][col]) for d in devices if d in self.device)
+
+
+def _waited_for(arrivals: pl.DataFrame) -> dict[tuple[str, int], int]:
+    """Per device: the arrival skew (its start less the first participant's) summed over the
+    instances it alone arrived last at (docs/definitions.md#collectives: what the others
+    waited for it)."""
+    inst = ["instance", "occurrence"]
+    a = arrivals.with_columns(
+        n=pl.len().over(inst), first=pl.col("start_ns").min().over(inst),
+        last=pl.col("start_ns").max().over(inst)).with_columns(
+        at_last=(pl.col("start_ns") == pl.col("last")).sum().over(inst))
+    late = a.filter((pl.col("n") > 1) & (pl.col("start_ns") == pl.col("last"))
+                    & (pl.col("at_last") == 1))
+    got = late.group_by("host", "device").agg(w=(pl.col("last") - pl.col("first")).sum())
+    return {(h, d): int(w) for h, d, w in got.iter_rows()}
+
+
+def _visited(p: "DevicePath") -> list[tuple[str, int]]:
+    """The devices a path runs through: its own, those it waits for, those of its
+    activities."""
+    out = [(p.host, p.device)]
+    for c in p.composition:
+        if c.component.startswith("wait:") and (m := _DEVICE.match(c.component[5:])):
+            out.append((m["host"], int(m["device"])))
+    out += [(a.host, a.device) for a in p.activities if a.device is not None]
+    return list(dict.fromkeys(out))
+
+
+def _label(p: "DevicePath") -> str:
+    return f"{p.host}/{p.kind}{p.device}"
+
+
+def _names(devices: Sequence[tuple[str, int]], kind: str) -> str:
+    return ", ".join(f"{h}/{kind}{d}" for h, d in devices)
+
+
+def check_paths(res: "CriticalPathResult", facts: WindowFacts) -> Consistency:
+    """The checks of the paths' shares and of the what-ifs (module doc)."""
+    from tracelens.analyze.critical_walk import step_path_key
+
+    job = _Job.of(facts)
+    out: list[Violation] = []
+    for p in res.paths:
+        seen = [d for d in _visited(p) if d in job.device]
+        if not seen:
+            continue
+        idle = job.total(seen, "idle_ns")
+        where = (f"{_names(seen, p.kind)} {'was' if len(seen) == 1 else 'were'} idle "
+                 f"{ms(idle)} ms of the window ({ms(job.total(seen, 'span_ns'))} ms"
+                 + (" summed" if len(seen) > 1 else "") + ")")
+        for comp, check in (("idle", "path_idle"), ("host", "path_host")):
+            ns = sum(c.ns for c in p.composition if c.component == comp)
+            if ns > idle:
+                what = "idle" if comp == "idle" else "host work"
+                out.append(Violation(check, f"path {_label(p)}", ns, idle,
+                                     f"{ms(ns)} ms of the path is {what}, but {where}"))
+    if not res.paths:
+        return Consistency(PATH_CHECKS, tuple(out))
+    step = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns, p.rank,
+                                                      p.device))
+    seen = [d for d in _visited(step) if d in job.device]
+    names = _names(seen, step.kind)
+    for w in res.what_if:
+        subject = f"{w.change} {w.target}"
+        if w.saved_ns <= 0 or not seen:
+            continue
+        if w.change == "hide":
+            bound = sum(job.exposed.get((h, d, w.target), 0) for h, d in seen)
+            if w.saved_ns > bound:
+                out.append(Violation("hide", subject, w.saved_ns, bound,
+                                     f"saves {ms(w.saved_ns)} ms, but the {w.target}s were "
+                                     f"exposed {ms(bound)} ms on {names} in the window"))
+        elif w.change == "graph_launch":
+            bound = job.total(seen, "host_launch_ns") + job.total(seen, "launch_latency_ns")
+            graph, launched = job.total(seen, "graph_ns"), job.total(seen, "launched_ns")
+            if launched and graph >= GRAPH_SHARE * launched:
+                out.append(Violation("graph_launch", subject, w.saved_ns, 0,
+                                     f"saves {ms(w.saved_ns)} ms, but {ms(graph)} of the "
+                                     f"{ms(launched)} ms launched on {names} were graph "
+                                     "replays already"))
+            elif w.saved_ns > bound:
+                out.append(Violation("graph_launch", subject, w.saved_ns, bound,
+                                     f"saves {ms(w.saved_ns)} ms, but {names} waited "
+                                     f"{ms(bound)} ms for launches in the window"))
+        elif w.change == "on_time":
+            m = _DEVICE.match(w.target)
+            bound = job.waited_for.get((m["host"], int(m["device"])), 0) if m else 0
+            if w.saved_ns > bound:
+                out.append(Violation("on_time", subject, w.saved_ns, bound,
+                                     f"saves {ms(w.saved_ns)} ms, but the others waited "
+                                     f"{ms(bound)} ms for {w.target} in the window"))
+    return Consistency(PATH_CHECKS, tuple(out))
+
+
+def check_findings(s: "Summary", f: "Findings", facts: WindowFacts) -> Consistency:
+    """The checks of the findings as a whole (module doc): "nothing found to fix" and the
+    step."""
+    out: list[Violation] = []
+    job = _Job.of(facts)
+    if not f.items:
+        worst: tuple[float, str, int, int] | None = None
+        for (h, d), r in job.device.items():
+            span = int(r["span_ns"])
+            if span <= 0:
+                continue
+            for what, ns in (("exposed communication", r["exposed_comm_ns"]),
+                             ("exposed memory", r["exposed_memory_ns"]),
+                             ("idle", r["idle_ns"]),
+                             ("others' waiting for it", job.waited_for.get((h, d), 0))):
+                if ns > NOTHING_SHARE * span and (worst is None or ns / span > worst[0]):
+                    worst = (ns / span, f"{s.device_name(h, d)} {what}", int(ns), span)
+        if worst is not None:
+            share, what, ns, span = worst
+            out.append(Violation("nothing_to_fix", "findings", 0, ns,
+                                 f"nothing found to fix, but {what} is {ms(ns)} of its "
+                                 f"{ms(span)} ms window ({share:.1%}, over "
+                                 f"{NOTHING_SHARE:.0%})"))
+    head = s.headline.median_step_ns
+    which = "the trace" if f.step is None else f"step {f.step}"
+    if f.step_ns is not None and head is not None and f.step_ns != head:
+        out.append(Violation("step", "findings", f.step_ns, head,
+                             f"the findings' step ({which}, {ms(f.step_ns)} ms) is not the "
+                             f"headline's (median {ms(head)} ms)"))
+    return Consistency(FINDINGS_CHECKS, tuple(out))
+
+
+def joined(*found: Consistency) -> Consistency:
+    return Consistency(tuple(c for x in found for c in x.checks),
+                       tuple(v for x in found for v in x.violations))
+
+
+def gate_result(res: "CriticalPathResult", facts: WindowFacts | None) -> "CriticalPathResult":
+    """``critical-path``'s result with its consistency (no facts: no checks run)."""
+    if facts is None:
+        return res
+    return replace(res, consistency=check_paths(res, facts))
+
+
+def gate_findings(s: "Summary", res: "CriticalPathResult | None", facts: WindowFacts | None
+                  ) -> "Summary":
+    """``summarize``'s result with its consistency, and each finding an explanation it
+    contradicts marked (``inconsistent``: the fact against it)."""
+    if facts is None:
+        return s
+    found = joined(check_paths(res, facts) if res is not None else Consistency(),
+                   check_findings(s, s.findings, facts))
+    against = found.subjects()
+    step_path = None
+    if s.critical_path is not None:
+        cp = s.critical_path
+        step_path = f"path {s.device_name(cp.host, cp.device)}"
+    marks = {"idle": against.get(step_path or ""), "host_bound": against.get(step_path or "")}
+    step_fact = next((v.fact for v in found.violations if v.check == "step"), None)
+    items = []
+    for x in s.findings.items:
+        fact = against.get(x.key) if x.saved_ns is not None else marks.get(x.kind)
+        if x.kind == "idle" and fact is not None and "host work" in fact:
+            fact = next((v.fact for v in found.violations if v.subject == step_path
+                         and v.check == "path_idle"), None)
+        if x.kind == "host_bound" and fact is not None and "host work" not in fact:
+            fact = next((v.fact for v in found.violations if v.subject == step_path
+                         and v.check == "path_host"), None)
+        fact = fact or step_fact
+        items.append(replace(x, inconsistent=fact) if fact is not None else x)
+    return replace(s, findings=replace(s.findings, items=tuple(items)), consistency=found,
+                   warnings=(*s.warnings, *warnings(found)))
+
+
+def warnings(c: Consistency, most: int = 5) -> list[str]:
+    """The stderr lines (``warning: `` prefixed by the caller): one a violation, at most
+    ``most``, then how many more the JSON's ``consistency`` holds."""
+    out = [f"inconsistent: {v.subject} ({v.check}): {v.fact}" for v in c.violations[:most]]
+    if len(c.violations) > most:
+        out.append(f"inconsistent: {len(c.violations) - most} more contradicted explanations "
+                   "(--format json: consistency)")
+    return out
