@@ -85,7 +85,10 @@ def saving_text(x: RankedFinding) -> str:
 def finding_lines(f: Findings, limit: int | None = SHOWN_FINDINGS) -> list[tuple[str, str]]:
     """(title line, evidence line) per finding shown, then a line of what was left out."""
     items = f.items if limit is None else f.items[:limit]
-    out = [(f"{i}. {x.title} — {saving_text(x)}", f"   {x.evidence} → {x.command}")
+    # a finding a measured fact contradicts is marked, with the fact (the consistency gate)
+    out = [(f"{i}. {'[inconsistent] ' if x.inconsistent else ''}{x.title} — {saving_text(x)}",
+            f"   {x.evidence} → {x.command}"
+            + (f"; contradicted: {x.inconsistent}" if x.inconsistent else ""))
            for i, x in enumerate(items, 1)]
     rest = []
     if limit is not None and len(f.items) > limit:

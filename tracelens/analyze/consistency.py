@@ -205,13 +205,13 @@ def _waited_for(arrivals: pl.DataFrame) -> dict[tuple[str, int], int]:
 
 
 def _visited(p: "DevicePath") -> list[tuple[str, int]]:
-    """The devices a path runs through: its own, those it waits for, those of its
-    activities."""
+    """The devices a path runs through: its own and those it waits for (below a wait the
+    walk goes on in that participant's history). Not read from its activities, which only
+    some outputs list: every format checks the same."""
     out = [(p.host, p.device)]
     for c in p.composition:
         if c.component.startswith("wait:") and (m := _DEVICE.match(c.component[5:])):
             out.append((m["host"], int(m["device"])))
-    out += [(a.host, a.device) for a in p.activities if a.device is not None]
     return list(dict.fromkeys(out))
 
 
