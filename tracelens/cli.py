@@ -108,6 +108,11 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     if not opts["quiet"] and fmt != "json":  # the JSON holds them in its own fields
         for line in render.stderr_lines(result):
             click.echo(line, err=True)
+    elif not opts["quiet"] and result.consistency is not None:  # contradictions: always said
+        from tracelens.analyze.consistency import warnings as inconsistent
+
+        for line in inconsistent(result.consistency):
+            click.echo(f"warning: {line}", err=True)
 
 
 @main.command()
