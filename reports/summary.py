@@ -247,7 +247,9 @@ def render_table(summary: Summary, console: Console, all_rows: bool = False) -> 
 
 def stderr_lines(s: Summary) -> list[str]:
     """What goes to stderr beside the output: each warning, then each note, once."""
-    return [f"warning: {w}" for w in s.warnings] + [f"note: {n}" for n in s.notes]
+    # the explanations a measured fact contradicts (the consistency gate) after the warnings
+    said = s.consistency.lines() if s.consistency is not None else []
+    return [f"warning: {w}" for w in (*s.warnings, *said)] + [f"note: {n}" for n in s.notes]
 
 
 def render_markdown(s: Summary, all_rows: bool = False) -> str:

@@ -188,6 +188,4 @@ def critical_path(job_in: JobInputs, step: int | None, window: str | None,
         why = res.notes[0] if res.notes else "no device activity"
         names = job_in.paths or [str(s["path"]) for s in trace.meta.sources]  # type: ignore
         raise TraceInputError(joined(names), f"no critical path: {why}")
-    from tracelens.analyze.consistency import warnings as inconsistent
-
-    return replace(res, warnings=(*run_warnings(notices), *inconsistent(res.consistency)))
+    return replace(res, warnings=run_warnings(notices))

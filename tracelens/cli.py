@@ -109,9 +109,7 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
         for line in render.stderr_lines(result):
             click.echo(line, err=True)
     elif not opts["quiet"] and result.consistency is not None:  # contradictions: always said
-        from tracelens.analyze.consistency import warnings as inconsistent
-
-        for line in inconsistent(result.consistency):
+        for line in result.consistency.lines():
             click.echo(f"warning: {line}", err=True)
 
 

@@ -46,7 +46,7 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
     # only the JSON and the Perfetto trace list the paths' activities
     listed = "all" if fmt == "json" or perfetto is not None else "none"
     res = analysis(paths, opts).critical_path(step, window, span, rank, top, listed)
-    warn(res.warnings, opts["quiet"])
+    warn([*res.warnings, *res.consistency.lines()], opts["quiet"])
     if perfetto is not None:
         render.write_perfetto(res, perfetto)
     print_result(fmt, lambda: render.render_json(res), lambda: "",

@@ -351,15 +351,5 @@ def gate_findings(s: "Summary", res: "CriticalPathResult | None", facts: WindowF
                          and v.check == "path_host"), None)
         fact = fact or step_fact
         items.append(replace(x, inconsistent=fact) if fact is not None else x)
-    return replace(s, findings=replace(s.findings, items=tuple(items)), consistency=found,
-                   warnings=(*s.warnings, *warnings(found)))
+    return replace(s, findings=replace(s.findings, items=tuple(items)), consistency=found)
 
-
-def warnings(c: Consistency, most: int = 5) -> list[str]:
-    """The stderr lines (``warning: `` prefixed by the caller): one a violation, at most
-    ``most``, then how many more the JSON's ``consistency`` holds."""
-    out = [f"inconsistent: {v.subject} ({v.check}): {v.fact}" for v in c.violations[:most]]
-    if len(c.violations) > most:
-        out.append(f"inconsistent: {len(c.violations) - most} more contradicted explanations "
-                   "(--format json: consistency)")
-    return out

@@ -41,3 +41,13 @@ class Consistency:
         for v in self.violations:
             out.setdefault(v.subject, v.fact)
         return out
+
+    def lines(self, most: int = 5) -> list[str]:
+        """What stderr says (each after ``warning: ``), in every format: one line a
+        violation, at most ``most``, then how many more the JSON's ``consistency`` holds."""
+        out = [f"inconsistent: {v.subject} ({v.check}): {v.fact}"
+               for v in self.violations[:most]]
+        if len(self.violations) > most:
+            out.append(f"inconsistent: {len(self.violations) - most} more contradicted "
+                       "explanations (--format json: consistency)")
+        return out
