@@ -282,3 +282,30 @@ def test_the_gate_finds_exactly_the_known_contradictions(name: str, path: Path) 
     assert critical == {(c, s) for c, s in KNOWN[name] if s != "findings"}, "\n".join(words)
     for _, _, _, claimed, bound in rows:  # every violation says more than the facts allow
         assert claimed != bound
+
+
+@pytest.mark.parametrize("path", [MULTI, ROOT / "sample_traces" / "mi355x_2x8gpu_straggler"],
+                         ids=["tpu-multi", "straggler-2-hosts"])
+def test_the_facts_are_the_summarys_step_timelines(path: Path) -> None:
+    """The gate's facts of a window are the timeline and idle breakdown ``summarize`` shows
+    for that step, device by device (the same measurement, not a second one)."""
+    import tracelens
+    from tracelens.analysis import TraceAnalysis
+    from tracelens.analyze.consistency import window_facts
+    from tracelens.analyze.critical_graph import WindowChoice
+
+    trace = tracelens.load(str(path))
+    s = TraceAnalysis(trace).summarize()
+    facts = window_facts(trace, WindowChoice(None))
+    assert facts.devices.height == len(s.devices)
+    for r in facts.devices.iter_rows(named=True):
+        d = next(d for d in s.devices if (d.host, d.rank, d.device) == (r["host"], r["rank"],
+                                                                          r["device"]))
+        tl = next(x.timeline for x in d.steps if x.step == r["step"] == s.findings.step)
+        b = tl.idle_breakdown
+        assert b is not None
+        assert (r["span_ns"], r["busy_ns"], r["idle_ns"], r["exposed_comm_ns"],
+                r["exposed_memory_ns"], r["host_launch_ns"], r["launch_latency_ns"],
+                r["sync_wait_ns"], r["no_host_data_ns"]) == (
+            tl.span_ns, tl.busy_ns, tl.idle_ns, tl.exposed_comm_ns, tl.exposed_memory_ns,
+            b.host_launch_ns, b.launch_latency_ns, b.sync_wait_ns, b.no_host_data_ns)
