@@ -309,3 +309,13 @@ def test_the_facts_are_the_summarys_step_timelines(path: Path) -> None:
                 r["sync_wait_ns"], r["no_host_data_ns"]) == (
             tl.span_ns, tl.busy_ns, tl.idle_ns, tl.exposed_comm_ns, tl.exposed_memory_ns,
             b.host_launch_ns, b.launch_latency_ns, b.sync_wait_ns, b.no_host_data_ns)
+
+
+def test_a_contradicted_nothing_to_fix_is_said_with_its_fact() -> None:
+    from reports.summary_brief import finding_lines
+
+    none = Findings((), 1, 10 * MS, 1.0)
+    plain = finding_lines(none)[0][0]
+    assert plain.startswith("   nothing found to fix") and "inconsistent" not in plain
+    marked = finding_lines(none, against="h/GPU0 exposed memory is 3.000 of its 10.000 ms")[0][0]
+    assert marked.endswith("[inconsistent: h/GPU0 exposed memory is 3.000 of its 10.000 ms]")

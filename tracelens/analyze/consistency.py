@@ -240,9 +240,13 @@ def check_paths(res: "CriticalPathResult", facts: WindowFacts) -> Consistency:
         for comp, check in (("idle", "path_idle"), ("host", "path_host")):
             ns = sum(c.ns for c in p.composition if c.component == comp)
             if ns > idle:
+                # a share is what removing it could save: the devices' own work stays
+                why = ("the rest of that time was device work" if comp == "idle" else
+                       "a faster host saves at most that, the device's work stays")
                 what = "idle" if comp == "idle" else "host work"
                 out.append(Violation(check, f"path {_label(p)}", ns, idle,
-                                     f"{ms(ns)} ms of the path is {what}, but {where}"))
+                                     f"{ms(ns)} ms of the path is {what}, but {where}: "
+                                     f"{why}"))
     if not res.paths:
         return Consistency(PATH_CHECKS, tuple(out))
     step = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns, p.rank,
@@ -308,8 +312,8 @@ def check_findings(s: "Summary", f: "Findings", facts: WindowFacts) -> Consisten
     which = "the trace" if f.step is None else f"step {f.step}"
     if f.step_ns is not None and head is not None and f.step_ns != head:
         out.append(Violation("step", "findings", f.step_ns, head,
-                             f"the findings' step ({which}, {ms(f.step_ns)} ms) is not the "
-                             f"headline's (median {ms(head)} ms)"))
+                             f"the findings' step ({which}, {f.step_ns / 1e6:,.6f} ms) is not "
+                             f"the headline's (median {head / 1e6:,.6f} ms)"))
     return Consistency(FINDINGS_CHECKS, tuple(out))
 
 
@@ -328,28 +332,25 @@ def gate_result(res: "CriticalPathResult", facts: WindowFacts | None) -> "Critic
 def gate_findings(s: "Summary", res: "CriticalPathResult | None", facts: WindowFacts | None
                   ) -> "Summary":
     """``summarize``'s result with its consistency, and each finding an explanation it
-    contradicts marked (``inconsistent``: the fact against it)."""
+    contradicts marked (``inconsistent``: the fact against it): a projected finding by its
+    what-if, the path's idle and host findings by the step path's shares, every finding by
+    a step that is not the headline's."""
     if facts is None:
         return s
     found = joined(check_paths(res, facts) if res is not None else Consistency(),
                    check_findings(s, s.findings, facts))
-    against = found.subjects()
-    step_path = None
-    if s.critical_path is not None:
-        cp = s.critical_path
-        step_path = f"path {s.device_name(cp.host, cp.device)}"
-    marks = {"idle": against.get(step_path or ""), "host_bound": against.get(step_path or "")}
-    step_fact = next((v.fact for v in found.violations if v.check == "step"), None)
+    fact = {(v.check, v.subject): v.fact for v in reversed(found.violations)}  # the first
+    what_if = {v.subject: v.fact for v in reversed(found.violations)
+               if v.check in ("hide", "graph_launch", "on_time")}
+    cp = s.critical_path
+    step_path = f"path {s.device_name(cp.host, cp.device)}" if cp is not None else ""
+    share = {"idle": fact.get(("path_idle", step_path)),
+             "host_bound": fact.get(("path_host", step_path))}
+    step = fact.get(("step", "findings"))
     items = []
     for x in s.findings.items:
-        fact = against.get(x.key) if x.saved_ns is not None else marks.get(x.kind)
-        if x.kind == "idle" and fact is not None and "host work" in fact:
-            fact = next((v.fact for v in found.violations if v.subject == step_path
-                         and v.check == "path_idle"), None)
-        if x.kind == "host_bound" and fact is not None and "host work" not in fact:
-            fact = next((v.fact for v in found.violations if v.subject == step_path
-                         and v.check == "path_host"), None)
-        fact = fact or step_fact
-        items.append(replace(x, inconsistent=fact) if fact is not None else x)
+        against = (what_if.get(x.key) if x.saved_ns is not None else share.get(x.kind)) \
+            or step
+        items.append(replace(x, inconsistent=against) if against is not None else x)
     return replace(s, findings=replace(s.findings, items=tuple(items)), consistency=found)
 
