@@ -95,10 +95,12 @@ def finding_lines(f: Findings, limit: int | None = SHOWN_FINDINGS,
     ``against``: the fact that contradicts "nothing found to fix" (:func:`nothing_against`),
     said with it."""
     items = f.items if limit is None else f.items[:limit]
-    # a finding a measured fact contradicts is marked, with the fact (the consistency gate)
+    # a finding a measured fact contradicts is marked (the consistency gate); the full list
+    # (--all) says the fact too, the short one leaves it to stderr (one screen)
     out = [(f"{i}. {'[inconsistent] ' if x.inconsistent else ''}{x.title} — {saving_text(x)}",
             f"   {x.evidence} → {x.command}"
-            + (f"; contradicted: {x.inconsistent}" if x.inconsistent else ""))
+            + (f"; contradicted: {x.inconsistent}" if x.inconsistent and limit is None
+               else ""))
            for i, x in enumerate(items, 1)]
     rest = []
     if limit is not None and len(f.items) > limit:

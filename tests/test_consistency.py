@@ -319,3 +319,38 @@ def test_a_contradicted_nothing_to_fix_is_said_with_its_fact() -> None:
     assert plain.startswith("   nothing found to fix") and "inconsistent" not in plain
     marked = finding_lines(none, against="h/GPU0 exposed memory is 3.000 of its 10.000 ms")[0][0]
     assert marked.endswith("[inconsistent: h/GPU0 exposed memory is 3.000 of its 10.000 ms]")
+
+
+def test_a_visited_device_counts_the_path_window_outside_its_own_as_idle() -> None:
+    """Device-only ranks of one job each have their own window (first to last activity): the
+    late rank's starts 5 µs after the path's, and those 5 µs before it began may be idle on
+    the path waiting for it (a synthetic two-host job of tests/test_critical_path.py)."""
+    us = 1_000
+    own = _device("h0", 0, idle=0, span=50 * us)
+    late = _device("h1", 0, idle=0, span=50 * us)
+    late.update(start_ns=5 * us, end_ns=55 * us)
+    path = _path({"idle": 5 * us, "wait:h1/GPU0": 35 * us, "gemm": 10 * us}, host="h0")
+    assert _checks(_result(path), _facts([own, late])) == []
+    path = _path({"idle": 6 * us, "wait:h1/GPU0": 34 * us, "gemm": 10 * us}, host="h0")
+    assert _checks(_result(path), _facts([own, late])) == [
+        ("path_idle", "path h0/GPU0", 6 * us, 5 * us)]
+
+
+def test_waits_that_began_before_the_window_count_inside_it() -> None:
+    """h/GPU0 arrived 2 ms before the window (its all-reduce started there and waited), h/GPU1
+    3 ms into it: the others waited 3 ms for h/GPU1 inside the window."""
+    start = 2 * MS
+    dev0, dev1 = _device("h", 0, idle=0), _device("h", 1, idle=0)
+    for d in (dev0, dev1):
+        d.update(start_ns=start, end_ns=start + 10 * MS)
+    arr = [{"host": "h", "rank": 0, "device": 0, "instance": "m/ar", "occurrence": 0,
+            "start_ns": 0, "end_ns": 6 * MS},
+           {"host": "h", "rank": 0, "device": 1, "instance": "m/ar", "occurrence": 0,
+            "start_ns": 5 * MS, "end_ns": 6 * MS}]
+    path = _path({"wait:h/GPU1": 3 * MS, "gemm": 7 * MS})
+    at = WhatIf("on_time", "h/GPU1", 10 * MS, 7 * MS, 3 * MS, 3 * MS)
+    over = WhatIf("on_time", "h/GPU1", 10 * MS, 6 * MS, 4 * MS, 3 * MS)
+    facts = _facts([dev0, dev1], arrivals=arr)
+    assert _checks(_result(path, at), facts) == []
+    assert _checks(_result(path, over), facts) == [("on_time", "on_time h/GPU1", 4 * MS,
+                                                    3 * MS)]

@@ -118,13 +118,14 @@ def window_facts(trace: "Trace", choice: "WindowChoice") -> WindowFacts:
     exposed = acts.group_by("host", "rank", "device", "type").agg(
         exposed_ns=pl.col("exposed_ns").sum()).with_columns(host=pl.col("host").cast(pl.String))
     # instances are counted over the whole trace (the k-th execution matches across hosts),
-    # then kept where the activity starts in its rank's window
+    # then kept where the activity overlaps its rank's window (a participant that waits does
+    # so inside its activity: one that started before the window and waited into it counts)
     keyed = with_instance_keys(trace.events.select(
         "host", "rank", "device", "start_ns", "end_ns", "category", "subcategory", "op",
         "module"))
     arr = keyed.join(win.select("host", "rank", _w0="start_ns", _w1="end_ns"),
                      on=["host", "rank"]).filter(
-        (pl.col("start_ns") >= pl.col("_w0")) & (pl.col("start_ns") < pl.col("_w1")))
+        (pl.col("start_ns") < pl.col("_w1")) & (pl.col("end_ns") > pl.col("_w0")))
     arr = arr.select("host", "rank", "device", instance="instance_key",
                      occurrence="occurrence", start_ns="start_ns", end_ns="end_ns") \
         .with_columns(host=pl.col("host").cast(pl.String))
@@ -183,24 +184,44 @@ class _Job:
         dev = {(r["host"], r["device"]): r for r in facts.devices.iter_rows(named=True)}
         exp = {(h, d, t): int(x) for h, d, t, x in facts.exposed.select(
             "host", "device", "type", "exposed_ns").iter_rows()}
-        return _Job(dev, exp, _waited_for(facts.arrivals))
+        return _Job(dev, exp, _waited_for(facts.arrivals, facts.devices))
 
     def total(self, devices: Sequence[tuple[str, int]], col: str) -> int:
         return sum(int(self.device[d][col]) for d in devices if d in self.device)
 
+    def idle_in(self, devices: Sequence[tuple[str, int]], w0: int, w1: int) -> int:
+        """The most the devices can have been idle in the window [w0, w1): each one's idle in
+        its own rank's window, and all of [w0, w1) outside that window (the facts do not
+        cover it: a device of another rank whose window starts later had not begun)."""
+        out = 0
+        for d in devices:
+            r = self.device.get(d)
+            if r is not None:
+                out += int(r["idle_ns"]) + max(0, min(r["start_ns"], w1) - w0) \
+                    + max(0, w1 - max(r["end_ns"], w0))
+        return out
 
-def _waited_for(arrivals: pl.DataFrame) -> dict[tuple[str, int], int]:
-    """Per device: the arrival skew (its start less the first participant's) summed over the
-    instances it alone arrived last at (docs/definitions.md#collectives: what the others
-    waited for it)."""
+
+def _waited_for(arrivals: pl.DataFrame, devices: pl.DataFrame) -> dict[tuple[str, int], int]:
+    """Per device: over the instances it alone arrived last at, the longest wait of another
+    participant for it (from its own start to the last one's: the arrival skew of
+    docs/definitions.md#collectives) inside that participant's window, summed: what the
+    others waited for it in the window."""
     inst = ["instance", "occurrence"]
-    a = arrivals.with_columns(
-        n=pl.len().over(inst), first=pl.col("start_ns").min().over(inst),
-        last=pl.col("start_ns").max().over(inst)).with_columns(
-        at_last=(pl.col("start_ns") == pl.col("last")).sum().over(inst))
-    late = a.filter((pl.col("n") > 1) & (pl.col("start_ns") == pl.col("last"))
-                    & (pl.col("at_last") == 1))
-    got = late.group_by("host", "device").agg(w=(pl.col("last") - pl.col("first")).sum())
+    win = devices.select("host", "rank", "device", _w0="start_ns", _w1="end_ns")
+    a = arrivals.join(win, on=["host", "rank", "device"], how="left").with_columns(
+        n=pl.len().over(inst), last=pl.col("start_ns").max().over(inst)).with_columns(
+        at_last=(pl.col("start_ns") == pl.col("last")).sum().over(inst),
+        # this participant's wait for the last arrival, inside its own window
+        wait=pl.max_horizontal(pl.min_horizontal(pl.col("last"), pl.col("_w1"))
+                               - pl.max_horizontal(pl.col("start_ns"), pl.col("_w0")),
+                               pl.lit(0)))
+    keep = (pl.col("n") > 1) & (pl.col("at_last") == 1)
+    late = a.filter(keep & (pl.col("start_ns") == pl.col("last"))).select(
+        *inst, "host", "device")
+    waits = a.filter(keep & (pl.col("start_ns") < pl.col("last"))).group_by(inst).agg(
+        w=pl.col("wait").max())
+    got = late.join(waits, on=inst).group_by("host", "device").agg(w=pl.col("w").sum())
     return {(h, d): int(w) for h, d, w in got.iter_rows()}
 
 
@@ -233,7 +254,7 @@ def check_paths(res: "CriticalPathResult", facts: WindowFacts) -> Consistency:
         seen = [d for d in _visited(p) if d in job.device]
         if not seen:
             continue
-        idle = job.total(seen, "idle_ns")
+        idle = job.idle_in(seen, p.window.start_ns, p.window.end_ns)
         where = (f"{_names(seen, p.kind)} {'was' if len(seen) == 1 else 'were'} idle "
                  f"{ms(idle)} ms of the window ({ms(job.total(seen, 'span_ns'))} ms"
                  + (" summed" if len(seen) > 1 else "") + ")")
