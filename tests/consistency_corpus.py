@@ -54,7 +54,7 @@ def contradictions(path: Path) -> tuple[list[Row], list[str]]:
         rows.append(("summarize", v.check, v.subject, v.claimed_ns, v.bound_ns))
         words.append(f"summarize: {v.subject} ({v.check}): {v.fact}")
     try:
-        res = a.critical_path(top=10, activities="none")
+        res = a.critical_path(top=10, activities="longest")  # as the command's table
     except TraceInputError:  # no critical path (no device activity in a window): nothing to check
         return rows, words
     for v in res.consistency.violations:

@@ -354,3 +354,24 @@ def test_waits_that_began_before_the_window_count_inside_it() -> None:
     assert _checks(_result(path, at), facts) == []
     assert _checks(_result(path, over), facts) == [("on_time", "on_time h/GPU1", 4 * MS,
                                                     3 * MS)]
+
+
+def test_a_what_ifs_bound_counts_every_device_of_the_step_paths_activities() -> None:
+    """A pipeline's path crosses from stage to stage at transfers, with no wait to name the
+    next stage: its activities do. Hiding the send-recvs saves what both stages exposed (the
+    simulator's pipeline scenarios: its own re-simulation saves more than the first stage's
+    exposure)."""
+    from tracelens.results.critical_path import PathActivity
+
+    def act(device: int) -> PathActivity:
+        return PathActivity("kernel", "k", "gemm", "h", device, 0, 0, MS, MS)
+
+    facts = _facts([_device("h", 0, idle=0), _device("h", 1, idle=0)],
+                   exposed=[{"host": "h", "rank": 0, "device": d, "type": "send-recv",
+                             "exposed_ns": 1 * MS} for d in (0, 1)])
+    path = replace(_path({"gemm": 7 * MS, "communication": 3 * MS}),
+                   activities=(act(0), act(1)))
+    w = WhatIf("hide", "send-recv", 10 * MS, 8 * MS, 2 * MS, 3 * MS)
+    assert _checks(_result(path, w), facts) == []
+    alone = replace(path, activities=(act(0),))
+    assert _checks(_result(alone, w), facts) == [("hide", "hide send-recv", 2 * MS, 1 * MS)]

@@ -272,7 +272,11 @@ def check_paths(res: "CriticalPathResult", facts: WindowFacts) -> Consistency:
         return Consistency(PATH_CHECKS, tuple(out))
     step = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns, p.rank,
                                                       p.device))
-    seen = [d for d in _visited(step) if d in job.device]
+    # a what-if changes every device: its bound is on the devices the step path runs through,
+    # those of its activities too (a pipeline's path crosses stages at transfers, no wait)
+    seen = [d for d in dict.fromkeys([*_visited(step), *((a.host, a.device) for a in
+                                                        step.activities if a.device is not None)])
+            if d in job.device]
     names = _names(seen, step.kind)
     for w in res.what_if:
         subject = f"{w.change} {w.target}"
