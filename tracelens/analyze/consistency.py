@@ -87,7 +87,7 @@ class WindowFacts:
 def window_facts(trace: "Trace", choice: "WindowChoice") -> WindowFacts:
     """The facts of ``trace`` over the window ``choice`` picks on each rank (the critical
     path's own)."""
-    from tracelens.analyze.collectives import collective_activities
+    from tracelens.analyze.collectives import _ACTIVITY_READS, collective_activities
     from tracelens.analyze.critical_graph import windows
     from tracelens.analyze.idle import IDLE_PARTS, idle_breakdowns
     from tracelens.analyze.timeline import clip_to_windows, step_breakdown
@@ -99,7 +99,10 @@ def window_facts(trace: "Trace", choice: "WindowChoice") -> WindowFacts:
     # the window as a step (-1: none) so that the timeline and idle breakdowns cut it alike
     steps = win.select("rank", step=pl.col("step").fill_null(-1), start_ns="start_ns",
                        end_ns="end_ns")
-    ev = trace.events.join(win.select("host", "rank"), on=["host", "rank"])
+    # the columns the timeline, idle and collective passes read, not every event column
+    cols = [c for c in dict.fromkeys([*_ACTIVITY_READS, "correlation_id"])
+            if c in trace.events.columns]
+    ev = trace.events.select(cols).join(win.select("host", "rank"), on=["host", "rank"])
     keys = ["host", "rank", "device", "step"]
     if ev.is_empty():
         return _empty()
