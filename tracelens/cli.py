@@ -108,9 +108,6 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     if not opts["quiet"] and fmt != "json":  # the JSON holds them in its own fields
         for line in render.stderr_lines(result):
             click.echo(line, err=True)
-    elif not opts["quiet"] and result.consistency is not None:  # contradictions: always said
-        for line in result.consistency.lines():
-            click.echo(f"warning: {line}", err=True)
 
 
 @main.command()
