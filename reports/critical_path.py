@@ -36,7 +36,8 @@ def tables(r: CriticalPathResult) -> list[tuple[str, list[str], list[list[str]]]
     paths = ("Critical path per device (the window's every ns, by component)",
              ["rank", "device", "step", "window ms", "graph", "largest components"],
              [[str(p.rank), _who(p), "-" if p.step is None else str(p.step), ms(p.length_ns),
-               p.graph, _top(p) + (MARK if f"path {_who(p)}" in against else "")]
+               p.graph, _top(p) + (MARK if {f"path {_who(p)}", f"path {_who(p)} rank {p.rank}"}
+                                   & against.keys() else "")]
               for p in r.paths])
     comps = sorted({c.component for p in r.paths for c in p.composition})
     comp = ("Composition (ms on the path)", ["device", *comps],

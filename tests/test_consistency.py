@@ -262,7 +262,9 @@ KNOWN: dict[str, set[tuple[str, str]]] = {
         ("path_host", "path rank0/GPU2"), ("graph_launch", "graph_launch host launches")},
     "shared/kineto/mi300x_inference/normalization_layers_2gpu.json.gz": {
         ("path_host", "path normalization_layers_2gpu/GPU2")},
-    "shared/rocprof/counters_gfx1151": {("path_idle", "path unknown/GPU0")},
+    # two processes of one unnamed host, each with a GPU0: the subjects say the rank
+    "shared/rocprof/counters_gfx1151": {("path_idle", "path unknown/GPU0 rank 0"),
+                                        ("path_idle", "path unknown/GPU0 rank 1")},
     "shared/rocprof/docs_snippets": {("path_idle", "path unknown/GPU0")},
 }
 """The contradictions of ``summarize``; ``critical-path`` finds the same but for the findings'
@@ -379,3 +381,15 @@ def test_a_what_ifs_bound_counts_every_device_of_the_step_paths_activities() -> 
     assert _checks(_result(path, w), facts) == []
     alone = replace(path, activities=(act(0),))
     assert _checks(_result(alone, w), facts) == [("hide", "hide send-recv", 2 * MS, 1 * MS)]
+
+
+def test_two_ranks_devices_of_one_name_are_checked_each_against_its_own() -> None:
+    """Two processes of one machine whose trace names no host, each with a GPU0 (the shared
+    rocprof counters trace): each path against its own rank's facts, labelled with it."""
+    r0, r1 = _device("unknown", 0, idle=1 * MS), _device("unknown", 0, idle=9 * MS)
+    r1["rank"] = 1
+    p0 = _path({"idle": 2 * MS, "gemm": 8 * MS}, host="unknown")
+    p1 = replace(_path({"idle": 2 * MS, "gemm": 8 * MS}, host="unknown"), rank=1)
+    res = CriticalPathResult((p0, p1), ())
+    assert _checks(res, _facts([r0, r1])) == [("path_idle", "path unknown/GPU0 rank 0",
+                                               2 * MS, 1 * MS)]

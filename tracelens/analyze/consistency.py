@@ -77,7 +77,7 @@ ARRIVAL_FACTS: dict[str, pl.DataType] = {
 class WindowFacts:
     """The measured facts of one window, per device (:data:`DEVICE_FACTS`), per device and
     collective type (exposed time in the window, :data:`EXPOSED_FACTS`) and per collective
-    activity starting in the window (its instance and arrival, :data:`ARRIVAL_FACTS`)."""
+    activity overlapping the window (its instance and arrival, :data:`ARRIVAL_FACTS`)."""
 
     devices: pl.DataFrame
     exposed: pl.DataFrame
@@ -173,35 +173,46 @@ def ms(ns: float) -> str:
     return f"{ns / 1e6:,.3f}"
 
 
+Key = tuple[str, "int | None", int]
+"""A device as an explanation names it: (host, rank, device); rank None where only the host
+and ordinal are known (a wait's label, an activity): every rank's device of that name."""
+
+
 @dataclass(frozen=True)
 class _Job:
-    """The facts as lookups: per (host, device) its window's row; per (host, device, type)
-    its exposed time; per (host, device) the others' waiting for it."""
+    """The facts as lookups: per (host, rank, device) its window's row and, per collective
+    type, its exposed time; per (host, device) the others' waiting for it."""
 
-    device: dict[tuple[str, int], dict]
-    exposed: dict[tuple[str, int, str], int]
+    device: dict[tuple[str, int, int], dict[str, int]]
+    exposed: dict[tuple[str, int, int, str], int]
     waited_for: dict[tuple[str, int], int]
 
     @staticmethod
     def of(facts: WindowFacts) -> "_Job":
-        dev = {(r["host"], r["device"]): r for r in facts.devices.iter_rows(named=True)}
-        exp = {(h, d, t): int(x) for h, d, t, x in facts.exposed.select(
-            "host", "device", "type", "exposed_ns").iter_rows()}
+        dev = {(r["host"], r["rank"], r["device"]): r
+               for r in facts.devices.iter_rows(named=True)}
+        exp = {(h, r, d, t): int(x) for h, r, d, t, x in facts.exposed.select(
+            "host", "rank", "device", "type", "exposed_ns").iter_rows()}
         return _Job(dev, exp, _waited_for(facts.arrivals, facts.devices))
 
-    def total(self, devices: Sequence[tuple[str, int]], col: str) -> int:
-        return sum(int(self.device[d][col]) for d in devices if d in self.device)
+    def keys(self, devices: Sequence[Key]) -> list[tuple[str, int, int]]:
+        """The facts' devices the keys name, each once."""
+        out = [k for k in self.device for h, r, d in devices
+               if k[0] == h and k[2] == d and (r is None or k[1] == r)]
+        return list(dict.fromkeys(out))
 
-    def idle_in(self, devices: Sequence[tuple[str, int]], w0: int, w1: int) -> int:
+    def total(self, devices: Sequence[tuple[str, int, int]], col: str) -> int:
+        return sum(int(self.device[d][col]) for d in devices)
+
+    def idle_in(self, devices: Sequence[tuple[str, int, int]], w0: int, w1: int) -> int:
         """The most the devices can have been idle in the window [w0, w1): each one's idle in
         its own rank's window, and all of [w0, w1) outside that window (the facts do not
         cover it: a device of another rank whose window starts later had not begun)."""
         out = 0
         for d in devices:
-            r = self.device.get(d)
-            if r is not None:
-                out += int(r["idle_ns"]) + max(0, min(r["start_ns"], w1) - w0) \
-                    + max(0, w1 - max(r["end_ns"], w0))
+            r = self.device[d]
+            out += int(r["idle_ns"]) + max(0, min(r["start_ns"], w1) - w0) \
+                + max(0, w1 - max(r["end_ns"], w0))
         return out
 
 
@@ -228,37 +239,52 @@ def _waited_for(arrivals: pl.DataFrame, devices: pl.DataFrame) -> dict[tuple[str
     return {(h, d): int(w) for h, d, w in got.iter_rows()}
 
 
-def _visited(p: "DevicePath") -> list[tuple[str, int]]:
+def _visited(p: "DevicePath") -> list[Key]:
     """The devices a path runs through: its own and those it waits for (below a wait the
     walk goes on in that participant's history). Not read from its activities, which only
     some outputs list: every format checks the same."""
-    out = [(p.host, p.device)]
+    out: list[Key] = [(p.host, p.rank, p.device)]
     for c in p.composition:
         if c.component.startswith("wait:") and (m := _DEVICE.match(c.component[5:])):
-            out.append((m["host"], int(m["device"])))
+            out.append((m["host"], None, int(m["device"])))
     return list(dict.fromkeys(out))
 
 
-def _label(p: "DevicePath") -> str:
-    return f"{p.host}/{p.kind}{p.device}"
+def _label(p: "DevicePath", ranked: bool = False) -> str:
+    """``host/GPU3``, with `` rank R`` where two ranks' devices have that name."""
+    return f"{p.host}/{p.kind}{p.device}" + (f" rank {p.rank}" if ranked else "")
 
 
-def _names(devices: Sequence[tuple[str, int]], kind: str) -> str:
-    return ", ".join(f"{h}/{kind}{d}" for h, d in devices)
+def _names(devices: Sequence[tuple[str, int, int]], kind: str, ranked: bool) -> str:
+    return ", ".join(f"{h}/{kind}{d}" + (f" rank {r}" if ranked else "")
+                     for h, r, d in devices)
+
+
+def _ranked(job: _Job) -> bool:
+    """Whether two ranks of one host name have a device of the same ordinal (processes of
+    one machine whose trace names no host): the labels then say the rank."""
+    return len({(h, d) for h, _, d in job.device}) < len(job.device)
+
+
+def _step_path(res: "CriticalPathResult") -> "DevicePath | None":
+    """The step's path: the one ``summarize`` shows (critical_walk.step_path_key)."""
+    from tracelens.analyze.critical_walk import step_path_key
+
+    return max(res.paths, default=None, key=lambda p: step_path_key(
+        p.length_ns, p.idle_after_ns, p.rank, p.device))
 
 
 def check_paths(res: "CriticalPathResult", facts: WindowFacts) -> Consistency:
     """The checks of the paths' shares and of the what-ifs (module doc)."""
-    from tracelens.analyze.critical_walk import step_path_key
-
     job = _Job.of(facts)
     out: list[Violation] = []
+    ranked = _ranked(job)
     for p in res.paths:
-        seen = [d for d in _visited(p) if d in job.device]
+        seen = job.keys(_visited(p))
         if not seen:
             continue
         idle = job.idle_in(seen, p.window.start_ns, p.window.end_ns)
-        where = (f"{_names(seen, p.kind)} {'was' if len(seen) == 1 else 'were'} idle "
+        where = (f"{_names(seen, p.kind, ranked)} {'was' if len(seen) == 1 else 'were'} idle "
                  f"{ms(idle)} ms of the window ({ms(job.total(seen, 'span_ns'))} ms"
                  + (" summed" if len(seen) > 1 else "") + ")")
         for comp, check in (("idle", "path_idle"), ("host", "path_host")):
@@ -268,25 +294,24 @@ def check_paths(res: "CriticalPathResult", facts: WindowFacts) -> Consistency:
                 why = ("the rest of that time was device work" if comp == "idle" else
                        "a faster host saves at most that, the device's work stays")
                 what = "idle" if comp == "idle" else "host work"
-                out.append(Violation(check, f"path {_label(p)}", ns, idle,
+                out.append(Violation(check, f"path {_label(p, ranked)}", ns, idle,
                                      f"{ms(ns)} ms of the path is {what}, but {where}: "
                                      f"{why}"))
     if not res.paths:
         return Consistency(PATH_CHECKS, tuple(out))
-    step = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns, p.rank,
-                                                      p.device))
+    step = _step_path(res)
+    assert step is not None
     # a what-if changes every device: its bound is on the devices the step path runs through,
     # those of its activities too (a pipeline's path crosses stages at transfers, no wait)
-    seen = [d for d in dict.fromkeys([*_visited(step), *((a.host, a.device) for a in
-                                                        step.activities if a.device is not None)])
-            if d in job.device]
-    names = _names(seen, step.kind)
+    seen = job.keys([*_visited(step), *((a.host, None, a.device) for a in step.activities
+                                        if a.device is not None)])
+    names = _names(seen, step.kind, ranked)
     for w in res.what_if:
         subject = f"{w.change} {w.target}"
         if w.saved_ns <= 0 or not seen:
             continue
         if w.change == "hide":
-            bound = sum(job.exposed.get((h, d, w.target), 0) for h, d in seen)
+            bound = sum(job.exposed.get((*k, w.target), 0) for k in seen)
             if w.saved_ns > bound:
                 out.append(Violation("hide", subject, w.saved_ns, bound,
                                      f"saves {ms(w.saved_ns)} ms, but the {w.target}s were "
@@ -320,7 +345,7 @@ def check_findings(s: "Summary", f: "Findings", facts: WindowFacts) -> Consisten
     job = _Job.of(facts)
     if not f.items:
         worst: tuple[float, str, int, int] | None = None
-        for (h, d), r in job.device.items():
+        for (h, _, d), r in job.device.items():
             span = int(r["span_ns"])
             if span <= 0:
                 continue
@@ -370,8 +395,8 @@ def gate_findings(s: "Summary", res: "CriticalPathResult | None", facts: WindowF
     fact = {(v.check, v.subject): v.fact for v in reversed(found.violations)}  # the first
     what_if = {v.subject: v.fact for v in reversed(found.violations)
                if v.check in ("hide", "graph_launch", "on_time")}
-    cp = s.critical_path
-    step_path = f"path {s.device_name(cp.host, cp.device)}" if cp is not None else ""
+    step = _step_path(res) if res is not None else None
+    step_path = f"path {_label(step, _ranked(_Job.of(facts)))}" if step is not None else ""
     share = {"idle": fact.get(("path_idle", step_path)),
              "host_bound": fact.get(("path_host", step_path))}
     step = fact.get(("step", "findings"))
