@@ -197,7 +197,7 @@ class _Job:
 
     def keys(self, devices: Sequence[Key]) -> list[tuple[str, int, int]]:
         """The facts' devices the keys name, each once."""
-        out = [k for k in self.device for h, r, d in devices
+        out = [k for h, r, d in devices for k in self.device
                if k[0] == h and k[2] == d and (r is None or k[1] == r)]
         return list(dict.fromkeys(out))
 
