@@ -215,6 +215,20 @@ def test_summarize_marks_the_contradicted_finding_and_says_why() -> None:
     assert "warning: inconsistent: path runsc/TPU0 (path_idle)" in table.stderr
 
 
+def test_the_report_marks_the_contradicted_finding(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracelens.cli import main
+
+    out = CliRunner().invoke(main, ["report", str(MULTI), "-o", str(tmp_path / "r.html"),
+                                    "--quiet"])
+    assert out.exit_code == 0, out.output
+    html = (tmp_path / "r.html").read_text()
+    assert "<em>[inconsistent]</em> <strong>Find what the device waits for" in html
+    assert "contradicted by a measured fact: 11.142 ms of the path is idle" in html
+    assert "Contradicted by the step's measured facts (2)" in html
+
+
 # The contradictions the gate finds today, per trace: (command, check, subject). Figures (ns,
 # claimed > bound) in docs/critical-path.md, "The consistency gate". Root causes are being
 # fixed (issue 56, items 1, 4, 5): remove a row when its cause is; never add one to pass.
