@@ -13,7 +13,8 @@ read (:func:`window_facts`, a few rows a device) and placed in the job like ever
 (:func:`merge_facts`). The checks (docs/critical-path.md, "The consistency gate"):
 
 - ``path_idle``: a path's ``idle`` <= the idle of the devices it visits (its own and those
-  it waits for) in the window; a nested op (``while``) is busy time there;
+  it waits for) in the window; a nested op (``while``) is busy time there; another rank's
+  device counts the path's window outside its own as idle;
 - ``path_host``: a path's ``host`` <= the same devices' idle (a host holds a step only while
   its device has nothing to run);
 - ``hide``: hiding a collective type saves <= that type's exposed time on the step path's
@@ -21,8 +22,9 @@ read (:func:`window_facts`, a few rows a device) and placed in the job like ever
 - ``graph_launch``: saves <= the step path's devices' idle waiting for launches (the idle
   breakdown's host launch and launch latency), and nothing where most of their launched
   work was launched by graph replays already;
-- ``on_time``: saves <= the time the others waited for that participant in the window (the
-  arrival skew of each collective instance it arrived last at);
+- ``on_time``: saves <= the time the others waited for that participant in the window (per
+  collective instance it alone arrived last at, the longest wait for it inside a waiter's
+  window);
 - ``nothing_to_fix``: no findings never stands beside an exposure (communication or memory),
   idle or waiting for a straggler over 10% of a device's window;
 - ``step``: the findings' step is the headline's step (its length the headline's median).
