@@ -26,7 +26,6 @@ from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
-from tracelens.analyze.consistency import WindowFacts, gate_result, merge_facts, window_facts
 from tracelens.analyze.packed import PackedFrame, pack_frame
 from tracelens.analyze.critical_walk import (Labels, Walk, Walker, composition, idle_after,
                                              step_path_key, window_lengths)
@@ -35,6 +34,7 @@ from tracelens.model import Trace, device_kind
 from tracelens.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
+from tracelens.analyze.consistency import WindowFacts, gate_result, merge_facts, window_facts
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,6 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import polars as pl
 
 from tracelens.analyze.collectives import partial_activities
-from tracelens.analyze.consistency import (WindowFacts, gate_findings, merge_facts,
-                                           window_facts)
-from tracelens.analyze.critical_graph import WindowChoice
 from tracelens.analyze.critical_path import CriticalPart, CriticalPath, CriticalPathOptions
 from tracelens.analyze.packed import is_packed, pack_summary, unpack_summary
 from tracelens.analyze.idle import IDLE_PARTS, idle_breakdowns
@@ -278,11 +275,14 @@ class KeptSummaries:
     plan: JobPlan
 
 
+if TYPE_CHECKING:  # the consistency gate's facts of the window travel with the parts
+    from tracelens.analyze.consistency import WindowFacts
+
 Part = tuple[SummaryPartial | KeptSummaries, CriticalPart | CriticalPieces | None,
-             WindowFacts | None]
+             "WindowFacts | None"]
 
 
-def _facts(part: tuple) -> WindowFacts | None:
+def _facts(part: tuple) -> "WindowFacts | None":
     """A summarize part's window facts (a part made before they were taken has none)."""
     return part[2] if len(part) > 2 else None
 
@@ -313,6 +313,9 @@ class SummaryAnalysis:
     projections."""
 
     def partial(self, trace: Trace, options: SummaryOptions) -> Part:
+        from tracelens.analyze.consistency import window_facts
+        from tracelens.analyze.critical_graph import WindowChoice
+
         crit = _critical(options)
         part = None if crit is None else _critical_part(trace, crit)
         facts = None if part is None else window_facts(trace, WindowChoice(crit.step))  # type: ignore[union-attr]
@@ -342,6 +345,7 @@ class SummaryAnalysis:
         drop([p for part in parts for p in part[:2]])
 
     def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
+        from tracelens.analyze.consistency import merge_facts
         from tracelens.analyze.kept import Resident
 
         crits = [p[1] for p in parts]
@@ -403,9 +407,8 @@ class SummaryAnalysis:
                 crit_part = crit_part.merged()  # the pieces go as the merged part comes
             res = CriticalPath().finish(crit_part, crit)
         if not res.paths:
-            return gate_findings(replace(summary, findings=findings(
-                summary, no_path="no critical path: no window with device activity")), res,
-                facts)
+            return replace(summary, findings=findings(
+                summary, no_path="no critical path: no window with device activity"))
         from tracelens.analyze.critical_walk import step_path_key
 
         longest = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns,
@@ -415,5 +418,7 @@ class SummaryAnalysis:
             longest.composition, res.what_if[:CRITICAL_TOP],
             tuple(a for a in longest.activities if a.device is not None and a.on_path_ns)))
         # every explanation checked against the step's measured facts, when they are known
+        from tracelens.analyze.consistency import gate_findings
+
         return gate_findings(replace(summary, findings=findings(summary, res.what_if)), res,
                              facts)

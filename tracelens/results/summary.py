@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from tracelens.results import display
 from tracelens.hardware import DTYPES, GpuSpec
-from tracelens.results.consistency import Consistency
 from tracelens.results.collectives import (AxisTotals, Collectives, SummaryCollectives,
                                            top_lines)
 from tracelens.results.critical_path import Component, PathActivity, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
+from tracelens.results.consistency import Consistency
 from tracelens.results.filters import SummaryFilters
 from tracelens.results.findings import Findings
 from tracelens.model import shown_program_id
