@@ -345,13 +345,14 @@ class SummaryAnalysis:
         drop([p for part in parts for p in part[:2]])
 
     def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
-        from tracelens.analyze.consistency import merge_facts
         from tracelens.analyze.kept import Resident
 
         crits = [p[1] for p in parts]
         crit = None if any(c is None for c in crits) else \
             CriticalPieces(tuple(crits), plan)  # type: ignore[arg-type]
         found = [_facts(p) for p in parts]
+        from tracelens.analyze.consistency import merge_facts
+
         facts = None if crit is None or any(f is None for f in found) else \
             merge_facts(found, plan)  # type: ignore[arg-type]
         sums = [p[0] for p in parts]
