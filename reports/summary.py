@@ -212,14 +212,16 @@ def render_table(summary: Summary, console: Console, all_rows: bool = False) -> 
     from rich.table import Table  # rich only for the terminal: JSON, CSV and Markdown skip it
     from rich.text import Text
 
-    from reports.summary_brief import finding_lines, findings_title, render_brief
+    from reports.summary_brief import (finding_lines, findings_title, nothing_against,
+                                       render_brief)
 
     if not all_rows:
         render_brief(summary, console)
         return
     if summary.devices:
         console.print(Text(findings_title(summary.findings), style="bold"))
-        for title, evidence in finding_lines(summary.findings, limit=None):
+        for title, evidence in finding_lines(summary.findings, limit=None,
+                                             against=nothing_against(summary)):
             console.print(Text(title))
             if evidence:
                 console.print(Text(evidence, style="dim"))
@@ -247,20 +249,24 @@ def render_table(summary: Summary, console: Console, all_rows: bool = False) -> 
 
 def stderr_lines(s: Summary) -> list[str]:
     """What goes to stderr beside the output: each warning, then each note, once."""
-    return [f"warning: {w}" for w in s.warnings] + [f"note: {n}" for n in s.notes]
+    # the explanations a measured fact contradicts (the consistency gate) after the warnings
+    said = s.consistency.lines() if s.consistency is not None else []
+    return [f"warning: {w}" for w in (*s.warnings, *said)] + [f"note: {n}" for n in s.notes]
 
 
 def render_markdown(s: Summary, all_rows: bool = False) -> str:
     """Markdown: short by default, every table with ``all_rows``; warnings and notes go to
     stderr, as for the terminal."""
-    from reports.summary_brief import finding_lines, findings_title, render_brief_markdown
+    from reports.summary_brief import (finding_lines, findings_title, nothing_against,
+                                       render_brief_markdown)
 
     if not all_rows:
         return render_brief_markdown(s)
     out = [f"# tracelens summary ({', '.join(i['path'] for i in s.inputs)})", ""]
     if s.devices:
         out += [f"## {findings_title(s.findings)}", ""]
-        for title, evidence in finding_lines(s.findings, limit=None):
+        for title, evidence in finding_lines(s.findings, limit=None,
+                                             against=nothing_against(s)):
             out.append(md_cell(title.strip()))
             if evidence:
                 out += ["", "   " + md_cell(evidence.strip()), ""]

@@ -98,7 +98,10 @@ def test_command_outputs(tmp_path: Path) -> None:
                                     "--perfetto", str(tmp_path / "p.json")])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.output)
-    assert list(doc) == ["paths", "what_if", "notes", "warnings"]
+    assert list(doc) == ["paths", "what_if", "notes", "warnings", "consistency"]
+    assert list(doc["consistency"]) == ["checks", "violations"]
+    assert doc["consistency"]["checks"] == ["path_idle", "path_host", "hide", "graph_launch",
+                                            "on_time"]
     assert len(doc["what_if"]) == 2 and len(doc["paths"]) == 8
     p = doc["paths"][0]
     assert list(p) == ["rank", "host", "device", "step", "window", "length_ns", "graph",

@@ -177,7 +177,8 @@ def critical_path(job_in: JobInputs, step: int | None, window: str | None,
     if window is not None:
         window_pattern(window)  # a bad regex fails before any file is read
     opts = CriticalPathOptions(step=step, window=window, rank=rank, top=top, time=time,
-                               activities=activities)  # type: ignore[arg-type]
+                               activities=activities,  # type: ignore[arg-type]
+                               consistency=True)
     if trace is not None:
         from tracelens.engine.protocol import run_trace
         res, notices = run_trace(CriticalPath(), trace, opts), tuple(trace.meta.notices)

@@ -46,10 +46,11 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
     old = replacing([perfetto])
     if perfetto is not None:
         check_output_path(perfetto, paths, "--perfetto")
-    # only the JSON and the Perfetto trace list the paths' activities
-    listed = "all" if fmt == "json" or perfetto is not None else "none"
+    # only the JSON and the Perfetto trace list the paths' activities; the step path's are
+    # what the consistency gate bounds the what-ifs by, in every format
+    listed = "all" if fmt == "json" or perfetto is not None else "longest"
     res = analysis(paths, opts).critical_path(step, window, span, rank, top, listed)
-    warn(res.warnings, opts["quiet"])
+    warn([*res.warnings, *res.consistency.lines()], opts["quiet"])
     if perfetto is not None:
         render.write_perfetto(res, perfetto)
         if not opts["quiet"]:

@@ -19,6 +19,7 @@ from tracelens.results.collectives import (AxisTotals, Collectives, SummaryColle
                                            top_lines)
 from tracelens.results.critical_path import Component, PathActivity, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
+from tracelens.results.consistency import Consistency
 from tracelens.results.filters import SummaryFilters
 from tracelens.results.findings import Findings
 from tracelens.core.model import shown_program_id
@@ -313,6 +314,9 @@ class Summary:
     # what to fix first (:mod:`tracelens.analyze.summary.findings`), set once the critical path's
     # what-ifs are known
     findings: Findings = field(default=Findings((), None, None, 1.0), kw_only=True)
+    # the findings and the critical path checked against the step's measured facts
+    # (:mod:`tracelens.analyze.consistency`); None where no check ran (no critical path)
+    consistency: Consistency | None = field(default=None, kw_only=True, metadata=optional())
     headline: Headline
     devices: tuple[DeviceSummary, ...]
     idle_devices: tuple[DeviceKey, ...]

@@ -34,6 +34,7 @@ from tracelens.core.model import Trace, device_kind
 from tracelens.engine.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
+from tracelens.analyze.consistency import WindowFacts, gate_result, merge_facts, window_facts
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class CriticalPathOptions:
     # "none" (the terminal and Markdown tables show none: a window of a whole trace puts
     # every activity of every device on some path, millions of rows to build for nothing)
     activities: Literal["all", "longest", "none"] = "all"
+    # take the window's measured facts and check the result against them
+    # (:mod:`tracelens.analyze.consistency`; ``summarize`` takes its own)
+    consistency: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class CriticalPart:
     host_ranks: pl.DataFrame
     unwindowed: pl.DataFrame
     kinds: pl.DataFrame | None = None
+    facts: WindowFacts | None = None  # the window's measured facts (options.consistency)
 
     def unpacked(self) -> "CriticalPart":
         """The part with its nodes as a frame again."""
@@ -91,7 +96,9 @@ class CriticalPath:
         missing = active.join(win.select("host", "rank"), on=["host", "rank"], how="anti")
         kinds = trace.devices.select("host", "rank", "device", kind=device_kind(
             pl.col("vendor")))
-        return CriticalPart(nodes, local_edges(nodes), win, hr, missing, kinds)
+        facts = window_facts(trace, WindowChoice(options.step, options.window, options.time)) \
+            if options.consistency else None
+        return CriticalPart(nodes, local_edges(nodes), win, hr, missing, kinds, facts)
 
     def pack(self, part: CriticalPart) -> CriticalPart:
         """The part to travel and wait small: its nodes (one row per activity of the window,
@@ -114,10 +121,12 @@ class CriticalPath:
                             plan.concat([p.windows for p in parts]),
                             plan.concat([p.host_ranks for p in parts]),
                             plan.concat([p.unwindowed for p in parts]),
-                            plan.concat([p.kinds for p in parts if p.kinds is not None]))
+                            plan.concat([p.kinds for p in parts if p.kinds is not None]),
+                            merge_facts([p.facts for p in parts if p.facts is not None], plan)
+                            if parts and all(p.facts is not None for p in parts) else None)
 
     def finish(self, part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
-        return critical_paths(part.unpacked(), options)
+        return gate_result(critical_paths(part.unpacked(), options), part.facts)
 
 
 def _clipped(nodes: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
