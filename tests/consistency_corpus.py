@@ -43,8 +43,8 @@ Row = tuple[str, str, str, int, int]  # (command, check, subject, claimed_ns, bo
 def contradictions(path: Path) -> tuple[list[Row], list[str]]:
     """What the gate finds on ``path`` in ``summarize`` and ``critical-path`` (in process,
     their defaults), and the facts in words."""
-    from tracelens.analysis import TraceAnalysis
-    from tracelens.errors import TraceInputError
+    from tracelens.api.analysis import TraceAnalysis
+    from tracelens.core.errors import TraceInputError
 
     a = TraceAnalysis(str(path))
     rows: list[Row] = []

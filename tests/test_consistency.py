@@ -194,7 +194,7 @@ def test_summarize_marks_the_contradicted_finding_and_says_why() -> None:
     (as summarize's warnings: the JSON holds them in its own fields)."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     out = CliRunner().invoke(main, ["summarize", str(MULTI), "--format", "json"])
     assert out.exit_code == 0, out.output
@@ -218,7 +218,7 @@ def test_summarize_marks_the_contradicted_finding_and_says_why() -> None:
 def test_the_report_marks_the_contradicted_finding(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     out = CliRunner().invoke(main, ["report", str(MULTI), "-o", str(tmp_path / "r.html"),
                                     "--quiet"])
@@ -310,9 +310,9 @@ def test_the_facts_are_the_summarys_step_timelines(path: Path) -> None:
     """The gate's facts of a window are the timeline and idle breakdown ``summarize`` shows
     for that step, device by device (the same measurement, not a second one)."""
     import tracelens
-    from tracelens.analysis import TraceAnalysis
+    from tracelens.api.analysis import TraceAnalysis
     from tracelens.analyze.consistency import window_facts
-    from tracelens.analyze.critical_graph import WindowChoice
+    from tracelens.analyze.critical.graph import WindowChoice
 
     trace = tracelens.load(str(path))
     s = TraceAnalysis(trace).summarize()

@@ -2,13 +2,14 @@
 
 The critical path and its what-ifs come from a graph the trace is read into; the timeline
 breakdown, the idle breakdown and the collectives' arrivals are measured on the trace's
-activities directly (:mod:`tracelens.analyze.timeline`, :mod:`tracelens.analyze.idle`,
-:mod:`tracelens.analyze.collectives`). Where the two disagree the explanation is wrong, not
-the measurement: the gate says which fact contradicts it (a :class:`Violation`), and
-``summarize`` marks the finding it contradicts instead of presenting it as a plain one.
+activities directly (:mod:`tracelens.analyze.timeline.breakdown`,
+:mod:`tracelens.analyze.timeline.idle`, :mod:`tracelens.analyze.communication.collectives`).
+Where the two disagree the explanation is wrong, not the measurement: the gate says which
+fact contradicts it (a :class:`Violation`), and ``summarize`` marks the finding it contradicts
+instead of presenting it as a plain one.
 
 The facts are per device, over the same window as the critical path
-(:func:`~tracelens.analyze.critical_graph.windows`), computed per host where its file is
+(:func:`~tracelens.analyze.critical.graph.windows`), computed per host where its file is
 read (:func:`window_facts`, a few rows a device) and placed in the job like every part
 (:func:`merge_facts`). The checks (docs/critical-path.md, "The consistency gate"):
 
@@ -41,9 +42,9 @@ import polars as pl
 from tracelens.results.consistency import Consistency, Violation
 
 if TYPE_CHECKING:
-    from tracelens.analyze.critical_graph import WindowChoice
-    from tracelens.model import Trace
-    from tracelens.protocol import JobPlan
+    from tracelens.analyze.critical.graph import WindowChoice
+    from tracelens.core.model import Trace
+    from tracelens.engine.protocol import JobPlan
     from tracelens.results.critical_path import CriticalPathResult, DevicePath
     from tracelens.results.findings import Findings
     from tracelens.results.summary import Summary
@@ -89,11 +90,11 @@ class WindowFacts:
 def window_facts(trace: "Trace", choice: "WindowChoice") -> WindowFacts:
     """The facts of ``trace`` over the window ``choice`` picks on each rank (the critical
     path's own)."""
-    from tracelens.analyze.collectives import _ACTIVITY_READS, collective_activities
-    from tracelens.analyze.critical_graph import windows
-    from tracelens.analyze.idle import IDLE_PARTS, idle_breakdowns
-    from tracelens.analyze.timeline import clip_to_windows, step_breakdown
-    from tracelens.instances import with_instance_keys
+    from tracelens.analyze.communication.collectives import _ACTIVITY_READS, collective_activities
+    from tracelens.analyze.critical.graph import windows
+    from tracelens.analyze.timeline.idle import IDLE_PARTS, idle_breakdowns
+    from tracelens.analyze.timeline.breakdown import clip_to_windows, step_breakdown
+    from tracelens.core.instances import with_instance_keys
 
     win = windows(trace, choice)
     if win.is_empty() or trace.events.is_empty():
@@ -270,7 +271,7 @@ def _ranked(job: _Job) -> bool:
 
 def _step_path(res: "CriticalPathResult") -> "DevicePath | None":
     """The step's path: the one ``summarize`` shows (critical_walk.step_path_key)."""
-    from tracelens.analyze.critical_walk import step_path_key
+    from tracelens.analyze.critical.walk import step_path_key
 
     return max(res.paths, default=None, key=lambda p: step_path_key(
         p.length_ns, p.idle_after_ns, p.rank, p.device))

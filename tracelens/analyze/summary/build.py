@@ -315,7 +315,7 @@ class SummaryAnalysis:
 
     def partial(self, trace: Trace, options: SummaryOptions) -> Part:
         from tracelens.analyze.consistency import window_facts
-        from tracelens.analyze.critical_graph import WindowChoice
+        from tracelens.analyze.critical.graph import WindowChoice
 
         crit = _critical(options)
         part = None if crit is None else _critical_part(trace, crit)
