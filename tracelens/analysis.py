@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tracelens.results.collectives import Collectives
     from tracelens.results.critical_path import CriticalPathResult
     from tracelens.results.hlo import HloLensResult
+    from tracelens.results.memory import MemoryResult
     from tracelens.results.runs import Comparison, Scaling
     from tracelens.results.summary import Summary
     from tracelens.results.xcheck import XCheck
@@ -248,6 +249,24 @@ class TraceAnalysis(FrameAnswers):
         ('mi355x-node1', 3, True)
         """
         return self.collectives_report()
+
+    def memory_report(self, top: int = 10) -> "MemoryResult":
+        """``tracelens memory``: per allocator (a device's memory, or the host's) its
+        capacity, peak bytes in use and when (time, step, the op that allocated last), what
+        is live at the peak (the ``top`` largest groups), the peak per step; one line per
+        file without allocator events (docs/memory.md)."""
+        from tracelens.memory import analyze, read_memory
+        from tracelens.results.memory import MemoryResult
+
+        paths = [Path(p) for p in self._paths] or [Path(s["path"])
+                                                    for s in self.trace.meta.sources]
+        mem, without = read_memory(paths)
+        if mem.is_empty():
+            return MemoryResult(devices=(), without=tuple(without))
+        trace = self.trace  # the steps and devices the events fall in
+        firsts = [f["start_ns"].min() for f in (trace.events, trace.host_events) if f.height]
+        return analyze(mem, trace.steps, trace.devices, without, top,
+                       start_ns=min(firsts) if firsts else None)  # type: ignore[type-var]
 
     def hlo_lens(self, program: str | None = None, top: int | None = 20,
                  devices_per_host: int | None = None) -> HloLensResult:

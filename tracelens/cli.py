@@ -185,6 +185,26 @@ def collectives(paths: tuple[Path, ...], top: int, mesh: str | None,
                  lambda console: render.render_table(res, console))
 
 
+@main.command()
+@PATHS
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many groups of allocations live at the peak to list.")
+@format_option
+@analysis_options(filters=False)
+@guarded
+def memory(paths: tuple[Path, ...], top: int, fmt: str, **opts: Any) -> None:
+    """Memory: per device its capacity, peak bytes in use and when (time, step, the op that
+    allocated last), what is live at the peak, the peak per step (from the allocator's
+    events: XSpace MemoryAllocation/MemoryDeallocation, Kineto [memory])."""
+    from reports import memory as render
+
+    res = analysis(paths, opts).memory_report(top)
+    warn(res.warnings, opts["quiet"])
+    print_result(fmt, lambda: render.render_json(res), lambda: render.render_csv(res),
+                 lambda: render.render_markdown(res),
+                 lambda console: render.render_table(res, console))
+
+
 def _write_html(html: Path | None, page: Callable[[], str]) -> None:
     """``--html``: the result also as a self-contained page."""
     if html is None:

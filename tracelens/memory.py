@@ -1,0 +1,167 @@
+"""Memory: each allocator's bytes in use over the profile, its peak (when, in which step, the
+op that allocated last), what is live at the peak, the peak per step (docs/memory.md).
+
+Read from the allocator events (``tracelens.model.MEMORY_SCHEMA``), the same way XProf's
+``memory_profile`` reads XSpace ones: bytes in use = the allocator's heap (allocated) plus its
+stack reservation after each event; the peak is the most of it, and among events at that
+most, the last in the file's order (XProf's choice); the capacity is in use plus available at
+the peak. A free is matched to the allocation at its address; an allocation is live at the
+peak when no free of its address comes between it and the peak. The heap at the peak that no
+live allocation of the profile accounts for was allocated before the profile began (or
+without an event): ``unattributed_bytes``, never spread over ops.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+import polars as pl
+
+from tracelens.model import empty_memory
+from tracelens.results.memory import DeviceMemory, LiveAllocation, MemoryResult, StepPeak
+
+_DEVICE_NUMBER = re.compile(r"(?:^|[_:])(\d+)(?:$|_)")
+_HOST_ALLOCATOR = re.compile(r"host|cpu|pinned", re.I)
+NO_EVENTS = ("no allocator events (XSpace MemoryAllocation/MemoryDeallocation, Kineto "
+             "[memory]): nothing to say about its memory")
+
+
+def allocator_device(allocator: str) -> int | None:
+    """The device an allocator serves, from its name (``0``, ``GPU_0_bfc``, ``cuda:0``);
+    None for host allocators (``xla_gpu_host_bfc``, ``cpu``) and names without a number."""
+    if _HOST_ALLOCATOR.search(allocator):
+        return None
+    m = _DEVICE_NUMBER.search(allocator)
+    return int(m.group(1)) if m else None
+
+
+def read_memory(paths: Sequence[Path]) -> tuple[pl.DataFrame, list[str]]:
+    """The allocator events of the trace files behind ``paths`` (as every command finds
+    them), and one line per file that has none."""
+    from tracelens.formats import discover, read_memory_events
+
+    frames, without = [], []
+    for path in paths:
+        found, _ = discover(path)
+        for f in found:
+            mem, why = read_memory_events(f)
+            if mem.height:
+                frames.append(mem)
+            else:
+                without.append(f"{f}: {why or NO_EVENTS}")
+    return (pl.concat(frames) if frames else empty_memory()), without
+
+
+def analyze(mem: pl.DataFrame, steps: pl.DataFrame | None = None,
+            devices: pl.DataFrame | None = None, without: Sequence[str] = (),
+            top: int = 10, start_ns: int | None = None) -> MemoryResult:
+    """Per (host, allocator) of ``mem``: peak, live allocations at it (the ``top`` largest
+    groups), peak per step of ``steps`` (the windows of the device's rank; of the host's
+    first rank for host memory). ``devices`` gives the ranks and, where the allocator does
+    not say, the capacity (``memory_bytes``)."""
+    out = []
+    for (host, alloc), ev in sorted(mem.group_by(["host", "allocator"]),
+                                    key=lambda g: (str(g[0][0]), str(g[0][1]))):
+        out.append(_one(str(host), str(alloc), ev, steps, devices, top))
+    return MemoryResult(devices=tuple(out), without=tuple(without), start_ns=start_ns)
+
+
+def _windows(host: str, device: int | None, steps: pl.DataFrame | None,
+             devices: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The step windows that apply to an allocator of ``host`` serving ``device``."""
+    if steps is None or devices is None or steps.is_empty():
+        return None
+    here = devices.filter(pl.col("host").cast(pl.String) == host)
+    if device is not None and (here["device"] == device).any():
+        here = here.filter(pl.col("device") == device)
+    if here.is_empty():
+        return None
+    rank = int(here["rank"].min())  # type: ignore[arg-type]
+    win = steps.filter(pl.col("rank") == rank).select("step", "start_ns", "end_ns")
+    return win.sort("start_ns") if win.height else None
+
+
+def _step_of(times: pl.DataFrame, win: pl.DataFrame | None) -> pl.DataFrame:
+    """``times`` with ``step``: the step whose window [start, end) holds ``time_ns``."""
+    if win is None:
+        return times.with_columns(step=pl.lit(None, pl.Int32))
+    hit = (times.sort("time_ns")
+           .join_asof(win, left_on="time_ns", right_on="start_ns", strategy="backward")
+           .with_columns(step=pl.when(pl.col("time_ns") < pl.col("end_ns"))
+                         .then(pl.col("step")).otherwise(None))
+           .drop("start_ns", "end_ns"))
+    return hit
+
+
+def _capacity(host: str, device: int | None, peak: dict, devices: pl.DataFrame | None
+              ) -> tuple[int | None, str | None, str | None]:
+    """The allocator's size: in use + available where it says (XProf's capacity), else the
+    device's memory from its properties (its own row, or the one size every device of the
+    host has: the allocator's device ids need not be the trace's device numbers)."""
+    if peak["free_bytes"] is not None and peak["in_use"] is not None:
+        return peak["in_use"] + peak["free_bytes"], "allocator", None
+    if device is None:
+        return None, None, "host memory: its size is not in the trace"
+    if devices is not None:
+        here = devices.filter(pl.col("host").cast(pl.String) == host)
+        own = here.filter(pl.col("device") == device)
+        sizes = (own if own.height else here)["memory_bytes"].drop_nulls().unique()
+        if sizes.len() == 1:
+            return int(sizes[0]), "device properties", None
+    return None, None, "neither the allocator nor the device's properties give its size"
+
+
+def _one(host: str, alloc: str, ev: pl.DataFrame, steps: pl.DataFrame | None,
+         devices: pl.DataFrame | None, top: int) -> DeviceMemory:
+    device = allocator_device(alloc)
+    win = _windows(host, device, steps, devices)
+    ev = _step_of(ev.sort(["time_ns", "seq"]), win).sort(["time_ns", "seq"])
+    ev = ev.with_row_index("pos")
+    known = ev.filter(pl.col("in_use").is_not_null())
+    top_bytes = known["in_use"].max()
+    peak = known.filter(pl.col("in_use") == top_bytes).sort("seq").row(-1, named=True)
+    upto = ev.filter(pl.col("pos") <= peak["pos"])
+    last_alloc = upto.filter(pl.col("kind") == "alloc").tail(1)
+    # live at the peak: per address, the last event up to the peak is an allocation
+    live = (upto.filter(pl.col("address").is_not_null())
+            .group_by(["address"]).agg(pl.all().sort_by("pos").last())
+            .filter(pl.col("kind") == "alloc"))
+    live_bytes = int(live["allocation_bytes"].sum() or 0)
+    groups = (live.group_by(["allocation_bytes", "requested_bytes", "op", "shape", "dtype",
+                             "region"])
+              .agg(count=pl.len(), first_time_ns=pl.col("time_ns").min(),
+                   step=pl.col("step").sort_by("time_ns").first())
+              .with_columns(total_bytes=pl.col("allocation_bytes") * pl.col("count"))
+              .sort(["allocation_bytes", "count", "op", "shape"],
+                    descending=[True, True, False, False], nulls_last=True))
+    per_step = (known.filter(pl.col("step").is_not_null())
+                .sort("pos").group_by("step", maintain_order=True)
+                .agg(peak=pl.col("in_use").max(),
+                     time=pl.col("time_ns").filter(pl.col("in_use") == pl.col("in_use").max())
+                     .first())
+                .sort("step"))
+    cap, source, note = _capacity(host, device, peak, devices)
+    heap = peak["heap_bytes"]
+    reserved = peak["reserved_bytes"]
+    return DeviceMemory(
+        host=host, allocator=alloc, device=device, events=ev.height,
+        capacity_bytes=cap, capacity_source=source, capacity_note=note,
+        peak_bytes=int(top_bytes), peak_time_ns=peak["time_ns"], peak_step=peak["step"],
+        peak_op=last_alloc["op"][0] if last_alloc.height else None,
+        peak_pct_of_capacity=100.0 * int(top_bytes) / cap if cap else None,
+        heap_bytes=heap, stack_bytes=peak["stack_bytes"], reserved_bytes=reserved,
+        cached_free_bytes=reserved - heap if reserved is not None and heap is not None
+        and reserved >= heap else None,
+        fragmentation=peak["fragmentation"], lifetime_peak_bytes=peak["peak_lifetime"],
+        live_count=live.height, live_bytes=live_bytes,
+        unattributed_bytes=heap - live_bytes if heap is not None else None,
+        live=tuple(LiveAllocation(
+            allocation_bytes=r["allocation_bytes"], count=r["count"],
+            total_bytes=r["total_bytes"], requested_bytes=r["requested_bytes"], op=r["op"],
+            shape=r["shape"], dtype=r["dtype"], region=r["region"],
+            first_time_ns=r["first_time_ns"], step=r["step"])
+            for r in groups.head(top).iter_rows(named=True)),
+        steps=tuple(StepPeak(int(r["step"]), int(r["peak"]), int(r["time"]))
+                    for r in per_step.iter_rows(named=True)))
