@@ -71,7 +71,7 @@ def tables(d: DeviceMemory, start: int | None = None
 def render_table(m: MemoryResult, console: Console) -> None:
     for d in m.devices:
         for line in headline(d, m.start_ns):
-            console.print(Text(line))
+            console.print(Text(line), soft_wrap=True)
         for title, header, rows in tables(d, m.start_ns):
             if not rows:
                 console.print(Text(f"{title}: none"))
@@ -83,7 +83,7 @@ def render_table(m: MemoryResult, console: Console) -> None:
                 table.add_row(*r)
             console.print(table)
     for line in m.without:
-        console.print(Text(line))
+        console.print(Text(line), soft_wrap=True)  # one line, however long
 
 
 def render_markdown(m: MemoryResult) -> str:

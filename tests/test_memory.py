@@ -1,0 +1,189 @@
+"""``tracelens memory`` (docs/memory.md): the allocator events of XSpace and Kineto traces,
+each allocator's peak in use, when, and what is live at it.
+
+Truth: the real TPU v5e traces of ``sample_traces/tpu/memory`` (made by
+``make_memory_traces.py``) equal XProf's own ``memory_profile`` figures written beside them
+(``xprof_memory_profile.json``, by ``xprof_figures.py``; re-run here where XProf is installed),
+and a Kineto trace from our writer with ``[memory]`` events reads exactly as computed by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracelens
+from tests.conftest import cli
+from tests.synth_helpers import writer_device, writer_events
+from tracelens.analysis import TraceAnalysis
+from tracelens.results.memory import DeviceMemory
+from tracelens_dev.writers.kineto import write as write_kineto
+from tracelens_dev.writers.kineto_memory import MemoryEvent, add_memory
+
+ROOT = Path(__file__).resolve().parents[1]
+MEM = ROOT / "sample_traces" / "tpu" / "memory"
+VARIANTS = ("plain", "remat", "bigbatch")
+FIGURES = json.loads((MEM / "xprof_memory_profile.json").read_text())
+ALL = 10**6  # list every group of live allocations
+
+
+def _device(variant: str) -> DeviceMemory:
+    res = TraceAnalysis(MEM / f"{variant}.xplane.pb.gz").memory_report(top=ALL)
+    (dev,) = res.devices  # one TPU core, one allocator
+    return dev
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_tpu_peak_equals_xprof(variant: str) -> None:
+    """Peak in use, its heap and stack parts, capacity and the time of the peak: XProf's."""
+    from parsers.xspace.memory import read_memory
+
+    x = FIGURES[variant]["0"]
+    d = _device(variant)
+    assert (d.allocator, d.device) == ("0", 0)
+    assert d.peak_bytes == x["peak_bytes_in_use"]
+    assert (d.heap_bytes, d.stack_bytes) == (x["heap_bytes"], x["stack_bytes"])
+    assert d.capacity_bytes == x["capacity_bytes"] and d.capacity_source == "allocator"
+    assert d.lifetime_peak_bytes == x["lifetime_peak_bytes"]
+    # XProf's time is the event's offset in its line; ours the line's start plus it
+    mem = read_memory(MEM / f"{variant}.xplane.pb.gz")
+    at = mem.filter((pl.col("time_ns") == d.peak_time_ns) & (pl.col("in_use") == d.peak_bytes))
+    assert x["peak_time_ps"] in at["offset_ps"].to_list()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_tpu_live_at_peak_equals_xprof(variant: str) -> None:
+    """XProf lists the allocations of the peak's step live at the peak and calls the rest of
+    the heap "unused preallocated device memory"; we list every allocation of the profile
+    live at the peak. So each of XProf's groups is among ours with at least its count, and
+    both split the same heap: XProf's listed + its remainder = ours + our remainder."""
+    x = FIGURES[variant]["0"]
+    d = _device(variant)
+    ours = Counter({(a.allocation_bytes, a.requested_bytes, a.op or "", a.shape or "",
+                     a.region or ""): a.count for a in d.live})
+    theirs = Counter({(a["allocation_bytes"], a["requested_bytes"], a["op"], a["shape"],
+                       a["region"]): a["count"] for a in x["live"]})
+    assert theirs and not theirs - ours
+    listed = sum(a["allocation_bytes"] * a["count"] for a in x["live"])
+    unused = sum(a["allocation_bytes"] for a in x["special"]
+                 if a["op"] == "unused preallocated device memory")
+    assert listed + unused == x["heap_bytes"] == d.live_bytes + d.unattributed_bytes
+    assert d.live_bytes >= listed and 0 <= d.unattributed_bytes <= unused
+    assert d.live_count == sum(a.count for a in d.live)
+
+
+def test_remat_and_batch_move_the_peak() -> None:
+    """Remat keeps only the layers' inputs for the backward pass: its peak is below the
+    plain run's by what the two traces say; the larger batch fills 99% of the chip."""
+    plain, remat, big = (_device(v) for v in VARIANTS)
+    assert remat.peak_bytes == 1_491_168_768 and plain.peak_bytes == 6_983_468_032
+    assert big.peak_pct_of_capacity is not None and big.peak_pct_of_capacity > 99
+    # the plain run's largest live groups are the attention scores (f32 [8,8,512,512]) kept
+    # for the backward; remat keeps none of them
+    assert any("f32[8,8,512,512]" in (a.shape or "") for a in plain.live)
+    assert not any("[8,8,512,512]" in (a.shape or "") for a in remat.live)
+
+
+def test_xprof_converter_gives_the_written_figures(tmp_path: Path) -> None:
+    """The figures beside the traces are XProf's: its converter, run here, gives them."""
+    pytest.importorskip("xprof", reason="XProf (the reference converter) is not installed")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("xprof_figures", MEM / "xprof_figures.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for v in VARIANTS:
+        assert mod.figures(mod.memory_profile(MEM / f"{v}.xplane.pb.gz")) == FIGURES[v]
+
+
+# -- Kineto [memory] events from our writer, the timeline computed by hand -----------------
+
+US = 1000
+PRE = 64  # bytes allocated before the profile: in every total, in no event
+
+
+def _kineto_job(tmp: Path) -> Path:
+    """One MI300X, 2 steps of 10 µs (ProfilerStep annotations), and on cuda:0:
+    A 100 B at 1 µs (aten::empty), B 300 B at 2 µs (aten::mm), free A at 3 µs, C 500 B at
+    A's address at 4 µs (aten::add), free B at 5 µs, D 300 B at 6 µs (aten::cat: in use
+    800 again, the peak's last event), free C at 12 µs, free D at 13 µs; one CPU allocation."""
+    ev = writer_events([("kernel", "k", k * 10 * US, k * 10 * US + 5 * US, "aten::mm")
+                        for k in range(2)])
+    devices = pl.DataFrame([writer_device("amd", "gfx942", "AMD Instinct MI300X", 304,
+                                          192 * 2**30)])
+    steps = pl.DataFrame({"rank": [0, 0], "step": [0, 1], "start_ns": [0, 10 * US],
+                          "end_ns": [10 * US, 20 * US], "source": ["annotation:gpu"] * 2})
+    (path,) = write_kineto(tracelens.Trace(events=ev, host_events=pl.DataFrame(),
+                                           steps=steps, devices=devices), tmp / "job")
+    r = 4096  # reserved
+    add_memory(path, [
+        MemoryEvent(1 * US, 0x1000, 100, PRE + 100, r),
+        MemoryEvent(2 * US, 0x2000, 300, PRE + 400, r),
+        MemoryEvent(3 * US, 0x1000, -100, PRE + 300, r),
+        MemoryEvent(4 * US, 0x1000, 500, PRE + 800, r),
+        MemoryEvent(5 * US, 0x2000, -300, PRE + 500, r),
+        MemoryEvent(6 * US, 0x3000, 300, PRE + 800, r),
+        MemoryEvent(7 * US, 0x9000, 8, 8, 0, device_type=0),
+        MemoryEvent(12 * US, 0x1000, -500, PRE + 300, r),
+        MemoryEvent(13 * US, 0x3000, -300, PRE, r),
+    ], ops=(("aten::empty", 900, 1100), ("aten::mm", 1900, 2500),
+            ("aten::add", 3900, 4100), ("aten::cat", 5900, 6100)))
+    return path
+
+
+def test_kineto_memory_timeline_by_hand(tmp_path: Path) -> None:
+    res = TraceAnalysis(_kineto_job(tmp_path)).memory_report()
+    cpu, gpu = res.devices
+    assert (cpu.allocator, cpu.device, cpu.peak_bytes, cpu.capacity_bytes) == ("cpu", None, 8,
+                                                                               None)
+    assert cpu.capacity_note == "host memory: its size is not in the trace"
+    assert (gpu.allocator, gpu.device, gpu.events) == ("cuda:0", 0, 8)
+    # 800 + PRE twice (4 µs and 6 µs): the peak is the last of them, in step 0
+    assert (gpu.peak_bytes, gpu.peak_time_ns, gpu.peak_step) == (PRE + 800, 6 * US, 0)
+    assert gpu.peak_op == "aten::cat"
+    assert (gpu.capacity_bytes, gpu.capacity_source) == (192 * 2**30, "device properties")
+    assert (gpu.heap_bytes, gpu.reserved_bytes, gpu.cached_free_bytes) == (
+        PRE + 800, 4096, 4096 - PRE - 800)
+    assert gpu.stack_bytes is None and gpu.fragmentation is None
+    # live at the peak: C (500, aten::add) and D (300, aten::cat); PRE before the profile
+    assert [(a.allocation_bytes, a.count, a.op, a.first_time_ns) for a in gpu.live] == [
+        (500, 1, "aten::add", 4 * US), (300, 1, "aten::cat", 6 * US)]
+    assert (gpu.live_count, gpu.live_bytes, gpu.unattributed_bytes) == (2, 800, PRE)
+    assert [(s.step, s.peak_bytes, s.time_ns) for s in gpu.steps] == [
+        (0, PRE + 800, 4 * US), (1, PRE + 300, 12 * US)]
+
+
+def test_cli_json_and_no_events(tmp_path: Path) -> None:
+    """The JSON is the result; a trace without allocator events says so in one line."""
+    out = cli("memory", str(_kineto_job(tmp_path)), "--format", "json")
+    doc = json.loads(out.stdout)
+    assert [d["allocator"] for d in doc["devices"]] == ["cpu", "cuda:0"]
+    assert doc["devices"][1]["peak_bytes"] == PRE + 800 and doc["without"] == []
+    empty = ROOT / "sample_traces" / "h100_8gpu_moe_ddp.xplane.pb"
+    out = cli("memory", str(empty))
+    assert out.returncode == 0
+    assert out.stdout == (
+        f"{empty}: no allocator events (XSpace MemoryAllocation/MemoryDeallocation, Kineto "
+        "[memory]): nothing to say about its memory\n")
+
+
+def test_real_kineto_peak_by_hand() -> None:
+    """A real ROCm Kineto trace with profile_memory: the peak is the largest Total Allocated
+    of its HIP device's [memory] events (read here straight from the JSON)."""
+    import gzip
+
+    path = ROOT.parent / "shared" / "traces" / "kineto" / "mi300x_inference" / \
+        "normalization_layers_2gpu.json.gz"
+    if not path.exists():
+        pytest.skip("the shared real traces are not beside the checkout")
+    evs = [e for e in json.loads(gzip.open(path).read())["traceEvents"]
+           if e.get("name") == "[memory]" and e["args"].get("Device Type") == 6]
+    (gpu,) = [d for d in TraceAnalysis(path).memory_report().devices if d.allocator == "hip:0"]
+    assert gpu.events == len(evs) == 415
+    assert gpu.peak_bytes == max(e["args"]["Total Allocated"] for e in evs)
+    assert gpu.reserved_bytes is not None and gpu.capacity_source == "device properties"
