@@ -68,7 +68,13 @@ def tables(d: DeviceMemory, start: int | None = None
             ("Peak per step", ["step", "peak in use", "at"], steps)]
 
 
+def finding_lines(m: MemoryResult) -> list[str]:
+    return [f"Finding: {f.title} ({f.evidence})" for f in m.findings]
+
+
 def render_table(m: MemoryResult, console: Console) -> None:
+    for line in finding_lines(m):
+        console.print(Text(line), soft_wrap=True)
     for d in m.devices:
         for line in headline(d, m.start_ns):
             console.print(Text(line), soft_wrap=True)
@@ -88,6 +94,8 @@ def render_table(m: MemoryResult, console: Console) -> None:
 
 def render_markdown(m: MemoryResult) -> str:
     parts = ["# tracelens memory", ""]
+    if m.findings:
+        parts += [*finding_lines(m), ""]
     for d in m.devices:
         parts += [*headline(d, m.start_ns), ""]
         for title, header, rows in tables(d, m.start_ns):

@@ -187,3 +187,29 @@ def test_real_kineto_peak_by_hand() -> None:
     assert gpu.events == len(evs) == 415
     assert gpu.peak_bytes == max(e["args"]["Total Allocated"] for e in evs)
     assert gpu.reserved_bytes is not None and gpu.capacity_source == "device properties"
+
+
+def test_a_full_device_is_a_finding() -> None:
+    """bigbatch peaks at 99.3% of the chip: one finding, with what is left and what holds the
+    most (58 bf16 [24,512,4096] buffers, 96 MiB each); plain (41%) has none."""
+    big = TraceAnalysis(MEM / "bigbatch.xplane.pb.gz").memory_report(top=1)
+    (f,) = big.findings
+    d = big.devices[0]
+    assert (f.kind, f.target, f.saved_ns) == ("memory_peak", "runsc/0", None)
+    assert f"{(d.capacity_bytes - d.peak_bytes) / 2**30:,.2f} GiB left" in f.title
+    assert d.most is not None and (d.most.count, d.most.allocation_bytes) == (58, 96 * 2**20)
+    assert "58 × bf16[24,512,4096]" in f.evidence
+    assert TraceAnalysis(MEM / "plain.xplane.pb.gz").memory_report().findings == ()
+
+
+def test_compare_names_the_change_of_peak_memory() -> None:
+    """compare of the plain and remat runs: the peak in use of the chip, each run's as
+    XProf reads it, and the change."""
+    c = tracelens.compare(str(MEM / "plain.xplane.pb.gz"), str(MEM / "remat.xplane.pb.gz"))
+    (m,) = c.memory
+    base, new = (FIGURES[v]["0"]["peak_bytes_in_use"] for v in ("plain", "remat"))
+    assert (m.host, m.allocator, m.base_peak_bytes, m.new_peak_bytes) == ("runsc", "0", base,
+                                                                          new)
+    assert m.delta_bytes == new - base == -5_492_299_264
+    out = cli("compare", str(MEM / "plain.xplane.pb.gz"), str(MEM / "remat.xplane.pb.gz"))
+    assert "Peak memory in use" in out.stdout and "-5.1 GiB (-78.6%)" in out.stdout

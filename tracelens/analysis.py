@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tracelens.results.collectives import Collectives
     from tracelens.results.critical_path import CriticalPathResult
     from tracelens.results.hlo import HloLensResult
-    from tracelens.results.memory import MemoryResult
+    from tracelens.results.memory import MemoryChange, MemoryResult
     from tracelens.results.runs import Comparison, Scaling
     from tracelens.results.summary import Summary
     from tracelens.results.xcheck import XCheck
@@ -250,6 +250,12 @@ class TraceAnalysis(FrameAnswers):
         """
         return self.collectives_report()
 
+    def _memory_paths(self) -> list[Path]:
+        """The files whose allocator events ``memory`` reads: the paths, or the loaded
+        trace's sources."""
+        return [Path(p) for p in self._paths] or [Path(s["path"])
+                                                  for s in self.trace.meta.sources]
+
     def memory_report(self, top: int = 10) -> "MemoryResult":
         """``tracelens memory``: per allocator (a device's memory, or the host's) its
         capacity, peak bytes in use and when (time, step, the op that allocated last), what
@@ -258,9 +264,7 @@ class TraceAnalysis(FrameAnswers):
         from tracelens.memory import analyze, read_memory
         from tracelens.results.memory import MemoryResult
 
-        paths = [Path(p) for p in self._paths] or [Path(s["path"])
-                                                    for s in self.trace.meta.sources]
-        mem, without = read_memory(paths)
+        mem, without = read_memory(self._memory_paths())
         if mem.is_empty():
             return MemoryResult(devices=(), without=tuple(without))
         trace = self.trace  # the steps and devices the events fall in
@@ -516,7 +520,19 @@ def compare(base: "TraceAnalysis | str | Path", new: "TraceAnalysis | str | Path
     return replace(res, base=replace(res.base, steps_source=sa),
                    new=replace(res.new, steps_source=sb), filters=active or None,
                    gate=Gate(fail_above, regressed),
-                   findings=findings_change(a.summary.findings, b.summary.findings))
+                   findings=findings_change(a.summary.findings, b.summary.findings),
+                   memory=_memory_change(a, b))
+
+
+def _memory_change(a: TraceAnalysis, b: TraceAnalysis) -> "tuple[MemoryChange, ...]":
+    """Each allocator's peak in both runs, where both record allocator events (read apart
+    from the profiles: no step or device is needed for a peak)."""
+    from tracelens.memory import analyze, memory_changes, read_memory
+
+    mems = [read_memory(t._memory_paths())[0] for t in (a, b)]
+    if any(m.is_empty() for m in mems):
+        return ()
+    return memory_changes(analyze(mems[0], top=1), analyze(mems[1], top=1))
 
 
 def scaling(runs: Sequence["TraceAnalysis | str | Path"], strong: bool = False,

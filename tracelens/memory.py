@@ -20,10 +20,13 @@ from typing import Sequence
 import polars as pl
 
 from tracelens.model import empty_memory
-from tracelens.results.memory import DeviceMemory, LiveAllocation, MemoryResult, StepPeak
+from tracelens.results.findings import RankedFinding
+from tracelens.results.memory import (DeviceMemory, LiveAllocation, MemoryChange, MemoryResult,
+                                     StepPeak)
 
 _DEVICE_NUMBER = re.compile(r"(?:^|[_:])(\d+)(?:$|_)")
 _HOST_ALLOCATOR = re.compile(r"host|cpu|pinned", re.I)
+FULL_PCT = 90.0  # a peak over this share of the capacity is a finding
 NO_EVENTS = ("no allocator events (XSpace MemoryAllocation/MemoryDeallocation, Kineto "
              "[memory]): nothing to say about its memory")
 
@@ -65,7 +68,61 @@ def analyze(mem: pl.DataFrame, steps: pl.DataFrame | None = None,
     for (host, alloc), ev in sorted(mem.group_by(["host", "allocator"]),
                                     key=lambda g: (str(g[0][0]), str(g[0][1]))):
         out.append(_one(str(host), str(alloc), ev, steps, devices, top))
-    return MemoryResult(devices=tuple(out), without=tuple(without), start_ns=start_ns)
+    return MemoryResult(devices=tuple(out), without=tuple(without), start_ns=start_ns,
+                        findings=tuple(f for d in out if (f := full_finding(d)) is not None))
+
+
+def _gib(b: int) -> str:
+    return f"{b / 2**30:,.2f} GiB"
+
+
+def full_finding(d: DeviceMemory) -> RankedFinding | None:
+    """The finding of a device whose peak is over :data:`FULL_PCT` of its capacity: how much
+    is left, and the group of live allocations holding the most at the peak."""
+    if d.capacity_bytes is None or d.peak_pct_of_capacity is None or \
+            d.peak_pct_of_capacity <= FULL_PCT:
+        return None
+    who = f"{d.host}/device {d.device}" if d.device is not None else f"{d.host}/host memory"
+    most = d.most
+    held = ("" if most is None else
+            f"; the most at the peak: {most.count} × {most.shape or '?'} "
+            f"({most.op or 'op unknown'}), {_gib(most.total_bytes)}")
+    return RankedFinding(
+        kind="memory_peak", target=f"{d.host}/{d.allocator}",
+        title=f"Free memory on {who}: its peak is {d.peak_pct_of_capacity:.1f}% of its memory, "
+              f"{_gib(d.capacity_bytes - d.peak_bytes)} left",
+        saved_ns=None, saved_pct=None,
+        evidence=f"{_gib(d.peak_bytes)} of {_gib(d.capacity_bytes)} in use"
+                 + ("" if d.peak_step is None else f" in step {d.peak_step}") + held,
+        command="tracelens memory",
+        unprojected="memory: no step time to save; it bounds batch size, remat and sharding")
+
+
+def memory_changes(base: MemoryResult, new: MemoryResult) -> tuple[MemoryChange, ...]:
+    """Each allocator's peak in ``base`` and ``new``: matched by (host, allocator) where the
+    runs name the same hosts, else by (the host's place among its run's sorted hosts,
+    allocator); allocators in one run only are left out."""
+    def keyed(r: MemoryResult) -> dict[tuple[object, str], DeviceMemory]:
+        return {(d.host, d.allocator): d for d in r.devices}
+
+    a, b = keyed(base), keyed(new)
+    if {h for h, _ in a} != {h for h, _ in b}:
+        def placed(r: MemoryResult) -> dict[tuple[object, str], DeviceMemory]:
+            hosts = sorted({d.host for d in r.devices})
+            return {(hosts.index(d.host), d.allocator): d for d in r.devices}
+        a, b = placed(base), placed(new)
+    out = []
+    for key in sorted(set(a) & set(b), key=str):
+        x, y = a[key], b[key]
+        out.append(MemoryChange(
+            host=y.host, allocator=y.allocator, device=y.device,
+            base_peak_bytes=x.peak_bytes, new_peak_bytes=y.peak_bytes,
+            delta_bytes=y.peak_bytes - x.peak_bytes,
+            delta_pct=100.0 * (y.peak_bytes - x.peak_bytes) / x.peak_bytes
+            if x.peak_bytes else None,
+            base_pct_of_capacity=x.peak_pct_of_capacity,
+            new_pct_of_capacity=y.peak_pct_of_capacity))
+    return tuple(out)
 
 
 def _windows(host: str, device: int | None, steps: pl.DataFrame | None,
@@ -113,6 +170,13 @@ def _capacity(host: str, device: int | None, peak: dict, devices: pl.DataFrame |
     return None, None, "neither the allocator nor the device's properties give its size"
 
 
+def _live(r: dict) -> LiveAllocation:
+    return LiveAllocation(
+        allocation_bytes=r["allocation_bytes"], count=r["count"], total_bytes=r["total_bytes"],
+        requested_bytes=r["requested_bytes"], op=r["op"], shape=r["shape"], dtype=r["dtype"],
+        region=r["region"], first_time_ns=r["first_time_ns"], step=r["step"])
+
+
 def _one(host: str, alloc: str, ev: pl.DataFrame, steps: pl.DataFrame | None,
          devices: pl.DataFrame | None, top: int) -> DeviceMemory:
     device = allocator_device(alloc)
@@ -157,11 +221,8 @@ def _one(host: str, alloc: str, ev: pl.DataFrame, steps: pl.DataFrame | None,
         fragmentation=peak["fragmentation"], lifetime_peak_bytes=peak["peak_lifetime"],
         live_count=live.height, live_bytes=live_bytes,
         unattributed_bytes=heap - live_bytes if heap is not None else None,
-        live=tuple(LiveAllocation(
-            allocation_bytes=r["allocation_bytes"], count=r["count"],
-            total_bytes=r["total_bytes"], requested_bytes=r["requested_bytes"], op=r["op"],
-            shape=r["shape"], dtype=r["dtype"], region=r["region"],
-            first_time_ns=r["first_time_ns"], step=r["step"])
-            for r in groups.head(top).iter_rows(named=True)),
+        live=tuple(_live(r) for r in groups.head(top).iter_rows(named=True)),
+        most=_live(groups.sort(["total_bytes", "allocation_bytes"], descending=True).row(
+            0, named=True)) if groups.height else None,
         steps=tuple(StepPeak(int(r["step"]), int(r["peak"]), int(r["time"]))
                     for r in per_step.iter_rows(named=True)))

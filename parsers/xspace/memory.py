@@ -3,7 +3,7 @@ host threads plane (``/host:CPU``), where the TPU runtime and the GPU BFC alloca
 each buffer with the allocator's running totals (the events XProf's ``memory_profile`` reads).
 
 Few events, so a plain pass over the plane's events of those two metadata ids; a file without
-them costs a look at its event names."""
+them costs a search of its bytes for the two names (no decode)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from parsers.xspace.planes import stat_value
-from parsers.xspace.space import load_xspace
+from parsers.xspace.space import parse, read_raw
 from tracelens.model import MEMORY_SCHEMA, empty_memory, host_from_file_name
 
 HOST_PLANE = "/host:CPU"
@@ -33,7 +33,12 @@ _DTYPES = {1: "float", 2: "double", 3: "int32", 4: "uint8", 5: "int16", 6: "int8
 
 def read_memory(path: Path, space: Any | None = None) -> pl.DataFrame:
     """The allocator events of one XSpace file (``MEMORY_SCHEMA``), empty when it has none."""
-    space = space if space is not None else load_xspace(path)
+    if space is None:
+        raw = read_raw(path)
+        if b"MemoryAllocation" not in raw and b"MemoryDeallocation" not in raw:
+            return empty_memory()  # no such event name: no need to decode the file
+        space = parse(raw, path)
+        del raw
     host = next((h for h in space.hostnames if h), None) or host_from_file_name(path.name)
     rows: list[dict[str, Any]] = []
     for plane in space.planes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tracelens.results.encode import optional, rounded
+from tracelens.results.findings import RankedFinding
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class DeviceMemory:
     live_bytes: int
     unattributed_bytes: int | None  # heap at the peak not allocated within the profile
     live: tuple[LiveAllocation, ...]  # the largest, ``top`` of them
+    most: LiveAllocation | None  # the group holding the most bytes at the peak
     steps: tuple[StepPeak, ...]
 
 
@@ -75,4 +77,23 @@ class MemoryResult:
     devices: tuple[DeviceMemory, ...]
     without: tuple[str, ...]  # one line per file without allocator events
     start_ns: int | None = None  # the trace's first activity (the text's times count from it)
+    # a device whose peak is over FULL_PCT of its capacity (kind "memory_peak"); no step
+    # time to project, so each keeps saved_ns null and says why
+    findings: tuple[RankedFinding, ...] = ()
     warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    """``compare``: one allocator's peak in use in base and new (matched by host and
+    allocator, or by the host's place in its run where the runs' host names differ)."""
+
+    host: str
+    allocator: str
+    device: int | None
+    base_peak_bytes: int
+    new_peak_bytes: int
+    delta_bytes: int
+    delta_pct: float | None = field(metadata=rounded(2))
+    base_pct_of_capacity: float | None = field(metadata=rounded(2))
+    new_pct_of_capacity: float | None = field(metadata=rounded(2))
