@@ -155,13 +155,15 @@ def _step_of(times: pl.DataFrame, win: pl.DataFrame | None) -> pl.DataFrame:
 def _capacity(host: str, device: int | None, peak: dict, devices: pl.DataFrame | None
               ) -> tuple[int | None, str | None, str | None]:
     """The allocator's size: in use + available where it says (XProf's capacity), else the
-    device's memory from its properties (its own row, or the one size every device of the
-    host has: the allocator's device ids need not be the trace's device numbers)."""
+    device's memory as the file's device properties say (Kineto), else as the loaded
+    trace's devices say (its own row, or the one size every device of the host has)."""
     if peak["free_bytes"] is not None and peak["in_use"] is not None:
         return peak["in_use"] + peak["free_bytes"], "allocator", None
     if device is None:
         return None, None, "host memory: its size is not in the trace"
-    if devices is not None:
+    if peak["capacity_bytes"] is not None:
+        return int(peak["capacity_bytes"]), "device properties", None
+    if devices is not None and "memory_bytes" in devices.columns:
         here = devices.filter(pl.col("host").cast(pl.String) == host)
         own = here.filter(pl.col("device") == device)
         sizes = (own if own.height else here)["memory_bytes"].drop_nulls().unique()

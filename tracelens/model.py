@@ -557,6 +557,7 @@ MEMORY_SCHEMA: dict[str, pl.DataType] = {
     "free_bytes": pl.Int64,  # XSpace bytes_available
     "fragmentation": pl.Float64,  # as the allocator reports it (XSpace), else null
     "peak_lifetime": pl.Int64,  # XSpace peak_bytes_in_use: the allocator's lifetime peak
+    "capacity_bytes": pl.Int64,  # the device's memory as the file's device properties say
 }
 """One row per allocator event (allocation or free), in file order. A column the format does
 not record is null, never zero."""

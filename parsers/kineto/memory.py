@@ -3,8 +3,10 @@ that ``profile_memory=True`` records, one per allocation (``Bytes`` > 0) or free
 with the caching allocator's totals after it (``Total Allocated``, ``Total Reserved``), its
 device (``Device Type`` 0 = CPU, 1 = CUDA, 6 = HIP; ``Device Id``) and address (``Addr``).
 
-The op that allocated is the CPU op (``cat`` ``cpu_op``) running on the same thread at the
-event's time, the latest started one that still runs (the innermost), when there is one."""
+A device's capacity is its ``totalGlobalMem`` in the trace's ``deviceProperties`` (the entry
+whose ``id`` is the event's ``Device Id``). The op that allocated is the CPU op (``cat``
+``cpu_op``) running on the same thread at the event's time, the latest started one that still
+runs (the innermost), when there is one."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from parsers.memory_scan import mentions
 from parsers.rawfile import read_maybe_gzip
 from tracelens.errors import TraceInputError
 from tracelens.model import MEMORY_SCHEMA, empty_memory, host_from_file_name
@@ -33,9 +36,9 @@ def _ns(us: Any) -> int:
 def read_memory(path: Path) -> pl.DataFrame:
     """The ``[memory]`` events of one Kineto trace (``MEMORY_SCHEMA``), empty when it has
     none."""
+    if not mentions(path, (MEMORY_EVENT.encode(),)):
+        return empty_memory()  # no [memory] event: no need to parse the JSON
     raw = read_maybe_gzip(path, text=True)
-    if MEMORY_EVENT.encode() not in (raw if isinstance(raw, bytes) else raw.encode()):
-        return empty_memory()
     try:
         doc = orjson.loads(raw)
         events = doc["traceEvents"]
@@ -44,6 +47,8 @@ def read_memory(path: Path) -> pl.DataFrame:
     dist = doc.get("distributedInfo") if isinstance(doc, dict) else None
     rank = dist.get("rank") if isinstance(dist, dict) else None
     host = f"rank{rank}" if isinstance(rank, int) else host_from_file_name(path.name)
+    props = doc.get("deviceProperties") if isinstance(doc, dict) else None
+    sizes = {p.get("id"): p.get("totalGlobalMem") for p in props or () if isinstance(p, dict)}
     rows: list[dict[str, Any]] = []
     ops: list[tuple[Any, Any, int, int, str]] = []
     for ev in events:
@@ -51,7 +56,7 @@ def read_memory(path: Path) -> pl.DataFrame:
             continue
         name = ev.get("name")
         if name == MEMORY_EVENT and ev.get("ph") == "i":
-            rows.append(_row(host, ev, len(rows)))
+            rows.append(_row(host, ev, len(rows), sizes))
         elif ev.get("cat") == "cpu_op" and ev.get("ph") == "X" and isinstance(name, str):
             ops.append((str(ev.get("pid")), str(ev.get("tid")), _ns(ev["ts"]),
                         _ns(ev.get("dur", 0)), name))
@@ -61,7 +66,7 @@ def read_memory(path: Path) -> pl.DataFrame:
     return _with_ops(mem, ops).select(list(MEMORY_SCHEMA))
 
 
-def _row(host: str, ev: dict[str, Any], seq: int) -> dict[str, Any]:
+def _row(host: str, ev: dict[str, Any], seq: int, sizes: dict[Any, Any]) -> dict[str, Any]:
     a = ev.get("args") or {}
     nbytes = a.get("Bytes")
     dev_type, dev_id = a.get("Device Type"), a.get("Device Id")
@@ -74,7 +79,8 @@ def _row(host: str, ev: dict[str, Any], seq: int) -> dict[str, Any]:
             "allocation_bytes": None if nbytes is None else abs(int(nbytes)),
             "address": None if addr is None else int(addr) & 0xFFFFFFFFFFFFFFFF,
             "in_use": total, "heap_bytes": total, "reserved_bytes": a.get("Total Reserved"),
-            "pid": str(ev.get("pid")), "tid": str(ev.get("tid"))}
+            "pid": str(ev.get("pid")), "tid": str(ev.get("tid")),
+            "capacity_bytes": sizes.get(dev_id) if dev_type != 0 else None}
 
 
 def _with_ops(mem: pl.DataFrame, ops: list[tuple[str, str, int, int, str]]) -> pl.DataFrame:

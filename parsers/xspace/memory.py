@@ -13,7 +13,8 @@ from typing import Any
 import polars as pl
 
 from parsers.xspace.planes import stat_value
-from parsers.xspace.space import parse, read_raw
+from parsers.memory_scan import mentions
+from parsers.xspace.space import load_xspace
 from tracelens.model import MEMORY_SCHEMA, empty_memory, host_from_file_name
 
 HOST_PLANE = "/host:CPU"
@@ -34,11 +35,9 @@ _DTYPES = {1: "float", 2: "double", 3: "int32", 4: "uint8", 5: "int16", 6: "int8
 def read_memory(path: Path, space: Any | None = None) -> pl.DataFrame:
     """The allocator events of one XSpace file (``MEMORY_SCHEMA``), empty when it has none."""
     if space is None:
-        raw = read_raw(path)
-        if b"MemoryAllocation" not in raw and b"MemoryDeallocation" not in raw:
+        if not mentions(path, (b"MemoryAllocation", b"MemoryDeallocation")):
             return empty_memory()  # no such event name: no need to decode the file
-        space = parse(raw, path)
-        del raw
+        space = load_xspace(path)
     host = next((h for h in space.hostnames if h), None) or host_from_file_name(path.name)
     rows: list[dict[str, Any]] = []
     for plane in space.planes:
