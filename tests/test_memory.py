@@ -88,8 +88,7 @@ def test_remat_and_batch_move_the_peak() -> None:
     assert not any("[8,8,512,512]" in (a.shape or "") for a in remat.live)
 
 
-def test_xprof_converter_gives_the_written_figures(tmp_path: Path) -> None:
-    """The figures beside the traces are XProf's: its converter, run here, gives them."""
+def _xprof_figures():  # noqa: ANN202 (a module loaded from its file)
     pytest.importorskip("xprof", reason="XProf (the reference converter) is not installed")
     import importlib.util
 
@@ -97,8 +96,67 @@ def test_xprof_converter_gives_the_written_figures(tmp_path: Path) -> None:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_xprof_converter_gives_the_written_figures() -> None:
+    """The figures beside the traces are XProf's: its converter, run here, gives them."""
+    mod = _xprof_figures()
     for v in VARIANTS:
         assert mod.figures(mod.memory_profile(MEM / f"{v}.xplane.pb.gz")) == FIGURES[v]
+
+
+SHARED = ROOT.parent / "shared" / "traces" / "xprof"
+
+
+@pytest.mark.parametrize("name", ["mi300x_jax08_gemm", "mi300x_jax08_attention",
+                                  "mi300x_jax08_conv_8gpu"])
+def test_gpu_xspace_equals_xprof(name: str) -> None:
+    """Real JAX 0.8 traces on an MI300X (GPU BFC allocators, device and host): every
+    allocator's peak, capacity and time of the peak are XProf's, and what XProf lists live
+    at the peak is among ours."""
+    path = SHARED / f"{name}.xplane.pb"
+    if not path.exists():
+        pytest.skip("the shared real traces are not beside the checkout")
+    from parsers.xspace.memory import read_memory
+
+    mod = _xprof_figures()
+    theirs = mod.figures(mod.memory_profile(path))
+    res = TraceAnalysis(path).memory_report(top=ALL)
+    ours = {d.allocator: d for d in res.devices}
+    assert set(ours) == set(theirs) and "GPU_0_bfc" in ours
+    mem = read_memory(path)
+    for alloc, x in theirs.items():
+        d = ours[alloc]
+        assert (d.peak_bytes, d.capacity_bytes, d.lifetime_peak_bytes) == (
+            x["peak_bytes_in_use"], x["capacity_bytes"], x["lifetime_peak_bytes"])
+        at = mem.filter((pl.col("allocator") == alloc) & (pl.col("time_ns") == d.peak_time_ns)
+                        & (pl.col("in_use") == d.peak_bytes))
+        assert x["peak_time_ps"] in at["offset_ps"].to_list()
+        got = Counter({(a.allocation_bytes, a.requested_bytes, a.op or "", a.shape or ""):
+                       a.count for a in d.live})
+        want = Counter({(a["allocation_bytes"], a["requested_bytes"], a["op"], a["shape"]):
+                        a["count"] for a in x["live"]})
+        for (size, requested, _, _), n in (want - got).items():
+            # XProf orders events by their offset in their own line, whatever the line's
+            # start: a free on a later-starting line can sort before its allocation
+            assert n == 1 and _freed_before_peak_out_of_offset_order(
+                mem.filter(pl.col("allocator") == alloc), size, requested, d.peak_time_ns)
+
+
+def _freed_before_peak_out_of_offset_order(mem: pl.DataFrame, size: int, requested: int,
+                                           peak_ns: int) -> bool:
+    """Whether an allocation of that size was freed before the peak on the trace's clock by
+    a free whose line offset is smaller than the allocation's (XProf: freed first)."""
+    allocs = mem.filter((pl.col("kind") == "alloc") & (pl.col("allocation_bytes") == size)
+                        & (pl.col("requested_bytes") == requested))
+    frees = mem.filter(pl.col("kind") == "free")
+    for a in allocs.iter_rows(named=True):
+        f = frees.filter((pl.col("address") == a["address"]) & (pl.col("time_ns") > a["time_ns"])
+                         ).sort("time_ns").head(1)
+        if f.height and f["time_ns"][0] <= peak_ns and f["offset_ps"][0] < a["offset_ps"]:
+            return True
+    return False
 
 
 # -- Kineto [memory] events from our writer, the timeline computed by hand -----------------

@@ -174,8 +174,11 @@ class TraceAnalysis(FrameAnswers):
                  ) -> "Summary | tuple[Summary, TimelineWindow | None]":
         if not self._here:
             from tracelens.analysis_jobs import job_summary
-            return job_summary(self._in, device, step, top, self._gpu, self._extra_specs,
-                               window=window)
+            got = job_summary(self._in, device, step, top, self._gpu, self._extra_specs,
+                              window=window)
+            if isinstance(got, tuple):
+                return self._with_memory(got[0]), got[1]
+            return self._with_memory(got)
         from tracelens.analyze.summary import SummaryAnalysis
         from tracelens.analyze.summary_types import SummaryOptions
         check_device_and_step(self.trace, self._names, device, step)
@@ -183,7 +186,21 @@ class TraceAnalysis(FrameAnswers):
         res = self._run(SummaryAnalysis(), SummaryOptions(
             device=device, step=step, top=top, gpu=self._gpu, gpu_specs=self._extra_specs,
             filters=rows if rows.active() else None)).with_filters(self._in.active())
+        res = self._with_memory(res)
         return (res, self.window(step, device)) if window else res
+
+    def _with_memory(self, res: Summary) -> Summary:
+        """``res`` with its ``memory`` section and the memory findings, where the files
+        record allocator events (``memory``'s answer over the summary's steps)."""
+        from tracelens.memory import analyze, read_memory, summary_frames
+
+        mem, _ = read_memory(self._memory_paths())
+        if mem.is_empty():
+            return res
+        steps, devices = summary_frames(res.devices)
+        m = analyze(mem, steps, devices, top=5)
+        return replace(res, memory=m, findings=replace(
+            res.findings, items=res.findings.items + m.findings))
 
     @cached_property
     def summary(self) -> Summary:

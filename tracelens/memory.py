@@ -21,6 +21,7 @@ import polars as pl
 
 from tracelens.model import empty_memory
 from tracelens.results.findings import RankedFinding
+from tracelens.results.summary import DeviceSummary
 from tracelens.results.memory import (DeviceMemory, LiveAllocation, MemoryChange, MemoryResult,
                                      StepPeak)
 
@@ -228,3 +229,16 @@ def _one(host: str, alloc: str, ev: pl.DataFrame, steps: pl.DataFrame | None,
             0, named=True)) if groups.height else None,
         steps=tuple(StepPeak(int(r["step"]), int(r["peak"]), int(r["time"]))
                     for r in per_step.iter_rows(named=True)))
+
+
+def summary_frames(devices: Sequence[DeviceSummary]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The step windows and devices of a ``summarize`` result, as :func:`analyze` takes
+    them (the summary's engine path loads no trace here)."""
+    steps = pl.DataFrame([(d.rank, s.step, s.start_ns, s.end_ns) for d in devices
+                          for s in d.steps],
+                         schema={"rank": pl.Int32, "step": pl.Int32, "start_ns": pl.Int64,
+                                 "end_ns": pl.Int64}, orient="row").unique(["rank", "step"])
+    devs = pl.DataFrame([(d.host, d.rank, d.device) for d in devices],
+                        schema={"host": pl.String, "rank": pl.Int32, "device": pl.Int32},
+                        orient="row")
+    return steps, devs

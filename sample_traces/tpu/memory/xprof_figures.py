@@ -26,11 +26,12 @@ sys.stdout.write(data.decode() if isinstance(data, bytes) else (data or ""))
 
 
 def memory_profile(path: Path) -> dict:
-    """XProf's ``memory_profile`` JSON of one (gzipped) XSpace, run on an un-gzipped copy in
-    a child process (the converter writes cache files next to its input)."""
+    """XProf's ``memory_profile`` JSON of one XSpace (gzipped or not), run on an un-gzipped
+    copy in a child process (the converter writes cache files next to its input)."""
     with tempfile.TemporaryDirectory(prefix="tracelens-memory-") as tmp:
         copy = Path(tmp) / path.name.removesuffix(".gz")
-        with gzip.open(path, "rb") as src, open(copy, "wb") as dst:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as src, open(copy, "wb") as dst:  # type: ignore[operator]
             shutil.copyfileobj(src, dst)
         done = subprocess.run([sys.executable, "-c", _RUN, str(copy)], capture_output=True,
                               text=True, check=True)
