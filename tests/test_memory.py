@@ -9,6 +9,7 @@ and a Kineto trace from our writer with ``[memory]`` events reads exactly as com
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from pathlib import Path
@@ -31,6 +32,7 @@ FIGURES = json.loads((MEM / "xprof_memory_profile.json").read_text())
 ALL = 10**6  # list every group of live allocations
 
 
+@functools.cache
 def _device(variant: str) -> DeviceMemory:
     res = TraceAnalysis(MEM / f"{variant}.xplane.pb.gz").memory_report(top=ALL)
     (dev,) = res.devices  # one TPU core, one allocator
@@ -271,3 +273,29 @@ def test_compare_names_the_change_of_peak_memory() -> None:
     assert m.delta_bytes == new - base == -5_492_299_264
     out = cli("compare", str(MEM / "plain.xplane.pb.gz"), str(MEM / "remat.xplane.pb.gz"))
     assert "Peak memory in use" in out.stdout and "-5.1 GiB (-78.6%)" in out.stdout
+
+
+def test_report_draws_the_memory_timeline(tmp_path: Path) -> None:
+    """The report's memory chart: the allocator's bytes in use (at most TIMELINE_POINTS,
+    the peak among them), the peak marked, the capacity dashed; no section without
+    allocator events."""
+    from reports.figures_memory import memory_figure
+    from tracelens.memory import TIMELINE_POINTS
+
+    a = TraceAnalysis(MEM / "remat.xplane.pb.gz")
+    s = a.summarize()
+    assert s.memory is not None
+    (d,) = s.memory.devices
+    assert len(d.timeline) == min(TIMELINE_POINTS, d.events)
+    assert max(b for _, b in d.timeline) == d.peak_bytes == 1_491_168_768
+    fig = memory_figure(s)
+    assert fig is not None
+    line, peak, cap = fig["data"]  # type: ignore[misc]
+    assert peak["y"] == [round(d.peak_bytes / 2**30, 6)]
+    assert cap["y"] == [round(16_909_336_064 / 2**30, 6)] * 2
+    out = tmp_path / "r.html"
+    a.report(out)
+    assert '<section id="memory">' in out.read_text()
+    out2 = tmp_path / "none.html"
+    TraceAnalysis(ROOT / "sample_traces" / "h100_8gpu_moe_ddp.xplane.pb").report(out2)
+    assert '<section id="memory">' not in out2.read_text()

@@ -28,6 +28,7 @@ from tracelens.results.memory import (DeviceMemory, LiveAllocation, MemoryChange
 _DEVICE_NUMBER = re.compile(r"(?:^|[_:])(\d+)(?:$|_)")
 _HOST_ALLOCATOR = re.compile(r"host|cpu|pinned", re.I)
 FULL_PCT = 90.0  # a peak over this share of the capacity is a finding
+TIMELINE_POINTS = 500  # the most points of an allocator's timeline (its JSON, the chart)
 NO_EVENTS = ("no allocator events (XSpace MemoryAllocation/MemoryDeallocation, Kineto "
              "[memory]): nothing to say about its memory")
 
@@ -228,7 +229,23 @@ def _one(host: str, alloc: str, ev: pl.DataFrame, steps: pl.DataFrame | None,
         most=_live(groups.sort(["total_bytes", "allocation_bytes"], descending=True).row(
             0, named=True)) if groups.height else None,
         steps=tuple(StepPeak(int(r["step"]), int(r["peak"]), int(r["time"]))
-                    for r in per_step.iter_rows(named=True)))
+                    for r in per_step.iter_rows(named=True)),
+        timeline=_timeline(known))
+
+
+def _timeline(known: pl.DataFrame) -> tuple[tuple[int, int], ...]:
+    """Bytes in use after each event; past :data:`TIMELINE_POINTS` events, the most of each
+    of that many runs of consecutive events (the first time it is reached), so no peak is
+    smoothed away."""
+    ev = known.sort("pos").select("time_ns", "in_use")
+    n = ev.height
+    if n > TIMELINE_POINTS:
+        ev = (ev.with_row_index("i")
+              .with_columns(run=(pl.col("i") * TIMELINE_POINTS // n))
+              .group_by("run", maintain_order=True)
+              .agg(pl.col("time_ns").get(pl.col("in_use").arg_max()), pl.col("in_use").max())
+              .select("time_ns", "in_use"))
+    return tuple((int(t), int(b)) for t, b in ev.iter_rows())
 
 
 def summary_frames(devices: Sequence[DeviceSummary]) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -67,6 +67,9 @@ class DeviceMemory:
     live: tuple[LiveAllocation, ...]  # the largest, ``top`` of them
     most: LiveAllocation | None  # the group holding the most bytes at the peak
     steps: tuple[StepPeak, ...]
+    # (time_ns, bytes in use): every event, or past TIMELINE_POINTS of them the most of each
+    # of that many runs of consecutive events (the peak is always among them)
+    timeline: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
