@@ -299,3 +299,54 @@ def test_report_draws_the_memory_timeline(tmp_path: Path) -> None:
     out2 = tmp_path / "none.html"
     TraceAnalysis(ROOT / "sample_traces" / "h100_8gpu_moe_ddp.xplane.pb").report(out2)
     assert '<section id="memory">' not in out2.read_text()
+
+
+# -- several hosts: each host's events on its own clock, in its own file's steps ------------
+
+STRAGGLER = ROOT / "sample_traces" / "mi355x_2x8gpu_straggler"
+
+
+def _hosts_with_memory(tmp: Path) -> Path:
+    """The 2-host sample (two XSpace files, 2 steps of ~30 ms each) with allocator events on
+    GPU 3 of each host: node0 peaks at 40 MiB in step 0 (10 ms), node1 at 70 MiB in step 1
+    (40 ms), on their own clocks."""
+    import shutil
+
+    from tracelens_dev.writers.xspace_memory import AllocatorEvent, add_allocator_events
+
+    job = tmp / "job"
+    shutil.copytree(STRAGGLER, job)
+    mib = 1 << 20
+    for f, peak_ms, big in ((sorted(job.rglob("*node0.xplane.pb"))[0], 10, 30),
+                            (sorted(job.rglob("*node1.xplane.pb"))[0], 40, 60)):
+        add_allocator_events(f, [
+            AllocatorEvent(5 * MS, 0xA000, 10 * mib, 10 * mib, allocator="GPU_3_bfc",
+                           op="params", shape="f32[2621440]"),
+            AllocatorEvent(peak_ms * MS, 0xB000, big * mib, (10 + big) * mib,
+                           allocator="GPU_3_bfc", op="acts", shape="bf16[1024,1024]"),
+            AllocatorEvent((peak_ms + 1) * MS, 0xB000, big * mib, 10 * mib, free=True,
+                           allocator="GPU_3_bfc")])
+    return job
+
+
+MS = 1_000_000
+
+
+def test_several_hosts_each_on_its_own_clock(tmp_path: Path) -> None:
+    job = _hosts_with_memory(tmp_path)
+    res = TraceAnalysis(job).memory_report()
+    got = {(d.host, d.allocator): (d.device, d.peak_bytes, d.peak_time_ns, d.peak_step,
+                                   d.peak_op, d.live_count)
+           for d in res.devices}
+    assert got == {("mi355x-node0", "GPU_3_bfc"): (3, 40 << 20, 10 * MS, 0, "acts", 2),
+                   ("mi355x-node1", "GPU_3_bfc"): (3, 70 << 20, 40 * MS, 1, "acts", 2)}
+    # each file alone gives its host's answer
+    for f in sorted(job.rglob("*.xplane.pb")):
+        (alone,) = TraceAnalysis(f).memory_report().devices
+        assert alone in res.devices
+    # summarize (the engine path, per host) shows both peaks, steps left to `memory`
+    s = TraceAnalysis(job).summarize()
+    assert s.memory is not None
+    assert sorted((d.host, d.peak_bytes, d.peak_step) for d in s.memory.devices) == [
+        ("mi355x-node0", 40 << 20, None), ("mi355x-node1", 70 << 20, None)]
+    assert s.memory.warnings

@@ -198,7 +198,13 @@ class TraceAnalysis(FrameAnswers):
         if mem.is_empty():
             return res
         steps, devices = summary_frames(res.devices)
-        m = analyze(mem, steps, devices, top=5)
+        several = res.headline.hosts > 1
+        # several hosts: the job's steps are on one clock the hosts were shifted onto, each
+        # host's allocator events on its own: no step is named (``memory`` names them)
+        m = analyze(mem, None if several else steps, devices, top=5)
+        if several:
+            m = replace(m, warnings=("memory: several hosts, so no peak is placed in a step "
+                                     "here (tracelens memory places each host's)",))
         return replace(res, memory=m, findings=replace(
             res.findings, items=res.findings.items + m.findings))
 
@@ -278,16 +284,26 @@ class TraceAnalysis(FrameAnswers):
         capacity, peak bytes in use and when (time, step, the op that allocated last), what
         is live at the peak (the ``top`` largest groups), the peak per step; one line per
         file without allocator events (docs/memory.md)."""
-        from tracelens.memory import analyze, read_memory
+        from tracelens.memory import analyze, merged, read_memory_files
         from tracelens.results.memory import MemoryResult
 
-        mem, without = read_memory(self._memory_paths())
-        if mem.is_empty():
+        parts, without = read_memory_files(self._memory_paths())
+        if not parts:
             return MemoryResult(devices=(), without=tuple(without))
-        trace = self.trace  # the steps and devices the events fall in
-        firsts = [f["start_ns"].min() for f in (trace.events, trace.host_events) if f.height]
-        return analyze(mem, trace.steps, trace.devices, without, top,
-                       start_ns=min(firsts) if firsts else None)  # type: ignore[type-var]
+        if self._loaded is not None or (len(parts) == 1 and not without):
+            t = self.trace  # the job is that one file (or a trace given loaded)
+            mem = pl.concat([m for _, m in parts])
+            return merged([analyze(mem, t.steps, t.devices, (), top, start_ns=_first_ns(t))],
+                          without)
+        # several files: each host's events are on its own clock (the job's shifts hosts
+        # onto one), so each file's own steps, one file loaded at a time
+        from tracelens.loader import load
+        out = []
+        for path, mem in parts:
+            t = load([path], rules=self._rules, step_marker=self._step_marker)
+            out.append(analyze(mem, t.steps, t.devices, (), top, start_ns=_first_ns(t)))
+            del t
+        return merged(out, without)
 
     def hlo_lens(self, program: str | None = None, top: int | None = 20,
                  devices_per_host: int | None = None) -> HloLensResult:
@@ -539,6 +555,12 @@ def compare(base: "TraceAnalysis | str | Path", new: "TraceAnalysis | str | Path
                    gate=Gate(fail_above, regressed),
                    findings=findings_change(a.summary.findings, b.summary.findings),
                    memory=_memory_change(a, b))
+
+
+def _first_ns(trace: Trace) -> int | None:
+    """The trace's first activity (device or host), where ``memory``'s text counts from."""
+    firsts = [f["start_ns"].min() for f in (trace.events, trace.host_events) if f.height]
+    return int(min(firsts)) if firsts else None  # type: ignore[type-var, arg-type]
 
 
 def _memory_change(a: TraceAnalysis, b: TraceAnalysis) -> "tuple[MemoryChange, ...]":

@@ -42,21 +42,36 @@ def allocator_device(allocator: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def read_memory(paths: Sequence[Path]) -> tuple[pl.DataFrame, list[str]]:
-    """The allocator events of the trace files behind ``paths`` (as every command finds
-    them), and one line per file that has none."""
+def read_memory_files(paths: Sequence[Path]
+                      ) -> tuple[list[tuple[Path, pl.DataFrame]], list[str]]:
+    """The allocator events of each trace file behind ``paths`` (as every command finds
+    them) that has some, and one line per file that has none."""
     from tracelens.formats import discover, read_memory_events
 
-    frames, without = [], []
+    parts, without = [], []
     for path in paths:
         found, _ = discover(path)
         for f in found:
             mem, why = read_memory_events(f)
             if mem.height:
-                frames.append(mem)
+                parts.append((f, mem))
             else:
                 without.append(f"{f}: {why or NO_EVENTS}")
-    return (pl.concat(frames) if frames else empty_memory()), without
+    return parts, without
+
+
+def read_memory(paths: Sequence[Path]) -> tuple[pl.DataFrame, list[str]]:
+    """:func:`read_memory_files`' events in one frame."""
+    parts, without = read_memory_files(paths)
+    return (pl.concat([m for _, m in parts]) if parts else empty_memory()), without
+
+
+def merged(results: Sequence[MemoryResult], without: Sequence[str]) -> MemoryResult:
+    """Several files' results as one (each file's allocators, on its own clock)."""
+    return MemoryResult(devices=tuple(d for r in results for d in r.devices),
+                        without=tuple(without),
+                        start_ns=results[0].start_ns if len(results) == 1 else None,
+                        findings=tuple(f for r in results for f in r.findings))
 
 
 def analyze(mem: pl.DataFrame, steps: pl.DataFrame | None = None,
