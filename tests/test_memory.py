@@ -224,6 +224,9 @@ def test_cli_json_and_no_events(tmp_path: Path) -> None:
     doc = json.loads(out.stdout)
     assert [d["allocator"] for d in doc["devices"]] == ["cpu", "cuda:0"]
     assert doc["devices"][1]["peak_bytes"] == PRE + 800 and doc["without"] == []
+    r = TraceAnalysis(MEM / "plain.xplane.pb.gz").memory_report()  # a notebook's view
+    assert len(repr(r)) < 2000 and len(r._repr_html_()) < 10_000
+    assert r.to_dict() == tracelens.to_json.__globals__["encode"](r)
     empty = ROOT / "sample_traces" / "h100_8gpu_moe_ddp.xplane.pb"
     out = cli("memory", str(empty))
     assert out.returncode == 0

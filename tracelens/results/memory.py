@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tracelens.results import display
 from tracelens.results.encode import optional, rounded
 from tracelens.results.findings import RankedFinding
 
@@ -84,6 +85,12 @@ class MemoryResult:
     # time to project, so each keeps saved_ns null and says why
     findings: tuple[RankedFinding, ...] = ()
     warnings: tuple[str, ...] = ()
+
+    # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
+    __repr__ = display.short_repr
+    _repr_html_ = display.html_repr
+    __rich__ = display.rich_table
+    to_dict = display.to_dict
 
 
 @dataclass(frozen=True)
