@@ -353,3 +353,13 @@ def test_several_hosts_each_on_its_own_clock(tmp_path: Path) -> None:
     assert sorted((d.host, d.peak_bytes, d.peak_step) for d in s.memory.devices) == [
         ("mi355x-node0", 40 << 20, None), ("mi355x-node1", 70 << 20, None)]
     assert s.memory.warnings
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A truncated XSpace without allocator events is still a bad input, not "no events"."""
+    bad = tmp_path / "cut.xplane.pb"
+    bad.write_bytes((ROOT / "sample_traces" / "h100_8gpu_moe_ddp.xplane.pb").read_bytes()[:100_000])
+    out = cli("memory", str(bad))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith(f"error: {bad}: corrupt or truncated XSpace protobuf")
+    assert len(out.stderr.splitlines()) == 1

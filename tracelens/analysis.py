@@ -289,6 +289,7 @@ class TraceAnalysis(FrameAnswers):
 
         parts, without = read_memory_files(self._memory_paths())
         if not parts:
+            _ = self.trace  # no allocator event: still a readable job, or the input error
             return MemoryResult(devices=(), without=tuple(without))
         if self._loaded is not None or (len(parts) == 1 and not without):
             t = self.trace  # the job is that one file (or a trace given loaded)
