@@ -55,6 +55,8 @@ SAME: list[tuple[tuple[str, ...], Callable[[], Any]]] = [
     (("compare", LLAMA, FSDP), lambda: tracelens.compare(LLAMA, FSDP)),
     (("compare", LLAMA, FSDP, "--top", "3", "--kernel", ".", "--fail-above", "1000"),
      lambda: tracelens.compare(LLAMA, FSDP, top=3, fail_above=1000, kernel=".")),
+    (("summarize", MEMORY_TPU, "--all"),
+     lambda: TraceAnalysis(MEMORY_TPU).summarize(memory=True)),
     (("memory", MEMORY_TPU, "--top", "3"),
      lambda: TraceAnalysis(MEMORY_TPU).memory_report(top=3)),
     (("scaling", LLAMA, FSDP, "--strong"),

@@ -278,6 +278,21 @@ def test_compare_names_the_change_of_peak_memory() -> None:
     assert "Peak memory in use" in out.stdout and "-5.1 GiB (-78.6%)" in out.stdout
 
 
+def test_summarize_all_shows_memory() -> None:
+    """``summarize --all``: the memory table and the finding, and the JSON's ``memory``;
+    without --all neither (the files are not searched)."""
+    big = str(MEM / "bigbatch.xplane.pb.gz")
+    out = cli("summarize", big, "--all")
+    assert "Memory: peak in use per allocator" in out.stdout
+    assert "58 × bf16[24,512,4096] (5.4 GiB)" in out.stdout
+    assert "Free memory on runsc/device 0: its peak is 99.3% of its memory" in out.stdout
+    doc = json.loads(cli("summarize", big, "--all", "--format", "json").stdout)
+    assert doc["memory"]["devices"][0]["peak_bytes"] == FIGURES["bigbatch"]["0"][
+        "peak_bytes_in_use"]
+    assert doc["findings"]["items"][-1]["kind"] == "memory_peak"
+    assert "memory" not in json.loads(cli("summarize", big, "--format", "json").stdout)
+
+
 def test_report_draws_the_memory_timeline(tmp_path: Path) -> None:
     """The report's memory chart: the allocator's bytes in use (at most TIMELINE_POINTS,
     the peak among them), the peak marked, the capacity dashed; no section without
@@ -286,7 +301,8 @@ def test_report_draws_the_memory_timeline(tmp_path: Path) -> None:
     from tracelens.memory import TIMELINE_POINTS
 
     a = TraceAnalysis(MEM / "remat.xplane.pb.gz")
-    s = a.summarize()
+    assert a.summarize().memory is None  # only when asked (--all): it searches the files
+    s = a.summarize(memory=True)
     assert s.memory is not None
     (d,) = s.memory.devices
     assert len(d.timeline) == min(TIMELINE_POINTS, d.events)
@@ -348,7 +364,7 @@ def test_several_hosts_each_on_its_own_clock(tmp_path: Path) -> None:
         (alone,) = TraceAnalysis(f).memory_report().devices
         assert alone in res.devices
     # summarize (the engine path, per host) shows both peaks, steps left to `memory`
-    s = TraceAnalysis(job).summarize()
+    s = TraceAnalysis(job).summarize(memory=True)
     assert s.memory is not None
     assert sorted((d.host, d.peak_bytes, d.peak_step) for d in s.memory.devices) == [
         ("mi355x-node0", 40 << 20, None), ("mi355x-node1", 70 << 20, None)]

@@ -148,17 +148,19 @@ class TraceAnalysis(FrameAnswers):
 
     # -- the commands: each is one ``tracelens`` command's analysis --------------------------
 
-    def summarize(self, device: int | None = None, step: int | None = None, top: int = 10
-                  ) -> Summary:
+    def summarize(self, device: int | None = None, step: int | None = None, top: int = 10,
+                  memory: bool = False) -> Summary:
         """``tracelens summarize``: only ``device`` (every host) and ``step``'s window when
-        given (each must be in the trace), ``top`` kernels.
+        given (each must be in the trace), ``top`` kernels; ``memory`` (``--all``): with the
+        ``memory`` section and its finding where the files record allocator events (a search
+        of every file's bytes for them, so only when asked).
 
         >>> a = TraceAnalysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
         >>> a.summarize(step=999)
         Traceback (most recent call last):
         tracelens.errors.TraceInputError: ...: step 999 is not in the trace (steps: [0, 1, 2], ...)
         """
-        return self._summary(device, step, top, False)  # type: ignore[return-value]
+        return self._summary(device, step, top, False, memory)  # type: ignore[return-value]
 
     def _summary_task(self) -> "tuple[SummaryAnalysis, SummaryOptions]":
         """The analysis and options of :attr:`summary` (its defaults), for an engine run
@@ -170,12 +172,14 @@ class TraceAnalysis(FrameAnswers):
             top=10, gpu=self._gpu, gpu_specs=self._extra_specs,
             filters=rows if rows.active() else None)
 
-    def _summary(self, device: int | None, step: int | None, top: int, window: bool
-                 ) -> "Summary | tuple[Summary, TimelineWindow | None]":
+    def _summary(self, device: int | None, step: int | None, top: int, window: bool,
+                 memory: bool = True) -> "Summary | tuple[Summary, TimelineWindow | None]":
         if not self._here:
             from tracelens.analysis_jobs import job_summary
             got = job_summary(self._in, device, step, top, self._gpu, self._extra_specs,
                               window=window)
+            if not memory:
+                return got
             if isinstance(got, tuple):
                 return self._with_memory(got[0]), got[1]
             return self._with_memory(got)
@@ -186,7 +190,7 @@ class TraceAnalysis(FrameAnswers):
         res = self._run(SummaryAnalysis(), SummaryOptions(
             device=device, step=step, top=top, gpu=self._gpu, gpu_specs=self._extra_specs,
             filters=rows if rows.active() else None)).with_filters(self._in.active())
-        res = self._with_memory(res)
+        res = self._with_memory(res) if memory else res
         return (res, self.window(step, device)) if window else res
 
     def _with_memory(self, res: Summary) -> Summary:

@@ -92,7 +92,8 @@ STEP = click.option("--step", type=int, default=None, help="Only this step's win
               help="How many top kernels to list.")
 @click.option("--all", "all_rows", is_flag=True,
               help="Every device in the tables (past 16 devices they show the median, best, "
-                   "worst and outliers).")
+                   "worst and outliers), and each device's peak memory where the trace "
+                   "records allocator events (also in the JSON).")
 @format_option
 @analysis_options(gpu=True)
 @guarded
@@ -101,7 +102,7 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
     from reports import summary as render
 
-    result = analysis(paths, opts).summarize(device, step, top)
+    result = analysis(paths, opts).summarize(device, step, top, memory=all_rows)
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
                  lambda console: render.render_table(result, console, all_rows))
