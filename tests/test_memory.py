@@ -111,13 +111,16 @@ def test_xprof_converter_gives_the_written_figures() -> None:
 SHARED = ROOT.parent / "shared" / "traces" / "xprof"
 
 
-@pytest.mark.parametrize("name", ["mi300x_jax08_gemm", "mi300x_jax08_attention",
-                                  "mi300x_jax08_conv_8gpu"])
-def test_gpu_xspace_equals_xprof(name: str) -> None:
-    """Real JAX 0.8 traces on an MI300X (GPU BFC allocators, device and host): every
+@pytest.mark.parametrize("path", [
+    *(SHARED / f"mi300x_jax08_{n}.xplane.pb" for n in ("gemm", "attention", "conv_8gpu")),
+    *(ROOT / "sample_traces" / "tpu" / f"{n}.xplane.pb"
+      for n in ("remat", "flash", "sync", "multi", "eager_block"))],
+    ids=lambda p: p.name.split(".")[0])
+def test_xspace_equals_xprof(path: Path) -> None:
+    """Real JAX 0.8 traces on an MI300X (GPU BFC allocators, device and host) and the other
+    real TPU v5e traces (their few allocations: the losses, the eager block's buffers): every
     allocator's peak, capacity and time of the peak are XProf's, and what XProf lists live
     at the peak is among ours."""
-    path = SHARED / f"{name}.xplane.pb"
     if not path.exists():
         pytest.skip("the shared real traces are not beside the checkout")
     from parsers.xspace.memory import read_memory
@@ -126,7 +129,7 @@ def test_gpu_xspace_equals_xprof(name: str) -> None:
     theirs = mod.figures(mod.memory_profile(path))
     res = TraceAnalysis(path).memory_report(top=ALL)
     ours = {d.allocator: d for d in res.devices}
-    assert set(ours) == set(theirs) and "GPU_0_bfc" in ours
+    assert set(ours) == set(theirs) and ours
     mem = read_memory(path)
     for alloc, x in theirs.items():
         d = ours[alloc]
