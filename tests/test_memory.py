@@ -27,7 +27,7 @@ from tracelens_dev.writers.kineto_memory import MemoryEvent, add_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 MEM = ROOT / "sample_traces" / "tpu" / "memory"
-VARIANTS = ("plain", "remat", "bigbatch")
+VARIANTS = ("plain", "remat", "bigbatch", "offload")
 FIGURES = json.loads((MEM / "xprof_memory_profile.json").read_text())
 ALL = 10**6  # list every group of live allocations
 
@@ -81,7 +81,7 @@ def test_tpu_live_at_peak_equals_xprof(variant: str) -> None:
 def test_remat_and_batch_move_the_peak() -> None:
     """Remat keeps only the layers' inputs for the backward pass: its peak is below the
     plain run's by what the two traces say; the larger batch fills 99% of the chip."""
-    plain, remat, big = (_device(v) for v in VARIANTS)
+    plain, remat, big = (_device(v) for v in ("plain", "remat", "bigbatch"))
     assert remat.peak_bytes == 1_491_168_768 and plain.peak_bytes == 6_983_468_032
     assert big.peak_pct_of_capacity is not None and big.peak_pct_of_capacity > 99
     # the plain run's largest live groups are the attention scores (f32 [8,8,512,512]) kept
@@ -99,6 +99,16 @@ def _xprof_figures():  # noqa: ANN202 (a module loaded from its file)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def test_offloaded_state_is_not_in_the_allocator_events() -> None:
+    """offload keeps its f32 optimizer state in pinned host memory: the TPU runtime records
+    no allocator for it (the device's alone), so the trace says nothing of host memory; the
+    device's peak, XProf's, is above the plain run's (the state visits it for the update)."""
+    res = TraceAnalysis(MEM / "offload.xplane.pb.gz").memory_report()
+    assert [d.allocator for d in res.devices] == ["0"]
+    assert res.devices[0].peak_bytes == FIGURES["offload"]["0"]["peak_bytes_in_use"] \
+        == 7_355_596_800 > _device("plain").peak_bytes
 
 
 def test_xprof_converter_gives_the_written_figures() -> None:

@@ -8,8 +8,10 @@ forward and backward passes as two jitted programs: the forward returns the VJP'
 Nothing is donated, so every step allocates its outputs and frees its inputs.
 
 Variants: ``plain`` (batch 8), ``remat`` (each layer under ``jax.checkpoint``: only the layer
-inputs are kept), ``bigbatch`` (``plain`` with batch 24). The parameters are made inside the
-trace (their allocations are in it); the programs are compiled before it.
+inputs are kept), ``bigbatch`` (``plain`` with batch 24), ``offload`` (``plain`` with a
+momentum optimizer whose f32 state lives in the host's pinned memory, moved to the device for
+the update and back). The parameters are made inside the trace (their allocations are in it);
+the programs are compiled before it.
 """
 import glob
 import json
@@ -76,6 +78,24 @@ def backward_update(params, vjp):
     return jax.tree.map(lambda w, d: w - 1e-3 * d, params, g)
 
 
+def sharding(kind):
+    return jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind=kind)
+
+
+@jax.jit
+def momentum_update(params, g, m):  # m arrives in pinned host memory and goes back there
+    m = jax.device_put(m, sharding("device"))
+    m = jax.tree.map(lambda a, b: 0.9 * a + 0.1 * b.astype(jnp.float32), m, g)
+    new = jax.tree.map(lambda w, a: (w - 1e-3 * jnp.sign(a)).astype(w.dtype), params, m)
+    return new, jax.device_put(m, sharding("pinned_host"))
+
+
+@jax.jit
+def grads_of(params, vjp):
+    (g,) = vjp(jnp.ones((), jnp.float32))
+    return g
+
+
 def run(variant):
     b = 24 if variant == "bigbatch" else 8
     remat = variant == "remat"
@@ -83,13 +103,21 @@ def run(variant):
     batches = [rng.integers(0, V, (b, S + 1), dtype=np.int32) for _ in range(STEPS)]
     init_jit = jax.jit(init)
 
+    offload = variant == "offload"
+
     def steps():
         params = init_jit(jax.random.PRNGKey(0))
+        if offload:
+            m = jax.device_put(jax.tree.map(lambda w: np.zeros(w.shape, np.float32), params),
+                               sharding("pinned_host"))
         for i in range(STEPS):
             with jax.profiler.StepTraceAnnotation("train", step_num=i):
                 tok = jax.device_put(batches[i])
                 loss, vjp = forward(params, tok, remat)
-                params = backward_update(params, vjp)
+                if offload:
+                    params, m = momentum_update(params, grads_of(params, vjp), m)
+                else:
+                    params = backward_update(params, vjp)
                 del vjp, tok
         jax.block_until_ready((params, loss))
         return loss
@@ -107,12 +135,14 @@ def run(variant):
                    "loss": float(loss)}, fh, indent=1)
     print(variant, "loss", float(loss), os.path.getsize(f), "bytes",
           {k: stats.get(k) for k in ("peak_bytes_in_use", "bytes_limit", "bytes_in_use")},
-          "programs compiled", forward._cache_size(), backward_update._cache_size(), flush=True)
+          "programs compiled", forward._cache_size(), backward_update._cache_size(),
+          {str(k): v for k, v in (jax.devices()[0].memory_stats() or {}).items()
+           if "host" in str(k)}, flush=True)
 
 
 if __name__ == "__main__":
     print("jax", jax.__version__, jax.devices(), flush=True)
-    for v in sys.argv[1:] or ["plain", "remat", "bigbatch"]:
+    for v in sys.argv[1:] or ["plain", "remat", "bigbatch", "offload"]:
         try:
             run(v)
         except Exception as e:  # one variant failing must not lose the others

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-VARIANTS = ("plain", "remat", "bigbatch")
+VARIANTS = ("plain", "remat", "bigbatch", "offload")
 _RUN = """
 import sys
 from xprof.convert import raw_to_tool_data
