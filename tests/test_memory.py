@@ -231,6 +231,19 @@ def test_kineto_memory_timeline_by_hand(tmp_path: Path) -> None:
         (0, PRE + 800, 4 * US), (1, PRE + 300, 12 * US)]
 
 
+def test_events_without_totals_say_so() -> None:
+    """An allocator whose events carry no bytes in use has no peak to tell: one line."""
+    from tracelens.memory import analyze
+    from tracelens.model import MEMORY_SCHEMA
+
+    mem = pl.DataFrame([{"host": "h", "allocator": "cuda:0", "seq": 0, "time_ns": 5,
+                         "kind": "alloc", "allocation_bytes": 8, "address": 1}],
+                       schema=MEMORY_SCHEMA)
+    res = analyze(mem)
+    assert res.devices == () and res.without == (
+        "h: allocator cuda:0: 1 events without the allocator's bytes in use",)
+
+
 def test_cli_json_and_no_events(tmp_path: Path) -> None:
     """The JSON is the result; a trace without allocator events says so in one line."""
     out = cli("memory", str(_kineto_job(tmp_path)), "--format", "json")

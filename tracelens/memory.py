@@ -81,9 +81,13 @@ def analyze(mem: pl.DataFrame, steps: pl.DataFrame | None = None,
     groups), peak per step of ``steps`` (the windows of the device's rank; of the host's
     first rank for host memory). ``devices`` gives the ranks and, where the allocator does
     not say, the capacity (``memory_bytes``)."""
-    out = []
+    out, without = [], list(without)
     for (host, alloc), ev in sorted(mem.group_by(["host", "allocator"]),
                                     key=lambda g: (str(g[0][0]), str(g[0][1]))):
+        if ev["in_use"].is_null().all():  # no totals: no peak to tell, never a guessed one
+            without.append(f"{host}: allocator {alloc}: {ev.height} events without the "
+                           "allocator's bytes in use")
+            continue
         out.append(_one(str(host), str(alloc), ev, steps, devices, top))
     return MemoryResult(devices=tuple(out), without=tuple(without), start_ns=start_ns,
                         findings=tuple(f for d in out if (f := full_finding(d)) is not None))
