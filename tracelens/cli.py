@@ -191,7 +191,7 @@ def collectives(paths: tuple[Path, ...], top: int, mesh: str | None,
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many groups of allocations live at the peak to list.")
 @format_option
-@analysis_options(filters=False)
+@analysis_options(filters=False, engine=False)
 @guarded
 def memory(paths: tuple[Path, ...], top: int, fmt: str, **opts: Any) -> None:
     """Memory: per device its capacity, peak bytes in use and when (time, step, the op that
