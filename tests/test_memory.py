@@ -339,10 +339,16 @@ def test_report_draws_the_memory_timeline(tmp_path: Path) -> None:
     assert peak["y"] == [round(d.peak_bytes / 2**30, 6)]
     assert cap["y"] == [round(16_909_336_064 / 2**30, 6)] * 2
     out = tmp_path / "r.html"
-    a.report(out)
+    a.report(out, memory=True)
+    assert '<section id="memory">' in out.read_text()
+    a.report(out)  # only when asked: the memory events are a second pass over the files
+    assert '<section id="memory">' not in out.read_text()
+    assert cli("report", str(MEM / "remat.xplane.pb.gz"), "-o", str(out), "--memory",
+               "--quiet").returncode == 0
     assert '<section id="memory">' in out.read_text()
     out2 = tmp_path / "none.html"
-    TraceAnalysis(ROOT / "sample_traces" / "h100_8gpu_moe_ddp.xplane.pb").report(out2)
+    TraceAnalysis(ROOT / "sample_traces" / "h100_8gpu_moe_ddp.xplane.pb").report(
+        out2, memory=True)
     assert '<section id="memory">' not in out2.read_text()
 
 

@@ -173,7 +173,7 @@ class TraceAnalysis(FrameAnswers):
             filters=rows if rows.active() else None)
 
     def _summary(self, device: int | None, step: int | None, top: int, window: bool,
-                 memory: bool = True) -> "Summary | tuple[Summary, TimelineWindow | None]":
+                 memory: bool = False) -> "Summary | tuple[Summary, TimelineWindow | None]":
         if not self._here:
             from tracelens.analysis_jobs import job_summary
             got = job_summary(self._in, device, step, top, self._gpu, self._extra_specs,
@@ -227,14 +227,17 @@ class TraceAnalysis(FrameAnswers):
         return self.summarize()
 
     def report(self, output: str | Path, title: str | None = None, device: int | None = None,
-               step: int | None = None, top: int = 100) -> int:
+               step: int | None = None, top: int = 100, memory: bool = False) -> int:
         """``tracelens report``: the self-contained HTML report written to ``output`` (checked
-        before any input is read); returns its size in bytes."""
+        before any input is read); returns its size in bytes. ``memory`` (``--memory``): with
+        the memory section where the files record allocator events (a second pass over
+        them, so only when asked)."""
         from reports.html import render_html
 
         output = Path(output)
         check_output_path(output, self._paths, "-o")
-        summary, window = self._summary(device, step, top, True)  # type: ignore[misc]
+        summary, window = self._summary(device, step, top, True,  # type: ignore[misc]
+                                        memory)
         html = render_html(summary, title=title, window=window)
         try:
             output.write_text(html, encoding="utf-8")

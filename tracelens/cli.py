@@ -323,14 +323,17 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
 @STEP
 @click.option("--top", type=click.IntRange(min=0), default=100, show_default=True,
               help="How many top kernels the report's table holds.")
+@click.option("--memory", is_flag=True,
+              help="Also each device's memory over the profile, where the trace records "
+                   "allocator events (read in a second pass over the files).")
 @analysis_options(gpu=True)
 @guarded
 def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int | None,
-           step: int | None, top: int, **opts: Any) -> None:
+           step: int | None, top: int, memory: bool, **opts: Any) -> None:
     """One self-contained HTML report (charts and tables; opens offline). Per host on the
     engine (--workers, --scheduler), each host file read once; with --host or --time every
     host is loaded in this process."""
-    size = analysis(paths, opts).report(output, title, device, step, top)
+    size = analysis(paths, opts).report(output, title, device, step, top, memory)
     if not opts["quiet"]:
         click.echo(f"wrote {output} ({size / 1e6:.1f} MB)", err=True)
 
