@@ -25,6 +25,8 @@ from tracelens.core.model import Notice, Trace
 from tracelens.loading.paths.walk import walk_files
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from tracelens.core.hlo_model import Module, Schedule
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
@@ -283,6 +285,23 @@ READERS: dict[str, Reader] = {
     "rocprof-csv": Reader(_rocprof_csv, native=False),
 }
 """One reader per format :func:`sniff_format` names."""
+
+def read_memory_events(path: Path) -> "tuple[pl.DataFrame, str | None]":
+    """The allocator events of one trace file (``tracelens.core.model.MEMORY_SCHEMA``), and, for
+    a format whose memory events are not read, why (the frame is then empty)."""
+    from tracelens.core.model import empty_memory
+
+    fmt = sniff_format(path)
+    if fmt == "xspace":
+        from parsers.xspace.memory import read_memory
+        return read_memory(path), None
+    if fmt == "kineto":
+        from parsers.kineto.memory import read_memory as read_kineto
+        return read_kineto(path), None
+    reader_for(fmt, path)  # an unreadable format is the same error as for every command
+    return empty_memory(), (f"the memory events of {fmt} traces are not read (rocprofv3 "
+                            "--memory-allocation-trace: no real trace with them seen yet)")
+
 
 _V3 = "rocprofv3 output (--kernel-trace or --sys-trace: the rocpd .db, .json or .csv files)"
 _UNSUPPORTED = {

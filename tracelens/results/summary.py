@@ -22,6 +22,7 @@ from tracelens.results.encode import converted, optional, renamed, rounded
 from tracelens.results.consistency import Consistency
 from tracelens.results.filters import SummaryFilters
 from tracelens.results.findings import Findings
+from tracelens.results.memory import MemoryResult
 from tracelens.core.model import shown_program_id
 
 if TYPE_CHECKING:  # annotations only: summarize need not import the HLO lens
@@ -343,6 +344,9 @@ class Summary:
     axes: tuple[AxisTotals, ...] = field(default=(), metadata=optional())
     # the critical path's top projections (None: no path, or per-row filters given)
     critical_path: CriticalPathLines | None = field(default=None, metadata=optional())
+    # each allocator's peak and what holds it (tracelens memory, its 5 largest live groups),
+    # where the trace records allocator events
+    memory: MemoryResult | None = field(default=None, kw_only=True, metadata=optional())
     # the short tables' device rows: the median, slowest, fastest and outliers past
     # BRIEF_DEVICE_ROWS devices (``device_roles`` of the ``--all`` tables, at a lower limit)
     brief_roles: tuple[tuple[str, int], ...] = field(default=(), metadata=HIDDEN)
