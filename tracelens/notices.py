@@ -15,7 +15,7 @@ SHOWN_NAMES = 4
 CLIPPED = "load.clipped"  # the loader's same-stream clip (tracelens.loader)
 NESTED = "load.nested"  # activities holding the next ones of their stream (tracelens.loader)
 
-NOTE_CODES = frozenset({"devices.reported_bandwidth", "load.nested"})
+NOTE_CODES = frozenset({"devices.reported_bandwidth", "load.nested", "steps.partial"})
 """Notices of a fact the tool corrects itself (a trace's own stat it replaces, and why):
 outputs say them once as notes, not as warnings (issue 47)."""
 

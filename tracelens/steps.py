@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.model import STEP_SCHEMA, Notice, Trace, conform, on_async_lane
+from tracelens.step_choice import drop_partial
 from tracelens.sweep import extension, references_forced
 
 _SWEEP = extension("HIDDEN_ABI")  # the covered time in one pass; optional: numpy's the same
@@ -72,6 +73,9 @@ def mark_steps(trace: Trace, step_marker: str | None = None) -> None:
     else:
         steps, label = program_steps(trace, None)
         source = f"program:{label}" if steps.height else "none"
+    steps, partial = drop_partial(steps)  # a step the profiler cut is no step
+    if partial is not None:
+        trace.meta.warn(partial)
     trace.steps = steps.sort("rank", "start_ns", "step")
     trace.meta.steps_source = source
 

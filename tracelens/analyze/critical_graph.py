@@ -34,6 +34,7 @@ from tracelens.errors import TraceInputError
 from tracelens.frames import distinct
 from tracelens.instances import with_instance_keys
 from tracelens.model import Text, Trace, on_async_lane
+from tracelens.step_choice import headline_step
 from tracelens.text import matches
 
 SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
@@ -77,8 +78,9 @@ WINDOW_SCHEMA: dict[str, pl.DataType] = {
 
 @dataclass(frozen=True)
 class WindowChoice:
-    """Which window: ``step`` (None: the middle step by number, the lower of two, the same
-    on every host; the whole trace without steps), or ``window`` (a regex on host
+    """Which window: ``step`` (None: the headline's step,
+    :func:`tracelens.step_choice.headline_step`, of the steps the trace holds; the whole
+    trace without steps), or ``window`` (a regex on host
     annotation names, ``#k`` picks the k-th match from 0; it wins over ``step``), or
     ``time`` (the same stretch of time on every rank; it wins over both): ``(START, END)``
     ns from the trace's zero (its first activity or step, as ``--time`` everywhere), either
@@ -106,9 +108,8 @@ def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
                        end_ns="end_ns")
     elif trace.steps.height:
         steps = trace.steps
-        if choice.step is None:  # the middle step by number: every host picks the same
-            numbers = sorted(set(steps["step"].to_list()))
-            step = numbers[(len(numbers) - 1) // 2]
+        if choice.step is None:  # the headline's step (the median by span, one that ran)
+            step = headline_step(steps)
         else:
             step = choice.step
             if step not in set(steps["step"].to_list()):

@@ -32,6 +32,7 @@ from tracelens.analyze.critical_walk import (Labels, Walk, Walker, composition, 
 from tracelens.frames import distinct
 from tracelens.model import Trace, device_kind
 from tracelens.protocol import JobPlan
+from tracelens.step_choice import hosts_disagree
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
 
@@ -184,6 +185,9 @@ class _Path:
 def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
     """The result of the job's merged part (module doc)."""
     win = part.windows
+    split = default_window(options) and hosts_disagree(win)
+    if split:
+        return CriticalPathResult((), (), (split,))
     if options.rank is not None:
         win = win.filter(pl.col("rank") == options.rank)
     # merged parts come in id order: sorting anyway gathered every column again (+325 MB on
@@ -207,6 +211,11 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
                 for i, p in enumerate(paths))
     return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top, part.kinds)),
                               tuple(notes))
+
+
+def default_window(options: CriticalPathOptions) -> bool:
+    """Whether the window is the default one (the headline's step each host picks)."""
+    return options.step is None and options.window is None and options.time is None
 
 
 def path_notes(win: pl.DataFrame, unwindowed: pl.DataFrame, shown: set[tuple[str, int]],

@@ -19,13 +19,14 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 import polars as pl
 
-from tracelens.analyze.critical_path import (CriticalPart, CriticalPathOptions,
+from tracelens.analyze.critical_path import (CriticalPart, CriticalPathOptions, default_window,
                                              _shared_text_rows, path_notes)
 from tracelens.analyze.critical_segments import (DeviceWindow, InstanceTable,
                                                  NotStitchable, _has_cycle, fold_arrivals,
                                                  table_of)
 from tracelens.analyze.critical_walk import Walk, composition, step_path_key, window_lengths
 from tracelens.protocol import JobPlan
+from tracelens.step_choice import hosts_disagree
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
 from tracelens.analyze.critical_side import HostSide
@@ -268,6 +269,9 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
         folded[0] = fold_arrivals(folded[0], pl.concat(waiting))
     inst = table_of(min((t for t in placed["t_min"] if t is not None), default=0), folded[0])
     win_all = pl.concat(placed["windows"])
+    split = default_window(options) and hosts_disagree(win_all)
+    if split:
+        return CriticalPathResult((), (), (split,))
     win = win_all if options.rank is None else win_all.filter(pl.col("rank") == options.rank)
     info = JobInfo(n=[0] * n, devices=[[] for _ in range(n)])
     H.each("build", lambda i, x: _joined(info, i, x), common=(inst, win))
