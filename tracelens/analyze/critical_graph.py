@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from tracelens.analyze.blocked import blocked
 from tracelens.analyze.idle import SYNC_CALL
 from tracelens.errors import TraceInputError
 from tracelens.frames import distinct
@@ -411,12 +412,18 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
         lat=(pl.col("k_s") - pl.col("l_t")).clip(lower_bound=0).min().over(
             "host", "rank", "device"))
     ln = ln.with_columns(bound=pl.col("o_t").is_null()
-                         | (pl.col("l_t") + pl.col("lat") > pl.col("o_t"))).drop(
+                         | (pl.col("l_t") + pl.col("lat") > pl.col("o_t")))
+    # a wait past the launch latency spent with the host in a blocking call is the call's
+    # (kind "blocked", component sync: analyze.blocked), not launch latency
+    sync = hst.filter(pl.col("sync").fill_null(False)).select("host", "rank", "start_ns",
+                                                             "end_ns")
+    late = ln.select("host", "rank", start_ns=pl.col("l_t") + pl.col("lat"), end_ns="k_s")
+    ln = ln.with_columns(blocked(late, sync, ["host", "rank"]).alias("_blocked")).drop(
         "k_s", "lat", "host", "rank", "device")
     launch = ln.filter(pl.col("bound")).select(
         "src", dst="id", side=pl.lit("S"),
         point=pl.when(pl.col("l_sync")).then(pl.lit("S")).otherwise(pl.lit("E")),
-        kind=pl.lit("launch"))
+        kind=pl.when(pl.col("_blocked")).then(pl.lit("blocked")).otherwise(pl.lit("launch")))
     held = _held_back(ln, dev)
     # a held-back thread: each launch call waited for what its activity waited for on the
     # device (the latest of its other sources: the device came within the observed lag of

@@ -25,6 +25,7 @@ import polars as pl
 from tracelens.analyze.critical_graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_SCHEMA,
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
+from tracelens.analyze.blocked import replays_graphs
 from tracelens.analyze.critical_solve import Change, Graph, build_graph, solve
 from tracelens.analyze.packed import PackedFrame, pack_frame
 from tracelens.analyze.critical_walk import (Labels, Walk, Walker, composition, idle_after,
@@ -242,7 +243,7 @@ def _linked_threads(nodes: pl.DataFrame, edges: pl.DataFrame
     dev = nodes.lazy().filter(pl.col("device_node")).select("id", "host", "rank", "device") \
         .collect()
     hst = nodes.lazy().filter(~pl.col("device_node")).select("id", "chain").collect()
-    launch = edges.filter(pl.col("kind") == "launch").join(
+    launch = edges.filter(pl.col("kind").is_in(["launch", "blocked"])).join(
         dev, left_on="dst", right_on="id").join(hst, left_on="src", right_on="id")
     sync = edges.filter(pl.col("kind") == "sync").join(
         dev, left_on="src", right_on="id").join(hst, left_on="dst", right_on="id")
@@ -385,7 +386,9 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         changes.append(("on_time", name, Change(w=w, late_ok=late), on))
     changes += _roofline_changes(g, nodes, paths)
     launch = g.s_kind == "launch"  # (a held-back call still waits for the device)
-    if launch.any() or (g.s_kind == "host").any():
+    # a trace that replays graphs graph-launches already (analyze.blocked)
+    if (launch.any() or (g.s_kind == "host").any()) \
+            and not replays_graphs(nodes.filter(~pl.col("device_node"))):
         # one graph launch replays the launches: the activities wait for no launch call,
         # and the calls, with the host time between consecutive calls (what produced them),
         # take none

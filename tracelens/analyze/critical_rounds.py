@@ -323,6 +323,7 @@ class JobInfo:
     cats: set[str] = field(default_factory=set)
     backward: bool = False
     launch: bool = False
+    replays: bool = False  # a host replays CUDA/HIP graphs: no graph-launch what-if
 
 
 def _joined(acc: JobInfo, i: int, x: dict) -> None:
@@ -335,6 +336,7 @@ def _joined(acc: JobInfo, i: int, x: dict) -> None:
     acc.cats.update(x["cats"])
     acc.backward = acc.backward or x["backward"]
     acc.launch = acc.launch or x["launch"] or x["host_edges"]
+    acc.replays = acc.replays or x.get("replays", False)
 
 
 def _walks(H: "Hosts", todo: list[tuple]) -> tuple[list[Walk], list[int]]:
@@ -424,7 +426,7 @@ def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceW
         specs.append(("roofline", c))
         labels.append(("roofline", c))
         on.append(int(max(row)))
-    if info.launch:
+    if info.launch and not info.replays:
         specs.append(("graph_launch",))
         labels.append(("graph_launch", "host launches"))
         on.append(int(max(w.total(lambda c: c in ("launch_latency", "host", "sync"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tracelens.analyze.blocked import replays_graphs
 from tracelens.analyze.critical_path import _ACTIVITY, CriticalPart
 from tracelens.analyze.critical_segments import (DeviceWindow, HostGraph, InstanceTable,
                                                  NotStitchable, _local, _starts, arrivals,
@@ -106,6 +107,7 @@ class HostSide:
         return {"n": h.n, "backward": h.backward, "sym": sym, "types": types,
                 "cats": cats, "launch": bool((h.g.s_kind == "launch").any()),
                 "host_edges": bool((h.g.s_kind == "host").any()),
+                "replays": replays_graphs(h.nodes.filter(~pl.col("device_node"))),
                 "devices": [(d.rank, d.host, d.device, d.step, d.w0, d.w1) for d in self.devs]}
 
     def instance_edges(self) -> list[tuple[str, str]]:

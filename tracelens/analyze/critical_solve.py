@@ -69,7 +69,8 @@ class Graph:
     chain: np.ndarray
     first: np.ndarray  # first node of its chain
     prev_lag: np.ndarray  # lag from the chain's previous node's end to this start
-    prev_binds: np.ndarray  # the chain's previous node is the binding S source
+    prev_binds: np.ndarray  # the walk goes on to the chain's previous node (it binds the
+    # S side, or the node's start is unexplained: :data:`UNSEEN_GAP_NS`)
     w: np.ndarray  # own work, ns
     b: np.ndarray  # observed begin
     anchor: np.ndarray  # S lower bound (observed start; -inf when the node has sources)
@@ -126,7 +127,8 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
     # it was waiting for the device, so its thread's previous call does not hold it back
     # (docs/critical-path.md)
     s_t = np.where(s_at_start, s[s_src], e[s_src])
-    s_when = s_t + _launch_latency(nodes, s, s_t, s_dst, s_kind == "launch")
+    s_when = s_t + _launch_latency(nodes, s, s_t, s_dst,
+                                   (s_kind == "launch") | (s_kind == "blocked"))
     detached = np.zeros(n, bool)
     detached[s_dst[s_kind == "host"]] = True
     first = first | detached  # its thread's previous call does not hold it back
@@ -169,7 +171,11 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
     bsel[b_dst[bcand[::-1]]] = bcand[::-1]
     b_bind[waits & ~by_arr & (bsel >= 0)] = bsel[waits & ~by_arr & (bsel >= 0)]
     b_bind[by_arr] = -2
-    g = Graph(t0, s, e, chain, first, prev_lag, prev_binds, w, b_obs, anchor, s_src, s_dst,
+    # the walk goes on past an unexplained start along its chain, the gap as idle: the
+    # device's previous work is on the path, not the window before it (the solve keeps the
+    # node at its observed start: what it waited for is not in the trace)
+    walk_prev = prev_binds | (unseen & ~first)
+    g = Graph(t0, s, e, chain, first, prev_lag, walk_prev, w, b_obs, anchor, s_src, s_dst,
               s_at_start, s_lag, s_kind, b_src, b_dst, b_lag, group, a_lag, n_groups,
               s_bind, b_bind, a_last)
     # a held-back host's launch may wait for an activity that ends after the call began (the

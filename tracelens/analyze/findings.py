@@ -83,7 +83,7 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     measured = [f for f in found if f.key not in seen] + [
         replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
-        + _host_bound(s) + gaps
+        + _host_bound(s) + gaps + _blocking(s, step)
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
 
@@ -151,7 +151,7 @@ def _measured(s: "Summary", why: str, late_why: str) -> list[RankedFinding]:
                                      _waited(s, name), "tracelens collectives",
                                      unprojected=late_why))
     launch = _launch_idle(s)
-    if launch >= floor and launch > 0:
+    if launch >= floor and launch > 0 and not s.replays_graphs:  # graphs: launched as such
         out.append(RankedFinding(
             "graph_launch", "host launches", GRAPH_TITLE, None, None,
             f"device idle for launches: {ms(launch)} ms (job)",
@@ -174,6 +174,46 @@ def _host_bound(s: "Summary") -> list[RankedFinding]:
         "path is host work", None, None, _path_evidence(s, host, on_device=False),
         "tracelens critical-path",
         unprojected="the what-ifs move launches and syncs, not the host's own work")]
+
+
+SYNC_SHARE = 0.10
+"""The path's share of waits for the host's blocking calls from which they are a finding."""
+
+
+def _blocking(s: "Summary", step: int | None) -> list[RankedFinding]:
+    """The device waited for the host's blocking copies and syncs (``hipMemcpyWithStream``,
+    ``cudaMemcpy``, ``*Synchronize``): on the path (its ``sync``, at least
+    :data:`SYNC_SHARE` of the step) or, off it, in the idle breakdown's ``sync_wait`` over
+    the job (at least :data:`MEASURED_FLOOR_PCT` of the devices' time). No what-if removes
+    a blocking call (the host needs what it waits for), so it has no projection; a graph
+    launch does not remove it either."""
+    on_path = _path_ns(s, "sync")
+    job = _sync_idle(s)
+    total = s.headline.totals.span_ns
+    why = ("a blocking call waits for the device and holds the host: no what-if removes it; "
+           "make the copy asynchronous (pinned memory, non_blocking) or move it out of the step")
+    if _share_at_least(s, on_path, SYNC_SHARE):
+        return [RankedFinding(
+            "sync", "host", f"Remove the host's blocking copies and syncs: "
+            f"{_share(s, on_path):.0%} of the critical path waits for them", None, None,
+            f"{ms(on_path)} of the path's {ms(s.critical_path.step_ns)} ms; "  # type: ignore
+            f"the devices waited {ms(job)} ms for blocking calls over the job",
+            "tracelens summarize --all", unprojected=why)]
+    if total and job >= MEASURED_FLOOR_PCT / 100.0 * total and job > 0:
+        where = f"step {step}'s" if step is not None else "the trace's"
+        return [RankedFinding(
+            "sync", "host", "Remove the host's blocking copies and syncs: the devices wait "
+            f"{ms(job)} ms for them", None, None,
+            f"{ms(job)} ms of the devices' idle over the job is sync wait, "
+            f"{ms(on_path)} ms of it on {where} critical path",
+            "tracelens summarize --all", unprojected=why)]
+    return []
+
+
+def _sync_idle(s: "Summary") -> int:
+    """The devices' idle waiting for the host's blocking calls over the job (the idle
+    breakdown's sync wait)."""
+    return sum(b.sync_wait_ns for d in s.devices if (b := d.timeline.idle_breakdown) is not None)
 
 
 IDLE_SHARE = 0.10
@@ -227,6 +267,8 @@ def _measured_ns(s: "Summary", f: RankedFinding) -> int:
     """What an unprojected finding's rank is by: the time it measured."""
     if f.kind in ("host_bound", "idle"):
         return _path_ns(s, "host" if f.kind == "host_bound" else "idle")
+    if f.kind == "sync":
+        return max(_path_ns(s, "sync"), _sync_idle(s))
     if f.kind == "hide":
         return next((t.exposed_ns for t in s.collectives.by_type if t.type == f.target), 0)
     if f.kind == "on_time":

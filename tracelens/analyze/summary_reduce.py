@@ -58,6 +58,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
     return Summary(
         version=__version__, inputs=p.inputs, alignment=p.alignment,
         steps_source=p.steps_source, warnings=tuple(warnings), notes=tuple(notes),
+        replays_graphs=any(n.code == "launch.graph_replays" for n in p.notices),
         filters=p.filters,
         headline=headline, devices=devs, idle_devices=idle,
         top_kernels=_top_kernels(p.kernels, p.kernel_ns, opts.top), collectives=coll,
