@@ -385,6 +385,7 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
             if name in peers else g.w
         changes.append(("on_time", name, Change(w=w, late_ok=late), on))
     changes += _roofline_changes(g, nodes, paths)
+    changes += _memory_change(g, nodes, paths)
     launch = g.s_kind == "launch"  # (a held-back call still waits for the device)
     # a trace that replays graphs graph-launches already (analyze.blocked)
     if (launch.any() or (g.s_kind == "host").any()) \
@@ -447,6 +448,23 @@ def _roofline_changes(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
         w = np.where(mask, np.minimum(g.w, np.floor(np.nan_to_num(attain))), g.w)
         out.append(("roofline", c, Change(w=w), _on_path_typed(paths, nodes, mask)))
     return out
+
+
+def _memory_change(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
+                   ) -> list[tuple[str, str, Change, int]]:
+    """``hide memory``: the device's memory copies and sets on the paths take no time (as if
+    overlapped with compute, or prefetched), when any is on a path."""
+    if not any("memory" in p.walk.components() for p in paths):
+        return []
+    mask = copies_mask(nodes)
+    return [("hide", "memory", Change(w=np.where(mask, 0.0, g.w)),
+             _on_path_typed(paths, nodes, mask))]
+
+
+def copies_mask(nodes: pl.DataFrame) -> np.ndarray:
+    """The device nodes of category ``memory`` (copies, sets)."""
+    return (nodes["category"].fill_null("") == "memory").to_numpy() \
+        & nodes["device_node"].to_numpy()
 
 
 def _on_path_typed(paths: list[_Path], nodes: pl.DataFrame, mask: np.ndarray) -> int:

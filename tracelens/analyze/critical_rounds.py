@@ -426,6 +426,11 @@ def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceW
         specs.append(("roofline", c))
         labels.append(("roofline", c))
         on.append(int(max(row)))
+    if "memory" in on_comp:  # as critical_path._memory_change
+        (row,) = _on_totals(H, nw, [("copies", "")])
+        specs.append(("hide_memory",))
+        labels.append(("hide", "memory"))
+        on.append(int(max(row)))
     if info.launch and not info.replays:
         specs.append(("graph_launch",))
         labels.append(("graph_launch", "host launches"))

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.analyze.blocked import replays_graphs
-from tracelens.analyze.critical_path import _ACTIVITY, CriticalPart
+from tracelens.analyze.critical_path import _ACTIVITY, CriticalPart, copies_mask
 from tracelens.analyze.critical_segments import (DeviceWindow, HostGraph, InstanceTable,
                                                  NotStitchable, _local, _starts, arrivals,
                                                  key_arrivals)
@@ -156,6 +156,8 @@ class HostSide:
             return loc.coll & (loc.sub == what).to_numpy()
         if kind == "device":
             return (loc.who == what) & loc.dev
+        if kind == "copies":
+            return copies_mask(self.h.nodes)
         attain = self.h.nodes["attain_ns"].to_numpy()
         return ~np.isnan(attain) & (self.h.nodes["category"].fill_null("") == what).to_numpy()
 
@@ -267,6 +269,8 @@ class HostSide:
                 p[rows] = med
                 w = np.where(mine & ~np.isnan(p), np.minimum(w0, p), w0)
             return make(w=w, late=late)
+        if spec[0] == "hide_memory":
+            return make(w=np.where(self._mask(("copies", "")), 0.0, w0))
         if spec[0] == "roofline":
             m = self._mask(("category", spec[1]))
             attain = h.nodes["attain_ns"].to_numpy()

@@ -99,6 +99,10 @@ def _unmoved(f: RankedFinding, saved_ns: int, idle_ns: int) -> str:
 
 def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
     """A what-if as a finding; "the path" in its evidence is the step's critical path."""
+    if w.change == "hide" and w.target == "memory":
+        return RankedFinding("hide", "memory", MEMORY_TITLE, w.saved_ns, pct,
+                             _memory_exposure(s) + f"; {ms(w.on_path_ns)} ms on the path",
+                             "tracelens summarize --all")
     if w.change == "hide":
         title = f"Overlap the {plural(w.target)} with compute"
         return RankedFinding("hide", w.target, title, w.saved_ns, pct,
@@ -150,6 +154,11 @@ def _measured(s: "Summary", why: str, late_why: str) -> list[RankedFinding]:
             out.append(RankedFinding("on_time", name, _late_title(s, name), None, None,
                                      _waited(s, name), "tracelens collectives",
                                      unprojected=late_why))
+    exposed = s.headline.totals.exposed_memory_ns
+    if total and exposed >= MEMORY_SHARE * total:
+        out.append(RankedFinding("hide", "memory", MEMORY_TITLE, None, None,
+                                 _memory_exposure(s), "tracelens summarize --all",
+                                 unprojected=why))
     launch = _launch_idle(s)
     if launch >= floor and launch > 0 and not s.replays_graphs:  # graphs: launched as such
         out.append(RankedFinding(
@@ -157,6 +166,19 @@ def _measured(s: "Summary", why: str, late_why: str) -> list[RankedFinding]:
             f"device idle for launches: {ms(launch)} ms (job)",
             "tracelens critical-path", unprojected=why))
     return out
+
+
+MEMORY_TITLE = "Overlap the memory copies with compute (prefetch, async copies)"
+MEMORY_SHARE = 0.10
+"""Exposed memory time (copies and sets under no compute) from this share of the devices'
+summed time is a finding even without a projection."""
+
+
+def _memory_exposure(s: "Summary") -> str:
+    t = s.headline.totals
+    pct = s.headline.exposed_memory_pct
+    return (f"{ms(t.exposed_memory_ns)} of {ms(t.memory_ns)} ms of memory copies exposed over "
+            "the job (" + ("-" if pct is None else f"{pct:.1f}%") + " of the devices' time)")
 
 
 HOST_BOUND_SHARE = 0.5
@@ -269,6 +291,8 @@ def _measured_ns(s: "Summary", f: RankedFinding) -> int:
         return _path_ns(s, "host" if f.kind == "host_bound" else "idle")
     if f.kind == "sync":
         return max(_path_ns(s, "sync"), _sync_idle(s))
+    if f.kind == "hide" and f.target == "memory":
+        return s.headline.totals.exposed_memory_ns
     if f.kind == "hide":
         return next((t.exposed_ns for t in s.collectives.by_type if t.type == f.target), 0)
     if f.kind == "on_time":
