@@ -17,7 +17,7 @@ STEPS, ITERS, CONV, LOOP, GAP, BOUNDARY, OPT = 3, 4, 300_000, 50_000, 40_000, 30
 PRE = 2_000  # the while's own time before its body (XLA:CPU's real ones: a few µs)
 
 
-def _scan_trace(tmp_path: Path) -> Path:
+def _scan_trace(tmp_path: Path, gap: int = GAP) -> Path:
     """One TPU v5e chip, 3 steps; each a ``while`` (2 µs its own) around 4 iterations of a
     convolution fusion and a loop fusion, then, 30 µs later (another program: nothing in
     the trace says why it waits), an optimizer fusion; 40 µs between steps."""
@@ -40,8 +40,8 @@ def _scan_trace(tmp_path: Path) -> Path:
                             6 << 20, "XLA Ops", t, OPT, 0, ", kind=kLoop"))
         t += OPT
         acts.append(Activity(0, 1, str(step), s0, t - s0, line_name="Steps"))
-        t += GAP
-    path = tmp_path / "scan.xplane.pb"
+        t += gap
+    path = tmp_path / f"scan{gap}.xplane.pb"
     path.write_bytes(build_xspace(acts, host="tpu0", device_plane="/device:TPU:",
                                   device_stats={0: TPU_V5E_STATS}))
     return path
@@ -85,3 +85,18 @@ def test_exposed_memory_is_a_projected_finding() -> None:
     assert f["saved_ns"] == w["saved_ns"] > 0.05 * w["step_ns"]
     assert w["saved_ns"] <= w["on_path_ns"]  # it moves at most the path's copies
     assert f"{s['headline']['totals']['exposed_memory_ns'] / 1e6:,.3f} of" in f["evidence"]
+
+
+def test_a_host_pause_between_steps_is_a_finding_with_its_size(tmp_path: Path) -> None:
+    # 5 ms of idle between 1.51 ms device steps (the host sleeps, logs, loads input): the
+    # steps' windows hold none of it, so no path does; the finding says the wait per step
+    step = PRE + ITERS * (CONV + LOOP) + BOUNDARY + OPT
+    s = tracelens.summarize(tracelens.load(_scan_trace(tmp_path, gap=5_000_000)))
+    assert s["headline"]["median_step_ns"] == step
+    (f,) = [f for f in s["findings"]["items"] if f["kind"] == "host_pause"]
+    assert "the device waits 5.000 ms per step for the host" in f["title"]
+    assert f"steps start every {(step + 5_000_000) / 1e6:,.3f} ms" in f["evidence"]
+    assert f"come every {step / 1e6:,.3f} ms" in f["evidence"]
+    # 40 µs between steps (3% of a step): no finding
+    s = tracelens.summarize(tracelens.load(_scan_trace(tmp_path)))
+    assert not [f for f in s["findings"]["items"] if f["kind"] == "host_pause"]

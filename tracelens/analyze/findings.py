@@ -83,7 +83,7 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     measured = [f for f in found if f.key not in seen] + [
         replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
-        + _host_bound(s) + gaps + _blocking(s, step)
+        + _host_bound(s) + gaps + _blocking(s, step) + _host_pause(s)
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
 
@@ -198,6 +198,50 @@ def _host_bound(s: "Summary") -> list[RankedFinding]:
         unprojected="the what-ifs move launches and syncs, not the host's own work")]
 
 
+PAUSE_SHARE = 0.10
+"""Idle between consecutive steps, per step, from this share of the headline's step is a
+finding (the device waits for the host between steps)."""
+
+
+def _pauses(s: "Summary") -> tuple[int, int] | None:
+    """(the median device's idle between consecutive steps per step, its median step period)
+    in ns: per device with at least two steps, the time between its step windows less its
+    busy time outside them, over the gaps' count; None without two steps."""
+    per: list[tuple[int, int]] = []
+    for d in s.devices:
+        sts = sorted(d.steps, key=lambda x: x.start_ns)
+        if len(sts) < 2:
+            continue
+        between = sum(max(0, b.start_ns - a.end_ns) for a, b in zip(sts, sts[1:]))
+        outside = d.timeline.busy_ns - sum(x.timeline.busy_ns for x in sts)
+        idle = max(0, between - max(0, outside))
+        periods = sorted(b.start_ns - a.start_ns for a, b in zip(sts, sts[1:]))
+        per.append((idle // (len(sts) - 1), periods[(len(periods) - 1) // 2]))
+    if not per:
+        return None
+    per.sort()
+    return per[(len(per) - 1) // 2]
+
+
+def _host_pause(s: "Summary") -> list[RankedFinding]:
+    """The device idles between steps (outside every step window) for at least
+    :data:`PAUSE_SHARE` of the step: the host pauses between steps (input, logging, a
+    checkpoint). No path runs through it (it is in no step), so no what-if: the finding says
+    the wait per step and the step period without it, both measured."""
+    got = _pauses(s)
+    step = s.headline.median_step_ns
+    if got is None or not step or got[0] < PAUSE_SHARE * step:
+        return []
+    pause, period = got
+    return [RankedFinding(
+        "host_pause", "host", f"Remove the host's pause between steps: the device waits "
+        f"{ms(pause)} ms per step for the host", None, None,
+        f"steps start every {ms(period)} ms (median), each {ms(step)} ms long; the device "
+        f"is idle {ms(pause)} ms between consecutive steps: without the pause a step would "
+        f"come every {ms(max(0, period - pause))} ms", "tracelens summarize --all",
+        unprojected="the pause lies between the step windows, on no step's critical path")]
+
+
 SYNC_SHARE = 0.10
 """The path's share of waits for the host's blocking calls from which they are a finding."""
 
@@ -289,6 +333,9 @@ def _measured_ns(s: "Summary", f: RankedFinding) -> int:
     """What an unprojected finding's rank is by: the time it measured."""
     if f.kind in ("host_bound", "idle"):
         return _path_ns(s, "host" if f.kind == "host_bound" else "idle")
+    if f.kind == "host_pause":
+        got = _pauses(s)
+        return got[0] if got else 0
     if f.kind == "sync":
         return max(_path_ns(s, "sync"), _sync_idle(s))
     if f.kind == "hide" and f.target == "memory":
