@@ -55,10 +55,11 @@ def test_waits_across_devices_name_the_last_to_arrive() -> None:
     """The JAX CPU trace (4 devices, one all-reduce per step, no host events): CPU3 arrives
     last, so the others' paths wait for it. What makes it late is not its own work: its path
     is mostly gaps that nothing in the trace binds (its ops start over 10 µs after anything
-    they are known to wait for), which are held where they are. On time, no one waits for
-    it, and its own work moves only by what it took over its peers': the step ends about
-    when CPU3's last activity does (plus the window's idle after the last activity of all),
-    sooner by the others' waits at the end, not by the 4.4 ms of waits on their paths."""
+    they are known to wait for), which are held where they are (its own idle, no more). On
+    time, no one waits for it, and its own work moves only by what it took over its peers':
+    the step ends about when CPU3's last activity does (plus the window's idle after the last
+    activity of all), sooner by the others' waits at the end, not by the 4.4 ms of waits on
+    their paths."""
     path = TRACES / SMALL[0]
     if not path.exists():
         pytest.skip(f"{path} not present")
@@ -68,7 +69,11 @@ def test_waits_across_devices_name_the_last_to_arrive() -> None:
     assert waits == {"wait:vm/CPU3"}  # XLA:CPU devices: the model says CPU
     (late,) = [p for p in r.paths if p.device == 3]
     idle = sum(c.ns for c in late.composition if c.component == "idle")
-    assert idle > 0.8 * late.length_ns
+    # mostly gaps, and no more than CPU3's own idle in the step (issue 56: the path goes on
+    # through a busy device's work past an unexplained start; it was 80% of the path)
+    (own_idle,) = [x["timeline"]["idle_ns"] for d in tracelens.summarize(t)["devices"]
+                   if d["device"] == 3 for x in d["steps"] if x["step"] == 1]
+    assert 0.5 * late.length_ns < idle <= own_idle
     w0, w1 = late.window.start_ns, late.window.end_ns
     ends = t.events.filter((pl.col("start_ns") < w1) & (pl.col("end_ns") > w0)).group_by(
         "device").agg(pl.col("end_ns").max())
