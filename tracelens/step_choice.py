@@ -50,21 +50,29 @@ def partial_rows(steps: pl.DataFrame) -> pl.DataFrame:
         & (span < PARTIAL_SHARE * span.median().over("rank")))
 
 
-def drop_partial(steps: pl.DataFrame) -> tuple[pl.DataFrame, Notice | None]:
-    """``steps`` without their partial rows (:func:`partial_rows`), and the note that says
-    which were left out (None: none)."""
+def drop_partial(steps: pl.DataFrame, hosts: dict[int, str] | None = None
+                 ) -> tuple[pl.DataFrame, list[Notice]]:
+    """``steps`` without their partial rows (:func:`partial_rows`), and the notes that say
+    which were left out, one per host (``hosts``: each rank's host; a host read alone says
+    the same as the job read at once)."""
     part = partial_rows(steps)
     if not part.height:
-        return steps, None
+        return steps, []
     kept = steps.join(part.select("rank", "step"), on=["rank", "step"], how="anti")
-    shown = ", ".join(f"{s} ({(e - b) / 1e6:,.3f} ms)" for s, b, e in part.sort(
-        "step", "rank").unique("step", keep="first", maintain_order=True)
-        .select("step", "start_ns", "end_ns").iter_rows())
-    note = Notice.of(
-        PARTIAL_CODE, "{n} partial step(s) at the trace's edges left out: step {which}, under "
-        "{share:.0%} of the median step; the profiler started or stopped inside them, so they "
-        "count in no step, median or MFU", n=part.height, which=shown, share=PARTIAL_SHARE)
-    return kept, note
+    hosts = hosts or {}
+    by_host: dict[str, list[tuple[int, int, int, int]]] = {}
+    for r, st, b, e in part.sort("rank", "step").select("rank", "step", "start_ns",
+                                                          "end_ns").iter_rows():
+        by_host.setdefault(hosts.get(r, "?"), []).append((r, st, b, e))
+    notes = []
+    for host, rows in sorted(by_host.items()):
+        shown = ", ".join(f"{st} ({(e - b) / 1e6:,.3f} ms)" for _, st, b, e in rows)
+        notes.append(Notice.of(
+            PARTIAL_CODE, "{host}: {n} partial step(s) at the trace's edges left out: step "
+            "{which}, under {share:.0%} of the median step; the profiler started or stopped "
+            "inside them, so they count in no step, median or MFU", host=host, n=len(rows),
+            which=shown, share=PARTIAL_SHARE))
+    return kept, notes
 
 
 def headline_step(steps: pl.DataFrame) -> int | None:
