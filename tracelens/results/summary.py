@@ -357,6 +357,8 @@ class Summary:
                                                               metadata=HIDDEN)
     # the roofline's rows with those that differ only in an instruction number as one
     roofline_groups: tuple["RooflineGroup", ...] = field(default=(), metadata=HIDDEN)
+    # the trace replays CUDA/HIP graphs (analyze.blocked): no graph-launch finding
+    replays_graphs: bool = field(default=False, metadata=HIDDEN)
 
     @property
     def summary_collectives(self) -> SummaryCollectives:

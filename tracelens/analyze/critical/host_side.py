@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tracelens.analyze.critical.path import _ACTIVITY, CriticalPart
+from tracelens.analyze.timeline.blocked import replays_graphs
+from tracelens.analyze.critical.path import _ACTIVITY, CriticalPart, copies_mask
 from tracelens.analyze.critical.stitched import (DeviceWindow, HostGraph, InstanceTable,
                                                  NotStitchable, _local, _starts, arrivals,
                                                  key_arrivals)
@@ -106,6 +107,7 @@ class HostSide:
         return {"n": h.n, "backward": h.backward, "sym": sym, "types": types,
                 "cats": cats, "launch": bool((h.g.s_kind == "launch").any()),
                 "host_edges": bool((h.g.s_kind == "host").any()),
+                "replays": replays_graphs(h.nodes.filter(~pl.col("device_node"))),
                 "devices": [(d.rank, d.host, d.device, d.step, d.w0, d.w1) for d in self.devs]}
 
     def instance_edges(self) -> list[tuple[str, str]]:
@@ -154,6 +156,8 @@ class HostSide:
             return loc.coll & (loc.sub == what).to_numpy()
         if kind == "device":
             return (loc.who == what) & loc.dev
+        if kind == "copies":
+            return copies_mask(self.h.nodes)
         attain = self.h.nodes["attain_ns"].to_numpy()
         return ~np.isnan(attain) & (self.h.nodes["category"].fill_null("") == what).to_numpy()
 
@@ -265,6 +269,8 @@ class HostSide:
                 p[rows] = med
                 w = np.where(mine & ~np.isnan(p), np.minimum(w0, p), w0)
             return make(w=w, late=late)
+        if spec[0] == "hide_memory":
+            return make(w=np.where(self._mask(("copies", "")), 0.0, w0))
         if spec[0] == "roofline":
             m = self._mask(("category", spec[1]))
             attain = h.nodes["attain_ns"].to_numpy()

@@ -50,7 +50,8 @@ class Labels:
     device_node: np.ndarray
 
 
-EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync", "host": "host"}
+EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync", "host": "host",
+                  "blocked": "sync"}
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from tracelens.core.hardware import GpuSpec, load_specs_file
 from tracelens.core.model import Trace, world_sizes
 from tracelens.core.notices import steps_disagree
 from tracelens.engine.protocol import JobPlan
+from tracelens.results.critical_path import CriticalPathResult
 if TYPE_CHECKING:
     from tracelens.analyze.compute.hlo_findings import LensTimeline
 from tracelens.results.summary import (CategoryTime, CriticalPathLines, DeviceSummary,
@@ -408,19 +409,30 @@ class SummaryAnalysis:
             if isinstance(crit_part, CriticalPieces):
                 crit_part = crit_part.merged()  # the pieces go as the merged part comes
             res = CriticalPath().finish(crit_part, crit)
+        summary = with_critical(summary, res)
         if not res.paths:
-            return replace(summary, findings=findings(
-                summary, no_path="no critical path: no window with device activity"))
-        from tracelens.analyze.critical.walk import step_path_key
-
-        longest = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns,
-                                                             p.rank, p.device))
-        summary = replace(summary, critical_path=CriticalPathLines(
-            longest.step, longest.length_ns, longest.host, longest.device,
-            longest.composition, res.what_if[:CRITICAL_TOP],
-            tuple(a for a in longest.activities if a.device is not None and a.on_path_ns)))
+            return summary
         # every explanation checked against the step's measured facts, when they are known
         from tracelens.analyze.consistency import gate_findings
 
-        return gate_findings(replace(summary, findings=findings(summary, res.what_if)), res,
-                             facts)
+        return gate_findings(summary, res, facts)
+
+
+def with_critical(summary: Summary, res: CriticalPathResult) -> Summary:
+    """``summary`` with the critical path's lines and the findings of ``res`` (no path: the
+    findings say why)."""
+    from tracelens.analyze.summary.findings import findings
+
+    if not res.paths:
+        why = res.notes[0] if res.notes else "no window with device activity"
+        return replace(summary, critical_path=None,
+                       findings=findings(summary, no_path=f"no critical path: {why}"))
+    from tracelens.analyze.critical.walk import step_path_key
+
+    longest = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns,
+                                                         p.rank, p.device))
+    summary = replace(summary, critical_path=CriticalPathLines(
+        longest.step, longest.length_ns, longest.host, longest.device,
+        longest.composition, res.what_if[:CRITICAL_TOP],
+        tuple(a for a in longest.activities if a.device is not None and a.on_path_ns)))
+    return replace(summary, findings=findings(summary, res.what_if))
