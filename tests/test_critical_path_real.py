@@ -91,7 +91,8 @@ def test_waits_across_devices_name_the_last_to_arrive() -> None:
 
 def test_engine_on_a_dask_cluster_agrees(tmp_path: Path) -> None:
     files = [SAMPLES / "mi355x_2x8gpu_straggler"]  # two hosts, one file each
-    here = run_trace(CriticalPath(), tracelens.load(files), CriticalPathOptions())
+    # the facade runs the consistency gate (CriticalPathOptions.consistency): so does this
+    here = run_trace(CriticalPath(), tracelens.load(files), CriticalPathOptions(consistency=True))
     # the default window is the job's headline step (issue 56): each host read alone picks
     # the median of its own steps, which here differ (node0: step 0, node1: step 1), so the
     # analysis alone refuses to join them, and the command solves again on the job's step
@@ -100,8 +101,8 @@ def test_engine_on_a_dask_cluster_agrees(tmp_path: Path) -> None:
     there = TraceAnalysis(files, workers=2).critical_path()
     assert encode(here) == encode(replace(there, warnings=()))
     step = here.paths[0].step
-    assert encode(here) == encode(run(CriticalPath(), files, CriticalPathOptions(step=step),
-                                      engine=EngineOptions(workers=2)))
+    assert encode(here) == encode(run(CriticalPath(), files, CriticalPathOptions(
+        step=step, consistency=True), engine=EngineOptions(workers=2)))
     assert {p.host for p in here.paths} and len({p.rank for p in here.paths}) == 2
     _check(here)
 

@@ -18,7 +18,8 @@ read (:func:`window_facts`, a few rows a device) and placed in the job like ever
   device counts the path's window outside its own as idle;
 - ``path_host``: a path's ``host`` <= the same devices' idle (a host holds a step only while
   its device has nothing to run);
-- ``hide``: hiding a collective type saves <= that type's exposed time on the step path's
+- ``hide``: hiding a collective type (or the path's memory copies: ``hide memory``) saves <=
+  that type's exposed time (exposed memory time) on the step path's
   devices in the window;
 - ``graph_launch``: saves <= the step path's devices' idle waiting for launches (the idle
   breakdown's host launch and launch latency), and nothing where most of their launched
@@ -313,7 +314,13 @@ def check_paths(res: "CriticalPathResult", facts: WindowFacts) -> Consistency:
         subject = f"{w.change} {w.target}"
         if w.saved_ns <= 0 or not seen:
             continue
-        if w.change == "hide":
+        if w.change == "hide" and w.target == "memory":  # the path's copies in no time
+            bound = job.total(seen, "exposed_memory_ns")
+            if w.saved_ns > bound:
+                out.append(Violation("hide", subject, w.saved_ns, bound,
+                                     f"saves {ms(w.saved_ns)} ms, but memory work was "
+                                     f"exposed {ms(bound)} ms on {names} in the window"))
+        elif w.change == "hide":
             bound = sum(job.exposed.get((*k, w.target), 0) for k in seen)
             if w.saved_ns > bound:
                 out.append(Violation("hide", subject, w.saved_ns, bound,
