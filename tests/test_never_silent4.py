@@ -524,3 +524,28 @@ def test_history_reads_a_store_in_a_read_only_folder_and_writes_nothing_there(
     assert res.returncode == 0, res.stderr
     assert [r["label"] for r in json.loads(res.stdout)] == ["a", "b", "c"]
     assert {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in ro.iterdir()} == stamp
+
+
+def test_records_hours_apart_on_one_device_are_said() -> None:
+    """rocprofv3's documentation snippets: copies of one run beside kernels of another read
+    as one device over 2,445.7 h, 100% idle, without a word."""
+    from tests.conftest import real_rocprof
+
+    res = cli("summarize", str(real_rocprof("docs_snippets/kernel_trace.csv")))
+    assert res.returncode == 0, res.stderr
+    assert "its records leave a gap of 2445.66 h (100.0% of its span)" in res.stderr
+
+
+def test_a_gap_is_said_only_when_it_is_long_and_most_of_the_span() -> None:
+    import polars as pl
+
+    from tracelens.gaps import MIN_GAP_NS, long_gaps
+
+    def events(*spans: tuple[int, int, int]) -> pl.DataFrame:
+        return pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "stream": s,
+                              "start_ns": a, "end_ns": b} for s, a, b in spans])
+    far = MIN_GAP_NS * 3
+    assert len(long_gaps(events((1, 0, 10), (2, far, far + 10)))) == 1
+    assert long_gaps(events((1, 0, 10), (2, MIN_GAP_NS // 2, MIN_GAP_NS))) == []  # short
+    assert long_gaps(events((1, 0, 10), (2, far, far + 10), (3, 5, far))) == []  # stream 3 ran
+    assert long_gaps(events((1, 0, 4 * far), (2, 5 * far, 5 * far + 1))) == []  # not most
