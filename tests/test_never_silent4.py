@@ -549,3 +549,11 @@ def test_a_gap_is_said_only_when_it_is_long_and_most_of_the_span() -> None:
     assert long_gaps(events((1, 0, 10), (2, MIN_GAP_NS // 2, MIN_GAP_NS))) == []  # short
     assert long_gaps(events((1, 0, 10), (2, far, far + 10), (3, 5, far))) == []  # stream 3 ran
     assert long_gaps(events((1, 0, 4 * far), (2, 5 * far, 5 * far + 1))) == []  # not most
+
+
+def test_a_tpu_plane_with_cleared_stats_says_what_it_lost(tmp_path: Path) -> None:
+    def edit(space: object) -> None:
+        del _first_plane(space, "/device:TPU:").stats[:]  # type: ignore[attr-defined]
+    trace = tracelens.load(_edit_space(TPU, tmp_path, edit))
+    assert trace.devices["product"].to_list() == [None]
+    _warned(trace, "no plane stat device_type_string, peak_teraflops_per_second", "MFU")
