@@ -557,3 +557,20 @@ def test_a_tpu_plane_with_cleared_stats_says_what_it_lost(tmp_path: Path) -> Non
     trace = tracelens.load(_edit_space(TPU, tmp_path, edit))
     assert trace.devices["product"].to_list() == [None]
     _warned(trace, "no plane stat device_type_string, peak_teraflops_per_second", "MFU")
+
+
+def test_a_local_cluster_that_fails_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Workers killed while the local cluster starts: Dask raises "Nanny failed to start",
+    which printed an 82-line traceback."""
+    from tracelens import dask_map
+
+    def broken(n: int, scratch: str | None = None) -> None:
+        raise RuntimeError("Nanny failed to start.")
+    monkeypatch.setattr(dask_map, "local_cluster", broken)
+    job = SAMPLES / "mi355x_2x8gpu_straggler"
+    res = cli("summarize", str(job), "--workers", "2")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "error: local Dask cluster: could not start its 2 worker processes (RuntimeError: "
+        "Nanny failed to start.); run again, or in this process with --workers 1"]
