@@ -574,3 +574,15 @@ def test_a_local_cluster_that_fails_to_start_is_one_line(monkeypatch: pytest.Mon
     assert res.stderr.strip().splitlines() == [
         "error: local Dask cluster: could not start its 2 worker processes (RuntimeError: "
         "Nanny failed to start.); run again, or in this process with --workers 1"]
+
+
+def test_usage_errors_are_one_line_like_every_error() -> None:
+    """click printed "Usage: ...", "Try ... --help", a blank line and "Error: ..."."""
+    for args, words in ((("summarize", str(MI300X), "--step", "x"), "'--step'"),
+                        (("summarize", "--bogus"), "No such option '--bogus'"),
+                        (("history", "list", "--bogus"), "No such option"),
+                        (("nosuchcmd",), "No such command")):
+        res = cli(*args)
+        assert res.returncode == 2, res.stderr
+        (line,) = res.stderr.strip().splitlines()
+        assert line.startswith("error: ") and words in line and "--help')" in line, line
