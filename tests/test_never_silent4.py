@@ -586,3 +586,18 @@ def test_usage_errors_are_one_line_like_every_error() -> None:
         assert res.returncode == 2, res.stderr
         (line,) = res.stderr.strip().splitlines()
         assert line.startswith("error: ") and words in line and "--help')" in line, line
+
+
+# ---- item 2 (part): files of different profilers are different jobs ---------------------
+
+def test_files_of_different_profilers_are_not_one_job(made: dict[str, Path],  # noqa: F811
+                                                      tmp_path: Path) -> None:
+    """The MI300X sample as XSpace beside its own Kineto and rocpd renderings: the same kernels
+    three times, read as one job of 24 devices (same device kind, no shared clock)."""
+    d = tmp_path / "mixed"
+    d.mkdir()
+    shutil.copy(MI300X, d / MI300X.name)
+    shutil.copy(made["kineto"], d / "rank0.json")
+    shutil.copy(made["rocpd"], d / "1_results.db")
+    res = cli("summarize", str(d))
+    _one_line(res, d, "holds 3 jobs")
