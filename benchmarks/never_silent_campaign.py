@@ -19,6 +19,8 @@ which line, which kernel, where) from the seeded generator:
   (XSpace, TPU);
 - ``no-xla-ops``: a TPU plane without its ``XLA Ops`` line;
 - ``dur-0``: every Kineto kernel with ``dur: 0``; ``events-twice``: ``traceEvents`` twice;
+- ``mixed-recorders``: a rendering of the MI300X sample beside the XSpace it came from (the
+  same kernels by two profilers: Kineto, rocprofv3 JSON, CSV, rocpd, RPD);
 - ``fifo-host``: a FIFO named like a second host's file beside the base (every format);
 - outputs (``out-*``, once per output kind): ``export -o``/``--perfetto``, ``report -o``,
   ``critical-path --perfetto`` at a FIFO, a link out of the folder and an existing file.
@@ -26,7 +28,8 @@ which line, which kernel, where) from the seeded generator:
 Inputs are loaded in a worker process (restarted after a crash or a ``--timeout`` stall) and
 classified against the base read alone:
 
-- ``error-exit-2``: refused where refusal is the answer (``events-twice``, ``fifo-host``);
+- ``error-exit-2``: refused where refusal is the answer (``events-twice``,
+  ``mixed-recorders``, ``fifo-host``);
   ``false-refusal``: refused where the file is a whole trace;
 - ``clean``: the base's device events, devices and steps, and the warning the case calls for;
 - ``doubled`` / ``silent-partial`` / ``silent-empty``: more, fewer or no events (or devices)
@@ -260,6 +263,15 @@ def c_fifo_host(base: Path, out: Path, rng: random.Random) -> Path:
     return out
 
 
+def c_mixed_recorders(base: Path, out: Path, rng: random.Random) -> Path:
+    """The base (a rendering of the MI300X sample) beside the XSpace it was rendered from:
+    the same kernels recorded by two profilers."""
+    _folder_with(base, out, _rocprof_name(base, 1 + rng.randrange(1000)))
+    xspace = ROOT / "sample_traces" / "mi300x_8gpu_llama_step.xplane.pb"
+    shutil.copy(xspace, out / xspace.name)
+    return out
+
+
 # case -> (formats it applies to, what a correct reading is: "same" the base's counts with
 # the warning code given (None: no warning needed), or "refuse")
 CASES: dict[str, tuple[Case, tuple[str, ...], str, str | None]] = {
@@ -276,6 +288,8 @@ CASES: dict[str, tuple[Case, tuple[str, ...], str, str | None]] = {
     "no-xla-ops": (c_no_xla_ops, ("tpu",), "less", "xspace.tpu_no_ops_line"),
     "dur-0": (c_dur_0, ("kineto",), "same", "kineto.zero_duration"),
     "events-twice": (c_events_twice, ("kineto",), "refuse", None),
+    "mixed-recorders": (c_mixed_recorders, ("kineto", "rocprof-json", "rocprof-csv", "rocpd",
+                                            "rpd"), "refuse", None),
     "fifo-host": (c_fifo_host, ("xspace", "tpu", "kineto", "rocprof-json", "rocprof-csv",
                                 "rocpd", "rpd"), "refuse", None),
 }
