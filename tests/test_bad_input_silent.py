@@ -325,12 +325,14 @@ def test_two_processes_with_equal_ops_stay_two(source: Trace, tmp_path: Path) ->
 
 def test_collectives_on_a_mixed_folder_with_an_empty_part(made: dict[str, Path],
                                                           tmp_path: Path) -> None:
-    """A Kineto file beside an RPD database with no ops: ``collectives`` failed with
+    """A trace beside an RPD database with no ops (a Kineto file then; an RPD one now, as
+    files of two profilers are two jobs): ``collectives`` failed with
     ``SchemaError: type Categorical is incompatible with expected type String`` (the empty
     part's ``type`` column); ``summarize`` and ``report`` worked."""
     folder = tmp_path / "job"
     folder.mkdir()
-    shutil.copy(made["kineto"], folder / "rank-0.json")
+    # two rpd_tracer files (files of different profilers are different jobs since issue 57)
+    shutil.copy(made["rpd"], folder / "rank-0.rpd")
     shutil.copy(made["rpd"], folder / "trace.rpd")
     _sql(folder / "trace.rpd", "DELETE FROM rocpd_op")
     res = cli("collectives", str(folder))

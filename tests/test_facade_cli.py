@@ -153,7 +153,11 @@ def test_a_bad_argument_gives_the_same_usage_error(args: tuple[str, ...],
     with pytest.raises(TraceUsageError) as info:
         call()
     err = _cli_error(*args)
-    assert err.rstrip("\n").splitlines()[-1] == f"Error: {info.value}"
+    command = " ".join(args[:2] if args[0] == "history" else args[:1])
+    # one line, as every error (click's "Usage: ... Error:" block before)
+    (line,) = err.rstrip("\n").splitlines()
+    assert line.startswith(f"error: {info.value} (see '") and line.endswith(
+        f" {command} --help')"), line
 
 
 def test_every_command_reaches_the_engine_through_the_facade() -> None:

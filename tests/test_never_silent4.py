@@ -524,3 +524,80 @@ def test_history_reads_a_store_in_a_read_only_folder_and_writes_nothing_there(
     assert res.returncode == 0, res.stderr
     assert [r["label"] for r in json.loads(res.stdout)] == ["a", "b", "c"]
     assert {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in ro.iterdir()} == stamp
+
+
+def test_records_hours_apart_on_one_device_are_said() -> None:
+    """rocprofv3's documentation snippets: copies of one run beside kernels of another read
+    as one device over 2,445.7 h, 100% idle, without a word."""
+    from tests.conftest import real_rocprof
+
+    res = cli("summarize", str(real_rocprof("docs_snippets/kernel_trace.csv")))
+    assert res.returncode == 0, res.stderr
+    assert "its records leave a gap of 2445.66 h (100.0% of its span)" in res.stderr
+
+
+def test_a_gap_is_said_only_when_it_is_long_and_most_of_the_span() -> None:
+    import polars as pl
+
+    from tracelens.analyze.timeline.gaps import MIN_GAP_NS, long_gaps
+
+    def events(*spans: tuple[int, int, int]) -> pl.DataFrame:
+        return pl.DataFrame([{"host": "h", "rank": 0, "device": 0, "stream": s,
+                              "start_ns": a, "end_ns": b} for s, a, b in spans])
+    far = MIN_GAP_NS * 3
+    assert len(long_gaps(events((1, 0, 10), (2, far, far + 10)))) == 1
+    assert long_gaps(events((1, 0, 10), (2, MIN_GAP_NS // 2, MIN_GAP_NS))) == []  # short
+    assert long_gaps(events((1, 0, 10), (2, far, far + 10), (3, 5, far))) == []  # stream 3 ran
+    assert long_gaps(events((1, 0, 4 * far), (2, 5 * far, 5 * far + 1))) == []  # not most
+
+
+def test_a_tpu_plane_with_cleared_stats_says_what_it_lost(tmp_path: Path) -> None:
+    def edit(space: object) -> None:
+        del _first_plane(space, "/device:TPU:").stats[:]  # type: ignore[attr-defined]
+    trace = tracelens.load(_edit_space(TPU, tmp_path, edit))
+    assert trace.devices["product"].to_list() == [None]
+    _warned(trace, "no plane stat device_type_string, peak_teraflops_per_second", "MFU")
+
+
+def test_a_local_cluster_that_fails_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Workers killed while the local cluster starts: Dask raises "Nanny failed to start",
+    which printed an 82-line traceback."""
+    from tracelens.engine import cluster as dask_map
+
+    def broken(n: int, scratch: str | None = None) -> None:
+        raise RuntimeError("Nanny failed to start.")
+    monkeypatch.setattr(dask_map, "local_cluster", broken)
+    job = SAMPLES / "mi355x_2x8gpu_straggler"
+    res = cli("summarize", str(job), "--workers", "2")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "error: local Dask cluster: could not start its 2 worker processes (RuntimeError: "
+        "Nanny failed to start.); run again, or in this process with --workers 1"]
+
+
+def test_usage_errors_are_one_line_like_every_error() -> None:
+    """click printed "Usage: ...", "Try ... --help", a blank line and "Error: ..."."""
+    for args, words in ((("summarize", str(MI300X), "--step", "x"), "'--step'"),
+                        (("summarize", "--bogus"), "No such option '--bogus'"),
+                        (("history", "list", "--bogus"), "No such option"),
+                        (("nosuchcmd",), "No such command")):
+        res = cli(*args)
+        assert res.returncode == 2, res.stderr
+        (line,) = res.stderr.strip().splitlines()
+        assert line.startswith("error: ") and words in line and "--help')" in line, line
+
+
+# ---- item 2 (part): files of different profilers are different jobs ---------------------
+
+def test_files_of_different_profilers_are_not_one_job(made: dict[str, Path],  # noqa: F811
+                                                      tmp_path: Path) -> None:
+    """The MI300X sample as XSpace beside its own Kineto and rocpd renderings: the same kernels
+    three times, read as one job of 24 devices (same device kind, no shared clock)."""
+    d = tmp_path / "mixed"
+    d.mkdir()
+    shutil.copy(MI300X, d / MI300X.name)
+    shutil.copy(made["kineto"], d / "rank0.json")
+    shutil.copy(made["rocpd"], d / "1_results.db")
+    res = cli("summarize", str(d))
+    _one_line(res, d, "holds 3 jobs")

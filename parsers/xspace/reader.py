@@ -134,11 +134,18 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         t = tpu.TPU_PLANE.match(plane.name)
         if t:
             reader = readers[plane_idx]
-            row, bad = tpu.device_row(int(t.group(1)), reader.plane_stats())
+            plane_stats = reader.plane_stats()
+            row, bad = tpu.device_row(int(t.group(1)), plane_stats)
             for key in bad:
                 meta.warn(Notice.of("xspace.bad_plane_stat", "{file}: {plane}: plane stat "
                                     "{stat} is not a usable value: left unknown",
                                     file=path.name, plane=plane.name, stat=key))
+            absent = [s for s in tpu.CHIP_STATS if s not in plane_stats]
+            if absent:  # cleared stats: no product, no peaks, so no MFU, without a word
+                meta.warn(Notice.of("xspace.tpu_no_chip_stats", "{file}: {plane}: no plane "
+                                    "stat {stats}: the chip's product or peaks are unknown, "
+                                    "and with them MFU and the roofline", file=path.name,
+                                    plane=plane.name, stats=", ".join(absent)))
             device_rows.append(dict(row, notes_at=len(meta.notices)))
             ops, st, skipped, n_neg, n_unknown, n_all_spaces, said = tpu.read_plane(
                 reader, plane_idx, plane, source, int(t.group(1)))

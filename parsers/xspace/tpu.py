@@ -359,6 +359,11 @@ def _steps(df: pl.DataFrame | None, table: pl.DataFrame, runs: pl.DataFrame | No
                                       candidate=pl.lit(0), programs=programs), STEP_PROGRAMS)
 
 
+CHIP_STATS = ("device_type_string", "peak_teraflops_per_second",
+              "peak_hbm_bw_gigabytes_per_second")
+"""The plane stats that name a TPU chip and give its peaks (:func:`device_row`)."""
+
+
 def device_row(ordinal: int, stats: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """One DEVICE_FACTS_SCHEMA row (less host, rank and notes) from a TPU plane's stats: the
     chip's name as the trace gives it, vendor ``google``, and its own peaks (TFLOP/s; HBM in

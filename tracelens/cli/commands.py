@@ -21,12 +21,13 @@ from tracelens import __version__
 from tracelens.cli.common import (analysis, analysis_options, facade_inputs, format_option,
                                   guarded, html_option, print_result, say_replaced,
                                   warn, write_output)
+from tracelens.cli.errors import OneLineGroup
 from tracelens.api.outputs import replacing
 from tracelens.cli.axes import axes as _axes, axes_options
 
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tracelens")
 def main() -> None:
     """Where each training step's GPU time goes, from XProf XSpace (GPU, TPU, XLA:CPU),

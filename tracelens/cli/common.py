@@ -124,11 +124,15 @@ def write_output(path: Path, text: Callable[[], str], flag: str) -> None:
     is replaced: :func:`tracelens.api.outputs.check_target`), and a replaced file said."""
     from tracelens.api.outputs import check_target
 
+    if not path.parent.is_dir():
+        raise TraceInputError(path, f"cannot write the HTML file: folder {path.parent} does "
+                              "not exist")
     existed = check_target(path, flag)
     try:
         path.write_text(text(), encoding="utf-8")
     except OSError as exc:
-        raise TraceInputError(path, f"cannot write: {exc.strerror or exc}") from None
+        raise TraceInputError(path, f"cannot write the HTML file: {exc.strerror or exc}") \
+            from None
     if existed:
         say_replaced([path])
 

@@ -336,7 +336,13 @@ class _client:
         scratch = tempfile.TemporaryDirectory(prefix="tracelens-dask-",
                                               ignore_cleanup_errors=True)
         self.stack.append(scratch)
-        cluster = local_cluster(self.n, scratch.name)
+        try:
+            cluster = local_cluster(self.n, scratch.name)
+        except (RuntimeError, OSError, TimeoutError) as exc:  # "Nanny failed to start": a
+            raise TraceInputError(  # worker killed, or no room to start one; one line
+                "local Dask cluster", f"could not start its {self.n} worker processes "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+                "); run again, or in this process with --workers 1") from None
         self.stack.append(cluster)
         client = Client(cluster, set_as_default=False)
         self.stack.append(client)

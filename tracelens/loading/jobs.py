@@ -15,7 +15,11 @@ nothing says otherwise; they are different jobs when:
 - their devices are of different kinds (product, else arch) and they share no program
   (same module name and byte-identical HLO);
 - their time windows are disjoint on a clock both share (XSpace: wall-clock from each
-  file's profile start; rocprofv3: processes of one host, from their start and end times).
+  file's profile start; rocprofv3: processes of one host, from their start and end times);
+- different profilers wrote them (XSpace, Kineto, rocprofv3 in any of its forms,
+  rpd_tracer): each records the device activity itself, so together they are unrelated jobs
+  or the same kernels twice. A file of unknown device kind and clock used to join any group
+  (a Kineto MI250 trace and a rocprofv3 CSV linked two unrelated XSpace jobs into one).
 
 The jobs are the groups of files connected by "not different"; more than one group is
 refused (exit 2) with the list of groups, so the user can pass the job they mean.
@@ -50,6 +54,20 @@ class Facts:
     # which process wrote the file: XSpace (host, process_id or None), Kineto ("rank", N)
     member: tuple[str, int | None] | None = None
     world: int | None = None                # Kineto distributedInfo world size
+    recorder: str | None = None             # which profiler wrote it (:func:`recorder`)
+
+
+# Each profiler records the device activity itself: two of them in one job would count every
+# kernel twice, so files of different recorders are different jobs (rocprofv3's outputs of one
+# job's processes may come in different forms: one recorder).
+RECORDERS = {"xspace": "xspace", "kineto": "kineto", "rocprof-json": "rocprofv3",
+             "rocprof-csv": "rocprofv3", "rocpd": "rocprofv3", "rpd": "rpd_tracer"}
+
+
+def recorder(part: Trace) -> str | None:
+    """The profiler that wrote ``part`` (None: not known, or several: a combined trace)."""
+    found = {RECORDERS.get(str(s.get("format"))) for s in part.meta.sources}
+    return found.pop() if len(found) == 1 else None
 
 
 def facts(part: Trace, path: Path, arg: int, in_dir: bool) -> Facts:
@@ -83,7 +101,8 @@ def facts(part: Trace, path: Path, arg: int, in_dir: bool) -> Facts:
         if run_host and run.name == run_host:
             run = run.parent
     member, world = _member(part)
-    return Facts(path, arg, run, kinds, programs, clock, window, hardware, member, world)
+    return Facts(path, arg, run, kinds, programs, clock, window, hardware, member, world,
+                 recorder(part))
 
 
 def _member(part: Trace) -> tuple[tuple[str, int | None] | None, int | None]:
@@ -116,6 +135,8 @@ def _recorded_together(a: Facts, b: Facts) -> bool:
 
 
 def _different(a: Facts, b: Facts) -> bool:
+    if a.recorder is not None and b.recorder is not None and a.recorder != b.recorder:
+        return True  # a file of each profiler: unrelated, or the same kernels twice
     if a.arg == b.arg and a.run is not None and b.run is not None and a.run != b.run \
             and not _recorded_together(a, b):
         return True

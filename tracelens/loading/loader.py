@@ -23,6 +23,7 @@ from tracelens.loading.align import align_on_collectives
 from tracelens.classify import TPU_SIGNAL, RuleSet, classify
 from tracelens.loading.combine import combine
 from tracelens.loading.paths.copies import drop_copies
+from tracelens.analyze.timeline.gaps import say_long_gaps
 from tracelens.cost.events import annotate, hlo_kinds, op_cost_table
 from tracelens.loading.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
 from tracelens.loading.jobs import Facts as JobFacts
@@ -253,6 +254,7 @@ STAGES: list[tuple[str, Callable[[Trace, Context], None]]] = [
     ("notes from discovery and reading", _discovery_notes),
     ("rechunk", _rechunk),
     ("clip same-stream overlaps", _clip_overlaps),
+    ("say a gap of hours on a device", say_long_gaps),
     ("classify", _classify),
     ("costs", _costs),
     ("align hosts on collectives", _align),
