@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import tracelens.api.analysis as facade
+import tracelens.api.runs as runs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,6 +20,7 @@ def _examples() -> list[doctest.DocTest]:
     (which ``doctest.testmod`` does not look into)."""
     finder = doctest.DocTestFinder()
     tests = finder.find(facade, globs=vars(facade))
+    tests += finder.find(runs, globs={**vars(facade), **vars(runs)})  # compare, scaling
     for cls in facade.TraceAnalysis.__mro__[:-1]:  # with the frame answers' mixin
         for name, attr in vars(cls).items():
             if isinstance(attr, cached_property) or (callable(attr)
@@ -63,11 +65,11 @@ def test_answers_from_paths_equal_answers_from_the_loaded_trace() -> None:
     assert (w1.step, w1.start_ns, w1.end_ns) == (w2.step, w2.start_ns, w2.end_ns)
     assert w1.events.equals(w2.events)
     assert "trace" not in by_paths.__dict__  # none of them loaded the whole job here
-    assert facade.compare(by_paths, loaded).delta_ns == 0.0
+    assert runs.compare(by_paths, loaded).delta_ns == 0.0
 
 
 def test_top_level_exports() -> None:
     import tracelens
 
-    assert tracelens.compare is facade.compare and tracelens.scaling is facade.scaling
+    assert tracelens.compare is runs.compare and tracelens.scaling is runs.scaling
     assert tracelens.TraceAnalysis is facade.TraceAnalysis

@@ -31,7 +31,8 @@ def summarize(trace: Trace, **kwargs) -> dict:
 
 def __getattr__(name: str) -> object:
     """``tracelens.Trace`` (:mod:`tracelens.core.model`), ``tracelens.TraceAnalysis``,
-    ``compare``, ``scaling`` and ``load_analysis`` (the facade of :mod:`tracelens.api.analysis`),
+    ``load_analysis`` (the facade of :mod:`tracelens.api.analysis`), ``compare`` and ``scaling``
+    (:mod:`tracelens.api.runs`),
     the run history and ``explain`` (:mod:`tracelens.api.history`), imported on first
     use: ``import tracelens`` (and so ``tracelens --help``) does not import polars."""
     if name == "Trace":
@@ -40,9 +41,12 @@ def __getattr__(name: str) -> object:
     if name == "to_json":
         from tracelens.results.encode import to_json
         return to_json
-    if name in ("TraceAnalysis", "load_analysis", "compare", "scaling"):
+    if name in ("TraceAnalysis", "load_analysis"):
         from tracelens.api import analysis
         return getattr(analysis, name)
+    if name in ("compare", "scaling"):
+        from tracelens.api import runs
+        return getattr(runs, name)
     if name in ("history_record", "history_runs", "history_show", "history_check",
                 "history_export", "explain"):
         from tracelens.api import history as analysis_history

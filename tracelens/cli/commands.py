@@ -246,7 +246,7 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
     """Where NEW spends more (or less) time per step than BASE."""
     from dataclasses import asdict, replace
 
-    from tracelens.api.analysis import compare as build
+    from tracelens.api.runs import compare as build
     from reports.scaling import compare_tables
 
     inputs = facade_inputs((base, new), opts) | {"progress": None}
@@ -273,7 +273,7 @@ def compare(base: Path, new: Path, fail_above: float | None, top: int, fmt: str,
 def scaling(runs: tuple[Path, ...], strong: bool, fmt: str, html: Path | None,
             **opts: Any) -> None:
     """Why step time changes from one run to the next (e.g. 8 → 64 GPUs)."""
-    from tracelens.api.analysis import scaling as build
+    from tracelens.api.runs import scaling as build
     from reports.scaling import scaling_tables
 
     inputs = facade_inputs(runs, opts) | {"progress": None}
