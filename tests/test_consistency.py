@@ -97,6 +97,17 @@ def test_hide_saving_beyond_the_types_exposed_time_is_caught() -> None:
     assert _checks(_result(path, other), facts) == [("hide", "hide all-reduce", 1 * MS, 0)]
 
 
+def test_hide_memory_is_bounded_by_the_exposed_memory_time() -> None:
+    """``hide memory`` (the path's copies in no time) saves at most the memory time no compute
+    hid on the path's devices; it is no collective type (read as one, its bound was 0)."""
+    facts = _facts([_device("h", 0, idle=0, exposed_memory_ns=2 * MS)])
+    path = _path({"gemm": 7 * MS, "memory": 3 * MS})
+    over = WhatIf("hide", "memory", 10 * MS, 7 * MS, 3 * MS, 3 * MS)
+    at = WhatIf("hide", "memory", 10 * MS, 8 * MS, 2 * MS, 3 * MS)
+    assert _checks(_result(path, over), facts) == [("hide", "hide memory", 3 * MS, 2 * MS)]
+    assert _checks(_result(path, at), facts) == []
+
+
 def test_graph_launch_beyond_launch_waits_and_on_graph_replays_is_caught() -> None:
     path = _path({"host": 1 * MS, "gemm": 9 * MS})
     g = WhatIf("graph_launch", "host launches", 10 * MS, 8 * MS, 2 * MS, 1 * MS)
