@@ -36,9 +36,16 @@ from tracelens.core.instances import with_instance_keys
 from tracelens.core.model import Text, Trace, on_async_lane
 from tracelens.core.text import matches
 
-SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
-"""Host calls that block until the device catches up: the idle breakdown's, and the peer
-copies (which the idle breakdown does not count as a sync wait)."""
+XLA_SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|block_until_ready|"
+            r"^CompleteCallbacks$")
+"""XLA host events after which the host has a device result: a thread's wait for an array
+(TPU ``np.asarray(jax.Array)``, XLA:CPU ``CommonPjRtBuffer::Await``), or the TPU runtime
+learning that a program run is done (``CompleteCallbacks``); the XSpace reader's
+(``parsers/xspace/xla_host.py``)."""
+
+SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$|" + XLA_SYNC
+"""Host calls that block until the device catches up: the idle breakdown's, the peer
+copies (which the idle breakdown does not count as a sync wait), and XLA's syncs."""
 
 STREAM_WAIT = r"(?i)^(hip|cuda|cu)StreamWaitEvent(_v2|_ptsz)?$"
 """The host call that makes a stream wait for an event recorded on another stream."""
@@ -327,7 +334,7 @@ def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
     if hst.is_empty() or hst.filter(matches(hst, "name", STREAM_WAIT)).is_empty():
         waits = pl.concat([waits, _order_edges(dev)])
     launch, delay = _bound_launch_edges(dev, hst, waits)
-    parts = [launch, delay, _sync_edges(dev, hst), waits]
+    parts = [launch, delay, _sync_edges(dev, hst), _completion_edges(dev, hst), waits]
     return pl.concat([p.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA) for p in parts])  # type: ignore
 
 
@@ -498,6 +505,28 @@ def _sync_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
                       check_sortedness=False)
     return got.filter(pl.col("src").is_not_null()).select(
         "src", "dst", side=pl.lit("B"), point=pl.lit("E"), kind=pl.lit("sync"))
+
+
+COMPLETION = r"^CompleteCallbacks$"
+"""A host event that starts once the device is done (the TPU runtime told that a program
+run ended), not a call that blocks."""
+
+
+def _completion_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
+    """A completion (:data:`COMPLETION`) starts after (S side, an ``event`` edge) the latest
+    activity of each device of its rank that ended at or before its start: the time from
+    that end to it is the runtime's notice of the device's result."""
+    done = hst.filter(matches(hst, "name", COMPLETION)).select(
+        "host", "rank", dst="id", t="start_ns")
+    if done.is_empty():
+        return pl.DataFrame(schema=EDGE_SCHEMA)
+    devices = dev.select("host", "rank", "device").unique()
+    q = done.join(devices, on=["host", "rank"]).sort("t")
+    acts = dev.select("host", "rank", "device", t="end_ns", src="id").sort("t", "src")
+    got = q.join_asof(acts, on="t", by=["host", "rank", "device"], strategy="backward",
+                      check_sortedness=False)
+    return got.filter(pl.col("src").is_not_null()).select(
+        "src", "dst", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("event"))
 
 
 def _event_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:

@@ -14,7 +14,7 @@ from tracelens.analyze.critical.stitched import (DeviceWindow, HostGraph, Instan
                                                  NotStitchable, _local, _starts, arrivals,
                                                  key_arrivals)
 from tracelens.analyze.critical.solve import Change, solve
-from tracelens.analyze.critical.walk import idle_after, walk_on, walkable
+from tracelens.analyze.critical.walk import idle_after, tail_component, walk_on, walkable
 from tracelens.engine.protocol import JobPlan
 
 
@@ -129,7 +129,8 @@ class HostSide:
                 node, at_start, c, w0 = d.sink, False, float(d.w1), float(d.w0)
                 after = idle_after(float(L.e[node]), w0, c)
                 if L.e[node] < c:
-                    pieces.append(("idle", c - max(L.e[node], w0)))
+                    pieces.append((tail_component(L.component[node], L.device_node[node]),
+                                   c - max(L.e[node], w0)))
                     c = max(L.e[node], w0)
             seen, on = self.walks.setdefault(wid, (_Seen(len(L.e)), {}))
             cut, exit_ = walk_on(L, node, at_start, c, w0, pieces, on, seen, h.foreign)

@@ -27,7 +27,8 @@ from tracelens.analyze.critical.graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical.solve import Change, Graph, build_graph, solve
 from tracelens.analyze.summary.packed import PackedFrame, pack_frame
-from tracelens.analyze.critical.walk import (Labels, Walk, Walker, composition, idle_after,
+from tracelens.analyze.critical.walk import (Labels, Walk, Walker, composition, host_tail,
+                                             idle_after,
                                              step_path_key, window_lengths)
 from tracelens.core.frames import distinct
 from tracelens.core.model import Trace, device_kind
@@ -316,10 +317,13 @@ def _shared_text_rows(frame: pl.DataFrame) -> Iterator[tuple]:
 # What-if projections
 # ---------------------------------------------------------------------------------------------
 
-def _lengths(g: Graph, paths: list[_Path], e: np.ndarray) -> list[float]:
-    """Each path's window length with node ends ``e`` (critical_walk.window_lengths)."""
+def _lengths(g: Graph, paths: list[_Path], e: np.ndarray, no_tail: bool = False
+             ) -> list[float]:
+    """Each path's window length with node ends ``e`` (critical_walk.window_lengths);
+    ``no_tail``: without the host tails (the ``host`` what-if)."""
     return window_lengths([(p.w0 - g.t0, p.w1 - g.t0, float(g.e[p.cand].max()),
-                            float(e[p.cand].max())) for p in paths])
+                            float(e[p.cand].max())) for p in paths],
+                          [host_tail(p.walk, p.idle_after) for p in paths] if no_tail else None)
 
 
 def _on_path(paths: list[_Path], pred: Callable[[str], bool]) -> int:
@@ -389,12 +393,27 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
         changes.append(("graph_launch", "host launches",
                         Change(w=w, drop_s=launch, prev_lag=lag), on))
+    host = host_change(g, nodes)
+    if host is not None and any(host_tail(p.walk, p.idle_after) for p in paths) \
+            or "host" in {c for p in paths for c in p.walk.components()}:
+        changes.append(("host", "host", host or Change(), _on_path(paths, lambda c: c == "host")))
     out = []
     for change, target, ch, on in changes:
-        proj = int(max(_lengths(g, paths, solve(g, ch))))
+        proj = int(max(_lengths(g, paths, solve(g, ch), no_tail=change == "host")))
         out.append(WhatIf(change, target, step, proj, step - proj, on))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]
+
+
+def host_change(g: Graph, nodes: pl.DataFrame) -> Change | None:
+    """The ``host`` what-if's change (None without host nodes): the host's own untraced time
+    takes none, the gaps between the calls of each host thread (its calls keep their
+    work, a launch still waits for the device); with the windows' host tails
+    (critical_walk.window_lengths ``no_tail``)."""
+    host = ~nodes["device_node"].to_numpy()
+    if not host.any():
+        return None
+    return Change(prev_lag=np.where(host & ~g.first, np.minimum(g.prev_lag, 0.0), g.prev_lag))
 
 
 P2P = ("send", "recv", "send-recv", "collective-permute")

@@ -46,6 +46,7 @@ from tracelens.analyze.critical.path import (_ACTIVITY, P2P, CriticalPart, Criti
 from tracelens.analyze.critical.solve import (Change, Graph, build_graph, solve,
                                               solves_in_one_pass)
 from tracelens.analyze.critical.walk import (Walk, Walkable, composition, idle_after,
+                                             tail_component,
                                              step_path_key, walk_on, walkable,
                                              window_lengths)
 from tracelens.engine.protocol import JobPlan
@@ -359,7 +360,7 @@ def _walk(hosts: list[HostGraph], i: int, d: DeviceWindow, offset: np.ndarray) -
     on: dict[int, float] = {}
     w0, c, n = float(d.w0), float(d.w1), d.sink
     if L.e[n] < c:
-        pieces.append(("idle", c - max(L.e[n], w0)))
+        pieces.append((tail_component(L.component[n], L.device_node[n]), c - max(L.e[n], w0)))
         c = max(L.e[n], w0)
     seen: dict[int, set[tuple[int, bool]]] = {}
     at_start, cut = False, 0

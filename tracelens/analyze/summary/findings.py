@@ -83,7 +83,7 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     measured = [f for f in found if f.key not in seen] + [
         replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
-        + _host_bound(s) + gaps
+        + (_host_bound(s) if "host host" not in seen else []) + gaps
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
 
@@ -123,6 +123,12 @@ def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
         return RankedFinding("roofline", w.target, title, w.saved_ns, pct,
                              f"{ms(w.on_path_ns)} ms of {w.target} on the path{rest}",
                              "tracelens summarize --all")
+    if w.change == "host":
+        return RankedFinding(
+            "host", w.target, f"Take the host's own time off the step: the device waits "
+            f"{ms(w.saved_ns)} ms for the host", w.saved_ns, pct,
+            f"on the path: {ms(w.on_path_ns)} ms of host time (its untraced work between "
+            "its calls, and after it had the step's result)", "tracelens critical-path")
     if w.change == "graph_launch":
         return RankedFinding(
             "graph_launch", w.target, GRAPH_TITLE, w.saved_ns, pct,
