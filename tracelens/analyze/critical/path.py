@@ -22,7 +22,8 @@ from typing import Callable, Iterator, Literal, Sequence
 import numpy as np
 import polars as pl
 
-from tracelens.analyze.critical.graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_SCHEMA,
+from tracelens.analyze.critical.graph import (COMPLETION, EDGE_SCHEMA, NODE_SCHEMA,
+                                              WINDOW_SCHEMA,
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical.solve import Change, Graph, build_graph, solve
@@ -394,12 +395,21 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         changes.append(("graph_launch", "host launches",
                         Change(w=w, drop_s=launch, prev_lag=lag), on))
     host = host_change(g, nodes)
-    if host is not None and any(host_tail(p.walk, p.idle_after) for p in paths) \
-            or "host" in {c for p in paths for c in p.walk.components()}:
-        changes.append(("host", "host", host or Change(), _on_path(paths, lambda c: c == "host")))
+    if host is not None and ("host" in {c for p in paths for c in p.walk.components()}):
+        changes.append(("host", "host", host, _on_path(paths, lambda c: c == "host")))
+        sync = sync_change(g, nodes, host, {n for p in paths for n in p.walk.on_node.tolist()})
+        if sync is not None:
+            changes.append(("sync", "sync", sync,
+                            _on_path(paths, lambda c: c in ("host", "sync"))))
+    # without syncs, the runtime's notices of results (completions) no one waits for end no
+    # window
+    done = nodes["name"].cast(pl.String).str.contains(COMPLETION).fill_null(False).to_numpy()
     out = []
     for change, target, ch, on in changes:
-        proj = int(max(_lengths(g, paths, solve(g, ch), no_tail=change == "host")))
+        e = solve(g, ch)
+        if change == "sync":
+            e = np.where(done, -np.inf, e)
+        proj = int(max(_lengths(g, paths, e, no_tail=change in ("host", "sync"))))
         out.append(WhatIf(change, target, step, proj, step - proj, on))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]
@@ -414,6 +424,22 @@ def host_change(g: Graph, nodes: pl.DataFrame) -> Change | None:
     if not host.any():
         return None
     return Change(prev_lag=np.where(host & ~g.first, np.minimum(g.prev_lag, 0.0), g.prev_lag))
+
+
+def sync_change(g: Graph, nodes: pl.DataFrame, host: Change, on_path: set[int]
+                ) -> Change | None:
+    """The ``sync`` what-if's change (None where no host call on the paths waited inside it
+    for the device): the host stops waiting for the device's results, so its sync calls
+    take no time after the device's work they waited for, the runtime's notices of results
+    (:data:`~tracelens.analyze.critical.graph.COMPLETION`) end no window (:func:`_what_ifs`),
+    and the host's own time overlaps the device's (the ``host`` change, host tails
+    included)."""
+    done = nodes["name"].cast(pl.String).str.contains(COMPLETION).fill_null(False).to_numpy()
+    call = nodes["sync"].fill_null(False).to_numpy() & ~nodes["device_node"].to_numpy() & ~done
+    waited = call & (g.b > g.s)
+    if not any(waited[n] for n in on_path):
+        return None
+    return replace(host, w=np.where(call, 0.0, g.w))
 
 
 P2P = ("send", "recv", "send-recv", "collective-permute")

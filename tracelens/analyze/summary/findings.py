@@ -129,6 +129,12 @@ def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
             f"{ms(w.saved_ns)} ms for the host", w.saved_ns, pct,
             f"on the path: {ms(w.on_path_ns)} ms of host time (its untraced work between "
             "its calls, and after it had the step's result)", "tracelens critical-path")
+    if w.change == "sync":
+        return RankedFinding(
+            "sync", w.target, "Stop waiting for the device every step: the host syncs, then "
+            f"the device waits for its work ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
+            f"on the path: {ms(w.on_path_ns)} ms of syncs and host time after them",
+            "tracelens critical-path")
     if w.change == "graph_launch":
         return RankedFinding(
             "graph_launch", w.target, GRAPH_TITLE, w.saved_ns, pct,
