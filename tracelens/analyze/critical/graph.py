@@ -43,6 +43,17 @@ XLA_SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|block_until_
 learning that a program run is done (``CompleteCallbacks``); the XSpace reader's
 (``parsers/xspace/xla_host.py``)."""
 
+XLA_DISPATCH = (r"^PjitFunction\(|^DoEnqueueProgram$|"
+                r"^CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice$")
+"""XLA's dispatch of a program run (the XSpace reader's): a jitted call or eager op, its
+launch on a TPU, its execution on XLA:CPU."""
+
+XLA_TRANSFER = (r"^DevicePut|^Linearize$|^H2D Dispatch$|^tpu::System::TransferToDevice$|"
+                r"BufferFromHostBuffer")
+"""The host side of an XLA host-to-device transfer (the XSpace reader's): its calls, after
+which the thread waits for the copy before it goes on (a program that reads the copy is
+enqueued once it is done)."""
+
 SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$|" + XLA_SYNC
 """Host calls that block until the device catches up: the idle breakdown's, the peer
 copies (which the idle breakdown does not count as a sync wait), and XLA's syncs."""

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.analyze.critical.graph import (COMPLETION, EDGE_SCHEMA, NODE_SCHEMA,
-                                              WINDOW_SCHEMA,
+                                              WINDOW_SCHEMA, XLA_DISPATCH, XLA_TRANSFER,
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical.solve import Change, Graph, build_graph, solve
@@ -32,6 +32,7 @@ from tracelens.analyze.critical.walk import (Labels, Walk, Walker, composition, 
                                              idle_after,
                                              step_path_key, window_lengths)
 from tracelens.core.frames import distinct
+from tracelens.core.text import matches
 from tracelens.core.model import Trace, device_kind
 from tracelens.engine.protocol import JobPlan
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
@@ -154,6 +155,8 @@ def _labels(nodes: pl.DataFrame, kinds: pl.DataFrame | None = None) -> Labels:
                         .then(pl.lit("communication"))
                         .when(pl.col("device_node")).then(pl.col("category").fill_null("other"))
                         .when(pl.col("sync")).then(pl.lit("sync"))
+                        .when(pl.lit(matches(nodes, "name", XLA_TRANSFER).fill_null(False)))
+                        .then(pl.lit("transfer"))
                         .otherwise(pl.lit("host")))
     comp_code, comp_names = _coded(comp.to_series())
     who_code, who_names = _coded(_who(nodes, kinds).fill_null("host"))
@@ -401,6 +404,16 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         if sync is not None:
             changes.append(("sync", "sync", sync,
                             _on_path(paths, lambda c: c in ("host", "sync"))))
+    on_nodes = {n for p in paths for n in p.walk.on_node.tolist()}
+    jit = dispatch_change(g, nodes, on_nodes)
+    if jit is not None:
+        changes.append(("dispatch", "per-op dispatch", jit,
+                        _on_path(paths, lambda c: c in ("host", "launch_latency", "transfer",
+                                                        "sync"))))
+    moved = transfer_change(g, nodes)
+    if moved is not None:
+        changes.append(("transfer", "host-to-device", moved,
+                        int(max(_transfer_on(p.walk) for p in paths))))
     # without syncs, the runtime's notices of results (completions) no one waits for end no
     # window
     done = nodes["name"].cast(pl.String).str.contains(COMPLETION).fill_null(False).to_numpy()
@@ -424,6 +437,58 @@ def host_change(g: Graph, nodes: pl.DataFrame) -> Change | None:
     if not host.any():
         return None
     return Change(prev_lag=np.where(host & ~g.first, np.minimum(g.prev_lag, 0.0), g.prev_lag))
+
+
+def _transfer_on(w: Walk) -> float:
+    """The ns of a walk in transfer calls and in the host time just after them (the
+    walk's pieces run from the end back: a ``host`` piece right before a ``transfer``
+    piece is its thread's wait for the copy)."""
+    names = [w.names[int(k)] for k in w.code]
+    return float(sum(ns for i, (c, ns) in enumerate(zip(names, w.ns.tolist()))
+                     if c == "transfer" or c == "host" and i + 1 < len(names)
+                     and names[i + 1] == "transfer"))
+
+
+def dispatch_change(g: Graph, nodes: pl.DataFrame, on_path: set[int]) -> Change | None:
+    """The ``dispatch`` what-if's change (None where no XLA dispatch,
+    :data:`~tracelens.analyze.critical.graph.XLA_DISPATCH`, is on the paths): the step is
+    dispatched at once (as one jitted program is): the host's calls between its first and
+    last dispatch (the transfers of their arguments and the runtime's notices of each op's
+    end included, syncs not) take no time, nor the untraced time before them on their
+    threads."""
+    dev = nodes["device_node"].to_numpy()
+    xla = ~dev & matches(nodes, "name", XLA_DISPATCH).fill_null(False).to_numpy()
+    if not any(xla[n] for n in on_path):
+        return None
+    # the host's work between the first and the last dispatch of its rank's window is the
+    # op-by-op dispatch (with the transfers of its arguments); before the first (the
+    # step's inputs) and after the last (its results) it stays
+    key = ["host", "rank"]
+    span = nodes.filter(pl.Series(xla)).group_by(key).agg(
+        _a=pl.col("start_ns").min(), _z=pl.col("end_ns").max())
+    inside = nodes.select(*key, "start_ns", "end_ns").join(
+        span, on=key, how="left", maintain_order="left").select(
+        (pl.col("start_ns") >= pl.col("_a")) & (pl.col("end_ns") <= pl.col("_z"))
+    ).to_series().fill_null(False).to_numpy()
+    done = matches(nodes, "name", COMPLETION).fill_null(False).to_numpy()
+    calls = ~dev & (~nodes["sync"].fill_null(False).to_numpy() | done) & inside
+    if not calls.any():
+        return None
+    lag = np.where(calls, np.minimum(g.prev_lag, 0.0), g.prev_lag)
+    return Change(w=np.where(calls, 0.0, g.w), prev_lag=lag)
+
+
+def transfer_change(g: Graph, nodes: pl.DataFrame) -> Change | None:
+    """The ``transfer`` what-if's change (None without XLA host-to-device transfer calls):
+    the host-to-device copies take no time: their host calls take none, and so does the
+    wait after each on its thread (its next call came once the copy was done)."""
+    call = (matches(nodes, "name", XLA_TRANSFER).fill_null(False)
+            & ~nodes["device_node"]).to_numpy()
+    if not call.any():
+        return None
+    after = np.r_[False, call[:-1]] & ~g.first
+    return Change(w=np.where(call, 0.0, g.w),
+                  prev_lag=np.where(after, np.minimum(g.prev_lag, 0.0), g.prev_lag))
 
 
 def sync_change(g: Graph, nodes: pl.DataFrame, host: Change, on_path: set[int]

@@ -129,6 +129,18 @@ def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
             f"{ms(w.saved_ns)} ms for the host", w.saved_ns, pct,
             f"on the path: {ms(w.on_path_ns)} ms of host time (its untraced work between "
             "its calls, and after it had the step's result)", "tracelens critical-path")
+    if w.change == "dispatch":
+        return RankedFinding(
+            "dispatch", w.target, "Dispatch the step as one program (jit it): the device "
+            f"waits for op-by-op dispatch ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
+            f"on the path: {ms(w.on_path_ns)} ms of host dispatch and launch latency",
+            "tracelens critical-path")
+    if w.change == "transfer":
+        return RankedFinding(
+            "transfer", w.target, "Keep the data on the device, or copy it ahead: the step "
+            f"waits for host-to-device copies ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
+            f"on the path: {ms(w.on_path_ns)} ms of transfer calls and waits for the copies",
+            "tracelens critical-path")
     if w.change == "sync":
         return RankedFinding(
             "sync", w.target, "Stop waiting for the device every step: the host syncs, then "
