@@ -145,7 +145,7 @@ def run(case: Case) -> dict:
     """Run one case in-process; its exit code and normalized output (stdout, or the file)."""
     from click.testing import CliRunner
 
-    from tracelens.cli import main
+    from tracelens.cli.commands import main
 
     with tempfile.TemporaryDirectory() as tmp:
         out_file = str(Path(tmp) / "out.csv")
