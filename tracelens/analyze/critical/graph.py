@@ -424,9 +424,12 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
     # its activity's start on the device: no activity starts sooner after its launch (the
     # graph's binding rule uses the same, critical_solve._launch_latency)
     k = dev.select("id", "host", "rank", "device", k_s="start_ns")
+    # (one launch alone on a device says nothing of its latency: its own lag would make it
+    # bind whatever else it waited for, as a program queued behind the previous run; 0)
     ln = ln.join(k, on="id", how="left").with_columns(
-        lat=(pl.col("k_s") - pl.col("l_t")).clip(lower_bound=0).min().over(
-            "host", "rank", "device"))
+        lat=pl.when(pl.len().over("host", "rank", "device") > 1).then(
+            (pl.col("k_s") - pl.col("l_t")).clip(lower_bound=0).min().over(
+                "host", "rank", "device")).otherwise(0))
     ln = ln.with_columns(bound=pl.col("o_t").is_null()
                          | (pl.col("l_t") + pl.col("lat") > pl.col("o_t"))).drop(
         "k_s", "lat", "host", "rank", "device")

@@ -397,7 +397,9 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
         changes.append(("graph_launch", "host launches",
                         Change(w=w, drop_s=launch, prev_lag=lag), on))
-    host = host_change(g, nodes)
+    # the host's own time, where the trace records XLA's dispatch (elsewhere, the host
+    # work between calls is read as it always was: graph_launch moves launches)
+    host = host_change(g, nodes) if matches(nodes, "name", XLA_DISPATCH).any() else None
     if host is not None and ("host" in {c for p in paths for c in p.walk.components()}):
         changes.append(("host", "host", host, _on_path(paths, lambda c: c == "host")))
         sync = sync_change(g, nodes, host, {n for p in paths for n in p.walk.on_node.tolist()})

@@ -247,9 +247,10 @@ def _launch_latency(nodes: pl.DataFrame, s: np.ndarray, s_t: np.ndarray, s_dst: 
                     launch: np.ndarray) -> np.ndarray:
     """Per S-side edge, the launch latency of its destination's device for a launch edge (0
     for the others): the least lag from a launch call's end to its activity's start there (no
-    activity starts sooner after its launch). A launch binds where it came, with the latency,
-    after every other source: an activity that started one latency after its launch waited
-    for it, though another source ended in between."""
+    activity starts sooner after its launch; 0 where the device has one launch). A launch
+    binds where it came, with the latency, after every other source: an activity that
+    started one latency after its launch waited for it, though another source ended in
+    between."""
     out = np.zeros(len(s_dst))
     if not launch.any():
         return out
@@ -261,6 +262,8 @@ def _launch_latency(nodes: pl.DataFrame, s: np.ndarray, s_t: np.ndarray, s_dst: 
     gap = np.maximum(s[s_dst[where]] - s_t[where], 0.0)
     least = np.full(int(code.max()) + 1, np.inf)
     np.minimum.at(least, d, gap)
+    # one launch alone on a device says nothing of its latency (critical_graph's rule): 0
+    least[np.bincount(d, minlength=len(least)) < 2] = 0.0
     out[where] = least[d]
     return out
 
