@@ -521,9 +521,10 @@ def _sync_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
         "src", "dst", side=pl.lit("B"), point=pl.lit("E"), kind=pl.lit("sync"))
 
 
-COMPLETION = r"^CompleteCallbacks$"
-"""A host event that starts once the device is done (the TPU runtime told that a program
-run ended), not a call that blocks."""
+COMPLETION = r"^CompleteCallbacks$|^CommonPjRtBuffer::Await$"
+"""A host event that starts once the device is done, not a call that blocks in the trace:
+the TPU runtime told that a program run ended; XLA:CPU's ``Await`` of a result, written as
+an instant when the wait returns (the wait itself is not traced)."""
 
 
 def _completion_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
