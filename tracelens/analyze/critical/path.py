@@ -22,8 +22,9 @@ from typing import Callable, Iterator, Literal, Sequence
 import numpy as np
 import polars as pl
 
-from tracelens.analyze.critical.graph import (COMPLETION, EDGE_SCHEMA, NODE_SCHEMA,
-                                              WINDOW_SCHEMA, XLA_DISPATCH, XLA_TRANSFER,
+from tracelens.analyze.critical import xla_changes as xc
+from tracelens.analyze.critical.graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_SCHEMA,
+                                              XLA_TRANSFER,
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical.solve import Change, Graph, build_graph, solve
@@ -397,32 +398,12 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
         changes.append(("graph_launch", "host launches",
                         Change(w=w, drop_s=launch, prev_lag=lag), on))
-    # the host's own time, where the trace records XLA's dispatch (elsewhere, the host
-    # work between calls is read as it always was: graph_launch moves launches)
-    host = host_change(g, nodes) if matches(nodes, "name", XLA_DISPATCH).any() else None
-    if host is not None and ("host" in {c for p in paths for c in p.walk.components()}):
-        changes.append(("host", "host", host, _on_path(paths, lambda c: c == "host")))
-        sync = sync_change(g, nodes, host, {n for p in paths for n in p.walk.on_node.tolist()})
-        if sync is not None:
-            changes.append(("sync", "sync", sync,
-                            _on_path(paths, lambda c: c in ("host", "sync"))))
-    on_nodes = {n for p in paths for n in p.walk.on_node.tolist()}
-    jit = dispatch_change(g, nodes, on_nodes)
-    if jit is not None:
-        changes.append(("dispatch", "per-op dispatch", jit,
-                        _on_path(paths, lambda c: c in ("host", "launch_latency", "transfer",
-                                                        "sync"))))
-    moved = transfer_change(g, nodes)
-    if moved is not None:
-        changes.append(("transfer", "host-to-device", moved,
-                        int(max(_transfer_on(p.walk) for p in paths))))
-    # without syncs, the runtime's notices of results (completions) no one waits for end no
-    # window
-    done = nodes["name"].cast(pl.String).str.contains(COMPLETION).fill_null(False).to_numpy()
+    changes += xla_what_ifs(g, nodes, paths)
+    done = xc.completions(nodes)
     out = []
     for change, target, ch, on in changes:
         e = solve(g, ch)
-        if change == "sync":
+        if change == "sync":  # without syncs, the runtime's notices of results end no window
             e = np.where(done, -np.inf, e)
         proj = int(max(_lengths(g, paths, e, no_tail=change in ("host", "sync"))))
         out.append(WhatIf(change, target, step, proj, step - proj, on))
@@ -430,83 +411,36 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
     return out[:top]
 
 
-def host_change(g: Graph, nodes: pl.DataFrame) -> Change | None:
-    """The ``host`` what-if's change (None without host nodes): the host's own untraced time
-    takes none, the gaps between the calls of each host thread (its calls keep their
-    work, a launch still waits for the device); with the windows' host tails
-    (critical_walk.window_lengths ``no_tail``)."""
-    host = ~nodes["device_node"].to_numpy()
-    if not host.any():
-        return None
-    return Change(prev_lag=np.where(host & ~g.first, np.minimum(g.prev_lag, 0.0), g.prev_lag))
-
-
-def _transfer_on(w: Walk) -> float:
-    """The ns of a walk in transfer calls and in the host time just after them (the
-    walk's pieces run from the end back: a ``host`` piece right before a ``transfer``
-    piece is its thread's wait for the copy)."""
-    names = [w.names[int(k)] for k in w.code]
-    return float(sum(ns for i, (c, ns) in enumerate(zip(names, w.ns.tolist()))
-                     if c == "transfer" or c == "host" and i + 1 < len(names)
-                     and names[i + 1] == "transfer"))
-
-
-def dispatch_change(g: Graph, nodes: pl.DataFrame, on_path: set[int]) -> Change | None:
-    """The ``dispatch`` what-if's change (None where no XLA dispatch,
-    :data:`~tracelens.analyze.critical.graph.XLA_DISPATCH`, is on the paths): the step is
-    dispatched at once (as one jitted program is): the host's calls between its first and
-    last dispatch (the transfers of their arguments and the runtime's notices of each op's
-    end included, syncs not) take no time, nor the untraced time before them on their
-    threads."""
-    dev = nodes["device_node"].to_numpy()
-    xla = ~dev & matches(nodes, "name", XLA_DISPATCH).fill_null(False).to_numpy()
-    if not any(xla[n] for n in on_path):
-        return None
-    # the host's work between the first and the last dispatch of its rank's window is the
-    # op-by-op dispatch (with the transfers of its arguments); before the first (the
-    # step's inputs) and after the last (its results) it stays
-    key = ["host", "rank"]
-    span = nodes.filter(pl.Series(xla)).group_by(key).agg(
-        _a=pl.col("start_ns").min(), _z=pl.col("end_ns").max())
-    inside = nodes.select(*key, "start_ns", "end_ns").join(
-        span, on=key, how="left", maintain_order="left").select(
-        (pl.col("start_ns") >= pl.col("_a")) & (pl.col("end_ns") <= pl.col("_z"))
-    ).to_series().fill_null(False).to_numpy()
-    done = matches(nodes, "name", COMPLETION).fill_null(False).to_numpy()
-    calls = ~dev & (~nodes["sync"].fill_null(False).to_numpy() | done) & inside
-    if not calls.any():
-        return None
-    lag = np.where(calls, np.minimum(g.prev_lag, 0.0), g.prev_lag)
-    return Change(w=np.where(calls, 0.0, g.w), prev_lag=lag)
-
-
-def transfer_change(g: Graph, nodes: pl.DataFrame) -> Change | None:
-    """The ``transfer`` what-if's change (None without XLA host-to-device transfer calls):
-    the host-to-device copies take no time: their host calls take none, and so does the
-    wait after each on its thread (its next call came once the copy was done)."""
-    call = (matches(nodes, "name", XLA_TRANSFER).fill_null(False)
-            & ~nodes["device_node"]).to_numpy()
-    if not call.any():
-        return None
-    after = np.r_[False, call[:-1]] & ~g.first
-    return Change(w=np.where(call, 0.0, g.w),
-                  prev_lag=np.where(after, np.minimum(g.prev_lag, 0.0), g.prev_lag))
-
-
-def sync_change(g: Graph, nodes: pl.DataFrame, host: Change, on_path: set[int]
-                ) -> Change | None:
-    """The ``sync`` what-if's change (None where no host call on the paths waited inside it
-    for the device): the host stops waiting for the device's results, so its sync calls
-    take no time after the device's work they waited for, the runtime's notices of results
-    (:data:`~tracelens.analyze.critical.graph.COMPLETION`) end no window (:func:`_what_ifs`),
-    and the host's own time overlaps the device's (the ``host`` change, host tails
-    included)."""
-    done = nodes["name"].cast(pl.String).str.contains(COMPLETION).fill_null(False).to_numpy()
-    call = nodes["sync"].fill_null(False).to_numpy() & ~nodes["device_node"].to_numpy() & ~done
-    waited = call & (g.b > g.s)
-    if not any(waited[n] for n in on_path):
-        return None
-    return replace(host, w=np.where(call, 0.0, g.w))
+def xla_what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
+                 ) -> list[tuple[str, str, Change, int]]:
+    """The what-ifs of XLA host work (:mod:`tracelens.analyze.critical.xla_changes`), where
+    the graph holds XLA dispatches: ``host`` where the paths hold host time, ``sync`` where
+    a sync call on them waited for the device, ``transfer`` where there are host-to-device
+    transfer calls, ``dispatch`` where an XLA dispatch is on them."""
+    if not xc.has_dispatch(nodes):
+        return []
+    comps = {c for p in paths for c in p.walk.components()}
+    on_nodes = np.zeros(nodes.height, bool)
+    for p in paths:
+        on_nodes[p.walk.on_node[p.walk.on_ns > 0]] = True
+    out: list[tuple[str, str, Change, int]] = []
+    lag = xc.host_lag(nodes, g.first, g.prev_lag)
+    if "host" in comps:
+        out.append(("host", "host", Change(prev_lag=lag), _on_path(paths, lambda c: c == "host")))
+        if (xc.waited(nodes, g.b, g.s) & on_nodes).any():
+            out.append(("sync", "sync", Change(w=xc.sync_w(nodes, g.w), prev_lag=lag),
+                        _on_path(paths, lambda c: c in ("host", "sync"))))
+    moved = xc.transfer(nodes, g.first, g.prev_lag, g.w)
+    if moved is not None:
+        out.append(("transfer", "host-to-device", Change(w=moved[0], prev_lag=moved[1]),
+                    _on_path(paths, lambda c: c in ("transfer", "host"))))
+    jit = xc.dispatch(nodes, g.first, g.prev_lag, g.w) \
+        if (xc.dispatch_nodes(nodes) & on_nodes).any() else None
+    if jit is not None:
+        out.append(("dispatch", "per-op dispatch", Change(w=jit[0], prev_lag=jit[1]),
+                    _on_path(paths, lambda c: c in ("host", "launch_latency", "transfer",
+                                                    "sync"))))
+    return out
 
 
 P2P = ("send", "recv", "send-recv", "collective-permute")
