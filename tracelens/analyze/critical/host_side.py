@@ -132,7 +132,7 @@ class HostSide:
                 node, at_start, c, w0 = d.sink, False, float(d.w1), float(d.w0)
                 after = idle_after(float(L.e[node]), w0, c)
                 if L.e[node] < c:
-                    pieces.append((tail_component(L.component[node], L.device_node[node]),
+                    pieces.append((tail_component(L.host_tail[node]),
                                    c - max(L.e[node], w0)))
                     c = max(L.e[node], w0)
             seen, on = self.walks.setdefault(wid, (_Seen(len(L.e)), {}))

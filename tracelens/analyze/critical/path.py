@@ -24,7 +24,7 @@ import polars as pl
 
 from tracelens.analyze.critical import xla_changes as xc
 from tracelens.analyze.critical.graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_SCHEMA,
-                                              XLA_TRANSFER,
+                                              XLA_SYNC, XLA_TRANSFER,
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.critical.solve import Change, Graph, build_graph, solve
@@ -161,7 +161,9 @@ def _labels(nodes: pl.DataFrame, kinds: pl.DataFrame | None = None) -> Labels:
                         .otherwise(pl.lit("host")))
     comp_code, comp_names = _coded(comp.to_series())
     who_code, who_names = _coded(_who(nodes, kinds).fill_null("host"))
-    return Labels(comp_code, comp_names, who_code, who_names, nodes["device_node"].to_numpy())
+    dev = nodes["device_node"].to_numpy()
+    tail = ~dev & matches(nodes, "name", XLA_SYNC).fill_null(False).to_numpy()
+    return Labels(comp_code, comp_names, who_code, who_names, dev, tail)
 
 
 def _coded(col: pl.Series) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -277,9 +279,20 @@ def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFr
         dev_top = top[lab.device_node[top]]
         last = int(dev_top[0] if len(dev_top) else top[0])
         w0, w1 = float(lo - g.t0), float(hi - g.t0)
-        out.append(_Path(rank, host, device, step, lo, hi, cand, walker.walk(last, w0, w1),
+        out.append(_Path(rank, host, device, step, lo, hi, lengths_cand(cand, end, hi, lab),
+                         walker.walk(last, w0, w1),
                          idle_after(float(g.e[last]), w0, w1)))
     return out
+
+
+def lengths_cand(cand: np.ndarray, end: np.ndarray, hi: int, lab: Labels) -> np.ndarray:
+    """The nodes whose ends a window's length after a change reads (critical_walk.
+    window_lengths): ``cand`` less the XLA syncs that return after the window's end (the
+    host reading a result after the device's step ended: that belongs to the next window,
+    and its return after the device's work would hold this one's end where it was)."""
+    if lab.host_tail is None:
+        return cand
+    return cand[~(lab.host_tail[cand] & (end[cand] > hi))]
 
 
 _ACTIVITY = ["kind", "name", "category", "host", "device", "stream", "start_ns", "end_ns"]
@@ -405,7 +418,8 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         e = solve(g, ch)
         if change == "sync":  # without syncs, the runtime's notices of results end no window
             e = np.where(done, -np.inf, e)
-        proj = int(max(_lengths(g, paths, e, no_tail=change in ("host", "sync"))))
+        proj = int(max(_lengths(g, paths, e, no_tail=True) if change in ("host", "sync")
+                       else _lengths(g, paths, e)))
         out.append(WhatIf(change, target, step, proj, step - proj, on))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]

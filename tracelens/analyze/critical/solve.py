@@ -203,7 +203,12 @@ def _unseen_starts(nodes: pl.DataFrame, s: np.ndarray, t_max: np.ndarray) -> np.
     if not n or "device_node" not in nodes.columns:
         return np.zeros(n, bool)
     dev = nodes["device_node"].to_numpy()
-    hosted = nodes.filter(~pl.col("device_node")).select("host", "rank").unique()
+    # a rank's host events explain its device's gaps where some of them launch or wait for
+    # its work (a launch's correlation id, a sync): dispatches alone (an XLA host plane
+    # without the runtime's launch events) leave the rank device-only
+    hosted = nodes.filter(~pl.col("device_node") & (pl.col("correlation_id").is_not_null()
+                                                    | pl.col("sync").fill_null(False))
+                          ).select("host", "rank").unique()
     only = ~nodes.select(pl.struct("host", "rank").is_in(hosted.to_struct().implode())
                          ).to_series().to_numpy() if hosted.height else np.ones(n, bool)
     known = ~np.isneginf(t_max)

@@ -48,6 +48,9 @@ class Labels:
     who: np.ndarray  # int, into who_names: "<host>/GPU<d>" for device nodes, "host"
     who_names: tuple[str, ...]
     device_node: np.ndarray
+    host_tail: np.ndarray | None = None
+    """bool per node: a window's tail after it is the host's (:func:`tail_component`);
+    None: no node's."""
 
 
 EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync", "host": "host"}
@@ -73,6 +76,7 @@ class Walkable:
     component: list[str]
     who: list[str]
     device_node: list[bool]
+    host_tail: list[bool]
 
 
 def walkable(g: Graph, lab: Labels) -> Walkable:
@@ -83,14 +87,17 @@ def walkable(g: Graph, lab: Labels) -> Walkable:
                     g.b_src.tolist(), g.s_bind.tolist(), g.s_src.tolist(),
                     [str(k) for k in g.s_kind.tolist()], g.s_at_start.tolist(),
                     g.prev_binds.tolist(), g.group.tolist(), g.a_last.tolist(),
-                    list(comp), list(who), lab.device_node.tolist())
+                    list(comp), list(who), lab.device_node.tolist(),
+                    lab.host_tail.tolist() if lab.host_tail is not None
+                    else [False] * len(g.s))
 
 
-def tail_component(component: str, device_node: bool) -> str:
+def tail_component(host_tail: bool) -> str:
     """The component of a window's tail after the node its walk starts on: ``host`` where
-    that node is a host sync (the host had the device's result, and the window went on: the
-    host's own untraced time, as a host pause or its work between steps), else ``idle``."""
-    return "host" if component == "sync" and not device_node else "idle"
+    that node is an XLA sync (``Labels.host_tail``: the host had the device's result, and
+    the window went on: the host's own untraced time, as a host pause or its work between
+    steps), else ``idle``."""
+    return "host" if host_tail else "idle"
 
 
 def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
@@ -105,7 +112,7 @@ def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
     c = w1
     n = sink
     if L.e[n] < c:
-        pieces.append((tail_component(L.component[n], L.device_node[n]), c - max(L.e[n], w0)))
+        pieces.append((tail_component(L.host_tail[n]), c - max(L.e[n], w0)))
         c = max(L.e[n], w0)
     cut, _ = walk_on(L, n, False, c, w0, pieces, on, set())
     return pieces, on, cut
@@ -270,8 +277,8 @@ class Walker:
             code, ns, on_node, on_ns, cut = _SWEEP.walk(  # type: ignore[union-attr]
                 *self._arrays, self.index["idle"], int(sink), float(w0), float(w1))
             code = np.frombuffer(code, np.int64)
-            tail = tail_component(self.lab.component_names[self.lab.component[sink]],
-                                  bool(self.lab.device_node[sink]))
+            tail = tail_component(self.lab.host_tail is not None
+                                  and bool(self.lab.host_tail[sink]))
             if tail != "idle" and self.g.e[sink] < w1 and len(code):  # the C walk's tail
                 code = code.copy()
                 code[0] = self.index[tail]
