@@ -398,7 +398,8 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         changes.append(("on_time", name, Change(w=w, late_ok=late), on))
     changes += _roofline_changes(g, nodes, paths)
     launch = g.s_kind == "launch"  # (a held-back call still waits for the device)
-    if launch.any() or (g.s_kind == "host").any():
+    # (XLA's launches are not graph-launched: its what-if is ``dispatch``, xla_what_ifs)
+    if (launch.any() or (g.s_kind == "host").any()) and not xc.has_dispatch(nodes):
         # one graph launch replays the launches: the activities wait for no launch call,
         # and the calls, with the host time between consecutive calls (what produced them),
         # take none

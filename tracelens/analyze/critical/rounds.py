@@ -426,7 +426,7 @@ def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceW
         specs.append(("roofline", c))
         labels.append(("roofline", c))
         on.append(int(max(row)))
-    if info.launch:
+    if info.launch and not info.xla:  # (XLA's: dispatch, _xla_specs)
         specs.append(("graph_launch",))
         labels.append(("graph_launch", "host launches"))
         on.append(int(max(w.total(lambda c: c in ("launch_latency", "host", "sync"))

@@ -36,6 +36,8 @@ _PLURAL = {"unknown": "collectives of unknown type", "gemm": "GEMMs",
            "elementwise": "elementwise kernels", "reduction": "reductions",
            "memory": "memory copies", "collective": "collectives", "other": "other kernels"}
 GRAPH_TITLE = "Graph-launch the step (CUDA/HIP graphs): the device waits for kernel launches"
+XLA_CHANGES = ("host", "sync", "transfer", "dispatch")
+"""The what-ifs of XLA host work (critical path, docs/critical-path.md#xla-host-work)."""
 _DEVICE = re.compile(r"^(?P<host>.*)/[A-Za-z]+(?P<device>\d+)$")
 
 
@@ -80,6 +82,8 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
                                        if step is not None else
                                        "no path of the trace waits for its arrival")
     found, gaps = _measured(s, why, late_why), _idle_path(s)
+    if any(w.change in XLA_CHANGES for w in what_ifs):  # XLA's launches: no CUDA/HIP graphs
+        found = [f for f in found if f.kind != "graph_launch"]
     measured = [f for f in found if f.key not in seen] + [
         replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
