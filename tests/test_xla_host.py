@@ -101,17 +101,22 @@ def test_both_decoders_read_the_same_host_work(path: Path) -> None:
         py.events.sort("device", "stream", "start_ns"))
 
 
-def test_xla_cpu_dispatch_links_to_its_run() -> None:
-    """XLA:CPU: each run's first op (ops carry run_id) is linked to the dispatch on the
-    calling thread that began before it."""
-    t = tracelens.load(CPU)
+@pytest.mark.parametrize("path,devices", [
+    (CPU, 1), (RUNS / "straggler_extra" / "cpu8_extra.xplane.pb.gz", 8)], ids=["cpu1", "cpu8"])
+def test_xla_cpu_dispatch_links_to_its_run(path: Path, devices: int) -> None:
+    """XLA:CPU: each run's first op on each device (ops carry run_id) is linked to the
+    program's execution on the calling thread that began before it (on 8 devices one
+    ``Execute (jit_g)`` starts the run on all of them: its 8 first ops share its id)."""
+    t = tracelens.load(path)
     disp = t.host_events.filter(pl.col("correlation_id").is_not_null())
     assert disp.height >= 12
-    assert set(disp["name"].cast(pl.String).to_list()) == {
-        "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice"}
+    assert all(n.startswith("CommonPjRtLoadedExecutable::Execute")
+               for n in disp["name"].cast(pl.String).to_list())
     got = t.events.join(disp.select("correlation_id", l_s="start_ns", l_e="end_ns"),
                         on="correlation_id")
-    assert got.height == disp.height and (got["start_ns"] >= got["l_s"]).all()
+    assert got.height == devices * disp.height and (got["start_ns"] >= got["l_s"]).all()
+    assert got.group_by("correlation_id").agg(pl.col("device").n_unique())["device"].min() \
+        == devices
 
 
 def test_the_pause_is_host_time_on_the_path() -> None:
@@ -128,9 +133,7 @@ def test_the_pause_is_host_time_on_the_path() -> None:
 
 
 def test_tail_rules() -> None:
-    assert tail_component("sync", False) == "host"
-    assert tail_component("sync", True) == "idle"
-    assert tail_component("host", False) == "idle"
+    assert tail_component(True) == "host" and tail_component(False) == "idle"
     rows = [(0.0, 10.0, 6.0, 4.0), (0.0, 10.0, 5.0, 3.0)]
     assert window_lengths(rows) == [8.0, 7.0]  # the 4 ns tail after the latest end kept
     assert window_lengths(rows, [True, False]) == [4.0, 3.0]  # a host tail goes, for both

@@ -8,9 +8,10 @@ runtime's own TraceMe names on ``/host:CPU``):
   the run's ``run_id`` and ``device_ordinal``, and the device plane's ``XLA Modules`` event
   of that run carries the same ``run_id``. The launch is linked to the run's first op by a
   correlation id made of both (:func:`run_correlation`), as CUPTI links a launch call to
-  its kernel. On XLA:CPU the ops themselves carry ``run_id``; the program's dispatch on the
-  calling thread (``CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice``) is the
-  latest one that began before the run's first op.
+  its kernel. On XLA:CPU the ops themselves carry ``run_id``; the program's execution on
+  the calling thread (``CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice``, or
+  ``Execute (<module>)`` on several devices) is the latest one that began before the run's
+  first op, and it launches the run's first op on every device (one correlation id a run).
 - a sync: the calling thread waits for a result (``np.asarray(jax.Array)``, a
   ``block_until_ready``, XLA:CPU's ``CommonPjRtBuffer::Await``), or the runtime learns that a
   run is done (``CompleteCallbacks``, TPU, with the run's ``run_id``): after it the host had
@@ -30,7 +31,10 @@ import re
 import polars as pl
 
 LAUNCH = "DoEnqueueProgram"
-CPU_DISPATCH = "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice"
+CPU_DISPATCH = (r"^CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice$|"
+                r"^CommonPjRtLoadedExecutable::Execute \(")
+"""XLA:CPU's execution of a program on the calling thread: on one device, or on all of
+them (``Execute (<module>)``)."""
 COMPLETION = "CompleteCallbacks"
 SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|block_until_ready|"
         r"^CompleteCallbacks$")
@@ -39,8 +43,8 @@ TRANSFER = (r"^DevicePut|^Linearize$|^H2D Dispatch$|^tpu::System::TransferToDevi
             r"^BufferFromHostBuffer|BufferFromHostBuffer\(")
 """The host side of a host-to-device transfer."""
 DISPATCH = r"^PjitFunction\("
-HOST_WORK = re.compile("|".join([f"^{re.escape(LAUNCH)}$", f"^{re.escape(CPU_DISPATCH)}$",
-                                 SYNC, TRANSFER, DISPATCH]))
+HOST_WORK = re.compile("|".join([f"^{re.escape(LAUNCH)}$", CPU_DISPATCH, SYNC, TRANSFER,
+                                 DISPATCH]))
 """Every host-plane event name read as XLA host work."""
 
 RUN_ORDINALS = 1 << 12
@@ -88,24 +92,28 @@ def first_ops(ops: pl.DataFrame, runs: pl.DataFrame, ordinal: int) -> pl.DataFra
 
 
 def cpu_launches(ops: pl.DataFrame, work: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """XLA:CPU: (``ops`` with ``correlation_id`` on each run's first op, ``work`` with it on
-    the dispatch that started it: the latest dispatch that began before that op)."""
+    """XLA:CPU: (``ops`` with ``correlation_id`` on each run's first op on each device,
+    ``work`` with it on the execution that started the run: the latest that began before the
+    run's first op; one a run, the devices' first ops share it)."""
     if ops.is_empty() or "run_id" not in ops.columns or work.is_empty():
         return ops, work
-    corr = run_correlation(pl.col("run_id"), pl.col("device_ordinal"))
     firsts = ops.with_row_index("_row").filter(pl.col("run_id").is_not_null()).sort(
         "start_ns").group_by("run_id", "device_ordinal", maintain_order=True).agg(
-        pl.col("_row").first(), pl.col("start_ns").first()).with_columns(_c=corr)
-    disp = work.with_row_index("_w").filter(pl.col("name").cast(pl.String) == CPU_DISPATCH) \
-        .select("_w", _t="start_ns").sort("_t")
-    got = firsts.sort("start_ns").join_asof(disp, left_on="start_ns", right_on="_t",
-                                            strategy="backward", check_sortedness=False)
-    got = got.filter(pl.col("_w").is_not_null()).sort("_t", "start_ns").unique(
-        "_w", keep="first", maintain_order=True)  # one dispatch starts one run
-    ops = ops.with_row_index("_row").join(got.select("_row", _c="_c"), on="_row", how="left",
+        pl.col("_row").first(), pl.col("start_ns").first())
+    runs = firsts.group_by("run_id").agg(_s=pl.col("start_ns").min()).with_columns(
+        _c=run_correlation(pl.col("run_id"), pl.lit(0, pl.Int64)))
+    disp = work.with_row_index("_w").filter(
+        pl.col("name").cast(pl.String).str.contains(CPU_DISPATCH)).select("_w", _t="start_ns") \
+        .sort("_t")
+    got = runs.sort("_s").join_asof(disp, left_on="_s", right_on="_t", strategy="backward",
+                                    check_sortedness=False)
+    got = got.filter(pl.col("_w").is_not_null()).sort("_t", "_s").unique(
+        "_w", keep="first", maintain_order=True)  # one execution starts one run
+    linked = firsts.join(got.select("run_id", "_c"), on="run_id")
+    ops = ops.with_row_index("_row").join(linked.select("_row", "_c"), on="_row", how="left",
                                           maintain_order="left").with_columns(
         correlation_id=pl.coalesce("_c", "correlation_id")).drop("_row", "_c")
-    work = work.with_row_index("_w").join(got.select("_w", _c="_c"), on="_w", how="left",
+    work = work.with_row_index("_w").join(got.select("_w", "_c"), on="_w", how="left",
                                           maintain_order="left").with_columns(
         correlation_id=pl.coalesce("_c", "correlation_id")).drop("_w", "_c")
     return ops, work
