@@ -162,24 +162,22 @@ WHY: dict[str, str] = {
     "(22.28 vs 18.40 ms), which no finding names",
     "scan_train-cpu1_scan": "No what-if removes a loop; " + _THREADS + "; the findings' step "
     "5 is the run's slowest (41.3 ms; median 30.9)",
-    "straggler_extra-cpu8_extra": "The path waits 7.3 ms for CPU3 (gemm 10.1, idle 0.1 ms), but "
-    "on_time keeps the work only CPU3 did (its cond branch has no peers' median to shrink "
-    "to): it saves 2.0 ms",
-    "straggler_slow-cpu8_slow": "The path waits 7.9 ms for CPU3; on_time shrinks CPU3's loop "
-    "op to its peers' median but saves 1.3 ms (1.9 ms of the path idle: " + _THREADS + ")",
-    "collective-cpu8_exposed": "The first finding is right; hiding keeps the path's 4.1 ms "
-    "of 'launch latency' where it is (XLA:CPU's Execute returns once the previous run let "
-    "it launch: the wait is in the call, read as latency): it saves 9.4 ms where leaving "
-    "the psum out saves 15.6 ms measured",
+    "straggler_extra-cpu8_extra": "on_time keeps the work only CPU3 did (its cond branch has no "
+    "peers' median to shrink to), so it moves only the waits (0.21 ms); 10.6 ms of the path is "
+    "idle (" + _THREADS + ")",
+    "straggler_slow-cpu8_slow": "The path on CPU7 is 100% idle on devices 96.7% busy ("
+    + _THREADS + "), so no what-if moves anything",
+    "collective-cpu8_exposed": "The first finding is right; hiding keeps the path's 14.4 ms "
+    "of idle (" + _THREADS + ") where it is: it saves 9.4 ms where leaving the psum out "
+    "saves 15.6 ms measured",
     "collective-cpu8_overlapped": "The psum overlaps the matmuls: removing it saves 0.4 ms "
     "measured; the tool projects 1.97 ms, a step of 11.85 ms, within 10% of the measured "
     "12.92 (the check passes); the "
     "counterpart's two runs differ by 11% (13.28, 11.89 ms)",
-    "pipeline-cpu8_slowstage": "No on_time what-if for CPU5: the step's path is CPU5's own "
-    "(gemm 113.8 of 129.5 ms) and holds no wait for it; collectives finds it last in 168 of "
-    "168",
-    "alltoall-cpu8_imbalanced": "The path waits 12.0 ms for CPU0; on_time CPU0 saves 2.4 ms "
-    "(its extra loop trips have no peers' median to shrink to)",
+    "pipeline-cpu8_slowstage": "No on_time what-if for CPU5: the path (on CPU5, 94% idle: "
+    + _THREADS + ") holds no wait for it; collectives finds it last in 168 of 168",
+    "alltoall-cpu8_imbalanced": "The path is 100% idle on devices 97.4% busy (" + _THREADS
+    + "), so on_time CPU0 moves nothing; collectives finds CPU0 last in 18 of 24",
 }
 """Why each case reads as it does (the table's last column)."""
 

@@ -8,10 +8,9 @@ runtime's own TraceMe names on ``/host:CPU``):
   the run's ``run_id`` and ``device_ordinal``, and the device plane's ``XLA Modules`` event
   of that run carries the same ``run_id``. The launch is linked to the run's first op by a
   correlation id made of both (:func:`run_correlation`), as CUPTI links a launch call to
-  its kernel. On XLA:CPU the ops themselves carry ``run_id``; the program's execution on
-  the calling thread (``CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice``, or
-  ``Execute (<module>)`` on several devices) is the latest one that began before the run's
-  first op, and it launches the run's first op on every device (one correlation id a run).
+  its kernel. On XLA:CPU the ops themselves carry ``run_id``; the program's dispatch to one
+  device on the calling thread (``CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice``)
+  is the latest one that began before the run's first op (one correlation id a run).
 - a sync: the calling thread waits for a result (``np.asarray(jax.Array)``, a
   ``block_until_ready``, XLA:CPU's ``CommonPjRtBuffer::Await``), or the runtime learns that a
   run is done (``CompleteCallbacks``, TPU, with the run's ``run_id``): after it the host had
@@ -31,10 +30,10 @@ import re
 import polars as pl
 
 LAUNCH = "DoEnqueueProgram"
-CPU_DISPATCH = (r"^CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice$|"
-                r"^CommonPjRtLoadedExecutable::Execute \(")
-"""XLA:CPU's execution of a program on the calling thread: on one device, or on all of
-them (``Execute (<module>)``)."""
+CPU_DISPATCH = r"^CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice$"
+"""XLA:CPU's dispatch of a program to one device: it returns before the run's ops start. (The
+multi-device ``Execute (<module>)`` is not read: it runs ops on the calling thread and
+returns after the run's ops began, so its end is no launch; such runs stay unlinked.)"""
 COMPLETION = "CompleteCallbacks"
 SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|block_until_ready|"
         r"^CompleteCallbacks$")

@@ -44,8 +44,7 @@ learning that a program run is done (``CompleteCallbacks``); the XSpace reader's
 (``parsers/xspace/xla_host.py``)."""
 
 XLA_DISPATCH = (r"^PjitFunction\(|^DoEnqueueProgram$|"
-                r"^CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice$|"
-                r"^CommonPjRtLoadedExecutable::Execute \(")
+                r"^CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice$")
 """XLA's dispatch of a program run (the XSpace reader's): a jitted call or eager op, its
 launch on a TPU, its execution on XLA:CPU."""
 

@@ -27,6 +27,11 @@ from tracelens.analyze.critical.graph import COMPLETION, XLA_DISPATCH, XLA_TRANS
 from tracelens.core.text import matches
 
 XLA_CHANGES = ("host", "sync", "transfer", "dispatch")
+
+MIN_DISPATCHES = 8
+"""The launches a rank's window must hold for its host work to be op-by-op dispatch (the
+``dispatch`` what-if): the real eager runs hold 257 (XLA:CPU) and 336 (TPU) a step, the
+eager TPU sample 28; every jitted run one or two."""
 """The changes of this module, in the order they are listed."""
 
 
@@ -83,14 +88,20 @@ def transfer(nodes: pl.DataFrame, first: np.ndarray, prev_lag: np.ndarray, w: np
 
 def dispatch(nodes: pl.DataFrame, first: np.ndarray, prev_lag: np.ndarray, w: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray] | None:
-    """``dispatch``: (work, chain lags); None where no host call lies between a rank's first
-    and last XLA dispatch."""
+    """``dispatch``: (work, chain lags); None where no rank's window holds
+    :data:`MIN_DISPATCHES` launches, or no host call lies between their first and last
+    dispatch."""
     n = nodes.height
     xla = _mask(nodes, XLA_DISPATCH)
     if not xla.any():
         return None
     key = ["host", "rank"]
-    span = nodes.filter(pl.Series(xla)).group_by(key).agg(
+    # op by op: ranks whose window holds many launches (a jitted step holds one or two)
+    many = nodes.filter(pl.Series(xla) & pl.col("correlation_id").is_not_null()).group_by(
+        key).len().filter(pl.col("len") >= MIN_DISPATCHES).select(key)
+    if many.is_empty():
+        return None
+    span = nodes.filter(pl.Series(xla)).join(many, on=key).group_by(key).agg(
         _a=pl.col("start_ns").min(), _z=pl.col("end_ns").max())
     inside = nodes.select(*key, "start_ns", "end_ns").join(
         span, on=key, how="left", maintain_order="left").select(
