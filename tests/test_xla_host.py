@@ -137,3 +137,12 @@ def test_tail_rules() -> None:
     rows = [(0.0, 10.0, 6.0, 4.0), (0.0, 10.0, 5.0, 3.0)]
     assert window_lengths(rows) == [8.0, 7.0]  # the 4 ns tail after the latest end kept
     assert window_lengths(rows, [True, False]) == [4.0, 3.0]  # a host tail goes, for both
+
+
+def test_python_tracer_frames_are_not_read() -> None:
+    """A file made with the Python tracer on (sample_traces/hlo/planted.xplane.pb) names its
+    frames ``$<file>:<line> <function>``, ``$api.py:2479 block_until_ready`` among them:
+    none is read as host work (a host plane holds millions of frames)."""
+    he = tracelens.load(RUNS.parent / "hlo" / "planted.xplane.pb").host_events
+    names = he["name"].cast(pl.String).to_list()
+    assert names and not [n for n in names if n.startswith("$")]

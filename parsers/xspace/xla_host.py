@@ -20,7 +20,8 @@ runtime's own TraceMe names on ``/host:CPU``):
 - a dispatch: ``PjitFunction(<fn>)``, one per call of a jitted function or eager op.
 
 Everything else on the host plane (allocator, mutex and thread-pool events, the Python
-tracer's frames) is left unread: a host plane can hold millions of those.
+tracer's frames, named ``$<file>:<line> <function>``, even ``$api.py:.. block_until_ready``)
+is left unread: a host plane can hold millions of those.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ CPU_DISPATCH = r"^CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice$"
 multi-device ``Execute (<module>)`` is not read: it runs ops on the calling thread and
 returns after the run's ops began, so its end is no launch; such runs stay unlinked.)"""
 COMPLETION = "CompleteCallbacks"
-SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|block_until_ready|"
+SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|^[^$].*block_until_ready|"
         r"^CompleteCallbacks$")
 """XLA host events after which the host has a device result (the critical path's syncs)."""
 TRANSFER = (r"^DevicePut|^Linearize$|^H2D Dispatch$|^tpu::System::TransferToDevice$|"

@@ -36,7 +36,7 @@ from tracelens.core.instances import with_instance_keys
 from tracelens.core.model import Text, Trace, on_async_lane
 from tracelens.core.text import matches
 
-XLA_SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|block_until_ready|"
+XLA_SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|^[^$].*block_until_ready|"
             r"^CompleteCallbacks$")
 """XLA host events after which the host has a device result: a thread's wait for an array
 (TPU ``np.asarray(jax.Array)``, XLA:CPU ``CommonPjRtBuffer::Await``), or the TPU runtime
