@@ -177,16 +177,17 @@ class HostSide:
         return out
 
     def xla_on_path(self) -> tuple[bool, bool]:
-        """(whether a sync call that waited for the device, whether an XLA dispatch, is on
-        a path that went through this host): the ``sync`` and ``dispatch`` what-ifs'
-        conditions (:func:`critical_path.xla_what_ifs`)."""
+        """(whether a sync call that waited for the device, whether an XLA dispatch of an
+        op-by-op window, is on a path that went through this host): the ``sync`` and
+        ``dispatch`` what-ifs' conditions (:func:`critical_path.xla_what_ifs`)."""
         h = self.h
         on = np.zeros(h.n, bool)
         for _, got in self.walks.values():
             ids = np.array([k for k, v in got.items() if v > 0 and k < h.n], np.int64)
             on[ids] = True
         return (bool((xc.waited(h.nodes, h.g.b, h.g.s) & on).any()),
-                bool((xc.dispatch_nodes(h.nodes) & on).any()))
+                bool((xc.dispatch_nodes(h.nodes) & on).any())
+                and xc.dispatch(h.nodes, h.g.first, h.g.prev_lag, h.g.w) is not None)
 
     def walked(self) -> list[int]:
         return sorted(self.walks)
