@@ -10,12 +10,14 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import BinaryIO
 
 from parsers.budget import check_plain, gzip_budget, human
 from tracelens.core.errors import TraceInputError
+from tracelens.core.model import Notice
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 4 << 20  # inflated bytes per step: the budget is checked after each
@@ -46,7 +48,8 @@ def read_maybe_gzip(path: Path, text: bool | str = False,
         inflate_to(path, out, limit)
         if not out.tell():
             raise TraceInputError(path, "empty file (after gunzip)")
-        return out.getvalue()  # the buffer itself, not a copy (BytesIO hands it over)
+        data = out.getvalue()  # the buffer itself, not a copy (BytesIO hands it over)
+        return without_bom(data) if text else data
     try:
         size = path.stat().st_size
         if limit is not None and size > limit[0]:
@@ -68,7 +71,43 @@ def read_maybe_gzip(path: Path, text: bool | str = False,
         raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
     if not raw:
         raise TraceInputError(path, "empty file")
-    return raw
+    return without_bom(raw) if text else raw
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(raw: bytes) -> bytes:
+    """Text without its UTF-8 byte order mark (Windows editors and PowerShell write one
+    before JSON; JSON parsers refuse it): a copy only when there is one."""
+    return raw[len(BOM):] if raw.startswith(BOM) else raw
+
+
+# a \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a \uDC00-\uDFFF escape
+# not preceded by a high one; each preceded by an even number of backslashes (a real escape)
+_LONE = re.compile(rb"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+                   rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+
+
+def lone_surrogates(raw: bytes) -> tuple[bytes, int]:
+    """``raw`` with each lone UTF-16 surrogate escape (``\\ud800`` without its pair: what a
+    name cut mid-character, or written from unpaired UTF-16, gives) replaced by ``\\ufffd``,
+    and how many there were. JSON parsers refuse them (a string must be Unicode text); the
+    caller says how many were replaced. Called only after a parse failed: it scans the text."""
+    n = 0
+
+    def swap(m: re.Match[bytes]) -> bytes:
+        nonlocal n
+        n += 1
+        return m.group(1) + rb"\ufffd"
+    return _LONE.sub(swap, raw), n
+
+
+def lone_note(file: str, n: int) -> Notice:
+    """The note of ``n`` lone surrogate escapes replaced (:func:`lone_surrogates`)."""
+    return Notice.of("read.lone_surrogates", "{file}: {n} lone UTF-16 surrogate escape(s) "
+                     "(\\ud800 without its pair, not Unicode text) in strings replaced by "
+                     "U+FFFD", file=file, n=n)
 
 
 EDGE = 1 << 20  # bytes looked at, at each end of a plain text file, before it is read

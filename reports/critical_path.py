@@ -28,19 +28,26 @@ def _top(p: DevicePath) -> str:
     return ", ".join(parts)
 
 
+MARK = " [inconsistent]"  # an explanation a measured fact contradicts (r.consistency)
+
+
 def tables(r: CriticalPathResult) -> list[tuple[str, list[str], list[list[str]]]]:
+    against = r.consistency.subjects()
     paths = ("Critical path per device (the window's every ns, by component)",
              ["rank", "device", "step", "window ms", "graph", "largest components"],
              [[str(p.rank), _who(p), "-" if p.step is None else str(p.step), ms(p.length_ns),
-               p.graph, _top(p)] for p in r.paths])
+               p.graph, _top(p) + (MARK if {f"path {_who(p)}", f"path {_who(p)} rank {p.rank}"}
+                                   & against.keys() else "")]
+              for p in r.paths])
     comps = sorted({c.component for p in r.paths for c in p.composition})
     comp = ("Composition (ms on the path)", ["device", *comps],
             [[_who(p), *[ms(dict((c.component, c.ns) for c in p.composition).get(k, 0))
                          for k in comps]] for p in r.paths])
     what = ("What if (each change solved on the same graph; best first)",
             ["change", "target", "step ms", "projected ms", "saves ms", "on path ms"],
-            [[w.change, w.target, ms(w.step_ns), ms(w.projected_step_ns), ms(w.saved_ns),
-              ms(w.on_path_ns)] for w in r.what_if])
+            [[w.change + (MARK if f"{w.change} {w.target}" in against else ""), w.target,
+              ms(w.step_ns), ms(w.projected_step_ns), ms(w.saved_ns), ms(w.on_path_ns)]
+             for w in r.what_if])
     return [paths, comp, what]
 
 

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from reports.markdown import md_table
 from reports.summary import short_name
+from reports.units import size
 from tracelens.results.encode import to_json
 from tracelens.results.findings import RankedFinding
 from tracelens.results.runs import Comparison, KernelChange, KernelOnly, Noise, Scaling
@@ -93,6 +94,14 @@ def compare_tables(c: Comparison) -> Tables:
                     "to fix first)", ["", "finding", "saving per step"],
                     [["appeared", f.title, _finding_saving(f)] for f in c.findings.appeared]
                     + [["vanished", f.title, _finding_saving(f)] for f in c.findings.vanished]))
+    if c.memory:  # both runs record allocator events
+        out.append(("Peak memory in use (allocator events; tracelens memory)",
+                    ["host", "allocator", "base", "new", "change", "new of capacity"],
+                    [[m.host, m.allocator, size(m.base_peak_bytes), size(m.new_peak_bytes),
+                      ("+" if m.delta_bytes >= 0 else "-") + size(abs(m.delta_bytes))
+                      + ("" if m.delta_pct is None else f" ({m.delta_pct:+.1f}%)"),
+                      "-" if m.new_pct_of_capacity is None else f"{m.new_pct_of_capacity:.1f}%"]
+                     for m in c.memory]))
     for side, only in (("base", c.only_base), ("new", c.only_new)):
         if only:
             out.append((f"Kernels only in {side}", ["kernel", "category", "ms per step"],

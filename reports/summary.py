@@ -9,6 +9,8 @@ escape the characters that would break a table.
 
 from __future__ import annotations
 
+import re
+
 import csv
 import io
 from typing import TYPE_CHECKING
@@ -170,7 +172,38 @@ def _tables(s: Summary, all_rows: bool = False
                          r.category or "-", f"{r.count:,}", ms(r.sum_ns),
                          _num(r.flops, 1e-9), _num(r.tflops_per_s), _num(r.tb_per_s),
                          r.bound or "-", _frac(r.efficiency)] for r in s.roofline_groups]))
+    if s.memory is not None and s.memory.devices:
+        tables.append(memory_table(s))
     return tables
+
+
+_LAYOUT = re.compile(r"\{[^{}]*\}$")  # a TPU shape's layout suffix: {2,1,0:T(8,128)}
+
+
+def memory_table(s: Summary) -> tuple[str, list[str], list[list[str]]]:
+    """Each allocator's peak and what holds the most at it (``tracelens memory`` has more)."""
+    from reports.units import size
+
+    assert s.memory is not None
+    rows = []
+    for d in s.memory.devices:
+        win = next((st for dev in s.devices if dev.host == d.host and dev.device == d.device
+                    for st in dev.steps if st.step == d.peak_step), None)
+        when = (f"step {d.peak_step} +{ms(d.peak_time_ns - win.start_ns)}" if win
+                else "-" if d.peak_step is None else f"step {d.peak_step}")
+        most = d.most
+        known = any(x.host == d.host and x.device == d.device for x in s.devices)
+        rows.append([f"{d.host} host" if d.device is None else
+                     s.device_name(d.host, d.device) if known else f"{d.host}/{d.device}",
+                     size(d.capacity_bytes), size(d.peak_bytes),
+                     "-" if d.peak_pct_of_capacity is None else f"{d.peak_pct_of_capacity:.1f}%",
+                     when, f"{d.live_count:,} ({size(d.live_bytes)})",
+                     "-" if most is None else f"{most.count} × "
+                     f"{_LAYOUT.sub('', most.shape or '') or most.op or '?'} "
+                     f"({size(most.total_bytes)})"])
+    return ("Memory: peak in use per allocator (allocator events; details: tracelens memory)",
+            ["device", "capacity", "peak", "of cap.", "when (ms)",
+             "live at peak", "holds the most"], rows)
 
 
 def _pct_of(share: float | None) -> str:
@@ -212,14 +245,16 @@ def render_table(summary: Summary, console: Console, all_rows: bool = False) -> 
     from rich.table import Table  # rich only for the terminal: JSON, CSV and Markdown skip it
     from rich.text import Text
 
-    from reports.summary_brief import finding_lines, findings_title, render_brief
+    from reports.summary_brief import (finding_lines, findings_title, nothing_against,
+                                       render_brief)
 
     if not all_rows:
         render_brief(summary, console)
         return
     if summary.devices:
         console.print(Text(findings_title(summary.findings), style="bold"))
-        for title, evidence in finding_lines(summary.findings, limit=None):
+        for title, evidence in finding_lines(summary.findings, limit=None,
+                                             against=nothing_against(summary)):
             console.print(Text(title))
             if evidence:
                 console.print(Text(evidence, style="dim"))
@@ -247,20 +282,24 @@ def render_table(summary: Summary, console: Console, all_rows: bool = False) -> 
 
 def stderr_lines(s: Summary) -> list[str]:
     """What goes to stderr beside the output: each warning, then each note, once."""
-    return [f"warning: {w}" for w in s.warnings] + [f"note: {n}" for n in s.notes]
+    # the explanations a measured fact contradicts (the consistency gate) after the warnings
+    said = s.consistency.lines() if s.consistency is not None else []
+    return [f"warning: {w}" for w in (*s.warnings, *said)] + [f"note: {n}" for n in s.notes]
 
 
 def render_markdown(s: Summary, all_rows: bool = False) -> str:
     """Markdown: short by default, every table with ``all_rows``; warnings and notes go to
     stderr, as for the terminal."""
-    from reports.summary_brief import finding_lines, findings_title, render_brief_markdown
+    from reports.summary_brief import (finding_lines, findings_title, nothing_against,
+                                       render_brief_markdown)
 
     if not all_rows:
         return render_brief_markdown(s)
     out = [f"# tracelens summary ({', '.join(i['path'] for i in s.inputs)})", ""]
     if s.devices:
         out += [f"## {findings_title(s.findings)}", ""]
-        for title, evidence in finding_lines(s.findings, limit=None):
+        for title, evidence in finding_lines(s.findings, limit=None,
+                                             against=nothing_against(s)):
             out.append(md_cell(title.strip()))
             if evidence:
                 out += ["", "   " + md_cell(evidence.strip()), ""]

@@ -82,10 +82,25 @@ def saving_text(x: RankedFinding) -> str:
         else f"saves {ms(x.saved_ns)} ms"
 
 
-def finding_lines(f: Findings, limit: int | None = SHOWN_FINDINGS) -> list[tuple[str, str]]:
-    """(title line, evidence line) per finding shown, then a line of what was left out."""
+def nothing_against(s: Summary) -> str | None:
+    """The measured fact that contradicts "nothing found to fix" (the consistency gate)."""
+    c = s.consistency
+    return next((v.fact for v in c.violations if v.check == "nothing_to_fix"), None) \
+        if c is not None else None
+
+
+def finding_lines(f: Findings, limit: int | None = SHOWN_FINDINGS,
+                  against: str | None = None) -> list[tuple[str, str]]:
+    """(title line, evidence line) per finding shown, then a line of what was left out;
+    ``against``: the fact that contradicts "nothing found to fix" (:func:`nothing_against`),
+    said with it."""
     items = f.items if limit is None else f.items[:limit]
-    out = [(f"{i}. {x.title} — {saving_text(x)}", f"   {x.evidence} → {x.command}")
+    # a finding a measured fact contradicts is marked (the consistency gate); the full list
+    # (--all) says the fact too, the short one leaves it to stderr (one screen)
+    out = [(f"{i}. {'[inconsistent] ' if x.inconsistent else ''}{x.title} — {saving_text(x)}",
+            f"   {x.evidence} → {x.command}"
+            + (f"; contradicted: {x.inconsistent}" if x.inconsistent and limit is None
+               else ""))
            for i, x in enumerate(items, 1)]
     rest = []
     if limit is not None and len(f.items) > limit:
@@ -97,7 +112,8 @@ def finding_lines(f: Findings, limit: int | None = SHOWN_FINDINGS) -> list[tuple
         out.append(("   " + "; ".join(rest), ""))
     if not f.items and not rest:
         out.append(("   nothing found to fix: no what-if saves "
-                    f"{f.floor_pct:g}% of the step and no exposure or straggler measured", ""))
+                    f"{f.floor_pct:g}% of the step and no exposure or straggler measured"
+                    + (f" [inconsistent: {against}]" if against else ""), ""))
     return out
 
 
@@ -207,7 +223,7 @@ def render_brief(s: Summary, console: "Console") -> None:
         console.print(Text("No device activity in this trace."))
         return
     console.print(Text(findings_title(s.findings), style="bold"))
-    for title, evidence in finding_lines(s.findings):
+    for title, evidence in finding_lines(s.findings, against=nothing_against(s)):
         console.print(Text(title))
         if evidence:
             console.print(Text(evidence, style="dim"))
@@ -247,7 +263,7 @@ def render_brief_markdown(s: Summary) -> str:
     if not s.devices:
         return "\n".join(out + ["No device activity in this trace.", ""])
     out += [f"## {findings_title(s.findings)}", ""]
-    for title, evidence in finding_lines(s.findings):
+    for title, evidence in finding_lines(s.findings, against=nothing_against(s)):
         out.append(_md_cell(title.strip()) if evidence else f"*{_md_cell(title.strip())}*")
         if evidence:
             out += ["", "   " + _md_cell(evidence.strip()), ""]

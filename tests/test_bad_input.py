@@ -28,8 +28,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-def _small_trace() -> bytes:
-    acts = [Activity(0, 1, f"loop_add_fusion_{i}.kd", i * 100, 50, {"hlo_op": f"f.{i}"})
+def _small_trace(dur: int = 50) -> bytes:
+    acts = [Activity(0, 1, f"loop_add_fusion_{i}.kd", i * 100, dur, {"hlo_op": f"f.{i}"})
             for i in range(40)]
     return build_xspace(acts, steps=[(0, 0, 4000)])
 
@@ -102,10 +102,10 @@ def test_debug_shows_traceback(tmp_path: Path) -> None:
 def test_two_profile_runs_in_one_logdir(tmp_path: Path) -> None:
     """The same host's file in two runs of one log directory: two jobs (tests/test_jobs.py
     has the runs that are one job)."""
-    for run in ("2026_01_01_00_00_00", "2026_01_02_00_00_00"):
-        d = tmp_path / "plugins" / "profile" / run
-        d.mkdir(parents=True)
-        (d / "h.xplane.pb").write_bytes(_small_trace())
+    for run, dur in (("2026_01_01_00_00_00", 50), ("2026_01_02_00_00_00", 60)):
+        d = tmp_path / "plugins" / "profile" / run  # two recordings (a byte-identical copy
+        d.mkdir(parents=True)                      # is one file, read once)
+        (d / "h.xplane.pb").write_bytes(_small_trace(dur))
     _assert_one_line_error(cli("summarize", str(tmp_path)), tmp_path, "holds 2 jobs")
 
 

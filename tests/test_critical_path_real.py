@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from dataclasses import replace
 
 import polars as pl
 import pytest
 from click.testing import CliRunner
 
 import tracelens
+from tracelens.api.analysis import TraceAnalysis
 from tracelens.analyze.summary.build import summarize
 from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
 from tracelens.cli.commands import main
@@ -53,10 +55,11 @@ def test_waits_across_devices_name_the_last_to_arrive() -> None:
     """The JAX CPU trace (4 devices, one all-reduce per step, no host events): CPU3 arrives
     last, so the others' paths wait for it. What makes it late is not its own work: its path
     is mostly gaps that nothing in the trace binds (its ops start over 10 µs after anything
-    they are known to wait for), which are held where they are. On time, no one waits for
-    it, and its own work moves only by what it took over its peers': the step ends about
-    when CPU3's last activity does (plus the window's idle after the last activity of all),
-    sooner by the others' waits at the end, not by the 4.4 ms of waits on their paths."""
+    they are known to wait for), which are held where they are (its own idle, no more). On
+    time, no one waits for it, and its own work moves only by what it took over its peers':
+    the step ends about when CPU3's last activity does (plus the window's idle after the last
+    activity of all), sooner by the others' waits at the end, not by the 4.4 ms of waits on
+    their paths."""
     path = TRACES / SMALL[0]
     if not path.exists():
         pytest.skip(f"{path} not present")
@@ -66,7 +69,11 @@ def test_waits_across_devices_name_the_last_to_arrive() -> None:
     assert waits == {"wait:vm/CPU3"}  # XLA:CPU devices: the model says CPU
     (late,) = [p for p in r.paths if p.device == 3]
     idle = sum(c.ns for c in late.composition if c.component == "idle")
-    assert idle > 0.8 * late.length_ns
+    # mostly gaps, and no more than CPU3's own idle in the step (issue 56: the path goes on
+    # through a busy device's work past an unexplained start; it was 80% of the path)
+    (own_idle,) = [x["timeline"]["idle_ns"] for d in tracelens.summarize(t)["devices"]
+                   if d["device"] == 3 for x in d["steps"] if x["step"] == 1]
+    assert 0.5 * late.length_ns < idle <= own_idle
     w0, w1 = late.window.start_ns, late.window.end_ns
     ends = t.events.filter((pl.col("start_ns") < w1) & (pl.col("end_ns") > w0)).group_by(
         "device").agg(pl.col("end_ns").max())
@@ -84,9 +91,18 @@ def test_waits_across_devices_name_the_last_to_arrive() -> None:
 
 def test_engine_on_a_dask_cluster_agrees(tmp_path: Path) -> None:
     files = [SAMPLES / "mi355x_2x8gpu_straggler"]  # two hosts, one file each
-    here = run_trace(CriticalPath(), tracelens.load(files), CriticalPathOptions())
-    there = run(CriticalPath(), files, CriticalPathOptions(), engine=EngineOptions(workers=2))
-    assert encode(here) == encode(there)
+    # the facade runs the consistency gate (CriticalPathOptions.consistency): so does this
+    here = run_trace(CriticalPath(), tracelens.load(files), CriticalPathOptions(consistency=True))
+    # the default window is the job's headline step (issue 56): each host read alone picks
+    # the median of its own steps, which here differ (node0: step 0, node1: step 1), so the
+    # analysis alone refuses to join them, and the command solves again on the job's step
+    alone = run(CriticalPath(), files, CriticalPathOptions(), engine=EngineOptions(workers=2))
+    assert not alone.paths and "median steps differ" in alone.notes[0]
+    there = TraceAnalysis(files, workers=2).critical_path()
+    assert encode(here) == encode(replace(there, warnings=()))
+    step = here.paths[0].step
+    assert encode(here) == encode(run(CriticalPath(), files, CriticalPathOptions(
+        step=step, consistency=True), engine=EngineOptions(workers=2)))
     assert {p.host for p in here.paths} and len({p.rank for p in here.paths}) == 2
     _check(here)
 
@@ -98,7 +114,10 @@ def test_command_outputs(tmp_path: Path) -> None:
                                     "--perfetto", str(tmp_path / "p.json")])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.output)
-    assert list(doc) == ["paths", "what_if", "notes", "warnings"]
+    assert list(doc) == ["paths", "what_if", "notes", "warnings", "consistency"]
+    assert list(doc["consistency"]) == ["checks", "violations"]
+    assert doc["consistency"]["checks"] == ["path_idle", "path_host", "hide", "graph_launch",
+                                            "on_time"]
     assert len(doc["what_if"]) == 2 and len(doc["paths"]) == 8
     p = doc["paths"][0]
     assert list(p) == ["rank", "host", "device", "step", "window", "length_ns", "graph",

@@ -245,7 +245,8 @@ def _frames(x: object) -> list[pl.DataFrame]:
 def test_map_host_sends_back_no_event_frames() -> None:
     """What a host sends back holds no frame of its events: per-group sums, its collective
     rows (which instances match across hosts), each a fraction of them, and the critical
-    path's graph of one step window (the activities in that window only)."""
+    path's graph of one step window (the activities in that window only) and the consistency
+    gate's facts of that window (a few rows a device, and its collective activities)."""
     f = next((STRAGGLER / "plugins" / "profile").glob("*/mi355x-node0.xplane.pb"))
     from tracelens.analyze.summary.types import SummaryOptions
 
@@ -255,8 +256,8 @@ def test_map_host_sends_back_no_event_frames() -> None:
         Task(SummaryAnalysis(), SummaryOptions()),
         Task(CollectivesAnalysis(), CollectivesOptions()))))
     whole = load([f])
-    summary, critical = part.parts[0]
-    frames = _frames((part.meta, summary, part.parts[1], part.ends, part.active))
+    summary, critical, facts = part.parts[0]
+    frames = _frames((part.meta, summary, part.parts[1], part.ends, part.active, facts))
     collective = whole.events.filter(pl.col("category") == "collective").height
     assert part.parts[1].acts.height == collective
     assert frames and max(df.height for df in frames) * 3 < whole.events.height
@@ -264,6 +265,8 @@ def test_map_host_sends_back_no_event_frames() -> None:
     nodes = critical.unpacked().nodes  # packed to travel
     assert isinstance(nodes, pl.DataFrame) and nodes.height
     assert nodes.filter((pl.col("end_ns") <= lo) | (pl.col("start_ns") >= hi)).is_empty()
+    assert facts.devices.height == whole.devices.filter(pl.col("host") == "mi355x-node0").height
+    assert facts.arrivals.height < collective
 
 
 # -- the commands on the engine: byte-identical wherever the map runs ---------------------------

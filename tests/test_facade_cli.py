@@ -20,6 +20,7 @@ LLAMA = str(SAMPLES / "mi300x_8gpu_llama_step.xplane.pb")
 FSDP = str(SAMPLES / "mi355x_8gpu_llama_fsdp.xplane.pb")
 STRAGGLER = str(SAMPLES / "mi355x_2x8gpu_straggler")
 TPU = str(SAMPLES / "tpu" / "remat.xplane.pb")
+MEMORY_TPU = str(SAMPLES / "tpu" / "memory" / "remat.xplane.pb.gz")
 HLO_DUMP = str(SAMPLES / "hlo" / "module_0024.loop_step.after_optimizations.txt")
 
 
@@ -54,6 +55,10 @@ SAME: list[tuple[tuple[str, ...], Callable[[], Any]]] = [
     (("compare", LLAMA, FSDP), lambda: tracelens.compare(LLAMA, FSDP)),
     (("compare", LLAMA, FSDP, "--top", "3", "--kernel", ".", "--fail-above", "1000"),
      lambda: tracelens.compare(LLAMA, FSDP, top=3, fail_above=1000, kernel=".")),
+    (("summarize", MEMORY_TPU, "--all"),
+     lambda: TraceAnalysis(MEMORY_TPU).summarize(memory=True)),
+    (("memory", MEMORY_TPU, "--top", "3"),
+     lambda: TraceAnalysis(MEMORY_TPU).memory_report(top=3)),
     (("scaling", LLAMA, FSDP, "--strong"),
      lambda: tracelens.scaling([LLAMA, FSDP], strong=True)),
 ]

@@ -161,8 +161,10 @@ def test_compare_names_findings_that_appeared_or_vanished() -> None:
 def test_graph_launch_evidence_is_the_idle_breakdowns_launch_idle() -> None:
     """The graph-launch finding's "device idle for launches" is the idle breakdown's host
     launch and launch latency parts summed over the devices (the JSON's own numbers): the
-    real SGLang trace whose 494 ms of idle the breakdown puts on launch latency."""
-    path = TRACES / "kineto" / "mi300x_inference" / "sglang_qwen3_8b_prefilldecode.json.gz"
+    real A100 NCCL trace, an eager loop whose device waits for its launches. (The SGLang
+    trace this test read had its 494 ms hipMemcpyWithStream stall as launch latency: a
+    blocking copy, sync since issue 56, tests/test_blocking_calls.py.)"""
+    path = TRACES / "kineto" / "a100_nccl_2rank_rank0.json.gz"
     if not path.exists():
         pytest.skip("shared traces are not beside this checkout")
     doc = json.loads(cli("summarize", str(path), "--format", "json").stdout)

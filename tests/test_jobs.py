@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,21 +34,31 @@ def _host(host: str, start: int | None) -> bytes:
 
 
 def test_the_sample_folder_is_refused_with_its_jobs() -> None:
+    """The samples folder holds many jobs (the bundled samples, the real TPU and XLA:CPU
+    traces, the real counterfactual runs): one line lists them all, numbered, in path order."""
+    import re
+
     res = cli("summarize", str(SAMPLES))
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
-    assert res.stderr.startswith(f"error: {SAMPLES}: holds 11 jobs, not one (")
-    assert ("1) h100_8gpu_moe_ddp.xplane.pb (8× NVIDIA H100 SXM); "
-            "2) hlo/comm_types.xplane.pb (8× CPU); "
-            "3) hlo/planted.xplane.pb (8× CPU); "
-            "4) mi300x_8gpu_llama_step.xplane.pb (8× AMD Instinct MI300X); "
-            "5) mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
-            "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb} (16× AMD Instinct MI355X); "
-            "6) mi355x_8gpu_llama_fsdp.xplane.pb (8× AMD Instinct MI355X); "
-            "7) tpu/eager_block.xplane.pb (1× TPU v5 Lite); "
-            "8) tpu/flash.xplane.pb (1× TPU v5 Lite); 9) tpu/multi.xplane.pb (1× TPU v5 "
-            "Lite); 10) tpu/remat.xplane.pb (1× TPU v5 Lite); 11) tpu/sync.xplane.pb "
-            "(1× TPU v5 Lite); pass one job's files\n") in res.stderr
+    jobs = re.findall(r"(?:\): |; )(\d+)\) ([^;]+?) \((\d+× [^)]+)\)", res.stderr)
+    assert [int(n) for n, _, _ in jobs] == list(range(1, len(jobs) + 1))
+    assert res.stderr.startswith(f"error: {SAMPLES}: holds {len(jobs)} jobs, not one (")
+    assert res.stderr.endswith("; pass one job's files\n")
+    listed = [(path, kind) for _, path, kind in jobs]
+    expected = [
+        ("h100_8gpu_moe_ddp.xplane.pb", "8× NVIDIA H100 SXM"),
+        ("hlo/comm_types.xplane.pb", "8× CPU"), ("hlo/planted.xplane.pb", "8× CPU"),
+        ("mi300x_8gpu_llama_step.xplane.pb", "8× AMD Instinct MI300X"),
+        ("mi355x_2x8gpu_straggler/plugins/profile/2026_11_18_11_06_40/"
+         "{mi355x-node0.xplane.pb, mi355x-node1.xplane.pb}", "16× AMD Instinct MI355X"),
+        ("mi355x_8gpu_llama_fsdp.xplane.pb", "8× AMD Instinct MI355X"),
+        ("tpu/eager_block.xplane.pb", "1× TPU v5 Lite"), ("tpu/flash.xplane.pb", "1× TPU v5 Lite"),
+        ("tpu/multi.xplane.pb", "1× TPU v5 Lite"), ("tpu/remat.xplane.pb", "1× TPU v5 Lite"),
+        ("tpu/sync.xplane.pb", "1× TPU v5 Lite")]
+    assert [e for e in listed if e in expected] == expected  # each, in path order
+    assert listed == sorted(listed)
+    assert len(listed) > len(expected)  # and the real runs beside them
 
 
 def test_different_device_kinds_in_one_folder_are_two_jobs(tmp_path: Path) -> None:
@@ -94,9 +105,9 @@ def test_hosts_of_one_job_are_accepted(tmp_path: Path) -> None:
 
 
 def test_several_run_folders_are_several_jobs(tmp_path: Path) -> None:
-    for run in ("r1", "r2"):
+    for run, start in (("r1", T0), ("r2", T0 + 1)):  # not byte-identical (a copy is one file)
         (tmp_path / run).mkdir()
-        (tmp_path / run / "a.xplane.pb").write_bytes(_host("nodeA", T0))
+        (tmp_path / run / "a.xplane.pb").write_bytes(_host("nodeA", start))
     with pytest.raises(TraceInputError, match=r"holds 2 jobs.*1\) r1/a.xplane.pb .*2\) "
                                               r"r2/a.xplane.pb"):
         tracelens.load(tmp_path)
@@ -142,13 +153,15 @@ def test_one_log_directory_per_process_is_one_job() -> None:
     assert _summary(JAX_2PROC) == _summary(files)
 
 
-def test_the_same_process_in_two_run_folders_is_two_jobs(tmp_path: Path) -> None:
-    """A copy of one process's run (same host, process and window) is no second process."""
+def test_the_same_process_in_two_run_folders_is_one_file(tmp_path: Path) -> None:
+    """A copy of one process's run (same host, process and window) is no second process:
+    byte-identical, it is that one file, read once and said (it was refused as two jobs)."""
     run = next(JAX_2PROC.rglob("*.xplane.pb")).parent
     for name in ("2026_01_01_00_00_00", "2026_01_01_00_00_01"):
         shutil.copytree(run, tmp_path / "plugins" / "profile" / name)
-    with pytest.raises(TraceInputError, match="holds 2 jobs"):
-        tracelens.load(tmp_path)
+    trace = tracelens.load(tmp_path)
+    assert trace.devices.height == tracelens.load(run).devices.height
+    assert any("byte-identical" in w for w in trace.meta.warnings)
 
 
 def test_hosts_whose_run_folders_are_a_second_apart_are_one_job(tmp_path: Path) -> None:
@@ -191,8 +204,9 @@ def test_kineto_ranks_in_their_own_folders_are_one_job(tmp_path: Path) -> None:
     for r in ("a", "b"):
         (tmp_path / "twice" / r).mkdir(parents=True)
         shutil.copy(KINETO_128 / "rank-0.json.gz", tmp_path / "twice" / r)
-    with pytest.raises(TraceInputError, match="holds 2 jobs"):
-        tracelens.load(tmp_path / "twice")
+    twice = tracelens.load(tmp_path / "twice")  # byte-identical: one file, read once
+    assert twice.devices.height == tracelens.load(KINETO_128 / "rank-0.json.gz").devices.height
+    assert any("byte-identical" in w for w in twice.meta.warnings)
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +223,12 @@ def test_rocprof_processes_and_hosts_of_one_job_are_accepted(small: tracelens.Tr
     assert len({p.parent for p in paths}) == 2
     assert tracelens.load(tmp_path / "out").devices["host"].n_unique() == 2
     write_rocpd(small, tmp_path / "one" / "1_results.db")
-    write_rocpd(small, tmp_path / "one" / "2_results.db")  # same host, same times
+    second = write_rocpd(small, tmp_path / "one" / "2_results.db")[0]  # same host and times
+    with sqlite3.connect(second) as con:  # another process (a copy is one file, read once)
+        table = con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name "
+                            "LIKE 'rocpd_info_process_%'").fetchone()[0]
+        con.execute(f'UPDATE "{table}" SET pid = pid + 1')
+    con.close()
     assert tracelens.load(tmp_path / "one").devices["rank"].n_unique() == 2
 
 

@@ -38,7 +38,7 @@ def test_a_real_while_loop_is_nesting_not_overlap() -> None:
     assert not any("same-stream overlaps" in w for w in t.meta.warnings)
     said = [w for w in t.meta.warnings if w.startswith("nesting on ")]
     assert said == ["nesting on 24 ops, not overlap: each contains the ones after it "
-                    "on its stream (while.15; XLA:CPU runs a while, conditional or call "
+                    "on its stream (while.15; XLA runs a while, conditional or call "
                     "around its body's ops); each keeps its time before its first inner op, "
                     "and the inner ops are the device's work"]
     clips = t.meta.clips

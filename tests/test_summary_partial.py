@@ -28,13 +28,15 @@ STRAGGLER = sorted((SAMPLES / "mi355x_2x8gpu_straggler").rglob("*.xplane.pb"))
 
 
 def _plain(trace: tracelens.Trace, **kw: object) -> Summary:
-    """``summarize`` without the critical path and the findings made from its what-ifs:
+    """``summarize`` without the critical path, the findings made from its what-ifs and their
+    consistency:
     another analysis's part (SummaryAnalysis merges it; its own tests compare it across
     engines); these tests compare the summary partials' merge."""
     from dataclasses import replace
 
     return replace(summarize(trace, **kw), critical_path=None,  # type: ignore[arg-type]
-                   findings=Summary.__dataclass_fields__["findings"].default)
+                   findings=Summary.__dataclass_fields__["findings"].default,
+                   consistency=None)
 
 
 def _whole_and_merged(files: list[Path], opts: SummaryOptions,

@@ -44,7 +44,7 @@ from parsers.kineto.devices import device_frame
 from parsers.kineto.facts import KinetoFacts
 from parsers.kineto.link import ANNOTATION_PREFIXES, link_activity, steps_frame
 from parsers.launch import launch_text
-from parsers.rawfile import read_maybe_gzip
+from parsers.rawfile import lone_note, lone_surrogates, read_maybe_gzip
 from tracelens.core.errors import TraceInputError
 from tracelens.core.model import (COSTED_ATEN_OPS, EVENT_SCHEMA, HOST_EVENT_SCHEMA, STEP_SCHEMA,
                              HostInfo, Membership, Notice, ShapeFacts, Text, Trace,
@@ -80,11 +80,14 @@ _DEVICE = frozenset(DEVICE_CATS)
 
 def _tolerant(path: Path, raw: bytes) -> tuple[list[Any], dict[str, Any]]:
     """The orjson path: the events as dicts, and the header keys present."""
-    constants = 0
+    constants = lone = 0
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        doc, constants = _with_constants(raw)
+        fixed, lone = lone_surrogates(raw)
+        doc = _loads_or_none(fixed) if lone else None
+        if doc is None:
+            doc, constants = _with_constants(fixed)
         if doc is None:
             msg = str(exc).splitlines()[0][:120]
             raise TraceInputError(path, f"corrupt or truncated JSON ({msg})") from None
@@ -93,7 +96,35 @@ def _tolerant(path: Path, raw: bytes) -> tuple[list[Any], dict[str, Any]]:
     header = {k: doc[k] for k in typed.HEADER if k in doc}
     if constants:
         header[NOT_JSON] = constants
+    if lone:
+        header[LONE_SURROGATES] = lone
     return doc["traceEvents"], header
+
+
+def _loads_or_none(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+LONE_SURROGATES = "_lone_surrogates"  # header key: \ud800-style escapes replaced by U+FFFD
+
+
+_EVENTS_KEY = re.compile(rb'(?<!\\)"traceEvents"\s*:')
+
+
+def _one_events_key(path: Path, raw: bytes) -> None:
+    """Refuse a document with ``traceEvents`` twice: every JSON parser keeps the last value
+    of a repeated key, so an empty list after the real one read as "no device activity".
+    Which one is meant is the writer's to say; a key in a string is escaped, not counted."""
+    if raw.count(b'"traceEvents"') < 2:  # one memchr-fast pass; the regex only when needed
+        return
+    n = len(_EVENTS_KEY.findall(raw))
+    if n > 1:
+        raise TraceInputError(path, f"the JSON object holds the key 'traceEvents' {n} times "
+                              "(JSON parsers keep only the last one, so the others would be "
+                              "lost without a word): keep one")
 
 
 NOT_JSON = "_not_json_constants"  # header key: NaN/Infinity values read as unknown
@@ -402,6 +433,7 @@ def paused_gc() -> Iterator[None]:
 
 def read(path: Path) -> Trace:
     raw = read_maybe_gzip(path, text=True)
+    _one_events_key(path, raw)
     errors = (TypeError, ValueError, KeyError, AttributeError, OverflowError,
               pl.exceptions.PolarsError)
     try:
@@ -474,6 +506,8 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
     for w in checks.warnings(path.name, lost):
         meta.warn(w)
     device_seen = dev.height + lost["ph(device)"]
+    if header.get(LONE_SURROGATES):
+        meta.warn(lone_note(path.name, header[LONE_SURROGATES]))
     if header.get(NOT_JSON):
         meta.warn(Notice.of("kineto.not_json", "{file}: {n} NaN/Infinity values, which JSON does "
                             "not allow (Python's json module writes them), read as unknown",
@@ -513,6 +547,14 @@ def _build(path: Path, header: dict[str, Any], cols: list[Any]) -> Trace:
                            stream=pl.coalesce("stream", "tid"),
                            kind=pl.col("cat").replace_strict(DEVICE_CATS, return_dtype=pl.String))
     dev = _usable(path, dev, meta)
+    instants = dev.select(n=(pl.col("end_ns") == pl.col("start_ns")).sum(),
+                          kernels=((pl.col("end_ns") == pl.col("start_ns"))
+                                   & (pl.col("kind") == "kernel")).sum()).row(0)
+    if instants[0]:  # a kernel takes time: dur 0 is time not recorded, not a free kernel
+        meta.warn(Notice.of("kineto.zero_duration", "{file}: {n} of {total} device activities "
+                            "({kernels} kernels) have dur 0: their time was not recorded, so "
+                            "busy time and kernel times leave it out", file=path.name,
+                            n=instants[0], total=dev.height, kernels=instants[1]))
     bad_shape = dev.filter(pl.col("_bad_shape") & (pl.col("kind") == "kernel")).height
     if bad_shape:
         meta.warn(Notice.of("kineto.bad_launch_shape", "{file}: {n} kernels have a launch-shape "

@@ -29,7 +29,7 @@ from parsers.rocprof import json_typed
 from parsers.rocprof.build import build_trace
 from parsers.rocprof.records import (API_SCHEMA, COPY_SCHEMA, COUNTER_SCHEMA, DISPATCH_SCHEMA,
                                      LAUNCH_COLUMNS, MARKER_SCHEMA, Process, empty, frame)
-from parsers.rawfile import read_maybe_gzip
+from parsers.rawfile import lone_note, lone_surrogates, read_maybe_gzip
 from tracelens.core.errors import TraceInputError
 from tracelens.core.model import Notice, Trace
 
@@ -49,11 +49,22 @@ def load_document(path: Path) -> Any:
 
 
 def _parse(path: Path, raw: bytes) -> Any:
+    return _parse_counted(path, raw)[0]
+
+
+def _parse_counted(path: Path, raw: bytes) -> tuple[Any, int]:
+    """The document, and how many lone surrogate escapes were replaced to parse it."""
     if not raw.strip():
         raise TraceInputError(path, "empty file")
     try:
-        return orjson.loads(raw)
+        return orjson.loads(raw), 0
     except (ValueError, UnicodeDecodeError) as exc:
+        fixed, lone = lone_surrogates(raw)
+        if lone:
+            try:
+                return orjson.loads(fixed), lone
+            except (ValueError, UnicodeDecodeError):
+                pass
         msg = str(exc).splitlines()[0][:120]
         raise TraceInputError(path, f"corrupt or truncated JSON ({msg})") from None
 
@@ -71,7 +82,11 @@ def read(path: Path, step_marker: str | None = None) -> Trace:
     raw = read_maybe_gzip(path, text=True)
     procs = json_typed.decode(raw) if raw.strip() else None
     if procs is None:  # not of the typed schema: the tolerant path says or counts why
-        return _read_document(path, _parse(path, raw), step_marker)
+        doc, lone = _parse_counted(path, raw)
+        trace = _read_document(path, doc, step_marker)
+        if lone:
+            trace.meta.warn(lone_note(path.name, lone))
+        return trace
     return _read_document(path, {TOP_KEY: procs}, step_marker)
 
 

@@ -9,10 +9,11 @@ ROCTx message in ``rocpd_event.extdata`` ``$.message``), ``rocpd_sample`` the in
 ones. The convenience views (``kernels``, ``regions``) use inner joins that silently drop rows
 with dangling references, so the base views are read and joined here with left joins.
 
-The file is opened read-only and immutable (no journal, lock or ``-shm`` file is created
-beside it); an RPD database (rocmProfileData's ``rocpd_op``/``rocpd_api_ops``), a different
-format, is handed to :mod:`parsers.rocprof.rpd_read` (the format sniffer routes it there
-already; this covers a direct call and a gzipped file whose schema the sniffer did not see).
+The file is read as SQLite reads it, nothing written beside it (:mod:`.sqlite_db`: a
+``-wal`` or hot ``-journal`` applied in a private copy); an RPD database (rocmProfileData's
+``rocpd_op``/``rocpd_api_ops``), a different format, is handed to
+:mod:`parsers.rocprof.rpd_read` (the format sniffer routes it there already; this covers a
+direct call and a gzipped file whose schema the sniffer did not see).
 """
 
 from __future__ import annotations

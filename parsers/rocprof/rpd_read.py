@@ -15,8 +15,9 @@ Device work by op type: ``KernelExecution`` and ``Task`` (kernels replayed from 
 the kernel name in ``description``) are kernels, ``Copy*`` (and rocprofiler-sdk's
 ``MEMORY_COPY_*``) memory copies; any other type is counted in one warning. The records
 become the same per-process frames the rocpd reader makes (:mod:`.records`), one process per
-``rocpd_api.pid``; the safety is the rocpd reader's: read-only immutable open, ``PRAGMA
-quick_check``, only objects of type ``table``, a time bound on every statement.
+``rocpd_api.pid``; the safety is the rocpd reader's: read as SQLite reads it (a ``-wal`` or
+hot ``-journal`` applied in a private copy), ``PRAGMA quick_check``, only objects of type
+``table``, a time bound on every statement.
 """
 
 from __future__ import annotations

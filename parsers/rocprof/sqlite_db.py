@@ -1,7 +1,13 @@
 """Opening a SQLite trace database safely, for the rocpd and RPD readers alike.
 
-A ``.db.gz`` is inflated into the temp directory (removed on every exit path); the file is
-opened read-only and immutable (no journal, lock or ``-shm`` file beside it); a truncated
+A ``.db.gz`` is inflated into the temp directory (removed on every exit path). The file is
+read as SQLite itself reads it, and nothing is ever written beside it (the input folder may
+be read-only): a database with a ``-wal`` or ``-journal`` file beside it (rows committed only
+in the write-ahead log, a hot rollback journal of a write cut short) is copied with that file
+into a private temp directory and opened there, where SQLite applies the log or rolls the
+journal back; without one, a rollback-mode file is opened read-only (``mode=ro``: shared
+locks, no file created), a WAL-mode file read-only and immutable (its log is empty: a
+read-only open would create ``-shm`` beside it). A truncated
 file is refused from its header, a damaged b-tree by ``PRAGMA quick_check``; a progress
 handler bounds every statement (``TRACELENS_SQLITE_SECONDS``); values that do not fit their
 column's type are made unknown and counted.
@@ -32,11 +38,13 @@ class local_copy:
 
     def __init__(self, path: Path) -> None:
         self.path, self.tmp = path, None
+        self.folder: str | None = None  # the private copy of a database with its journal
 
     def __enter__(self) -> Path:
         env_limit()  # a bad TRACELENS_MAX_INFLATE is an error here too, not ignored
         if not is_gzip(self.path):
-            return self.path
+            side = journals(self.path)
+            return self._with_journals(side) if side else self.path
         try:
             self.tmp = tempfile.NamedTemporaryFile(prefix="tracelens-", suffix=".db",
                                                    delete=False)
@@ -52,9 +60,64 @@ class local_copy:
             raise
         return Path(self.tmp.name)
 
+    def _with_journals(self, side: list[Path]) -> Path:
+        """The database and its journal files copied into a private temp directory (SQLite
+        applies a WAL or rolls a hot journal back there, never beside the input)."""
+        import shutil
+        try:
+            self.folder = tempfile.mkdtemp(prefix="tracelens-db-")
+            copy = Path(self.folder) / self.path.name
+            for f in (self.path, *side):
+                shutil.copyfile(f, Path(self.folder) / f.name)
+        except OSError as exc:
+            self.__exit__()
+            raise TraceInputError(self.path, "cannot copy it with its journal "
+                                  f"({', '.join(f.name for f in side)}) into the temp "
+                                  f"directory ({exc.strerror or exc}; set TMPDIR to a "
+                                  "directory with room)") from None
+        except BaseException:
+            self.__exit__()
+            raise
+        return copy
+
     def __exit__(self, *exc: Any) -> None:
         if self.tmp is not None:
             Path(self.tmp.name).unlink(missing_ok=True)
+        if self.folder is not None:
+            import shutil
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def journals(path: Path) -> list[Path]:
+    """The non-empty ``-wal`` and ``-journal`` files beside ``path``: what SQLite reads with
+    it (an empty one holds nothing to apply)."""
+    found = []
+    for suffix in ("-wal", "-journal"):
+        side = path.with_name(path.name + suffix)
+        try:
+            if side.is_file() and side.stat().st_size > 0:
+                found.append(side)
+        except OSError:
+            continue
+    return found
+
+
+def open_uri(db: Path, private: bool = False) -> str:
+    """How to open ``db`` read-only: ``mode=ro`` for a rollback-mode file (it takes shared
+    locks and creates nothing), read-only and immutable for a WAL-mode file (header bytes
+    18-19 are 2; its log is empty or it would have been copied with it, and a read-only open
+    would create ``-shm`` beside it). A ``private`` copy (:class:`local_copy`'s, with its
+    journal) is opened read-write, so SQLite can apply or roll back its journal."""
+    uri = db.resolve().as_uri()
+    if private:
+        return uri + "?mode=rw"
+    try:
+        with open(db, "rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        head = b""
+    wal = len(head) == 20 and head[18] == 2 and head[19] == 2
+    return uri + ("?mode=ro&immutable=1" if wal else "?mode=ro")
 
 
 def check_size(path: Path, db: Path) -> None:
@@ -73,9 +136,8 @@ def check_size(path: Path, db: Path) -> None:
                               f"{page * pages} bytes, the file has {size})")
 
 
-def connect(path: Path, db: Path) -> sqlite3.Connection:
-    uri = db.resolve().as_uri() + "?mode=ro&immutable=1"
-    con = sqlite3.connect(uri, uri=True)
+def connect(path: Path, db: Path, private: bool = False) -> sqlite3.Connection:
+    con = sqlite3.connect(open_uri(db, private), uri=True)
     try:
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
@@ -143,9 +205,10 @@ def sanitize(rows: list[tuple], schema: dict[str, pl.DataType], bad: dict[str, i
 def read_db(path: Path, read: Callable[[sqlite3.Connection], T], what: str) -> T:
     """``read(con)`` on the database at ``path``, opened safely; every SQLite, text or
     type failure (and the time bound) becomes one input error naming the file."""
-    with local_copy(path) as db:
+    copy = local_copy(path)
+    with copy as db:
         check_size(path, db)
-        con = connect(path, db)
+        con = connect(path, db, copy.folder is not None)
         clock = Deadline(con)
         try:
             check_integrity(path, con)
@@ -164,6 +227,24 @@ def read_db(path: Path, read: Callable[[sqlite3.Connection], T], what: str) -> T
                                   f"({str(exc).splitlines()[0][:120]})") from None
         finally:
             con.close()
+
+
+def table_names(path: Path) -> set[str]:
+    """The tables of the (uncompressed) database at ``path`` as SQLite reads it (its journal
+    applied, :class:`local_copy`), bounded; an empty set when it cannot be read (its reader
+    says why)."""
+    copy = local_copy(path)
+    try:
+        with copy as db:
+            con = sqlite3.connect(open_uri(db, copy.folder is not None), uri=True)
+            try:
+                con.set_progress_handler(lambda: 1, 1_000_000)  # a damaged schema cannot loop
+                return {r[0] for r in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            finally:
+                con.close()
+    except (sqlite3.Error, UnicodeDecodeError, TraceInputError, OSError):
+        return set()
 
 
 def refuse_views(con: sqlite3.Connection, path: Path, names: Iterable[str], what: str) -> None:

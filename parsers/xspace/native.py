@@ -54,7 +54,7 @@ from parsers.xspace.columns import (EVENT_STATS, UNKNOWN_NAME, as_int, as_str, d
                                     launch_shape, too_large)
 from parsers.xspace.planes import CutMetadata
 from parsers.xspace.source import StreamLines
-from parsers.xspace.space import parse
+from parsers.xspace.space import parse, undecodable
 from tracelens.core.errors import TraceInputError
 from tracelens.core.model import KindDtype, Text
 
@@ -120,7 +120,7 @@ def split(raw: bytes, path: Path, threads: int | None = None) -> tuple[Any, "Fas
     try:
         skeleton, lines, cut = _c.scan(raw, WHOLE_PLANES)
     except ValueError as exc:
-        raise TraceInputError(path, f"corrupt or truncated XSpace protobuf ({exc})") from None
+        raise undecodable(path, raw, f"corrupt or truncated XSpace protobuf ({exc})") from None
     space = parse(skeleton, path)
     return space, FastLines(raw, lines, path, threads, cut)
 

@@ -30,6 +30,7 @@ from parsers.xspace import native
 from parsers.xspace.columns import INT64_MAX, check_column_budget, launch_shape
 from parsers.xspace.devices import device_row
 from parsers.xspace.facts import XSpaceFacts
+from parsers.xspace.repeats import drop_repeats
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
 from parsers.xspace.source import LineSource, StreamLines
@@ -101,6 +102,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     tpu_steps: list[pl.DataFrame] = []
     tpu_ordinals: list[int] = []  # the device of each of tpu_steps
     negative_tpu = [0, 0]  # TPU events dropped for a negative duration, unnamed
+    tpu_repeated = 0  # TPU events a line of the same name held again
     readers, n_planned = _plan_lines(space, source, marker)
     seen: dict[int, int] = {}  # device ordinal: the index of its plane
     no_stat_metadata: list[str] = []  # planes with events whose stats name nothing
@@ -139,8 +141,15 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                                     "{stat} is not a usable value: left unknown",
                                     file=path.name, plane=plane.name, stat=key))
             device_rows.append(dict(row, notes_at=len(meta.notices)))
-            ops, st, skipped, n_neg, n_unknown, n_all_spaces = tpu.read_plane(
+            ops, st, skipped, n_neg, n_unknown, n_all_spaces, said = tpu.read_plane(
                 reader, plane_idx, plane, source, int(t.group(1)))
+            tpu_repeated += said[tpu.REPEATED]
+            if said[tpu.NO_OPS]:
+                meta.warn(Notice.of(
+                    "xspace.tpu_no_ops_line", "{file}: {plane}: no '{line}' line (the "
+                    "device's timeline of every op it ran): only its {n} async ops are read, "
+                    "so its busy time, kernels and FLOPs are missing", file=path.name,
+                    plane=plane.name, line=tpu.OPS_LINE, n=said[tpu.NO_OPS]))
             if n_all_spaces:
                 meta.warn(Notice.of(
                     "xspace.tpu_bytes_all_spaces", "{file}: {plane}: {n} ops carry no "
@@ -250,7 +259,15 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         meta.warn(Notice.of("xspace.uint64_values", "{file}: {n} {stat} values are uint64 above "
                             "2^63-1, which the model's Int64 column cannot hold: left null",
                             file=path.name, n=n, stat=stat))
-    events = _assemble_events(device_frames, host)
+    events, twice, lines, line_events = drop_repeats(_assemble_events(device_frames, host))
+    twice += tpu_repeated
+    if twice or lines:
+        meta.warn(Notice.of("xspace.repeated_events", "{file}: read once what the file holds "
+                            "twice: {twice} events repeated on one line (a line id written "
+                            "twice, a TPU line copied) and {lines} line(s) repeating another "
+                            "line of their device ({events} events, the same events under a "
+                            "new line id)",
+                            file=path.name, twice=twice, lines=lines, events=line_events))
     devices = conform(pl.DataFrame(device_rows, schema_overrides={
         k: v for k, v in DEVICE_FACTS_SCHEMA.items() if k != "host" and k != "rank"},
         infer_schema_length=None).with_columns(host=pl.lit(host, dtype=Text), rank=pl.lit(0))

@@ -45,9 +45,22 @@ def _check_head(path: Path, head: bytes) -> None:
         return  # empty: read_maybe_gzip says so
     if head.lstrip()[:1] in (b"{", b"["):
         raise TraceInputError(path, "this is JSON, not an XSpace protobuf")
-    if head[:1] != b"\x0a":  # XSpace field 1 (planes), length-delimited
-        raise TraceInputError(path, "not an XSpace protobuf (unexpected first byte "
-                              f"0x{head[0]:02x})")
+    if head[:1] != b"\x0a" and not _field_tag(head):  # planes (field 1) come first, but a
+        raise TraceInputError(path, "not an XSpace protobuf (unexpected first byte "  # field
+                              f"0x{head[0]:02x})")  # of a newer schema may precede them
+
+
+def _field_tag(head: bytes) -> bool:
+    """Whether ``head`` starts with a protobuf field tag: a varint of at most 5 bytes whose
+    field number is at least 1 and whose wire type is one protobuf still writes (0 varint,
+    1 fixed64, 2 length-delimited, 5 fixed32)."""
+    tag = shift = 0
+    for b in head[:5]:
+        tag |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return tag >> 3 >= 1 and tag & 7 in (0, 1, 2, 5)
+    return False
 
 
 def parse(raw: bytes, path: Path) -> Any:
@@ -56,7 +69,19 @@ def parse(raw: bytes, path: Path) -> Any:
     try:
         space.ParseFromString(raw)
     except DecodeError as exc:
-        raise TraceInputError(path, f"corrupt or truncated XSpace protobuf ({exc})") from None
+        raise undecodable(path, raw, f"corrupt or truncated XSpace protobuf ({exc})") from None
     if not space.planes or not any(p.name for p in space.planes):
-        raise TraceInputError(path, "decodes as protobuf but holds no XSpace planes")
+        raise undecodable(path, raw, "decodes as protobuf but holds no XSpace planes")
     return space
+
+
+def undecodable(path: Path, raw: bytes, problem: str) -> TraceInputError:
+    """The error of a file that did not decode: ``problem``, unless it did not even start as
+    an XSpace does (planes first): then it is no XSpace (a text file that happens to begin
+    with a byte that is a valid field tag), as :func:`_check_head` says of other first
+    bytes. A file that starts otherwise but decodes (an unknown field of a newer schema
+    first) is read."""
+    if raw[:1] not in (b"", b"\x0a"):
+        return TraceInputError(path, f"not an XSpace protobuf (unexpected first byte "
+                               f"0x{raw[0]:02x})")
+    return TraceInputError(path, problem)

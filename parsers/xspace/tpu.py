@@ -122,14 +122,18 @@ def op_table(plane: Any) -> pl.DataFrame:
 
 def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSource,
                ordinal: int) -> tuple[pl.DataFrame | None, pl.DataFrame, dict[str, int], int,
-                                      int, int]:
+                                      int, int, dict[str, int]]:
     """The plane's ops (event columns less host and rank), its steps (STEP_SCHEMA less rank,
     candidate 0), the events of lines not read (by line), the counts of events dropped
-    for a negative duration and unnamed, and of ops whose bytes are all memory spaces'."""
+    for a negative duration and unnamed, and of ops whose bytes are all memory spaces', and
+    what the caller warns of (:data:`REPEATED`: events a line of the same name held again,
+    read once; :data:`NO_OPS`: the async events read from a plane without an ``XLA Ops``
+    line)."""
     table = op_table(plane)
     too_large = dict(source.too_large)  # TPU program ids are uint64 by design: not counted
     frames: dict[str, pl.DataFrame] = {}
     ignored: dict[str, int] = {}
+    said = {REPEATED: 0, NO_OPS: 0}
     negative = unknown = 0
     for line_idx, line in enumerate(plane.lines):
         if line.name not in READ_LINES:
@@ -143,11 +147,17 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
             df = df.select(md=pl.col("name").cast(pl.String), start_ns="start_ns",
                            end_ns="end_ns", stream=pl.lit(line.id, pl.Int64),
                            done=pl.col("op").cast(pl.String), run_id="run_id")
-            frames[line.name] = pl.concat([frames[line.name], df]) if line.name in frames \
-                else df
+            if line.name in frames:  # the same op at the same ns twice is a copy: read once
+                joined = pl.concat([frames[line.name], df])
+                df = joined.unique(subset=["md", "start_ns", "end_ns"], keep="first",
+                                   maintain_order=True)
+                said[REPEATED] += joined.height - df.height
+            frames[line.name] = df
     source.too_large.clear()
     source.too_large.update(too_large)
     modules = _modules(table)
+    if OPS_LINE not in frames and ASYNC_LINE in frames:  # the device timeline is missing
+        said[NO_OPS] = frames[ASYNC_LINE].height
     if ASYNC_LINE in frames:
         frames[ASYNC_LINE] = lanes(until_done(frames[ASYNC_LINE], frames.get(OPS_LINE),
                                               table))
@@ -162,7 +172,10 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
              for line in (OPS_LINE, ASYNC_LINE) if line in frames]
     ops = pl.concat(parts, how="vertical") if parts else None
     return ops, _steps(frames.get(STEPS_LINE), table, frames.get(MODULES_LINE)), ignored, \
-        negative, unknown, all_spaces_ops(table)
+        negative, unknown, all_spaces_ops(table), said
+
+
+REPEATED, NO_OPS = "repeated", "no_ops_line"  # read_plane's counts for the caller to say
 
 
 LANE_STREAM = ASYNC_LANE_STREAM

@@ -30,6 +30,7 @@ from markupsafe import Markup
 
 from reports.html import figures as F
 from reports.html import figures_hw as H
+from reports.html.figures_memory import memory_figure
 from reports.html.figures_window import path_on_timeline, step_timeline_figure
 from reports.html.palette import color
 from reports.summary import hardware_card
@@ -158,6 +159,7 @@ def build_context(s: Summary, title: str | None, generated: str | None,
         "coll_time": H.collective_time_figure(s.collectives),
         "coll_busbw": H.collective_busbw_figure(s.collectives, link_gb),
         "step_timeline": step_timeline_figure(window, many_hosts, drawn),
+        "memory": memory_figure(s),
     }
     mfu, mfu_label = shown(h, "mfu"), headline_mfu_label(h)  # the headline's, as all
     roof = sorted(s.roofline, key=lambda r: -r.sum_ns)

@@ -103,6 +103,11 @@ def refuse_cpu_only(trace: Trace, path: Path) -> None:
         raise TraceInputError(path, "XProf's kernel_stats lists GPU kernels only, and all "
                                     f"{trace.devices.height} devices of this trace are XLA:CPU "
                                     "devices: nothing to cross-check")
+    if trace.devices.height and vendors.is_in(["cpu", "google"]).all():  # TPU: "0 agree"
+        raise TraceInputError(path, "XProf's kernel_stats lists GPU kernels only, and the "
+                                    f"{trace.devices.height} device(s) of this trace are TPU "
+                                    "cores (XProf's op_profile is their view; not compared "
+                                    "here): nothing to cross-check")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tracelens.results.collectives import Collectives
     from tracelens.results.critical_path import CriticalPathResult
     from tracelens.results.hlo import HloLensResult
+    from tracelens.results.memory import MemoryChange, MemoryResult
     from tracelens.results.runs import Comparison, Scaling
     from tracelens.results.summary import Summary
     from tracelens.results.xcheck import XCheck
@@ -147,17 +148,19 @@ class TraceAnalysis(FrameAnswers):
 
     # -- the commands: each is one ``tracelens`` command's analysis --------------------------
 
-    def summarize(self, device: int | None = None, step: int | None = None, top: int = 10
-                  ) -> Summary:
+    def summarize(self, device: int | None = None, step: int | None = None, top: int = 10,
+                  memory: bool = False) -> Summary:
         """``tracelens summarize``: only ``device`` (every host) and ``step``'s window when
-        given (each must be in the trace), ``top`` kernels.
+        given (each must be in the trace), ``top`` kernels; ``memory`` (``--all``): with the
+        ``memory`` section and its finding where the files record allocator events (a search
+        of every file's bytes for them, so only when asked).
 
         >>> a = TraceAnalysis("sample_traces/mi300x_8gpu_llama_step.xplane.pb")
         >>> a.summarize(step=999)
         Traceback (most recent call last):
         tracelens.core.errors.TraceInputError: ...: step 999 is not in the trace ...
         """
-        return self._summary(device, step, top, False)  # type: ignore[return-value]
+        return self._summary(device, step, top, False, memory)  # type: ignore[return-value]
 
     def _summary_task(self) -> "tuple[SummaryAnalysis, SummaryOptions]":
         """The analysis and options of :attr:`summary` (its defaults), for an engine run
@@ -169,12 +172,17 @@ class TraceAnalysis(FrameAnswers):
             top=10, gpu=self._gpu, gpu_specs=self._extra_specs,
             filters=rows if rows.active() else None)
 
-    def _summary(self, device: int | None, step: int | None, top: int, window: bool
-                 ) -> "Summary | tuple[Summary, TimelineWindow | None]":
+    def _summary(self, device: int | None, step: int | None, top: int, window: bool,
+                 memory: bool = False) -> "Summary | tuple[Summary, TimelineWindow | None]":
         if not self._here:
             from tracelens.api.jobs import job_summary
-            return job_summary(self._in, device, step, top, self._gpu, self._extra_specs,
-                               window=window)
+            got = job_summary(self._in, device, step, top, self._gpu, self._extra_specs,
+                              window=window)
+            if not memory:
+                return got
+            if isinstance(got, tuple):
+                return self._with_memory(got[0]), got[1]
+            return self._with_memory(got)
         from tracelens.analyze.summary.build import SummaryAnalysis
         from tracelens.analyze.summary.types import SummaryOptions
         check_device_and_step(self.trace, self._names, device, step)
@@ -182,7 +190,27 @@ class TraceAnalysis(FrameAnswers):
         res = self._run(SummaryAnalysis(), SummaryOptions(
             device=device, step=step, top=top, gpu=self._gpu, gpu_specs=self._extra_specs,
             filters=rows if rows.active() else None)).with_filters(self._in.active())
+        res = self._with_memory(res) if memory else res
         return (res, self.window(step, device)) if window else res
+
+    def _with_memory(self, res: Summary) -> Summary:
+        """``res`` with its ``memory`` section and the memory findings, where the files
+        record allocator events (``memory``'s answer over the summary's steps)."""
+        from tracelens.analyze.memory import analyze, read_memory, summary_frames
+
+        mem, _ = read_memory(self._memory_paths())
+        if mem.is_empty():
+            return res
+        steps, devices = summary_frames(res.devices)
+        several = res.headline.hosts > 1
+        # several hosts: the job's steps are on one clock the hosts were shifted onto, each
+        # host's allocator events on its own: no step is named (``memory`` names them)
+        m = analyze(mem, None if several else steps, devices, top=5)
+        if several:
+            m = replace(m, warnings=("memory: several hosts, so no peak is placed in a step "
+                                     "here (tracelens memory places each host's)",))
+        return replace(res, memory=m, findings=replace(
+            res.findings, items=res.findings.items + m.findings))
 
     @cached_property
     def summary(self) -> Summary:
@@ -199,14 +227,17 @@ class TraceAnalysis(FrameAnswers):
         return self.summarize()
 
     def report(self, output: str | Path, title: str | None = None, device: int | None = None,
-               step: int | None = None, top: int = 100) -> int:
+               step: int | None = None, top: int = 100, memory: bool = False) -> int:
         """``tracelens report``: the self-contained HTML report written to ``output`` (checked
-        before any input is read); returns its size in bytes."""
+        before any input is read); returns its size in bytes. ``memory`` (``--memory``): with
+        the memory section where the files record allocator events (a second pass over
+        them, so only when asked)."""
         from reports.html.page import render_html
 
         output = Path(output)
         check_output_path(output, self._paths, "-o")
-        summary, window = self._summary(device, step, top, True)  # type: ignore[misc]
+        summary, window = self._summary(device, step, top, True,  # type: ignore[misc]
+                                        memory)
         html = render_html(summary, title=title, window=window)
         try:
             output.write_text(html, encoding="utf-8")
@@ -251,6 +282,39 @@ class TraceAnalysis(FrameAnswers):
         ('mi355x-node1', 3, True)
         """
         return self.collectives_report()
+
+    def _memory_paths(self) -> list[Path]:
+        """The files whose allocator events ``memory`` reads: the paths, or the loaded
+        trace's sources."""
+        return [Path(p) for p in self._paths] or [Path(s["path"])
+                                                  for s in self.trace.meta.sources]
+
+    def memory_report(self, top: int = 10) -> "MemoryResult":
+        """``tracelens memory``: per allocator (a device's memory, or the host's) its
+        capacity, peak bytes in use and when (time, step, the op that allocated last), what
+        is live at the peak (the ``top`` largest groups), the peak per step; one line per
+        file without allocator events (docs/memory.md)."""
+        from tracelens.analyze.memory import analyze, merged, read_memory_files
+        from tracelens.results.memory import MemoryResult
+
+        parts, without = read_memory_files(self._memory_paths())
+        if not parts:
+            _ = self.trace  # no allocator event: still a readable job, or the input error
+            return MemoryResult(devices=(), without=tuple(without))
+        if self._loaded is not None or (len(parts) == 1 and not without):
+            t = self.trace  # the job is that one file (or a trace given loaded)
+            mem = pl.concat([m for _, m in parts])
+            return merged([analyze(mem, t.steps, t.devices, (), top, start_ns=_first_ns(t))],
+                          without)
+        # several files: each host's events are on its own clock (the job's shifts hosts
+        # onto one), so each file's own steps, one file loaded at a time
+        from tracelens.loading.loader import load
+        out = []
+        for path, mem in parts:
+            t = load([path], rules=self._rules, step_marker=self._step_marker)
+            out.append(analyze(mem, t.steps, t.devices, (), top, start_ns=_first_ns(t)))
+            del t
+        return merged(out, without)
 
     def hlo_lens(self, program: str | None = None, top: int | None = 20,
                  devices_per_host: int | None = None) -> HloLensResult:
@@ -500,7 +564,25 @@ def compare(base: "TraceAnalysis | str | Path", new: "TraceAnalysis | str | Path
     return replace(res, base=replace(res.base, steps_source=sa),
                    new=replace(res.new, steps_source=sb), filters=active or None,
                    gate=Gate(fail_above, regressed),
-                   findings=findings_change(a.summary.findings, b.summary.findings))
+                   findings=findings_change(a.summary.findings, b.summary.findings),
+                   memory=_memory_change(a, b))
+
+
+def _first_ns(trace: Trace) -> int | None:
+    """The trace's first activity (device or host), where ``memory``'s text counts from."""
+    firsts = [f["start_ns"].min() for f in (trace.events, trace.host_events) if f.height]
+    return int(min(firsts)) if firsts else None  # type: ignore[type-var, arg-type]
+
+
+def _memory_change(a: TraceAnalysis, b: TraceAnalysis) -> "tuple[MemoryChange, ...]":
+    """Each allocator's peak in both runs, where both record allocator events (read apart
+    from the profiles: no step or device is needed for a peak)."""
+    from tracelens.analyze.memory import analyze, memory_changes, read_memory
+
+    mems = [read_memory(t._memory_paths())[0] for t in (a, b)]
+    if any(m.is_empty() for m in mems):
+        return ()
+    return memory_changes(analyze(mems[0], top=1), analyze(mems[1], top=1))
 
 
 def scaling(runs: Sequence["TraceAnalysis | str | Path"], strong: bool = False,

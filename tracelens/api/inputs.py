@@ -99,15 +99,11 @@ def load_gpu_specs(gpu: str | None, gpu_specs: str | Path | None) -> Any:
 
 
 def check_output_path(path: Path, paths: Sequence[str | Path], flag: str) -> None:
-    """Fail before reading the inputs when ``path`` cannot be an output file."""
-    path = Path(path)
-    if path.exists() and path.is_dir():
-        raise TraceUsageError(f"{flag} {path} is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise TraceInputError(path, f"cannot write: folder {path.parent} does not exist")
-    resolved = path.resolve()
-    if any(Path(p).exists() and Path(p).resolve() == resolved for p in paths):
-        raise TraceUsageError(f"{flag} {path} is one of the inputs")
+    """Fail before reading the inputs when ``path`` cannot be an output file: only a
+    regular file is replaced (:func:`tracelens.api.outputs.check_target`)."""
+    from tracelens.api.outputs import check_outputs
+
+    check_outputs([(Path(path), flag)], paths)
 
 
 def check_known(paths: Sequence[str | Path], device: int | None, step: int | None,

@@ -51,12 +51,45 @@ def job_summary(job_in: JobInputs, device: int | None, step: int | None, top: in
         paths, device, step, [s for h in job.hosts for s in h.steps], job.meta.steps_source,
         [d for h in job.hosts for d in h.devices]))
     summary = results[0].with_filters(job_in.active())  # type: ignore[attr-defined]
+    if step is None and not rows.active():
+        summary = _on_headline_step(summary, job_in, job)
     if shown is None:
         return summary  # type: ignore[no-any-return]
     chosen = results[1]
     if chosen is None:
         return summary, None
     return summary, job_window(chosen, job, shown, load, engine)
+
+
+def job_step(job: "Job") -> int | None:
+    """The job's headline step (:func:`tracelens.loading.step_choice.headline_step`) from every
+    host's step windows, when every host has it; else None."""
+    import polars as pl
+
+    from tracelens.loading.step_choice import headline_step
+
+    rows = [h.step_rows for h in job.hosts if h.step_rows is not None and h.step_rows.height]
+    want = headline_step(pl.concat(rows)) if rows else None
+    return want if want is not None and all(want in h.steps for h in job.hosts) else None
+
+
+def _on_headline_step(summary: "Summary", job_in: JobInputs, job: "Job") -> "Summary":
+    """``summary`` with its critical path and findings on the job's headline step: each
+    host read alone picks the headline step of its own steps, which for hosts whose spans
+    order differently is not the job's; then the path is solved again on the job's step
+    (the hosts read once more)."""
+    from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+    from tracelens.analyze.summary.build import FINDINGS_TOP, with_critical
+
+    want = job_step(job)
+    have = summary.critical_path.step if summary.critical_path is not None else None
+    if want is None or have == want or len(job.hosts) < 2:
+        return summary
+    res, _ = run_noticed(CriticalPath(), CriticalPathOptions(
+        step=want, top=FINDINGS_TOP, activities="longest"), job_in)
+    # the gate's facts were measured on the step each host chose, not on this one: its
+    # verdict on the earlier path does not hold for the new one (unknown, not stale)
+    return replace(with_critical(summary, res), consistency=None)
 
 
 def job_window(job_in: JobInputs, opts: Any) -> "TimelineWindow | None":
@@ -177,13 +210,24 @@ def critical_path(job_in: JobInputs, step: int | None, window: str | None,
     if window is not None:
         window_pattern(window)  # a bad regex fails before any file is read
     opts = CriticalPathOptions(step=step, window=window, rank=rank, top=top, time=time,
-                               activities=activities)  # type: ignore[arg-type]
+                               activities=activities,  # type: ignore[arg-type]
+                               consistency=True)
     if trace is not None:
         from tracelens.engine.protocol import run_trace
         res, notices = run_trace(CriticalPath(), trace, opts), tuple(trace.meta.notices)
     else:
-        res, notices = run_noticed(CriticalPath(), opts, job_in,
-                                   LoadOptions(job_in.rules, job_in.step_marker))
+        from tracelens.engine.hosts import run_tasks
+        from tracelens.engine.protocol import Task
+
+        load = LoadOptions(job_in.rules, job_in.step_marker)
+        (res,), job = run_tasks((Task(CriticalPath(), opts),), job_in.paths, load,
+                                job_in.engine(), keep_trace=False)
+        notices = job_notices(job)
+        want = job_step(job) if step is None and window is None and time is None else None
+        have = {p.step for p in res.paths}
+        if want is not None and have != {want} and len(job.hosts) > 1:
+            # each host picked its own median step: solved again on the job's (module doc)
+            res = run_noticed(CriticalPath(), replace(opts, step=want), job_in, load)[0]
     if rank is not None and not res.paths and not res.notes:
         raise TraceUsageError(f"--rank {rank}: no such rank with device activity")
     if not res.paths:

@@ -19,16 +19,19 @@ import click
 
 from tracelens import __version__
 from tracelens.cli.common import (analysis, analysis_options, facade_inputs, format_option,
-                                  guarded, html_option, print_result, warn)
+                                  guarded, html_option, print_result, say_replaced,
+                                  warn, write_output)
+from tracelens.api.outputs import replacing
 from tracelens.cli.axes import axes as _axes, axes_options
-from tracelens.core.errors import TraceInputError
 
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tracelens")
 def main() -> None:
-    """Where each training step's GPU time goes, from XProf and rocprofv3 traces."""
+    """Where each training step's GPU time goes, from XProf XSpace (GPU, TPU, XLA:CPU),
+    PyTorch profiler (Kineto) JSON, rocprofv3 (rocpd .db, JSON, CSV) and rpd_tracer (.rpd)
+    traces."""
     _fewer_collections()
     _no_blas_threads()
     _fewer_page_faults()
@@ -92,7 +95,8 @@ STEP = click.option("--step", type=int, default=None, help="Only this step's win
               help="How many top kernels to list.")
 @click.option("--all", "all_rows", is_flag=True,
               help="Every device in the tables (past 16 devices they show the median, best, "
-                   "worst and outliers).")
+                   "worst and outliers), and each device's peak memory where the trace "
+                   "records allocator events (also in the JSON).")
 @format_option
 @analysis_options(gpu=True)
 @guarded
@@ -101,7 +105,7 @@ def summarize(paths: tuple[Path, ...], device: int | None, step: int | None, top
     """Headline, per-device timeline, categories, steps, top kernels, roofline and MFU."""
     from reports import summary as render
 
-    result = analysis(paths, opts).summarize(device, step, top)
+    result = analysis(paths, opts).summarize(device, step, top, memory=all_rows)
     print_result(fmt, lambda: render.render_json(result), lambda: render.render_csv(result),
                  lambda: render.render_markdown(result, all_rows),
                  lambda console: render.render_table(result, console, all_rows))
@@ -185,15 +189,32 @@ def collectives(paths: tuple[Path, ...], top: int, mesh: str | None,
                  lambda console: render.render_table(res, console))
 
 
+@main.command()
+@PATHS
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many groups of allocations live at the peak to list.")
+@format_option
+@analysis_options(filters=False, engine=False)
+@guarded
+def memory(paths: tuple[Path, ...], top: int, fmt: str, **opts: Any) -> None:
+    """Memory: per device its capacity, peak bytes in use and when (time, step, the op that
+    allocated last), what is live at the peak, the peak per step (from the allocator's
+    events: XSpace MemoryAllocation/MemoryDeallocation, Kineto [memory])."""
+    from reports import memory as render
+
+    res = analysis(paths, opts).memory_report(top)
+    warn(res.warnings, opts["quiet"])
+    print_result(fmt, lambda: render.render_json(res), lambda: render.render_csv(res),
+                 lambda: render.render_markdown(res),
+                 lambda console: render.render_table(res, console))
+
+
 def _write_html(html: Path | None, page: Callable[[], str]) -> None:
-    """``--html``: the result also as a self-contained page."""
+    """``--html``: the result also as a self-contained page (only a regular file is
+    replaced, and said)."""
     if html is None:
         return
-    try:
-        html.write_text(page(), encoding="utf-8")
-    except OSError as exc:
-        raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
-            from None
+    write_output(html, page, "--html")
 
 
 def _emit(fmt: str, result: Any, title: str, tables: Any, csv_rows: Any,
@@ -302,15 +323,20 @@ def hlo(path: Path, program: str | None, top: int, devices_per_host: int | None,
 @STEP
 @click.option("--top", type=click.IntRange(min=0), default=100, show_default=True,
               help="How many top kernels the report's table holds.")
+@click.option("--memory", is_flag=True,
+              help="Also each device's memory over the profile, where the trace records "
+                   "allocator events (read in a second pass over the files).")
 @analysis_options(gpu=True)
 @guarded
 def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int | None,
-           step: int | None, top: int, **opts: Any) -> None:
+           step: int | None, top: int, memory: bool, **opts: Any) -> None:
     """One self-contained HTML report (charts and tables; opens offline). Per host on the
     engine (--workers, --scheduler), each host file read once; with --host or --time every
     host is loaded in this process."""
-    size = analysis(paths, opts).report(output, title, device, step, top)
+    old = replacing([output])
+    size = analysis(paths, opts).report(output, title, device, step, top, memory)
     if not opts["quiet"]:
+        say_replaced(old)
         click.echo(f"wrote {output} ({size / 1e6:.1f} MB)", err=True)
 
 
@@ -334,8 +360,10 @@ def report(paths: tuple[Path, ...], output: Path, title: str | None, device: int
 def export(paths: tuple[Path, ...], output: Path | None, table: str, perfetto: Path | None,
            **opts: Any) -> None:
     """Take the data away: an event or statistics table, or a timeline for Perfetto."""
+    old = replacing([output, perfetto])
     for path, what in analysis(paths, opts).export(output, table, perfetto):
         if not opts["quiet"]:
+            say_replaced([p for p in old if p == path])
             click.echo(f"wrote {path} ({what})", err=True)
 
 

@@ -113,6 +113,26 @@ def print_result(fmt: str, as_json: Callable[[], str | bytes], as_csv: Callable[
         as_table(console)
 
 
+def say_replaced(paths: Sequence[Path]) -> None:
+    """``note: replaced <path>`` on stderr for each existing file an output replaced."""
+    for p in paths:
+        click.echo(f"note: replaced {p} (it existed)", err=True)
+
+
+def write_output(path: Path, text: Callable[[], str], flag: str) -> None:
+    """A text output (an HTML page) written to ``path``: checked first (only a regular file
+    is replaced: :func:`tracelens.api.outputs.check_target`), and a replaced file said."""
+    from tracelens.api.outputs import check_target
+
+    existed = check_target(path, flag)
+    try:
+        path.write_text(text(), encoding="utf-8")
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot write: {exc.strerror or exc}") from None
+    if existed:
+        say_replaced([path])
+
+
 def _write_bytes(data: bytes) -> None:
     """``data`` and a newline on stdout's binary stream, after what its text stream holds
     (``click.echo`` would first copy ``data`` to append the newline: a GB for a whole

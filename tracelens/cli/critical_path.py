@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from tracelens.cli.common import analysis, analysis_options, guarded, print_result, warn
+from tracelens.cli.common import (analysis, analysis_options, guarded, print_result,
+                                  say_replaced, warn)
 
 
 @click.command("critical-path")
@@ -40,15 +41,20 @@ def critical_path(paths: tuple[Path, ...], step: int | None, window: str | None,
     """What sets the step time: the critical path per device, and what each fix saves."""
     from reports import critical_path as render
     from tracelens.api.inputs import check_output_path
+    from tracelens.api.outputs import replacing
 
+    old = replacing([perfetto])
     if perfetto is not None:
         check_output_path(perfetto, paths, "--perfetto")
-    # only the JSON and the Perfetto trace list the paths' activities
-    listed = "all" if fmt == "json" or perfetto is not None else "none"
+    # only the JSON and the Perfetto trace list the paths' activities; the step path's are
+    # what the consistency gate bounds the what-ifs by, in every format
+    listed = "all" if fmt == "json" or perfetto is not None else "longest"
     res = analysis(paths, opts).critical_path(step, window, span, rank, top, listed)
-    warn(res.warnings, opts["quiet"])
+    warn([*res.warnings, *res.consistency.lines()], opts["quiet"])
     if perfetto is not None:
         render.write_perfetto(res, perfetto)
+        if not opts["quiet"]:
+            say_replaced(old)
     print_result(fmt, lambda: render.render_json(res), lambda: "",
                  lambda: render.render_markdown(res),
                  lambda console: render.render_table(res, console))

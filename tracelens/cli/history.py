@@ -15,8 +15,7 @@ import click
 
 from tracelens.api.history import DEFAULT_WINDOW
 from tracelens.cli.common import (analysis_options, format_option, guarded, html_option,
-                                  print_result)
-from tracelens.core.errors import TraceInputError
+                                  print_result, write_output)
 
 if TYPE_CHECKING:
     from reports.scaling import Tables
@@ -116,11 +115,7 @@ def show(store: Path, tags: tuple[str, ...], metric: str, window: int, fail_abov
 
     res = history_show(store, tags, metric, window, fail_above)
     if html is not None:
-        try:
-            html.write_text(render.render_html(res, str(store)), encoding="utf-8")
-        except OSError as exc:
-            raise TraceInputError(html, f"cannot write the HTML file: {exc.strerror or exc}") \
-                from None
+        write_output(html, lambda: render.render_html(res, str(store)), "--html")
     _print(fmt, res, lambda: render.show_tables(res), lambda: render.csv_rows(res.runs),
            "tracelens history show")
 

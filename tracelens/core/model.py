@@ -534,3 +534,37 @@ def validate(trace: Trace, classified: bool = True) -> list[str]:
     if missing.height:
         problems.append(f"events: {missing.height} (host, rank, device) not in devices")
     return problems
+
+
+# -- allocator events (tracelens memory) --------------------------------------------------
+MEMORY_SCHEMA: dict[str, pl.DataType] = {
+    "host": pl.String,
+    "allocator": pl.String,  # XSpace: allocator_name, else index_on_host / device_ordinal
+    "seq": pl.Int64,  # the event's order in the file (ties in time keep it)
+    "time_ns": pl.Int64,  # timestamp_ns + floor(offset_ps / 1000), as every event's start
+    "offset_ps": pl.Int64,  # XSpace: the event's offset in its line (XProf's own time)
+    "kind": pl.String,  # "alloc" or "free"
+    "requested_bytes": pl.Int64,
+    "allocation_bytes": pl.Int64,
+    "address": pl.UInt64,
+    "op": pl.String,
+    "shape": pl.String,
+    "dtype": pl.String,
+    "region": pl.String,
+    "step_id": pl.Int64,  # the step the trace itself gives the event (XSpace group_id)
+    "in_use": pl.Int64,  # heap + stack after the event (XProf's "bytes in use")
+    "heap_bytes": pl.Int64,  # XSpace bytes_allocated; Kineto Total Allocated
+    "stack_bytes": pl.Int64,  # XSpace bytes_reserved (the allocator's stack reservation)
+    "reserved_bytes": pl.Int64,  # Kineto Total Reserved (the caching allocator's segments)
+    "free_bytes": pl.Int64,  # XSpace bytes_available
+    "fragmentation": pl.Float64,  # as the allocator reports it (XSpace), else null
+    "peak_lifetime": pl.Int64,  # XSpace peak_bytes_in_use: the allocator's lifetime peak
+    "capacity_bytes": pl.Int64,  # the device's memory as the file's device properties say
+}
+"""One row per allocator event (allocation or free), in file order. A column the format does
+not record is null, never zero."""
+
+
+def empty_memory() -> pl.DataFrame:
+    """A frame of no allocator events."""
+    return pl.DataFrame(schema=MEMORY_SCHEMA)

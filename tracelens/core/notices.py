@@ -15,7 +15,8 @@ SHOWN_NAMES = 4
 CLIPPED = "load.clipped"  # the loader's same-stream clip (tracelens.loading.loader)
 NESTED = "load.nested"  # activities holding the next ones of their stream (the loader)
 
-NOTE_CODES = frozenset({"devices.reported_bandwidth", "load.nested"})
+NOTE_CODES = frozenset({"devices.reported_bandwidth", "load.nested", "steps.partial",
+                        "launch.graph_replays"})
 """Notices of a fact the tool corrects itself (a trace's own stat it replaces, and why):
 outputs say them once as notes, not as warnings."""
 
@@ -75,7 +76,7 @@ def nested(n: int, names: Iterable[str]) -> Notice:
     shown = ", ".join(every[:SHOWN_NAMES]) + (
         f", ... {len(every) - SHOWN_NAMES} more" if len(every) > SHOWN_NAMES else "")
     return Notice.of(NESTED, "nesting on {n} ops, not overlap: each contains the ones after it "
-                     "on its stream ({shown}; XLA:CPU runs a while, conditional or call around "
+                     "on its stream ({shown}; XLA runs a while, conditional or call around "
                      "its body's ops); each keeps its time before its first inner op, and the "
                      "inner ops are the device's work", n=n, shown=shown,
                      names="|".join(every))

@@ -104,6 +104,8 @@ class HostPartial:
     active: pl.DataFrame = field(default_factory=pl.DataFrame)
     map_s: float = 0.0
     parts: tuple[object, ...] = ()  # one partial per task of MapOptions.tasks, in order
+    # its step windows (rank, step, start_ns, end_ns): the job's headline step from them
+    step_rows: pl.DataFrame | None = None
 
 
 def map_host(host: HostFile, options: MapOptions) -> HostPartial:
@@ -126,7 +128,8 @@ def map_host(host: HostFile, options: MapOptions) -> HostPartial:
                        tuple(trace.steps["step"].unique().sort().to_list()),
                        tuple(trace.devices["device"].unique().sort().to_list()), ends,
                        distinct(trace.events, ["host", "rank"]).sort("rank", "host"),
-                       round(time.perf_counter() - t0, 6), parts)
+                       round(time.perf_counter() - t0, 6), parts,
+                       trace.steps.select("rank", "step", "start_ns", "end_ns"))
 
 
 def _packed(analysis: object, part: object, pack: bool, keep: bool = False) -> object:
@@ -454,7 +457,8 @@ def _job_here(paths: Sequence[str | Path], load: LoadOptions) -> Job:
         raise TraceInputError(Path(", ".join(str(p) for p in paths)), str(exc)) from None
     host = HostPartial(", ".join(str(p) for p in paths), trace.meta, None,
                        tuple(trace.steps["step"].to_list()),
-                       tuple(trace.devices["device"].to_list()))
+                       tuple(trace.devices["device"].to_list()),
+                       step_rows=trace.steps.select("rank", "step", "start_ns", "end_ns"))
     return Job(trace.meta, [Placement(0, None, 0)], [host], plan=JobPlan.of_trace(trace),
                trace=trace)
 

@@ -61,8 +61,13 @@ def export_parquet(runs: Sequence[RunRecord], out: Path) -> list[Path]:
         raise TraceInputError(out, f"cannot create the folder: {exc.strerror or exc}") from None
     if not out.is_dir():
         raise TraceInputError(out, "not a folder")
+    from tracelens.api.outputs import check_target
+
+    tables = frames(runs)
+    for name in tables:  # every file checked before any is written
+        check_target(out / f"{name}.parquet", "-o")
     written = []
-    for name, df in frames(runs).items():
+    for name, df in tables.items():
         path = out / f"{name}.parquet"
         try:
             df.write_parquet(path)

@@ -94,9 +94,10 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v1, 2: _to
 class Store:
     """An open run store (:func:`open_store`); ``close()`` when done (or ``with``)."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, conn: sqlite3.Connection, copy: str | None = None) -> None:
         self.path = path
         self.conn = conn
+        self.copy = copy  # the private folder a read-only open copied the store into
 
     def __enter__(self) -> "Store":
         return self
@@ -106,6 +107,9 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+        if self.copy is not None:
+            import shutil
+            shutil.rmtree(self.copy, ignore_errors=True)
 
     def _fail(self, exc: sqlite3.Error) -> TraceInputError:
         return _store_error(self.path, exc)
@@ -282,17 +286,28 @@ def open_store(path: str | Path, create: bool = False) -> Store:
     and absent). Every refusal names the file and leaves it untouched (module doc)."""
     path = Path(path)
     _check_file(path, create)
+    copy = None
+    # a read in a folder this process may not write (a CI artifact, a read-only mount)
+    # writes nothing there: a read-write open would need -wal and -shm files beside it
+    only_read = not create and not (os.access(path, os.W_OK) and os.access(path.parent,
+                                                                            os.W_OK))
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        if only_read:
+            conn, copy = _read_only(path)
+        else:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as exc:
         raise TraceInputError(path, f"cannot open the run store: {exc}") from None
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read the run store: {exc.strerror or exc}") \
+            from None
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while True:
         try:
             _prepare(conn, path, create)
-            return Store(path, conn)
+            return Store(path, conn, copy)
         except TraceInputError:
-            conn.close()
+            Store(path, conn, copy).close()
             raise
         except sqlite3.Error as exc:
             # SQLite answers some lock conflicts at once instead of through the busy timeout
@@ -301,8 +316,34 @@ def open_store(path: str | Path, create: bool = False) -> Store:
             if "locked" in str(exc) and time.monotonic() < deadline:
                 time.sleep(_RETRY_S)
                 continue
-            conn.close()
+            Store(path, conn, copy).close()
             raise _store_error(path, exc) from None
+
+
+def _read_only(path: Path) -> tuple[sqlite3.Connection, str | None]:
+    """A connection that reads the store as SQLite would and writes nothing anywhere near
+    it: with a non-empty ``-wal`` beside it (rows not yet checkpointed), the store and its
+    log copied into a private temp folder and opened there (the folder returned, to remove);
+    else opened read-only, and immutable when in WAL mode (a plain read-only open of a WAL
+    file creates ``-shm`` beside it, and fails in a read-only folder)."""
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size:
+        import shutil
+        import tempfile
+        folder = tempfile.mkdtemp(prefix="tracelens-store-")
+        try:
+            shutil.copyfile(path, Path(folder) / path.name)
+            shutil.copyfile(wal, Path(folder) / wal.name)
+            return sqlite3.connect(str(Path(folder) / path.name), timeout=BUSY_TIMEOUT_S,
+                                   isolation_level=None), folder
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+    with path.open("rb") as f:
+        head = f.read(20)
+    in_wal = len(head) == 20 and head[18] == 2
+    uri = path.resolve().as_uri() + ("?mode=ro&immutable=1" if in_wal else "?mode=ro")
+    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None), None
 
 
 def _prepare(conn: sqlite3.Connection, path: Path, create: bool) -> None:
@@ -322,7 +363,7 @@ def _prepare(conn: sqlite3.Connection, path: Path, create: bool) -> None:
     if not create and version == 0:
         raise TraceInputError(path, "empty file, not a run store yet (`tracelens history "
                               "add` creates it)")
-    if not create and not os.access(path, os.W_OK):
+    if not create and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
         return  # a store we may only read (a CI artifact) is read at its own version
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("BEGIN IMMEDIATE")

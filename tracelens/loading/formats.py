@@ -22,8 +22,11 @@ from typing import IO, TYPE_CHECKING, Callable
 from tracelens.core.errors import TraceInputError
 from tracelens.loading.json_kind import json_kind
 from tracelens.core.model import Notice, Trace
+from tracelens.loading.paths.walk import walk_files
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from tracelens.core.hlo_model import Module, Schedule
 
 XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
@@ -59,6 +62,8 @@ def _sniff_gzip(path: Path) -> str:
 def _sniff(path: Path, head: bytes, rest: IO[bytes], gz: bool = False) -> str:
     """The format of a file whose first bytes are ``head``, ``rest`` the stream after them
     (``gz``: inflated from a gzip file)."""
+    if head.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark before JSON or CSV text
+        head = head[3:]
     if not head:
         raise TraceInputError(path, "empty file")
     if head.startswith(b"SQLite format 3\x00"):
@@ -86,24 +91,14 @@ _RPD_TABLE = re.compile(rb'CREATE TABLE (?:IF NOT EXISTS )?"?rocpd_op"?\s*\(')
 def _sqlite_kind(path: Path, head: bytes, gz: bool) -> str:
     """``rpd`` for a rocmProfileData database (a ``rocpd_op`` table and no rocprofv3
     ``rocpd_kernel_dispatch``), else ``sqlite`` (rocprofv3's rocpd; its reader says what
-    any other database is). The table list is read with SQLite, read-only and bounded; a
+    any other database is). The table list is read with SQLite, read-only and bounded, as
+    the readers open the file (:mod:`parsers.rocprof.sqlite_db`); a
     gzipped database is told from the schema text in its first inflated bytes."""
     if gz:  # the inflated head is all there is to look at without inflating the file
         return "rpd" if _RPD_TABLE.search(head) and b"rocpd_kernel_dispatch" not in head \
             else "sqlite"
-    import sqlite3
-    try:
-        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
-    except sqlite3.Error:
-        return "sqlite"
-    try:
-        con.set_progress_handler(lambda: 1, 1_000_000)  # a damaged schema cannot loop
-        names = {r[0] for r in con.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except (sqlite3.Error, UnicodeDecodeError):
-        return "sqlite"
-    finally:
-        con.close()
+    from parsers.rocprof.sqlite_db import table_names
+    names = table_names(path)  # as SQLite reads it: with its -wal or hot journal applied
     return "rpd" if "rocpd_op" in names and not any(
         n.startswith("rocpd_kernel_dispatch") for n in names) else "sqlite"
 
@@ -172,7 +167,13 @@ def discover(path: Path) -> tuple[list[Path], list[Notice]]:
         return [path], []
     if not path.is_dir():
         raise TraceInputError(path, "not a regular file or directory")
-    files = sorted(p for p in path.rglob("*") if p.is_file())
+    files, unread = walk_files(path, _traceish)
+    if unread:  # part of the job may be there: refused, never read in part
+        where, why = unread[0]
+        more = f" (and {len(unread) - 1} more: {', '.join(str(p) for p, _ in unread[1:4])}" \
+            f"{', ...' if len(unread) > 4 else ''})" if len(unread) > 1 else ""
+        raise TraceInputError(where, f"{why}: it may hold part of the job in {path}, so the "
+                              f"job is not read in part{more}")
     # several profile runs are several jobs unless their files say they were recorded together
     # (tracelens.loading.jobs): hosts of one job may name their run folders a second apart
     found = [p for p in files if p.name.endswith(XSPACE_SUFFIXES)]
@@ -182,10 +183,22 @@ def discover(path: Path) -> tuple[list[Path], list[Notice]]:
     found += [p for p in files if p.name.endswith((".json", ".json.gz")) and p not in found
               and sniff_format(p) == "kineto"]  # PyTorch profiler: one file per rank
     if not found:
+        foreign = [p for p in files if _foreign_by_name(p.name)]
+        said = (f"; it holds {_UNSUPPORTED[_foreign_by_name(foreign[0].name) or '']} "
+                f"({foreign[0].relative_to(path)}"
+                f"{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''})"
+                if foreign else "")
         raise TraceInputError(path, "directory holds no trace files (*.xplane.pb[.gz], "
                               "rocprofv3 *_results.db, *_results.json, *_kernel_trace.csv, "
-                              "rpd_tracer *.rpd, or Kineto *.json[.gz])")
+                              f"rpd_tracer *.rpd, or Kineto *.json[.gz]){said}")
     return sorted(found), notes
+
+
+def _traceish(name: str) -> bool:
+    """Whether a file of this name would be read as part of a job (:func:`discover`)."""
+    lower = name.lower()
+    return lower.endswith((*XSPACE_SUFFIXES, *RPD_SUFFIXES, ".json", ".json.gz", ".db",
+                           ".csv"))
 
 
 # rocprofv3 output names (shared/reference/rocprof.md §1.3), by preference: one per process.
@@ -272,6 +285,23 @@ READERS: dict[str, Reader] = {
     "rocprof-csv": Reader(_rocprof_csv, native=False),
 }
 """One reader per format :func:`sniff_format` names."""
+
+def read_memory_events(path: Path) -> "tuple[pl.DataFrame, str | None]":
+    """The allocator events of one trace file (``tracelens.core.model.MEMORY_SCHEMA``), and, for
+    a format whose memory events are not read, why (the frame is then empty)."""
+    from tracelens.core.model import empty_memory
+
+    fmt = sniff_format(path)
+    if fmt == "xspace":
+        from parsers.xspace.memory import read_memory
+        return read_memory(path), None
+    if fmt == "kineto":
+        from parsers.kineto.memory import read_memory as read_kineto
+        return read_kineto(path), None
+    reader_for(fmt, path)  # an unreadable format is the same error as for every command
+    return empty_memory(), (f"the memory events of {fmt} traces are not read (rocprofv3 "
+                            "--memory-allocation-trace: no real trace with them seen yet)")
+
 
 _V3 = "rocprofv3 output (--kernel-trace or --sys-trace: the rocpd .db, .json or .csv files)"
 _UNSUPPORTED = {

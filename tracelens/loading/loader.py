@@ -18,9 +18,11 @@ from typing import Callable, Iterable, Sequence
 
 import polars as pl
 
+from tracelens.analyze.timeline.blocked import note_graph_replays
 from tracelens.loading.align import align_on_collectives
 from tracelens.classify import TPU_SIGNAL, RuleSet, classify
 from tracelens.loading.combine import combine
+from tracelens.loading.paths.copies import drop_copies
 from tracelens.cost.events import annotate, hlo_kinds, op_cost_table
 from tracelens.loading.formats import XSPACE_SUFFIXES, discover, find_inputs, sniff_format
 from tracelens.loading.jobs import Facts as JobFacts
@@ -85,7 +87,8 @@ def discover_files(paths: str | Path | Sequence[str | Path], step_marker: str | 
         notes += skipped
         for f in found:
             origin.setdefault(f, i)
-    return args, list(origin), origin, notes
+    files, copies = drop_copies(list(origin))  # a copy beside a trace is not another host
+    return args, files, {f: origin[f] for f in files}, notes + copies
 
 
 def load_host(path: Path, arg: int, in_dir: bool, rules: RuleSet | None = None,
@@ -125,12 +128,20 @@ def _rechunk(trace: Trace, ctx: Context) -> None:
     trace.events = trace.events.rechunk()
 
 
+NESTING_VENDORS = ("cpu", "google")
+"""Devices whose op lines nest (XLA:CPU, TPU): an op holding the next ones whole is a
+``while``, ``conditional`` or ``call`` around its body, whose ops are the work."""
+
+
 def _clip_overlaps(trace: Trace, ctx: Context) -> None:
     """Clip each activity's end to the next start of its stream, and say what that undid:
     overlaps (an in-order stream cannot run two at once) and nesting (an XLA:CPU op holding
-    the next ones whole: a while, conditional or call around its body), told apart."""
-    cpus = trace.devices.filter(pl.col("vendor") == "cpu").select(NESTING_KEYS)
-    trace.events, trace.meta.clips = clip_and_record(trace.events, cpus)
+    the next ones whole: a while, conditional or call around its body), told apart. XLA's
+    own devices nest (XLA:CPU, TPU: an op line holds the control-flow ops around their
+    bodies); a GPU's stream runs one kernel at a time, so there it is overlap."""
+    xla = trace.devices.filter(pl.col("vendor").is_in(list(NESTING_VENDORS))).select(
+        NESTING_KEYS)
+    trace.events, trace.meta.clips = clip_and_record(trace.events, xla)
     overlaps = trace.meta.clips.filter(~pl.col("nested"))
     if not overlaps.is_empty():
         max_clip = int(overlaps["largest_ns"].max())  # type: ignore[arg-type]
@@ -229,6 +240,7 @@ def _align(trace: Trace, ctx: Context) -> None:
 def _steps(trace: Trace, ctx: Context) -> None:
     mark_steps(trace, ctx.step_marker)
     trace.events = assign_steps(trace.events, trace.steps)
+    note_graph_replays(trace)
 
 
 def _validate(trace: Trace, ctx: Context) -> None:

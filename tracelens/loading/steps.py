@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from tracelens.core.model import STEP_SCHEMA, Notice, Trace, conform, on_async_lane
+from tracelens.loading.step_choice import drop_partial
 from tracelens.core.sweep import extension, references_forced
 
 _SWEEP = extension("HIDDEN_ABI")  # the covered time in one pass; optional: numpy's the same
@@ -47,7 +48,7 @@ WARN_INSIDE = 0.9
 
 ORDERED_LAST = frozenset({"steps.marker_replaces", "steps.marker_programs",
                           "steps.marker_unmatched", "steps.marker_overlap",
-                          "steps.program_uneven"})
+                          "steps.program_uneven", "steps.partial"})
 """The step marking's notices that a merge of hosts loaded one by one puts after the loader's
 stage notices (clipped overlaps, unaligned hosts), where loading the files at once raises
 them (:func:`tracelens.analyze.summary.merge.merged_notices`): those of ``--step-marker`` and
@@ -72,6 +73,11 @@ def mark_steps(trace: Trace, step_marker: str | None = None) -> None:
     else:
         steps, label = program_steps(trace, None)
         source = f"program:{label}" if steps.height else "none"
+    hosts = dict(trace.devices.select("rank", pl.col("host").cast(pl.String)).unique(
+        "rank", keep="first").iter_rows()) if trace.devices.height else {}
+    steps, partial = drop_partial(steps, hosts)  # a step the profiler cut is no step
+    for note in partial:
+        trace.meta.warn(note)
     trace.steps = steps.sort("rank", "start_ns", "step")
     trace.meta.steps_source = source
 

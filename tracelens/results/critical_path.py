@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tracelens.results import display
+from tracelens.results.consistency import Consistency
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ class CriticalPathResult:
     # what the readers said of the files (set by ``tracelens critical-path``, as summarize's;
     # a plain field: orjson writes the result itself, a GB for a whole trace)
     warnings: tuple[str, ...] = ()
+    # the paths' shares and the what-ifs checked against the window's measured facts
+    # (tracelens.analyze.consistency; no checks run where the facts were not taken)
+    consistency: Consistency = Consistency()
 
     # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
     __repr__ = display.short_repr

@@ -30,6 +30,9 @@ class RankedFinding:
     command: str
     # why there is no projection (null when there is one)
     unprojected: str | None = field(default=None, metadata=optional())
+    # a measured fact of the same window that contradicts it (tracelens.analyze.consistency):
+    # the finding is shown marked, not as a plain one
+    inconsistent: str | None = field(default=None, metadata=optional())
 
     @property
     def key(self) -> str:

@@ -13,6 +13,7 @@ from tracelens.results import display
 from tracelens.results.encode import flattened, optional, renamed
 from tracelens.results.filters import ActiveFilters
 from tracelens.results.findings import FindingsChange
+from tracelens.results.memory import MemoryChange
 from tracelens.results.summary import HardwareCount
 
 
@@ -205,6 +206,8 @@ class Comparison:
     # the findings (``summarize``'s "what to fix first") that appeared in new or vanished
     # from base, by kind and target; None when not computed (a comparison of profiles alone)
     findings: FindingsChange | None = field(default=None, kw_only=True)
+    # each allocator's peak memory in base and new, where both runs record allocator events
+    memory: tuple[MemoryChange, ...] = field(default=(), kw_only=True, metadata=optional())
 
     # in a notebook: a screen or less (tracelens.results.display); the whole: to_dict()
     __repr__ = display.short_repr

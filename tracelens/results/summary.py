@@ -19,8 +19,10 @@ from tracelens.results.collectives import (AxisTotals, Collectives, SummaryColle
                                            top_lines)
 from tracelens.results.critical_path import Component, PathActivity, WhatIf
 from tracelens.results.encode import converted, optional, renamed, rounded
+from tracelens.results.consistency import Consistency
 from tracelens.results.filters import SummaryFilters
 from tracelens.results.findings import Findings
+from tracelens.results.memory import MemoryResult
 from tracelens.core.model import shown_program_id
 
 if TYPE_CHECKING:  # annotations only: summarize need not import the HLO lens
@@ -313,6 +315,9 @@ class Summary:
     # what to fix first (:mod:`tracelens.analyze.summary.findings`), set once the critical path's
     # what-ifs are known
     findings: Findings = field(default=Findings((), None, None, 1.0), kw_only=True)
+    # the findings and the critical path checked against the step's measured facts
+    # (:mod:`tracelens.analyze.consistency`); None where no check ran (no critical path)
+    consistency: Consistency | None = field(default=None, kw_only=True, metadata=optional())
     headline: Headline
     devices: tuple[DeviceSummary, ...]
     idle_devices: tuple[DeviceKey, ...]
@@ -339,6 +344,9 @@ class Summary:
     axes: tuple[AxisTotals, ...] = field(default=(), metadata=optional())
     # the critical path's top projections (None: no path, or per-row filters given)
     critical_path: CriticalPathLines | None = field(default=None, metadata=optional())
+    # each allocator's peak and what holds it (tracelens memory, its 5 largest live groups),
+    # where the trace records allocator events
+    memory: MemoryResult | None = field(default=None, kw_only=True, metadata=optional())
     # the short tables' device rows: the median, slowest, fastest and outliers past
     # BRIEF_DEVICE_ROWS devices (``device_roles`` of the ``--all`` tables, at a lower limit)
     brief_roles: tuple[tuple[str, int], ...] = field(default=(), metadata=HIDDEN)
@@ -349,6 +357,8 @@ class Summary:
                                                               metadata=HIDDEN)
     # the roofline's rows with those that differ only in an instruction number as one
     roofline_groups: tuple["RooflineGroup", ...] = field(default=(), metadata=HIDDEN)
+    # the trace replays CUDA/HIP graphs (analyze.blocked): no graph-launch finding
+    replays_graphs: bool = field(default=False, metadata=HIDDEN)
 
     @property
     def summary_collectives(self) -> SummaryCollectives:

@@ -103,6 +103,8 @@ def change_of(job: Job, row: dict[str, Any]) -> Change | None:
     """The simulator's change for one of the analyzer's what-if rows (None: not one the
     simulator models)."""
     kind, target = row.get("change"), row.get("target")
+    if kind == "hide" and target == "memory":
+        return None  # copies run in no time: no change of the simulator's
     if kind == "hide":
         return Change("hide", str(target))
     if kind == "on_time":

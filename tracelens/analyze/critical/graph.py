@@ -29,11 +29,13 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from tracelens.analyze.timeline.blocked import blocked
 from tracelens.analyze.timeline.idle import SYNC_CALL
 from tracelens.core.errors import TraceInputError
 from tracelens.core.frames import distinct
 from tracelens.core.instances import with_instance_keys
 from tracelens.core.model import Text, Trace, on_async_lane
+from tracelens.loading.step_choice import headline_step
 from tracelens.core.text import matches
 
 XLA_SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|^[^$].*block_until_ready|"
@@ -95,8 +97,9 @@ WINDOW_SCHEMA: dict[str, pl.DataType] = {
 
 @dataclass(frozen=True)
 class WindowChoice:
-    """Which window: ``step`` (None: the middle step by number, the lower of two, the same
-    on every host; the whole trace without steps), or ``window`` (a regex on host
+    """Which window: ``step`` (None: the headline's step,
+    :func:`tracelens.loading.step_choice.headline_step`, of the steps the trace holds; the whole
+    trace without steps), or ``window`` (a regex on host
     annotation names, ``#k`` picks the k-th match from 0; it wins over ``step``), or
     ``time`` (the same stretch of time on every rank; it wins over both): ``(START, END)``
     ns from the trace's zero (its first activity or step, as ``--time`` everywhere), either
@@ -124,9 +127,8 @@ def windows(trace: Trace, choice: WindowChoice) -> pl.DataFrame:
                        end_ns="end_ns")
     elif trace.steps.height:
         steps = trace.steps
-        if choice.step is None:  # the middle step by number: every host picks the same
-            numbers = sorted(set(steps["step"].to_list()))
-            step = numbers[(len(numbers) - 1) // 2]
+        if choice.step is None:  # the headline's step (the median by span, one that ran)
+            step = headline_step(steps)
         else:
             step = choice.step
             if step not in set(steps["step"].to_list()):
@@ -431,12 +433,18 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
             (pl.col("k_s") - pl.col("l_t")).clip(lower_bound=0).min().over(
                 "host", "rank", "device")).otherwise(0))
     ln = ln.with_columns(bound=pl.col("o_t").is_null()
-                         | (pl.col("l_t") + pl.col("lat") > pl.col("o_t"))).drop(
+                         | (pl.col("l_t") + pl.col("lat") > pl.col("o_t")))
+    # a wait past the launch latency spent with the host in a blocking call is the call's
+    # (kind "blocked", component sync: analyze.blocked), not launch latency
+    sync = hst.filter(pl.col("sync").fill_null(False)).select("host", "rank", "start_ns",
+                                                             "end_ns")
+    late = ln.select("host", "rank", start_ns=pl.col("l_t") + pl.col("lat"), end_ns="k_s")
+    ln = ln.with_columns(blocked(late, sync, ["host", "rank"]).alias("_blocked")).drop(
         "k_s", "lat", "host", "rank", "device")
     launch = ln.filter(pl.col("bound")).select(
         "src", dst="id", side=pl.lit("S"),
         point=pl.when(pl.col("l_sync")).then(pl.lit("S")).otherwise(pl.lit("E")),
-        kind=pl.lit("launch"))
+        kind=pl.when(pl.col("_blocked")).then(pl.lit("blocked")).otherwise(pl.lit("launch")))
     held = _held_back(ln, dev)
     # a held-back thread: each launch call waited for what its activity waited for on the
     # device (the latest of its other sources: the device came within the observed lag of

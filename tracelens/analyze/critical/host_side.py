@@ -10,7 +10,8 @@ import numpy as np
 import polars as pl
 
 from tracelens.analyze.critical import xla_changes as xc
-from tracelens.analyze.critical.path import _ACTIVITY, CriticalPart
+from tracelens.analyze.timeline.blocked import replays_graphs
+from tracelens.analyze.critical.path import _ACTIVITY, CriticalPart, copies_mask
 from tracelens.analyze.critical.stitched import (DeviceWindow, HostGraph, InstanceTable,
                                                  NotStitchable, _local, _starts, arrivals,
                                                  key_arrivals)
@@ -109,6 +110,7 @@ class HostSide:
                 "host_edges": bool((h.g.s_kind == "host").any()),
                 "xla": xc.has_dispatch(h.nodes),
                 "transfer": xc.transfer(h.nodes, h.g.first, h.g.prev_lag, h.g.w) is not None,
+                "replays": replays_graphs(h.nodes.filter(~pl.col("device_node"))),
                 "devices": [(d.rank, d.host, d.device, d.step, d.w0, d.w1) for d in self.devs]}
 
     def instance_edges(self) -> list[tuple[str, str]]:
@@ -158,6 +160,8 @@ class HostSide:
             return loc.coll & (loc.sub == what).to_numpy()
         if kind == "device":
             return (loc.who == what) & loc.dev
+        if kind == "copies":
+            return copies_mask(self.h.nodes)
         attain = self.h.nodes["attain_ns"].to_numpy()
         return ~np.isnan(attain) & (self.h.nodes["category"].fill_null("") == what).to_numpy()
 
@@ -282,6 +286,8 @@ class HostSide:
                 p[rows] = med
                 w = np.where(mine & ~np.isnan(p), np.minimum(w0, p), w0)
             return make(w=w, late=late)
+        if spec[0] == "hide_memory":
+            return make(w=np.where(self._mask(("copies", "")), 0.0, w0))
         if spec[0] == "roofline":
             m = self._mask(("category", spec[1]))
             attain = h.nodes["attain_ns"].to_numpy()

@@ -27,6 +27,7 @@ from tracelens.analyze.critical.graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_S
                                               XLA_SYNC, XLA_TRANSFER,
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
+from tracelens.analyze.timeline.blocked import replays_graphs
 from tracelens.analyze.critical.solve import Change, Graph, build_graph, solve
 from tracelens.analyze.summary.packed import PackedFrame, pack_frame
 from tracelens.analyze.critical.walk import (Labels, Walk, Walker, composition, host_tail,
@@ -36,8 +37,10 @@ from tracelens.core.frames import distinct
 from tracelens.core.text import matches
 from tracelens.core.model import Trace, device_kind
 from tracelens.engine.protocol import JobPlan
+from tracelens.loading.step_choice import hosts_disagree
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
+from tracelens.analyze.consistency import WindowFacts, gate_result, merge_facts, window_facts
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,9 @@ class CriticalPathOptions:
     # "none" (the terminal and Markdown tables show none: a window of a whole trace puts
     # every activity of every device on some path, millions of rows to build for nothing)
     activities: Literal["all", "longest", "none"] = "all"
+    # take the window's measured facts and check the result against them
+    # (:mod:`tracelens.analyze.consistency`; ``summarize`` takes its own)
+    consistency: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,7 @@ class CriticalPart:
     host_ranks: pl.DataFrame
     unwindowed: pl.DataFrame
     kinds: pl.DataFrame | None = None
+    facts: WindowFacts | None = None  # the window's measured facts (options.consistency)
 
     def unpacked(self) -> "CriticalPart":
         """The part with its nodes as a frame again."""
@@ -95,7 +102,9 @@ class CriticalPath:
         missing = active.join(win.select("host", "rank"), on=["host", "rank"], how="anti")
         kinds = trace.devices.select("host", "rank", "device", kind=device_kind(
             pl.col("vendor")))
-        return CriticalPart(nodes, local_edges(nodes), win, hr, missing, kinds)
+        facts = window_facts(trace, WindowChoice(options.step, options.window, options.time)) \
+            if options.consistency else None
+        return CriticalPart(nodes, local_edges(nodes), win, hr, missing, kinds, facts)
 
     def pack(self, part: CriticalPart) -> CriticalPart:
         """The part to travel and wait small: its nodes (one row per activity of the window,
@@ -118,10 +127,12 @@ class CriticalPath:
                             plan.concat([p.windows for p in parts]),
                             plan.concat([p.host_ranks for p in parts]),
                             plan.concat([p.unwindowed for p in parts]),
-                            plan.concat([p.kinds for p in parts if p.kinds is not None]))
+                            plan.concat([p.kinds for p in parts if p.kinds is not None]),
+                            merge_facts([p.facts for p in parts if p.facts is not None], plan)
+                            if parts and all(p.facts is not None for p in parts) else None)
 
     def finish(self, part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
-        return critical_paths(part.unpacked(), options)
+        return gate_result(critical_paths(part.unpacked(), options), part.facts)
 
 
 def _clipped(nodes: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
@@ -192,6 +203,9 @@ class _Path:
 def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> CriticalPathResult:
     """The result of the job's merged part (module doc)."""
     win = part.windows
+    split = default_window(options) and hosts_disagree(win)
+    if split:
+        return CriticalPathResult((), (), (split,))
     if options.rank is not None:
         win = win.filter(pl.col("rank") == options.rank)
     # merged parts come in id order: sorting anyway gathered every column again (+325 MB on
@@ -215,6 +229,11 @@ def critical_paths(part: CriticalPart, options: CriticalPathOptions) -> Critical
                 for i, p in enumerate(paths))
     return CriticalPathResult(out, tuple(_what_ifs(g, nodes, paths, options.top, part.kinds)),
                               tuple(notes))
+
+
+def default_window(options: CriticalPathOptions) -> bool:
+    """Whether the window is the default one (the headline's step each host picks)."""
+    return options.step is None and options.window is None and options.time is None
 
 
 def path_notes(win: pl.DataFrame, unwindowed: pl.DataFrame, shown: set[tuple[str, int]],
@@ -241,7 +260,7 @@ def _linked_threads(nodes: pl.DataFrame, edges: pl.DataFrame
     dev = nodes.lazy().filter(pl.col("device_node")).select("id", "host", "rank", "device") \
         .collect()
     hst = nodes.lazy().filter(~pl.col("device_node")).select("id", "chain").collect()
-    launch = edges.filter(pl.col("kind") == "launch").join(
+    launch = edges.filter(pl.col("kind").is_in(["launch", "blocked"])).join(
         dev, left_on="dst", right_on="id").join(hst, left_on="src", right_on="id")
     sync = edges.filter(pl.col("kind") == "sync").join(
         dev, left_on="src", right_on="id").join(hst, left_on="dst", right_on="id")
@@ -397,9 +416,13 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
             if name in peers else g.w
         changes.append(("on_time", name, Change(w=w, late_ok=late), on))
     changes += _roofline_changes(g, nodes, paths)
+    changes += _memory_change(g, nodes, paths)
     launch = g.s_kind == "launch"  # (a held-back call still waits for the device)
-    # (XLA's launches are not graph-launched: its what-if is ``dispatch``, xla_what_ifs)
-    if (launch.any() or (g.s_kind == "host").any()) and not xc.has_dispatch(nodes):
+    # a trace that replays graphs graph-launches already (analyze.blocked); XLA's launches
+    # are not graph-launched: their what-if is ``dispatch`` (xla_what_ifs)
+    if (launch.any() or (g.s_kind == "host").any()) \
+            and not replays_graphs(nodes.filter(~pl.col("device_node"))) \
+            and not xc.has_dispatch(nodes):
         # one graph launch replays the launches: the activities wait for no launch call,
         # and the calls, with the host time between consecutive calls (what produced them),
         # take none
@@ -496,6 +519,23 @@ def _roofline_changes(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
         w = np.where(mask, np.minimum(g.w, np.floor(np.nan_to_num(attain))), g.w)
         out.append(("roofline", c, Change(w=w), _on_path_typed(paths, nodes, mask)))
     return out
+
+
+def _memory_change(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
+                   ) -> list[tuple[str, str, Change, int]]:
+    """``hide memory``: the device's memory copies and sets on the paths take no time (as if
+    overlapped with compute, or prefetched), when any is on a path."""
+    if not any("memory" in p.walk.components() for p in paths):
+        return []
+    mask = copies_mask(nodes)
+    return [("hide", "memory", Change(w=np.where(mask, 0.0, g.w)),
+             _on_path_typed(paths, nodes, mask))]
+
+
+def copies_mask(nodes: pl.DataFrame) -> np.ndarray:
+    """The device nodes of category ``memory`` (copies, sets)."""
+    return (nodes["category"].fill_null("") == "memory").to_numpy() \
+        & nodes["device_node"].to_numpy()
 
 
 def _on_path_typed(paths: list[_Path], nodes: pl.DataFrame, mask: np.ndarray) -> int:

@@ -19,7 +19,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 import polars as pl
 
-from tracelens.analyze.critical.path import (CriticalPart, CriticalPathOptions,
+from tracelens.analyze.critical.path import (CriticalPart, CriticalPathOptions, default_window,
                                              _shared_text_rows, path_notes)
 from tracelens.analyze.critical.stitched import (DeviceWindow, InstanceTable,
                                                  NotStitchable, _has_cycle, fold_arrivals,
@@ -27,6 +27,7 @@ from tracelens.analyze.critical.stitched import (DeviceWindow, InstanceTable,
 from tracelens.analyze.critical.walk import (Walk, composition, host_tail, step_path_key,
                                              window_lengths)
 from tracelens.engine.protocol import JobPlan
+from tracelens.loading.step_choice import hosts_disagree
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
                                              PathActivity, WhatIf, Window)
 from tracelens.analyze.critical.host_side import HostSide
@@ -269,6 +270,9 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
         folded[0] = fold_arrivals(folded[0], pl.concat(waiting))
     inst = table_of(min((t for t in placed["t_min"] if t is not None), default=0), folded[0])
     win_all = pl.concat(placed["windows"])
+    split = default_window(options) and hosts_disagree(win_all)
+    if split:
+        return CriticalPathResult((), (), (split,))
     win = win_all if options.rank is None else win_all.filter(pl.col("rank") == options.rank)
     info = JobInfo(n=[0] * n, devices=[[] for _ in range(n)])
     H.each("build", lambda i, x: _joined(info, i, x), common=(inst, win))
@@ -322,6 +326,7 @@ class JobInfo:
     launch: bool = False
     xla: bool = False
     transfer: bool = False
+    replays: bool = False  # a host replays CUDA/HIP graphs: no graph-launch what-if
 
 
 def _joined(acc: JobInfo, i: int, x: dict) -> None:
@@ -336,6 +341,7 @@ def _joined(acc: JobInfo, i: int, x: dict) -> None:
     acc.launch = acc.launch or x["launch"] or x["host_edges"]
     acc.xla = acc.xla or x["xla"]
     acc.transfer = acc.transfer or x["transfer"]
+    acc.replays = acc.replays or x.get("replays", False)
 
 
 def _walks(H: "Hosts", todo: list[tuple]) -> tuple[list[Walk], list[int]]:
@@ -426,7 +432,12 @@ def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceW
         specs.append(("roofline", c))
         labels.append(("roofline", c))
         on.append(int(max(row)))
-    if info.launch and not info.xla:  # (XLA's: dispatch, _xla_specs)
+    if "memory" in on_comp:  # as critical_path._memory_change
+        (row,) = _on_totals(H, nw, [("copies", "")])
+        specs.append(("hide_memory",))
+        labels.append(("hide", "memory"))
+        on.append(int(max(row)))
+    if info.launch and not info.replays and not info.xla:  # (XLA's: dispatch, _xla_specs)
         specs.append(("graph_launch",))
         labels.append(("graph_launch", "host launches"))
         on.append(int(max(w.total(lambda c: c in ("launch_latency", "host", "sync"))

@@ -69,7 +69,8 @@ class Graph:
     chain: np.ndarray
     first: np.ndarray  # first node of its chain
     prev_lag: np.ndarray  # lag from the chain's previous node's end to this start
-    prev_binds: np.ndarray  # the chain's previous node is the binding S source
+    prev_binds: np.ndarray  # the walk goes on to the chain's previous node (it binds the
+    # S side, or the node's start is unexplained: :data:`UNSEEN_GAP_NS`)
     w: np.ndarray  # own work, ns
     b: np.ndarray  # observed begin
     anchor: np.ndarray  # S lower bound (observed start; -inf when the node has sources)
@@ -126,7 +127,8 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
     # it was waiting for the device, so its thread's previous call does not hold it back
     # (docs/critical-path.md)
     s_t = np.where(s_at_start, s[s_src], e[s_src])
-    s_when = s_t + _launch_latency(nodes, s, s_t, s_dst, s_kind == "launch")
+    s_when = s_t + _launch_latency(nodes, s, s_t, s_dst,
+                                   (s_kind == "launch") | (s_kind == "blocked"))
     detached = np.zeros(n, bool)
     detached[s_dst[s_kind == "host"]] = True
     first = first | detached  # its thread's previous call does not hold it back
@@ -169,7 +171,24 @@ def build_graph(nodes: pl.DataFrame, edges: pl.DataFrame, t0: int | None = None,
     bsel[b_dst[bcand[::-1]]] = bcand[::-1]
     b_bind[waits & ~by_arr & (bsel >= 0)] = bsel[waits & ~by_arr & (bsel >= 0)]
     b_bind[by_arr] = -2
-    g = Graph(t0, s, e, chain, first, prev_lag, prev_binds, w, b_obs, anchor, s_src, s_dst,
+    # on a device busy most of the window (:data:`WALK_BUSY_SHARE`), the walk goes on past
+    # an unexplained start to its latest known source (its chain's previous node, or an
+    # edge's that ended later), the gap as idle: the device's previous work is on the path,
+    # not the whole window before it (a program boundary's 17 µs on a TPU 99.8% busy). On a
+    # mostly idle device the host was behind: the path before it stays idle, the host's.
+    # The solve keeps the node at its observed start (what it waited for is not in the
+    # trace); s_bind and walk_prev are the walk's only
+    walk_prev = prev_binds.copy()
+    unseen = unseen & _busy_devices(nodes, s, e)
+    if unseen.any():
+        latest = np.full(n, NEG)
+        np.maximum.at(latest, s_dst, s_t)
+        d = s_dst
+        by_edge = unseen[d] & (s_t == latest[d]) & (s_t > prev_e[d]) & (s_t <= s[d])
+        pick = np.flatnonzero(by_edge)
+        s_bind[d[pick[::-1]]] = pick[::-1]
+        walk_prev |= unseen & ~first & (s_bind < 0)
+    g = Graph(t0, s, e, chain, first, prev_lag, walk_prev, w, b_obs, anchor, s_src, s_dst,
               s_at_start, s_lag, s_kind, b_src, b_dst, b_lag, group, a_lag, n_groups,
               s_bind, b_bind, a_last)
     # a held-back host's launch may wait for an activity that ends after the call began (the
@@ -194,6 +213,29 @@ UNSEEN_GAP_NS = QUEUED_NS
 previous activity, an order or event edge), on a rank whose trace has no host events, waited
 for what the trace does not record: a kernel queued behind another starts within a few µs of
 it (the launch overhead), a kernel the host was late to launch does not."""
+
+
+WALK_BUSY_SHARE = 0.5
+"""A device-only device whose activities fill at least this share of its span in the window
+is the bottleneck: the path goes on through its work past an unexplained start (its gaps
+are its own dispatch between programs); below it, the host was behind (the simulator's
+host-bound regime: kernels shorter than the host's gaps), and the path before the start
+stays idle."""
+
+
+def _busy_devices(nodes: pl.DataFrame, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Per node: whether its device's activities (summed) fill at least
+    :data:`WALK_BUSY_SHARE` of the device's span among the nodes (host nodes: False)."""
+    n = nodes.height
+    if not n or "device_node" not in nodes.columns:
+        return np.zeros(n, bool)
+    dev = nodes["device_node"].to_numpy()
+    share = pl.DataFrame({"k": nodes.select(pl.concat_str(
+        pl.col("host").cast(pl.String), pl.col("rank"), pl.col("device"), separator="\x1f"))
+        .to_series(), "s": s, "e": e}).select(
+        ((pl.col("e") - pl.col("s")).sum().over("k")
+         / (pl.col("e").max().over("k") - pl.col("s").min().over("k")))).to_series()
+    return dev & (share.fill_nan(0.0).fill_null(0.0).to_numpy() >= WALK_BUSY_SHARE)
 
 
 def _unseen_starts(nodes: pl.DataFrame, s: np.ndarray, t_max: np.ndarray) -> np.ndarray:

@@ -53,7 +53,8 @@ class Labels:
     None: no node's."""
 
 
-EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync", "host": "host"}
+EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync", "host": "host",
+                  "blocked": "sync"}
 
 
 @dataclass(frozen=True)

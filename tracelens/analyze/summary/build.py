@@ -35,6 +35,7 @@ from tracelens.core.hardware import GpuSpec, load_specs_file
 from tracelens.core.model import Trace, world_sizes
 from tracelens.core.notices import steps_disagree
 from tracelens.engine.protocol import JobPlan
+from tracelens.results.critical_path import CriticalPathResult
 if TYPE_CHECKING:
     from tracelens.analyze.compute.hlo_findings import LensTimeline
 from tracelens.results.summary import (CategoryTime, CriticalPathLines, DeviceSummary,
@@ -276,7 +277,16 @@ class KeptSummaries:
     plan: JobPlan
 
 
-Part = tuple[SummaryPartial | KeptSummaries, CriticalPart | CriticalPieces | None]
+if TYPE_CHECKING:  # the consistency gate's facts of the window travel with the parts
+    from tracelens.analyze.consistency import WindowFacts
+
+Part = tuple[SummaryPartial | KeptSummaries, CriticalPart | CriticalPieces | None,
+             "WindowFacts | None"]
+
+
+def _facts(part: tuple) -> "WindowFacts | None":
+    """A summarize part's window facts (a part made before they were taken has none)."""
+    return part[2] if len(part) > 2 else None
 
 
 def _critical(options: SummaryOptions) -> CriticalPathOptions | None:
@@ -305,14 +315,18 @@ class SummaryAnalysis:
     projections."""
 
     def partial(self, trace: Trace, options: SummaryOptions) -> Part:
+        from tracelens.analyze.consistency import window_facts
+        from tracelens.analyze.critical.graph import WindowChoice
+
         crit = _critical(options)
         part = None if crit is None else _critical_part(trace, crit)
-        return summary_partial(trace, options), part
+        facts = None if part is None else window_facts(trace, WindowChoice(crit.step))  # type: ignore[union-attr]
+        return summary_partial(trace, options), part, facts
 
     def pack(self, part: Part) -> Part:
         """The partial to travel and wait small (:mod:`tracelens.analyze.summary.packed`)."""
         crit = part[1] if part[1] is None else CriticalPath().pack(part[1])
-        return pack_summary(part[0]), crit
+        return pack_summary(part[0]), crit, _facts(part)
 
     def keep(self, part: Part) -> Part:
         """The partial left on this Dask worker, handles travelling instead (the engine's
@@ -322,25 +336,31 @@ class SummaryAnalysis:
         from tracelens.analyze.critical.rounds import keep_here
         from tracelens.analyze.summary.on_workers import keep_summary
 
-        return keep_summary(part[0]), None if part[1] is None else keep_here(part[1])
+        return (keep_summary(part[0]), None if part[1] is None else keep_here(part[1]),
+                _facts(part))
 
     def drop(self, parts: Sequence[Part]) -> None:
         """Let go of what :meth:`keep` left on the workers (a job that fails before its
         finish; the finish takes what it uses)."""
         from tracelens.engine.worker_store import drop
 
-        drop([p for part in parts for p in part])
+        drop([p for part in parts for p in part[:2]])
 
     def merge(self, parts: Sequence[Part], plan: JobPlan) -> Part:
         from tracelens.engine.worker_store import Resident
 
-        crits = [c for _, c in parts]
+        crits = [p[1] for p in parts]
         crit = None if any(c is None for c in crits) else \
             CriticalPieces(tuple(crits), plan)  # type: ignore[arg-type]
-        sums = [s for s, _ in parts]
+        found = [_facts(p) for p in parts]
+        from tracelens.analyze.consistency import merge_facts
+
+        facts = None if crit is None or any(f is None for f in found) else \
+            merge_facts(found, plan)  # type: ignore[arg-type]
+        sums = [p[0] for p in parts]
         if any(isinstance(s, Resident) for s in sums):  # reduced where they are, in finish
-            return KeptSummaries(tuple(sums), plan), crit  # type: ignore[arg-type]
-        return self._merge_summary(sums, plan), crit
+            return KeptSummaries(tuple(sums), plan), crit, facts  # type: ignore[arg-type]
+        return self._merge_summary(sums, plan), crit, facts
 
     @staticmethod
     def _merge_summary(parts: Sequence[SummaryPartial], plan: JobPlan) -> SummaryPartial:
@@ -361,7 +381,7 @@ class SummaryAnalysis:
         from tracelens.analyze.summary.findings import findings
         from tracelens.analyze.summary.reduce import reduce_summary
 
-        merged, crit_part = part
+        merged, crit_part, facts = part[0], part[1], _facts(part)
         del part  # the merged summary part (every host's collective rows) is let go once
         if isinstance(merged, KeptSummaries):  # the hosts' partials stayed on the workers
             from tracelens.analyze.summary.on_workers import resident_summary
@@ -389,15 +409,30 @@ class SummaryAnalysis:
             if isinstance(crit_part, CriticalPieces):
                 crit_part = crit_part.merged()  # the pieces go as the merged part comes
             res = CriticalPath().finish(crit_part, crit)
+        summary = with_critical(summary, res)
         if not res.paths:
-            return replace(summary, findings=findings(
-                summary, no_path="no critical path: no window with device activity"))
-        from tracelens.analyze.critical.walk import step_path_key
+            return summary
+        # every explanation checked against the step's measured facts, when they are known
+        from tracelens.analyze.consistency import gate_findings
 
-        longest = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns,
-                                                             p.rank, p.device))
-        summary = replace(summary, critical_path=CriticalPathLines(
-            longest.step, longest.length_ns, longest.host, longest.device,
-            longest.composition, res.what_if[:CRITICAL_TOP],
-            tuple(a for a in longest.activities if a.device is not None and a.on_path_ns)))
-        return replace(summary, findings=findings(summary, res.what_if))
+        return gate_findings(summary, res, facts)
+
+
+def with_critical(summary: Summary, res: CriticalPathResult) -> Summary:
+    """``summary`` with the critical path's lines and the findings of ``res`` (no path: the
+    findings say why)."""
+    from tracelens.analyze.summary.findings import findings
+
+    if not res.paths:
+        why = res.notes[0] if res.notes else "no window with device activity"
+        return replace(summary, critical_path=None,
+                       findings=findings(summary, no_path=f"no critical path: {why}"))
+    from tracelens.analyze.critical.walk import step_path_key
+
+    longest = max(res.paths, key=lambda p: step_path_key(p.length_ns, p.idle_after_ns,
+                                                         p.rank, p.device))
+    summary = replace(summary, critical_path=CriticalPathLines(
+        longest.step, longest.length_ns, longest.host, longest.device,
+        longest.composition, res.what_if[:CRITICAL_TOP],
+        tuple(a for a in longest.activities if a.device is not None and a.on_path_ns)))
+    return replace(summary, findings=findings(summary, res.what_if))

@@ -87,7 +87,8 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
     measured = [f for f in found if f.key not in seen] + [
         replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
-        + (_host_bound(s) if "host host" not in seen else []) + gaps
+        + (_host_bound(s) if "host host" not in seen else []) + gaps + _blocking(s, step) \
+        + _host_pause(s)
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
 
@@ -103,6 +104,10 @@ def _unmoved(f: RankedFinding, saved_ns: int, idle_ns: int) -> str:
 
 def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
     """A what-if as a finding; "the path" in its evidence is the step's critical path."""
+    if w.change == "hide" and w.target == "memory":
+        return RankedFinding("hide", "memory", MEMORY_TITLE, w.saved_ns, pct,
+                             _memory_exposure(s) + f"; {ms(w.on_path_ns)} ms on the path",
+                             "tracelens summarize --all")
     if w.change == "hide":
         title = f"Overlap the {plural(w.target)} with compute"
         return RankedFinding("hide", w.target, title, w.saved_ns, pct,
@@ -178,13 +183,31 @@ def _measured(s: "Summary", why: str, late_why: str) -> list[RankedFinding]:
             out.append(RankedFinding("on_time", name, _late_title(s, name), None, None,
                                      _waited(s, name), "tracelens collectives",
                                      unprojected=late_why))
+    exposed = s.headline.totals.exposed_memory_ns
+    if total and exposed >= MEMORY_SHARE * total:
+        out.append(RankedFinding("hide", "memory", MEMORY_TITLE, None, None,
+                                 _memory_exposure(s), "tracelens summarize --all",
+                                 unprojected=why))
     launch = _launch_idle(s)
-    if launch >= floor and launch > 0:
+    if launch >= floor and launch > 0 and not s.replays_graphs:  # graphs: launched as such
         out.append(RankedFinding(
             "graph_launch", "host launches", GRAPH_TITLE, None, None,
             f"device idle for launches: {ms(launch)} ms (job)",
             "tracelens critical-path", unprojected=why))
     return out
+
+
+MEMORY_TITLE = "Overlap the memory copies with compute (prefetch, async copies)"
+MEMORY_SHARE = 0.10
+"""Exposed memory time (copies and sets under no compute) from this share of the devices'
+summed time is a finding even without a projection."""
+
+
+def _memory_exposure(s: "Summary") -> str:
+    t = s.headline.totals
+    pct = s.headline.exposed_memory_pct
+    return (f"{ms(t.exposed_memory_ns)} of {ms(t.memory_ns)} ms of memory copies exposed over "
+            "the job (" + ("-" if pct is None else f"{pct:.1f}%") + " of the devices' time)")
 
 
 HOST_BOUND_SHARE = 0.5
@@ -202,6 +225,90 @@ def _host_bound(s: "Summary") -> list[RankedFinding]:
         "path is host work", None, None, _path_evidence(s, host, on_device=False),
         "tracelens critical-path",
         unprojected="the what-ifs move launches and syncs, not the host's own work")]
+
+
+PAUSE_SHARE = 0.10
+"""Idle between consecutive steps, per step, from this share of the headline's step is a
+finding (the device waits for the host between steps)."""
+
+
+def _pauses(s: "Summary") -> tuple[int, int] | None:
+    """(the median device's idle between consecutive steps per step, its median step period)
+    in ns: per device with at least two steps, the time between its step windows less its
+    busy time outside them, over the gaps' count; None without two steps."""
+    per: list[tuple[int, int]] = []
+    for d in s.devices:
+        sts = sorted(d.steps, key=lambda x: x.start_ns)
+        if len(sts) < 2:
+            continue
+        between = sum(max(0, b.start_ns - a.end_ns) for a, b in zip(sts, sts[1:]))
+        outside = d.timeline.busy_ns - sum(x.timeline.busy_ns for x in sts)
+        idle = max(0, between - max(0, outside))
+        periods = sorted(b.start_ns - a.start_ns for a, b in zip(sts, sts[1:]))
+        per.append((idle // (len(sts) - 1), periods[(len(periods) - 1) // 2]))
+    if not per:
+        return None
+    per.sort()
+    return per[(len(per) - 1) // 2]
+
+
+def _host_pause(s: "Summary") -> list[RankedFinding]:
+    """The device idles between steps (outside every step window) for at least
+    :data:`PAUSE_SHARE` of the step: the host pauses between steps (input, logging, a
+    checkpoint). No path runs through it (it is in no step), so no what-if: the finding says
+    the wait per step and the step period without it, both measured."""
+    got = _pauses(s)
+    step = s.headline.median_step_ns
+    if got is None or not step or got[0] < PAUSE_SHARE * step:
+        return []
+    pause, period = got
+    return [RankedFinding(
+        "host_pause", "host", f"Remove the host's pause between steps: the device waits "
+        f"{ms(pause)} ms per step for the host", None, None,
+        f"steps start every {ms(period)} ms (median), each {ms(step)} ms long; the device "
+        f"is idle {ms(pause)} ms between consecutive steps: without the pause a step would "
+        f"come every {ms(max(0, period - pause))} ms", "tracelens summarize --all",
+        unprojected="the pause lies between the step windows, on no step's critical path")]
+
+
+SYNC_SHARE = 0.10
+"""The path's share of waits for the host's blocking calls from which they are a finding."""
+
+
+def _blocking(s: "Summary", step: int | None) -> list[RankedFinding]:
+    """The device waited for the host's blocking copies and syncs (``hipMemcpyWithStream``,
+    ``cudaMemcpy``, ``*Synchronize``): on the path (its ``sync``, at least
+    :data:`SYNC_SHARE` of the step) or, off it, in the idle breakdown's ``sync_wait`` over
+    the job (at least :data:`MEASURED_FLOOR_PCT` of the devices' time). No what-if removes
+    a blocking call (the host needs what it waits for), so it has no projection; a graph
+    launch does not remove it either."""
+    on_path = _path_ns(s, "sync")
+    job = _sync_idle(s)
+    total = s.headline.totals.span_ns
+    why = ("a blocking call waits for the device and holds the host: no what-if removes it; "
+           "make the copy asynchronous (pinned memory, non_blocking) or move it out of the step")
+    if _share_at_least(s, on_path, SYNC_SHARE):
+        return [RankedFinding(
+            "sync", "host", f"Remove the host's blocking copies and syncs: "
+            f"{_share(s, on_path):.0%} of the critical path waits for them", None, None,
+            f"{ms(on_path)} of the path's {ms(s.critical_path.step_ns)} ms; "  # type: ignore
+            f"the devices waited {ms(job)} ms for blocking calls over the job",
+            "tracelens summarize --all", unprojected=why)]
+    if total and job >= MEASURED_FLOOR_PCT / 100.0 * total and job > 0:
+        where = f"step {step}'s" if step is not None else "the trace's"
+        return [RankedFinding(
+            "sync", "host", "Remove the host's blocking copies and syncs: the devices wait "
+            f"{ms(job)} ms for them", None, None,
+            f"{ms(job)} ms of the devices' idle over the job is sync wait, "
+            f"{ms(on_path)} ms of it on {where} critical path",
+            "tracelens summarize --all", unprojected=why)]
+    return []
+
+
+def _sync_idle(s: "Summary") -> int:
+    """The devices' idle waiting for the host's blocking calls over the job (the idle
+    breakdown's sync wait)."""
+    return sum(b.sync_wait_ns for d in s.devices if (b := d.timeline.idle_breakdown) is not None)
 
 
 IDLE_SHARE = 0.10
@@ -255,6 +362,13 @@ def _measured_ns(s: "Summary", f: RankedFinding) -> int:
     """What an unprojected finding's rank is by: the time it measured."""
     if f.kind in ("host_bound", "idle"):
         return _path_ns(s, "host" if f.kind == "host_bound" else "idle")
+    if f.kind == "host_pause":
+        got = _pauses(s)
+        return got[0] if got else 0
+    if f.kind == "sync":
+        return max(_path_ns(s, "sync"), _sync_idle(s))
+    if f.kind == "hide" and f.target == "memory":
+        return s.headline.totals.exposed_memory_ns
     if f.kind == "hide":
         return next((t.exposed_ns for t in s.collectives.by_type if t.type == f.target), 0)
     if f.kind == "on_time":

@@ -19,6 +19,7 @@ from tracelens.core.model import CATEGORIES, COMPUTE_CATEGORIES, DEVICE_KINDS
 from tracelens.core.names import brief_name
 from tracelens.analyze.summary.brief import category_efficiency, roofline_groups, step_spread
 from tracelens.core.notices import NOTE_CODES, fold_per_host
+from tracelens.loading.step_choice import headline_step, step_time_ns
 from tracelens.results.collectives import Straggler
 from tracelens.results.summary import (CategoryTime, DeviceKey, DeviceSummary, HardwareCount,
                                        Headline, NoFlops, RooflineRow, StepTotal, Summary,
@@ -57,6 +58,7 @@ def reduce_summary(partials: list[SummaryPartial], opts: SummaryOptions | None =
     return Summary(
         version=__version__, inputs=p.inputs, alignment=p.alignment,
         steps_source=p.steps_source, warnings=tuple(warnings), notes=tuple(notes),
+        replays_graphs=any(n.code == "launch.graph_replays" for n in p.notices),
         filters=p.filters,
         headline=headline, devices=devs, idle_devices=idle,
         top_kernels=_top_kernels(p.kernels, p.kernel_ns, opts.top), collectives=coll,
@@ -194,14 +196,14 @@ def _headline(devs: tuple[DeviceSummary, ...], idle: tuple[tuple[str, int, int],
     def pct(x: int) -> float | None:
         return 100.0 * x / span if span else None
 
-    step_ns = (steps["end_ns"] - steps["start_ns"]) if steps.height else None
     compute_ns = sum(d.compute_kernel_ns for d in devs)
     return Headline(
         hosts=len({d.host for d in devs} | {h for h, _, _ in idle}),
         devices=len(devs) + len(idle), active_devices=len(devs),
         hardware=hardware_counts(devices),
         steps=steps["step"].n_unique() if steps.height else 0,
-        median_step_ns=int(step_ns.median()) if step_ns is not None else None,  # type: ignore
+        # the headline's step is one that ran (never an interpolation): the findings' too
+        median_step_ns=step_time_ns(steps, headline_step(steps)),
         max_span_ns=max((d.timeline.span_ns for d in devs), default=0),
         busy_pct=pct(tot["busy_ns"]), compute_pct=pct(tot["compute_ns"]),
         exposed_comm_pct=pct(tot["exposed_comm_ns"]),

@@ -10,7 +10,9 @@ event with the same host, rank and correlation id) says whose turn it was:
   waits): the host was waiting for the device, so the device ran dry;
 - ``launch_latency``: from the end of the launch call to the activity's start: the work was
   issued and the device still started late (the runtime's launch latency, queueing behind a
-  dependency, ...);
+  dependency, ...), less what lies past the device's least such lag while a thread of the
+  process sat in a synchronizing call: that is ``sync_wait`` too (a kernel launched before a
+  493 ms ``hipMemcpyWithStream`` that ran only when the copy returned waited for the copy);
 - ``no_host_data``: gaps whose next activity has no launch call in the trace (no host events,
   no correlation id, or no next activity at all).
 
@@ -114,8 +116,17 @@ def _idle_by_frames(events: pl.DataFrame, host_events: pl.DataFrame,
     latency = g.filter(has).select(*DEVICE_KEYS, start_ns=cut, end_ns=pl.col("end_ns"))
     unknown = g.filter(~has).select(*DEVICE_KEYS, "start_ns", "end_ns")
     sync_part, pre_launch = _split_by_sync(host_side, sync)
+    # past the device's own launch latency (its least), a wait with the host blocked in a
+    # synchronizing call is that call's, not launch latency (analyze.blocked)
+    least = (pl.col("end_ns") - pl.col("start_ns")).min().over(DEVICE_KEYS)
+    latency = latency.with_columns(_c=pl.min_horizontal(pl.col("start_ns") + least,
+                                                        pl.col("end_ns")))
+    late_sync, late_rest = _split_by_sync(
+        latency.select(*DEVICE_KEYS, start_ns="_c", end_ns="end_ns"), sync)
+    latency = pl.concat([latency.select(*DEVICE_KEYS, "start_ns", end_ns="_c"), late_rest])
     parts = [pre_launch.with_columns(part=pl.lit("host_launch")),
              sync_part.with_columns(part=pl.lit("sync_wait")),
+             late_sync.with_columns(part=pl.lit("sync_wait")),
              latency.with_columns(part=pl.lit("launch_latency")),
              unknown.with_columns(part=pl.lit("no_host_data"))]
     out = pl.concat([p.select(*DEVICE_KEYS, "part", "start_ns", "end_ns") for p in parts])

@@ -18,6 +18,7 @@ import polars as pl
 from tracelens.core.intervals import subtract
 from tracelens.analyze.timeline.breakdown import DEVICE_KEYS, clip_to_windows
 from tracelens.core.model import COMPUTE_CATEGORIES, Trace
+from tracelens.loading.step_choice import headline_step
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,9 @@ class TimelineWindow:
 
 
 def median_step(steps: pl.DataFrame) -> int | None:
-    """The step whose span, averaged over ranks, is the median (the lower one of two)."""
-    order = steps_by_span(steps)
-    return order[(len(order) - 1) // 2] if order else None
+    """The step whose span, averaged over ranks, is the median (the lower one of two): the
+    headline's step (:func:`tracelens.loading.step_choice.headline_step`)."""
+    return headline_step(steps)
 
 
 def steps_by_span(steps: pl.DataFrame) -> list[int]:
