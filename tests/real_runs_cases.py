@@ -128,36 +128,40 @@ CASES: tuple[Case, ...] = (
 )
 
 
-_HOST = ("the reader keeps only the step annotations of the host plane (12 `train` events); "
-         "the file's dispatch events (PjitFunction, ExecuteLaunch) that end each gap are "
-         "dropped, so nothing binds it")
+_HOST = ("the reader links each program run to its launch (DoEnqueueProgram run_id on the TPU, "
+         "the dispatch before the run's first op on XLA:CPU) and reads the syncs, transfers "
+         "and dispatches of the host plane")
 _THREADS = ("XLA:CPU runs a program's ops on up to 14 worker threads, each a stream in the "
             "trace; the path keeps to one and calls the others' time idle")
 WHY: dict[str, str] = {
-    "host_pause-tpu_pause": "Projectable: the device idles from the step's end to the next "
-    "dispatch (58.7% idle: 6.5 ms a step); " + _HOST + "; the path's idle, 10.7 ms, is more "
-    "than the device's",
-    "host_pause-cpu1_pause": "Projectable as on the TPU; " + _HOST + "; and " + _THREADS,
-    "host_sync-tpu_sync": "Projectable: np.asarray(jax.Array) (the sync) and the next dispatch "
-    "are in the host plane; " + _HOST + "; the 3.8 ms gap is idle on the path",
-    "host_sync-cpu1_sync": "As on the TPU (the sync is CommonPjRtBuffer::Await there); "
-    + _THREADS,
-    "h2d-tpu_transfer": "Projectable from the host side only: DevicePutWithSharding, Linearize "
-    "(2.7 ms a step) and Transpose chunks on worker threads are in the host plane, the DMA is "
-    "not on the device plane; " + _HOST,
-    "eager-tpu_eager": "Projectable: 336 program executions a step (a PjitFunction per op) "
-    "and 240 DevicePuts of scalars are in the host plane; " + _HOST + "; the device is 2.1% "
-    "busy",
-    "eager-cpu1_eager": "As on the TPU; " + _THREADS + "; the two runs of the jitted "
-    "counterpart differ by 31% (40.2, 27.9 ms)",
-    "scan-tpu_scan": "No what-if removes a loop: the check is that the loop reads as the "
+    "host_pause-tpu_pause": "Projected: " + _HOST + "; the path ends on the runtime's notice "
+    "of the run's end (CompleteCallbacks) and the 6.1 ms after it are the host's (the host "
+    "what-if removes them); the TPU's clock read 584 us behind the host's (moved)",
+    "host_pause-cpu1_pause": "As on the TPU (the notice is XLA:CPU's Await); the host what-if "
+    "saves 5.8 ms where the runs without the pause are 4.2 ms faster (the counterpart's two "
+    "runs: 8.64, 6.73 ms)",
+    "host_sync-tpu_sync": "Projected: np.asarray(jax.Array) waits for the run, then 2.5 ms of "
+    "the host's work end the step; the sync what-if (the host stops waiting) leaves the "
+    "device's 4.75 ms",
+    "host_sync-cpu1_sync": "XLA:CPU's Await is an instant, not a wait: no sync what-if; the host "
+    "what-if on the findings' step 5 (13.9 ms, the run's slowest) saves 3.6 ms",
+    "h2d-tpu_transfer": "Projected: Linearize (2.7 ms) and the wait for the copy (5.0 ms, "
+    "from TransferToDevice to the program's enqueue on the same thread) are on the path; the "
+    "transfer what-if removes both",
+    "eager-tpu_eager": "The dispatch what-if removes the host's 336 dispatches and 240 "
+    "scalar transfers a step (100.6 ms) but keeps the 336 programs' device time (2.2 ms) "
+    "and the step's ends; the jitted program is one fused program of 0.64 ms",
+    "eager-cpu1_eager": "The dispatch what-if saves 8.6 ms; " + _THREADS + "; the two runs "
+    "of the jitted counterpart differ by 31% (40.2, 27.9 ms)",
+"scan-tpu_scan": "No what-if removes a loop: the check is that the loop reads as the "
     "unrolled program does (gemm roofline first on both; steps 5.91 vs 5.81 ms)",
-    "scan-cpu1_scan": "No what-if removes a loop; " + _THREADS + " (the unrolled run too: 90%)",
+    "scan-cpu1_scan": "No what-if removes a loop; nothing found on either run (the path: "
+    "gemm 4.6, elementwise 2.0, idle 0.4 of 7.1 ms)",
     "scan_train-tpu_scan": "No what-if removes a loop; the scanned training step reads as "
     "the unrolled one (GEMMs first, path 85% gemm), though the loop costs 3.9 ms a step "
     "(22.28 vs 18.40 ms), which no finding names",
-    "scan_train-cpu1_scan": "No what-if removes a loop; " + _THREADS + " (unrolled: 100%); "
-    "the findings' step 5 is the run's slowest (41.3 ms; median 30.9)",
+    "scan_train-cpu1_scan": "No what-if removes a loop; " + _THREADS + "; the findings' step "
+    "5 is the run's slowest (41.3 ms; median 30.9)",
     "straggler_extra-cpu8_extra": "on_time keeps the work only CPU3 did (its cond branch has no "
     "peers' median to shrink to), so it moves only the waits (0.21 ms); 10.6 ms of the path is "
     "idle (" + _THREADS + ")",

@@ -212,14 +212,18 @@ def test_a_path_mostly_idle_is_a_finding_without_projection(tmp_path) -> None:  
     assert not [f for f in s.findings.items if f.kind == "idle"]
 
 
-def test_the_eager_tpu_loops_idle_is_a_finding() -> None:
-    """Real: the eager TPU trace dispatches one jitted module per jnp call; its step's path
-    is 27% idle, which the finding gives as the critical path's own idle component."""
+def test_the_eager_tpu_loops_gaps_are_host_work() -> None:
+    """Real: the eager TPU trace dispatches one jitted module per jnp call. Its host plane's
+    launches, syncs and dispatches are read (parsers/xspace/xla_host.py), so the gaps between
+    the modules (27% of the path's idle before they were read) are the host's, and projected:
+    no idle finding; the first finding is the host's (sync, dispatch or host) with a
+    saving."""
     s = summarize(tracelens.load(SAMPLES / "tpu" / "eager_block.xplane.pb"))
-    (f,) = [f for f in s.findings.items if f.kind == "idle"]
-    idle = sum(c.ns for c in s.critical_path.composition if c.component == "idle")
-    assert f.title.startswith(f"Find what the device waits for: "
-                              f"{idle / s.critical_path.step_ns:.0%}")
-    assert f.evidence.startswith(f"{idle / 1e6:,.3f} of the path's")
+    assert not [f for f in s.findings.items if f.kind == "idle"]
+    comp = {c.component: c.ns for c in s.critical_path.composition}
+    assert comp.get("idle", 0) < 0.01 * s.critical_path.step_ns
+    assert comp["host"] > 0.4 * s.critical_path.step_ns
+    first = s.findings.items[0]
+    assert first.kind in ("sync", "dispatch", "host") and first.saved_ns > 0
     remat = summarize(tracelens.load(SAMPLES / "tpu" / "remat.xplane.pb"))
     assert not [f for f in remat.findings.items if f.kind == "idle"]

@@ -20,8 +20,8 @@ UNKNOWN_NAME = "<unknown event metadata>"
 
 # Stats we read from events; everything else is left alone.
 EVENT_STATS = ("correlation_id", "hlo_op", "hlo_module", "program_id", "memcpy_details",
-               "device_ordinal", "step_num", "kernel_details")
-INT_STATS = ("program_id", "correlation_id", "device_ordinal", "step_num")
+               "device_ordinal", "step_num", "kernel_details", "run_id")
+INT_STATS = ("program_id", "correlation_id", "device_ordinal", "step_num", "run_id")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _MEMCPY_SUB = {"htod": "h2d", "h2d": "h2d", "dtoh": "d2h", "d2h": "d2h", "dtod": "d2d",
                "d2d": "d2d", "ptop": "p2p", "p2p": "p2p"}
@@ -76,6 +76,7 @@ def line_frame(cols: dict[str, list[Any]], **consts: Any) -> pl.DataFrame:
         "device_ordinal": as_int(cols["device_ordinal"]),
         "step_num": as_int(cols["step_num"]),
         "kernel_details": pl.Series(as_str(cols["kernel_details"]), dtype=pl.String),
+        "run_id": as_int(cols["run_id"]),
     })
     return df.with_columns(**{k: pl.lit(v, dtype=pl.Int64) for k, v in consts.items()})
 

@@ -296,6 +296,7 @@ class FastLines:
             "device_ordinal": cols.integer(EVENT_STATS.index("device_ordinal")),
             "step_num": cols.integer(EVENT_STATS.index("step_num")),
             "kernel_details": cols.string(EVENT_STATS.index("kernel_details")),
+            "run_id": cols.integer(EVENT_STATS.index("run_id")),
         })
         for code, n_big in cols.too_large.items():
             if not n_big:

@@ -36,6 +36,7 @@ class PlaneReader:
         wanted = {name: i for i, name in enumerate(EVENT_STATS)}
         self.stat_code = {k: wanted[n] for k, n in self.ref_names.items() if n in wanted}
         self.keep: set[int] = set()  # event metadata ids kept whatever their stats (markers)
+        self.xla_host = False  # a host plane whose XLA host work is read (xla_host.py)
         self._defaults: dict[int, list[Any]] | None = None
         # event names; per stat code, the metadata ids with a default and the value (most
         # codes: none)

@@ -34,7 +34,7 @@ from parsers.xspace.repeats import drop_repeats
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.python_lines import PythonLines
 from parsers.xspace.source import LineSource, StreamLines
-from parsers.xspace import tpu
+from parsers.xspace import tpu, xla_host
 from parsers.xspace.space import FORMAT, parse, read_raw
 from parsers.xspace.window import drop_outside, event_window, profile_span
 from tracelens.core.errors import TraceInputError
@@ -100,6 +100,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
     modules: list[dict[str, Any]] = []
     tpu_frames: list[pl.DataFrame] = []
     tpu_steps: list[pl.DataFrame] = []
+    tpu_ordinals: list[int] = []  # the device of each of tpu_steps
     negative_tpu = [0, 0]  # TPU events dropped for a negative duration, unnamed
     tpu_repeated = 0  # TPU events a line of the same name held again
     readers, n_planned = _plan_lines(space, source, marker)
@@ -165,6 +166,7 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
             if ops is not None:
                 tpu_frames.append(ops)
             tpu_steps.append(st)
+            tpu_ordinals.append(int(t.group(1)))
             ignored.update(skipped)
             negative_tpu[0] += n_neg
             negative_tpu[1] += n_unknown
@@ -205,7 +207,6 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                 ignored[f"{plane.name} line '{line.name}'"] = n
         gpu_streams.append(StreamLines(reader, plane_idx, ordinal, streams))
     device_frames, negative, unknown = source.stream_frames(gpu_streams)
-    device_frames += tpu_frames
     negative, unknown = negative + negative_tpu[0], unknown + negative_tpu[1]
     for row in device_rows:  # notes about several planes (tracelens.loading.devices) go here
         row["file_notes_at"] = len(meta.notices)
@@ -213,6 +214,9 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
         cpu_planes, source, readers, meta, f"{path.name}: ")
     negative += n_neg
     unknown += n_unknown
+    if tpu_frames and host_frames:
+        _align_tpu_clocks(path, meta, tpu_frames, tpu_steps, tpu_ordinals, host_frames)
+    device_frames += tpu_frames
     if not any(f.height for f in device_frames) and cpu_frames:
         device_frames = cpu_frames
         ordinals = sorted(set(
@@ -299,6 +303,35 @@ def _read_space(path: Path, space: Any, source: LineSource, input_bytes: int,
                                                            rank=pl.lit(0)), MODULE_SCHEMA))
 
 
+def _align_tpu_clocks(path: Path, meta: TraceMeta, frames: list[pl.DataFrame],
+                      steps: list[pl.DataFrame], ordinals: list[int],
+                      host_frames: list[pl.DataFrame]) -> None:
+    """Move each TPU's activities and device steps later by how far its clock reads behind
+    the host's (:func:`parsers.xspace.xla_host.device_lag_ns`: a run that starts before the
+    host began to enqueue it), in place, and say so; a file without launches is left as is."""
+    calls = [f.filter(pl.col("correlation_id").is_not_null()
+                      & (pl.col("name").cast(pl.String) == xla_host.LAUNCH))
+             .select("correlation_id", "start_ns") for f in host_frames
+             if "correlation_id" in f.columns]
+    launches = pl.concat(calls) if calls else pl.DataFrame()
+    if launches.is_empty():
+        return
+    for i, f in enumerate(frames):
+        ordinal = int(f["device"][0]) if f.height else None
+        lag = xla_host.device_lag_ns(f, launches) if "correlation_id" in f.columns else 0
+        if not lag or ordinal is None:
+            continue
+        frames[i] = f.with_columns(pl.col("start_ns") + lag, pl.col("end_ns") + lag)
+        for k, o in enumerate(ordinals):
+            if o == ordinal:
+                steps[k] = steps[k].with_columns(pl.col("start_ns") + lag,
+                                                 pl.col("end_ns") + lag)
+        meta.warn(Notice.of("xspace.device_clock_behind", "{file}: TPU{device}'s clock reads "
+                            "{us} us behind the host's (a program run starts before the host "
+                            "began to enqueue it): its activities are moved {us} us later",
+                            file=path.name, device=ordinal, us=f"{lag / 1e3:.1f}"))
+
+
 def _lacking(space: Any, ordinals: list[int]) -> str:
     """What a complete XProf file of GPU planes holds and this one lacks ("" when nothing):
     XProf writes ``/host:CPU`` and ``Task Environment`` after the device planes, and numbers
@@ -382,6 +415,7 @@ def _plan_lines(space: Any, source: LineSource, marker: str | None = None
                      if _STREAM_LINE.match(line.name)]
             n_events += sum(source.count(plane_idx, i, line) for i, line in lines)
             source.plan(readers[plane_idx], plane_idx, lines, wanted_only=False)
+    xla = not any(_GPU_PLANE.match(p.name) for p in space.planes)
     for host_idx in host_planes:
         plane = space.planes[host_idx]
         readers[host_idx] = PlaneReader(plane, source.cut_metadata(host_idx))
@@ -389,6 +423,10 @@ def _plan_lines(space: Any, source: LineSource, marker: str | None = None
             regex = re.compile(marker)
             readers[host_idx].keep = {k for k, n in readers[host_idx].event_names.items()
                                       if regex.search(n)}
+        if xla:  # the host side of XLA programs (TPU, XLA:CPU): parsers.xspace.xla_host
+            readers[host_idx].xla_host = True
+            readers[host_idx].keep |= {k for k, n in readers[host_idx].event_names.items()
+                                       if xla_host.HOST_WORK.search(n)}
         lines = list(enumerate(plane.lines))
         n_events += sum(source.count(host_idx, i, line) for i, line in lines)
         source.plan(readers[host_idx], host_idx, lines, wanted_only=True)
@@ -447,7 +485,10 @@ def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: Pla
     host_frames: list[pl.DataFrame] = []
     step_frames: list[pl.DataFrame] = []
     negative = unknown = 0
-    marks = sorted({reader.event_names[k] for k in reader.keep})
+    xla = reader.xla_host
+    marks = sorted({reader.event_names[k] for k in reader.keep
+                    if not (xla and xla_host.HOST_WORK.search(reader.event_names[k]))})
+    xla_work: list[pl.DataFrame] = []
     for line_idx, line in enumerate(plane.lines):
         df, n_neg, n_unknown = source.frame(reader, plane_idx, line_idx, line, wanted_only=True)
         negative += n_neg
@@ -468,11 +509,21 @@ def _read_host_plane(plane_idx: int, plane: Any, source: LineSource, reader: Pla
             host_frames.append(api.with_columns(kind=pl.lit("api"), pid=pl.lit(pid, pl.Int64)))
         if steps.height:
             host_frames.append(steps.with_columns(kind=pl.lit("step"), pid=pl.lit(pid, pl.Int64)))
+        if xla:
+            work = xla_host.host_work(df.filter(pl.col("correlation_id").is_null()
+                                                & pl.col("op").is_null()))
+            if work.height:
+                xla_work.append(work.with_columns(kind=pl.lit("api"), pid=pl.lit(pid, pl.Int64)))
         if marks:
             found = df.filter(pl.col("name").is_in(marks))
             if found.height:
                 host_frames.append(found.with_columns(kind=pl.lit("marker"),
                                                       pid=pl.lit(pid, pl.Int64)))
+    if xla_work and cpu_frames:  # XLA:CPU: each run's first op to the dispatch that began it
+        ops, work = xla_host.cpu_launches(pl.concat(cpu_frames, how="diagonal_relaxed"),
+                                          pl.concat(xla_work, how="diagonal_relaxed"))
+        cpu_frames, xla_work = [ops], [work]
+    host_frames += xla_work
     if step_frames:
         steps_df = (pl.concat(step_frames).group_by("step_num")
                     .agg(pl.col("start_ns").min(), pl.col("end_ns").max())

@@ -45,6 +45,7 @@ from google.protobuf.message import DecodeError
 from parsers.xplane_schema import MEMORY_SPACE_HBM, memory_breakdown_class
 from parsers.xspace.planes import PlaneReader, stat_value
 from parsers.xspace.source import LineSource
+from parsers.xspace.xla_host import first_ops
 from tracelens.core.model import ASYNC_LANE_STREAM, STEP_SCHEMA, Text, conform
 
 TPU_PLANE = re.compile(r"^/device:TPU:(\d{1,9})$")
@@ -145,7 +146,7 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
         if df is not None:  # a second line of the same name (another core) joins the first
             df = df.select(md=pl.col("name").cast(pl.String), start_ns="start_ns",
                            end_ns="end_ns", stream=pl.lit(line.id, pl.Int64),
-                           done=pl.col("op").cast(pl.String))
+                           done=pl.col("op").cast(pl.String), run_id="run_id")
             if line.name in frames:  # the same op at the same ns twice is a copy: read once
                 joined = pl.concat([frames[line.name], df])
                 df = joined.unique(subset=["md", "start_ns", "end_ns"], keep="first",
@@ -160,7 +161,14 @@ def read_plane(reader: PlaneReader, plane_idx: int, plane: Any, source: LineSour
     if ASYNC_LINE in frames:
         frames[ASYNC_LINE] = lanes(until_done(frames[ASYNC_LINE], frames.get(OPS_LINE),
                                               table))
-    parts = [_activities(frames[line], table, modules, ordinal, line == ASYNC_LINE)
+    runs = frames.get(MODULES_LINE, pl.DataFrame(schema={"start_ns": pl.Int64,
+                                                         "end_ns": pl.Int64,
+                                                         "run_id": pl.Int64}))
+    # each program run's first op is what its launch on the host started (xla_host.py)
+    parts = [first_ops(_activities(frames[line], table, modules, ordinal, False), runs,
+                       ordinal) if line == OPS_LINE else
+             _activities(frames[line], table, modules, ordinal, True).with_columns(
+                 correlation_id=pl.lit(None, pl.Int64))
              for line in (OPS_LINE, ASYNC_LINE) if line in frames]
     ops = pl.concat(parts, how="vertical") if parts else None
     return ops, _steps(frames.get(STEPS_LINE), table, frames.get(MODULES_LINE)), ignored, \

@@ -38,9 +38,27 @@ from tracelens.core.model import Text, Trace, on_async_lane
 from tracelens.loading.step_choice import headline_step
 from tracelens.core.text import matches
 
-SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$"
-"""Host calls that block until the device catches up: the idle breakdown's, and the peer
-copies (which the idle breakdown does not count as a sync wait)."""
+XLA_SYNC = (r"^np\.asarray\(jax\.Array\)$|^CommonPjRtBuffer::Await$|^[^$].*block_until_ready|"
+            r"^CompleteCallbacks$")
+"""XLA host events after which the host has a device result: a thread's wait for an array
+(TPU ``np.asarray(jax.Array)``, XLA:CPU ``CommonPjRtBuffer::Await``), or the TPU runtime
+learning that a program run is done (``CompleteCallbacks``); the XSpace reader's
+(``parsers/xspace/xla_host.py``)."""
+
+XLA_DISPATCH = (r"^PjitFunction\(|^DoEnqueueProgram$|"
+                r"^CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice$")
+"""XLA's dispatch of a program run (the XSpace reader's): a jitted call or eager op, its
+launch on a TPU, its execution on XLA:CPU."""
+
+XLA_TRANSFER = (r"^DevicePut|^Linearize$|^H2D Dispatch$|^tpu::System::TransferToDevice$|"
+                r"BufferFromHostBuffer")
+"""The host side of an XLA host-to-device transfer (the XSpace reader's): its calls, after
+which the thread waits for the copy before it goes on (a program that reads the copy is
+enqueued once it is done)."""
+
+SYNC = SYNC_CALL + r"|(?i)^(hip|cuda)MemcpyPeer$|" + XLA_SYNC
+"""Host calls that block until the device catches up: the idle breakdown's, the peer
+copies (which the idle breakdown does not count as a sync wait), and XLA's syncs."""
 
 STREAM_WAIT = r"(?i)^(hip|cuda|cu)StreamWaitEvent(_v2|_ptsz)?$"
 """The host call that makes a stream wait for an event recorded on another stream."""
@@ -329,7 +347,7 @@ def local_edges(nodes: pl.DataFrame) -> pl.DataFrame:
     if hst.is_empty() or hst.filter(matches(hst, "name", STREAM_WAIT)).is_empty():
         waits = pl.concat([waits, _order_edges(dev)])
     launch, delay = _bound_launch_edges(dev, hst, waits)
-    parts = [launch, delay, _sync_edges(dev, hst), waits]
+    parts = [launch, delay, _sync_edges(dev, hst), _completion_edges(dev, hst), waits]
     return pl.concat([p.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA) for p in parts])  # type: ignore
 
 
@@ -408,9 +426,12 @@ def _bound_launch_edges(dev: pl.DataFrame, hst: pl.DataFrame, waits: pl.DataFram
     # its activity's start on the device: no activity starts sooner after its launch (the
     # graph's binding rule uses the same, critical_solve._launch_latency)
     k = dev.select("id", "host", "rank", "device", k_s="start_ns")
+    # (one launch alone on a device says nothing of its latency: its own lag would make it
+    # bind whatever else it waited for, as a program queued behind the previous run; 0)
     ln = ln.join(k, on="id", how="left").with_columns(
-        lat=(pl.col("k_s") - pl.col("l_t")).clip(lower_bound=0).min().over(
-            "host", "rank", "device"))
+        lat=pl.when(pl.len().over("host", "rank", "device") > 1).then(
+            (pl.col("k_s") - pl.col("l_t")).clip(lower_bound=0).min().over(
+                "host", "rank", "device")).otherwise(0))
     ln = ln.with_columns(bound=pl.col("o_t").is_null()
                          | (pl.col("l_t") + pl.col("lat") > pl.col("o_t")))
     # a wait past the launch latency spent with the host in a blocking call is the call's
@@ -506,6 +527,29 @@ def _sync_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
                       check_sortedness=False)
     return got.filter(pl.col("src").is_not_null()).select(
         "src", "dst", side=pl.lit("B"), point=pl.lit("E"), kind=pl.lit("sync"))
+
+
+COMPLETION = r"^CompleteCallbacks$|^CommonPjRtBuffer::Await$"
+"""A host event that starts once the device is done, not a call that blocks in the trace:
+the TPU runtime told that a program run ended; XLA:CPU's ``Await`` of a result, written as
+an instant when the wait returns (the wait itself is not traced)."""
+
+
+def _completion_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:
+    """A completion (:data:`COMPLETION`) starts after (S side, an ``event`` edge) the latest
+    activity of each device of its rank that ended at or before its start: the time from
+    that end to it is the runtime's notice of the device's result."""
+    done = hst.filter(matches(hst, "name", COMPLETION)).select(
+        "host", "rank", dst="id", t="start_ns")
+    if done.is_empty():
+        return pl.DataFrame(schema=EDGE_SCHEMA)
+    devices = dev.select("host", "rank", "device").unique()
+    q = done.join(devices, on=["host", "rank"]).sort("t")
+    acts = dev.select("host", "rank", "device", t="end_ns", src="id").sort("t", "src")
+    got = q.join_asof(acts, on="t", by=["host", "rank", "device"], strategy="backward",
+                      check_sortedness=False)
+    return got.filter(pl.col("src").is_not_null()).select(
+        "src", "dst", side=pl.lit("S"), point=pl.lit("E"), kind=pl.lit("event"))
 
 
 def _event_edges(dev: pl.DataFrame, hst: pl.DataFrame) -> pl.DataFrame:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tracelens.analyze.critical import xla_changes as xc
 from tracelens.analyze.timeline.blocked import replays_graphs
 from tracelens.analyze.critical.path import _ACTIVITY, CriticalPart, copies_mask
 from tracelens.analyze.critical.stitched import (DeviceWindow, HostGraph, InstanceTable,
                                                  NotStitchable, _local, _starts, arrivals,
                                                  key_arrivals)
 from tracelens.analyze.critical.solve import Change, solve
-from tracelens.analyze.critical.walk import idle_after, walk_on, walkable
+from tracelens.analyze.critical.walk import idle_after, tail_component, walk_on, walkable
 from tracelens.engine.protocol import JobPlan
 
 
@@ -107,6 +108,8 @@ class HostSide:
         return {"n": h.n, "backward": h.backward, "sym": sym, "types": types,
                 "cats": cats, "launch": bool((h.g.s_kind == "launch").any()),
                 "host_edges": bool((h.g.s_kind == "host").any()),
+                "xla": xc.has_dispatch(h.nodes),
+                "transfer": xc.transfer(h.nodes, h.g.first, h.g.prev_lag, h.g.w) is not None,
                 "replays": replays_graphs(h.nodes.filter(~pl.col("device_node"))),
                 "devices": [(d.rank, d.host, d.device, d.step, d.w0, d.w1) for d in self.devs]}
 
@@ -131,7 +134,8 @@ class HostSide:
                 node, at_start, c, w0 = d.sink, False, float(d.w1), float(d.w0)
                 after = idle_after(float(L.e[node]), w0, c)
                 if L.e[node] < c:
-                    pieces.append(("idle", c - max(L.e[node], w0)))
+                    pieces.append((tail_component(L.host_tail[node]),
+                                   c - max(L.e[node], w0)))
                     c = max(L.e[node], w0)
             seen, on = self.walks.setdefault(wid, (_Seen(len(L.e)), {}))
             cut, exit_ = walk_on(L, node, at_start, c, w0, pieces, on, seen, h.foreign)
@@ -175,6 +179,19 @@ class HostSide:
                 row.append(float(ns[m[ids]].sum()) if len(ids) else 0.0)
             out.append(row)
         return out
+
+    def xla_on_path(self) -> tuple[bool, bool]:
+        """(whether a sync call that waited for the device, whether an XLA dispatch of an
+        op-by-op window, is on a path that went through this host): the ``sync`` and
+        ``dispatch`` what-ifs' conditions (:func:`critical_path.xla_what_ifs`)."""
+        h = self.h
+        on = np.zeros(h.n, bool)
+        for _, got in self.walks.values():
+            ids = np.array([k for k, v in got.items() if v > 0 and k < h.n], np.int64)
+            on[ids] = True
+        return (bool((xc.waited(h.nodes, h.g.b, h.g.s) & on).any()),
+                bool((xc.dispatch_nodes(h.nodes) & on).any())
+                and xc.dispatch(h.nodes, h.g.first, h.g.prev_lag, h.g.w) is not None)
 
     def walked(self) -> list[int]:
         return sorted(self.walks)
@@ -275,12 +292,29 @@ class HostSide:
             m = self._mask(("category", spec[1]))
             attain = h.nodes["attain_ns"].to_numpy()
             return make(w=np.where(m, np.minimum(w0, np.floor(np.nan_to_num(attain))), w0))
+        if spec[0] in xc.XLA_CHANGES:
+            return self._xla_change(spec[0], make)
         call = ~h.nodes["device_node"].to_numpy() \
             & h.nodes["correlation_id"].is_not_null().to_numpy() \
             & ~h.nodes["sync"].fill_null(False).to_numpy()
         after = np.r_[False, call[:-1]] & ~h.g.first[:n] & call
         lag = np.where(after, np.minimum(h.g.prev_lag[:n], 0.0), h.g.prev_lag[:n])
         return make(w=np.where(call, 0.0, w0), drop=h.g.s_kind == "launch", lag=lag)
+
+    def _xla_change(self, kind: str, make: "object") -> Change:
+        """The XLA what-if ``kind`` on this host (:mod:`~tracelens.analyze.critical.
+        xla_changes`); no change where it has nothing to change here."""
+        h, g = self.h, self.h.g
+        lag = xc.host_lag(h.nodes, g.first, g.prev_lag)
+        if kind == "host":
+            return make(lag=lag)  # type: ignore[operator]
+        if kind == "sync":
+            return make(w=xc.sync_w(h.nodes, g.w), lag=lag)  # type: ignore[operator]
+        got = (xc.transfer if kind == "transfer" else xc.dispatch)(h.nodes, g.first,
+                                                                     g.prev_lag, g.w)
+        if got is None:
+            return make()  # type: ignore[operator]
+        return make(w=got[0], lag=got[1])  # type: ignore[operator]
 
     def solve_round(self, arrivals: list[dict[str, float] | None]
                     ) -> list[dict[str, float] | None]:
@@ -300,6 +334,10 @@ class HostSide:
             g = replace(h.g, s=s, anchor=anchor)
             e = solve(g, ch)
             # what the windows' lengths read of the ends: the latest end of each window's nodes
+            # (without syncs, the runtime's notices of results end no window)
+            if self.specs[j][0] == "sync":
+                e = np.where(np.r_[xc.completions(h.nodes), np.zeros(len(e) - h.n, bool)],
+                             -np.inf, e)
             self.now[j] = [float(e[d.cand].max()) for d in self.devs]
             got: dict[str, float] = {}
             if len(h.keys):

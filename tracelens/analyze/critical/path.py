@@ -22,15 +22,19 @@ from typing import Callable, Iterator, Literal, Sequence
 import numpy as np
 import polars as pl
 
+from tracelens.analyze.critical import xla_changes as xc
 from tracelens.analyze.critical.graph import (EDGE_SCHEMA, NODE_SCHEMA, WINDOW_SCHEMA,
+                                              XLA_SYNC, XLA_TRANSFER,
                                               WindowChoice, chain_order, device_nodes,
                                               host_nodes, local_edges, windows)
 from tracelens.analyze.timeline.blocked import replays_graphs
 from tracelens.analyze.critical.solve import Change, Graph, build_graph, solve
 from tracelens.analyze.summary.packed import PackedFrame, pack_frame
-from tracelens.analyze.critical.walk import (Labels, Walk, Walker, composition, idle_after,
+from tracelens.analyze.critical.walk import (Labels, Walk, Walker, composition, host_tail,
+                                             idle_after,
                                              step_path_key, window_lengths)
 from tracelens.core.frames import distinct
+from tracelens.core.text import matches
 from tracelens.core.model import Trace, device_kind
 from tracelens.engine.protocol import JobPlan
 from tracelens.loading.step_choice import hosts_disagree
@@ -163,10 +167,14 @@ def _labels(nodes: pl.DataFrame, kinds: pl.DataFrame | None = None) -> Labels:
                         .then(pl.lit("communication"))
                         .when(pl.col("device_node")).then(pl.col("category").fill_null("other"))
                         .when(pl.col("sync")).then(pl.lit("sync"))
+                        .when(pl.lit(matches(nodes, "name", XLA_TRANSFER).fill_null(False)))
+                        .then(pl.lit("transfer"))
                         .otherwise(pl.lit("host")))
     comp_code, comp_names = _coded(comp.to_series())
     who_code, who_names = _coded(_who(nodes, kinds).fill_null("host"))
-    return Labels(comp_code, comp_names, who_code, who_names, nodes["device_node"].to_numpy())
+    dev = nodes["device_node"].to_numpy()
+    tail = ~dev & matches(nodes, "name", XLA_SYNC).fill_null(False).to_numpy()
+    return Labels(comp_code, comp_names, who_code, who_names, dev, tail)
 
 
 def _coded(col: pl.Series) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -290,9 +298,20 @@ def _walk_all(g: Graph, nodes: pl.DataFrame, edges: pl.DataFrame, win: pl.DataFr
         dev_top = top[lab.device_node[top]]
         last = int(dev_top[0] if len(dev_top) else top[0])
         w0, w1 = float(lo - g.t0), float(hi - g.t0)
-        out.append(_Path(rank, host, device, step, lo, hi, cand, walker.walk(last, w0, w1),
+        out.append(_Path(rank, host, device, step, lo, hi, lengths_cand(cand, end, hi, lab),
+                         walker.walk(last, w0, w1),
                          idle_after(float(g.e[last]), w0, w1)))
     return out
+
+
+def lengths_cand(cand: np.ndarray, end: np.ndarray, hi: int, lab: Labels) -> np.ndarray:
+    """The nodes whose ends a window's length after a change reads (critical_walk.
+    window_lengths): ``cand`` less the XLA syncs that return after the window's end (the
+    host reading a result after the device's step ended: that belongs to the next window,
+    and its return after the device's work would hold this one's end where it was)."""
+    if lab.host_tail is None:
+        return cand
+    return cand[~(lab.host_tail[cand] & (end[cand] > hi))]
 
 
 _ACTIVITY = ["kind", "name", "category", "host", "device", "stream", "start_ns", "end_ns"]
@@ -335,10 +354,13 @@ def _shared_text_rows(frame: pl.DataFrame) -> Iterator[tuple]:
 # What-if projections
 # ---------------------------------------------------------------------------------------------
 
-def _lengths(g: Graph, paths: list[_Path], e: np.ndarray) -> list[float]:
-    """Each path's window length with node ends ``e`` (critical_walk.window_lengths)."""
+def _lengths(g: Graph, paths: list[_Path], e: np.ndarray, no_tail: bool = False
+             ) -> list[float]:
+    """Each path's window length with node ends ``e`` (critical_walk.window_lengths);
+    ``no_tail``: without the host tails (the ``host`` what-if)."""
     return window_lengths([(p.w0 - g.t0, p.w1 - g.t0, float(g.e[p.cand].max()),
-                            float(e[p.cand].max())) for p in paths])
+                            float(e[p.cand].max())) for p in paths],
+                          [host_tail(p.walk, p.idle_after) for p in paths] if no_tail else None)
 
 
 def _on_path(paths: list[_Path], pred: Callable[[str], bool]) -> int:
@@ -396,9 +418,11 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
     changes += _roofline_changes(g, nodes, paths)
     changes += _memory_change(g, nodes, paths)
     launch = g.s_kind == "launch"  # (a held-back call still waits for the device)
-    # a trace that replays graphs graph-launches already (analyze.blocked)
+    # a trace that replays graphs graph-launches already (analyze.blocked); XLA's launches
+    # are not graph-launched: their what-if is ``dispatch`` (xla_what_ifs)
     if (launch.any() or (g.s_kind == "host").any()) \
-            and not replays_graphs(nodes.filter(~pl.col("device_node"))):
+            and not replays_graphs(nodes.filter(~pl.col("device_node"))) \
+            and not xc.has_dispatch(nodes):
         # one graph launch replays the launches: the activities wait for no launch call,
         # and the calls, with the host time between consecutive calls (what produced them),
         # take none
@@ -411,12 +435,50 @@ def _what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path], top: int,
         on = _on_path(paths, lambda c: c in ("launch_latency", "host", "sync"))
         changes.append(("graph_launch", "host launches",
                         Change(w=w, drop_s=launch, prev_lag=lag), on))
+    changes += xla_what_ifs(g, nodes, paths)
+    done = xc.completions(nodes)
     out = []
     for change, target, ch, on in changes:
-        proj = int(max(_lengths(g, paths, solve(g, ch))))
+        e = solve(g, ch)
+        if change == "sync":  # without syncs, the runtime's notices of results end no window
+            e = np.where(done, -np.inf, e)
+        proj = int(max(_lengths(g, paths, e, no_tail=True) if change in ("host", "sync")
+                       else _lengths(g, paths, e)))
         out.append(WhatIf(change, target, step, proj, step - proj, on))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]
+
+
+def xla_what_ifs(g: Graph, nodes: pl.DataFrame, paths: list[_Path]
+                 ) -> list[tuple[str, str, Change, int]]:
+    """The what-ifs of XLA host work (:mod:`tracelens.analyze.critical.xla_changes`), where
+    the graph holds XLA dispatches: ``host`` where the paths hold host time, ``sync`` where
+    a sync call on them waited for the device, ``transfer`` where there are host-to-device
+    transfer calls, ``dispatch`` where an XLA dispatch is on them."""
+    if not xc.has_dispatch(nodes):
+        return []
+    comps = {c for p in paths for c in p.walk.components()}
+    on_nodes = np.zeros(nodes.height, bool)
+    for p in paths:
+        on_nodes[p.walk.on_node[p.walk.on_ns > 0]] = True
+    out: list[tuple[str, str, Change, int]] = []
+    lag = xc.host_lag(nodes, g.first, g.prev_lag)
+    if "host" in comps:
+        out.append(("host", "host", Change(prev_lag=lag), _on_path(paths, lambda c: c == "host")))
+        if (xc.waited(nodes, g.b, g.s) & on_nodes).any():
+            out.append(("sync", "sync", Change(w=xc.sync_w(nodes, g.w), prev_lag=lag),
+                        _on_path(paths, lambda c: c in ("host", "sync"))))
+    moved = xc.transfer(nodes, g.first, g.prev_lag, g.w)
+    if moved is not None:
+        out.append(("transfer", "host-to-device", Change(w=moved[0], prev_lag=moved[1]),
+                    _on_path(paths, lambda c: c in ("transfer", "host"))))
+    jit = xc.dispatch(nodes, g.first, g.prev_lag, g.w) \
+        if (xc.dispatch_nodes(nodes) & on_nodes).any() else None
+    if jit is not None:
+        out.append(("dispatch", "per-op dispatch", Change(w=jit[0], prev_lag=jit[1]),
+                    _on_path(paths, lambda c: c in ("host", "launch_latency", "transfer",
+                                                    "sync"))))
+    return out
 
 
 P2P = ("send", "recv", "send-recv", "collective-permute")

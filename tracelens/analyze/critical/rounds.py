@@ -24,7 +24,8 @@ from tracelens.analyze.critical.path import (CriticalPart, CriticalPathOptions, 
 from tracelens.analyze.critical.stitched import (DeviceWindow, InstanceTable,
                                                  NotStitchable, _has_cycle, fold_arrivals,
                                                  table_of)
-from tracelens.analyze.critical.walk import Walk, composition, step_path_key, window_lengths
+from tracelens.analyze.critical.walk import (Walk, composition, host_tail, step_path_key,
+                                             window_lengths)
 from tracelens.engine.protocol import JobPlan
 from tracelens.loading.step_choice import hosts_disagree
 from tracelens.results.critical_path import (Component, CriticalPathResult, DevicePath,
@@ -301,7 +302,7 @@ def rounds_result(H: "Hosts", plan: JobPlan | None, options: CriticalPathOptions
                                 idle_after_ns=after[k]))
     unwindowed = pl.concat(placed["unwindowed"])
     notes = path_notes(win, unwindowed, {(p.host, p.rank) for p in paths}, options)
-    what = _what_ifs(H, info, inst, devs, todo, walks, options.top)
+    what = _what_ifs(H, info, inst, devs, todo, walks, options.top, after)
     return CriticalPathResult(tuple(paths), tuple(what), tuple(notes))
 
 
@@ -323,6 +324,8 @@ class JobInfo:
     cats: set[str] = field(default_factory=set)
     backward: bool = False
     launch: bool = False
+    xla: bool = False
+    transfer: bool = False
     replays: bool = False  # a host replays CUDA/HIP graphs: no graph-launch what-if
 
 
@@ -336,6 +339,8 @@ def _joined(acc: JobInfo, i: int, x: dict) -> None:
     acc.cats.update(x["cats"])
     acc.backward = acc.backward or x["backward"]
     acc.launch = acc.launch or x["launch"] or x["host_edges"]
+    acc.xla = acc.xla or x["xla"]
+    acc.transfer = acc.transfer or x["transfer"]
     acc.replays = acc.replays or x.get("replays", False)
 
 
@@ -394,7 +399,8 @@ def _on_totals(H: "Hosts", n_walks: int, specs: list[tuple[str, str]]) -> list[l
 
 
 def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceWindow],
-              todo: list[tuple], walks: list[Walk], top: int) -> list[WhatIf]:
+              todo: list[tuple], walks: list[Walk], top: int, after: list[int]
+              ) -> list[WhatIf]:
     """:func:`critical_path._what_ifs` over the hosts' rounds."""
     if not walks:
         return []
@@ -431,11 +437,15 @@ def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceW
         specs.append(("hide_memory",))
         labels.append(("hide", "memory"))
         on.append(int(max(row)))
-    if info.launch and not info.replays:
+    if info.launch and not info.replays and not info.xla:  # (XLA's: dispatch, _xla_specs)
         specs.append(("graph_launch",))
         labels.append(("graph_launch", "host launches"))
         on.append(int(max(w.total(lambda c: c in ("launch_latency", "host", "sync"))
                           for w in walks)))
+    for kind, target, comps in _xla_specs(H, info, walks):
+        specs.append((kind,))
+        labels.append((kind, target))
+        on.append(int(max(w.total(lambda c, cs=comps: c in cs) for w in walks)))
     H.call("set_changes", common=(specs,))  # each host takes its own of the peer times
     _passes(H, inst, len(specs))
     windows: list[list] = [[None] * len(devs) for _ in specs]
@@ -445,11 +455,34 @@ def _what_ifs(H: "Hosts", info: JobInfo, inst: InstanceTable, devs: list[DeviceW
             for k, v in enumerate(row):
                 windows[c][index[(i, k)]] = v
     out = []
+    tails = [host_tail(w, a) for w, a in zip(walks, after)]
     for (kind, target), row, o in zip(labels, windows, on):
-        proj = int(max(window_lengths(row)))
+        proj = int(max(window_lengths(row, tails if kind in ("host", "sync") else None)))
         out.append(WhatIf(kind, target, step, proj, step - proj, o))
     out.sort(key=lambda x: (-x.saved_ns, x.change, x.target))
     return out[:top]
+
+
+def _xla_specs(H: "Hosts", info: JobInfo, walks: list[Walk]
+               ) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The XLA what-ifs the job takes (:func:`critical_path.xla_what_ifs`, the same
+    conditions): (change, target, the path components its ``on_path_ns`` counts)."""
+    if not info.xla:
+        return []
+    comps = {c for w in walks for c in w.components()}
+    flags = H.call("xla_on_path")
+    waited, dispatched = any(f[0] for f in flags), any(f[1] for f in flags)
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    if "host" in comps:
+        out.append(("host", "host", ("host",)))
+        if waited:
+            out.append(("sync", "sync", ("host", "sync")))
+    if info.transfer:
+        out.append(("transfer", "host-to-device", ("transfer", "host")))
+    if dispatched:
+        out.append(("dispatch", "per-op dispatch", ("host", "launch_latency", "transfer",
+                                                    "sync")))
+    return out
 
 
 def _passes(H: "Hosts", inst: InstanceTable, n: int) -> int:

@@ -245,7 +245,12 @@ def _unseen_starts(nodes: pl.DataFrame, s: np.ndarray, t_max: np.ndarray) -> np.
     if not n or "device_node" not in nodes.columns:
         return np.zeros(n, bool)
     dev = nodes["device_node"].to_numpy()
-    hosted = nodes.filter(~pl.col("device_node")).select("host", "rank").unique()
+    # a rank's host events explain its device's gaps where some of them launch or wait for
+    # its work (a launch's correlation id, a sync): dispatches alone (an XLA host plane
+    # without the runtime's launch events) leave the rank device-only
+    hosted = nodes.filter(~pl.col("device_node") & (pl.col("correlation_id").is_not_null()
+                                                    | pl.col("sync").fill_null(False))
+                          ).select("host", "rank").unique()
     only = ~nodes.select(pl.struct("host", "rank").is_in(hosted.to_struct().implode())
                          ).to_series().to_numpy() if hosted.height else np.ones(n, bool)
     known = ~np.isneginf(t_max)
@@ -289,9 +294,10 @@ def _launch_latency(nodes: pl.DataFrame, s: np.ndarray, s_t: np.ndarray, s_dst: 
                     launch: np.ndarray) -> np.ndarray:
     """Per S-side edge, the launch latency of its destination's device for a launch edge (0
     for the others): the least lag from a launch call's end to its activity's start there (no
-    activity starts sooner after its launch). A launch binds where it came, with the latency,
-    after every other source: an activity that started one latency after its launch waited
-    for it, though another source ended in between."""
+    activity starts sooner after its launch; 0 where the device has one launch). A launch
+    binds where it came, with the latency, after every other source: an activity that
+    started one latency after its launch waited for it, though another source ended in
+    between."""
     out = np.zeros(len(s_dst))
     if not launch.any():
         return out
@@ -303,6 +309,8 @@ def _launch_latency(nodes: pl.DataFrame, s: np.ndarray, s_t: np.ndarray, s_dst: 
     gap = np.maximum(s[s_dst[where]] - s_t[where], 0.0)
     least = np.full(int(code.max()) + 1, np.inf)
     np.minimum.at(least, d, gap)
+    # one launch alone on a device says nothing of its latency (critical_graph's rule): 0
+    least[np.bincount(d, minlength=len(least)) < 2] = 0.0
     out[where] = least[d]
     return out
 

@@ -41,11 +41,12 @@ import numpy as np
 import polars as pl
 
 from tracelens.analyze.critical.path import (_ACTIVITY, P2P, CriticalPart, CriticalPathOptions,
-                                             _clipped, _labels, _linked_threads,
+                                             _clipped, _labels, _linked_threads, lengths_cand,
                                              _shared_text_rows, path_notes)
 from tracelens.analyze.critical.solve import (Change, Graph, build_graph, solve,
                                               solves_in_one_pass)
 from tracelens.analyze.critical.walk import (Walk, Walkable, composition, idle_after,
+                                             tail_component,
                                              step_path_key, walk_on, walkable,
                                              window_lengths)
 from tracelens.engine.protocol import JobPlan
@@ -280,7 +281,7 @@ class HostGraph:
             dev_top = top[dev[top]]
             last = int(dev_top[0] if len(dev_top) else top[0])
             out.append(DeviceWindow(rank, host, device, step, lo - g.t0, hi - g.t0, last,
-                                    cand))
+                                    lengths_cand(cand, end, hi, self.labels)))
         return out
 
 
@@ -359,7 +360,7 @@ def _walk(hosts: list[HostGraph], i: int, d: DeviceWindow, offset: np.ndarray) -
     on: dict[int, float] = {}
     w0, c, n = float(d.w0), float(d.w1), d.sink
     if L.e[n] < c:
-        pieces.append(("idle", c - max(L.e[n], w0)))
+        pieces.append((tail_component(L.host_tail[n]), c - max(L.e[n], w0)))
         c = max(L.e[n], w0)
     seen: dict[int, set[tuple[int, bool]]] = {}
     at_start, cut = False, 0

@@ -48,6 +48,9 @@ class Labels:
     who: np.ndarray  # int, into who_names: "<host>/GPU<d>" for device nodes, "host"
     who_names: tuple[str, ...]
     device_node: np.ndarray
+    host_tail: np.ndarray | None = None
+    """bool per node: a window's tail after it is the host's (:func:`tail_component`);
+    None: no node's."""
 
 
 EDGE_COMPONENT = {"launch": "launch_latency", "event": "sync", "host": "host",
@@ -74,6 +77,7 @@ class Walkable:
     component: list[str]
     who: list[str]
     device_node: list[bool]
+    host_tail: list[bool]
 
 
 def walkable(g: Graph, lab: Labels) -> Walkable:
@@ -84,7 +88,17 @@ def walkable(g: Graph, lab: Labels) -> Walkable:
                     g.b_src.tolist(), g.s_bind.tolist(), g.s_src.tolist(),
                     [str(k) for k in g.s_kind.tolist()], g.s_at_start.tolist(),
                     g.prev_binds.tolist(), g.group.tolist(), g.a_last.tolist(),
-                    list(comp), list(who), lab.device_node.tolist())
+                    list(comp), list(who), lab.device_node.tolist(),
+                    lab.host_tail.tolist() if lab.host_tail is not None
+                    else [False] * len(g.s))
+
+
+def tail_component(host_tail: bool) -> str:
+    """The component of a window's tail after the node its walk starts on: ``host`` where
+    that node is an XLA sync (``Labels.host_tail``: the host had the device's result, and
+    the window went on: the host's own untraced time, as a host pause or its work between
+    steps), else ``idle``."""
+    return "host" if host_tail else "idle"
 
 
 def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
@@ -99,7 +113,7 @@ def walk(g: Graph, lab: Labels, sink: int, w0: float, w1: float,
     c = w1
     n = sink
     if L.e[n] < c:
-        pieces.append(("idle", c - max(L.e[n], w0)))
+        pieces.append((tail_component(L.host_tail[n]), c - max(L.e[n], w0)))
         c = max(L.e[n], w0)
     cut, _ = walk_on(L, n, False, c, w0, pieces, on, set())
     return pieces, on, cut
@@ -263,7 +277,13 @@ class Walker:
                 self._arrays = self._c_arrays()
             code, ns, on_node, on_ns, cut = _SWEEP.walk(  # type: ignore[union-attr]
                 *self._arrays, self.index["idle"], int(sink), float(w0), float(w1))
-            return Walk(self.names, np.frombuffer(code, np.int64), np.frombuffer(ns),
+            code = np.frombuffer(code, np.int64)
+            tail = tail_component(self.lab.host_tail is not None
+                                  and bool(self.lab.host_tail[sink]))
+            if tail != "idle" and self.g.e[sink] < w1 and len(code):  # the C walk's tail
+                code = code.copy()
+                code[0] = self.index[tail]
+            return Walk(self.names, code, np.frombuffer(ns),
                         np.frombuffer(on_node, np.int64), np.frombuffer(on_ns), cut)
         if self._lists is None:
             self._lists = walkable(self.g, self.lab)
@@ -289,18 +309,29 @@ def idle_after(e_sink: float, w0: float, w1: float) -> int:
     return int(w1 - max(e_sink, w0)) if e_sink < w1 else 0
 
 
-def window_lengths(rows: Sequence[tuple[float, float, float, float]]) -> list[float]:
+def host_tail(w: Walk, idle_after_ns: int) -> bool:
+    """Whether the walk's window ends with a host tail (:func:`tail_component`): its first
+    piece, the ``idle_after_ns`` after its start node, is the host's."""
+    return idle_after_ns > 0 and len(w.code) > 0 and w.names[int(w.code[0])] == "host"
+
+
+def window_lengths(rows: Sequence[tuple[float, float, float, float]],
+                   no_tail: Sequence[bool] | None = None) -> list[float]:
     """Each device window's length after a change, from its (w0, w1, base, now): its nodes'
     latest end as observed (``base``) and after the change (``now``). The window's end moves
     with the latest end of the nodes of every device sharing the window (a step is as long
     as its last device), keeping the idle tail after the latest of them (a host finishing
     the step after its devices), never past the window: work that runs past its end after
     the change (a step marker the devices lag) saves nothing in it. A device that finished
-    early has no tail of its own: its window's end was another device's."""
+    early has no tail of its own: its window's end was another device's. ``no_tail``: the
+    windows whose tail is taken away (the ``host`` what-if: the host's own time after the
+    path's last sync; a window sharing its span with one of them loses its tail too)."""
     last: dict[tuple[float, float], float] = {}
     for w0, w1, base, _ in rows:
         last[(w0, w1)] = max(last.get((w0, w1), -np.inf), base)
-    return [min(w1, now + max(0.0, w1 - last[(w0, w1)])) - w0 for w0, w1, _, now in rows]
+    gone = {(r[0], r[1]) for r, cut in zip(rows, no_tail or ()) if cut}
+    return [min(w1, now + (0.0 if (w0, w1) in gone else max(0.0, w1 - last[(w0, w1)])))
+            - w0 for w0, w1, _, now in rows]
 
 
 def step_path_key(length_ns: float, idle_after_ns: int, rank: int, device: int) -> tuple:

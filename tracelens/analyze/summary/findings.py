@@ -36,6 +36,8 @@ _PLURAL = {"unknown": "collectives of unknown type", "gemm": "GEMMs",
            "elementwise": "elementwise kernels", "reduction": "reductions",
            "memory": "memory copies", "collective": "collectives", "other": "other kernels"}
 GRAPH_TITLE = "Graph-launch the step (CUDA/HIP graphs): the device waits for kernel launches"
+XLA_CHANGES = ("host", "sync", "transfer", "dispatch")
+"""The what-ifs of XLA host work (critical path, docs/critical-path.md#xla-host-work)."""
 _DEVICE = re.compile(r"^(?P<host>.*)/[A-Za-z]+(?P<device>\d+)$")
 
 
@@ -80,10 +82,13 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
                                        if step is not None else
                                        "no path of the trace waits for its arrival")
     found, gaps = _measured(s, why, late_why), _idle_path(s)
+    if any(w.change in XLA_CHANGES for w in what_ifs):  # XLA's launches: no CUDA/HIP graphs
+        found = [f for f in found if f.kind != "graph_launch"]
     measured = [f for f in found if f.key not in seen] + [
         replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
-        + _host_bound(s) + gaps + _blocking(s, step) + _host_pause(s)
+        + (_host_bound(s) if "host host" not in seen else []) + gaps + _blocking(s, step) \
+        + _host_pause(s)
     measured.sort(key=lambda f: (-_measured_ns(s, f), f.key))
     return Findings(tuple(projected + measured), step, step_ns, FLOOR_PCT, tuple(below))
 
@@ -127,6 +132,30 @@ def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
         return RankedFinding("roofline", w.target, title, w.saved_ns, pct,
                              f"{ms(w.on_path_ns)} ms of {w.target} on the path{rest}",
                              "tracelens summarize --all")
+    if w.change == "host":
+        return RankedFinding(
+            "host", w.target, f"Take the host's own time off the step: the device waits "
+            f"{ms(w.saved_ns)} ms for the host", w.saved_ns, pct,
+            f"on the path: {ms(w.on_path_ns)} ms of host time (its untraced work between "
+            "its calls, and after it had the step's result)", "tracelens critical-path")
+    if w.change == "dispatch":
+        return RankedFinding(
+            "dispatch", w.target, "Dispatch the step as one program (jit it): the device "
+            f"waits for op-by-op dispatch ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
+            f"on the path: {ms(w.on_path_ns)} ms of host dispatch and launch latency",
+            "tracelens critical-path")
+    if w.change == "transfer":
+        return RankedFinding(
+            "transfer", w.target, "Keep the data on the device, or copy it ahead: the step "
+            f"waits for host-to-device copies ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
+            f"on the path: {ms(w.on_path_ns)} ms of transfer calls and waits for the copies",
+            "tracelens critical-path")
+    if w.change == "sync":
+        return RankedFinding(
+            "sync", w.target, "Stop waiting for the device every step: the host syncs, then "
+            f"the device waits for its work ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
+            f"on the path: {ms(w.on_path_ns)} ms of syncs and host time after them",
+            "tracelens critical-path")
     if w.change == "graph_launch":
         return RankedFinding(
             "graph_launch", w.target, GRAPH_TITLE, w.saved_ns, pct,
