@@ -206,3 +206,23 @@ def test_history_page(browser: Browser, tmp_path: Path) -> None:
     state = load_page(browser, page.read_text(), tmp_path, "history")
     assert state["rendered"] and evil in state["text"]
     assert "compute:gemm" in state["text"]  # the regression's named cause
+
+
+def test_memory_chart(browser: Browser, tmp_path: Path) -> None:
+    """``report --memory`` on a real TPU v5e trace with allocator events: the memory chart
+    draws in the browser (bytes in use over time, the peak marked) beside every other
+    figure, and its peak is the one ``tracelens memory`` reports."""
+    from tracelens.api.analysis import TraceAnalysis
+
+    trace = ROOT / "sample_traces" / "tpu" / "memory" / "plain.xplane.pb.gz"
+    out = tmp_path / "memory.html"
+    TraceAnalysis(trace).report(out, memory=True)
+    state = load_page(browser, out.read_text(encoding="utf-8"), tmp_path, "memory")
+    assert "memory" in state["rendered"]
+    peak = TraceAnalysis(trace).memory_report().devices[0].peak_bytes
+    ys = browser.evaluate("""(function () {
+      var div = document.getElementById("fig-memory");
+      return div.data.map(function (t) { return t.y ? Array.prototype.slice.call(t.y) : []; });
+    }())""")
+    marks = [y[0] * float(1 << 30) for y in ys if len(y) == 1]  # the peak's marker, in GiB
+    assert any(m == pytest.approx(peak, rel=1e-4) for m in marks), (marks, peak)

@@ -82,8 +82,10 @@ def findings(s: "Summary", what_ifs: "Sequence[WhatIf]" = (),
                                        if step is not None else
                                        "no path of the trace waits for its arrival")
     found, gaps = _measured(s, why, late_why), _idle_path(s)
-    if any(w.change in XLA_CHANGES for w in what_ifs):  # XLA's launches: no CUDA/HIP graphs
+    if any(w.change in XLA_CHANGES for w in what_ifs) or not _graphs_apply(s):
+        # XLA's launches, or devices no CUDA/HIP graph runs on: no graph advice
         found = [f for f in found if f.kind != "graph_launch"]
+        projected = [f for f in projected if f.kind != "graph_launch"]
     measured = [f for f in found if f.key not in seen] + [
         replace(f, unprojected=_unmoved(f, small[f.key], _path_ns(s, "idle"))) for f in found
         if gaps and f.kind in ("on_time", "hide") and f.key in small and f.key in below] \
@@ -195,6 +197,12 @@ def _measured(s: "Summary", why: str, late_why: str) -> list[RankedFinding]:
             f"device idle for launches: {ms(launch)} ms (job)",
             "tracelens critical-path", unprojected=why))
     return out
+
+
+def _graphs_apply(s: "Summary") -> bool:
+    """Whether CUDA/HIP graphs can launch this job's work: some device is an NVIDIA or AMD GPU,
+    or of a vendor the trace does not say (a TPU or an XLA:CPU device is neither)."""
+    return any(d.vendor in ("nvidia", "amd", None) for d in s.devices) or not s.devices
 
 
 MEMORY_TITLE = "Overlap the memory copies with compute (prefetch, async copies)"
