@@ -16,12 +16,13 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 
 def _sample_files(root) -> dict[str, bytes]:
-    """Files of the seeded generator; ``hlo/`` is real JAX output (hlo/make_hlo.py needs JAX)
-    and ``tpu/`` real TPU traces (tpu/make_tpu_traces.py needs a TPU)."""
+    """Files of the seeded generator; ``hlo/`` is real JAX output (hlo/make_hlo.py needs JAX),
+    ``tpu/`` real TPU traces (tpu/make_tpu_traces.py needs a TPU) and ``real_runs/`` real runs
+    made on a TPU machine (real_runs/make_runs.py)."""
     skip = {"README.md", "make_samples.py"}
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file() and p.name not in skip and "__pycache__" not in p.parts
-            and p.relative_to(root).parts[0] not in ("hlo", "tpu")}
+            and p.relative_to(root).parts[0] not in ("hlo", "tpu", "real_runs")}
 
 
 def test_samples_regenerate_byte_identical(tmp_path) -> None:

@@ -123,6 +123,8 @@ def _idle_by_frames(events: pl.DataFrame, host_events: pl.DataFrame,
                                                         pl.col("end_ns")))
     late_sync, late_rest = _split_by_sync(
         latency.select(*DEVICE_KEYS, start_ns="_c", end_ns="end_ns"), sync)
+    cuts = latency.filter((pl.col("_c") > pl.col("start_ns")) & (pl.col("_c") < pl.col("end_ns"))
+                          ).select(*DEVICE_KEYS, start_ns="_c", _cut=pl.lit(True))
     latency = pl.concat([latency.select(*DEVICE_KEYS, "start_ns", end_ns="_c"), late_rest])
     parts = [pre_launch.with_columns(part=pl.lit("host_launch")),
              sync_part.with_columns(part=pl.lit("sync_wait")),
@@ -130,8 +132,18 @@ def _idle_by_frames(events: pl.DataFrame, host_events: pl.DataFrame,
              latency.with_columns(part=pl.lit("launch_latency")),
              unknown.with_columns(part=pl.lit("no_host_data"))]
     out = pl.concat([p.select(*DEVICE_KEYS, "part", "start_ns", "end_ns") for p in parts])
-    return out.filter(pl.col("end_ns") > pl.col("start_ns")).cast(_SCHEMA) \
+    out = out.filter(pl.col("end_ns") > pl.col("start_ns")).cast(_SCHEMA) \
         .sort(*DEVICE_KEYS, "start_ns", pl.col("part").cast(pl.String))
+    # a wait cut at the device's least latency with no sync call past the cut is one piece of
+    # launch latency, as the one-axis path has it: the two halves of such a cut are joined
+    lat = pl.col("part") == "launch_latency"
+    joined = pl.col("_cut").fill_null(False) & lat & lat.shift(1).fill_null(False) \
+        & ~key_changes(list(DEVICE_KEYS)) & (pl.col("start_ns") == pl.col("end_ns").shift(1))
+    out = out.join(cuts.cast({k: v for k, v in _SCHEMA.items() if k in cuts.columns}),
+                   on=[*DEVICE_KEYS, "start_ns"], how="left", maintain_order="left")
+    return out.with_columns(_run=(~joined).cum_sum()).group_by("_run", maintain_order=True).agg(
+        *(pl.col(c).first() for c in ("host", "rank", "device", "part", "start_ns")),
+        pl.col("end_ns").last()).drop("_run").cast(_SCHEMA)
 
 
 def _idle_on_axis(rows: pl.DataFrame, groups: pl.DataFrame, host_events: pl.DataFrame
