@@ -23,10 +23,11 @@ from tests.conftest import SAMPLES, SHARED
 KINETO_JOB = SHARED / "traces" / "kineto" / "sampled_128rank_job"
 
 
-def _unnamed_xspace(path: Path) -> Path:
-    """A one-kernel XSpace whose ``hostnames`` is empty (the reader falls back on the file)."""
+def _unnamed_xspace(path: Path, dur: int = 50) -> Path:
+    """A one-kernel XSpace whose ``hostnames`` is empty (the reader falls back on the file);
+    ``dur`` tells two hosts' files apart (byte-identical files are one file read once)."""
     space = xspace_class()()
-    space.ParseFromString(build_xspace([Activity(0, 1, "kernel_a", 100, 50)]))
+    space.ParseFromString(build_xspace([Activity(0, 1, "kernel_a", 100, dur)]))
     del space.hostnames[:]
     path.write_bytes(space.SerializeToString())
     return path
@@ -42,7 +43,8 @@ def test_host_from_file_name_keeps_the_dots(name: str, host: str) -> None:
 
 
 def test_xspace_host_from_its_file_name_keeps_its_dots(tmp_path: Path) -> None:
-    files = [_unnamed_xspace(tmp_path / f"node.{x}_{i}.xplane.pb") for i, x in enumerate("ab")]
+    files = [_unnamed_xspace(tmp_path / f"node.{x}_{i}.xplane.pb", 50 + i)
+             for i, x in enumerate("ab")]
     trace = tracelens.load(files)
     assert sorted(trace.devices["host"].unique()) == ["node.a_0", "node.b_1"]  # not node#0/1
     parts = [summary_partial(tracelens.load([f])) for f in files]

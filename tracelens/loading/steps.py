@@ -75,7 +75,11 @@ def mark_steps(trace: Trace, step_marker: str | None = None) -> None:
         source = f"program:{label}" if steps.height else "none"
     hosts = dict(trace.devices.select("rank", pl.col("host").cast(pl.String)).unique(
         "rank", keep="first").iter_rows()) if trace.devices.height else {}
+    before = steps
     steps, partial = drop_partial(steps, hosts)  # a step the profiler cut is no step
+    if partial and steps.height and "source" in steps.columns \
+            and source == _annotation_source(before):
+        source = _annotation_source(steps)  # the sources of the steps kept
     for note in partial:
         trace.meta.warn(note)
     trace.steps = steps.sort("rank", "start_ns", "step")

@@ -405,7 +405,9 @@ def _host_plane(trace: Trace, host: str, rank: int, shift: int, info: HostInfo) 
     interner = _Interner(b)
     lines = []
     steps = trace.steps.filter(pl.col("rank") == rank).sort("start_ns")
-    if steps.height:
+    # steps a program's executions gave come back from the programs; written as host step
+    # markers they would read as annotations (whose edge steps can be partial, a program's not)
+    if steps.height and not trace.meta.steps_source.startswith("program:"):
         marks = hev.filter(pl.col("kind") == "step").select("start_ns", "end_ns", "name", "tid")
         steps = steps.join(marks, on=["start_ns", "end_ns"], how="left",
                            maintain_order="left").unique(["step"], keep="first",
