@@ -78,18 +78,19 @@ def _on_headline_step(summary: "Summary", job_in: JobInputs, job: "Job") -> "Sum
     host read alone picks the headline step of its own steps, which for hosts whose spans
     order differently is not the job's; then the path is solved again on the job's step
     (the hosts read once more)."""
-    from tracelens.analyze.critical.path import CriticalPath, CriticalPathOptions
+    from tracelens.analyze.consistency import gate_findings
+    from tracelens.analyze.critical.path import CriticalPathOptions, PathAndFacts
     from tracelens.analyze.summary.build import FINDINGS_TOP, with_critical
 
     want = job_step(job)
     have = summary.critical_path.step if summary.critical_path is not None else None
     if want is None or have == want or len(job.hosts) < 2:
         return summary
-    res, _ = run_noticed(CriticalPath(), CriticalPathOptions(
-        step=want, top=FINDINGS_TOP, activities="longest"), job_in)
-    # the gate's facts were measured on the step each host chose, not on this one: its
-    # verdict on the earlier path does not hold for the new one (unknown, not stale)
-    return replace(with_critical(summary, res), consistency=None)
+    (res, facts), _ = run_noticed(PathAndFacts(), CriticalPathOptions(
+        step=want, top=FINDINGS_TOP, activities="longest", consistency=True), job_in)
+    # the gate again, on the facts of the job's step (those taken were of each host's own)
+    summary = replace(with_critical(summary, res), consistency=None)
+    return gate_findings(summary, res, facts) if res.paths else summary
 
 
 def job_window(job_in: JobInputs, opts: Any) -> "TimelineWindow | None":

@@ -135,6 +135,16 @@ class CriticalPath:
         return gate_result(critical_paths(part.unpacked(), options), part.facts)
 
 
+class PathAndFacts(CriticalPath):
+    """The critical path and the window's measured facts, ungated: what ``summarize`` needs
+    when it solves the path again on the job's step (its gate checks the findings too, with
+    those facts). ``options.consistency`` must be set, so that each host takes its facts."""
+
+    def finish(self, part: CriticalPart, options: CriticalPathOptions
+               ) -> "tuple[CriticalPathResult, WindowFacts | None]":
+        return critical_paths(part.unpacked(), options), part.facts
+
+
 def _clipped(nodes: pl.DataFrame, win: pl.DataFrame) -> pl.DataFrame:
     """Node times clipped to their rank's window start (module doc)."""
     # each node's window start by a streamed join of its keys (a million nodes: +34 MB, the
