@@ -539,7 +539,10 @@ def test_compare_maps_both_rounds_of_both_runs_on_one_client(cluster: str,
 
     monkeypatch.setattr(dask_map, "_client", Counted)
     _cli("compare", str(STRAGGLER), str(STRAGGLER), "--format", "json", "--scheduler", cluster)
-    assert opened == [cluster]
+    # the two rounds of both runs on the first client; this job's hosts pick different median
+    # steps, so its findings' path is solved again on the job's step (more clients, the same
+    # cluster: never a local one)
+    assert opened[0] == cluster and set(opened) == {cluster}
 
 
 def test_a_run_of_one_file_is_read_once(monkeypatch) -> None:
@@ -552,8 +555,12 @@ def test_a_run_of_one_file_is_read_once(monkeypatch) -> None:
     monkeypatch.setattr(loader, "load_host", lambda path, *a: read.append(path) or real(path, *a))
     one, two = SAMPLES / "mi300x_8gpu_llama_step.xplane.pb", STRAGGLER
     _cli("compare", str(one), str(two), "--format", "json", "--workers", "1")
-    assert [p.name for p in read] == [one.name] + ["mi355x-node0.xplane.pb",
-                                                   "mi355x-node1.xplane.pb"] * 2
+    names = [p.name for p in read]
+    assert names[:5] == [one.name] + ["mi355x-node0.xplane.pb", "mi355x-node1.xplane.pb"] * 2
+    # the straggler's hosts pick different median steps: its findings' path is solved again
+    # on the job's step (its hosts read again); the file of one host is never read again
+    assert one.name not in names[5:] and set(names[5:]) <= {"mi355x-node0.xplane.pb",
+                                                            "mi355x-node1.xplane.pb"}
 
 
 # -- report on the engine: the summary and the step-timeline window ------------------------------

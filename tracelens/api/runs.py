@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from tracelens.analyze.runs.scaling import RunProfile
     from tracelens.results.memory import MemoryChange
     from tracelens.results.runs import Comparison, Scaling
+    from tracelens.results.summary import Summary
 from tracelens.api.analysis import TraceAnalysis
 
 
@@ -37,11 +38,19 @@ def _profiles(runs: list[TraceAnalysis], summaries: bool = False
                              first.engine(), extra)
         for r, f in zip(runs, found):
             r.__dict__["_profile_and_source"] = f[:2]
-            # a summary without its critical path (hosts that each picked their own median
-            # step, per-row filters) is left to the facade, which solves the job's step
-            if extra and f[2].critical_path is not None:
+            # a summary whose hosts each picked their own median step has no path: it is left
+            # to the facade, which solves the path again on the job's step
+            if extra and not _steps_differ(f[2]):
                 r.__dict__["summary"] = f[2].with_filters(r._in.active())
     return [r._profile_and_source for r in runs]
+
+
+def _steps_differ(summary: "Summary") -> bool:
+    """Whether ``summary`` has no critical path because its hosts picked different steps."""
+    from tracelens.loading.step_choice import STEPS_DIFFER
+
+    return summary.critical_path is None and any(
+        STEPS_DIFFER in (f.unprojected or "") for f in summary.findings.items)
 
 
 def compare(base: "TraceAnalysis | str | Path", new: "TraceAnalysis | str | Path",

@@ -94,6 +94,9 @@ def step_time_ns(steps: pl.DataFrame, step: int | None) -> int | None:
     return int((rows["end_ns"] - rows["start_ns"]).max()) if rows.height else None  # type: ignore
 
 
+STEPS_DIFFER = "the hosts' median steps differ"
+
+
 def hosts_disagree(windows: pl.DataFrame) -> str | None:
     """Why a job's default windows (host, rank, step, ...) cannot be solved together: each
     host read alone picks the headline step of its own steps, and hosts whose spans order
@@ -104,5 +107,5 @@ def hosts_disagree(windows: pl.DataFrame) -> str | None:
     if picked.height < 2:
         return None
     which = "; ".join(f"step {s} ({h}, ...)" for s, h in picked.iter_rows())
-    return (f"the hosts' median steps differ ({which}): each host read alone picks its own; "
+    return (f"{STEPS_DIFFER} ({which}): each host read alone picks its own; "
             f"pass --step N for one step on every host")
