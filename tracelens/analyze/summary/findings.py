@@ -104,6 +104,21 @@ def _unmoved(f: RankedFinding, saved_ns: int, idle_ns: int) -> str:
             "held where they are")
 
 
+
+# the XLA host work what-ifs' findings: title and evidence, each with its one number (ms)
+XLA_FINDINGS = {
+    "host": ("Take the host's own time off the step: the device waits {} ms for the host",
+             "{} ms of host time (its untraced work between its calls, and after it had the "
+             "step's result)"),
+    "dispatch": ("Dispatch the step as one program (jit it): the device waits for op-by-op "
+                 "dispatch ({} ms)", "{} ms of host dispatch and launch latency"),
+    "transfer": ("Keep the data on the device, or copy it ahead: the step waits for "
+                 "host-to-device copies ({} ms)", "{} ms of transfer calls and waits for the "
+                 "copies"),
+    "sync": ("Stop waiting for the device every step: the host syncs, then the device waits "
+             "for its work ({} ms)", "{} ms of syncs and host time after them"),
+}
+
 def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
     """A what-if as a finding; "the path" in its evidence is the step's critical path."""
     if w.change == "hide" and w.target == "memory":
@@ -134,30 +149,11 @@ def _projected(s: "Summary", w: "WhatIf", pct: float) -> RankedFinding:
         return RankedFinding("roofline", w.target, title, w.saved_ns, pct,
                              f"{ms(w.on_path_ns)} ms of {w.target} on the path{rest}",
                              "tracelens summarize --all")
-    if w.change == "host":
-        return RankedFinding(
-            "host", w.target, f"Take the host's own time off the step: the device waits "
-            f"{ms(w.saved_ns)} ms for the host", w.saved_ns, pct,
-            f"on the path: {ms(w.on_path_ns)} ms of host time (its untraced work between "
-            "its calls, and after it had the step's result)", "tracelens critical-path")
-    if w.change == "dispatch":
-        return RankedFinding(
-            "dispatch", w.target, "Dispatch the step as one program (jit it): the device "
-            f"waits for op-by-op dispatch ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
-            f"on the path: {ms(w.on_path_ns)} ms of host dispatch and launch latency",
-            "tracelens critical-path")
-    if w.change == "transfer":
-        return RankedFinding(
-            "transfer", w.target, "Keep the data on the device, or copy it ahead: the step "
-            f"waits for host-to-device copies ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
-            f"on the path: {ms(w.on_path_ns)} ms of transfer calls and waits for the copies",
-            "tracelens critical-path")
-    if w.change == "sync":
-        return RankedFinding(
-            "sync", w.target, "Stop waiting for the device every step: the host syncs, then "
-            f"the device waits for its work ({ms(w.saved_ns)} ms)", w.saved_ns, pct,
-            f"on the path: {ms(w.on_path_ns)} ms of syncs and host time after them",
-            "tracelens critical-path")
+    if w.change in XLA_FINDINGS:
+        title, evidence = XLA_FINDINGS[w.change]
+        return RankedFinding(w.change, w.target, title.format(ms(w.saved_ns)), w.saved_ns, pct,
+                             "on the path: " + evidence.format(ms(w.on_path_ns)),
+                             "tracelens critical-path")
     if w.change == "graph_launch":
         return RankedFinding(
             "graph_launch", w.target, GRAPH_TITLE, w.saved_ns, pct,
